@@ -1,0 +1,85 @@
+//! `ovai init`: a new instance.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use super::{Failure, own_exe};
+use crate::instance::{self, CONFIG_FILE, Config, Instance};
+use crate::{names, plugins, seats};
+
+pub const DEFAULT_LEADER: &str = "lead";
+
+pub fn run(
+    dir: Option<PathBuf>,
+    user: Option<String>,
+    leader: Option<String>,
+    examples: bool,
+) -> Result<(), Failure> {
+    let dir = dir.unwrap_or_else(|| PathBuf::from("."));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Failure::new(format!("{} cannot be made: {e}.", dir.display()), 1))?;
+    let inst = Instance::at(instance::absolute(&dir));
+    if inst.config_file().exists() {
+        return Err(Failure::new(
+            format!(
+                "{} already holds an instance ({CONFIG_FILE} is there); nothing was changed. Its seats are managed with `ovai seat`.",
+                inst.root.display()
+            ),
+            1,
+        ));
+    }
+    let user = user
+        .or_else(|| std::env::var("USER").ok())
+        .filter(|u| !u.trim().is_empty())
+        .unwrap_or_else(|| "user".into());
+    let leader = leader.unwrap_or_else(|| DEFAULT_LEADER.into());
+    if let Some(why) = names::why_not(&leader) {
+        return Err(Failure::new(
+            format!(
+                "{leader:?} cannot be the Leader's seat name: {why} ({}).",
+                names::RULE
+            ),
+            2,
+        ));
+    }
+    let text = serde_json::to_string_pretty(&json!({ "user": user, "leader": leader }))
+        .unwrap_or_default()
+        + "\n";
+    // Checked by the same parser the server uses, so init never writes a file serve would refuse.
+    Config::parse(&text)?;
+    for d in [inst.plugins_dir(), inst.desks_dir()] {
+        std::fs::create_dir_all(&d)
+            .map_err(|e| Failure::new(format!("{} cannot be made: {e}.", d.display()), 1))?;
+    }
+    seats::ensure_private_dir(&inst)?;
+    std::fs::write(inst.config_file(), text).map_err(|e| {
+        Failure::new(
+            format!("{} cannot be written: {e}.", inst.config_file().display()),
+            1,
+        )
+    })?;
+    let added = seats::add(&inst, &leader, &own_exe()?)?;
+    println!(
+        "Made an openovai instance at {} (User {user}, Leader {leader}).",
+        inst.root.display()
+    );
+    println!(
+        "The Leader's desk is {} (its .mcp.json connects a session as {leader}).",
+        added
+            .mcp_json
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    );
+    if examples {
+        let written = plugins::examples::write_into(&inst.plugins_dir())
+            .map_err(|e| Failure::new(format!("The example plugins cannot be written: {e}."), 1))?;
+        println!("Wrote the example plugins: {}.", written.join(", "));
+    }
+    println!(
+        "Next: `ovai serve --root {}` runs the server; `ovai seat add NAME` adds a Worker.",
+        inst.root.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,153 @@
+//! The command line: clap arguments by topic, each command in its own file. Every command ends in an
+//! exit code; a failure is one sentence on stderr.
+
+mod call;
+mod demo;
+mod init;
+mod restart;
+mod seat;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::instance::{self, Instance};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "ovai",
+    version,
+    about = "The server behind an openovai workspace: its tools, and tools of your own from plugins/, served to every seat over MCP."
+)]
+pub struct Cli {
+    /// The instance's root (else OVAI_ROOT, else the nearest folder above holding openovai.json).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Make an instance: openovai.json, plugins/, desks/, .ovai/ and the Leader's seat.
+    Init {
+        /// Where (default: the working directory).
+        dir: Option<PathBuf>,
+        /// The person working here (default: $USER).
+        #[arg(long)]
+        user: Option<String>,
+        /// The Leader's seat name (default: lead).
+        #[arg(long)]
+        leader: Option<String>,
+        /// Also write the example plugins (ci-status, freeze, whoami) into plugins/.
+        #[arg(long)]
+        examples: bool,
+    },
+    /// Run the daemon in the foreground (for a terminal, systemd or launchd). SIGHUP restarts, SIGTERM stops.
+    Serve,
+    /// The stdio bridge an MCP client starts from a seat's desk (reads OVAI_SECRET and OVAI_ROOT).
+    Mcp,
+    /// Read plugins/ and openovai.json again without dropping a session; prints the plugins rows.
+    Restart,
+    /// What the running daemon serves, and to whom.
+    Status {
+        /// Print JSON, for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add, list or remove seats.
+    Seat {
+        #[command(subcommand)]
+        action: SeatAction,
+    },
+    /// Call a tool from a terminal as a seat, through the same socket a session uses.
+    Call {
+        /// The tool's name.
+        tool: String,
+        /// The arguments, as a JSON object (default {}).
+        json: Option<String>,
+        /// Call as this seat (its secret is read from desks/SEAT/.mcp.json); else OVAI_SECRET.
+        #[arg(long)]
+        seat: Option<String>,
+    },
+    /// Run the whole path once on the example plugins: a temporary instance, a real daemon, a seat
+    /// connected through `ovai mcp`, tools/list and calls. Prints what happens and cleans up.
+    Demo,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SeatAction {
+    /// Make a seat: its secret, and desks/NAME/.mcp.json for the session's MCP client.
+    Add { name: String },
+    /// The seats, their roles, and (with a daemon running) who is connected.
+    List,
+    /// Forget a seat; its sessions are ended. Its desk stays.
+    Remove { name: String },
+}
+
+/// A command's failure: the sentence for stderr and the exit code.
+pub struct Failure {
+    pub sentence: String,
+    pub code: i32,
+}
+
+impl Failure {
+    pub fn new(sentence: impl std::fmt::Display, code: i32) -> Self {
+        Self {
+            sentence: sentence.to_string(),
+            code,
+        }
+    }
+}
+
+impl<E: std::error::Error> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure::new(e, 1)
+    }
+}
+
+pub fn run(cli: Cli) -> i32 {
+    let root = cli.root.as_deref();
+    let result = match cli.command {
+        Command::Init {
+            dir,
+            user,
+            leader,
+            examples,
+        } => init::run(dir.or_else(|| cli.root.clone()), user, leader, examples),
+        Command::Serve => {
+            find(root).and_then(|inst| crate::server::serve(inst).map_err(Failure::from))
+        }
+        Command::Mcp => return crate::bridge::run(),
+        Command::Restart => find(root).and_then(|inst| restart::restart(&inst)),
+        Command::Status { json } => find(root).and_then(|inst| restart::status(&inst, json)),
+        Command::Seat { action } => find(root).and_then(|inst| seat::run(&inst, action)),
+        Command::Call { tool, json, seat } => {
+            return call::run(root, &tool, json.as_deref(), seat.as_deref());
+        }
+        Command::Demo => demo::run(),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(f) => {
+            eprintln!("ovai: {}", f.sentence);
+            f.code
+        }
+    }
+}
+
+fn find(root: Option<&std::path::Path>) -> Result<Instance, Failure> {
+    instance::find_root(root).map_err(Failure::from)
+}
+
+/// The absolute path of this binary, for the `.mcp.json` a seat's client runs.
+fn own_exe() -> Result<PathBuf, Failure> {
+    std::env::current_exe()
+        .map(|p| instance::absolute(&p))
+        .map_err(|e| {
+            Failure::new(
+                format!("The path of this ovai binary cannot be found: {e}."),
+                1,
+            )
+        })
+}

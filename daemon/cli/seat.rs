@@ -1,0 +1,93 @@
+//! `ovai seat add|list|remove`.
+
+use super::{Failure, SeatAction, own_exe};
+use crate::client::{self, ClientError};
+use crate::instance::Instance;
+use crate::seats::{self, SeatBook};
+
+pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
+    match action {
+        SeatAction::Add { name } => {
+            let added = seats::add(inst, &name, &own_exe()?)?;
+            let role = inst
+                .read_config()
+                .map(|c| c.role_of(&name).to_string())
+                .unwrap_or_else(|_| "Worker".into());
+            println!("Added the seat {name} ({role}).");
+            println!(
+                "Its desk is {}: an MCP client started there reads {} and is {name}.",
+                inst.desk(&name).display(),
+                added
+                    .mcp_json
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            );
+            Ok(())
+        }
+        SeatAction::List => {
+            let book = SeatBook::load(inst)?;
+            let config = inst.read_config()?;
+            let sessions = match client::control(inst, "status") {
+                Ok(v) => Some(v),
+                Err(ClientError::NoServer { .. }) => None,
+                Err(e) => return Err(e.into()),
+            };
+            if book.seats.is_empty() {
+                println!("No seats yet: `ovai seat add NAME` makes one.");
+            }
+            for name in book.names() {
+                let role = config.role_of(name);
+                let now = match &sessions {
+                    None => String::new(),
+                    Some(v) => {
+                        let n = v["seats"]
+                            .as_array()
+                            .and_then(|s| s.iter().find(|s| s["name"] == name))
+                            .and_then(|s| s["sessions"].as_u64())
+                            .unwrap_or(0);
+                        match n {
+                            0 => ", no session now".into(),
+                            1 => ", in a session now".into(),
+                            n => format!(", in {n} sessions now"),
+                        }
+                    }
+                };
+                println!("{name}: {role}{now}");
+            }
+            if sessions.is_none() && !book.seats.is_empty() {
+                println!("(No server is running, so nobody is connected.)");
+            }
+            Ok(())
+        }
+        SeatAction::Remove { name } => {
+            seats::remove(inst, &name)?;
+            let ended = match client::control(inst, "seats") {
+                Ok(v) => v["ended"].as_array().map_or(0, Vec::len),
+                Err(ClientError::NoServer { .. }) => 0,
+                Err(e) => {
+                    println!(
+                        "Removed the seat {name}; its desk {} stays.",
+                        inst.desk(&name).display()
+                    );
+                    return Err(Failure::new(
+                        format!(
+                            "The running server could not be told, so a session of {name} may still be connected: {e}"
+                        ),
+                        1,
+                    ));
+                }
+            };
+            println!(
+                "Removed the seat {name}{}; its desk {} stays.",
+                match ended {
+                    0 => String::new(),
+                    1 => ", and ended its session".into(),
+                    n => format!(", and ended its {n} sessions"),
+                },
+                inst.desk(&name).display()
+            );
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! A generation: one host process tree and the tool table it loaded, with the config it was read with.
+//! `ovai serve` builds the first; `ovai restart` builds the next beside it and retires the old one.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::SystemTime;
+
+use crate::host::Host;
+use crate::host::child::{Launch, node_program};
+use crate::host::process::HostInit;
+use crate::host::supervisor::Supervision;
+use crate::instance::{Config, Instance};
+use crate::plugins::load::{self, LoadError};
+use crate::runtime_log::{RuntimeLog, timestamp};
+use crate::tools::ToolTable;
+
+pub struct Generation {
+    /// 1 for the first start, one more for each restart: says which reading of plugins/ is served.
+    pub number: u64,
+    pub config: Arc<Config>,
+    pub tools: ToolTable,
+    /// The plugins rows of this reading, one per candidate, as written to runtime.log.
+    pub rows: Vec<String>,
+    pub loaded_at: String,
+    pub host: Arc<Host>,
+    /// The Node version the host reported.
+    pub node: String,
+}
+
+pub async fn build(
+    inst: &Instance,
+    config: Config,
+    number: u64,
+    ids: &Arc<AtomicU64>,
+    log: &Arc<RuntimeLog>,
+) -> Result<Generation, LoadError> {
+    let launch = Launch {
+        node: node_program(),
+        shim: inst.host_shim(),
+        cwd: inst.root.clone(),
+        max_memory_mb: config.host_max_memory_mb,
+        pass_env: config.plugin_env.clone(),
+    };
+    let init = HostInit {
+        root: inst.root.display().to_string(),
+        plugins_dir: inst.plugins_dir().display().to_string(),
+        config: config.raw.clone(),
+        max_answer_bytes: config.max_answer_bytes,
+    };
+    let plugins_dir = inst.plugins_dir();
+    let loaded = load::load(&plugins_dir, &launch, &init, ids, config.import_timeout).await?;
+    let (process, rows, files, plugins) = loaded.into_parts(&plugins_dir);
+    let node = process.node.clone();
+    let host = Host::supervise(
+        process,
+        ids.clone(),
+        Supervision {
+            launch,
+            init,
+            files,
+            import_timeout: config.import_timeout,
+            log: log.clone(),
+        },
+    );
+    Ok(Generation {
+        number,
+        config: Arc::new(config),
+        tools: ToolTable::new(plugins),
+        rows,
+        loaded_at: timestamp(SystemTime::now()),
+        host,
+        node,
+    })
+}

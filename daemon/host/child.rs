@@ -1,0 +1,141 @@
+//! Starting one plugin host process: `node host.mjs` with the protocol socket as fd 3, in a process group
+//! of its own, with a minimal environment, and killed if the daemon dies.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream as StdUnixStream;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use tokio::net::UnixStream;
+use tokio::process::{Child, Command};
+
+/// Variables the host gets from the daemon's environment whatever `pluginEnv` says: enough to find
+/// programs and to format text, nothing that could carry a secret.
+const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"];
+
+/// How to start a host; the same for every child of one generation.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The `node` to run: `OVAI_NODE` when set, else `node` on PATH.
+    pub node: PathBuf,
+    /// The host shim written under `.ovai/` at start.
+    pub shim: PathBuf,
+    /// The instance root: the child's working directory.
+    pub cwd: PathBuf,
+    /// `--max-old-space-size`, when `hostMaxMemoryMB` is set.
+    pub max_memory_mb: Option<u64>,
+    /// Extra variable names passed through (`pluginEnv`).
+    pub pass_env: Vec<String>,
+}
+
+pub fn node_program() -> PathBuf {
+    std::env::var_os("OVAI_NODE")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("node"))
+}
+
+pub struct Spawned {
+    pub child: Child,
+    /// The daemon's end of the protocol socket.
+    pub channel: UnixStream,
+    pub pid: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("Node.js was not found (looked for {node}); ovai runs plugins in Node 18 or newer. Install it, or name it with OVAI_NODE.", node = .0.display())]
+    NoNode(PathBuf),
+    #[error("the plugin host could not be started with {node}: {source}", node = node.display())]
+    Io {
+        node: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl Launch {
+    pub fn spawn(&self) -> Result<Spawned, SpawnError> {
+        let io = |source: std::io::Error| SpawnError::Io {
+            node: self.node.clone(),
+            source,
+        };
+        let (ours, theirs) = StdUnixStream::pair().map_err(io)?;
+        let theirs: OwnedFd = theirs.into();
+        let theirs_fd = theirs.as_raw_fd();
+
+        let mut cmd = Command::new(&self.node);
+        if let Some(mb) = self.max_memory_mb {
+            cmd.arg(format!("--max-old-space-size={mb}"));
+        }
+        cmd.arg(&self.shim)
+            .current_dir(&self.cwd)
+            .env_clear()
+            .envs(self.env())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        // SAFETY: the closure runs between fork and exec and calls only async-signal-safe functions
+        // (dup2, fcntl, prctl) on descriptors it owns.
+        unsafe {
+            cmd.pre_exec(move || {
+                put_on_fd3(theirs_fd)?;
+                // The host dies with the daemon even if nothing closes fd 3 first.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                SpawnError::NoNode(self.node.clone())
+            } else {
+                io(e)
+            }
+        })?;
+        drop(theirs);
+        let pid = child.id().unwrap_or(0);
+        ours.set_nonblocking(true).map_err(io)?;
+        let channel = UnixStream::from_std(ours).map_err(io)?;
+        Ok(Spawned {
+            child,
+            channel,
+            pid,
+        })
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = BASE_ENV
+            .iter()
+            .map(|s| s.to_string())
+            .chain(self.pass_env.iter().cloned())
+            .filter_map(|k| std::env::var(&k).ok().map(|v| (k, v)))
+            .collect();
+        env.push(("OVAI_HOST".into(), super::protocol::PROTOCOL.to_string()));
+        env
+    }
+}
+
+/// Makes `fd` the child's fd 3 without close-on-exec, so it survives exec.
+fn put_on_fd3(fd: i32) -> std::io::Result<()> {
+    // SAFETY: plain syscalls on descriptors this process owns, in the child after fork.
+    unsafe {
+        if fd == 3 {
+            // dup2 onto itself is a no-op that would leave close-on-exec set.
+            let flags = libc::fcntl(3, libc::F_GETFD);
+            if flags < 0 || libc::fcntl(3, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        } else if libc::dup2(fd, 3) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Writes the embedded host shim where the child will run it.
+pub fn write_shim(path: &Path) -> std::io::Result<()> {
+    std::fs::write(path, super::SHIM)
+}

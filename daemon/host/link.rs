@@ -1,0 +1,201 @@
+//! One live connection to a host process: the writer and reader tasks on fd 3 and the calls waiting on
+//! answers. A link lives exactly as long as its process; a restart makes a new one.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::StreamExt;
+use tokio::io::AsyncWriteExt;
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::{FramedRead, LinesCodec};
+
+use super::protocol::{Answer, FromHost, Loaded, ToHost};
+
+/// The longest protocol line read from the host: an answer is capped well below this by maxAnswerBytes
+/// (JSON escaping can at most sextuple it), so a longer line is a broken host, never a long answer.
+pub fn max_line_len(max_answer_bytes: usize) -> usize {
+    max_answer_bytes.saturating_mul(6).saturating_add(64 * 1024)
+}
+
+/// How a call waiting on this link ends.
+#[derive(Debug)]
+pub enum CallEnd {
+    Answered(Answer),
+    /// The process went away (or was killed) with the call in flight: why, in words.
+    HostStopped(Arc<str>),
+}
+
+/// A call in flight: who to tell, and which file it runs, so a crash can name it.
+struct Waiting {
+    file: Arc<str>,
+    tx: oneshot::Sender<CallEnd>,
+}
+
+pub struct Link {
+    tx: mpsc::UnboundedSender<String>,
+    calls: Mutex<HashMap<u64, Waiting>>,
+    loads: Mutex<HashMap<u64, oneshot::Sender<Loaded>>>,
+    ready: Mutex<Option<oneshot::Sender<(u32, String)>>>,
+    /// The number of the last pong received, for the heartbeat.
+    last_pong: AtomicU64,
+    /// The host's pid, for status and log rows.
+    pub pid: u32,
+    /// Plugins that did not import again after a crash: name → why (calls to them are refused).
+    unavailable: Mutex<HashMap<String, Arc<str>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding one of these maps cannot leave it half-updated: every critical section is a
+    // single insert or remove.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Link {
+    /// Starts the reader and writer tasks on `channel`. The returned receiver gets the host's `ready`
+    /// (protocol version, Node version); the join handle ends when the host closes fd 3.
+    pub fn start(
+        channel: UnixStream,
+        pid: u32,
+        max_line: usize,
+    ) -> (
+        Arc<Self>,
+        oneshot::Receiver<(u32, String)>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let (read, write) = channel.into_split();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let link = Arc::new(Self {
+            tx,
+            calls: Mutex::new(HashMap::new()),
+            loads: Mutex::new(HashMap::new()),
+            ready: Mutex::new(Some(ready_tx)),
+            last_pong: AtomicU64::new(0),
+            pid,
+            unavailable: Mutex::new(HashMap::new()),
+        });
+        tokio::spawn(write_lines(write, rx));
+        let reader = tokio::spawn(read_lines(link.clone(), read, max_line));
+        (link, ready_rx, reader)
+    }
+
+    pub fn send(&self, msg: &ToHost<'_>) {
+        // A closed channel means the host is gone; the supervisor answers whatever was waiting.
+        let _ = self.tx.send(msg.line());
+    }
+
+    /// Registers a call; its answer (or the host's end) arrives on the receiver.
+    pub fn expect_answer(&self, id: u64, file: Arc<str>) -> oneshot::Receiver<CallEnd> {
+        let (tx, rx) = oneshot::channel();
+        lock(&self.calls).insert(id, Waiting { file, tx });
+        rx
+    }
+
+    /// Forgets a call the daemon gave up on; true when it was still waiting.
+    pub fn forget(&self, id: u64) -> bool {
+        lock(&self.calls).remove(&id).is_some()
+    }
+
+    pub fn expect_load(&self, id: u64) -> oneshot::Receiver<Loaded> {
+        let (tx, rx) = oneshot::channel();
+        lock(&self.loads).insert(id, tx);
+        rx
+    }
+
+    pub fn calls_in_flight(&self) -> usize {
+        lock(&self.calls).len()
+    }
+
+    /// Answers every waiting call with `why`; returns the files they were running, sorted, once each.
+    pub fn fail_all(&self, why: &Arc<str>) -> Vec<Arc<str>> {
+        let waiting: Vec<Waiting> = lock(&self.calls).drain().map(|(_, w)| w).collect();
+        lock(&self.loads).clear();
+        let mut files: Vec<Arc<str>> = waiting.iter().map(|w| w.file.clone()).collect();
+        files.sort();
+        files.dedup();
+        for w in waiting {
+            let _ = w.tx.send(CallEnd::HostStopped(why.clone()));
+        }
+        files
+    }
+
+    pub fn last_pong(&self) -> u64 {
+        self.last_pong.load(Ordering::Relaxed)
+    }
+
+    pub fn mark_unavailable(&self, name: &str, why: Arc<str>) {
+        lock(&self.unavailable).insert(name.to_string(), why);
+    }
+
+    pub fn unavailable(&self, name: &str) -> Option<Arc<str>> {
+        lock(&self.unavailable).get(name).cloned()
+    }
+
+    fn deliver(&self, msg: FromHost) {
+        match msg {
+            FromHost::Answer(a) => {
+                if let Some(w) = lock(&self.calls).remove(&a.id) {
+                    let _ = w.tx.send(CallEnd::Answered(a));
+                }
+            }
+            FromHost::Loaded(l) => {
+                if let Some(tx) = lock(&self.loads).remove(&l.id) {
+                    let _ = tx.send(l);
+                }
+            }
+            FromHost::Pong { n } => self.last_pong.store(n, Ordering::Relaxed),
+            FromHost::Ready { v, node, .. } => {
+                if let Some(tx) = lock(&self.ready).take() {
+                    let _ = tx.send((v, node));
+                }
+            }
+        }
+    }
+}
+
+async fn write_lines(mut write: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<String>) {
+    let mut batch = String::new();
+    while let Some(first) = rx.recv().await {
+        batch.clear();
+        batch.push_str(&first);
+        // Whatever else is queued goes out in the same write: one wake-up of the host for many calls.
+        while batch.len() < 256 * 1024 {
+            match rx.try_recv() {
+                Ok(more) => batch.push_str(&more),
+                Err(_) => break,
+            }
+        }
+        if write.write_all(batch.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn read_lines(link: Arc<Link>, read: OwnedReadHalf, max_line: usize) {
+    let mut lines = FramedRead::new(read, LinesCodec::new_with_max_length(max_line));
+    while let Some(line) = lines.next().await {
+        match line {
+            Ok(line) => match serde_json::from_str::<FromHost>(&line) {
+                Ok(msg) => link.deliver(msg),
+                Err(e) => {
+                    tracing::warn!(pid = link.pid, error = %e, "the plugin host sent a line that is not a protocol message")
+                }
+            },
+            Err(tokio_util::codec::LinesCodecError::MaxLineLengthExceeded) => {
+                tracing::warn!(
+                    pid = link.pid,
+                    max_line,
+                    "the plugin host sent a protocol line over the cap; it was dropped"
+                );
+            }
+            Err(tokio_util::codec::LinesCodecError::Io(e)) => {
+                tracing::debug!(pid = link.pid, error = %e, "reading the plugin host's channel failed");
+                break;
+            }
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! The plugin host: a supervised Node child that imports plugins and runs their `run`.
+//!
+//! `child` starts a process (fd 3, process group, minimal environment); `link` talks to it; `process`
+//! greets it and imports files; `supervisor` keeps a generation's host alive and retires it; `answer`
+//! turns what came back into what the caller reads. Plugin code never runs in the daemon.
+
+pub mod answer;
+pub mod child;
+pub mod link;
+pub mod process;
+pub mod protocol;
+pub mod supervisor;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+pub use answer::Outcome;
+use link::CallEnd;
+use protocol::ToHost;
+pub use supervisor::Host;
+
+/// The host shim, embedded so a single binary is the whole install; written to `.ovai/host.mjs` at start.
+pub const SHIM: &str = include_str!("../../host-shim/host.mjs");
+
+/// How long a call waits for a restarting host before it is refused (within its own deadline).
+const RESTART_PATIENCE: Duration = Duration::from_secs(10);
+
+/// One call of a plugin, as the MCP service hands it over.
+pub struct CallRequest<'a> {
+    pub tool: &'a str,
+    /// `plugins/NAME.mjs`, for every sentence about this call.
+    pub file: &'a Arc<str>,
+    pub args: &'a Map<String, Value>,
+    pub seat: &'a str,
+    pub role: &'a str,
+}
+
+/// Runs one call to its end: an answer, a refusal, the deadline, or the caller's cancellation.
+pub async fn call(
+    host: &Arc<Host>,
+    req: CallRequest<'_>,
+    deadline: Duration,
+    max_answer_bytes: usize,
+    cancel: &CancellationToken,
+) -> Outcome {
+    let _guard = host.enter();
+    let started = Instant::now();
+    let link = tokio::select! {
+        l = host.link(RESTART_PATIENCE.min(deadline)) => l,
+        _ = cancel.cancelled() => return Outcome::Cancelled,
+    };
+    let link = match link {
+        Ok(link) => link,
+        Err(why) => return answer::not_run(req.file, &why),
+    };
+    if let Some(why) = link.unavailable(req.tool) {
+        return Outcome::Refused(why.to_string());
+    }
+    let id = host.next_id();
+    let rx = link.expect_answer(id, req.file.clone());
+    link.send(&ToHost::Call {
+        id,
+        tool: req.tool,
+        args: req.args,
+        seat: req.seat,
+        role: req.role,
+    });
+    let left = deadline.saturating_sub(started.elapsed());
+    tokio::select! {
+        end = rx => match end {
+            Ok(CallEnd::Answered(a)) => answer::from_host(req.file, a, max_answer_bytes),
+            Ok(CallEnd::HostStopped(why)) => answer::host_stopped(req.file, &why),
+            Err(_) => answer::host_stopped(req.file, "the plugin host went away"),
+        },
+        _ = tokio::time::sleep(left) => {
+            if link.forget(id) {
+                link.send(&ToHost::Cancel { id, why: "the call took longer than its deadline" });
+            }
+            answer::deadline(req.file, deadline)
+        }
+        _ = cancel.cancelled() => {
+            if link.forget(id) {
+                link.send(&ToHost::Cancel { id, why: "the caller cancelled the call" });
+            }
+            Outcome::Cancelled
+        }
+    }
+}

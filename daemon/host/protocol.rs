@@ -1,0 +1,130 @@
+//! The messages between the daemon and the plugin host, one JSON object a line on fd 3.
+//!
+//! The host reports facts; every sentence a person reads is made on this side (plugins/rows.rs for the
+//! log, host/answer.rs for refusals), so the wording lives in one language and one place.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The version of this protocol; the host checks its environment for it and says it in `ready`.
+pub const PROTOCOL: u32 = 1;
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "t", rename_all = "camelCase")]
+pub enum ToHost<'a> {
+    /// Sent once, before any load: what every call's context shares.
+    #[serde(rename_all = "camelCase")]
+    Init {
+        root: &'a str,
+        plugins_dir: &'a str,
+        config: &'a Value,
+        max_answer_bytes: usize,
+    },
+    /// Import one file and report its three exports.
+    Load {
+        id: u64,
+        name: &'a str,
+        file: &'a str,
+    },
+    Call {
+        id: u64,
+        tool: &'a str,
+        args: &'a Map<String, Value>,
+        seat: &'a str,
+        role: &'a str,
+    },
+    /// Fire the call's AbortSignal; the host sends no answer for it afterwards.
+    Cancel {
+        id: u64,
+        why: &'a str,
+    },
+    Ping {
+        n: u64,
+    },
+}
+
+impl ToHost<'_> {
+    pub fn line(&self) -> String {
+        // Serialising these types cannot fail: every field is a string, a number or a JSON value.
+        let mut s = serde_json::to_string(self).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "t", rename_all = "camelCase")]
+pub enum FromHost {
+    Ready { v: u32, node: String, pid: u32 },
+    Loaded(Loaded),
+    Answer(Answer),
+    Pong { n: u64 },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Loaded {
+    pub id: u64,
+    pub ok: bool,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub input_schema: Option<Value>,
+    /// Importing the module threw.
+    #[serde(default)]
+    pub import: Option<Thrown>,
+    /// The module loaded, but its exports are not the three the contract asks for.
+    #[serde(default)]
+    pub exports: Option<ExportsReport>,
+    /// The inputSchema cannot be turned into JSON (a cycle, a BigInt).
+    #[serde(default)]
+    pub schema_json: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+pub struct Thrown {
+    /// The error's first line, as `String(err)` gives it.
+    pub message: String,
+    /// `LINE:COLUMN` in the plugin's file, or `REL:LINE:COLUMN` in a module it imports.
+    #[serde(default)]
+    pub at: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportsReport {
+    pub missing: Vec<String>,
+    pub wrong: Vec<WrongExport>,
+    pub empty_description: bool,
+    pub has_default: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct WrongExport {
+    pub name: String,
+    /// "a number", "an array", "null".
+    pub is: String,
+    /// "a string", "an object", "a function".
+    pub want: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Answer {
+    pub id: u64,
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub refused: Option<String>,
+    /// What `run` answered instead of `{ text }` or `{ refused }`, in words.
+    #[serde(default)]
+    pub bad: Option<String>,
+    #[serde(default)]
+    pub threw: Option<Thrown>,
+    /// The text was larger than maxAnswerBytes: its size in bytes.
+    #[serde(default)]
+    pub too_big: Option<u64>,
+    /// The host has no such tool (it failed to import again after a restart).
+    #[serde(default)]
+    pub unknown: bool,
+}

@@ -1,0 +1,378 @@
+//! Where an instance is and what its openovai.json says.
+//!
+//! The root is found in this order: `--root`, `OVAI_ROOT`, the nearest ancestor of the working directory
+//! holding openovai.json, and the parent of the folder the binary sits in (so `~/workspace/bin/ovai`
+//! works from anywhere).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::names;
+
+pub const CONFIG_FILE: &str = "openovai.json";
+
+/// Every path the server and the CLI use inside one instance, derived from its root.
+#[derive(Debug, Clone)]
+pub struct Instance {
+    /// The instance's root, absolute: handed to plugins as `context.root`.
+    pub root: PathBuf,
+}
+
+impl Instance {
+    pub fn at(root: PathBuf) -> Self {
+        Self { root }
+    }
+
+    pub fn config_file(&self) -> PathBuf {
+        self.root.join(CONFIG_FILE)
+    }
+    pub fn plugins_dir(&self) -> PathBuf {
+        self.root.join("plugins")
+    }
+    pub fn desks_dir(&self) -> PathBuf {
+        self.root.join("desks")
+    }
+    pub fn desk(&self, seat: &str) -> PathBuf {
+        self.desks_dir().join(seat)
+    }
+    pub fn runtime_log(&self) -> PathBuf {
+        self.root.join("runtime.log")
+    }
+    pub fn room_file(&self) -> PathBuf {
+        self.root.join("room.jsonl")
+    }
+    /// The private folder (mode 0700): socket, hashed seats, control secret, the host shim.
+    pub fn private_dir(&self) -> PathBuf {
+        self.root.join(".ovai")
+    }
+    pub fn socket(&self) -> PathBuf {
+        self.private_dir().join("ovai.sock")
+    }
+    pub fn seats_file(&self) -> PathBuf {
+        self.private_dir().join("seats.json")
+    }
+    pub fn seats_lock(&self) -> PathBuf {
+        self.private_dir().join("seats.lock")
+    }
+    pub fn serve_lock(&self) -> PathBuf {
+        self.private_dir().join("serve.lock")
+    }
+    pub fn control_secret(&self) -> PathBuf {
+        self.private_dir().join("control.secret")
+    }
+    pub fn host_shim(&self) -> PathBuf {
+        self.private_dir().join("host.mjs")
+    }
+
+    /// Reads openovai.json as it is now.
+    pub fn read_config(&self) -> Result<Config, ConfigError> {
+        let path = self.config_file();
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        Config::parse(&text)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RootError {
+    #[error(
+        "No openovai instance was found: there is no {CONFIG_FILE} in {cwd} or any folder above it. \
+         Run `ovai init` to make one, or name it with --root DIR or OVAI_ROOT."
+    )]
+    NotFound { cwd: String },
+    #[error(
+        "{path} holds no {CONFIG_FILE}, so it is not an openovai instance (named by {by}). Run `ovai init {path}` to make one there."
+    )]
+    NotAnInstance { path: String, by: &'static str },
+    #[error("The working directory cannot be read: {0}")]
+    Cwd(std::io::Error),
+}
+
+/// Finds the instance this command is about.
+pub fn find_root(explicit: Option<&Path>) -> Result<Instance, RootError> {
+    if let Some(p) = explicit {
+        return named(p, "--root");
+    }
+    if let Some(p) = std::env::var_os("OVAI_ROOT").filter(|v| !v.is_empty()) {
+        return named(Path::new(&p), "OVAI_ROOT");
+    }
+    let cwd = std::env::current_dir().map_err(RootError::Cwd)?;
+    for dir in cwd.ancestors() {
+        if dir.join(CONFIG_FILE).is_file() {
+            return Ok(Instance::at(dir.to_path_buf()));
+        }
+    }
+    if let Some(root) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().and_then(Path::parent).map(Path::to_path_buf))
+        .filter(|root| root.join(CONFIG_FILE).is_file())
+    {
+        return Ok(Instance::at(root));
+    }
+    Err(RootError::NotFound {
+        cwd: cwd.display().to_string(),
+    })
+}
+
+fn named(p: &Path, by: &'static str) -> Result<Instance, RootError> {
+    let abs = absolute(p);
+    if abs.join(CONFIG_FILE).is_file() {
+        Ok(Instance::at(abs))
+    } else {
+        Err(RootError::NotAnInstance {
+            path: abs.display().to_string(),
+            by,
+        })
+    }
+}
+
+/// An absolute, symlink-free path where the file system allows, so `context.root` is the same string for
+/// every seat.
+pub fn absolute(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.into()))
+}
+
+/// openovai.json: the settings the server reads, and the whole object as plugins receive it.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The parsed file, unchanged: `context.config`. It never holds a secret.
+    pub raw: Value,
+    /// The person working in the instance.
+    pub user: String,
+    /// The seat whose sessions have the role Leader.
+    pub leader: String,
+    /// How long a plugin call may take before its caller is answered and its signal fires.
+    pub call_timeout: Duration,
+    /// How long importing one plugin file may take at a start or restart.
+    pub import_timeout: Duration,
+    /// The largest `{ text }` (in bytes) passed on to a caller.
+    pub max_answer_bytes: usize,
+    /// The plugin host's V8 heap limit, in MB, when set.
+    pub host_max_memory_mb: Option<u64>,
+    /// Names of environment variables the plugin host receives from the daemon's environment.
+    pub plugin_env: Vec<String>,
+}
+
+pub const DEFAULT_CALL_TIMEOUT_S: u64 = 60;
+pub const DEFAULT_IMPORT_TIMEOUT_S: u64 = 10;
+pub const DEFAULT_MAX_ANSWER_BYTES: usize = 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{} cannot be read: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{CONFIG_FILE} does not parse: {message} at line {line}, column {column}. Fix it and start again."
+    )]
+    Syntax {
+        message: String,
+        line: usize,
+        column: usize,
+    },
+    #[error(
+        "{CONFIG_FILE} is {0}, not an object like {{\"user\": \"you\", \"leader\": \"lead\"}}."
+    )]
+    NotObject(&'static str),
+    #[error(
+        "{CONFIG_FILE} has no \"{0}\": it names the User and the Leader, as in {{\"user\": \"you\", \"leader\": \"lead\"}}."
+    )]
+    Missing(&'static str),
+    #[error("In {CONFIG_FILE}, \"{key}\" {problem}.")]
+    Bad { key: &'static str, problem: String },
+}
+
+impl Config {
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        let raw: Value = serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
+            message: syntax_message(&e),
+            line: e.line(),
+            column: e.column(),
+        })?;
+        let Value::Object(map) = &raw else {
+            return Err(ConfigError::NotObject(json_kind(&raw)));
+        };
+        let user = required_string(map, "user")?;
+        let leader = required_string(map, "leader")?;
+        if let Some(why) = names::why_not(&leader) {
+            return Err(ConfigError::Bad {
+                key: "leader",
+                problem: format!(
+                    "is a seat name, and {leader:?} is not one: {why} ({})",
+                    names::RULE
+                ),
+            });
+        }
+        let call_timeout = Duration::from_secs(positive_int(
+            map,
+            "callTimeoutSeconds",
+            DEFAULT_CALL_TIMEOUT_S,
+        )?);
+        let import_timeout = Duration::from_secs(positive_int(
+            map,
+            "importTimeoutSeconds",
+            DEFAULT_IMPORT_TIMEOUT_S,
+        )?);
+        let max_answer_bytes =
+            positive_int(map, "maxAnswerBytes", DEFAULT_MAX_ANSWER_BYTES as u64)? as usize;
+        let host_max_memory_mb = match map.get("hostMaxMemoryMB") {
+            None | Some(Value::Null) => None,
+            Some(_) => Some(positive_int(map, "hostMaxMemoryMB", 0)?),
+        };
+        let plugin_env = match map.get("pluginEnv") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) if !s.is_empty() && !s.contains('=') => Ok(s.clone()),
+                    other => Err(ConfigError::Bad {
+                        key: "pluginEnv",
+                        problem: format!(
+                            "lists names of environment variables, and {other} is not one"
+                        ),
+                    }),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(other) => {
+                return Err(ConfigError::Bad {
+                    key: "pluginEnv",
+                    problem: format!("is {}, not a list of variable names", json_kind(other)),
+                });
+            }
+        };
+        Ok(Self {
+            user,
+            leader,
+            call_timeout,
+            import_timeout,
+            max_answer_bytes,
+            host_max_memory_mb,
+            plugin_env,
+            raw,
+        })
+    }
+
+    /// `Leader` or `Worker`: derived from the name, never from anything a session says.
+    pub fn role_of(&self, seat: &str) -> Role {
+        if seat == self.leader {
+            Role::Leader
+        } else {
+            Role::Worker
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Leader,
+    Worker,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Leader => "Leader",
+            Role::Worker => "Worker",
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+fn syntax_message(e: &serde_json::Error) -> String {
+    // serde_json's Display appends " at line L column C"; the sentence states those itself.
+    let text = e.to_string();
+    match text.rfind(" at line ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+fn required_string(map: &Map<String, Value>, key: &'static str) -> Result<String, ConfigError> {
+    match map.get(key) {
+        None | Some(Value::Null) => Err(ConfigError::Missing(key)),
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
+        Some(Value::String(_)) => Err(ConfigError::Bad {
+            key,
+            problem: "is empty".into(),
+        }),
+        Some(other) => Err(ConfigError::Bad {
+            key,
+            problem: format!("is {}, not a string", json_kind(other)),
+        }),
+    }
+}
+
+fn positive_int(
+    map: &Map<String, Value>,
+    key: &'static str,
+    default: u64,
+) -> Result<u64, ConfigError> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => match v.as_u64() {
+            Some(n) if n > 0 => Ok(n),
+            _ => Err(ConfigError::Bad {
+                key,
+                problem: format!("is {v}, and it wants a whole number above 0"),
+            }),
+        },
+    }
+}
+
+/// "a number", "an array"...: how a JSON value is named in a sentence.
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_defaults() {
+        let c = Config::parse(r#"{"user":"Ann","leader":"lead"}"#).unwrap();
+        assert_eq!(c.user, "Ann");
+        assert_eq!(c.role_of("lead"), Role::Leader);
+        assert_eq!(c.role_of("w1"), Role::Worker);
+        assert_eq!(c.call_timeout, Duration::from_secs(60));
+        assert_eq!(c.max_answer_bytes, 1 << 20);
+    }
+
+    #[test]
+    fn syntax_error_names_line_and_column() {
+        let e = Config::parse("{\n  \"user\": \"a\"\n  \"leader\": \"b\"}").unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("line 3, column 3"), "{s}");
+        assert!(!s.contains("column 3 at line"), "{s}");
+    }
+
+    #[test]
+    fn leader_must_be_a_seat_name() {
+        let e = Config::parse(r#"{"user":"Ann","leader":"the_lead"}"#).unwrap_err();
+        assert!(e.to_string().contains("underscore"), "{e}");
+    }
+
+    #[test]
+    fn bad_numbers_are_named() {
+        let e = Config::parse(r#"{"user":"a","leader":"b","callTimeoutSeconds":-1}"#).unwrap_err();
+        assert!(e.to_string().contains("callTimeoutSeconds"), "{e}");
+    }
+}

@@ -1,0 +1,20 @@
+use clap::Parser;
+use std::io::IsTerminal;
+
+fn main() {
+    let cli = ovai::cli::Cli::parse();
+    // Operators read the daemon's tracing on stderr; other commands only warn there. stdout of `ovai mcp`
+    // belongs to the protocol, so nothing is ever logged to it.
+    let default = match cli.command {
+        ovai::cli::Command::Serve => "info",
+        _ => "warn",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("OVAI_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(filter)
+        .init();
+    std::process::exit(ovai::cli::run(cli));
+}

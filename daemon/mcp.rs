@@ -1,0 +1,178 @@
+//! The MCP service of one connection: a seat's view of the current generation's tools.
+//!
+//! The seat was resolved from the connection's secret before this service existed, and is a field of it:
+//! no argument, `_meta` or client info a session sends can change who it is.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Map, Value};
+
+use crate::host::{self, CallRequest, Outcome};
+use crate::runtime_log::timestamp;
+use crate::server::state::Daemon;
+use crate::tools::{Kind, index, schema};
+
+#[derive(Clone)]
+pub struct SeatService {
+    daemon: Arc<Daemon>,
+    seat: Arc<str>,
+}
+
+impl SeatService {
+    pub fn new(daemon: Arc<Daemon>, seat: &str) -> Self {
+        Self {
+            daemon,
+            seat: seat.into(),
+        }
+    }
+
+    fn instructions(&self) -> String {
+        let generation = self.daemon.current();
+        let role = generation.config.role_of(&self.seat);
+        format!(
+            "You are at seat {seat}, {role_words} of the openovai instance at {root} (the User is {user}; the \
+             Leader's seat is {leader}). This server's tools are the instance's: `index` shows it at a glance, \
+             `room` is the conversation every seat shares, and the others are tools the people here wrote \
+             (plugins/). Your seat comes from this session's secret, not from anything you send. A tool that \
+             refuses answers in words: read them and act on them.",
+            seat = self.seat,
+            role_words = if role == crate::instance::Role::Leader {
+                "the Leader"
+            } else {
+                "a Worker"
+            },
+            root = self.daemon.inst.root.display(),
+            user = generation.config.user,
+            leader = generation.config.leader,
+        )
+    }
+
+    async fn run(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+        ct: &tokio_util::sync::CancellationToken,
+    ) -> Result<Outcome, ErrorData> {
+        let generation = self.daemon.current();
+        let Some(entry) = generation.tools.get(name) else {
+            let names: Vec<&str> = generation.tools.names().collect();
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "There is no tool called {name} on this server; the tools are {}.",
+                    names.join(", ")
+                ),
+                None,
+            ));
+        };
+        if self.daemon.closing.is_cancelled() {
+            return Ok(Outcome::Refused(format!(
+                "{name} was not run: the server is shutting down. Call it again once it is back."
+            )));
+        }
+        if let Err(why) = schema::check(&entry.validator, name, &args) {
+            return Ok(Outcome::Refused(why));
+        }
+        Ok(match &entry.kind {
+            Kind::Index => {
+                let counts = self.daemon.sessions.count_by_seat();
+                let seats = match crate::seats::SeatBook::load(&self.daemon.inst) {
+                    Ok(book) => book
+                        .names()
+                        .map(|s| {
+                            (
+                                s.to_string(),
+                                generation.config.role_of(s).as_str(),
+                                counts.get(s).copied().unwrap_or(0),
+                            )
+                        })
+                        .collect(),
+                    Err(e) => return Ok(Outcome::Refused(e.to_string())),
+                };
+                let root = self.daemon.inst.root.display().to_string();
+                Outcome::Text(index::render(&index::Facts {
+                    root: &root,
+                    user: &generation.config.user,
+                    leader: &generation.config.leader,
+                    seats,
+                    caller: &self.seat,
+                    tools: &generation.tools,
+                    generation: generation.number,
+                    loaded_at: &generation.loaded_at,
+                    rows: &generation.rows,
+                }))
+            }
+            Kind::Room => match self.daemon.room.answer(&self.seat, &args).await {
+                Ok(text) => Outcome::Text(text),
+                Err(why) => Outcome::Refused(why),
+            },
+            Kind::Plugin { file } => {
+                let role = generation.config.role_of(&self.seat);
+                host::call(
+                    &generation.host,
+                    CallRequest {
+                        tool: name,
+                        file,
+                        args: &args,
+                        seat: &self.seat,
+                        role: role.as_str(),
+                    },
+                    generation.config.call_timeout,
+                    generation.config.max_answer_bytes,
+                    ct,
+                )
+                .await
+            }
+        })
+    }
+}
+
+impl ServerHandler for SeatService {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            crate::seats::SERVER_NAME,
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(self.instructions())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            self.daemon.current().tools.listed().to_vec(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let outcome = self.run(&request.name, args, &context.ct).await?;
+        Ok(match outcome {
+            Outcome::Text(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+            Outcome::Refused(why) => CallToolResult::error(vec![ContentBlock::text(why)]),
+            Outcome::Cancelled => CallToolResult::error(vec![ContentBlock::text(format!(
+                "The call to {} was cancelled at {}.",
+                request.name,
+                timestamp(std::time::SystemTime::now())
+            ))]),
+        }
+        .into())
+    }
+}

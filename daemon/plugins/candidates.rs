@@ -1,0 +1,127 @@
+//! Which files in plugins/ are candidates, in the order their rows are written, with the checks made
+//! before anything is read: the name, and a clash with a built-in tool.
+
+use std::path::Path;
+
+use crate::names;
+
+/// The endings that look like a tool but are not one: they get a row saying only .mjs files are tools.
+const NOT_MODULES: &[&str] = &["js", "cjs", "mts", "ts"];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Candidate {
+    /// Passes the checks made before import; the host imports it next.
+    Module {
+        file: String,
+        name: String,
+    },
+    BadName {
+        file: String,
+        name: String,
+    },
+    Builtin {
+        file: String,
+        name: String,
+    },
+    NotModule {
+        file: String,
+    },
+}
+
+impl Candidate {
+    pub fn file(&self) -> &str {
+        match self {
+            Candidate::Module { file, .. }
+            | Candidate::BadName { file, .. }
+            | Candidate::Builtin { file, .. }
+            | Candidate::NotModule { file } => file,
+        }
+    }
+}
+
+/// The candidates directly in `dir`, sorted by file name bytes so two machines write the same rows.
+/// Directories (shared code) and notes are never candidates. A missing folder holds none.
+pub fn scan(dir: &Path, builtins: &[&str]) -> std::io::Result<Vec<Candidate>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        // Follows a symlink: a link to a directory is a directory. A dangling link is left to the import
+        // to report, since it looks like a tool file.
+        if std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        files.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    files.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    Ok(files
+        .into_iter()
+        .filter_map(|f| classify(f, builtins))
+        .collect())
+}
+
+/// The candidate a file name makes, or `None` for a note.
+pub fn classify(file: String, builtins: &[&str]) -> Option<Candidate> {
+    let (stem, ext) = match file.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() => (stem, ext),
+        _ => return None,
+    };
+    if NOT_MODULES.contains(&ext) {
+        return Some(Candidate::NotModule { file });
+    }
+    if ext != "mjs" {
+        return None;
+    }
+    let name = stem.to_string();
+    Some(if !names::is_valid(&name) {
+        Candidate::BadName { file, name }
+    } else if builtins.contains(&name.as_str()) {
+        Candidate::Builtin { file, name }
+    } else {
+        Candidate::Module { file, name }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_by_ending_and_name() {
+        let b = ["index", "room"];
+        let c = |f: &str| classify(f.to_string(), &b);
+        assert!(
+            matches!(c("ci-status.mjs"), Some(Candidate::Module { name, .. }) if name == "ci-status")
+        );
+        assert!(matches!(c("room.mjs"), Some(Candidate::Builtin { .. })));
+        assert!(matches!(
+            c("ci_status.mjs"),
+            Some(Candidate::BadName { .. })
+        ));
+        assert!(matches!(c("x.ts"), Some(Candidate::NotModule { .. })));
+        assert!(matches!(c("x.cjs"), Some(Candidate::NotModule { .. })));
+        assert_eq!(c("README.md"), None);
+        assert_eq!(c("notes"), None);
+        assert_eq!(c(".mjs"), None);
+        assert!(matches!(c(".hidden.mjs"), Some(Candidate::BadName { .. })));
+    }
+
+    #[test]
+    fn scan_sorts_by_bytes_and_skips_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["b.mjs", "B.mjs", "a.mjs", "notes.txt"] {
+            std::fs::write(dir.path().join(f), "").unwrap();
+        }
+        std::fs::create_dir(dir.path().join("shared.mjs")).unwrap();
+        let files: Vec<String> = scan(dir.path(), &[])
+            .unwrap()
+            .iter()
+            .map(|c| c.file().to_string())
+            .collect();
+        assert_eq!(files, ["B.mjs", "a.mjs", "b.mjs"]);
+    }
+}

@@ -1,0 +1,184 @@
+//! Loading plugins/ into a new host process: the checks before import, then one import at a time, then the
+//! export and schema checks, giving each candidate exactly one row.
+//!
+//! A file whose import ends the host (or hangs it) is not served, and a new host is started without it:
+//! the others are imported again there, since a new process is the only way to a clean module cache.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use super::candidates::{self, Candidate};
+use super::rows;
+use crate::host::child::Launch;
+use crate::host::process::{HostInit, HostProcess, LoadEnd, StartError};
+use crate::host::protocol::Loaded;
+use crate::host::supervisor::ServedFile;
+use crate::tools::{BUILTINS, PluginTool, schema};
+
+/// A candidate's verdict; the rows are written in candidate order.
+pub enum Verdict {
+    Served(PluginTool),
+    NotServed(String),
+}
+
+impl Verdict {
+    pub fn row(&self) -> String {
+        match self {
+            Verdict::Served(p) => rows::served(&p.name),
+            Verdict::NotServed(row) => row.clone(),
+        }
+    }
+}
+
+pub struct LoadedPlugins {
+    /// The host that imported every served file, ready to serve calls.
+    pub process: HostProcess,
+    /// One verdict per candidate, sorted by file name.
+    pub verdicts: Vec<(Candidate, Verdict)>,
+}
+
+impl LoadedPlugins {
+    pub fn rows(&self) -> Vec<String> {
+        self.verdicts.iter().map(|(_, v)| v.row()).collect()
+    }
+
+    /// Splits into what the supervisor re-imports after a crash and what the tool table serves.
+    pub fn into_parts(
+        self,
+        plugins_dir: &Path,
+    ) -> (HostProcess, Vec<String>, Vec<ServedFile>, Vec<PluginTool>) {
+        let rows = self.rows();
+        let mut files = Vec::new();
+        let mut tools = Vec::new();
+        for (c, v) in self.verdicts {
+            if let Verdict::Served(p) = v {
+                files.push(ServedFile {
+                    name: p.name.clone(),
+                    path: plugins_dir.join(c.file()).display().to_string(),
+                    shown: p.file.clone(),
+                });
+                tools.push(p);
+            }
+        }
+        (self.process, rows, files, tools)
+    }
+}
+
+pub async fn load(
+    plugins_dir: &Path,
+    launch: &Launch,
+    init: &HostInit,
+    ids: &AtomicU64,
+    import_timeout: Duration,
+) -> Result<LoadedPlugins, LoadError> {
+    let found = candidates::scan(plugins_dir, BUILTINS).map_err(|source| LoadError::Scan {
+        dir: plugins_dir.display().to_string(),
+        source,
+    })?;
+    // Files that ended or hung a host while importing: file → row.
+    let mut excluded: HashMap<String, String> = HashMap::new();
+    let (process, reports) = 'hosts: loop {
+        let mut process = HostProcess::start(launch, init).await?;
+        let mut reports: HashMap<String, Loaded> = HashMap::new();
+        for c in &found {
+            let Candidate::Module { file, name } = c else {
+                continue;
+            };
+            if excluded.contains_key(file) {
+                continue;
+            }
+            let path = plugins_dir.join(file).display().to_string();
+            match process.load(ids, name, &path, import_timeout).await {
+                LoadEnd::Reported(l) => {
+                    reports.insert(file.clone(), l);
+                }
+                LoadEnd::Stopped(exit) => {
+                    excluded.insert(file.clone(), rows::import_stopped_host(file, &exit));
+                    continue 'hosts;
+                }
+                LoadEnd::TimedOut => {
+                    process.kill().await;
+                    excluded.insert(
+                        file.clone(),
+                        rows::import_hung(file, import_timeout.as_secs()),
+                    );
+                    continue 'hosts;
+                }
+            }
+        }
+        break (process, reports);
+    };
+    let mut reports = reports;
+    let verdicts = found
+        .into_iter()
+        .map(|c| {
+            let v = match &c {
+                Candidate::BadName { file, name } => Verdict::NotServed(rows::bad_name(file, name)),
+                Candidate::Builtin { file, name } => Verdict::NotServed(rows::builtin(file, name)),
+                Candidate::NotModule { file } => Verdict::NotServed(rows::not_module(file)),
+                Candidate::Module { file, name } => match excluded.remove(file) {
+                    Some(row) => Verdict::NotServed(row),
+                    None => match reports.remove(file) {
+                        Some(l) => judge(file, name, l),
+                        None => {
+                            Verdict::NotServed(rows::import_hung(file, import_timeout.as_secs()))
+                        }
+                    },
+                },
+            };
+            (c, v)
+        })
+        .collect();
+    Ok(LoadedPlugins { process, verdicts })
+}
+
+/// The verdict on a file the host imported.
+fn judge(file: &str, name: &str, l: Loaded) -> Verdict {
+    if let Some(t) = &l.import {
+        return Verdict::NotServed(rows::import_failed(file, t));
+    }
+    if let Some(r) = &l.exports {
+        return Verdict::NotServed(rows::exports(file, r));
+    }
+    if let Some(why) = &l.schema_json {
+        return Verdict::NotServed(rows::schema(
+            file,
+            &format!("its inputSchema cannot be written as JSON: {why}"),
+        ));
+    }
+    let (Some(description), Some(input_schema), true) = (l.description, l.input_schema, l.ok)
+    else {
+        return Verdict::NotServed(rows::schema(
+            file,
+            "the plugin host reported it without its exports",
+        ));
+    };
+    let validator = match schema::compile(&input_schema) {
+        Ok(v) => v,
+        Err(problem) => return Verdict::NotServed(rows::schema(file, &problem)),
+    };
+    let serde_json::Value::Object(schema) = input_schema else {
+        return Verdict::NotServed(rows::schema(
+            file,
+            "its inputSchema is not an object schema: it is not an object",
+        ));
+    };
+    Verdict::Served(PluginTool {
+        name: name.to_string(),
+        description,
+        schema,
+        validator,
+        file: Arc::from(format!("plugins/{file}")),
+    })
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{dir} cannot be read: {source}")]
+    Scan { dir: String, source: std::io::Error },
+    #[error(transparent)]
+    Start(#[from] StartError),
+}

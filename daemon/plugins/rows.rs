@@ -1,0 +1,145 @@
+//! The plugins rows of runtime.log, word for word. These sentences are the interface: people and tests
+//! read them, so they change only on purpose.
+
+use crate::host::protocol::{ExportsReport, Thrown};
+use crate::names;
+
+pub fn served(name: &str) -> String {
+    format!("This instance serves a tool of its own: {name}")
+}
+
+fn not_served(file: &str, why: impl std::fmt::Display) -> String {
+    format!("plugins/{file} is not served: {why}")
+}
+
+pub fn bad_name(file: &str, name: &str) -> String {
+    not_served(file, format!("{name} is not a tool name: {}", names::RULE))
+}
+
+pub fn builtin(file: &str, name: &str) -> String {
+    not_served(
+        file,
+        format!("this server already has a tool called {name}"),
+    )
+}
+
+pub fn not_module(file: &str) -> String {
+    not_served(file, "only .mjs files are tools")
+}
+
+pub fn import_failed(file: &str, t: &Thrown) -> String {
+    match &t.at {
+        Some(at) => not_served(
+            file,
+            format!("importing it failed: {} (at {at})", t.message),
+        ),
+        None => not_served(file, format!("importing it failed: {}", t.message)),
+    }
+}
+
+pub fn import_stopped_host(file: &str, exit: &str) -> String {
+    not_served(
+        file,
+        format!("importing it stopped the plugin host ({exit})"),
+    )
+}
+
+pub fn import_hung(file: &str, seconds: u64) -> String {
+    not_served(file, format!("importing it took longer than {seconds} s"))
+}
+
+pub fn schema(file: &str, problem: &str) -> String {
+    not_served(file, problem)
+}
+
+/// Missing exports named together, then each mis-typed one: "it does not export description or run;
+/// its inputSchema is an array, not an object".
+pub fn exports(file: &str, r: &ExportsReport) -> String {
+    let mut parts = Vec::new();
+    if !r.missing.is_empty() {
+        parts.push(format!("it does not export {}", or_list(&r.missing)));
+    }
+    for w in &r.wrong {
+        parts.push(format!("its {} is {}, not {}", w.name, w.is, w.want));
+    }
+    if r.empty_description {
+        parts.push("its description is empty".into());
+    }
+    let mut why = parts.join("; ");
+    if r.has_default && !r.missing.is_empty() {
+        why.push_str(
+            " (it has a default export, and the three must be named exports: `export const description = ...`)",
+        );
+    }
+    not_served(file, why)
+}
+
+fn or_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::protocol::WrongExport;
+
+    #[test]
+    fn exports_rows_name_everything_missing_together() {
+        let r = ExportsReport {
+            missing: vec!["description".into(), "inputSchema".into(), "run".into()],
+            wrong: vec![],
+            empty_description: false,
+            has_default: false,
+        };
+        assert_eq!(
+            exports("x.mjs", &r),
+            "plugins/x.mjs is not served: it does not export description, inputSchema or run"
+        );
+        let r = ExportsReport {
+            missing: vec!["run".into()],
+            wrong: vec![WrongExport {
+                name: "description".into(),
+                is: "a number".into(),
+                want: "a string".into(),
+            }],
+            empty_description: false,
+            has_default: false,
+        };
+        assert_eq!(
+            exports("x.mjs", &r),
+            "plugins/x.mjs is not served: it does not export run; its description is a number, not a string"
+        );
+    }
+
+    #[test]
+    fn fixed_rows() {
+        assert_eq!(
+            served("ci-status"),
+            "This instance serves a tool of its own: ci-status"
+        );
+        assert_eq!(
+            bad_name("ci_status.mjs", "ci_status"),
+            "plugins/ci_status.mjs is not served: ci_status is not a tool name: a name is a letter, then letters, digits and hyphens, up to 32 of them"
+        );
+        assert_eq!(
+            builtin("room.mjs", "room"),
+            "plugins/room.mjs is not served: this server already has a tool called room"
+        );
+        assert_eq!(
+            not_module("x.ts"),
+            "plugins/x.ts is not served: only .mjs files are tools"
+        );
+        assert_eq!(
+            import_stopped_host("x.mjs", "exit code 3"),
+            "plugins/x.mjs is not served: importing it stopped the plugin host (exit code 3)"
+        );
+        assert_eq!(
+            import_hung("x.mjs", 10),
+            "plugins/x.mjs is not served: importing it took longer than 10 s"
+        );
+    }
+}

@@ -1,0 +1,132 @@
+//! runtime.log: the rows the server writes for the person running the instance.
+//!
+//! One row a line: an RFC 3339 UTC timestamp, a topic, a sentence. Appended, never rewritten; at a size
+//! the file is rotated to runtime.log.1 (one old file kept) so it cannot fill a disk.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+/// The file is rotated when a write would take it past this size.
+pub const ROTATE_AT_BYTES: u64 = 8 * 1024 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Topic {
+    Plugins,
+    Host,
+    Seats,
+    Server,
+}
+
+impl Topic {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Topic::Plugins => "plugins",
+            Topic::Host => "host",
+            Topic::Seats => "seats",
+            Topic::Server => "server",
+        }
+    }
+}
+
+pub struct RuntimeLog {
+    path: PathBuf,
+    /// Serialises appends and rotation, so rows of one start stay together.
+    file: Mutex<Option<File>>,
+}
+
+impl RuntimeLog {
+    pub fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            file: Mutex::new(None),
+        }
+    }
+
+    pub fn row(&self, topic: Topic, sentence: &str) {
+        self.rows(topic, std::slice::from_ref(&sentence.to_string()));
+    }
+
+    /// Appends several rows in one write, so no other row lands between them.
+    pub fn rows(&self, topic: Topic, sentences: &[String]) {
+        if sentences.is_empty() {
+            return;
+        }
+        let stamp = timestamp(SystemTime::now());
+        let mut text = String::new();
+        for s in sentences {
+            text.push_str(&stamp);
+            text.push(' ');
+            text.push_str(topic.as_str());
+            text.push(' ');
+            // A row is one line: a sentence carrying a newline (an error message) is folded.
+            text.extend(
+                s.chars()
+                    .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
+            );
+            text.push('\n');
+        }
+        if let Err(e) = self.append(text.as_bytes()) {
+            tracing::error!(path = %self.path.display(), error = %e, "runtime.log cannot be written");
+        }
+        for s in sentences {
+            tracing::info!(topic = topic.as_str(), "{s}");
+        }
+    }
+
+    fn append(&self, bytes: &[u8]) -> std::io::Result<()> {
+        let mut guard = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            *guard = Some(open_append(&self.path)?);
+        }
+        let size = guard
+            .as_ref()
+            .and_then(|f| f.metadata().ok())
+            .map_or(0, |m| m.len());
+        if size > 0 && size + bytes.len() as u64 > ROTATE_AT_BYTES {
+            let old = self.path.with_extension("log.1");
+            std::fs::rename(&self.path, &old)?;
+            *guard = Some(open_append(&self.path)?);
+        }
+        match guard.as_mut() {
+            Some(f) => f.write_all(bytes),
+            None => Ok(()),
+        }
+    }
+}
+
+fn open_append(path: &PathBuf) -> std::io::Result<File> {
+    OpenOptions::new().create(true).append(true).open(path)
+}
+
+/// RFC 3339 in UTC with milliseconds: `2026-11-29T12:00:00.123Z`.
+pub fn timestamp(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// Splits a row into (timestamp, topic, sentence); for readers of the log (index, tests, `ovai restart`).
+pub fn parse_row(line: &str) -> Option<(&str, &str, &str)> {
+    let (stamp, rest) = line.split_once(' ')?;
+    let (topic, sentence) = rest.split_once(' ')?;
+    Some((stamp, topic, sentence))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_one_line_each_and_parse_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = RuntimeLog::new(dir.path().join("runtime.log"));
+        log.rows(Topic::Plugins, &["one".into(), "two\nlines".into()]);
+        let text = std::fs::read_to_string(dir.path().join("runtime.log")).unwrap();
+        let rows: Vec<_> = text.lines().map(|l| parse_row(l).unwrap()).collect();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].1, "plugins");
+        assert_eq!(rows[1].2, "two lines");
+        assert!(rows[0].0.ends_with('Z'));
+    }
+}

@@ -1,0 +1,140 @@
+//! One accepted connection: its hello decides whether it is a seat's MCP session or a control request.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+use tokio::net::unix::OwnedWriteHalf;
+use tokio_util::sync::CancellationToken;
+
+use super::control;
+use super::state::Daemon;
+use crate::mcp::SeatService;
+use crate::seats::{SeatBook, hash_secret};
+use crate::wire::{self, Hello, Welcome};
+
+/// How long a new connection has to say who it is.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let hello = match tokio::time::timeout(HELLO_TIMEOUT, read_hello(&mut reader)).await {
+        Ok(Ok(h)) => h,
+        Ok(Err(why)) => return refuse(&mut write, why).await,
+        Err(_) => {
+            return refuse(
+                &mut write,
+                format!("no hello arrived within {} s", HELLO_TIMEOUT.as_secs()),
+            )
+            .await;
+        }
+    };
+    if hello.ovai != wire::VERSION {
+        return refuse(
+            &mut write,
+            format!(
+                "this ovai server speaks version {} of its socket protocol and the client speaks {}: use the same ovai binary for both",
+                wire::VERSION,
+                hello.ovai
+            ),
+        )
+        .await;
+    }
+    if let Some(secret) = hello.control_secret {
+        return control::handle(
+            &daemon,
+            &secret,
+            hello.op.as_deref().unwrap_or(""),
+            &mut write,
+        )
+        .await;
+    }
+    let Some(secret) = hello.seat_secret else {
+        return refuse(
+            &mut write,
+            "the hello carried neither a seat's secret nor the control secret".into(),
+        )
+        .await;
+    };
+    let book = match SeatBook::load(&daemon.inst) {
+        Ok(b) => b,
+        Err(e) => return refuse(&mut write, e.to_string()).await,
+    };
+    let Some(seat) = book.resolve(&secret).map(str::to_string) else {
+        let why = format!(
+            "the secret in OVAI_SECRET is not the secret of any seat of the instance at {}: the seat may have been removed. \
+             Run `ovai seat list` there to see the seats, and `ovai seat add NAME` to make one (it writes desks/NAME/.mcp.json)",
+            daemon.inst.root.display()
+        );
+        return refuse(&mut write, why).await;
+    };
+    let role = daemon.role_of(&seat);
+    let welcome = Welcome {
+        ok: true,
+        seat: Some(seat.clone()),
+        role: Some(role.to_string()),
+        error: None,
+    };
+    if write
+        .write_all(wire::line(&welcome).as_bytes())
+        .await
+        .is_err()
+    {
+        return;
+    }
+    let ct = CancellationToken::new();
+    let registered = daemon
+        .sessions
+        .open(&seat, hash_secret(&secret), ct.clone());
+    tracing::debug!(seat, id = registered.id, "session connected");
+    match SeatService::new(daemon.clone(), &seat)
+        .serve_with_ct((reader, write), ct)
+        .await
+    {
+        Ok(running) => {
+            daemon
+                .sessions
+                .set_peer(registered.id, running.peer().clone());
+            let _ = running.waiting().await;
+        }
+        Err(e) => tracing::debug!(seat, error = %e, "a session ended before it was initialised"),
+    }
+    tracing::debug!(seat, id = registered.id, "session ended");
+}
+
+async fn read_hello(
+    reader: &mut BufReader<tokio::net::unix::OwnedReadHalf>,
+) -> Result<Hello, String> {
+    let mut line = String::new();
+    let n = (&mut *reader)
+        .take(wire::MAX_HELLO)
+        .read_line(&mut line)
+        .await
+        .map_err(|e| format!("the hello could not be read: {e}"))?;
+    if n == 0 {
+        return Err("the connection closed before its hello".into());
+    }
+    if !line.ends_with('\n') {
+        return Err(format!(
+            "the hello is longer than {} bytes",
+            wire::MAX_HELLO
+        ));
+    }
+    serde_json::from_str(line.trim()).map_err(|e| {
+        format!("the first line is not an ovai hello ({e}); connect through `ovai mcp`, which an MCP client starts from desks/NAME/.mcp.json")
+    })
+}
+
+async fn refuse(write: &mut OwnedWriteHalf, why: String) {
+    tracing::info!("refused a connection: {why}");
+    let w = Welcome {
+        ok: false,
+        error: Some(why),
+        ..Welcome::default()
+    };
+    let _ = write.write_all(wire::line(&w).as_bytes()).await;
+    let _ = write.shutdown().await;
+}

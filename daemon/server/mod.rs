@@ -1,0 +1,216 @@
+//! `ovai serve`: the daemon. Claims the instance (one daemon per root), binds the socket, loads the first
+//! generation, then accepts connections until SIGTERM/SIGINT; SIGHUP is `ovai restart`.
+
+pub mod connection;
+pub mod control;
+pub mod sessions;
+pub mod state;
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use tokio::net::UnixListener;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::generation;
+use crate::instance::{ConfigError, Instance};
+use crate::plugins::load::LoadError;
+use crate::runtime_log::{RuntimeLog, Topic};
+use crate::seats::{self, SeatError};
+use state::Daemon;
+
+/// The longest socket path a Unix socket takes (sun_path holds 108 bytes with its terminating NUL).
+const MAX_SOCKET_PATH: usize = 107;
+/// How long calls in flight may go on after SIGTERM before they are answered for.
+const DRAIN_GRACE: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Seats(#[from] SeatError),
+    #[error("Another ovai serve is already serving {root}{pid}. Stop it first, or run `ovai restart` to read plugins/ again.", pid = .pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    AlreadyServing { root: String, pid: Option<u32> },
+    #[error(
+        "The socket path {path} is {len} bytes long, more than the {MAX_SOCKET_PATH} a Unix socket allows. Move the instance to a shorter path (or link it from one) and start again."
+    )]
+    SocketPathTooLong { path: String, len: usize },
+    #[error("{what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("The server could not start: {0}")]
+    Load(#[from] LoadError),
+}
+
+fn io_err<'a>(
+    what: &'static str,
+    path: &'a std::path::Path,
+) -> impl FnOnce(std::io::Error) -> ServeError + 'a {
+    move |source| ServeError::Io {
+        what,
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Runs the daemon until it is told to stop. A current-thread runtime: one core does a call's work with
+/// no cross-thread hand-offs, and the host is spawned (and its parent-death signal tied) to this thread.
+pub fn serve(inst: Instance) -> Result<(), ServeError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(io_err("starting the runtime for", &inst.root))?;
+    rt.block_on(run(inst))
+}
+
+async fn run(inst: Instance) -> Result<(), ServeError> {
+    let config = inst.read_config()?;
+    seats::ensure_private_dir(&inst)?;
+    let _claim = claim(&inst)?;
+    let socket = inst.socket();
+    let socket_len = socket.as_os_str().len();
+    if socket_len > MAX_SOCKET_PATH {
+        return Err(ServeError::SocketPathTooLong {
+            path: socket.display().to_string(),
+            len: socket_len,
+        });
+    }
+    crate::host::child::write_shim(&inst.host_shim())
+        .map_err(io_err("writing the plugin host to", &inst.host_shim()))?;
+    let control_secret =
+        seats::new_secret().map_err(io_err("drawing the control secret for", &inst.root))?;
+    seats::write_private(&inst.control_secret(), control_secret.as_bytes())?;
+    std::fs::create_dir_all(inst.plugins_dir()).map_err(io_err("making", &inst.plugins_dir()))?;
+
+    // Bound before the first load: a client that connects meanwhile waits in the backlog and is answered
+    // once the tools are known, instead of being told no server runs.
+    match std::fs::remove_file(&socket) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err("removing the old socket", &socket)(e)),
+    }
+    let listener = UnixListener::bind(&socket).map_err(io_err("binding the socket", &socket))?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(io_err("protecting the socket", &socket))?;
+
+    let log = Arc::new(RuntimeLog::new(inst.runtime_log()));
+    let ids = Arc::new(AtomicU64::new(1));
+    let first = match generation::build(&inst, config, 1, &ids, &log).await {
+        Ok(g) => g,
+        Err(e) => {
+            let _ = std::fs::remove_file(&socket);
+            log.row(Topic::Server, &format!("ovai serve could not start: {e}"));
+            return Err(e.into());
+        }
+    };
+    log.rows(Topic::Plugins, &first.rows);
+    let tools = first.tools.entries().len();
+    let node = first.node.clone();
+    let daemon = Arc::new(Daemon::new(
+        inst.clone(),
+        log.clone(),
+        first,
+        ids,
+        control_secret,
+    ));
+    log.row(
+        Topic::Server,
+        &format!(
+            "ovai serve is up for {} (pid {}), serving {tools} tools with Node {node}.",
+            inst.root.display(),
+            std::process::id()
+        ),
+    );
+
+    let why = accept_until_stopped(&daemon, &listener).await;
+    drop(listener);
+    let _ = std::fs::remove_file(&socket);
+    shut_down(&daemon, why).await;
+    Ok(())
+}
+
+/// Holds `.ovai/serve.lock` for the daemon's life: the lock, not the socket file, says a daemon runs.
+fn claim(inst: &Instance) -> Result<File, ServeError> {
+    let path = inst.serve_lock();
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(io_err("opening", &path))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut pid = String::new();
+            let _ = file.read_to_string(&mut pid);
+            return Err(ServeError::AlreadyServing {
+                root: inst.root.display().to_string(),
+                pid: pid.trim().parse().ok(),
+            });
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io_err("locking", &path)(e)),
+    }
+    file.set_len(0).map_err(io_err("writing", &path))?;
+    file.rewind().map_err(io_err("writing", &path))?;
+    write!(file, "{}", std::process::id()).map_err(io_err("writing", &path))?;
+    Ok(file)
+}
+
+async fn accept_until_stopped(daemon: &Arc<Daemon>, listener: &UnixListener) -> &'static str {
+    let (mut term, mut int, mut hup) = match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    ) {
+        (Ok(t), Ok(i), Ok(h)) => (t, i, h),
+        _ => {
+            tracing::error!("signal handlers could not be installed; stopping");
+            return "a failure to install signal handlers";
+        }
+    };
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    tokio::spawn(connection::handle(daemon.clone(), stream));
+                }
+                Err(e) => {
+                    // Out of descriptors, most likely: back off instead of spinning on the error.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            _ = term.recv() => return "SIGTERM",
+            _ = int.recv() => return "SIGINT",
+            _ = hup.recv() => {
+                let daemon = daemon.clone();
+                tokio::spawn(async move {
+                    match daemon.restart().await {
+                        Ok(r) => tracing::info!(generation = r.generation, "restarted on SIGHUP"),
+                        Err(e) => daemon.log.row(Topic::Server, &format!("SIGHUP asked for a restart, and it failed: {e}")),
+                    }
+                });
+            }
+        }
+    }
+}
+
+async fn shut_down(daemon: &Arc<Daemon>, why: &str) {
+    daemon.closing.cancel();
+    let generation = daemon.current();
+    generation.host.retire(DRAIN_GRACE).await;
+    daemon.sessions.end_all();
+    daemon
+        .log
+        .row(Topic::Server, &format!("ovai serve stopped on {why}."));
+}

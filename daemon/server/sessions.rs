@@ -1,0 +1,104 @@
+//! The sessions connected now: which seat each holds, so `index` can say who is here, a removed seat's
+//! sessions can be ended, and a changed tool list can be announced to everybody.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rmcp::service::{Peer, RoleServer};
+use tokio_util::sync::CancellationToken;
+
+struct Entry {
+    seat: String,
+    /// The hash of the secret the session presented, so a seat removed and added again (a new secret)
+    /// ends the sessions of the old one.
+    secret_hash: String,
+    ct: CancellationToken,
+    peer: Option<Peer<RoleServer>>,
+}
+
+#[derive(Default)]
+pub struct Sessions {
+    map: Mutex<HashMap<u64, Entry>>,
+    next: AtomicU64,
+}
+
+/// Removes its session from the registry when the connection ends, however it ends.
+pub struct Registered<'a> {
+    sessions: &'a Sessions,
+    pub id: u64,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.sessions.lock().remove(&self.id);
+    }
+}
+
+impl Sessions {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Entry>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn open(&self, seat: &str, secret_hash: String, ct: CancellationToken) -> Registered<'_> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(
+            id,
+            Entry {
+                seat: seat.to_string(),
+                secret_hash,
+                ct,
+                peer: None,
+            },
+        );
+        Registered { sessions: self, id }
+    }
+
+    pub fn set_peer(&self, id: u64, peer: Peer<RoleServer>) {
+        if let Some(e) = self.lock().get_mut(&id) {
+            e.peer = Some(peer);
+        }
+    }
+
+    pub fn count_by_seat(&self) -> HashMap<String, usize> {
+        let mut counts = HashMap::new();
+        for e in self.lock().values() {
+            *counts.entry(e.seat.clone()).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Ends every session whose secret is no longer a seat's; returns the seats whose sessions ended.
+    pub fn end_unless(&self, still_valid: impl Fn(&str, &str) -> bool) -> Vec<String> {
+        let mut ended = Vec::new();
+        for e in self.lock().values() {
+            if !still_valid(&e.seat, &e.secret_hash) {
+                e.ct.cancel();
+                ended.push(e.seat.clone());
+            }
+        }
+        ended.sort();
+        ended
+    }
+
+    pub fn end_all(&self) {
+        for e in self.lock().values() {
+            e.ct.cancel();
+        }
+    }
+
+    pub fn peers(&self) -> Vec<Peer<RoleServer>> {
+        self.lock()
+            .values()
+            .filter_map(|e| e.peer.clone())
+            .collect()
+    }
+}

@@ -1,0 +1,132 @@
+//! What the daemon holds while it runs, shared by every connection: the current generation, the sessions,
+//! the room, the log. A restart swaps the generation; everything else lives as long as the daemon.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use super::sessions::Sessions;
+use crate::generation::{self, Generation};
+use crate::instance::{ConfigError, Instance, Role};
+use crate::plugins::load::LoadError;
+use crate::runtime_log::{RuntimeLog, Topic};
+use crate::seats::SeatBook;
+use crate::tools::room::Room;
+
+pub struct Daemon {
+    pub inst: Instance,
+    pub log: Arc<RuntimeLog>,
+    current: RwLock<Arc<Generation>>,
+    pub sessions: Sessions,
+    pub room: Room,
+    pub started: Instant,
+    pub started_at: String,
+    /// The secret control clients present; rewritten at every start.
+    pub control_secret: String,
+    /// Call and load ids, unique across the daemon's life, so an answer can never reach the wrong call.
+    ids: Arc<AtomicU64>,
+    /// One restart at a time: a second waits, then reads plugins/ again itself.
+    restarting: tokio::sync::Mutex<()>,
+    /// Set when shutdown begins: new calls are refused instead of started.
+    pub closing: CancellationToken,
+}
+
+/// What a restart did, for `ovai restart` and SIGHUP.
+pub struct Restarted {
+    pub generation: u64,
+    pub rows: Vec<String>,
+    /// Whether the tool list differs from the one before (and list_changed was sent).
+    pub changed: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RestartError {
+    #[error("{0} The server goes on serving what it read before.")]
+    Config(#[from] ConfigError),
+    #[error(
+        "The plugins could not be loaded: {0}. The server goes on serving what it read before."
+    )]
+    Load(#[from] LoadError),
+}
+
+impl Daemon {
+    pub fn new(
+        inst: Instance,
+        log: Arc<RuntimeLog>,
+        first: Generation,
+        ids: Arc<AtomicU64>,
+        control_secret: String,
+    ) -> Self {
+        let room = Room::new(inst.room_file());
+        Self {
+            inst,
+            log,
+            current: RwLock::new(Arc::new(first)),
+            sessions: Sessions::default(),
+            room,
+            started: Instant::now(),
+            started_at: crate::runtime_log::timestamp(std::time::SystemTime::now()),
+            control_secret,
+            ids,
+            restarting: tokio::sync::Mutex::new(()),
+            closing: CancellationToken::new(),
+        }
+    }
+
+    pub fn current(&self) -> Arc<Generation> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn role_of(&self, seat: &str) -> Role {
+        self.current().config.role_of(seat)
+    }
+
+    /// Reads openovai.json and plugins/ again into a new generation beside the old one, switches callers
+    /// to it, and retires the old one once its calls are done. A failure leaves the old one serving.
+    pub async fn restart(self: &Arc<Self>) -> Result<Restarted, RestartError> {
+        let _one_at_a_time = self.restarting.lock().await;
+        let old = self.current();
+        let config = self.inst.read_config()?;
+        let next =
+            generation::build(&self.inst, config, old.number + 1, &self.ids, &self.log).await?;
+        self.log.rows(Topic::Plugins, &next.rows);
+        let changed = next.tools.listed() != old.tools.listed();
+        let restarted = Restarted {
+            generation: next.number,
+            rows: next.rows.clone(),
+            changed,
+        };
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        if changed {
+            for peer in self.sessions.peers() {
+                tokio::spawn(async move {
+                    let _ = peer.notify_tool_list_changed().await;
+                });
+            }
+        }
+        // The old host finishes what it holds (bounded by its longest deadline), then ends.
+        let grace = old.config.call_timeout + Duration::from_secs(1);
+        tokio::spawn(async move { old.host.retire(grace).await });
+        Ok(restarted)
+    }
+
+    /// Reads the seats again and ends the sessions of seats that are gone (or whose secret changed).
+    pub fn seats_changed(&self) -> Result<Vec<String>, crate::seats::SeatError> {
+        let book = SeatBook::load(&self.inst)?;
+        let ended = self
+            .sessions
+            .end_unless(|seat, hash| book.seats.get(seat).is_some_and(|r| r.sha256 == hash));
+        for seat in &ended {
+            self.log.row(
+                Topic::Seats,
+                &format!("The seat {seat} was removed; its session was ended."),
+            );
+        }
+        Ok(ended)
+    }
+}

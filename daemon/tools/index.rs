@@ -1,0 +1,61 @@
+//! `index`: the instance at a glance, for a session deciding what to do and whom to ask.
+
+use serde_json::{Value, json};
+
+use super::ToolTable;
+
+pub const DESCRIPTION: &str = "The instance at a glance: where it lives, the User and the Leader, every seat with its \
+role and whether a session holds it now, every tool with the first line of its description, and what the last \
+start said about each file in plugins/. Read-only; takes no arguments.";
+
+pub fn schema() -> Value {
+    json!({ "type": "object", "properties": {}, "additionalProperties": false })
+}
+
+/// What the index shows, gathered by the caller from the daemon's state.
+pub struct Facts<'a> {
+    pub root: &'a str,
+    pub user: &'a str,
+    pub leader: &'a str,
+    /// (name, role, sessions connected now), sorted by name.
+    pub seats: Vec<(String, &'static str, usize)>,
+    pub caller: &'a str,
+    pub tools: &'a ToolTable,
+    pub generation: u64,
+    pub loaded_at: &'a str,
+    pub rows: &'a [String],
+}
+
+pub fn render(f: &Facts<'_>) -> String {
+    let mut s = format!(
+        "This openovai instance lives at {}. The User is {}; the Leader's seat is {}. You are at seat {}.\n",
+        f.root, f.user, f.leader, f.caller
+    );
+    s.push_str("\nSeats:\n");
+    if f.seats.is_empty() {
+        s.push_str("  none yet (`ovai seat add NAME` makes one)\n");
+    }
+    for (name, role, sessions) in &f.seats {
+        let now = match sessions {
+            0 => "no session now".to_string(),
+            1 => "in a session now".to_string(),
+            n => format!("in {n} sessions now"),
+        };
+        s.push_str(&format!("  {name}: {role}, {now}\n"));
+    }
+    s.push_str("\nTools:\n");
+    for e in f.tools.entries() {
+        s.push_str(&format!("  {}: {}\n", e.name, e.first_line()));
+    }
+    s.push_str(&format!(
+        "\nplugins/ as read at {} (generation {}):\n",
+        f.loaded_at, f.generation
+    ));
+    if f.rows.is_empty() {
+        s.push_str("  no candidate files\n");
+    }
+    for r in f.rows {
+        s.push_str(&format!("  {r}\n"));
+    }
+    s
+}

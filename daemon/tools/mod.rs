@@ -1,0 +1,155 @@
+//! The tool table of one generation: the built-ins (Rust) and the plugins it loaded, sorted by name, with
+//! the validator each call's arguments pass through first.
+
+pub mod index;
+pub mod room;
+pub mod schema;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use serde_json::{Value, json};
+
+/// The server's own tools; a plugin cannot take these names.
+pub const BUILTINS: &[&str] = &["index", "room"];
+
+pub enum Kind {
+    Index,
+    Room,
+    /// `plugins/NAME.mjs`, as every sentence about it names it.
+    Plugin {
+        file: Arc<str>,
+    },
+}
+
+pub struct Entry {
+    pub name: String,
+    pub description: String,
+    pub kind: Kind,
+    pub validator: jsonschema::Validator,
+}
+
+impl Entry {
+    pub fn first_line(&self) -> &str {
+        self.description.lines().next().unwrap_or("")
+    }
+}
+
+/// A plugin the host loaded, with its schema already known to compile.
+pub struct PluginTool {
+    pub name: String,
+    pub description: String,
+    pub schema: JsonObject,
+    pub validator: jsonschema::Validator,
+    pub file: Arc<str>,
+}
+
+pub struct ToolTable {
+    entries: Vec<Entry>,
+    by_name: HashMap<String, usize>,
+    /// The `tools/list` answer, built once per generation rather than per request.
+    listed: Vec<Tool>,
+}
+
+impl ToolTable {
+    pub fn new(plugins: Vec<PluginTool>) -> Self {
+        let mut pairs: Vec<(Entry, Tool)> = builtins();
+        for p in plugins {
+            let tool = Tool::new(p.name.clone(), p.description.clone(), p.schema);
+            pairs.push((
+                Entry {
+                    name: p.name,
+                    description: p.description,
+                    kind: Kind::Plugin { file: p.file },
+                    validator: p.validator,
+                },
+                tool,
+            ));
+        }
+        pairs.sort_by(|a, b| a.0.name.as_bytes().cmp(b.0.name.as_bytes()));
+        let (entries, listed): (Vec<Entry>, Vec<Tool>) = pairs.into_iter().unzip();
+        let by_name = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.name.clone(), i))
+            .collect();
+        Self {
+            entries,
+            by_name,
+            listed,
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Entry> {
+        self.by_name.get(name).map(|i| &self.entries[*i])
+    }
+
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    pub fn listed(&self) -> &[Tool] {
+        &self.listed
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|e| e.name.as_str())
+    }
+}
+
+fn builtins() -> Vec<(Entry, Tool)> {
+    vec![
+        builtin(
+            "index",
+            Kind::Index,
+            index::DESCRIPTION,
+            index::schema(),
+            true,
+        ),
+        builtin("room", Kind::Room, room::DESCRIPTION, room::schema(), false),
+    ]
+}
+
+fn builtin(
+    name: &str,
+    kind: Kind,
+    description: &str,
+    schema: Value,
+    read_only: bool,
+) -> (Entry, Tool) {
+    // The built-in schemas are constants of this file; they compile, and a test says so.
+    let validator = jsonschema::validator_for(&schema).unwrap_or_else(|_| {
+        jsonschema::validator_for(&json!({"type": "object"}))
+            .expect("the empty object schema compiles")
+    });
+    let object = match schema {
+        Value::Object(o) => o,
+        _ => JsonObject::new(),
+    };
+    let tool = Tool::new(name.to_string(), description.to_string(), object)
+        .with_annotations(ToolAnnotations::new().read_only(read_only));
+    (
+        Entry {
+            name: name.into(),
+            description: description.into(),
+            kind,
+            validator,
+        },
+        tool,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_schemas_compile_and_list_sorted() {
+        assert!(jsonschema::validator_for(&index::schema()).is_ok());
+        assert!(jsonschema::validator_for(&room::schema()).is_ok());
+        let t = ToolTable::new(vec![]);
+        let names: Vec<&str> = t.names().collect();
+        assert_eq!(names, BUILTINS);
+    }
+}

@@ -1,0 +1,134 @@
+//! Input schemas: checked when a plugin is loaded (an object schema that stands on its own), and used to
+//! validate every call's arguments before the plugin runs (JSON Schema 2020-12).
+
+use serde_json::{Map, Value};
+
+/// Why a plugin's inputSchema cannot be served, as the end of its runtime.log row.
+pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
+    let Value::Object(root) = schema else {
+        return Err("its inputSchema is not an object schema: it is not an object".into());
+    };
+    match root.get("type") {
+        Some(Value::String(t)) if t == "object" => {}
+        Some(other) => {
+            return Err(format!(
+                "its inputSchema is not an object schema: its type is {other}, not \"object\""
+            ));
+        }
+        None => {
+            return Err("its inputSchema is not an object schema: it has no \"type\": \"object\" at its root".into());
+        }
+    }
+    if let Some(r) = external_ref(schema) {
+        return Err(format!(
+            "its inputSchema refers to {r} outside itself; a tool's schema must stand on its own (a $ref starts with #)"
+        ));
+    }
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(schema)
+        .map_err(|e| format!("its inputSchema is not a valid JSON schema: {e}"))
+}
+
+/// The first `$ref` that leaves the document: the daemon never fetches a URL or reads a file for a schema.
+fn external_ref(v: &Value) -> Option<String> {
+    match v {
+        Value::Object(map) => {
+            for (k, inner) in map {
+                if (k == "$ref" || k == "$dynamicRef")
+                    && inner.as_str().is_some_and(|r| !r.starts_with('#'))
+                {
+                    return Some(inner.to_string());
+                }
+                if let Some(r) = external_ref(inner) {
+                    return Some(r);
+                }
+            }
+            None
+        }
+        Value::Array(items) => items.iter().find_map(external_ref),
+        _ => None,
+    }
+}
+
+/// At most this many violations are named in one refusal.
+const MAX_NAMED: usize = 5;
+
+/// `Err` with a sentence naming what the arguments break, for the caller to fix and call again.
+pub fn check(
+    validator: &jsonschema::Validator,
+    tool: &str,
+    args: &Map<String, Value>,
+) -> Result<(), String> {
+    let args = Value::Object(args.clone());
+    let mut problems: Vec<String> = Vec::new();
+    let mut more = 0;
+    for e in validator.iter_errors(&args) {
+        if problems.len() == MAX_NAMED {
+            more += 1;
+            continue;
+        }
+        let at = e.instance_path().to_string();
+        problems.push(if at.is_empty() {
+            e.to_string()
+        } else {
+            format!("at {at}: {e}")
+        });
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let mut s = format!(
+        "The arguments do not fit the inputSchema of {tool}, so it was not run: {}",
+        problems.join("; ")
+    );
+    if more > 0 {
+        s.push_str(&format!(" (and {more} more)"));
+    }
+    s.push_str(". Call it again with arguments that fit.");
+    Err(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_object_schemas_that_stand_alone() {
+        assert!(compile(&json!({"type": "object"})).is_ok());
+        assert!(
+            compile(&json!({"type": "string"}))
+                .unwrap_err()
+                .contains("its type is \"string\"")
+        );
+        assert!(compile(&json!({})).unwrap_err().contains("no \"type\""));
+        let e = compile(
+            &json!({"type": "object", "properties": {"a": {"$ref": "https://example.com/s.json"}}}),
+        )
+        .unwrap_err();
+        assert!(e.contains("https://example.com/s.json"), "{e}");
+        assert!(compile(&json!({"type": "object", "$defs": {"a": {"type": "string"}}, "properties": {"x": {"$ref": "#/$defs/a"}}})).is_ok());
+        let e = compile(&json!({"type": "object", "properties": {"a": {"type": 5}}})).unwrap_err();
+        assert!(e.contains("not a valid JSON schema"), "{e}");
+    }
+
+    #[test]
+    fn violations_are_named() {
+        let v = compile(&json!({
+            "type": "object",
+            "properties": {"branch": {"type": "string"}},
+            "required": ["branch"],
+            "additionalProperties": false
+        }))
+        .unwrap();
+        let args = |v: Value| v.as_object().unwrap().clone();
+        assert!(check(&v, "ci", &args(json!({"branch": "main"}))).is_ok());
+        let e = check(&v, "ci", &args(json!({}))).unwrap_err();
+        assert!(e.contains("\"branch\" is a required property"), "{e}");
+        let e = check(&v, "ci", &args(json!({"branch": 5}))).unwrap_err();
+        assert!(e.contains("at /branch"), "{e}");
+        let e = check(&v, "ci", &args(json!({"branch": "x", "extra": 1}))).unwrap_err();
+        assert!(e.contains("extra"), "{e}");
+    }
+}

@@ -1,0 +1,302 @@
+// ovai's plugin host: the Node child that imports plugins/*.mjs and runs their `run`.
+//
+// `ovai serve` starts it with a private socket on fd 3 and speaks newline-delimited JSON over it, so a
+// plugin that prints to stdout cannot corrupt the protocol: stdout and stderr are read by the daemon as
+// log lines. This file reports facts (what a module exports, what `run` answered, what it threw); the
+// daemon turns them into the sentences people read. No npm dependencies: it must run on a bare Node >= 18.
+
+import net from "node:net";
+import readline from "node:readline";
+import { spawnSync } from "node:child_process";
+import { pathToFileURL, fileURLToPath } from "node:url";
+import path from "node:path";
+
+const PROTOCOL = 1;
+
+if (process.env.OVAI_HOST !== String(PROTOCOL)) {
+  process.stderr.write(
+    "This is ovai's plugin host; `ovai serve` starts it. To try a plugin from a terminal, run " +
+      "`ovai call TOOL '{...}'` in the instance.\n",
+  );
+  process.exit(64);
+}
+
+let channel;
+try {
+  channel = new net.Socket({ fd: 3, readable: true, writable: true });
+} catch (err) {
+  process.stderr.write(`ovai's plugin host has no protocol channel on fd 3 (${err.message}); start it with \`ovai serve\`.\n`);
+  process.exit(64);
+}
+
+/** Name → { file, run } for every module this process imported successfully. */
+const tools = new Map();
+/** Call id → AbortController, for the calls in flight. */
+const calls = new Map();
+let root = "";
+let config = Object.freeze({});
+let maxAnswerBytes = 1024 * 1024;
+let pluginsDir = "";
+
+// Messages written in one turn of the event loop go out in one write.
+let corked = false;
+function send(message) {
+  if (!corked) {
+    corked = true;
+    channel.cork();
+    process.nextTick(() => {
+      corked = false;
+      channel.uncork();
+    });
+  }
+  channel.write(JSON.stringify(message) + "\n");
+}
+
+// The daemon gone means nobody can be answered: leave rather than linger as an orphan.
+channel.on("close", () => process.exit(0));
+channel.on("error", () => process.exit(0));
+
+// An error a plugin leaves behind (a timer that throws after `run` answered, a promise nobody awaited)
+// must not end the host for everybody; it goes to the log.
+process.on("uncaughtException", (err) => {
+  console.error(`ovai host: a plugin threw outside a call: ${headline(err)}`);
+});
+process.on("unhandledRejection", (err) => {
+  console.error(`ovai host: a plugin left a promise rejected: ${headline(err)}`);
+});
+
+const lines = readline.createInterface({ input: channel, crlfDelay: Infinity });
+lines.on("line", (line) => {
+  let message;
+  try {
+    message = JSON.parse(line);
+  } catch {
+    console.error(`ovai host: a protocol line is not JSON: ${line.slice(0, 200)}`);
+    return;
+  }
+  switch (message.t) {
+    case "init":
+      root = message.root;
+      pluginsDir = message.pluginsDir;
+      config = deepFreeze(message.config ?? {});
+      maxAnswerBytes = message.maxAnswerBytes ?? maxAnswerBytes;
+      break;
+    case "load":
+      load(message);
+      break;
+    case "call":
+      call(message);
+      break;
+    case "cancel":
+      calls.get(message.id)?.abort(new Error(message.why ?? "the call was cancelled"));
+      calls.delete(message.id);
+      break;
+    case "ping":
+      send({ t: "pong", n: message.n });
+      break;
+    default:
+      console.error(`ovai host: unknown message ${JSON.stringify(message.t)}`);
+  }
+});
+
+send({ t: "ready", v: PROTOCOL, node: process.version, pid: process.pid });
+
+const EXPORTS = [
+  ["description", "string"],
+  ["inputSchema", "object"],
+  ["run", "function"],
+];
+
+async function load({ id, name, file }) {
+  let ns;
+  try {
+    ns = await import(pathToFileURL(file).href);
+  } catch (err) {
+    send({ t: "loaded", id, ok: false, import: importFailure(err, file) });
+    return;
+  }
+  const missing = [];
+  const wrong = [];
+  const values = {};
+  for (const [key, want] of EXPORTS) {
+    let value;
+    try {
+      value = ns[key];
+    } catch (err) {
+      // An export still in its temporal dead zone (a cycle of imports) reads as a ReferenceError.
+      send({ t: "loaded", id, ok: false, import: importFailure(err, file) });
+      return;
+    }
+    if (value === undefined) {
+      missing.push(key);
+    } else if (kind(value) !== want) {
+      wrong.push({ name: key, is: kindWithArticle(value), want: article(want) });
+    } else {
+      values[key] = value;
+    }
+  }
+  const emptyDescription = typeof values.description === "string" && values.description.trim() === "";
+  if (missing.length || wrong.length || emptyDescription) {
+    send({
+      t: "loaded",
+      id,
+      ok: false,
+      exports: { missing, wrong, emptyDescription, hasDefault: "default" in ns && ns.default !== undefined },
+    });
+    return;
+  }
+  let schema;
+  try {
+    schema = JSON.parse(JSON.stringify(values.inputSchema));
+  } catch (err) {
+    send({ t: "loaded", id, ok: false, schemaJson: headline(err) });
+    return;
+  }
+  tools.set(name, { file, run: values.run });
+  send({ t: "loaded", id, ok: true, description: values.description, inputSchema: schema });
+}
+
+async function call({ id, tool, args, seat, role }) {
+  const entry = tools.get(tool);
+  if (entry === undefined) {
+    send({ t: "answer", id, unknown: true });
+    return;
+  }
+  const controller = new AbortController();
+  calls.set(id, controller);
+  let answer;
+  try {
+    answer = await entry.run(args ?? {}, Object.freeze({ seat, role, root, config, signal: controller.signal }));
+  } catch (err) {
+    if (calls.delete(id)) send({ t: "answer", id, threw: thrown(err, entry.file) });
+    return;
+  }
+  // A call the daemon gave up on (cancelled, past its deadline) was answered already.
+  if (!calls.delete(id)) return;
+  send(shape(id, answer));
+}
+
+/** The answer as the protocol carries it: text, refused, or what was answered instead. */
+function shape(id, answer) {
+  if (answer !== null && typeof answer === "object" && !Array.isArray(answer)) {
+    const keys = Object.keys(answer);
+    if (keys.length === 1 && (keys[0] === "text" || keys[0] === "refused")) {
+      const value = answer[keys[0]];
+      if (typeof value === "string") {
+        const bytes = Buffer.byteLength(value);
+        if (bytes > maxAnswerBytes) return { t: "answer", id, tooBig: bytes };
+        return { t: "answer", id, [keys[0]]: value };
+      }
+    }
+  }
+  return { t: "answer", id, bad: describe(answer) };
+}
+
+/** What a handler answered instead of { text } or { refused }, in words. */
+function describe(value) {
+  if (value === undefined) return "undefined";
+  if (value === null) return "null";
+  switch (typeof value) {
+    case "string":
+      return `the string ${JSON.stringify(clip(value, 60))}`;
+    case "number":
+    case "boolean":
+    case "bigint":
+      return `the ${typeof value} ${String(value)}`;
+    case "function":
+      return "a function";
+    case "symbol":
+      return "a symbol";
+  }
+  if (Array.isArray(value)) return "an array";
+  const keys = Object.keys(value);
+  if (keys.length === 0) return "an empty object";
+  if (keys.includes("text") && keys.includes("refused")) return "an object with both text and refused";
+  if (keys.length === 1 && (keys[0] === "text" || keys[0] === "refused")) {
+    return `{ ${keys[0]} } holding ${kindWithArticle(value[keys[0]])}, not a string`;
+  }
+  const shown = keys.slice(0, 5).join(", ") + (keys.length > 5 ? ", …" : "");
+  if (keys.includes("text") || keys.includes("refused")) return `an object with the keys ${shown}`;
+  return `an object with ${keys.length === 1 ? "the key" : "the keys"} ${shown}`;
+}
+
+/** A thrown value, as the caller is told: the error's first line and where in the plugins it was. */
+function thrown(err, file) {
+  return { message: headline(err), at: location(err, file) };
+}
+
+function importFailure(err, file) {
+  let at = location(err, file);
+  if (at === null && err instanceof SyntaxError) at = syntaxLocation(file);
+  return { message: headline(err), at };
+}
+
+/** The first line of an error as String() gives it ("TypeError: x is not a function"). */
+function headline(err) {
+  let text;
+  try {
+    text = err instanceof Error ? String(err) : describe(err);
+  } catch {
+    text = "an error that cannot be shown";
+  }
+  return clip(text.split("\n")[0], 500);
+}
+
+/**
+ * "LINE:COLUMN" of the first stack frame in the plugin's own file, or "REL:LINE:COLUMN" for a module it
+ * imports from plugins/ (shared code); null where Node gives no place.
+ */
+function location(err, file) {
+  const stack = err instanceof Error && typeof err.stack === "string" ? err.stack : "";
+  const own = pathToFileURL(file).href;
+  const shared = pluginsDir ? pathToFileURL(pluginsDir).href + "/" : null;
+  let sharedAt = null;
+  for (const match of stack.matchAll(/(file:\/\/[^\s()]+?):(\d+):(\d+)/g)) {
+    const [, url, line, column] = match;
+    if (url === own) return `${line}:${column}`;
+    if (sharedAt === null && shared !== null && url.startsWith(shared)) {
+      sharedAt = `${path.relative(pluginsDir, fileURLToPath(url))}:${line}:${column}`;
+    }
+  }
+  return sharedAt;
+}
+
+/**
+ * Node 20 gives a SyntaxError from import() no place; `node --check` prints "PATH:LINE", the source line
+ * and a caret under the column. Asked only when an import failed, so it costs nothing on the happy path.
+ */
+function syntaxLocation(file) {
+  const out = spawnSync(process.execPath, ["--check", file], { encoding: "utf8", timeout: 5000 });
+  const lines = (out.stderr ?? "").split("\n");
+  const head = /:(\d+)$/.exec(lines[0] ?? "");
+  if (head === null) return null;
+  const caret = (lines[2] ?? "").indexOf("^");
+  return caret >= 0 ? `${head[1]}:${caret + 1}` : head[1];
+}
+
+function kind(value) {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  return typeof value;
+}
+
+function article(word) {
+  if (word === "null" || word === "undefined") return word;
+  return (/^[aeiou]/.test(word) ? "an " : "a ") + word;
+}
+
+function kindWithArticle(value) {
+  return article(kind(value));
+}
+
+function clip(text, max) {
+  return text.length > max ? text.slice(0, max - 1) + "…" : text;
+}
+
+function deepFreeze(value) {
+  if (value !== null && typeof value === "object") {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,37 @@
+// A Leader's tool: declares or lifts a code freeze, kept as FREEZE at the instance root, where every
+// session (and a git hook, if you like) can see it. Workers are refused in the tool's own words.
+
+import { writeFile, rm, readFile } from "node:fs/promises";
+import path from "node:path";
+
+export const description =
+  "Declares a code freeze (with a reason every seat can read) or lifts it; the Leader's alone. " +
+  "Workers are refused, and may read the current freeze through index or the FREEZE file.";
+
+export const inputSchema = {
+  type: "object",
+  properties: {
+    reason: { type: "string", minLength: 1, description: "Why the code is frozen; every seat reads this." },
+    lift: { type: "boolean", description: "true to lift the freeze instead of declaring one." },
+  },
+  additionalProperties: false,
+};
+
+export async function run({ reason, lift }, { seat, role, root, config }) {
+  if (role !== "Leader") {
+    return { refused: `only the Leader (${config.leader}) declares or lifts a freeze; you are ${seat}, a Worker` };
+  }
+  const file = path.join(root, "FREEZE");
+  if (lift) {
+    await rm(file, { force: true });
+    return { text: "the freeze is lifted" };
+  }
+  if (reason === undefined) {
+    const current = await readFile(file, "utf8").catch(() => null);
+    return current === null
+      ? { refused: "give a reason to declare a freeze, or lift: true to lift one (there is none now)" }
+      : { text: `already frozen: ${current.trim()}` };
+  }
+  await writeFile(file, `${reason} (declared by ${seat}, ${new Date().toISOString()})\n`);
+  return { text: `the code is frozen: ${reason}` };
+}

@@ -1,0 +1,215 @@
+//! Every way `run` can answer, and what the caller reads for each: text, its own refusal, and a refusal
+//! naming the file for every third shape and every throw.
+
+mod common;
+use common::*;
+use serde_json::json;
+
+fn plugin(body: &str) -> String {
+    format!(
+        "export const description = 'A test tool.';\n\
+         export const inputSchema = {{ type: 'object', properties: {{ n: {{ type: 'integer' }} }} }};\n\
+         {body}\n"
+    )
+}
+
+fn answering(expr: &str) -> String {
+    plugin(&format!("export function run() {{ return {expr}; }}"))
+}
+
+#[test]
+fn each_answer_shape_reaches_the_caller_in_words() {
+    let cases: Vec<(&str, String, &str, bool)> = vec![
+        ("text", answering("{ text: 'all good' }"), "all good", false),
+        ("empty-text", answering("{ text: '' }"), "", false),
+        (
+            "refused",
+            answering("{ refused: 'not on a Sunday' }"),
+            "not on a Sunday",
+            true,
+        ),
+        (
+            "async-text",
+            plugin("export async function run() { await null; return { text: 'later' }; }"),
+            "later",
+            false,
+        ),
+        (
+            "forgets",
+            plugin("export function run() { }"),
+            "plugins/forgets.mjs answered undefined: a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
+        (
+            "null",
+            answering("null"),
+            "plugins/null.mjs answered null: a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
+        (
+            "bare-string",
+            answering("'done'"),
+            "plugins/bare-string.mjs answered the string \"done\": a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
+        (
+            "both",
+            answering("{ text: 'a', refused: 'b' }"),
+            "plugins/both.mjs answered an object with both text and refused: a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
+        (
+            "text-number",
+            answering("{ text: 42 }"),
+            "plugins/text-number.mjs answered { text } holding a number, not a string: a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
+        (
+            "other-keys",
+            answering("{ ok: true, result: 'x' }"),
+            "plugins/other-keys.mjs answered an object with the keys ok, result: a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
+        (
+            "extra-key",
+            answering("{ text: 'x', meta: 1 }"),
+            "plugins/extra-key.mjs answered an object with the keys text, meta: a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
+        (
+            "array",
+            answering("[{ text: 'x' }]"),
+            "plugins/array.mjs answered an array: a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
+        (
+            "bigint",
+            answering("{ text: 10n }"),
+            "plugins/bigint.mjs answered { text } holding a bigint, not a string: a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
+        (
+            "throws",
+            plugin("export function run() {\n  throw new TypeError('bad input');\n}"),
+            "plugins/throws.mjs threw at 4:9: TypeError: bad input",
+            true,
+        ),
+        (
+            "rejects",
+            plugin(
+                "export async function run() {\n  await null;\n  throw new Error('CI is down');\n}",
+            ),
+            "plugins/rejects.mjs threw at 5:9: Error: CI is down",
+            true,
+        ),
+        (
+            "throws-string",
+            plugin("export function run() { throw 'oops'; }"),
+            "plugins/throws-string.mjs threw: the string \"oops\"",
+            true,
+        ),
+        (
+            "frozen-config",
+            plugin(
+                "export function run(a, { config }) {\n  config.user = 'mallory';\n  return { text: 'x' };\n}",
+            ),
+            "plugins/frozen-config.mjs threw at 4:15: TypeError: Cannot assign to read only property 'user' of object '#<Object>'",
+            true,
+        ),
+    ];
+    let files: Vec<(String, String)> = cases
+        .iter()
+        .map(|(n, src, _, _)| (format!("{n}.mjs"), src.clone()))
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(f, s)| (f.as_str(), s.as_str()))
+        .collect();
+    let inst = Instance::with_plugins(&refs);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    for (name, _, want, refused) in &cases {
+        let (text, is_error) = s.call(name, json!({}));
+        assert_eq!((text.as_str(), is_error), (*want, *refused), "tool {name}");
+    }
+}
+
+#[test]
+fn an_answer_over_the_cap_is_refused() {
+    let inst = Instance::with_plugins(&[
+        ("big.mjs", &answering("{ text: 'x'.repeat(2000) }")),
+        ("small.mjs", &answering("{ text: 'x'.repeat(1000) }")),
+    ]);
+    inst.set_config(json!({ "maxAnswerBytes": 1000 }));
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("big", json!({})),
+        (
+            "plugins/big.mjs answered 2000 bytes of text, more than the 1000 this server passes on (maxAnswerBytes in openovai.json sets the limit).".to_string(),
+            true
+        )
+    );
+    assert_eq!(s.call("small", json!({})).0.len(), 1000);
+}
+
+#[test]
+fn a_slow_async_call_does_not_hold_up_another() {
+    // `slow` answers only once `fast` has run: if calls were served one at a time, it never would.
+    let inst = Instance::with_plugins(&[
+        (
+            "slow.mjs",
+            &plugin(
+                "export async function run() {\n\
+                 while (!globalThis.fastRan) await new Promise((r) => setTimeout(r, 5));\n\
+                 return { text: 'slow done after fast' };\n}",
+            ),
+        ),
+        (
+            "fast.mjs",
+            &plugin(
+                "export function run() { globalThis.fastRan = true; return { text: 'fast' }; }",
+            ),
+        ),
+    ]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let slow = s.send_request("tools/call", json!({ "name": "slow", "arguments": {} }));
+    let fast = s.send_request("tools/call", json!({ "name": "fast", "arguments": {} }));
+    let fast_answer = s.response(fast);
+    let slow_answer = s.response(slow);
+    assert_eq!(text_of(&fast_answer), ("fast".to_string(), false));
+    assert_eq!(
+        text_of(&slow_answer),
+        ("slow done after fast".to_string(), false)
+    );
+}
+
+#[test]
+fn context_carries_seat_role_root_and_config() {
+    let inst = Instance::with_plugins(&[(
+        "ctx.mjs",
+        &plugin(
+            "export function run(args, ctx) { return { text: JSON.stringify({ args, seat: ctx.seat, role: ctx.role, root: ctx.root, config: ctx.config, signal: ctx.signal instanceof AbortSignal }) }; }",
+        ),
+    )]);
+    inst.set_config(json!({ "team": { "name": "blue" } }));
+    inst.add_seat("w1");
+    let _d = inst.start();
+    let mut s = inst.session("w1");
+    s.initialize();
+    let (text, refused) = s.call("ctx", json!({ "n": 3 }));
+    assert!(!refused, "{text}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["args"], json!({ "n": 3 }));
+    assert_eq!(v["seat"], "w1");
+    assert_eq!(v["role"], "Worker");
+    assert_eq!(v["root"], inst.root.display().to_string());
+    assert_eq!(v["config"]["user"], "ann");
+    assert_eq!(v["config"]["leader"], "lead");
+    assert_eq!(v["config"]["team"]["name"], "blue");
+    assert_eq!(v["signal"], true);
+}

@@ -1,0 +1,457 @@
+//! Shared helpers for the integration tests: a temporary instance, a real `ovai serve`, and sessions
+//! connected through a real `ovai mcp` bridge. Every wait has a hard limit, so a broken server fails a
+//! test instead of hanging it; no test asserts on how long anything took.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+pub const OVAI: &str = env!("CARGO_BIN_EXE_ovai");
+/// The longest any single wait in a test may take before the test fails.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+pub fn ovai() -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::new(OVAI);
+    c.env_remove("OVAI_ROOT")
+        .env_remove("OVAI_SECRET")
+        .timeout(PATIENCE);
+    c
+}
+
+pub struct Instance {
+    pub dir: tempfile::TempDir,
+    pub root: PathBuf,
+}
+
+impl Instance {
+    /// A new instance: User ann, Leader lead, no plugins.
+    pub fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("ovai-t")
+            .tempdir_in("/tmp")
+            .expect("a temporary directory");
+        let root = std::fs::canonicalize(dir.path()).expect("the temporary directory's path");
+        ovai()
+            .args(["init", "--user", "ann", "--leader", "lead"])
+            .arg(&root)
+            .assert()
+            .success();
+        Self { dir, root }
+    }
+
+    pub fn with_plugins(plugins: &[(&str, &str)]) -> Self {
+        let inst = Self::new();
+        for (file, source) in plugins {
+            inst.write_plugin(file, source);
+        }
+        inst
+    }
+
+    pub fn write_plugin(&self, file: &str, source: &str) {
+        let path = self.root.join("plugins").join(file);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(path, source).unwrap();
+    }
+
+    /// Copies files from tests/fixtures/plugins into the instance's plugins/.
+    pub fn fixture(&self, file: &str) {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/plugins")
+            .join(file);
+        let text =
+            std::fs::read_to_string(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+        self.write_plugin(file, &text);
+    }
+
+    pub fn set_config(&self, extra: Value) {
+        let path = self.root.join("openovai.json");
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for (k, val) in extra.as_object().unwrap() {
+            v[k] = val.clone();
+        }
+        std::fs::write(path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    }
+
+    pub fn cmd(&self) -> assert_cmd::Command {
+        let mut c = ovai();
+        c.arg("--root").arg(&self.root);
+        c
+    }
+
+    pub fn add_seat(&self, name: &str) {
+        self.cmd().args(["seat", "add", name]).assert().success();
+    }
+
+    pub fn secret(&self, seat: &str) -> String {
+        let text =
+            std::fs::read_to_string(self.root.join("desks").join(seat).join(".mcp.json")).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        v["mcpServers"]["openovai"]["env"]["OVAI_SECRET"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    /// The sentences of runtime.log rows with this topic, in order.
+    pub fn rows(&self, topic: &str) -> Vec<String> {
+        std::fs::read_to_string(self.root.join("runtime.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| {
+                let (_, rest) = l.split_once(' ')?;
+                let (t, s) = rest.split_once(' ')?;
+                (t == topic).then(|| s.to_string())
+            })
+            .collect()
+    }
+
+    pub fn start(&self) -> Daemon {
+        Daemon::start(self)
+    }
+
+    /// Connects a session for `seat` through `ovai mcp`, the way a client started in its desk does.
+    pub fn session(&self, seat: &str) -> Session {
+        Session::spawn(
+            &self.root,
+            Some(&self.secret(seat)),
+            Some(&self.root.join("desks").join(seat)),
+        )
+    }
+}
+
+pub struct Daemon {
+    pub child: Child,
+    root: PathBuf,
+    pub stderr: PathBuf,
+}
+
+impl Daemon {
+    pub fn start(inst: &Instance) -> Self {
+        let stderr = inst.root.join(format!("serve-{}.stderr", nanos()));
+        let before = count_up_rows(&inst.root);
+        let child = Command::new(OVAI)
+            .args(["serve", "--root"])
+            .arg(&inst.root)
+            .env_remove("OVAI_ROOT")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .expect("ovai serve starts");
+        let mut d = Self {
+            child,
+            root: inst.root.clone(),
+            stderr,
+        };
+        d.wait_up(before);
+        d
+    }
+
+    fn wait_up(&mut self, before: usize) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if count_up_rows(&self.root) > before && self.status().is_some() {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "ovai serve exited ({status}): {}",
+                    std::fs::read_to_string(&self.stderr).unwrap_or_default()
+                );
+            }
+            assert!(Instant::now() < deadline, "ovai serve did not come up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// `ovai status --json`, or None when no daemon answers.
+    pub fn status(&self) -> Option<Value> {
+        let out = Command::new(OVAI)
+            .args(["status", "--json", "--root"])
+            .arg(&self.root)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        serde_json::from_slice(&out.stdout).ok()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn host_pid(&self) -> u32 {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(pid) = self.status().and_then(|s| s["host"]["pid"].as_u64()) {
+                return pid as u32;
+            }
+            assert!(Instant::now() < deadline, "the plugin host did not come up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// SIGTERM, then waits for the exit; returns the exit status.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        signal(self.child.id(), libc::SIGTERM);
+        wait_exit(&mut self.child)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            signal(self.child.id(), libc::SIGTERM);
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn count_up_rows(root: &Path) -> usize {
+    std::fs::read_to_string(root.join("runtime.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(" server ovai serve is up "))
+        .count()
+}
+
+pub fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "a process did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn signal(pid: u32, sig: i32) {
+    // SAFETY: sending a signal to a process id has no memory effects on this process.
+    unsafe {
+        libc::kill(pid as i32, sig);
+    }
+}
+
+pub fn process_alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid as i32, 0) == 0 }
+}
+
+fn nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+/// An MCP session through a real `ovai mcp` process.
+pub struct Session {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    rx: mpsc::Receiver<Value>,
+    /// Messages read while waiting for something else (notifications, other answers).
+    pub backlog: Vec<Value>,
+    next_id: u64,
+    pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Session {
+    pub fn spawn(root: &Path, secret: Option<&str>, cwd: Option<&Path>) -> Self {
+        let mut cmd = Command::new(OVAI);
+        cmd.arg("mcp")
+            .env("OVAI_ROOT", root)
+            .env_remove("OVAI_SECRET");
+        if let Some(s) = secret {
+            cmd.env("OVAI_SECRET", s);
+        }
+        if let Some(d) = cwd {
+            cmd.current_dir(d);
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ovai mcp starts");
+        let stdout = child.stdout.take().unwrap();
+        let stderr_pipe = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                match serde_json::from_str::<Value>(&line) {
+                    Ok(v) => {
+                        if tx.send(v).is_err() {
+                            break;
+                        }
+                    }
+                    Err(_) => panic!("ovai mcp wrote a line that is not JSON: {line}"),
+                }
+            }
+        });
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr_pipe).lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        Self {
+            stdin: child.stdin.take(),
+            child,
+            rx,
+            backlog: Vec::new(),
+            next_id: 1,
+            stderr,
+        }
+    }
+
+    pub fn send(&mut self, msg: &Value) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        writeln!(stdin, "{msg}").expect("ovai mcp takes input");
+        stdin.flush().unwrap();
+    }
+
+    /// Closes the session's input, as a client does when it quits.
+    pub fn close_input(&mut self) {
+        self.stdin.take();
+    }
+
+    /// The next message matching `pred`; others are kept in the backlog.
+    pub fn recv_where(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.backlog.iter().position(&pred) {
+            return self.backlog.remove(i);
+        }
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(v) if pred(&v) => return v,
+                Ok(v) => self.backlog.push(v),
+                Err(e) => panic!(
+                    "no matching message from ovai mcp ({e}); backlog {:?}; stderr: {}",
+                    self.backlog,
+                    self.stderr.lock().unwrap()
+                ),
+            }
+        }
+    }
+
+    /// Whether a message matching `pred` arrives within `wait` (for asserting that one does not).
+    pub fn arrives_within(&mut self, wait: Duration, pred: impl Fn(&Value) -> bool) -> bool {
+        if self.backlog.iter().any(&pred) {
+            return true;
+        }
+        let deadline = Instant::now() + wait;
+        while let Ok(v) = self
+            .rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            let hit = pred(&v);
+            self.backlog.push(v);
+            if hit {
+                return true;
+            }
+        }
+        false
+    }
+
+    pub fn send_request(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        id
+    }
+
+    pub fn response(&mut self, id: u64) -> Value {
+        self.recv_where(|v| {
+            v.get("id") == Some(&json!(id))
+                && (v.get("result").is_some() || v.get("error").is_some())
+        })
+    }
+
+    /// A request and its whole response message.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        self.response(id)
+    }
+
+    pub fn initialize_as(&mut self, version: &str) -> Value {
+        let r = self.request(
+            "initialize",
+            json!({ "protocolVersion": version, "capabilities": {}, "clientInfo": { "name": "tests", "version": "1" } }),
+        );
+        self.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        r
+    }
+
+    pub fn initialize(&mut self) -> Value {
+        self.initialize_as("2025-06-18")
+    }
+
+    /// tools/call: (text, isError).
+    pub fn call(&mut self, tool: &str, args: Value) -> (String, bool) {
+        let r = self.request("tools/call", json!({ "name": tool, "arguments": args }));
+        text_of(&r)
+    }
+
+    pub fn tool_names(&mut self) -> Vec<String> {
+        let r = self.request("tools/list", json!({}));
+        r["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// Waits for the bridge to exit; returns its status.
+    pub fn wait(&mut self) -> std::process::ExitStatus {
+        wait_exit(&mut self.child)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// (text, isError) of a tools/call response; panics on a JSON-RPC error.
+pub fn text_of(response: &Value) -> (String, bool) {
+    let result = response
+        .get("result")
+        .unwrap_or_else(|| panic!("a result, not {response}"));
+    let text = result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    (text, result["isError"].as_bool().unwrap_or(false))
+}

@@ -1,0 +1,307 @@
+//! Every plugins row of runtime.log, word for word, from a real start with real files in plugins/.
+
+mod common;
+use common::*;
+
+const GOOD: &str = r#"
+export const description = "Says hello.";
+export const inputSchema = { type: "object", properties: {}, additionalProperties: false };
+export function run() { return { text: "hello" }; }
+"#;
+
+fn good(name: &str) -> String {
+    GOOD.replace("hello", name)
+}
+
+#[test]
+fn each_candidate_gets_one_row_in_file_name_order() {
+    let inst = Instance::with_plugins(&[
+        ("zeta.mjs", &good("zeta")),
+        ("Alpha.mjs", &good("Alpha")),
+        ("beta.mjs", &good("beta")),
+        ("notes.md", "just notes"),
+        ("words.txt", "a words file"),
+        ("old.js", "module.exports = {}"),
+        ("typed.ts", "export const x = 1"),
+        ("legacy.cjs", ""),
+        ("modern.mts", ""),
+        ("shared/client.mjs", "export const x = 1;"),
+    ]);
+    std::fs::create_dir(inst.root.join("plugins/dir.mjs")).unwrap();
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "This instance serves a tool of its own: Alpha",
+            "This instance serves a tool of its own: beta",
+            "plugins/legacy.cjs is not served: only .mjs files are tools",
+            "plugins/modern.mts is not served: only .mjs files are tools",
+            "plugins/old.js is not served: only .mjs files are tools",
+            "plugins/typed.ts is not served: only .mjs files are tools",
+            "This instance serves a tool of its own: zeta",
+        ]
+    );
+}
+
+#[test]
+fn names_are_checked_before_the_file_is_imported() {
+    // Both files would kill the host if imported: the rows prove they never were.
+    let deadly = "process.exit(9);";
+    let long = format!("{}.mjs", "a".repeat(33));
+    let inst = Instance::with_plugins(&[
+        ("ci_status.mjs", deadly),
+        ("room.mjs", deadly),
+        ("index.mjs", deadly),
+        ("9lives.mjs", deadly),
+        (&long, deadly),
+        ("ok.mjs", &good("ok")),
+    ]);
+    let _d = inst.start();
+    let rule = "a name is a letter, then letters, digits and hyphens, up to 32 of them";
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            format!("plugins/9lives.mjs is not served: 9lives is not a tool name: {rule}"),
+            format!(
+                "plugins/{long} is not served: {} is not a tool name: {rule}",
+                "a".repeat(33)
+            ),
+            format!("plugins/ci_status.mjs is not served: ci_status is not a tool name: {rule}"),
+            "plugins/index.mjs is not served: this server already has a tool called index"
+                .to_string(),
+            "This instance serves a tool of its own: ok".to_string(),
+            "plugins/room.mjs is not served: this server already has a tool called room"
+                .to_string(),
+        ]
+    );
+    assert!(
+        inst.rows("host").is_empty(),
+        "no host stopped: {:?}",
+        inst.rows("host")
+    );
+}
+
+#[test]
+fn import_failures_name_the_error_and_where() {
+    let inst = Instance::with_plugins(&[
+        (
+            "syntax.mjs",
+            "export const description = \"x\";\nexport const x = ;\n",
+        ),
+        (
+            "throws.mjs",
+            "const a = 1;\nthrow new Error(\"no config here\\nsecond line\");\n",
+        ),
+        ("missing-import.mjs", "import \"./nowhere.mjs\";\n"),
+        ("shared-throws.mjs", "import \"./lib/bad.mjs\";\n"),
+        ("lib/bad.mjs", "\n\nnull.x;\n"),
+        ("good.mjs", &good("good")),
+    ]);
+    let _d = inst.start();
+    let rows = inst.rows("plugins");
+    assert_eq!(rows[0], "This instance serves a tool of its own: good");
+    assert!(
+        rows[1].starts_with("plugins/missing-import.mjs is not served: importing it failed: Error [ERR_MODULE_NOT_FOUND]: Cannot find module"),
+        "{}",
+        rows[1]
+    );
+    assert_eq!(
+        rows[2],
+        "plugins/shared-throws.mjs is not served: importing it failed: TypeError: Cannot read properties of null (reading 'x') (at lib/bad.mjs:3:6)"
+    );
+    assert_eq!(
+        rows[3],
+        "plugins/syntax.mjs is not served: importing it failed: SyntaxError: Unexpected token ';' (at 2:18)"
+    );
+    assert_eq!(
+        rows[4],
+        "plugins/throws.mjs is not served: importing it failed: Error: no config here (at 2:7)"
+    );
+    assert_eq!(rows.len(), 5);
+}
+
+#[test]
+fn an_import_that_ends_the_host_is_not_served_and_the_others_are() {
+    let inst = Instance::with_plugins(&[
+        ("a-good.mjs", &good("a")),
+        ("b-exits.mjs", "process.exit(7);"),
+        ("c-good.mjs", &good("c")),
+        ("d-kills.mjs", "process.kill(process.pid, 'SIGKILL');"),
+        ("e-good.mjs", &good("e")),
+    ]);
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "This instance serves a tool of its own: a-good",
+            "plugins/b-exits.mjs is not served: importing it stopped the plugin host (exit code 7)",
+            "This instance serves a tool of its own: c-good",
+            "plugins/d-kills.mjs is not served: importing it stopped the plugin host (signal SIGKILL)",
+            "This instance serves a tool of its own: e-good",
+        ]
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("a-good", serde_json::json!({})),
+        ("a".to_string(), false)
+    );
+    assert_eq!(
+        s.call("e-good", serde_json::json!({})),
+        ("e".to_string(), false)
+    );
+}
+
+#[test]
+fn an_import_that_hangs_is_not_served() {
+    let inst = Instance::with_plugins(&[
+        (
+            "awaits-forever.mjs",
+            "await new Promise(() => {});\nexport const run = 1;",
+        ),
+        ("loops-forever.mjs", "for (;;) {}"),
+        ("ok.mjs", &good("ok")),
+    ]);
+    inst.set_config(serde_json::json!({ "importTimeoutSeconds": 1 }));
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "plugins/awaits-forever.mjs is not served: importing it took longer than 1 s",
+            "plugins/loops-forever.mjs is not served: importing it took longer than 1 s",
+            "This instance serves a tool of its own: ok",
+        ]
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("ok", serde_json::json!({})),
+        ("ok".to_string(), false)
+    );
+}
+
+#[test]
+fn a_file_missing_or_mistyping_an_export_is_refused_whole() {
+    let schema = "export const inputSchema = { type: 'object' };";
+    let inst = Instance::with_plugins(&[
+        ("empty.mjs", ""),
+        (
+            "no-run.mjs",
+            &format!("export const description = 'd';\n{schema}"),
+        ),
+        ("two-missing.mjs", "export function run() {}"),
+        (
+            "desc-number.mjs",
+            &format!("export const description = 42;\n{schema}\nexport function run() {{}}"),
+        ),
+        (
+            "run-string.mjs",
+            &format!("export const description = 'd';\n{schema}\nexport const run = 'go';"),
+        ),
+        (
+            "schema-array.mjs",
+            "export const description = 'd';\nexport const inputSchema = [];\nexport function run() {}",
+        ),
+        (
+            "schema-null.mjs",
+            "export const description = 'd';\nexport const inputSchema = null;\nexport function run() {}",
+        ),
+        (
+            "mixed.mjs",
+            "export const description = 7;\nexport const inputSchema = { type: 'object' };",
+        ),
+        (
+            "blank.mjs",
+            &format!("export const description = '  ';\n{schema}\nexport function run() {{}}"),
+        ),
+        (
+            "default.mjs",
+            "export default { description: 'd', inputSchema: { type: 'object' }, run() {} };",
+        ),
+    ]);
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "plugins/blank.mjs is not served: its description is empty",
+            "plugins/default.mjs is not served: it does not export description, inputSchema or run (it has a default export, and the three must be named exports: `export const description = ...`)",
+            "plugins/desc-number.mjs is not served: its description is a number, not a string",
+            "plugins/empty.mjs is not served: it does not export description, inputSchema or run",
+            "plugins/mixed.mjs is not served: it does not export run; its description is a number, not a string",
+            "plugins/no-run.mjs is not served: it does not export run",
+            "plugins/run-string.mjs is not served: its run is a string, not a function",
+            "plugins/schema-array.mjs is not served: its inputSchema is an array, not an object",
+            "plugins/schema-null.mjs is not served: its inputSchema is null, not an object",
+            "plugins/two-missing.mjs is not served: it does not export description or inputSchema",
+        ]
+    );
+}
+
+#[test]
+fn a_schema_that_is_not_an_object_schema_says_so() {
+    let with = |schema: &str| {
+        format!(
+            "export const description = 'd';\nexport const inputSchema = {schema};\nexport function run() {{ return {{ text: 'x' }}; }}"
+        )
+    };
+    let inst = Instance::with_plugins(&[
+        ("a-string.mjs", &with("{ type: 'string' }")),
+        ("b-untyped.mjs", &with("{ properties: {} }")),
+        (
+            "c-invalid.mjs",
+            &with("{ type: 'object', properties: { n: { type: 12 } } }"),
+        ),
+        (
+            "d-remote.mjs",
+            &with("{ type: 'object', properties: { n: { $ref: 'https://example.com/n.json' } } }"),
+        ),
+        (
+            "e-cycle.mjs",
+            "const s = { type: 'object' }; s.self = s;\nexport const description = 'd';\nexport const inputSchema = s;\nexport function run() {}",
+        ),
+        (
+            "f-local-ref.mjs",
+            &with(
+                "{ type: 'object', $defs: { b: { type: 'string' } }, properties: { n: { $ref: '#/$defs/b' } } }",
+            ),
+        ),
+    ]);
+    let _d = inst.start();
+    let rows = inst.rows("plugins");
+    assert_eq!(
+        rows[0],
+        "plugins/a-string.mjs is not served: its inputSchema is not an object schema: its type is \"string\", not \"object\""
+    );
+    assert_eq!(
+        rows[1],
+        "plugins/b-untyped.mjs is not served: its inputSchema is not an object schema: it has no \"type\": \"object\" at its root"
+    );
+    assert!(
+        rows[2].starts_with(
+            "plugins/c-invalid.mjs is not served: its inputSchema is not a valid JSON schema: "
+        ),
+        "{}",
+        rows[2]
+    );
+    assert_eq!(
+        rows[3],
+        "plugins/d-remote.mjs is not served: its inputSchema refers to \"https://example.com/n.json\" outside itself; a tool's schema must stand on its own (a $ref starts with #)"
+    );
+    assert!(rows[4].starts_with("plugins/e-cycle.mjs is not served: its inputSchema cannot be written as JSON: TypeError: Converting circular structure to JSON"), "{}", rows[4]);
+    assert_eq!(
+        rows[5],
+        "This instance serves a tool of its own: f-local-ref"
+    );
+    assert_eq!(rows.len(), 6);
+}
+
+#[test]
+fn an_empty_or_missing_plugins_folder_serves_the_builtins() {
+    let inst = Instance::new();
+    std::fs::remove_dir(inst.root.join("plugins")).unwrap();
+    let _d = inst.start();
+    assert!(inst.rows("plugins").is_empty());
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(s.tool_names(), ["index", "room"]);
+}
