@@ -226,21 +226,21 @@ pub fn remove(inst: &Instance, name: &str) -> Result<(), SeatError> {
     }
     book.save(inst)?;
     let mcp_json = inst.desk(name).join(".mcp.json");
-    if let Ok(text) = std::fs::read_to_string(&mcp_json) {
-        if let Ok(mut v) = serde_json::from_str::<Value>(&text) {
-            let emptied = match v.get_mut("mcpServers").and_then(Value::as_object_mut) {
-                Some(servers) => {
-                    servers.remove(SERVER_NAME);
-                    servers.is_empty()
-                }
-                None => false,
-            };
-            if emptied && v.as_object().is_some_and(|o| o.len() == 1) {
-                std::fs::remove_file(&mcp_json).map_err(io("removing", &mcp_json))?;
-            } else {
-                let text = serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
-                write_private(&mcp_json, text.as_bytes())?;
+    if let Ok(text) = std::fs::read_to_string(&mcp_json)
+        && let Ok(mut v) = serde_json::from_str::<Value>(&text)
+    {
+        let emptied = match v.get_mut("mcpServers").and_then(Value::as_object_mut) {
+            Some(servers) => {
+                servers.remove(SERVER_NAME);
+                servers.is_empty()
             }
+            None => false,
+        };
+        if emptied && v.as_object().is_some_and(|o| o.len() == 1) {
+            std::fs::remove_file(&mcp_json).map_err(io("removing", &mcp_json))?;
+        } else {
+            let text = serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
+            write_private(&mcp_json, text.as_bytes())?;
         }
     }
     Ok(())

@@ -186,15 +186,14 @@ fn wait_until_up(inst: &Instance, daemon: &mut Option<Child>) -> Result<(), Fail
         if client::control(inst, "status").is_ok() {
             return Ok(());
         }
-        if let Some(d) = daemon.as_mut() {
-            if let Ok(Some(status)) = d.try_wait() {
-                let err =
-                    std::fs::read_to_string(inst.root.join("serve.stderr")).unwrap_or_default();
-                return Err(Failure::new(
-                    format!("ovai serve exited ({status}): {}", err.trim()),
-                    1,
-                ));
-            }
+        if let Some(d) = daemon.as_mut()
+            && let Ok(Some(status)) = d.try_wait()
+        {
+            let err = std::fs::read_to_string(inst.root.join("serve.stderr")).unwrap_or_default();
+            return Err(Failure::new(
+                format!("ovai serve exited ({status}): {}", err.trim()),
+                1,
+            ));
         }
         if Instant::now() > deadline {
             return Err(Failure::new("ovai serve did not answer within 30 s", 1));

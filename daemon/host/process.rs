@@ -251,13 +251,13 @@ async fn drain_output(
         let line = text.trim_end_matches(['\n', '\r']);
         let cut = if n > buf.len() { " …(cut)" } else { "" };
         tracing::info!(target: "ovai::plugin_output", pid, stream = which, "{line}{cut}");
-        if let Some(tail) = &tail {
-            if let Ok(mut t) = tail.lock() {
-                if t.len() == STDERR_TAIL {
-                    t.pop_front();
-                }
-                t.push_back(format!("{line}{cut}"));
+        if let Some(tail) = &tail
+            && let Ok(mut t) = tail.lock()
+        {
+            if t.len() == STDERR_TAIL {
+                t.pop_front();
             }
+            t.push_back(format!("{line}{cut}"));
         }
     }
 }

@@ -275,6 +275,7 @@ pub struct Session {
     pub backlog: Vec<Value>,
     next_id: u64,
     pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Session {
@@ -313,7 +314,7 @@ impl Session {
         });
         let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         let sink = stderr.clone();
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr_pipe).lines() {
                 let Ok(line) = line else { break };
                 sink.lock().unwrap().push_str(&(line + "\n"));
@@ -326,6 +327,7 @@ impl Session {
             backlog: Vec::new(),
             next_id: 1,
             stderr,
+            stderr_reader: Some(stderr_reader),
         }
     }
 
@@ -428,9 +430,13 @@ impl Session {
             .collect()
     }
 
-    /// Waits for the bridge to exit; returns its status.
+    /// Waits for the bridge to exit and for its stderr to be read to the end; returns its status.
     pub fn wait(&mut self) -> std::process::ExitStatus {
-        wait_exit(&mut self.child)
+        let status = wait_exit(&mut self.child);
+        if let Some(r) = self.stderr_reader.take() {
+            let _ = r.join();
+        }
+        status
     }
 }
 

@@ -1,0 +1,190 @@
+// The host shim on its own: started the way the daemon starts it (protocol on fd 3), driven line by line.
+// Run with `node --test host-shim/test/`.
+
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import readline from "node:readline";
+import { fileURLToPath } from "node:url";
+
+const HOST = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "host.mjs");
+
+// A failed assertion must not leave a host running: it would keep the test runner alive.
+const hosts = [];
+after(() => hosts.forEach((h) => h.kill("SIGKILL")));
+
+/** A host with its protocol on fd 3, and helpers to talk to it. */
+function startHost() {
+  const child = spawn(process.execPath, [HOST], {
+    stdio: ["ignore", "pipe", "pipe", "pipe"],
+    env: { ...process.env, OVAI_HOST: "1" },
+  });
+  hosts.push(child);
+  const channel = child.stdio[3];
+  const waiting = [];
+  const received = [];
+  readline.createInterface({ input: channel }).on("line", (line) => {
+    const msg = JSON.parse(line);
+    const i = waiting.findIndex((w) => w.pred(msg));
+    if (i >= 0) waiting.splice(i, 1)[0].resolve(msg);
+    else received.push(msg);
+  });
+  let stdout = "";
+  child.stdout.on("data", (d) => (stdout += d));
+  return {
+    child,
+    send: (msg) => channel.write(JSON.stringify(msg) + "\n"),
+    next(pred) {
+      const i = received.findIndex(pred);
+      if (i >= 0) return Promise.resolve(received.splice(i, 1)[0]);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error("no matching message from the host")), 10000);
+        waiting.push({ pred, resolve: (m) => (clearTimeout(timer), resolve(m)) });
+      });
+    },
+    received,
+    stdout: () => stdout,
+    stop: () => child.kill("SIGKILL"),
+  };
+}
+
+function plugin(dir, name, source) {
+  const file = path.join(dir, `${name}.mjs`);
+  writeFileSync(file, source);
+  return file;
+}
+
+const HEADER = "export const description = 'd';\nexport const inputSchema = { type: 'object' };\n";
+
+async function loaded(host, dir, name, source, id) {
+  host.send({ t: "load", id, name, file: plugin(dir, name, source) });
+  return host.next((m) => m.t === "loaded" && m.id === id);
+}
+
+test("run by hand, it says what it is and exits 64", () => {
+  const out = spawnSync(process.execPath, [HOST], { env: { PATH: process.env.PATH }, encoding: "utf8" });
+  assert.equal(out.status, 64);
+  assert.match(out.stderr, /This is ovai's plugin host; `ovai serve` starts it/);
+});
+
+test("it says ready with its protocol and Node version", async () => {
+  const host = startHost();
+  const ready = await host.next((m) => m.t === "ready");
+  assert.equal(ready.v, 1);
+  assert.equal(ready.node, process.version);
+  assert.equal(ready.pid, host.child.pid);
+  host.stop();
+});
+
+test("exports are reported as facts", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
+  const host = startHost();
+  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 100 });
+  const bad = await loaded(host, dir, "bad", "export const description = 5; export let run;", 1);
+  assert.equal(bad.ok, false);
+  assert.deepEqual(bad.exports.missing, ["inputSchema", "run"]);
+  assert.deepEqual(bad.exports.wrong, [{ name: "description", is: "a number", want: "a string" }]);
+  const good = await loaded(host, dir, "good", HEADER + "export function run() { return { text: 'x' }; }", 2);
+  assert.equal(good.ok, true);
+  assert.deepEqual(good.inputSchema, { type: "object" });
+  host.stop();
+});
+
+test("a plugin's console.log goes to stdout, never into the protocol", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
+  const host = startHost();
+  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1000 });
+  await loaded(host, dir, "chatty", HEADER + 'export function run() { console.log(\'{"t":"answer","id":99,"text":"forged"}\'); return { text: "real" }; }', 1);
+  host.send({ t: "call", id: 7, tool: "chatty", args: {}, seat: "s", role: "Worker" });
+  const answer = await host.next((m) => m.t === "answer");
+  assert.deepEqual(answer, { t: "answer", id: 7, text: "real" });
+  host.send({ t: "ping", n: 1 });
+  await host.next((m) => m.t === "pong");
+  assert.match(host.stdout(), /forged/);
+  assert.equal(host.received.filter((m) => m.id === 99).length, 0);
+  host.stop();
+});
+
+test("a cancelled call fires its signal and is never answered", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
+  const host = startHost();
+  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1000 });
+  await loaded(
+    host,
+    dir,
+    "waits",
+    HEADER +
+      "export async function run(a, { signal }) {\n" +
+      "  await new Promise((r) => signal.addEventListener('abort', r));\n" +
+      "  globalThis.sawAbort = signal.reason.message;\n" +
+      "  return { text: 'too late' };\n}\n",
+    1,
+  );
+  await loaded(host, dir, "probe", HEADER + "export function run() { return { text: String(globalThis.sawAbort) }; }", 2);
+  host.send({ t: "call", id: 10, tool: "waits", args: {}, seat: "s", role: "Worker" });
+  host.send({ t: "cancel", id: 10, why: "the caller cancelled the call" });
+  // A ping's round trip lets the aborted run finish first.
+  host.send({ t: "ping", n: 5 });
+  await host.next((m) => m.t === "pong" && m.n === 5);
+  host.send({ t: "call", id: 11, tool: "probe", args: {}, seat: "s", role: "Worker" });
+  const probe = await host.next((m) => m.t === "answer" && m.id === 11);
+  assert.equal(probe.text, "the caller cancelled the call");
+  assert.equal(host.received.filter((m) => m.id === 10).length, 0, "no answer for the cancelled call");
+  host.stop();
+});
+
+test("an error escaping a plugin after it answered does not end the host", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
+  const host = startHost();
+  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1000 });
+  await loaded(
+    host,
+    dir,
+    "leaves-a-mess",
+    HEADER +
+      "export function run() {\n" +
+      "  setTimeout(() => { throw new Error('late throw'); }, 1);\n" +
+      "  Promise.reject(new Error('nobody awaits this'));\n" +
+      "  return { text: 'answered' };\n}\n",
+    1,
+  );
+  host.send({ t: "call", id: 3, tool: "leaves-a-mess", args: {}, seat: "s", role: "Worker" });
+  assert.equal((await host.next((m) => m.id === 3)).text, "answered");
+  await new Promise((r) => setTimeout(r, 50));
+  host.send({ t: "ping", n: 2 });
+  assert.equal((await host.next((m) => m.t === "pong")).n, 2);
+  assert.equal(host.child.exitCode, null);
+  host.stop();
+});
+
+test("what a handler answered instead is described in words", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
+  const host = startHost();
+  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1000 });
+  const cases = [
+    ["undefined", "undefined"],
+    ["42", "the number 42"],
+    ["true", "the boolean true"],
+    ["() => 1", "a function"],
+    ["Symbol('s')", "a symbol"],
+    ["{}", "an empty object"],
+    ["{ refused: null }", "{ refused } holding null, not a string"],
+    ["'x'.repeat(100)", `the string "${"x".repeat(59)}…"`],
+    ["{ a: 1, b: 2, c: 3, d: 4, e: 5, f: 6 }", "an object with the keys a, b, c, d, e, …"],
+    ["{ text: 'x'.repeat(1001) }", null],
+  ];
+  let id = 100;
+  for (const [expr, want] of cases) {
+    id += 1;
+    const name = `shape${id}`;
+    await loaded(host, dir, name, HEADER + `export function run() { return ${expr}; }`, id);
+    host.send({ t: "call", id: id + 1000, tool: name, args: {}, seat: "s", role: "Worker" });
+    const answer = await host.next((m) => m.t === "answer" && m.id === id + 1000);
+    if (want === null) assert.equal(answer.tooBig, 1001);
+    else assert.equal(answer.bad, want, expr);
+  }
+  host.stop();
+});

@@ -1,0 +1,307 @@
+//! The command line: init, seats, `ovai call`, and `ovai serve`'s refusals, each with its sentence and
+//! exit code.
+
+mod common;
+use common::*;
+use predicates::prelude::*;
+use serde_json::{Value, json};
+use std::os::unix::fs::PermissionsExt;
+
+fn mode(p: &std::path::Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn init_makes_an_instance_with_the_leaders_seat() {
+    let inst = Instance::new();
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(inst.root.join("openovai.json")).unwrap())
+            .unwrap();
+    assert_eq!(config, json!({ "user": "ann", "leader": "lead" }));
+    assert!(inst.root.join("plugins").is_dir());
+    assert_eq!(mode(&inst.root.join(".ovai")), 0o700);
+    let mcp = inst.root.join("desks/lead/.mcp.json");
+    assert_eq!(mode(&mcp), 0o600);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&mcp).unwrap()).unwrap();
+    let entry = &v["mcpServers"]["openovai"];
+    assert_eq!(entry["type"], "stdio");
+    assert_eq!(
+        entry["command"],
+        std::fs::canonicalize(OVAI).unwrap().display().to_string()
+    );
+    assert_eq!(entry["args"], json!(["mcp"]));
+    assert_eq!(entry["env"]["OVAI_ROOT"], inst.root.display().to_string());
+    let secret = entry["env"]["OVAI_SECRET"].as_str().unwrap();
+    assert_eq!(secret.len(), 64);
+    assert!(secret.chars().all(|c| c.is_ascii_hexdigit()));
+    let seats = std::fs::read_to_string(inst.root.join(".ovai/seats.json")).unwrap();
+    assert!(
+        !seats.contains(secret),
+        "seats.json never holds a secret in clear"
+    );
+    assert_eq!(mode(&inst.root.join(".ovai/seats.json")), 0o600);
+}
+
+#[test]
+fn init_refuses_a_directory_that_holds_an_instance() {
+    let inst = Instance::new();
+    let before = std::fs::read_to_string(inst.root.join("openovai.json")).unwrap();
+    ovai()
+        .args(["init", "--user", "bob"])
+        .arg(&inst.root)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "already holds an instance (openovai.json is there); nothing was changed",
+        ));
+    assert_eq!(
+        std::fs::read_to_string(inst.root.join("openovai.json")).unwrap(),
+        before
+    );
+}
+
+#[test]
+fn init_with_examples_writes_them() {
+    let dir = tempfile::tempdir_in("/tmp").unwrap();
+    ovai()
+        .args(["init", "--examples"])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "Wrote the example plugins: ci-status.mjs, freeze.mjs, whoami.mjs.",
+        ));
+    for f in ["ci-status.mjs", "freeze.mjs", "whoami.mjs"] {
+        assert!(dir.path().join("plugins").join(f).is_file());
+    }
+}
+
+#[test]
+fn seat_names_follow_the_tool_name_rule() {
+    let inst = Instance::new();
+    for (name, why) in [
+        ("w_1", "an underscore"),
+        ("1w", "the digit 1"),
+        (&"w".repeat(33) as &str, "33 characters"),
+    ] {
+        inst.cmd()
+            .args(["seat", "add", name])
+            .assert()
+            .code(1)
+            .stderr(
+                predicate::str::contains("cannot be a seat name: it".to_string())
+                    .and(predicate::str::contains(why)),
+            );
+    }
+    inst.cmd()
+        .args(["seat", "add", "lead"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "There is already a seat called lead.",
+        ));
+    inst.cmd()
+        .args(["seat", "remove", "ghost"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "There is no seat called ghost. The seats are: lead.",
+        ));
+}
+
+#[test]
+fn seat_list_and_remove_keep_the_desk() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    inst.cmd()
+        .args(["seat", "list"])
+        .assert()
+        .success()
+        .stdout("lead: Leader\nw1: Worker\n(No server is running, so nobody is connected.)\n");
+    let d = inst.start();
+    let mut s = inst.session("w1");
+    s.initialize();
+    inst.cmd()
+        .args(["seat", "list"])
+        .assert()
+        .success()
+        .stdout("lead: Leader, no session now\nw1: Worker, in a session now\n");
+    drop(s);
+    drop(d);
+    inst.cmd().args(["seat", "remove", "w1"]).assert().success();
+    assert!(inst.root.join("desks/w1").is_dir(), "the desk stays");
+    assert!(
+        !inst.root.join("desks/w1/.mcp.json").exists(),
+        "the seat's server entry is gone"
+    );
+}
+
+#[test]
+fn seat_add_keeps_other_servers_in_a_desks_mcp_json() {
+    let inst = Instance::new();
+    std::fs::create_dir_all(inst.root.join("desks/w2")).unwrap();
+    std::fs::write(
+        inst.root.join("desks/w2/.mcp.json"),
+        r#"{"mcpServers":{"other":{"command":"x"}}}"#,
+    )
+    .unwrap();
+    inst.add_seat("w2");
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(inst.root.join("desks/w2/.mcp.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(v["mcpServers"]["other"]["command"], "x");
+    assert!(v["mcpServers"]["openovai"]["env"]["OVAI_SECRET"].is_string());
+    inst.cmd().args(["seat", "remove", "w2"]).assert().success();
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(inst.root.join("desks/w2/.mcp.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(v, json!({ "mcpServers": { "other": { "command": "x" } } }));
+}
+
+const TOOL: &str = r#"
+export const description = "Answers or refuses.";
+export const inputSchema = { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"] };
+export function run({ ok }, { seat }) { return ok ? { text: `yes, ${seat}` } : { refused: `no, ${seat}` }; }
+"#;
+
+#[test]
+fn call_exit_codes_say_text_refusal_or_problem() {
+    let inst = Instance::with_plugins(&[("yesno.mjs", TOOL)]);
+    inst.add_seat("w1");
+    inst.cmd()
+        .args(["call", "yesno", r#"{"ok":true}"#, "--seat", "w1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("No ovai server is running for"));
+    let _d = inst.start();
+    inst.cmd()
+        .args(["call", "yesno", r#"{"ok":true}"#, "--seat", "w1"])
+        .assert()
+        .code(0)
+        .stdout("yes, w1\n");
+    inst.cmd()
+        .args(["call", "yesno", r#"{"ok":false}"#, "--seat", "w1"])
+        .assert()
+        .code(1)
+        .stderr("no, w1\n");
+    // OVAI_SECRET works the same as --seat.
+    inst.cmd()
+        .env("OVAI_SECRET", inst.secret("lead"))
+        .args(["call", "yesno", r#"{"ok":true}"#])
+        .assert()
+        .code(0)
+        .stdout("yes, lead\n");
+    inst.cmd()
+        .args(["call", "yesno", "{not json", "--seat", "w1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("the arguments are not JSON"));
+    inst.cmd()
+        .args(["call", "yesno", "[1]", "--seat", "w1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "the arguments are an array, and a tool takes an object",
+        ));
+    inst.cmd()
+        .args(["call", "nope", "--seat", "w1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "There is no tool called nope on this server",
+        ));
+    inst.cmd()
+        .args(["call", "yesno"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "pass --seat NAME, or set OVAI_SECRET",
+        ));
+    inst.cmd()
+        .args(["call", "yesno", "--seat", "ghost"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "desks/ghost/.mcp.json holds no secret",
+        ));
+    inst.cmd().args(["call", "yesno", "{}", "--seat", "w1"]).assert().code(1).stderr(predicate::str::contains(
+        "The arguments do not fit the inputSchema of yesno, so it was not run: \"ok\" is a required property",
+    ));
+}
+
+#[test]
+fn a_second_serve_refuses_and_the_first_keeps_serving() {
+    let inst = Instance::new();
+    let mut d = inst.start();
+    inst.cmd()
+        .arg("serve")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!(
+            "Another ovai serve is already serving {} (pid {}). Stop it first, or run `ovai restart` to read plugins/ again.",
+            inst.root.display(),
+            d.pid()
+        )));
+    assert!(d.is_running());
+    inst.cmd()
+        .args(["call", "room", "--seat", "lead"])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn serve_refuses_a_config_that_does_not_parse() {
+    let inst = Instance::new();
+    std::fs::write(
+        inst.root.join("openovai.json"),
+        "{\n  \"user\": \"ann\",\n  \"leader\": \"lead\",\n}\n",
+    )
+    .unwrap();
+    inst.cmd()
+        .arg("serve")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "openovai.json does not parse: trailing comma at line 4, column 1.",
+        ));
+}
+
+#[test]
+fn commands_outside_an_instance_say_how_to_make_one() {
+    let dir = tempfile::tempdir_in("/tmp").unwrap();
+    ovai()
+        .current_dir(dir.path())
+        .args(["seat", "list"])
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("No openovai instance was found")
+                .and(predicate::str::contains("Run `ovai init`")),
+        );
+}
+
+#[test]
+fn the_root_is_found_from_any_folder_inside_it() {
+    let inst = Instance::new();
+    ovai()
+        .current_dir(inst.root.join("desks/lead"))
+        .args(["seat", "list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("lead: Leader"));
+}
+
+#[test]
+fn serve_keeps_its_socket_and_private_folder_to_the_owner() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    assert_eq!(mode(&inst.root.join(".ovai")), 0o700);
+    assert_eq!(mode(&inst.root.join(".ovai/ovai.sock")), 0o600);
+    assert_eq!(mode(&inst.root.join(".ovai/control.secret")), 0o600);
+    assert!(inst.rows("server")[0].starts_with(&format!(
+        "ovai serve is up for {} (pid ",
+        inst.root.display()
+    )));
+}

@@ -1,0 +1,130 @@
+//! The plugin host killed or ended during a call: every call in flight is answered naming its file, the
+//! daemon stays up, and a new host serves the next call.
+
+mod common;
+use common::*;
+use serde_json::json;
+
+const WAITS: &str = r#"
+export const description = "Waits until it is killed.";
+export const inputSchema = { type: "object" };
+export async function run() { await new Promise(() => {}); }
+"#;
+
+const ECHO: &str = r#"
+export const description = "Echoes.";
+export const inputSchema = { type: "object" };
+export function run(args) { return { text: JSON.stringify(args) }; }
+"#;
+
+const EXITS: &str = r#"
+export const description = "Ends the host.";
+export const inputSchema = { type: "object" };
+export function run() { process.kill(process.pid, "SIGKILL"); }
+"#;
+
+#[test]
+fn a_host_killed_during_calls_answers_each_naming_its_file() {
+    let inst = Instance::with_plugins(&[
+        ("waits.mjs", WAITS),
+        ("waits-too.mjs", WAITS),
+        ("echo.mjs", ECHO),
+    ]);
+    let mut d = inst.start();
+    let daemon_pid = d.pid();
+    let host_pid = d.host_pid();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let a = s.send_request("tools/call", json!({ "name": "waits", "arguments": {} }));
+    let b = s.send_request(
+        "tools/call",
+        json!({ "name": "waits-too", "arguments": {} }),
+    );
+    // Both calls are in the host before it is killed: an echo sent after them has come back.
+    assert_eq!(
+        s.call("echo", json!({ "x": 1 })),
+        (r#"{"x":1}"#.to_string(), false)
+    );
+    signal(host_pid, libc::SIGKILL);
+    let (ta, ra) = text_of(&s.response(a));
+    let (tb, rb) = text_of(&s.response(b));
+    assert!(ra && rb);
+    assert_eq!(
+        ta,
+        "plugins/waits.mjs did not answer: the plugin host stopped (signal SIGKILL) while it ran. The host is being started again; other tools are unaffected."
+    );
+    assert!(
+        tb.starts_with(
+            "plugins/waits-too.mjs did not answer: the plugin host stopped (signal SIGKILL)"
+        ),
+        "{tb}"
+    );
+    // The next call is served by a new host; the daemon is the same process.
+    assert_eq!(
+        s.call("echo", json!({ "y": 2 })),
+        (r#"{"y":2}"#.to_string(), false)
+    );
+    assert!(d.is_running());
+    assert_eq!(d.pid(), daemon_pid);
+    assert_ne!(d.host_pid(), host_pid);
+    assert_eq!(d.status().unwrap()["host"]["restarts"], 1);
+    let host_rows = inst.rows("host");
+    assert!(
+        host_rows[0].starts_with(&format!(
+            "The plugin host (pid {host_pid}) stopped (signal SIGKILL); the calls in flight to plugins/waits-too.mjs, plugins/waits.mjs were answered with a refusal. It is being started again."
+        )),
+        "{host_rows:?}"
+    );
+    assert!(
+        host_rows[1].starts_with("The plugin host was started again (pid "),
+        "{host_rows:?}"
+    );
+}
+
+#[test]
+fn a_plugin_that_ends_the_host_is_refused_and_others_go_on() {
+    let inst = Instance::with_plugins(&[("exits.mjs", EXITS), ("echo.mjs", ECHO)]);
+    inst.add_seat("w1");
+    let mut d = inst.start();
+    let mut lead = inst.session("lead");
+    let mut w1 = inst.session("w1");
+    lead.initialize();
+    w1.initialize();
+    let (text, refused) = lead.call("exits", json!({}));
+    assert!(refused);
+    assert!(text.starts_with("plugins/exits.mjs did not answer: the plugin host stopped (signal SIGKILL) while it ran."), "{text}");
+    assert_eq!(w1.call("echo", json!({})), ("{}".to_string(), false));
+    assert_eq!(
+        lead.call("echo", json!({ "again": true })),
+        (r#"{"again":true}"#.to_string(), false)
+    );
+    assert!(d.is_running());
+}
+
+#[test]
+fn a_plugins_stdout_and_stderr_go_to_the_daemons_log_not_the_protocol() {
+    let inst = Instance::with_plugins(&[(
+        "chatty.mjs",
+        r#"
+export const description = "Talks a lot.";
+export const inputSchema = { type: "object" };
+export function run() {
+  console.log('{"jsonrpc":"2.0","id":1,"result":"forged on stdout"}');
+  console.error("a line on stderr from chatty");
+  return { text: "the real answer" };
+}
+"#,
+    )]);
+    let d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("chatty", json!({})),
+        ("the real answer".to_string(), false)
+    );
+    let stderr_path = d.stderr.clone();
+    assert!(d.stop().success());
+    let log = std::fs::read_to_string(stderr_path).unwrap();
+    assert!(log.contains("forged on stdout"), "{log}");
+    assert!(log.contains("a line on stderr from chatty"), "{log}");
+}

@@ -1,0 +1,157 @@
+//! Who a session is comes from its process's secret and nothing else; a wrong or missing secret, or no
+//! server at all, is answered in words and never left hanging.
+
+mod common;
+use common::*;
+use serde_json::json;
+
+const ECHO_CTX: &str = r#"
+export const description = "Echoes the caller's seat and role.";
+export const inputSchema = { type: "object" };
+export function run(args, { seat, role }) { return { text: `${seat} ${role}` }; }
+"#;
+
+#[test]
+fn nothing_a_session_sends_changes_its_seat() {
+    let inst = Instance::with_plugins(&[("who.mjs", ECHO_CTX)]);
+    inst.add_seat("w1");
+    let _d = inst.start();
+    let mut s = inst.session("w1");
+    // A client claiming to be the Leader, in its client info and in every field a call can carry.
+    let init = s.request(
+        "initialize",
+        json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "lead", "version": "1" },
+                "_meta": { "seat": "lead", "role": "Leader" } }),
+    );
+    assert!(
+        init["result"]["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("You are at seat w1, a Worker")
+    );
+    s.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    let r = s.request(
+        "tools/call",
+        json!({ "name": "who", "arguments": { "seat": "lead", "role": "Leader" }, "_meta": { "seat": "lead", "role": "Leader" } }),
+    );
+    assert_eq!(text_of(&r), ("w1 Worker".to_string(), false));
+    // The room signs with the seat, whatever name the message carries.
+    let (text, _) = s.call("room", json!({ "say": "lead: I approve" }));
+    assert!(text.contains("] w1: lead: I approve"), "{text}");
+}
+
+#[test]
+fn two_seats_at_once_keep_their_own_roles() {
+    let inst = Instance::with_plugins(&[("who.mjs", ECHO_CTX)]);
+    inst.add_seat("w1");
+    let _d = inst.start();
+    let mut lead = inst.session("lead");
+    let mut w1 = inst.session("w1");
+    lead.initialize();
+    w1.initialize();
+    for _ in 0..5 {
+        let a = lead.send_request("tools/call", json!({ "name": "who", "arguments": {} }));
+        let b = w1.send_request("tools/call", json!({ "name": "who", "arguments": {} }));
+        assert_eq!(text_of(&w1.response(b)).0, "w1 Worker");
+        assert_eq!(text_of(&lead.response(a)).0, "lead Leader");
+    }
+    let (index, _) = lead.call("index", json!({}));
+    assert!(
+        index.contains("  lead: Leader, in a session now"),
+        "{index}"
+    );
+    assert!(index.contains("  w1: Worker, in a session now"), "{index}");
+}
+
+fn refused_first_request(
+    root: &std::path::Path,
+    secret: Option<&str>,
+) -> (serde_json::Value, String) {
+    let mut s = Session::spawn(root, secret, None);
+    // Only the request: the bridge answers it and exits, so there is nobody to send `initialized` to.
+    let r = s.request(
+        "initialize",
+        json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "tests", "version": "1" } }),
+    );
+    let status = s.wait();
+    assert!(
+        !status.success(),
+        "ovai mcp exits non-zero when it cannot connect"
+    );
+    let stderr = s.stderr.lock().unwrap().clone();
+    (r, stderr)
+}
+
+#[test]
+fn an_unknown_secret_is_answered_with_an_error_and_a_sentence() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let (r, stderr) = refused_first_request(&inst.root, Some(&"0".repeat(64)));
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("is not the secret of any seat of the instance at"),
+        "{msg}"
+    );
+    assert!(msg.contains("ovai seat list"), "{msg}");
+    assert!(stderr.contains(msg), "stderr says the same: {stderr}");
+}
+
+#[test]
+fn a_missing_secret_is_answered_with_an_error_and_a_sentence() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let (r, stderr) = refused_first_request(&inst.root, None);
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(msg.starts_with("OVAI_SECRET is not set."), "{msg}");
+    assert!(stderr.contains("OVAI_SECRET is not set."), "{stderr}");
+}
+
+#[test]
+fn no_server_is_answered_with_an_error_and_a_sentence() {
+    let inst = Instance::new();
+    let (r, stderr) = refused_first_request(&inst.root, Some(&inst.secret("lead")));
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with(&format!(
+            "No ovai server is running for {}",
+            inst.root.display()
+        )),
+        "{msg}"
+    );
+    assert!(msg.contains("ovai serve"), "{msg}");
+    assert!(stderr.contains(msg), "{stderr}");
+}
+
+#[test]
+fn a_seat_added_while_serving_connects_without_a_restart_and_a_removed_one_is_ended() {
+    let inst = Instance::with_plugins(&[("who.mjs", ECHO_CTX)]);
+    let _d = inst.start();
+    inst.add_seat("late");
+    let mut s = inst.session("late");
+    s.initialize();
+    assert_eq!(s.call("who", json!({})).0, "late Worker");
+    let secret = inst.secret("late");
+    inst.cmd()
+        .args(["seat", "remove", "late"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(
+            "Removed the seat late, and ended its session",
+        ));
+    // The session's bridge sees the server close it, and says so.
+    let status = s.wait();
+    assert!(!status.success());
+    assert!(s.stderr.lock().unwrap().contains("closed this session"));
+    assert!(
+        inst.rows("seats")
+            .contains(&"The seat late was removed; its session was ended.".to_string())
+    );
+    // Its secret no longer opens a session.
+    let (r, _) = refused_first_request(&inst.root, Some(&secret));
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is not the secret of any seat")
+    );
+}

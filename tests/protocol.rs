@@ -1,0 +1,164 @@
+//! MCP as a client meets it: the three protocol revisions, the server's name and instructions, the tool
+//! list, unknown requests answered at once, and unknown tools as JSON-RPC errors.
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+
+const HELLO: &str = r#"
+export const description = "Says hello.\nA second line.";
+export const inputSchema = { type: "object", properties: { who: { type: "string", description: "Whom." } }, required: ["who"], additionalProperties: false };
+export function run({ who }, { seat }) { return { text: `hello ${who} from ${seat}` }; }
+"#;
+
+fn started() -> (Instance, Daemon) {
+    let inst = Instance::with_plugins(&[
+        ("hello.mjs", HELLO),
+        ("a-first.mjs", &HELLO.replace("hello ", "first ")),
+    ]);
+    let d = inst.start();
+    (inst, d)
+}
+
+#[test]
+fn the_revisions_with_initialize_work() {
+    let (inst, _d) = started();
+    for version in ["2025-06-18", "2025-11-25"] {
+        let mut s = inst.session("lead");
+        let init = s.initialize_as(version);
+        let result = &init["result"];
+        assert_eq!(result["protocolVersion"], version);
+        assert_eq!(result["serverInfo"]["name"], "openovai");
+        assert_eq!(result["capabilities"]["tools"]["listChanged"], true);
+        let instructions = result["instructions"].as_str().unwrap();
+        assert!(
+            instructions
+                .starts_with("You are at seat lead, the Leader of the openovai instance at"),
+            "{instructions}"
+        );
+        assert_eq!(
+            s.call("hello", json!({ "who": "you" })),
+            ("hello you from lead".to_string(), false)
+        );
+    }
+}
+
+#[test]
+fn the_revision_without_initialize_works() {
+    let (inst, _d) = started();
+    let mut s = inst.session("lead");
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": { "name": "tests", "version": "1" }
+    });
+    let list = s.request("tools/list", json!({ "_meta": meta }));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a-first", "hello", "index", "room"]);
+    let r = s.request(
+        "tools/call",
+        json!({ "name": "hello", "arguments": { "who": "2026" }, "_meta": meta }),
+    );
+    assert_eq!(text_of(&r), ("hello 2026 from lead".to_string(), false));
+}
+
+#[test]
+fn tools_are_listed_sorted_with_their_schemas() {
+    let (inst, _d) = started();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let list = s.request("tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["a-first", "hello", "index", "room"]);
+    let hello = &tools[1];
+    assert_eq!(hello["description"], "Says hello.\nA second line.");
+    assert_eq!(hello["inputSchema"]["required"], json!(["who"]));
+    assert_eq!(
+        hello["inputSchema"]["properties"]["who"]["description"],
+        "Whom."
+    );
+    assert_eq!(tools[2]["annotations"]["readOnlyHint"], true);
+    // The same list twice: deterministic.
+    assert_eq!(s.request("tools/list", json!({}))["result"], list["result"]);
+}
+
+#[test]
+fn unknown_requests_are_answered_at_once() {
+    let (inst, _d) = started();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let r = s.request("no/such-method", json!({}));
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    // A discovery probe gets an answer (a result or an error), never silence.
+    let r = s.request("server/discover", json!({}));
+    assert!(r.get("result").is_some() || r.get("error").is_some(), "{r}");
+    let r = s.request("prompts/list", json!({}));
+    assert!(r.get("error").is_some(), "{r}");
+}
+
+#[test]
+fn an_unknown_tool_is_a_json_rpc_error_naming_the_tools() {
+    let (inst, _d) = started();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let r = s.request("tools/call", json!({ "name": "nope", "arguments": {} }));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert_eq!(
+        msg,
+        "There is no tool called nope on this server; the tools are a-first, hello, index, room."
+    );
+}
+
+#[test]
+fn arguments_that_break_the_schema_are_refused_before_the_plugin_runs() {
+    let inst = Instance::with_plugins(&[(
+        "strict.mjs",
+        r#"
+export const description = "Counts runs.";
+export const inputSchema = { type: "object", properties: { n: { type: "integer", minimum: 1, description: "How many." } }, required: ["n"], additionalProperties: false };
+let runs = 0;
+export function run() { runs += 1; return { text: `runs: ${runs}` }; }
+"#,
+    )]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let cases: Vec<(Value, &str)> = vec![
+        (json!({}), "\"n\" is a required property"),
+        (
+            json!({ "n": "3" }),
+            "at /n: \"3\" is not of type \"integer\"",
+        ),
+        (json!({ "n": 0 }), "at /n: 0 is less than the minimum of 1"),
+        (json!({ "n": 1, "extra": true }), "extra"),
+    ];
+    for (args, want) in cases {
+        let (text, refused) = s.call("strict", args.clone());
+        assert!(refused, "{args} is refused");
+        assert!(
+            text.starts_with(
+                "The arguments do not fit the inputSchema of strict, so it was not run: "
+            ),
+            "{text}"
+        );
+        assert!(text.contains(want), "{args}: {text}");
+    }
+    // No call without arguments at all reaches the plugin either.
+    let r = s.request("tools/call", json!({ "name": "strict" }));
+    assert!(text_of(&r).1);
+    // None of them ran it: the first good call is its first run.
+    assert_eq!(
+        s.call("strict", json!({ "n": 2 })),
+        ("runs: 1".to_string(), false)
+    );
+    // Built-ins are held to their schemas the same way.
+    let (text, refused) = s.call("room", json!({ "say": 5 }));
+    assert!(refused && text.contains("at /say"), "{text}");
+}
