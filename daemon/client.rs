@@ -12,9 +12,7 @@ use crate::wire::{self, Hello, Welcome};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error(
-        "No ovai server is running for {root}: start one there with `ovai serve` (or keep one running with `ovai service install`)."
-    )]
+    #[error("No ovai server is running for {root}: start one there with `ovai serve`.")]
     NoServer { root: String },
     #[error("The ovai server for {root} refused the connection: {why}.")]
     Refused { root: String, why: String },

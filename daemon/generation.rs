@@ -1,6 +1,8 @@
 //! A generation: one host process tree and the tool table it loaded, with the config it was read with.
 //! `ovai serve` builds the first; `ovai restart` builds the next beside it and retires the old one.
 
+use std::collections::HashSet;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::SystemTime;
@@ -11,6 +13,7 @@ use crate::host::process::HostInit;
 use crate::host::supervisor::Supervision;
 use crate::instance::{Config, Instance};
 use crate::plugins::load::{self, LoadError};
+use crate::plugins::stale::{self, Change, Snapshot};
 use crate::runtime_log::{RuntimeLog, timestamp};
 use crate::tools::ToolTable;
 
@@ -25,6 +28,40 @@ pub struct Generation {
     pub host: Arc<Host>,
     /// The Node version the host reported.
     pub node: String,
+    /// What each candidate held when it was read, to tell which files changed since.
+    snapshot: Snapshot,
+    /// The file names this reading serves.
+    served: HashSet<String>,
+}
+
+impl Generation {
+    /// The files in plugins/ that differ from this reading.
+    pub fn stale(&self, inst: &Instance) -> Vec<Change> {
+        stale::changes(&inst.plugins_dir(), &self.snapshot, &|f| {
+            self.served.contains(f)
+        })
+    }
+}
+
+/// How a host of this instance is started; `shim` is where the host script was written.
+pub fn launch(inst: &Instance, config: &Config, shim: &Path) -> Launch {
+    Launch {
+        node: node_program(),
+        shim: shim.to_path_buf(),
+        cwd: inst.root.clone(),
+        max_memory_mb: config.host_max_memory_mb,
+        pass_env: config.plugin_env.clone(),
+    }
+}
+
+/// What every call's context shares.
+pub fn host_init(inst: &Instance, config: &Config) -> HostInit {
+    HostInit {
+        root: inst.root.display().to_string(),
+        plugins_dir: inst.plugins_dir().display().to_string(),
+        config: config.raw.clone(),
+        max_answer_bytes: config.max_answer_bytes,
+    }
 }
 
 pub async fn build(
@@ -34,22 +71,22 @@ pub async fn build(
     ids: &Arc<AtomicU64>,
     log: &Arc<RuntimeLog>,
 ) -> Result<Generation, LoadError> {
-    let launch = Launch {
-        node: node_program(),
-        shim: inst.host_shim(),
-        cwd: inst.root.clone(),
-        max_memory_mb: config.host_max_memory_mb,
-        pass_env: config.plugin_env.clone(),
-    };
-    let init = HostInit {
-        root: inst.root.display().to_string(),
-        plugins_dir: inst.plugins_dir().display().to_string(),
-        config: config.raw.clone(),
-        max_answer_bytes: config.max_answer_bytes,
-    };
+    let launch = launch(inst, &config, &inst.host_shim());
+    let init = host_init(inst, &config);
     let plugins_dir = inst.plugins_dir();
-    let loaded = load::load(&plugins_dir, &launch, &init, ids, config.import_timeout).await?;
+    let found = load::scan(&plugins_dir)?;
+    let snapshot = Snapshot::take(&plugins_dir, &found);
+    let loaded = load::load(
+        &plugins_dir,
+        found,
+        &launch,
+        &init,
+        ids,
+        config.import_timeout,
+    )
+    .await?;
     let (process, rows, files, plugins) = loaded.into_parts(&plugins_dir);
+    let served = plugins.iter().map(|p| format!("{}.mjs", p.name)).collect();
     let node = process.node.clone();
     let host = Host::supervise(
         process,
@@ -70,5 +107,7 @@ pub async fn build(
         loaded_at: timestamp(SystemTime::now()),
         host,
         node,
+        snapshot,
+        served,
     })
 }

@@ -5,15 +5,17 @@
 
 use std::sync::Arc;
 
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 
-use crate::host::{self, CallRequest, Outcome};
+use crate::generation::Generation;
+use crate::host::{self, CallGuard, CallRequest, Outcome};
 use crate::runtime_log::timestamp;
 use crate::server::state::Daemon;
 use crate::tools::{Kind, index, schema};
@@ -22,13 +24,31 @@ use crate::tools::{Kind, index, schema};
 pub struct SeatService {
     daemon: Arc<Daemon>,
     seat: Arc<str>,
+    /// This connection's entry in the session registry.
+    session: u64,
 }
 
 impl SeatService {
-    pub fn new(daemon: Arc<Daemon>, seat: &str) -> Self {
+    pub fn new(daemon: Arc<Daemon>, seat: &str, session: u64) -> Self {
         Self {
             daemon,
             seat: seat.into(),
+            session,
+        }
+    }
+
+    /// The generation a call runs on, counted in so a restart lets it finish there. `None` when the
+    /// server is shutting down.
+    fn enter(&self) -> Option<(Arc<Generation>, CallGuard)> {
+        loop {
+            let generation = self.daemon.current();
+            if let Some(guard) = generation.host.enter() {
+                return Some((generation, guard));
+            }
+            // Retiring: a restart has put a newer generation in place, unless this is shutdown.
+            if Arc::ptr_eq(&generation, &self.daemon.current()) {
+                return None;
+            }
         }
     }
 
@@ -59,7 +79,9 @@ impl SeatService {
         args: Map<String, Value>,
         ct: &tokio_util::sync::CancellationToken,
     ) -> Result<Outcome, ErrorData> {
-        let generation = self.daemon.current();
+        let Some((generation, _in_flight)) = self.enter() else {
+            return Ok(shutting_down(name));
+        };
         let Some(entry) = generation.tools.get(name) else {
             let names: Vec<&str> = generation.tools.names().collect();
             return Err(ErrorData::invalid_params(
@@ -71,9 +93,7 @@ impl SeatService {
             ));
         };
         if self.daemon.closing.is_cancelled() {
-            return Ok(Outcome::Refused(format!(
-                "{name} was not run: the server is shutting down. Call it again once it is back."
-            )));
+            return Ok(shutting_down(name));
         }
         if let Err(why) = schema::check(&entry.validator, name, &args) {
             return Ok(Outcome::Refused(why));
@@ -147,6 +167,23 @@ impl ServerHandler for SeatService {
         .with_instructions(self.instructions())
     }
 
+    /// 2026-07-28 sessions hear of list changes through `subscriptions/listen`; tools are all there is.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        (requested.tools_list_changed == Some(true))
+            .then(|| SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let sink = context.sink().clone();
+        let key = self.daemon.sessions.add_sink(self.session, sink);
+        context.cancelled().await;
+        self.daemon.sessions.remove_sink(self.session, key);
+        Ok(())
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -175,4 +212,10 @@ impl ServerHandler for SeatService {
         }
         .into())
     }
+}
+
+fn shutting_down(name: &str) -> Outcome {
+    Outcome::Refused(format!(
+        "{name} was not run: the server is shutting down. Call it again once it is back."
+    ))
 }

@@ -2,8 +2,10 @@
 //! exit code; a failure is one sentence on stderr.
 
 mod call;
+mod check;
 mod demo;
 mod init;
+mod plugin;
 mod restart;
 mod seat;
 
@@ -47,6 +49,17 @@ pub enum Command {
     Serve,
     /// The stdio bridge an MCP client starts from a seat's desk (reads OVAI_SECRET and OVAI_ROOT).
     Mcp,
+    /// Write plugins/NAME.mjs from the scaffold (never over an existing file).
+    Plugin {
+        /// The tool's name: a letter, then letters, digits and hyphens, up to 32.
+        name: String,
+    },
+    /// What a restart would make of plugins/ (or of the files named), without touching a running server.
+    /// Exits 1 if any would not be served.
+    Check {
+        /// Files in plugins/ (plugins/x.mjs, x.mjs or x); all of plugins/ when none is named.
+        files: Vec<String>,
+    },
     /// Read plugins/ and openovai.json again without dropping a session; prints the plugins rows.
     Restart,
     /// What the running daemon serves, and to whom.
@@ -119,6 +132,8 @@ pub fn run(cli: Cli) -> i32 {
             find(root).and_then(|inst| crate::server::serve(inst).map_err(Failure::from))
         }
         Command::Mcp => return crate::bridge::run(),
+        Command::Plugin { name } => find(root).and_then(|inst| plugin::run(&inst, &name)),
+        Command::Check { files } => find(root).and_then(|inst| check::run(&inst, &files)),
         Command::Restart => find(root).and_then(|inst| restart::restart(&inst)),
         Command::Status { json } => find(root).and_then(|inst| restart::status(&inst, json)),
         Command::Seat { action } => find(root).and_then(|inst| seat::run(&inst, action)),

@@ -60,12 +60,26 @@ pub fn status(inst: &Instance, json: bool) -> Result<(), Failure> {
         .filter_map(Value::as_str)
         .collect();
     println!("Tools: {}.", tools.join(", "));
+    let stale: Vec<&str> = v["stale"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if stale.is_empty() {
+        println!("plugins/ is as it was read.");
+    } else {
+        println!(
+            "Changed since the last read (`ovai restart` serves them as they are now): {}.",
+            stale.join(", ")
+        );
+    }
     for seat in v["seats"].as_array().into_iter().flatten() {
         println!(
-            "Seat {}: {}, {} session(s) now.",
+            "Seat {}: {}, {}.",
             seat["name"].as_str().unwrap_or_default(),
             seat["role"].as_str().unwrap_or_default(),
-            seat["sessions"].as_u64().unwrap_or(0)
+            crate::tools::index::sessions_now(seat["sessions"].as_u64().unwrap_or(0) as usize)
         );
     }
     Ok(())

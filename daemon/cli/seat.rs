@@ -4,6 +4,7 @@ use super::{Failure, SeatAction, own_exe};
 use crate::client::{self, ClientError};
 use crate::instance::Instance;
 use crate::seats::{self, SeatBook};
+use crate::tools::index::sessions_now;
 
 pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
     match action {
@@ -46,11 +47,7 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                             .and_then(|s| s.iter().find(|s| s["name"] == name))
                             .and_then(|s| s["sessions"].as_u64())
                             .unwrap_or(0);
-                        match n {
-                            0 => ", no session now".into(),
-                            1 => ", in a session now".into(),
-                            n => format!(", in {n} sessions now"),
-                        }
+                        format!(", {}", sessions_now(n as usize))
                     }
                 };
                 println!("{name}: {role}{now}");

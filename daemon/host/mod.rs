@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 pub use answer::Outcome;
 use link::CallEnd;
 use protocol::ToHost;
-pub use supervisor::Host;
+pub use supervisor::{CallGuard, Host};
 
 /// The host shim, embedded so a single binary is the whole install; written to `.ovai/host.mjs` at start.
 pub const SHIM: &str = include_str!("../../host-shim/host.mjs");
@@ -38,7 +38,8 @@ pub struct CallRequest<'a> {
     pub role: &'a str,
 }
 
-/// Runs one call to its end: an answer, a refusal, the deadline, or the caller's cancellation.
+/// Runs one call to its end: an answer, a refusal, the deadline, or the caller's cancellation. The
+/// caller holds the host's [`supervisor::CallGuard`] for the whole call.
 pub async fn call(
     host: &Arc<Host>,
     req: CallRequest<'_>,
@@ -46,7 +47,6 @@ pub async fn call(
     max_answer_bytes: usize,
     cancel: &CancellationToken,
 ) -> Outcome {
-    let _guard = host.enter();
     let started = Instant::now();
     let link = tokio::select! {
         l = host.link(RESTART_PATIENCE.min(deadline)) => l,

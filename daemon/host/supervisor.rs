@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, watch};
@@ -54,6 +54,8 @@ pub struct Host {
     ids: Arc<AtomicU64>,
     /// Calls that have started and not yet ended, so retiring waits for them.
     in_flight: AtomicUsize,
+    /// Set when retiring begins; a call that counts itself in and then sees it goes to the new generation.
+    retiring: AtomicBool,
     drained: Notify,
     retire: CancellationToken,
     restarts: Arc<AtomicU32>,
@@ -76,6 +78,7 @@ impl Host {
             state: state_rx,
             ids: ids.clone(),
             in_flight: AtomicUsize::new(0),
+            retiring: AtomicBool::new(false),
             drained: Notify::new(),
             retire: CancellationToken::new(),
             restarts: Arc::new(AtomicU32::new(0)),
@@ -109,10 +112,16 @@ impl Host {
         }
     }
 
-    /// Counts a call as in flight until the guard drops.
-    pub fn enter(self: &Arc<Self>) -> CallGuard {
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
-        CallGuard(self.clone())
+    /// Counts a call as in flight until the guard drops; `None` once retiring has begun, so the caller
+    /// takes the current generation instead. Counting in before looking at the flag (and retire setting
+    /// the flag before looking at the count) means no call slips past a retirement unseen.
+    pub fn enter(self: &Arc<Self>) -> Option<CallGuard> {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let guard = CallGuard(self.clone());
+        if self.retiring.load(Ordering::SeqCst) {
+            return None;
+        }
+        Some(guard)
     }
 
     /// The pid of the live host, if one is up.
@@ -136,10 +145,11 @@ impl Host {
 
     /// Ends the host once the calls it holds have finished (or `grace` has passed).
     pub async fn retire(&self, grace: Duration) {
+        self.retiring.store(true, Ordering::SeqCst);
         let drained = async {
             loop {
                 let notified = self.drained.notified();
-                if self.in_flight.load(Ordering::Acquire) == 0 {
+                if self.in_flight.load(Ordering::SeqCst) == 0 {
                     return;
                 }
                 notified.await;
@@ -156,7 +166,7 @@ pub struct CallGuard(Arc<Host>);
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
-        if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.0.drained.notify_waiters();
         }
     }

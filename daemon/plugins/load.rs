@@ -67,17 +67,23 @@ impl LoadedPlugins {
     }
 }
 
+/// Every candidate in `plugins_dir`, sorted, with the checks made before import.
+pub fn scan(plugins_dir: &Path) -> Result<Vec<Candidate>, LoadError> {
+    candidates::scan(plugins_dir, BUILTINS).map_err(|source| LoadError::Scan {
+        dir: plugins_dir.display().to_string(),
+        source,
+    })
+}
+
+/// Imports `found` (from [`scan`], or a chosen few) into a new host and gives each its verdict.
 pub async fn load(
     plugins_dir: &Path,
+    found: Vec<Candidate>,
     launch: &Launch,
     init: &HostInit,
     ids: &AtomicU64,
     import_timeout: Duration,
 ) -> Result<LoadedPlugins, LoadError> {
-    let found = candidates::scan(plugins_dir, BUILTINS).map_err(|source| LoadError::Scan {
-        dir: plugins_dir.display().to_string(),
-        source,
-    })?;
     // Files that ended or hung a host while importing: file → row.
     let mut excluded: HashMap<String, String> = HashMap::new();
     let (process, reports) = 'hosts: loop {

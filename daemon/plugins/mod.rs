@@ -5,3 +5,5 @@ pub mod candidates;
 pub mod examples;
 pub mod load;
 pub mod rows;
+pub mod scaffold;
+pub mod stale;

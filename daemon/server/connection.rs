@@ -90,7 +90,7 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
         .sessions
         .open(&seat, hash_secret(&secret), ct.clone());
     tracing::debug!(seat, id = registered.id, "session connected");
-    match SeatService::new(daemon.clone(), &seat)
+    match SeatService::new(daemon.clone(), &seat, registered.id)
         .serve_with_ct((reader, write), ct)
         .await
     {

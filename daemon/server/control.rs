@@ -83,5 +83,6 @@ pub fn status(daemon: &Daemon) -> Value {
         "sessions": daemon.sessions.len(),
         "tools": generation.tools.names().collect::<Vec<_>>(),
         "rows": generation.rows,
+        "stale": generation.stale(&daemon.inst).iter().map(|c| format!("plugins/{}", c.file())).collect::<Vec<_>>(),
     })
 }

@@ -5,6 +5,7 @@ pub mod connection;
 pub mod control;
 pub mod sessions;
 pub mod state;
+pub mod watch;
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
@@ -130,6 +131,7 @@ async fn run(inst: Instance) -> Result<(), ServeError> {
         ),
     );
 
+    watch::spawn(daemon.clone());
     let why = accept_until_stopped(&daemon, &listener).await;
     drop(listener);
     let _ = std::fs::remove_file(&socket);

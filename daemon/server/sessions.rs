@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rmcp::service::{Peer, RoleServer};
+use rmcp::service::{Peer, RoleServer, SubscriptionSink};
 use tokio_util::sync::CancellationToken;
 
 struct Entry {
@@ -15,6 +15,8 @@ struct Entry {
     secret_hash: String,
     ct: CancellationToken,
     peer: Option<Peer<RoleServer>>,
+    /// Open `subscriptions/listen` streams (2026-07-28), by key: where list changes go for such sessions.
+    sinks: Vec<(u64, SubscriptionSink)>,
 }
 
 #[derive(Default)]
@@ -49,6 +51,7 @@ impl Sessions {
                 secret_hash,
                 ct,
                 peer: None,
+                sinks: Vec::new(),
             },
         );
         Registered { sessions: self, id }
@@ -95,10 +98,38 @@ impl Sessions {
         }
     }
 
-    pub fn peers(&self) -> Vec<Peer<RoleServer>> {
-        self.lock()
-            .values()
-            .filter_map(|e| e.peer.clone())
-            .collect()
+    pub fn add_sink(&self, id: u64, sink: SubscriptionSink) -> u64 {
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        if let Some(e) = self.lock().get_mut(&id) {
+            e.sinks.push((key, sink));
+        }
+        key
+    }
+
+    pub fn remove_sink(&self, id: u64, key: u64) {
+        if let Some(e) = self.lock().get_mut(&id) {
+            e.sinks.retain(|(k, _)| *k != key);
+        }
+    }
+
+    /// Sends `notifications/tools/list_changed` to every session: through its listen streams where it
+    /// opened any (2026-07-28), else as a plain notification.
+    pub fn announce_tool_list_changed(&self) {
+        for e in self.lock().values() {
+            if e.sinks.is_empty() {
+                if let Some(peer) = e.peer.clone() {
+                    tokio::spawn(async move {
+                        let _ = peer.notify_tool_list_changed().await;
+                    });
+                }
+            } else {
+                for (_, sink) in &e.sinks {
+                    let sink = sink.clone();
+                    tokio::spawn(async move {
+                        let _ = sink.notify_tool_list_changed().await;
+                    });
+                }
+            }
+        }
     }
 }

@@ -103,11 +103,7 @@ impl Daemon {
         };
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
         if changed {
-            for peer in self.sessions.peers() {
-                tokio::spawn(async move {
-                    let _ = peer.notify_tool_list_changed().await;
-                });
-            }
+            self.sessions.announce_tool_list_changed();
         }
         // The old host finishes what it holds (bounded by its longest deadline), then ends.
         let grace = old.config.call_timeout + Duration::from_secs(1);

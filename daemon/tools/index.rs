@@ -36,12 +36,7 @@ pub fn render(f: &Facts<'_>) -> String {
         s.push_str("  none yet (`ovai seat add NAME` makes one)\n");
     }
     for (name, role, sessions) in &f.seats {
-        let now = match sessions {
-            0 => "no session now".to_string(),
-            1 => "in a session now".to_string(),
-            n => format!("in {n} sessions now"),
-        };
-        s.push_str(&format!("  {name}: {role}, {now}\n"));
+        s.push_str(&format!("  {name}: {role}, {}\n", sessions_now(*sessions)));
     }
     s.push_str("\nTools:\n");
     for e in f.tools.entries() {
@@ -58,4 +53,13 @@ pub fn render(f: &Facts<'_>) -> String {
         s.push_str(&format!("  {r}\n"));
     }
     s
+}
+
+/// "no session now", "in a session now", "in 3 sessions now".
+pub fn sessions_now(n: usize) -> String {
+    match n {
+        0 => "no session now".into(),
+        1 => "in a session now".into(),
+        n => format!("in {n} sessions now"),
+    }
 }

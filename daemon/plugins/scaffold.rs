@@ -1,0 +1,66 @@
+//! `ovai plugin NAME`: a new plugins/NAME.mjs from the scaffold, never over somebody's file.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::names;
+use crate::tools::BUILTINS;
+
+/// The scaffold, with `__TOOL__` where the name goes.
+pub const TEMPLATE: &str = include_str!("../../plugins/scaffold.mjs.template");
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScaffoldError {
+    #[error("{name:?} cannot be a tool name: {why} ({rule}). Nothing was written.", rule = names::RULE)]
+    BadName { name: String, why: String },
+    #[error(
+        "{0} is a name a tool can have, but this server already has a tool called {0}. Pick another name; nothing was written."
+    )]
+    Builtin(String),
+    #[error(
+        "plugins/{0}.mjs is already there, and what is in it is somebody's work: nothing was written. Edit that file, or pick another name."
+    )]
+    Exists(String),
+    #[error("{} cannot be written: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+pub fn source_for(name: &str) -> String {
+    TEMPLATE.replace("__TOOL__", name)
+}
+
+/// Writes `plugins_dir/NAME.mjs`; returns its path.
+pub fn write(plugins_dir: &Path, name: &str) -> Result<PathBuf, ScaffoldError> {
+    if let Some(why) = names::why_not(name) {
+        return Err(ScaffoldError::BadName {
+            name: name.into(),
+            why,
+        });
+    }
+    if BUILTINS.contains(&name) {
+        return Err(ScaffoldError::Builtin(name.into()));
+    }
+    let path = plugins_dir.join(format!("{name}.mjs"));
+    let io = |source| ScaffoldError::Io {
+        path: path.clone(),
+        source,
+    };
+    std::fs::create_dir_all(plugins_dir).map_err(io)?;
+    // create_new: the check for somebody's file and the write are one step, so no race can overwrite it.
+    let mut f = match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(ScaffoldError::Exists(name.into()));
+        }
+        Err(e) => return Err(io(e)),
+    };
+    f.write_all(source_for(name).as_bytes()).map_err(io)?;
+    Ok(path)
+}

@@ -1,0 +1,153 @@
+//! Files in plugins/ that changed after the last read. Plugins are read only at start and at `ovai
+//! restart`, so a saved file keeps being served as it was read; this says which files that is, so
+//! nobody wonders which code they are running.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use super::candidates::{self, Candidate};
+use crate::tools::BUILTINS;
+
+/// What each candidate held when it was read: file name → SHA-256 of its bytes (`None` if unreadable).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot(BTreeMap<String, Option<String>>);
+
+impl Snapshot {
+    pub fn take(dir: &Path, found: &[Candidate]) -> Self {
+        Self(
+            found
+                .iter()
+                .map(|c| (c.file().to_string(), hash_file(&dir.join(c.file()))))
+                .collect(),
+        )
+    }
+}
+
+fn hash_file(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    Some(
+        Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+    )
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Its bytes differ from what was read; `served` says whether the old reading is being served.
+    Changed {
+        file: String,
+        served: bool,
+    },
+    Appeared {
+        file: String,
+    },
+    /// Gone since it was read, while still being served as read.
+    Removed {
+        file: String,
+    },
+}
+
+impl Change {
+    pub fn file(&self) -> &str {
+        match self {
+            Change::Changed { file, .. } | Change::Appeared { file } | Change::Removed { file } => {
+                file
+            }
+        }
+    }
+
+    /// The runtime.log row (topic `plugins`) that reports it.
+    pub fn row(&self) -> String {
+        match self {
+            Change::Changed { file, served: true } => format!(
+                "plugins/{file} changed after the last read and is still served as it was read; `ovai restart` serves it as it is now"
+            ),
+            Change::Changed {
+                file,
+                served: false,
+            } => format!(
+                "plugins/{file} changed after the last read; `ovai restart` reads it again (`ovai check plugins/{file}` says first what it would make of it)"
+            ),
+            Change::Appeared { file } => format!(
+                "plugins/{file} appeared after the last read and is not served yet; `ovai restart` reads it"
+            ),
+            Change::Removed { file } => format!(
+                "plugins/{file} was removed after the last read and is still served as it was read; `ovai restart` stops serving it"
+            ),
+        }
+    }
+}
+
+/// How plugins/ differs now from `snapshot`, sorted by file name. `served` says which files the reading
+/// serves (a removed file that was not served changes nothing).
+pub fn changes(dir: &Path, snapshot: &Snapshot, served: &dyn Fn(&str) -> bool) -> Vec<Change> {
+    let now = match candidates::scan(dir, BUILTINS) {
+        Ok(found) => Snapshot::take(dir, &found),
+        Err(_) => Snapshot::default(),
+    };
+    let mut out = Vec::new();
+    for (file, then) in &snapshot.0 {
+        match now.0.get(file) {
+            Some(hash) if hash == then => {}
+            Some(_) => out.push(Change::Changed {
+                file: file.clone(),
+                served: served(file),
+            }),
+            None if served(file) => out.push(Change::Removed { file: file.clone() }),
+            None => {}
+        }
+    }
+    for file in now.0.keys() {
+        if !snapshot.0.contains_key(file) {
+            out.push(Change::Appeared { file: file.clone() });
+        }
+    }
+    out.sort_by(|a, b| a.file().as_bytes().cmp(b.file().as_bytes()));
+    out
+}
+
+/// The state a change leaves a file in, so one burst of saves is reported once.
+pub fn fingerprint(dir: &Path, change: &Change) -> Option<String> {
+    hash_file(&dir.join(change.file()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_changed_new_and_removed_served_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        for f in ["a.mjs", "b.mjs", "c.mjs", "gone-unserved.mjs"] {
+            std::fs::write(p.join(f), f).unwrap();
+        }
+        let snap = Snapshot::take(p, &candidates::scan(p, BUILTINS).unwrap());
+        std::fs::write(p.join("a.mjs"), "edited").unwrap();
+        std::fs::write(p.join("b.mjs"), "b.mjs").unwrap(); // saved, same bytes
+        std::fs::remove_file(p.join("c.mjs")).unwrap();
+        std::fs::remove_file(p.join("gone-unserved.mjs")).unwrap();
+        std::fs::write(p.join("d.mjs"), "new").unwrap();
+        std::fs::write(p.join("notes.md"), "not a candidate").unwrap();
+        let served = |f: &str| f != "gone-unserved.mjs";
+        assert_eq!(
+            changes(p, &snap, &served),
+            [
+                Change::Changed {
+                    file: "a.mjs".into(),
+                    served: true
+                },
+                Change::Removed {
+                    file: "c.mjs".into()
+                },
+                Change::Appeared {
+                    file: "d.mjs".into()
+                },
+            ]
+        );
+    }
+}

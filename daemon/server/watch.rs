@@ -1,0 +1,72 @@
+//! Watches plugins/ and says in runtime.log when a file there no longer matches what is served: one row
+//! per changed file per burst of saves. Nothing is re-read by itself; `ovai restart` does that.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use notify::{RecursiveMode, Watcher};
+
+use super::state::Daemon;
+use crate::plugins::stale;
+use crate::runtime_log::Topic;
+
+/// Saves closer together than this are one burst (an editor writes, renames and touches in a row).
+const QUIET: Duration = Duration::from_millis(300);
+
+/// Starts watching; a watch that cannot be set up is a row, not a failure of the server.
+pub fn spawn(daemon: Arc<Daemon>) {
+    let dir = daemon.inst.plugins_dir();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        let _ = tx.send(event);
+    })
+    .and_then(|mut w| w.watch(&dir, RecursiveMode::NonRecursive).map(|()| w));
+    let watcher = match watcher {
+        Ok(w) => w,
+        Err(e) => {
+            daemon.log.row(Topic::Server, &cannot_watch(&e));
+            return;
+        }
+    };
+    tokio::spawn(async move {
+        let _keep_alive = watcher;
+        // What was last reported for each file, for the generation it was reported against.
+        let mut reported: HashMap<String, Option<String>> = HashMap::new();
+        let mut reported_for = 0;
+        while let Some(event) = rx.recv().await {
+            if let Err(e) = event {
+                tracing::warn!(error = %e, "watching plugins/ reported an error");
+            }
+            while let Ok(Some(_)) = tokio::time::timeout(QUIET, rx.recv()).await {}
+            let generation = daemon.current();
+            if generation.number != reported_for {
+                reported.clear();
+                reported_for = generation.number;
+            }
+            let dir = daemon.inst.plugins_dir();
+            let mut rows = Vec::new();
+            for change in generation.stale(&daemon.inst) {
+                let state = stale::fingerprint(&dir, &change);
+                if reported.get(change.file()) != Some(&state) {
+                    rows.push(change.row());
+                    reported.insert(change.file().to_string(), state);
+                }
+            }
+            daemon.log.rows(Topic::Plugins, &rows);
+        }
+    });
+}
+
+fn cannot_watch(e: &notify::Error) -> String {
+    let why = match &e.kind {
+        notify::ErrorKind::MaxFilesWatch => {
+            "the system's limit on watched files is reached (raise fs.inotify.max_user_watches)"
+                .to_string()
+        }
+        _ => e.to_string(),
+    };
+    format!(
+        "plugins/ cannot be watched for changes: {why}. Files saved there are not reported in this log; `ovai status` still lists them."
+    )
+}

@@ -1,0 +1,422 @@
+//! The author's loop: `ovai plugin` (scaffold), `ovai check`, `ovai restart` (no session dropped, no call
+//! lost or answered twice, list_changed exactly when the list changed), stale-file rows, `ovai status`.
+
+mod common;
+use common::*;
+use predicates::prelude::*;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+#[test]
+fn the_scaffold_refuses_each_bad_name_and_writes_nothing() {
+    let inst = Instance::new();
+    for (name, why) in [
+        ("ci_status", "it holds an underscore"),
+        ("9lives", "it starts with the digit 9, not a letter"),
+        (
+            &"x".repeat(33) as &str,
+            "it is 33 characters long, more than 32",
+        ),
+        ("-x", "it starts with \"-\", not a letter"),
+    ] {
+        inst.cmd()
+            .args(["plugin", "--", name])
+            .assert()
+            .code(1)
+            .stderr(
+                predicate::str::contains(format!("cannot be a tool name: {why}"))
+                    .and(predicate::str::contains("Nothing was written.")),
+            );
+        assert!(
+            !inst
+                .root
+                .join("plugins")
+                .join(format!("{name}.mjs"))
+                .exists()
+        );
+    }
+    inst.cmd().args(["plugin", "room"]).assert().code(1).stderr(
+        "ovai: room is a name a tool can have, but this server already has a tool called room. Pick another name; nothing was written.\n",
+    );
+    assert!(!inst.root.join("plugins/room.mjs").exists());
+    inst.write_plugin("mine.mjs", "// somebody's work\n");
+    inst.cmd().args(["plugin", "mine"]).assert().code(1).stderr(
+        "ovai: plugins/mine.mjs is already there, and what is in it is somebody's work: nothing was written. Edit that file, or pick another name.\n",
+    );
+    assert_eq!(
+        std::fs::read_to_string(inst.root.join("plugins/mine.mjs")).unwrap(),
+        "// somebody's work\n"
+    );
+}
+
+#[test]
+fn the_scaffold_passes_check_and_is_served_after_restart_to_the_leader_only() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    let _d = inst.start();
+    let mut w1 = inst.session("w1");
+    w1.initialize();
+    assert_eq!(w1.tool_names(), ["index", "room"]);
+    // From a folder inside the instance, with no --root.
+    ovai()
+        .current_dir(inst.root.join("desks/w1"))
+        .args(["plugin", "ci-status"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("Wrote plugins/ci-status.mjs")
+                .and(predicate::str::contains("ovai check plugins/ci-status.mjs")),
+        );
+    inst.cmd()
+        .args(["check", "plugins/ci-status.mjs"])
+        .assert()
+        .success()
+        .stdout("This instance serves a tool of its own: ci-status\n");
+    inst.cmd()
+        .arg("restart")
+        .assert()
+        .success()
+        .stdout("This instance serves a tool of its own: ci-status\nRestarted: generation 2 serves now; the tool list changed, and connected sessions were told.\n");
+    w1.recv_where(|m| m["method"] == "notifications/tools/list_changed");
+    assert_eq!(w1.tool_names(), ["ci-status", "index", "room"]);
+    assert_eq!(
+        w1.call("ci-status", json!({ "note": "hi" })),
+        (
+            "ci-status is for the Leader (lead); you are w1, a Worker".to_string(),
+            true
+        )
+    );
+    let mut lead = inst.session("lead");
+    lead.initialize();
+    assert_eq!(
+        lead.call("ci-status", json!({ "note": "hi" })),
+        ("lead called ci-status: hi".to_string(), false)
+    );
+    assert_eq!(
+        lead.call("ci-status", json!({})),
+        ("lead called ci-status".to_string(), false)
+    );
+    // Its schema is served as the scaffold wrote it.
+    let (text, refused) = lead.call("ci-status", json!({ "other": 1 }));
+    assert!(refused && text.contains("other"), "{text}");
+}
+
+#[test]
+fn the_scaffold_works_from_root_bin_ovai() {
+    let inst = Instance::new();
+    std::fs::create_dir(inst.root.join("bin")).unwrap();
+    std::fs::copy(OVAI, inst.root.join("bin/ovai")).unwrap();
+    let elsewhere = tempfile::tempdir_in("/tmp").unwrap();
+    assert_cmd::Command::new(inst.root.join("bin/ovai"))
+        .env_remove("OVAI_ROOT")
+        .current_dir(elsewhere.path())
+        .args(["plugin", "tracker"])
+        .assert()
+        .success();
+    assert!(inst.root.join("plugins/tracker.mjs").is_file());
+}
+
+#[test]
+fn check_prints_the_rows_a_restart_would_write_and_touches_no_daemon() {
+    let inst = Instance::with_plugins(&[
+        (
+            "good.mjs",
+            "export const description = 'g';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'g' }; }",
+        ),
+        ("broken.mjs", "export const description = 'b';"),
+        ("notes.txt", "not a candidate"),
+    ]);
+    let mut d = inst.start();
+    let host = d.host_pid();
+    inst.cmd()
+        .arg("check")
+        .assert()
+        .code(1)
+        .stdout("plugins/broken.mjs is not served: it does not export inputSchema or run\nThis instance serves a tool of its own: good\n")
+        .stderr("ovai: 1 of the 2 files checked would not be served.\n");
+    inst.cmd()
+        .args(["check", "good"])
+        .assert()
+        .success()
+        .stdout("This instance serves a tool of its own: good\n");
+    inst.cmd()
+        .args(["check", "good.mjs", "plugins/broken.mjs"])
+        .assert()
+        .code(1);
+    inst.cmd()
+        .args(["check", "nope.mjs"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("plugins/nope.mjs does not exist"));
+    inst.cmd()
+        .args(["check", "/etc/hostname"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is not a file in plugins/"));
+    // The daemon saw nothing: same host, same generation, one set of plugins rows in the log.
+    assert!(d.is_running());
+    let s = d.status().unwrap();
+    assert_eq!(s["generation"], 1);
+    assert_eq!(s["host"]["pid"], host);
+    assert_eq!(inst.rows("plugins").len(), 2);
+    // No check shim is left behind.
+    let leftovers: Vec<_> = std::fs::read_dir(inst.root.join(".ovai"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("host-check"))
+        .collect();
+    assert!(leftovers.is_empty());
+}
+
+const SLOW_ECHO: &str = r#"
+export const description = "Echoes after a moment.";
+export const inputSchema = { type: "object", properties: { i: { type: "integer" } } };
+export async function run({ i }) { await new Promise((r) => setTimeout(r, 5)); return { text: `echo ${i}` }; }
+"#;
+
+#[test]
+fn a_session_calling_continuously_survives_three_restarts_with_every_call_answered_once() {
+    let inst = Instance::with_plugins(&[("echo.mjs", SLOW_ECHO)]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let mut sent: HashMap<u64, i64> = HashMap::new();
+    let mut answered: HashMap<u64, usize> = HashMap::new();
+    let mut next = 0i64;
+    for round in 0..3 {
+        // Each restart changes the description, so each is a real new generation.
+        inst.write_plugin(
+            "echo.mjs",
+            &SLOW_ECHO.replace("after a moment", &format!("after a moment ({round})")),
+        );
+        let mut restart = std::process::Command::new(OVAI)
+            .args(["restart", "--root"])
+            .arg(&inst.root)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        // Four calls in flight at all times until the restart has finished, then a few more.
+        let mut after = 0;
+        while after < 8 {
+            while sent.len() - answered.len() < 4 {
+                let id = s.send_request(
+                    "tools/call",
+                    json!({ "name": "echo", "arguments": { "i": next } }),
+                );
+                sent.insert(id, next);
+                next += 1;
+            }
+            let m = s.recv_where(|m| m.get("id").is_some());
+            let id = m["id"].as_u64().unwrap();
+            *answered.entry(id).or_insert(0) += 1;
+            assert_eq!(
+                text_of(&m),
+                (format!("echo {}", sent[&id]), false),
+                "call {id}"
+            );
+            if let Ok(Some(_)) = restart.try_wait() {
+                after += 1;
+            }
+            assert!(Instant::now() < deadline);
+        }
+        assert!(restart.wait().unwrap().success());
+    }
+    while answered.len() < sent.len() {
+        let m = s.recv_where(|m| m.get("id").is_some());
+        *answered.entry(m["id"].as_u64().unwrap()).or_insert(0) += 1;
+    }
+    // A last request, answered after everything before it: no late duplicate is still on its way.
+    s.request("tools/list", json!({}));
+    for m in s.backlog.iter().filter(|m| m.get("id").is_some()) {
+        *answered.entry(m["id"].as_u64().unwrap()).or_insert(0) += 1;
+    }
+    assert!(
+        sent.keys().all(|id| answered.get(id) == Some(&1)),
+        "every call answered exactly once"
+    );
+    let out = inst.cmd().args(["status", "--json"]).output().unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["generation"],
+        4
+    );
+}
+
+fn list_changed(m: &Value) -> bool {
+    m["method"] == "notifications/tools/list_changed"
+}
+
+#[test]
+fn list_changed_is_sent_exactly_when_the_list_changed() {
+    let tool = |d: &str| {
+        format!(
+            "export const description = '{d}';\nexport const inputSchema = {{ type: 'object' }};\nexport function run() {{ return {{ text: 'x' }}; }}"
+        )
+    };
+    let inst = Instance::with_plugins(&[("a.mjs", &tool("first"))]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    // 2026-07-28: no initialize; list changes come on a subscriptions/listen stream.
+    let mut new = inst.session("lead");
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
+    new.request("tools/list", json!({ "_meta": meta }));
+    let listen = new.send_request(
+        "subscriptions/listen",
+        json!({ "_meta": meta, "notifications": { "toolsListChanged": true } }),
+    );
+    new.recv_where(|m| {
+        m["method"] == "notifications/subscriptions/acknowledged"
+            || m.get("id") == Some(&json!(listen))
+    });
+
+    let restart = |want: &str| {
+        inst.cmd()
+            .arg("restart")
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(want));
+    };
+    restart("the tool list is the same");
+    inst.write_plugin("b.mjs", &tool("second"));
+    restart("the tool list changed");
+    s.recv_where(list_changed);
+    let n = new.recv_where(list_changed);
+    assert!(
+        n["params"]["_meta"].is_object(),
+        "sent on the listen stream: {n}"
+    );
+    let names = s.tool_names();
+    assert_eq!(names, ["a", "b", "index", "room"]);
+    // A changed description is a changed list.
+    inst.write_plugin("a.mjs", &tool("first, reworded"));
+    restart("the tool list changed");
+    s.recv_where(list_changed);
+    restart("the tool list is the same");
+    std::fs::remove_file(inst.root.join("plugins/b.mjs")).unwrap();
+    restart("the tool list changed");
+    s.recv_where(list_changed);
+    assert_eq!(s.tool_names(), ["a", "index", "room"]);
+    // Three changes, three notifications: the two restarts that changed nothing sent none.
+    let later = s.backlog.iter().filter(|m| list_changed(m)).count();
+    assert_eq!(later, 0, "no notification is left over: {:?}", s.backlog);
+}
+
+#[test]
+fn a_file_saved_after_the_last_read_gets_one_row_and_shows_in_status() {
+    let tool = "export const description = 'd';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'as read' }; }";
+    let inst = Instance::with_plugins(&[("saved.mjs", tool)]);
+    let d = inst.start();
+    let edited = tool.replace("as read", "as edited");
+    for _ in 0..5 {
+        inst.write_plugin("saved.mjs", &edited);
+    }
+    let row = "plugins/saved.mjs changed after the last read and is still served as it was read; `ovai restart` serves it as it is now";
+    wait_for_row(&inst, row);
+    inst.write_plugin("zz-new.mjs", tool);
+    wait_for_row(
+        &inst,
+        "plugins/zz-new.mjs appeared after the last read and is not served yet; `ovai restart` reads it",
+    );
+    assert_eq!(
+        inst.rows("plugins").iter().filter(|r| *r == row).count(),
+        1,
+        "one row for a burst of saves"
+    );
+    assert_eq!(
+        d.status().unwrap()["stale"],
+        json!(["plugins/saved.mjs", "plugins/zz-new.mjs"])
+    );
+    // Nothing was re-read by itself.
+    assert_eq!(
+        inst.cmd()
+            .args(["call", "saved", "--seat", "lead"])
+            .output()
+            .unwrap()
+            .stdout,
+        b"as read\n"
+    );
+    inst.cmd().arg("restart").assert().success();
+    assert_eq!(
+        inst.cmd()
+            .args(["call", "saved", "--seat", "lead"])
+            .output()
+            .unwrap()
+            .stdout,
+        b"as edited\n"
+    );
+    assert_eq!(d.status().unwrap()["stale"], json!([]));
+}
+
+fn wait_for_row(inst: &Instance, row: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    while !inst.rows("plugins").iter().any(|r| r == row) {
+        assert!(
+            Instant::now() < deadline,
+            "no row {row:?} in {:?}",
+            inst.rows("plugins")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn sighup_restarts_like_ovai_restart() {
+    let inst = Instance::new();
+    let d = inst.start();
+    inst.write_plugin("late.mjs", "export const description = 'd';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'late' }; }");
+    signal(d.pid(), libc::SIGHUP);
+    let deadline = Instant::now() + PATIENCE;
+    while d.status().unwrap()["generation"] != 2 {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        inst.cmd()
+            .args(["call", "late", "--seat", "lead"])
+            .output()
+            .unwrap()
+            .stdout,
+        b"late\n"
+    );
+}
+
+#[test]
+fn status_json_says_what_the_daemon_serves_and_to_whom() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    let mut d = inst.start();
+    let mut s = inst.session("w1");
+    s.initialize();
+    let v = d.status().unwrap();
+    assert_eq!(v["pid"], d.pid());
+    assert!(v["uptimeSeconds"].is_u64());
+    assert_eq!(v["generation"], 1);
+    assert_eq!(v["host"]["pid"], d.host_pid());
+    assert_eq!(v["host"]["restarts"], 0);
+    assert_eq!(v["root"], inst.root.display().to_string());
+    assert_eq!(v["tools"], json!(["index", "room"]));
+    assert_eq!(
+        v["seats"],
+        json!([{ "name": "lead", "role": "Leader", "sessions": 0 }, { "name": "w1", "role": "Worker", "sessions": 1 }])
+    );
+    assert_eq!(v["stale"], json!([]));
+    assert!(d.is_running());
+    inst.cmd()
+        .arg("status")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "Seat w1: Worker, in a session now.",
+        ));
+}
+
+#[test]
+fn restart_without_a_daemon_says_how_to_start_one() {
+    let inst = Instance::new();
+    inst.cmd().arg("restart").assert().code(1).stderr(format!(
+        "ovai: No ovai server is running for {}: start one there with `ovai serve`.\n",
+        inst.root.display()
+    ));
+}
