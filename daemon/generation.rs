@@ -96,6 +96,7 @@ pub async fn build(
             init,
             files,
             import_timeout: config.import_timeout,
+            hang_after: config.host_hang,
             log: log.clone(),
         },
     );

@@ -151,8 +151,13 @@ pub struct Config {
     pub import_timeout: Duration,
     /// The largest `{ text }` (in bytes) passed on to a caller.
     pub max_answer_bytes: usize,
-    /// The plugin host's V8 heap limit, in MB, when set.
-    pub host_max_memory_mb: Option<u64>,
+    /// The plugin host's V8 heap limit, in MB (`--max-old-space-size`).
+    pub host_max_memory_mb: u64,
+    /// How long the host may leave a heartbeat unanswered (a plugin blocking its event loop) before it is
+    /// killed and restarted.
+    pub host_hang: Duration,
+    /// How long calls in flight may go on after SIGTERM before they are answered for.
+    pub shutdown_grace: Duration,
     /// Names of environment variables the plugin host receives from the daemon's environment.
     pub plugin_env: Vec<String>,
 }
@@ -160,6 +165,9 @@ pub struct Config {
 pub const DEFAULT_CALL_TIMEOUT_S: u64 = 60;
 pub const DEFAULT_IMPORT_TIMEOUT_S: u64 = 10;
 pub const DEFAULT_MAX_ANSWER_BYTES: usize = 1024 * 1024;
+pub const DEFAULT_HOST_MAX_MEMORY_MB: u64 = 1024;
+pub const DEFAULT_HOST_HANG_S: u64 = 10;
+pub const DEFAULT_SHUTDOWN_GRACE_S: u64 = 10;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -221,10 +229,14 @@ impl Config {
         )?);
         let max_answer_bytes =
             positive_int(map, "maxAnswerBytes", DEFAULT_MAX_ANSWER_BYTES as u64)? as usize;
-        let host_max_memory_mb = match map.get("hostMaxMemoryMB") {
-            None | Some(Value::Null) => None,
-            Some(_) => Some(positive_int(map, "hostMaxMemoryMB", 0)?),
-        };
+        let host_max_memory_mb = positive_int(map, "hostMaxMemoryMB", DEFAULT_HOST_MAX_MEMORY_MB)?;
+        let host_hang =
+            Duration::from_secs(positive_int(map, "hostHangSeconds", DEFAULT_HOST_HANG_S)?);
+        let shutdown_grace = Duration::from_secs(positive_int(
+            map,
+            "shutdownGraceSeconds",
+            DEFAULT_SHUTDOWN_GRACE_S,
+        )?);
         let plugin_env = match map.get("pluginEnv") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items
@@ -253,6 +265,8 @@ impl Config {
             import_timeout,
             max_answer_bytes,
             host_max_memory_mb,
+            host_hang,
+            shutdown_grace,
             plugin_env,
             raw,
         })

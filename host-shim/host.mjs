@@ -52,9 +52,22 @@ function send(message) {
   channel.write(JSON.stringify(message) + "\n");
 }
 
+// process.exit from plugin code would end the host for every seat; it throws instead, so the call that
+// made it is refused in words. The host itself leaves through the original.
+const exitHost = process.exit.bind(process);
+class PluginExit extends Error {
+  constructor(code) {
+    super(`process.exit(${code ?? ""}) was called`);
+    this.code = code;
+  }
+}
+process.exit = function exit(code) {
+  throw new PluginExit(code);
+};
+
 // The daemon gone means nobody can be answered: leave rather than linger as an orphan.
-channel.on("close", () => process.exit(0));
-channel.on("error", () => process.exit(0));
+channel.on("close", () => exitHost(0));
+channel.on("error", () => exitHost(0));
 
 // An error a plugin leaves behind (a timer that throws after `run` answered, a promise nobody awaited)
 // must not end the host for everybody; it goes to the log.
@@ -168,12 +181,21 @@ async function call({ id, tool, args, seat, role }) {
   try {
     answer = await entry.run(args ?? {}, Object.freeze({ seat, role, root, config, signal: controller.signal }));
   } catch (err) {
-    if (calls.delete(id)) send({ t: "answer", id, threw: thrown(err, entry.file) });
+    if (!calls.delete(id)) return;
+    if (err instanceof PluginExit) send({ t: "answer", id, exited: String(err.code ?? "") });
+    else send({ t: "answer", id, threw: thrown(err, entry.file) });
     return;
   }
   // A call the daemon gave up on (cancelled, past its deadline) was answered already.
   if (!calls.delete(id)) return;
-  send(shape(id, answer));
+  let message;
+  try {
+    message = shape(id, answer);
+  } catch (err) {
+    // A Proxy or a throwing getter: the answer cannot even be looked at. Still an answer, in words.
+    message = { t: "answer", id, bad: `something that cannot be read (${headline(err)})` };
+  }
+  send(message);
 }
 
 /** The answer as the protocol carries it: text, refused, or what was answered instead. */
@@ -226,6 +248,9 @@ function thrown(err, file) {
 }
 
 function importFailure(err, file) {
+  if (err instanceof PluginExit) {
+    return { message: `it called ${err.message.replace(" was called", "")}, and a plugin cannot end the plugin host`, at: location(err, file) };
+  }
   let at = location(err, file);
   if (at === null && err instanceof SyntaxError) at = syntaxLocation(file);
   return { message: headline(err), at };

@@ -46,7 +46,7 @@ fn each_candidate_gets_one_row_in_file_name_order() {
 #[test]
 fn names_are_checked_before_the_file_is_imported() {
     // Both files would kill the host if imported: the rows prove they never were.
-    let deadly = "process.exit(9);";
+    let deadly = "process.kill(process.pid, 'SIGKILL');";
     let long = format!("{}.mjs", "a".repeat(33));
     let inst = Instance::with_plugins(&[
         ("ci_status.mjs", deadly),
@@ -124,7 +124,8 @@ fn import_failures_name_the_error_and_where() {
 fn an_import_that_ends_the_host_is_not_served_and_the_others_are() {
     let inst = Instance::with_plugins(&[
         ("a-good.mjs", &good("a")),
-        ("b-exits.mjs", "process.exit(7);"),
+        // process.exit is answered in words (the next test); reallyExit is what it would have called.
+        ("b-exits.mjs", "process.reallyExit(7);"),
         ("c-good.mjs", &good("c")),
         ("d-kills.mjs", "process.kill(process.pid, 'SIGKILL');"),
         ("e-good.mjs", &good("e")),
@@ -149,6 +150,30 @@ fn an_import_that_ends_the_host_is_not_served_and_the_others_are() {
     assert_eq!(
         s.call("e-good", serde_json::json!({})),
         ("e".to_string(), false)
+    );
+}
+
+#[test]
+fn an_import_that_calls_process_exit_is_refused_in_words() {
+    let inst = Instance::with_plugins(&[
+        (
+            "quits.mjs",
+            "const ready = false;\nif (!ready) process.exit(2);\n",
+        ),
+        ("ok.mjs", &good("ok")),
+    ]);
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "This instance serves a tool of its own: ok",
+            "plugins/quits.mjs is not served: importing it failed: it called process.exit(2), and a plugin cannot end the plugin host (at 2:21)",
+        ]
+    );
+    assert!(
+        inst.rows("host").is_empty(),
+        "the host never stopped: {:?}",
+        inst.rows("host")
     );
 }
 

@@ -30,6 +30,11 @@ pub fn from_host(file: &str, a: Answer, max_answer_bytes: usize) -> Outcome {
     if let Some(t) = a.threw {
         return Outcome::Refused(threw(file, &t));
     }
+    if let Some(code) = a.exited {
+        return Outcome::Refused(format!(
+            "{file} called process.exit({code}), which would end the plugin host for everybody; the host stayed up and this call was refused."
+        ));
+    }
     if a.unknown {
         return Outcome::Refused(format!(
             "{file} is not loaded in the plugin host; run `ovai restart` to load it again."

@@ -22,8 +22,8 @@ pub struct Launch {
     pub shim: PathBuf,
     /// The instance root: the child's working directory.
     pub cwd: PathBuf,
-    /// `--max-old-space-size`, when `hostMaxMemoryMB` is set.
-    pub max_memory_mb: Option<u64>,
+    /// `--max-old-space-size` (`hostMaxMemoryMB`).
+    pub max_memory_mb: u64,
     /// Extra variable names passed through (`pluginEnv`).
     pub pass_env: Vec<String>,
 }
@@ -64,10 +64,8 @@ impl Launch {
         let theirs_fd = theirs.as_raw_fd();
 
         let mut cmd = Command::new(&self.node);
-        if let Some(mb) = self.max_memory_mb {
-            cmd.arg(format!("--max-old-space-size={mb}"));
-        }
-        cmd.arg(&self.shim)
+        cmd.arg(format!("--max-old-space-size={}", self.max_memory_mb))
+            .arg(&self.shim)
             .current_dir(&self.cwd)
             .env_clear()
             .envs(self.env())

@@ -26,6 +26,8 @@ pub const MIN_NODE_MAJOR: u32 = 18;
 const STDERR_TAIL: usize = 8;
 /// A line of the host's stdout or stderr longer than this is cut: output is logs, not data.
 const MAX_LOG_LINE: usize = 4096;
+/// At most this many lines a second of each stream reach the daemon's log; a flood is counted, not copied.
+const MAX_LOG_LINES_PER_S: u32 = 100;
 
 /// What every call's context shares, sent once to each new process.
 #[derive(Debug, Clone)]
@@ -40,11 +42,21 @@ pub struct HostProcess {
     child: Child,
     pub link: Arc<Link>,
     reader: Option<JoinHandle<()>>,
+    /// The task reading stderr: joined after an exit, so the tail holds the host's last words.
+    stderr_drain: Option<JoinHandle<()>>,
     pub pid: u32,
     /// The Node version the host reported.
     pub node: String,
     /// The last lines the host wrote to stderr.
-    tail: Arc<Mutex<VecDeque<String>>>,
+    tail: Arc<Mutex<Tail>>,
+}
+
+/// What the host last said on stderr, for the row that reports its end.
+#[derive(Default)]
+struct Tail {
+    lines: VecDeque<String>,
+    /// Node's `FATAL ERROR: …` line, kept apart: a native stack trace follows it and would push it out.
+    fatal: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -86,19 +98,21 @@ impl HostProcess {
         let spawned = launch.spawn()?;
         let mut child = spawned.child;
         let pid = spawned.pid;
-        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        let tail = Arc::new(Mutex::new(Tail::default()));
         if let Some(out) = child.stdout.take() {
             tokio::spawn(drain_output(out, pid, "stdout", None));
         }
-        if let Some(err) = child.stderr.take() {
-            tokio::spawn(drain_output(err, pid, "stderr", Some(tail.clone())));
-        }
+        let stderr_drain = child
+            .stderr
+            .take()
+            .map(|err| tokio::spawn(drain_output(err, pid, "stderr", Some(tail.clone()))));
         let (link, ready, reader) =
             Link::start(spawned.channel, pid, max_line_len(init.max_answer_bytes));
         let mut this = Self {
             child,
             link,
             reader: Some(reader),
+            stderr_drain,
             pid,
             node: String::new(),
             tail,
@@ -172,10 +186,13 @@ impl HostProcess {
 
     async fn after_exit(&mut self) {
         self.kill_group(Signal::SIGKILL);
-        if let Some(reader) = self.reader.take() {
-            // A grandchild holding fd 3 open would keep the reader waiting; its group was just killed,
-            // and past a second the answers it holds are not worth waiting for.
-            let _ = tokio::time::timeout(Duration::from_secs(1), reader).await;
+        // A grandchild holding fd 3 or stderr open would keep these waiting; its group was just killed,
+        // and past a second what they hold is not worth waiting for.
+        for task in [self.reader.take(), self.stderr_drain.take()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
         }
     }
 
@@ -192,10 +209,25 @@ impl HostProcess {
         }
     }
 
-    pub fn tail(&self) -> Vec<String> {
+    /// The host's last words on stderr: a fatal error if it printed one, else its last line.
+    pub fn last_words(&self) -> Option<String> {
+        let t = self.tail.lock().ok()?;
+        t.fatal.clone().or_else(|| t.lines.back().cloned())
+    }
+
+    /// Whether the host said it ran out of heap.
+    pub fn ran_out_of_memory(&self) -> bool {
+        self.tail.lock().is_ok_and(|t| {
+            t.fatal
+                .as_deref()
+                .is_some_and(|f| f.contains("heap out of memory"))
+        })
+    }
+
+    fn tail(&self) -> Vec<String> {
         self.tail
             .lock()
-            .map(|t| t.iter().cloned().collect())
+            .map(|t| t.lines.iter().cloned().collect())
             .unwrap_or_default()
     }
 }
@@ -235,30 +267,104 @@ async fn drain_output(
     stream: impl AsyncRead + Unpin,
     pid: u32,
     which: &'static str,
-    tail: Option<Arc<Mutex<VecDeque<String>>>>,
+    tail: Option<Arc<Mutex<Tail>>>,
 ) {
     let mut reader = BufReader::new(stream);
     let mut buf = Vec::new();
+    let mut throttle = Throttle::new(pid, which);
     loop {
-        buf.clear();
-        // read_until on a bounded BufReader still grows `buf` without bound on a newline-free flood, so
-        // cut it by hand: only the first MAX_LOG_LINE bytes of a line are kept.
-        let n = match read_line_capped(&mut reader, &mut buf).await {
-            Ok(0) | Err(_) => return,
+        // While lines are being dropped, a quiet second still reports how many: a flood that stops is
+        // counted when it stops, not when the next line happens to come.
+        let read = if throttle.dropped > 0 {
+            tokio::select! {
+                r = read_line_capped(&mut reader, &mut buf) => r,
+                _ = tokio::time::sleep_until(throttle.window_end()) => {
+                    throttle.roll();
+                    continue;
+                }
+            }
+        } else {
+            read_line_capped(&mut reader, &mut buf).await
+        };
+        let n = match read {
+            Ok(0) | Err(_) => {
+                throttle.roll();
+                return;
+            }
             Ok(n) => n,
         };
         let text = String::from_utf8_lossy(&buf);
         let line = text.trim_end_matches(['\n', '\r']);
         let cut = if n > buf.len() { " …(cut)" } else { "" };
-        tracing::info!(target: "ovai::plugin_output", pid, stream = which, "{line}{cut}");
+        if throttle.admit() {
+            tracing::info!(target: "ovai::plugin_output", pid, stream = which, "{line}{cut}");
+        }
         if let Some(tail) = &tail
             && let Ok(mut t) = tail.lock()
         {
-            if t.len() == STDERR_TAIL {
-                t.pop_front();
+            if t.lines.len() == STDERR_TAIL {
+                t.lines.pop_front();
             }
-            t.push_back(format!("{line}{cut}"));
+            t.lines.push_back(format!("{line}{cut}"));
+            if line.starts_with("FATAL ERROR") {
+                t.fatal = Some(line.to_string());
+            }
         }
+        buf.clear();
+    }
+}
+
+/// At most MAX_LOG_LINES_PER_S lines a second into the daemon's log; the rest are counted.
+struct Throttle {
+    pid: u32,
+    which: &'static str,
+    window: tokio::time::Instant,
+    logged: u32,
+    dropped: u64,
+}
+
+impl Throttle {
+    fn new(pid: u32, which: &'static str) -> Self {
+        Self {
+            pid,
+            which,
+            window: tokio::time::Instant::now(),
+            logged: 0,
+            dropped: 0,
+        }
+    }
+
+    fn window_end(&self) -> tokio::time::Instant {
+        self.window + Duration::from_secs(1)
+    }
+
+    fn admit(&mut self) -> bool {
+        if tokio::time::Instant::now() >= self.window_end() {
+            self.roll();
+        }
+        if self.logged < MAX_LOG_LINES_PER_S {
+            self.logged += 1;
+            true
+        } else {
+            self.dropped += 1;
+            false
+        }
+    }
+
+    /// Reports what was dropped and starts a new second.
+    fn roll(&mut self) {
+        if self.dropped > 0 {
+            tracing::warn!(
+                target: "ovai::plugin_output",
+                pid = self.pid,
+                stream = self.which,
+                "{} lines of plugin output were not logged (more than {MAX_LOG_LINES_PER_S} a second)",
+                self.dropped
+            );
+        }
+        self.window = tokio::time::Instant::now();
+        self.logged = 0;
+        self.dropped = 0;
     }
 }
 

@@ -127,4 +127,7 @@ pub struct Answer {
     /// The host has no such tool (it failed to import again after a restart).
     #[serde(default)]
     pub unknown: bool,
+    /// `run` called process.exit (with this code, maybe empty); the host stayed up.
+    #[serde(default)]
+    pub exited: Option<String>,
 }

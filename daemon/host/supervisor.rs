@@ -18,9 +18,8 @@ use super::process::{HostInit, HostProcess, LoadEnd};
 use super::protocol::ToHost;
 use crate::runtime_log::{RuntimeLog, Topic};
 
-/// The heartbeat: a ping this often, and a host that has not answered one for HANG_AFTER is killed.
-const PING_EVERY: Duration = Duration::from_secs(1);
-const HANG_AFTER: Duration = Duration::from_secs(10);
+/// The heartbeat: a ping this often; a host that leaves one unanswered for `hostHangSeconds` is killed.
+const PING_EVERY: Duration = Duration::from_millis(500);
 /// Restart backoff: the first restart after FIRST_BACKOFF, doubling per crash in the window, capped.
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
@@ -58,6 +57,8 @@ pub struct Host {
     retiring: AtomicBool,
     drained: Notify,
     retire: CancellationToken,
+    /// What calls still running when the host is ended are told.
+    retire_why: std::sync::Mutex<Arc<str>>,
     restarts: Arc<AtomicU32>,
 }
 
@@ -67,6 +68,8 @@ pub struct Supervision {
     pub init: HostInit,
     pub files: Vec<ServedFile>,
     pub import_timeout: Duration,
+    /// How long the host may leave the heartbeat unanswered.
+    pub hang_after: Duration,
     pub log: Arc<RuntimeLog>,
 }
 
@@ -81,6 +84,9 @@ impl Host {
             retiring: AtomicBool::new(false),
             drained: Notify::new(),
             retire: CancellationToken::new(),
+            retire_why: std::sync::Mutex::new(
+                "the server ended this plugin host before the call finished".into(),
+            ),
             restarts: Arc::new(AtomicU32::new(0)),
         });
         tokio::spawn(run(process, ids, job, state_tx, host.clone()));
@@ -143,8 +149,12 @@ impl Host {
         }
     }
 
-    /// Ends the host once the calls it holds have finished (or `grace` has passed).
-    pub async fn retire(&self, grace: Duration) {
+    /// Ends the host once the calls it holds have finished, or when `grace` has passed; calls still
+    /// running then are refused with `why`.
+    pub async fn retire(&self, grace: Duration, why: &str) {
+        if let Ok(mut w) = self.retire_why.lock() {
+            *w = why.into();
+        }
         self.retiring.store(true, Ordering::SeqCst);
         let drained = async {
             loop {
@@ -183,14 +193,26 @@ async fn run(
     loop {
         let link = process.link.clone();
         let why = tokio::select! {
-            exit = process.wait_exit() => format!("stopped ({exit})"),
-            _ = heartbeat(&link) => {
+            exit = process.wait_exit() => {
+                if process.ran_out_of_memory() {
+                    format!(
+                        "ran out of memory (its heap is capped at {} MB by hostMaxMemoryMB in openovai.json) and stopped ({exit})",
+                        job.launch.max_memory_mb
+                    )
+                } else {
+                    format!("stopped ({exit})")
+                }
+            }
+            _ = heartbeat(&link, job.hang_after) => {
                 let exit = process.kill().await;
-                format!("stopped answering for {} s and was killed ({exit})", HANG_AFTER.as_secs())
+                format!(
+                    "stopped answering for {} s (a plugin blocking its event loop) and was killed ({exit})",
+                    job.hang_after.as_secs()
+                )
             }
             _ = host.retire.cancelled() => {
                 process.kill().await;
-                let why: Arc<str> = "the server ended this plugin host (a restart or shutdown) before the call finished".into();
+                let why = host.retire_why.lock().map(|w| w.clone()).unwrap_or_else(|p| p.into_inner().clone());
                 process.link.fail_all(&why);
                 let _ = state.send(HostState::Retired);
                 return;
@@ -207,9 +229,10 @@ async fn run(
         {
             crashes.pop_front();
         }
-        let tail = process.tail();
-        job.log
-            .row(Topic::Host, &stopped_row(process.pid, &why, &files, &tail));
+        job.log.row(
+            Topic::Host,
+            &stopped_row(process.pid, &why, &files, process.last_words()),
+        );
         if crashes.len() >= CRASH_LIMIT {
             let why: Arc<str> = format!(
                 "the plugin host stopped {CRASH_LIMIT} times within {} s, so it stays down until `ovai restart`",
@@ -258,8 +281,8 @@ async fn run(
     }
 }
 
-/// Resolves when the host has not answered a ping for HANG_AFTER.
-async fn heartbeat(link: &Link) {
+/// Resolves when the host has not answered a ping for `hang_after`.
+async fn heartbeat(link: &Link, hang_after: Duration) {
     let mut sent = 0u64;
     let mut answered = Instant::now();
     loop {
@@ -268,7 +291,7 @@ async fn heartbeat(link: &Link) {
             answered = Instant::now();
             sent += 1;
             link.send(&ToHost::Ping { n: sent });
-        } else if answered.elapsed() >= HANG_AFTER {
+        } else if answered.elapsed() >= hang_after {
             return;
         }
     }
@@ -340,6 +363,7 @@ fn restart_without<'a>(
             init: job.init.clone(),
             files,
             import_timeout: job.import_timeout,
+            hang_after: job.hang_after,
             log: job.log.clone(),
         };
         let process = restart(&smaller, ids).await?;
@@ -350,7 +374,7 @@ fn restart_without<'a>(
     })
 }
 
-fn stopped_row(pid: u32, why: &str, files: &[Arc<str>], tail: &[String]) -> String {
+fn stopped_row(pid: u32, why: &str, files: &[Arc<str>], last_words: Option<String>) -> String {
     let mut row = format!("The plugin host (pid {pid}) {why}");
     if files.is_empty() {
         row.push_str(" with no call in flight");
@@ -362,7 +386,7 @@ fn stopped_row(pid: u32, why: &str, files: &[Arc<str>], tail: &[String]) -> Stri
         ));
     }
     row.push_str(". It is being started again.");
-    if let Some(last) = tail.last() {
+    if let Some(last) = last_words {
         row.push_str(&format!(" Its last words on stderr: {last}"));
     }
     row

@@ -26,8 +26,6 @@ use state::Daemon;
 
 /// The longest socket path a Unix socket takes (sun_path holds 108 bytes with its terminating NUL).
 const MAX_SOCKET_PATH: usize = 107;
-/// How long calls in flight may go on after SIGTERM before they are answered for.
-const DRAIN_GRACE: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -207,10 +205,19 @@ async fn accept_until_stopped(daemon: &Arc<Daemon>, listener: &UnixListener) -> 
     }
 }
 
+/// Stops taking calls, lets those in flight finish within the grace period, answers the rest, ends the
+/// host's process group, then the sessions.
 async fn shut_down(daemon: &Arc<Daemon>, why: &str) {
     daemon.closing.cancel();
     let generation = daemon.current();
-    generation.host.retire(DRAIN_GRACE).await;
+    let grace = generation.config.shutdown_grace;
+    let cut_short = format!(
+        "the server is shutting down ({why}) and the call did not finish within {} s (shutdownGraceSeconds in openovai.json)",
+        grace.as_secs()
+    );
+    generation.host.retire(grace, &cut_short).await;
+    // Every call has its answer now; give the sessions' writers a moment to put them on the wire.
+    tokio::time::sleep(Duration::from_millis(100)).await;
     daemon.sessions.end_all();
     daemon
         .log

@@ -107,7 +107,14 @@ impl Daemon {
         }
         // The old host finishes what it holds (bounded by its longest deadline), then ends.
         let grace = old.config.call_timeout + Duration::from_secs(1);
-        tokio::spawn(async move { old.host.retire(grace).await });
+        tokio::spawn(async move {
+            old.host
+                .retire(
+                    grace,
+                    "the server was restarted and this call outlived its deadline",
+                )
+                .await
+        });
         Ok(restarted)
     }
 

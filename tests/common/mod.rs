@@ -135,12 +135,18 @@ pub struct Daemon {
 
 impl Daemon {
     pub fn start(inst: &Instance) -> Self {
+        Self::start_with_env(inst, &[])
+    }
+
+    /// Starts `ovai serve` with extra variables in its environment.
+    pub fn start_with_env(inst: &Instance, env: &[(&str, &str)]) -> Self {
         let stderr = inst.root.join(format!("serve-{}.stderr", nanos()));
         let before = count_up_rows(&inst.root);
         let child = Command::new(OVAI)
             .args(["serve", "--root"])
             .arg(&inst.root)
             .env_remove("OVAI_ROOT")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&stderr).unwrap())
@@ -256,7 +262,26 @@ pub fn signal(pid: u32, sig: i32) {
 
 pub fn process_alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid as i32, 0) == 0 }
+    if unsafe { libc::kill(pid as i32, 0) } != 0 {
+        return false;
+    }
+    // A zombie (exited, not yet reaped by a parent that is itself gone) is not alive.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+                .unwrap_or(true)
+        })
+        .unwrap_or(false)
+}
+
+/// Waits until `pid` is gone; fails the test if it outlives PATIENCE.
+pub fn wait_gone(pid: u32) {
+    let deadline = Instant::now() + PATIENCE;
+    while process_alive(pid) {
+        assert!(Instant::now() < deadline, "process {pid} is still alive");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn nanos() -> u128 {

@@ -1,0 +1,463 @@
+//! The fault matrix: for each way a plugin can misbehave, the daemon stays up, the caller gets a refusal
+//! naming the file and what happened, other plugins and seats keep being answered, and the next call to
+//! a healthy plugin succeeds. One fixture plugin per fault, in tests/fixtures/plugins.
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+
+fn instance(faults: &[&str], config: Value) -> Instance {
+    let inst = Instance::new();
+    inst.fixture("echo.mjs");
+    for f in faults {
+        inst.fixture(&format!("{f}.mjs"));
+    }
+    inst.set_config(config);
+    inst.add_seat("w1");
+    inst
+}
+
+/// Calls `fault` as the Leader and returns the answer, after checking the Worker is answered meanwhile
+/// and the healthy plugin answers next; the daemon's pid never changes.
+fn fault_call(inst: &Instance, d: &mut Daemon, fault: &str, args: Value) -> (String, bool) {
+    let pid = d.pid();
+    let mut lead = inst.session("lead");
+    let mut w1 = inst.session("w1");
+    lead.initialize();
+    w1.initialize();
+    let answer = lead.call(fault, args);
+    assert_eq!(
+        w1.call("echo", json!({ "from": "w1" })),
+        (r#"w1: {"from":"w1"}"#.to_string(), false)
+    );
+    assert_eq!(
+        lead.call("echo", json!({ "n": 1 })),
+        (r#"lead: {"n":1}"#.to_string(), false)
+    );
+    assert!(d.is_running());
+    assert_eq!(d.pid(), pid);
+    answer
+}
+
+#[test]
+fn a_sync_throw_is_a_refusal_naming_the_file() {
+    let inst = instance(&["fault-throw"], json!({}));
+    let mut d = inst.start();
+    assert_eq!(
+        fault_call(&inst, &mut d, "fault-throw", json!({})),
+        (
+            "plugins/fault-throw.mjs threw at 4:9: RangeError: sync throw".to_string(),
+            true
+        )
+    );
+    assert_eq!(d.status().unwrap()["host"]["restarts"], 0);
+}
+
+#[test]
+fn an_async_rejection_is_a_refusal_naming_the_file() {
+    let inst = instance(&["fault-reject"], json!({}));
+    let mut d = inst.start();
+    assert_eq!(
+        fault_call(&inst, &mut d, "fault-reject", json!({})),
+        (
+            "plugins/fault-reject.mjs threw at 5:9: Error: async rejection".to_string(),
+            true
+        )
+    );
+}
+
+#[test]
+fn errors_left_behind_after_answering_do_not_end_the_host() {
+    let inst = instance(&["fault-late-errors"], json!({}));
+    let mut d = inst.start();
+    let host = d.host_pid();
+    assert_eq!(
+        fault_call(&inst, &mut d, "fault-late-errors", json!({})),
+        ("answered before the mess".to_string(), false)
+    );
+    assert_eq!(d.host_pid(), host, "the same host serves on");
+    assert_eq!(d.status().unwrap()["host"]["restarts"], 0);
+    let stderr = d.stderr.clone();
+    assert!(d.stop().success());
+    let log = std::fs::read_to_string(stderr).unwrap();
+    assert!(
+        log.contains("a plugin threw outside a call: Error: thrown from a timer"),
+        "{log}"
+    );
+    assert!(
+        log.contains("a plugin left a promise rejected: Error: nobody awaits this"),
+        "{log}"
+    );
+}
+
+#[test]
+fn process_exit_in_run_is_a_refusal_and_the_host_stays_up() {
+    let inst = instance(&["fault-exit"], json!({}));
+    let mut d = inst.start();
+    let host = d.host_pid();
+    assert_eq!(
+        fault_call(&inst, &mut d, "fault-exit", json!({})),
+        (
+            "plugins/fault-exit.mjs called process.exit(3), which would end the plugin host for everybody; the host stayed up and this call was refused.".to_string(),
+            true
+        )
+    );
+    assert_eq!(d.host_pid(), host);
+}
+
+#[test]
+fn a_plugin_killing_its_host_costs_a_refusal_and_a_restart() {
+    let inst = instance(&["fault-sigkill"], json!({}));
+    let mut d = inst.start();
+    let host = d.host_pid();
+    let (text, refused) = fault_call(&inst, &mut d, "fault-sigkill", json!({}));
+    assert!(refused);
+    assert_eq!(
+        text,
+        "plugins/fault-sigkill.mjs did not answer: the plugin host stopped (signal SIGKILL) while it ran. The host is being started again; other tools are unaffected."
+    );
+    assert_ne!(d.host_pid(), host);
+    assert!(!process_alive(host));
+    let rows = inst.rows("host");
+    assert!(rows[0].starts_with(&format!("The plugin host (pid {host}) stopped (signal SIGKILL); the calls in flight to plugins/fault-sigkill.mjs were answered with a refusal.")), "{rows:?}");
+}
+
+#[test]
+fn a_promise_that_never_settles_meets_its_deadline_and_its_signal_fires() {
+    let inst = instance(&["fault-never"], json!({ "callTimeoutSeconds": 1 }));
+    let mut d = inst.start();
+    assert_eq!(
+        fault_call(&inst, &mut d, "fault-never", json!({ "tag": "deadline" })),
+        (
+            "plugins/fault-never.mjs did not answer in time: the call was given up after 1 s and its signal fired (callTimeoutSeconds in openovai.json sets the limit).".to_string(),
+            true
+        )
+    );
+    let note = inst.root.join("aborted-deadline");
+    wait_for(|| note.exists());
+    assert_eq!(
+        std::fs::read_to_string(note).unwrap(),
+        "the call took longer than its deadline"
+    );
+}
+
+#[test]
+fn a_cancelled_call_fires_its_signal_and_gets_no_answer() {
+    let inst = instance(&["fault-never"], json!({}));
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let id = s.send_request(
+        "tools/call",
+        json!({ "name": "fault-never", "arguments": { "tag": "cancel" } }),
+    );
+    // Once the echo after it is answered, the call has reached the host.
+    assert!(!s.call("echo", json!({})).1);
+    s.send(&json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id, "reason": "user pressed stop" } }));
+    let note = inst.root.join("aborted-cancel");
+    wait_for(|| note.exists());
+    assert_eq!(
+        std::fs::read_to_string(note).unwrap(),
+        "the caller cancelled the call"
+    );
+    s.request("tools/list", json!({}));
+    assert!(
+        !s.backlog.iter().any(|m| m.get("id") == Some(&json!(id))),
+        "no answer for a cancelled call: {:?}",
+        s.backlog
+    );
+}
+
+#[test]
+fn a_blocked_event_loop_is_found_by_the_heartbeat_and_the_host_restarted() {
+    let inst = instance(&["fault-loop"], json!({ "hostHangSeconds": 2 }));
+    let mut d = inst.start();
+    let host = d.host_pid();
+    assert_eq!(
+        fault_call(&inst, &mut d, "fault-loop", json!({})),
+        (
+            "plugins/fault-loop.mjs did not answer: the plugin host stopped answering for 2 s (a plugin blocking its event loop) and was killed (signal SIGKILL) while it ran. The host is being started again; other tools are unaffected.".to_string(),
+            true
+        )
+    );
+    assert!(!process_alive(host));
+    assert!(inst.rows("host")[0].contains("stopped answering for 2 s (a plugin blocking its event loop) and was killed (signal SIGKILL); the calls in flight to plugins/fault-loop.mjs"));
+}
+
+#[test]
+fn a_memory_blow_up_is_capped_and_said() {
+    let inst = instance(&["fault-memory"], json!({ "hostMaxMemoryMB": 64 }));
+    let mut d = inst.start();
+    let (text, refused) = fault_call(&inst, &mut d, "fault-memory", json!({}));
+    assert!(refused);
+    assert!(
+        text.starts_with("plugins/fault-memory.mjs did not answer: the plugin host ran out of memory (its heap is capped at 64 MB by hostMaxMemoryMB in openovai.json) and stopped ("),
+        "{text}"
+    );
+    assert!(
+        inst.rows("host")[0].contains("Its last words on stderr:"),
+        "{:?}",
+        inst.rows("host")
+    );
+}
+
+#[test]
+fn megabytes_on_stdout_and_stderr_are_drained_not_buffered() {
+    let inst = instance(&["fault-flood"], json!({}));
+    let mut d = inst.start();
+    assert_eq!(
+        fault_call(&inst, &mut d, "fault-flood", json!({})),
+        ("flooded".to_string(), false)
+    );
+    assert_eq!(d.status().unwrap()["host"]["restarts"], 0);
+    let stderr = d.stderr.clone();
+    assert!(d.stop().success());
+    let log = std::fs::read_to_string(stderr).unwrap();
+    assert!(
+        log.contains("lines of plugin output were not logged (more than 100 a second)"),
+        "the flood is counted"
+    );
+    assert!(
+        log.len() < 2_000_000,
+        "the flood is not copied into the daemon's log: {} bytes",
+        log.len()
+    );
+}
+
+#[test]
+fn an_answer_of_hundreds_of_mib_is_refused() {
+    let inst = instance(&["fault-huge"], json!({}));
+    let mut d = inst.start();
+    assert_eq!(
+        fault_call(&inst, &mut d, "fault-huge", json!({})),
+        (
+            "plugins/fault-huge.mjs answered 314572800 bytes of text, more than the 1048576 this server passes on (maxAnswerBytes in openovai.json sets the limit).".to_string(),
+            true
+        )
+    );
+}
+
+#[test]
+fn answers_that_cannot_be_serialized_are_refusals() {
+    let inst = instance(&["fault-unserializable"], json!({}));
+    let mut d = inst.start();
+    let tail = ": a tool answers { text } or { refused }, with a string in it.";
+    assert_eq!(
+        fault_call(
+            &inst,
+            &mut d,
+            "fault-unserializable",
+            json!({ "kind": "bigint" })
+        ),
+        (
+            format!(
+                "plugins/fault-unserializable.mjs answered {{ text }} holding a bigint, not a string{tail}"
+            ),
+            true
+        )
+    );
+    assert_eq!(
+        fault_call(
+            &inst,
+            &mut d,
+            "fault-unserializable",
+            json!({ "kind": "cycle" })
+        ),
+        (
+            format!(
+                "plugins/fault-unserializable.mjs answered {{ text }} holding an object, not a string{tail}"
+            ),
+            true
+        )
+    );
+    assert_eq!(
+        fault_call(
+            &inst,
+            &mut d,
+            "fault-unserializable",
+            json!({ "kind": "proxy" })
+        ),
+        (
+            format!(
+                "plugins/fault-unserializable.mjs answered something that cannot be read (Error: no keys for you){tail}"
+            ),
+            true
+        )
+    );
+}
+
+#[test]
+fn a_plugin_that_spawns_a_child_and_crashes_leaves_no_orphan() {
+    let inst = instance(&["fault-orphan"], json!({}));
+    let mut d = inst.start();
+    let (text, refused) = fault_call(&inst, &mut d, "fault-orphan", json!({}));
+    assert!(
+        refused
+            && text.starts_with(
+                "plugins/fault-orphan.mjs did not answer: the plugin host stopped (signal SIGKILL)"
+            ),
+        "{text}"
+    );
+    let pid: u32 = std::fs::read_to_string(inst.root.join("orphan.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_gone(pid);
+}
+
+#[test]
+fn a_crash_loop_keeps_the_host_down_until_ovai_restart() {
+    let inst = instance(&["fault-sigkill"], json!({}));
+    let mut d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    for _ in 0..5 {
+        let (text, refused) = s.call("fault-sigkill", json!({}));
+        assert!(
+            refused && text.contains("the plugin host stopped (signal SIGKILL)"),
+            "{text}"
+        );
+    }
+    let down = "was not run: the plugin host stopped 5 times within 60 s, so it stays down until `ovai restart`.";
+    assert_eq!(
+        s.call("echo", json!({})),
+        (format!("plugins/echo.mjs {down}"), true)
+    );
+    assert!(inst.rows("host").contains(
+        &"The plugin host stays down: it stopped 5 times within 60 s. Fix the plugin that ends it, then run `ovai restart`.".to_string()
+    ));
+    assert!(
+        d.status().unwrap()["host"]["down"]
+            .as_str()
+            .unwrap()
+            .contains("stays down until `ovai restart`")
+    );
+    // The built-ins do not need the host.
+    assert!(!s.call("room", json!({ "last": 0 })).1);
+    inst.cmd().arg("restart").assert().success();
+    assert_eq!(s.call("echo", json!({})), ("lead: {}".to_string(), false));
+    assert!(d.is_running());
+}
+
+#[test]
+fn the_host_gets_a_minimal_environment_and_plugin_env_passes_names_through() {
+    let inst = instance(&["env"], json!({ "pluginEnv": ["CI_TOKEN"] }));
+    let _d = Daemon::start_with_env(
+        &inst,
+        &[
+            ("CI_TOKEN", "t"),
+            ("AWS_SECRET_ACCESS_KEY", "s"),
+            ("OVAI_SECRET", "x"),
+        ],
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    let (text, _) = s.call("env", json!({}));
+    let names: Vec<String> = serde_json::from_str(&text).unwrap();
+    assert!(names.contains(&"CI_TOKEN".to_string()), "{names:?}");
+    assert!(names.contains(&"OVAI_HOST".to_string()), "{names:?}");
+    for secret in ["AWS_SECRET_ACCESS_KEY", "OVAI_SECRET", "OVAI_ROOT"] {
+        assert!(
+            !names.contains(&secret.to_string()),
+            "{secret} leaked: {names:?}"
+        );
+    }
+    for name in &names {
+        assert!(
+            [
+                "PATH",
+                "HOME",
+                "LANG",
+                "LC_ALL",
+                "TZ",
+                "TMPDIR",
+                "OVAI_HOST",
+                "CI_TOKEN"
+            ]
+            .contains(&name.as_str()),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn the_host_runs_in_its_own_process_group_and_dies_with_the_daemon() {
+    let inst = instance(&[], json!({}));
+    let d = inst.start();
+    let host = d.host_pid();
+    // SAFETY: getpgid only reads another process's group id.
+    assert_eq!(unsafe { libc::getpgid(host as i32) }, host as i32);
+    signal(d.pid(), libc::SIGKILL);
+    wait_gone(host);
+}
+
+#[test]
+fn sigterm_lets_calls_finish_within_the_grace_and_answers_the_rest() {
+    let inst = instance(
+        &["slow", "fault-never"],
+        json!({ "shutdownGraceSeconds": 2 }),
+    );
+    let d = inst.start();
+    let host = d.host_pid();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let slow = s.send_request(
+        "tools/call",
+        json!({ "name": "slow", "arguments": { "ms": 500 } }),
+    );
+    let never = s.send_request(
+        "tools/call",
+        json!({ "name": "fault-never", "arguments": {} }),
+    );
+    assert!(!s.call("echo", json!({})).1);
+    let status = d.stop();
+    assert!(status.success(), "exit 0 after SIGTERM: {status}");
+    assert_eq!(
+        text_of(&s.response(slow)),
+        ("done after 500 ms".to_string(), false)
+    );
+    assert_eq!(
+        text_of(&s.response(never)),
+        (
+            "plugins/fault-never.mjs did not answer: the server is shutting down (SIGTERM) and the call did not finish within 2 s (shutdownGraceSeconds in openovai.json). The host is being started again; other tools are unaffected.".to_string(),
+            true
+        )
+    );
+    wait_gone(host);
+    assert_eq!(
+        inst.rows("server").last().unwrap(),
+        "ovai serve stopped on SIGTERM."
+    );
+}
+
+fn wait_for(cond: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the condition never held"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_protocol_line_over_the_cap_is_dropped_and_the_host_answers_on() {
+    // With a 1000-byte answer cap the daemon reads protocol lines of at most 70 KB or so.
+    let inst = instance(&["fault-fd3"], json!({ "maxAnswerBytes": 1000 }));
+    let mut d = inst.start();
+    let host = d.host_pid();
+    assert_eq!(
+        fault_call(&inst, &mut d, "fault-fd3", json!({})),
+        ("still answering".to_string(), false)
+    );
+    assert_eq!(d.host_pid(), host);
+    let stderr = d.stderr.clone();
+    assert!(d.stop().success());
+    let log = std::fs::read_to_string(stderr).unwrap();
+    assert!(
+        log.contains("the plugin host sent a protocol line over the cap; it was dropped"),
+        "{log}"
+    );
+}
