@@ -1,87 +1,409 @@
 //! `ovai mcp`: the stdio server an MCP client starts from a seat's desk. It connects to the daemon,
-//! presents the seat's secret, and then relays bytes both ways until either side closes.
+//! presents the seat's secret, and relays MCP lines both ways.
 //!
-//! When it cannot connect (no daemon, an unknown secret), it still answers: the client's first request
-//! gets a JSON-RPC error carrying the sentence, the sentence goes to stderr, and it exits non-zero. A
-//! session never hangs on a dead server.
+//! MCP clients do not restart a stdio server by themselves, so the bridge outlives the daemon: when the
+//! socket closes, it keeps the client's pipes open, answers every request that was in flight (an
+//! `isError` result for a tool call, a JSON-RPC error otherwise: never silence), reconnects with backoff,
+//! replays the client's `initialize` to the new daemon (and swallows its answer), re-opens any
+//! `subscriptions/listen` stream, and tells the client the tool list may have changed. If no daemon comes
+//! back in time, or the new one refuses the seat, it answers what is waiting and exits non-zero.
+//!
+//! When it cannot connect at all, it still answers: the client's first request gets a JSON-RPC error
+//! carrying the sentence, the sentence goes to stderr, and it exits 1.
 
+use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufRead, IsTerminal, Read, Write};
+use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::mem::ManuallyDrop;
 use std::net::Shutdown;
 use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixStream;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
-use crate::client;
-use crate::instance;
+use crate::client::{self, ClientError};
+use crate::instance::{self, Instance};
 
 /// How long the bridge waits for the daemon's welcome: a daemon still loading many plugins answers late.
 const WELCOME_PATIENCE: Duration = Duration::from_secs(60);
+/// How long the bridge waits for a daemon to come back (`OVAI_RECONNECT_SECONDS` overrides it).
+const DEFAULT_RECONNECT: Duration = Duration::from_secs(30);
+/// The id the replayed `initialize` carries, so its answer is recognised and kept from the client.
+const REPLAY_ID: &str = "ovai-bridge-replay";
 
 pub fn run() -> i32 {
-    match connect() {
-        Ok(stream) => relay(stream),
-        Err(sentence) => fail(&sentence),
+    let target = match Target::from_env() {
+        Ok(t) => t,
+        Err(sentence) => return fail(&sentence),
+    };
+    match target.connect() {
+        Ok(stream) => Bridge::new(target).relay(stream),
+        Err(e) => fail(&e.to_string()),
     }
 }
 
-fn connect() -> Result<UnixStream, String> {
-    let secret = std::env::var("OVAI_SECRET").ok().filter(|s| !s.trim().is_empty()).ok_or_else(|| {
-        "OVAI_SECRET is not set. `ovai mcp` is started by an MCP client from a seat's desk, whose .mcp.json sets it; \
-         `ovai seat add NAME` writes one."
-            .to_string()
-    })?;
-    let inst = instance::find_root(None).map_err(|e| e.to_string())?;
-    let mut stream = client::connect(&inst).map_err(|e| e.to_string())?;
-    client::hello_seat(&inst, &mut stream, &secret, WELCOME_PATIENCE).map_err(|e| e.to_string())?;
-    Ok(stream)
+/// Where the bridge connects, and as whom.
+struct Target {
+    inst: Instance,
+    secret: String,
+    reconnect: Duration,
 }
 
-fn relay(stream: UnixStream) -> i32 {
-    let Ok(mut up) = stream.try_clone() else {
-        return fail(
-            "the connection to the ovai server could not be shared between its two directions",
-        );
-    };
-    // SAFETY: fds 0 and 1 are this process's stdin and stdout for its whole life; ManuallyDrop keeps
-    // them open when these handles go away.
-    let mut stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
-    let mut stdout = ManuallyDrop::new(unsafe { File::from_raw_fd(1) });
-    let client_done = std::thread::spawn(move || {
-        pump(&mut *stdin, &mut up);
-        // Half-close: the daemon sees end-of-input and finishes what it holds; answers still flow back.
-        let _ = up.shutdown(Shutdown::Write);
-    });
-    let mut down = stream;
-    pump(&mut down, &mut *stdout);
-    if client_done.is_finished() {
-        0
-    } else {
-        eprintln!(
-            "ovai mcp: the ovai server closed this session (it stopped, or this seat was removed)."
-        );
+impl Target {
+    fn from_env() -> Result<Self, String> {
+        let secret = std::env::var("OVAI_SECRET").ok().filter(|s| !s.trim().is_empty()).ok_or_else(|| {
+            "OVAI_SECRET is not set. `ovai mcp` is started by an MCP client from a seat's desk, whose .mcp.json \
+             sets it; `ovai seat add NAME` writes one."
+                .to_string()
+        })?;
+        let inst = instance::find_root(None).map_err(|e| e.to_string())?;
+        let reconnect = std::env::var("OVAI_RECONNECT_SECONDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .map_or(DEFAULT_RECONNECT, Duration::from_secs);
+        Ok(Self {
+            inst,
+            secret,
+            reconnect,
+        })
+    }
+
+    fn connect(&self) -> Result<UnixStream, ClientError> {
+        let mut stream = client::connect(&self.inst)?;
+        client::hello_seat(&self.inst, &mut stream, &self.secret, WELCOME_PATIENCE)?;
+        Ok(stream)
+    }
+}
+
+/// What the bridge knows of the session, shared by the thread reading the client and the one reading
+/// the daemon.
+#[derive(Default)]
+struct Session {
+    /// Requests sent to the daemon and not yet answered: id (as JSON text) → method.
+    pending: HashMap<String, String>,
+    /// The client's `initialize` request, replayed to a new daemon.
+    initialize: Option<Vec<u8>>,
+    /// Whether the daemon answered it (if not, the replay carries the client's own id).
+    initialize_answered: bool,
+    initialized: Option<Vec<u8>>,
+    /// Open `subscriptions/listen` requests (2026-07-28), re-sent to a new daemon: id → line.
+    listens: HashMap<String, Vec<u8>>,
+    /// The client closed its side: nothing more will come, and the bridge ends with the daemon's answers.
+    client_done: bool,
+}
+
+/// The daemon's end of the connection, and what the client sent while there was none.
+#[derive(Default)]
+struct Upstream {
+    stream: Option<UnixStream>,
+    queued: Vec<Vec<u8>>,
+}
+
+struct Bridge {
+    target: Target,
+    session: Mutex<Session>,
+    upstream: Mutex<Upstream>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The parts of a JSON-RPC message the bridge looks at.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    result: Option<IgnoredAny>,
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+}
+
+impl Envelope {
+    fn read(line: &[u8]) -> Option<Self> {
+        serde_json::from_slice(line).ok()
+    }
+
+    fn key(&self) -> Option<String> {
+        self.id.as_ref().map(Value::to_string)
+    }
+
+    fn is_response(&self) -> bool {
+        self.method.is_none() && (self.result.is_some() || self.error.is_some())
+    }
+}
+
+impl Bridge {
+    fn new(target: Target) -> Arc<Self> {
+        Arc::new(Self {
+            target,
+            session: Mutex::new(Session::default()),
+            upstream: Mutex::new(Upstream::default()),
+        })
+    }
+
+    fn relay(self: Arc<Self>, stream: UnixStream) -> i32 {
+        let Ok(up) = stream.try_clone() else {
+            return fail(
+                "the connection to the ovai server could not be shared between its two directions",
+            );
+        };
+        lock(&self.upstream).stream = Some(up);
+        let reader = self.clone();
+        std::thread::spawn(move || reader.read_client());
+        // SAFETY: fd 1 is this process's stdout for its whole life; ManuallyDrop keeps it open.
+        let mut stdout = ManuallyDrop::new(unsafe { File::from_raw_fd(1) });
+        let mut down = stream;
+        loop {
+            self.read_daemon(&down, &mut stdout);
+            if lock(&self.session).client_done {
+                return 0;
+            }
+            match self.reconnect(&mut stdout) {
+                Ok(next) => down = next,
+                Err(code) => return code,
+            }
+        }
+    }
+
+    /// Client → daemon, line by line, noting what waits for an answer.
+    fn read_client(&self) {
+        // SAFETY: fd 0 is this process's stdin for its whole life; ManuallyDrop keeps it open.
+        let stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
+        let mut input = BufReader::with_capacity(64 * 1024, &*stdin);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match input.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            self.note_request(&line);
+            let mut up = lock(&self.upstream);
+            let sent = match up.stream.as_mut() {
+                Some(s) => s.write_all(&line).is_ok(),
+                None => false,
+            };
+            if !sent {
+                // No daemon now (or it just went): kept for the next one.
+                up.queued.push(line.clone());
+            }
+        }
+        lock(&self.session).client_done = true;
+        if let Some(s) = lock(&self.upstream).stream.as_ref() {
+            // Half-close: the daemon sees end-of-input and finishes what it holds; answers still flow back.
+            let _ = s.shutdown(Shutdown::Write);
+        }
+    }
+
+    fn note_request(&self, line: &[u8]) {
+        let Some(env) = Envelope::read(line) else {
+            return;
+        };
+        let Some(method) = env.method.as_deref() else {
+            return;
+        };
+        let mut s = lock(&self.session);
+        match method {
+            "initialize" => s.initialize = Some(line.to_vec()),
+            "notifications/initialized" => s.initialized = Some(line.to_vec()),
+            _ => {}
+        }
+        if let Some(key) = env.key() {
+            if method == "subscriptions/listen" {
+                s.listens.insert(key.clone(), line.to_vec());
+            }
+            s.pending.insert(key, method.to_string());
+        }
+    }
+
+    /// Daemon → client until the daemon's side closes.
+    fn read_daemon(&self, down: &UnixStream, stdout: &mut File) {
+        let mut input = BufReader::with_capacity(64 * 1024, down);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match input.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            if let Some(env) = Envelope::read(&line).filter(Envelope::is_response) {
+                if env.id.as_ref().and_then(Value::as_str) == Some(REPLAY_ID) {
+                    continue;
+                }
+                let key = env.key().unwrap_or_default();
+                let mut s = lock(&self.session);
+                if s.pending.remove(&key).as_deref() == Some("initialize") {
+                    s.initialize_answered = true;
+                }
+                s.listens.remove(&key);
+            }
+            if stdout.write_all(&line).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// After the daemon's side closed: answer what was in flight, then find a daemon again.
+    fn reconnect(&self, stdout: &mut File) -> Result<UnixStream, i32> {
+        lock(&self.upstream).stream = None;
+        let root = self.target.inst.root.display().to_string();
+        let interrupted = {
+            let mut s = lock(&self.session);
+            let listens = s.listens.clone();
+            let pending: Vec<(String, String)> = s
+                .pending
+                .drain()
+                .filter(|(k, _)| !listens.contains_key(k))
+                .collect();
+            // Listen streams are re-opened on the next daemon and stay pending.
+            for k in listens.keys() {
+                s.pending.insert(k.clone(), "subscriptions/listen".into());
+            }
+            pending
+        };
+        for (id, method) in interrupted {
+            if method != "initialize" {
+                let _ = writeln!(stdout, "{}", interrupted_answer(&id, &method));
+            }
+        }
+        let deadline = Instant::now() + self.target.reconnect;
+        let mut wait = Duration::from_millis(50);
+        loop {
+            match self.target.connect() {
+                Ok(stream) => {
+                    return self
+                        .resume(stream, stdout)
+                        .map_err(|e| self.give_up(stdout, &e));
+                }
+                Err(ClientError::NoServer { .. })
+                | Err(ClientError::Io(_))
+                | Err(ClientError::Protocol(_)) => {}
+                Err(refused @ ClientError::Refused { .. }) => {
+                    return Err(self.give_up(stdout, &refused.to_string()));
+                }
+            }
+            if lock(&self.session).client_done && lock(&self.session).pending.is_empty() {
+                return Err(0);
+            }
+            if Instant::now() >= deadline {
+                let why = format!(
+                    "the ovai server for {root} went away and none came back within {} s; start it with `ovai serve`, then restart this session",
+                    self.target.reconnect.as_secs()
+                );
+                return Err(self.give_up(stdout, &why));
+            }
+            std::thread::sleep(wait.min(deadline.saturating_duration_since(Instant::now())));
+            wait = (wait * 2).min(Duration::from_secs(2));
+        }
+    }
+
+    /// Re-establishes the session on a new daemon, then lets the client's queued lines through.
+    fn resume(&self, stream: UnixStream, stdout: &mut File) -> Result<UnixStream, String> {
+        let mut up = stream.try_clone().map_err(|e| e.to_string())?;
+        let (replay, initialized, listens) = {
+            let s = lock(&self.session);
+            let replay = s.initialize.as_ref().map(|line| {
+                if s.initialize_answered {
+                    with_id(line, &json!(REPLAY_ID))
+                } else {
+                    line.clone()
+                }
+            });
+            (
+                replay,
+                s.initialized.clone(),
+                s.listens.values().cloned().collect::<Vec<_>>(),
+            )
+        };
+        for line in replay
+            .iter()
+            .chain(initialized.iter())
+            .chain(listens.iter())
+        {
+            up.write_all(line).map_err(|e| e.to_string())?;
+        }
+        {
+            let mut upstream = lock(&self.upstream);
+            for line in std::mem::take(&mut upstream.queued) {
+                up.write_all(&line).map_err(|e| e.to_string())?;
+            }
+            if lock(&self.session).client_done {
+                let _ = up.shutdown(Shutdown::Write);
+            }
+            upstream.stream = Some(up);
+        }
+        if replay.is_some() {
+            // A new daemon may serve a different list; the client asks again when told.
+            let _ = writeln!(
+                stdout,
+                "{}",
+                json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" })
+            );
+        }
+        Ok(stream)
+    }
+
+    /// Answers everything still waiting with `why`, says it on stderr, and gives the exit code.
+    fn give_up(&self, stdout: &mut File, why: &str) -> i32 {
+        let queued = std::mem::take(&mut lock(&self.upstream).queued);
+        let mut ids: Vec<(String, String)> = lock(&self.session).pending.drain().collect();
+        for line in queued {
+            if let Some(env) = Envelope::read(&line)
+                && let (Some(key), Some(method)) = (env.key(), env.method)
+            {
+                ids.push((key, method));
+            }
+        }
+        for (id, _) in ids {
+            let _ = writeln!(
+                stdout,
+                "{}",
+                json!({ "jsonrpc": "2.0", "id": parse_id(&id), "error": { "code": -32000, "message": why } })
+            );
+        }
+        eprintln!("ovai mcp: {why}");
         1
     }
 }
 
-/// Copies until end-of-input or an error. Not `std::io::copy`: on Linux it turns pipe/socket pairs into
-/// splice(2), which was seen to sit on data a session was waiting for; a read and a write per chunk is as
-/// fast for messages this size, and behaves the same on pipes, sockets and terminals.
-fn pump(from: &mut impl Read, to: &mut impl Write) {
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => return,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => return,
-        };
-        if to.write_all(&buf[..n]).is_err() {
-            return;
+/// The answer to a request the daemon took with it when it went away.
+fn interrupted_answer(id: &str, method: &str) -> Value {
+    let id = parse_id(id);
+    if method == "tools/call" {
+        json!({ "jsonrpc": "2.0", "id": id, "result": {
+            "content": [{ "type": "text", "text": "The ovai server restarted while this call was in flight, so it has no answer; nothing was retried. Call it again if it is still wanted." }],
+            "isError": true
+        }})
+    } else {
+        json!({ "jsonrpc": "2.0", "id": id, "error": {
+            "code": -32000,
+            "message": format!("The ovai server restarted while this {method} request was in flight; send it again.")
+        }})
+    }
+}
+
+fn parse_id(key: &str) -> Value {
+    serde_json::from_str(key).unwrap_or(Value::Null)
+}
+
+/// The same message with another id, as one line.
+fn with_id(line: &[u8], id: &Value) -> Vec<u8> {
+    match serde_json::from_slice::<Value>(line) {
+        Ok(mut v) => {
+            v["id"] = id.clone();
+            let mut out = v.to_string().into_bytes();
+            out.push(b'\n');
+            out
         }
+        Err(_) => line.to_vec(),
     }
 }
 

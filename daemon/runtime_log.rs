@@ -33,14 +33,21 @@ impl Topic {
 
 pub struct RuntimeLog {
     path: PathBuf,
+    /// The size past which the file is rotated.
+    rotate_at: u64,
     /// Serialises appends and rotation, so rows of one start stay together.
     file: Mutex<Option<File>>,
 }
 
 impl RuntimeLog {
     pub fn new(path: PathBuf) -> Self {
+        Self::rotating_at(path, ROTATE_AT_BYTES)
+    }
+
+    pub fn rotating_at(path: PathBuf, rotate_at: u64) -> Self {
         Self {
             path,
+            rotate_at,
             file: Mutex::new(None),
         }
     }
@@ -85,7 +92,7 @@ impl RuntimeLog {
             .as_ref()
             .and_then(|f| f.metadata().ok())
             .map_or(0, |m| m.len());
-        if size > 0 && size + bytes.len() as u64 > ROTATE_AT_BYTES {
+        if size > 0 && size + bytes.len() as u64 > self.rotate_at {
             let old = self.path.with_extension("log.1");
             std::fs::rename(&self.path, &old)?;
             *guard = Some(open_append(&self.path)?);
@@ -116,6 +123,25 @@ pub fn parse_row(line: &str) -> Option<(&str, &str, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rotates_at_its_size_keeping_one_old_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime.log");
+        let log = RuntimeLog::rotating_at(path.clone(), 1000);
+        for i in 0..100 {
+            log.row(Topic::Server, &format!("row {i} {}", "x".repeat(40)));
+        }
+        let now = std::fs::metadata(&path).unwrap().len();
+        let old = std::fs::metadata(dir.path().join("runtime.log.1"))
+            .unwrap()
+            .len();
+        assert!(now <= 1000 && old <= 1000, "{now} {old}");
+        let entries = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(entries, 2, "one old file is kept");
+        let last = std::fs::read_to_string(&path).unwrap();
+        assert!(last.lines().last().unwrap().contains("row 99 "));
+    }
 
     #[test]
     fn rows_are_one_line_each_and_parse_back() {

@@ -138,10 +138,16 @@ fn a_seat_added_while_serving_connects_without_a_restart_and_a_removed_one_is_en
         .stdout(predicates::str::contains(
             "Removed the seat late, and ended its session",
         ));
-    // The session's bridge sees the server close it, and says so.
+    // The session's bridge sees the server close it, tries again, is refused, and says why.
     let status = s.wait();
     assert!(!status.success());
-    assert!(s.stderr.lock().unwrap().contains("closed this session"));
+    let stderr = s.stderr.lock().unwrap().clone();
+    assert!(
+        stderr.contains(
+            "refused the connection: the secret in OVAI_SECRET is not the secret of any seat"
+        ),
+        "{stderr}"
+    );
     assert!(
         inst.rows("seats")
             .contains(&"The seat late was removed; its session was ended.".to_string())

@@ -8,6 +8,7 @@ mod init;
 mod plugin;
 mod restart;
 mod seat;
+mod service;
 
 use std::path::PathBuf;
 
@@ -83,9 +84,30 @@ pub enum Command {
         #[arg(long)]
         seat: Option<String>,
     },
+    /// Run ovai as a service of the system's manager (a systemd user unit, or a launchd agent).
+    Service {
+        #[command(subcommand)]
+        action: ServiceAction,
+    },
     /// Run the whole path once on the example plugins: a temporary instance, a real daemon, a seat
     /// connected through `ovai mcp`, tools/list and calls. Prints what happens and cleans up.
     Demo,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ServiceAction {
+    /// Write the unit (or agent) for this instance where the manager looks, and say how to enable it.
+    Install {
+        /// A systemd user unit (the default on Linux).
+        #[arg(long, conflicts_with = "launchd")]
+        systemd: bool,
+        /// A launchd agent (the default on macOS).
+        #[arg(long)]
+        launchd: bool,
+        /// Print it instead of writing it.
+        #[arg(long)]
+        print: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -139,6 +161,21 @@ pub fn run(cli: Cli) -> i32 {
         Command::Seat { action } => find(root).and_then(|inst| seat::run(&inst, action)),
         Command::Call { tool, json, seat } => {
             return call::run(root, &tool, json.as_deref(), seat.as_deref());
+        }
+        Command::Service {
+            action:
+                ServiceAction::Install {
+                    systemd,
+                    launchd,
+                    print,
+                },
+        } => {
+            let manager = match (systemd, launchd) {
+                (true, _) => Some(service::Manager::Systemd),
+                (_, true) => Some(service::Manager::Launchd),
+                _ => None,
+            };
+            find(root).and_then(|inst| service::install(&inst, manager, print))
         }
         Command::Demo => demo::run(),
     };

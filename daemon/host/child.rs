@@ -42,8 +42,57 @@ pub struct Spawned {
     pub pid: u32,
 }
 
+/// Checks `node --version` before anything is started, so a missing or old Node is one sentence at
+/// start-up; returns the version.
+pub fn check_node(node: &Path) -> Result<String, SpawnError> {
+    let out = std::process::Command::new(node)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                SpawnError::NoNode(node.to_path_buf())
+            } else {
+                SpawnError::Io {
+                    node: node.to_path_buf(),
+                    source: e,
+                }
+            }
+        })?;
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    match node_major(&version) {
+        Some(m) if m >= MIN_NODE_MAJOR => Ok(version),
+        Some(_) => Err(SpawnError::OldNode {
+            node: node.to_path_buf(),
+            version,
+        }),
+        None => Err(SpawnError::NotNode {
+            node: node.to_path_buf(),
+            said: version,
+        }),
+    }
+}
+
+/// The major version in Node's `v20.20.2`.
+pub fn node_major(version: &str) -> Option<u32> {
+    version
+        .trim_start_matches('v')
+        .split('.')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The oldest Node the shim is written for.
+pub const MIN_NODE_MAJOR: u32 = 18;
+
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
+    #[error("ovai runs plugins in Node.js {MIN_NODE_MAJOR} or newer, and {node} is {version}. Install a newer Node, or name one with OVAI_NODE.", node = .node.display())]
+    OldNode { node: PathBuf, version: String },
+    #[error("{node} does not answer `--version` as Node.js does (it said {said:?}); name Node.js 18 or newer with OVAI_NODE.", node = .node.display())]
+    NotNode { node: PathBuf, said: String },
     #[error("Node.js was not found (looked for {node}); ovai runs plugins in Node 18 or newer. Install it, or name it with OVAI_NODE.", node = .0.display())]
     NoNode(PathBuf),
     #[error("the plugin host could not be started with {node}: {source}", node = node.display())]

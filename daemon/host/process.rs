@@ -14,14 +14,12 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Child;
 use tokio::task::JoinHandle;
 
-use super::child::{Launch, SpawnError};
+use super::child::{Launch, MIN_NODE_MAJOR, SpawnError, node_major};
 use super::link::{Link, max_line_len};
 use super::protocol::{Loaded, PROTOCOL, ToHost};
 
 /// How long a new host may take to say `ready`.
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
-/// The oldest Node the shim is written for.
-pub const MIN_NODE_MAJOR: u32 = 18;
 /// Lines of the host's stderr kept for the log row that reports its end.
 const STDERR_TAIL: usize = 8;
 /// A line of the host's stdout or stderr longer than this is cut: output is logs, not data.
@@ -71,11 +69,6 @@ pub enum StartError {
         "the plugin host speaks protocol {got} and this ovai speaks {PROTOCOL}; .ovai/host.mjs is from another version of ovai"
     )]
     Protocol { got: u32 },
-    #[error("ovai runs plugins in Node.js {MIN_NODE_MAJOR} or newer, and {node} is {version}. Install a newer Node, or name one with OVAI_NODE.", node = .node.display())]
-    OldNode {
-        node: std::path::PathBuf,
-        version: String,
-    },
 }
 
 fn tail_clause(tail: &[String]) -> String {
@@ -136,10 +129,11 @@ impl HostProcess {
         }
         if node_major(&node).is_some_and(|m| m < MIN_NODE_MAJOR) {
             this.kill().await;
-            return Err(StartError::OldNode {
+            return Err(SpawnError::OldNode {
                 node: launch.node.clone(),
                 version: node,
-            });
+            }
+            .into());
         }
         this.node = node;
         this.link.send(&ToHost::Init {
@@ -230,15 +224,6 @@ impl HostProcess {
             .map(|t| t.lines.iter().cloned().collect())
             .unwrap_or_default()
     }
-}
-
-fn node_major(version: &str) -> Option<u32> {
-    version
-        .trim_start_matches('v')
-        .split('.')
-        .next()?
-        .parse()
-        .ok()
 }
 
 /// "exit code 3" or "signal SIGKILL": how a process ended, in the words of the log rows.

@@ -3,6 +3,7 @@
 
 pub mod connection;
 pub mod control;
+pub mod manager;
 pub mod sessions;
 pub mod state;
 pub mod watch;
@@ -47,6 +48,8 @@ pub enum ServeError {
     },
     #[error("The server could not start: {0}")]
     Load(#[from] LoadError),
+    #[error("{0}")]
+    Node(#[from] crate::host::child::SpawnError),
 }
 
 fn io_err<'a>(
@@ -72,6 +75,7 @@ pub fn serve(inst: Instance) -> Result<(), ServeError> {
 
 async fn run(inst: Instance) -> Result<(), ServeError> {
     let config = inst.read_config()?;
+    crate::host::child::check_node(&crate::host::child::node_program())?;
     seats::ensure_private_dir(&inst)?;
     let _claim = claim(&inst)?;
     let socket = inst.socket();
@@ -130,6 +134,8 @@ async fn run(inst: Instance) -> Result<(), ServeError> {
     );
 
     watch::spawn(daemon.clone());
+    manager::ready(&format!("serving {tools} tools"));
+    manager::spawn_watchdog();
     let why = accept_until_stopped(&daemon, &listener).await;
     drop(listener);
     let _ = std::fs::remove_file(&socket);
@@ -208,6 +214,7 @@ async fn accept_until_stopped(daemon: &Arc<Daemon>, listener: &UnixListener) -> 
 /// Stops taking calls, lets those in flight finish within the grace period, answers the rest, ends the
 /// host's process group, then the sessions.
 async fn shut_down(daemon: &Arc<Daemon>, why: &str) {
+    manager::stopping();
     daemon.closing.cancel();
     let generation = daemon.current();
     let grace = generation.config.shutdown_grace;

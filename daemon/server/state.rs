@@ -90,10 +90,11 @@ impl Daemon {
     /// to it, and retires the old one once its calls are done. A failure leaves the old one serving.
     pub async fn restart(self: &Arc<Self>) -> Result<Restarted, RestartError> {
         let _one_at_a_time = self.restarting.lock().await;
-        let old = self.current();
-        let config = self.inst.read_config()?;
-        let next =
-            generation::build(&self.inst, config, old.number + 1, &self.ids, &self.log).await?;
+        super::manager::reloading();
+        let next = self.next_generation().await;
+        // Ready again either way: a failed restart leaves the old generation serving.
+        super::manager::ready("serving");
+        let (old, next) = next?;
         self.log.rows(Topic::Plugins, &next.rows);
         let changed = next.tools.listed() != old.tools.listed();
         let restarted = Restarted {
@@ -116,6 +117,14 @@ impl Daemon {
                 .await
         });
         Ok(restarted)
+    }
+
+    async fn next_generation(&self) -> Result<(Arc<Generation>, Generation), RestartError> {
+        let old = self.current();
+        let config = self.inst.read_config()?;
+        let next =
+            generation::build(&self.inst, config, old.number + 1, &self.ids, &self.log).await?;
+        Ok((old, next))
     }
 
     /// Reads the seats again and ends the sessions of seats that are gone (or whose secret changed).

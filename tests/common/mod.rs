@@ -315,6 +315,11 @@ impl Session {
         if let Some(d) = cwd {
             cmd.current_dir(d);
         }
+        Self::spawn_command(cmd)
+    }
+
+    /// A session over any prepared `ovai mcp` command.
+    pub fn spawn_command(mut cmd: Command) -> Self {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

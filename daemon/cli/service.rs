@@ -1,0 +1,228 @@
+//! `ovai service install`: a systemd user unit or a launchd agent for this instance, from the templates in
+//! scripts/ (embedded), with the binary's and the root's absolute paths filled in.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::{Failure, own_exe};
+use crate::host::child::{check_node, node_program};
+use crate::instance::Instance;
+
+const SYSTEMD_TEMPLATE: &str = include_str!("../../scripts/ovai.service.in");
+const LAUNCHD_TEMPLATE: &str = include_str!("../../scripts/ovai.plist.in");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Manager {
+    Systemd,
+    Launchd,
+}
+
+impl Manager {
+    fn native() -> Self {
+        if cfg!(target_os = "macos") {
+            Manager::Launchd
+        } else {
+            Manager::Systemd
+        }
+    }
+}
+
+pub fn install(inst: &Instance, manager: Option<Manager>, print: bool) -> Result<(), Failure> {
+    let manager = manager.unwrap_or_else(Manager::native);
+    let ovai = own_exe()?;
+    // The service starts with the manager's environment, not this shell's: name the Node found here.
+    let node = which_node();
+    let name = service_name(&inst.root);
+    let (text, path, enable) = match manager {
+        Manager::Systemd => {
+            let file = format!("{name}.service");
+            (
+                systemd_unit(inst, &ovai, node.as_deref()),
+                config_home()?.join("systemd/user").join(&file),
+                format!("systemctl --user daemon-reload && systemctl --user enable --now {file}"),
+            )
+        }
+        Manager::Launchd => {
+            let label = format!("dev.openovai.{}", name.trim_start_matches("ovai-"));
+            let path = home()?
+                .join("Library/LaunchAgents")
+                .join(format!("{label}.plist"));
+            let enable = format!(
+                "launchctl bootstrap gui/$(id -u) {}",
+                shell_quote(&path.display().to_string())
+            );
+            (
+                launchd_plist(inst, &ovai, node.as_deref(), &label),
+                path,
+                enable,
+            )
+        }
+    };
+    if print {
+        print!("{text}");
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::new(format!("{} cannot be made: {e}.", dir.display()), 1))?;
+    }
+    let existed = path.exists();
+    std::fs::write(&path, &text)
+        .map_err(|e| Failure::new(format!("{} cannot be written: {e}.", path.display()), 1))?;
+    println!(
+        "{} {}.",
+        if existed { "Updated" } else { "Wrote" },
+        path.display()
+    );
+    if node.is_none() {
+        println!(
+            "Node.js was not found on this PATH; the service will look for `node` on its own PATH (set OVAI_NODE in the file to name one)."
+        );
+    }
+    println!("Enable and start it with:\n  {enable}");
+    Ok(())
+}
+
+/// `ovai-<folder>-<6 hex of the root's path>`: readable, and distinct for two instances in same-named folders.
+pub fn service_name(root: &Path) -> String {
+    let folder: String = root
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let hash: String = Sha256::digest(root.as_os_str().as_encoded_bytes())
+        .iter()
+        .take(3)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let folder = folder.trim_matches('-');
+    if folder.is_empty() {
+        format!("ovai-{hash}")
+    } else {
+        format!("ovai-{folder}-{hash}")
+    }
+}
+
+fn systemd_unit(inst: &Instance, ovai: &Path, node: Option<&Path>) -> String {
+    let root = inst.root.display().to_string();
+    let exe = ovai.display().to_string();
+    let env = match node {
+        Some(n) => format!(
+            "Environment={}\n\n",
+            systemd_quote(&format!("OVAI_NODE={}", n.display()))
+        ),
+        None => "\n".to_string(),
+    };
+    SYSTEMD_TEMPLATE
+        .replace(
+            "@EXEC_START@",
+            &[&exe, "serve", "--root", &root]
+                .map(systemd_quote)
+                .join(" "),
+        )
+        .replace(
+            "@EXEC_RELOAD@",
+            &[&exe, "restart", "--root", &root]
+                .map(systemd_quote)
+                .join(" "),
+        )
+        .replace("@ENVIRONMENT@\n", &env)
+        .replace("@ROOT@", &root.replace('%', "%%"))
+}
+
+fn launchd_plist(inst: &Instance, ovai: &Path, node: Option<&Path>, label: &str) -> String {
+    let env = match node {
+        Some(n) => format!(
+            "    <key>OVAI_NODE</key>\n    <string>{}</string>\n",
+            xml(&n.display().to_string())
+        ),
+        None => String::new(),
+    };
+    LAUNCHD_TEMPLATE
+        .replace("@ENVIRONMENT@", &env)
+        .replace("@LABEL@", &xml(label))
+        .replace("@OVAI@", &xml(&ovai.display().to_string()))
+        .replace("@LOG_DIR@", &xml(&inst.private_dir().display().to_string()))
+        .replace("@ROOT@", &xml(&inst.root.display().to_string()))
+}
+
+/// One argument of a systemd command line: quoted, with `%` (a specifier), `\` and `"` escaped.
+fn systemd_quote(arg: &str) -> String {
+    let escaped = arg
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('%', "%%");
+    format!("\"{escaped}\"")
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn shell_quote(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+fn which_node() -> Option<PathBuf> {
+    let node = node_program();
+    check_node(&node).ok()?;
+    if node.is_absolute() {
+        return Some(node);
+    }
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join(&node))
+        .find(|p| p.is_file())
+}
+
+fn home() -> Result<PathBuf, Failure> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| Failure::new("HOME is not set, so there is no user folder to install the service in; use --print and place it yourself.", 1))
+}
+
+fn config_home() -> Result<PathBuf, Failure> {
+    match std::env::var_os("XDG_CONFIG_HOME").filter(|h| !h.is_empty()) {
+        Some(dir) => Ok(PathBuf::from(dir)),
+        None => Ok(home()?.join(".config")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_readable_and_distinct() {
+        let a = service_name(Path::new("/home/ann/workspace"));
+        let b = service_name(Path::new("/srv/workspace"));
+        assert!(a.starts_with("ovai-workspace-"), "{a}");
+        assert_ne!(a, b);
+        assert!(service_name(Path::new("/x/My Work!")).starts_with("ovai-my-work-"));
+    }
+
+    #[test]
+    fn systemd_arguments_are_quoted_and_escaped() {
+        assert_eq!(systemd_quote("/a b/100%\"x\""), "\"/a b/100%%\\\"x\\\"\"");
+    }
+}

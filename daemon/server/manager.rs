@@ -1,0 +1,46 @@
+//! Telling the service manager how the daemon is (systemd's sd_notify protocol, through the sd-notify
+//! crate): ready once the socket is bound and the first generation loaded, reloading around a restart,
+//! stopping on shutdown, and a watchdog ping while the daemon's own loop runs. Without NOTIFY_SOCKET
+//! (a terminal, launchd) every call here does nothing.
+
+use std::time::Duration;
+
+use sd_notify::NotifyState;
+
+fn send(states: &[NotifyState<'_>]) {
+    if let Err(e) = sd_notify::notify(states) {
+        tracing::warn!(error = %e, "the service manager could not be told the daemon's state");
+    }
+}
+
+pub fn ready(status: &str) {
+    send(&[NotifyState::Ready, NotifyState::Status(status)]);
+}
+
+pub fn reloading() {
+    // systemd 253 and newer want the monotonic time with RELOADING=1, or they fail the reload.
+    match NotifyState::monotonic_usec_now() {
+        Ok(now) => send(&[NotifyState::Reloading, now]),
+        Err(_) => send(&[NotifyState::Reloading]),
+    }
+}
+
+pub fn stopping() {
+    send(&[NotifyState::Stopping]);
+}
+
+/// Pings the watchdog at half the interval systemd asked for. The task runs on the daemon's own
+/// (single-threaded) runtime, so a stuck daemon stops pinging and systemd restarts it.
+pub fn spawn_watchdog() {
+    let Some(interval) = sd_notify::watchdog_enabled() else {
+        return;
+    };
+    let every = (interval / 2).max(Duration::from_millis(100));
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            send(&[NotifyState::Watchdog]);
+        }
+    });
+}

@@ -1,0 +1,348 @@
+//! Running as a service: readiness and watchdog on NOTIFY_SOCKET, the unit and the agent that `ovai
+//! service install` writes, sessions that survive the daemon, and each start-up error in one sentence.
+
+mod common;
+use common::*;
+use predicates::prelude::*;
+use serde_json::json;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixDatagram;
+use std::time::Instant;
+
+/// Reads notify datagrams until one contains `want` (others, such as WATCHDOG=1, are passed over).
+fn expect(sock: &UnixDatagram, want: &str) -> String {
+    let deadline = Instant::now() + PATIENCE;
+    let mut buf = vec![0u8; 4096];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "no notification with {want}");
+        sock.set_read_timeout(Some(left)).unwrap();
+        let n = sock
+            .recv(&mut buf)
+            .unwrap_or_else(|e| panic!("waiting for {want}: {e}"));
+        let msg = String::from_utf8_lossy(&buf[..n]).to_string();
+        if msg.lines().any(|l| l == want) {
+            return msg;
+        }
+    }
+}
+
+#[test]
+fn readiness_watchdog_reload_and_stopping_reach_the_service_manager() {
+    let inst = Instance::new();
+    let path = inst.root.join("notify.sock");
+    let sock = UnixDatagram::bind(&path).unwrap();
+    let d = Daemon::start_with_env(
+        &inst,
+        &[
+            ("NOTIFY_SOCKET", path.to_str().unwrap()),
+            ("WATCHDOG_USEC", "400000"),
+        ],
+    );
+    let ready = expect(&sock, "READY=1");
+    assert!(ready.contains("STATUS=serving 2 tools"), "{ready}");
+    expect(&sock, "WATCHDOG=1");
+    inst.cmd().arg("restart").assert().success();
+    let reloading = expect(&sock, "RELOADING=1");
+    assert!(
+        reloading.lines().any(|l| l.starts_with("MONOTONIC_USEC=")),
+        "{reloading}"
+    );
+    expect(&sock, "READY=1");
+    expect(&sock, "WATCHDOG=1");
+    assert!(d.stop().success());
+    expect(&sock, "STOPPING=1");
+}
+
+fn installed(inst: &Instance, home: &std::path::Path, args: &[&str]) -> String {
+    let out = inst
+        .cmd()
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .args(["service", "install"])
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn the_systemd_unit_is_written_filled_in_and_verifies() {
+    let inst = Instance::new();
+    let home = tempfile::tempdir_in("/tmp").unwrap();
+    let said = installed(&inst, home.path(), &["--systemd"]);
+    let dir = home.path().join("config/systemd/user");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let name = file.file_name().unwrap().to_string_lossy().to_string();
+    assert!(
+        name.starts_with(&format!(
+            "ovai-{}-",
+            inst.root
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_lowercase()
+        )),
+        "{name}"
+    );
+    assert!(
+        said.contains(&format!(
+            "systemctl --user daemon-reload && systemctl --user enable --now {name}"
+        )),
+        "{said}"
+    );
+    let unit = std::fs::read_to_string(&file).unwrap();
+    let exe = std::fs::canonicalize(OVAI).unwrap().display().to_string();
+    let root = inst.root.display().to_string();
+    for line in [
+        "Type=notify".to_string(),
+        format!("ExecStart=\"{exe}\" \"serve\" \"--root\" \"{root}\""),
+        format!("ExecReload=\"{exe}\" \"restart\" \"--root\" \"{root}\""),
+        "Restart=on-failure".to_string(),
+        "RestartSec=2".to_string(),
+        "WatchdogSec=30".to_string(),
+        "KillMode=mixed".to_string(),
+        "WantedBy=default.target".to_string(),
+    ] {
+        assert!(unit.lines().any(|l| l == line), "{line} in:\n{unit}");
+    }
+    // Installing again updates the same file.
+    assert!(installed(&inst, home.path(), &["--systemd"]).starts_with("Updated "));
+    match std::process::Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&file)
+        .output()
+    {
+        Ok(out) => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                out.status.success() && stderr.trim().is_empty(),
+                "systemd-analyze verify: {stderr}"
+            );
+        }
+        Err(_) => assert!(
+            std::env::var_os("OVAI_REQUIRE_SYSTEMD_ANALYZE").is_none(),
+            "systemd-analyze is required here (.ci/run installs it) and was not found"
+        ),
+    }
+}
+
+#[test]
+fn the_launchd_agent_is_a_property_list() {
+    let inst = Instance::new();
+    let home = tempfile::tempdir_in("/tmp").unwrap();
+    let said = installed(&inst, home.path(), &["--launchd"]);
+    let dir = home.path().join("Library/LaunchAgents");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert!(said.contains("launchctl bootstrap gui/$(id -u) "), "{said}");
+    let check = "import plistlib, json, sys; d = plistlib.load(open(sys.argv[1], 'rb')); print(json.dumps(d))";
+    let out = std::process::Command::new("python3")
+        .args(["-c", check])
+        .arg(&file)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plist: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let exe = std::fs::canonicalize(OVAI).unwrap().display().to_string();
+    assert_eq!(
+        plist["ProgramArguments"],
+        json!([exe, "serve", "--root", inst.root.display().to_string()])
+    );
+    assert_eq!(plist["RunAtLoad"], true);
+    assert_eq!(plist["KeepAlive"], json!({ "SuccessfulExit": false }));
+    assert!(
+        plist["StandardErrorPath"]
+            .as_str()
+            .unwrap()
+            .starts_with(&inst.root.display().to_string())
+    );
+    assert!(
+        plist["Label"]
+            .as_str()
+            .unwrap()
+            .starts_with("dev.openovai.")
+    );
+}
+
+#[test]
+fn print_writes_nothing() {
+    let inst = Instance::new();
+    let home = tempfile::tempdir_in("/tmp").unwrap();
+    let out = installed(&inst, home.path(), &["--print"]);
+    assert!(out.contains("Type=notify"));
+    assert!(!home.path().join("config").exists());
+}
+
+const SLOW: &str = r#"
+export const description = "Answers after a while.";
+export const inputSchema = { type: "object" };
+export async function run() { await new Promise((r) => setTimeout(r, 30000)); return { text: "late" }; }
+"#;
+
+#[test]
+fn a_session_survives_a_daemon_killed_and_started_again() {
+    let inst = Instance::with_plugins(&[("slow.mjs", SLOW)]);
+    inst.fixture("echo.mjs");
+    let d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let bridge = s.child.id();
+    assert_eq!(
+        s.call("echo", json!({ "before": 1 })),
+        (r#"lead: {"before":1}"#.to_string(), false)
+    );
+    let interrupted = s.send_request("tools/call", json!({ "name": "slow", "arguments": {} }));
+    let listing = s.send_request("tools/list", json!({}));
+    // Both requests reached the daemon (an echo after them is answered), then it dies without a word.
+    assert!(!s.call("echo", json!({})).1);
+    let _ = s.response(listing);
+    signal(d.pid(), libc::SIGKILL);
+    let answer = s.response(interrupted);
+    assert_eq!(
+        text_of(&answer),
+        (
+            "The ovai server restarted while this call was in flight, so it has no answer; nothing was retried. Call it again if it is still wanted.".to_string(),
+            true
+        )
+    );
+    drop(d);
+    // A call made while no daemon runs waits for the next one.
+    let waiting = s.send_request(
+        "tools/call",
+        json!({ "name": "echo", "arguments": { "during": 2 } }),
+    );
+    let _d = inst.start();
+    assert_eq!(
+        text_of(&s.response(waiting)),
+        (r#"lead: {"during":2}"#.to_string(), false)
+    );
+    s.recv_where(|m| m["method"] == "notifications/tools/list_changed");
+    assert_eq!(
+        s.call("echo", json!({ "after": 3 })),
+        (r#"lead: {"after":3}"#.to_string(), false)
+    );
+    assert_eq!(s.child.id(), bridge);
+    assert!(
+        s.child.try_wait().unwrap().is_none(),
+        "the same bridge serves on"
+    );
+    // The replayed initialize was answered to the bridge, not to the client.
+    assert!(
+        !s.backlog
+            .iter()
+            .any(|m| m.get("result").and_then(|r| r.get("serverInfo")).is_some()),
+        "{:?}",
+        s.backlog
+    );
+}
+
+#[test]
+fn a_bridge_whose_daemon_never_returns_answers_and_exits_with_a_sentence() {
+    let inst = Instance::with_plugins(&[("slow.mjs", SLOW)]);
+    let d = inst.start();
+    let mut cmd = std::process::Command::new(OVAI);
+    cmd.arg("mcp")
+        .env("OVAI_ROOT", &inst.root)
+        .env("OVAI_SECRET", inst.secret("lead"))
+        .env("OVAI_RECONNECT_SECONDS", "1");
+    let mut s = Session::spawn_command(cmd);
+    s.initialize();
+    let pending = s.send_request("tools/call", json!({ "name": "slow", "arguments": {} }));
+    assert!(!s.call("room", json!({ "last": 0 })).1);
+    signal(d.pid(), libc::SIGKILL);
+    drop(d);
+    let answer = s.response(pending);
+    assert!(text_of(&answer).1);
+    let status = s.wait();
+    assert!(!status.success());
+    let stderr = s.stderr.lock().unwrap().clone();
+    assert!(
+        stderr.contains(&format!("the ovai server for {} went away and none came back within 1 s; start it with `ovai serve`", inst.root.display())),
+        "{stderr}"
+    );
+}
+
+fn fake_node(dir: &std::path::Path, says: &str) -> String {
+    let path = dir.join("node");
+    std::fs::write(&path, format!("#!/bin/sh\necho {says}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn start_up_errors_are_one_sentence_and_a_non_zero_exit() {
+    let inst = Instance::new();
+    let bin = tempfile::tempdir_in("/tmp").unwrap();
+    inst.cmd()
+        .env("OVAI_NODE", "/nonexistent/node")
+        .arg("serve")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "ovai: Node.js was not found (looked for /nonexistent/node); ovai runs plugins in Node 18 or newer. Install it, or name it with OVAI_NODE.",
+        ));
+    let old = fake_node(bin.path(), "v16.20.2");
+    inst.cmd().env("OVAI_NODE", &old).arg("serve").assert().code(1).stderr(format!(
+        "ovai: ovai runs plugins in Node.js 18 or newer, and {old} is v16.20.2. Install a newer Node, or name one with OVAI_NODE.\n"
+    ));
+    let odd = fake_node(bin.path(), "hello");
+    inst.cmd()
+        .env("OVAI_NODE", &odd)
+        .arg("serve")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "does not answer `--version` as Node.js does (it said \"hello\")",
+        ));
+    // Nothing was left running or bound.
+    assert!(!inst.root.join(".ovai/ovai.sock").exists());
+}
+
+#[test]
+fn a_socket_path_too_long_says_so_and_how_to_move_it() {
+    let base = tempfile::tempdir_in("/tmp").unwrap();
+    let deep = base.path().join("a".repeat(60)).join("b".repeat(50));
+    ovai().args(["init"]).arg(&deep).assert().success();
+    let sock = std::fs::canonicalize(&deep)
+        .unwrap()
+        .join(".ovai/ovai.sock")
+        .display()
+        .to_string();
+    ovai()
+        .args(["serve", "--root"])
+        .arg(&deep)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!(
+            "The socket path {sock} is {} bytes long, more than the 107 a Unix socket allows. Move the instance to a shorter path",
+            sock.len()
+        )));
+}
+
+#[test]
+fn operator_logs_carry_no_colour_codes_when_not_a_terminal() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let stderr = d.stderr.clone();
+    assert!(d.stop().success());
+    let log = std::fs::read_to_string(stderr).unwrap();
+    assert!(log.contains("ovai serve is up"), "{log}");
+    assert!(!log.contains('\u{1b}'), "no ANSI escapes: {log:?}");
+}
