@@ -34,6 +34,8 @@ const WELCOME_PATIENCE: Duration = Duration::from_secs(60);
 const DEFAULT_RECONNECT: Duration = Duration::from_secs(30);
 /// The id the replayed `initialize` carries, so its answer is recognised and kept from the client.
 const REPLAY_ID: &str = "ovai-bridge-replay";
+/// The same id as it stands in a line of JSON.
+const REPLAY_KEY: &str = "\"ovai-bridge-replay\"";
 
 pub fn run() -> i32 {
     let target = match Target::from_env() {
@@ -178,22 +180,29 @@ impl Bridge {
         // SAFETY: fd 0 is this process's stdin for its whole life; ManuallyDrop keeps it open.
         let stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
         let mut input = BufReader::with_capacity(64 * 1024, &*stdin);
-        let mut line = Vec::new();
+        let mut lines: Vec<Vec<u8>> = Vec::new();
         loop {
-            line.clear();
+            let mut line = Vec::new();
             match input.read_until(b'\n', &mut line) {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
             }
             self.note_request(&line);
+            lines.push(line);
+            if has_line(input.buffer()) {
+                continue;
+            }
+            // Everything that arrived together goes on in one write.
             let mut up = lock(&self.upstream);
             let sent = match up.stream.as_mut() {
-                Some(s) => s.write_all(&line).is_ok(),
+                Some(s) => s.write_all(&lines.concat()).is_ok(),
                 None => false,
             };
-            if !sent {
+            if sent {
+                lines.clear();
+            } else {
                 // No daemon now (or it just went): kept for the next one.
-                up.queued.push(line.clone());
+                up.queued.append(&mut lines);
             }
         }
         lock(&self.session).client_done = true;
@@ -228,26 +237,40 @@ impl Bridge {
     fn read_daemon(&self, down: &UnixStream, stdout: &mut File) {
         let mut input = BufReader::with_capacity(64 * 1024, down);
         let mut line = Vec::new();
+        let mut out = Vec::new();
         loop {
+            if !out.is_empty() && !has_line(input.buffer()) {
+                // Everything that arrived together goes to the client in one write.
+                if stdout.write_all(&out).is_err() {
+                    return;
+                }
+                out.clear();
+            }
             line.clear();
             match input.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => return,
+                Ok(0) | Err(_) => {
+                    let _ = stdout.write_all(&out);
+                    return;
+                }
                 Ok(_) => {}
             }
-            if let Some(env) = Envelope::read(&line).filter(Envelope::is_response) {
-                if env.id.as_ref().and_then(Value::as_str) == Some(REPLAY_ID) {
+            let key = match response_id(&line) {
+                Some(id) => Some(String::from_utf8_lossy(id).into_owned()),
+                None => Envelope::read(&line)
+                    .filter(Envelope::is_response)
+                    .map(|e| e.key().unwrap_or_default()),
+            };
+            if let Some(key) = key {
+                if key == REPLAY_KEY {
                     continue;
                 }
-                let key = env.key().unwrap_or_default();
                 let mut s = lock(&self.session);
                 if s.pending.remove(&key).as_deref() == Some("initialize") {
                     s.initialize_answered = true;
                 }
                 s.listens.remove(&key);
             }
-            if stdout.write_all(&line).is_err() {
-                return;
-            }
+            out.extend_from_slice(&line);
         }
     }
 
@@ -374,6 +397,28 @@ impl Bridge {
     }
 }
 
+/// Whether a whole line is already buffered (so reading it will not wait).
+fn has_line(buffered: &[u8]) -> bool {
+    buffered.contains(&b'\n')
+}
+
+/// The id of a response as rmcp writes one (`{"jsonrpc":"2.0","id":ID,"result"` or `"error"`), read
+/// without parsing the result, which may be large; `None` sends the line through the full parse.
+fn response_id(line: &[u8]) -> Option<&[u8]> {
+    let rest = line.strip_prefix(br#"{"jsonrpc":"2.0","id":"#)?;
+    let end = if rest.first() == Some(&b'"') {
+        // A string id without escapes; one with a backslash takes the slow path.
+        let close = rest[1..].iter().position(|b| *b == b'"' || *b == b'\\')? + 1;
+        (rest[close] == b'"').then_some(close + 1)?
+    } else {
+        rest.iter()
+            .position(|b| !(b.is_ascii_digit() || *b == b'-'))?
+    };
+    let after = &rest[end..];
+    (after.starts_with(br#","result":"#) || after.starts_with(br#","error":"#))
+        .then_some(&rest[..end])
+}
+
 /// The answer to a request the daemon took with it when it went away.
 fn interrupted_answer(id: &str, method: &str) -> Value {
     let id = parse_id(id);
@@ -435,4 +480,39 @@ fn fail(sentence: &str) -> i32 {
         break;
     }
     1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn response_ids_are_read_off_rmcp_lines_and_match_the_full_parse() {
+        for (line, want) in [
+            (
+                &br#"{"jsonrpc":"2.0","id":42,"result":{"content":[]}}"#[..],
+                Some("42"),
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":"ab-c","error":{"code":1}}"#,
+                Some("\"ab-c\""),
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":"ovai-bridge-replay","result":{}}"#,
+                Some(REPLAY_KEY),
+            ),
+            (br#"{"jsonrpc":"2.0","id":"a\"b","result":{}}"#, None),
+            (
+                br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+                None,
+            ),
+            (br#"{"id":1,"jsonrpc":"2.0","result":{}}"#, None),
+        ] {
+            let got = response_id(line).map(|id| String::from_utf8_lossy(id).into_owned());
+            assert_eq!(got.as_deref(), want, "{}", String::from_utf8_lossy(line));
+            if let Some(key) = got {
+                assert_eq!(Envelope::read(line).and_then(|e| e.key()), Some(key));
+            }
+        }
+    }
 }

@@ -25,6 +25,7 @@ pub mod client;
 pub mod generation;
 pub mod host;
 pub mod instance;
+pub mod lines;
 pub mod mcp;
 pub mod names;
 pub mod plugins;

@@ -5,8 +5,9 @@ fn main() {
     let cli = ovai::cli::Cli::parse();
     // Operators read the daemon's tracing on stderr; other commands only warn there. stdout of `ovai mcp`
     // belongs to the protocol, so nothing is ever logged to it.
+    // rmcp wraps every request in info-level spans; filtered out, they cost nothing per call.
     let default = match cli.command {
-        ovai::cli::Command::Serve => "info",
+        ovai::cli::Command::Serve => "info,rmcp=warn",
         _ => "warn",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("OVAI_LOG")

@@ -12,7 +12,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::generation::Generation;
 use crate::host::{self, CallGuard, CallRequest, Outcome};
@@ -76,7 +76,7 @@ impl SeatService {
     async fn run(
         &self,
         name: &str,
-        args: Map<String, Value>,
+        args: Value,
         ct: &tokio_util::sync::CancellationToken,
     ) -> Result<Outcome, ErrorData> {
         let Some((generation, _in_flight)) = self.enter() else {
@@ -199,8 +199,9 @@ impl ServerHandler for SeatService {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let args = request.arguments.unwrap_or_default();
-        let outcome = self.run(&request.name, args, &context.ct).await?;
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        // Boxed: rmcp moves each request's future into a task of its own, and a pointer moves cheaply.
+        let outcome = Box::pin(self.run(&request.name, args, &context.ct)).await?;
         Ok(match outcome {
             Outcome::Text(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
             Outcome::Refused(why) => CallToolResult::error(vec![ContentBlock::text(why)]),

@@ -6,7 +6,6 @@
 // daemon turns them into the sentences people read. No npm dependencies: it must run on a bare Node >= 18.
 
 import net from "node:net";
-import readline from "node:readline";
 import { spawnSync } from "node:child_process";
 import { pathToFileURL, fileURLToPath } from "node:url";
 import path from "node:path";
@@ -78,8 +77,29 @@ process.on("unhandledRejection", (err) => {
   console.error(`ovai host: a plugin left a promise rejected: ${headline(err)}`);
 });
 
-const lines = readline.createInterface({ input: channel, crlfDelay: Infinity });
-lines.on("line", (line) => {
+// Lines split by hand: readline does more per line than a protocol of plain JSON lines needs.
+let pending = "";
+channel.setEncoding("utf8");
+channel.on("data", (chunk) => {
+  let start = 0;
+  let end = chunk.indexOf("\n");
+  if (end < 0) {
+    pending += chunk;
+    return;
+  }
+  let line = pending + chunk.slice(0, end);
+  pending = "";
+  for (;;) {
+    onLine(line);
+    start = end + 1;
+    end = chunk.indexOf("\n", start);
+    if (end < 0) break;
+    line = chunk.slice(start, end);
+  }
+  pending = chunk.slice(start);
+});
+
+function onLine(line) {
   let message;
   try {
     message = JSON.parse(line);
@@ -110,7 +130,7 @@ lines.on("line", (line) => {
     default:
       console.error(`ovai host: unknown message ${JSON.stringify(message.t)}`);
   }
-});
+}
 
 send({ t: "ready", v: PROTOCOL, node: process.version, pid: process.pid });
 
@@ -179,7 +199,9 @@ async function call({ id, tool, args, seat, role }) {
   calls.set(id, controller);
   let answer;
   try {
-    answer = await entry.run(args ?? {}, Object.freeze({ seat, role, root, config, signal: controller.signal }));
+    answer = entry.run(args ?? {}, Object.freeze({ seat, role, root, config, signal: controller.signal }));
+    // A synchronous answer goes out now; only a promise is waited for.
+    if (answer !== null && typeof answer?.then === "function") answer = await answer;
   } catch (err) {
     if (!calls.delete(id)) return;
     if (err instanceof PluginExit) send({ t: "answer", id, exited: String(err.code ?? "") });

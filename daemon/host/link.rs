@@ -11,7 +11,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::codec::{Decoder, FramedRead, LinesCodec, LinesCodecError};
+use tokio_util::codec::FramedRead;
+
+use crate::lines::{CappedLines, Line};
 
 use super::protocol::{Answer, FromHost, Loaded, ToHost};
 
@@ -175,40 +177,8 @@ async fn write_lines(mut write: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<
     }
 }
 
-/// A protocol line, or the news that one was over the cap (and skipped by the codec).
-enum Line {
-    Text(String),
-    TooLong,
-}
-
-/// `LinesCodec` with its max length, except that a line over the cap is an item rather than an error:
-/// `FramedRead` ends its stream after any error, and one bad line must not silence the link.
-struct ProtocolLines(LinesCodec);
-
-impl Decoder for ProtocolLines {
-    type Item = Line;
-    type Error = std::io::Error;
-
-    fn decode(&mut self, buf: &mut bytes::BytesMut) -> Result<Option<Line>, std::io::Error> {
-        wrap(self.0.decode(buf))
-    }
-
-    fn decode_eof(&mut self, buf: &mut bytes::BytesMut) -> Result<Option<Line>, std::io::Error> {
-        wrap(self.0.decode_eof(buf))
-    }
-}
-
-fn wrap(r: Result<Option<String>, LinesCodecError>) -> Result<Option<Line>, std::io::Error> {
-    match r {
-        Ok(line) => Ok(line.map(Line::Text)),
-        Err(LinesCodecError::MaxLineLengthExceeded) => Ok(Some(Line::TooLong)),
-        Err(LinesCodecError::Io(e)) => Err(e),
-    }
-}
-
 async fn read_lines(link: Arc<Link>, read: OwnedReadHalf, max_line: usize) {
-    let codec = ProtocolLines(LinesCodec::new_with_max_length(max_line));
-    let mut lines = FramedRead::new(read, codec);
+    let mut lines = FramedRead::new(read, CappedLines::new(max_line));
     while let Some(line) = lines.next().await {
         match line {
             Ok(Line::Text(line)) => match serde_json::from_str::<FromHost>(&line) {

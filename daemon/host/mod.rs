@@ -14,7 +14,7 @@ pub mod supervisor;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use answer::Outcome;
@@ -33,7 +33,8 @@ pub struct CallRequest<'a> {
     pub tool: &'a str,
     /// `plugins/NAME.mjs`, for every sentence about this call.
     pub file: &'a Arc<str>,
-    pub args: &'a Map<String, Value>,
+    /// The arguments, already checked against the tool's schema (a JSON object).
+    pub args: &'a Value,
     pub seat: &'a str,
     pub role: &'a str,
 }

@@ -4,7 +4,7 @@
 //! log, host/answer.rs for refusals), so the wording lives in one language and one place.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// The version of this protocol; the host checks its environment for it and says it in `ready`.
 pub const PROTOCOL: u32 = 1;
@@ -29,7 +29,7 @@ pub enum ToHost<'a> {
     Call {
         id: u64,
         tool: &'a str,
-        args: &'a Map<String, Value>,
+        args: &'a Value,
         seat: &'a str,
         role: &'a str,
     },

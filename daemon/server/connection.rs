@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::control;
 use super::state::Daemon;
+use super::transport::SessionTransport;
 use crate::mcp::SeatService;
 use crate::seats::{SeatBook, hash_secret};
 use crate::wire::{self, Hello, Welcome};
@@ -91,7 +92,7 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
         .open(&seat, hash_secret(&secret), ct.clone());
     tracing::debug!(seat, id = registered.id, "session connected");
     match SeatService::new(daemon.clone(), &seat, registered.id)
-        .serve_with_ct((reader, write), ct)
+        .serve_with_ct(SessionTransport::new(reader, write), ct)
         .await
     {
         Ok(running) => {

@@ -6,6 +6,7 @@ pub mod control;
 pub mod manager;
 pub mod sessions;
 pub mod state;
+pub mod transport;
 pub mod watch;
 
 use std::fs::{File, OpenOptions};

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 pub const DESCRIPTION: &str = "The instance's shared conversation, with every seat. With `say`, adds your message, \
 signed with your seat, and answers once it is safely on disk; without it, only reads. Answers with the last \
@@ -62,7 +62,7 @@ impl Room {
     }
 
     /// Runs one call: says (if asked), then reads the tail. `Err` is a sentence for the caller.
-    pub async fn answer(&self, seat: &str, args: &Map<String, Value>) -> Result<String, String> {
+    pub async fn answer(&self, seat: &str, args: &Value) -> Result<String, String> {
         let last = args
             .get("last")
             .and_then(Value::as_u64)

@@ -1,0 +1,831 @@
+//! The benchmark driver behind `scripts/bench`: ovai against a single-process Node MCP server written with
+//! the official TypeScript SDK (scripts/bench-baseline/server.mjs), serving the same plugin file.
+//!
+//! It speaks raw newline-delimited JSON-RPC over each server's stdio (for ovai, over `ovai mcp`: the
+//! path a real session takes), alternates ovai and baseline runs, and reports medians of p50/p99 latency,
+//! calls per second and the other figures, with the ratio ovai/baseline. Timings are taken here and
+//! nowhere else: the tests never assert on time.
+//!
+//! Usage (scripts/bench passes these): bench OVAI NODE BASELINE_SCRIPT WORK_DIR [--runs N] [--json FILE] [--quick]
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixDatagram;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const ECHO: &str = r#"export const description = "Echoes its arguments.";
+export const inputSchema = { type: "object", properties: { i: { type: "integer", description: "A number." } } };
+export function run(args) { return { text: JSON.stringify(args) }; }
+"#;
+
+type Figures = BTreeMap<&'static str, f64>;
+
+struct Setup {
+    ovai: PathBuf,
+    node: PathBuf,
+    baseline: PathBuf,
+    work: PathBuf,
+    runs: usize,
+    quick: bool,
+}
+
+impl Setup {
+    fn calls(&self, n: usize) -> usize {
+        if self.quick { (n / 10).max(100) } else { n }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 5 {
+        eprintln!(
+            "usage: bench OVAI NODE BASELINE_SCRIPT WORK_DIR [--runs N] [--json FILE] [--quick]"
+        );
+        std::process::exit(2);
+    }
+    let mut setup = Setup {
+        ovai: PathBuf::from(&args[1]),
+        node: PathBuf::from(&args[2]),
+        baseline: PathBuf::from(&args[3]),
+        work: PathBuf::from(&args[4]),
+        runs: 5,
+        quick: false,
+    };
+    let mut json_out = None;
+    let mut rest = args[5..].iter();
+    while let Some(a) = rest.next() {
+        match a.as_str() {
+            "--runs" => setup.runs = rest.next().and_then(|n| n.parse().ok()).unwrap_or(5),
+            "--json" => json_out = rest.next().cloned(),
+            "--quick" => setup.quick = true,
+            other => {
+                eprintln!("bench: unknown argument {other}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let mut cases: Vec<(&'static str, Figures, Figures)> = Vec::new();
+    let one = Instance::new(&setup, "one", 1);
+    let runs = setup.runs;
+    if std::env::var_os("OVAI_BENCH_CPU").is_some() {
+        let (d, _) = Daemon::start(&setup, &one);
+        for (tool, k) in [("p0000", 1), ("p0000", 32), ("index", 1)] {
+            let mut c = Client::ovai(&setup, &one);
+            c.initialize();
+            c.calls(tool, 500, k);
+            cpu_per_call(&setup, &one, &d, &mut c, tool, 20000, k);
+        }
+        return;
+    }
+    if std::env::var_os("OVAI_BENCH_HOPS").is_some() {
+        // Where one call's time goes: through the bridge, and straight onto the socket.
+        cases.push(alternate(
+            "k1",
+            runs,
+            || ovai_calls(&setup, &one, 5000, 1, "p0000"),
+            || baseline_calls(&setup, &one, 5000, 1),
+        ));
+        cases.push(alternate(
+            "k1_direct",
+            runs,
+            || direct_calls(&setup, &one, 5000, 1, "p0000"),
+            || baseline_calls(&setup, &one, 5000, 1),
+        ));
+        cases.push(alternate(
+            "builtin_k1",
+            runs,
+            || ovai_calls(&setup, &one, 5000, 1, "index"),
+            || baseline_calls(&setup, &one, 5000, 1),
+        ));
+        cases.push(alternate(
+            "builtin_direct",
+            runs,
+            || direct_calls(&setup, &one, 5000, 1, "index"),
+            || baseline_calls(&setup, &one, 5000, 1),
+        ));
+        print_table(&machine(), &cases);
+        return;
+    }
+    cases.push(alternate(
+        "k1",
+        runs,
+        || ovai_calls(&setup, &one, 5000, 1, "p0000"),
+        || baseline_calls(&setup, &one, 5000, 1),
+    ));
+    cases.push(alternate(
+        "k32",
+        runs,
+        || ovai_calls(&setup, &one, 5000, 32, "p0000"),
+        || baseline_calls(&setup, &one, 5000, 32),
+    ));
+    cases.push(alternate(
+        "sessions16",
+        runs,
+        || ovai_sessions(&setup, &one, 16, 4, 500),
+        || baseline_sessions(&setup, &one, 16, 4, 500),
+    ));
+    cases.push(alternate(
+        "builtin_k1",
+        runs,
+        || ovai_calls(&setup, &one, 5000, 1, "index"),
+        || baseline_calls(&setup, &one, 5000, 1),
+    ));
+    let thousand = Instance::new(&setup, "thousand", 1000);
+    cases.push(alternate(
+        "startup_1000",
+        runs.min(3),
+        || ovai_startup(&setup, &thousand),
+        || baseline_startup(&setup, &thousand),
+    ));
+    cases.push(alternate(
+        "recovery",
+        runs.min(3),
+        || ovai_recovery(&setup, &one),
+        || baseline_recovery(&setup, &one),
+    ));
+    let hundred = Instance::new(&setup, "hundred", 100);
+    cases.push(alternate(
+        "restart_100",
+        runs.min(3),
+        || ovai_restart(&setup, &hundred),
+        || baseline_restart(&setup, &hundred),
+    ));
+    cases.push(alternate(
+        "rss_64",
+        1,
+        || ovai_rss(&setup, &one),
+        || baseline_rss(&setup, &one),
+    ));
+
+    let machine = machine();
+    print_table(&machine, &cases);
+    if let Some(path) = json_out {
+        let mut out = serde_json::Map::new();
+        for (name, o, b) in &cases {
+            let mut ratio = serde_json::Map::new();
+            for (k, v) in o {
+                if let Some(bv) = b.get(k).filter(|bv| **bv != 0.0) {
+                    ratio.insert(k.to_string(), json!(round(v / bv, 3)));
+                }
+            }
+            out.insert(
+                name.to_string(),
+                json!({ "ovai": figures_json(o), "baseline": figures_json(b), "ratio": ratio }),
+            );
+        }
+        let doc = json!({ "machine": machine, "date": date(), "cases": out });
+        std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap() + "\n")
+            .expect("the JSON file is written");
+        println!("\nFigures written to {path}");
+    }
+}
+
+/// Runs a case `runs` times, ovai and baseline alternating, and keeps the median of each figure.
+fn alternate(
+    name: &'static str,
+    runs: usize,
+    mut ovai: impl FnMut() -> Figures,
+    mut baseline: impl FnMut() -> Figures,
+) -> (&'static str, Figures, Figures) {
+    eprint!("{name}: ");
+    let mut o = Vec::new();
+    let mut b = Vec::new();
+    for _ in 0..runs {
+        o.push(ovai());
+        b.push(baseline());
+        eprint!(".");
+    }
+    eprintln!();
+    (name, medians(&o), medians(&b))
+}
+
+fn medians(runs: &[Figures]) -> Figures {
+    let mut out = Figures::new();
+    if let Some(first) = runs.first() {
+        for k in first.keys() {
+            let mut v: Vec<f64> = runs.iter().filter_map(|r| r.get(k).copied()).collect();
+            v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+            out.insert(k, v[v.len() / 2]);
+        }
+    }
+    out
+}
+
+fn figures_json(f: &Figures) -> Value {
+    Value::Object(
+        f.iter()
+            .map(|(k, v)| (k.to_string(), json!(round(*v, 1))))
+            .collect(),
+    )
+}
+
+fn round(v: f64, places: i32) -> f64 {
+    let p = 10f64.powi(places);
+    (v * p).round() / p
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Instances and servers
+
+/// A temporary openovai instance with `n` echo plugins (p0000…), a seat, and the baseline's view of it.
+struct Instance {
+    root: PathBuf,
+    secret: String,
+}
+
+impl Instance {
+    fn new(setup: &Setup, name: &str, n: usize) -> Self {
+        let root = setup.work.join(name);
+        let _ = std::fs::remove_dir_all(&root);
+        run_ok(
+            Command::new(&setup.ovai)
+                .args(["init", "--user", "bench", "--leader", "bench"])
+                .arg(&root),
+        );
+        for i in 0..n {
+            std::fs::write(root.join("plugins").join(format!("p{i:04}.mjs")), ECHO)
+                .expect("a plugin file");
+        }
+        let text = std::fs::read_to_string(root.join("desks/bench/.mcp.json")).expect("the desk");
+        let v: Value = serde_json::from_str(&text).expect("JSON");
+        let secret = v["mcpServers"]["openovai"]["env"]["OVAI_SECRET"]
+            .as_str()
+            .expect("a secret")
+            .to_string();
+        Self { root, secret }
+    }
+}
+
+fn run_ok(cmd: &mut Command) {
+    let out = cmd.output().expect("the command runs");
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A running `ovai serve`, stopped when dropped.
+struct Daemon {
+    child: Child,
+}
+
+impl Daemon {
+    /// Starts the daemon and waits for READY=1 on a notify socket; returns it and the time that took.
+    fn start(setup: &Setup, inst: &Instance) -> (Self, Duration) {
+        let sock_path = inst
+            .root
+            .join(".ovai")
+            .join(format!("bench-notify-{}", std::process::id()));
+        let _ = std::fs::remove_file(&sock_path);
+        let sock = UnixDatagram::bind(&sock_path).expect("a notify socket");
+        sock.set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let started = Instant::now();
+        let child = Command::new(&setup.ovai)
+            .args(["serve", "--root"])
+            .arg(&inst.root)
+            .env("NOTIFY_SOCKET", &sock_path)
+            .env("OVAI_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ovai serve starts");
+        let mut buf = [0u8; 512];
+        loop {
+            let n = sock.recv(&mut buf).expect("READY=1 arrives");
+            if String::from_utf8_lossy(&buf[..n])
+                .lines()
+                .any(|l| l == "READY=1")
+            {
+                break;
+            }
+        }
+        let took = started.elapsed();
+        let _ = std::fs::remove_file(&sock_path);
+        (Self { child }, took)
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+fn status(setup: &Setup, inst: &Instance) -> Value {
+    let out = Command::new(&setup.ovai)
+        .args(["status", "--json", "--root"])
+        .arg(&inst.root)
+        .output()
+        .expect("status");
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+/// A client of one stdio MCP server process.
+struct Client {
+    /// The server process, for a stdio server (none for a direct socket connection).
+    child: Option<Child>,
+    stdin: Box<dyn Write + Send>,
+    stdout: BufReader<Box<dyn Read + Send>>,
+    next_id: u64,
+    line: String,
+}
+
+impl Client {
+    fn ovai(setup: &Setup, inst: &Instance) -> Self {
+        let mut cmd = Command::new(&setup.ovai);
+        cmd.arg("mcp")
+            .env("OVAI_ROOT", &inst.root)
+            .env("OVAI_SECRET", &inst.secret);
+        Self::spawn(cmd)
+    }
+
+    fn baseline(setup: &Setup, inst: &Instance) -> Self {
+        let mut cmd = Command::new(&setup.node);
+        cmd.arg(&setup.baseline).env("BASELINE_ROOT", &inst.root);
+        Self::spawn(cmd)
+    }
+
+    /// Straight onto the daemon's socket, without `ovai mcp`: what the bridge's hop costs, by difference.
+    fn direct(inst: &Instance) -> Self {
+        let mut sock = std::os::unix::net::UnixStream::connect(inst.root.join(".ovai/ovai.sock"))
+            .expect("the socket");
+        writeln!(sock, "{}", json!({ "ovai": 1, "seatSecret": inst.secret })).unwrap();
+        let mut byte = [0u8; 1];
+        while sock.read(&mut byte).expect("a welcome") == 1 && byte[0] != b'\n' {}
+        let reader: Box<dyn Read + Send> = Box::new(sock.try_clone().unwrap());
+        Self {
+            child: None,
+            stdin: Box::new(sock),
+            stdout: BufReader::with_capacity(1 << 16, reader),
+            next_id: 1,
+            line: String::new(),
+        }
+    }
+
+    fn spawn(mut cmd: Command) -> Self {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("a server");
+        let stdin: Box<dyn Write + Send> = Box::new(child.stdin.take().unwrap());
+        let stdout: Box<dyn Read + Send> = Box::new(child.stdout.take().unwrap());
+        Self {
+            child: Some(child),
+            stdin,
+            stdout: BufReader::with_capacity(1 << 16, stdout),
+            next_id: 1,
+            line: String::new(),
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    fn kill(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn send(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut msg = serde_json::to_vec(
+            &json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }),
+        )
+        .unwrap();
+        msg.push(b'\n');
+        self.stdin.write_all(&msg).expect("the server takes input");
+        id
+    }
+
+    /// The next response: (id, whether it is a failure). None when the server closed.
+    fn recv(&mut self) -> Option<(u64, bool)> {
+        loop {
+            self.line.clear();
+            if self.stdout.read_line(&mut self.line).ok()? == 0 {
+                return None;
+            }
+            let v: Value = serde_json::from_str(&self.line).ok()?;
+            let Some(id) = v.get("id").and_then(Value::as_u64) else {
+                continue;
+            };
+            let failed = v.get("error").is_some() || v["result"]["isError"] == json!(true);
+            return Some((id, failed));
+        }
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> bool {
+        let id = self.send(method, params);
+        loop {
+            match self.recv() {
+                Some((got, failed)) if got == id => return !failed,
+                Some(_) => continue,
+                None => return false,
+            }
+        }
+    }
+
+    fn initialize(&mut self) {
+        let ok = self.request(
+            "initialize",
+            json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "bench", "version": "1" } }),
+        );
+        assert!(ok, "initialize is answered");
+        self.stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            .unwrap();
+    }
+
+    /// `total` calls with `k` in flight; returns each call's latency and the wall time, and the failures.
+    fn calls(&mut self, tool: &str, total: usize, k: usize) -> (Vec<Duration>, Duration, usize) {
+        let mut sent_at: HashMap<u64, Instant> = HashMap::with_capacity(k * 2);
+        let mut latencies = Vec::with_capacity(total);
+        let mut failed = 0;
+        let mut sent = 0;
+        let started = Instant::now();
+        while latencies.len() < total {
+            while sent < total && sent_at.len() < k {
+                // The built-in index takes no arguments; the echo plugins take a number.
+                let args = if tool == "index" {
+                    json!({})
+                } else {
+                    json!({ "i": sent })
+                };
+                let id = self.send("tools/call", json!({ "name": tool, "arguments": args }));
+                sent_at.insert(id, Instant::now());
+                sent += 1;
+            }
+            let Some((id, bad)) = self.recv() else {
+                panic!("the server closed during calls")
+            };
+            if let Some(t) = sent_at.remove(&id) {
+                latencies.push(t.elapsed());
+                failed += usize::from(bad);
+            }
+        }
+        (latencies, started.elapsed(), failed)
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn latency_figures(mut lat: Vec<Duration>, wall: Duration, failed: usize) -> Figures {
+    lat.sort();
+    let pick =
+        |q: f64| lat[((lat.len() as f64 * q) as usize).min(lat.len() - 1)].as_secs_f64() * 1e6;
+    let mut f = Figures::new();
+    f.insert("p50_us", pick(0.50));
+    f.insert("p99_us", pick(0.99));
+    f.insert("calls_per_s", lat.len() as f64 / wall.as_secs_f64());
+    f.insert("failed_calls", failed as f64);
+    f
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Cases
+
+fn ovai_calls(setup: &Setup, inst: &Instance, n: usize, k: usize, tool: &str) -> Figures {
+    let (_d, _) = Daemon::start(setup, inst);
+    let mut c = Client::ovai(setup, inst);
+    c.initialize();
+    c.calls(tool, 200.min(n), k.min(8)); // warm-up
+    let (lat, wall, failed) = c.calls(tool, setup.calls(n), k);
+    latency_figures(lat, wall, failed)
+}
+
+/// CPU time (user + system) a process has used, in microseconds.
+fn cpu_us(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+        + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+    ticks * 1e6 / 100.0
+}
+
+/// Calls, and how much CPU each process spent per call (printed), for the hops experiment.
+fn cpu_per_call(
+    setup: &Setup,
+    inst: &Instance,
+    d: &Daemon,
+    c: &mut Client,
+    tool: &str,
+    n: usize,
+    k: usize,
+) -> Figures {
+    let host = status(setup, inst)["host"]["pid"].as_u64().unwrap_or(0) as u32;
+    let pids = [("daemon", d.pid()), ("host", host), ("bridge", c.pid())];
+    let before: Vec<f64> = pids.iter().map(|(_, p)| cpu_us(*p)).collect();
+    let (lat, wall, failed) = c.calls(tool, n, k);
+    let per: Vec<String> = pids
+        .iter()
+        .zip(before)
+        .map(|((name, p), b)| format!("{name} {:.1}", (cpu_us(*p) - b) / n as f64))
+        .collect();
+    eprintln!("  {tool} k={k}: CPU µs per call: {}", per.join(", "));
+    latency_figures(lat, wall, failed)
+}
+
+fn direct_calls(setup: &Setup, inst: &Instance, n: usize, k: usize, tool: &str) -> Figures {
+    let (_d, _) = Daemon::start(setup, inst);
+    let mut c = Client::direct(inst);
+    c.initialize();
+    c.calls(tool, 200.min(n), k.min(8));
+    let (lat, wall, failed) = c.calls(tool, setup.calls(n), k);
+    latency_figures(lat, wall, failed)
+}
+
+fn baseline_calls(setup: &Setup, inst: &Instance, n: usize, k: usize) -> Figures {
+    let mut c = Client::baseline(setup, inst);
+    c.initialize();
+    c.calls("p0000", 200.min(n), k.min(8));
+    let (lat, wall, failed) = c.calls("p0000", setup.calls(n), k);
+    latency_figures(lat, wall, failed)
+}
+
+fn sessions(clients: Vec<Client>, per_session: usize, k: usize) -> Figures {
+    let started = Instant::now();
+    let results: Vec<(Vec<Duration>, usize)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = clients
+            .into_iter()
+            .map(|mut c| {
+                scope.spawn(move || {
+                    let (lat, _, failed) = c.calls("p0000", per_session, k);
+                    (lat, failed)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a session thread"))
+            .collect()
+    });
+    let wall = started.elapsed();
+    let failed = results.iter().map(|r| r.1).sum();
+    latency_figures(
+        results.into_iter().flat_map(|r| r.0).collect(),
+        wall,
+        failed,
+    )
+}
+
+fn ovai_sessions(setup: &Setup, inst: &Instance, n: usize, k: usize, per: usize) -> Figures {
+    let (_d, _) = Daemon::start(setup, inst);
+    let clients: Vec<Client> = (0..n)
+        .map(|_| {
+            let mut c = Client::ovai(setup, inst);
+            c.initialize();
+            c.calls("p0000", 20, 1);
+            c
+        })
+        .collect();
+    sessions(clients, setup.calls(per), k)
+}
+
+fn baseline_sessions(setup: &Setup, inst: &Instance, n: usize, k: usize, per: usize) -> Figures {
+    let clients: Vec<Client> = (0..n)
+        .map(|_| {
+            let mut c = Client::baseline(setup, inst);
+            c.initialize();
+            c.calls("p0000", 20, 1);
+            c
+        })
+        .collect();
+    sessions(clients, setup.calls(per), k)
+}
+
+fn ms(f: Duration) -> Figures {
+    let mut out = Figures::new();
+    out.insert("ms", f.as_secs_f64() * 1e3);
+    out
+}
+
+fn ovai_startup(setup: &Setup, inst: &Instance) -> Figures {
+    let (_d, took) = Daemon::start(setup, inst);
+    ms(took)
+}
+
+fn baseline_startup(setup: &Setup, inst: &Instance) -> Figures {
+    let started = Instant::now();
+    let mut c = Client::baseline(setup, inst);
+    c.initialize();
+    ms(started.elapsed())
+}
+
+fn ovai_recovery(setup: &Setup, inst: &Instance) -> Figures {
+    let (_d, _) = Daemon::start(setup, inst);
+    let mut c = Client::ovai(setup, inst);
+    c.initialize();
+    c.calls("p0000", 50, 1);
+    let host = status(setup, inst)["host"]["pid"]
+        .as_u64()
+        .expect("a host pid") as i32;
+    let killed = Instant::now();
+    unsafe { libc::kill(host, libc::SIGKILL) };
+    while !c.request("tools/call", json!({ "name": "p0000", "arguments": {} })) {}
+    ms(killed.elapsed())
+}
+
+fn baseline_recovery(setup: &Setup, inst: &Instance) -> Figures {
+    // A single-process server that dies is gone: recovering is a new process, initialized, answering.
+    let mut c = Client::baseline(setup, inst);
+    c.initialize();
+    c.calls("p0000", 50, 1);
+    let killed = Instant::now();
+    drop(c);
+    let mut c = Client::baseline(setup, inst);
+    c.initialize();
+    assert!(c.request("tools/call", json!({ "name": "p0000", "arguments": {} })));
+    ms(killed.elapsed())
+}
+
+/// One session calls at K=1 throughout; returns (time from the restart's start to the first call
+/// answered by the new generation or process, calls that failed).
+fn ovai_restart(setup: &Setup, inst: &Instance) -> Figures {
+    let (_d, _) = Daemon::start(setup, inst);
+    let mut c = Client::ovai(setup, inst);
+    c.initialize();
+    c.calls("p0000", 100, 1);
+    let before = status(setup, inst)["generation"].as_u64();
+    let started = Instant::now();
+    let mut restart = Command::new(&setup.ovai)
+        .args(["restart", "--root"])
+        .arg(&inst.root)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("restart");
+    let mut failed = 0;
+    let mut switched = None;
+    loop {
+        failed +=
+            usize::from(!c.request("tools/call", json!({ "name": "p0000", "arguments": {} })));
+        if switched.is_none() && restart.try_wait().ok().flatten().is_some() {
+            switched = Some(started.elapsed());
+        }
+        if switched.is_some() {
+            break;
+        }
+    }
+    // Calls go on across the old generation's retirement.
+    let (_, _, after) = c.calls("p0000", 200, 4);
+    assert_ne!(status(setup, inst)["generation"].as_u64(), before);
+    let mut f = ms(switched.unwrap_or_default());
+    f.insert("failed_calls", (failed + after) as f64);
+    f
+}
+
+fn baseline_restart(setup: &Setup, inst: &Instance) -> Figures {
+    let mut c = Client::baseline(setup, inst);
+    c.initialize();
+    c.calls("p0000", 100, 1);
+    // A restart of a stdio server: the call in flight dies with the process.
+    let id = c.send("tools/call", json!({ "name": "p0000", "arguments": {} }));
+    let started = Instant::now();
+    c.kill();
+    let lost = match c.recv() {
+        Some((got, false)) if got == id => 0,
+        _ => 1,
+    };
+    drop(c);
+    let mut c = Client::baseline(setup, inst);
+    c.initialize();
+    assert!(c.request("tools/call", json!({ "name": "p0000", "arguments": {} })));
+    let mut f = ms(started.elapsed());
+    f.insert("failed_calls", lost as f64);
+    f
+}
+
+fn rss_mb(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn ovai_rss(setup: &Setup, inst: &Instance) -> Figures {
+    let (d, _) = Daemon::start(setup, inst);
+    let mut clients: Vec<Client> = (0..64)
+        .map(|_| {
+            let mut c = Client::ovai(setup, inst);
+            c.initialize();
+            c
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let idle = rss_mb(d.pid());
+    clients[0].calls("p0000", setup.calls(100_000), 32);
+    std::thread::sleep(Duration::from_millis(300));
+    let mut f = Figures::new();
+    f.insert("rss_mb", idle);
+    f.insert("rss_after_mb", rss_mb(d.pid()));
+    f
+}
+
+fn baseline_rss(setup: &Setup, inst: &Instance) -> Figures {
+    // 64 sessions of a stdio server are 64 server processes: their resident memory together.
+    let mut clients: Vec<Client> = (0..64)
+        .map(|_| {
+            let mut c = Client::baseline(setup, inst);
+            c.initialize();
+            c
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let total = |cs: &[Client]| cs.iter().map(|c| rss_mb(c.pid())).sum::<f64>();
+    let idle = total(&clients);
+    clients[0].calls("p0000", setup.calls(100_000), 32);
+    std::thread::sleep(Duration::from_millis(300));
+    let mut f = Figures::new();
+    f.insert("rss_mb", idle);
+    f.insert("rss_after_mb", total(&clients));
+    f
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Report
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mut kernel = String::new();
+    if let Ok(mut f) = std::fs::File::open("/proc/sys/kernel/osrelease") {
+        let _ = f.read_to_string(&mut kernel);
+    }
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    format!("{cpu}, {cores} cores, Linux {}, Node {node}", kernel.trim())
+}
+
+fn date() -> String {
+    Command::new("date")
+        .arg("-u")
+        .arg("+%Y-%m-%d")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+fn print_table(machine: &str, cases: &[(&'static str, Figures, Figures)]) {
+    println!(
+        "\novai vs. a single-process TypeScript-SDK server ({machine}, {})",
+        date()
+    );
+    println!(
+        "medians; ratio = ovai / baseline (below 1 is better for time and memory, above 1 for calls/s)\n"
+    );
+    println!(
+        "{:<13} {:<13} {:>12} {:>12} {:>8}",
+        "case", "figure", "ovai", "baseline", "ratio"
+    );
+    for (name, o, b) in cases {
+        for (k, v) in o {
+            let bv = b.get(k).copied();
+            let ratio = match bv {
+                Some(bv) if bv != 0.0 => format!("{:.2}", v / bv),
+                _ => "-".into(),
+            };
+            println!(
+                "{:<13} {:<13} {:>12} {:>12} {:>8}",
+                name,
+                k,
+                format!("{v:.1}"),
+                bv.map_or("-".into(), |b| format!("{b:.1}")),
+                ratio
+            );
+        }
+    }
+}
