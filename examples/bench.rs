@@ -7,6 +7,9 @@
 //! nowhere else: the tests never assert on time.
 //!
 //! Usage (scripts/bench passes these): bench OVAI NODE BASELINE_SCRIPT WORK_DIR [--runs N] [--json FILE] [--quick]
+//! [--hops | --cpu | --growth]. The last three look into the call path instead of running the cases:
+//! `--hops` puts one call through the bridge beside one straight onto the daemon's socket, `--cpu` prints
+//! the CPU each process spends per call, `--growth` the daemon's memory after each 100,000 calls.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -56,12 +59,14 @@ fn main() {
         quick: false,
     };
     let mut json_out = None;
+    let mut mode = None;
     let mut rest = args[5..].iter();
     while let Some(a) = rest.next() {
         match a.as_str() {
             "--runs" => setup.runs = rest.next().and_then(|n| n.parse().ok()).unwrap_or(5),
             "--json" => json_out = rest.next().cloned(),
             "--quick" => setup.quick = true,
+            m @ ("--hops" | "--cpu" | "--growth") => mode = Some(m.to_string()),
             other => {
                 eprintln!("bench: unknown argument {other}");
                 std::process::exit(2);
@@ -71,7 +76,19 @@ fn main() {
     let mut cases: Vec<(&'static str, Figures, Figures)> = Vec::new();
     let one = Instance::new(&setup, "one", 1);
     let runs = setup.runs;
-    if std::env::var_os("OVAI_BENCH_CPU").is_some() {
+    if mode.as_deref() == Some("--growth") {
+        // Resident memory of the daemon after each further 100,000 calls: growth, or a plateau?
+        let (d, _) = Daemon::start(&setup, &one);
+        let mut c = Client::ovai(&setup, &one);
+        c.initialize();
+        for round in 1..=5 {
+            c.calls("p0000", 100_000, 32);
+            std::thread::sleep(Duration::from_millis(200));
+            eprintln!("after {}00k calls: daemon {:.2} MB", round, rss_mb(d.pid()));
+        }
+        return;
+    }
+    if mode.as_deref() == Some("--cpu") {
         let (d, _) = Daemon::start(&setup, &one);
         for (tool, k) in [("p0000", 1), ("p0000", 32), ("index", 1)] {
             let mut c = Client::ovai(&setup, &one);
@@ -81,7 +98,7 @@ fn main() {
         }
         return;
     }
-    if std::env::var_os("OVAI_BENCH_HOPS").is_some() {
+    if mode.as_deref() == Some("--hops") {
         // Where one call's time goes: through the bridge, and straight onto the socket.
         cases.push(alternate(
             "k1",
