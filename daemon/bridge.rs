@@ -187,22 +187,26 @@ impl Bridge {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
             }
-            self.note_request(&line);
             lines.push(line);
             if has_line(input.buffer()) {
                 continue;
             }
-            // Everything that arrived together goes on in one write.
+            // Everything that arrived together goes on in one write. Noting the requests and choosing
+            // between sending and queueing happen under the upstream lock, as `reconnect` drains what is
+            // pending under it: a request is either in flight on the old daemon or queued for the next.
             let mut up = lock(&self.upstream);
-            let sent = match up.stream.as_mut() {
-                Some(s) => s.write_all(&lines.concat()).is_ok(),
-                None => false,
-            };
-            if sent {
-                lines.clear();
-            } else {
-                // No daemon now (or it just went): kept for the next one.
-                up.queued.append(&mut lines);
+            for line in &lines {
+                self.note_request(line);
+            }
+            match up.stream.as_mut() {
+                // A failed write means the daemon just went: what it may have read it may have run, so
+                // these stay in flight and are answered as interrupted, never sent to the next daemon.
+                Some(s) => {
+                    let _ = s.write_all(&lines.concat());
+                    lines.clear();
+                }
+                // No daemon now: kept for the next one, which is the first to see them.
+                None => up.queued.append(&mut lines),
             }
         }
         lock(&self.session).client_done = true;
@@ -276,26 +280,23 @@ impl Bridge {
 
     /// After the daemon's side closed: answer what was in flight, then find a daemon again.
     fn reconnect(&self, stdout: &mut File) -> Result<UnixStream, i32> {
-        lock(&self.upstream).stream = None;
         let root = self.target.inst.root.display().to_string();
         let interrupted = {
+            let mut up = lock(&self.upstream);
+            up.stream = None;
             let mut s = lock(&self.session);
-            let listens = s.listens.clone();
-            let pending: Vec<(String, String)> = s
+            // Listen streams are re-opened on the next daemon, and an unanswered initialize is replayed
+            // with the client's own id: both stay pending. Everything else was cut off.
+            let s = &mut *s;
+            let (kept, cut): (Vec<_>, Vec<_>) = s
                 .pending
                 .drain()
-                .filter(|(k, _)| !listens.contains_key(k))
-                .collect();
-            // Listen streams are re-opened on the next daemon and stay pending.
-            for k in listens.keys() {
-                s.pending.insert(k.clone(), "subscriptions/listen".into());
-            }
-            pending
+                .partition(|(k, method)| method == "initialize" || s.listens.contains_key(k));
+            s.pending.extend(kept);
+            cut
         };
         for (id, method) in interrupted {
-            if method != "initialize" {
-                let _ = writeln!(stdout, "{}", interrupted_answer(&id, &method));
-            }
+            let _ = writeln!(stdout, "{}", interrupted_answer(&id, &method));
         }
         let deadline = Instant::now() + self.target.reconnect;
         let mut wait = Duration::from_millis(50);
@@ -377,12 +378,13 @@ impl Bridge {
     /// Answers everything still waiting with `why`, says it on stderr, and gives the exit code.
     fn give_up(&self, stdout: &mut File, why: &str) -> i32 {
         let queued = std::mem::take(&mut lock(&self.upstream).queued);
-        let mut ids: Vec<(String, String)> = lock(&self.session).pending.drain().collect();
+        // Queued requests are pending too; each is answered once.
+        let mut ids: HashMap<String, String> = lock(&self.session).pending.drain().collect();
         for line in queued {
             if let Some(env) = Envelope::read(&line)
                 && let (Some(key), Some(method)) = (env.key(), env.method)
             {
-                ids.push((key, method));
+                ids.insert(key, method);
             }
         }
         for (id, _) in ids {

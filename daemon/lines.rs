@@ -3,6 +3,8 @@
 //! must not silence a connection (the host's protocol channel, a session's MCP stream).
 
 use bytes::BytesMut;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
 use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
 
 pub enum Line {
@@ -38,4 +40,27 @@ fn wrap(r: Result<Option<String>, LinesCodecError>) -> Result<Option<Line>, std:
         Err(LinesCodecError::MaxLineLengthExceeded) => Ok(Some(Line::TooLong)),
         Err(LinesCodecError::Io(e)) => Err(e),
     }
+}
+
+/// Writes the lines sent on `rx`, whatever is queued at once in one write (one wake-up of the reader for
+/// many messages), until the senders are gone or the peer is; then shuts the write side.
+pub async fn write_batched<W: AsyncWrite + Unpin>(
+    mut write: W,
+    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+) {
+    let mut batch: Vec<u8> = Vec::new();
+    while let Some(first) = rx.recv().await {
+        batch.clear();
+        batch.extend_from_slice(&first);
+        while batch.len() < 256 * 1024 {
+            match rx.try_recv() {
+                Ok(more) => batch.extend_from_slice(&more),
+                Err(_) => break,
+            }
+        }
+        if write.write_all(&batch).await.is_err() {
+            return;
+        }
+    }
+    let _ = write.shutdown().await;
 }

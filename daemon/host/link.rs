@@ -7,13 +7,12 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
-use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::unix::OwnedReadHalf;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::FramedRead;
 
-use crate::lines::{CappedLines, Line};
+use crate::lines::{CappedLines, Line, write_batched};
 
 use super::protocol::{Answer, FromHost, Loaded, ToHost};
 
@@ -38,7 +37,7 @@ struct Waiting {
 }
 
 pub struct Link {
-    tx: mpsc::UnboundedSender<String>,
+    tx: mpsc::UnboundedSender<Vec<u8>>,
     calls: Mutex<HashMap<u64, Waiting>>,
     loads: Mutex<HashMap<u64, oneshot::Sender<Loaded>>>,
     ready: Mutex<Option<oneshot::Sender<(u32, String)>>>,
@@ -80,7 +79,7 @@ impl Link {
             pid,
             unavailable: Mutex::new(HashMap::new()),
         });
-        tokio::spawn(write_lines(write, rx));
+        tokio::spawn(write_batched(write, rx));
         let reader = tokio::spawn(read_lines(link.clone(), read, max_line));
         (link, ready_rx, reader)
     }
@@ -155,24 +154,6 @@ impl Link {
                     let _ = tx.send((v, node));
                 }
             }
-        }
-    }
-}
-
-async fn write_lines(mut write: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<String>) {
-    let mut batch = String::new();
-    while let Some(first) = rx.recv().await {
-        batch.clear();
-        batch.push_str(&first);
-        // Whatever else is queued goes out in the same write: one wake-up of the host for many calls.
-        while batch.len() < 256 * 1024 {
-            match rx.try_recv() {
-                Ok(more) => batch.push_str(&more),
-                Err(_) => break,
-            }
-        }
-        if write.write_all(batch.as_bytes()).await.is_err() {
-            return;
         }
     }
 }

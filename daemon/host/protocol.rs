@@ -44,10 +44,10 @@ pub enum ToHost<'a> {
 }
 
 impl ToHost<'_> {
-    pub fn line(&self) -> String {
+    pub fn line(&self) -> Vec<u8> {
         // Serialising these types cannot fail: every field is a string, a number or a JSON value.
-        let mut s = serde_json::to_string(self).unwrap_or_default();
-        s.push('\n');
+        let mut s = serde_json::to_vec(self).unwrap_or_default();
+        s.push(b'\n');
         s
     }
 }

@@ -21,11 +21,11 @@ use rmcp::model::{
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use serde::Deserialize;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
 
-use crate::lines::{CappedLines, Line};
+use crate::lines::{CappedLines, Line, write_batched};
 
 /// The longest line a session may send: generous for arguments, bounded for the daemon.
 const MAX_LINE: usize = 64 * 1024 * 1024;
@@ -162,27 +162,6 @@ fn fast_call(line: &str) -> Option<ClientJsonRpcMessage> {
     Some(ClientJsonRpcMessage::Request(JsonRpcRequest::new(
         id, request,
     )))
-}
-
-async fn write_batched<W: AsyncWrite + Unpin>(
-    mut write: W,
-    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
-) {
-    let mut batch: Vec<u8> = Vec::new();
-    while let Some(first) = rx.recv().await {
-        batch.clear();
-        batch.extend_from_slice(&first);
-        while batch.len() < 256 * 1024 {
-            match rx.try_recv() {
-                Ok(more) => batch.extend_from_slice(&more),
-                Err(_) => break,
-            }
-        }
-        if write.write_all(&batch).await.is_err() {
-            return;
-        }
-    }
-    let _ = write.shutdown().await;
 }
 
 #[cfg(test)]
