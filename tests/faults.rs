@@ -134,7 +134,7 @@ fn a_promise_that_never_settles_meets_its_deadline_and_its_signal_fires() {
         )
     );
     let note = inst.root.join("aborted-deadline");
-    wait_for(|| note.exists());
+    wait_until("the plugin's note", || note.exists().then_some(()));
     assert_eq!(
         std::fs::read_to_string(note).unwrap(),
         "the call took longer than its deadline"
@@ -155,7 +155,7 @@ fn a_cancelled_call_fires_its_signal_and_gets_no_answer() {
     assert!(!s.call("echo", json!({})).1);
     s.send(&json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id, "reason": "user pressed stop" } }));
     let note = inst.root.join("aborted-cancel");
-    wait_for(|| note.exists());
+    wait_until("the plugin's note", || note.exists().then_some(()));
     assert_eq!(
         std::fs::read_to_string(note).unwrap(),
         "the caller cancelled the call"
@@ -429,17 +429,6 @@ fn sigterm_lets_calls_finish_within_the_grace_and_answers_the_rest() {
         inst.rows("server").last().unwrap(),
         "ovai serve stopped on SIGTERM."
     );
-}
-
-fn wait_for(cond: impl Fn() -> bool) {
-    let deadline = std::time::Instant::now() + PATIENCE;
-    while !cond() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the condition never held"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
 }
 
 #[test]

@@ -162,20 +162,15 @@ impl Daemon {
     }
 
     fn wait_up(&mut self, before: usize) {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            if count_up_rows(&self.root) > before && self.status().is_some() {
-                return;
-            }
+        wait_until("ovai serve to come up", || {
             if let Ok(Some(status)) = self.child.try_wait() {
                 panic!(
                     "ovai serve exited ({status}): {}",
                     std::fs::read_to_string(&self.stderr).unwrap_or_default()
                 );
             }
-            assert!(Instant::now() < deadline, "ovai serve did not come up");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+            (count_up_rows(&self.root) > before && self.status().is_some()).then_some(())
+        })
     }
 
     /// `ovai status --json`, or None when no daemon answers.
@@ -196,14 +191,11 @@ impl Daemon {
     }
 
     pub fn host_pid(&self) -> u32 {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            if let Some(pid) = self.status().and_then(|s| s["host"]["pid"].as_u64()) {
-                return pid as u32;
-            }
-            assert!(Instant::now() < deadline, "the plugin host did not come up");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until("the plugin host to come up", || {
+            self.status()
+                .and_then(|s| s["host"]["pid"].as_u64())
+                .map(|pid| pid as u32)
+        })
     }
 
     pub fn is_running(&mut self) -> bool {
@@ -242,15 +234,23 @@ fn count_up_rows(root: &Path) -> usize {
         .count()
 }
 
-pub fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
-    let deadline = Instant::now() + PATIENCE;
+/// Polls `poll` until it gives a value. PATIENCE is not a speed requirement: it only turns a server that
+/// never gets there into a failed test instead of a hung one.
+pub fn wait_until<T>(what: &str, mut poll: impl FnMut() -> Option<T>) -> T {
+    let give_up = Instant::now() + PATIENCE;
     loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return status;
+        if let Some(v) = poll() {
+            return v;
         }
-        assert!(Instant::now() < deadline, "a process did not exit");
+        if Instant::now() >= give_up {
+            panic!("gave up waiting for {what}");
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+pub fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+    wait_until("a process to exit", || child.try_wait().ok().flatten())
 }
 
 pub fn signal(pid: u32, sig: i32) {
@@ -277,11 +277,9 @@ pub fn process_alive(pid: u32) -> bool {
 
 /// Waits until `pid` is gone; fails the test if it outlives PATIENCE.
 pub fn wait_gone(pid: u32) {
-    let deadline = Instant::now() + PATIENCE;
-    while process_alive(pid) {
-        assert!(Instant::now() < deadline, "process {pid} is still alive");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(&format!("process {pid} to end"), || {
+        (!process_alive(pid)).then_some(())
+    })
 }
 
 fn nanos() -> u128 {
