@@ -3,6 +3,18 @@ use std::io::IsTerminal;
 
 fn main() {
     let cli = ovai::cli::Cli::parse();
+    // A command whose output is cut short (`ovai status | head`) ends quietly, as command-line tools do.
+    // The daemon and the bridge keep Rust's default of ignoring SIGPIPE: a peer that goes away is an
+    // error they answer, not a reason to die.
+    if !matches!(
+        cli.command,
+        ovai::cli::Command::Serve | ovai::cli::Command::Mcp | ovai::cli::Command::Demo
+    ) {
+        // SAFETY: setting a signal's disposition to its default before any thread is started.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     // Operators read the daemon's tracing on stderr; other commands only warn there. stdout of `ovai mcp`
     // belongs to the protocol, so nothing is ever logged to it.
     // rmcp wraps every request in info-level spans; filtered out, they cost nothing per call.

@@ -305,3 +305,28 @@ fn serve_keeps_its_socket_and_private_folder_to_the_owner() {
         inst.root.display()
     )));
 }
+
+#[test]
+fn output_cut_short_ends_quietly() {
+    let inst = Instance::new();
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe fills the two descriptors it is given; the read end is closed at once, so the
+    // command's first write meets a pipe nobody reads (as with `ovai seat list | head -0`).
+    unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+        libc::close(fds[0]);
+    }
+    use std::os::fd::FromRawFd;
+    // SAFETY: fds[1] is a fresh descriptor owned by nothing else.
+    let write_end = unsafe { std::fs::File::from_raw_fd(fds[1]) };
+    let out = std::process::Command::new(OVAI)
+        .args(["seat", "list", "--root"])
+        .arg(&inst.root)
+        .stdout(write_end)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE));
+}
