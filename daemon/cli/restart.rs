@@ -53,19 +53,9 @@ pub fn status(inst: &Instance, json: bool) -> Result<(), Failure> {
         s("node"),
         host["restarts"].as_u64().unwrap_or(0)
     );
-    let tools: Vec<&str> = v["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let tools = strings(&v["tools"]);
     println!("Tools: {}.", tools.join(", "));
-    let stale: Vec<&str> = v["stale"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let stale = strings(&v["stale"]);
     if stale.is_empty() {
         println!("plugins/ is as it was read.");
     } else {
@@ -83,4 +73,13 @@ pub fn status(inst: &Instance, json: bool) -> Result<(), Failure> {
         );
     }
     Ok(())
+}
+
+/// The strings of a JSON array (none for anything else).
+fn strings(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
 }

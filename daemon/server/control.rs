@@ -11,7 +11,7 @@ use super::state::Daemon;
 use crate::seats::SeatBook;
 
 pub async fn handle(daemon: &Arc<Daemon>, secret: &str, op: &str, write: &mut OwnedWriteHalf) {
-    let answer = if !secret_matches(&daemon.control_secret, secret) {
+    let answer = if !crate::seats::same(&daemon.control_secret, secret) {
         refusal(
             "the control secret does not match this server's: .ovai/control.secret is rewritten at every start, so this command may belong to another instance",
         )
@@ -37,15 +37,6 @@ pub async fn handle(daemon: &Arc<Daemon>, secret: &str, op: &str, write: &mut Ow
 
 fn refusal(why: &str) -> Value {
     json!({ "ok": false, "error": why })
-}
-
-fn secret_matches(ours: &str, theirs: &str) -> bool {
-    ours.len() == theirs.len()
-        && ours
-            .bytes()
-            .zip(theirs.bytes())
-            .fold(0u8, |a, (x, y)| a | (x ^ y))
-            == 0
 }
 
 /// The daemon as `ovai status` shows it.
