@@ -32,6 +32,9 @@ use crate::instance::{self, Instance};
 const WELCOME_PATIENCE: Duration = Duration::from_secs(60);
 /// How long the bridge waits for a daemon to come back (`OVAI_RECONNECT_SECONDS` overrides it).
 const DEFAULT_RECONNECT: Duration = Duration::from_secs(30);
+/// How long a bridge started before any daemon waits for one (`OVAI_CONNECT_SECONDS` overrides it): at
+/// boot, sessions can start before the service.
+const DEFAULT_CONNECT: Duration = Duration::from_secs(10);
 /// The id the replayed `initialize` carries, so its answer is recognised and kept from the client.
 const REPLAY_ID: &str = "ovai-bridge-replay";
 /// The same id as it stands in a line of JSON.
@@ -42,9 +45,26 @@ pub fn run() -> i32 {
         Ok(t) => t,
         Err(sentence) => return fail(&sentence),
     };
-    match target.connect() {
+    match target.connect_patiently() {
         Ok(stream) => Bridge::new(target).relay(stream),
         Err(e) => fail(&e.to_string()),
+    }
+}
+
+/// Seconds from an environment variable, or the default (with a sentence on stderr when it is not a number).
+fn seconds_from_env(name: &str, default: Duration) -> Duration {
+    match std::env::var(name) {
+        Err(_) => default,
+        Ok(text) => match text.trim().parse::<u64>() {
+            Ok(n) => Duration::from_secs(n),
+            Err(_) => {
+                eprintln!(
+                    "ovai mcp: {name} is {text:?}, not a whole number of seconds; using {} s.",
+                    default.as_secs()
+                );
+                default
+            }
+        },
     }
 }
 
@@ -52,6 +72,9 @@ pub fn run() -> i32 {
 struct Target {
     inst: Instance,
     secret: String,
+    /// How long to wait for a daemon that is not there yet at start.
+    connect: Duration,
+    /// How long to wait for a daemon to come back after it went away.
     reconnect: Duration,
 }
 
@@ -63,15 +86,27 @@ impl Target {
                 .to_string()
         })?;
         let inst = instance::find_root(None).map_err(|e| e.to_string())?;
-        let reconnect = std::env::var("OVAI_RECONNECT_SECONDS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .map_or(DEFAULT_RECONNECT, Duration::from_secs);
         Ok(Self {
             inst,
             secret,
-            reconnect,
+            connect: seconds_from_env("OVAI_CONNECT_SECONDS", DEFAULT_CONNECT),
+            reconnect: seconds_from_env("OVAI_RECONNECT_SECONDS", DEFAULT_RECONNECT),
         })
+    }
+
+    /// Connects, waiting up to `connect` for a daemon that is not running yet; the client's first
+    /// request waits in the pipe meanwhile and is answered once connected. A refusal is final at once.
+    fn connect_patiently(&self) -> Result<UnixStream, ClientError> {
+        let deadline = Instant::now() + self.connect;
+        let mut wait = Duration::from_millis(20);
+        loop {
+            match self.connect() {
+                Err(ClientError::NoServer { .. }) if Instant::now() < deadline => {}
+                other => return other,
+            }
+            std::thread::sleep(wait.min(deadline.saturating_duration_since(Instant::now())));
+            wait = (wait * 2).min(Duration::from_millis(500));
+        }
     }
 
     fn connect(&self) -> Result<UnixStream, ClientError> {
@@ -85,8 +120,8 @@ impl Target {
 /// the daemon.
 #[derive(Default)]
 struct Session {
-    /// Requests sent to the daemon and not yet answered: id (as JSON text) → method.
-    pending: HashMap<String, String>,
+    /// Requests sent to the daemon and not yet answered: id (as JSON text) → what they are.
+    pending: HashMap<String, Pending>,
     /// The client's `initialize` request, replayed to a new daemon.
     initialize: Option<Vec<u8>>,
     /// Whether the daemon answered it (if not, the replay carries the client's own id).
@@ -115,6 +150,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A request in flight, as much as the bridge needs to answer it itself.
+#[derive(Debug, Clone)]
+struct Pending {
+    method: String,
+    /// Sent under protocol 2026-07-28 or later, whose results carry `resultType`.
+    modern: bool,
+}
+
+/// The first protocol revision without `initialize`, whose every result says `resultType`.
+const MODERN: &str = "2026-07-28";
+
 /// The parts of a JSON-RPC message the bridge looks at.
 #[derive(Deserialize)]
 struct Envelope {
@@ -123,12 +169,35 @@ struct Envelope {
     #[serde(default)]
     method: Option<String>,
     #[serde(default)]
+    params: Option<Params>,
+    #[serde(default)]
     result: Option<IgnoredAny>,
     #[serde(default)]
     error: Option<IgnoredAny>,
 }
 
+#[derive(Deserialize)]
+struct Params {
+    #[serde(default, rename = "_meta")]
+    meta: Option<Meta>,
+}
+
+#[derive(Deserialize)]
+struct Meta {
+    #[serde(default, rename = "io.modelcontextprotocol/protocolVersion")]
+    protocol_version: Option<String>,
+}
+
 impl Envelope {
+    /// Whether the message says it speaks 2026-07-28 or later (revisions are dates, so they sort as text).
+    fn is_modern(&self) -> bool {
+        self.params
+            .as_ref()
+            .and_then(|p| p.meta.as_ref())
+            .and_then(|m| m.protocol_version.as_deref())
+            .is_some_and(|v| v >= MODERN)
+    }
+
     fn read(line: &[u8]) -> Option<Self> {
         serde_json::from_slice(line).ok()
     }
@@ -233,7 +302,14 @@ impl Bridge {
             if method == "subscriptions/listen" {
                 s.listens.insert(key.clone(), line.to_vec());
             }
-            s.pending.insert(key, method.to_string());
+            let modern = env.is_modern();
+            s.pending.insert(
+                key,
+                Pending {
+                    method: method.to_string(),
+                    modern,
+                },
+            );
         }
     }
 
@@ -269,7 +345,10 @@ impl Bridge {
                     continue;
                 }
                 let mut s = lock(&self.session);
-                if s.pending.remove(&key).as_deref() == Some("initialize") {
+                if s.pending
+                    .remove(&key)
+                    .is_some_and(|p| p.method == "initialize")
+                {
                     s.initialize_answered = true;
                 }
                 s.listens.remove(&key);
@@ -291,12 +370,12 @@ impl Bridge {
             let (kept, cut): (Vec<_>, Vec<_>) = s
                 .pending
                 .drain()
-                .partition(|(k, method)| method == "initialize" || s.listens.contains_key(k));
+                .partition(|(k, p)| p.method == "initialize" || s.listens.contains_key(k));
             s.pending.extend(kept);
             cut
         };
-        for (id, method) in interrupted {
-            let _ = writeln!(stdout, "{}", interrupted_answer(&id, &method));
+        for (id, p) in interrupted {
+            let _ = writeln!(stdout, "{}", interrupted_answer(&id, &p));
         }
         let deadline = Instant::now() + self.target.reconnect;
         let mut wait = Duration::from_millis(50);
@@ -364,8 +443,22 @@ impl Bridge {
             }
             upstream.stream = Some(up);
         }
-        if replay.is_some() {
-            // A new daemon may serve a different list; the client asks again when told.
+        // A new daemon may serve a different list; the client asks again when told: on its listen streams
+        // (2026-07-28), else as a plain notification to an initialized session.
+        let listen_ids: Vec<Value> = lock(&self.session)
+            .listens
+            .keys()
+            .map(|k| parse_id(k))
+            .collect();
+        for id in &listen_ids {
+            let _ = writeln!(
+                stdout,
+                "{}",
+                json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                        "params": { "_meta": { "io.modelcontextprotocol/subscriptionId": id } } })
+            );
+        }
+        if listen_ids.is_empty() && replay.is_some() {
             let _ = writeln!(
                 stdout,
                 "{}",
@@ -379,12 +472,14 @@ impl Bridge {
     fn give_up(&self, stdout: &mut File, why: &str) -> i32 {
         let queued = std::mem::take(&mut lock(&self.upstream).queued);
         // Queued requests are pending too; each is answered once.
-        let mut ids: HashMap<String, String> = lock(&self.session).pending.drain().collect();
+        let mut ids: HashMap<String, Pending> = lock(&self.session).pending.drain().collect();
         for line in queued {
             if let Some(env) = Envelope::read(&line)
-                && let (Some(key), Some(method)) = (env.key(), env.method)
+                && let Some(key) = env.key()
+                && let Some(method) = env.method.clone()
             {
-                ids.insert(key, method);
+                let modern = env.is_modern();
+                ids.insert(key, Pending { method, modern });
             }
         }
         for (id, _) in ids {
@@ -421,18 +516,23 @@ fn response_id(line: &[u8]) -> Option<&[u8]> {
         .then_some(&rest[..end])
 }
 
-/// The answer to a request the daemon took with it when it went away.
-fn interrupted_answer(id: &str, method: &str) -> Value {
+/// The answer to a request the daemon took with it when it went away, in the shape of the revision the
+/// request was sent under.
+fn interrupted_answer(id: &str, p: &Pending) -> Value {
     let id = parse_id(id);
-    if method == "tools/call" {
-        json!({ "jsonrpc": "2.0", "id": id, "result": {
-            "content": [{ "type": "text", "text": "The ovai server restarted while this call was in flight, so it has no answer; nothing was retried. Call it again if it is still wanted." }],
+    if p.method == "tools/call" {
+        let mut result = json!({
+            "content": [{ "type": "text", "text": "The ovai server went away (it was stopped or it crashed) while this call was in flight, so it has no answer; nothing was retried. Call it again if it is still wanted." }],
             "isError": true
-        }})
+        });
+        if p.modern {
+            result["resultType"] = json!("complete");
+        }
+        json!({ "jsonrpc": "2.0", "id": id, "result": result })
     } else {
         json!({ "jsonrpc": "2.0", "id": id, "error": {
             "code": -32000,
-            "message": format!("The ovai server restarted while this {method} request was in flight; send it again.")
+            "message": format!("The ovai server went away (it was stopped or it crashed) while this {} request was in flight; send it again.", p.method)
         }})
     }
 }

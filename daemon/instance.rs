@@ -303,7 +303,7 @@ impl std::fmt::Display for Role {
     }
 }
 
-fn syntax_message(e: &serde_json::Error) -> String {
+pub fn syntax_message(e: &serde_json::Error) -> String {
     // serde_json's Display appends " at line L column C"; the sentence states those itself.
     let text = e.to_string();
     match text.rfind(" at line ") {

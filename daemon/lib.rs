@@ -22,6 +22,8 @@
 pub mod bridge;
 pub mod cli;
 pub mod client;
+pub mod desk;
+pub mod files;
 pub mod generation;
 pub mod host;
 pub mod instance;
@@ -29,6 +31,7 @@ pub mod lines;
 pub mod mcp;
 pub mod names;
 pub mod plugins;
+pub mod progress;
 pub mod runtime_log;
 pub mod seats;
 pub mod server;

@@ -77,8 +77,9 @@ impl SeatService {
         &self,
         name: &str,
         args: Value,
-        ct: &tokio_util::sync::CancellationToken,
+        context: &RequestContext<RoleServer>,
     ) -> Result<Outcome, ErrorData> {
+        let ct = &context.ct;
         let Some((generation, _in_flight)) = self.enter() else {
             return Ok(shutting_down(name));
         };
@@ -133,7 +134,15 @@ impl SeatService {
             },
             Kind::Plugin { file } => {
                 let role = generation.config.role_of(&self.seat);
-                host::call(
+                let token = context.meta.get_progress_token();
+                let (progress, reports) = match token {
+                    Some(_) => {
+                        let (tx, rx) = tokio::sync::watch::channel(None);
+                        (Some(tx), Some(rx))
+                    }
+                    None => (None, None),
+                };
+                let call = host::call(
                     &generation.host,
                     CallRequest {
                         tool: name,
@@ -141,12 +150,18 @@ impl SeatService {
                         args: &args,
                         seat: &self.seat,
                         role: role.as_str(),
+                        progress,
                     },
                     generation.config.call_timeout,
                     generation.config.max_answer_bytes,
                     ct,
-                )
-                .await
+                );
+                match (token, reports) {
+                    (Some(token), Some(reports)) => {
+                        crate::progress::relay(call, reports, &context.peer, token).await
+                    }
+                    _ => call.await,
+                }
             }
         })
     }
@@ -161,7 +176,7 @@ impl ServerHandler for SeatService {
                 .build(),
         )
         .with_server_info(Implementation::new(
-            crate::seats::SERVER_NAME,
+            crate::desk::SERVER_NAME,
             env!("CARGO_PKG_VERSION"),
         ))
         .with_instructions(self.instructions())
@@ -201,7 +216,7 @@ impl ServerHandler for SeatService {
     ) -> Result<CallToolResponse, ErrorData> {
         let args = Value::Object(request.arguments.unwrap_or_default());
         // Boxed: rmcp moves each request's future into a task of its own, and a pointer moves cheaply.
-        let outcome = Box::pin(self.run(&request.name, args, &context.ct)).await?;
+        let outcome = Box::pin(self.run(&request.name, args, &context)).await?;
         Ok(match outcome {
             Outcome::Text(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
             Outcome::Refused(why) => CallToolResult::error(vec![ContentBlock::text(why)]),

@@ -7,15 +7,14 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::desk::{self, Reach};
 use crate::instance::Instance;
 use crate::names;
 
@@ -46,12 +45,22 @@ pub enum SeatError {
     Unknown { name: String, known: String },
     #[error("{} is not readable as a seat list: {reason}. It is written only by `ovai seat`; restore it or remove it and add the seats again.", path.display())]
     Corrupt { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Desk(Box<crate::desk::DeskError>),
+    #[error(transparent)]
+    File(#[from] crate::files::FileError),
     #[error("{what} {}: {source}", path.display())]
     Io {
         what: &'static str,
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+impl From<crate::desk::DeskError> for SeatError {
+    fn from(e: crate::desk::DeskError) -> Self {
+        SeatError::Desk(Box::new(e))
+    }
 }
 
 fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> SeatError + 'a {
@@ -122,7 +131,7 @@ impl SeatBook {
             path: path.clone(),
             reason: e.to_string(),
         })?;
-        write_private(&path, text.as_bytes())
+        Ok(crate::files::write_private(&path, text.as_bytes())?)
     }
 }
 
@@ -147,36 +156,18 @@ fn lock_book(inst: &Instance) -> Result<BookLock, SeatError> {
 pub fn ensure_private_dir(inst: &Instance) -> Result<(), SeatError> {
     let dir = inst.private_dir();
     std::fs::create_dir_all(&dir).map_err(io("making", &dir))?;
-    set_mode(&dir, 0o700).map_err(io("protecting", &dir))
-}
-
-fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-}
-
-/// Writes a file readable by its owner only, whole or not at all (a temporary file, then a rename).
-pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), SeatError> {
-    let tmp = path.with_extension("tmp");
-    let mut f = OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(io("writing", &tmp))?;
-    f.write_all(bytes).map_err(io("writing", &tmp))?;
-    f.sync_all().map_err(io("syncing", &tmp))?;
-    set_mode(&tmp, 0o600).map_err(io("protecting", &tmp))?;
-    std::fs::rename(&tmp, path).map_err(io("replacing", path))
+    Ok(crate::files::set_mode(&dir, 0o700)?)
 }
 
 /// What `ovai seat add` made.
 pub struct AddedSeat {
     pub mcp_json: PathBuf,
+    /// What could not be written into the desk, as sentences (the seat was added all the same).
+    pub warnings: Vec<String>,
 }
 
-/// Makes a seat: its secret, its hash in seats.json, and its desk with the `.mcp.json` a client reads.
+/// Makes a seat: its secret, its hash in seats.json, and its desk with the `.mcp.json` a client reads and
+/// the Claude Code settings that approve the server and its tools.
 pub fn add(inst: &Instance, name: &str, ovai_exe: &Path) -> Result<AddedSeat, SeatError> {
     if let Some(why) = names::why_not(name) {
         return Err(SeatError::BadName {
@@ -192,11 +183,8 @@ pub fn add(inst: &Instance, name: &str, ovai_exe: &Path) -> Result<AddedSeat, Se
     let secret = new_secret().map_err(io("drawing a secret for", &inst.seats_file()))?;
     let desk = inst.desk(name);
     std::fs::create_dir_all(&desk).map_err(io("making the desk", &desk))?;
-    let mcp_json = desk.join(".mcp.json");
-    write_private(
-        &mcp_json,
-        mcp_json_text(&mcp_json, inst, ovai_exe, &secret).as_bytes(),
-    )?;
+    let mcp_json =
+        desk::write_server_entry(inst, &desk, &Reach::Bridge { exe: ovai_exe }, &secret)?;
     book.seats.insert(
         name.into(),
         SeatRecord {
@@ -205,11 +193,15 @@ pub fn add(inst: &Instance, name: &str, ovai_exe: &Path) -> Result<AddedSeat, Se
         },
     );
     book.save(inst)?;
-    Ok(AddedSeat { mcp_json })
+    let warnings = match desk::approve(&desk) {
+        Ok(w) => w.into_iter().collect(),
+        Err(e) => vec![e.to_string()],
+    };
+    Ok(AddedSeat { mcp_json, warnings })
 }
 
-/// Forgets a seat: its hash leaves seats.json and its entry leaves the desk's `.mcp.json`. The desk
-/// itself is somebody's working directory and stays.
+/// Forgets a seat: its hash leaves seats.json, and its entries leave the desk's `.mcp.json` and Claude
+/// Code settings. The desk itself is somebody's working directory and stays.
 pub fn remove(inst: &Instance, name: &str) -> Result<(), SeatError> {
     let _lock = lock_book(inst)?;
     let mut book = SeatBook::load(inst)?;
@@ -225,62 +217,10 @@ pub fn remove(inst: &Instance, name: &str) -> Result<(), SeatError> {
         });
     }
     book.save(inst)?;
-    let mcp_json = inst.desk(name).join(".mcp.json");
-    if let Ok(text) = std::fs::read_to_string(&mcp_json)
-        && let Ok(mut v) = serde_json::from_str::<Value>(&text)
-    {
-        let emptied = match v.get_mut("mcpServers").and_then(Value::as_object_mut) {
-            Some(servers) => {
-                servers.remove(SERVER_NAME);
-                servers.is_empty()
-            }
-            None => false,
-        };
-        if emptied && v.as_object().is_some_and(|o| o.len() == 1) {
-            std::fs::remove_file(&mcp_json).map_err(io("removing", &mcp_json))?;
-        } else {
-            let text = serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
-            write_private(&mcp_json, text.as_bytes())?;
-        }
-    }
+    let desk = inst.desk(name);
+    desk::remove_server_entry(&desk)?;
+    desk::unapprove(&desk)?;
     Ok(())
-}
-
-/// The MCP server's name in a client's configuration: tools then show as `mcp__openovai__NAME`.
-pub const SERVER_NAME: &str = "openovai";
-
-/// The desk's `.mcp.json`, keeping any other servers a person configured there.
-fn mcp_json_text(path: &Path, inst: &Instance, ovai_exe: &Path, secret: &str) -> String {
-    let mut doc = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .filter(Value::is_object)
-        .unwrap_or_else(|| json!({}));
-    let entry = json!({
-        "type": "stdio",
-        "command": ovai_exe.display().to_string(),
-        "args": ["mcp"],
-        "env": { "OVAI_ROOT": inst.root.display().to_string(), "OVAI_SECRET": secret }
-    });
-    if let Some(obj) = doc.as_object_mut() {
-        let servers = obj.entry("mcpServers").or_insert_with(|| json!({}));
-        if !servers.is_object() {
-            *servers = json!({});
-        }
-        if let Some(s) = servers.as_object_mut() {
-            s.insert(SERVER_NAME.into(), entry);
-        }
-    }
-    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
-}
-
-/// The secret written in a desk's `.mcp.json`, for `ovai call --seat NAME` from a terminal.
-pub fn secret_in_desk(inst: &Instance, name: &str) -> Option<String> {
-    let text = std::fs::read_to_string(inst.desk(name).join(".mcp.json")).ok()?;
-    let v: Value = serde_json::from_str(&text).ok()?;
-    v.pointer(&format!("/mcpServers/{SERVER_NAME}/env/OVAI_SECRET"))?
-        .as_str()
-        .map(str::to_string)
 }
 
 #[cfg(test)]

@@ -189,7 +189,7 @@ async function load({ id, name, file }) {
   send({ t: "loaded", id, ok: true, description: values.description, inputSchema: schema });
 }
 
-async function call({ id, tool, args, seat, role }) {
+async function call({ id, tool, args, seat, role, progress }) {
   const entry = tools.get(tool);
   if (entry === undefined) {
     send({ t: "answer", id, unknown: true });
@@ -197,9 +197,13 @@ async function call({ id, tool, args, seat, role }) {
   }
   const controller = new AbortController();
   calls.set(id, controller);
+  const report = progress === true ? progressOf(id) : noProgress;
   let answer;
   try {
-    answer = entry.run(args ?? {}, Object.freeze({ seat, role, root, config, signal: controller.signal }));
+    answer = entry.run(
+      args ?? {},
+      Object.freeze({ seat, role, root, config, signal: controller.signal, progress: report }),
+    );
     // A synchronous answer goes out now; only a promise is waited for.
     if (answer !== null && typeof answer?.then === "function") answer = await answer;
   } catch (err) {
@@ -218,6 +222,47 @@ async function call({ id, tool, args, seat, role }) {
     message = { t: "answer", id, bad: `something that cannot be read (${headline(err)})` };
   }
   send(message);
+}
+
+/** Progress when the caller asked for none: a plugin may report unconditionally. */
+function noProgress() {}
+
+/** At most one progress report per call in this long; the latest waiting one wins. */
+const PROGRESS_EVERY_MS = 100;
+
+/**
+ * `context.progress(message, { progress, total })` for one call: reports go to the daemon (which passes
+ * them on as notifications/progress) while the call is in flight, coalesced, never after its answer.
+ */
+function progressOf(id) {
+  let last = 0;
+  let pending = null;
+  let timer = null;
+  const flush = () => {
+    timer = null;
+    if (pending !== null && calls.has(id)) {
+      send(pending);
+      last = Date.now();
+    }
+    pending = null;
+  };
+  return function progress(message, options) {
+    if (!calls.has(id)) return;
+    try {
+      const report = { t: "progress", id };
+      if (message !== undefined && message !== null) report.message = clip(String(message), 1000);
+      const done = options?.progress;
+      const total = options?.total;
+      if (typeof done === "number" && Number.isFinite(done)) report.progress = done;
+      if (typeof total === "number" && Number.isFinite(total)) report.total = total;
+      pending = report;
+    } catch {
+      return;
+    }
+    const wait = last + PROGRESS_EVERY_MS - Date.now();
+    if (wait <= 0) flush();
+    else if (timer === null) timer = setTimeout(flush, wait);
+  };
 }
 
 /** The answer as the protocol carries it: text, refused, or what was answered instead. */

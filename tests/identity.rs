@@ -67,7 +67,15 @@ fn refused_first_request(
     root: &std::path::Path,
     secret: Option<&str>,
 ) -> (serde_json::Value, String) {
-    let mut s = Session::spawn(root, secret, None);
+    let mut cmd = std::process::Command::new(OVAI);
+    cmd.arg("mcp")
+        .env("OVAI_ROOT", root)
+        .env("OVAI_CONNECT_SECONDS", "1")
+        .env_remove("OVAI_SECRET");
+    if let Some(s) = secret {
+        cmd.env("OVAI_SECRET", s);
+    }
+    let mut s = Session::spawn_command(cmd);
     // Only the request: the bridge answers it and exits, so there is nobody to send `initialized` to.
     let r = s.request(
         "initialize",
@@ -160,4 +168,20 @@ fn a_seat_added_while_serving_connects_without_a_restart_and_a_removed_one_is_en
             .unwrap()
             .contains("is not the secret of any seat")
     );
+}
+
+#[test]
+fn a_session_started_before_the_daemon_waits_for_it() {
+    let inst = Instance::with_plugins(&[("who.mjs", ECHO_CTX)]);
+    let mut s = inst.session("lead");
+    // The client's first request arrives while no daemon runs; it is answered once one is up.
+    let id = s.send_request(
+        "initialize",
+        json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "tests", "version": "1" } }),
+    );
+    let _d = inst.start();
+    let r = s.response(id);
+    assert_eq!(r["result"]["serverInfo"]["name"], "openovai", "{r}");
+    s.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    assert_eq!(s.call("who", json!({})).0, "lead Leader");
 }

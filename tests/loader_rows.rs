@@ -330,3 +330,38 @@ fn an_empty_or_missing_plugins_folder_serves_the_builtins() {
     s.initialize();
     assert_eq!(s.tool_names(), ["index", "room"]);
 }
+
+#[test]
+fn a_description_longer_than_claude_code_shows_is_served_with_a_second_row() {
+    let long = format!(
+        r#"export const description = "{}";
+export const inputSchema = {{ type: "object" }};
+export function run() {{ return {{ text: "ok" }}; }}
+"#,
+        "word ".repeat(600)
+    );
+    let edge = format!(
+        r#"export const description = "{}";
+export const inputSchema = {{ type: "object" }};
+export function run() {{ return {{ text: "ok" }}; }}
+"#,
+        "é".repeat(2048)
+    );
+    let inst = Instance::with_plugins(&[("long.mjs", &long), ("edge.mjs", &edge)]);
+    let want = [
+        "This instance serves a tool of its own: edge",
+        "This instance serves a tool of its own: long",
+        "plugins/long.mjs: its description is 3,000 characters; Claude Code shows a session only the first 2,048.",
+    ];
+    inst.cmd()
+        .args(["check"])
+        .assert()
+        .success()
+        .stdout(format!("{}\n", want.join("\n")));
+    let _d = inst.start();
+    assert_eq!(inst.rows("plugins"), want);
+    let mut s = inst.session("lead");
+    s.initialize();
+    let (text, refused) = s.call("long", serde_json::json!({}));
+    assert_eq!((text.as_str(), refused), ("ok", false), "still served");
+}

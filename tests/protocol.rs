@@ -36,6 +36,8 @@ fn the_revisions_with_initialize_work() {
                 .starts_with("You are at seat lead, the Leader of the openovai instance at"),
             "{instructions}"
         );
+        // Claude Code shows a session only the first 2,048 characters of a server's instructions.
+        assert!(instructions.chars().count() < 2048, "{instructions}");
         assert_eq!(
             s.call("hello", json!({ "who": "you" })),
             ("hello you from lead".to_string(), false)

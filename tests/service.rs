@@ -218,7 +218,7 @@ fn a_session_survives_a_daemon_killed_and_started_again() {
     assert_eq!(
         text_of(&answer),
         (
-            "The ovai server restarted while this call was in flight, so it has no answer; nothing was retried. Call it again if it is still wanted.".to_string(),
+            "The ovai server went away (it was stopped or it crashed) while this call was in flight, so it has no answer; nothing was retried. Call it again if it is still wanted.".to_string(),
             true
         )
     );
@@ -251,6 +251,59 @@ fn a_session_survives_a_daemon_killed_and_started_again() {
         "{:?}",
         s.backlog
     );
+}
+
+/// The `_meta` a 2026-07-28 client (Claude Code, for one) puts on every request instead of `initialize`.
+fn modern_meta() -> serde_json::Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": "tests", "version": "1" },
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+#[test]
+fn a_2026_session_survives_a_daemon_killed_and_started_again_in_its_own_shapes() {
+    let inst = Instance::with_plugins(&[("slow.mjs", SLOW)]);
+    inst.fixture("echo.mjs");
+    let d = inst.start();
+    let mut s = inst.session("lead");
+    let meta = modern_meta();
+    let discover = s.request("server/discover", json!({ "_meta": meta }));
+    assert_eq!(discover["result"]["resultType"], "complete", "{discover}");
+    let listen = s.send_request(
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true }, "_meta": meta }),
+    );
+    s.recv_where(|m| m["method"] == "notifications/subscriptions/acknowledged");
+    let call = |s: &mut Session, name: &str| {
+        s.send_request(
+            "tools/call",
+            json!({ "name": name, "arguments": {}, "_meta": meta }),
+        )
+    };
+    let id = call(&mut s, "echo");
+    assert_eq!(s.response(id)["result"]["resultType"], "complete");
+    let interrupted = call(&mut s, "slow");
+    let id = call(&mut s, "echo");
+    let _ = s.response(id);
+    signal(d.pid(), libc::SIGKILL);
+    let answer = s.response(interrupted);
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert!(text_of(&answer).1);
+    drop(d);
+    let _d = inst.start();
+    // Told on its listen stream that the list may have changed, with the stream's subscription id.
+    let changed = s.recv_where(|m| m["method"] == "notifications/tools/list_changed");
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        json!(listen),
+        "{changed}"
+    );
+    let id = call(&mut s, "echo");
+    let r = s.response(id);
+    assert_eq!(r["result"]["resultType"], "complete");
+    assert!(!text_of(&r).1);
 }
 
 #[test]

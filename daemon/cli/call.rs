@@ -9,7 +9,6 @@ use serde_json::{Value, json};
 
 use crate::client::{self, McpClient};
 use crate::instance;
-use crate::seats;
 
 const USAGE: i32 = 2;
 
@@ -50,7 +49,7 @@ fn call(
         ));
     }
     let secret = match seat {
-        Some(name) => seats::secret_in_desk(&inst, name).ok_or_else(|| {
+        Some(name) => crate::desk::secret_in(&inst.desk(name)).ok_or_else(|| {
             format!(
                 "desks/{name}/.mcp.json holds no secret for the seat {name}; `ovai seat list` shows the seats, `ovai seat add {name}` makes it"
             )

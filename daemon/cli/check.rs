@@ -55,8 +55,10 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
         });
     let _ = std::fs::remove_file(&shim);
     let verdicts = result?;
-    for (_, v) in &verdicts {
-        println!("{}", v.row());
+    for (c, v) in &verdicts {
+        for row in v.rows(c.file()) {
+            println!("{row}");
+        }
     }
     let refused = verdicts
         .iter()

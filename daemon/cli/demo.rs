@@ -83,7 +83,7 @@ fn steps(dir: &Path, daemon: &mut Option<Child>) -> Result<(), Failure> {
         "Connecting seat w1 the way an MCP client does: ovai mcp, started from desks/w1 with its .mcp.json",
     );
     let desk = inst.desk("w1");
-    let secret = seats::secret_in_desk(&inst, "w1")
+    let secret = crate::desk::secret_in(&inst.desk("w1"))
         .ok_or_else(|| Failure::new("desks/w1/.mcp.json holds no secret", 1))?;
     let mut bridge = Command::new(&exe)
         .arg("mcp")

@@ -60,6 +60,9 @@ pub fn run(
         )
     })?;
     let added = seats::add(&inst, &leader, &own_exe()?)?;
+    for w in &added.warnings {
+        eprintln!("ovai: warning: {w}");
+    }
     println!(
         "Made an openovai instance at {} (User {user}, Leader {leader}).",
         inst.root.display()

@@ -15,6 +15,9 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                 .map(|c| c.role_of(&name).to_string())
                 .unwrap_or_else(|_| "Worker".into());
             println!("Added the seat {name} ({role}).");
+            for w in &added.warnings {
+                eprintln!("ovai: warning: {w}");
+            }
             println!(
                 "Its desk is {}: an MCP client started there reads {} and is {name}.",
                 inst.desk(&name).display(),

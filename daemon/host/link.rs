@@ -14,7 +14,7 @@ use tokio_util::codec::FramedRead;
 
 use crate::lines::{CappedLines, Line, write_batched};
 
-use super::protocol::{Answer, FromHost, Loaded, ToHost};
+use super::protocol::{Answer, FromHost, Loaded, Progress, ToHost};
 
 /// The longest protocol line read from the host: an answer is capped well below this by maxAnswerBytes
 /// (JSON escaping can at most sextuple it), so a longer line is a broken host, never a long answer.
@@ -34,6 +34,8 @@ pub enum CallEnd {
 struct Waiting {
     file: Arc<str>,
     tx: oneshot::Sender<CallEnd>,
+    /// Where the call's progress reports go, when its caller asked for them; the latest replaces the last.
+    progress: Option<tokio::sync::watch::Sender<Option<Progress>>>,
 }
 
 pub struct Link {
@@ -90,9 +92,14 @@ impl Link {
     }
 
     /// Registers a call; its answer (or the host's end) arrives on the receiver.
-    pub fn expect_answer(&self, id: u64, file: Arc<str>) -> oneshot::Receiver<CallEnd> {
+    pub fn expect_answer(
+        &self,
+        id: u64,
+        file: Arc<str>,
+        progress: Option<tokio::sync::watch::Sender<Option<Progress>>>,
+    ) -> oneshot::Receiver<CallEnd> {
         let (tx, rx) = oneshot::channel();
-        lock(&self.calls).insert(id, Waiting { file, tx });
+        lock(&self.calls).insert(id, Waiting { file, tx, progress });
         rx
     }
 
@@ -141,6 +148,13 @@ impl Link {
             FromHost::Answer(a) => {
                 if let Some(w) = lock(&self.calls).remove(&a.id) {
                     let _ = w.tx.send(CallEnd::Answered(a));
+                }
+            }
+            FromHost::Progress(p) => {
+                if let Some(w) = lock(&self.calls).get(&p.id)
+                    && let Some(tx) = &w.progress
+                {
+                    tx.send_replace(Some(p));
                 }
             }
             FromHost::Loaded(l) => {

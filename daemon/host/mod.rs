@@ -37,6 +37,8 @@ pub struct CallRequest<'a> {
     pub args: &'a Value,
     pub seat: &'a str,
     pub role: &'a str,
+    /// Where the plugin's progress reports go, when the caller asked for them.
+    pub progress: Option<tokio::sync::watch::Sender<Option<protocol::Progress>>>,
 }
 
 /// Runs one call to its end: an answer, a refusal, the deadline, or the caller's cancellation. The
@@ -61,13 +63,15 @@ pub async fn call(
         return Outcome::Refused(why.to_string());
     }
     let id = host.next_id();
-    let rx = link.expect_answer(id, req.file.clone());
+    let wants_progress = req.progress.is_some();
+    let rx = link.expect_answer(id, req.file.clone(), req.progress);
     link.send(&ToHost::Call {
         id,
         tool: req.tool,
         args: req.args,
         seat: req.seat,
         role: req.role,
+        progress: wants_progress,
     });
     let left = deadline.saturating_sub(started.elapsed());
     tokio::select! {

@@ -80,7 +80,7 @@ fn tail_clause(tail: &[String]) -> String {
 
 /// How one import ended.
 pub enum LoadEnd {
-    Reported(Loaded),
+    Reported(Box<Loaded>),
     /// The process ended while importing (the file killed it): how it ended.
     Stopped(String),
     TimedOut,
@@ -158,7 +158,7 @@ impl HostProcess {
         self.link.send(&ToHost::Load { id, name, file });
         tokio::select! {
             r = rx => match r {
-                Ok(loaded) => LoadEnd::Reported(loaded),
+                Ok(loaded) => LoadEnd::Reported(Box::new(loaded)),
                 Err(_) => LoadEnd::Stopped(self.wait_exit().await),
             },
             exit = self.child.wait() => {

@@ -32,6 +32,9 @@ pub enum ToHost<'a> {
         args: &'a Value,
         seat: &'a str,
         role: &'a str,
+        /// The caller asked for progress (its request carried a progress token).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        progress: bool,
     },
     /// Fire the call's AbortSignal; the host sends no answer for it afterwards.
     Cancel {
@@ -58,7 +61,20 @@ pub enum FromHost {
     Ready { v: u32, node: String, pid: u32 },
     Loaded(Loaded),
     Answer(Answer),
+    Progress(Progress),
     Pong { n: u64 },
+}
+
+/// A call's `context.progress(message, { progress, total })`, as the host reports it.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct Progress {
+    pub id: u64,
+    #[serde(default)]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub progress: Option<f64>,
+    #[serde(default)]
+    pub total: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -25,10 +25,18 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn row(&self) -> String {
+    /// The candidate's row, and for a served file whose description a client cuts, a second row saying so.
+    pub fn rows(&self, file: &str) -> Vec<String> {
         match self {
-            Verdict::Served(p) => rows::served(&p.name),
-            Verdict::NotServed(row) => row.clone(),
+            Verdict::Served(p) => {
+                let mut rows = vec![rows::served(&p.name)];
+                let chars = p.description.chars().count();
+                if chars > rows::CLIENT_DESCRIPTION_CHARS {
+                    rows.push(rows::description_cut(file, chars));
+                }
+                rows
+            }
+            Verdict::NotServed(row) => vec![row.clone()],
         }
     }
 }
@@ -42,7 +50,10 @@ pub struct LoadedPlugins {
 
 impl LoadedPlugins {
     pub fn rows(&self) -> Vec<String> {
-        self.verdicts.iter().map(|(_, v)| v.row()).collect()
+        self.verdicts
+            .iter()
+            .flat_map(|(c, v)| v.rows(c.file()))
+            .collect()
     }
 
     /// Splits into what the supervisor re-imports after a crash and what the tool table serves.
@@ -99,7 +110,7 @@ pub async fn load(
             let path = plugins_dir.join(file).display().to_string();
             match process.load(ids, name, &path, import_timeout).await {
                 LoadEnd::Reported(l) => {
-                    reports.insert(file.clone(), l);
+                    reports.insert(file.clone(), *l);
                 }
                 LoadEnd::Stopped(exit) => {
                     excluded.insert(file.clone(), rows::import_stopped_host(file, &exit));

@@ -8,6 +8,32 @@ pub fn served(name: &str) -> String {
     format!("This instance serves a tool of its own: {name}")
 }
 
+/// Claude Code shows a session at most this many characters of a tool's description (and of the
+/// server's instructions).
+pub const CLIENT_DESCRIPTION_CHARS: usize = 2048;
+
+/// The row that follows a served file's row when its description is longer than a client shows.
+pub fn description_cut(file: &str, chars: usize) -> String {
+    format!(
+        "plugins/{file}: its description is {} characters; Claude Code shows a session only the first {}.",
+        thousands(chars),
+        thousands(CLIENT_DESCRIPTION_CHARS)
+    )
+}
+
+/// 2048 as "2,048".
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn not_served(file: &str, why: impl std::fmt::Display) -> String {
     format!("plugins/{file} is not served: {why}")
 }
@@ -137,6 +163,12 @@ mod tests {
             import_stopped_host("x.mjs", "exit code 3"),
             "plugins/x.mjs is not served: importing it stopped the plugin host (exit code 3)"
         );
+        assert_eq!(
+            description_cut("x.mjs", 12345),
+            "plugins/x.mjs: its description is 12,345 characters; Claude Code shows a session only the first 2,048."
+        );
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000_000), "1,000,000");
         assert_eq!(
             import_hung("x.mjs", 10),
             "plugins/x.mjs is not served: importing it took longer than 10 s"

@@ -91,7 +91,8 @@ async fn run(inst: Instance) -> Result<(), ServeError> {
         .map_err(io_err("writing the plugin host to", &inst.host_shim()))?;
     let control_secret =
         seats::new_secret().map_err(io_err("drawing the control secret for", &inst.root))?;
-    seats::write_private(&inst.control_secret(), control_secret.as_bytes())?;
+    crate::files::write_private(&inst.control_secret(), control_secret.as_bytes())
+        .map_err(SeatError::from)?;
     std::fs::create_dir_all(inst.plugins_dir()).map_err(io_err("making", &inst.plugins_dir()))?;
 
     // Bound before the first load: a client that connects meanwhile waits in the backlog and is answered

@@ -188,3 +188,33 @@ test("what a handler answered instead is described in words", async () => {
   }
   host.stop();
 });
+
+test("progress goes out only for a call that asked, coalesced, and never after its answer", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
+  const host = startHost();
+  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1000 });
+  await loaded(
+    host,
+    dir,
+    "reports",
+    HEADER +
+      "export async function run(a, { progress }) {\n" +
+      "  progress('first', { progress: 1, total: 4 });\n" +
+      "  for (let i = 0; i < 1000; i++) progress(`loop ${i}`, { progress: 2 });\n" +
+      "  await new Promise((r) => setTimeout(r, 250));\n" +
+      "  setTimeout(() => progress('after'), 10);\n" +
+      "  return { text: 'done' };\n}\n",
+    1,
+  );
+  host.send({ t: "call", id: 20, tool: "reports", args: {}, seat: "s", role: "Worker", progress: true });
+  assert.equal((await host.next((m) => m.t === "answer" && m.id === 20)).text, "done");
+  host.send({ t: "call", id: 21, tool: "reports", args: {}, seat: "s", role: "Worker" });
+  assert.equal((await host.next((m) => m.t === "answer" && m.id === 21)).text, "done");
+  await new Promise((r) => setTimeout(r, 50));
+  const reports = host.received.filter((m) => m.t === "progress");
+  assert.deepEqual(reports, [
+    { t: "progress", id: 20, message: "first", progress: 1, total: 4 },
+    { t: "progress", id: 20, message: "loop 999", progress: 2 },
+  ]);
+  host.stop();
+});

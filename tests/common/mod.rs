@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod messages_api;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};

@@ -1,0 +1,379 @@
+//! A seat's desk: the folder its session works in, and the two files ovai writes there for the session's
+//! MCP client.
+//!
+//! - `.mcp.json` says how to reach this server, with the seat's secret (mode 0600). Other servers a person
+//!   configured there are kept.
+//! - `.claude/settings.local.json` (Claude Code's per-folder, never-committed settings) approves that
+//!   server (`enabledMcpjsonServers`) and holds the one permission rule for all of its tools
+//!   (`permissions.allow: ["mcp__openovai"]`), so a session at the desk calls every tool of the instance
+//!   with no approval prompt and no permission popup. It is merged, never replaced.
+//!
+//! A file a person broke is never overwritten: it is named, with its line and column, and left as it is.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use crate::files::write_private;
+use crate::instance::Instance;
+
+/// The MCP server's name in a client's configuration: tools then show as `mcp__openovai__NAME`.
+pub const SERVER_NAME: &str = "openovai";
+/// The permission rule that allows every tool of the server.
+pub const ALLOW_RULE: &str = "mcp__openovai";
+
+pub fn mcp_json(desk: &Path) -> PathBuf {
+    desk.join(".mcp.json")
+}
+
+pub fn settings_file(desk: &Path) -> PathBuf {
+    desk.join(".claude").join("settings.local.json")
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeskError {
+    #[error(
+        "{} does not parse ({message} at line {line}, column {column}), and it holds the MCP servers of that desk: it was left as it is. Fix it (or move it away) and run the command again.",
+        path.display()
+    )]
+    Unparsable {
+        path: PathBuf,
+        message: String,
+        line: usize,
+        column: usize,
+    },
+    #[error(
+        "{} is {what}, not an object of MCP servers: it was left as it is. Fix it (or move it away) and run the command again.",
+        path.display()
+    )]
+    NotObject { path: PathBuf, what: &'static str },
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Write(#[from] crate::files::FileError),
+}
+
+fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> DeskError + 'a {
+    move |source| DeskError::Io {
+        what,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A JSON file as it is on disk: absent, an object, or something a person has to look at.
+enum Doc {
+    Absent,
+    Object(Map<String, Value>),
+    Unparsable {
+        message: String,
+        line: usize,
+        column: usize,
+    },
+    NotObject(&'static str),
+}
+
+fn read_doc(path: &Path) -> Result<Doc, DeskError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Doc::Absent),
+        Err(e) => return Err(io_err("reading", path)(e)),
+    };
+    Ok(match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(map)) => Doc::Object(map),
+        Ok(other) => Doc::NotObject(crate::instance::json_kind(&other)),
+        Err(e) => Doc::Unparsable {
+            message: crate::instance::syntax_message(&e),
+            line: e.line(),
+            column: e.column(),
+        },
+    })
+}
+
+fn write_doc(path: &Path, doc: &Map<String, Value>) -> Result<(), DeskError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io_err("making", dir))?;
+    }
+    let text = serde_json::to_string_pretty(doc).unwrap_or_default() + "\n";
+    Ok(write_private(path, text.as_bytes())?)
+}
+
+/// How a seat's client reaches the server: the local bridge, or (a remote seat) the server's URL.
+pub enum Reach<'a> {
+    /// `ovai mcp`, started from this binary.
+    Bridge { exe: &'a Path },
+}
+
+/// Writes (or replaces) the `openovai` entry of the desk's `.mcp.json`, keeping every other server.
+pub fn write_server_entry(
+    inst: &Instance,
+    desk: &Path,
+    reach: &Reach<'_>,
+    secret: &str,
+) -> Result<PathBuf, DeskError> {
+    let path = mcp_json(desk);
+    let mut doc = match read_doc(&path)? {
+        Doc::Absent => Map::new(),
+        Doc::Object(map) => map,
+        Doc::Unparsable {
+            message,
+            line,
+            column,
+        } => {
+            return Err(DeskError::Unparsable {
+                path,
+                message,
+                line,
+                column,
+            });
+        }
+        Doc::NotObject(what) => return Err(DeskError::NotObject { path, what }),
+    };
+    let entry = match reach {
+        Reach::Bridge { exe } => json!({
+            "type": "stdio",
+            "command": exe.display().to_string(),
+            "args": ["mcp"],
+            "env": { "OVAI_ROOT": inst.root.display().to_string(), "OVAI_SECRET": secret }
+        }),
+    };
+    let servers = doc
+        .entry("mcpServers")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !servers.is_object() {
+        return Err(DeskError::NotObject {
+            path,
+            what: "holding an mcpServers that is not an object",
+        });
+    }
+    if let Some(s) = servers.as_object_mut() {
+        s.insert(SERVER_NAME.into(), entry);
+    }
+    write_doc(&path, &doc)?;
+    Ok(path)
+}
+
+/// Takes the `openovai` entry out of the desk's `.mcp.json`; the file goes when nothing else is left.
+pub fn remove_server_entry(desk: &Path) -> Result<(), DeskError> {
+    let path = mcp_json(desk);
+    let Doc::Object(mut doc) = read_doc(&path)? else {
+        return Ok(());
+    };
+    let Some(servers) = doc.get_mut("mcpServers").and_then(Value::as_object_mut) else {
+        return Ok(());
+    };
+    if servers.remove(SERVER_NAME).is_none() {
+        return Ok(());
+    }
+    if servers.is_empty() && doc.len() == 1 {
+        return std::fs::remove_file(&path).map_err(io_err("removing", &path));
+    }
+    write_doc(&path, &doc)
+}
+
+/// The secret written in a desk's `.mcp.json`, for `ovai call --seat NAME` from a terminal.
+pub fn secret_in(desk: &Path) -> Option<String> {
+    let Ok(Doc::Object(doc)) = read_doc(&mcp_json(desk)) else {
+        return None;
+    };
+    let entry = doc.get("mcpServers")?.get(SERVER_NAME)?;
+    entry
+        .pointer("/env/OVAI_SECRET")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// The two entries Claude Code reads, each as (path of its array in the settings, the value).
+const APPROVAL: [(&[&str], &str); 2] = [
+    (&["enabledMcpjsonServers"], SERVER_NAME),
+    (&["permissions", "allow"], ALLOW_RULE),
+];
+
+/// Adds the approval and the permission rule to the desk's `.claude/settings.local.json`, keeping
+/// everything else in it and adding nothing twice. `Ok(Some(warning))` when the file could not be
+/// merged and was left as it is.
+pub fn approve(desk: &Path) -> Result<Option<String>, DeskError> {
+    let path = settings_file(desk);
+    let mut doc = match read_doc(&path)? {
+        Doc::Absent => Map::new(),
+        Doc::Object(map) => map,
+        Doc::Unparsable {
+            message,
+            line,
+            column,
+        } => {
+            return Ok(Some(left_alone(
+                &path,
+                &format!("it does not parse ({message} at line {line}, column {column})"),
+            )));
+        }
+        Doc::NotObject(what) => {
+            return Ok(Some(left_alone(
+                &path,
+                &format!("it is {what}, not an object"),
+            )));
+        }
+    };
+    let mut changed = false;
+    for (keys, value) in APPROVAL {
+        match array_at(&mut doc, keys) {
+            Ok(items) => {
+                if !items.iter().any(|v| v.as_str() == Some(value)) {
+                    items.push(Value::String(value.into()));
+                    changed = true;
+                }
+            }
+            Err(what) => {
+                return Ok(Some(left_alone(
+                    &path,
+                    &format!("its {} is {what}, not a list", keys.join(".")),
+                )));
+            }
+        }
+    }
+    if changed {
+        write_doc(&path, &doc)?;
+    }
+    Ok(None)
+}
+
+/// Takes out only the two entries [`approve`] adds; everything else in the file stays as it was. A list
+/// or an object left empty by that goes too, and so does the file if nothing is left in it.
+pub fn unapprove(desk: &Path) -> Result<(), DeskError> {
+    let path = settings_file(desk);
+    let Doc::Object(mut doc) = read_doc(&path)? else {
+        return Ok(());
+    };
+    let mut changed = false;
+    for (keys, value) in APPROVAL {
+        changed |= remove_from(&mut doc, keys, value);
+    }
+    if !changed {
+        return Ok(());
+    }
+    if doc.is_empty() {
+        return std::fs::remove_file(&path).map_err(io_err("removing", &path));
+    }
+    write_doc(&path, &doc)
+}
+
+fn left_alone(path: &Path, why: &str) -> String {
+    format!(
+        "{} was left as it is: {why}. Until it names the server, Claude Code at that desk asks before it uses openovai: \
+         add \"{SERVER_NAME}\" to enabledMcpjsonServers and \"{ALLOW_RULE}\" to permissions.allow by hand.",
+        path.display()
+    )
+}
+
+/// The array at `keys`, made (with the objects above it) where absent; `Err` names what stands there instead.
+fn array_at<'a>(
+    doc: &'a mut Map<String, Value>,
+    keys: &[&str],
+) -> Result<&'a mut Vec<Value>, &'static str> {
+    let (last, parents) = keys.split_last().ok_or("nothing")?;
+    let mut map = doc;
+    for key in parents {
+        let inner = map.entry(*key).or_insert_with(|| Value::Object(Map::new()));
+        let kind = crate::instance::json_kind(inner);
+        map = inner.as_object_mut().ok_or(kind)?;
+    }
+    let slot = map.entry(*last).or_insert_with(|| Value::Array(Vec::new()));
+    let kind = crate::instance::json_kind(slot);
+    slot.as_array_mut().ok_or(kind)
+}
+
+/// Removes `value` from the array at `keys`, and containers it leaves empty; true when it was there.
+fn remove_from(map: &mut Map<String, Value>, keys: &[&str], value: &str) -> bool {
+    let Some((first, rest)) = keys.split_first() else {
+        return false;
+    };
+    let removed = match map.get_mut(*first) {
+        Some(Value::Array(items)) if rest.is_empty() => {
+            let before = items.len();
+            items.retain(|v| v.as_str() != Some(value));
+            items.len() != before
+        }
+        Some(Value::Object(inner)) if !rest.is_empty() => remove_from(inner, rest, value),
+        _ => false,
+    };
+    let emptied = match map.get(*first) {
+        Some(Value::Array(a)) => a.is_empty(),
+        Some(Value::Object(o)) => o.is_empty(),
+        _ => false,
+    };
+    if removed && emptied {
+        map.remove(*first);
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desk_with(settings: Option<&str>) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        if let Some(text) = settings {
+            std::fs::create_dir_all(dir.path().join(".claude")).unwrap();
+            std::fs::write(settings_file(dir.path()), text).unwrap();
+        }
+        dir
+    }
+
+    fn read(dir: &Path) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(settings_file(dir)).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn approval_is_merged_once_and_taken_out_alone() {
+        let d = desk_with(Some(
+            r#"{"model":"x","permissions":{"allow":["Bash(ls)"],"deny":["Read(.env)"]},"enabledMcpjsonServers":["other"]}"#,
+        ));
+        assert_eq!(approve(d.path()).unwrap(), None);
+        assert_eq!(approve(d.path()).unwrap(), None);
+        assert_eq!(
+            read(d.path()),
+            json!({"model":"x","permissions":{"allow":["Bash(ls)", ALLOW_RULE],"deny":["Read(.env)"]},
+                   "enabledMcpjsonServers":["other", SERVER_NAME]})
+        );
+        unapprove(d.path()).unwrap();
+        assert_eq!(
+            read(d.path()),
+            json!({"model":"x","permissions":{"allow":["Bash(ls)"],"deny":["Read(.env)"]},"enabledMcpjsonServers":["other"]})
+        );
+    }
+
+    #[test]
+    fn a_file_of_ours_alone_goes_with_the_seat() {
+        let d = desk_with(None);
+        assert_eq!(approve(d.path()).unwrap(), None);
+        assert_eq!(
+            read(d.path()),
+            json!({"enabledMcpjsonServers":[SERVER_NAME],"permissions":{"allow":[ALLOW_RULE]}})
+        );
+        unapprove(d.path()).unwrap();
+        assert!(!settings_file(d.path()).exists());
+    }
+
+    #[test]
+    fn a_broken_file_is_named_and_left_alone() {
+        let text = "{\n  \"model\": \"x\",\n  oops\n}";
+        let d = desk_with(Some(text));
+        let warning = approve(d.path()).unwrap().unwrap();
+        assert!(warning.contains("line 3, column 3"), "{warning}");
+        assert_eq!(
+            std::fs::read_to_string(settings_file(d.path())).unwrap(),
+            text
+        );
+        let d = desk_with(Some(r#"{"permissions":{"allow":"mcp__openovai"}}"#));
+        let warning = approve(d.path()).unwrap().unwrap();
+        assert!(
+            warning.contains("its permissions.allow is a string, not a list"),
+            "{warning}"
+        );
+    }
+}

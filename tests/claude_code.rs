@@ -1,0 +1,243 @@
+//! A real Claude Code (the npm package, pinned by scripts/test) at a desk made by `ovai seat add`, against a
+//! local stand-in for the Messages API: the plugin runs as that seat with no approval prompt and no
+//! permission denial, a restart during a call lets it finish and offers the new tool on the next turn, and
+//! a daemon killed during a call gives that call an `isError` answer while the next call succeeds.
+
+mod common;
+use common::messages_api::{MessagesApi, Step, result_text};
+use common::*;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The Claude Code the tests run: OVAI_TEST_CLAUDE, else where scripts/test installs it.
+fn claude_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("OVAI_TEST_CLAUDE").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    let path = cache.join("ovai-test-tools/claude/node_modules/.bin/claude");
+    assert!(
+        path.exists(),
+        "Claude Code is not installed for the tests (looked for {}): scripts/test installs it with npm \
+         (@anthropic-ai/claude-code, pinned) into that cache folder; run scripts/test, or set OVAI_TEST_CLAUDE \
+         to a claude binary.",
+        path.display()
+    );
+    path
+}
+
+const STAMP: &str = r#"
+import { appendFileSync } from "node:fs";
+export const description = "Notes who called it in calls.log, and says so.";
+export const inputSchema = { type: "object", properties: {}, additionalProperties: false };
+export function run(args, { seat, role, root }) {
+  appendFileSync(`${root}/calls.log`, `${seat} ${role}\n`);
+  return { text: `stamp from ${seat}` };
+}
+"#;
+
+/// Marks that it started, then waits for `gate.go` in the root before it answers.
+const GATE: &str = r#"
+import { existsSync, writeFileSync } from "node:fs";
+export const description = "Waits at a gate the test opens.";
+export const inputSchema = { type: "object", properties: {}, additionalProperties: false };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+export async function run(args, { root }) {
+  writeFileSync(`${root}/gate.started`, "");
+  for (let i = 0; i < 3000 && !existsSync(`${root}/gate.go`); i++) await sleep(20);
+  // The session is told of a new tool list when a restart switches; give it a moment to fetch it.
+  await sleep(1000);
+  return { text: "through the gate" };
+}
+"#;
+
+const FRESH: &str = r#"
+export const description = "A tool that arrived with a restart.";
+export const inputSchema = { type: "object", properties: {}, additionalProperties: false };
+export function run(args, { seat }) { return { text: `fresh for ${seat}` }; }
+"#;
+
+/// A headless Claude Code session at `desk`, with a HOME of its own and the stand-in as its API.
+struct Claude {
+    child: std::process::Child,
+    home: tempfile::TempDir,
+    stdout: PathBuf,
+}
+
+impl Claude {
+    fn start(desk: &Path, api: &MessagesApi, prompt: &str) -> Self {
+        let home = tempfile::tempdir_in("/tmp").unwrap();
+        let stdout = home.path().join("claude.stdout");
+        let child = Command::new(claude_binary())
+            .args(["-p", prompt, "--output-format", "json"])
+            .current_dir(desk)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .env("TERM", "dumb")
+            .env("ANTHROPIC_BASE_URL", &api.url)
+            .env("ANTHROPIC_API_KEY", "stand-in")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("ENABLE_TOOL_SEARCH", "false")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&stdout).unwrap())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("Claude Code starts");
+        Self {
+            child,
+            home,
+            stdout,
+        }
+    }
+
+    /// Waits for the session to end; its JSON result.
+    fn finish(mut self) -> (Value, String) {
+        let status = wait_exit(&mut self.child);
+        let out = std::fs::read_to_string(&self.stdout).unwrap_or_default();
+        assert!(status.success(), "Claude Code exited {status}: {out}");
+        let result: Value = serde_json::from_str(out.trim())
+            .unwrap_or_else(|e| panic!("Claude Code's output is not JSON ({e}): {out}"));
+        (result, self.mcp_log())
+    }
+
+    /// Everything Claude Code logged about its MCP servers.
+    fn mcp_log(&self) -> String {
+        let mut text = String::new();
+        let mut dirs = vec![self.home.path().join(".cache/claude-cli-nodejs")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let p = entry.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.to_string_lossy().contains("mcp-logs-openovai") {
+                    text.push_str(&std::fs::read_to_string(&p).unwrap_or_default());
+                }
+            }
+        }
+        text
+    }
+}
+
+impl Drop for Claude {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn no_denials(result: &Value) {
+    assert_eq!(
+        result["permission_denials"],
+        json!([]),
+        "a desk made by `ovai seat add` needs no permission: {result}"
+    );
+}
+
+#[test]
+fn a_desk_made_by_seat_add_calls_a_plugin_with_no_prompt_and_no_denial() {
+    let inst = Instance::with_plugins(&[("stamp.mjs", STAMP)]);
+    inst.add_seat("w1");
+    let _d = inst.start();
+    let api = MessagesApi::start(vec![
+        Step::Tool("mcp__openovai__stamp", json!({})),
+        Step::Text("Stamped."),
+    ]);
+    let (result, log) = Claude::start(&inst.root.join("desks/w1"), &api, "Stamp, please.").finish();
+    no_denials(&result);
+    assert_eq!(result["result"], "Stamped.", "{result}");
+    assert_eq!(
+        std::fs::read_to_string(inst.root.join("calls.log")).unwrap(),
+        "w1 Worker\n",
+        "the plugin ran once, as the desk's seat"
+    );
+    let results = api.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(result_text(&results[0]), "stamp from w1");
+    assert_ne!(results[0]["is_error"], true);
+    assert!(
+        api.tools_offered()[0].contains(&"mcp__openovai__stamp".to_string()),
+        "{:?}",
+        api.tools_offered()
+    );
+    assert!(!log.contains("omits required fields"), "{log}");
+}
+
+#[test]
+fn a_restart_during_a_call_lets_it_finish_and_the_next_turn_is_offered_the_new_tool() {
+    let inst = Instance::with_plugins(&[("gate.mjs", GATE)]);
+    inst.add_seat("w1");
+    let _d = inst.start();
+    let api = MessagesApi::start(vec![
+        Step::Tool("mcp__openovai__gate", json!({})),
+        Step::Tool("mcp__openovai__fresh", json!({})),
+        Step::Text("Both done."),
+    ]);
+    let claude = Claude::start(&inst.root.join("desks/w1"), &api, "Go through the gate.");
+    wait_until("the gate plugin to start", || {
+        inst.root.join("gate.started").exists().then_some(())
+    });
+    inst.write_plugin("fresh.mjs", FRESH);
+    inst.cmd()
+        .arg("restart")
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(
+            "This instance serves a tool of its own: fresh",
+        ));
+    std::fs::write(inst.root.join("gate.go"), "").unwrap();
+    let (result, _) = claude.finish();
+    no_denials(&result);
+    let results = api.tool_results();
+    assert_eq!(result_text(&results[0]), "through the gate", "{results:?}");
+    assert_ne!(results[0]["is_error"], true);
+    let offered = api.tools_offered();
+    assert!(
+        offered[1].contains(&"mcp__openovai__fresh".to_string()),
+        "the turn after the restart is offered the new tool: {offered:?}"
+    );
+    assert_eq!(result_text(&results[1]), "fresh for w1", "{results:?}");
+}
+
+#[test]
+fn a_daemon_killed_during_a_call_answers_it_as_an_error_and_the_next_call_succeeds() {
+    let inst = Instance::with_plugins(&[("gate.mjs", GATE), ("stamp.mjs", STAMP)]);
+    inst.add_seat("w1");
+    let d = inst.start();
+    let api = MessagesApi::start(vec![
+        Step::Tool("mcp__openovai__gate", json!({})),
+        Step::Tool("mcp__openovai__stamp", json!({})),
+        Step::Text("Recovered."),
+    ]);
+    let claude = Claude::start(&inst.root.join("desks/w1"), &api, "Go through the gate.");
+    wait_until("the gate plugin to start", || {
+        inst.root.join("gate.started").exists().then_some(())
+    });
+    let pid = d.pid();
+    signal(pid, libc::SIGKILL);
+    drop(d);
+    wait_gone(pid);
+    let _d = inst.start();
+    let (result, log) = claude.finish();
+    no_denials(&result);
+    let results = api.tool_results();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results[0]["is_error"], true, "{results:?}");
+    assert!(
+        result_text(&results[0])
+            .contains("went away (it was stopped or it crashed) while this call was in flight"),
+        "{results:?}"
+    );
+    assert_eq!(result_text(&results[1]), "stamp from w1");
+    assert_ne!(results[1]["is_error"], true);
+    assert!(
+        !log.contains("omits required fields"),
+        "the bridge's own answer has the negotiated revision's shape: {log}"
+    );
+}

@@ -1,0 +1,110 @@
+//! `context.progress(message, { progress, total })`: reaches a caller that asked for progress as
+//! `notifications/progress`, paced (the latest report wins), never after the answer; a caller that did not
+//! ask hears nothing.
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+
+const REPORTER: &str = r#"
+export const description = "Reports progress while it works.";
+export const inputSchema = { type: "object" };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+export async function run(args, { progress }) {
+  progress("starting", { progress: 0, total: 3 });
+  for (let i = 1; i <= 100000; i++) progress(`step ${i}`, { progress: 1 + i / 100000, total: 3 });
+  await sleep(400);
+  progress("almost", { progress: 2.5, total: 3 });
+  await sleep(400);
+  return { text: "done" };
+}
+"#;
+
+const EAGER: &str = r#"
+export const description = "Reports after it has answered.";
+export const inputSchema = { type: "object" };
+export function run(args, { progress }) {
+  setTimeout(() => progress("too late"), 50);
+  for (let i = 0; i < 1000; i++) progress(`now ${i}`);
+  return { text: "answered" };
+}
+"#;
+
+fn is_progress(v: &Value) -> bool {
+    v["method"] == "notifications/progress"
+}
+
+#[test]
+fn progress_reaches_a_caller_that_asked_paced_and_before_the_answer() {
+    let inst = Instance::with_plugins(&[("reporter.mjs", REPORTER), ("eager.mjs", EAGER)]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let id = s.send_request(
+        "tools/call",
+        json!({ "name": "reporter", "arguments": {}, "_meta": { "progressToken": "p-1" } }),
+    );
+    let answer = s.response(id);
+    assert_eq!(text_of(&answer), ("done".to_string(), false));
+    // Everything the session was sent before the answer is in the backlog now, in order.
+    let reports: Vec<Value> = s
+        .backlog
+        .iter()
+        .filter(|v| is_progress(v))
+        .cloned()
+        .collect();
+    let messages: Vec<&str> = reports
+        .iter()
+        .map(|r| r["params"]["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(messages.first(), Some(&"starting"), "{reports:?}");
+    assert_eq!(messages.last(), Some(&"almost"), "{reports:?}");
+    assert!(
+        messages.len() <= 3,
+        "100,002 reports were paced: {messages:?}"
+    );
+    for m in &messages {
+        assert!(
+            ["starting", "step 100000", "almost"].contains(m),
+            "only the latest waiting report is sent: {messages:?}"
+        );
+    }
+    for r in &reports {
+        assert_eq!(r["params"]["progressToken"], "p-1");
+        assert_eq!(r["params"]["total"], 3.0);
+    }
+    assert_eq!(reports.last().unwrap()["params"]["progress"], 2.5);
+    s.backlog.clear();
+
+    // A report made after the answer (or while the answer is going out) never reaches the caller.
+    let id = s.send_request(
+        "tools/call",
+        json!({ "name": "eager", "arguments": {}, "_meta": { "progressToken": 7 } }),
+    );
+    assert_eq!(text_of(&s.response(id)).0, "answered");
+    let before = s.backlog.iter().filter(|v| is_progress(v)).count();
+    assert!(before <= 1, "{:?}", s.backlog);
+    // The next exchange flushes anything the first could still have sent.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!s.call("index", json!({})).1);
+    let late: Vec<&Value> = s
+        .backlog
+        .iter()
+        .filter(|v| is_progress(v) && v["params"]["message"] == "too late")
+        .collect();
+    assert!(late.is_empty(), "{late:?}");
+}
+
+#[test]
+fn a_caller_without_a_progress_token_hears_no_progress() {
+    let inst = Instance::with_plugins(&[("reporter.mjs", REPORTER)]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(s.call("reporter", json!({})), ("done".to_string(), false));
+    assert!(
+        !s.backlog.iter().any(is_progress),
+        "no token, no progress: {:?}",
+        s.backlog
+    );
+}
