@@ -1,21 +1,26 @@
 //! The client side of the daemon's socket, synchronous: control requests (`ovai restart`, `ovai status`,
-//! `ovai seat`), and a small MCP client over any pipe pair for `ovai call` and `ovai demo`.
+//! `ovai seat`), and the one MCP client of this project (newline-delimited JSON-RPC over any reader and
+//! writer), which `ovai call`, the demo, the benchmark and the tests all use.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::instance::Instance;
-use crate::wire::{self, Hello, Welcome};
+use crate::wire::{self, ControlOp, Hello, Reply, Welcome};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     #[error("No ovai server is running for {root}: start one there with `ovai serve`.")]
     NoServer { root: String },
-    #[error("The ovai server for {root} refused the connection: {why}.")]
+    #[error("The ovai server for {root} refused the connection: {why}")]
     Refused { root: String, why: String },
+    /// A control operation the daemon could not do: its sentence.
+    #[error("{0}")]
+    NotDone(String),
     #[error("Talking to the ovai server failed: {0}.")]
     Io(#[from] std::io::Error),
     #[error("The ovai server answered something this client cannot read: {0}.")]
@@ -57,13 +62,8 @@ pub fn hello_seat(
     stream: &mut UnixStream,
     secret: &str,
     patience: Duration,
-) -> Result<Welcome, ClientError> {
-    let hello = Hello {
-        ovai: wire::VERSION,
-        seat_secret: Some(secret.trim().to_string()),
-        ..Hello::default()
-    };
-    stream.write_all(wire::line(&hello).as_bytes())?;
+) -> Result<(), ClientError> {
+    stream.write_all(wire::line(&Hello::seat(secret)).as_bytes())?;
     stream.set_read_timeout(Some(patience))?;
     let line = read_line_unbuffered(stream, 64 * 1024)?;
     stream.set_read_timeout(None)?;
@@ -75,16 +75,31 @@ pub fn hello_seat(
     let welcome: Welcome =
         serde_json::from_str(&line).map_err(|e| ClientError::Protocol(e.to_string()))?;
     if !welcome.ok {
-        return Err(ClientError::Refused {
-            root: inst.root.display().to_string(),
-            why: welcome.error.unwrap_or_else(|| "no reason given".into()),
-        });
+        return Err(refused(
+            inst,
+            welcome.error.unwrap_or_else(|| "no reason given".into()),
+        ));
     }
-    Ok(welcome)
+    Ok(())
 }
 
-/// One control operation; `Ok` holds the daemon's answer (which has `"ok": true`).
-pub fn control(inst: &Instance, op: &str) -> Result<Value, ClientError> {
+fn refused(inst: &Instance, why: String) -> ClientError {
+    ClientError::Refused {
+        root: inst.root.display().to_string(),
+        why: ensure_period(why),
+    }
+}
+
+/// A sentence ends with one period, whoever made it.
+fn ensure_period(mut s: String) -> String {
+    if !s.ends_with(['.', '!', '?']) {
+        s.push('.');
+    }
+    s
+}
+
+/// One control operation and its typed reply.
+pub fn control<T: DeserializeOwned>(inst: &Instance, op: ControlOp) -> Result<T, ClientError> {
     let secret = std::fs::read_to_string(inst.control_secret()).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => ClientError::NoServer {
             root: inst.root.display().to_string(),
@@ -92,28 +107,21 @@ pub fn control(inst: &Instance, op: &str) -> Result<Value, ClientError> {
         _ => ClientError::Io(e),
     })?;
     let mut stream = connect(inst)?;
-    let hello = Hello {
-        ovai: wire::VERSION,
-        control_secret: Some(secret.trim().to_string()),
-        op: Some(op.to_string()),
-        ..Hello::default()
-    };
-    stream.write_all(wire::line(&hello).as_bytes())?;
+    stream.write_all(wire::line(&Hello::control(&secret, op)).as_bytes())?;
     let mut line = String::new();
     BufReader::new(stream).read_line(&mut line)?;
-    let v: Value = serde_json::from_str(line.trim())
+    let reply: Reply<T> = serde_json::from_str(line.trim())
         .map_err(|e| ClientError::Protocol(format!("{e} in {line:?}")))?;
-    if v.get("ok") == Some(&Value::Bool(true)) {
-        Ok(v)
-    } else {
-        Err(ClientError::Refused {
-            root: inst.root.display().to_string(),
-            why: v
-                .get("error")
-                .and_then(Value::as_str)
-                .unwrap_or("no reason given")
-                .to_string(),
-        })
+    match (reply.ok, reply.body) {
+        (true, Some(body)) => Ok(body),
+        (true, None) => Err(ClientError::Protocol(format!(
+            "a reply without its fields: {line:?}"
+        ))),
+        (false, _) => Err(ClientError::NotDone(ensure_period(
+            reply
+                .error
+                .unwrap_or_else(|| "the server gave no reason".into()),
+        ))),
     }
 }
 
@@ -124,11 +132,15 @@ pub struct RpcError {
     pub message: String,
 }
 
-/// A minimal MCP client: newline-delimited JSON-RPC, one request at a time.
+/// A minimal MCP client: newline-delimited JSON-RPC. Requests may be sent ahead of their answers;
+/// whatever arrives while one particular message is awaited waits in the backlog.
 pub struct McpClient<R: BufRead, W: Write> {
     reader: R,
     writer: W,
     next_id: u64,
+    /// Messages read while waiting for something else (notifications, other answers), in order.
+    pub backlog: Vec<Value>,
+    line: String,
 }
 
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -139,69 +151,129 @@ impl<R: BufRead, W: Write> McpClient<R, W> {
             reader,
             writer,
             next_id: 1,
+            backlog: Vec::new(),
+            line: String::new(),
         }
     }
 
-    /// `initialize` then `notifications/initialized`; returns the initialize result.
-    pub fn initialize(&mut self, client: &str) -> Result<Value, ClientError> {
-        let result = self
-            .request(
-                "initialize",
-                json!({
-                    "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": {},
-                    "clientInfo": { "name": client, "version": env!("CARGO_PKG_VERSION") }
-                }),
-            )?
-            .map_err(|e| ClientError::Protocol(format!("initialize was refused: {}", e.message)))?;
+    /// `initialize` at `version`, then `notifications/initialized`; returns the whole response.
+    pub fn initialize_as(&mut self, client: &str, version: &str) -> Result<Value, ClientError> {
+        let id = self.send_request(
+            "initialize",
+            json!({
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": { "name": client, "version": env!("CARGO_PKG_VERSION") }
+            }),
+        )?;
+        let response = self.response(id)?;
+        if let Some(e) = response.get("error") {
+            return Err(ClientError::Protocol(format!(
+                "initialize was refused: {e}"
+            )));
+        }
         self.notify("notifications/initialized", json!({}))?;
-        Ok(result)
+        Ok(response)
     }
 
-    pub fn notify(&mut self, method: &str, params: Value) -> Result<(), ClientError> {
-        let msg = json!({ "jsonrpc": "2.0", "method": method, "params": params });
-        writeln!(self.writer, "{msg}")?;
+    /// `initialize` at PROTOCOL_VERSION; returns its result.
+    pub fn initialize(&mut self, client: &str) -> Result<Value, ClientError> {
+        let response = self.initialize_as(client, PROTOCOL_VERSION)?;
+        Ok(response.get("result").cloned().unwrap_or(Value::Null))
+    }
+
+    /// Writes one message as one line.
+    pub fn send(&mut self, msg: &Value) -> Result<(), ClientError> {
+        let mut line = serde_json::to_vec(msg).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        self.writer.write_all(&line)?;
         self.writer.flush()?;
         Ok(())
     }
 
-    /// Sends a request and reads until its answer, passing over notifications.
+    pub fn notify(&mut self, method: &str, params: Value) -> Result<(), ClientError> {
+        self.send(&json!({ "jsonrpc": "2.0", "method": method, "params": params }))
+    }
+
+    /// Sends a request without waiting for its answer; returns its id.
+    pub fn send_request(&mut self, method: &str, params: Value) -> Result<u64, ClientError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))?;
+        Ok(id)
+    }
+
+    /// The next message off the wire (not the backlog). A line that is not JSON is an error: a server
+    /// must never write one.
+    pub fn next_message(&mut self) -> Result<Value, ClientError> {
+        loop {
+            self.line.clear();
+            if self.reader.read_line(&mut self.line)? == 0 {
+                return Err(ClientError::Protocol(
+                    "the connection closed before the answer came".into(),
+                ));
+            }
+            let text = self.line.trim();
+            if text.is_empty() {
+                continue;
+            }
+            return serde_json::from_str(text).map_err(|e| {
+                ClientError::Protocol(format!("a line that is not JSON ({e}): {text}"))
+            });
+        }
+    }
+
+    /// The next message matching `pred`, from the backlog first; others are kept in the backlog.
+    pub fn recv_where(&mut self, pred: impl Fn(&Value) -> bool) -> Result<Value, ClientError> {
+        if let Some(i) = self.backlog.iter().position(&pred) {
+            return Ok(self.backlog.remove(i));
+        }
+        loop {
+            let v = self.next_message()?;
+            if pred(&v) {
+                return Ok(v);
+            }
+            self.backlog.push(v);
+        }
+    }
+
+    /// The whole response to request `id`.
+    pub fn response(&mut self, id: u64) -> Result<Value, ClientError> {
+        self.recv_where(|v| {
+            v.get("id") == Some(&json!(id))
+                && v.get("method").is_none()
+                && (v.get("result").is_some() || v.get("error").is_some())
+        })
+    }
+
+    /// Sends a request and waits for its answer: the result, or the JSON-RPC error.
     pub fn request(
         &mut self,
         method: &str,
         params: Value,
     ) -> Result<Result<Value, RpcError>, ClientError> {
-        let id = self.next_id;
-        self.next_id += 1;
-        let msg = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
-        writeln!(self.writer, "{msg}")?;
-        self.writer.flush()?;
-        loop {
-            let mut line = String::new();
-            if self.reader.read_line(&mut line)? == 0 {
-                return Err(ClientError::Protocol(format!(
-                    "the connection closed before {method} was answered"
-                )));
-            }
-            let v: Value = match serde_json::from_str(line.trim()) {
-                Ok(v) => v,
-                Err(_) => continue,
-            };
-            if v.get("id") != Some(&json!(id)) {
-                continue;
-            }
-            if let Some(err) = v.get("error") {
-                return Ok(Err(RpcError {
-                    code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
-                    message: err
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
-                }));
-            }
-            return Ok(Ok(v.get("result").cloned().unwrap_or(Value::Null)));
+        let id = self.send_request(method, params)?;
+        let v = self.response(id)?;
+        if let Some(err) = v.get("error") {
+            return Ok(Err(RpcError {
+                code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
+                message: err
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            }));
         }
+        Ok(Ok(v.get("result").cloned().unwrap_or(Value::Null)))
+    }
+
+    pub fn writer(&mut self) -> &mut W {
+        &mut self.writer
+    }
+
+    /// Gives back the writer (to close it, as a client does when it quits) and the reader.
+    pub fn into_parts(self) -> (R, W) {
+        (self.reader, self.writer)
     }
 }
 

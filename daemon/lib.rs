@@ -1,39 +1,43 @@
 //! ovai: the server behind an openovai workspace, and its command line.
 //!
-//! Follow one tool call through the code:
+//! Follow one tool call through the code, top to bottom:
 //!
-//! 1. A seat's MCP client starts `ovai mcp` (`bridge`) from the seat's desk. It connects to the daemon's
-//!    Unix socket in `.ovai/` and sends a hello line with the seat's secret (`wire`).
-//! 2. The daemon (`server`, started by `ovai serve`) accepts the connection (`server::connection`),
-//!    resolves the secret to a seat (`seats`), and serves MCP on it with one rmcp service per connection
-//!    (`mcp::SeatService`), which knows its seat from then on.
-//! 3. `tools/call` finds the tool in the current generation's table (`generation`, `tools`) and validates
-//!    the arguments against its inputSchema (`tools::schema`). Built-ins (`tools::index`, `tools::room`)
-//!    answer in Rust.
-//! 4. A plugin call goes to the generation's host (`host::call`): one NDJSON line on fd 3 to a supervised
-//!    Node child (`host::supervisor`, `host::link`), which runs the plugin's `run` (`host-shim/host.mjs`)
-//!    and answers with a line; `host::answer` turns every ending into the text or refusal the caller reads.
+//! 1. `stdio_bridge`: `ovai mcp`, in the session's own process. A seat's MCP client starts it from the
+//!    seat's desk (`desk` wrote its `.mcp.json`); it connects to the daemon's Unix socket in `.ovai/` and
+//!    sends a hello with the seat's secret (`wire`), then relays MCP lines both ways.
+//! 2. `server`: the daemon (`ovai serve`). Its accept loop hands each connection to
+//!    `server::connection`, which reads the hello and resolves the secret to a seat (`seats`).
+//! 3. `server::session`: the MCP service of that one connection (rmcp, over `server::transport`), which
+//!    knows its seat from then on. `tools/call` finds the tool in the current `generation`'s table
+//!    (`tools`) and checks the arguments against its inputSchema (`tools::schema`).
+//! 4. Built-ins answer in Rust (`tools::index`, `tools::room`). A plugin call goes to the generation's
+//!    host: `host::call` → `host::supervisor` (the live host process) → `host::link` (one NDJSON line on
+//!    fd 3) → `host-shim/host.mjs` in Node → the plugin's `run`; its progress goes back through
+//!    `server::progress`.
+//! 5. `answer`: every way the call can end, in the words the caller reads.
 //!
-//! At start and at `ovai restart`, `plugins` decides which files in plugins/ are served: the checks before
-//! import, one import at a time in a fresh host, and one runtime.log row per file (`runtime_log`).
-//! `instance` finds the root and reads openovai.json; `cli` is the command line; `client` is the small
-//! synchronous client `ovai call`, `ovai restart` and the demo use.
+//! Beside the route: `plugins` decides which files in plugins/ a generation serves (the checks before
+//! import, `host::import`, and one runtime.log row per file in `plugins::rows`); `runtime_log` writes
+//! the rows people read; `instance` finds the root and reads openovai.json; `cli` is the command line,
+//! with `client`, the synchronous client of the socket; `names`, `files`, `digest`, `lines` and `sync`
+//! are the small shared pieces.
 
-pub mod bridge;
+pub mod answer;
 pub mod cli;
 pub mod client;
 pub mod desk;
+pub mod digest;
 pub mod files;
 pub mod generation;
 pub mod host;
 pub mod instance;
 pub mod lines;
-pub mod mcp;
 pub mod names;
 pub mod plugins;
-pub mod progress;
 pub mod runtime_log;
 pub mod seats;
 pub mod server;
+pub mod stdio_bridge;
+pub mod sync;
 pub mod tools;
 pub mod wire;

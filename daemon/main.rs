@@ -10,10 +10,9 @@ fn main() {
         cli.command,
         ovai::cli::Command::Serve | ovai::cli::Command::Mcp | ovai::cli::Command::Demo
     ) {
+        use nix::sys::signal::{SigHandler, Signal, signal};
         // SAFETY: setting a signal's disposition to its default before any thread is started.
-        unsafe {
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        }
+        let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
     }
     // Operators read the daemon's tracing on stderr; other commands only warn there. stdout of `ovai mcp`
     // belongs to the protocol, so nothing is ever logged to it.

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::desk::{self, Reach};
 use crate::instance::Instance;
@@ -75,15 +74,11 @@ fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> 
 pub fn new_secret() -> Result<String, std::io::Error> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
-    Ok(hex(&bytes))
+    Ok(crate::digest::hex(&bytes))
 }
 
 pub fn hash_secret(secret: &str) -> String {
-    hex(&Sha256::digest(secret.trim().as_bytes()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::digest::sha256_hex(secret.trim().as_bytes())
 }
 
 /// Equal without an early exit, so the time taken says nothing about how much of a secret matched.

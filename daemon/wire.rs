@@ -1,6 +1,9 @@
-//! The first line on the daemon's socket: who is connecting. A seat presents its secret and the rest of
-//! the connection is MCP; a control client (`ovai restart`, `ovai status`, `ovai seat`) presents the
-//! control secret from `.ovai/` and one operation, and reads one JSON answer.
+//! The first line on the daemon's socket, and the control replies: one binary is on both ends, so both
+//! ends share these types.
+//!
+//! A seat presents its secret in the hello and the rest of the connection is MCP; a control client
+//! (`ovai restart`, `ovai status`, `ovai seat`) presents the control secret from `.ovai/` and one
+//! operation, and reads one JSON reply.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,24 +21,158 @@ pub struct Hello {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_secret: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub op: Option<String>,
+    pub op: Option<ControlOp>,
+}
+
+impl Hello {
+    pub fn seat(secret: &str) -> Self {
+        Self {
+            ovai: VERSION,
+            seat_secret: Some(secret.trim().to_string()),
+            ..Self::default()
+        }
+    }
+
+    pub fn control(secret: &str, op: ControlOp) -> Self {
+        Self {
+            ovai: VERSION,
+            control_secret: Some(secret.trim().to_string()),
+            op: Some(op),
+            ..Self::default()
+        }
+    }
+}
+
+/// What a control client asks of the daemon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ControlOp {
+    /// Read plugins/ and openovai.json again into a new generation (`ovai restart`).
+    Restart,
+    /// What the daemon serves, and to whom (`ovai status`, `ovai seat list`).
+    Status,
+    /// The seats changed on disk: end the sessions of seats that are gone (`ovai seat remove`).
+    Seats,
 }
 
 /// The daemon's answer to a seat's hello.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Welcome {
     pub ok: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seat: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<String>,
     /// Why the connection is refused, as a sentence for the person.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
+/// A control reply: `{"ok": true, …the operation's fields}` or `{"ok": false, "error": "…"}`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Reply<T> {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(flatten, default = "Option::default")]
+    pub body: Option<T>,
+}
+
+impl<T> Reply<T> {
+    pub fn done(body: T) -> Self {
+        Self {
+            ok: true,
+            error: None,
+            body: Some(body),
+        }
+    }
+
+    pub fn refused(why: String) -> Self {
+        Self {
+            ok: false,
+            error: Some(why),
+            body: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RestartReply {
+    pub generation: u64,
+    /// The plugins rows of the new reading.
+    pub rows: Vec<String>,
+    /// Whether the tool list differs from the one before (and list_changed was sent).
+    pub changed: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SeatsReply {
+    /// The seats whose sessions were ended.
+    pub ended: Vec<String>,
+}
+
+/// The daemon as `ovai status` shows it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusReply {
+    pub root: String,
+    pub pid: u32,
+    pub started_at: String,
+    pub uptime_seconds: u64,
+    pub generation: u64,
+    pub loaded_at: String,
+    pub node: String,
+    pub host: HostStatus,
+    pub seats: Vec<SeatStatus>,
+    /// Sessions connected now.
+    pub sessions: usize,
+    pub tools: Vec<String>,
+    /// The plugins rows of the generation served now.
+    pub rows: Vec<String>,
+    /// Files in plugins/ that changed since they were read (`plugins/x.mjs`).
+    pub stale: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HostStatus {
+    /// The live host's pid; none while it is down or being respawned.
+    pub pid: Option<u32>,
+    /// How many times a new host was started after one stopped.
+    pub respawns: u32,
+    /// Why the host stays down, when it does.
+    pub down: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SeatStatus {
+    pub name: String,
+    pub role: String,
+    /// Sessions holding this seat now.
+    pub sessions: usize,
+}
+
+/// One value as one line of JSON.
 pub fn line<T: Serialize>(v: &T) -> String {
     let mut s = serde_json::to_string(v).unwrap_or_else(|_| "{}".into());
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_carry_their_fields_beside_ok() {
+        let r = Reply::done(SeatsReply {
+            ended: vec!["w1".into()],
+        });
+        assert_eq!(line(&r), "{\"ok\":true,\"ended\":[\"w1\"]}\n");
+        let back: Reply<SeatsReply> = serde_json::from_str(&line(&r)).unwrap();
+        assert_eq!(back.body.unwrap().ended, ["w1"]);
+        let refused: Reply<SeatsReply> =
+            serde_json::from_str(&line(&Reply::<SeatsReply>::refused("no".into()))).unwrap();
+        assert!(!refused.ok && refused.body.is_none());
+        assert_eq!(refused.error.as_deref(), Some("no"));
+        assert_eq!(
+            serde_json::to_string(&Hello::control("s", ControlOp::Restart)).unwrap(),
+            r#"{"ovai":1,"controlSecret":"s","op":"restart"}"#
+        );
+    }
 }

@@ -6,18 +6,19 @@
 //! calls per second and the other figures, with the ratio ovai/baseline. Timings are taken here and
 //! nowhere else: the tests never assert on time.
 //!
-//! Usage (scripts/bench passes these): bench OVAI NODE BASELINE_SCRIPT WORK_DIR [--runs N] [--json FILE] [--quick]
-//! [--hops | --cpu | --growth]. The last three look into the call path instead of running the cases:
-//! `--hops` puts one call through the bridge beside one straight onto the daemon's socket, `--cpu` prints
-//! the CPU each process spends per call, `--growth` the daemon's memory after each 100,000 calls.
+//! Usage (scripts/bench passes these): bench OVAI NODE BASELINE_SCRIPT WORK_DIR [--runs N] [--json FILE]
+//! [--quick] [--hops | --cpu | --growth]; `--help` says what each does.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::os::unix::net::UnixDatagram;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use clap::Parser;
+use nix::sys::signal::Signal;
+use ovai::client::{self, McpClient};
 use serde_json::{Value, json};
 
 const ECHO: &str = r#"export const description = "Echoes its arguments.";
@@ -26,6 +27,38 @@ export function run(args) { return { text: JSON.stringify(args) }; }
 "#;
 
 type Figures = BTreeMap<&'static str, f64>;
+
+/// The benchmark's command line (scripts/bench passes the four paths).
+#[derive(Parser)]
+#[command(about = "ovai against a single-process TypeScript-SDK server, serving the same plugin.")]
+struct Args {
+    /// The ovai binary.
+    ovai: PathBuf,
+    /// The Node that runs the baseline.
+    node: PathBuf,
+    /// The baseline server's script.
+    baseline: PathBuf,
+    /// A short folder for the temporary instances (the daemon's socket lives under it).
+    work: PathBuf,
+    /// Runs per case; each figure is their median.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Also write the figures as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// A tenth of the calls per case, for a quick look.
+    #[arg(long)]
+    quick: bool,
+    /// Instead of the cases: one call through the bridge beside one straight onto the daemon's socket.
+    #[arg(long, group = "mode")]
+    hops: bool,
+    /// Instead of the cases: the CPU each process spends per call.
+    #[arg(long, group = "mode")]
+    cpu: bool,
+    /// Instead of the cases: the daemon's memory after each 100,000 calls.
+    #[arg(long, group = "mode")]
+    growth: bool,
+}
 
 struct Setup {
     ovai: PathBuf,
@@ -43,40 +76,29 @@ impl Setup {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() < 5 {
-        eprintln!(
-            "usage: bench OVAI NODE BASELINE_SCRIPT WORK_DIR [--runs N] [--json FILE] [--quick]"
-        );
-        std::process::exit(2);
-    }
-    let mut setup = Setup {
-        ovai: PathBuf::from(&args[1]),
-        node: PathBuf::from(&args[2]),
-        baseline: PathBuf::from(&args[3]),
-        work: PathBuf::from(&args[4]),
-        runs: 5,
-        quick: false,
+    let args = Args::parse();
+    let setup = Setup {
+        ovai: args.ovai,
+        node: args.node,
+        baseline: args.baseline,
+        work: args.work,
+        runs: args.runs,
+        quick: args.quick,
     };
-    let mut json_out = None;
-    let mut mode = None;
-    let mut rest = args[5..].iter();
-    while let Some(a) = rest.next() {
-        match a.as_str() {
-            "--runs" => setup.runs = rest.next().and_then(|n| n.parse().ok()).unwrap_or(5),
-            "--json" => json_out = rest.next().cloned(),
-            "--quick" => setup.quick = true,
-            m @ ("--hops" | "--cpu" | "--growth") => mode = Some(m.to_string()),
-            other => {
-                eprintln!("bench: unknown argument {other}");
-                std::process::exit(2);
-            }
-        }
-    }
+    let json_out = args.json;
+    let mode = if args.hops {
+        Some("--hops")
+    } else if args.cpu {
+        Some("--cpu")
+    } else if args.growth {
+        Some("--growth")
+    } else {
+        None
+    };
     let mut cases: Vec<(&'static str, Figures, Figures)> = Vec::new();
     let one = Instance::new(&setup, "one", 1);
     let runs = setup.runs;
-    if mode.as_deref() == Some("--growth") {
+    if mode == Some("--growth") {
         // Resident memory of the daemon after each further 100,000 calls: growth, or a plateau?
         let (d, _) = Daemon::start(&setup, &one);
         let mut c = Client::ovai(&setup, &one);
@@ -88,7 +110,7 @@ fn main() {
         }
         return;
     }
-    if mode.as_deref() == Some("--cpu") {
+    if mode == Some("--cpu") {
         let (d, _) = Daemon::start(&setup, &one);
         for (tool, k) in [("p0000", 1), ("p0000", 32), ("index", 1)] {
             let mut c = Client::ovai(&setup, &one);
@@ -98,7 +120,7 @@ fn main() {
         }
         return;
     }
-    if mode.as_deref() == Some("--hops") {
+    if mode == Some("--hops") {
         // Where one call's time goes: through the bridge, and straight onto the socket.
         cases.push(alternate(
             "k1",
@@ -197,7 +219,7 @@ fn main() {
         let doc = json!({ "machine": machine, "date": date(), "cases": out });
         std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap() + "\n")
             .expect("the JSON file is written");
-        println!("\nFigures written to {path}");
+        println!("\nFigures written to {}", path.display());
     }
 }
 
@@ -255,6 +277,12 @@ struct Instance {
 }
 
 impl Instance {
+    fn ovai(&self) -> ovai::instance::Instance {
+        ovai::instance::Instance::at(self.root.clone())
+    }
+}
+
+impl Instance {
     fn new(setup: &Setup, name: &str, n: usize) -> Self {
         let root = setup.work.join(name);
         let _ = std::fs::remove_dir_all(&root);
@@ -267,12 +295,7 @@ impl Instance {
             std::fs::write(root.join("plugins").join(format!("p{i:04}.mjs")), ECHO)
                 .expect("a plugin file");
         }
-        let text = std::fs::read_to_string(root.join("desks/bench/.mcp.json")).expect("the desk");
-        let v: Value = serde_json::from_str(&text).expect("JSON");
-        let secret = v["mcpServers"]["openovai"]["env"]["OVAI_SECRET"]
-            .as_str()
-            .expect("a secret")
-            .to_string();
+        let secret = ovai::desk::secret_in(&root.join("desks/bench")).expect("the desk's secret");
         Self { root, secret }
     }
 }
@@ -335,9 +358,13 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        kill(self.child.id(), Signal::SIGTERM);
         let _ = self.child.wait();
     }
+}
+
+fn kill(pid: u32, signal: Signal) {
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal);
 }
 
 fn status(setup: &Setup, inst: &Instance) -> Value {
@@ -349,14 +376,11 @@ fn status(setup: &Setup, inst: &Instance) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
 }
 
-/// A client of one stdio MCP server process.
+/// A client of one MCP server: ovai's own MCP client over a stdio server's pipes (or the daemon's socket).
 struct Client {
     /// The server process, for a stdio server (none for a direct socket connection).
     child: Option<Child>,
-    stdin: Box<dyn Write + Send>,
-    stdout: BufReader<Box<dyn Read + Send>>,
-    next_id: u64,
-    line: String,
+    mcp: McpClient<BufReader<Box<dyn Read + Send>>, Box<dyn Write + Send>>,
 }
 
 impl Client {
@@ -376,18 +400,14 @@ impl Client {
 
     /// Straight onto the daemon's socket, without `ovai mcp`: what the bridge's hop costs, by difference.
     fn direct(inst: &Instance) -> Self {
-        let mut sock = std::os::unix::net::UnixStream::connect(inst.root.join(".ovai/ovai.sock"))
-            .expect("the socket");
-        writeln!(sock, "{}", json!({ "ovai": 1, "seatSecret": inst.secret })).unwrap();
-        let mut byte = [0u8; 1];
-        while sock.read(&mut byte).expect("a welcome") == 1 && byte[0] != b'\n' {}
+        let ovai = inst.ovai();
+        let mut sock = client::connect(&ovai).expect("the socket");
+        client::hello_seat(&ovai, &mut sock, &inst.secret, Duration::from_secs(60))
+            .expect("a welcome");
         let reader: Box<dyn Read + Send> = Box::new(sock.try_clone().unwrap());
         Self {
             child: None,
-            stdin: Box::new(sock),
-            stdout: BufReader::with_capacity(1 << 16, reader),
-            next_id: 1,
-            line: String::new(),
+            mcp: McpClient::new(BufReader::with_capacity(1 << 16, reader), Box::new(sock)),
         }
     }
 
@@ -402,10 +422,7 @@ impl Client {
         let stdout: Box<dyn Read + Send> = Box::new(child.stdout.take().unwrap());
         Self {
             child: Some(child),
-            stdin,
-            stdout: BufReader::with_capacity(1 << 16, stdout),
-            next_id: 1,
-            line: String::new(),
+            mcp: McpClient::new(BufReader::with_capacity(1 << 16, stdout), stdin),
         }
     }
 
@@ -421,25 +438,15 @@ impl Client {
     }
 
     fn send(&mut self, method: &str, params: Value) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        let mut msg = serde_json::to_vec(
-            &json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }),
-        )
-        .unwrap();
-        msg.push(b'\n');
-        self.stdin.write_all(&msg).expect("the server takes input");
-        id
+        self.mcp
+            .send_request(method, params)
+            .expect("the server takes input")
     }
 
     /// The next response: (id, whether it is a failure). None when the server closed.
     fn recv(&mut self) -> Option<(u64, bool)> {
         loop {
-            self.line.clear();
-            if self.stdout.read_line(&mut self.line).ok()? == 0 {
-                return None;
-            }
-            let v: Value = serde_json::from_str(&self.line).ok()?;
+            let v = self.mcp.next_message().ok()?;
             let Some(id) = v.get("id").and_then(Value::as_u64) else {
                 continue;
             };
@@ -460,14 +467,9 @@ impl Client {
     }
 
     fn initialize(&mut self) {
-        let ok = self.request(
-            "initialize",
-            json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "bench", "version": "1" } }),
-        );
-        assert!(ok, "initialize is answered");
-        self.stdin
-            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
-            .unwrap();
+        self.mcp
+            .initialize("bench")
+            .expect("initialize is answered");
     }
 
     /// `total` calls with `k` in flight; returns each call's latency and the wall time, and the failures.
@@ -659,7 +661,7 @@ fn ovai_recovery(setup: &Setup, inst: &Instance) -> Figures {
         .as_u64()
         .expect("a host pid") as i32;
     let killed = Instant::now();
-    unsafe { libc::kill(host, libc::SIGKILL) };
+    kill(host as u32, Signal::SIGKILL);
     while !c.request("tools/call", json!({ "name": "p0000", "arguments": {} })) {}
     ms(killed.elapsed())
 }

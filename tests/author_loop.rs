@@ -383,7 +383,7 @@ fn status_json_says_what_the_daemon_serves_and_to_whom() {
     assert!(v["uptimeSeconds"].is_u64());
     assert_eq!(v["generation"], 1);
     assert_eq!(v["host"]["pid"], d.host_pid());
-    assert_eq!(v["host"]["restarts"], 0);
+    assert_eq!(v["host"]["respawns"], 0);
     assert_eq!(v["root"], inst.root.display().to_string());
     assert_eq!(v["tools"], json!(["index", "room"]));
     assert_eq!(
@@ -408,4 +408,34 @@ fn restart_without_a_daemon_says_how_to_start_one() {
         "ovai: No ovai server is running for {}: start one there with `ovai serve`.\n",
         inst.root.display()
     ));
+}
+
+#[test]
+fn a_failed_restart_keeps_the_old_generation_serving() {
+    let inst = Instance::with_plugins(&[("hello.mjs", &good("hello"))]);
+    let d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let config = std::fs::read_to_string(inst.root.join("openovai.json")).unwrap();
+    std::fs::write(inst.root.join("openovai.json"), "{ \"user\": ").unwrap();
+    inst.write_plugin("new.mjs", &good("new"));
+    inst.cmd()
+        .arg("restart")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("openovai.json does not parse"));
+    let status = d.status().unwrap();
+    assert_eq!(status["generation"], 1, "{status}");
+    assert_eq!(status["tools"], json!(["hello", "index", "room"]));
+    assert_eq!(s.call("hello", json!({})), ("hello".to_string(), false));
+    std::fs::write(inst.root.join("openovai.json"), config).unwrap();
+    inst.cmd().arg("restart").assert().success();
+    assert_eq!(d.status().unwrap()["generation"], 2);
+    assert_eq!(s.call("new", json!({})), ("new".to_string(), false));
+}
+
+fn good(name: &str) -> String {
+    format!(
+        "export const description = \"Says {name}.\";\nexport const inputSchema = {{ type: \"object\" }};\nexport function run() {{ return {{ text: \"{name}\" }}; }}\n"
+    )
 }

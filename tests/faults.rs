@@ -50,7 +50,7 @@ fn a_sync_throw_is_a_refusal_naming_the_file() {
             true
         )
     );
-    assert_eq!(d.status().unwrap()["host"]["restarts"], 0);
+    assert_eq!(d.status().unwrap()["host"]["respawns"], 0);
 }
 
 #[test]
@@ -76,7 +76,7 @@ fn errors_left_behind_after_answering_do_not_end_the_host() {
         ("answered before the mess".to_string(), false)
     );
     assert_eq!(d.host_pid(), host, "the same host serves on");
-    assert_eq!(d.status().unwrap()["host"]["restarts"], 0);
+    assert_eq!(d.status().unwrap()["host"]["respawns"], 0);
     let stderr = d.stderr.clone();
     assert!(d.stop().success());
     let log = std::fs::read_to_string(stderr).unwrap();
@@ -114,7 +114,7 @@ fn a_plugin_killing_its_host_costs_a_refusal_and_a_restart() {
     assert!(refused);
     assert_eq!(
         text,
-        "plugins/fault-sigkill.mjs did not answer: the plugin host stopped (signal SIGKILL) while it ran. The host is being started again; other tools are unaffected."
+        "plugins/fault-sigkill.mjs did not answer: the plugin host stopped (signal SIGKILL) while it ran. A new plugin host is being started; other tools are unaffected."
     );
     assert_ne!(d.host_pid(), host);
     assert!(!process_alive(host));
@@ -176,7 +176,7 @@ fn a_blocked_event_loop_is_found_by_the_heartbeat_and_the_host_restarted() {
     assert_eq!(
         fault_call(&inst, &mut d, "fault-loop", json!({})),
         (
-            "plugins/fault-loop.mjs did not answer: the plugin host stopped answering for 2 s (a plugin blocking its event loop) and was killed (signal SIGKILL) while it ran. The host is being started again; other tools are unaffected.".to_string(),
+            "plugins/fault-loop.mjs did not answer: the plugin host stopped answering for 2 s (a plugin blocking its event loop) and was killed (signal SIGKILL) while it ran. A new plugin host is being started; other tools are unaffected.".to_string(),
             true
         )
     );
@@ -209,7 +209,7 @@ fn megabytes_on_stdout_and_stderr_are_drained_not_buffered() {
         fault_call(&inst, &mut d, "fault-flood", json!({})),
         ("flooded".to_string(), false)
     );
-    assert_eq!(d.status().unwrap()["host"]["restarts"], 0);
+    assert_eq!(d.status().unwrap()["host"]["respawns"], 0);
     let stderr = d.stderr.clone();
     assert!(d.stop().success());
     let log = std::fs::read_to_string(stderr).unwrap();
@@ -420,7 +420,7 @@ fn sigterm_lets_calls_finish_within_the_grace_and_answers_the_rest() {
     assert_eq!(
         text_of(&s.response(never)),
         (
-            "plugins/fault-never.mjs did not answer: the server is shutting down (SIGTERM) and the call did not finish within 2 s (shutdownGraceSeconds in openovai.json). The host is being started again; other tools are unaffected.".to_string(),
+            "plugins/fault-never.mjs did not answer: the server is shutting down (SIGTERM) and the call did not finish within 2 s (shutdownGraceSeconds in openovai.json).".to_string(),
             true
         )
     );
@@ -449,4 +449,37 @@ fn a_protocol_line_over_the_cap_is_dropped_and_the_host_answers_on() {
         log.contains("the plugin host sent a protocol line over the cap; it was dropped"),
         "{log}"
     );
+}
+
+#[test]
+fn sigterm_while_a_restart_drains_the_old_generation_answers_its_calls_and_ends_both_hosts() {
+    let inst = instance(
+        &["fault-never"],
+        json!({ "shutdownGraceSeconds": 1, "callTimeoutSeconds": 30 }),
+    );
+    let d = inst.start();
+    let old_host = d.host_pid();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let never = s.send_request(
+        "tools/call",
+        json!({ "name": "fault-never", "arguments": {} }),
+    );
+    assert!(!s.call("echo", json!({})).1);
+    // The restart switches to a new host; the old one waits for its call (up to 31 s).
+    inst.cmd().arg("restart").assert().success();
+    let new_host = d.host_pid();
+    assert_ne!(new_host, old_host);
+    assert!(process_alive(old_host), "the old host drains its call");
+    let status = d.stop();
+    assert!(status.success(), "exit 0 after SIGTERM: {status}");
+    assert_eq!(
+        text_of(&s.response(never)),
+        (
+            "plugins/fault-never.mjs did not answer: the server is shutting down (SIGTERM) and the call did not finish within 1 s (shutdownGraceSeconds in openovai.json).".to_string(),
+            true
+        )
+    );
+    wait_gone(old_host);
+    wait_gone(new_host);
 }

@@ -51,7 +51,7 @@ fn a_host_killed_during_calls_answers_each_naming_its_file() {
     assert!(ra && rb);
     assert_eq!(
         ta,
-        "plugins/waits.mjs did not answer: the plugin host stopped (signal SIGKILL) while it ran. The host is being started again; other tools are unaffected."
+        "plugins/waits.mjs did not answer: the plugin host stopped (signal SIGKILL) while it ran. A new plugin host is being started; other tools are unaffected."
     );
     assert!(
         tb.starts_with(
@@ -67,16 +67,16 @@ fn a_host_killed_during_calls_answers_each_naming_its_file() {
     assert!(d.is_running());
     assert_eq!(d.pid(), daemon_pid);
     assert_ne!(d.host_pid(), host_pid);
-    assert_eq!(d.status().unwrap()["host"]["restarts"], 1);
+    assert_eq!(d.status().unwrap()["host"]["respawns"], 1);
     let host_rows = inst.rows("host");
     assert!(
         host_rows[0].starts_with(&format!(
-            "The plugin host (pid {host_pid}) stopped (signal SIGKILL); the calls in flight to plugins/waits-too.mjs, plugins/waits.mjs were answered with a refusal. It is being started again."
+            "The plugin host (pid {host_pid}) stopped (signal SIGKILL); the calls in flight to plugins/waits-too.mjs, plugins/waits.mjs were answered with a refusal. A new plugin host is being started."
         )),
         "{host_rows:?}"
     );
     assert!(
-        host_rows[1].starts_with("The plugin host was started again (pid "),
+        host_rows[1].starts_with("A new plugin host (pid "),
         "{host_rows:?}"
     );
 }
@@ -127,4 +127,35 @@ export function run() {
     let log = std::fs::read_to_string(stderr_path).unwrap();
     assert!(log.contains("forged on stdout"), "{log}");
     assert!(log.contains("a line on stderr from chatty"), "{log}");
+}
+
+#[test]
+fn a_file_edited_to_throw_at_import_is_refused_by_name_after_a_crash_and_the_rest_served() {
+    let inst = Instance::with_plugins(&[("echo.mjs", ECHO), ("exits.mjs", EXITS)]);
+    let d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert!(!s.call("echo", json!({})).1);
+    // Saved after the last read: the running host serves it as read; a new host imports it as it is now.
+    inst.write_plugin(
+        "echo.mjs",
+        "export const description = \"Echoes.\";\nthrow new Error(\"half-edited\");\n",
+    );
+    let host = d.host_pid();
+    let (text, refused) = s.call("exits", json!({}));
+    assert!(refused, "{text}");
+    wait_gone(host);
+    let sentence = "plugins/echo.mjs is not answering calls since its plugin host was respawned: importing it again failed: Error: half-edited (at 2:7). Run `ovai check` and `ovai restart` to see and serve it as it is now.";
+    assert_eq!(s.call("echo", json!({})), (sentence.to_string(), true));
+    // The other file was imported again and serves on (and ends the new host, as it is written to).
+    let (text, _) = s.call("exits", json!({}));
+    assert!(
+        text.starts_with("plugins/exits.mjs did not answer"),
+        "{text}"
+    );
+    assert!(
+        inst.rows("host").contains(&sentence.to_string()),
+        "{:?}",
+        inst.rows("host")
+    );
 }

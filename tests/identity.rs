@@ -185,3 +185,47 @@ fn a_session_started_before_the_daemon_waits_for_it() {
     s.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
     assert_eq!(s.call("who", json!({})).0, "lead Leader");
 }
+
+/// Connects to the daemon's socket by hand, sends `first` (if any), and reads the daemon's one answer.
+fn raw_hello(inst: &Instance, first: Option<&[u8]>) -> serde_json::Value {
+    use std::io::{BufRead, Write};
+    let mut sock =
+        std::os::unix::net::UnixStream::connect(inst.root.join(".ovai/ovai.sock")).unwrap();
+    if let Some(bytes) = first {
+        sock.write_all(bytes).unwrap();
+    }
+    sock.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(sock).read_line(&mut line).unwrap();
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+}
+
+#[test]
+fn a_hello_of_another_version_too_long_or_never_sent_is_refused_in_words() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let other = raw_hello(&inst, Some(b"{\"ovai\":99,\"seatSecret\":\"x\"}\n"));
+    assert_eq!(
+        other,
+        json!({ "ok": false, "error": "this ovai server speaks version 1 of its socket protocol and the client speaks 99: use the same ovai binary for both" })
+    );
+    let long = format!("{{\"ovai\":1,\"seatSecret\":\"{}\"}}\n", "x".repeat(9000));
+    assert_eq!(
+        raw_hello(&inst, Some(long.as_bytes()))["error"],
+        "the hello is longer than 8192 bytes"
+    );
+    let garbage = raw_hello(
+        &inst,
+        Some(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n"),
+    );
+    assert!(
+        garbage["error"].as_str().unwrap().contains(
+            "connect through `ovai mcp`, which an MCP client starts from desks/NAME/.mcp.json"
+        ),
+        "{garbage}"
+    );
+    assert_eq!(
+        raw_hello(&inst, None)["error"],
+        "no hello arrived within 10 s"
+    );
+}

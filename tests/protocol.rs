@@ -97,9 +97,16 @@ fn unknown_requests_are_answered_at_once() {
     s.initialize();
     let r = s.request("no/such-method", json!({}));
     assert_eq!(r["error"]["code"], -32601, "{r}");
-    // A discovery probe gets an answer (a result or an error), never silence.
+    // A discovery probe without the metadata 2026-07-28 asks for is told what is missing, at once.
     let r = s.request("server/discover", json!({}));
-    assert!(r.get("result").is_some() || r.get("error").is_some(), "{r}");
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("io.modelcontextprotocol/protocolVersion"),
+        "{r}"
+    );
     let r = s.request("prompts/list", json!({}));
     assert!(r.get("error").is_some(), "{r}");
 }

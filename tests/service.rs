@@ -304,6 +304,47 @@ fn a_2026_session_survives_a_daemon_killed_and_started_again_in_its_own_shapes()
     let r = s.response(id);
     assert_eq!(r["result"]["resultType"], "complete");
     assert!(!text_of(&r).1);
+    // The listen stream was opened again on the new daemon: its own list changes arrive on it.
+    inst.write_plugin("fresh.mjs", SLOW);
+    inst.cmd().arg("restart").assert().success();
+    let changed = s.recv_where(|m| m["method"] == "notifications/tools/list_changed");
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        json!(listen),
+        "{changed}"
+    );
+}
+
+#[test]
+fn an_initialize_the_daemon_took_with_it_is_replayed_to_the_next_one_and_answered_once() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let mut s = inst.session("lead");
+    // The bridge is connected; the daemon is frozen, so the initialize it is sent goes unanswered.
+    assert!(
+        s.request("ping", json!({})).get("result").is_some(),
+        "connected"
+    );
+    signal(d.pid(), libc::SIGSTOP);
+    let id = s.send_request(
+        "initialize",
+        json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "tests", "version": "1" } }),
+    );
+    let pid = d.pid();
+    signal(pid, libc::SIGKILL);
+    drop(d);
+    wait_gone(pid);
+    let _d = inst.start();
+    let answer = s.response(id);
+    assert_eq!(
+        answer["result"]["serverInfo"]["name"], "openovai",
+        "{answer}"
+    );
+    s.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    assert!(!s.call("index", json!({})).1);
+    let again: Vec<&serde_json::Value> =
+        s.backlog.iter().filter(|m| m["id"] == json!(id)).collect();
+    assert!(again.is_empty(), "answered once: {again:?}");
 }
 
 #[test]

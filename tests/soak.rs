@@ -117,7 +117,7 @@ fn soak(plan: Plan) -> (Instance, Vec<SeatAnswers>, u32, u32) {
     });
     assert!(d.is_running());
     assert_eq!(d.pid(), pid, "the daemon never changed");
-    let restarts = d.status().unwrap()["host"]["restarts"].as_u64().unwrap() as u32;
+    let restarts = d.status().unwrap()["host"]["respawns"].as_u64().unwrap() as u32;
     drop(d);
     (inst, results, pid, restarts)
 }

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 
-use super::Failure;
+use super::{Failure, exit, fail};
 use crate::generation;
 use crate::instance::Instance;
 use crate::plugins::candidates::{self, Candidate};
@@ -13,17 +13,17 @@ use crate::seats;
 use crate::tools::BUILTINS;
 
 pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
-    let config = inst.read_config()?;
+    let config = inst.read_config().map_err(fail(exit::FAILED))?;
     let dir = inst.plugins_dir();
     let found = if files.is_empty() {
-        load::scan(&dir)?
+        load::scan(&dir).map_err(fail(exit::FAILED))?
     } else {
         files
             .iter()
             .map(|f| named(&dir, f))
             .collect::<Result<Vec<_>, _>>()?
     };
-    seats::ensure_private_dir(inst)?;
+    seats::ensure_private_dir(inst).map_err(fail(exit::FAILED))?;
     // A shim of its own: the daemon's .ovai/host.mjs is what its host restarts from, and stays as it is.
     let shim = inst
         .private_dir()
@@ -35,7 +35,7 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
     let result = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(Failure::from)
+        .map_err(fail(exit::FAILED))
         .and_then(|rt| {
             rt.block_on(async {
                 let loaded = load::load(
@@ -51,7 +51,7 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
                 process.kill().await;
                 Ok::<_, load::LoadError>(loaded.verdicts)
             })
-            .map_err(Failure::from)
+            .map_err(fail(exit::FAILED))
         });
     let _ = std::fs::remove_file(&shim);
     let verdicts = result?;

@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Failure, own_exe};
+use super::{Failure, exit, fail, own_exe};
 use crate::client::{self, McpClient};
 use crate::instance::Instance;
 use crate::runtime_log::parse_row;
+use crate::wire::{ControlOp, StatusReply};
 use crate::{plugins, seats};
 
 pub fn run() -> Result<(), Failure> {
@@ -55,14 +56,14 @@ fn steps(dir: &Path, daemon: &mut Option<Child>) -> Result<(), Failure> {
         ));
     }
     let inst = Instance::at(dir.to_path_buf());
-    seats::add(&inst, "w1", &exe)?;
+    seats::add(&inst, "w1", &exe).map_err(fail(exit::FAILED))?;
     println!(
         "  seats: lead (Leader), w1 (Worker); plugins/: {}",
         example_names()
     );
 
     say("Starting the daemon: ovai serve");
-    let log = std::fs::File::create(dir.join("serve.stderr")).map_err(Failure::from)?;
+    let log = std::fs::File::create(dir.join("serve.stderr")).map_err(fail(exit::FAILED))?;
     *daemon = Some(
         Command::new(&exe)
             .args(["serve", "--root"])
@@ -99,7 +100,7 @@ fn steps(dir: &Path, daemon: &mut Option<Child>) -> Result<(), Failure> {
         return Err(Failure::new("the bridge's pipes were not made", 1));
     };
     let mut mcp = McpClient::new(BufReader::new(stdout), stdin);
-    let init = mcp.initialize("ovai-demo")?;
+    let init = mcp.initialize("ovai-demo").map_err(fail(exit::FAILED))?;
     println!(
         "  server: {} — {}",
         init["serverInfo"]["name"].as_str().unwrap_or("?"),
@@ -160,12 +161,14 @@ fn rpc<R: std::io::BufRead, W: std::io::Write>(
     method: &str,
     params: Value,
 ) -> Result<Value, Failure> {
-    mcp.request(method, params)?.map_err(|e| {
-        Failure::new(
-            format!("{method} was answered with an error: {}", e.message),
-            1,
-        )
-    })
+    mcp.request(method, params)
+        .map_err(fail(exit::FAILED))?
+        .map_err(|e| {
+            Failure::new(
+                format!("{method} was answered with an error: {}", e.message),
+                1,
+            )
+        })
 }
 
 fn say(step: &str) {
@@ -183,7 +186,7 @@ fn example_names() -> String {
 fn wait_until_up(inst: &Instance, daemon: &mut Option<Child>) -> Result<(), Failure> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        if client::control(inst, "status").is_ok() {
+        if client::control::<StatusReply>(inst, ControlOp::Status).is_ok() {
             return Ok(());
         }
         if let Some(d) = daemon.as_mut()

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::{Failure, own_exe};
+use super::{Failure, exit, fail, own_exe};
 use crate::instance::{self, CONFIG_FILE, Config, Instance};
 use crate::{names, plugins, seats};
 
@@ -47,19 +47,19 @@ pub fn run(
         .unwrap_or_default()
         + "\n";
     // Checked by the same parser the server uses, so init never writes a file serve would refuse.
-    Config::parse(&text)?;
+    Config::parse(&text).map_err(fail(exit::FAILED))?;
     for d in [inst.plugins_dir(), inst.desks_dir()] {
         std::fs::create_dir_all(&d)
             .map_err(|e| Failure::new(format!("{} cannot be made: {e}.", d.display()), 1))?;
     }
-    seats::ensure_private_dir(&inst)?;
+    seats::ensure_private_dir(&inst).map_err(fail(exit::FAILED))?;
     std::fs::write(inst.config_file(), text).map_err(|e| {
         Failure::new(
             format!("{} cannot be written: {e}.", inst.config_file().display()),
             1,
         )
     })?;
-    let added = seats::add(&inst, &leader, &own_exe()?)?;
+    let added = seats::add(&inst, &leader, &own_exe()?).map_err(fail(exit::FAILED))?;
     for w in &added.warnings {
         eprintln!("ovai: warning: {w}");
     }

@@ -9,6 +9,7 @@ mod plugin;
 mod restart;
 mod seat;
 mod service;
+mod status;
 
 use std::path::PathBuf;
 
@@ -120,6 +121,16 @@ pub enum SeatAction {
     Remove { name: String },
 }
 
+/// The exit codes of the command line.
+pub mod exit {
+    /// The command could not do what it was asked (its sentence says why).
+    pub const FAILED: i32 = 1;
+    /// The command was asked wrongly, or could not reach what it needs.
+    pub const USAGE: i32 = 2;
+    /// No daemon runs (`ovai status`, as `systemctl is-active` says it).
+    pub const NOT_RUNNING: i32 = 3;
+}
+
 /// A command's failure: the sentence for stderr and the exit code.
 pub struct Failure {
     pub sentence: String,
@@ -135,10 +146,9 @@ impl Failure {
     }
 }
 
-impl<E: std::error::Error> From<E> for Failure {
-    fn from(e: E) -> Self {
-        Failure::new(e, 1)
-    }
+/// Turns an error into a failure with exit code `code`: `.map_err(fail(exit::FAILED))?`.
+pub fn fail<E: std::fmt::Display>(code: i32) -> impl Fn(E) -> Failure {
+    move |e| Failure::new(e, code)
 }
 
 pub fn run(cli: Cli) -> i32 {
@@ -151,13 +161,13 @@ pub fn run(cli: Cli) -> i32 {
             examples,
         } => init::run(dir.or_else(|| cli.root.clone()), user, leader, examples),
         Command::Serve => {
-            find(root).and_then(|inst| crate::server::serve(inst).map_err(Failure::from))
+            find(root).and_then(|inst| crate::server::serve(inst).map_err(fail(exit::FAILED)))
         }
-        Command::Mcp => return crate::bridge::run(),
+        Command::Mcp => return crate::stdio_bridge::run(),
         Command::Plugin { name } => find(root).and_then(|inst| plugin::run(&inst, &name)),
         Command::Check { files } => find(root).and_then(|inst| check::run(&inst, &files)),
-        Command::Restart => find(root).and_then(|inst| restart::restart(&inst)),
-        Command::Status { json } => find(root).and_then(|inst| restart::status(&inst, json)),
+        Command::Restart => find(root).and_then(|inst| restart::run(&inst)),
+        Command::Status { json } => find(root).and_then(|inst| status::run(&inst, json)),
         Command::Seat { action } => find(root).and_then(|inst| seat::run(&inst, action)),
         Command::Call { tool, json, seat } => {
             return call::run(root, &tool, json.as_deref(), seat.as_deref());
@@ -189,7 +199,7 @@ pub fn run(cli: Cli) -> i32 {
 }
 
 fn find(root: Option<&std::path::Path>) -> Result<Instance, Failure> {
-    instance::find_root(root).map_err(Failure::from)
+    instance::find_root(root).map_err(fail(exit::FAILED))
 }
 
 /// The absolute path of this binary, for the `.mcp.json` a seat's client runs.
@@ -199,7 +209,7 @@ fn own_exe() -> Result<PathBuf, Failure> {
         .map_err(|e| {
             Failure::new(
                 format!("The path of this ovai binary cannot be found: {e}."),
-                1,
+                exit::FAILED,
             )
         })
 }

@@ -1,15 +1,16 @@
 //! `ovai seat add|list|remove`.
 
-use super::{Failure, SeatAction, own_exe};
+use super::{Failure, SeatAction, exit, fail, own_exe};
 use crate::client::{self, ClientError};
 use crate::instance::Instance;
 use crate::seats::{self, SeatBook};
 use crate::tools::index::sessions_now;
+use crate::wire::{ControlOp, SeatsReply, StatusReply};
 
 pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
     match action {
         SeatAction::Add { name } => {
-            let added = seats::add(inst, &name, &own_exe()?)?;
+            let added = seats::add(inst, &name, &own_exe()?).map_err(fail(exit::FAILED))?;
             let role = inst
                 .read_config()
                 .map(|c| c.role_of(&name).to_string())
@@ -30,12 +31,12 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             Ok(())
         }
         SeatAction::List => {
-            let book = SeatBook::load(inst)?;
-            let config = inst.read_config()?;
-            let sessions = match client::control(inst, "status") {
+            let book = SeatBook::load(inst).map_err(fail(exit::FAILED))?;
+            let config = inst.read_config().map_err(fail(exit::FAILED))?;
+            let sessions = match client::control::<StatusReply>(inst, ControlOp::Status) {
                 Ok(v) => Some(v),
                 Err(ClientError::NoServer { .. }) => None,
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(fail(exit::FAILED)(e)),
             };
             if book.seats.is_empty() {
                 println!("No seats yet: `ovai seat add NAME` makes one.");
@@ -45,12 +46,12 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                 let now = match &sessions {
                     None => String::new(),
                     Some(v) => {
-                        let n = v["seats"]
-                            .as_array()
-                            .and_then(|s| s.iter().find(|s| s["name"] == name))
-                            .and_then(|s| s["sessions"].as_u64())
-                            .unwrap_or(0);
-                        format!(", {}", sessions_now(n as usize))
+                        let n = v
+                            .seats
+                            .iter()
+                            .find(|s| s.name == name)
+                            .map_or(0, |s| s.sessions);
+                        format!(", {}", sessions_now(n))
                     }
                 };
                 println!("{name}: {role}{now}");
@@ -61,9 +62,9 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             Ok(())
         }
         SeatAction::Remove { name } => {
-            seats::remove(inst, &name)?;
-            let ended = match client::control(inst, "seats") {
-                Ok(v) => v["ended"].as_array().map_or(0, Vec::len),
+            seats::remove(inst, &name).map_err(fail(exit::FAILED))?;
+            let ended = match client::control::<SeatsReply>(inst, ControlOp::Seats) {
+                Ok(v) => v.ended.len(),
                 Err(ClientError::NoServer { .. }) => 0,
                 Err(e) => {
                     println!(
@@ -74,7 +75,7 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                         format!(
                             "The running server could not be told, so a session of {name} may still be connected: {e}"
                         ),
-                        1,
+                        exit::FAILED,
                     ));
                 }
             };

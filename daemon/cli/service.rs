@@ -3,8 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 use super::{Failure, own_exe};
 use crate::host::child::{check_node, node_program};
 use crate::instance::Instance;
@@ -12,7 +10,7 @@ use crate::instance::Instance;
 const SYSTEMD_TEMPLATE: &str = include_str!("../../scripts/ovai.service.in");
 const LAUNCHD_TEMPLATE: &str = include_str!("../../scripts/ovai.plist.in");
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Manager {
     Systemd,
     Launchd,
@@ -99,11 +97,7 @@ pub fn service_name(root: &Path) -> String {
             }
         })
         .collect();
-    let hash: String = Sha256::digest(root.as_os_str().as_encoded_bytes())
-        .iter()
-        .take(3)
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hash = crate::digest::hex(&crate::digest::sha256(root.as_os_str().as_encoded_bytes())[..3]);
     let folder = folder.trim_matches('-');
     if folder.is_empty() {
         format!("ovai-{hash}")

@@ -1,7 +1,7 @@
 //! Starting one plugin host process: `node host.mjs` with the protocol socket as fd 3, in a process group
 //! of its own, with a minimal environment, and killed if the daemon dies.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream as StdUnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -129,9 +129,7 @@ impl Launch {
             cmd.pre_exec(move || {
                 put_on_fd3(theirs_fd)?;
                 // The host dies with the daemon even if nothing closes fd 3 first.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
+                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
                 Ok(())
             });
         }
@@ -166,18 +164,19 @@ impl Launch {
 }
 
 /// Makes `fd` the child's fd 3 without close-on-exec, so it survives exec.
-fn put_on_fd3(fd: i32) -> std::io::Result<()> {
-    // SAFETY: plain syscalls on descriptors this process owns, in the child after fork.
-    unsafe {
-        if fd == 3 {
-            // dup2 onto itself is a no-op that would leave close-on-exec set.
-            let flags = libc::fcntl(3, libc::F_GETFD);
-            if flags < 0 || libc::fcntl(3, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        } else if libc::dup2(fd, 3) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+fn put_on_fd3(fd: RawFd) -> std::io::Result<()> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    // SAFETY: `fd` is open in this (forked) process until exec, which is all this borrow lasts.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+    if fd == 3 {
+        // dup2 onto itself is a no-op that would leave close-on-exec set.
+        let flags = FdFlag::from_bits_truncate(fcntl(borrowed, FcntlArg::F_GETFD)?);
+        fcntl(borrowed, FcntlArg::F_SETFD(flags - FdFlag::FD_CLOEXEC))?;
+    } else {
+        // SAFETY: fd 3 is not otherwise owned in the child; the new descriptor must stay open through
+        // exec, so it is never closed here.
+        let fd3 = unsafe { nix::unistd::dup2_raw(borrowed, 3) }?;
+        std::mem::forget(fd3);
     }
     Ok(())
 }

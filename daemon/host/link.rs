@@ -13,7 +13,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::FramedRead;
 
 use crate::lines::{CappedLines, Line, write_batched};
+use crate::sync::lock;
 
+use super::ending::{HostEnd, NotReimported};
 use super::protocol::{Answer, FromHost, Loaded, Progress, ToHost};
 
 /// The longest protocol line read from the host: an answer is capped well below this by maxAnswerBytes
@@ -26,8 +28,8 @@ pub fn max_line_len(max_answer_bytes: usize) -> usize {
 #[derive(Debug)]
 pub enum CallEnd {
     Answered(Answer),
-    /// The process went away (or was killed) with the call in flight: why, in words.
-    HostStopped(Arc<str>),
+    /// The process went away (or was killed) with the call in flight: why.
+    HostStopped(Arc<HostEnd>),
 }
 
 /// A call in flight: who to tell, and which file it runs, so a crash can name it.
@@ -48,13 +50,7 @@ pub struct Link {
     /// The host's pid, for status and log rows.
     pub pid: u32,
     /// Plugins that did not import again after a crash: name → why (calls to them are refused).
-    unavailable: Mutex<HashMap<String, Arc<str>>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding one of these maps cannot leave it half-updated: every critical section is a
-    // single insert or remove.
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    unavailable: Mutex<HashMap<String, NotReimported>>,
 }
 
 impl Link {
@@ -114,12 +110,8 @@ impl Link {
         rx
     }
 
-    pub fn calls_in_flight(&self) -> usize {
-        lock(&self.calls).len()
-    }
-
     /// Answers every waiting call with `why`; returns the files they were running, sorted, once each.
-    pub fn fail_all(&self, why: &Arc<str>) -> Vec<Arc<str>> {
+    pub fn fail_all(&self, why: &Arc<HostEnd>) -> Vec<Arc<str>> {
         let waiting: Vec<Waiting> = lock(&self.calls).drain().map(|(_, w)| w).collect();
         lock(&self.loads).clear();
         let mut files: Vec<Arc<str>> = waiting.iter().map(|w| w.file.clone()).collect();
@@ -135,11 +127,11 @@ impl Link {
         self.last_pong.load(Ordering::Relaxed)
     }
 
-    pub fn mark_unavailable(&self, name: &str, why: Arc<str>) {
+    pub fn mark_unavailable(&self, name: &str, why: NotReimported) {
         lock(&self.unavailable).insert(name.to_string(), why);
     }
 
-    pub fn unavailable(&self, name: &str) -> Option<Arc<str>> {
+    pub fn unavailable(&self, name: &str) -> Option<NotReimported> {
         lock(&self.unavailable).get(name).cloned()
     }
 

@@ -1,14 +1,20 @@
 //! The plugin host: a supervised Node child that imports plugins and runs their `run`.
 //!
-//! `child` starts a process (fd 3, process group, minimal environment); `link` talks to it; `process`
-//! greets it and imports files; `supervisor` keeps a generation's host alive and retires it; `answer`
-//! turns what came back into what the caller reads. Plugin code never runs in the daemon.
+//! A call goes `call` (here) → `supervisor` (the generation's live host) → `link` (one NDJSON line on
+//! fd 3, the answer back) → the host shim → the plugin. Around it: `child` starts a process (fd 3,
+//! process group, minimal environment), `output` drains its stdout and stderr, `process` greets it and
+//! imports one file, `import` imports a generation's files (leaving out one that kills the host),
+//! `ending` types why a host or a call on it ended, and `rows` words the host's runtime.log rows. Plugin
+//! code never runs in the daemon.
 
-pub mod answer;
 pub mod child;
+pub mod ending;
+pub mod import;
 pub mod link;
+pub mod output;
 pub mod process;
 pub mod protocol;
+pub mod rows;
 pub mod supervisor;
 
 use std::sync::Arc;
@@ -17,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-pub use answer::Outcome;
+use crate::answer::{self, Outcome};
 use link::CallEnd;
 use protocol::ToHost;
 pub use supervisor::{CallGuard, Host};
@@ -25,10 +31,10 @@ pub use supervisor::{CallGuard, Host};
 /// The host shim, embedded so a single binary is the whole install; written to `.ovai/host.mjs` at start.
 pub const SHIM: &str = include_str!("../../host-shim/host.mjs");
 
-/// How long a call waits for a restarting host before it is refused (within its own deadline).
-const RESTART_PATIENCE: Duration = Duration::from_secs(10);
+/// How long a call waits for a respawning host before it is refused (within its own deadline).
+const RESPAWN_PATIENCE: Duration = Duration::from_secs(10);
 
-/// One call of a plugin, as the MCP service hands it over.
+/// One call of a plugin, as the MCP session hands it over.
 pub struct CallRequest<'a> {
     pub tool: &'a str,
     /// `plugins/NAME.mjs`, for every sentence about this call.
@@ -52,7 +58,7 @@ pub async fn call(
 ) -> Outcome {
     let started = Instant::now();
     let link = tokio::select! {
-        l = host.link(RESTART_PATIENCE.min(deadline)) => l,
+        l = host.link(RESPAWN_PATIENCE.min(deadline)) => l,
         _ = cancel.cancelled() => return Outcome::Cancelled,
     };
     let link = match link {
@@ -60,7 +66,7 @@ pub async fn call(
         Err(why) => return answer::not_run(req.file, &why),
     };
     if let Some(why) = link.unavailable(req.tool) {
-        return Outcome::Refused(why.to_string());
+        return answer::not_reimported(req.file, &why);
     }
     let id = host.next_id();
     let wants_progress = req.progress.is_some();
@@ -77,8 +83,9 @@ pub async fn call(
     tokio::select! {
         end = rx => match end {
             Ok(CallEnd::Answered(a)) => answer::from_host(req.file, a, max_answer_bytes),
-            Ok(CallEnd::HostStopped(why)) => answer::host_stopped(req.file, &why),
-            Err(_) => answer::host_stopped(req.file, "the plugin host went away"),
+            Ok(CallEnd::HostStopped(why)) => answer::host_ended(req.file, &why),
+            // The link is dropped only after it has answered every call it held.
+            Err(_) => answer::not_run(req.file, &ending::NoHost::Ended),
         },
         _ = tokio::time::sleep(left) => {
             if link.forget(id) {

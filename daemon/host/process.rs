@@ -1,7 +1,6 @@
 //! One host process from start to end: spawned, greeted (`ready`, then `init`), asked to import files,
 //! and finally waited for or killed with its whole process group.
 
-use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,22 +9,17 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Child;
 use tokio::task::JoinHandle;
 
 use super::child::{Launch, MIN_NODE_MAJOR, SpawnError, node_major};
 use super::link::{Link, max_line_len};
+use super::output::{self, Tail};
 use super::protocol::{Loaded, PROTOCOL, ToHost};
+use crate::sync::lock;
 
 /// How long a new host may take to say `ready`.
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
-/// Lines of the host's stderr kept for the log row that reports its end.
-const STDERR_TAIL: usize = 8;
-/// A line of the host's stdout or stderr longer than this is cut: output is logs, not data.
-const MAX_LOG_LINE: usize = 4096;
-/// At most this many lines a second of each stream reach the daemon's log; a flood is counted, not copied.
-const MAX_LOG_LINES_PER_S: u32 = 100;
 
 /// What every call's context shares, sent once to each new process.
 #[derive(Debug, Clone)]
@@ -36,12 +30,55 @@ pub struct HostInit {
     pub max_answer_bytes: usize,
 }
 
+/// How a process ended, as the log rows and refusals say it: "exit code 3", "signal SIGKILL".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(String),
+    /// The wait itself failed: why.
+    Unreadable(String),
+    Unknown,
+}
+
+impl Exit {
+    pub fn of(status: ExitStatus) -> Self {
+        if let Some(code) = status.code() {
+            Exit::Code(code)
+        } else if let Some(sig) = status.signal() {
+            Exit::Signal(match Signal::try_from(sig) {
+                Ok(s) => s.as_str().to_string(),
+                Err(_) => sig.to_string(),
+            })
+        } else {
+            Exit::Unknown
+        }
+    }
+
+    fn of_wait(r: std::io::Result<ExitStatus>) -> Self {
+        match r {
+            Ok(s) => Exit::of(s),
+            Err(e) => Exit::Unreadable(e.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::Code(c) => write!(f, "exit code {c}"),
+            Exit::Signal(s) => write!(f, "signal {s}"),
+            Exit::Unreadable(e) => write!(f, "an end that could not be read: {e}"),
+            Exit::Unknown => f.write_str("an unknown end"),
+        }
+    }
+}
+
 pub struct HostProcess {
     child: Child,
     pub link: Arc<Link>,
-    reader: Option<JoinHandle<()>>,
-    /// The task reading stderr: joined after an exit, so the tail holds the host's last words.
-    stderr_drain: Option<JoinHandle<()>>,
+    /// The task reading fd 3, and the ones draining stdout and stderr: joined after an exit, so every
+    /// answer the host wrote is delivered and the stderr tail holds its last words.
+    readers: Vec<JoinHandle<()>>,
     pub pid: u32,
     /// The Node version the host reported.
     pub node: String,
@@ -49,26 +86,40 @@ pub struct HostProcess {
     tail: Arc<Mutex<Tail>>,
 }
 
-/// What the host last said on stderr, for the row that reports its end.
-#[derive(Default)]
-struct Tail {
-    lines: VecDeque<String>,
-    /// Node's `FATAL ERROR: …` line, kept apart: a native stack trace follows it and would push it out.
-    fatal: Option<String>,
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error(transparent)]
     Spawn(#[from] SpawnError),
     #[error("the plugin host stopped before it was ready ({exit}){tail}", tail = tail_clause(.tail))]
-    Exited { exit: String, tail: Vec<String> },
+    Exited { exit: Exit, tail: Vec<String> },
     #[error("the plugin host did not say it was ready within {} s{tail}", READY_TIMEOUT.as_secs(), tail = tail_clause(.tail))]
     Silent { tail: Vec<String> },
     #[error(
         "the plugin host speaks protocol {got} and this ovai speaks {PROTOCOL}; .ovai/host.mjs is from another version of ovai"
     )]
     Protocol { got: u32 },
+}
+
+impl StartError {
+    /// A failure that may pass by itself (out of descriptors or processes for a moment), as opposed to
+    /// one that will fail the same way every time (no Node, a broken shim).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StartError::Spawn(SpawnError::Io { source, .. }) => source
+                .raw_os_error()
+                .map(nix::errno::Errno::from_raw)
+                .is_some_and(|e| {
+                    matches!(
+                        e,
+                        nix::errno::Errno::EMFILE
+                            | nix::errno::Errno::ENFILE
+                            | nix::errno::Errno::EAGAIN
+                            | nix::errno::Errno::ENOMEM
+                    )
+                }),
+            _ => false,
+        }
+    }
 }
 
 fn tail_clause(tail: &[String]) -> String {
@@ -82,7 +133,7 @@ fn tail_clause(tail: &[String]) -> String {
 pub enum LoadEnd {
     Reported(Box<Loaded>),
     /// The process ended while importing (the file killed it): how it ended.
-    Stopped(String),
+    Stopped(Exit),
     TimedOut,
 }
 
@@ -92,20 +143,25 @@ impl HostProcess {
         let mut child = spawned.child;
         let pid = spawned.pid;
         let tail = Arc::new(Mutex::new(Tail::default()));
+        let mut readers = Vec::new();
         if let Some(out) = child.stdout.take() {
-            tokio::spawn(drain_output(out, pid, "stdout", None));
+            readers.push(tokio::spawn(output::drain(out, pid, "stdout", None)));
         }
-        let stderr_drain = child
-            .stderr
-            .take()
-            .map(|err| tokio::spawn(drain_output(err, pid, "stderr", Some(tail.clone()))));
+        if let Some(err) = child.stderr.take() {
+            readers.push(tokio::spawn(output::drain(
+                err,
+                pid,
+                "stderr",
+                Some(tail.clone()),
+            )));
+        }
         let (link, ready, reader) =
             Link::start(spawned.channel, pid, max_line_len(init.max_answer_bytes));
+        readers.push(reader);
         let mut this = Self {
             child,
             link,
-            reader: Some(reader),
-            stderr_drain,
+            readers,
             pid,
             node: String::new(),
             tail,
@@ -162,7 +218,7 @@ impl HostProcess {
                 Err(_) => LoadEnd::Stopped(self.wait_exit().await),
             },
             exit = self.child.wait() => {
-                let exit = describe_wait(exit);
+                let exit = Exit::of_wait(exit);
                 self.after_exit().await;
                 LoadEnd::Stopped(exit)
             }
@@ -171,9 +227,9 @@ impl HostProcess {
     }
 
     /// Waits for the process to end; then its group is killed (nothing it started outlives it) and the
-    /// reader has delivered every answer it wrote first.
-    pub async fn wait_exit(&mut self) -> String {
-        let exit = describe_wait(self.child.wait().await);
+    /// readers have delivered everything it wrote first.
+    pub async fn wait_exit(&mut self) -> Exit {
+        let exit = Exit::of_wait(self.child.wait().await);
         self.after_exit().await;
         exit
     }
@@ -182,16 +238,13 @@ impl HostProcess {
         self.kill_group(Signal::SIGKILL);
         // A grandchild holding fd 3 or stderr open would keep these waiting; its group was just killed,
         // and past a second what they hold is not worth waiting for.
-        for task in [self.reader.take(), self.stderr_drain.take()]
-            .into_iter()
-            .flatten()
-        {
+        for task in self.readers.drain(..) {
             let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
         }
     }
 
     /// Kills the process group and waits for the process.
-    pub async fn kill(&mut self) -> String {
+    pub async fn kill(&mut self) -> Exit {
         self.kill_group(Signal::SIGKILL);
         self.wait_exit().await
     }
@@ -205,176 +258,15 @@ impl HostProcess {
 
     /// The host's last words on stderr: a fatal error if it printed one, else its last line.
     pub fn last_words(&self) -> Option<String> {
-        let t = self.tail.lock().ok()?;
-        t.fatal.clone().or_else(|| t.lines.back().cloned())
+        lock(&self.tail).last_words()
     }
 
     /// Whether the host said it ran out of heap.
     pub fn ran_out_of_memory(&self) -> bool {
-        self.tail.lock().is_ok_and(|t| {
-            t.fatal
-                .as_deref()
-                .is_some_and(|f| f.contains("heap out of memory"))
-        })
+        lock(&self.tail).ran_out_of_memory()
     }
 
     fn tail(&self) -> Vec<String> {
-        self.tail
-            .lock()
-            .map(|t| t.lines.iter().cloned().collect())
-            .unwrap_or_default()
-    }
-}
-
-/// "exit code 3" or "signal SIGKILL": how a process ended, in the words of the log rows.
-pub fn describe_exit(status: ExitStatus) -> String {
-    if let Some(code) = status.code() {
-        format!("exit code {code}")
-    } else if let Some(sig) = status.signal() {
-        match Signal::try_from(sig) {
-            Ok(s) => format!("signal {}", s.as_str()),
-            Err(_) => format!("signal {sig}"),
-        }
-    } else {
-        "an unknown end".into()
-    }
-}
-
-fn describe_wait(r: std::io::Result<ExitStatus>) -> String {
-    match r {
-        Ok(s) => describe_exit(s),
-        Err(e) => format!("an end that could not be read: {e}"),
-    }
-}
-
-/// Reads the host's stdout or stderr line by line into the daemon's log, keeping stderr's tail.
-async fn drain_output(
-    stream: impl AsyncRead + Unpin,
-    pid: u32,
-    which: &'static str,
-    tail: Option<Arc<Mutex<Tail>>>,
-) {
-    let mut reader = BufReader::new(stream);
-    let mut buf = Vec::new();
-    let mut throttle = Throttle::new(pid, which);
-    loop {
-        // While lines are being dropped, a quiet second still reports how many: a flood that stops is
-        // counted when it stops, not when the next line happens to come.
-        let read = if throttle.dropped > 0 {
-            tokio::select! {
-                r = read_line_capped(&mut reader, &mut buf) => r,
-                _ = tokio::time::sleep_until(throttle.window_end()) => {
-                    throttle.roll();
-                    continue;
-                }
-            }
-        } else {
-            read_line_capped(&mut reader, &mut buf).await
-        };
-        let n = match read {
-            Ok(0) | Err(_) => {
-                throttle.roll();
-                return;
-            }
-            Ok(n) => n,
-        };
-        let text = String::from_utf8_lossy(&buf);
-        let line = text.trim_end_matches(['\n', '\r']);
-        let cut = if n > buf.len() { " …(cut)" } else { "" };
-        if throttle.admit() {
-            tracing::info!(target: "ovai::plugin_output", pid, stream = which, "{line}{cut}");
-        }
-        if let Some(tail) = &tail
-            && let Ok(mut t) = tail.lock()
-        {
-            if t.lines.len() == STDERR_TAIL {
-                t.lines.pop_front();
-            }
-            t.lines.push_back(format!("{line}{cut}"));
-            if line.starts_with("FATAL ERROR") {
-                t.fatal = Some(line.to_string());
-            }
-        }
-        buf.clear();
-    }
-}
-
-/// At most MAX_LOG_LINES_PER_S lines a second into the daemon's log; the rest are counted.
-struct Throttle {
-    pid: u32,
-    which: &'static str,
-    window: tokio::time::Instant,
-    logged: u32,
-    dropped: u64,
-}
-
-impl Throttle {
-    fn new(pid: u32, which: &'static str) -> Self {
-        Self {
-            pid,
-            which,
-            window: tokio::time::Instant::now(),
-            logged: 0,
-            dropped: 0,
-        }
-    }
-
-    fn window_end(&self) -> tokio::time::Instant {
-        self.window + Duration::from_secs(1)
-    }
-
-    fn admit(&mut self) -> bool {
-        if tokio::time::Instant::now() >= self.window_end() {
-            self.roll();
-        }
-        if self.logged < MAX_LOG_LINES_PER_S {
-            self.logged += 1;
-            true
-        } else {
-            self.dropped += 1;
-            false
-        }
-    }
-
-    /// Reports what was dropped and starts a new second.
-    fn roll(&mut self) {
-        if self.dropped > 0 {
-            tracing::warn!(
-                target: "ovai::plugin_output",
-                pid = self.pid,
-                stream = self.which,
-                "{} lines of plugin output were not logged (more than {MAX_LOG_LINES_PER_S} a second)",
-                self.dropped
-            );
-        }
-        self.window = tokio::time::Instant::now();
-        self.logged = 0;
-        self.dropped = 0;
-    }
-}
-
-/// Reads one line, keeping at most MAX_LOG_LINE bytes of it; returns the line's full length.
-async fn read_line_capped<R: AsyncRead + Unpin>(
-    reader: &mut BufReader<R>,
-    buf: &mut Vec<u8>,
-) -> std::io::Result<usize> {
-    let mut total = 0;
-    loop {
-        let available = reader.fill_buf().await?;
-        if available.is_empty() {
-            return Ok(total);
-        }
-        let (chunk, done) = match available.iter().position(|b| *b == b'\n') {
-            Some(i) => (&available[..=i], true),
-            None => (available, false),
-        };
-        let room = MAX_LOG_LINE.saturating_sub(buf.len());
-        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        let used = chunk.len();
-        total += used;
-        reader.consume(used);
-        if done {
-            return Ok(total);
-        }
+        lock(&self.tail).lines()
     }
 }

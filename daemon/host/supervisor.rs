@@ -1,38 +1,40 @@
-//! Keeps one generation's host alive: restarts it when it dies (with backoff), kills it when it stops
+//! Keeps one generation's host alive: respawns it when it dies (with backoff), kills it when it stops
 //! answering the heartbeat, gives up after a crash loop, and ends it when the generation is retired.
 //!
 //! Calls never wait on a dead process: when a host ends, every call it held is answered at once, and
 //! calls that arrive while a new one starts wait briefly for it (bounded by their own deadline).
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::child::Launch;
+use super::ending::{DownCause, HostEnd, Next, NoHost, NotReimported, RetireWhy, Retirement};
+use super::import::{Imported, ToImport, import_all};
 use super::link::Link;
-use super::process::{HostInit, HostProcess, LoadEnd};
+use super::process::{HostInit, HostProcess};
 use super::protocol::ToHost;
+use super::rows;
 use crate::runtime_log::{RuntimeLog, Topic};
+use crate::sync::lock;
 
 /// The heartbeat: a ping this often; a host that leaves one unanswered for `hostHangSeconds` is killed.
 const PING_EVERY: Duration = Duration::from_millis(500);
-/// Restart backoff: the first restart after FIRST_BACKOFF, doubling per crash in the window, capped.
+/// Respawn backoff: the first respawn after FIRST_BACKOFF, doubling per crash in the window, capped.
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// This many crashes within CRASH_WINDOW is a crash loop: the host stays down until `ovai restart`.
 const CRASH_LIMIT: usize = 5;
 const CRASH_WINDOW: Duration = Duration::from_secs(60);
 
-/// A plugin this generation serves, as the host must import it again after a restart.
+/// A plugin this generation serves, as the host must import it again after a respawn.
 #[derive(Debug, Clone)]
 pub struct ServedFile {
-    pub name: String,
-    /// Absolute path of the module.
-    pub path: String,
+    pub import: ToImport,
     /// `plugins/NAME.mjs`, as refusals name it.
     pub shown: Arc<str>,
 }
@@ -41,9 +43,9 @@ pub struct ServedFile {
 pub enum HostState {
     Up(Arc<Link>),
     /// Between a host's end and its successor's `ready`.
-    Restarting,
-    /// Crash loop, or the host could not be started again: why, in words.
-    Down(Arc<str>),
+    Respawning,
+    /// Crash loop, or the host could not be started again.
+    Down(DownCause),
     Retired,
 }
 
@@ -57,9 +59,9 @@ pub struct Host {
     retiring: AtomicBool,
     drained: Notify,
     retire: CancellationToken,
-    /// What calls still running when the host is ended are told.
-    retire_why: std::sync::Mutex<Arc<str>>,
-    restarts: Arc<AtomicU32>,
+    /// Why calls still running when the host is ended are refused.
+    retirement: Mutex<Retirement>,
+    respawns: Arc<AtomicU32>,
 }
 
 /// Everything the supervisor task needs, moved into it.
@@ -84,10 +86,11 @@ impl Host {
             retiring: AtomicBool::new(false),
             drained: Notify::new(),
             retire: CancellationToken::new(),
-            retire_why: std::sync::Mutex::new(
-                "the server ended this plugin host before the call finished".into(),
-            ),
-            restarts: Arc::new(AtomicU32::new(0)),
+            retirement: Mutex::new(Retirement {
+                why: RetireWhy::Restarted,
+                grace: Duration::ZERO,
+            }),
+            respawns: Arc::new(AtomicU32::new(0)),
         });
         tokio::spawn(run(process, ids, job, state_tx, host.clone()));
         host
@@ -97,24 +100,18 @@ impl Host {
         self.ids.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Waits (at most `patience`) for a live link; `Err` carries why there is none.
-    pub async fn link(&self, patience: Duration) -> Result<Arc<Link>, Arc<str>> {
+    /// Waits (at most `patience`) for a live link.
+    pub async fn link(&self, patience: Duration) -> Result<Arc<Link>, NoHost> {
         let mut state = self.state.clone();
-        let wait = state.wait_for(|s| !matches!(s, HostState::Restarting));
+        let wait = state.wait_for(|s| !matches!(s, HostState::Respawning));
         match tokio::time::timeout(patience, wait).await {
             Ok(Ok(s)) => match &*s {
                 HostState::Up(link) => Ok(link.clone()),
-                HostState::Down(why) => Err(why.clone()),
-                HostState::Retired | HostState::Restarting => {
-                    Err("the plugin host has been ended".into())
-                }
+                HostState::Down(why) => Err(NoHost::Down(why.clone())),
+                HostState::Retired | HostState::Respawning => Err(NoHost::Ended),
             },
-            Ok(Err(_)) => Err("the plugin host has been ended".into()),
-            Err(_) => Err(format!(
-                "the plugin host is restarting and was not back within {} s",
-                patience.as_secs().max(1)
-            )
-            .into()),
+            Ok(Err(_)) => Err(NoHost::Ended),
+            Err(_) => Err(NoHost::NotBack(patience)),
         }
     }
 
@@ -138,11 +135,12 @@ impl Host {
         }
     }
 
-    pub fn restarts(&self) -> u32 {
-        self.restarts.load(Ordering::Relaxed)
+    /// How many times a new host was started after one stopped.
+    pub fn respawns(&self) -> u32 {
+        self.respawns.load(Ordering::Relaxed)
     }
 
-    pub fn down_reason(&self) -> Option<Arc<str>> {
+    pub fn down(&self) -> Option<DownCause> {
         match &*self.state.borrow() {
             HostState::Down(why) => Some(why.clone()),
             _ => None,
@@ -150,11 +148,9 @@ impl Host {
     }
 
     /// Ends the host once the calls it holds have finished, or when `grace` has passed; calls still
-    /// running then are refused with `why`.
-    pub async fn retire(&self, grace: Duration, why: &str) {
-        if let Ok(mut w) = self.retire_why.lock() {
-            *w = why.into();
-        }
+    /// running then are refused for `why`.
+    pub async fn retire(&self, grace: Duration, why: RetireWhy) {
+        *lock(&self.retirement) = Retirement { why, grace };
         self.retiring.store(true, Ordering::SeqCst);
         let drained = async {
             loop {
@@ -192,35 +188,25 @@ async fn run(
     let mut crashes: VecDeque<Instant> = VecDeque::new();
     loop {
         let link = process.link.clone();
-        let why = tokio::select! {
+        // How it ended: (exit, what the rows say, out of memory, hung after).
+        let ended = tokio::select! {
             exit = process.wait_exit() => {
-                if process.ran_out_of_memory() {
-                    format!(
-                        "ran out of memory (its heap is capped at {} MB by hostMaxMemoryMB in openovai.json) and stopped ({exit})",
-                        job.launch.max_memory_mb
-                    )
-                } else {
-                    format!("stopped ({exit})")
-                }
+                let oom = process.ran_out_of_memory().then_some(job.launch.max_memory_mb);
+                (rows::what_happened(&exit, oom), Ending::Stopped(exit, oom))
             }
             _ = heartbeat(&link, job.hang_after) => {
                 let exit = process.kill().await;
-                format!(
-                    "stopped answering for {} s (a plugin blocking its event loop) and was killed ({exit})",
-                    job.hang_after.as_secs()
-                )
+                (rows::hung(job.hang_after.as_secs(), &exit), Ending::Hung(exit))
             }
             _ = host.retire.cancelled() => {
                 process.kill().await;
-                let why = host.retire_why.lock().map(|w| w.clone()).unwrap_or_else(|p| p.into_inner().clone());
-                process.link.fail_all(&why);
+                let retirement = lock(&host.retirement).clone();
+                process.link.fail_all(&Arc::new(HostEnd::Retired(retirement)));
                 let _ = state.send(HostState::Retired);
                 return;
             }
         };
-        let _ = state.send(HostState::Restarting);
-        let sentence: Arc<str> = format!("the plugin host {why} while it ran").into();
-        let files = process.link.fail_all(&sentence);
+        let _ = state.send(HostState::Respawning);
         let now = Instant::now();
         crashes.push_back(now);
         while crashes
@@ -229,21 +215,34 @@ async fn run(
         {
             crashes.pop_front();
         }
+        let next = if crashes.len() >= CRASH_LIMIT {
+            Next::StaysDown {
+                stops: crashes.len(),
+                window: CRASH_WINDOW,
+            }
+        } else {
+            Next::Respawn
+        };
+        let (what, ending) = ended;
+        let end = Arc::new(match ending {
+            Ending::Stopped(exit, out_of_memory) => HostEnd::Stopped {
+                exit,
+                out_of_memory,
+                next,
+            },
+            Ending::Hung(exit) => HostEnd::Hung {
+                exit,
+                after: job.hang_after,
+                next,
+            },
+        });
+        let files = process.link.fail_all(&end);
         job.log.row(
             Topic::Host,
-            &stopped_row(process.pid, &why, &files, process.last_words()),
+            &rows::stopped(process.pid, &what, &files, next, process.last_words()),
         );
-        if crashes.len() >= CRASH_LIMIT {
-            let why: Arc<str> = format!(
-                "the plugin host stopped {CRASH_LIMIT} times within {} s, so it stays down until `ovai restart`",
-                CRASH_WINDOW.as_secs()
-            )
-            .into();
-            job.log.row(Topic::Host, &format!("The plugin host stays down: it stopped {CRASH_LIMIT} times within {} s. Fix the plugin that ends it, then run `ovai restart`.", CRASH_WINDOW.as_secs()));
-            let _ = state.send(HostState::Down(why));
-            host.retire.cancelled().await;
-            let _ = state.send(HostState::Retired);
-            return;
+        if let Next::StaysDown { stops, window } = next {
+            return stay_down(DownCause::CrashLoop { stops, window }, &job, &state, &host).await;
         }
         let backoff = FIRST_BACKOFF
             .saturating_mul(1 << (crashes.len() - 1).min(16))
@@ -255,30 +254,38 @@ async fn run(
                 return;
             }
         }
-        match restart(&job, &ids).await {
+        match respawn(&job, &ids).await {
             Ok(next) => {
-                host.restarts.fetch_add(1, Ordering::Relaxed);
-                job.log.row(
-                    Topic::Host,
-                    &format!(
-                        "The plugin host was started again (pid {}), serving the same files.",
-                        next.pid
-                    ),
-                );
+                host.respawns.fetch_add(1, Ordering::Relaxed);
+                job.log.row(Topic::Host, &rows::respawned(next.pid));
                 process = next;
                 let _ = state.send(HostState::Up(process.link.clone()));
             }
             Err(e) => {
-                let why: Arc<str> =
-                    format!("the plugin host could not be started again: {e}").into();
-                job.log.row(Topic::Host, &format!("The plugin host stays down: it could not be started again: {e}. Run `ovai restart` once that is fixed."));
-                let _ = state.send(HostState::Down(why));
-                host.retire.cancelled().await;
-                let _ = state.send(HostState::Retired);
-                return;
+                let cause = DownCause::CannotRespawn(Arc::new(e));
+                return stay_down(cause, &job, &state, &host).await;
             }
         }
     }
+}
+
+/// How a host's life ended, before it is known what comes next.
+enum Ending {
+    Stopped(super::process::Exit, Option<u64>),
+    Hung(super::process::Exit),
+}
+
+/// The host stays down until the generation is retired (by `ovai restart` or shutdown).
+async fn stay_down(
+    cause: DownCause,
+    job: &Supervision,
+    state: &watch::Sender<HostState>,
+    host: &Host,
+) {
+    job.log.row(Topic::Host, &rows::stays_down(&cause));
+    let _ = state.send(HostState::Down(cause));
+    host.retire.cancelled().await;
+    let _ = state.send(HostState::Retired);
 }
 
 /// Resolves when the host has not answered a ping for `hang_after`.
@@ -297,97 +304,24 @@ async fn heartbeat(link: &Link, hang_after: Duration) {
     }
 }
 
-/// A new process importing the generation's files again. A file that no longer imports is refused by
-/// name when called (Node re-reads files on a new process; the generation's list stays as it was read).
-async fn restart(
+/// A new process importing the generation's files again, as they are on disk now. A file that no longer
+/// imports is refused by name when called (the generation's list stays as it was read).
+async fn respawn(
     job: &Supervision,
     ids: &AtomicU64,
 ) -> Result<HostProcess, super::process::StartError> {
-    let mut process = HostProcess::start(&job.launch, &job.init).await?;
-    for f in &job.files {
-        let why = match process
-            .load(ids, &f.name, &f.path, job.import_timeout)
-            .await
-        {
-            LoadEnd::Reported(l) if l.ok => continue,
-            LoadEnd::Reported(_) => "it no longer imports cleanly".to_string(),
-            LoadEnd::Stopped(exit) => {
-                // The file ended the new host while importing: start once more without it.
-                let why = format!("importing it again stopped the plugin host ({exit})");
-                return restart_without(job, ids, &f.name, why).await;
-            }
-            LoadEnd::TimedOut => {
-                let why = format!(
-                    "importing it again took longer than {} s",
-                    job.import_timeout.as_secs()
-                );
-                process.kill().await;
-                return restart_without(job, ids, &f.name, why).await;
-            }
+    let imports: Vec<ToImport> = job.files.iter().map(|f| f.import.clone()).collect();
+    let done = import_all(&job.launch, &job.init, &imports, ids, job.import_timeout).await?;
+    for (f, outcome) in job.files.iter().zip(done.outcomes) {
+        let why = match outcome {
+            Imported::Reported(l) if l.ok => continue,
+            Imported::Reported(l) => NotReimported::Failed(l.import.clone()),
+            Imported::StoppedHost(exit) => NotReimported::StoppedHost(exit),
+            Imported::Hung => NotReimported::Hung(job.import_timeout),
         };
-        mark(&process.link, f, &why, &job.log);
+        job.log
+            .row(Topic::Host, &rows::not_reimported(&f.shown, &why));
+        done.process.link.mark_unavailable(&f.import.name, why);
     }
-    Ok(process)
-}
-
-fn mark(link: &Link, f: &ServedFile, why: &str, log: &RuntimeLog) {
-    let sentence = format!(
-        "{} is not answering calls since the plugin host restarted: {why}. Run `ovai check` and `ovai restart` to see and serve it as it is now.",
-        f.shown
-    );
-    log.row(Topic::Host, &sentence);
-    link.mark_unavailable(&f.name, sentence.into());
-}
-
-fn restart_without<'a>(
-    job: &'a Supervision,
-    ids: &'a AtomicU64,
-    skip: &'a str,
-    why: String,
-) -> std::pin::Pin<
-    Box<
-        dyn std::future::Future<Output = Result<HostProcess, super::process::StartError>>
-            + Send
-            + 'a,
-    >,
-> {
-    Box::pin(async move {
-        let files: Vec<ServedFile> = job
-            .files
-            .iter()
-            .filter(|f| f.name != skip)
-            .cloned()
-            .collect();
-        let smaller = Supervision {
-            launch: job.launch.clone(),
-            init: job.init.clone(),
-            files,
-            import_timeout: job.import_timeout,
-            hang_after: job.hang_after,
-            log: job.log.clone(),
-        };
-        let process = restart(&smaller, ids).await?;
-        if let Some(f) = job.files.iter().find(|f| f.name == skip) {
-            mark(&process.link, f, &why, &job.log);
-        }
-        Ok(process)
-    })
-}
-
-fn stopped_row(pid: u32, why: &str, files: &[Arc<str>], last_words: Option<String>) -> String {
-    let mut row = format!("The plugin host (pid {pid}) {why}");
-    if files.is_empty() {
-        row.push_str(" with no call in flight");
-    } else {
-        let names: Vec<&str> = files.iter().map(|f| &**f).collect();
-        row.push_str(&format!(
-            "; the calls in flight to {} were answered with a refusal",
-            names.join(", ")
-        ));
-    }
-    row.push_str(". It is being started again.");
-    if let Some(last) = last_words {
-        row.push_str(&format!(" Its last words on stderr: {last}"));
-    }
-    row
+    Ok(done.process)
 }

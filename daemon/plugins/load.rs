@@ -1,10 +1,9 @@
 //! Loading plugins/ into a new host process: the checks before import, then one import at a time, then the
 //! export and schema checks, giving each candidate exactly one row.
 //!
-//! A file whose import ends the host (or hangs it) is not served, and a new host is started without it:
-//! the others are imported again there, since a new process is the only way to a clean module cache.
+//! A file whose import ends the host (or hangs it) is not served (`host::import` starts a new host
+//! without it).
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -13,7 +12,8 @@ use std::time::Duration;
 use super::candidates::{self, Candidate};
 use super::rows;
 use crate::host::child::Launch;
-use crate::host::process::{HostInit, HostProcess, LoadEnd, StartError};
+use crate::host::import::{Imported, ToImport, import_all};
+use crate::host::process::{HostInit, HostProcess, StartError};
 use crate::host::protocol::Loaded;
 use crate::host::supervisor::ServedFile;
 use crate::tools::{BUILTINS, PluginTool, schema};
@@ -67,8 +67,10 @@ impl LoadedPlugins {
         for (c, v) in self.verdicts {
             if let Verdict::Served(p) = v {
                 files.push(ServedFile {
-                    name: p.name.clone(),
-                    path: plugins_dir.join(c.file()).display().to_string(),
+                    import: ToImport {
+                        name: p.name.clone(),
+                        path: plugins_dir.join(c.file()).display().to_string(),
+                    },
                     shown: p.file.clone(),
                 });
                 tools.push(p);
@@ -95,40 +97,18 @@ pub async fn load(
     ids: &AtomicU64,
     import_timeout: Duration,
 ) -> Result<LoadedPlugins, LoadError> {
-    // Files that ended or hung a host while importing: file → row.
-    let mut excluded: HashMap<String, String> = HashMap::new();
-    let (process, reports) = 'hosts: loop {
-        let mut process = HostProcess::start(launch, init).await?;
-        let mut reports: HashMap<String, Loaded> = HashMap::new();
-        for c in &found {
-            let Candidate::Module { file, name } = c else {
-                continue;
-            };
-            if excluded.contains_key(file) {
-                continue;
-            }
-            let path = plugins_dir.join(file).display().to_string();
-            match process.load(ids, name, &path, import_timeout).await {
-                LoadEnd::Reported(l) => {
-                    reports.insert(file.clone(), *l);
-                }
-                LoadEnd::Stopped(exit) => {
-                    excluded.insert(file.clone(), rows::import_stopped_host(file, &exit));
-                    continue 'hosts;
-                }
-                LoadEnd::TimedOut => {
-                    process.kill().await;
-                    excluded.insert(
-                        file.clone(),
-                        rows::import_hung(file, import_timeout.as_secs()),
-                    );
-                    continue 'hosts;
-                }
-            }
-        }
-        break (process, reports);
-    };
-    let mut reports = reports;
+    let imports: Vec<ToImport> = found
+        .iter()
+        .filter_map(|c| match c {
+            Candidate::Module { file, name } => Some(ToImport {
+                name: name.clone(),
+                path: plugins_dir.join(file).display().to_string(),
+            }),
+            _ => None,
+        })
+        .collect();
+    let done = import_all(launch, init, &imports, ids, import_timeout).await?;
+    let mut outcomes = done.outcomes.into_iter();
     let verdicts = found
         .into_iter()
         .map(|c| {
@@ -136,20 +116,23 @@ pub async fn load(
                 Candidate::BadName { file, name } => Verdict::NotServed(rows::bad_name(file, name)),
                 Candidate::Builtin { file, name } => Verdict::NotServed(rows::builtin(file, name)),
                 Candidate::NotModule { file } => Verdict::NotServed(rows::not_module(file)),
-                Candidate::Module { file, name } => match excluded.remove(file) {
-                    Some(row) => Verdict::NotServed(row),
-                    None => match reports.remove(file) {
-                        Some(l) => judge(file, name, l),
-                        None => {
-                            Verdict::NotServed(rows::import_hung(file, import_timeout.as_secs()))
-                        }
-                    },
+                Candidate::Module { file, name } => match outcomes.next() {
+                    Some(Imported::Reported(l)) => judge(file, name, *l),
+                    Some(Imported::StoppedHost(exit)) => {
+                        Verdict::NotServed(rows::import_stopped_host(file, &exit.to_string()))
+                    }
+                    Some(Imported::Hung) | None => {
+                        Verdict::NotServed(rows::import_hung(file, import_timeout.as_secs()))
+                    }
                 },
             };
             (c, v)
         })
         .collect();
-    Ok(LoadedPlugins { process, verdicts })
+    Ok(LoadedPlugins {
+        process: done.process,
+        verdicts,
+    })
 }
 
 /// The verdict on a file the host imported.

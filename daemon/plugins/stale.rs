@@ -5,8 +5,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use sha2::{Digest, Sha256};
-
 use super::candidates::{self, Candidate};
 use crate::tools::BUILTINS;
 
@@ -27,12 +25,7 @@ impl Snapshot {
 
 fn hash_file(path: &Path) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;
-    Some(
-        Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
-    )
+    Some(crate::digest::sha256_hex(&bytes))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,9 +10,9 @@ use tokio::net::unix::OwnedWriteHalf;
 use tokio_util::sync::CancellationToken;
 
 use super::control;
-use super::state::Daemon;
+use super::daemon::Daemon;
+use super::session::SeatService;
 use super::transport::SessionTransport;
-use crate::mcp::SeatService;
 use crate::seats::{SeatBook, hash_secret};
 use crate::wire::{self, Hello, Welcome};
 
@@ -45,13 +45,7 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
         .await;
     }
     if let Some(secret) = hello.control_secret {
-        return control::handle(
-            &daemon,
-            &secret,
-            hello.op.as_deref().unwrap_or(""),
-            &mut write,
-        )
-        .await;
+        return control::handle(&daemon, &secret, hello.op, &mut write).await;
     }
     let Some(secret) = hello.seat_secret else {
         return refuse(
@@ -72,11 +66,8 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
         );
         return refuse(&mut write, why).await;
     };
-    let role = daemon.role_of(&seat);
     let welcome = Welcome {
         ok: true,
-        seat: Some(seat.clone()),
-        role: Some(role.to_string()),
         error: None,
     };
     if write
@@ -134,7 +125,6 @@ async fn refuse(write: &mut OwnedWriteHalf, why: String) {
     let w = Welcome {
         ok: false,
         error: Some(why),
-        ..Welcome::default()
     };
     let _ = write.write_all(wire::line(&w).as_bytes()).await;
     let _ = write.shutdown().await;

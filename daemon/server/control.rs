@@ -3,77 +3,87 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde::Serialize;
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::OwnedWriteHalf;
 
-use super::state::Daemon;
+use super::daemon::Daemon;
 use crate::seats::SeatBook;
+use crate::wire::{self, ControlOp, HostStatus, Reply, SeatStatus, SeatsReply, StatusReply};
 
-pub async fn handle(daemon: &Arc<Daemon>, secret: &str, op: &str, write: &mut OwnedWriteHalf) {
-    let answer = if !crate::seats::same(&daemon.control_secret, secret) {
-        refusal(
+pub async fn handle(
+    daemon: &Arc<Daemon>,
+    secret: &str,
+    op: Option<ControlOp>,
+    write: &mut OwnedWriteHalf,
+) {
+    let line = if !crate::seats::same(&daemon.control_secret, secret) {
+        refused(
             "the control secret does not match this server's: .ovai/control.secret is rewritten at every start, so this command may belong to another instance",
         )
     } else {
         match op {
-            "restart" => match daemon.restart().await {
-                Ok(r) => {
-                    json!({ "ok": true, "generation": r.generation, "rows": r.rows, "changed": r.changed })
-                }
-                Err(e) => refusal(&e.to_string()),
-            },
-            "status" => status(daemon),
-            "seats" => match daemon.seats_changed() {
-                Ok(ended) => json!({ "ok": true, "ended": ended }),
-                Err(e) => refusal(&e.to_string()),
-            },
-            other => refusal(&format!("{other:?} is not an operation this server knows")),
+            Some(ControlOp::Restart) => reply(daemon.restart().await),
+            Some(ControlOp::Status) => wire::line(&Reply::done(status(daemon))),
+            Some(ControlOp::Seats) => {
+                reply(daemon.seats_changed().map(|ended| SeatsReply { ended }))
+            }
+            None => refused(
+                "the hello carried the control secret but no operation; use a command of the same ovai binary",
+            ),
         }
     };
-    let _ = write.write_all(crate::wire::line(&answer).as_bytes()).await;
+    let _ = write.write_all(line.as_bytes()).await;
     let _ = write.shutdown().await;
 }
 
-fn refusal(why: &str) -> Value {
-    json!({ "ok": false, "error": why })
+fn reply<T: Serialize, E: std::fmt::Display>(r: Result<T, E>) -> String {
+    match r {
+        Ok(body) => wire::line(&Reply::done(body)),
+        Err(e) => wire::line(&Reply::<T>::refused(e.to_string())),
+    }
+}
+
+fn refused(why: &str) -> String {
+    wire::line(&Reply::<()>::refused(why.to_string()))
 }
 
 /// The daemon as `ovai status` shows it.
-pub fn status(daemon: &Daemon) -> Value {
+pub fn status(daemon: &Daemon) -> StatusReply {
     let generation = daemon.current();
     let counts = daemon.sessions.count_by_seat();
-    let seats: Vec<Value> = SeatBook::load(&daemon.inst)
+    let seats = SeatBook::load(&daemon.inst)
         .map(|b| {
             b.names()
-                .map(|s| {
-                    json!({
-                        "name": s,
-                        "role": generation.config.role_of(s).as_str(),
-                        "sessions": counts.get(s).copied().unwrap_or(0),
-                    })
+                .map(|s| SeatStatus {
+                    name: s.to_string(),
+                    role: generation.config.role_of(s).to_string(),
+                    sessions: counts.get(s).copied().unwrap_or(0),
                 })
                 .collect()
         })
         .unwrap_or_default();
-    json!({
-        "ok": true,
-        "root": daemon.inst.root.display().to_string(),
-        "pid": std::process::id(),
-        "startedAt": daemon.started_at,
-        "uptimeSeconds": daemon.started.elapsed().as_secs(),
-        "generation": generation.number,
-        "loadedAt": generation.loaded_at,
-        "node": generation.node,
-        "host": {
-            "pid": generation.host.pid(),
-            "restarts": generation.host.restarts(),
-            "down": generation.host.down_reason().map(|s| s.to_string()),
+    StatusReply {
+        root: daemon.inst.root.display().to_string(),
+        pid: std::process::id(),
+        started_at: daemon.started_at.clone(),
+        uptime_seconds: daemon.started.elapsed().as_secs(),
+        generation: generation.number,
+        loaded_at: generation.loaded_at.clone(),
+        node: generation.node.clone(),
+        host: HostStatus {
+            pid: generation.host.pid(),
+            respawns: generation.host.respawns(),
+            down: generation.host.down().map(|c| crate::answer::down(&c)),
         },
-        "seats": seats,
-        "sessions": daemon.sessions.len(),
-        "tools": generation.tools.names().collect::<Vec<_>>(),
-        "rows": generation.rows,
-        "stale": generation.stale(&daemon.inst).iter().map(|c| format!("plugins/{}", c.file())).collect::<Vec<_>>(),
-    })
+        seats,
+        sessions: daemon.sessions.count(),
+        tools: generation.tools.names().map(str::to_string).collect(),
+        rows: generation.rows.clone(),
+        stale: generation
+            .stale(&daemon.inst)
+            .iter()
+            .map(|c| format!("plugins/{}", c.file()))
+            .collect(),
+    }
 }

@@ -3,9 +3,11 @@
 
 pub mod connection;
 pub mod control;
-pub mod manager;
+pub mod daemon;
+pub mod progress;
+pub mod service_manager;
+pub mod session;
 pub mod sessions;
-pub mod state;
 pub mod transport;
 pub mod watch;
 
@@ -20,11 +22,12 @@ use tokio::net::UnixListener;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::generation;
+use crate::host::ending::RetireWhy;
 use crate::instance::{ConfigError, Instance};
 use crate::plugins::load::LoadError;
 use crate::runtime_log::{RuntimeLog, Topic};
 use crate::seats::{self, SeatError};
-use state::Daemon;
+use daemon::Daemon;
 
 /// The longest socket path a Unix socket takes (sun_path holds 108 bytes with its terminating NUL).
 const MAX_SOCKET_PATH: usize = 107;
@@ -136,8 +139,8 @@ async fn run(inst: Instance) -> Result<(), ServeError> {
     );
 
     watch::spawn(daemon.clone());
-    manager::ready(&format!("serving {tools} tools"));
-    manager::spawn_watchdog();
+    service_manager::ready(&format!("serving {tools} tools"));
+    service_manager::spawn_watchdog(&daemon.tasks, daemon.closing.clone());
     let why = accept_until_stopped(&daemon, &listener).await;
     drop(listener);
     let _ = std::fs::remove_file(&socket);
@@ -190,7 +193,7 @@ async fn accept_until_stopped(daemon: &Arc<Daemon>, listener: &UnixListener) -> 
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    tokio::spawn(connection::handle(daemon.clone(), stream));
+                    daemon.tasks.spawn(connection::handle(daemon.clone(), stream));
                 }
                 Err(e) => {
                     // Out of descriptors, most likely: back off instead of spinning on the error.
@@ -202,7 +205,7 @@ async fn accept_until_stopped(daemon: &Arc<Daemon>, listener: &UnixListener) -> 
             _ = int.recv() => return "SIGINT",
             _ = hup.recv() => {
                 let daemon = daemon.clone();
-                tokio::spawn(async move {
+                daemon.clone().tasks.spawn(async move {
                     match daemon.restart().await {
                         Ok(r) => tracing::info!(generation = r.generation, "restarted on SIGHUP"),
                         Err(e) => daemon.log.row(Topic::Server, &format!("SIGHUP asked for a restart, and it failed: {e}")),
@@ -213,22 +216,37 @@ async fn accept_until_stopped(daemon: &Arc<Daemon>, listener: &UnixListener) -> 
     }
 }
 
-/// Stops taking calls, lets those in flight finish within the grace period, answers the rest, ends the
-/// host's process group, then the sessions.
-async fn shut_down(daemon: &Arc<Daemon>, why: &str) {
-    manager::stopping();
+/// Stops taking calls, lets those in flight finish within the grace period, answers the rest, ends every
+/// generation's host (process group and all), then the sessions once their answers are written, and
+/// waits for every task the daemon started.
+async fn shut_down(daemon: &Arc<Daemon>, why: &'static str) {
+    service_manager::stopping();
     daemon.closing.cancel();
-    let generation = daemon.current();
-    let grace = generation.config.shutdown_grace;
-    let cut_short = format!(
-        "the server is shutting down ({why}) and the call did not finish within {} s (shutdownGraceSeconds in openovai.json)",
-        grace.as_secs()
-    );
-    generation.host.retire(grace, &cut_short).await;
-    // Every call has its answer now; give the sessions' writers a moment to put them on the wire.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let grace = daemon.current().config.shutdown_grace;
+    let retiring: Vec<_> = daemon
+        .generations()
+        .into_iter()
+        .map(|g| async move { g.host.retire(grace, RetireWhy::ShuttingDown(why)).await })
+        .collect();
+    futures::future::join_all(retiring).await;
+    // Every call has its answer now; ending a session lets its writer put what is queued on the wire.
     daemon.sessions.end_all();
+    daemon.tasks.close();
+    // A client that never reads cannot hold the daemon up forever.
+    if tokio::time::timeout(TASKS_PATIENCE, daemon.tasks.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            left = daemon.tasks.len(),
+            "some connections had not finished {} s after the sessions were ended; stopping anyway",
+            TASKS_PATIENCE.as_secs()
+        );
+    }
     daemon
         .log
         .row(Topic::Server, &format!("ovai serve stopped on {why}."));
 }
+
+/// How long shutdown waits for connections to finish writing after their sessions were ended.
+const TASKS_PATIENCE: Duration = Duration::from_secs(5);

@@ -7,6 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::service::{Peer, RoleServer, SubscriptionSink};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::sync::lock;
 
 struct Entry {
     seat: String,
@@ -39,7 +42,7 @@ impl Drop for Registered<'_> {
 
 impl Sessions {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Entry>> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.map)
     }
 
     pub fn open(&self, seat: &str, secret_hash: String, ct: CancellationToken) -> Registered<'_> {
@@ -71,12 +74,8 @@ impl Sessions {
         counts
     }
 
-    pub fn len(&self) -> usize {
+    pub fn count(&self) -> usize {
         self.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Ends every session whose secret is no longer a seat's; returns the seats whose sessions ended.
@@ -114,18 +113,18 @@ impl Sessions {
 
     /// Sends `notifications/tools/list_changed` to every session: through its listen streams where it
     /// opened any (2026-07-28), else as a plain notification.
-    pub fn announce_tool_list_changed(&self) {
+    pub fn announce_tool_list_changed(&self, tasks: &TaskTracker) {
         for e in self.lock().values() {
             if e.sinks.is_empty() {
                 if let Some(peer) = e.peer.clone() {
-                    tokio::spawn(async move {
+                    tasks.spawn(async move {
                         let _ = peer.notify_tool_list_changed().await;
                     });
                 }
             } else {
                 for (_, sink) in &e.sinks {
                     let sink = sink.clone();
-                    tokio::spawn(async move {
+                    tasks.spawn(async move {
                         let _ = sink.notify_tool_list_changed().await;
                     });
                 }

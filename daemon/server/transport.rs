@@ -33,15 +33,18 @@ const MAX_LINE: usize = 64 * 1024 * 1024;
 pub struct SessionTransport<R> {
     lines: FramedRead<R, CappedLines>,
     out: mpsc::UnboundedSender<Vec<u8>>,
+    /// The task writing what is queued; `close` waits for it, so the last answers reach the wire.
+    writer: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     pub fn new<W: AsyncWrite + Unpin + Send + 'static>(read: R, write: W) -> Self {
         let (out, rx) = mpsc::unbounded_channel();
-        tokio::spawn(write_batched(write, rx));
+        let writer = tokio::spawn(write_batched(write, rx));
         Self {
             lines: FramedRead::new(read, CappedLines::new(MAX_LINE)),
             out,
+            writer: Some(writer),
         }
     }
 
@@ -114,6 +117,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
         // Replacing the sender ends the writer task once it has written what was queued.
         let (closed, _) = mpsc::unbounded_channel();
         self.out = closed;
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.await;
+        }
         Ok(())
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
 
-use super::state::Daemon;
+use super::daemon::Daemon;
 use crate::plugins::stale;
 use crate::runtime_log::Topic;
 
@@ -29,12 +29,18 @@ pub fn spawn(daemon: Arc<Daemon>) {
             return;
         }
     };
-    tokio::spawn(async move {
+    let tasks = daemon.tasks.clone();
+    tasks.spawn(async move {
         let _keep_alive = watcher;
         // What was last reported for each file, for the generation it was reported against.
         let mut reported: HashMap<String, Option<String>> = HashMap::new();
         let mut reported_for = 0;
-        while let Some(event) = rx.recv().await {
+        loop {
+            let event = tokio::select! {
+                e = rx.recv() => e,
+                _ = daemon.closing.cancelled() => return,
+            };
+            let Some(event) = event else { return };
             if let Err(e) = event {
                 tracing::warn!(error = %e, "watching plugins/ reported an error");
             }

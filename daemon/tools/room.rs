@@ -11,6 +11,8 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::answer::{self, Outcome};
+
 pub const DESCRIPTION: &str = "The instance's shared conversation, with every seat. With `say`, adds your message, \
 signed with your seat, and answers once it is safely on disk; without it, only reads. Answers with the last \
 messages (20 unless `last` says otherwise). Nothing said is ever edited or removed.";
@@ -61,8 +63,15 @@ impl Room {
         }
     }
 
-    /// Runs one call: says (if asked), then reads the tail. `Err` is a sentence for the caller.
-    pub async fn answer(&self, seat: &str, args: &Value) -> Result<String, String> {
+    /// Runs one call: says (if asked), then reads the tail.
+    pub async fn answer(&self, seat: &str, args: &Value) -> Outcome {
+        match self.run(seat, args).await {
+            Ok(text) => Outcome::Text(text),
+            Err(e) => answer::room_failed(&e),
+        }
+    }
+
+    async fn run(&self, seat: &str, args: &Value) -> Result<String, RoomError> {
         let last = args
             .get("last")
             .and_then(Value::as_u64)
@@ -78,21 +87,14 @@ impl Room {
             let path = self.path.clone();
             tokio::task::spawn_blocking(move || append(&path, &msg))
                 .await
-                .map_err(|e| {
-                    format!("The room could not be written: {e}. Your message was not said.")
-                })?
-                .map_err(|e| {
-                    format!(
-                        "The room could not be written ({}): {e}. Your message was not said.",
-                        self.path.display()
-                    )
-                })?;
+                .map_err(|e| RoomError::Write(std::io::Error::other(e.to_string())))?
+                .map_err(RoomError::Write)?;
         }
         let path = self.path.clone();
         let messages = tokio::task::spawn_blocking(move || tail(&path, last))
             .await
-            .map_err(|e| format!("The room could not be read: {e}."))?
-            .map_err(|e| format!("The room could not be read ({}): {e}.", self.path.display()))?;
+            .map_err(|e| RoomError::Read(std::io::Error::other(e.to_string())))?
+            .map_err(RoomError::Read)?;
         let mut s = String::new();
         if said.is_some() {
             s.push_str(&format!("Said in the room as {seat}.\n"));
@@ -120,6 +122,19 @@ impl Room {
         }
         Ok(s.trim_end().to_string())
     }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Why a room call could not be done.
+#[derive(Debug, thiserror::Error)]
+pub enum RoomError {
+    #[error("writing the room failed: {0}")]
+    Write(std::io::Error),
+    #[error("reading the room failed: {0}")]
+    Read(std::io::Error),
 }
 
 fn append(path: &Path, msg: &Message) -> std::io::Result<()> {

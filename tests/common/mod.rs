@@ -12,6 +12,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use ovai::client::{ClientError, McpClient};
 use serde_json::{Value, json};
 
 pub const OVAI: &str = env!("CARGO_BIN_EXE_ovai");
@@ -291,16 +292,97 @@ fn nanos() -> u128 {
         .as_nanos()
 }
 
-/// An MCP session through a real `ovai mcp` process.
+/// A child's stdout, read on a thread of its own so that every wait for it has a limit: a server that
+/// never answers fails the test instead of hanging it.
+pub struct TimedReader {
+    rx: mpsc::Receiver<Vec<u8>>,
+    chunk: Vec<u8>,
+    at: usize,
+}
+
+impl TimedReader {
+    pub fn new(mut from: impl std::io::Read + Send + 'static) -> Self {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match from.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if tx.send(buf[..n].to_vec()).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        Self {
+            rx,
+            chunk: Vec::new(),
+            at: 0,
+        }
+    }
+}
+
+impl std::io::Read for TimedReader {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.at == self.chunk.len() {
+            match self.rx.recv_timeout(PATIENCE) {
+                Ok(chunk) => {
+                    self.chunk = chunk;
+                    self.at = 0;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("nothing arrived within {} s", PATIENCE.as_secs()),
+                    ));
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.chunk.len() - self.at);
+        out[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// The session's stdin, which the test can close as a client does when it quits.
+pub struct Input(Option<ChildStdin>);
+
+impl Write for Input {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self.0.as_mut() {
+            Some(w) => w.write(buf),
+            None => Err(std::io::ErrorKind::BrokenPipe.into()),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.as_mut().map_or(Ok(()), Write::flush)
+    }
+}
+
+/// An MCP session through a real `ovai mcp` process, spoken with ovai's own MCP client.
 pub struct Session {
     pub child: Child,
-    stdin: Option<ChildStdin>,
-    rx: mpsc::Receiver<Value>,
-    /// Messages read while waiting for something else (notifications, other answers).
-    pub backlog: Vec<Value>,
-    next_id: u64,
+    mcp: McpClient<BufReader<TimedReader>, Input>,
     pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
     stderr_reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::ops::Deref for Session {
+    type Target = McpClient<BufReader<TimedReader>, Input>;
+    fn deref(&self) -> &Self::Target {
+        &self.mcp
+    }
+}
+
+impl std::ops::DerefMut for Session {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.mcp
+    }
 }
 
 impl Session {
@@ -328,20 +410,6 @@ impl Session {
             .expect("ovai mcp starts");
         let stdout = child.stdout.take().unwrap();
         let stderr_pipe = child.stderr.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                match serde_json::from_str::<Value>(&line) {
-                    Ok(v) => {
-                        if tx.send(v).is_err() {
-                            break;
-                        }
-                    }
-                    Err(_) => panic!("ovai mcp wrote a line that is not JSON: {line}"),
-                }
-            }
-        });
         let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         let sink = stderr.clone();
         let stderr_reader = std::thread::spawn(move || {
@@ -350,79 +418,55 @@ impl Session {
                 sink.lock().unwrap().push_str(&(line + "\n"));
             }
         });
+        let input = Input(child.stdin.take());
         Self {
-            stdin: child.stdin.take(),
             child,
-            rx,
-            backlog: Vec::new(),
-            next_id: 1,
+            mcp: McpClient::new(BufReader::new(TimedReader::new(stdout)), input),
             stderr,
             stderr_reader: Some(stderr_reader),
         }
     }
 
+    /// What went wrong, with what the bridge said on stderr.
+    fn broke(&self, what: &str, e: ClientError) -> ! {
+        panic!(
+            "{what}: {e}; backlog {:?}; stderr: {}",
+            self.mcp.backlog,
+            self.stderr.lock().unwrap()
+        )
+    }
+
     pub fn send(&mut self, msg: &Value) {
-        let stdin = self.stdin.as_mut().expect("stdin is open");
-        writeln!(stdin, "{msg}").expect("ovai mcp takes input");
-        stdin.flush().unwrap();
+        if let Err(e) = self.mcp.send(msg) {
+            self.broke("ovai mcp takes no more input", e);
+        }
     }
 
     /// Closes the session's input, as a client does when it quits.
     pub fn close_input(&mut self) {
-        self.stdin.take();
+        self.mcp.writer().0.take();
     }
 
     /// The next message matching `pred`; others are kept in the backlog.
     pub fn recv_where(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
-        if let Some(i) = self.backlog.iter().position(&pred) {
-            return self.backlog.remove(i);
+        match self.mcp.recv_where(pred) {
+            Ok(v) => v,
+            Err(e) => self.broke("no matching message from ovai mcp", e),
         }
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.rx.recv_timeout(left) {
-                Ok(v) if pred(&v) => return v,
-                Ok(v) => self.backlog.push(v),
-                Err(e) => panic!(
-                    "no matching message from ovai mcp ({e}); backlog {:?}; stderr: {}",
-                    self.backlog,
-                    self.stderr.lock().unwrap()
-                ),
-            }
-        }
-    }
-
-    /// Whether a message matching `pred` arrives within `wait` (for asserting that one does not).
-    pub fn arrives_within(&mut self, wait: Duration, pred: impl Fn(&Value) -> bool) -> bool {
-        if self.backlog.iter().any(&pred) {
-            return true;
-        }
-        let deadline = Instant::now() + wait;
-        while let Ok(v) = self
-            .rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-        {
-            let hit = pred(&v);
-            self.backlog.push(v);
-            if hit {
-                return true;
-            }
-        }
-        false
     }
 
     pub fn send_request(&mut self, method: &str, params: Value) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
-        id
+        match self.mcp.send_request(method, params) {
+            Ok(id) => id,
+            Err(e) => self.broke("ovai mcp takes no more input", e),
+        }
     }
 
     pub fn response(&mut self, id: u64) -> Value {
-        self.recv_where(|v| {
-            v.get("id") == Some(&json!(id))
-                && (v.get("result").is_some() || v.get("error").is_some())
-        })
+        match self.mcp.response(id) {
+            Ok(v) => v,
+            Err(e) => self.broke(&format!("no answer to request {id}"), e),
+        }
     }
 
     /// A request and its whole response message.
@@ -432,12 +476,10 @@ impl Session {
     }
 
     pub fn initialize_as(&mut self, version: &str) -> Value {
-        let r = self.request(
-            "initialize",
-            json!({ "protocolVersion": version, "capabilities": {}, "clientInfo": { "name": "tests", "version": "1" } }),
-        );
-        self.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
-        r
+        match self.mcp.initialize_as("tests", version) {
+            Ok(v) => v,
+            Err(e) => self.broke("initialize", e),
+        }
     }
 
     pub fn initialize(&mut self) -> Value {

@@ -1,5 +1,5 @@
-//! `ovai mcp`: the stdio server an MCP client starts from a seat's desk. It connects to the daemon,
-//! presents the seat's secret, and relays MCP lines both ways.
+//! `ovai mcp`: the stdio bridge, in the session's own process. An MCP client starts it from a seat's
+//! desk; it connects to the daemon, presents the seat's secret, and relays MCP lines both ways.
 //!
 //! MCP clients do not restart a stdio server by themselves, so the bridge outlives the daemon: when the
 //! socket closes, it keeps the client's pipes open, answers every request that was in flight (an
@@ -18,7 +18,7 @@ use std::mem::ManuallyDrop;
 use std::net::Shutdown;
 use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixStream;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -27,6 +27,7 @@ use serde_json::{Value, json};
 
 use crate::client::{self, ClientError};
 use crate::instance::{self, Instance};
+use crate::sync::lock;
 
 /// How long the bridge waits for the daemon's welcome: a daemon still loading many plugins answers late.
 const WELCOME_PATIENCE: Duration = Duration::from_secs(60);
@@ -144,10 +145,6 @@ struct Bridge {
     target: Target,
     session: Mutex<Session>,
     upstream: Mutex<Upstream>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A request in flight, as much as the bridge needs to answer it itself.
@@ -389,7 +386,7 @@ impl Bridge {
                 Err(ClientError::NoServer { .. })
                 | Err(ClientError::Io(_))
                 | Err(ClientError::Protocol(_)) => {}
-                Err(refused @ ClientError::Refused { .. }) => {
+                Err(refused @ (ClientError::Refused { .. } | ClientError::NotDone(_))) => {
                     return Err(self.give_up(stdout, &refused.to_string()));
                 }
             }

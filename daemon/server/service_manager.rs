@@ -6,6 +6,8 @@
 use std::time::Duration;
 
 use sd_notify::NotifyState;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 fn send(states: &[NotifyState<'_>]) {
     if let Err(e) = sd_notify::notify(states) {
@@ -29,18 +31,20 @@ pub fn stopping() {
     send(&[NotifyState::Stopping]);
 }
 
-/// Pings the watchdog at half the interval systemd asked for. The task runs on the daemon's own
-/// (single-threaded) runtime, so a stuck daemon stops pinging and systemd restarts it.
-pub fn spawn_watchdog() {
+/// Pings the watchdog at half the interval systemd asked for, until `closing`. The task runs on the
+/// daemon's own (single-threaded) runtime, so a stuck daemon stops pinging and systemd restarts it.
+pub fn spawn_watchdog(tasks: &TaskTracker, closing: CancellationToken) {
     let Some(interval) = sd_notify::watchdog_enabled() else {
         return;
     };
     let every = (interval / 2).max(Duration::from_millis(100));
-    tokio::spawn(async move {
+    tasks.spawn(async move {
         let mut tick = tokio::time::interval(every);
         loop {
-            tick.tick().await;
-            send(&[NotifyState::Watchdog]);
+            tokio::select! {
+                _ = tick.tick() => send(&[NotifyState::Watchdog]),
+                _ = closing.cancelled() => return,
+            }
         }
     });
 }

@@ -1,24 +1,31 @@
-//! What the daemon holds while it runs, shared by every connection: the current generation, the sessions,
-//! the room, the log. A restart swaps the generation; everything else lives as long as the daemon.
+//! What the daemon holds while it runs, shared by every connection: the current generation (and the ones
+//! retiring), the sessions, the room, the log, and every task it started. `ovai restart` swaps the
+//! generation; everything else lives as long as the daemon.
 
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::sessions::Sessions;
 use crate::generation::{self, Generation};
+use crate::host::ending::RetireWhy;
 use crate::instance::{ConfigError, Instance, Role};
 use crate::plugins::load::LoadError;
 use crate::runtime_log::{RuntimeLog, Topic};
-use crate::seats::SeatBook;
+use crate::seats::{SeatBook, SeatError};
+use crate::sync::lock;
 use crate::tools::room::Room;
+use crate::wire::RestartReply;
 
 pub struct Daemon {
     pub inst: Instance,
     pub log: Arc<RuntimeLog>,
     current: RwLock<Arc<Generation>>,
+    /// Generations a restart replaced, still finishing the calls they hold; shutdown waits for them.
+    retiring: Mutex<Vec<Arc<Generation>>>,
     pub sessions: Sessions,
     pub room: Room,
     pub started: Instant,
@@ -31,14 +38,8 @@ pub struct Daemon {
     restarting: tokio::sync::Mutex<()>,
     /// Set when shutdown begins: new calls are refused instead of started.
     pub closing: CancellationToken,
-}
-
-/// What a restart did, for `ovai restart` and SIGHUP.
-pub struct Restarted {
-    pub generation: u64,
-    pub rows: Vec<String>,
-    /// Whether the tool list differs from the one before (and list_changed was sent).
-    pub changed: bool,
+    /// Every task the daemon starts (connections, retirements, the watcher): shutdown waits for them.
+    pub tasks: TaskTracker,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +65,7 @@ impl Daemon {
             inst,
             log,
             current: RwLock::new(Arc::new(first)),
+            retiring: Mutex::new(Vec::new()),
             sessions: Sessions::default(),
             room,
             started: Instant::now(),
@@ -72,6 +74,7 @@ impl Daemon {
             ids,
             restarting: tokio::sync::Mutex::new(()),
             closing: CancellationToken::new(),
+            tasks: TaskTracker::new(),
         }
     }
 
@@ -88,35 +91,33 @@ impl Daemon {
 
     /// Reads openovai.json and plugins/ again into a new generation beside the old one, switches callers
     /// to it, and retires the old one once its calls are done. A failure leaves the old one serving.
-    pub async fn restart(self: &Arc<Self>) -> Result<Restarted, RestartError> {
+    pub async fn restart(self: &Arc<Self>) -> Result<RestartReply, RestartError> {
         let _one_at_a_time = self.restarting.lock().await;
-        super::manager::reloading();
+        super::service_manager::reloading();
         let next = self.next_generation().await;
         // Ready again either way: a failed restart leaves the old generation serving.
-        super::manager::ready("serving");
+        super::service_manager::ready("serving");
         let (old, next) = next?;
         self.log.rows(Topic::Plugins, &next.rows);
         let changed = next.tools.listed() != old.tools.listed();
-        let restarted = Restarted {
+        let reply = RestartReply {
             generation: next.number,
             rows: next.rows.clone(),
             changed,
         };
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
         if changed {
-            self.sessions.announce_tool_list_changed();
+            self.sessions.announce_tool_list_changed(&self.tasks);
         }
         // The old host finishes what it holds (bounded by its longest deadline), then ends.
         let grace = old.config.call_timeout + Duration::from_secs(1);
-        tokio::spawn(async move {
-            old.host
-                .retire(
-                    grace,
-                    "the server was restarted and this call outlived its deadline",
-                )
-                .await
+        lock(&self.retiring).push(old.clone());
+        let daemon = self.clone();
+        self.tasks.spawn(async move {
+            old.host.retire(grace, RetireWhy::Restarted).await;
+            lock(&daemon.retiring).retain(|g| !Arc::ptr_eq(g, &old));
         });
-        Ok(restarted)
+        Ok(reply)
     }
 
     async fn next_generation(&self) -> Result<(Arc<Generation>, Generation), RestartError> {
@@ -127,8 +128,15 @@ impl Daemon {
         Ok((old, next))
     }
 
+    /// Every generation still holding a host: the current one and those retiring.
+    pub fn generations(&self) -> Vec<Arc<Generation>> {
+        let mut all = vec![self.current()];
+        all.extend(lock(&self.retiring).iter().cloned());
+        all
+    }
+
     /// Reads the seats again and ends the sessions of seats that are gone (or whose secret changed).
-    pub fn seats_changed(&self) -> Result<Vec<String>, crate::seats::SeatError> {
+    pub fn seats_changed(&self) -> Result<Vec<String>, SeatError> {
         let book = SeatBook::load(&self.inst)?;
         let ended = self
             .sessions

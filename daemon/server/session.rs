@@ -14,10 +14,11 @@ use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
+use super::daemon::Daemon;
+use crate::answer::{self, Outcome};
 use crate::generation::Generation;
-use crate::host::{self, CallGuard, CallRequest, Outcome};
+use crate::host::{self, CallGuard, CallRequest};
 use crate::runtime_log::timestamp;
-use crate::server::state::Daemon;
 use crate::tools::{Kind, index, schema};
 
 #[derive(Clone)]
@@ -81,20 +82,16 @@ impl SeatService {
     ) -> Result<Outcome, ErrorData> {
         let ct = &context.ct;
         let Some((generation, _in_flight)) = self.enter() else {
-            return Ok(shutting_down(name));
+            return Ok(answer::shutting_down(name));
         };
         let Some(entry) = generation.tools.get(name) else {
-            let names: Vec<&str> = generation.tools.names().collect();
             return Err(ErrorData::invalid_params(
-                format!(
-                    "There is no tool called {name} on this server; the tools are {}.",
-                    names.join(", ")
-                ),
+                answer::unknown_tool(name, generation.tools.names()),
                 None,
             ));
         };
         if self.daemon.closing.is_cancelled() {
-            return Ok(shutting_down(name));
+            return Ok(answer::shutting_down(name));
         }
         if let Err(why) = schema::check(&entry.validator, name, &args) {
             return Ok(Outcome::Refused(why));
@@ -128,10 +125,7 @@ impl SeatService {
                     rows: &generation.rows,
                 }))
             }
-            Kind::Room => match self.daemon.room.answer(&self.seat, &args).await {
-                Ok(text) => Outcome::Text(text),
-                Err(why) => Outcome::Refused(why),
-            },
+            Kind::Room => self.daemon.room.answer(&self.seat, &args).await,
             Kind::Plugin { file } => {
                 let role = generation.config.role_of(&self.seat);
                 let token = context.meta.get_progress_token();
@@ -158,7 +152,7 @@ impl SeatService {
                 );
                 match (token, reports) {
                     (Some(token), Some(reports)) => {
-                        crate::progress::relay(call, reports, &context.peer, token).await
+                        super::progress::relay(call, reports, &context.peer, token).await
                     }
                     _ => call.await,
                 }
@@ -220,18 +214,10 @@ impl ServerHandler for SeatService {
         Ok(match outcome {
             Outcome::Text(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
             Outcome::Refused(why) => CallToolResult::error(vec![ContentBlock::text(why)]),
-            Outcome::Cancelled => CallToolResult::error(vec![ContentBlock::text(format!(
-                "The call to {} was cancelled at {}.",
-                request.name,
-                timestamp(std::time::SystemTime::now())
-            ))]),
+            Outcome::Cancelled => CallToolResult::error(vec![ContentBlock::text(
+                answer::cancelled(&request.name, &timestamp(std::time::SystemTime::now())),
+            )]),
         }
         .into())
     }
-}
-
-fn shutting_down(name: &str) -> Outcome {
-    Outcome::Refused(format!(
-        "{name} was not run: the server is shutting down. Call it again once it is back."
-    ))
 }

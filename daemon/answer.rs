@@ -1,0 +1,163 @@
+//! What a caller reads when a tool call ends: the tool's own text, its own refusal, or a sentence naming
+//! the tool (or the plugin's file) and what went wrong. Every way a call can end is put into words here,
+//! from the typed causes the host, the room and the server hand over.
+
+use std::time::Duration;
+
+use crate::host::ending::{DownCause, HostEnd, Next, NoHost, NotReimported, RetireWhy};
+use crate::host::protocol::{Answer, Thrown};
+use crate::host::rows;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Text(String),
+    /// A refusal: words the calling session reads (`isError: true`), never a protocol error.
+    Refused(String),
+    /// The caller cancelled; MCP sends no answer for it.
+    Cancelled,
+}
+
+pub fn from_host(file: &str, a: Answer, max_answer_bytes: usize) -> Outcome {
+    if let Some(text) = a.text {
+        return Outcome::Text(text);
+    }
+    if let Some(refused) = a.refused {
+        return Outcome::Refused(refused);
+    }
+    if let Some(bytes) = a.too_big {
+        return Outcome::Refused(format!(
+            "{file} answered {bytes} bytes of text, more than the {max_answer_bytes} this server passes on \
+             (maxAnswerBytes in openovai.json sets the limit)."
+        ));
+    }
+    if let Some(t) = a.threw {
+        return Outcome::Refused(threw(file, &t));
+    }
+    if let Some(code) = a.exited {
+        return Outcome::Refused(format!(
+            "{file} called process.exit({code}), which would end the plugin host for everybody; the host stayed up and this call was refused."
+        ));
+    }
+    if a.unknown {
+        return Outcome::Refused(format!(
+            "{file} is not loaded in the plugin host; run `ovai restart` to load it again."
+        ));
+    }
+    let what = a.bad.unwrap_or_else(|| "something unreadable".into());
+    Outcome::Refused(format!(
+        "{file} answered {what}: a tool answers {{ text }} or {{ refused }}, with a string in it."
+    ))
+}
+
+pub fn threw(file: &str, t: &Thrown) -> String {
+    match &t.at {
+        Some(at) => format!("{file} threw at {at}: {}", t.message),
+        None => format!("{file} threw: {}", t.message),
+    }
+}
+
+/// The call's host ended while it ran.
+pub fn host_ended(file: &str, end: &HostEnd) -> Outcome {
+    let (what, next) = match end {
+        HostEnd::Stopped {
+            exit,
+            out_of_memory,
+            next,
+        } => (rows::what_happened(exit, *out_of_memory), *next),
+        HostEnd::Hung { exit, after, next } => (rows::hung(after.as_secs(), exit), *next),
+        HostEnd::Retired(r) => {
+            let why = match r.why {
+                RetireWhy::Restarted => {
+                    "the server was restarted and this call outlived its deadline".to_string()
+                }
+                RetireWhy::ShuttingDown(signal) => format!(
+                    "the server is shutting down ({signal}) and the call did not finish within {} s (shutdownGraceSeconds in openovai.json)",
+                    r.grace.as_secs()
+                ),
+            };
+            return Outcome::Refused(format!("{file} did not answer: {why}."));
+        }
+    };
+    let then = match next {
+        Next::Respawn => {
+            "A new plugin host is being started; other tools are unaffected.".to_string()
+        }
+        Next::StaysDown { stops, window } => format!(
+            "It stopped {stops} times within {} s, so it stays down until `ovai restart`: every plugin is refused until then.",
+            window.as_secs()
+        ),
+    };
+    Outcome::Refused(format!(
+        "{file} did not answer: the plugin host {what} while it ran. {then}"
+    ))
+}
+
+/// Why the host stays down, as `ovai status` and refusals say it.
+pub fn down(cause: &DownCause) -> String {
+    match cause {
+        DownCause::CrashLoop { stops, window } => format!(
+            "the plugin host stopped {stops} times within {} s, so it stays down until `ovai restart`",
+            window.as_secs()
+        ),
+        DownCause::CannotRespawn(e) => format!(
+            "a new plugin host could not be started ({e}), so it stays down until `ovai restart`"
+        ),
+    }
+}
+
+/// No host could take the call.
+pub fn not_run(file: &str, why: &NoHost) -> Outcome {
+    let why = match why {
+        NoHost::Down(cause) => down(cause),
+        NoHost::Ended => "the plugin host has been ended".to_string(),
+        NoHost::NotBack(waited) => format!(
+            "a new plugin host is being started and was not ready within {} s",
+            waited.as_secs().max(1)
+        ),
+    };
+    Outcome::Refused(format!("{file} was not run: {why}."))
+}
+
+/// A served file the respawned host could not import again.
+pub fn not_reimported(file: &str, why: &NotReimported) -> Outcome {
+    Outcome::Refused(rows::not_reimported(file, why))
+}
+
+pub fn deadline(file: &str, limit: Duration) -> Outcome {
+    Outcome::Refused(format!(
+        "{file} did not answer in time: the call was given up after {} s and its signal fired \
+         (callTimeoutSeconds in openovai.json sets the limit).",
+        limit.as_secs()
+    ))
+}
+
+pub fn shutting_down(tool: &str) -> Outcome {
+    Outcome::Refused(format!(
+        "{tool} was not run: the server is shutting down. Call it again once it is back."
+    ))
+}
+
+/// The text of the `isError` result a cancelled call gets, where the protocol sends one.
+pub fn cancelled(tool: &str, at: &str) -> String {
+    format!("The call to {tool} was cancelled at {at}.")
+}
+
+/// The JSON-RPC error message for a call to a tool this server does not have.
+pub fn unknown_tool<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = names.collect();
+    format!(
+        "There is no tool called {name} on this server; the tools are {}.",
+        names.join(", ")
+    )
+}
+
+/// A room call that could not be done. A message that could not be written was not said.
+pub fn room_failed(e: &crate::tools::room::RoomError) -> Outcome {
+    use crate::tools::room::RoomError;
+    Outcome::Refused(match e {
+        RoomError::Write(err) => {
+            format!("The room could not be written (room.jsonl: {err}). Your message was not said.")
+        }
+        RoomError::Read(err) => format!("The room could not be read (room.jsonl: {err})."),
+    })
+}

@@ -1,0 +1,81 @@
+//! Why a host, or a call on it, ended: typed causes that travel from the supervisor to the edges, where
+//! `answer` (what a caller reads) and `host::rows` (what runtime.log says) put them into words.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::process::{Exit, StartError};
+use super::protocol::Thrown;
+
+/// Why the calls in flight on a host lost it.
+#[derive(Debug, Clone)]
+pub enum HostEnd {
+    /// The process ended (a plugin ended it, or something outside killed it).
+    Stopped {
+        exit: Exit,
+        /// The host said it ran out of heap: the `hostMaxMemoryMB` it was capped at.
+        out_of_memory: Option<u64>,
+        next: Next,
+    },
+    /// It left the heartbeat unanswered for `after` (a plugin blocking its event loop) and was killed.
+    Hung {
+        exit: Exit,
+        after: Duration,
+        next: Next,
+    },
+    /// Its generation was retired and the call outlived the time it was given.
+    Retired(Retirement),
+}
+
+/// What follows a host's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// A new host is started (respawned) with the same files.
+    Respawn,
+    /// The host stopped too often: it stays down until `ovai restart`.
+    StaysDown { stops: usize, window: Duration },
+}
+
+/// Why a generation's host was ended on purpose.
+#[derive(Debug, Clone)]
+pub struct Retirement {
+    pub why: RetireWhy,
+    /// How long calls in flight were given to finish.
+    pub grace: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetireWhy {
+    /// `ovai restart` put a new generation in place; this call outlived its deadline on the old one.
+    Restarted,
+    /// The daemon is shutting down, on this signal.
+    ShuttingDown(&'static str),
+}
+
+/// Why there is no live host to run a call on.
+#[derive(Debug, Clone)]
+pub enum NoHost {
+    /// The host stays down: a crash loop, or it could not be started again.
+    Down(DownCause),
+    /// The generation was retired.
+    Ended,
+    /// A new host was being started and was not ready within this long.
+    NotBack(Duration),
+}
+
+#[derive(Debug, Clone)]
+pub enum DownCause {
+    CrashLoop { stops: usize, window: Duration },
+    CannotRespawn(Arc<StartError>),
+}
+
+/// Why a served file is not answering calls since its host was respawned.
+#[derive(Debug, Clone)]
+pub enum NotReimported {
+    /// Importing it again threw, or it no longer has the three exports.
+    Failed(Option<Thrown>),
+    /// Importing it again ended the new host.
+    StoppedHost(Exit),
+    /// Importing it again took longer than the import timeout.
+    Hung(Duration),
+}

@@ -1,0 +1,178 @@
+//! The host's stdout and stderr: read line by line into the daemon's log (they are logs, never the
+//! protocol), each line cut at MAX_LOG_LINE, at most MAX_LOG_LINES_PER_S a second (a flood is counted,
+//! not copied), and stderr's last lines kept for the row that reports the host's end.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+
+use crate::sync::lock;
+
+/// Lines of the host's stderr kept for the log row that reports its end.
+const STDERR_TAIL: usize = 8;
+/// A line of the host's stdout or stderr longer than this is cut: output is logs, not data.
+const MAX_LOG_LINE: usize = 4096;
+/// At most this many lines a second of each stream reach the daemon's log; a flood is counted, not copied.
+const MAX_LOG_LINES_PER_S: u32 = 100;
+
+/// What the host last said on stderr, for the row that reports its end.
+#[derive(Default)]
+pub struct Tail {
+    lines: VecDeque<String>,
+    /// Node's `FATAL ERROR: …` line, kept apart: a native stack trace follows it and would push it out.
+    fatal: Option<String>,
+}
+
+impl Tail {
+    /// A fatal error if the host printed one, else its last line.
+    pub fn last_words(&self) -> Option<String> {
+        self.fatal.clone().or_else(|| self.lines.back().cloned())
+    }
+
+    /// Whether the host said it ran out of heap.
+    pub fn ran_out_of_memory(&self) -> bool {
+        self.fatal
+            .as_deref()
+            .is_some_and(|f| f.contains("heap out of memory"))
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.iter().cloned().collect()
+    }
+
+    fn push(&mut self, line: String) {
+        if self.lines.len() == STDERR_TAIL {
+            self.lines.pop_front();
+        }
+        if line.starts_with("FATAL ERROR") {
+            self.fatal = Some(line.clone());
+        }
+        self.lines.push_back(line);
+    }
+}
+
+/// Reads the host's stdout or stderr line by line into the daemon's log, keeping stderr's tail.
+pub async fn drain(
+    stream: impl AsyncRead + Unpin,
+    pid: u32,
+    which: &'static str,
+    tail: Option<Arc<Mutex<Tail>>>,
+) {
+    let mut reader = BufReader::new(stream);
+    let mut buf = Vec::new();
+    let mut throttle = Throttle::new(pid, which);
+    loop {
+        // While lines are being dropped, a quiet second still reports how many: a flood that stops is
+        // counted when it stops, not when the next line happens to come.
+        let read = if throttle.dropped > 0 {
+            tokio::select! {
+                r = read_line_capped(&mut reader, &mut buf) => r,
+                _ = tokio::time::sleep_until(throttle.window_end()) => {
+                    throttle.roll();
+                    continue;
+                }
+            }
+        } else {
+            read_line_capped(&mut reader, &mut buf).await
+        };
+        let n = match read {
+            Ok(0) | Err(_) => {
+                throttle.roll();
+                return;
+            }
+            Ok(n) => n,
+        };
+        let text = String::from_utf8_lossy(&buf);
+        let line = text.trim_end_matches(['\n', '\r']);
+        let cut = if n > buf.len() { " …(cut)" } else { "" };
+        if throttle.admit() {
+            tracing::info!(target: "ovai::plugin_output", pid, stream = which, "{line}{cut}");
+        }
+        if let Some(tail) = &tail {
+            lock(tail).push(format!("{line}{cut}"));
+        }
+        buf.clear();
+    }
+}
+
+/// At most MAX_LOG_LINES_PER_S lines a second into the daemon's log; the rest are counted.
+struct Throttle {
+    pid: u32,
+    which: &'static str,
+    window: tokio::time::Instant,
+    logged: u32,
+    dropped: u64,
+}
+
+impl Throttle {
+    fn new(pid: u32, which: &'static str) -> Self {
+        Self {
+            pid,
+            which,
+            window: tokio::time::Instant::now(),
+            logged: 0,
+            dropped: 0,
+        }
+    }
+
+    fn window_end(&self) -> tokio::time::Instant {
+        self.window + Duration::from_secs(1)
+    }
+
+    fn admit(&mut self) -> bool {
+        if tokio::time::Instant::now() >= self.window_end() {
+            self.roll();
+        }
+        if self.logged < MAX_LOG_LINES_PER_S {
+            self.logged += 1;
+            true
+        } else {
+            self.dropped += 1;
+            false
+        }
+    }
+
+    /// Reports what was dropped and starts a new second.
+    fn roll(&mut self) {
+        if self.dropped > 0 {
+            tracing::warn!(
+                target: "ovai::plugin_output",
+                pid = self.pid,
+                stream = self.which,
+                "{} lines of plugin output were not logged (more than {MAX_LOG_LINES_PER_S} a second)",
+                self.dropped
+            );
+        }
+        self.window = tokio::time::Instant::now();
+        self.logged = 0;
+        self.dropped = 0;
+    }
+}
+
+/// Reads one line, keeping at most MAX_LOG_LINE bytes of it; returns the line's full length.
+async fn read_line_capped<R: AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<usize> {
+    let mut total = 0;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(total);
+        }
+        let (chunk, done) = match available.iter().position(|b| *b == b'\n') {
+            Some(i) => (&available[..=i], true),
+            None => (available, false),
+        };
+        let room = MAX_LOG_LINE.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let used = chunk.len();
+        total += used;
+        reader.consume(used);
+        if done {
+            return Ok(total);
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! The `host` rows of runtime.log, word for word: a host that stopped, its respawn, and a host that
+//! stays down. Like the plugins rows, these sentences are read by people and tests.
+
+use std::sync::Arc;
+
+use super::ending::{DownCause, Next, NotReimported};
+use super::process::Exit;
+
+/// A host that ended with calls in flight (or none), and what comes next.
+pub fn stopped(
+    pid: u32,
+    what: &str,
+    files: &[Arc<str>],
+    next: Next,
+    last_words: Option<String>,
+) -> String {
+    let mut row = format!("The plugin host (pid {pid}) {what}");
+    if files.is_empty() {
+        row.push_str(" with no call in flight");
+    } else {
+        let names: Vec<&str> = files.iter().map(|f| &**f).collect();
+        row.push_str(&format!(
+            "; the calls in flight to {} were answered with a refusal",
+            names.join(", ")
+        ));
+    }
+    row.push_str(match next {
+        Next::Respawn => ". A new plugin host is being started.",
+        Next::StaysDown { .. } => ".",
+    });
+    if let Some(last) = last_words {
+        row.push_str(&format!(" Its last words on stderr: {last}"));
+    }
+    row
+}
+
+/// What happened to a host, as the rows and refusals say it after "The plugin host".
+pub fn what_happened(exit: &Exit, out_of_memory: Option<u64>) -> String {
+    match out_of_memory {
+        Some(mb) => format!(
+            "ran out of memory (its heap is capped at {mb} MB by hostMaxMemoryMB in openovai.json) and stopped ({exit})"
+        ),
+        None => format!("stopped ({exit})"),
+    }
+}
+
+pub fn hung(after_s: u64, exit: &Exit) -> String {
+    format!(
+        "stopped answering for {after_s} s (a plugin blocking its event loop) and was killed ({exit})"
+    )
+}
+
+pub fn respawned(pid: u32) -> String {
+    format!("A new plugin host (pid {pid}) was started, serving the same files.")
+}
+
+pub fn stays_down(cause: &DownCause) -> String {
+    match cause {
+        DownCause::CrashLoop { stops, window } => format!(
+            "The plugin host stays down: it stopped {stops} times within {} s. Fix the plugin that ends it, then run `ovai restart`.",
+            window.as_secs()
+        ),
+        DownCause::CannotRespawn(e) => format!(
+            "The plugin host stays down: a new one could not be started: {e}. Run `ovai restart` once that is fixed."
+        ),
+    }
+}
+
+/// A served file the respawned host could not import again: the row, and the refusal its callers read.
+pub fn not_reimported(shown: &str, why: &NotReimported) -> String {
+    let why = match why {
+        NotReimported::Failed(Some(t)) => match &t.at {
+            Some(at) => format!("importing it again failed: {} (at {at})", t.message),
+            None => format!("importing it again failed: {}", t.message),
+        },
+        NotReimported::Failed(None) => "it no longer imports cleanly".to_string(),
+        NotReimported::StoppedHost(exit) => {
+            format!("importing it again stopped the plugin host ({exit})")
+        }
+        NotReimported::Hung(limit) => {
+            format!("importing it again took longer than {} s", limit.as_secs())
+        }
+    };
+    format!(
+        "{shown} is not answering calls since its plugin host was respawned: {why}. Run `ovai check` and `ovai restart` to see and serve it as it is now."
+    )
+}
