@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use crate::host::ending::{DownCause, HostEnd, Next, NoHost, NotReimported, RetireWhy};
+use crate::host::Ended;
+use crate::host::ending::{DownCause, HostEnd, Next, NoHost, RetireWhy};
 use crate::host::protocol::{Answer, Thrown};
 use crate::host::rows;
 
@@ -15,6 +16,18 @@ pub enum Outcome {
     Refused(String),
     /// The caller cancelled; MCP sends no answer for it.
     Cancelled,
+}
+
+/// What the caller of a plugin reads, however its call ended.
+pub fn plugin(file: &str, ended: Ended, max_answer_bytes: usize) -> Outcome {
+    match ended {
+        Ended::Answered(a) => from_host(file, a, max_answer_bytes),
+        Ended::HostEnded(end) => host_ended(file, &end),
+        Ended::NotRun(why) => not_run(file, &why),
+        Ended::NotReimported(why) => Outcome::Refused(rows::not_reimported(file, &why)),
+        Ended::Deadline(limit) => deadline(file, limit),
+        Ended::Cancelled => Outcome::Cancelled,
+    }
 }
 
 pub fn from_host(file: &str, a: Answer, max_answer_bytes: usize) -> Outcome {
@@ -116,11 +129,6 @@ pub fn not_run(file: &str, why: &NoHost) -> Outcome {
         ),
     };
     Outcome::Refused(format!("{file} was not run: {why}."))
-}
-
-/// A served file the respawned host could not import again.
-pub fn not_reimported(file: &str, why: &NotReimported) -> Outcome {
-    Outcome::Refused(rows::not_reimported(file, why))
 }
 
 pub fn deadline(file: &str, limit: Duration) -> Outcome {

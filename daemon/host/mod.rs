@@ -23,8 +23,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::answer::{self, Outcome};
+use ending::{HostEnd, NoHost, NotReimported};
 use link::CallEnd;
+use protocol::Answer;
 use protocol::ToHost;
 pub use supervisor::{CallGuard, Host};
 
@@ -47,26 +48,42 @@ pub struct CallRequest<'a> {
     pub progress: Option<tokio::sync::watch::Sender<Option<protocol::Progress>>>,
 }
 
-/// Runs one call to its end: an answer, a refusal, the deadline, or the caller's cancellation. The
+/// How a plugin call ended; `answer` puts it into the caller's words.
+#[derive(Debug)]
+pub enum Ended {
+    /// The host answered for the plugin (its text, its refusal, or what it did instead).
+    Answered(Answer),
+    /// The host ended while the call ran.
+    HostEnded(Arc<HostEnd>),
+    /// No host could take the call.
+    NotRun(NoHost),
+    /// The plugin's file did not import again when its host was respawned.
+    NotReimported(NotReimported),
+    /// The call reached its deadline (`callTimeoutSeconds`); its signal fired.
+    Deadline(Duration),
+    /// The caller cancelled it.
+    Cancelled,
+}
+
+/// Runs one call to its end: an answer, the host's end, the deadline, or the caller's cancellation. The
 /// caller holds the host's [`supervisor::CallGuard`] for the whole call.
 pub async fn call(
     host: &Arc<Host>,
     req: CallRequest<'_>,
     deadline: Duration,
-    max_answer_bytes: usize,
     cancel: &CancellationToken,
-) -> Outcome {
+) -> Ended {
     let started = Instant::now();
     let link = tokio::select! {
         l = host.link(RESPAWN_PATIENCE.min(deadline)) => l,
-        _ = cancel.cancelled() => return Outcome::Cancelled,
+        _ = cancel.cancelled() => return Ended::Cancelled,
     };
     let link = match link {
         Ok(link) => link,
-        Err(why) => return answer::not_run(req.file, &why),
+        Err(why) => return Ended::NotRun(why),
     };
     if let Some(why) = link.unavailable(req.tool) {
-        return answer::not_reimported(req.file, &why);
+        return Ended::NotReimported(why);
     }
     let id = host.next_id();
     let wants_progress = req.progress.is_some();
@@ -82,22 +99,22 @@ pub async fn call(
     let left = deadline.saturating_sub(started.elapsed());
     tokio::select! {
         end = rx => match end {
-            Ok(CallEnd::Answered(a)) => answer::from_host(req.file, a, max_answer_bytes),
-            Ok(CallEnd::HostStopped(why)) => answer::host_ended(req.file, &why),
+            Ok(CallEnd::Answered(a)) => Ended::Answered(a),
+            Ok(CallEnd::HostStopped(why)) => Ended::HostEnded(why),
             // The link is dropped only after it has answered every call it held.
-            Err(_) => answer::not_run(req.file, &ending::NoHost::Ended),
+            Err(_) => Ended::NotRun(NoHost::Ended),
         },
         _ = tokio::time::sleep(left) => {
             if link.forget(id) {
                 link.send(&ToHost::Cancel { id, why: "the call took longer than its deadline" });
             }
-            answer::deadline(req.file, deadline)
+            Ended::Deadline(deadline)
         }
         _ = cancel.cancelled() => {
             if link.forget(id) {
                 link.send(&ToHost::Cancel { id, why: "the caller cancelled the call" });
             }
-            Outcome::Cancelled
+            Ended::Cancelled
         }
     }
 }

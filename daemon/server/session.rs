@@ -125,7 +125,10 @@ impl SeatService {
                     rows: &generation.rows,
                 }))
             }
-            Kind::Room => self.daemon.room.answer(&self.seat, &args).await,
+            Kind::Room => match self.daemon.room.answer(&self.seat, &args).await {
+                Ok(text) => Outcome::Text(text),
+                Err(e) => answer::room_failed(&e),
+            },
             Kind::Plugin { file } => {
                 let role = generation.config.role_of(&self.seat);
                 let token = context.meta.get_progress_token();
@@ -147,15 +150,15 @@ impl SeatService {
                         progress,
                     },
                     generation.config.call_timeout,
-                    generation.config.max_answer_bytes,
                     ct,
                 );
-                match (token, reports) {
+                let ended = match (token, reports) {
                     (Some(token), Some(reports)) => {
                         super::progress::relay(call, reports, &context.peer, token).await
                     }
                     _ => call.await,
-                }
+                };
+                answer::plugin(file, ended, generation.config.max_answer_bytes)
             }
         })
     }

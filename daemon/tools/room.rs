@@ -11,8 +11,6 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::answer::{self, Outcome};
-
 pub const DESCRIPTION: &str = "The instance's shared conversation, with every seat. With `say`, adds your message, \
 signed with your seat, and answers once it is safely on disk; without it, only reads. Answers with the last \
 messages (20 unless `last` says otherwise). Nothing said is ever edited or removed.";
@@ -63,15 +61,8 @@ impl Room {
         }
     }
 
-    /// Runs one call: says (if asked), then reads the tail.
-    pub async fn answer(&self, seat: &str, args: &Value) -> Outcome {
-        match self.run(seat, args).await {
-            Ok(text) => Outcome::Text(text),
-            Err(e) => answer::room_failed(&e),
-        }
-    }
-
-    async fn run(&self, seat: &str, args: &Value) -> Result<String, RoomError> {
+    /// Runs one call: says (if asked), then reads the tail; the text the caller reads.
+    pub async fn answer(&self, seat: &str, args: &Value) -> Result<String, RoomError> {
         let last = args
             .get("last")
             .and_then(Value::as_u64)
