@@ -167,5 +167,10 @@ pub fn room_failed(e: &crate::tools::room::RoomError) -> Outcome {
             format!("The room could not be written (room.jsonl: {err}). Your message was not said.")
         }
         RoomError::Read(err) => format!("The room could not be read (room.jsonl: {err})."),
+        RoomError::TooLong(bytes) => format!(
+            "Your message is {} bytes, and the room takes at most {} bytes a message: it was not said. Say it in parts.",
+            crate::names::thousands(*bytes),
+            crate::names::thousands(crate::tools::room::MAX_SAY_BYTES)
+        ),
     })
 }

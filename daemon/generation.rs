@@ -35,8 +35,8 @@ pub struct Generation {
 }
 
 impl Generation {
-    /// The files in plugins/ that differ from this reading.
-    pub fn stale(&self, inst: &Instance) -> Vec<Change> {
+    /// The files in plugins/ that differ from this reading; `Err` when plugins/ cannot be read.
+    pub fn stale(&self, inst: &Instance) -> std::io::Result<Vec<Change>> {
         stale::changes(&inst.plugins_dir(), &self.snapshot, &|f| {
             self.served.contains(f)
         })

@@ -53,6 +53,10 @@ impl Instance {
     pub fn seats_file(&self) -> PathBuf {
         self.private_dir().join("seats.json")
     }
+    /// seats.json as it was before its last change.
+    pub fn seats_previous(&self) -> PathBuf {
+        self.private_dir().join("seats.json.previous")
+    }
     pub fn seats_lock(&self) -> PathBuf {
         self.private_dir().join("seats.lock")
     }
@@ -160,6 +164,10 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// Names of environment variables the plugin host receives from the daemon's environment.
     pub plugin_env: Vec<String>,
+    /// Bytes of answers a session may leave unread before its requests wait (`sessionQueueBytes`).
+    pub session_queue_bytes: usize,
+    /// Connections the daemon holds at once, sessions and control requests together (`maxConnections`).
+    pub max_connections: usize,
 }
 
 pub const DEFAULT_CALL_TIMEOUT_S: u64 = 60;
@@ -168,6 +176,8 @@ pub const DEFAULT_MAX_ANSWER_BYTES: usize = 1024 * 1024;
 pub const DEFAULT_HOST_MAX_MEMORY_MB: u64 = 1024;
 pub const DEFAULT_HOST_HANG_S: u64 = 10;
 pub const DEFAULT_SHUTDOWN_GRACE_S: u64 = 10;
+pub const DEFAULT_SESSION_QUEUE_BYTES: usize = 8 * 1024 * 1024;
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -237,6 +247,10 @@ impl Config {
             "shutdownGraceSeconds",
             DEFAULT_SHUTDOWN_GRACE_S,
         )?);
+        let session_queue_bytes =
+            positive_int(map, "sessionQueueBytes", DEFAULT_SESSION_QUEUE_BYTES as u64)? as usize;
+        let max_connections =
+            positive_int(map, "maxConnections", DEFAULT_MAX_CONNECTIONS as u64)? as usize;
         let plugin_env = match map.get("pluginEnv") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items
@@ -268,6 +282,8 @@ impl Config {
             host_hang,
             shutdown_grace,
             plugin_env,
+            session_queue_bytes,
+            max_connections,
             raw,
         })
     }

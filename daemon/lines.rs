@@ -1,23 +1,45 @@
-//! Newline-delimited messages with a length cap: tokio-util's `LinesCodec`, except that a line over the
-//! cap is an item rather than an error. `FramedRead` ends its stream after any error, and one bad line
-//! must not silence a connection (the host's protocol channel, a session's MCP stream).
+//! Newline-delimited messages, both ways, for a session's MCP stream and the host's protocol channel.
+//!
+//! Reading: one item a line, with a length cap. Unlike tokio-util's `LinesCodec`, a line over the cap and
+//! a line that is not UTF-8 are items rather than errors: `FramedRead` ends its stream after any error,
+//! and one bad line must not silence a connection.
+//!
+//! Writing: an outbox that puts whatever is queued into one write (one wake-up of the reader for many
+//! messages), and counts the bytes waiting, so a reader that never reads can be stopped being served
+//! before it holds the daemon's memory.
 
-use bytes::BytesMut;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
-use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
+use tokio::sync::{Notify, mpsc};
+use tokio_util::codec::Decoder;
 
+#[derive(Debug, PartialEq, Eq)]
 pub enum Line {
     Text(String),
-    /// A line longer than the cap; the codec skipped it.
+    /// A line longer than the cap; its bytes were dropped as they came.
     TooLong,
+    /// A line whose bytes are not UTF-8.
+    NotUtf8,
 }
 
-pub struct CappedLines(LinesCodec);
+pub struct CappedLines {
+    max: usize,
+    /// Where the search for the next newline resumes in the buffer.
+    searched: usize,
+    /// Dropping the rest of a line that is over the cap.
+    discarding: bool,
+}
 
 impl CappedLines {
-    pub fn new(max_len: usize) -> Self {
-        Self(LinesCodec::new_with_max_length(max_len))
+    pub fn new(max: usize) -> Self {
+        Self {
+            max,
+            searched: 0,
+            discarding: false,
+        }
     }
 }
 
@@ -26,27 +48,142 @@ impl Decoder for CappedLines {
     type Error = std::io::Error;
 
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Line>, std::io::Error> {
-        wrap(self.0.decode(buf))
+        let look_to = if self.discarding {
+            buf.len()
+        } else {
+            buf.len().min(self.max + 1)
+        };
+        let found = buf[self.searched..look_to]
+            .iter()
+            .position(|b| *b == b'\n')
+            .map(|at| self.searched + at);
+        Ok(match found {
+            Some(end) if self.discarding => {
+                self.searched = 0;
+                self.discarding = false;
+                buf.advance(end + 1);
+                Some(Line::TooLong)
+            }
+            Some(end) => {
+                self.searched = 0;
+                let line = buf.split_to(end + 1);
+                Some(text(&line[..end]))
+            }
+            None if self.discarding => {
+                buf.clear();
+                None
+            }
+            None if buf.len() > self.max => {
+                // Over the cap: drop it up to its end if that is here already, else as it comes, and
+                // say so at its end.
+                self.searched = 0;
+                match buf[look_to..].iter().position(|b| *b == b'\n') {
+                    Some(at) => {
+                        buf.advance(look_to + at + 1);
+                        Some(Line::TooLong)
+                    }
+                    None => {
+                        self.discarding = true;
+                        buf.clear();
+                        None
+                    }
+                }
+            }
+            None => {
+                self.searched = buf.len();
+                None
+            }
+        })
     }
 
     fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Line>, std::io::Error> {
-        wrap(self.0.decode_eof(buf))
+        if let Some(line) = self.decode(buf)? {
+            return Ok(Some(line));
+        }
+        self.searched = 0;
+        if self.discarding {
+            self.discarding = false;
+            buf.clear();
+            return Ok(Some(Line::TooLong));
+        }
+        if buf.is_empty() {
+            return Ok(None);
+        }
+        let line = buf.split_to(buf.len());
+        Ok(Some(text(&line)))
     }
 }
 
-fn wrap(r: Result<Option<String>, LinesCodecError>) -> Result<Option<Line>, std::io::Error> {
-    match r {
-        Ok(line) => Ok(line.map(Line::Text)),
-        Err(LinesCodecError::MaxLineLengthExceeded) => Ok(Some(Line::TooLong)),
-        Err(LinesCodecError::Io(e)) => Err(e),
+fn text(bytes: &[u8]) -> Line {
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Line::Text(s.to_string()),
+        Err(_) => Line::NotUtf8,
     }
 }
 
-/// Writes the lines sent on `rx`, whatever is queued at once in one write (one wake-up of the reader for
-/// many messages), until the senders are gone or the peer is; then shuts the write side.
-pub async fn write_batched<W: AsyncWrite + Unpin>(
+/// The bytes queued in an outbox and not yet written.
+#[derive(Default)]
+struct Waiting {
+    bytes: AtomicUsize,
+    written: Notify,
+}
+
+/// The sending side of a connection: lines queued here are written by a task of their own.
+#[derive(Clone)]
+pub struct Outbox {
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    waiting: Arc<Waiting>,
+}
+
+/// The connection's writer is gone (its peer closed, or it was closed here).
+#[derive(Debug)]
+pub struct Closed;
+
+impl Outbox {
+    /// An outbox writing to `write`, and the task that writes (it ends once every sender is gone and
+    /// what was queued is written, or the peer is gone).
+    pub fn start<W: AsyncWrite + Unpin + Send + 'static>(
+        write: W,
+    ) -> (Self, tokio::task::JoinHandle<()>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let waiting = Arc::new(Waiting::default());
+        let writer = tokio::spawn(write_batched(write, rx, waiting.clone()));
+        (Self { tx, waiting }, writer)
+    }
+
+    pub fn send(&self, line: Vec<u8>) -> Result<(), Closed> {
+        let len = line.len();
+        self.waiting.bytes.fetch_add(len, Ordering::Relaxed);
+        self.tx.send(line).map_err(|_| {
+            self.waiting.bytes.fetch_sub(len, Ordering::Relaxed);
+            Closed
+        })
+    }
+
+    /// Bytes queued and not yet written.
+    pub fn queued(&self) -> usize {
+        self.waiting.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Resolves once at most `limit` bytes are waiting (at once if that is so already).
+    pub async fn drained_to(&self, limit: usize) {
+        loop {
+            let written = self.waiting.written.notified();
+            if self.queued() <= limit || self.tx.is_closed() {
+                return;
+            }
+            written.await;
+        }
+    }
+}
+
+/// Writes the lines sent on `rx`, whatever is queued at once in one write, until the senders are gone or
+/// the peer is; then shuts the write side.
+async fn write_batched<W: AsyncWrite + Unpin>(
     mut write: W,
     mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    waiting: Arc<Waiting>,
 ) {
     let mut batch: Vec<u8> = Vec::new();
     while let Some(first) = rx.recv().await {
@@ -58,9 +195,70 @@ pub async fn write_batched<W: AsyncWrite + Unpin>(
                 Err(_) => break,
             }
         }
-        if write.write_all(&batch).await.is_err() {
+        let failed = write.write_all(&batch).await.is_err();
+        waiting.bytes.fetch_sub(batch.len(), Ordering::Relaxed);
+        waiting.written.notify_waiters();
+        if failed {
+            // Nothing queued will be written any more: forget it, so nobody waits on it.
+            rx.close();
+            while let Ok(rest) = rx.try_recv() {
+                waiting.bytes.fetch_sub(rest.len(), Ordering::Relaxed);
+            }
+            waiting.written.notify_waiters();
             return;
         }
     }
     let _ = write.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(max: usize, input: &[u8]) -> Vec<Line> {
+        let mut codec = CappedLines::new(max);
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        // Fed a byte at a time, the way the worst network delivers it.
+        for b in input {
+            buf.extend_from_slice(&[*b]);
+            while let Some(l) = codec.decode(&mut buf).unwrap() {
+                out.push(l);
+            }
+        }
+        while let Some(l) = codec.decode_eof(&mut buf).unwrap() {
+            out.push(l);
+        }
+        out
+    }
+
+    #[test]
+    fn long_and_broken_lines_are_items_and_the_next_line_is_whole() {
+        let mut input = b"ok\r\n".to_vec();
+        input.extend_from_slice(&[b'x'; 40]);
+        input.extend_from_slice(b"\n\xff\xfe\nafter\nlast");
+        assert_eq!(
+            lines(10, &input),
+            [
+                Line::Text("ok".into()),
+                Line::TooLong,
+                Line::NotUtf8,
+                Line::Text("after".into()),
+                Line::Text("last".into()),
+            ]
+        );
+        assert_eq!(lines(10, &[b'y'; 30]), [Line::TooLong]);
+        assert_eq!(
+            lines(10, b"0123456789\n"),
+            [Line::Text("0123456789".into())]
+        );
+        // Arriving at once, the end of a long line and the next line are both in the buffer.
+        let mut codec = CappedLines::new(10);
+        let mut buf = BytesMut::from(&b"xxxxxxxxxxxxxxxxxxxxxxxxx\nnext\n"[..]);
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(Line::TooLong));
+        assert_eq!(
+            codec.decode(&mut buf).unwrap(),
+            Some(Line::Text("next".into()))
+        );
+    }
 }

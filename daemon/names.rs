@@ -41,6 +41,38 @@ pub fn why_not(name: &str) -> Option<String> {
     None
 }
 
+/// `s` with its control characters shown escaped (`\r`, `\u{1b}`), so that what a person reads in a
+/// terminal or a log cannot be rewritten by it: a file name, a description, a room message. Newlines stay
+/// when `keep_newlines` (the caller sets the lines off itself); tabs always stay.
+pub fn escape_controls(s: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
+    let needs = |c: char| c.is_control() && c != '\t' && !(keep_newlines && c == '\n');
+    if !s.chars().any(needs) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if needs(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// 2048 as "2,048": how a count is written for people.
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 pub fn is_valid(name: &str) -> bool {
     why_not(name).is_none()
 }
@@ -66,6 +98,19 @@ mod tests {
         for n in ["a", "ci-status", "A1-b2", &"x".repeat(32)] {
             assert!(is_valid(n), "{n} should be valid");
         }
+    }
+
+    #[test]
+    fn control_characters_are_shown_escaped() {
+        assert_eq!(
+            escape_controls("a\u{1b}[31mb\rc\nd\te", false),
+            "a\\u{1b}[31mb\\rc\\nd\te"
+        );
+        assert_eq!(escape_controls("a\nb", true), "a\nb");
+        assert!(matches!(
+            escape_controls("plain", false),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     #[test]

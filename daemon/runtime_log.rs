@@ -68,11 +68,9 @@ impl RuntimeLog {
             text.push(' ');
             text.push_str(topic.as_str());
             text.push(' ');
-            // A row is one line: a sentence carrying a newline (an error message) is folded.
-            text.extend(
-                s.chars()
-                    .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
-            );
+            // A row is one line that nothing in it can rewrite: control characters (a newline in an
+            // error message, ESC in a file name) are shown escaped.
+            text.push_str(&crate::names::escape_controls(s, false));
             text.push('\n');
         }
         if let Err(e) = self.append(text.as_bytes()) {
@@ -105,7 +103,12 @@ impl RuntimeLog {
 }
 
 fn open_append(path: &PathBuf) -> std::io::Result<File> {
-    OpenOptions::new().create(true).append(true).open(path)
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
 }
 
 /// RFC 3339 in UTC with milliseconds: `2026-11-29T12:00:00.123Z`.
@@ -152,7 +155,7 @@ mod tests {
         let rows: Vec<_> = text.lines().map(|l| parse_row(l).unwrap()).collect();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].1, "plugins");
-        assert_eq!(rows[1].2, "two lines");
+        assert_eq!(rows[1].2, "two\\nlines");
         assert!(rows[0].0.ends_with('Z'));
     }
 }

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
@@ -42,8 +43,18 @@ pub enum SeatError {
     Exists(String),
     #[error("There is no seat called {name}. The seats are: {known}.")]
     Unknown { name: String, known: String },
-    #[error("{} is not readable as a seat list: {reason}. It is written only by `ovai seat`; restore it or remove it and add the seats again.", path.display())]
-    Corrupt { path: PathBuf, reason: String },
+    #[error(
+        "{} does not parse ({message} at line {line}, column {column}), so no seat can connect until it is fixed. \
+         Run `ovai seat rebuild` to make it again from the desks' .mcp.json files (the version before its last \
+         change is kept beside it as seats.json.previous).",
+        path.display()
+    )]
+    Corrupt {
+        path: PathBuf,
+        message: String,
+        line: usize,
+        column: usize,
+    },
     #[error(transparent)]
     Desk(Box<crate::desk::DeskError>),
     #[error(transparent)]
@@ -95,13 +106,19 @@ impl SeatBook {
     pub fn load(inst: &Instance) -> Result<Self, SeatError> {
         let path = inst.seats_file();
         match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| SeatError::Corrupt {
-                path,
-                reason: e.to_string(),
-            }),
+            Ok(text) => Self::parse(&path, &text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(e) => Err(io("reading", &path)(e)),
         }
+    }
+
+    fn parse(path: &Path, text: &str) -> Result<Self, SeatError> {
+        serde_json::from_str(text).map_err(|e| SeatError::Corrupt {
+            path: path.to_path_buf(),
+            message: crate::instance::syntax_message(&e),
+            line: e.line(),
+            column: e.column(),
+        })
     }
 
     /// The seat whose secret this is, if any.
@@ -120,13 +137,122 @@ impl SeatBook {
         self.seats.keys().map(String::as_str)
     }
 
+    /// Writes seats.json whole (a temporary file, synced, renamed over it), keeping the version before
+    /// as seats.json.previous when that one is sound.
     fn save(&self, inst: &Instance) -> Result<(), SeatError> {
         let path = inst.seats_file();
-        let text = serde_json::to_string_pretty(self).map_err(|e| SeatError::Corrupt {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
+        if let Ok(before) = std::fs::read_to_string(&path)
+            && Self::parse(&path, &before).is_ok()
+        {
+            crate::files::write_private(&inst.seats_previous(), before.as_bytes())?;
+        }
+        let text = serde_json::to_string_pretty(self).unwrap_or_default() + "\n";
         Ok(crate::files::write_private(&path, text.as_bytes())?)
+    }
+}
+
+/// What `ovai seat rebuild` made.
+pub struct Rebuilt {
+    /// The seats now in seats.json.
+    pub seats: Vec<String>,
+    /// Desks that hold no secret of this server (left out), as (seat, why).
+    pub left_out: Vec<(String, String)>,
+}
+
+/// Makes seats.json again from the secrets in the desks' `.mcp.json` files: a seat for each desk whose
+/// folder is a seat name and whose `.mcp.json` holds this server's entry. Nobody has to re-key a desk.
+pub fn rebuild(inst: &Instance) -> Result<Rebuilt, SeatError> {
+    let _lock = lock_book(inst)?;
+    let old = SeatBook::load(inst).unwrap_or_default();
+    let mut book = SeatBook::default();
+    let mut left_out = Vec::new();
+    let desks = inst.desks_dir();
+    let mut names: Vec<String> = match std::fs::read_dir(&desks) {
+        Ok(entries) => entries
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(io("reading", &desks)(e)),
+    };
+    names.sort();
+    for name in names {
+        if let Some(why) = names::why_not(&name) {
+            left_out.push((name, format!("its folder name is not a seat name ({why})")));
+            continue;
+        }
+        let Some(secret) = crate::desk::secret_in(&inst.desk(&name)) else {
+            left_out.push((name, "its .mcp.json holds no secret of this server".into()));
+            continue;
+        };
+        let added = old
+            .seats
+            .get(&name)
+            .map(|r| r.added.clone())
+            .unwrap_or_else(|| crate::runtime_log::timestamp(SystemTime::now()));
+        book.seats.insert(
+            name,
+            SeatRecord {
+                sha256: hash_secret(&secret),
+                added,
+            },
+        );
+    }
+    book.save(inst)?;
+    Ok(Rebuilt {
+        seats: book.seats.keys().cloned().collect(),
+        left_out,
+    })
+}
+
+/// seats.json as the daemon last read it: read again (off the daemon's thread) only when the file was
+/// replaced, which every write does (a rename), so a removed or rotated seat is seen at once.
+#[derive(Default)]
+pub struct SeatCache {
+    last: std::sync::Mutex<Option<(Stamp, Read)>>,
+}
+
+/// seats.json as read: the book, or why it cannot be read.
+pub type Read = Arc<Result<SeatBook, SeatError>>;
+
+/// What tells one version of seats.json from another: its inode, size and modification time.
+type Stamp = Option<(u64, u64, Option<SystemTime>)>;
+
+fn stamp(path: &Path) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.ino(), m.len(), m.modified().ok()))
+}
+
+impl SeatCache {
+    pub async fn get(&self, inst: &Instance) -> Read {
+        let path = inst.seats_file();
+        let inst = inst.clone();
+        let cached = crate::sync::lock(&self.last).clone();
+        let now = match tokio::task::spawn_blocking(move || {
+            let now = stamp(&path);
+            match cached {
+                Some((was, book)) if was == now => (now, book, false),
+                _ => (now, Arc::new(SeatBook::load(&inst)), true),
+            }
+        })
+        .await
+        {
+            Ok(now) => now,
+            Err(e) => {
+                return Arc::new(Err(SeatError::Io {
+                    what: "reading",
+                    path: PathBuf::from("seats.json"),
+                    source: std::io::Error::other(e.to_string()),
+                }));
+            }
+        };
+        let (stamp, book, fresh) = now;
+        if fresh {
+            *crate::sync::lock(&self.last) = Some((stamp, book.clone()));
+        }
+        book
     }
 }
 

@@ -120,6 +120,9 @@ pub struct StatusReply {
     pub node: String,
     pub host: HostStatus,
     pub seats: Vec<SeatStatus>,
+    /// Why the seats cannot be listed (seats.json does not parse), when they cannot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seats_error: Option<String>,
     /// Sessions connected now.
     pub sessions: usize,
     pub tools: Vec<String>,

@@ -365,3 +365,39 @@ export function run() {{ return {{ text: "ok" }}; }}
     let (text, refused) = s.call("long", serde_json::json!({}));
     assert_eq!((text.as_str(), refused), ("ok", false), "still served");
 }
+
+#[test]
+fn file_names_with_control_characters_are_shown_escaped_everywhere() {
+    let inst = Instance::with_plugins(&[
+        ("red\u{1b}[31m.mjs", &good("x")),
+        ("two\nlines.mjs", &good("y")),
+    ]);
+    let d = inst.start();
+    let want = [
+        "plugins/red\\u{1b}[31m.mjs is not served: red\\u{1b}[31m is not a tool name: a name is a letter, then letters, digits and hyphens, up to 32 of them",
+        "plugins/two\\nlines.mjs is not served: two\\nlines is not a tool name: a name is a letter, then letters, digits and hyphens, up to 32 of them",
+    ];
+    assert_eq!(inst.rows("plugins"), want);
+    let out = inst
+        .cmd()
+        .arg("restart")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(!out.contains('\u{1b}'), "{out:?}");
+    assert!(
+        out.starts_with(&format!("{}\n{}\n", want[0], want[1])),
+        "{out}"
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    let (index, _) = s.call("index", serde_json::json!({}));
+    assert!(
+        !index.contains('\u{1b}') && index.contains(want[1]),
+        "{index}"
+    );
+    drop(d);
+}

@@ -80,9 +80,16 @@ fn seat_run(mut s: Session, seat: usize, plan: Plan, calls: usize) -> Vec<Answer
             let (tool, args) = plan(seat, next);
             let id = s.send_request("tools/call", json!({ "name": tool, "arguments": args }));
             waiting.insert(id, next);
+            // Garbage between the calls: answered with id null, never mistaken for a call's answer.
+            if next % 7 == 3 {
+                use std::io::Write;
+                let w = s.writer();
+                let _ = w.write_all(b"{not json at all\n\xff\xfe\n{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\"}\n");
+                let _ = w.flush();
+            }
             next += 1;
         }
-        let m = s.recv_where(|m| m.get("id").is_some());
+        let m = s.recv_where(|m| m.get("id").is_some_and(|id| !id.is_null()));
         let id = m["id"].as_u64().unwrap();
         let i = waiting
             .remove(&id)
@@ -93,10 +100,15 @@ fn seat_run(mut s: Session, seat: usize, plan: Plan, calls: usize) -> Vec<Answer
     // Everything sent has its answer; a last request flushes anything still on its way.
     s.request("tools/list", json!({}));
     assert!(
-        !s.backlog.iter().any(|m| m.get("id").is_some()),
+        !s.backlog
+            .iter()
+            .any(|m| m.get("id").is_some_and(|id| !id.is_null())),
         "a late second answer: {:?}",
         s.backlog
     );
+    let garbage = s.backlog.iter().filter(|m| m["id"].is_null()).count();
+    let sent = (0..calls).filter(|n| n % 7 == 3).count();
+    assert_eq!(garbage, 2 * sent, "each bad line answered once");
     answers
 }
 

@@ -119,6 +119,9 @@ pub enum SeatAction {
     List,
     /// Forget a seat; its sessions are ended. Its desk stays.
     Remove { name: String },
+    /// Make .ovai/seats.json again from the secrets in the desks' .mcp.json files (after it was lost or
+    /// broken), so nobody has to re-key a desk.
+    Rebuild,
 }
 
 /// The exit codes of the command line.

@@ -61,6 +61,34 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             }
             Ok(())
         }
+        SeatAction::Rebuild => {
+            let rebuilt = seats::rebuild(inst).map_err(fail(exit::FAILED))?;
+            for (seat, why) in &rebuilt.left_out {
+                eprintln!("ovai: warning: desks/{seat} was left out: {why}.");
+            }
+            println!(
+                "Rebuilt {} from the desks: {}.",
+                inst.seats_file().display(),
+                if rebuilt.seats.is_empty() {
+                    "no seat".to_string()
+                } else {
+                    rebuilt.seats.join(", ")
+                }
+            );
+            if let Ok(config) = inst.read_config()
+                && !rebuilt.seats.contains(&config.leader)
+            {
+                eprintln!(
+                    "ovai: warning: the Leader's seat {} has no desk with a secret; `ovai seat add {}` makes it.",
+                    config.leader, config.leader
+                );
+            }
+            // A running daemon ends the sessions of seats that are not in the rebuilt list.
+            match client::control::<SeatsReply>(inst, ControlOp::Seats) {
+                Ok(_) | Err(ClientError::NoServer { .. }) => Ok(()),
+                Err(e) => Err(fail(exit::FAILED)(e)),
+            }
+        }
         SeatAction::Remove { name } => {
             seats::remove(inst, &name).map_err(fail(exit::FAILED))?;
             let ended = match client::control::<SeatsReply>(inst, ControlOp::Seats) {

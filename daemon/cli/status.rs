@@ -37,6 +37,9 @@ pub fn run(inst: &Instance, json: bool) -> Result<(), Failure> {
             v.stale.join(", ")
         );
     }
+    if let Some(why) = &v.seats_error {
+        println!("Seats: cannot be listed: {why}");
+    }
     for seat in &v.seats {
         println!(
             "Seat {}: {}, {}.",

@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::StreamExt;
 use tokio::net::UnixStream;
 use tokio::net::unix::OwnedReadHalf;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::codec::FramedRead;
 
-use crate::lines::{CappedLines, Line, write_batched};
+use crate::lines::{CappedLines, Line, Outbox};
 use crate::sync::lock;
 
 use super::ending::{HostEnd, NotReimported};
@@ -41,7 +41,7 @@ struct Waiting {
 }
 
 pub struct Link {
-    tx: mpsc::UnboundedSender<Vec<u8>>,
+    out: Outbox,
     calls: Mutex<HashMap<u64, Waiting>>,
     loads: Mutex<HashMap<u64, oneshot::Sender<Loaded>>>,
     ready: Mutex<Option<oneshot::Sender<(u32, String)>>>,
@@ -66,10 +66,11 @@ impl Link {
         tokio::task::JoinHandle<()>,
     ) {
         let (read, write) = channel.into_split();
-        let (tx, rx) = mpsc::unbounded_channel();
+        // The writer ends when the link (its one sender) is dropped, or the host is gone.
+        let (out, _writer) = Outbox::start(write);
         let (ready_tx, ready_rx) = oneshot::channel();
         let link = Arc::new(Self {
-            tx,
+            out,
             calls: Mutex::new(HashMap::new()),
             loads: Mutex::new(HashMap::new()),
             ready: Mutex::new(Some(ready_tx)),
@@ -77,14 +78,13 @@ impl Link {
             pid,
             unavailable: Mutex::new(HashMap::new()),
         });
-        tokio::spawn(write_batched(write, rx));
         let reader = tokio::spawn(read_lines(link.clone(), read, max_line));
         (link, ready_rx, reader)
     }
 
     pub fn send(&self, msg: &ToHost<'_>) {
         // A closed channel means the host is gone; the supervisor answers whatever was waiting.
-        let _ = self.tx.send(msg.line());
+        let _ = self.out.send(msg.line());
     }
 
     /// Registers a call; its answer (or the host's end) arrives on the receiver.
@@ -174,6 +174,12 @@ async fn read_lines(link: Arc<Link>, read: OwnedReadHalf, max_line: usize) {
                     tracing::warn!(pid = link.pid, error = %e, "the plugin host sent a line that is not a protocol message")
                 }
             },
+            Ok(Line::NotUtf8) => {
+                tracing::warn!(
+                    pid = link.pid,
+                    "the plugin host sent a protocol line that is not UTF-8; it was dropped"
+                );
+            }
             Ok(Line::TooLong) => {
                 tracing::warn!(
                     pid = link.pid,

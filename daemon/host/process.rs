@@ -270,3 +270,24 @@ impl HostProcess {
         lock(&self.tail).lines()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_of_descriptors_is_transient_and_no_node_is_not() {
+        let spawn = |errno: nix::errno::Errno| {
+            StartError::Spawn(SpawnError::Io {
+                node: "node".into(),
+                source: std::io::Error::from_raw_os_error(errno as i32),
+            })
+        };
+        assert!(spawn(nix::errno::Errno::EMFILE).is_transient());
+        assert!(spawn(nix::errno::Errno::EAGAIN).is_transient());
+        assert!(!spawn(nix::errno::Errno::EACCES).is_transient());
+        assert!(!StartError::Spawn(SpawnError::NoNode("node".into())).is_transient());
+        assert_eq!(Exit::Code(3).to_string(), "exit code 3");
+        assert_eq!(Exit::Signal("SIGKILL".into()).to_string(), "signal SIGKILL");
+    }
+}

@@ -54,6 +54,12 @@ pub fn respawned(pid: u32) -> String {
     format!("A new plugin host (pid {pid}) was started, serving the same files.")
 }
 
+pub fn respawn_delayed(e: &super::process::StartError) -> String {
+    format!(
+        "A new plugin host could not be started for now ({e}); it is tried again until it starts. Calls wait for it within their deadline."
+    )
+}
+
 pub fn stays_down(cause: &DownCause) -> String {
     match cause {
         DownCause::CrashLoop { stops, window } => format!(

@@ -254,16 +254,36 @@ async fn run(
                 return;
             }
         }
-        match respawn(&job, &ids).await {
-            Ok(next) => {
-                host.respawns.fetch_add(1, Ordering::Relaxed);
-                job.log.row(Topic::Host, &rows::respawned(next.pid));
-                process = next;
-                let _ = state.send(HostState::Up(process.link.clone()));
-            }
-            Err(e) => {
-                let cause = DownCause::CannotRespawn(Arc::new(e));
-                return stay_down(cause, &job, &state, &host).await;
+        let mut wait = FIRST_BACKOFF;
+        let mut said_transient = false;
+        loop {
+            match respawn(&job, &ids).await {
+                Ok(next) => {
+                    host.respawns.fetch_add(1, Ordering::Relaxed);
+                    job.log.row(Topic::Host, &rows::respawned(next.pid));
+                    process = next;
+                    let _ = state.send(HostState::Up(process.link.clone()));
+                    break;
+                }
+                // Out of descriptors or processes for a moment: not the plugins' doing, and not a crash.
+                Err(e) if e.is_transient() => {
+                    if !said_transient {
+                        said_transient = true;
+                        job.log.row(Topic::Host, &rows::respawn_delayed(&e));
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = host.retire.cancelled() => {
+                            let _ = state.send(HostState::Retired);
+                            return;
+                        }
+                    }
+                    wait = (wait * 2).min(MAX_BACKOFF);
+                }
+                Err(e) => {
+                    let cause = DownCause::CannotRespawn(Arc::new(e));
+                    return stay_down(cause, &job, &state, &host).await;
+                }
             }
         }
     }

@@ -14,6 +14,7 @@ pub const CLIENT_DESCRIPTION_CHARS: usize = 2048;
 
 /// The row that follows a served file's row when its description is longer than a client shows.
 pub fn description_cut(file: &str, chars: usize) -> String {
+    let file = names::escape_controls(file, false);
     format!(
         "plugins/{file}: its description is {} characters; Claude Code shows a session only the first {}.",
         thousands(chars),
@@ -21,21 +22,12 @@ pub fn description_cut(file: &str, chars: usize) -> String {
     )
 }
 
-/// 2048 as "2,048".
-pub fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use crate::names::thousands;
 
+/// Every not-served row: the file named, and why. Control characters (a file name holding ESC or a
+/// newline, an error message) are shown escaped, so a row is one line that nothing can rewrite.
 fn not_served(file: &str, why: impl std::fmt::Display) -> String {
-    format!("plugins/{file} is not served: {why}")
+    names::escape_controls(&format!("plugins/{file} is not served: {why}"), false).into_owned()
 }
 
 pub fn bad_name(file: &str, name: &str) -> String {

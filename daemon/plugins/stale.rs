@@ -8,16 +8,28 @@ use std::path::Path;
 use super::candidates::{self, Candidate};
 use crate::tools::BUILTINS;
 
-/// What each candidate held when it was read: file name → SHA-256 of its bytes (`None` if unreadable).
+/// What each candidate held when it was read: file name → its size and time, and the SHA-256 of its
+/// bytes (`None` if unreadable). A file whose size and time are as they were is not read again.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Snapshot(BTreeMap<String, Option<String>>);
+pub struct Snapshot(BTreeMap<String, (Stamp, Option<String>)>);
+
+/// A file's size and modification time, as far as they can be read.
+type Stamp = Option<(u64, Option<std::time::SystemTime>)>;
+
+fn stamp(path: &Path) -> Stamp {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.len(), m.modified().ok()))
+}
 
 impl Snapshot {
     pub fn take(dir: &Path, found: &[Candidate]) -> Self {
         Self(
             found
                 .iter()
-                .map(|c| (c.file().to_string(), hash_file(&dir.join(c.file()))))
+                .map(|c| {
+                    let path = dir.join(c.file());
+                    (c.file().to_string(), (stamp(&path), hash_file(&path)))
+                })
                 .collect(),
         )
     }
@@ -55,6 +67,10 @@ impl Change {
 
     /// The runtime.log row (topic `plugins`) that reports it.
     pub fn row(&self) -> String {
+        crate::names::escape_controls(&self.words(), false).into_owned()
+    }
+
+    fn words(&self) -> String {
         match self {
             Change::Changed { file, served: true } => format!(
                 "plugins/{file} changed after the last read and is still served as it was read; `ovai restart` serves it as it is now"
@@ -77,14 +93,27 @@ impl Change {
 
 /// How plugins/ differs now from `snapshot`, sorted by file name. `served` says which files the reading
 /// serves (a removed file that was not served changes nothing).
-pub fn changes(dir: &Path, snapshot: &Snapshot, served: &dyn Fn(&str) -> bool) -> Vec<Change> {
-    let now = match candidates::scan(dir, BUILTINS) {
-        Ok(found) => Snapshot::take(dir, &found),
-        Err(_) => Snapshot::default(),
-    };
+pub fn changes(
+    dir: &Path,
+    snapshot: &Snapshot,
+    served: &dyn Fn(&str) -> bool,
+) -> std::io::Result<Vec<Change>> {
+    // A folder that cannot be read is an error to report, never every file removed.
+    let found = candidates::scan(dir, BUILTINS)?;
+    let now: BTreeMap<String, Option<String>> = found
+        .iter()
+        .map(|c| {
+            let path = dir.join(c.file());
+            let hash = match snapshot.0.get(c.file()) {
+                Some((was, hash)) if was.is_some() && *was == stamp(&path) => hash.clone(),
+                _ => hash_file(&path),
+            };
+            (c.file().to_string(), hash)
+        })
+        .collect();
     let mut out = Vec::new();
-    for (file, then) in &snapshot.0 {
-        match now.0.get(file) {
+    for (file, (_, then)) in &snapshot.0 {
+        match now.get(file) {
             Some(hash) if hash == then => {}
             Some(_) => out.push(Change::Changed {
                 file: file.clone(),
@@ -94,13 +123,13 @@ pub fn changes(dir: &Path, snapshot: &Snapshot, served: &dyn Fn(&str) -> bool) -
             None => {}
         }
     }
-    for file in now.0.keys() {
+    for file in now.keys() {
         if !snapshot.0.contains_key(file) {
             out.push(Change::Appeared { file: file.clone() });
         }
     }
     out.sort_by(|a, b| a.file().as_bytes().cmp(b.file().as_bytes()));
-    out
+    Ok(out)
 }
 
 /// The state a change leaves a file in, so one burst of saves is reported once.
@@ -128,7 +157,7 @@ mod tests {
         std::fs::write(p.join("notes.md"), "not a candidate").unwrap();
         let served = |f: &str| f != "gone-unserved.mjs";
         assert_eq!(
-            changes(p, &snap, &served),
+            changes(p, &snap, &served).unwrap(),
             [
                 Change::Changed {
                     file: "a.mjs".into(),

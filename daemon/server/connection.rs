@@ -1,6 +1,7 @@
 //! One accepted connection: its hello decides whether it is a seat's MCP session or a control request.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rmcp::ServiceExt;
@@ -13,20 +14,61 @@ use super::control;
 use super::daemon::Daemon;
 use super::session::SeatService;
 use super::transport::SessionTransport;
-use crate::seats::{SeatBook, hash_secret};
+use crate::seats::hash_secret;
 use crate::wire::{self, Hello, Welcome};
 
 /// How long a new connection has to say who it is.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
+/// A connection counted against `maxConnections` for as long as it is handled.
+pub struct Admitted(Arc<AtomicUsize>);
+
+impl Admitted {
+    /// Counts one more connection, unless `max` are open already.
+    pub fn new(open: &Arc<AtomicUsize>, max: usize) -> Option<Self> {
+        let mut now = open.load(Ordering::Relaxed);
+        loop {
+            if now >= max {
+                return None;
+            }
+            match open.compare_exchange(now, now + 1, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Some(Self(open.clone())),
+                Err(actual) => now = actual,
+            }
+        }
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A connection past `maxConnections`: told why in one line, if its socket takes it at once, and closed.
+pub fn turn_away(daemon: &Daemon, stream: &UnixStream, max: usize) {
+    let why = format!(
+        "this server holds {max} connections already, its limit (maxConnections in openovai.json); close a session \
+         or raise the limit, then connect again"
+    );
+    daemon.refusals.note(&why);
+    let w = Welcome {
+        ok: false,
+        error: Some(why),
+    };
+    // Never waited on: a client that does not read cannot hold the accept loop.
+    let _ = stream.try_write(wire::line(&w).as_bytes());
+}
+
+pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream, _admitted: Admitted) {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let hello = match tokio::time::timeout(HELLO_TIMEOUT, read_hello(&mut reader)).await {
         Ok(Ok(h)) => h,
-        Ok(Err(why)) => return refuse(&mut write, why).await,
+        Ok(Err(why)) => return refuse(&daemon, &mut write, why).await,
         Err(_) => {
             return refuse(
+                &daemon,
                 &mut write,
                 format!("no hello arrived within {} s", HELLO_TIMEOUT.as_secs()),
             )
@@ -35,6 +77,7 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
     };
     if hello.ovai != wire::VERSION {
         return refuse(
+            &daemon,
             &mut write,
             format!(
                 "this ovai server speaks version {} of its socket protocol and the client speaks {}: use the same ovai binary for both",
@@ -49,14 +92,16 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
     }
     let Some(secret) = hello.seat_secret else {
         return refuse(
+            &daemon,
             &mut write,
             "the hello carried neither a seat's secret nor the control secret".into(),
         )
         .await;
     };
-    let book = match SeatBook::load(&daemon.inst) {
+    let book = daemon.seats.get(&daemon.inst).await;
+    let book = match book.as_ref() {
         Ok(b) => b,
-        Err(e) => return refuse(&mut write, e.to_string()).await,
+        Err(e) => return refuse(&daemon, &mut write, e.to_string()).await,
     };
     let Some(seat) = book.resolve(&secret).map(str::to_string) else {
         let why = format!(
@@ -64,7 +109,7 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
              Run `ovai seat list` there to see the seats, and `ovai seat add NAME` to make one (it writes desks/NAME/.mcp.json)",
             daemon.inst.root.display()
         );
-        return refuse(&mut write, why).await;
+        return refuse(&daemon, &mut write, why).await;
     };
     let welcome = Welcome {
         ok: true,
@@ -83,7 +128,10 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
         .open(&seat, hash_secret(&secret), ct.clone());
     tracing::debug!(seat, id = registered.id, "session connected");
     match SeatService::new(daemon.clone(), &seat, registered.id)
-        .serve_with_ct(SessionTransport::new(reader, write), ct)
+        .serve_with_ct(
+            SessionTransport::new(reader, write, daemon.current().config.session_queue_bytes),
+            ct,
+        )
         .await
     {
         Ok(running) => {
@@ -120,8 +168,8 @@ async fn read_hello(
     })
 }
 
-async fn refuse(write: &mut OwnedWriteHalf, why: String) {
-    tracing::info!("refused a connection: {why}");
+async fn refuse(daemon: &Daemon, write: &mut OwnedWriteHalf, why: String) {
+    daemon.refusals.note(&why);
     let w = Welcome {
         ok: false,
         error: Some(why),

@@ -8,7 +8,6 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::unix::OwnedWriteHalf;
 
 use super::daemon::Daemon;
-use crate::seats::SeatBook;
 use crate::wire::{self, ControlOp, HostStatus, Reply, SeatStatus, SeatsReply, StatusReply};
 
 pub async fn handle(
@@ -24,10 +23,13 @@ pub async fn handle(
     } else {
         match op {
             Some(ControlOp::Restart) => reply(daemon.restart().await),
-            Some(ControlOp::Status) => wire::line(&Reply::done(status(daemon))),
-            Some(ControlOp::Seats) => {
-                reply(daemon.seats_changed().map(|ended| SeatsReply { ended }))
-            }
+            Some(ControlOp::Status) => wire::line(&Reply::done(status(daemon).await)),
+            Some(ControlOp::Seats) => reply(
+                daemon
+                    .seats_changed()
+                    .await
+                    .map(|ended| SeatsReply { ended }),
+            ),
             None => refused(
                 "the hello carried the control secret but no operation; use a command of the same ovai binary",
             ),
@@ -48,21 +50,39 @@ fn refused(why: &str) -> String {
     wire::line(&Reply::<()>::refused(why.to_string()))
 }
 
-/// The daemon as `ovai status` shows it.
-pub fn status(daemon: &Daemon) -> StatusReply {
+/// The daemon as `ovai status` shows it. File work (seats.json, hashing plugins/) runs off the daemon's
+/// thread.
+pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
     let generation = daemon.current();
     let counts = daemon.sessions.count_by_seat();
-    let seats = SeatBook::load(&daemon.inst)
-        .map(|b| {
+    let book = daemon.seats.get(&daemon.inst).await;
+    let (seats, seats_error) = match book.as_ref() {
+        Ok(b) => (
             b.names()
                 .map(|s| SeatStatus {
                     name: s.to_string(),
                     role: generation.config.role_of(s).to_string(),
                     sessions: counts.get(s).copied().unwrap_or(0),
                 })
-                .collect()
-        })
-        .unwrap_or_default();
+                .collect(),
+            None,
+        ),
+        Err(e) => (Vec::new(), Some(e.to_string())),
+    };
+    let stale = {
+        let generation = generation.clone();
+        let inst = daemon.inst.clone();
+        tokio::task::spawn_blocking(move || generation.stale(&inst))
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
+    };
+    let stale = match stale {
+        Ok(changes) => changes
+            .iter()
+            .map(|c| format!("plugins/{}", crate::names::escape_controls(c.file(), false)))
+            .collect(),
+        Err(e) => vec![format!("plugins/ itself, which cannot be read ({e})")],
+    };
     StatusReply {
         root: daemon.inst.root.display().to_string(),
         pid: std::process::id(),
@@ -77,13 +97,10 @@ pub fn status(daemon: &Daemon) -> StatusReply {
             down: generation.host.down().map(|c| crate::answer::down(&c)),
         },
         seats,
+        seats_error,
         sessions: daemon.sessions.count(),
         tools: generation.tools.names().map(str::to_string).collect(),
         rows: generation.rows.clone(),
-        stale: generation
-            .stale(&daemon.inst)
-            .iter()
-            .map(|c| format!("plugins/{}", c.file()))
-            .collect(),
+        stale,
     }
 }

@@ -2,7 +2,7 @@
 //! retiring), the sessions, the room, the log, and every task it started. `ovai restart` swaps the
 //! generation; everything else lives as long as the daemon.
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -15,7 +15,7 @@ use crate::host::ending::RetireWhy;
 use crate::instance::{ConfigError, Instance, Role};
 use crate::plugins::load::LoadError;
 use crate::runtime_log::{RuntimeLog, Topic};
-use crate::seats::{SeatBook, SeatError};
+use crate::seats::SeatCache;
 use crate::sync::lock;
 use crate::tools::room::Room;
 use crate::wire::RestartReply;
@@ -27,6 +27,8 @@ pub struct Daemon {
     /// Generations a restart replaced, still finishing the calls they hold; shutdown waits for them.
     retiring: Mutex<Vec<Arc<Generation>>>,
     pub sessions: Sessions,
+    /// seats.json, read again only when it was replaced.
+    pub seats: SeatCache,
     pub room: Room,
     pub started: Instant,
     pub started_at: String,
@@ -40,6 +42,33 @@ pub struct Daemon {
     pub closing: CancellationToken,
     /// Every task the daemon starts (connections, retirements, the watcher): shutdown waits for them.
     pub tasks: TaskTracker,
+    /// Connections open now, counted against `maxConnections`.
+    pub connections: Arc<AtomicUsize>,
+    /// Refused connections, logged as a count rather than a line each.
+    pub refusals: Refusals,
+}
+
+/// Refused connections in the operator's log: the first of each second in full, the rest counted.
+#[derive(Default)]
+pub struct Refusals {
+    window: Mutex<(Option<Instant>, u64)>,
+}
+
+impl Refusals {
+    pub fn note(&self, why: &str) {
+        let mut w = lock(&self.window);
+        let now = Instant::now();
+        match w.0 {
+            Some(start) if now.duration_since(start) < Duration::from_secs(1) => w.1 += 1,
+            _ => {
+                if w.1 > 0 {
+                    tracing::info!("{} more connections were refused in that second", w.1);
+                }
+                *w = (Some(now), 0);
+                tracing::info!("refused a connection: {why}");
+            }
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +96,7 @@ impl Daemon {
             current: RwLock::new(Arc::new(first)),
             retiring: Mutex::new(Vec::new()),
             sessions: Sessions::default(),
+            seats: SeatCache::default(),
             room,
             started: Instant::now(),
             started_at: crate::runtime_log::timestamp(std::time::SystemTime::now()),
@@ -75,6 +105,8 @@ impl Daemon {
             restarting: tokio::sync::Mutex::new(()),
             closing: CancellationToken::new(),
             tasks: TaskTracker::new(),
+            connections: Arc::new(AtomicUsize::new(0)),
+            refusals: Refusals::default(),
         }
     }
 
@@ -136,8 +168,9 @@ impl Daemon {
     }
 
     /// Reads the seats again and ends the sessions of seats that are gone (or whose secret changed).
-    pub fn seats_changed(&self) -> Result<Vec<String>, SeatError> {
-        let book = SeatBook::load(&self.inst)?;
+    pub async fn seats_changed(&self) -> Result<Vec<String>, String> {
+        let book = self.seats.get(&self.inst).await;
+        let book = book.as_ref().as_ref().map_err(|e| e.to_string())?;
         let ended = self
             .sessions
             .end_unless(|seat, hash| book.seats.get(seat).is_some_and(|r| r.sha256 == hash));

@@ -4,6 +4,8 @@
 pub mod connection;
 pub mod control;
 pub mod daemon;
+pub mod descriptors;
+pub mod jsonrpc;
 pub mod progress;
 pub mod service_manager;
 pub mod session;
@@ -110,6 +112,7 @@ async fn run(inst: Instance) -> Result<(), ServeError> {
         .map_err(io_err("protecting the socket", &socket))?;
 
     let log = Arc::new(RuntimeLog::new(inst.runtime_log()));
+    descriptors::raise_limit(&log, config.max_connections);
     let ids = Arc::new(AtomicU64::new(1));
     let first = match generation::build(&inst, config, 1, &ids, &log).await {
         Ok(g) => g,
@@ -193,7 +196,13 @@ async fn accept_until_stopped(daemon: &Arc<Daemon>, listener: &UnixListener) -> 
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    daemon.tasks.spawn(connection::handle(daemon.clone(), stream));
+                    let max = daemon.current().config.max_connections;
+                    match connection::Admitted::new(&daemon.connections, max) {
+                        Some(admitted) => {
+                            daemon.tasks.spawn(connection::handle(daemon.clone(), stream, admitted));
+                        }
+                        None => connection::turn_away(daemon, &stream, max),
+                    }
                 }
                 Err(e) => {
                     // Out of descriptors, most likely: back off instead of spinning on the error.

@@ -99,8 +99,9 @@ impl SeatService {
         Ok(match &entry.kind {
             Kind::Index => {
                 let counts = self.daemon.sessions.count_by_seat();
-                let seats = match crate::seats::SeatBook::load(&self.daemon.inst) {
-                    Ok(book) => book
+                let book = self.daemon.seats.get(&self.daemon.inst).await;
+                let seats = match book.as_ref() {
+                    Ok(book) => Ok(book
                         .names()
                         .map(|s| {
                             (
@@ -109,8 +110,8 @@ impl SeatService {
                                 counts.get(s).copied().unwrap_or(0),
                             )
                         })
-                        .collect(),
-                    Err(e) => return Ok(Outcome::Refused(e.to_string())),
+                        .collect()),
+                    Err(e) => Err(e.to_string()),
                 };
                 let root = self.daemon.inst.root.display().to_string();
                 Outcome::Text(index::render(&index::Facts {

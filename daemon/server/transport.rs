@@ -1,62 +1,123 @@
 //! The MCP transport of a seat's connection: newline-delimited JSON-RPC, as rmcp's own async read/write
-//! transport does it, with two differences measured on the call path (`scripts/bench`):
+//! transport does it, with these differences:
 //!
+//! - Every line gets its answer (`server::jsonrpc`): one that is not JSON, not UTF-8, over the length cap,
+//!   or JSON of the wrong shape is answered as JSON-RPC says, and the session stays open.
+//! - A request whose id is already in flight on this session is answered `-32600` naming the id; the
+//!   first goes on.
+//! - Answers wait in an outbox bounded in bytes (`sessionQueueBytes`): past the bound, the session's
+//!   requests are not read until it drains, so a session that never reads cannot hold the daemon's memory.
 //! - The common `tools/call` line (no `_meta`, a plain id) is read into a small struct and built into
 //!   rmcp's message directly. rmcp's generic parse goes through serde's untagged and flattened enums,
 //!   which buffer the message and build an error for each variant tried: about a quarter of the
-//!   daemon's CPU per call. Every other line takes rmcp's own parse.
-//! - Answers are queued to a writer task that puts whatever is waiting into one write.
+//!   daemon's CPU per call (`scripts/bench`). Every other line takes rmcp's own parse.
 //!
-//! Like rmcp's transport it ignores a line that is not JSON, answers well-formed JSON of the wrong shape
-//! with Invalid Request, skips a line over the length cap, and its `receive` is cancel-safe (the partial
-//! line lives in the codec, not in the future).
+//! `receive` is cancel-safe: the partial line lives in the codec, and the in-flight ids and the outbox's
+//! count in fields, not in the future.
 
+use std::collections::HashSet;
 use std::future::Future;
 
 use futures::StreamExt;
 use rmcp::model::{
-    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, ErrorData, JsonObject,
+    CallToolRequestParams, ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonObject,
     JsonRpcRequest, NumberOrString, Request, ServerJsonRpcMessage,
 };
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use serde::Deserialize;
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
 
-use crate::lines::{CappedLines, Line, write_batched};
+use super::jsonrpc::{self, INVALID_REQUEST, PARSE_ERROR};
+use crate::lines::{CappedLines, Line, Outbox};
 
 /// The longest line a session may send: generous for arguments, bounded for the daemon.
-const MAX_LINE: usize = 64 * 1024 * 1024;
+pub const MAX_LINE: usize = 64 * 1024 * 1024;
 
 pub struct SessionTransport<R> {
     lines: FramedRead<R, CappedLines>,
-    out: mpsc::UnboundedSender<Vec<u8>>,
+    out: Option<Outbox>,
     /// The task writing what is queued; `close` waits for it, so the last answers reach the wire.
     writer: Option<tokio::task::JoinHandle<()>>,
+    /// Past this many bytes of unsent answers, the session's requests wait.
+    queue_limit: usize,
+    /// The ids of the requests read and not yet answered.
+    in_flight: HashSet<NumberOrString>,
 }
 
 impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
-    pub fn new<W: AsyncWrite + Unpin + Send + 'static>(read: R, write: W) -> Self {
-        let (out, rx) = mpsc::unbounded_channel();
-        let writer = tokio::spawn(write_batched(write, rx));
+    pub fn new<W: AsyncWrite + Unpin + Send + 'static>(
+        read: R,
+        write: W,
+        queue_limit: usize,
+    ) -> Self {
+        let (out, writer) = Outbox::start(write);
         Self {
             lines: FramedRead::new(read, CappedLines::new(MAX_LINE)),
-            out,
+            out: Some(out),
             writer: Some(writer),
+            queue_limit,
+            in_flight: HashSet::new(),
         }
     }
 
-    fn queue(&self, msg: &ServerJsonRpcMessage) -> Result<(), std::io::Error> {
-        let mut line = serde_json::to_vec(msg).map_err(std::io::Error::other)?;
+    fn queue_line(&self, mut line: Vec<u8>) -> Result<(), std::io::Error> {
         line.push(b'\n');
-        self.out.send(line).map_err(|_| {
-            std::io::Error::new(
-                std::io::ErrorKind::BrokenPipe,
-                "the session's connection is closed",
-            )
-        })
+        self.out
+            .as_ref()
+            .ok_or(())
+            .and_then(|o| o.send(line).map_err(|_| ()))
+            .map_err(|()| {
+                std::io::Error::new(
+                    std::io::ErrorKind::BrokenPipe,
+                    "the session's connection is closed",
+                )
+            })
+    }
+
+    fn queue(&mut self, msg: &ServerJsonRpcMessage) -> Result<(), std::io::Error> {
+        let id = match msg {
+            ServerJsonRpcMessage::Response(r) => Some(&r.id),
+            ServerJsonRpcMessage::Error(e) => e.id.as_ref(),
+            _ => None,
+        };
+        if let Some(id) = id {
+            self.in_flight.remove(id);
+        }
+        self.queue_line(serde_json::to_vec(msg).map_err(std::io::Error::other)?)
+    }
+
+    /// Notes a request's id as in flight; `false` (after answering it) when that id already is.
+    fn admit(&mut self, msg: &ClientJsonRpcMessage) -> bool {
+        match msg {
+            ClientJsonRpcMessage::Request(r) => {
+                if self.in_flight.insert(r.id.clone()) {
+                    return true;
+                }
+                let id = serde_json::to_value(&r.id).unwrap_or(Value::Null);
+                let _ = self.queue_line(jsonrpc::error(
+                    &id,
+                    INVALID_REQUEST,
+                    &format!(
+                        "Invalid request: a request with the id {id} is already in flight on this session; \
+                         each request in flight needs an id of its own"
+                    ),
+                ));
+                false
+            }
+            // A cancelled request gets no answer: its id is free again.
+            ClientJsonRpcMessage::Notification(n) => {
+                if let ClientNotification::CancelledNotification(c) = &n.notification
+                    && let Some(id) = &c.params.request_id
+                {
+                    self.in_flight.remove(id);
+                }
+                true
+            }
+            _ => true,
+        }
     }
 }
 
@@ -72,13 +133,31 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
+            if let Some(out) = &self.out
+                && out.queued() > self.queue_limit
+            {
+                // The session is not reading its answers: read nothing more of it until it does.
+                out.clone().drained_to(self.queue_limit).await;
+            }
             let line = match self.lines.next().await? {
                 Ok(Line::Text(line)) => line,
                 Ok(Line::TooLong) => {
-                    tracing::warn!(
-                        max = MAX_LINE,
-                        "a session sent a line over the length cap; it was skipped"
-                    );
+                    let _ = self.queue_line(jsonrpc::error(
+                        &Value::Null,
+                        INVALID_REQUEST,
+                        &format!(
+                            "Invalid request: a line longer than {} MiB was skipped",
+                            MAX_LINE >> 20
+                        ),
+                    ));
+                    continue;
+                }
+                Ok(Line::NotUtf8) => {
+                    let _ = self.queue_line(jsonrpc::error(
+                        &Value::Null,
+                        PARSE_ERROR,
+                        "Parse error: the line is not UTF-8",
+                    ));
                     continue;
                 }
                 Err(e) => {
@@ -86,37 +165,41 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
                     return None;
                 }
             };
-            let line = line.strip_suffix('\r').unwrap_or(&line);
             if line.trim().is_empty() {
                 continue;
             }
-            if let Some(msg) = fast_call(line) {
-                return Some(msg);
-            }
-            match serde_json::from_str::<ClientJsonRpcMessage>(line) {
-                Ok(msg) => return Some(msg),
-                Err(e) if e.is_syntax() || e.is_eof() => {
-                    // Not JSON: there is no id to answer, and answering garbage invites an echo storm.
-                    tracing::debug!(error = %e, "ignored a line that is not JSON");
-                }
-                Err(e) => {
-                    tracing::debug!(error = %e, "a line is JSON but not a JSON-RPC message");
-                    let answer = ServerJsonRpcMessage::error(
-                        ErrorData::invalid_request("Invalid request", None),
-                        None,
-                    );
-                    if self.queue(&answer).is_err() {
-                        return None;
+            let msg = match fast_call(&line) {
+                Some(msg) => msg,
+                None => match serde_json::from_str::<ClientJsonRpcMessage>(&line) {
+                    Ok(msg) => msg,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "a line rmcp cannot take");
+                        if let Some(answer) = jsonrpc::answer_to_bad_line(&line) {
+                            let _ = self.queue_line(answer);
+                        }
+                        continue;
                     }
-                }
+                },
+            };
+            // rmcp takes a known method whose params do not fit as a custom request and answers that it
+            // knows no such method; the session is told what is wrong with its params instead.
+            if let ClientJsonRpcMessage::Request(r) = &msg
+                && let ClientRequest::CustomRequest(c) = &r.request
+                && jsonrpc::is_known_method(&c.method)
+                && let Some(answer) = jsonrpc::answer_to_bad_line(&line)
+            {
+                let _ = self.queue_line(answer);
+                continue;
+            }
+            if self.admit(&msg) {
+                return Some(msg);
             }
         }
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        // Replacing the sender ends the writer task once it has written what was queued.
-        let (closed, _) = mpsc::unbounded_channel();
-        self.out = closed;
+        // Dropping the outbox ends the writer task once it has written what was queued.
+        self.out = None;
         if let Some(writer) = self.writer.take() {
             let _ = writer.await;
         }

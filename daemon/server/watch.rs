@@ -35,6 +35,8 @@ pub fn spawn(daemon: Arc<Daemon>) {
         // What was last reported for each file, for the generation it was reported against.
         let mut reported: HashMap<String, Option<String>> = HashMap::new();
         let mut reported_for = 0;
+        // A folder that cannot be read is said once, not at every event.
+        let mut unreadable_said = false;
         loop {
             let event = tokio::select! {
                 e = rx.recv() => e,
@@ -50,14 +52,41 @@ pub fn spawn(daemon: Arc<Daemon>) {
                 reported.clear();
                 reported_for = generation.number;
             }
-            let dir = daemon.inst.plugins_dir();
+            // Reading and hashing files happens off the daemon's thread.
+            let inst = daemon.inst.clone();
+            let reading = generation.clone();
+            let found = tokio::task::spawn_blocking(move || {
+                let dir = inst.plugins_dir();
+                reading.stale(&inst).map(|changes| {
+                    changes
+                        .into_iter()
+                        .map(|c| {
+                            let state = stale::fingerprint(&dir, &c);
+                            (c, state)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
             let mut rows = Vec::new();
-            for change in generation.stale(&daemon.inst) {
-                let state = stale::fingerprint(&dir, &change);
-                if reported.get(change.file()) != Some(&state) {
-                    rows.push(change.row());
-                    reported.insert(change.file().to_string(), state);
+            match found {
+                Ok(changes) => {
+                    unreadable_said = false;
+                    for (change, state) in changes {
+                        if reported.get(change.file()) != Some(&state) {
+                            rows.push(change.row());
+                            reported.insert(change.file().to_string(), state);
+                        }
+                    }
                 }
+                Err(e) if !unreadable_said => {
+                    unreadable_said = true;
+                    rows.push(format!(
+                        "plugins/ cannot be read ({e}); the plugins read last are still served. `ovai restart` reads it once it can be read again."
+                    ));
+                }
+                Err(_) => {}
             }
             daemon.log.rows(Topic::Plugins, &rows);
         }

@@ -17,8 +17,8 @@ pub struct Facts<'a> {
     pub root: &'a str,
     pub user: &'a str,
     pub leader: &'a str,
-    /// (name, role, sessions connected now), sorted by name.
-    pub seats: Vec<(String, &'static str, usize)>,
+    /// (name, role, sessions connected now), sorted by name; or why they cannot be read.
+    pub seats: Result<Vec<(String, &'static str, usize)>, String>,
     pub caller: &'a str,
     pub tools: &'a ToolTable,
     pub generation: u64,
@@ -32,15 +32,24 @@ pub fn render(f: &Facts<'_>) -> String {
         f.root, f.user, f.leader, f.caller
     );
     s.push_str("\nSeats:\n");
-    if f.seats.is_empty() {
-        s.push_str("  none yet (`ovai seat add NAME` makes one)\n");
-    }
-    for (name, role, sessions) in &f.seats {
-        s.push_str(&format!("  {name}: {role}, {}\n", sessions_now(*sessions)));
+    match &f.seats {
+        Err(why) => s.push_str(&format!("  cannot be listed: {why}\n")),
+        Ok(seats) if seats.is_empty() => {
+            s.push_str("  none yet (`ovai seat add NAME` makes one)\n")
+        }
+        Ok(seats) => {
+            for (name, role, sessions) in seats {
+                s.push_str(&format!("  {name}: {role}, {}\n", sessions_now(*sessions)));
+            }
+        }
     }
     s.push_str("\nTools:\n");
     for e in f.tools.entries() {
-        s.push_str(&format!("  {}: {}\n", e.name, e.first_line()));
+        s.push_str(&format!(
+            "  {}: {}\n",
+            e.name,
+            crate::names::escape_controls(e.first_line(), false)
+        ));
     }
     s.push_str(&format!(
         "\nplugins/ as read at {} (generation {}):\n",

@@ -1,0 +1,212 @@
+//! What a session's line is answered with when rmcp cannot take it, as JSON-RPC 2.0 says: `-32700` for a
+//! line that is not JSON (with `id: null`), `-32600` for JSON that is not a request, `-32602` for a request
+//! whose params do not fit its method, each with a sentence naming what is wrong. A notification is
+//! never answered, whatever is wrong with it. Ids are echoed exactly as sent.
+
+use serde_json::{Value, json};
+
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const INVALID_PARAMS: i64 = -32602;
+
+/// The error answer (one line of JSON, without its newline) to a line rmcp could not parse; `None` when
+/// the line is a notification, which gets no answer.
+pub fn answer_to_bad_line(line: &str) -> Option<Vec<u8>> {
+    let v: Value = match serde_json::from_str(line) {
+        Ok(v) => v,
+        Err(e) => return Some(error(&Value::Null, PARSE_ERROR, &not_json(&e))),
+    };
+    let Value::Object(msg) = v else {
+        return Some(error(
+            &Value::Null,
+            INVALID_REQUEST,
+            &format!(
+                "Invalid request: a JSON-RPC message is an object, and this line is {}",
+                crate::instance::json_kind(&v)
+            ),
+        ));
+    };
+    let id = msg.get("id");
+    let echo = id.cloned().unwrap_or(Value::Null);
+    if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return reply(
+            id,
+            INVALID_REQUEST,
+            "Invalid request: \"jsonrpc\" must be \"2.0\"".into(),
+        );
+    }
+    if let Some(id) = id
+        && !is_id(id)
+    {
+        return Some(error(
+            &echo,
+            INVALID_REQUEST,
+            &format!("Invalid request: the id {id} is not a string or an integer"),
+        ));
+    }
+    let method = match msg.get("method") {
+        Some(Value::String(m)) => m.as_str(),
+        Some(other) => {
+            return reply(
+                id,
+                INVALID_REQUEST,
+                format!("Invalid request: \"method\" is {other}, not a string"),
+            );
+        }
+        None if msg.contains_key("result") || msg.contains_key("error") => {
+            // A response from the client to a request of the server's; the server sends none, so it
+            // answers nothing and there is nobody to tell.
+            return None;
+        }
+        None => {
+            return Some(error(
+                &echo,
+                INVALID_REQUEST,
+                "Invalid request: it has no \"method\"",
+            ));
+        }
+    };
+    // The method is a string and the envelope is sound, so it is the params that did not fit.
+    let why = match method {
+        "tools/call" => tools_call_problem(msg.get("params")),
+        _ => None,
+    }
+    .unwrap_or_else(|| format!("the params of {method} do not fit what it takes"));
+    reply(id, INVALID_PARAMS, format!("Invalid params: {why}"))
+}
+
+/// Methods this server serves: a request for one of them that rmcp could not read had params that did
+/// not fit.
+pub fn is_known_method(method: &str) -> bool {
+    matches!(
+        method,
+        "initialize"
+            | "ping"
+            | "tools/list"
+            | "tools/call"
+            | "server/discover"
+            | "subscriptions/listen"
+    )
+}
+
+/// An error answer to a request; nothing for a notification.
+fn reply(id: Option<&Value>, code: i64, message: String) -> Option<Vec<u8>> {
+    id.map(|id| error(id, code, &message))
+}
+
+fn is_id(id: &Value) -> bool {
+    id.is_string() || id.is_i64() || id.is_u64()
+}
+
+/// What is wrong with the params of a `tools/call` that rmcp would not take.
+fn tools_call_problem(params: Option<&Value>) -> Option<String> {
+    let Some(params) = params else {
+        return Some(
+            "tools/call has no params; it takes {\"name\": TOOL, \"arguments\": {…}}".into(),
+        );
+    };
+    let Value::Object(p) = params else {
+        return Some(format!(
+            "the params of tools/call are {}, not an object with \"name\" and \"arguments\"",
+            crate::instance::json_kind(params)
+        ));
+    };
+    match p.get("name") {
+        None => return Some("params.name is missing; it names the tool to call".into()),
+        Some(Value::String(_)) => {}
+        Some(other) => {
+            return Some(format!(
+                "params.name is {}, not a string naming the tool",
+                crate::instance::json_kind(other)
+            ));
+        }
+    }
+    match p.get("arguments") {
+        None | Some(Value::Object(_)) | Some(Value::Null) => None,
+        Some(other) => Some(format!(
+            "params.arguments is {}, not an object",
+            crate::instance::json_kind(other)
+        )),
+    }
+}
+
+fn not_json(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    if text.contains("recursion limit") {
+        return "Parse error: the line is nested more than 128 levels deep".into();
+    }
+    format!("Parse error: the line is not JSON ({text})")
+}
+
+/// One JSON-RPC error message, as a line without its newline.
+pub fn error(id: &Value, code: i64, message: &str) -> Vec<u8> {
+    serde_json::to_vec(
+        &json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } }),
+    )
+    .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(line: &str) -> Option<Value> {
+        answer_to_bad_line(line).map(|b| serde_json::from_slice(&b).unwrap())
+    }
+
+    #[test]
+    fn each_kind_of_bad_line_gets_its_code_and_its_id() {
+        let a = answer("not json").unwrap();
+        assert_eq!(
+            (a["id"].clone(), a["error"]["code"].clone()),
+            (Value::Null, json!(-32700))
+        );
+        let a = answer(&format!("{}1{}", "[".repeat(200), "]".repeat(200))).unwrap();
+        assert!(
+            a["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("128 levels"),
+            "{a}"
+        );
+        assert_eq!(answer("[1,2]").unwrap()["error"]["code"], -32600);
+        let a = answer(r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#).unwrap();
+        assert_eq!(
+            (a["id"].clone(), a["error"]["code"].clone()),
+            (json!(1.5), json!(-32600))
+        );
+        let a = answer(r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":5}}"#)
+            .unwrap();
+        assert_eq!(a["id"], "x");
+        assert_eq!(a["error"]["code"], -32602);
+        assert!(
+            a["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("params.name is a number")
+        );
+        let a = answer(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"e","arguments":[1]}}"#).unwrap();
+        assert!(
+            a["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("params.arguments is an array")
+        );
+        let a = answer(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call"}"#).unwrap();
+        assert!(
+            a["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("has no params"),
+            "{a}"
+        );
+        assert_eq!(
+            answer(r#"{"jsonrpc":"2.0","method":"tools/call","params":5}"#),
+            None
+        );
+        assert_eq!(
+            answer(r#"{"jsonrpc":"1.0","id":4,"method":"ping"}"#).unwrap()["id"],
+            4
+        );
+    }
+}

@@ -1,0 +1,138 @@
+//! seats.json is the seat book: written whole (the version before kept beside it), and when it breaks,
+//! the daemon goes on, refuses seats in words that say where it broke, and `ovai seat rebuild` makes it
+//! again from the desks. Connections are capped, and the cap is said in words.
+
+mod common;
+use common::*;
+use predicates::prelude::*;
+use serde_json::json;
+
+#[test]
+fn a_broken_seat_book_is_named_everywhere_and_rebuilt_from_the_desks() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    let d = inst.start();
+    let mut lead = inst.session("lead");
+    lead.initialize();
+    let book = inst.root.join(".ovai/seats.json");
+    assert!(
+        inst.root.join(".ovai/seats.json.previous").is_file(),
+        "the version before is kept"
+    );
+    std::fs::write(&book, "{\n  \"seats\": {\n    \"lead\": oops\n").unwrap();
+    let broken = "does not parse (expected value at line 3, column 13), so no seat can connect until it is fixed. Run `ovai seat rebuild`";
+    // A new session is refused with the sentence.
+    let mut cmd = std::process::Command::new(OVAI);
+    cmd.arg("mcp")
+        .env("OVAI_ROOT", &inst.root)
+        .env("OVAI_SECRET", inst.secret("w1"));
+    let mut w1 = Session::spawn_command(cmd);
+    let r = w1.request("initialize", json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains(broken),
+        "{r}"
+    );
+    // The session already in is told in the index; status and seat list say it too.
+    let (index, _) = lead.call("index", json!({}));
+    assert!(
+        index.contains(&format!("Seats:\n  cannot be listed: {}", book.display())),
+        "{index}"
+    );
+    assert!(index.contains(broken), "{index}");
+    assert!(
+        d.status().unwrap()["seatsError"]
+            .as_str()
+            .unwrap()
+            .contains(broken)
+    );
+    inst.cmd()
+        .arg("status")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(broken));
+    inst.cmd()
+        .args(["seat", "list"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(broken));
+    // Rebuilt from the desks: the same secrets open the same seats, nobody re-keyed.
+    inst.cmd()
+        .args(["seat", "rebuild"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("from the desks: lead, w1."));
+    let mut w1 = inst.session("w1");
+    let init = w1.initialize();
+    assert!(
+        init["result"]["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("You are at seat w1")
+    );
+    inst.cmd()
+        .args(["seat", "list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("w1: Worker, in a session now"));
+}
+
+#[test]
+fn a_daemon_starting_with_a_broken_seat_book_serves_and_refuses_seats_in_words() {
+    let inst = Instance::new();
+    std::fs::write(inst.root.join(".ovai/seats.json"), "not json").unwrap();
+    let d = inst.start();
+    assert!(d.status().is_some());
+    let mut cmd = std::process::Command::new(OVAI);
+    cmd.arg("mcp")
+        .env("OVAI_ROOT", &inst.root)
+        .env("OVAI_SECRET", inst.secret("lead"));
+    let mut s = Session::spawn_command(cmd);
+    let r = s.request("initialize", json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("seats.json does not parse"),
+        "{r}"
+    );
+}
+
+#[test]
+fn connections_past_the_cap_are_refused_in_words_and_logged_as_a_count() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "maxConnections": 3 }));
+    let d = inst.start();
+    let socket = inst.root.join(".ovai/ovai.sock");
+    let held: Vec<_> = (0..3)
+        .map(|_| std::os::unix::net::UnixStream::connect(&socket).unwrap())
+        .collect();
+    for _ in 0..200 {
+        let sock = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+        sock.set_read_timeout(Some(PATIENCE)).unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(sock), &mut line).unwrap();
+        assert!(
+            line.contains("this server holds 3 connections already, its limit (maxConnections in openovai.json)"),
+            "{line}"
+        );
+    }
+    drop(held);
+    // Once they are gone, a session connects again.
+    let mut s = wait_until("a connection to be let in", || {
+        let mut s = inst.session("lead");
+        let r = s.request("initialize", json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
+        r.get("result").is_some().then_some(s)
+    });
+    assert!(!s.call("index", json!({})).1);
+    let stderr = d.stderr.clone();
+    assert!(d.stop().success());
+    let log = std::fs::read_to_string(stderr).unwrap();
+    let lines = log
+        .lines()
+        .filter(|l| l.contains("refused a connection"))
+        .count();
+    assert!(
+        lines < 50,
+        "200 refusals, {lines} log lines: counted, not copied"
+    );
+}

@@ -1,0 +1,397 @@
+//! What a session sends is hostile until checked: every line gets its answer as JSON-RPC 2.0 says (or
+//! none, for a notification), the session stays open, ids are echoed as sent, and nothing a session sends
+//! makes the bridge invent a restart.
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+use std::io::Write;
+
+const SLOW: &str = r#"
+export const description = "Answers after a moment.";
+export const inputSchema = { type: "object" };
+export async function run() { await new Promise((r) => setTimeout(r, 300)); return { text: "slow done" }; }
+"#;
+
+fn raw(s: &mut Session, bytes: &[u8]) {
+    s.writer().write_all(bytes).unwrap();
+    s.writer().flush().unwrap();
+}
+
+/// The next error answer with this id.
+fn error_for(s: &mut Session, id: Value) -> Value {
+    s.recv_where(|m| m["id"] == id && m.get("error").is_some())["error"].clone()
+}
+
+#[test]
+fn every_bad_line_is_answered_and_the_session_goes_on() {
+    let inst = Instance::with_plugins(&[("slow.mjs", SLOW)]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+
+    raw(&mut s, b"this is not json\n");
+    let e = error_for(&mut s, Value::Null);
+    assert_eq!(e["code"], -32700, "{e}");
+
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"id\":\"\xff\xfe\",\"method\":\"ping\"}\n",
+    );
+    let e = error_for(&mut s, Value::Null);
+    assert_eq!(
+        (e["code"].clone(), e["message"].clone()),
+        (json!(-32700), json!("Parse error: the line is not UTF-8"))
+    );
+
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{\"x\":\"a\x00b\"}}\n",
+    );
+    assert_eq!(error_for(&mut s, Value::Null)["code"], -32700);
+
+    raw(&mut s, br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"slow","arguments":{"s":"\ud800"}}}"#);
+    raw(&mut s, b"\n");
+    assert_eq!(error_for(&mut s, Value::Null)["code"], -32700);
+
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"slow","arguments":{{"a":{}1{}}}}}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    raw(&mut s, format!("{deep}\n").as_bytes());
+    let e = error_for(&mut s, Value::Null);
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("nested more than 128 levels"),
+        "{e}"
+    );
+
+    let cases = [
+        (json!({}), "params.name is missing"),
+        (
+            json!({ "name": 7 }),
+            "params.name is a number, not a string naming the tool",
+        ),
+        (
+            json!({ "name": "slow", "arguments": [1] }),
+            "params.arguments is an array, not an object",
+        ),
+    ];
+    for (params, want) in cases {
+        let id = s.send_request("tools/call", params);
+        let e = error_for(&mut s, json!(id));
+        assert_eq!(e["code"], -32602, "{e}");
+        assert!(e["message"].as_str().unwrap().contains(want), "{e}");
+    }
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"id\":600,\"method\":\"tools/call\"}\n",
+    );
+    let e = error_for(&mut s, json!(600));
+    assert!(
+        e["message"].as_str().unwrap().contains("has no params"),
+        "{e}"
+    );
+
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}\n",
+    );
+    let e = error_for(&mut s, json!(1.5));
+    assert_eq!(e["code"], -32600, "{e}");
+
+    // Two requests with one id in flight: the second is refused naming it, the first goes on.
+    raw(&mut s, b"{\"jsonrpc\":\"2.0\",\"id\":\"twice\",\"method\":\"tools/call\",\"params\":{\"name\":\"slow\",\"arguments\":{}}}\n");
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"id\":\"twice\",\"method\":\"ping\"}\n",
+    );
+    let e = error_for(&mut s, json!("twice"));
+    assert_eq!(e["code"], -32600);
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("the id \"twice\" is already in flight"),
+        "{e}"
+    );
+    let first = s.recv_where(|m| m["id"] == "twice" && m.get("result").is_some());
+    assert_eq!(text_of(&first), ("slow done".to_string(), false));
+
+    // A notification is never answered, whatever is wrong with it.
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":5}\n",
+    );
+
+    // A line over the 64 MiB cap is skipped and said so.
+    let mut long = vec![b'x'; 64 * 1024 * 1024 + 10];
+    long.push(b'\n');
+    raw(&mut s, &long);
+    let e = error_for(&mut s, Value::Null);
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than 64 MiB"),
+        "{e}"
+    );
+
+    // The session is as it was: a call works, and nothing claimed the server restarted.
+    assert_eq!(s.call("slow", json!({})), ("slow done".to_string(), false));
+    let nulls = s.backlog.iter().filter(|m| m["id"].is_null()).count();
+    assert_eq!(
+        nulls, 0,
+        "every id-null answer was expected: {:?}",
+        s.backlog
+    );
+    assert!(
+        !s.backlog
+            .iter()
+            .any(|m| m["method"] == "notifications/tools/list_changed"),
+        "{:?}",
+        s.backlog
+    );
+    assert!(
+        s.child.try_wait().unwrap().is_none(),
+        "the bridge is still up"
+    );
+}
+
+/// A seat's connection straight onto the daemon's socket, past its hello: the daemon's own line handling.
+fn direct(inst: &Instance, seat: &str) -> std::os::unix::net::UnixStream {
+    let ovai_inst = ovai::instance::Instance::at(inst.root.clone());
+    let mut sock = ovai::client::connect(&ovai_inst).unwrap();
+    ovai::client::hello_seat(&ovai_inst, &mut sock, &inst.secret(seat), PATIENCE).unwrap();
+    sock
+}
+
+fn rss_mb(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// A small deterministic generator (xorshift), so a failure can be run again as it was.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const ECHO: &str = r#"
+export const description = "Echoes.";
+export const inputSchema = { type: "object" };
+export function run(args) { return { text: JSON.stringify(args) }; }
+"#;
+
+#[test]
+fn generated_input_gets_each_request_answered_exactly_once_and_the_daemon_stays_up() {
+    let inst = Instance::with_plugins(&[("echo.mjs", ECHO)]);
+    let mut d = inst.start();
+    let sock = direct(&inst, "lead");
+    let reader = std::io::BufReader::new(TimedReader::new(sock.try_clone().unwrap()));
+    let mut mcp = ovai::client::McpClient::new(reader, sock);
+    mcp.initialize("fuzz").unwrap();
+    let mut g = Gen(0x9e37_79b9_7f4a_7c15);
+    let mut expected: std::collections::HashMap<String, Value> = Default::default();
+    let mut unattributable = 0usize;
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    for n in 0..3000u64 {
+        let id = match g.below(4) {
+            0 => json!(n as i64 - 1500),
+            1 => json!(format!("id-{n}-\"q\"\\")),
+            2 => json!(i64::MAX - n as i64),
+            _ => json!(format!("{n}")),
+        };
+        let request = match g.below(4) {
+            0 => json!({ "jsonrpc": "2.0", "id": id, "method": "ping" }),
+            1 => json!({ "jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {} }),
+            2 => {
+                json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": "echo", "arguments": { "n": n } } })
+            }
+            _ => {
+                json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": "index" } })
+            }
+        };
+        match g.below(10) {
+            // A good request, with an id nothing else uses.
+            0..=3 => {
+                expected.insert(id.to_string(), id.clone());
+                lines.push(request.to_string().into_bytes());
+            }
+            // The same, mutated: bytes flipped, cut or doubled. Its ids are another namespace.
+            4 | 5 => {
+                let mut b = json!({ "jsonrpc": "2.0", "id": format!("m{n}"), "method": "tools/call", "params": { "name": "echo", "arguments": { "n": n } } })
+                    .to_string()
+                    .into_bytes();
+                for _ in 0..=g.below(3) {
+                    if b.is_empty() {
+                        break;
+                    }
+                    let at = g.below(b.len() as u64) as usize;
+                    match g.below(3) {
+                        0 => b[at] = (g.below(256) as u8).max(1),
+                        1 => {
+                            b.truncate(at);
+                        }
+                        _ => {
+                            let copy = b[at..].to_vec();
+                            b.extend_from_slice(&copy);
+                        }
+                    }
+                }
+                b.retain(|c| *c != b'\n');
+                unattributable += 1;
+                lines.push(b);
+            }
+            // Random bytes.
+            6 => {
+                let len = g.below(200) as usize;
+                let b: Vec<u8> = (0..len).map(|_| (g.below(255) as u8) + 1).filter(|c| *c != b'\n').collect();
+                unattributable += 1;
+                lines.push(b);
+            }
+            // Deep nesting.
+            7 => {
+                let depth = 120 + g.below(300) as usize;
+                let line = format!(
+                    r#"{{"jsonrpc":"2.0","id":"deep{n}","method":"tools/call","params":{{"name":"echo","arguments":{{"a":{}0{}}}}}}}"#,
+                    "[".repeat(depth),
+                    "]".repeat(depth)
+                );
+                unattributable += 1;
+                lines.push(line.into_bytes());
+            }
+            // Notifications, good and bad: never answered.
+            8 => lines.push(
+                json!({ "jsonrpc": "2.0", "method": if g.below(2) == 0 { "notifications/cancelled" } else { "tools/call" }, "params": { "requestId": "nobody" } })
+                    .to_string()
+                    .into_bytes(),
+            ),
+            // Odd ids: floats, booleans, objects, null.
+            _ => {
+                let odd = [json!(1.5 + n as f64), json!(true), json!({ "n": n }), Value::Null][g.below(4) as usize].clone();
+                unattributable += 1;
+                lines.push(json!({ "jsonrpc": "2.0", "id": odd, "method": "ping" }).to_string().into_bytes());
+            }
+        }
+    }
+    {
+        let w = mcp.writer();
+        for l in &lines {
+            w.write_all(l).unwrap();
+            w.write_all(b"\n").unwrap();
+        }
+        w.flush().unwrap();
+    }
+    let mut answered: std::collections::HashMap<String, usize> = Default::default();
+    let mut others = 0usize;
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while answered.len() < expected.len() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "answers still missing"
+        );
+        let m = mcp.next_message().expect("the daemon answers");
+        let Some(id) = m.get("id") else { continue };
+        let key = id.to_string();
+        if expected.contains_key(&key) {
+            *answered.entry(key).or_default() += 1;
+        } else {
+            others += 1;
+        }
+    }
+    // Everything sent has been answered once the ping sent last is.
+    let last = mcp.send_request("ping", json!({})).unwrap();
+    loop {
+        let m = mcp.next_message().unwrap();
+        if m["id"] == json!(last) {
+            break;
+        }
+        match m.get("id") {
+            Some(id) if expected.contains_key(&id.to_string()) => {
+                *answered.entry(id.to_string()).or_default() += 1;
+            }
+            Some(_) => others += 1,
+            None => {}
+        }
+    }
+    for (id, times) in &answered {
+        assert_eq!(
+            *times, 1,
+            "the request with id {id} was answered {times} times"
+        );
+    }
+    assert_eq!(answered.len(), expected.len());
+    assert!(
+        others <= unattributable,
+        "{others} answers to {unattributable} bad lines: none invented"
+    );
+    assert!(d.is_running());
+    let rss = rss_mb(d.pid());
+    assert!(rss < 200.0, "the daemon holds {rss:.0} MB");
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert!(!s.call("index", json!({})).1);
+}
+
+#[test]
+fn a_session_that_never_reads_cannot_hold_the_daemons_memory_or_its_other_seats() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let mut sock = direct(&inst, "lead");
+    sock.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"x\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n").unwrap();
+    // 200,000 index calls, about 300 MB of answers, none of them ever read.
+    let writer = {
+        let mut sock = sock.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let line = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"index\",\"arguments\":{}}}\n";
+            let mut batch = Vec::new();
+            for i in 0..200_000u64 {
+                batch.extend_from_slice(&line[..]);
+                let _ = i;
+                if batch.len() > 64 * 1024 {
+                    if sock.write_all(&batch).is_err() {
+                        return;
+                    }
+                    batch.clear();
+                }
+            }
+            let _ = sock.write_all(&batch);
+        })
+    };
+    let mut most = 0.0f64;
+    for _ in 0..100 {
+        most = most.max(rss_mb(d.pid()));
+        std::thread::sleep(std::time::Duration::from_millis(30));
+    }
+    // Meanwhile another seat is answered as ever.
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert!(!s.call("index", json!({})).1);
+    most = most.max(rss_mb(d.pid()));
+    assert!(
+        most < 120.0,
+        "sessionQueueBytes bounds what a session that never reads holds: the daemon reached {most:.0} MB"
+    );
+    let _ = sock.shutdown(std::net::Shutdown::Both);
+    drop(sock);
+    let _ = writer.join();
+    assert!(!s.call("index", json!({})).1);
+}
