@@ -159,3 +159,49 @@ fn a_file_edited_to_throw_at_import_is_refused_by_name_after_a_crash_and_the_res
         inst.rows("host")
     );
 }
+
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+#[test]
+fn a_host_that_cannot_be_respawned_for_want_of_descriptors_comes_back_once_there_are_some() {
+    let inst = Instance::with_plugins(&[("echo.mjs", ECHO)]);
+    let limit = 64;
+    let mut d = Daemon::start_with(&inst, &[], Some(limit));
+    assert!(
+        inst.rows("server").iter().any(|r| r.starts_with(
+            "maxConnections is 512, but this daemon may open only 64 file descriptors"
+        )),
+        "{:?}",
+        inst.rows("server")
+    );
+    let host = d.host_pid();
+    // Sessions take the daemon's descriptors until one or two are left.
+    let ovai_inst = ovai::instance::Instance::at(inst.root.clone());
+    let mut held = Vec::new();
+    while open_fds(d.pid()) < limit as usize - 2 {
+        let mut sock = ovai::client::connect(&ovai_inst).unwrap();
+        ovai::client::hello_seat(&ovai_inst, &mut sock, &inst.secret("lead"), PATIENCE).unwrap();
+        held.push(sock);
+    }
+    signal(host, libc::SIGKILL);
+    wait_until("the respawn to be put off", || {
+        inst.rows("host")
+            .iter()
+            .any(|r| r.starts_with("A new plugin host could not be started for now"))
+            .then_some(())
+    });
+    held.truncate(held.len().saturating_sub(10));
+    // Not a crash loop, not down: the host comes back, and a call goes through.
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("echo", json!({ "back": true })),
+        (r#"{"back":true}"#.to_string(), false)
+    );
+    let status = d.status().unwrap();
+    assert!(status["host"]["down"].is_null(), "{status}");
+    assert!(d.is_running());
+    drop(held);
+}

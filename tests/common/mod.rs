@@ -143,18 +143,38 @@ impl Daemon {
 
     /// Starts `ovai serve` with extra variables in its environment.
     pub fn start_with_env(inst: &Instance, env: &[(&str, &str)]) -> Self {
+        Self::start_with(inst, env, None)
+    }
+
+    /// Starts `ovai serve` with at most `max_fds` file descriptors (soft and hard limit), if given.
+    pub fn start_with(inst: &Instance, env: &[(&str, &str)], max_fds: Option<u64>) -> Self {
+        use std::os::unix::process::CommandExt;
         let stderr = inst.root.join(format!("serve-{}.stderr", nanos()));
         let before = count_up_rows(&inst.root);
-        let child = Command::new(OVAI)
-            .args(["serve", "--root"])
+        let mut cmd = Command::new(OVAI);
+        cmd.args(["serve", "--root"])
             .arg(&inst.root)
             .env_remove("OVAI_ROOT")
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .expect("ovai serve starts");
+            .stderr(std::fs::File::create(&stderr).unwrap());
+        if let Some(n) = max_fds {
+            // SAFETY: setrlimit is async-signal-safe; it runs in the child between fork and exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let limit = libc::rlimit {
+                        rlim_cur: n,
+                        rlim_max: n,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let child = cmd.spawn().expect("ovai serve starts");
         let mut d = Self {
             child,
             root: inst.root.clone(),
