@@ -78,6 +78,12 @@ pub fn host_ended(file: &str, end: &HostEnd) -> Outcome {
             next,
         } => (rows::what_happened(exit, *out_of_memory), *next),
         HostEnd::Hung { exit, after, next } => (rows::hung(after.as_secs(), exit), *next),
+        HostEnd::Replaced => {
+            return Outcome::Refused(format!(
+                "{file} did not answer: the seats changed while it ran, and its plugin host, which could have \
+                 read the new secrets, was replaced. Nothing was retried; call it again."
+            ));
+        }
         HostEnd::Retired(r) => {
             let why = match r.why {
                 RetireWhy::Restarted => {

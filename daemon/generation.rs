@@ -10,6 +10,7 @@ use std::time::SystemTime;
 use crate::host::Host;
 use crate::host::child::{Launch, node_program};
 use crate::host::process::HostInit;
+use crate::host::sandbox::{self, NoBox, Secrets};
 use crate::host::supervisor::Supervision;
 use crate::instance::{Config, Instance};
 use crate::plugins::load::{self, LoadError};
@@ -28,6 +29,8 @@ pub struct Generation {
     pub host: Arc<Host>,
     /// The Node version the host reported.
     pub node: String,
+    /// The box its host runs in, or why none.
+    pub isolation: sandbox::Isolation,
     /// What each candidate held when it was read, to tell which files changed since.
     snapshot: Snapshot,
     /// The file names this reading serves.
@@ -44,14 +47,19 @@ impl Generation {
 }
 
 /// How a host of this instance is started; `shim` is where the host script was written.
-pub fn launch(inst: &Instance, config: &Config, shim: &Path) -> Launch {
-    Launch {
+pub fn launch(inst: &Instance, config: &Config, shim: &Path) -> Result<Launch, NoBox> {
+    Ok(Launch {
         node: node_program(),
         shim: shim.to_path_buf(),
         cwd: inst.root.clone(),
         max_memory_mb: config.host_max_memory_mb,
         pass_env: config.plugin_env.clone(),
-    }
+        isolation: sandbox::decide(config.host_isolation)?,
+        secrets: Secrets {
+            private_dir: inst.private_dir(),
+            desks_dir: inst.desks_dir(),
+        },
+    })
 }
 
 /// What every call's context shares.
@@ -71,7 +79,7 @@ pub async fn build(
     ids: &Arc<AtomicU64>,
     log: &Arc<RuntimeLog>,
 ) -> Result<Generation, LoadError> {
-    let launch = launch(inst, &config, &inst.host_shim());
+    let launch = launch(inst, &config, &inst.host_shim())?;
     let init = host_init(inst, &config);
     let plugins_dir = inst.plugins_dir();
     let found = load::scan(&plugins_dir)?;
@@ -88,6 +96,7 @@ pub async fn build(
     let (process, rows, files, plugins) = loaded.into_parts(&plugins_dir);
     let served = plugins.iter().map(|p| format!("{}.mjs", p.name)).collect();
     let node = process.node.clone();
+    let isolation = launch.isolation.clone();
     let host = Host::supervise(
         process,
         ids.clone(),
@@ -108,6 +117,7 @@ pub async fn build(
         loaded_at: timestamp(SystemTime::now()),
         host,
         node,
+        isolation,
         snapshot,
         served,
     })

@@ -168,6 +168,8 @@ pub struct Config {
     pub session_queue_bytes: usize,
     /// Connections the daemon holds at once, sessions and control requests together (`maxConnections`).
     pub max_connections: usize,
+    /// The box the plugin host runs in (`hostIsolation`: "auto", "bwrap" or "none").
+    pub host_isolation: crate::host::sandbox::Wanted,
 }
 
 pub const DEFAULT_CALL_TIMEOUT_S: u64 = 60;
@@ -251,6 +253,24 @@ impl Config {
             positive_int(map, "sessionQueueBytes", DEFAULT_SESSION_QUEUE_BYTES as u64)? as usize;
         let max_connections =
             positive_int(map, "maxConnections", DEFAULT_MAX_CONNECTIONS as u64)? as usize;
+        let host_isolation = match map.get("hostIsolation") {
+            None | Some(Value::Null) => crate::host::sandbox::Wanted::Auto,
+            Some(Value::String(s)) => {
+                crate::host::sandbox::Wanted::parse(s).map_err(|problem| ConfigError::Bad {
+                    key: "hostIsolation",
+                    problem,
+                })?
+            }
+            Some(other) => {
+                return Err(ConfigError::Bad {
+                    key: "hostIsolation",
+                    problem: format!(
+                        "is {}; it takes \"auto\", \"bwrap\" or \"none\"",
+                        json_kind(other)
+                    ),
+                });
+            }
+        };
         let plugin_env = match map.get("pluginEnv") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items
@@ -284,6 +304,7 @@ impl Config {
             plugin_env,
             session_queue_bytes,
             max_connections,
+            host_isolation,
             raw,
         })
     }

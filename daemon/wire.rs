@@ -140,6 +140,8 @@ pub struct HostStatus {
     pub respawns: u32,
     /// Why the host stays down, when it does.
     pub down: Option<String>,
+    /// The box it runs in (or why none), in words.
+    pub isolation: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -12,6 +12,25 @@ import path from "node:path";
 
 const PROTOCOL = 1;
 
+// What the host relies on, taken before any plugin is imported: a plugin that patches JSON, Object,
+// String, Buffer, Map or process afterwards cannot change what another call's context carries, or what
+// another call answers. (Plugins share this process, so one set on it can still read another's memory;
+// the README says so.)
+const stringify = JSON.stringify;
+const parse = JSON.parse;
+const freeze = Object.freeze;
+const ownKeys = Object.keys;
+const ownValues = Object.values;
+const toText = String;
+const byteLength = Buffer.byteLength;
+const nextTick = process.nextTick;
+const AbortCtl = AbortController;
+const ErrorCtor = Error;
+const isArray = Array.isArray;
+const apply = Reflect.apply;
+const includes = String.prototype.includes;
+const replaceAll = String.prototype.replace;
+
 if (process.env.OVAI_HOST !== String(PROTOCOL)) {
   process.stderr.write(
     "This is ovai's plugin host; `ovai serve` starts it. To try a plugin from a terminal, run " +
@@ -19,6 +38,9 @@ if (process.env.OVAI_HOST !== String(PROTOCOL)) {
   );
   process.exit(64);
 }
+
+// The box (bubblewrap) sets PWD; the host's environment is exactly what the daemon chose.
+delete process.env.PWD;
 
 let channel;
 try {
@@ -28,27 +50,48 @@ try {
   process.exit(64);
 }
 
-/** Name → { file, run } for every module this process imported successfully. */
-const tools = new Map();
+/** Name → { file, run } for every module this process imported successfully (no prototype to patch). */
+const tools = { __proto__: null };
 /** Call id → AbortController, for the calls in flight. */
-const calls = new Map();
+const calls = { __proto__: null };
+const inFlight = (id) => id in calls;
+/** Forgets a call; true when it was still in flight (then nobody has answered it yet). */
+function settle(id) {
+  if (!(id in calls)) return false;
+  delete calls[id];
+  return true;
+}
 let root = "";
-let config = Object.freeze({});
+let config = freeze({});
 let maxAnswerBytes = 1024 * 1024;
 let pluginsDir = "";
 
 // Messages written in one turn of the event loop go out in one write.
+const cork = channel.cork.bind(channel);
+const uncork = channel.uncork.bind(channel);
+const write = channel.write.bind(channel);
 let corked = false;
 function send(message) {
   if (!corked) {
     corked = true;
-    channel.cork();
-    process.nextTick(() => {
+    cork();
+    nextTick(() => {
       corked = false;
-      channel.uncork();
+      uncork();
     });
   }
-  channel.write(JSON.stringify(message) + "\n");
+  // Null-prototype messages: nothing on Object.prototype (a toJSON, a getter) takes part in writing them.
+  write(wellFormed(stringify({ __proto__: null, ...message })) + "\n");
+}
+
+/**
+ * JSON.stringify writes a lone surrogate (half of "😀") as an escape the daemon's JSON reader refuses,
+ * which would lose the whole message: each becomes U+FFFD, as a well-formed string has it.
+ */
+const LONE_SURROGATE = /(?<!\\)((?:\\\\)*)\\u[dD][89a-fA-F][0-9a-fA-F]{2}/g;
+function wellFormed(line) {
+  if (!apply(includes, line, ["\\ud"]) && !apply(includes, line, ["\\uD"])) return line;
+  return apply(replaceAll, line, [LONE_SURROGATE, "$1\\ufffd"]);
 }
 
 // process.exit from plugin code would end the host for every seat; it throws instead, so the call that
@@ -102,7 +145,7 @@ channel.on("data", (chunk) => {
 function onLine(line) {
   let message;
   try {
-    message = JSON.parse(line);
+    message = parse(line);
   } catch {
     console.error(`ovai host: a protocol line is not JSON: ${line.slice(0, 200)}`);
     return;
@@ -121,14 +164,17 @@ function onLine(line) {
       call(message);
       break;
     case "cancel":
-      calls.get(message.id)?.abort(new Error(message.why ?? "the call was cancelled"));
-      calls.delete(message.id);
+      if (inFlight(message.id)) {
+        const controller = calls[message.id];
+        settle(message.id);
+        controller.abort(new ErrorCtor(message.why ?? "the call was cancelled"));
+      }
       break;
     case "ping":
       send({ t: "pong", n: message.n });
       break;
     default:
-      console.error(`ovai host: unknown message ${JSON.stringify(message.t)}`);
+      console.error(`ovai host: unknown message ${stringify(message.t)}`);
   }
 }
 
@@ -178,42 +224,49 @@ async function load({ id, name, file }) {
     });
     return;
   }
-  let schema;
+  let schemaText;
   try {
-    schema = JSON.parse(JSON.stringify(values.inputSchema));
+    schemaText = stringify(values.inputSchema);
   } catch (err) {
     send({ t: "loaded", id, ok: false, schemaJson: headline(err) });
     return;
   }
-  tools.set(name, { file, run: values.run });
-  send({ t: "loaded", id, ok: true, description: values.description, inputSchema: schema });
+  // A tool's entry goes out on every tools/list: one larger than an answer may be is refused here, in
+  // words, rather than sent as a line the daemon cannot take.
+  const bytes = byteLength(values.description) + byteLength(schemaText);
+  if (bytes > maxAnswerBytes) {
+    send({ t: "loaded", id, ok: false, tooBig: bytes });
+    return;
+  }
+  tools[name] = freeze({ __proto__: null, file, run: values.run });
+  send({ t: "loaded", id, ok: true, description: values.description, inputSchema: parse(schemaText) });
 }
 
 async function call({ id, tool, args, seat, role, progress }) {
-  const entry = tools.get(tool);
+  const entry = tool in tools ? tools[tool] : undefined;
   if (entry === undefined) {
     send({ t: "answer", id, unknown: true });
     return;
   }
-  const controller = new AbortController();
-  calls.set(id, controller);
+  const controller = new AbortCtl();
+  calls[id] = controller;
   const report = progress === true ? progressOf(id) : noProgress;
   let answer;
   try {
     answer = entry.run(
       args ?? {},
-      Object.freeze({ seat, role, root, config, signal: controller.signal, progress: report }),
+      freeze({ __proto__: null, seat, role, root, config, signal: controller.signal, progress: report }),
     );
     // A synchronous answer goes out now; only a promise is waited for.
     if (answer !== null && typeof answer?.then === "function") answer = await answer;
   } catch (err) {
-    if (!calls.delete(id)) return;
-    if (err instanceof PluginExit) send({ t: "answer", id, exited: String(err.code ?? "") });
+    if (!settle(id)) return;
+    if (err instanceof PluginExit) send({ t: "answer", id, exited: toText(err.code ?? "") });
     else send({ t: "answer", id, threw: thrown(err, entry.file) });
     return;
   }
   // A call the daemon gave up on (cancelled, past its deadline) was answered already.
-  if (!calls.delete(id)) return;
+  if (!settle(id)) return;
   let message;
   try {
     message = shape(id, answer);
@@ -240,17 +293,17 @@ function progressOf(id) {
   let timer = null;
   const flush = () => {
     timer = null;
-    if (pending !== null && calls.has(id)) {
+    if (pending !== null && inFlight(id)) {
       send(pending);
       last = Date.now();
     }
     pending = null;
   };
   return function progress(message, options) {
-    if (!calls.has(id)) return;
+    if (!inFlight(id)) return;
     try {
       const report = { t: "progress", id };
-      if (message !== undefined && message !== null) report.message = clip(String(message), 1000);
+      if (message !== undefined && message !== null) report.message = clip(toText(message), 1000);
       const done = options?.progress;
       const total = options?.total;
       if (typeof done === "number" && Number.isFinite(done)) report.progress = done;
@@ -267,12 +320,12 @@ function progressOf(id) {
 
 /** The answer as the protocol carries it: text, refused, or what was answered instead. */
 function shape(id, answer) {
-  if (answer !== null && typeof answer === "object" && !Array.isArray(answer)) {
-    const keys = Object.keys(answer);
+  if (answer !== null && typeof answer === "object" && !isArray(answer)) {
+    const keys = ownKeys(answer);
     if (keys.length === 1 && (keys[0] === "text" || keys[0] === "refused")) {
       const value = answer[keys[0]];
       if (typeof value === "string") {
-        const bytes = Buffer.byteLength(value);
+        const bytes = byteLength(value);
         if (bytes > maxAnswerBytes) return { t: "answer", id, tooBig: bytes };
         return { t: "answer", id, [keys[0]]: value };
       }
@@ -287,18 +340,18 @@ function describe(value) {
   if (value === null) return "null";
   switch (typeof value) {
     case "string":
-      return `the string ${JSON.stringify(clip(value, 60))}`;
+      return `the string ${stringify(clip(value, 60))}`;
     case "number":
     case "boolean":
     case "bigint":
-      return `the ${typeof value} ${String(value)}`;
+      return `the ${typeof value} ${toText(value)}`;
     case "function":
       return "a function";
     case "symbol":
       return "a symbol";
   }
-  if (Array.isArray(value)) return "an array";
-  const keys = Object.keys(value);
+  if (isArray(value)) return "an array";
+  const keys = ownKeys(value);
   if (keys.length === 0) return "an empty object";
   if (keys.includes("text") && keys.includes("refused")) return "an object with both text and refused";
   if (keys.length === 1 && (keys[0] === "text" || keys[0] === "refused")) {
@@ -327,7 +380,7 @@ function importFailure(err, file) {
 function headline(err) {
   let text;
   try {
-    text = err instanceof Error ? String(err) : describe(err);
+    text = err instanceof ErrorCtor ? toText(err) : describe(err);
   } catch {
     text = "an error that cannot be shown";
   }
@@ -368,7 +421,7 @@ function syntaxLocation(file) {
 
 function kind(value) {
   if (value === null) return "null";
-  if (Array.isArray(value)) return "array";
+  if (isArray(value)) return "array";
   return typeof value;
 }
 
@@ -387,8 +440,8 @@ function clip(text, max) {
 
 function deepFreeze(value) {
   if (value !== null && typeof value === "object") {
-    for (const inner of Object.values(value)) deepFreeze(inner);
-    Object.freeze(value);
+    for (const inner of ownValues(value)) deepFreeze(inner);
+    freeze(value);
   }
   return value;
 }

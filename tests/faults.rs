@@ -298,12 +298,24 @@ fn a_plugin_that_spawns_a_child_and_crashes_leaves_no_orphan() {
             ),
         "{text}"
     );
-    let pid: u32 = std::fs::read_to_string(inst.root.join("orphan.pid"))
+    let mark = std::fs::read_to_string(inst.root.join("orphan.mark")).unwrap();
+    wait_until("the plugin's child to end with its host", || {
+        processes_with_arg(&mark).is_empty().then_some(())
+    });
+}
+
+/// The pids of processes with `arg` on their command line.
+fn processes_with_arg(arg: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
         .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    wait_gone(pid);
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == arg.as_bytes()))
+                && process_alive(*pid)
+        })
+        .collect()
 }
 
 #[test]
@@ -312,11 +324,17 @@ fn a_crash_loop_keeps_the_host_down_until_ovai_restart() {
     let mut d = inst.start();
     let mut s = inst.session("lead");
     s.initialize();
-    for _ in 0..5 {
+    for i in 1..=5 {
         let (text, refused) = s.call("fault-sigkill", json!({}));
         assert!(
             refused && text.contains("the plugin host stopped (signal SIGKILL)"),
             "{text}"
+        );
+        // The last refusal before the stop says the host stays down, never that it is coming back.
+        assert_eq!(
+            text.contains("so it stays down until `ovai restart`"),
+            i == 5,
+            "{i}: {text}"
         );
     }
     let down = "was not run: the plugin host stopped 5 times within 60 s, so it stays down until `ovai restart`.";

@@ -30,7 +30,7 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
         .join(format!("host-check-{}.mjs", std::process::id()));
     crate::host::child::write_shim(&shim)
         .map_err(|e| Failure::new(format!("{} cannot be written: {e}.", shim.display()), 1))?;
-    let launch = generation::launch(inst, &config, &shim);
+    let launch = generation::launch(inst, &config, &shim).map_err(fail(exit::FAILED))?;
     let init = generation::host_init(inst, &config);
     let result = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -19,6 +19,14 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             for w in &added.warnings {
                 eprintln!("ovai: warning: {w}");
             }
+            // A running daemon gives its plugin host a box that hides the new seat's secret too.
+            if let Err(e) = client::control::<SeatsReply>(inst, ControlOp::Seats)
+                && !matches!(e, ClientError::NoServer { .. })
+            {
+                eprintln!(
+                    "ovai: warning: the running server could not be told of the new seat, so its plugin host may read the seat's secret until it is restarted: {e}"
+                );
+            }
             println!(
                 "Its desk is {}: an MCP client started there reads {} and is {name}.",
                 inst.desk(&name).display(),

@@ -28,6 +28,7 @@ pub fn run(inst: &Instance, json: bool) -> Result<(), Failure> {
         v.node,
         respawned(v.host.respawns)
     );
+    println!("{}", v.host.isolation);
     println!("Tools: {}.", v.tools.join(", "));
     if v.stale.is_empty() {
         println!("plugins/ is as it was read.");

@@ -26,6 +26,10 @@ pub struct Launch {
     pub max_memory_mb: u64,
     /// Extra variable names passed through (`pluginEnv`).
     pub pass_env: Vec<String>,
+    /// The box the host runs in (or why none).
+    pub isolation: super::sandbox::Isolation,
+    /// Where the secrets are that the box hides.
+    pub secrets: super::sandbox::Secrets,
 }
 
 pub fn node_program() -> PathBuf {
@@ -112,9 +116,15 @@ impl Launch {
         let theirs: OwnedFd = theirs.into();
         let theirs_fd = theirs.as_raw_fd();
 
-        let mut cmd = Command::new(&self.node);
-        cmd.arg(format!("--max-old-space-size={}", self.max_memory_mb))
-            .arg(&self.shim)
+        let node_args = [
+            format!("--max-old-space-size={}", self.max_memory_mb),
+            self.shim.display().to_string(),
+        ];
+        let (program, args) =
+            self.isolation
+                .command(&self.node, &node_args, &self.shim, &self.secrets);
+        let mut cmd = Command::new(program);
+        cmd.args(args)
             .current_dir(&self.cwd)
             .env_clear()
             .envs(self.env())

@@ -25,6 +25,8 @@ pub enum HostEnd {
     },
     /// Its generation was retired and the call outlived the time it was given.
     Retired(Retirement),
+    /// It was replaced at once by a new host, because a seat's secret changed.
+    Replaced,
 }
 
 /// What follows a host's end.

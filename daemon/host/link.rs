@@ -45,8 +45,9 @@ pub struct Link {
     calls: Mutex<HashMap<u64, Waiting>>,
     loads: Mutex<HashMap<u64, oneshot::Sender<Loaded>>>,
     ready: Mutex<Option<oneshot::Sender<(u32, String)>>>,
-    /// The number of the last pong received, for the heartbeat.
-    last_pong: AtomicU64,
+    /// When the host last sent a well-formed message (ms since `born`), for the heartbeat.
+    heard_ms: AtomicU64,
+    born: std::time::Instant,
     /// The host's pid, for status and log rows.
     pub pid: u32,
     /// Plugins that did not import again after a crash: name → why (calls to them are refused).
@@ -74,7 +75,8 @@ impl Link {
             calls: Mutex::new(HashMap::new()),
             loads: Mutex::new(HashMap::new()),
             ready: Mutex::new(Some(ready_tx)),
-            last_pong: AtomicU64::new(0),
+            heard_ms: AtomicU64::new(0),
+            born: std::time::Instant::now(),
             pid,
             unavailable: Mutex::new(HashMap::new()),
         });
@@ -82,9 +84,10 @@ impl Link {
         (link, ready_rx, reader)
     }
 
-    pub fn send(&self, msg: &ToHost<'_>) {
-        // A closed channel means the host is gone; the supervisor answers whatever was waiting.
-        let _ = self.out.send(msg.line());
+    /// Queues a message for the host; `false` when the host is gone (the supervisor answers whatever
+    /// was waiting on it).
+    pub fn send(&self, msg: &ToHost<'_>) -> bool {
+        self.out.send(msg.line()).is_ok()
     }
 
     /// Registers a call; its answer (or the host's end) arrives on the receiver.
@@ -110,6 +113,11 @@ impl Link {
         rx
     }
 
+    /// How many calls wait on an answer now.
+    pub fn calls_waiting(&self) -> usize {
+        lock(&self.calls).len()
+    }
+
     /// Answers every waiting call with `why`; returns the files they were running, sorted, once each.
     pub fn fail_all(&self, why: &Arc<HostEnd>) -> Vec<Arc<str>> {
         let waiting: Vec<Waiting> = lock(&self.calls).drain().map(|(_, w)| w).collect();
@@ -123,8 +131,10 @@ impl Link {
         files
     }
 
-    pub fn last_pong(&self) -> u64 {
-        self.last_pong.load(Ordering::Relaxed)
+    /// How long since the host last sent a well-formed message.
+    pub fn silent_for(&self) -> std::time::Duration {
+        let heard = std::time::Duration::from_millis(self.heard_ms.load(Ordering::Relaxed));
+        self.born.elapsed().saturating_sub(heard)
     }
 
     pub fn mark_unavailable(&self, name: &str, why: NotReimported) {
@@ -136,6 +146,8 @@ impl Link {
     }
 
     fn deliver(&self, msg: FromHost) {
+        self.heard_ms
+            .store(self.born.elapsed().as_millis() as u64, Ordering::Relaxed);
         match msg {
             FromHost::Answer(a) => {
                 if let Some(w) = lock(&self.calls).remove(&a.id) {
@@ -154,7 +166,7 @@ impl Link {
                     let _ = tx.send(l);
                 }
             }
-            FromHost::Pong { n } => self.last_pong.store(n, Ordering::Relaxed),
+            FromHost::Pong { .. } => {}
             FromHost::Ready { v, node, .. } => {
                 if let Some(tx) = lock(&self.ready).take() {
                     let _ = tx.send((v, node));
@@ -168,10 +180,19 @@ async fn read_lines(link: Arc<Link>, read: OwnedReadHalf, max_line: usize) {
     let mut lines = FramedRead::new(read, CappedLines::new(max_line));
     while let Some(line) = lines.next().await {
         match line {
-            Ok(Line::Text(line)) => match serde_json::from_str::<FromHost>(&line) {
-                Ok(msg) => link.deliver(msg),
-                Err(e) => {
-                    tracing::warn!(pid = link.pid, error = %e, "the plugin host sent a line that is not a protocol message")
+            Ok(Line::Text(line)) => match parse_resyncing(&line) {
+                Some((msg, skipped)) => {
+                    if skipped > 0 {
+                        tracing::warn!(
+                            pid = link.pid,
+                            skipped,
+                            "the plugin host's channel carried bytes that are not a protocol message before one; they were skipped"
+                        );
+                    }
+                    link.deliver(msg)
+                }
+                None => {
+                    tracing::warn!(pid = link.pid, line = %line.chars().take(200).collect::<String>(), "the plugin host sent a line that is not a protocol message; it was skipped")
                 }
             },
             Ok(Line::NotUtf8) => {
@@ -192,5 +213,35 @@ async fn read_lines(link: Arc<Link>, read: OwnedReadHalf, max_line: usize) {
                 break;
             }
         }
+    }
+}
+
+/// A protocol message, read from the start of `line` or, when junk came before it (a plugin writing to
+/// fd 3), from the last place a message starts; with how many bytes were skipped.
+fn parse_resyncing(line: &str) -> Option<(FromHost, usize)> {
+    if let Ok(msg) = serde_json::from_str::<FromHost>(line) {
+        return Some((msg, 0));
+    }
+    line.match_indices("{\"t\":\"")
+        .map(|(at, _)| at)
+        .filter(|at| *at > 0)
+        .find_map(|at| {
+            serde_json::from_str::<FromHost>(&line[at..])
+                .ok()
+                .map(|m| (m, at))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_after_junk_is_still_read() {
+        let (msg, skipped) =
+            parse_resyncing("garbage-without-newline{\"t\":\"pong\",\"n\":3}").unwrap();
+        assert!(matches!(msg, FromHost::Pong { n: 3 }));
+        assert_eq!(skipped, 23);
+        assert!(parse_resyncing("{\"t\":\"nope\"").is_none());
     }
 }

@@ -15,6 +15,7 @@ pub mod output;
 pub mod process;
 pub mod protocol;
 pub mod rows;
+pub mod sandbox;
 pub mod supervisor;
 
 use std::sync::Arc;
@@ -88,7 +89,7 @@ pub async fn call(
     let id = host.next_id();
     let wants_progress = req.progress.is_some();
     let rx = link.expect_answer(id, req.file.clone(), req.progress);
-    link.send(&ToHost::Call {
+    let sent = link.send(&ToHost::Call {
         id,
         tool: req.tool,
         args: req.args,
@@ -96,6 +97,11 @@ pub async fn call(
         role: req.role,
         progress: wants_progress,
     });
+    if !sent {
+        // The host went away between the look-up and the send: never wait on a dead process.
+        link.forget(id);
+        return Ended::NotRun(NoHost::Ended);
+    }
     let left = deadline.saturating_sub(started.elapsed());
     tokio::select! {
         end = rx => match end {

@@ -54,10 +54,23 @@ impl Exit {
         }
     }
 
-    fn of_wait(r: std::io::Result<ExitStatus>) -> Self {
+    fn of_wait(r: std::io::Result<ExitStatus>, boxed: bool) -> Self {
         match r {
-            Ok(s) => Exit::of(s),
+            Ok(s) => Exit::of(s).unboxed(boxed),
             Err(e) => Exit::Unreadable(e.to_string()),
+        }
+    }
+
+    /// bubblewrap ends with 128 + N when what it runs was killed by signal N: say the signal.
+    fn unboxed(self, boxed: bool) -> Self {
+        match self {
+            Exit::Code(c) if boxed && (129..=128 + 64).contains(&c) => {
+                match Signal::try_from(c - 128) {
+                    Ok(s) => Exit::Signal(s.as_str().to_string()),
+                    Err(_) => Exit::Code(c),
+                }
+            }
+            other => other,
         }
     }
 }
@@ -84,6 +97,8 @@ pub struct HostProcess {
     pub node: String,
     /// The last lines the host wrote to stderr.
     tail: Arc<Mutex<Tail>>,
+    /// It runs in a bubblewrap box (whose exit codes stand for the host's signals).
+    boxed: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -165,6 +180,7 @@ impl HostProcess {
             pid,
             node: String::new(),
             tail,
+            boxed: launch.isolation.is_boxed(),
         };
         let (v, node) = tokio::select! {
             r = ready => match r {
@@ -218,7 +234,7 @@ impl HostProcess {
                 Err(_) => LoadEnd::Stopped(self.wait_exit().await),
             },
             exit = self.child.wait() => {
-                let exit = Exit::of_wait(exit);
+                let exit = Exit::of_wait(exit, self.boxed);
                 self.after_exit().await;
                 LoadEnd::Stopped(exit)
             }
@@ -229,7 +245,7 @@ impl HostProcess {
     /// Waits for the process to end; then its group is killed (nothing it started outlives it) and the
     /// readers have delivered everything it wrote first.
     pub async fn wait_exit(&mut self) -> Exit {
-        let exit = Exit::of_wait(self.child.wait().await);
+        let exit = Exit::of_wait(self.child.wait().await, self.boxed);
         self.after_exit().await;
         exit
     }

@@ -95,6 +95,9 @@ pub struct Loaded {
     /// The inputSchema cannot be turned into JSON (a cycle, a BigInt).
     #[serde(default)]
     pub schema_json: Option<String>,
+    /// The description and inputSchema together are this many bytes, more than maxAnswerBytes.
+    #[serde(default)]
+    pub too_big: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]

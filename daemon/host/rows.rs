@@ -50,6 +50,21 @@ pub fn hung(after_s: u64, exit: &Exit) -> String {
     )
 }
 
+pub fn replaced(pid: u32, files: &[Arc<str>]) -> String {
+    let mut row = format!(
+        "The plugin host (pid {pid}) was replaced because the seats changed: its box hid the seats' secrets as they were when it started"
+    );
+    if !files.is_empty() {
+        let names: Vec<&str> = files.iter().map(|f| &**f).collect();
+        row.push_str(&format!(
+            "; the calls in flight to {} were answered with a refusal",
+            names.join(", ")
+        ));
+    }
+    row.push('.');
+    row
+}
+
 pub fn respawned(pid: u32) -> String {
     format!("A new plugin host (pid {pid}) was started, serving the same files.")
 }

@@ -62,6 +62,8 @@ pub struct Host {
     /// Why calls still running when the host is ended are refused.
     retirement: Mutex<Retirement>,
     respawns: Arc<AtomicU32>,
+    /// Asks for the live host to be replaced by a new one at once (a seat's secret changed).
+    replace: Notify,
 }
 
 /// Everything the supervisor task needs, moved into it.
@@ -91,6 +93,7 @@ impl Host {
                 grace: Duration::ZERO,
             }),
             respawns: Arc::new(AtomicU32::new(0)),
+            replace: Notify::new(),
         });
         tokio::spawn(run(process, ids, job, state_tx, host.clone()));
         host
@@ -147,6 +150,13 @@ impl Host {
         }
     }
 
+    /// Replaces the live host with a new one now: a boxed host hides the seats' secrets as they were when
+    /// it started, so a seat added or re-keyed since must not be in reach of the old one. Calls in flight
+    /// on it are refused in words.
+    pub fn replace(&self) {
+        self.replace.notify_one();
+    }
+
     /// Ends the host once the calls it holds have finished, or when `grace` has passed; calls still
     /// running then are refused for `why`.
     pub async fn retire(&self, grace: Duration, why: RetireWhy) {
@@ -185,7 +195,10 @@ async fn run(
     state: watch::Sender<HostState>,
     host: Arc<Host>,
 ) {
+    // Stops with calls in flight (a plugin's doing, most likely): five in the window is a crash loop.
     let mut crashes: VecDeque<Instant> = VecDeque::new();
+    // Every stop, for the backoff: a host that dies at once over and over is not restarted in a spin.
+    let mut stops: VecDeque<Instant> = VecDeque::new();
     loop {
         let link = process.link.clone();
         // How it ended: (exit, what the rows say, out of memory, hung after).
@@ -198,6 +211,25 @@ async fn run(
                 let exit = process.kill().await;
                 (rows::hung(job.hang_after.as_secs(), &exit), Ending::Hung(exit))
             }
+            _ = host.replace.notified() => {
+                // Calls from now on wait for the new host instead of reaching this one.
+                let _ = state.send(HostState::Respawning);
+                process.kill().await;
+                let files = process.link.fail_all(&Arc::new(HostEnd::Replaced));
+                job.log.row(Topic::Host, &rows::replaced(process.pid, &files));
+                match respawn(&job, &ids).await {
+                    Ok(next) => {
+                        job.log.row(Topic::Host, &rows::respawned(next.pid));
+                        process = next;
+                        let _ = state.send(HostState::Up(process.link.clone()));
+                        continue;
+                    }
+                    Err(e) => {
+                        let cause = DownCause::CannotRespawn(Arc::new(e));
+                        return stay_down(cause, &job, &state, &host).await;
+                    }
+                }
+            }
             _ = host.retire.cancelled() => {
                 process.kill().await;
                 let retirement = lock(&host.retirement).clone();
@@ -208,12 +240,10 @@ async fn run(
         };
         let _ = state.send(HostState::Respawning);
         let now = Instant::now();
-        crashes.push_back(now);
-        while crashes
-            .front()
-            .is_some_and(|t| now.duration_since(*t) > CRASH_WINDOW)
-        {
-            crashes.pop_front();
+        let in_flight = process.link.calls_waiting();
+        note(&mut stops, now);
+        if in_flight > 0 {
+            note(&mut crashes, now);
         }
         let next = if crashes.len() >= CRASH_LIMIT {
             Next::StaysDown {
@@ -245,7 +275,7 @@ async fn run(
             return stay_down(DownCause::CrashLoop { stops, window }, &job, &state, &host).await;
         }
         let backoff = FIRST_BACKOFF
-            .saturating_mul(1 << (crashes.len() - 1).min(16))
+            .saturating_mul(1 << stops.len().saturating_sub(1).min(16))
             .min(MAX_BACKOFF);
         tokio::select! {
             _ = tokio::time::sleep(backoff) => {}
@@ -289,6 +319,17 @@ async fn run(
     }
 }
 
+/// Adds a stop at `now` to a window, dropping the ones older than CRASH_WINDOW.
+fn note(window: &mut VecDeque<Instant>, now: Instant) {
+    window.push_back(now);
+    while window
+        .front()
+        .is_some_and(|t| now.duration_since(*t) > CRASH_WINDOW)
+    {
+        window.pop_front();
+    }
+}
+
 /// How a host's life ended, before it is known what comes next.
 enum Ending {
     Stopped(super::process::Exit, Option<u64>),
@@ -308,19 +349,17 @@ async fn stay_down(
     let _ = state.send(HostState::Retired);
 }
 
-/// Resolves when the host has not answered a ping for `hang_after`.
+/// Pings on its own schedule, and resolves when the host has sent nothing well-formed (a pong, an answer)
+/// for `hang_after`: a plugin blocking its event loop.
 async fn heartbeat(link: &Link, hang_after: Duration) {
-    let mut sent = 0u64;
-    let mut answered = Instant::now();
+    let mut n = 0u64;
     loop {
         tokio::time::sleep(PING_EVERY).await;
-        if link.last_pong() == sent {
-            answered = Instant::now();
-            sent += 1;
-            link.send(&ToHost::Ping { n: sent });
-        } else if answered.elapsed() >= hang_after {
+        if link.silent_for() >= hang_after {
             return;
         }
+        n += 1;
+        link.send(&ToHost::Ping { n });
     }
 }
 

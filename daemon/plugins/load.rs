@@ -117,7 +117,7 @@ pub async fn load(
                 Candidate::Builtin { file, name } => Verdict::NotServed(rows::builtin(file, name)),
                 Candidate::NotModule { file } => Verdict::NotServed(rows::not_module(file)),
                 Candidate::Module { file, name } => match outcomes.next() {
-                    Some(Imported::Reported(l)) => judge(file, name, *l),
+                    Some(Imported::Reported(l)) => judge(file, name, *l, init.max_answer_bytes),
                     Some(Imported::StoppedHost(exit)) => {
                         Verdict::NotServed(rows::import_stopped_host(file, &exit.to_string()))
                     }
@@ -136,12 +136,22 @@ pub async fn load(
 }
 
 /// The verdict on a file the host imported.
-fn judge(file: &str, name: &str, l: Loaded) -> Verdict {
+fn judge(file: &str, name: &str, l: Loaded, max_answer_bytes: usize) -> Verdict {
     if let Some(t) = &l.import {
         return Verdict::NotServed(rows::import_failed(file, t));
     }
     if let Some(r) = &l.exports {
         return Verdict::NotServed(rows::exports(file, r));
+    }
+    if let Some(bytes) = l.too_big {
+        return Verdict::NotServed(rows::schema(
+            file,
+            &format!(
+                "its description and inputSchema are {} bytes, more than the {} a tool's entry may be (maxAnswerBytes in openovai.json)",
+                crate::names::thousands(bytes as usize),
+                crate::names::thousands(max_answer_bytes)
+            ),
+        ));
     }
     if let Some(why) = &l.schema_json {
         return Verdict::NotServed(rows::schema(
@@ -177,6 +187,8 @@ fn judge(file: &str, name: &str, l: Loaded) -> Verdict {
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    #[error(transparent)]
+    NoBox(#[from] crate::host::sandbox::NoBox),
     #[error("{dir} cannot be read: {source}")]
     Scan { dir: String, source: std::io::Error },
     #[error(transparent)]

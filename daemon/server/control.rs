@@ -95,6 +95,7 @@ pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
             pid: generation.host.pid(),
             respawns: generation.host.respawns(),
             down: generation.host.down().map(|c| crate::answer::down(&c)),
+            isolation: generation.isolation.describe(),
         },
         seats,
         seats_error,

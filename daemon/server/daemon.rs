@@ -180,6 +180,13 @@ impl Daemon {
                 &format!("The seat {seat} was removed; its session was ended."),
             );
         }
+        // A boxed host hides the secrets it saw at its start: a new or re-keyed seat's must not be in
+        // reach of the old one.
+        for generation in self.generations() {
+            if generation.isolation.is_boxed() {
+                generation.host.replace();
+            }
+        }
         Ok(ended)
     }
 }

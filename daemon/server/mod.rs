@@ -123,6 +123,7 @@ async fn run(inst: Instance) -> Result<(), ServeError> {
         }
     };
     log.rows(Topic::Plugins, &first.rows);
+    let isolation = first.isolation.describe();
     let tools = first.tools.entries().len();
     let node = first.node.clone();
     let daemon = Arc::new(Daemon::new(
@@ -140,6 +141,7 @@ async fn run(inst: Instance) -> Result<(), ServeError> {
             std::process::id()
         ),
     );
+    log.row(Topic::Server, &isolation);
 
     watch::spawn(daemon.clone());
     service_manager::ready(&format!("serving {tools} tools"));

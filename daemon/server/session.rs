@@ -124,6 +124,7 @@ impl SeatService {
                     generation: generation.number,
                     loaded_at: &generation.loaded_at,
                     rows: &generation.rows,
+                    isolation: generation.isolation.describe(),
                 }))
             }
             Kind::Room => match self.daemon.room.answer(&self.seat, &args).await {

@@ -24,6 +24,8 @@ pub struct Facts<'a> {
     pub generation: u64,
     pub loaded_at: &'a str,
     pub rows: &'a [String],
+    /// The plugin host's box, in words.
+    pub isolation: String,
 }
 
 pub fn render(f: &Facts<'_>) -> String {
@@ -51,6 +53,7 @@ pub fn render(f: &Facts<'_>) -> String {
             crate::names::escape_controls(e.first_line(), false)
         ));
     }
+    s.push_str(&format!("\n{}\n", f.isolation));
     s.push_str(&format!(
         "\nplugins/ as read at {} (generation {}):\n",
         f.loaded_at, f.generation

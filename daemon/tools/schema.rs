@@ -24,10 +24,23 @@ pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
             "its inputSchema refers to {r} outside itself; a tool's schema must stand on its own (a $ref starts with #)"
         ));
     }
+    // Patterns run on the daemon's thread for every call: a linear-time engine, so no argument can stall
+    // it (a pattern that needs backtracking, such as a backreference, is refused here instead).
     jsonschema::options()
         .with_draft(jsonschema::Draft::Draft202012)
+        .with_pattern_options(jsonschema::PatternOptions::regex())
         .build(schema)
-        .map_err(|e| format!("its inputSchema is not a valid JSON schema: {e}"))
+        .map_err(|e| {
+            let at = e.schema_path().to_string();
+            if at.ends_with("/pattern") || at.contains("/patternProperties") {
+                format!(
+                    "its inputSchema has a pattern this server cannot check in linear time (at {at}: {e}); patterns \
+                     are checked with the regex crate's syntax, without backreferences or lookaround"
+                )
+            } else {
+                format!("its inputSchema is not a valid JSON schema (at {at}): {e}")
+            }
+        })
 }
 
 /// The first `$ref` that leaves the document: the daemon never fetches a URL or reads a file for a schema.
@@ -110,6 +123,13 @@ mod tests {
         assert!(compile(&json!({"type": "object", "$defs": {"a": {"type": "string"}}, "properties": {"x": {"$ref": "#/$defs/a"}}})).is_ok());
         let e = compile(&json!({"type": "object", "properties": {"a": {"type": 5}}})).unwrap_err();
         assert!(e.contains("not a valid JSON schema"), "{e}");
+        let e = compile(&json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "^(a|a)*\\1b$"}}}))
+            .unwrap_err();
+        assert!(
+            e.contains("cannot check in linear time") && e.contains("/properties/a/pattern"),
+            "{e}"
+        );
+        assert!(compile(&json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "^[a-z]+$"}}})).is_ok());
     }
 
     #[test]

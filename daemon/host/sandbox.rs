@@ -1,0 +1,210 @@
+//! The box the plugin host lives in, on Linux with bubblewrap: its own PID namespace (it cannot signal the
+//! daemon, the bridge or anything else outside, and every process it starts, detached or not, ends when
+//! it ends) and its own view of the files, in which the seat secrets are not readable (`.ovai/` is an
+//! empty folder but for the host's own script; each desk's `.mcp.json` reads as empty). Everything else
+//! stays: the network, the instance's files, temporary files. As root, every capability is dropped in the
+//! box, or it could unmount a mask.
+//!
+//! `hostIsolation` chooses: `"auto"` takes the box where bubblewrap works and says plainly when there is
+//! none; `"bwrap"` insists on it; `"none"` runs the host in a process group of its own, as on macOS.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// What `hostIsolation` in openovai.json asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wanted {
+    Auto,
+    Bwrap,
+    None,
+}
+
+impl Wanted {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "auto" => Ok(Wanted::Auto),
+            "bwrap" => Ok(Wanted::Bwrap),
+            "none" => Ok(Wanted::None),
+            "userns" => Err(
+                "is \"userns\", a box of ovai's own making with user namespaces, which this version of ovai \
+                 does not have: use \"bwrap\" (with bubblewrap installed) or \"none\""
+                    .into(),
+            ),
+            other => Err(format!(
+                "is {other:?}; it takes \"auto\", \"bwrap\" or \"none\""
+            )),
+        }
+    }
+}
+
+/// The isolation a host gets, decided once per process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Isolation {
+    /// A bubblewrap box.
+    Bwrap { bwrap: PathBuf, unshare_user: bool },
+    /// A process group of its own, and no more: why there is no box.
+    None { why: String },
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "hostIsolation is \"bwrap\" in openovai.json, and bubblewrap cannot box the plugin host here: {0}. Install it \
+     (apt-get install bubblewrap), or set hostIsolation to \"auto\" or \"none\"."
+)]
+pub struct NoBox(String);
+
+/// The isolation `wanted` gives on this machine.
+pub fn decide(wanted: Wanted) -> Result<Isolation, NoBox> {
+    match wanted {
+        Wanted::None => Ok(Isolation::None {
+            why: "hostIsolation is \"none\" in openovai.json".into(),
+        }),
+        Wanted::Auto => Ok(probe()
+            .clone()
+            .unwrap_or_else(|why| Isolation::None { why })),
+        Wanted::Bwrap => probe().clone().map_err(NoBox),
+    }
+}
+
+/// Whether bubblewrap can make the box here: tried once, with the flags the host gets.
+fn probe() -> &'static Result<Isolation, String> {
+    static PROBE: OnceLock<Result<Isolation, String>> = OnceLock::new();
+    PROBE.get_or_init(|| {
+        if !cfg!(target_os = "linux") {
+            return Err("bubblewrap boxes exist on Linux only".into());
+        }
+        let Some(bwrap) = find_on_path("bwrap") else {
+            return Err("bubblewrap (bwrap) is not installed".into());
+        };
+        let unshare_user = !nix::unistd::geteuid().is_root();
+        let mut cmd = std::process::Command::new(&bwrap);
+        cmd.args(base_args(unshare_user)).arg("true");
+        match cmd
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .output()
+        {
+            Ok(out) if out.status.success() => Ok(Isolation::Bwrap {
+                bwrap,
+                unshare_user,
+            }),
+            Ok(out) => Err(format!(
+                "bubblewrap is installed but cannot make a box here ({})",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(e) => Err(format!("bubblewrap could not be run ({e})")),
+        }
+    })
+}
+
+fn find_on_path(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+fn base_args(unshare_user: bool) -> Vec<&'static str> {
+    let mut args = vec!["--unshare-pid", "--die-with-parent"];
+    if unshare_user {
+        args.push("--unshare-user");
+    }
+    args.extend([
+        "--cap-drop",
+        "ALL",
+        "--bind",
+        "/",
+        "/",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+    ]);
+    args
+}
+
+/// Where the secrets are, so the box can hide them.
+#[derive(Debug, Clone)]
+pub struct Secrets {
+    /// `.ovai/`: the control secret, the seat hashes, the socket. Hidden whole but for the host's script.
+    pub private_dir: PathBuf,
+    /// `desks/`: each desk's `.mcp.json` holds a seat's secret.
+    pub desks_dir: PathBuf,
+}
+
+impl Isolation {
+    /// The program and arguments that start `node ARGS…` in this isolation, hiding `secrets` as they are
+    /// now (a seat added later is hidden from the next host: the daemon replaces the host when seats
+    /// change).
+    pub fn command(
+        &self,
+        node: &Path,
+        node_args: &[String],
+        shim: &Path,
+        secrets: &Secrets,
+    ) -> (PathBuf, Vec<String>) {
+        match self {
+            Isolation::None { .. } => (node.to_path_buf(), node_args.to_vec()),
+            Isolation::Bwrap {
+                bwrap,
+                unshare_user,
+            } => {
+                let mut args: Vec<String> = base_args(*unshare_user)
+                    .into_iter()
+                    .map(String::from)
+                    .collect();
+                let private = secrets.private_dir.display().to_string();
+                args.extend(["--tmpfs".into(), private]);
+                let shim = shim.display().to_string();
+                args.extend(["--ro-bind".into(), shim.clone(), shim]);
+                for file in desk_secrets(&secrets.desks_dir) {
+                    args.extend([
+                        "--ro-bind".into(),
+                        "/dev/null".into(),
+                        file.display().to_string(),
+                    ]);
+                }
+                args.push("--".into());
+                args.push(node.display().to_string());
+                args.extend(node_args.iter().cloned());
+                (bwrap.clone(), args)
+            }
+        }
+    }
+
+    /// In words, for runtime.log, `ovai status` and `index`.
+    pub fn describe(&self) -> String {
+        match self {
+            Isolation::Bwrap { .. } => "The plugin host runs in a bubblewrap box: its own process namespace (it cannot \
+                signal the daemon or anything outside, and everything it starts ends with it) and a view of the \
+                files without the seats' secrets (.ovai/ and desks/*/.mcp.json). Plugins keep the network and \
+                the instance's files."
+                .into(),
+            Isolation::None { why } => format!(
+                "The plugin host runs without a box ({why}): only a process group of its own, so a plugin can \
+                 signal the daemon, leave processes behind in a session of their own, and read the seats' \
+                 secrets (desks/*/.mcp.json) and the control secret. Install bubblewrap (apt-get install \
+                 bubblewrap) and set hostIsolation to \"auto\" to box it."
+            ),
+        }
+    }
+
+    pub fn is_boxed(&self) -> bool {
+        matches!(self, Isolation::Bwrap { .. })
+    }
+}
+
+/// Every `desks/*/.mcp.json` there is now.
+fn desk_secrets(desks: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(desks)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join(".mcp.json"))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    files
+}
