@@ -100,6 +100,15 @@ fn ensure_period(mut s: String) -> String {
 
 /// One control operation and its typed reply.
 pub fn control<T: DeserializeOwned>(inst: &Instance, op: ControlOp) -> Result<T, ClientError> {
+    control_because(inst, op, None)
+}
+
+/// One control operation, saying who asks (for runtime.log), and its typed reply.
+pub fn control_because<T: DeserializeOwned>(
+    inst: &Instance,
+    op: ControlOp,
+    why: Option<&str>,
+) -> Result<T, ClientError> {
     let secret = std::fs::read_to_string(inst.control_secret()).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => ClientError::NoServer {
             root: inst.root.display().to_string(),
@@ -107,7 +116,7 @@ pub fn control<T: DeserializeOwned>(inst: &Instance, op: ControlOp) -> Result<T,
         _ => ClientError::Io(e),
     })?;
     let mut stream = connect(inst)?;
-    stream.write_all(wire::line(&Hello::control(&secret, op)).as_bytes())?;
+    stream.write_all(wire::line(&Hello::control(&secret, op, why)).as_bytes())?;
     let mut line = String::new();
     BufReader::new(stream).read_line(&mut line)?;
     let reply: Reply<T> = serde_json::from_str(line.trim())

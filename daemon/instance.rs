@@ -40,6 +40,10 @@ impl Instance {
     pub fn runtime_log(&self) -> PathBuf {
         self.root.join("runtime.log")
     }
+    /// The opt-in call log (`callLog: true`).
+    pub fn call_log(&self) -> PathBuf {
+        self.root.join("calls.jsonl")
+    }
     pub fn room_file(&self) -> PathBuf {
         self.root.join("room.jsonl")
     }
@@ -170,6 +174,60 @@ pub struct Config {
     pub max_connections: usize,
     /// The box the plugin host runs in (`hostIsolation`: "auto", "bwrap" or "none").
     pub host_isolation: crate::host::sandbox::Wanted,
+    /// Whether each call gets a line in calls.jsonl (`callLog`).
+    pub call_log: bool,
+    /// Keys that look like a misspelt setting, each as a sentence (runtime.log and `ovai check` say them).
+    pub warnings: Vec<String>,
+}
+
+/// The keys ovai reads in openovai.json; any other key is the authors' own, for their plugins.
+pub const SETTINGS: &[&str] = &[
+    "user",
+    "leader",
+    "callTimeoutSeconds",
+    "importTimeoutSeconds",
+    "maxAnswerBytes",
+    "hostMaxMemoryMB",
+    "hostHangSeconds",
+    "shutdownGraceSeconds",
+    "sessionQueueBytes",
+    "maxConnections",
+    "hostIsolation",
+    "callLog",
+    "pluginEnv",
+    "http",
+];
+
+/// The setting `key` is a near miss of, if any: the same but for case, or a few letters apart.
+fn near_miss(key: &str) -> Option<&'static str> {
+    if SETTINGS.contains(&key) {
+        return None;
+    }
+    let lower = key.to_ascii_lowercase();
+    SETTINGS.iter().copied().find(|s| {
+        let s_lower = s.to_ascii_lowercase();
+        s_lower == lower
+            || (lower.len() >= 6 && distance(&lower, &s_lower) <= 3)
+            || (lower.len() >= 8 && (s_lower.starts_with(&lower) || lower.starts_with(&s_lower)))
+    })
+}
+
+/// Edit distance (Levenshtein) between two short strings.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(here + 1);
+            prev = here;
+        }
+    }
+    row[b.len()]
 }
 
 pub const DEFAULT_CALL_TIMEOUT_S: u64 = 60;
@@ -188,9 +246,7 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error(
-        "{CONFIG_FILE} does not parse: {message} at line {line}, column {column}. Fix it and start again."
-    )]
+    #[error("{CONFIG_FILE} does not parse: {message} at line {line}, column {column}.")]
     Syntax {
         message: String,
         line: usize,
@@ -271,6 +327,27 @@ impl Config {
                 });
             }
         };
+        let warnings = map
+            .keys()
+            .filter_map(|k| {
+                near_miss(k).map(|s| {
+                    format!(
+                        "{CONFIG_FILE} has \"{k}\", which ovai does not read: did you mean \"{s}\"? (Keys of your own are \
+                         fine: plugins read them in context.config.)"
+                    )
+                })
+            })
+            .collect();
+        let call_log = match map.get("callLog") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                return Err(ConfigError::Bad {
+                    key: "callLog",
+                    problem: format!("is {other}, and it takes true or false"),
+                });
+            }
+        };
         let plugin_env = match map.get("pluginEnv") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items
@@ -305,6 +382,8 @@ impl Config {
             session_queue_bytes,
             max_connections,
             host_isolation,
+            call_log,
+            warnings,
             raw,
         })
     }
@@ -419,6 +498,19 @@ mod tests {
     fn leader_must_be_a_seat_name() {
         let e = Config::parse(r#"{"user":"Ann","leader":"the_lead"}"#).unwrap_err();
         assert!(e.to_string().contains("underscore"), "{e}");
+    }
+
+    #[test]
+    fn near_misses_of_settings_are_named_and_own_keys_are_not() {
+        let c = Config::parse(
+            r#"{"user":"a","leader":"b","callTimeoutSecs":5,"CallTimeoutSeconds":5,"ciUrl":"x","team":"y"}"#,
+        )
+        .unwrap();
+        assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+        assert!(c.warnings[0].contains(
+            "\"callTimeoutSecs\", which ovai does not read: did you mean \"callTimeoutSeconds\""
+        ));
+        assert!(c.warnings[1].contains("\"CallTimeoutSeconds\""));
     }
 
     #[test]

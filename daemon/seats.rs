@@ -38,9 +38,14 @@ pub enum SeatError {
     #[error("{name:?} cannot be a seat name: {why} ({rule}).", rule = names::RULE)]
     BadName { name: String, why: String },
     #[error(
-        "There is already a seat called {0}. To give it a new secret, run `ovai seat remove {0}` and then `ovai seat add {0}`."
+        "There is already a seat called {0}. To give it a new secret, run `ovai seat rotate {0}`."
     )]
     Exists(String),
+    #[error(
+        "There is already a seat called {existing}, and {name} differs from it only in case: on a disk that ignores case \
+         the two would share one desk. Pick another name."
+    )]
+    CaseClash { name: String, existing: String },
     #[error("There is no seat called {name}. The seats are: {known}.")]
     Unknown { name: String, known: String },
     #[error(
@@ -301,6 +306,12 @@ pub fn add(inst: &Instance, name: &str, ovai_exe: &Path) -> Result<AddedSeat, Se
     if book.seats.contains_key(name) {
         return Err(SeatError::Exists(name.into()));
     }
+    if let Some(existing) = book.names().find(|s| s.eq_ignore_ascii_case(name)) {
+        return Err(SeatError::CaseClash {
+            name: name.into(),
+            existing: existing.into(),
+        });
+    }
     let secret = new_secret().map_err(io("drawing a secret for", &inst.seats_file()))?;
     let desk = inst.desk(name);
     std::fs::create_dir_all(&desk).map_err(io("making the desk", &desk))?;
@@ -319,6 +330,31 @@ pub fn add(inst: &Instance, name: &str, ovai_exe: &Path) -> Result<AddedSeat, Se
         Err(e) => vec![e.to_string()],
     };
     Ok(AddedSeat { mcp_json, warnings })
+}
+
+/// Gives a seat a new secret: written to its desk, its hash into seats.json in the same step, so the old
+/// one opens nothing from then on. The seat itself never leaves the book (so the Leader stays the Leader).
+pub fn rotate(inst: &Instance, name: &str, ovai_exe: &Path) -> Result<PathBuf, SeatError> {
+    let _lock = lock_book(inst)?;
+    let mut book = SeatBook::load(inst)?;
+    let Some(record) = book.seats.get_mut(name) else {
+        let known: Vec<_> = book.names().collect();
+        return Err(SeatError::Unknown {
+            name: name.into(),
+            known: if known.is_empty() {
+                "none".into()
+            } else {
+                known.join(", ")
+            },
+        });
+    };
+    let secret = new_secret().map_err(io("drawing a secret for", &inst.seats_file()))?;
+    record.sha256 = hash_secret(&secret);
+    let desk = inst.desk(name);
+    std::fs::create_dir_all(&desk).map_err(io("making the desk", &desk))?;
+    let path = desk::write_server_entry(inst, &desk, &Reach::Bridge { exe: ovai_exe }, &secret)?;
+    book.save(inst)?;
+    Ok(path)
 }
 
 /// Forgets a seat: its hash leaves seats.json, and its entries leave the desk's `.mcp.json` and Claude

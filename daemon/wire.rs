@@ -22,6 +22,10 @@ pub struct Hello {
     pub control_secret: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub op: Option<ControlOp>,
+    /// Who asks for the operation, for runtime.log (`ovai restart`, the service manager's reload, `ovai
+    /// seat add w2`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 impl Hello {
@@ -33,11 +37,12 @@ impl Hello {
         }
     }
 
-    pub fn control(secret: &str, op: ControlOp) -> Self {
+    pub fn control(secret: &str, op: ControlOp, why: Option<&str>) -> Self {
         Self {
             ovai: VERSION,
             control_secret: Some(secret.trim().to_string()),
             op: Some(op),
+            why: why.map(str::to_string),
             ..Self::default()
         }
     }
@@ -51,8 +56,13 @@ pub enum ControlOp {
     Restart,
     /// What the daemon serves, and to whom (`ovai status`, `ovai seat list`).
     Status,
-    /// The seats changed on disk: end the sessions of seats that are gone (`ovai seat remove`).
+    /// The seats changed on disk: end the sessions of seats that are gone or re-keyed, and give the
+    /// plugin host a box that hides the new secrets (`ovai seat …`).
     Seats,
+    /// Drain and exit, as on SIGTERM (`ovai stop`).
+    Stop,
+    /// The tools served now, each as `tools/list` sends it (`ovai tools`).
+    Tools,
 }
 
 /// The daemon's answer to a seat's hello.
@@ -102,6 +112,40 @@ pub struct RestartReply {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StopReply {
+    /// The daemon's pid, for the client to wait on.
+    pub pid: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolsReply {
+    pub tools: Vec<ToolEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolEntry {
+    pub name: String,
+    /// The tool as `tools/list` sends it (name, description, inputSchema, annotations).
+    pub entry: serde_json::Value,
+    /// What it costs every session each turn: the UTF-8 bytes of `entry`.
+    pub bytes: usize,
+}
+
+/// One tool's calls since the daemon started.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolFigures {
+    pub name: String,
+    pub calls: u64,
+    /// Calls answered with a refusal (`isError`), whoever refused.
+    pub refusals: u64,
+    /// Calls whose plugin host stopped under them.
+    pub host_stops: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SeatsReply {
     /// The seats whose sessions were ended.
     pub ended: Vec<String>,
@@ -128,8 +172,14 @@ pub struct StatusReply {
     pub tools: Vec<String>,
     /// The plugins rows of the generation served now.
     pub rows: Vec<String>,
-    /// Files in plugins/ that changed since they were read (`plugins/x.mjs`).
+    /// Each tool's calls since the daemon started, by name.
+    #[serde(default)]
+    pub figures: Vec<ToolFigures>,
+    /// Files in plugins/ that changed (or went) since they were read (`plugins/x.mjs`).
     pub stale: Vec<String>,
+    /// Files in plugins/ that appeared since the last read.
+    #[serde(default)]
+    pub new_files: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -176,7 +226,7 @@ mod tests {
         assert!(!refused.ok && refused.body.is_none());
         assert_eq!(refused.error.as_deref(), Some("no"));
         assert_eq!(
-            serde_json::to_string(&Hello::control("s", ControlOp::Restart)).unwrap(),
+            serde_json::to_string(&Hello::control("s", ControlOp::Restart, None)).unwrap(),
             r#"{"ovai":1,"controlSecret":"s","op":"restart"}"#
         );
     }

@@ -6,7 +6,7 @@ import path from "node:path";
 
 export const description =
   "Declares a code freeze (with a reason every seat can read) or lifts it; the Leader's alone. " +
-  "Workers are refused, and may read the current freeze through index or the FREEZE file.";
+  "Called without arguments, it says whether the code is frozen and why, to anybody.";
 
 export const inputSchema = {
   type: "object",
@@ -18,19 +18,20 @@ export const inputSchema = {
 };
 
 export async function run({ reason, lift }, { seat, role, root, config }) {
+  const file = path.join(root, "FREEZE");
+  if (reason === undefined && lift === undefined) {
+    const current = await readFile(file, "utf8").catch(() => null);
+    return { text: current === null ? "the code is not frozen" : `the code is frozen: ${current.trim()}` };
+  }
   if (role !== "Leader") {
     return { refused: `only the Leader (${config.leader}) declares or lifts a freeze; you are ${seat}, a Worker` };
   }
-  const file = path.join(root, "FREEZE");
   if (lift) {
     await rm(file, { force: true });
     return { text: "the freeze is lifted" };
   }
   if (reason === undefined) {
-    const current = await readFile(file, "utf8").catch(() => null);
-    return current === null
-      ? { refused: "give a reason to declare a freeze, or lift: true to lift one (there is none now)" }
-      : { text: `already frozen: ${current.trim()}` };
+    return { refused: "give a reason to declare a freeze, or lift: true to lift one" };
   }
   await writeFile(file, `${reason} (declared by ${seat}, ${new Date().toISOString()})\n`);
   return { text: `the code is frozen: ${reason}` };

@@ -321,9 +321,12 @@ fn a_file_saved_after_the_last_read_gets_one_row_and_shows_in_status() {
         1,
         "one row for a burst of saves"
     );
-    assert_eq!(
-        d.status().unwrap()["stale"],
-        json!(["plugins/saved.mjs", "plugins/zz-new.mjs"])
+    let status = d.status().unwrap();
+    assert_eq!(status["stale"], json!(["plugins/saved.mjs"]));
+    assert_eq!(status["newFiles"], json!(["plugins/zz-new.mjs"]));
+    inst.cmd().arg("status").assert().success().stdout(
+        predicate::str::contains("Changed since the last read (`ovai restart` serves them as they are now): plugins/saved.mjs.")
+            .and(predicate::str::contains("New since the last read (`ovai restart` reads them): plugins/zz-new.mjs.")),
     );
     // Nothing was re-read by itself.
     assert_eq!(

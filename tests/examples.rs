@@ -186,10 +186,11 @@ fn freeze_is_the_leaders_alone() {
         frozen.starts_with("cutting 1.0 (declared by lead, "),
         "{frozen}"
     );
+    // Anybody reads the current freeze by calling it without arguments.
     assert!(
-        lead.call("freeze", json!({}))
+        w1.call("freeze", json!({}))
             .0
-            .starts_with("already frozen: cutting 1.0")
+            .starts_with("the code is frozen: cutting 1.0 (declared by lead, ")
     );
     assert!(w1.call("freeze", json!({ "lift": true })).1);
     assert_eq!(
@@ -197,6 +198,10 @@ fn freeze_is_the_leaders_alone() {
         ("the freeze is lifted".to_string(), false)
     );
     assert!(!inst.root.join("FREEZE").exists());
+    assert_eq!(
+        w1.call("freeze", json!({})),
+        ("the code is not frozen".to_string(), false)
+    );
 }
 
 #[test]

@@ -151,6 +151,19 @@ fn the_box_hides_every_seats_secret_even_one_added_later_and_keeps_network_and_f
     });
     let (text, _) = s.call("reads", json!({ "path": "desks/w2/.mcp.json" }));
     assert_eq!(text, "EACCES | -", "{text}");
+    // A seat re-keyed while the host runs (its .mcp.json replaced by a rename): the new secret is hidden.
+    inst.cmd().args(["seat", "rotate", "w1"]).assert().success();
+    wait_until("the host to be replaced again", || {
+        (inst
+            .rows("host")
+            .iter()
+            .filter(|r| r.contains("was replaced because the seats changed"))
+            .count()
+            >= 2)
+            .then_some(())
+    });
+    let (text, _) = s.call("reads", json!({ "path": "desks/w1/.mcp.json" }));
+    assert_eq!(text, "EACCES | -", "{text}");
     drop(d);
 }
 

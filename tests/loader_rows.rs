@@ -303,7 +303,7 @@ fn a_schema_that_is_not_an_object_schema_says_so() {
     );
     assert!(
         rows[2].starts_with(
-            "plugins/c-invalid.mjs is not served: its inputSchema is not a valid JSON schema: "
+            "plugins/c-invalid.mjs is not served: its inputSchema is not a valid JSON schema (at /properties/"
         ),
         "{}",
         rows[2]

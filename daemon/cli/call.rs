@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::client::{self, McpClient};
 use crate::instance;
+use crate::wire::{ControlOp, StatusReply, ToolsReply};
 
 const USAGE: i32 = 2;
 
@@ -36,10 +37,25 @@ fn call(
     seat: Option<&str>,
 ) -> Result<(String, bool), String> {
     let inst = instance::find_root(root).map_err(|e| e.to_string())?;
+    let stdin_text;
+    let args = match args {
+        Some("-") => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| format!("the arguments could not be read from standard input: {e}"))?;
+            stdin_text = text;
+            Some(stdin_text.as_str())
+        }
+        other => other,
+    };
     let args: Value = match args {
         None => json!({}),
         Some(text) => serde_json::from_str(text).map_err(|e| {
-            format!("the arguments are not JSON ({e}); give an object, as in ovai call {tool} '{{\"branch\": \"main\"}}'")
+            format!(
+                "the arguments are not JSON ({e}); give an object, as in {} call {tool} '{}'",
+                super::invoked_as(),
+                example(&inst, tool)
+            )
         })?,
     };
     if !args.is_object() {
@@ -67,6 +83,53 @@ fn call(
     let result = mcp
         .request("tools/call", json!({ "name": tool, "arguments": args }))
         .map_err(|e| e.to_string())?
-        .map_err(|e| e.message)?;
+        .map_err(|e| match not_served(&inst, tool) {
+            Some(row) => format!(
+                "there is no tool called {tool} here: {row}. Fix the file, then `ovai check plugins/{tool}.mjs` and `ovai restart`"
+            ),
+            None => e.message,
+        })?;
     Ok(client::call_text(&result))
+}
+
+/// The row that says why plugins/TOOL.mjs is not served, when that is why there is no such tool.
+fn not_served(inst: &instance::Instance, tool: &str) -> Option<String> {
+    let status: StatusReply = client::control(inst, ControlOp::Status).ok()?;
+    let prefix = format!("plugins/{tool}.mjs is not served: ");
+    status.rows.iter().find(|r| r.starts_with(&prefix)).cloned()
+}
+
+/// Arguments that fit the tool's own schema, as an example: what it requires, or all it takes.
+fn example(inst: &instance::Instance, tool: &str) -> String {
+    let Ok(tools) = client::control::<ToolsReply>(inst, ControlOp::Tools) else {
+        return "{}".into();
+    };
+    let Some(t) = tools.tools.iter().find(|t| t.name == tool) else {
+        return "{}".into();
+    };
+    let schema = &t.entry["inputSchema"];
+    let props = schema["properties"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut out = serde_json::Map::new();
+    for (name, p) in &props {
+        if !required.is_empty() && !required.contains(&name.as_str()) {
+            continue;
+        }
+        let v = match p["type"].as_str() {
+            Some("integer") => json!(1),
+            Some("number") => json!(1.5),
+            Some("boolean") => json!(true),
+            Some("array") => json!([]),
+            Some("object") => json!({}),
+            _ => json!("…"),
+        };
+        out.insert(name.clone(), v);
+    }
+    Value::Object(out).to_string()
 }

@@ -13,7 +13,10 @@ use crate::seats;
 use crate::tools::BUILTINS;
 
 pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
-    let config = inst.read_config().map_err(fail(exit::FAILED))?;
+    let config = inst.read_config().map_err(super::config_failure)?;
+    for warning in &config.warnings {
+        println!("{warning}");
+    }
     let dir = inst.plugins_dir();
     let found = if files.is_empty() {
         load::scan(&dir).map_err(fail(exit::FAILED))?

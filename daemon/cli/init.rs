@@ -12,11 +12,48 @@ pub const DEFAULT_LEADER: &str = "lead";
 
 pub fn run(
     dir: Option<PathBuf>,
+    root: Option<PathBuf>,
     user: Option<String>,
     leader: Option<String>,
     examples: bool,
 ) -> Result<(), Failure> {
-    let dir = dir.unwrap_or_else(|| PathBuf::from("."));
+    let dir = match (dir, root) {
+        (Some(d), Some(r)) if instance::absolute(&d) != instance::absolute(&r) => {
+            return Err(Failure::new(
+                format!(
+                    "ovai init was given two places, {} and --root {}; name one. Nothing was made.",
+                    d.display(),
+                    r.display()
+                ),
+                exit::USAGE,
+            ));
+        }
+        (Some(d), _) | (None, Some(d)) => d,
+        (None, None) => PathBuf::from("."),
+    };
+    if let Some(u) = &user
+        && u.trim().is_empty()
+    {
+        return Err(Failure::new(
+            "--user is empty; it names the person working in the instance (default: $USER). Nothing was made.",
+            exit::USAGE,
+        ));
+    }
+    let target = instance::absolute(&dir);
+    if let Some(outer) = target
+        .ancestors()
+        .skip(1)
+        .find(|a| a.join(CONFIG_FILE).is_file())
+    {
+        return Err(Failure::new(
+            format!(
+                "{} is inside the openovai instance at {}: a second instance there would take over every command run in                  it. Nothing was made; make it elsewhere, or work in the instance that is there.",
+                target.display(),
+                outer.display()
+            ),
+            exit::FAILED,
+        ));
+    }
     std::fs::create_dir_all(&dir)
         .map_err(|e| Failure::new(format!("{} cannot be made: {e}.", dir.display()), 1))?;
     let inst = Instance::at(instance::absolute(&dir));
@@ -80,8 +117,9 @@ pub fn run(
             .map_err(|e| Failure::new(format!("The example plugins cannot be written: {e}."), 1))?;
         println!("Wrote the example plugins: {}.", written.join(", "));
     }
+    let me = super::invoked_as();
     println!(
-        "Next: `ovai serve --root {}` runs the server; `ovai seat add NAME` adds a Worker.",
+        "Next: `{me} serve --root {}` runs the server; `{me} seat add NAME` adds a Worker.",
         inst.root.display()
     );
     Ok(())

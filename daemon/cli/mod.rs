@@ -5,15 +5,18 @@ mod call;
 mod check;
 mod demo;
 mod init;
+mod logs;
 mod plugin;
 mod restart;
 mod seat;
 mod service;
 mod status;
+mod stop;
+mod tools;
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::instance::{self, Instance};
 
@@ -49,6 +52,8 @@ pub enum Command {
     },
     /// Run the daemon in the foreground (for a terminal, systemd or launchd). SIGHUP restarts, SIGTERM stops.
     Serve,
+    /// Ask the running daemon to finish its calls and exit, and wait until it has.
+    Stop,
     /// The stdio bridge an MCP client starts from a seat's desk (reads OVAI_SECRET and OVAI_ROOT).
     Mcp,
     /// Write plugins/NAME.mjs from the scaffold (never over an existing file).
@@ -64,13 +69,30 @@ pub enum Command {
     },
     /// Read plugins/ and openovai.json again without dropping a session; prints the plugins rows.
     Restart,
-    /// What the running daemon serves, and to whom.
+    /// What the running daemon serves, to whom, and how each tool's calls went (exit 3 when none runs).
     Status {
         /// Print JSON, for scripts.
         #[arg(long)]
         json: bool,
     },
-    /// Add, list or remove seats.
+    /// The tools served now: each one's description, schema, and what it costs every session each turn.
+    Tools {
+        /// One tool only.
+        name: Option<String>,
+        /// Print JSON, for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// runtime.log's latest rows (the rotated file too), and with -f the new ones as they come.
+    Logs {
+        /// Keep printing rows as they are written, like tail -f.
+        #[arg(short, long)]
+        follow: bool,
+        /// How many of the latest rows.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        lines: usize,
+    },
+    /// Add, list, remove, re-key or rebuild seats.
     Seat {
         #[command(subcommand)]
         action: SeatAction,
@@ -79,7 +101,7 @@ pub enum Command {
     Call {
         /// The tool's name.
         tool: String,
-        /// The arguments, as a JSON object (default {}).
+        /// The arguments, as a JSON object (default {}); `-` reads them from standard input.
         json: Option<String>,
         /// Call as this seat (its secret is read from desks/SEAT/.mcp.json); else OVAI_SECRET.
         #[arg(long)]
@@ -90,6 +112,13 @@ pub enum Command {
         #[command(subcommand)]
         action: ServiceAction,
     },
+    /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print ovai's version.
+    Version,
     /// Run the whole path once on the example plugins: a temporary instance, a real daemon, a seat
     /// connected through `ovai mcp`, tools/list and calls. Prints what happens and cleans up.
     Demo,
@@ -105,7 +134,19 @@ pub enum ServiceAction {
         /// A launchd agent (the default on macOS).
         #[arg(long)]
         launchd: bool,
-        /// Print it instead of writing it.
+        /// Print it, and where it would go, instead of writing it.
+        #[arg(long)]
+        print: bool,
+    },
+    /// Remove the unit (or agent) `install` wrote for this instance, and say how to stop it first.
+    Uninstall {
+        /// A systemd user unit (the default on Linux).
+        #[arg(long, conflicts_with = "launchd")]
+        systemd: bool,
+        /// A launchd agent (the default on macOS).
+        #[arg(long)]
+        launchd: bool,
+        /// Say what would be removed instead of removing it.
         #[arg(long)]
         print: bool,
     },
@@ -113,12 +154,27 @@ pub enum ServiceAction {
 
 #[derive(Subcommand, Debug)]
 pub enum SeatAction {
-    /// Make a seat: its secret, and desks/NAME/.mcp.json for the session's MCP client.
-    Add { name: String },
+    /// Make a seat: its secret, desks/NAME/.mcp.json, and the desk's Claude Code settings.
+    Add {
+        /// The seat's name: a letter, then letters, digits and hyphens, up to 32.
+        name: String,
+    },
     /// The seats, their roles, and (with a daemon running) who is connected.
-    List,
-    /// Forget a seat; its sessions are ended. Its desk stays.
-    Remove { name: String },
+    List {
+        /// Print JSON, for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget a seat; its sessions are ended. Its desk stays. The Leader's seat is refused.
+    Remove {
+        /// The seat's name.
+        name: String,
+    },
+    /// Give a seat a new secret (written to its desk); the old one opens nothing from then on.
+    Rotate {
+        /// The seat's name.
+        name: String,
+    },
     /// Make .ovai/seats.json again from the secrets in the desks' .mcp.json files (after it was lost or
     /// broken), so nobody has to re-key a desk.
     Rebuild,
@@ -162,35 +218,67 @@ pub fn run(cli: Cli) -> i32 {
             user,
             leader,
             examples,
-        } => init::run(dir.or_else(|| cli.root.clone()), user, leader, examples),
+        } => init::run(dir, cli.root.clone(), user, leader, examples),
         Command::Serve => {
             find(root).and_then(|inst| crate::server::serve(inst).map_err(fail(exit::FAILED)))
         }
+        Command::Stop => find(root).and_then(|inst| stop::run(&inst)),
         Command::Mcp => return crate::stdio_bridge::run(),
         Command::Plugin { name } => find(root).and_then(|inst| plugin::run(&inst, &name)),
         Command::Check { files } => find(root).and_then(|inst| check::run(&inst, &files)),
         Command::Restart => find(root).and_then(|inst| restart::run(&inst)),
         Command::Status { json } => find(root).and_then(|inst| status::run(&inst, json)),
+        Command::Tools { name, json } => {
+            find(root).and_then(|inst| tools::run(&inst, name.as_deref(), json))
+        }
+        Command::Logs { follow, lines } => {
+            find(root).and_then(|inst| logs::run(&inst, lines, follow))
+        }
         Command::Seat { action } => find(root).and_then(|inst| seat::run(&inst, action)),
         Command::Call { tool, json, seat } => {
             return call::run(root, &tool, json.as_deref(), seat.as_deref());
         }
-        Command::Service {
-            action:
+        Command::Service { action } => {
+            let (systemd, launchd, print, install) = match action {
                 ServiceAction::Install {
                     systemd,
                     launchd,
                     print,
-                },
-        } => {
+                } => (systemd, launchd, print, true),
+                ServiceAction::Uninstall {
+                    systemd,
+                    launchd,
+                    print,
+                } => (systemd, launchd, print, false),
+            };
             let manager = match (systemd, launchd) {
                 (true, _) => Some(service::Manager::Systemd),
                 (_, true) => Some(service::Manager::Launchd),
                 _ => None,
             };
-            find(root).and_then(|inst| service::install(&inst, manager, print))
+            find(root).and_then(|inst| {
+                if install {
+                    service::install(&inst, manager, print)
+                } else {
+                    service::uninstall(&inst, manager, print)
+                }
+            })
         }
-        Command::Demo => demo::run(),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "ovai", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Version => {
+            println!("ovai {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        Command::Demo => match root {
+            Some(_) => Err(Failure::new(
+                "ovai demo makes a temporary instance of its own and takes no --root; run it without one.",
+                exit::USAGE,
+            )),
+            None => demo::run(),
+        },
     };
     match result {
         Ok(()) => 0,
@@ -199,6 +287,22 @@ pub fn run(cli: Cli) -> i32 {
             f.code
         }
     }
+}
+
+/// openovai.json could not be read, for a command that needs it.
+pub fn config_failure(e: crate::instance::ConfigError) -> Failure {
+    Failure::new(
+        format!("{e} Fix it and run the command again."),
+        exit::FAILED,
+    )
+}
+
+/// How the person ran this binary (`bin/ovai`, `ovai`), to say next steps in their own words.
+pub fn invoked_as() -> String {
+    std::env::args()
+        .next()
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| "ovai".into())
 }
 
 fn find(root: Option<&std::path::Path>) -> Result<Instance, Failure> {

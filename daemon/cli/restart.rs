@@ -6,7 +6,14 @@ use crate::instance::Instance;
 use crate::wire::{ControlOp, RestartReply};
 
 pub fn run(inst: &Instance) -> Result<(), Failure> {
-    let r: RestartReply = client::control(inst, ControlOp::Restart).map_err(fail(exit::FAILED))?;
+    // systemd runs ExecReload with MAINPID set: the row then says the service manager asked.
+    let why = if std::env::var_os("MAINPID").is_some() {
+        "the service manager's reload"
+    } else {
+        "`ovai restart`"
+    };
+    let r: RestartReply =
+        client::control_because(inst, ControlOp::Restart, Some(why)).map_err(fail(exit::FAILED))?;
     for row in &r.rows {
         println!("{row}");
     }

@@ -1,4 +1,7 @@
-//! `ovai seat add|list|remove`.
+//! `ovai seat add|list|remove|rotate|rebuild`. Every change is told to a running daemon, which ends the
+//! sessions of seats that are gone or re-keyed and gives its plugin host a box that hides the new secrets.
+
+use serde_json::json;
 
 use super::{Failure, SeatAction, exit, fail, own_exe};
 use crate::client::{self, ClientError};
@@ -19,54 +22,26 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             for w in &added.warnings {
                 eprintln!("ovai: warning: {w}");
             }
-            // A running daemon gives its plugin host a box that hides the new seat's secret too.
-            if let Err(e) = client::control::<SeatsReply>(inst, ControlOp::Seats)
-                && !matches!(e, ClientError::NoServer { .. })
-            {
-                eprintln!(
-                    "ovai: warning: the running server could not be told of the new seat, so its plugin host may read the seat's secret until it is restarted: {e}"
-                );
-            }
+            tell_daemon(inst, &format!("`ovai seat add {name}`"))?;
             println!(
-                "Its desk is {}: an MCP client started there reads {} and is {name}.",
-                inst.desk(&name).display(),
-                added
-                    .mcp_json
-                    .file_name()
-                    .map(|f| f.to_string_lossy().into_owned())
-                    .unwrap_or_default()
+                "Its desk is {}: an MCP client started there reads .mcp.json and is {name}.",
+                inst.desk(&name).display()
             );
             Ok(())
         }
-        SeatAction::List => {
-            let book = SeatBook::load(inst).map_err(fail(exit::FAILED))?;
-            let config = inst.read_config().map_err(fail(exit::FAILED))?;
-            let sessions = match client::control::<StatusReply>(inst, ControlOp::Status) {
-                Ok(v) => Some(v),
-                Err(ClientError::NoServer { .. }) => None,
-                Err(e) => return Err(fail(exit::FAILED)(e)),
-            };
-            if book.seats.is_empty() {
-                println!("No seats yet: `ovai seat add NAME` makes one.");
-            }
-            for name in book.names() {
-                let role = config.role_of(name);
-                let now = match &sessions {
-                    None => String::new(),
-                    Some(v) => {
-                        let n = v
-                            .seats
-                            .iter()
-                            .find(|s| s.name == name)
-                            .map_or(0, |s| s.sessions);
-                        format!(", {}", sessions_now(n))
-                    }
-                };
-                println!("{name}: {role}{now}");
-            }
-            if sessions.is_none() && !book.seats.is_empty() {
-                println!("(No server is running, so nobody is connected.)");
-            }
+        SeatAction::List { json } => list(inst, json),
+        SeatAction::Rotate { name } => {
+            seats::rotate(inst, &name, &own_exe()?).map_err(fail(exit::FAILED))?;
+            let ended = tell_daemon(inst, &format!("`ovai seat rotate {name}`"))?;
+            println!(
+                "Gave the seat {name} a new secret, written to {}; the old one opens nothing{}.",
+                inst.desk(&name).join(".mcp.json").display(),
+                match ended {
+                    0 => String::new(),
+                    1 => ", and the session holding it was ended (its client connects again with the new one)".into(),
+                    n => format!(", and the {n} sessions holding it were ended (their clients connect again with the new one)"),
+                }
+            );
             Ok(())
         }
         SeatAction::Rebuild => {
@@ -91,28 +66,30 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                     config.leader, config.leader
                 );
             }
-            // A running daemon ends the sessions of seats that are not in the rebuilt list.
-            match client::control::<SeatsReply>(inst, ControlOp::Seats) {
-                Ok(_) | Err(ClientError::NoServer { .. }) => Ok(()),
-                Err(e) => Err(fail(exit::FAILED)(e)),
-            }
+            tell_daemon(inst, "`ovai seat rebuild`").map(|_| ())
         }
         SeatAction::Remove { name } => {
+            if let Ok(config) = inst.read_config()
+                && config.leader == name
+            {
+                return Err(Failure::new(
+                    format!(
+                        "{name} is the Leader's seat (openovai.json's \"leader\"), and an instance needs a Leader. Hand \
+                         over first: name another seat as \"leader\" in openovai.json, run `ovai restart`, then remove \
+                         {name}. Nothing was changed."
+                    ),
+                    exit::FAILED,
+                ));
+            }
             seats::remove(inst, &name).map_err(fail(exit::FAILED))?;
-            let ended = match client::control::<SeatsReply>(inst, ControlOp::Seats) {
-                Ok(v) => v.ended.len(),
-                Err(ClientError::NoServer { .. }) => 0,
-                Err(e) => {
+            let ended = match tell_daemon(inst, &format!("`ovai seat remove {name}`")) {
+                Ok(n) => n,
+                Err(f) => {
                     println!(
                         "Removed the seat {name}; its desk {} stays.",
                         inst.desk(&name).display()
                     );
-                    return Err(Failure::new(
-                        format!(
-                            "The running server could not be told, so a session of {name} may still be connected: {e}"
-                        ),
-                        exit::FAILED,
-                    ));
+                    return Err(f);
                 }
             };
             println!(
@@ -127,4 +104,67 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+/// Tells a running daemon the seats changed; how many sessions it ended. No daemon: nothing to tell.
+fn tell_daemon(inst: &Instance, why: &str) -> Result<usize, Failure> {
+    match client::control_because::<SeatsReply>(inst, ControlOp::Seats, Some(why)) {
+        Ok(v) => Ok(v.ended.len()),
+        Err(ClientError::NoServer { .. }) => Ok(0),
+        Err(e) => Err(Failure::new(
+            format!(
+                "The seats were changed, and the running server could not be told, so a session of an old secret \
+                 may still be connected and its plugin host may see the new one until `ovai restart`: {e}"
+            ),
+            exit::FAILED,
+        )),
+    }
+}
+
+fn list(inst: &Instance, as_json: bool) -> Result<(), Failure> {
+    let book = SeatBook::load(inst).map_err(fail(exit::FAILED))?;
+    let config = inst.read_config().map_err(super::config_failure)?;
+    let sessions = match client::control::<StatusReply>(inst, ControlOp::Status) {
+        Ok(v) => Some(v),
+        Err(ClientError::NoServer { .. }) => None,
+        Err(e) => return Err(fail(exit::FAILED)(e)),
+    };
+    let now = |name: &str| {
+        sessions.as_ref().map(|v| {
+            v.seats
+                .iter()
+                .find(|s| s.name == name)
+                .map_or(0, |s| s.sessions)
+        })
+    };
+    if as_json {
+        let seats: Vec<_> = book
+            .seats
+            .iter()
+            .map(|(name, rec)| {
+                json!({
+                    "name": name,
+                    "role": config.role_of(name).as_str(),
+                    "added": rec.added,
+                    "desk": inst.desk(name).display().to_string(),
+                    "sessions": now(name),
+                })
+            })
+            .collect();
+        let doc = json!({ "running": sessions.is_some(), "seats": seats });
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        return Ok(());
+    }
+    if book.seats.is_empty() {
+        println!("No seats yet: `ovai seat add NAME` makes one.");
+    }
+    for name in book.names() {
+        let role = config.role_of(name);
+        let now = now(name).map_or(String::new(), |n| format!(", {}", sessions_now(n)));
+        println!("{name}: {role}{now}");
+    }
+    if sessions.is_none() && !book.seats.is_empty() {
+        println!("(No server is running, so nobody is connected.)");
+    }
+    Ok(())
 }

@@ -26,59 +26,107 @@ impl Manager {
     }
 }
 
-pub fn install(inst: &Instance, manager: Option<Manager>, print: bool) -> Result<(), Failure> {
-    let manager = manager.unwrap_or_else(Manager::native);
+/// What a service of this instance is for one manager: its text, where it goes, and the commands that
+/// start and stop it.
+struct Unit {
+    text: String,
+    path: PathBuf,
+    enable: String,
+    disable: String,
+}
+
+fn unit(inst: &Instance, manager: Manager) -> Result<Unit, Failure> {
     let ovai = own_exe()?;
     // The service starts with the manager's environment, not this shell's: name the Node found here.
     let node = which_node();
     let name = service_name(&inst.root);
-    let (text, path, enable) = match manager {
+    Ok(match manager {
         Manager::Systemd => {
             let file = format!("{name}.service");
-            (
-                systemd_unit(inst, &ovai, node.as_deref()),
-                config_home()?.join("systemd/user").join(&file),
-                format!("systemctl --user daemon-reload && systemctl --user enable --now {file}"),
-            )
+            Unit {
+                text: systemd_unit(inst, &ovai, node.as_deref()),
+                path: config_home()?.join("systemd/user").join(&file),
+                enable: format!(
+                    "systemctl --user daemon-reload && systemctl --user enable --now {file}"
+                ),
+                disable: format!("systemctl --user disable --now {file}"),
+            }
         }
         Manager::Launchd => {
             let label = format!("dev.openovai.{}", name.trim_start_matches("ovai-"));
             let path = home()?
                 .join("Library/LaunchAgents")
                 .join(format!("{label}.plist"));
-            let enable = format!(
-                "launchctl bootstrap gui/$(id -u) {}",
-                shell_quote(&path.display().to_string())
-            );
-            (
-                launchd_plist(inst, &ovai, node.as_deref(), &label),
+            let quoted = shell_quote(&path.display().to_string());
+            Unit {
+                text: launchd_plist(inst, &ovai, node.as_deref(), &label),
+                enable: format!("launchctl bootstrap gui/$(id -u) {quoted}"),
+                disable: format!("launchctl bootout gui/$(id -u) {quoted}"),
                 path,
-                enable,
-            )
+            }
         }
-    };
+    })
+}
+
+pub fn install(inst: &Instance, manager: Option<Manager>, print: bool) -> Result<(), Failure> {
+    let manager = manager.unwrap_or_else(Manager::native);
+    let u = unit(inst, manager)?;
     if print {
-        print!("{text}");
+        // The text alone on stdout (it can be piped to the file); where it goes, and how, on stderr.
+        print!("{}", u.text);
+        eprintln!(
+            "ovai: this is {} (`ovai service install` writes it there); then: {}",
+            u.path.display(),
+            u.enable
+        );
         return Ok(());
     }
-    if let Some(dir) = path.parent() {
+    if let Some(dir) = u.path.parent() {
         std::fs::create_dir_all(dir)
             .map_err(|e| Failure::new(format!("{} cannot be made: {e}.", dir.display()), 1))?;
     }
-    let existed = path.exists();
-    std::fs::write(&path, &text)
-        .map_err(|e| Failure::new(format!("{} cannot be written: {e}.", path.display()), 1))?;
+    let existed = u.path.exists();
+    std::fs::write(&u.path, &u.text)
+        .map_err(|e| Failure::new(format!("{} cannot be written: {e}.", u.path.display()), 1))?;
     println!(
         "{} {}.",
         if existed { "Updated" } else { "Wrote" },
-        path.display()
+        u.path.display()
     );
-    if node.is_none() {
+    if which_node().is_none() {
         println!(
             "Node.js was not found on this PATH; the service will look for `node` on its own PATH (set OVAI_NODE in the file to name one)."
         );
     }
-    println!("Enable and start it with:\n  {enable}");
+    println!("Enable and start it with:\n  {}", u.enable);
+    Ok(())
+}
+
+pub fn uninstall(inst: &Instance, manager: Option<Manager>, print: bool) -> Result<(), Failure> {
+    let manager = manager.unwrap_or_else(Manager::native);
+    let u = unit(inst, manager)?;
+    if !u.path.exists() {
+        println!(
+            "There is no service file for this instance at {}; nothing to remove.",
+            u.path.display()
+        );
+        return Ok(());
+    }
+    if print {
+        println!(
+            "Would remove {}. Stop and disable it first with:\n  {}",
+            u.path.display(),
+            u.disable
+        );
+        return Ok(());
+    }
+    std::fs::remove_file(&u.path)
+        .map_err(|e| Failure::new(format!("{} cannot be removed: {e}.", u.path.display()), 1))?;
+    println!(
+        "Removed {}. If it was running, stop it with:\n  {}",
+        u.path.display(),
+        u.disable
+    );
     Ok(())
 }
 

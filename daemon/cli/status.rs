@@ -1,15 +1,43 @@
-//! `ovai status`: what the running daemon serves, and to whom.
+//! `ovai status`: what the running daemon serves, to whom, and how each tool's calls went. Exit 3 when no
+//! daemon runs, as `systemctl is-active` does.
+
+use serde_json::json;
 
 use super::{Failure, exit, fail};
-use crate::client;
+use crate::client::{self, ClientError};
 use crate::instance::Instance;
+use crate::names::thousands;
 use crate::tools::index::sessions_now;
 use crate::wire::{ControlOp, StatusReply};
 
-pub fn run(inst: &Instance, json: bool) -> Result<(), Failure> {
-    let v: StatusReply = client::control(inst, ControlOp::Status).map_err(fail(exit::FAILED))?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
+    let v: StatusReply = match client::control(inst, ControlOp::Status) {
+        Ok(v) => v,
+        Err(ClientError::NoServer { root }) => {
+            if as_json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({ "running": false, "root": root }))
+                        .unwrap_or_default()
+                );
+                return Err(Failure::new(
+                    "no ovai server is running for this instance",
+                    exit::NOT_RUNNING,
+                ));
+            }
+            return Err(Failure::new(
+                format!("No ovai server is running for {root}: `ovai serve` starts one."),
+                exit::NOT_RUNNING,
+            ));
+        }
+        Err(e) => return Err(fail(exit::FAILED)(e)),
+    };
+    if as_json {
+        let mut doc = serde_json::to_value(&v).unwrap_or_default();
+        if let Some(o) = doc.as_object_mut() {
+            o.insert("running".into(), json!(true));
+        }
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         return Ok(());
     }
     println!(
@@ -30,12 +58,27 @@ pub fn run(inst: &Instance, json: bool) -> Result<(), Failure> {
     );
     println!("{}", v.host.isolation);
     println!("Tools: {}.", v.tools.join(", "));
-    if v.stale.is_empty() {
+    let not_served: Vec<&String> = v
+        .rows
+        .iter()
+        .filter(|r| r.starts_with("plugins/") && r.contains(" is not served: "))
+        .collect();
+    for row in &not_served {
+        println!("Not served: {row}");
+    }
+    if v.stale.is_empty() && v.new_files.is_empty() {
         println!("plugins/ is as it was read.");
-    } else {
+    }
+    if !v.stale.is_empty() {
         println!(
             "Changed since the last read (`ovai restart` serves them as they are now): {}.",
             v.stale.join(", ")
+        );
+    }
+    if !v.new_files.is_empty() {
+        println!(
+            "New since the last read (`ovai restart` reads them): {}.",
+            v.new_files.join(", ")
         );
     }
     if let Some(why) = &v.seats_error {
@@ -47,6 +90,17 @@ pub fn run(inst: &Instance, json: bool) -> Result<(), Failure> {
             seat.name,
             seat.role,
             sessions_now(seat.sessions)
+        );
+    }
+    for f in &v.figures {
+        println!(
+            "Calls to {}: {} ({} refused, {} when its host stopped); p50 {} ms, p99 {} ms.",
+            f.name,
+            thousands(f.calls as usize),
+            thousands(f.refusals as usize),
+            thousands(f.host_stops as usize),
+            f.p50_ms,
+            f.p99_ms
         );
     }
     Ok(())

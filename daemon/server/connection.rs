@@ -88,7 +88,7 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream, _admitted: Admitted
         .await;
     }
     if let Some(secret) = hello.control_secret {
-        return control::handle(&daemon, &secret, hello.op, &mut write).await;
+        return control::handle(&daemon, &secret, hello.op, hello.why.as_deref(), &mut write).await;
     }
     let Some(secret) = hello.seat_secret else {
         return refuse(

@@ -8,12 +8,16 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::unix::OwnedWriteHalf;
 
 use super::daemon::Daemon;
-use crate::wire::{self, ControlOp, HostStatus, Reply, SeatStatus, SeatsReply, StatusReply};
+use crate::wire::{
+    self, ControlOp, HostStatus, Reply, SeatStatus, SeatsReply, StatusReply, StopReply, ToolEntry,
+    ToolsReply,
+};
 
 pub async fn handle(
     daemon: &Arc<Daemon>,
     secret: &str,
     op: Option<ControlOp>,
+    why: Option<&str>,
     write: &mut OwnedWriteHalf,
 ) {
     let line = if !crate::seats::same(&daemon.control_secret, secret) {
@@ -22,14 +26,35 @@ pub async fn handle(
         )
     } else {
         match op {
-            Some(ControlOp::Restart) => reply(daemon.restart().await),
+            Some(ControlOp::Restart) => {
+                reply(daemon.restart(why.unwrap_or("`ovai restart`")).await)
+            }
             Some(ControlOp::Status) => wire::line(&Reply::done(status(daemon).await)),
             Some(ControlOp::Seats) => reply(
                 daemon
-                    .seats_changed()
+                    .seats_changed(why)
                     .await
                     .map(|ended| SeatsReply { ended }),
             ),
+            Some(ControlOp::Stop) => {
+                daemon.stop.cancel();
+                wire::line(&Reply::done(StopReply {
+                    pid: std::process::id(),
+                }))
+            }
+            Some(ControlOp::Tools) => wire::line(&Reply::done(ToolsReply {
+                tools: daemon
+                    .current()
+                    .tools
+                    .listed()
+                    .iter()
+                    .map(|t| ToolEntry {
+                        name: t.name.to_string(),
+                        entry: serde_json::to_value(t).unwrap_or_default(),
+                        bytes: super::restart_row::bytes(t),
+                    })
+                    .collect(),
+            })),
             None => refused(
                 "the hello carried the control secret but no operation; use a command of the same ovai binary",
             ),
@@ -76,12 +101,23 @@ pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
             .await
             .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
     };
-    let stale = match stale {
-        Ok(changes) => changes
-            .iter()
-            .map(|c| format!("plugins/{}", crate::names::escape_controls(c.file(), false)))
-            .collect(),
-        Err(e) => vec![format!("plugins/ itself, which cannot be read ({e})")],
+    let shown = |c: &crate::plugins::stale::Change| {
+        format!("plugins/{}", crate::names::escape_controls(c.file(), false))
+    };
+    let (stale, new_files) = match stale {
+        Ok(changes) => {
+            let (new, changed): (Vec<_>, Vec<_>) = changes
+                .iter()
+                .partition(|c| matches!(c, crate::plugins::stale::Change::Appeared { .. }));
+            (
+                changed.into_iter().map(shown).collect(),
+                new.into_iter().map(shown).collect(),
+            )
+        }
+        Err(e) => (
+            vec![format!("plugins/ itself, which cannot be read ({e})")],
+            Vec::new(),
+        ),
     };
     StatusReply {
         root: daemon.inst.root.display().to_string(),
@@ -102,6 +138,8 @@ pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
         sessions: daemon.sessions.count(),
         tools: generation.tools.names().map(str::to_string).collect(),
         rows: generation.rows.clone(),
+        figures: daemon.figures.snapshot(),
         stale,
+        new_files,
     }
 }

@@ -46,6 +46,10 @@ pub struct Daemon {
     pub connections: Arc<AtomicUsize>,
     /// Refused connections, logged as a count rather than a line each.
     pub refusals: Refusals,
+    /// Each tool's calls since the start, and the opt-in call log.
+    pub figures: super::figures::Figures,
+    /// Fired by `ovai stop`: the accept loop ends and the daemon drains as on SIGTERM.
+    pub stop: CancellationToken,
 }
 
 /// Refused connections in the operator's log: the first of each second in full, the rest counted.
@@ -73,12 +77,16 @@ impl Refusals {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RestartError {
-    #[error("{0} The server goes on serving what it read before.")]
+    #[error(
+        "{0} Fix it and run `ovai restart` again; the server goes on serving what it read before."
+    )]
     Config(#[from] ConfigError),
     #[error(
         "The plugins could not be loaded: {0}. The server goes on serving what it read before."
     )]
     Load(#[from] LoadError),
+    #[error("{0} The server goes on serving what it read before.")]
+    Leader(#[from] super::leader::NoLeader),
 }
 
 impl Daemon {
@@ -107,6 +115,8 @@ impl Daemon {
             tasks: TaskTracker::new(),
             connections: Arc::new(AtomicUsize::new(0)),
             refusals: Refusals::default(),
+            figures: super::figures::Figures::default(),
+            stop: CancellationToken::new(),
         }
     }
 
@@ -123,20 +133,42 @@ impl Daemon {
 
     /// Reads openovai.json and plugins/ again into a new generation beside the old one, switches callers
     /// to it, and retires the old one once its calls are done. A failure leaves the old one serving.
-    pub async fn restart(self: &Arc<Self>) -> Result<RestartReply, RestartError> {
+    /// `by` says who asked, for runtime.log.
+    pub async fn restart(self: &Arc<Self>, by: &str) -> Result<RestartReply, RestartError> {
         let _one_at_a_time = self.restarting.lock().await;
         super::service_manager::reloading();
         let next = self.next_generation().await;
         // Ready again either way: a failed restart leaves the old generation serving.
         super::service_manager::ready("serving");
-        let (old, next) = next?;
+        let (old, next) = match next {
+            Ok(n) => n,
+            Err(e) => {
+                self.log.row(
+                    Topic::Server,
+                    &format!(
+                        "A restart asked by {by} failed, and generation {} goes on serving: {e}",
+                        self.current().number
+                    ),
+                );
+                return Err(e);
+            }
+        };
         self.log.rows(Topic::Plugins, &next.rows);
+        for warning in &next.config.warnings {
+            self.log.row(Topic::Server, warning);
+        }
         let changed = next.tools.listed() != old.tools.listed();
+        self.log.row(
+            Topic::Server,
+            &super::restart_row::row(by, next.number, old.tools.listed(), next.tools.listed()),
+        );
         let reply = RestartReply {
             generation: next.number,
             rows: next.rows.clone(),
             changed,
         };
+        self.figures
+            .set_call_log(next.config.call_log.then(|| self.inst.call_log()));
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
         if changed {
             self.sessions.announce_tool_list_changed(&self.tasks);
@@ -155,6 +187,9 @@ impl Daemon {
     async fn next_generation(&self) -> Result<(Arc<Generation>, Generation), RestartError> {
         let old = self.current();
         let config = self.inst.read_config()?;
+        if let Ok(book) = self.seats.get(&self.inst).await.as_ref() {
+            super::leader::check(&config, book)?;
+        }
         let next =
             generation::build(&self.inst, config, old.number + 1, &self.ids, &self.log).await?;
         Ok((old, next))
@@ -168,16 +203,26 @@ impl Daemon {
     }
 
     /// Reads the seats again and ends the sessions of seats that are gone (or whose secret changed).
-    pub async fn seats_changed(&self) -> Result<Vec<String>, String> {
+    /// `why` is the command that changed them, for runtime.log.
+    pub async fn seats_changed(&self, why: Option<&str>) -> Result<Vec<String>, String> {
+        if let Some(why) = why {
+            self.log
+                .row(Topic::Seats, &format!("The seats changed: {why}."));
+        }
         let book = self.seats.get(&self.inst).await;
         let book = book.as_ref().as_ref().map_err(|e| e.to_string())?;
         let ended = self
             .sessions
             .end_unless(|seat, hash| book.seats.get(seat).is_some_and(|r| r.sha256 == hash));
         for seat in &ended {
+            let what = if book.seats.contains_key(seat) {
+                "was given a new secret"
+            } else {
+                "was removed"
+            };
             self.log.row(
                 Topic::Seats,
-                &format!("The seat {seat} was removed; its session was ended."),
+                &format!("The seat {seat} {what}; its session was ended."),
             );
         }
         // A boxed host hides the secrets it saw at its start: a new or re-keyed seat's must not be in

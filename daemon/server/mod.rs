@@ -5,8 +5,11 @@ pub mod connection;
 pub mod control;
 pub mod daemon;
 pub mod descriptors;
+pub mod figures;
 pub mod jsonrpc;
+pub mod leader;
 pub mod progress;
+pub mod restart_row;
 pub mod service_manager;
 pub mod session;
 pub mod sessions;
@@ -36,7 +39,7 @@ const MAX_SOCKET_PATH: usize = 107;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error(transparent)]
+    #[error("{0} Fix it and start the server again.")]
     Config(#[from] ConfigError),
     #[error(transparent)]
     Seats(#[from] SeatError),
@@ -56,6 +59,8 @@ pub enum ServeError {
     Load(#[from] LoadError),
     #[error("{0}")]
     Node(#[from] crate::host::child::SpawnError),
+    #[error("{0}")]
+    Leader(#[from] leader::NoLeader),
 }
 
 fn io_err<'a>(
@@ -81,6 +86,10 @@ pub fn serve(inst: Instance) -> Result<(), ServeError> {
 
 async fn run(inst: Instance) -> Result<(), ServeError> {
     let config = inst.read_config()?;
+    // A broken seats.json is said when seats connect, and never stops the daemon.
+    if let Ok(book) = seats::SeatBook::load(&inst) {
+        leader::check(&config, &book)?;
+    }
     crate::host::child::check_node(&crate::host::child::node_program())?;
     seats::ensure_private_dir(&inst)?;
     let _claim = claim(&inst)?;
@@ -113,6 +122,10 @@ async fn run(inst: Instance) -> Result<(), ServeError> {
 
     let log = Arc::new(RuntimeLog::new(inst.runtime_log()));
     descriptors::raise_limit(&log, config.max_connections);
+    for warning in &config.warnings {
+        log.row(Topic::Server, warning);
+    }
+    let call_log = config.call_log.then(|| inst.call_log());
     let ids = Arc::new(AtomicU64::new(1));
     let first = match generation::build(&inst, config, 1, &ids, &log).await {
         Ok(g) => g,
@@ -142,6 +155,7 @@ async fn run(inst: Instance) -> Result<(), ServeError> {
         ),
     );
     log.row(Topic::Server, &isolation);
+    daemon.figures.set_call_log(call_log);
 
     watch::spawn(daemon.clone());
     service_manager::ready(&format!("serving {tools} tools"));
@@ -213,13 +227,14 @@ async fn accept_until_stopped(daemon: &Arc<Daemon>, listener: &UnixListener) -> 
                 }
             },
             _ = term.recv() => return "SIGTERM",
+            _ = daemon.stop.cancelled() => return "`ovai stop`",
             _ = int.recv() => return "SIGINT",
             _ = hup.recv() => {
                 let daemon = daemon.clone();
                 daemon.clone().tasks.spawn(async move {
-                    match daemon.restart().await {
+                    match daemon.restart("SIGHUP").await {
                         Ok(r) => tracing::info!(generation = r.generation, "restarted on SIGHUP"),
-                        Err(e) => daemon.log.row(Topic::Server, &format!("SIGHUP asked for a restart, and it failed: {e}")),
+                        Err(e) => tracing::warn!("SIGHUP asked for a restart, and it failed: {e}"),
                     }
                 });
             }

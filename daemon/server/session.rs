@@ -15,6 +15,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
 use super::daemon::Daemon;
+use super::figures::Outcome as Counted;
 use crate::answer::{self, Outcome};
 use crate::generation::Generation;
 use crate::host::{self, CallGuard, CallRequest};
@@ -79,6 +80,7 @@ impl SeatService {
         name: &str,
         args: Value,
         context: &RequestContext<RoleServer>,
+        host_stopped: &mut bool,
     ) -> Result<Outcome, ErrorData> {
         let ct = &context.ct;
         let Some((generation, _in_flight)) = self.enter() else {
@@ -160,6 +162,7 @@ impl SeatService {
                     }
                     _ => call.await,
                 };
+                *host_stopped = matches!(ended, host::Ended::HostEnded(_));
                 answer::plugin(file, ended, generation.config.max_answer_bytes)
             }
         })
@@ -214,8 +217,19 @@ impl ServerHandler for SeatService {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = Value::Object(request.arguments.unwrap_or_default());
+        let started = std::time::Instant::now();
         // Boxed: rmcp moves each request's future into a task of its own, and a pointer moves cheaply.
-        let outcome = Box::pin(self.run(&request.name, args, &context)).await?;
+        let mut host_stopped = false;
+        let outcome = Box::pin(self.run(&request.name, args, &context, &mut host_stopped)).await?;
+        let counted = match &outcome {
+            Outcome::Text(_) => Counted::Text,
+            Outcome::Refused(_) if host_stopped => Counted::HostStopped,
+            Outcome::Refused(_) => Counted::Refused,
+            Outcome::Cancelled => Counted::Cancelled,
+        };
+        self.daemon
+            .figures
+            .record(&self.seat, &request.name, started.elapsed(), counted);
         Ok(match outcome {
             Outcome::Text(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
             Outcome::Refused(why) => CallToolResult::error(vec![ContentBlock::text(why)]),

@@ -31,7 +31,12 @@ pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
         .with_pattern_options(jsonschema::PatternOptions::regex())
         .build(schema)
         .map_err(|e| {
-            let at = e.schema_path().to_string();
+            // Where in the plugin's schema: the instance path when the schema failed the meta-schema,
+            // the keyword's own path when it failed to compile.
+            let at = match e.instance_path().to_string() {
+                p if p.is_empty() => e.schema_path().to_string(),
+                p => p,
+            };
             if at.ends_with("/pattern") || at.contains("/patternProperties") {
                 format!(
                     "its inputSchema has a pattern this server cannot check in linear time (at {at}: {e}); patterns \

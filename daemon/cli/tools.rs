@@ -1,0 +1,64 @@
+//! `ovai tools [NAME]`: the tools the running daemon serves now, each with its description, its schema,
+//! and what it costs every session each turn (the UTF-8 bytes of its entry as `tools/list` sends it).
+
+use super::{Failure, exit, fail};
+use crate::client;
+use crate::instance::Instance;
+use crate::names::thousands;
+use crate::wire::{ControlOp, ToolsReply};
+
+pub fn run(inst: &Instance, name: Option<&str>, json: bool) -> Result<(), Failure> {
+    let reply: ToolsReply = client::control(inst, ControlOp::Tools).map_err(fail(exit::FAILED))?;
+    let tools: Vec<_> = match name {
+        None => reply.tools,
+        Some(n) => {
+            let found: Vec<_> = reply
+                .tools
+                .iter()
+                .filter(|t| t.name == n)
+                .cloned()
+                .collect();
+            if found.is_empty() {
+                let names: Vec<&str> = reply.tools.iter().map(|t| t.name.as_str()).collect();
+                return Err(Failure::new(
+                    format!(
+                        "The server has no tool called {n}; it serves {}. `ovai status` lists the files in plugins/ that are not served, and why.",
+                        names.join(", ")
+                    ),
+                    exit::FAILED,
+                ));
+            }
+            found
+        }
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "tools": tools }))
+                .unwrap_or_default()
+        );
+        return Ok(());
+    }
+    let total: usize = tools.iter().map(|t| t.bytes).sum();
+    for t in &tools {
+        println!("{} ({} bytes each turn)", t.name, thousands(t.bytes));
+        if let Some(d) = t.entry["description"].as_str() {
+            for line in crate::names::escape_controls(d, true).lines() {
+                println!("  {line}");
+            }
+        }
+        println!(
+            "  inputSchema: {}",
+            serde_json::to_string(&t.entry["inputSchema"]).unwrap_or_default()
+        );
+        println!();
+    }
+    if name.is_none() {
+        println!(
+            "{} tools; together they cost every session {} bytes each turn.",
+            tools.len(),
+            thousands(total)
+        );
+    }
+    Ok(())
+}

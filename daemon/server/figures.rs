@@ -1,0 +1,173 @@
+//! Each tool's calls since the daemon started (for `ovai status`), and the opt-in call log
+//! (`callLog: true`): one JSON line per call in calls.jsonl beside runtime.log (0600, rotated like it),
+//! with the time, seat, tool, milliseconds and outcome, and never the arguments or the answer.
+
+use std::collections::{HashMap, VecDeque};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+
+use crate::sync::lock;
+use crate::wire::ToolFigures;
+
+/// The latest calls per tool that the percentiles are taken over.
+const KEPT: usize = 1024;
+/// calls.jsonl is rotated (one old file kept) when a line would take it past this.
+const ROTATE_AT_BYTES: u64 = crate::runtime_log::ROTATE_AT_BYTES;
+
+/// How a call ended, as the figures and the call log count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Text,
+    Refused,
+    /// Refused because its plugin host stopped under it.
+    HostStopped,
+    Cancelled,
+}
+
+impl Outcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Text => "text",
+            Outcome::Refused => "refused",
+            Outcome::HostStopped => "host stopped",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+#[derive(Default)]
+struct Tool {
+    calls: u64,
+    refusals: u64,
+    host_stops: u64,
+    /// The latest durations, in ms.
+    recent: VecDeque<f64>,
+}
+
+#[derive(Default)]
+pub struct Figures {
+    tools: Mutex<HashMap<String, Tool>>,
+    log: Mutex<Option<CallLog>>,
+}
+
+struct CallLog {
+    path: PathBuf,
+    tx: std::sync::mpsc::Sender<String>,
+}
+
+impl Figures {
+    /// Turns the call log on (writing to `path`) or off, as openovai.json says now.
+    pub fn set_call_log(&self, path: Option<PathBuf>) {
+        let mut log = lock(&self.log);
+        match (path, log.as_ref()) {
+            (None, _) => *log = None,
+            (Some(p), Some(l)) if l.path == p => {}
+            (Some(p), _) => *log = Some(CallLog::start(p)),
+        }
+    }
+
+    pub fn record(&self, seat: &str, tool: &str, took: Duration, outcome: Outcome) {
+        let ms = took.as_secs_f64() * 1e3;
+        {
+            let mut tools = lock(&self.tools);
+            let t = tools.entry(tool.to_string()).or_default();
+            t.calls += 1;
+            t.refusals += u64::from(matches!(outcome, Outcome::Refused | Outcome::HostStopped));
+            t.host_stops += u64::from(outcome == Outcome::HostStopped);
+            if t.recent.len() == KEPT {
+                t.recent.pop_front();
+            }
+            t.recent.push_back(ms);
+        }
+        if let Some(log) = lock(&self.log).as_ref() {
+            let line = json!({
+                "at": crate::runtime_log::timestamp(SystemTime::now()),
+                "seat": seat,
+                "tool": tool,
+                "ms": (ms * 1000.0).round() / 1000.0,
+                "outcome": outcome.as_str(),
+            });
+            let _ = log.tx.send(line.to_string());
+        }
+    }
+
+    /// Every tool called so far, by name.
+    pub fn snapshot(&self) -> Vec<ToolFigures> {
+        let tools = lock(&self.tools);
+        let mut out: Vec<ToolFigures> = tools
+            .iter()
+            .map(|(name, t)| {
+                let mut sorted: Vec<f64> = t.recent.iter().copied().collect();
+                sorted.sort_by(f64::total_cmp);
+                let pick = |q: f64| {
+                    sorted
+                        .get(
+                            ((sorted.len() as f64 * q) as usize)
+                                .min(sorted.len().saturating_sub(1)),
+                        )
+                        .map_or(0.0, |v| (v * 10.0).round() / 10.0)
+                };
+                ToolFigures {
+                    name: name.clone(),
+                    calls: t.calls,
+                    refusals: t.refusals,
+                    host_stops: t.host_stops,
+                    p50_ms: pick(0.5),
+                    p99_ms: pick(0.99),
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+}
+
+impl CallLog {
+    /// Lines are written by a thread of their own: no file work on the daemon's thread.
+    fn start(path: PathBuf) -> Self {
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let writing = path.clone();
+        std::thread::spawn(move || {
+            let mut file: Option<File> = None;
+            for line in rx {
+                if let Err(e) = append(&writing, &mut file, &line) {
+                    tracing::warn!(path = %writing.display(), error = %e, "the call log cannot be written");
+                    file = None;
+                }
+            }
+        });
+        Self { path, tx }
+    }
+}
+
+fn append(path: &PathBuf, file: &mut Option<File>, line: &str) -> std::io::Result<()> {
+    if file.is_none() {
+        *file = Some(open(path)?);
+    }
+    let size = file
+        .as_ref()
+        .and_then(|f| f.metadata().ok())
+        .map_or(0, |m| m.len());
+    if size > 0 && size + line.len() as u64 + 1 > ROTATE_AT_BYTES {
+        std::fs::rename(path, path.with_extension("jsonl.1"))?;
+        *file = Some(open(path)?);
+    }
+    match file.as_mut() {
+        Some(f) => writeln!(f, "{line}"),
+        None => Ok(()),
+    }
+}
+
+fn open(path: &PathBuf) -> std::io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+}

@@ -1,0 +1,71 @@
+//! The runtime.log row of a restart: who asked, which generation serves now, and what changed in the tool
+//! list, with what the list costs every session each turn before and after.
+
+use rmcp::model::Tool;
+
+use crate::names::thousands;
+
+/// What one tool's entry costs a session each turn: the UTF-8 bytes of it as `tools/list` sends it.
+pub fn bytes(tool: &Tool) -> usize {
+    serde_json::to_vec(tool).map_or(0, |v| v.len())
+}
+
+pub fn row(by: &str, generation: u64, before: &[Tool], after: &[Tool]) -> String {
+    let find = |list: &[Tool], name: &str| list.iter().find(|t| t.name == name).cloned();
+    let mut added = Vec::new();
+    let mut changed = Vec::new();
+    for t in after {
+        match find(before, &t.name) {
+            None => added.push(format!(
+                "{} ({} bytes each turn)",
+                t.name,
+                thousands(bytes(t))
+            )),
+            Some(old) if old != *t => {
+                let mut what = Vec::new();
+                if old.description != t.description {
+                    what.push("its description");
+                }
+                if old.input_schema != t.input_schema {
+                    what.push("its inputSchema");
+                }
+                if what.is_empty() {
+                    what.push("its annotations");
+                }
+                changed.push(format!(
+                    "{} ({}; {} → {} bytes each turn)",
+                    t.name,
+                    what.join(" and "),
+                    thousands(bytes(&old)),
+                    thousands(bytes(t))
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    let removed: Vec<String> = before
+        .iter()
+        .filter(|t| find(after, &t.name).is_none())
+        .map(|t| t.name.to_string())
+        .collect();
+    let total = |list: &[Tool]| list.iter().map(bytes).sum::<usize>();
+    let mut row = format!("Restarted, asked by {by}: generation {generation} serves now");
+    if added.is_empty() && removed.is_empty() && changed.is_empty() {
+        row.push_str(&format!(
+            "; the tool list is the same ({} bytes each turn for every session).",
+            thousands(total(after))
+        ));
+        return row;
+    }
+    for (label, items) in [("added", added), ("removed", removed), ("changed", changed)] {
+        if !items.is_empty() {
+            row.push_str(&format!("; {label}: {}", items.join(", ")));
+        }
+    }
+    row.push_str(&format!(
+        ". The tool list costs every session {} bytes each turn (it was {}).",
+        thousands(total(after)),
+        thousands(total(before))
+    ));
+    row
+}

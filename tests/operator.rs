@@ -1,0 +1,525 @@
+//! The operator's command line: the commands people expect of a daemon like this, the refusals that
+//! protect them, and words that say what happened and what to do.
+
+mod common;
+use common::*;
+use predicates::prelude::*;
+use serde_json::{Value, json};
+
+const TOOL: &str = r#"
+export const description = "Echoes a branch.";
+export const inputSchema = { type: "object", properties: { branch: { type: "string", description: "A branch." }, n: { type: "integer" } }, required: ["branch"], additionalProperties: false };
+export function run({ branch }, { seat }) { return { text: `${branch} for ${seat}` }; }
+"#;
+
+#[test]
+fn stop_drains_and_waits_and_says_when_nothing_runs() {
+    let inst = Instance::with_plugins(&[("echo.mjs", TOOL)]);
+    let mut d = inst.start();
+    let pid = d.pid();
+    inst.cmd()
+        .arg("stop")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "Stopped the ovai server for {} (pid {pid}).",
+            inst.root.display()
+        )));
+    assert!(!process_alive(pid));
+    assert!(!d.is_running());
+    assert_eq!(
+        inst.rows("server").last().unwrap(),
+        "ovai serve stopped on `ovai stop`."
+    );
+    inst.cmd().arg("stop").assert().success().stdout(
+        predicate::str::contains("No ovai server is running for")
+            .and(predicate::str::contains("nothing to stop")),
+    );
+}
+
+#[test]
+fn logs_print_the_latest_rows_across_the_rotated_file_and_follow() {
+    let inst = Instance::new();
+    std::fs::write(
+        inst.root.join("runtime.log.1"),
+        "2026-01-01T00:00:00.000Z server old one\n2026-01-01T00:00:01.000Z server old two\n",
+    )
+    .unwrap();
+    std::fs::write(
+        inst.root.join("runtime.log"),
+        "2026-01-01T00:00:02.000Z server new one\n",
+    )
+    .unwrap();
+    inst.cmd()
+        .args(["logs", "-n", "2"])
+        .assert()
+        .success()
+        .stdout(
+            "2026-01-01T00:00:01.000Z server old two\n2026-01-01T00:00:02.000Z server new one\n",
+        );
+    let _d = inst.start();
+    let mut follow = std::process::Command::new(OVAI)
+        .args(["logs", "-f", "-n", "0", "--root"])
+        .arg(&inst.root)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = follow.stdout.take().unwrap();
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = lines.clone();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            sink.lock().unwrap().push_str(&(l + "\n"));
+        }
+    });
+    inst.cmd().arg("restart").assert().success();
+    wait_until("logs -f to print the restart's row", || {
+        lines
+            .lock()
+            .unwrap()
+            .contains("Restarted, asked by `ovai restart`")
+            .then_some(())
+    });
+    let _ = follow.kill();
+    let _ = follow.wait();
+}
+
+#[test]
+fn seat_rotate_refuses_the_old_secret_ends_its_session_and_keeps_the_leader() {
+    let inst = Instance::with_plugins(&[("echo.mjs", TOOL)]);
+    let _d = inst.start();
+    let old = inst.secret("lead");
+    let mut s = inst.session("lead");
+    s.initialize();
+    inst.cmd()
+        .args(["seat", "rotate", "lead"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("Gave the seat lead a new secret")
+                .and(predicate::str::contains("the session holding it was ended")),
+        );
+    assert_ne!(inst.secret("lead"), old);
+    let status = s.wait();
+    assert!(!status.success(), "the session of the old secret was ended");
+    let mut cmd = std::process::Command::new(OVAI);
+    cmd.arg("mcp")
+        .env("OVAI_ROOT", &inst.root)
+        .env("OVAI_SECRET", &old);
+    let mut stale = Session::spawn_command(cmd);
+    let r = stale.request("initialize", json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is not the secret of any seat"),
+        "{r}"
+    );
+    let mut fresh = inst.session("lead");
+    let init = fresh.initialize();
+    assert!(
+        init["result"]["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("seat lead, the Leader")
+    );
+    assert!(
+        inst.rows("seats")
+            .contains(&"The seats changed: `ovai seat rotate lead`.".to_string()),
+        "{:?}",
+        inst.rows("seats")
+    );
+    assert!(
+        inst.rows("seats")
+            .contains(&"The seat lead was given a new secret; its session was ended.".to_string())
+    );
+    let out = inst
+        .cmd()
+        .args(["seat", "list", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["running"], true);
+    assert_eq!(v["seats"][0]["name"], "lead");
+    assert_eq!(v["seats"][0]["role"], "Leader");
+    assert_eq!(v["seats"][0]["sessions"], 1);
+}
+
+#[test]
+fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
+    let inst = Instance::with_plugins(&[
+        ("echo.mjs", TOOL),
+        ("broken.mjs", "export const description = 'x';"),
+    ]);
+    let out = inst.cmd().args(["status", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["running"], false);
+    inst.cmd()
+        .arg("status")
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("No ovai server is running for"));
+    inst.set_config(json!({ "callLog": true }));
+    let d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert!(!s.call("echo", json!({ "branch": "main" })).1);
+    assert!(s.call("echo", json!({})).1);
+    inst.cmd().arg("status").assert().success().stdout(
+        predicate::str::contains(
+            "Not served: plugins/broken.mjs is not served: it does not export inputSchema or run",
+        )
+        .and(predicate::str::contains(
+            "Calls to echo: 2 (1 refused, 0 when its host stopped); p50 ",
+        )),
+    );
+    let v = d.status().unwrap();
+    assert_eq!(v["running"], true);
+    let echo = v["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "echo")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (echo["calls"].clone(), echo["refusals"].clone()),
+        (json!(2), json!(1))
+    );
+    // The call log: one line a call, the owner's alone, never the arguments or the answer.
+    let log = wait_until("the call log", || {
+        let text = std::fs::read_to_string(inst.root.join("calls.jsonl")).ok()?;
+        (text.lines().count() >= 2).then_some(text)
+    });
+    let first: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (
+            first["seat"].clone(),
+            first["tool"].clone(),
+            first["outcome"].clone()
+        ),
+        (json!("lead"), json!("echo"), json!("text"))
+    );
+    assert!(!log.contains("main"), "no arguments, no answers: {log}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(inst.root.join("calls.jsonl"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn tools_show_what_each_costs_a_turn_and_call_reads_stdin_and_suggests_from_the_schema() {
+    let inst =
+        Instance::with_plugins(&[("echo.mjs", TOOL), ("broken.mjs", "export const run = 5;")]);
+    let _d = inst.start();
+    let out = inst
+        .cmd()
+        .args(["tools", "echo", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let entry = &v["tools"][0];
+    assert_eq!(
+        entry["bytes"],
+        serde_json::to_vec(&entry["entry"]).unwrap().len()
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    let listed = s.request("tools/list", json!({}));
+    let echo = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "echo")
+        .unwrap()
+        .clone();
+    assert_eq!(entry["entry"], echo, "the entry as tools/list sends it");
+    inst.cmd().arg("tools").assert().success().stdout(
+        predicate::str::contains(format!("echo ({} bytes each turn)", entry["bytes"])).and(
+            predicate::str::contains("3 tools; together they cost every session"),
+        ),
+    );
+    inst.cmd()
+        .args(["call", "echo", "-", "--seat", "lead"])
+        .write_stdin("{\"branch\": \"from-stdin\"}")
+        .assert()
+        .success()
+        .stdout("from-stdin for lead\n");
+    inst.cmd()
+        .args(["call", "echo", "{bad json}", "--seat", "lead"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("call echo '{\"branch\":\"…\"}'"));
+    inst.cmd()
+        .args(["call", "broken", "--seat", "lead"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("there is no tool called broken here: plugins/broken.mjs is not served: it does not export description or inputSchema; its run is a number, not a function"));
+}
+
+#[test]
+fn completions_version_and_service_uninstall_work() {
+    ovai()
+        .args(["completions", "bash"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("_ovai()"));
+    ovai()
+        .args(["completions", "fish"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("complete -c ovai"));
+    ovai()
+        .arg("version")
+        .assert()
+        .success()
+        .stdout(format!("ovai {}\n", env!("CARGO_PKG_VERSION")));
+    let inst = Instance::new();
+    let home = tempfile::tempdir().unwrap();
+    inst.cmd()
+        .env("HOME", home.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .args(["service", "install", "--systemd", "--print"])
+        .assert()
+        .success()
+        .stderr(
+            predicate::str::contains("ovai: this is ")
+                .and(predicate::str::contains(".config/systemd/user/ovai-")),
+        );
+    inst.cmd()
+        .env("HOME", home.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .args(["service", "install", "--systemd"])
+        .assert()
+        .success();
+    inst.cmd()
+        .env("HOME", home.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .args(["service", "uninstall", "--systemd", "--print"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("Would remove").and(predicate::str::contains(
+                "systemctl --user disable --now ovai-",
+            )),
+        );
+    inst.cmd()
+        .env("HOME", home.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .args(["service", "uninstall", "--systemd"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Removed "));
+    let units = std::fs::read_dir(home.path().join(".config/systemd/user"))
+        .unwrap()
+        .count();
+    assert_eq!(units, 0);
+    let help = ovai().arg("--help").output().unwrap().stdout;
+    let help = String::from_utf8(help).unwrap();
+    for cmd in [
+        "init",
+        "serve",
+        "stop",
+        "mcp",
+        "plugin",
+        "check",
+        "restart",
+        "status",
+        "tools",
+        "logs",
+        "seat",
+        "call",
+        "service",
+        "completions",
+        "version",
+        "demo",
+    ] {
+        assert!(
+            help.contains(&format!("  {cmd} ")),
+            "{cmd} in --help: {help}"
+        );
+    }
+}
+
+#[test]
+fn init_refuses_a_nested_instance_an_empty_user_and_two_places() {
+    let inst = Instance::new();
+    for inside in ["desks/lead", "plugins"] {
+        ovai()
+            .arg("init")
+            .arg(inst.root.join(inside).join("sub"))
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(format!(
+                "is inside the openovai instance at {}",
+                inst.root.display()
+            )));
+    }
+    let dir = tempfile::tempdir_in("/tmp").unwrap();
+    ovai()
+        .args(["init", "--user", ""])
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--user is empty"));
+    let other = tempfile::tempdir_in("/tmp").unwrap();
+    ovai()
+        .arg("init")
+        .arg(dir.path())
+        .arg("--root")
+        .arg(other.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("two places"));
+    ovai()
+        .args(["demo", "--root"])
+        .arg(other.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("takes no --root"));
+    assert!(!dir.path().join("openovai.json").exists());
+    // Next steps are said the way the binary was run.
+    let fresh = tempfile::tempdir_in("/tmp").unwrap();
+    ovai()
+        .arg("init")
+        .arg(fresh.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "Next: `{OVAI} serve --root"
+        )));
+}
+
+#[test]
+fn the_leader_cannot_be_removed_or_be_no_seat_and_names_cannot_clash_in_case() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    inst.cmd()
+        .args(["seat", "remove", "lead"])
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("lead is the Leader's seat")
+                .and(predicate::str::contains("Hand over first")),
+        );
+    inst.cmd()
+        .args(["seat", "add", "W1"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "There is already a seat called w1, and W1 differs from it only in case",
+        ));
+    inst.set_config(json!({ "leader": "nobody" }));
+    inst.cmd()
+        .arg("serve")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "openovai.json names nobody as the Leader, and there is no seat called nobody",
+        ));
+    inst.set_config(json!({ "leader": "lead" }));
+    let d = inst.start();
+    inst.set_config(json!({ "leader": "nobody" }));
+    inst.cmd()
+        .arg("restart")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("there is no seat called nobody"));
+    assert_eq!(d.status().unwrap()["generation"], 1);
+}
+
+#[test]
+fn near_misses_of_settings_are_named_and_a_broken_config_is_said_once_rightly() {
+    let inst = Instance::with_plugins(&[("echo.mjs", TOOL)]);
+    inst.set_config(json!({ "callTimeoutSecs": 5, "team": "blue" }));
+    let near = "openovai.json has \"callTimeoutSecs\", which ovai does not read: did you mean \"callTimeoutSeconds\"?";
+    inst.cmd()
+        .arg("check")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(near).and(predicate::str::contains("team").not()));
+    let _d = inst.start();
+    assert!(
+        inst.rows("server").iter().any(|r| r.starts_with(near)),
+        "{:?}",
+        inst.rows("server")
+    );
+    std::fs::write(inst.root.join("openovai.json"), "{ \"user\": ").unwrap();
+    let out = inst.cmd().arg("restart").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("openovai.json does not parse") && err.contains("Fix it and run `ovai restart` again; the server goes on serving what it read before."), "{err}");
+    assert!(
+        !err.contains("start again")
+            && !err.contains("..")
+            && !err.contains("refused the connection"),
+        "{err}"
+    );
+    assert!(inst.rows("server").iter().any(|r| r.starts_with("A restart asked by `ovai restart` failed, and generation 1 goes on serving: openovai.json does not parse")));
+}
+
+#[test]
+fn restarts_are_logged_with_who_asked_and_what_changed() {
+    let inst = Instance::with_plugins(&[
+        ("echo.mjs", TOOL),
+        ("gone.mjs", &TOOL.replace("Echoes", "Goes")),
+    ]);
+    let d = inst.start();
+    inst.write_plugin(
+        "echo.mjs",
+        &TOOL.replace("Echoes a branch.", "Echoes a branch, now longer."),
+    );
+    std::fs::remove_file(inst.root.join("plugins/gone.mjs")).unwrap();
+    inst.write_plugin("fresh.mjs", TOOL);
+    inst.cmd().arg("restart").assert().success();
+    let row = inst
+        .rows("server")
+        .into_iter()
+        .find(|r| r.starts_with("Restarted, asked by `ovai restart`: generation 2 serves now"))
+        .unwrap();
+    assert!(row.contains("added: fresh ("), "{row}");
+    assert!(row.contains("removed: gone"), "{row}");
+    assert!(row.contains("changed: echo (its description; "), "{row}");
+    assert!(row.contains("The tool list costs every session "), "{row}");
+    signal(d.pid(), libc::SIGHUP);
+    wait_until("the SIGHUP restart's row", || {
+        inst.rows("server").iter().any(|r| r.starts_with("Restarted, asked by SIGHUP: generation 3 serves now; the tool list is the same")).then_some(())
+    });
+    inst.cmd()
+        .env("MAINPID", "1")
+        .arg("restart")
+        .assert()
+        .success();
+    assert!(
+        inst.rows("server").iter().any(
+            |r| r.starts_with("Restarted, asked by the service manager's reload: generation 4")
+        )
+    );
+    inst.add_seat("w9");
+    assert!(
+        inst.rows("seats")
+            .contains(&"The seats changed: `ovai seat add w9`.".to_string())
+    );
+}
+
+#[test]
+fn the_scaffold_reads_well_in_index() {
+    let inst = Instance::new();
+    inst.cmd().args(["plugin", "tracker"]).assert().success();
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let (index, _) = s.call("index", json!({}));
+    assert!(
+        index.contains("  tracker: Repeats a note back to the Leader."),
+        "{index}"
+    );
+    assert!(!index.contains("tracker: tracker:"), "{index}");
+}
