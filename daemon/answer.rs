@@ -173,6 +173,7 @@ pub fn room_failed(e: &crate::tools::room::RoomError) -> Outcome {
             format!("The room could not be written (room.jsonl: {err}). Your message was not said.")
         }
         RoomError::Read(err) => format!("The room could not be read (room.jsonl: {err})."),
+        RoomError::Gone => "The caller went away before the room was read.".to_string(),
         RoomError::TooLong(bytes) => format!(
             "Your message is {} bytes, and the room takes at most {} bytes a message: it was not said. Say it in parts.",
             crate::names::thousands(*bytes),

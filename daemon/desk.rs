@@ -238,6 +238,28 @@ pub fn approve(desk: &Path) -> Result<Option<String>, DeskError> {
     if changed {
         write_doc(&path, &doc)?;
     }
+    // Claude Code lets a denial or a disabled server win over the approval: say so, it is somebody's.
+    let denies = |keys: &[&str], what: &str| {
+        let mut v = Some(&Value::Object(doc.clone()));
+        for k in keys {
+            v = v.and_then(|x| x.get(*k));
+        }
+        v.and_then(Value::as_array).is_some_and(|items| {
+            items.iter().any(|i| {
+                i.as_str()
+                    .is_some_and(|s| s == what || s.starts_with(&format!("{what}__")))
+            })
+        })
+    };
+    if denies(&["disabledMcpjsonServers"], SERVER_NAME)
+        || denies(&["permissions", "deny"], ALLOW_RULE)
+    {
+        return Ok(Some(format!(
+            "{} also disables the server or denies its tools (disabledMcpjsonServers or permissions.deny), and Claude \
+             Code lets that win: take those entries out for the desk to work without a prompt.",
+            path.display()
+        )));
+    }
     Ok(None)
 }
 

@@ -45,7 +45,11 @@ pub fn why_not(name: &str) -> Option<String> {
 /// terminal or a log cannot be rewritten by it: a file name, a description, a room message. Newlines stay
 /// when `keep_newlines` (the caller sets the lines off itself); tabs always stay.
 pub fn escape_controls(s: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
-    let needs = |c: char| c.is_control() && c != '\t' && !(keep_newlines && c == '\n');
+    // Beside the control characters: what a renderer takes for a line break (U+2028, U+2029) or lets
+    // run text backwards or unseen (bidirectional overrides, zero-width characters, the BOM).
+    let invisible = |c: char| matches!(c, '\u{2028}' | '\u{2029}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}');
+    let needs =
+        |c: char| (c.is_control() || invisible(c)) && c != '\t' && !(keep_newlines && c == '\n');
     if !s.chars().any(needs) {
         return std::borrow::Cow::Borrowed(s);
     }

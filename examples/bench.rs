@@ -76,6 +76,13 @@ impl Setup {
 }
 
 fn main() {
+    // The floor's own processes are this binary too: a minimal responder, and a relay in front of it.
+    let argv: Vec<String> = std::env::args().collect();
+    match argv.get(1).map(String::as_str) {
+        Some("--floor-responder") => return floor::responder(),
+        Some("--floor-relay") => return floor::relay(&argv[2..]),
+        _ => {}
+    }
     let args = Args::parse();
     let setup = Setup {
         ovai: args.ovai,
@@ -155,6 +162,27 @@ fn main() {
         || ovai_calls(&setup, &one, 5000, 1, "p0000"),
         || baseline_calls(&setup, &one, 5000, 1),
     ));
+    // What the same process chains cost with nothing of ovai's in them: the floor.
+    let floors: Vec<(&'static str, Figures)> = vec![
+        (
+            "floor_k1",
+            repeat("floor_k1", runs, || floor_calls(&setup, 0, 5000)),
+        ),
+        (
+            "floor_chain_k1",
+            repeat("floor_chain_k1", runs, || floor_calls(&setup, 2, 5000)),
+        ),
+        (
+            "floor_builtin_k1",
+            repeat("floor_builtin_k1", runs, || floor_calls(&setup, 1, 5000)),
+        ),
+    ];
+    cases.push(alternate(
+        "attach",
+        runs,
+        || ovai_attach(&setup, &one),
+        || baseline_attach(&setup, &one),
+    ));
     cases.push(alternate(
         "k32",
         runs,
@@ -202,8 +230,12 @@ fn main() {
 
     let machine = machine();
     print_table(&machine, &cases);
+    print_floors(&cases, &floors);
     if let Some(path) = json_out {
         let mut out = serde_json::Map::new();
+        for (name, f) in &floors {
+            out.insert(name.to_string(), json!({ "floor": figures_json(f) }));
+        }
         for (name, o, b) in &cases {
             let mut ratio = serde_json::Map::new();
             for (k, v) in o {
@@ -211,15 +243,70 @@ fn main() {
                     ratio.insert(k.to_string(), json!(round(v / bv, 3)));
                 }
             }
-            out.insert(
-                name.to_string(),
-                json!({ "ovai": figures_json(o), "baseline": figures_json(b), "ratio": ratio }),
-            );
+            let mut case =
+                json!({ "ovai": figures_json(o), "baseline": figures_json(b), "ratio": ratio });
+            if let Some(floor) = floor_of(name, &floors)
+                && let (Some(v), Some(f)) = (o.get("p50_us"), floor.get("p50_us"))
+            {
+                case["ratio_to_floor"] = json!({ "p50_us": round(v / f, 3) });
+            }
+            out.insert(name.to_string(), case);
         }
         let doc = json!({ "machine": machine, "date": date(), "cases": out });
         std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap() + "\n")
             .expect("the JSON file is written");
         println!("\nFigures written to {}", path.display());
+    }
+}
+
+/// Runs a case with no baseline `runs` times and keeps the median of each figure.
+fn repeat(name: &'static str, runs: usize, mut case: impl FnMut() -> Figures) -> Figures {
+    eprint!("{name}: ");
+    let mut all = Vec::new();
+    for _ in 0..runs {
+        all.push(case());
+        eprint!(".");
+    }
+    eprintln!();
+    medians(&all)
+}
+
+/// The floor a case is held against: the chain of minimal processes with its process count.
+fn floor_of<'a>(case: &str, floors: &'a [(&'static str, Figures)]) -> Option<&'a Figures> {
+    let floor = match case {
+        "k1" => "floor_chain_k1",
+        "builtin_k1" => "floor_builtin_k1",
+        _ => return None,
+    };
+    floors.iter().find(|(n, _)| *n == floor).map(|(_, f)| f)
+}
+
+fn print_floors(cases: &[(&'static str, Figures, Figures)], floors: &[(&'static str, Figures)]) {
+    println!(
+        "\nthe floor: minimal Rust processes (std and one poll loop) with ovai's process counts\n"
+    );
+    for (name, f) in floors {
+        println!(
+            "{:<17} p50_us {:>8.1}   p99_us {:>8.1}",
+            name,
+            f.get("p50_us").copied().unwrap_or(0.0),
+            f.get("p99_us").copied().unwrap_or(0.0)
+        );
+    }
+    println!();
+    for (name, o, b) in cases {
+        let Some(floor) = floor_of(name, floors) else {
+            continue;
+        };
+        let (Some(v), Some(f), Some(bv)) = (o.get("p50_us"), floor.get("p50_us"), b.get("p50_us"))
+        else {
+            continue;
+        };
+        println!(
+            "{name}: p50 {v:.1} µs = {:.2} × its floor ({f:.1} µs), {:.2} × the baseline ({bv:.1} µs)",
+            v / f,
+            v / bv
+        );
     }
 }
 
@@ -634,6 +721,54 @@ fn baseline_sessions(setup: &Setup, inst: &Instance, n: usize, k: usize, per: us
     sessions(clients, setup.calls(per), k)
 }
 
+/// `n` calls at K=1 through `relays` minimal relays in front of a minimal responder.
+fn floor_calls(setup: &Setup, relays: usize, n: usize) -> Figures {
+    let me = std::env::current_exe().expect("the bench's own path");
+    let mut cmd = Command::new(&me);
+    for _ in 0..relays {
+        cmd.arg("--floor-relay").arg(&me);
+    }
+    cmd.arg("--floor-responder");
+    // The first argument names what this process is; the rest is the chain behind it.
+    let mut args: Vec<String> = cmd
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let first = args.remove(0);
+    let mut cmd = Command::new(&me);
+    cmd.arg(first).args(args);
+    let mut c = Client::spawn(cmd);
+    c.calls("p0000", 200.min(n), 1);
+    let (lat, wall, failed) = c.calls("p0000", setup.calls(n), 1);
+    latency_figures(lat, wall, failed)
+}
+
+/// From spawning `ovai mcp` to `tools/list` answered: what a session's start costs.
+fn ovai_attach(setup: &Setup, inst: &Instance) -> Figures {
+    let (_d, _) = Daemon::start(setup, inst);
+    let mut all = Vec::new();
+    for _ in 0..20 {
+        let started = Instant::now();
+        let mut c = Client::ovai(setup, inst);
+        c.initialize();
+        assert!(c.request("tools/list", json!({})));
+        all.push(ms(started.elapsed()));
+    }
+    medians(&all)
+}
+
+fn baseline_attach(setup: &Setup, inst: &Instance) -> Figures {
+    let mut all = Vec::new();
+    for _ in 0..5 {
+        let started = Instant::now();
+        let mut c = Client::baseline(setup, inst);
+        c.initialize();
+        assert!(c.request("tools/list", json!({})));
+        all.push(ms(started.elapsed()));
+    }
+    medians(&all)
+}
+
 fn ms(f: Duration) -> Figures {
     let mut out = Figures::new();
     out.insert("ms", f.as_secs_f64() * 1e3);
@@ -845,6 +980,100 @@ fn print_table(machine: &str, cases: &[(&'static str, Figures, Figures)]) {
                 bv.map_or("-".into(), |b| format!("{b:.1}")),
                 ratio
             );
+        }
+    }
+}
+
+/// The floor's processes: what a chain of processes costs with no work of ovai's in it.
+mod floor {
+    use std::io::{BufRead, Read, Write};
+    use std::os::fd::AsFd;
+    use std::process::{Command, Stdio};
+
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+
+    /// Answers each request line with a canned tools/call result carrying its id.
+    pub fn responder() {
+        let stdin = std::io::stdin();
+        let mut out = std::io::stdout().lock();
+        let mut line = String::new();
+        let mut input = stdin.lock();
+        loop {
+            line.clear();
+            if input.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let Some(id) = id_of(&line) else { continue };
+            let _ = writeln!(
+                out,
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"ok\"}}],\"isError\":false}}}}"
+            );
+            let _ = out.flush();
+        }
+    }
+
+    /// The id of a request line, as it stands in the JSON.
+    fn id_of(line: &str) -> Option<&str> {
+        let rest = &line[line.find("\"id\":")? + 5..];
+        let end = rest.find([',', '}'])?;
+        Some(rest[..end].trim())
+    }
+
+    /// Starts `chain` (the next process) and copies bytes both ways with one poll loop.
+    pub fn relay(chain: &[String]) {
+        let mut child = Command::new(&chain[0])
+            .args(&chain[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the next process in the chain");
+        if let (Some(to_child), Some(from_child)) = (child.stdin.take(), child.stdout.take()) {
+            copy_both_ways(to_child, from_child);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    fn copy_both_ways(
+        mut to_child: std::process::ChildStdin,
+        mut from_child: std::process::ChildStdout,
+    ) {
+        let mut stdin = std::io::stdin();
+        let mut stdout = std::io::stdout();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let mut fds = [
+                PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
+                PollFd::new(from_child.as_fd(), PollFlags::POLLIN),
+            ];
+            if poll(&mut fds, PollTimeout::NONE).is_err() {
+                return;
+            }
+            let ready = |f: &PollFd| {
+                f.revents()
+                    .is_some_and(|r| r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP))
+            };
+            let (up, down) = (ready(&fds[0]), ready(&fds[1]));
+            if up {
+                match stdin.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => {
+                        if to_child.write_all(&buf[..n]).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+            if down {
+                match from_child.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => {
+                        if stdout.write_all(&buf[..n]).is_err() || stdout.flush().is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
         }
     }
 }

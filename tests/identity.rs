@@ -226,6 +226,6 @@ fn a_hello_of_another_version_too_long_or_never_sent_is_refused_in_words() {
     );
     assert_eq!(
         raw_hello(&inst, None)["error"],
-        "no hello arrived within 10 s"
+        "no hello arrived within 3 s"
     );
 }

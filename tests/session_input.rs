@@ -50,9 +50,11 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
     );
     assert_eq!(error_for(&mut s, Value::Null)["code"], -32700);
 
-    raw(&mut s, br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"slow","arguments":{"s":"\ud800"}}}"#);
+    // Half a surrogate pair (a string cut mid-emoji) is taken as U+FFFD, and the call answered as sent.
+    raw(&mut s, br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"slow","arguments":{"s":"hi \ud83d"}}}"#);
     raw(&mut s, b"\n");
-    assert_eq!(error_for(&mut s, Value::Null)["code"], -32700);
+    let r = s.recv_where(|m| m["id"] == 4);
+    assert_eq!(text_of(&r), ("slow done".to_string(), false));
 
     let deep = format!(
         r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"slow","arguments":{{"a":{}1{}}}}}}}"#,
@@ -127,8 +129,8 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
         b"{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":5}\n",
     );
 
-    // A line over the 64 MiB cap is skipped and said so.
-    let mut long = vec![b'x'; 64 * 1024 * 1024 + 10];
+    // A line over the 16 MiB cap is skipped and said so.
+    let mut long = vec![b'x'; 16 * 1024 * 1024 + 10];
     long.push(b'\n');
     raw(&mut s, &long);
     let e = error_for(&mut s, Value::Null);
@@ -136,7 +138,7 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
         e["message"]
             .as_str()
             .unwrap()
-            .contains("longer than 64 MiB"),
+            .contains("longer than 16 MiB"),
         "{e}"
     );
 
@@ -394,4 +396,57 @@ fn a_session_that_never_reads_cannot_hold_the_daemons_memory_or_its_other_seats(
     drop(sock);
     let _ = writer.join();
     assert!(!s.call("index", json!({})).1);
+}
+
+#[test]
+fn a_session_that_sends_without_waiting_cannot_hold_the_daemons_memory() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let mut sock = direct(&inst, "lead");
+    sock.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"x\",\"version\":\"1\"}}}\n").unwrap();
+    // 100,000 requests at once, each with an id of its own, none of the answers ever read.
+    let writer = {
+        let mut sock = sock.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let mut batch = Vec::new();
+            for i in 1..=100_000u64 {
+                batch.extend_from_slice(
+                    format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/list\"}}\n")
+                        .as_bytes(),
+                );
+            }
+            let _ = sock.write_all(&batch);
+        })
+    };
+    let mut most = 0.0f64;
+    for _ in 0..100 {
+        most = most.max(rss_mb(d.pid()));
+        std::thread::sleep(std::time::Duration::from_millis(30));
+    }
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert!(!s.call("index", json!({})).1);
+    assert!(most < 120.0, "the daemon reached {most:.0} MB");
+    let _ = sock.shutdown(std::net::Shutdown::Both);
+    let _ = writer.join();
+}
+
+#[test]
+fn an_id_cancelled_and_sent_again_at_once_is_refused_not_confused() {
+    let inst = Instance::with_plugins(&[("slow.mjs", SLOW)]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    raw(&mut s, b"{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\",\"arguments\":{}}}\n");
+    raw(&mut s, b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":11}}\n");
+    raw(&mut s, b"{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\",\"arguments\":{}}}\n");
+    let e = error_for(&mut s, json!(11));
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("belongs to a request this session cancelled"),
+        "{e}"
+    );
+    assert_eq!(s.call("slow", json!({})), ("slow done".to_string(), false));
 }

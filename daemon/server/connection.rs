@@ -17,8 +17,9 @@ use super::transport::SessionTransport;
 use crate::seats::hash_secret;
 use crate::wire::{self, Hello, Welcome};
 
-/// How long a new connection has to say who it is.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a new connection has to say who it is: a client sends its hello at once, and a connection
+/// that says nothing should not hold a place long.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// A connection counted against `maxConnections` for as long as it is handled.
 pub struct Admitted(Arc<AtomicUsize>);

@@ -12,7 +12,11 @@ pub const INVALID_PARAMS: i64 = -32602;
 /// The error answer (one line of JSON, without its newline) to a line rmcp could not parse; `None` when
 /// the line is a notification, which gets no answer.
 pub fn answer_to_bad_line(line: &str) -> Option<Vec<u8>> {
-    let v: Value = match serde_json::from_str(line) {
+    let parsed = serde_json::from_str::<Value>(line).or_else(|e| match well_formed(line) {
+        Some(fixed) => serde_json::from_str(&fixed),
+        None => Err(e),
+    });
+    let v: Value = match parsed {
         Ok(v) => v,
         Err(e) => return Some(error(&Value::Null, PARSE_ERROR, &not_json(&e))),
     };
@@ -28,6 +32,13 @@ pub fn answer_to_bad_line(line: &str) -> Option<Vec<u8>> {
     };
     let id = msg.get("id");
     let echo = id.cloned().unwrap_or(Value::Null);
+    if id.is_none() && !msg.contains_key("method") {
+        return Some(error(
+            &Value::Null,
+            INVALID_REQUEST,
+            "Invalid request: it has neither a \"method\" nor an \"id\"",
+        ));
+    }
     if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return reply(
             id,
@@ -38,11 +49,14 @@ pub fn answer_to_bad_line(line: &str) -> Option<Vec<u8>> {
     if let Some(id) = id
         && !is_id(id)
     {
-        return Some(error(
-            &echo,
-            INVALID_REQUEST,
-            &format!("Invalid request: the id {id} is not a string or an integer"),
-        ));
+        let why = if id.is_u64() || id.is_f64() && id.as_f64().is_some_and(|f| f.fract() == 0.0) {
+            format!(
+                "Invalid request: the id {id} is outside the 64-bit signed integers this server takes; send it as a string"
+            )
+        } else {
+            format!("Invalid request: the id {id} is not a string or an integer")
+        };
+        return Some(error(&echo, INVALID_REQUEST, &why));
     }
     let method = match msg.get("method") {
         Some(Value::String(m)) => m.as_str(),
@@ -95,7 +109,61 @@ fn reply(id: Option<&Value>, code: i64, message: String) -> Option<Vec<u8>> {
 }
 
 fn is_id(id: &Value) -> bool {
-    id.is_string() || id.is_i64() || id.is_u64()
+    id.is_string() || id.is_i64()
+}
+
+/// The line with each half of a surrogate pair written as an escape (`\\ud83d` alone) replaced by
+/// U+FFFD, as a well-formed string has it; `None` when there is none.
+pub fn well_formed(line: &str) -> Option<String> {
+    if !line.contains("\\u") {
+        return None;
+    }
+    let b = line.as_bytes();
+    let mut out = String::with_capacity(line.len());
+    let mut i = 0;
+    let mut changed = false;
+    let escape_at = |at: usize| -> Option<u16> {
+        let hex = line.get(at + 2..at + 6)?;
+        (b[at] == b'\\' && b.get(at + 1) == Some(&b'u')).then_some(())?;
+        u16::from_str_radix(hex, 16).ok()
+    };
+    let mut last = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match escape_at(i) {
+            Some(hi @ 0xD800..=0xDBFF) => {
+                if escape_at(i + 6).is_some_and(|lo| (0xDC00..=0xDFFF).contains(&lo)) {
+                    i += 12;
+                } else {
+                    out.push_str(&line[last..i]);
+                    out.push_str("\\ufffd");
+                    let _ = hi;
+                    i += 6;
+                    last = i;
+                    changed = true;
+                }
+            }
+            Some(0xDC00..=0xDFFF) => {
+                out.push_str(&line[last..i]);
+                out.push_str("\\ufffd");
+                i += 6;
+                last = i;
+                changed = true;
+            }
+            // Any other escape (a `\\` among them) is passed whole, so an escaped backslash is not read
+            // as the start of another escape.
+            Some(_) => i += 6,
+            None => i += 2,
+        }
+    }
+    if !changed {
+        return None;
+    }
+    out.push_str(&line[last..]);
+    Some(out)
 }
 
 /// What is wrong with the params of a `tools/call` that rmcp would not take.
@@ -208,5 +276,28 @@ mod tests {
             answer(r#"{"jsonrpc":"1.0","id":4,"method":"ping"}"#).unwrap()["id"],
             4
         );
+    }
+
+    #[test]
+    fn odd_ids_and_empty_objects_are_answered() {
+        assert_eq!(answer("{}").unwrap()["error"]["code"], -32600);
+        let a = answer(r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#).unwrap();
+        assert!(
+            a["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("outside the 64-bit signed integers"),
+            "{a}"
+        );
+    }
+
+    #[test]
+    fn half_surrogate_pairs_become_replacement_characters() {
+        assert_eq!(
+            well_formed(r#"{"s":"hi \ud83d","t":"\ud83d\ude00","u":"\\ud800","v":"\udc00"}"#)
+                .unwrap(),
+            r#"{"s":"hi \ufffd","t":"\ud83d\ude00","u":"\\ud800","v":"\ufffd"}"#
+        );
+        assert_eq!(well_formed(r#"{"s":"\ud83d\ude00"}"#), None);
     }
 }

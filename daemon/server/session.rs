@@ -129,7 +129,17 @@ impl SeatService {
                     isolation: generation.isolation.describe(),
                 }))
             }
-            Kind::Room => match self.daemon.room.answer(&self.seat, &args).await {
+            Kind::Room => match self
+                .daemon
+                .room
+                .answer(
+                    &self.seat,
+                    &args,
+                    generation.config.max_answer_bytes,
+                    &context.ct,
+                )
+                .await
+            {
                 Ok(text) => Outcome::Text(text),
                 Err(e) => answer::room_failed(&e),
             },

@@ -33,8 +33,12 @@ use tokio_util::codec::FramedRead;
 use super::jsonrpc::{self, INVALID_REQUEST, PARSE_ERROR};
 use crate::lines::{CappedLines, Line, Outbox};
 
-/// The longest line a session may send: generous for arguments, bounded for the daemon.
-pub const MAX_LINE: usize = 64 * 1024 * 1024;
+/// The longest line a session may send: generous for arguments, bounded for the daemon (each connection
+/// may hold one partial line this long).
+pub const MAX_LINE: usize = 16 * 1024 * 1024;
+/// Requests of one session read and not yet answered: past this, its next line waits. With the outbox's
+/// bound, what one session can make the daemon hold is bounded however fast it sends.
+pub const MAX_IN_FLIGHT: usize = 64;
 
 pub struct SessionTransport<R> {
     lines: FramedRead<R, CappedLines>,
@@ -45,7 +49,15 @@ pub struct SessionTransport<R> {
     queue_limit: usize,
     /// The ids of the requests read and not yet answered.
     in_flight: HashSet<NumberOrString>,
+    /// Ids of requests the session cancelled, and until when they may still be winding down (a handler
+    /// runs on after its cancellation; an id reused meanwhile would be confused with it).
+    cancelled: Vec<(NumberOrString, std::time::Instant)>,
+    /// Woken when an answer goes out, for a receive waiting on MAX_IN_FLIGHT.
+    answered: std::sync::Arc<tokio::sync::Notify>,
 }
+
+/// How long a cancelled request's id stays taken: past the longest deadline a call can have.
+const CANCELLED_HOLD: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     pub fn new<W: AsyncWrite + Unpin + Send + 'static>(
@@ -60,6 +72,8 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             writer: Some(writer),
             queue_limit,
             in_flight: HashSet::new(),
+            cancelled: Vec::new(),
+            answered: std::sync::Arc::new(tokio::sync::Notify::new()),
         }
     }
 
@@ -83,8 +97,10 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             ServerJsonRpcMessage::Error(e) => e.id.as_ref(),
             _ => None,
         };
-        if let Some(id) = id {
-            self.in_flight.remove(id);
+        if let Some(id) = id
+            && self.in_flight.remove(id)
+        {
+            self.answered.notify_one();
         }
         self.queue_line(serde_json::to_vec(msg).map_err(std::io::Error::other)?)
     }
@@ -93,10 +109,24 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     fn admit(&mut self, msg: &ClientJsonRpcMessage) -> bool {
         match msg {
             ClientJsonRpcMessage::Request(r) => {
-                if self.in_flight.insert(r.id.clone()) {
+                let now = std::time::Instant::now();
+                self.cancelled.retain(|(_, until)| *until > now);
+                let winding_down = self.cancelled.iter().any(|(id, _)| *id == r.id);
+                if !winding_down && self.in_flight.insert(r.id.clone()) {
                     return true;
                 }
                 let id = serde_json::to_value(&r.id).unwrap_or(Value::Null);
+                if winding_down {
+                    let _ = self.queue_line(jsonrpc::error(
+                        &id,
+                        INVALID_REQUEST,
+                        &format!(
+                            "Invalid request: the id {id} belongs to a request this session cancelled, which may still \
+                             be winding down; send it again with an id of its own"
+                        ),
+                    ));
+                    return false;
+                }
                 let _ = self.queue_line(jsonrpc::error(
                     &id,
                     INVALID_REQUEST,
@@ -111,8 +141,11 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             ClientJsonRpcMessage::Notification(n) => {
                 if let ClientNotification::CancelledNotification(c) = &n.notification
                     && let Some(id) = &c.params.request_id
+                    && self.in_flight.remove(id)
                 {
-                    self.in_flight.remove(id);
+                    self.cancelled
+                        .push((id.clone(), std::time::Instant::now() + CANCELLED_HOLD));
+                    self.answered.notify_one();
                 }
                 true
             }
@@ -133,6 +166,10 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
+            while self.in_flight.len() >= MAX_IN_FLIGHT {
+                // Enough of this session's requests are being worked on: read no more until one is answered.
+                self.answered.clone().notified().await;
+            }
             if let Some(out) = &self.out
                 && out.queued() > self.queue_limit
             {
@@ -170,7 +207,13 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
             }
             let msg = match fast_call(&line) {
                 Some(msg) => msg,
-                None => match serde_json::from_str::<ClientJsonRpcMessage>(&line) {
+                None => match serde_json::from_str::<ClientJsonRpcMessage>(&line).or_else(|e| {
+                    match jsonrpc::well_formed(&line) {
+                        // Half a surrogate pair, as a client that cut a string mid-emoji sends: U+FFFD.
+                        Some(fixed) => serde_json::from_str::<ClientJsonRpcMessage>(&fixed),
+                        None => Err(e),
+                    }
+                }) {
                     Ok(msg) => msg,
                     Err(e) => {
                         tracing::debug!(error = %e, "a line rmcp cannot take");

@@ -81,6 +81,8 @@ pub enum RoomError {
     Read(std::io::Error),
     #[error("the message is {0} bytes")]
     TooLong(usize),
+    #[error("the caller went away")]
+    Gone,
 }
 
 /// The last messages, and what was passed over on the way.
@@ -91,6 +93,8 @@ struct Tail {
     skipped: usize,
     /// Reading stopped before the beginning of the file: it went back as far as it may.
     cut_short: bool,
+    /// Reading stopped because the messages read already fill an answer.
+    full: bool,
 }
 
 impl Room {
@@ -102,8 +106,15 @@ impl Room {
         }
     }
 
-    /// Runs one call: says (if asked), then reads the tail; the text the caller reads.
-    pub async fn answer(&self, seat: &str, args: &Value) -> Result<String, RoomError> {
+    /// Runs one call: says (if asked), then reads the tail; the text the caller reads, at most
+    /// `max_bytes` of messages (`maxAnswerBytes`). A caller that goes away stops the reading.
+    pub async fn answer(
+        &self,
+        seat: &str,
+        args: &Value,
+        max_bytes: usize,
+        gone: &tokio_util::sync::CancellationToken,
+    ) -> Result<String, RoomError> {
         let last = args
             .get("last")
             .and_then(Value::as_u64)
@@ -128,16 +139,22 @@ impl Room {
         let tail = if last == 0 {
             Tail::default()
         } else {
-            let _turn = self.readers.acquire().await.map_err(|_| {
-                RoomError::Read(std::io::Error::other("the server is shutting down"))
-            })?;
+            let _turn = tokio::select! {
+                turn = self.readers.acquire() => turn.map_err(|_| {
+                    RoomError::Read(std::io::Error::other("the server is shutting down"))
+                })?,
+                _ = gone.cancelled() => return Err(RoomError::Gone),
+            };
+            if gone.is_cancelled() {
+                return Err(RoomError::Gone);
+            }
             let path = self.path.clone();
-            tokio::task::spawn_blocking(move || tail(&path, last))
+            tokio::task::spawn_blocking(move || tail(&path, last, 2 * max_bytes))
                 .await
                 .map_err(|e| RoomError::Read(std::io::Error::other(e.to_string())))?
                 .map_err(RoomError::Read)?
         };
-        Ok(render(seat, said.is_some(), last, &tail))
+        Ok(render(seat, said.is_some(), last, &tail, max_bytes))
     }
 
     pub fn path(&self) -> &Path {
@@ -145,12 +162,15 @@ impl Room {
     }
 }
 
-fn render(seat: &str, said: bool, last: usize, tail: &Tail) -> String {
+fn render(seat: &str, said: bool, last: usize, tail: &Tail, max_bytes: usize) -> String {
     let mut s = String::new();
     if said {
         s.push_str(&format!("Said in the room as {seat}.\n"));
     }
     if last == 0 {
+        if !said {
+            s.push_str("Nothing was said, and no message was asked for (last is 0).");
+        }
         return s.trim_end().to_string();
     }
     if tail.messages.is_empty() && tail.skipped == 0 {
@@ -160,26 +180,32 @@ fn render(seat: &str, said: bool, last: usize, tail: &Tail) -> String {
     if said {
         s.push('\n');
     }
-    let n = tail.messages.len();
-    s.push_str(&match n {
+    // The newest messages first, as many as fit the answer; the rest are counted.
+    let mut shown: Vec<String> = Vec::new();
+    let mut bytes = 0;
+    for m in tail.messages.iter().rev() {
+        let one = shown_message(m);
+        if bytes + one.len() > max_bytes && !shown.is_empty() {
+            break;
+        }
+        bytes += one.len();
+        shown.push(one);
+    }
+    let left_out = tail.messages.len() - shown.len();
+    shown.reverse();
+    s.push_str(&match shown.len() {
         0 => "No message in the room could be read.\n".to_string(),
         1 => "The last message in the room:\n".to_string(),
         n => format!("The last {n} messages in the room:\n"),
     });
-    for m in &tail.messages {
-        let text = escape_controls(&m.text, true);
-        let mut lines = text.split('\n');
+    for one in &shown {
+        s.push_str(one);
+    }
+    if left_out > 0 || tail.full {
         s.push_str(&format!(
-            "[{}] {}: {}\n",
-            escape_controls(&m.at, false),
-            escape_controls(&m.seat, false),
-            lines.next().unwrap_or("")
+            "(Older messages are not shown: an answer holds at most {} bytes (maxAnswerBytes); ask for fewer with `last`.)\n",
+            thousands(max_bytes)
         ));
-        for more in lines {
-            s.push_str(INDENT);
-            s.push_str(more);
-            s.push('\n');
-        }
     }
     if tail.skipped > 0 {
         s.push_str(&format!(
@@ -197,6 +223,24 @@ fn render(seat: &str, said: bool, last: usize, tail: &Tail) -> String {
         );
     }
     s.trim_end().to_string()
+}
+
+/// One message as a session reads it: time and seat first, its own lines indented under it.
+fn shown_message(m: &Message) -> String {
+    let text = escape_controls(&m.text, true);
+    let mut lines = text.split('\n');
+    let mut s = format!(
+        "[{}] {}: {}\n",
+        escape_controls(&m.at, false),
+        escape_controls(&m.seat, false),
+        lines.next().unwrap_or("")
+    );
+    for more in lines {
+        s.push_str(INDENT);
+        s.push_str(more);
+        s.push('\n');
+    }
+    s
 }
 
 /// Appends one message as one line, always on a line of its own; a failed append leaves the file as it
@@ -230,7 +274,7 @@ fn append(path: &Path, msg: &Message) -> std::io::Result<()> {
 }
 
 /// The last `n` messages, reading the file from its end in time proportional to the answer.
-fn tail(path: &Path, n: usize) -> std::io::Result<Tail> {
+fn tail(path: &Path, n: usize, max_bytes: usize) -> std::io::Result<Tail> {
     let mut f = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Tail::default()),
@@ -245,7 +289,13 @@ fn tail(path: &Path, n: usize) -> std::io::Result<Tail> {
     // Dropping a line too long to be a message, back to its start.
     let mut discarding = false;
     let mut newest_first: Vec<Message> = Vec::new();
+    // Bytes of the messages read so far: an answer holds only so much.
+    let mut taken = 0usize;
     while newest_first.len() < n {
+        if taken >= max_bytes {
+            out.full = true;
+            break;
+        }
         if pos == 0 {
             if !discarding && !carry.is_empty() {
                 take_line(&carry, &mut newest_first, &mut out.skipped);
@@ -272,6 +322,7 @@ fn tail(path: &Path, n: usize) -> std::io::Result<Tail> {
             if discarding {
                 discarding = false;
             } else {
+                taken += line_end - (i + 1);
                 take_line(&buf[i + 1..line_end], &mut newest_first, &mut out.skipped);
             }
             line_end = i;
@@ -326,13 +377,13 @@ mod tests {
         for i in 0..3000 {
             append(&path, &msg(i)).unwrap();
         }
-        let last = tail(&path, 3).unwrap();
+        let last = tail(&path, 3, 1 << 20).unwrap();
         assert_eq!(last.messages.len(), 3);
         assert!(last.messages[0].text.starts_with("message 2997 "));
         assert!(last.messages[2].text.starts_with("message 2999 "));
-        assert_eq!(tail(&path, 200).unwrap().messages.len(), 200);
+        assert_eq!(tail(&path, 200, 1 << 20).unwrap().messages.len(), 200);
         assert!(
-            tail(&dir.path().join("none"), 3)
+            tail(&dir.path().join("none"), 3, 1 << 20)
                 .unwrap()
                 .messages
                 .is_empty()
@@ -350,7 +401,7 @@ mod tests {
         f.write_all(b"\n{\"at\":\"t\",\"seat\":\"s\",\"te").unwrap();
         drop(f);
         append(&path, &msg(2)).unwrap();
-        let t = tail(&path, 20).unwrap();
+        let t = tail(&path, 20, 1 << 20).unwrap();
         let texts: Vec<&str> = t.messages.iter().map(|m| &m.text[..9]).collect();
         assert_eq!(texts, ["message 1", "message 2"]);
         assert_eq!(t.skipped, 2, "the half line and the junk");
@@ -369,7 +420,7 @@ mod tests {
             ..Tail::default()
         };
         assert_eq!(
-            render("w1", false, 20, &t),
+            render("w1", false, 20, &t, 1 << 20),
             "The last message in the room:\n[2026-11-30T04:00:00.000Z] w1: ok.\n    [2026-11-30T03:59:00.000Z] lead: the freeze is lifted.\\r\\u{1b}[2K"
         );
     }
