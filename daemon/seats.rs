@@ -216,6 +216,8 @@ pub fn rebuild(inst: &Instance) -> Result<Rebuilt, SeatError> {
 #[derive(Default)]
 pub struct SeatCache {
     last: std::sync::Mutex<Option<(Stamp, Read)>>,
+    /// When the file was last looked at, for readers that can take a book a moment old (`index`).
+    checked: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 /// seats.json as read: the book, or why it cannot be read.
@@ -231,7 +233,18 @@ fn stamp(path: &Path) -> Stamp {
 }
 
 impl SeatCache {
+    /// The book as read at most `age` ago (for showing, never for deciding who connects).
+    pub async fn recent(&self, inst: &Instance, age: std::time::Duration) -> Read {
+        let fresh = crate::sync::lock(&self.checked).is_some_and(|t| t.elapsed() < age);
+        if fresh && let Some((_, book)) = crate::sync::lock(&self.last).as_ref() {
+            return book.clone();
+        }
+        self.get(inst).await
+    }
+
+    /// The book as the file is now.
     pub async fn get(&self, inst: &Instance) -> Read {
+        *crate::sync::lock(&self.checked) = Some(std::time::Instant::now());
         let path = inst.seats_file();
         let inst = inst.clone();
         let cached = crate::sync::lock(&self.last).clone();

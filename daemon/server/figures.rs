@@ -76,7 +76,13 @@ impl Figures {
         let ms = took.as_secs_f64() * 1e3;
         {
             let mut tools = lock(&self.tools);
-            let t = tools.entry(tool.to_string()).or_default();
+            // The name is copied once, the first time the tool is called.
+            if !tools.contains_key(tool) {
+                tools.insert(tool.to_string(), Tool::default());
+            }
+            let Some(t) = tools.get_mut(tool) else {
+                return;
+            };
             t.calls += 1;
             t.refusals += u64::from(matches!(outcome, Outcome::Refused | Outcome::HostStopped));
             t.host_stops += u64::from(outcome == Outcome::HostStopped);

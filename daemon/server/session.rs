@@ -101,7 +101,12 @@ impl SeatService {
         Ok(match &entry.kind {
             Kind::Index => {
                 let counts = self.daemon.sessions.count_by_seat();
-                let book = self.daemon.seats.get(&self.daemon.inst).await;
+                // What index shows may be a second old; who may connect is always decided afresh.
+                let book = self
+                    .daemon
+                    .seats
+                    .recent(&self.daemon.inst, std::time::Duration::from_secs(1))
+                    .await;
                 let seats = match book.as_ref() {
                     Ok(book) => Ok(book
                         .names()
