@@ -26,7 +26,9 @@ fn stop_drains_and_waits_and_says_when_nothing_runs() {
             inst.root.display()
         )));
     assert!(!process_alive(pid));
-    wait_until("the stopped daemon to be reaped", || (!d.is_running()).then_some(()));
+    wait_until("the stopped daemon to be reaped", || {
+        (!d.is_running()).then_some(())
+    });
     assert_eq!(
         inst.rows("server").last().unwrap(),
         "ovai serve stopped on `ovai stop`."

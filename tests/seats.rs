@@ -103,8 +103,14 @@ fn connections_past_the_cap_are_refused_in_words_and_logged_as_a_count() {
     inst.set_config(json!({ "maxConnections": 3 }));
     let d = inst.start();
     let socket = inst.root.join(".ovai/ovai.sock");
+    let ovai_inst = ovai::instance::Instance::at(inst.root.clone());
+    // Three sessions that said who they are hold every place.
     let held: Vec<_> = (0..3)
-        .map(|_| std::os::unix::net::UnixStream::connect(&socket).unwrap())
+        .map(|_| {
+            let mut s = ovai::client::connect(&ovai_inst).unwrap();
+            ovai::client::hello_seat(&ovai_inst, &mut s, &inst.secret("lead"), PATIENCE).unwrap();
+            s
+        })
         .collect();
     for _ in 0..200 {
         let sock = std::os::unix::net::UnixStream::connect(&socket).unwrap();
@@ -134,5 +140,29 @@ fn connections_past_the_cap_are_refused_in_words_and_logged_as_a_count() {
     assert!(
         lines < 50,
         "200 refusals, {lines} log lines: counted, not copied"
+    );
+}
+
+#[test]
+fn connections_that_never_say_who_they_are_cannot_lock_out_sessions_or_commands() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "maxConnections": 3 }));
+    let _d = inst.start();
+    let socket = inst.root.join(".ovai/ovai.sock");
+    let idle: Vec<_> = (0..3)
+        .map(|_| std::os::unix::net::UnixStream::connect(&socket).unwrap())
+        .collect();
+    // Each newcomer takes the place of the oldest connection still silent.
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert!(!s.call("index", json!({})).1);
+    inst.cmd().arg("status").assert().success();
+    let mut first = idle.into_iter().next().unwrap();
+    first.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(&mut first), &mut line).unwrap();
+    assert!(
+        line.contains("this one had not said who it is; connect again and send the hello at once"),
+        "{line}"
     );
 }

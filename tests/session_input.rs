@@ -357,6 +357,7 @@ fn generated_input_gets_each_request_answered_exactly_once_and_the_daemon_stays_
 fn a_session_that_never_reads_cannot_hold_the_daemons_memory_or_its_other_seats() {
     let inst = Instance::new();
     let d = inst.start();
+    let before = rss_mb(d.pid());
     let mut sock = direct(&inst, "lead");
     sock.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"x\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n").unwrap();
     // 200,000 index calls, about 300 MB of answers, none of them ever read.
@@ -396,6 +397,10 @@ fn a_session_that_never_reads_cannot_hold_the_daemons_memory_or_its_other_seats(
     drop(sock);
     let _ = writer.join();
     assert!(!s.call("index", json!({})).1);
+    // Memory returns when the session ends: at least half of what it took.
+    wait_until("the ended session's memory to be given back", || {
+        (rss_mb(d.pid()) < most - (most - before) / 2.0).then_some(())
+    });
 }
 
 #[test]

@@ -40,6 +40,46 @@ impl Admitted {
     }
 }
 
+impl Admitted {
+    /// Counts one more connection past the cap: one waiting for its hello was just told to go.
+    pub fn over(open: &Arc<AtomicUsize>) -> Self {
+        open.fetch_add(1, Ordering::Relaxed);
+        Self(open.clone())
+    }
+}
+
+/// Connections that have not said who they are yet, oldest first: when the cap is reached, the oldest
+/// gives up its place to the newest.
+#[derive(Default)]
+pub struct WaitingHellos {
+    queue: std::sync::Mutex<std::collections::VecDeque<(u64, CancellationToken)>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl WaitingHellos {
+    fn add(&self) -> (u64, CancellationToken) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let token = CancellationToken::new();
+        crate::sync::lock(&self.queue).push_back((id, token.clone()));
+        (id, token)
+    }
+
+    fn done(&self, id: u64) {
+        crate::sync::lock(&self.queue).retain(|(i, _)| *i != id);
+    }
+
+    /// Tells the oldest connection still waiting for its hello to go; false when there is none.
+    pub fn evict_oldest(&self) -> bool {
+        match crate::sync::lock(&self.queue).pop_front() {
+            Some((_, token)) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 impl Drop for Admitted {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
@@ -64,7 +104,20 @@ pub fn turn_away(daemon: &Daemon, stream: &UnixStream, max: usize) {
 pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream, _admitted: Admitted) {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
-    let hello = match tokio::time::timeout(HELLO_TIMEOUT, read_hello(&mut reader)).await {
+    let (waiting, evicted) = daemon.waiting_hellos.add();
+    let hello = tokio::select! {
+        h = tokio::time::timeout(HELLO_TIMEOUT, read_hello(&mut reader)) => h,
+        _ = evicted.cancelled() => {
+            return refuse(
+                &daemon,
+                &mut write,
+                "the server holds as many connections as maxConnections allows, and this one had not said who it is; connect again and send the hello at once".into(),
+            )
+            .await;
+        }
+    };
+    daemon.waiting_hellos.done(waiting);
+    let hello = match hello {
         Ok(Ok(h)) => h,
         Ok(Err(why)) => return refuse(&daemon, &mut write, why).await,
         Err(_) => {
@@ -144,6 +197,18 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream, _admitted: Admitted
         Err(e) => tracing::debug!(seat, error = %e, "a session ended before it was initialised"),
     }
     tracing::debug!(seat, id = registered.id, "session ended");
+    drop(registered);
+    give_back_memory();
+}
+
+/// A session that ended may have held megabytes of answers (up to sessionQueueBytes): glibc keeps freed
+/// memory for the process unless asked to give it back, so the daemon asks once a session is gone.
+fn give_back_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the system; it touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 async fn read_hello(

@@ -44,6 +44,8 @@ pub struct Daemon {
     pub tasks: TaskTracker,
     /// Connections open now, counted against `maxConnections`.
     pub connections: Arc<AtomicUsize>,
+    /// Connections that have not said who they are yet, oldest first.
+    pub waiting_hellos: super::connection::WaitingHellos,
     /// Refused connections, logged as a count rather than a line each.
     pub refusals: Refusals,
     /// Each tool's calls since the start, and the opt-in call log.
@@ -114,6 +116,7 @@ impl Daemon {
             closing: CancellationToken::new(),
             tasks: TaskTracker::new(),
             connections: Arc::new(AtomicUsize::new(0)),
+            waiting_hellos: super::connection::WaitingHellos::default(),
             refusals: Refusals::default(),
             figures: super::figures::Figures::default(),
             stop: CancellationToken::new(),

@@ -217,6 +217,12 @@ async fn accept_until_stopped(daemon: &Arc<Daemon>, listener: &UnixListener) -> 
                         Some(admitted) => {
                             daemon.tasks.spawn(connection::handle(daemon.clone(), stream, admitted));
                         }
+                        // Full: a connection that has not said who it is yet gives up its place to this
+                        // one, so connections that say nothing cannot lock out sessions and commands.
+                        None if daemon.waiting_hellos.evict_oldest() => {
+                            let admitted = connection::Admitted::over(&daemon.connections);
+                            daemon.tasks.spawn(connection::handle(daemon.clone(), stream, admitted));
+                        }
                         None => connection::turn_away(daemon, &stream, max),
                     }
                 }
