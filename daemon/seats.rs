@@ -128,14 +128,20 @@ impl SeatBook {
 
     /// The seat whose secret this is, if any.
     pub fn resolve(&self, secret: &str) -> Option<&str> {
-        let h = hash_secret(secret);
-        let mut found = None;
-        for (name, rec) in &self.seats {
-            if same(&rec.sha256, &h) {
-                found = Some(name.as_str());
-            }
+        match self.resolve_all(secret).as_slice() {
+            [one] => Some(one),
+            _ => None,
         }
-        found
+    }
+
+    /// Every seat whose secret this is: one, or none; more only if seats.json was edited by hand.
+    pub fn resolve_all(&self, secret: &str) -> Vec<&str> {
+        let h = hash_secret(secret);
+        self.seats
+            .iter()
+            .filter(|(_, rec)| same(&rec.sha256, &h))
+            .map(|(name, _)| name.as_str())
+            .collect()
     }
 
     pub fn names(&self) -> impl Iterator<Item = &str> {

@@ -108,3 +108,38 @@ fn a_caller_without_a_progress_token_hears_no_progress() {
         s.backlog
     );
 }
+
+#[test]
+fn progress_that_falls_is_sent_growing() {
+    let inst = Instance::with_plugins(&[(
+        "falls.mjs",
+        r#"
+export const description = "Reports progress that falls.";
+export const inputSchema = { type: "object" };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+export async function run(args, { progress }) {
+  for (const p of [1, -5, 3, 0, 5]) { progress(`at ${p}`, { progress: p }); await sleep(150); }
+  return { text: "done" };
+}
+"#,
+    )]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let id = s.send_request(
+        "tools/call",
+        json!({ "name": "falls", "arguments": {}, "_meta": { "progressToken": "t" } }),
+    );
+    assert_eq!(text_of(&s.response(id)).0, "done");
+    let values: Vec<f64> = s
+        .backlog
+        .iter()
+        .filter(|v| is_progress(v))
+        .map(|v| v["params"]["progress"].as_f64().unwrap())
+        .collect();
+    assert!(values.len() >= 2, "{values:?}");
+    assert!(
+        values.windows(2).all(|w| w[1] > w[0]),
+        "progress grows: {values:?}"
+    );
+}

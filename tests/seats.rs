@@ -166,3 +166,36 @@ fn connections_that_never_say_who_they_are_cannot_lock_out_sessions_or_commands(
         "{line}"
     );
 }
+
+#[test]
+fn a_secret_two_seats_share_opens_neither_and_a_missing_book_says_how_to_rebuild() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    let _d = inst.start();
+    let path = inst.root.join(".ovai/seats.json");
+    let mut book: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    book["seats"]["w1"]["sha256"] = book["seats"]["lead"]["sha256"].clone();
+    std::fs::write(&path, serde_json::to_string(&book).unwrap()).unwrap();
+    let mut cmd = std::process::Command::new(OVAI);
+    cmd.arg("mcp")
+        .env("OVAI_ROOT", &inst.root)
+        .env("OVAI_SECRET", inst.secret("lead"));
+    let mut s = Session::spawn_command(cmd);
+    let r = s.request("initialize", json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is the secret of several seats (lead, w1)"),
+        "{r}"
+    );
+    std::fs::remove_file(&path).unwrap();
+    inst.cmd()
+        .args(["seat", "list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "seats.json is missing, and there are desks. `ovai seat rebuild`",
+        ));
+}

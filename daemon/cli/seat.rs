@@ -156,6 +156,15 @@ fn list(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         return Ok(());
     }
     if book.seats.is_empty() {
+        if !inst.seats_file().exists()
+            && std::fs::read_dir(inst.desks_dir()).is_ok_and(|mut d| d.next().is_some())
+        {
+            println!(
+                "No seats: {} is missing, and there are desks. `ovai seat rebuild` makes it again from their .mcp.json files.",
+                inst.seats_file().display()
+            );
+            return Ok(());
+        }
         println!("No seats yet: `ovai seat add NAME` makes one.");
     }
     for name in book.names() {

@@ -157,7 +157,17 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream, _admitted: Admitted
         Ok(b) => b,
         Err(e) => return refuse(&daemon, &mut write, e.to_string()).await,
     };
-    let Some(seat) = book.resolve(&secret).map(str::to_string) else {
+    let matches = book.resolve_all(&secret);
+    if matches.len() > 1 {
+        let why = format!(
+            "the secret in OVAI_SECRET is the secret of several seats ({}) in {}, which `ovai seat` never writes: \
+             run `ovai seat rebuild` there to make it again from the desks",
+            matches.join(", "),
+            daemon.inst.seats_file().display()
+        );
+        return refuse(&daemon, &mut write, why).await;
+    }
+    let Some(seat) = matches.first().map(|s| s.to_string()) else {
         let why = format!(
             "the secret in OVAI_SECRET is not the secret of any seat of the instance at {}: the seat may have been removed. \
              Run `ovai seat list` there to see the seats, and `ovai seat add NAME` to make one (it writes desks/NAME/.mcp.json)",

@@ -28,6 +28,9 @@ pub async fn relay<T>(
     tokio::pin!(call);
     let mut last_sent: Option<Instant> = None;
     let mut sent = 0u32;
+    // MCP asks that progress grow with every notification: a report that does not is sent just above
+    // the last one, so a client that checks never sees it fall.
+    let mut last_value = f64::NEG_INFINITY;
     loop {
         tokio::select! {
             biased;
@@ -50,9 +53,12 @@ pub async fn relay<T>(
             continue;
         };
         sent += 1;
-        let _ = peer
-            .notify_progress(notification(&token, &report, sent))
-            .await;
+        let mut note = notification(&token, &report, sent);
+        if note.progress <= last_value {
+            note.progress = last_value + (last_value.abs() * 1e-9).max(1e-9);
+        }
+        last_value = note.progress;
+        let _ = peer.notify_progress(note).await;
         last_sent = Some(Instant::now());
     }
 }
