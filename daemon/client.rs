@@ -116,6 +116,12 @@ pub fn control_because<T: DeserializeOwned>(
         _ => ClientError::Io(e),
     })?;
     let mut stream = connect(inst)?;
+    // A daemon that never answers is a failure with a sentence, not a command that hangs: a restart may
+    // import many plugins, everything else answers at once.
+    stream.set_read_timeout(Some(match op {
+        ControlOp::Restart => Duration::from_secs(600),
+        _ => Duration::from_secs(60),
+    }))?;
     stream.write_all(wire::line(&Hello::control(&secret, op, why)).as_bytes())?;
     let mut line = String::new();
     BufReader::new(stream).read_line(&mut line)?;

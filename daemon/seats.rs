@@ -248,6 +248,11 @@ impl SeatCache {
         self.get(inst).await
     }
 
+    /// Forgets what was read, so the next look reads the file again whatever its stamp says.
+    pub fn forget(&self) {
+        *crate::sync::lock(&self.last) = None;
+    }
+
     /// The book as the file is now.
     pub async fn get(&self, inst: &Instance) -> Read {
         *crate::sync::lock(&self.checked) = Some(std::time::Instant::now());

@@ -432,7 +432,17 @@ impl Bridge {
         }
         {
             let mut upstream = lock(&self.upstream);
+            // A line queued while no daemon ran may be the very one just replayed (the client's
+            // initialize, a listen): it goes once.
+            let replayed: Vec<&Vec<u8>> = replay
+                .iter()
+                .chain(initialized.iter())
+                .chain(listens.iter())
+                .collect();
             for line in std::mem::take(&mut upstream.queued) {
+                if replayed.iter().any(|r| **r == line) {
+                    continue;
+                }
                 up.write_all(&line).map_err(|e| e.to_string())?;
             }
             if lock(&self.session).client_done {

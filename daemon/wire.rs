@@ -59,6 +59,9 @@ pub enum ControlOp {
     /// The seats changed on disk: end the sessions of seats that are gone or re-keyed, and give the
     /// plugin host a box that hides the new secrets (`ovai seat …`).
     Seats,
+    /// The seats are about to change on disk: end boxed plugin hosts and start none until `Seats` says
+    /// they have changed, so no box sees a secret it was not made to hide.
+    SeatsHold,
     /// Drain and exit, as on SIGTERM (`ovai stop`).
     Stop,
     /// The tools served now, each as `tools/list` sends it (`ovai tools`).

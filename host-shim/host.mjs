@@ -242,15 +242,17 @@ async function load({ id, name, file }) {
   send({ t: "loaded", id, ok: true, description: values.description, inputSchema: parse(schemaText) });
 }
 
-async function call({ id, tool, args, seat, role, progress }) {
+// Every answer and progress report carries the call's key, which the daemon checks: a plugin writing to
+// fd 3 by hand cannot answer another call, since it never sees a key.
+async function call({ id, tool, args, seat, role, progress, key }) {
   const entry = tool in tools ? tools[tool] : undefined;
   if (entry === undefined) {
-    send({ t: "answer", id, unknown: true });
+    send({ t: "answer", id, key, unknown: true });
     return;
   }
   const controller = new AbortCtl();
   calls[id] = controller;
-  const report = progress === true ? progressOf(id) : noProgress;
+  const report = progress === true ? progressOf(id, key) : noProgress;
   let answer;
   try {
     answer = entry.run(
@@ -261,8 +263,8 @@ async function call({ id, tool, args, seat, role, progress }) {
     if (answer !== null && typeof answer?.then === "function") answer = await answer;
   } catch (err) {
     if (!settle(id)) return;
-    if (err instanceof PluginExit) send({ t: "answer", id, exited: toText(err.code ?? "") });
-    else send({ t: "answer", id, threw: thrown(err, entry.file) });
+    if (err instanceof PluginExit) send({ t: "answer", id, key, exited: toText(err.code ?? "") });
+    else send({ t: "answer", id, key, threw: thrown(err, entry.file) });
     return;
   }
   // A call the daemon gave up on (cancelled, past its deadline) was answered already.
@@ -274,6 +276,7 @@ async function call({ id, tool, args, seat, role, progress }) {
     // A Proxy or a throwing getter: the answer cannot even be looked at. Still an answer, in words.
     message = { t: "answer", id, bad: `something that cannot be read (${headline(err)})` };
   }
+  message.key = key;
   send(message);
 }
 
@@ -287,7 +290,7 @@ const PROGRESS_EVERY_MS = 100;
  * `context.progress(message, { progress, total })` for one call: reports go to the daemon (which passes
  * them on as notifications/progress) while the call is in flight, coalesced, never after its answer.
  */
-function progressOf(id) {
+function progressOf(id, key) {
   let last = 0;
   let pending = null;
   let timer = null;
@@ -302,7 +305,7 @@ function progressOf(id) {
   return function progress(message, options) {
     if (!inFlight(id)) return;
     try {
-      const report = { t: "progress", id };
+      const report = { t: "progress", id, key };
       if (message !== undefined && message !== null) report.message = clip(toText(message), 1000);
       const done = options?.progress;
       const total = options?.total;

@@ -50,8 +50,6 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export async function run(args, { root }) {
   writeFileSync(`${root}/gate.started`, "");
   for (let i = 0; i < 3000 && !existsSync(`${root}/gate.go`); i++) await sleep(20);
-  // The session is told of a new tool list when a restart switches; give it a moment to fetch it.
-  await sleep(1000);
   return { text: "through the gate" };
 }
 "#;

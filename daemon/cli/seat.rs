@@ -11,6 +11,20 @@ use crate::tools::index::sessions_now;
 use crate::wire::{ControlOp, SeatsReply, StatusReply};
 
 pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
+    // A command that writes the desks' secrets ends the boxed plugin hosts first; if it fails, they are
+    // started again at once rather than after the hold's own limit.
+    let writes = !matches!(action, SeatAction::List { .. });
+    if writes {
+        hold_hosts(inst);
+    }
+    let result = act(inst, action);
+    if writes && result.is_err() {
+        let _ = client::control_because::<SeatsReply>(inst, ControlOp::Seats, None);
+    }
+    result
+}
+
+fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
     match action {
         SeatAction::Add { name } => {
             let added = seats::add(inst, &name, &own_exe()?).map_err(fail(exit::FAILED))?;
@@ -104,6 +118,12 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+/// Asks a running daemon to end its boxed plugin hosts before the desks' secrets are written (a box hides
+/// files as they were when it was made). Whatever happens, `tell_daemon` afterwards starts them again.
+fn hold_hosts(inst: &Instance) {
+    let _ = client::control::<SeatsReply>(inst, ControlOp::SeatsHold);
 }
 
 /// Tells a running daemon the seats changed; how many sessions it ended. No daemon: nothing to tell.

@@ -35,6 +35,8 @@ pub enum CallEnd {
 /// A call in flight: who to tell, and which file it runs, so a crash can name it.
 struct Waiting {
     file: Arc<str>,
+    /// What the answer must carry to be this call's.
+    key: u64,
     tx: oneshot::Sender<CallEnd>,
     /// Where the call's progress reports go, when its caller asked for them; the latest replaces the last.
     progress: Option<tokio::sync::watch::Sender<Option<Progress>>>,
@@ -45,6 +47,8 @@ pub struct Link {
     calls: Mutex<HashMap<u64, Waiting>>,
     loads: Mutex<HashMap<u64, oneshot::Sender<Loaded>>>,
     ready: Mutex<Option<oneshot::Sender<(u32, String)>>>,
+    /// A secret of this link's, from which each call's key is made; never sent whole.
+    secret: u64,
     /// When the host last sent a well-formed message (ms since `born`), for the heartbeat.
     heard_ms: AtomicU64,
     born: std::time::Instant,
@@ -75,6 +79,11 @@ impl Link {
             calls: Mutex::new(HashMap::new()),
             loads: Mutex::new(HashMap::new()),
             ready: Mutex::new(Some(ready_tx)),
+            secret: {
+                let mut b = [0u8; 8];
+                let _ = getrandom::fill(&mut b);
+                u64::from_le_bytes(b)
+            },
             heard_ms: AtomicU64::new(0),
             born: std::time::Instant::now(),
             pid,
@@ -98,8 +107,28 @@ impl Link {
         progress: Option<tokio::sync::watch::Sender<Option<Progress>>>,
     ) -> oneshot::Receiver<CallEnd> {
         let (tx, rx) = oneshot::channel();
-        lock(&self.calls).insert(id, Waiting { file, tx, progress });
+        let key = self.key_of(id);
+        lock(&self.calls).insert(
+            id,
+            Waiting {
+                file,
+                key,
+                tx,
+                progress,
+            },
+        );
         rx
+    }
+
+    /// The key call `id` carries: unguessable without the link's secret, which never leaves the daemon.
+    pub fn key_of(&self, id: u64) -> u64 {
+        let mut x = self.secret ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        // 53 bits: the host reads it as a JavaScript number and must write it back exactly.
+        (x ^ (x >> 33)) & ((1 << 53) - 1)
     }
 
     /// Forgets a call the daemon gave up on; true when it was still waiting.
@@ -150,12 +179,24 @@ impl Link {
             .store(self.born.elapsed().as_millis() as u64, Ordering::Relaxed);
         match msg {
             FromHost::Answer(a) => {
-                if let Some(w) = lock(&self.calls).remove(&a.id) {
-                    let _ = w.tx.send(CallEnd::Answered(a));
+                let mut calls = lock(&self.calls);
+                match calls.get(&a.id) {
+                    Some(w) if w.key == a.key => {
+                        if let Some(w) = calls.remove(&a.id) {
+                            let _ = w.tx.send(CallEnd::Answered(a));
+                        }
+                    }
+                    Some(_) => tracing::warn!(
+                        pid = self.pid,
+                        id = a.id,
+                        "an answer without its call's key reached the daemon (a plugin writing to fd 3?); it was dropped"
+                    ),
+                    None => {}
                 }
             }
             FromHost::Progress(p) => {
                 if let Some(w) = lock(&self.calls).get(&p.id)
+                    && w.key == p.key
                     && let Some(tx) = &w.progress
                 {
                     tx.send_replace(Some(p));

@@ -96,6 +96,7 @@ pub async fn call(
         seat: req.seat,
         role: req.role,
         progress: wants_progress,
+        key: link.key_of(id),
     });
     if !sent {
         // The host went away between the look-up and the send: never wait on a dead process.

@@ -35,6 +35,9 @@ pub enum ToHost<'a> {
         /// The caller asked for progress (its request carried a progress token).
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         progress: bool,
+        /// Echoed in the answer and progress of this call only: what a plugin writes to fd 3 by hand
+        /// cannot pass for another call's answer.
+        key: u64,
     },
     /// Fire the call's AbortSignal; the host sends no answer for it afterwards.
     Cancel {
@@ -69,6 +72,8 @@ pub enum FromHost {
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 pub struct Progress {
     pub id: u64,
+    #[serde(default)]
+    pub key: u64,
     #[serde(default)]
     pub message: Option<String>,
     #[serde(default)]
@@ -131,6 +136,9 @@ pub struct WrongExport {
 #[serde(rename_all = "camelCase")]
 pub struct Answer {
     pub id: u64,
+    /// The call's key, as the daemon sent it.
+    #[serde(default)]
+    pub key: u64,
     #[serde(default)]
     pub text: Option<String>,
     #[serde(default)]

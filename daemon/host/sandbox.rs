@@ -1,9 +1,10 @@
 //! The box the plugin host lives in, on Linux with bubblewrap: its own PID namespace (it cannot signal the
 //! daemon, the bridge or anything else outside, and every process it starts, detached or not, ends when
 //! it ends) and its own view of the files, in which the seat secrets are not readable (`.ovai/` is an
-//! empty folder but for the host's own script; each desk's `.mcp.json` reads as empty). Everything else
-//! stays: the network, the instance's files, temporary files. As root, every capability is dropped in the
-//! box, or it could unmount a mask.
+//! empty folder but for the host's own script; each desk's `.mcp.json` cannot be opened), and what runs
+//! outside the box later (the ovai binary, Claude Code's settings, the user's units) is read-only. The rest
+//! stays: the network, the instance's other files, temporary files. As root, every capability is dropped
+//! in the box, or it could unmount a mask.
 //!
 //! `hostIsolation` chooses: `"auto"` takes the box where bubblewrap works and says plainly when there is
 //! none; `"bwrap"` insists on it; `"none"` runs the host in a process group of its own, as on macOS.
@@ -166,6 +167,13 @@ impl Isolation {
                         file.display().to_string(),
                     ]);
                 }
+                // What runs outside the box later must not be rewritten from inside it: the ovai binary
+                // (a session's bridge, the service), the desks' Claude Code settings (their hooks run in
+                // the sessions), Claude Code's own settings, and the user's service units.
+                for path in read_only(&secrets.desks_dir) {
+                    let p = path.display().to_string();
+                    args.extend(["--ro-bind".into(), p.clone(), p]);
+                }
                 args.push("--".into());
                 args.push(node.display().to_string());
                 args.extend(node_args.iter().cloned());
@@ -179,8 +187,9 @@ impl Isolation {
         match self {
             Isolation::Bwrap { .. } => "The plugin host runs in a bubblewrap box: its own process namespace (it cannot \
                 signal the daemon or anything outside, and everything it starts ends with it) and a view of the \
-                files without the seats' secrets (.ovai/ and desks/*/.mcp.json). Plugins keep the network and \
-                the instance's files."
+                files without the seats' secrets (.ovai/ and desks/*/.mcp.json), in which the ovai binary and \
+                the Claude Code and service settings cannot be changed. Plugins keep the network and the \
+                instance's other files."
                 .into(),
             Isolation::None { why } => format!(
                 "The plugin host runs without a box ({why}): only a process group of its own, so a plugin can \
@@ -194,6 +203,32 @@ impl Isolation {
     pub fn is_boxed(&self) -> bool {
         matches!(self, Isolation::Bwrap { .. })
     }
+}
+
+/// What a plugin may read but never change, where it exists now.
+fn read_only(desks: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        paths.push(exe);
+    }
+    paths.extend(
+        std::fs::read_dir(desks)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path().join(".claude")),
+    );
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        let home = PathBuf::from(home);
+        paths.extend([
+            home.join(".claude"),
+            home.join(".claude.json"),
+            home.join(".config/systemd"),
+        ]);
+    }
+    paths.retain(|p| p.exists());
+    paths.sort();
+    paths
 }
 
 /// Every `desks/*/.mcp.json` there is now.

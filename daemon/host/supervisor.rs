@@ -27,6 +27,8 @@ const PING_EVERY: Duration = Duration::from_millis(500);
 /// Respawn backoff: the first respawn after FIRST_BACKOFF, doubling per crash in the window, capped.
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// How long a host may be held off while the seats change, if nobody says they have.
+const HOLD_AT_MOST: Duration = Duration::from_secs(15);
 /// This many crashes within CRASH_WINDOW is a crash loop: the host stays down until `ovai restart`.
 const CRASH_LIMIT: usize = 5;
 const CRASH_WINDOW: Duration = Duration::from_secs(60);
@@ -64,6 +66,8 @@ pub struct Host {
     respawns: Arc<AtomicU32>,
     /// Asks for the live host to be replaced by a new one at once (a seat's secret changed).
     replace: Notify,
+    /// Asks for the live host to be ended and none started until `replace` (the seats are changing).
+    hold: Notify,
 }
 
 /// Everything the supervisor task needs, moved into it.
@@ -94,6 +98,7 @@ impl Host {
             }),
             respawns: Arc::new(AtomicU32::new(0)),
             replace: Notify::new(),
+            hold: Notify::new(),
         });
         tokio::spawn(run(process, ids, job, state_tx, host.clone()));
         host
@@ -157,6 +162,12 @@ impl Host {
         self.replace.notify_one();
     }
 
+    /// Ends the live host and starts none until [`Host::replace`] (or HOLD_AT_MOST): the seats' secrets
+    /// are about to be written, and no box made before may see them.
+    pub fn hold(&self) {
+        self.hold.notify_one();
+    }
+
     /// Ends the host once the calls it holds have finished, or when `grace` has passed; calls still
     /// running then are refused for `why`.
     pub async fn retire(&self, grace: Duration, why: RetireWhy) {
@@ -217,17 +228,37 @@ async fn run(
                 process.kill().await;
                 let files = process.link.fail_all(&Arc::new(HostEnd::Replaced));
                 job.log.row(Topic::Host, &rows::replaced(process.pid, &files));
-                match respawn(&job, &ids).await {
+                match respawn_until_up(&job, &ids, &host).await {
                     Ok(next) => {
-                        job.log.row(Topic::Host, &rows::respawned(next.pid));
                         process = next;
                         let _ = state.send(HostState::Up(process.link.clone()));
                         continue;
                     }
-                    Err(e) => {
-                        let cause = DownCause::CannotRespawn(Arc::new(e));
-                        return stay_down(cause, &job, &state, &host).await;
+                    Err(stop) => return stop.end(&job, &state, &host).await,
+                }
+            }
+            _ = host.hold.notified() => {
+                // The seats are about to change on disk: no host may see them change. The next one
+                // starts once they have (or after HOLD_AT_MOST, if nobody says so).
+                let _ = state.send(HostState::Respawning);
+                process.kill().await;
+                let files = process.link.fail_all(&Arc::new(HostEnd::Replaced));
+                job.log.row(Topic::Host, &rows::replaced(process.pid, &files));
+                tokio::select! {
+                    _ = host.replace.notified() => {}
+                    _ = tokio::time::sleep(HOLD_AT_MOST) => {}
+                    _ = host.retire.cancelled() => {
+                        let _ = state.send(HostState::Retired);
+                        return;
                     }
+                }
+                match respawn_until_up(&job, &ids, &host).await {
+                    Ok(next) => {
+                        process = next;
+                        let _ = state.send(HostState::Up(process.link.clone()));
+                        continue;
+                    }
+                    Err(stop) => return stop.end(&job, &state, &host).await,
                 }
             }
             _ = host.retire.cancelled() => {
@@ -284,37 +315,61 @@ async fn run(
                 return;
             }
         }
-        let mut wait = FIRST_BACKOFF;
-        let mut said_transient = false;
-        loop {
-            match respawn(&job, &ids).await {
-                Ok(next) => {
-                    host.respawns.fetch_add(1, Ordering::Relaxed);
-                    job.log.row(Topic::Host, &rows::respawned(next.pid));
-                    process = next;
-                    let _ = state.send(HostState::Up(process.link.clone()));
-                    break;
-                }
-                // Out of descriptors or processes for a moment: not the plugins' doing, and not a crash.
-                Err(e) if e.is_transient() => {
-                    if !said_transient {
-                        said_transient = true;
-                        job.log.row(Topic::Host, &rows::respawn_delayed(&e));
-                    }
-                    tokio::select! {
-                        _ = tokio::time::sleep(wait) => {}
-                        _ = host.retire.cancelled() => {
-                            let _ = state.send(HostState::Retired);
-                            return;
-                        }
-                    }
-                    wait = (wait * 2).min(MAX_BACKOFF);
-                }
-                Err(e) => {
-                    let cause = DownCause::CannotRespawn(Arc::new(e));
-                    return stay_down(cause, &job, &state, &host).await;
-                }
+        match respawn_until_up(&job, &ids, &host).await {
+            Ok(next) => {
+                process = next;
+                let _ = state.send(HostState::Up(process.link.clone()));
             }
+            Err(stop) => return stop.end(&job, &state, &host).await,
+        }
+    }
+}
+
+/// Why no new host came up.
+enum Stop {
+    Retired,
+    Down(DownCause),
+}
+
+impl Stop {
+    async fn end(self, job: &Supervision, state: &watch::Sender<HostState>, host: &Host) {
+        match self {
+            Stop::Retired => {
+                let _ = state.send(HostState::Retired);
+            }
+            Stop::Down(cause) => stay_down(cause, job, state, host).await,
+        }
+    }
+}
+
+/// Starts a new host, trying again while the failure is passing (out of descriptors or processes for a
+/// moment: not the plugins' doing, and not a crash).
+async fn respawn_until_up(
+    job: &Supervision,
+    ids: &AtomicU64,
+    host: &Host,
+) -> Result<HostProcess, Stop> {
+    let mut wait = FIRST_BACKOFF;
+    let mut said_transient = false;
+    loop {
+        match respawn(job, ids).await {
+            Ok(next) => {
+                host.respawns.fetch_add(1, Ordering::Relaxed);
+                job.log.row(Topic::Host, &rows::respawned(next.pid));
+                return Ok(next);
+            }
+            Err(e) if e.is_transient() => {
+                if !said_transient {
+                    said_transient = true;
+                    job.log.row(Topic::Host, &rows::respawn_delayed(&e));
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = host.retire.cancelled() => return Err(Stop::Retired),
+                }
+                wait = (wait * 2).min(MAX_BACKOFF);
+            }
+            Err(e) => return Err(Stop::Down(DownCause::CannotRespawn(Arc::new(e)))),
         }
     }
 }

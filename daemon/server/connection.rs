@@ -190,6 +190,20 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream, _admitted: Admitted
     let registered = daemon
         .sessions
         .open(&seat, hash_secret(&secret), ct.clone());
+    // The seats may have changed between the look-up and the registration (a rotation ends the sessions
+    // registered then): look again now that this one is registered, so none slips through.
+    let still = daemon.seats.get(&daemon.inst).await;
+    if !still
+        .as_ref()
+        .as_ref()
+        .is_ok_and(|b| b.resolve(&secret) == Some(seat.as_str()))
+    {
+        tracing::debug!(
+            seat,
+            "a session whose seat changed as it connected was ended"
+        );
+        return;
+    }
     tracing::debug!(seat, id = registered.id, "session connected");
     match SeatService::new(daemon.clone(), &seat, registered.id)
         .serve_with_ct(

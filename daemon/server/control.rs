@@ -36,6 +36,10 @@ pub async fn handle(
                     .await
                     .map(|ended| SeatsReply { ended }),
             ),
+            Some(ControlOp::SeatsHold) => {
+                daemon.hold_boxed_hosts();
+                wire::line(&Reply::done(SeatsReply { ended: Vec::new() }))
+            }
             Some(ControlOp::Stop) => {
                 daemon.stop.cancel();
                 wire::line(&Reply::done(StopReply {

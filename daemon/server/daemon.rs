@@ -89,6 +89,10 @@ pub enum RestartError {
     Load(#[from] LoadError),
     #[error("{0} The server goes on serving what it read before.")]
     Leader(#[from] super::leader::NoLeader),
+    #[error(
+        "The server began shutting down while the plugins were being read; nothing new is served."
+    )]
+    ShuttingDown,
 }
 
 impl Daemon {
@@ -141,6 +145,16 @@ impl Daemon {
         let _one_at_a_time = self.restarting.lock().await;
         super::service_manager::reloading();
         let next = self.next_generation().await;
+        if self.closing.is_cancelled() {
+            // Shutdown began while this was being read: what was built is ended, not served.
+            if let Ok((_, built)) = &next {
+                built
+                    .host
+                    .retire(Duration::ZERO, RetireWhy::ShuttingDown("shutdown"))
+                    .await;
+            }
+            return Err(RestartError::ShuttingDown);
+        }
         // Ready again either way: a failed restart leaves the old generation serving.
         super::service_manager::ready("serving");
         let (old, next) = match next {
@@ -205,9 +219,20 @@ impl Daemon {
         all
     }
 
+    /// Ends every boxed plugin host and starts none until the seats have changed (`seats_changed`).
+    pub fn hold_boxed_hosts(&self) {
+        for generation in self.generations() {
+            if generation.isolation.is_boxed() {
+                generation.host.hold();
+            }
+        }
+    }
+
     /// Reads the seats again and ends the sessions of seats that are gone (or whose secret changed).
     /// `why` is the command that changed them, for runtime.log.
     pub async fn seats_changed(&self, why: Option<&str>) -> Result<Vec<String>, String> {
+        // A stamp (inode, size, time) can repeat across two quick writes: read the file itself.
+        self.seats.forget();
         if let Some(why) = why {
             self.log
                 .row(Topic::Seats, &format!("The seats changed: {why}."));

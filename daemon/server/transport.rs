@@ -56,8 +56,12 @@ pub struct SessionTransport<R> {
     answered: std::sync::Arc<tokio::sync::Notify>,
 }
 
-/// How long a cancelled request's id stays taken: past the longest deadline a call can have.
+/// How long a cancelled request's id stays taken (a handler winds down soon after its cancellation).
 const CANCELLED_HOLD: std::time::Duration = std::time::Duration::from_secs(5);
+/// At most this many cancelled ids are remembered; the oldest goes first.
+const CANCELLED_KEPT: usize = 64;
+/// The longest id a request may carry, in bytes as written.
+const MAX_ID_BYTES: usize = 1024;
 
 impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     pub fn new<W: AsyncWrite + Unpin + Send + 'static>(
@@ -109,6 +113,19 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     fn admit(&mut self, msg: &ClientJsonRpcMessage) -> bool {
         match msg {
             ClientJsonRpcMessage::Request(r) => {
+                if let NumberOrString::String(text) = &r.id
+                    && text.len() > MAX_ID_BYTES
+                {
+                    let _ = self.queue_line(jsonrpc::error(
+                        &Value::Null,
+                        INVALID_REQUEST,
+                        &format!(
+                            "Invalid request: an id of {} bytes; ids are at most {MAX_ID_BYTES} bytes",
+                            text.len()
+                        ),
+                    ));
+                    return false;
+                }
                 let now = std::time::Instant::now();
                 self.cancelled.retain(|(_, until)| *until > now);
                 let winding_down = self.cancelled.iter().any(|(id, _)| *id == r.id);
@@ -143,6 +160,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                     && let Some(id) = &c.params.request_id
                     && self.in_flight.remove(id)
                 {
+                    if self.cancelled.len() == CANCELLED_KEPT {
+                        self.cancelled.remove(0);
+                    }
                     self.cancelled
                         .push((id.clone(), std::time::Instant::now() + CANCELLED_HOLD));
                     self.answered.notify_one();
