@@ -144,6 +144,19 @@ impl SeatBook {
             .collect()
     }
 
+    /// The refusal for a seat this book does not have, naming the ones it has.
+    fn unknown(&self, name: &str) -> SeatError {
+        let known: Vec<_> = self.names().collect();
+        SeatError::Unknown {
+            name: name.into(),
+            known: if known.is_empty() {
+                "none".into()
+            } else {
+                known.join(", ")
+            },
+        }
+    }
+
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.seats.keys().map(String::as_str)
     }
@@ -361,16 +374,11 @@ pub fn add(inst: &Instance, name: &str, ovai_exe: &Path) -> Result<AddedSeat, Se
 pub fn rotate(inst: &Instance, name: &str, ovai_exe: &Path) -> Result<PathBuf, SeatError> {
     let _lock = lock_book(inst)?;
     let mut book = SeatBook::load(inst)?;
+    if !book.seats.contains_key(name) {
+        return Err(book.unknown(name));
+    }
     let Some(record) = book.seats.get_mut(name) else {
-        let known: Vec<_> = book.names().collect();
-        return Err(SeatError::Unknown {
-            name: name.into(),
-            known: if known.is_empty() {
-                "none".into()
-            } else {
-                known.join(", ")
-            },
-        });
+        return Err(book.unknown(name));
     };
     let secret = new_secret().map_err(io("drawing a secret for", &inst.seats_file()))?;
     record.sha256 = hash_secret(&secret);
@@ -387,15 +395,7 @@ pub fn remove(inst: &Instance, name: &str) -> Result<(), SeatError> {
     let _lock = lock_book(inst)?;
     let mut book = SeatBook::load(inst)?;
     if book.seats.remove(name).is_none() {
-        let known: Vec<_> = book.names().collect();
-        return Err(SeatError::Unknown {
-            name: name.into(),
-            known: if known.is_empty() {
-                "none".into()
-            } else {
-                known.join(", ")
-            },
-        });
+        return Err(book.unknown(name));
     }
     book.save(inst)?;
     let desk = inst.desk(name);

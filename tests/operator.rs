@@ -105,12 +105,7 @@ fn seat_rotate_refuses_the_old_secret_ends_its_session_and_keeps_the_leader() {
     assert_ne!(inst.secret("lead"), old);
     let status = s.wait();
     assert!(!status.success(), "the session of the old secret was ended");
-    let mut cmd = std::process::Command::new(OVAI);
-    cmd.arg("mcp")
-        .env("OVAI_ROOT", &inst.root)
-        .env("OVAI_SECRET", &old);
-    let mut stale = Session::spawn_command(cmd);
-    let r = stale.request("initialize", json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
+    let (_stale, r) = inst.try_session(&old);
     assert!(
         r["error"]["message"]
             .as_str()

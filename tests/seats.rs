@@ -22,12 +22,7 @@ fn a_broken_seat_book_is_named_everywhere_and_rebuilt_from_the_desks() {
     std::fs::write(&book, "{\n  \"seats\": {\n    \"lead\": oops\n").unwrap();
     let broken = "does not parse (expected value at line 3, column 13), so no seat can connect until it is fixed. Run `ovai seat rebuild`";
     // A new session is refused with the sentence.
-    let mut cmd = std::process::Command::new(OVAI);
-    cmd.arg("mcp")
-        .env("OVAI_ROOT", &inst.root)
-        .env("OVAI_SECRET", inst.secret("w1"));
-    let mut w1 = Session::spawn_command(cmd);
-    let r = w1.request("initialize", json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
+    let (_w1, r) = inst.try_session(&inst.secret("w1"));
     assert!(
         r["error"]["message"].as_str().unwrap().contains(broken),
         "{r}"
@@ -82,12 +77,7 @@ fn a_daemon_starting_with_a_broken_seat_book_serves_and_refuses_seats_in_words()
     std::fs::write(inst.root.join(".ovai/seats.json"), "not json").unwrap();
     let d = inst.start();
     assert!(d.status().is_some());
-    let mut cmd = std::process::Command::new(OVAI);
-    cmd.arg("mcp")
-        .env("OVAI_ROOT", &inst.root)
-        .env("OVAI_SECRET", inst.secret("lead"));
-    let mut s = Session::spawn_command(cmd);
-    let r = s.request("initialize", json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
+    let (_s, r) = inst.try_session(&inst.secret("lead"));
     assert!(
         r["error"]["message"]
             .as_str()
@@ -177,12 +167,7 @@ fn a_secret_two_seats_share_opens_neither_and_a_missing_book_says_how_to_rebuild
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     book["seats"]["w1"]["sha256"] = book["seats"]["lead"]["sha256"].clone();
     std::fs::write(&path, serde_json::to_string(&book).unwrap()).unwrap();
-    let mut cmd = std::process::Command::new(OVAI);
-    cmd.arg("mcp")
-        .env("OVAI_ROOT", &inst.root)
-        .env("OVAI_SECRET", inst.secret("lead"));
-    let mut s = Session::spawn_command(cmd);
-    let r = s.request("initialize", json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
+    let (_s, r) = inst.try_session(&inst.secret("lead"));
     assert!(
         r["error"]["message"]
             .as_str()

@@ -222,34 +222,27 @@ async fn run(
                 let exit = process.kill().await;
                 (rows::hung(job.hang_after.as_secs(), &exit), Ending::Hung(exit))
             }
-            _ = host.replace.notified() => {
+            // A seat's secret changed (replace), or is about to (hold: no host may see it change; the
+            // next starts once it has, or after HOLD_AT_MOST if nobody says so).
+            held = async {
+                tokio::select! {
+                    _ = host.replace.notified() => false,
+                    _ = host.hold.notified() => true,
+                }
+            } => {
                 // Calls from now on wait for the new host instead of reaching this one.
                 let _ = state.send(HostState::Respawning);
                 process.kill().await;
                 let files = process.link.fail_all(&Arc::new(HostEnd::Replaced));
                 job.log.row(Topic::Host, &rows::replaced(process.pid, &files));
-                match respawn_until_up(&job, &ids, &host).await {
-                    Ok(next) => {
-                        process = next;
-                        let _ = state.send(HostState::Up(process.link.clone()));
-                        continue;
-                    }
-                    Err(stop) => return stop.end(&job, &state, &host).await,
-                }
-            }
-            _ = host.hold.notified() => {
-                // The seats are about to change on disk: no host may see them change. The next one
-                // starts once they have (or after HOLD_AT_MOST, if nobody says so).
-                let _ = state.send(HostState::Respawning);
-                process.kill().await;
-                let files = process.link.fail_all(&Arc::new(HostEnd::Replaced));
-                job.log.row(Topic::Host, &rows::replaced(process.pid, &files));
-                tokio::select! {
-                    _ = host.replace.notified() => {}
-                    _ = tokio::time::sleep(HOLD_AT_MOST) => {}
-                    _ = host.retire.cancelled() => {
-                        let _ = state.send(HostState::Retired);
-                        return;
+                if held {
+                    tokio::select! {
+                        _ = host.replace.notified() => {}
+                        _ = tokio::time::sleep(HOLD_AT_MOST) => {}
+                        _ = host.retire.cancelled() => {
+                            let _ = state.send(HostState::Retired);
+                            return;
+                        }
                     }
                 }
                 match respawn_until_up(&job, &ids, &host).await {

@@ -116,6 +116,21 @@ impl Instance {
             .collect()
     }
 
+    /// A session through `ovai mcp` presenting `secret` (which may be nobody's), and the answer to its
+    /// `initialize`: for tests of what is refused.
+    pub fn try_session(&self, secret: &str) -> (Session, Value) {
+        let mut cmd = Command::new(OVAI);
+        cmd.arg("mcp")
+            .env("OVAI_ROOT", &self.root)
+            .env("OVAI_SECRET", secret);
+        let mut s = Session::spawn_command(cmd);
+        let r = s.request(
+            "initialize",
+            json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "tests", "version": "1" } }),
+        );
+        (s, r)
+    }
+
     pub fn start(&self) -> Daemon {
         Daemon::start(self)
     }
