@@ -620,6 +620,25 @@ fn ovai_calls(setup: &Setup, inst: &Instance, n: usize, k: usize, tool: &str) ->
     latency_figures(lat, wall, failed)
 }
 
+/// `pid` itself if it is Node, else the first Node process below it (the host inside its box).
+fn node_in(pid: u32) -> u32 {
+    let comm = |p: u32| std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        if comm(p).trim() == "node" {
+            return p;
+        }
+        let children =
+            std::fs::read_to_string(format!("/proc/{p}/task/{p}/children")).unwrap_or_default();
+        todo.extend(
+            children
+                .split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok()),
+        );
+    }
+    pid
+}
+
 /// CPU time (user + system) a process has used, in microseconds.
 fn cpu_us(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -640,7 +659,8 @@ fn cpu_per_call(
     n: usize,
     k: usize,
 ) -> Figures {
-    let host = status(setup, inst)["host"]["pid"].as_u64().unwrap_or(0) as u32;
+    // In a bubblewrap box the host's pid is the box's; the CPU is Node's, a few processes down.
+    let host = node_in(status(setup, inst)["host"]["pid"].as_u64().unwrap_or(0) as u32);
     let pids = [("daemon", d.pid()), ("host", host), ("bridge", c.pid())];
     let before: Vec<f64> = pids.iter().map(|(_, p)| cpu_us(*p)).collect();
     let (lat, wall, failed) = c.calls(tool, n, k);
