@@ -163,6 +163,9 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
     );
 }
 
+/// A client's initialize (and initialized), as raw lines for a connection whose answers are never read.
+const INITIALIZE: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"x\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+
 /// A seat's connection straight onto the daemon's socket, past its hello: the daemon's own line handling.
 fn direct(inst: &Instance, seat: &str) -> std::os::unix::net::UnixStream {
     let ovai_inst = ovai::instance::Instance::at(inst.root.clone());
@@ -359,16 +362,15 @@ fn a_session_that_never_reads_cannot_hold_the_daemons_memory_or_its_other_seats(
     let d = inst.start();
     let before = rss_mb(d.pid());
     let mut sock = direct(&inst, "lead");
-    sock.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"x\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n").unwrap();
+    sock.write_all(INITIALIZE).unwrap();
     // 200,000 index calls, about 300 MB of answers, none of them ever read.
     let writer = {
         let mut sock = sock.try_clone().unwrap();
         std::thread::spawn(move || {
             let line = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"index\",\"arguments\":{}}}\n";
             let mut batch = Vec::new();
-            for i in 0..200_000u64 {
+            for _ in 0..200_000u64 {
                 batch.extend_from_slice(&line[..]);
-                let _ = i;
                 if batch.len() > 64 * 1024 {
                     if sock.write_all(&batch).is_err() {
                         return;
@@ -408,7 +410,7 @@ fn a_session_that_sends_without_waiting_cannot_hold_the_daemons_memory() {
     let inst = Instance::new();
     let d = inst.start();
     let mut sock = direct(&inst, "lead");
-    sock.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"x\",\"version\":\"1\"}}}\n").unwrap();
+    sock.write_all(INITIALIZE).unwrap();
     // 100,000 requests at once, each with an id of its own, none of the answers ever read.
     let writer = {
         let mut sock = sock.try_clone().unwrap();

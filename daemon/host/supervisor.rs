@@ -245,7 +245,7 @@ async fn run(
                         }
                     }
                 }
-                match respawn_until_up(&job, &ids, &host).await {
+                match respawn_until_up(&job, &ids, &host, Duration::ZERO).await {
                     Ok(next) => {
                         process = next;
                         let _ = state.send(HostState::Up(process.link.clone()));
@@ -301,14 +301,7 @@ async fn run(
         let backoff = FIRST_BACKOFF
             .saturating_mul(1 << stops.len().saturating_sub(1).min(16))
             .min(MAX_BACKOFF);
-        tokio::select! {
-            _ = tokio::time::sleep(backoff) => {}
-            _ = host.retire.cancelled() => {
-                let _ = state.send(HostState::Retired);
-                return;
-            }
-        }
-        match respawn_until_up(&job, &ids, &host).await {
+        match respawn_until_up(&job, &ids, &host, backoff).await {
             Ok(next) => {
                 process = next;
                 let _ = state.send(HostState::Up(process.link.clone()));
@@ -335,13 +328,20 @@ impl Stop {
     }
 }
 
-/// Starts a new host, trying again while the failure is passing (out of descriptors or processes for a
-/// moment: not the plugins' doing, and not a crash).
+/// Starts a new host after `first_wait` (the backoff after a crash), trying again while the failure is
+/// passing (out of descriptors or processes for a moment: not the plugins' doing, and not a crash).
 async fn respawn_until_up(
     job: &Supervision,
     ids: &AtomicU64,
     host: &Host,
+    first_wait: Duration,
 ) -> Result<HostProcess, Stop> {
+    if !first_wait.is_zero() {
+        tokio::select! {
+            _ = tokio::time::sleep(first_wait) => {}
+            _ = host.retire.cancelled() => return Err(Stop::Retired),
+        }
+    }
     let mut wait = FIRST_BACKOFF;
     let mut said_transient = false;
     loop {
