@@ -172,7 +172,7 @@ pub struct Config {
     pub session_queue_bytes: usize,
     /// Connections the daemon holds at once, sessions and control requests together (`maxConnections`).
     pub max_connections: usize,
-    /// The box the plugin host runs in (`hostIsolation`: "auto", "bwrap" or "none").
+    /// The box the plugin host runs in (`hostIsolation`: "auto", "bwrap", "userns" or "none").
     pub host_isolation: crate::host::sandbox::Wanted,
     /// Whether each call gets a line in calls.jsonl (`callLog`).
     pub call_log: bool,
@@ -321,7 +321,7 @@ impl Config {
                 return Err(ConfigError::Bad {
                     key: "hostIsolation",
                     problem: format!(
-                        "is {}; it takes \"auto\", \"bwrap\" or \"none\"",
+                        "is {}; it takes \"auto\", \"bwrap\", \"userns\" or \"none\"",
                         json_kind(other)
                     ),
                 });

@@ -8,6 +8,33 @@ use common::*;
 use serde_json::json;
 
 fn boxed() -> Instance {
+    boxed_in(Box_::Bwrap)
+}
+
+/// The two boxes: bubblewrap's, and ovai's own from user namespaces (where bubblewrap is not installed).
+#[derive(Clone, Copy)]
+enum Box_ {
+    Bwrap,
+    Userns,
+}
+
+impl Box_ {
+    fn described(self) -> &'static str {
+        match self {
+            Box_::Bwrap => "The plugin host runs in a bubblewrap box",
+            Box_::Userns => "The plugin host runs in a box of ovai's own",
+        }
+    }
+}
+
+fn boxed_in(kind: Box_) -> Instance {
+    if matches!(kind, Box_::Userns) {
+        let inst = Instance::new();
+        inst.set_config(json!({ "hostIsolation": "userns" }));
+        inst.fixture("echo.mjs");
+        inst.add_seat("w1");
+        return inst;
+    }
     assert!(
         std::process::Command::new("bwrap")
             .arg("--version")
@@ -34,7 +61,16 @@ export function run({ signal }) {
 
 #[test]
 fn a_plugin_cannot_kill_or_freeze_the_daemon_and_its_children_end_with_the_host() {
-    let inst = boxed();
+    cannot_kill_or_freeze(Box_::Bwrap);
+}
+
+#[test]
+fn in_ovais_own_box_a_plugin_cannot_kill_or_freeze_the_daemon_and_its_children_end_with_the_host() {
+    cannot_kill_or_freeze(Box_::Userns);
+}
+
+fn cannot_kill_or_freeze(kind: Box_) {
+    let inst = boxed_in(kind);
     inst.write_plugin("parent.mjs", PARENT);
     inst.fixture("fault-orphan.mjs");
     let mut d = inst.start();
@@ -68,13 +104,13 @@ fn a_plugin_cannot_kill_or_freeze_the_daemon_and_its_children_end_with_the_host(
         status["host"]["isolation"]
             .as_str()
             .unwrap()
-            .starts_with("The plugin host runs in a bubblewrap box"),
+            .starts_with(kind.described()),
         "{status}"
     );
     assert!(
         inst.rows("server")
             .iter()
-            .any(|r| r.starts_with("The plugin host runs in a bubblewrap box"))
+            .any(|r| r.starts_with(kind.described()))
     );
 }
 
@@ -107,7 +143,16 @@ export async function run({ path, url, write }, { root }) {
 
 #[test]
 fn the_box_hides_every_seats_secret_even_one_added_later_and_keeps_network_and_files() {
-    let inst = boxed();
+    hides_secrets(Box_::Bwrap);
+}
+
+#[test]
+fn ovais_own_box_hides_every_seats_secret_even_one_added_later_and_keeps_network_and_files() {
+    hides_secrets(Box_::Userns);
+}
+
+fn hides_secrets(kind: Box_) {
+    let inst = boxed_in(kind);
     inst.write_plugin("reads.mjs", READS);
     let d = inst.start();
     let mut s = inst.session("lead");
@@ -407,4 +452,103 @@ fn answers_a_plugin_forges_on_the_protocol_pipe_reach_nobody() {
             ("w1 Worker lead".to_string(), false)
         );
     }
+}
+
+#[test]
+fn without_bubblewrap_auto_takes_ovais_own_box_and_says_so() {
+    let inst = Instance::new();
+    inst.fixture("echo.mjs");
+    // A PATH that holds Node and nothing else: no bubblewrap to find.
+    let bin = inst.root.join("only-node");
+    std::fs::create_dir(&bin).unwrap();
+    let node = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v node"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(node.trim(), bin.join("node")).unwrap();
+    let d = Daemon::start_with_env(&inst, &[("PATH", bin.to_str().unwrap())]);
+    let status = d.status().unwrap();
+    assert!(
+        status["host"]["isolation"]
+            .as_str()
+            .unwrap()
+            .starts_with(Box_::Userns.described()),
+        "{status}"
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("echo", json!({ "n": 1 })),
+        (r#"lead: {"n":1}"#.to_string(), false)
+    );
+}
+
+/// ovai's own box made by a user without privileges (as root, the test runs it as `nobody`): a user
+/// namespace gives the set-up its capabilities and exec takes them all away.
+#[test]
+fn ovais_own_box_holds_for_an_unprivileged_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("ovai-box-")
+        .tempdir()
+        .unwrap();
+    let root = dir.path();
+    std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let exe = root.join("ovai");
+    std::fs::copy(OVAI, &exe).unwrap();
+    for (path, text) in [
+        (".ovai/control.secret", "secret"),
+        (".ovai/host.mjs", "the shim"),
+        ("desks/a/.mcp.json", "seat secret"),
+        ("desks/a/.claude/settings.local.json", "{}"),
+    ] {
+        let p = root.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+    }
+    let chmod = std::process::Command::new("chmod")
+        .args(["-R", "a+rwX"])
+        .arg(root)
+        .status()
+        .unwrap();
+    assert!(chmod.success());
+    let script = "echo pid=$$; cat .ovai/host.mjs; echo; cat .ovai/control.secret 2>&1; cat desks/a/.mcp.json 2>&1; \
+         touch .ovai/new 2>&1; touch desks/a/.claude/settings.local.json 2>&1; grep CapEff /proc/self/status; \
+         kill -STOP 1; echo alive";
+    let mut cmd = if nix::unistd::geteuid().is_root() {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&exe);
+        c
+    } else {
+        std::process::Command::new(&exe)
+    };
+    let out = cmd
+        .current_dir(root)
+        .args(["host-box", "--hide", ".ovai", "--keep", ".ovai/host.mjs"])
+        .args([
+            "--mask",
+            "desks/a/.mcp.json",
+            "--read-only",
+            "desks/a/.claude",
+        ])
+        .args(["--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}\n{err}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "pid=2", "Node's place in the box: {text}");
+    assert_eq!(lines[1], "the shim", "the host's own file stays: {text}");
+    assert!(lines[2].contains("No such file"), "{text}");
+    assert!(lines[3].contains("Permission denied"), "{text}");
+    assert!(lines[4].contains("Read-only file system"), "{text}");
+    assert!(lines[5].contains("Read-only file system"), "{text}");
+    assert_eq!(lines[6], "CapEff:\t0000000000000000", "{text}");
+    assert_eq!(lines[7], "alive", "{text}");
 }

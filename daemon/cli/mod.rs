@@ -122,6 +122,20 @@ pub enum Command {
     /// Run the whole path once on the example plugins: a temporary instance, a real daemon, a seat
     /// connected through `ovai mcp`, tools/list and calls. Prints what happens and cleans up.
     Demo,
+    /// The plugin host's box of ovai's own (hostIsolation "userns"): started by the daemon, never by hand.
+    #[command(name = "host-box", hide = true)]
+    HostBox {
+        #[arg(long)]
+        hide: Option<PathBuf>,
+        #[arg(long)]
+        keep: Vec<PathBuf>,
+        #[arg(long)]
+        mask: Vec<PathBuf>,
+        #[arg(long = "read-only")]
+        read_only: Vec<PathBuf>,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -271,6 +285,21 @@ pub fn run(cli: Cli) -> i32 {
         Command::Version => {
             println!("ovai {}", env!("CARGO_PKG_VERSION"));
             Ok(())
+        }
+        Command::HostBox {
+            hide,
+            keep,
+            mask,
+            read_only,
+            command,
+        } => {
+            return crate::host::userns::run(&crate::host::userns::Plan {
+                hide,
+                keep,
+                mask,
+                read_only,
+                command,
+            });
         }
         Command::Demo => match root {
             Some(_) => Err(Failure::new(

@@ -17,6 +17,7 @@ pub mod protocol;
 pub mod rows;
 pub mod sandbox;
 pub mod supervisor;
+pub mod userns;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

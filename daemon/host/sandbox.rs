@@ -6,8 +6,9 @@
 //! stays: the network, the instance's other files, temporary files. As root, every capability is dropped
 //! in the box, or it could unmount a mask.
 //!
-//! `hostIsolation` chooses: `"auto"` takes the box where bubblewrap works and says plainly when there is
-//! none; `"bwrap"` insists on it; `"none"` runs the host in a process group of its own, as on macOS.
+//! `hostIsolation` chooses: `"auto"` takes bubblewrap's box where it works, else ovai's own (`userns`, from
+//! Linux namespaces, where the kernel allows them), and says plainly when there is none; `"bwrap"` and
+//! `"userns"` insist on one; `"none"` runs the host in a process group of its own, as on macOS.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -17,6 +18,7 @@ use std::sync::OnceLock;
 pub enum Wanted {
     Auto,
     Bwrap,
+    Userns,
     None,
 }
 
@@ -25,15 +27,20 @@ impl Wanted {
         match text {
             "auto" => Ok(Wanted::Auto),
             "bwrap" => Ok(Wanted::Bwrap),
+            "userns" => Ok(Wanted::Userns),
             "none" => Ok(Wanted::None),
-            "userns" => Err(
-                "is \"userns\", a box of ovai's own making with user namespaces, which this version of ovai \
-                 does not have: use \"bwrap\" (with bubblewrap installed) or \"none\""
-                    .into(),
-            ),
             other => Err(format!(
-                "is {other:?}; it takes \"auto\", \"bwrap\" or \"none\""
+                "is {other:?}; it takes \"auto\", \"bwrap\", \"userns\" or \"none\""
             )),
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Wanted::Auto => "auto",
+            Wanted::Bwrap => "bwrap",
+            Wanted::Userns => "userns",
+            Wanted::None => "none",
         }
     }
 }
@@ -43,28 +50,79 @@ impl Wanted {
 pub enum Isolation {
     /// A bubblewrap box.
     Bwrap { bwrap: PathBuf, unshare_user: bool },
+    /// ovai's own box (`ovai host-box`), from Linux namespaces.
+    Userns { exe: PathBuf },
     /// A process group of its own, and no more: why there is no box.
     None { why: String },
 }
 
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "hostIsolation is \"bwrap\" in openovai.json, and bubblewrap cannot box the plugin host here: {0}. Install it \
-     (apt-get install bubblewrap), or set hostIsolation to \"auto\" or \"none\"."
+    "hostIsolation is \"{wanted}\" in openovai.json, and {why}. {what_to_do}",
+    wanted = .wanted.as_str(),
+    what_to_do = match .wanted {
+        Wanted::Bwrap => "Install bubblewrap (apt-get install bubblewrap), or set hostIsolation to \"auto\", \"userns\" or \"none\".",
+        _ => "Set hostIsolation to \"auto\" (bubblewrap where installed, else this box where the kernel allows it) or \"none\".",
+    }
 )]
-pub struct NoBox(String);
+pub struct NoBox {
+    wanted: Wanted,
+    why: String,
+}
 
 /// The isolation `wanted` gives on this machine.
 pub fn decide(wanted: Wanted) -> Result<Isolation, NoBox> {
+    let no_box = |why: &String| NoBox {
+        wanted,
+        why: why.clone(),
+    };
     match wanted {
         Wanted::None => Ok(Isolation::None {
             why: "hostIsolation is \"none\" in openovai.json".into(),
         }),
-        Wanted::Auto => Ok(probe()
-            .clone()
-            .unwrap_or_else(|why| Isolation::None { why })),
-        Wanted::Bwrap => probe().clone().map_err(NoBox),
+        Wanted::Auto => Ok(match (probe(), probe_userns()) {
+            (Ok(bwrap), _) => bwrap.clone(),
+            (_, Ok(own)) => own.clone(),
+            (Err(no_bwrap), Err(no_userns)) => Isolation::None {
+                why: format!("{no_bwrap}, and {no_userns}"),
+            },
+        }),
+        Wanted::Bwrap => probe().clone().map_err(|why| no_box(&why)),
+        Wanted::Userns => probe_userns().clone().map_err(|why| no_box(&why)),
     }
+}
+
+/// Whether ovai's own box can be made here: tried once, the way the host gets it.
+fn probe_userns() -> &'static Result<Isolation, String> {
+    static PROBE: OnceLock<Result<Isolation, String>> = OnceLock::new();
+    PROBE.get_or_init(|| {
+        if !cfg!(target_os = "linux") {
+            return Err("user namespaces exist on Linux only".into());
+        }
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("ovai could not find its own binary for its box ({e})"))?;
+        match std::process::Command::new(&exe)
+            .arg("host-box")
+            .arg("--read-only")
+            .arg(&exe)
+            .arg("--")
+            .arg(&exe)
+            .arg("version")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .output()
+        {
+            Ok(out) if out.status.success() => Ok(Isolation::Userns { exe }),
+            Ok(out) => Err(format!(
+                "ovai's own box cannot be made here ({})",
+                String::from_utf8_lossy(&out.stderr)
+                    .trim()
+                    .trim_start_matches("ovai host-box: ")
+            )),
+            Err(e) => Err(format!("ovai's own box could not be tried ({e})")),
+        }
+    })
 }
 
 /// Whether bubblewrap can make the box here: tried once, with the flags the host gets.
@@ -148,6 +206,22 @@ impl Isolation {
     ) -> (PathBuf, Vec<String>) {
         match self {
             Isolation::None { .. } => (node.to_path_buf(), node_args.to_vec()),
+            Isolation::Userns { exe } => {
+                let mut args: Vec<String> = vec!["host-box".into()];
+                let path = |flag: &str, p: &Path| [flag.to_string(), p.display().to_string()];
+                args.extend(path("--hide", &secrets.private_dir));
+                args.extend(path("--keep", shim));
+                for file in desk_secrets(&secrets.desks_dir) {
+                    args.extend(path("--mask", &file));
+                }
+                for p in read_only(&secrets.desks_dir) {
+                    args.extend(path("--read-only", &p));
+                }
+                args.push("--".into());
+                args.push(node.display().to_string());
+                args.extend(node_args.iter().cloned());
+                (exe.clone(), args)
+            }
             Isolation::Bwrap {
                 bwrap,
                 unshare_user,
@@ -191,6 +265,13 @@ impl Isolation {
                 the Claude Code and service settings cannot be changed. Plugins keep the network and the \
                 instance's other files."
                 .into(),
+            Isolation::Userns { .. } => "The plugin host runs in a box of ovai's own, made from Linux namespaces \
+                (bubblewrap is not used): its own process namespace (it cannot signal the daemon or anything \
+                outside, and everything it starts ends with it) and a view of the files without the seats' \
+                secrets (.ovai/ and desks/*/.mcp.json), in which the ovai binary and the Claude Code and service \
+                settings cannot be changed; no capabilities. Plugins keep the network and the instance's other \
+                files."
+                .into(),
             Isolation::None { why } => format!(
                 "The plugin host runs without a box ({why}): only a process group of its own, so a plugin can \
                  signal the daemon, leave processes behind in a session of their own, and read the seats' \
@@ -201,7 +282,7 @@ impl Isolation {
     }
 
     pub fn is_boxed(&self) -> bool {
-        matches!(self, Isolation::Bwrap { .. })
+        !matches!(self, Isolation::None { .. })
     }
 }
 

@@ -1,0 +1,321 @@
+//! ovai's own box for the plugin host, where bubblewrap is not installed: `ovai host-box`, started by the
+//! daemon in place of Node, makes the box from Linux namespaces and then runs Node inside it.
+//!
+//! The same box as bubblewrap's: a PID namespace of its own (the host cannot see or signal anything outside,
+//! and everything it starts ends with the box's first process), a mount namespace in which `.ovai/` is an
+//! empty, read-only folder but for the host's own script, each desk's `.mcp.json` cannot be opened, and
+//! what runs outside later is read-only, and no capabilities once Node starts (as root they are dropped; as
+//! anybody else a user namespace gives them for the set-up only, and exec takes them away).
+//!
+//! Three processes: this one (the daemon's child, which waits), the namespace's first process (which reaps
+//! orphans and ends the box when Node ends) and Node. Each dies with its parent.
+
+use std::ffi::CString;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use nix::mount::{MsFlags, mount};
+use nix::sched::{CloneFlags, unshare};
+use nix::sys::signal::Signal;
+use nix::sys::statvfs::{FsFlags, statvfs};
+use nix::sys::wait::{WaitStatus, waitpid};
+use nix::unistd::{ForkResult, Pid, fork};
+
+/// What the box hides and keeps, from `ovai host-box`'s arguments.
+#[derive(Debug, Default)]
+pub struct Plan {
+    /// A folder seen empty and read-only (`.ovai/`)…
+    pub hide: Option<PathBuf>,
+    /// …but for these files in it, read-only (the host's script).
+    pub keep: Vec<PathBuf>,
+    /// Files that cannot be opened (`desks/*/.mcp.json`).
+    pub mask: Vec<PathBuf>,
+    /// Paths that stay readable but cannot be changed.
+    pub read_only: Vec<PathBuf>,
+    /// The program and its arguments.
+    pub command: Vec<String>,
+}
+
+/// The exit code of a box that could not be made (Node's own codes are passed through).
+const CANNOT: i32 = 125;
+
+/// Makes the box and runs the command in it; returns only the code to exit with.
+pub fn run(plan: &Plan) -> i32 {
+    match make(plan) {
+        Ok(code) => code,
+        Err(why) => {
+            eprintln!("ovai host-box: the plugin host's box could not be made: {why}");
+            CANNOT
+        }
+    }
+}
+
+fn make(plan: &Plan) -> Result<i32, String> {
+    let Some(program) = plan.command.first() else {
+        return Err("no program was named after --".into());
+    };
+    let argv: Vec<CString> = plan
+        .command
+        .iter()
+        .map(|a| CString::new(a.as_bytes()).map_err(|_| format!("the argument {a:?} holds a NUL")))
+        .collect::<Result<_, _>>()?;
+    let program = CString::new(program.as_bytes()).map_err(|_| "the program holds a NUL")?;
+    let root = nix::unistd::geteuid().is_root();
+    let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
+    let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
+    if !root {
+        flags |= CloneFlags::CLONE_NEWUSER;
+    }
+    unshare(flags).map_err(|e| {
+        format!(
+            "the kernel refused new namespaces ({e}){}",
+            if root {
+                ""
+            } else {
+                "; unprivileged user namespaces may be switched off here (sysctl kernel.unprivileged_userns_clone or user.max_user_namespaces)"
+            }
+        )
+    })?;
+    if !root {
+        // The same user inside as outside, so the instance's files keep their owner.
+        write("/proc/self/setgroups", "deny")?;
+        write("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
+        write("/proc/self/gid_map", &format!("{gid} {gid} 1"))?;
+    }
+    // Nothing done here may reach the daemon's view of the files.
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(|e| format!("the mounts could not be made private ({e})"))?;
+    // Opened in the new namespace before anything is hidden: what is kept is bound back from these (a
+    // bind from a file opened before the unshare would name a mount of the daemon's namespace).
+    let kept: Vec<(std::fs::File, &PathBuf)> = plan
+        .keep
+        .iter()
+        .map(|p| {
+            std::fs::File::open(p)
+                .map(|f| (f, p))
+                .map_err(|e| format!("{} could not be opened: {e}", p.display()))
+        })
+        .collect::<Result<_, _>>()?;
+
+    if let Some(dir) = &plan.hide {
+        hide(dir, &kept)?;
+    }
+    for file in &plan.mask {
+        bind(Path::new("/dev/null"), file)?;
+        seal(file, MsFlags::MS_NOEXEC)?;
+    }
+    for path in &plan.read_only {
+        bind(path, path)?;
+        seal(path, MsFlags::empty())?;
+    }
+    drop(kept);
+
+    // SAFETY: `ovai host-box` is single-threaded (it runs before any runtime or thread is started), so
+    // the child may run ordinary code after fork.
+    match unsafe { fork() }.map_err(|e| format!("fork failed ({e})"))? {
+        ForkResult::Child => {
+            let code = first_process(&program, &argv);
+            std::process::exit(code)
+        }
+        ForkResult::Parent { child } => {
+            close_fd3();
+            Ok(wait_for(child))
+        }
+    }
+}
+
+/// The box's first process: mounts its own /proc, starts the program and reaps every orphan until the
+/// program ends, then ends the box (the kernel kills what is left when this process exits).
+fn first_process(program: &CString, argv: &[CString]) -> i32 {
+    if let Err(e) = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL) {
+        eprintln!("ovai host-box: could not tie the box to its parent ({e})");
+        return CANNOT;
+    }
+    if let Err(e) = mount(
+        Some("proc"),
+        "/proc",
+        Some("proc"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None::<&str>,
+    ) {
+        eprintln!("ovai host-box: /proc could not be mounted for the box ({e})");
+        return CANNOT;
+    }
+    // SAFETY: still single-threaded.
+    match unsafe { fork() } {
+        Err(e) => {
+            eprintln!("ovai host-box: fork failed ({e})");
+            CANNOT
+        }
+        Ok(ForkResult::Child) => {
+            if let Err(why) = drop_privileges() {
+                eprintln!("ovai host-box: {why}");
+                return CANNOT;
+            }
+            let e = nix::unistd::execvp(program, argv).err();
+            eprintln!(
+                "ovai host-box: {} could not be run ({})",
+                program.to_string_lossy(),
+                e.map(|e| e.to_string()).unwrap_or_default()
+            );
+            127
+        }
+        Ok(ForkResult::Parent { child }) => {
+            close_fd3();
+            reap_until(child)
+        }
+    }
+}
+
+/// Waits for `child`, reaping any other process that ends meanwhile (orphans come to the first process).
+fn reap_until(child: Pid) -> i32 {
+    loop {
+        match waitpid(None, None) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == child => return code,
+            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == child => return 128 + signal as i32,
+            Err(nix::errno::Errno::EINTR) | Ok(_) => continue,
+            Err(_) => return CANNOT,
+        }
+    }
+}
+
+fn wait_for(child: Pid) -> i32 {
+    loop {
+        match waitpid(child, None) {
+            Ok(WaitStatus::Exited(_, code)) => return code,
+            Ok(WaitStatus::Signaled(_, signal, _)) => return 128 + signal as i32,
+            Err(nix::errno::Errno::EINTR) | Ok(_) => continue,
+            Err(_) => return CANNOT,
+        }
+    }
+}
+
+/// The protocol pipe is Node's: the processes that only wait must not hold it open.
+fn close_fd3() {
+    let _ = nix::unistd::close(3);
+}
+
+/// An empty, read-only folder over `dir`, with `kept` bound back into it read-only.
+fn hide(dir: &Path, kept: &[(std::fs::File, &PathBuf)]) -> Result<(), String> {
+    mount(
+        Some("tmpfs"),
+        dir,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some("mode=0755,size=64k"),
+    )
+    .map_err(|e| format!("{} could not be hidden ({e})", dir.display()))?;
+    for (file, path) in kept {
+        std::fs::File::create(path)
+            .map_err(|e| format!("{} could not be made in the box ({e})", path.display()))?;
+        let source = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        bind(&source, path)?;
+        seal(path, MsFlags::MS_NOEXEC)?;
+    }
+    mount(
+        None::<&str>,
+        dir,
+        None::<&str>,
+        MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        None::<&str>,
+    )
+    .map_err(|e| format!("{} could not be made read-only ({e})", dir.display()))
+}
+
+fn bind(source: &Path, target: &Path) -> Result<(), String> {
+    mount(
+        Some(source),
+        target,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .map_err(|e| format!("{} could not be bound ({e})", target.display()))
+}
+
+/// Makes the bind mount at `path` read-only, without devices or set-user-ID, keeping the flags the kernel
+/// will not let a namespace clear.
+fn seal(path: &Path, extra: MsFlags) -> Result<(), String> {
+    let mut flags = MsFlags::MS_REMOUNT
+        | MsFlags::MS_BIND
+        | MsFlags::MS_RDONLY
+        | MsFlags::MS_NOSUID
+        | MsFlags::MS_NODEV
+        | extra;
+    if let Ok(now) = statvfs(path) {
+        let f = now.flags();
+        for (has, keep) in [
+            (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+            (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+            (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+            (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+        ] {
+            if f.contains(has) {
+                flags |= keep;
+            }
+        }
+    }
+    mount(None::<&str>, path, None::<&str>, flags, None::<&str>)
+        .map_err(|e| format!("{} could not be made read-only ({e})", path.display()))
+}
+
+fn write(path: &str, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{path} could not be written ({e})"))
+}
+
+/// No capability survives into the program, and none can be gained back (set-user-ID files included).
+fn drop_privileges() -> Result<(), String> {
+    let err = |what: &str| format!("{what} ({})", std::io::Error::last_os_error());
+    // SAFETY: prctl and capset with plain integer arguments and a struct this function owns.
+    unsafe {
+        for cap in 0..64 {
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0
+                && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL)
+            {
+                break;
+            }
+        }
+        if libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        ) != 0
+        {
+            return Err(err("the ambient capabilities could not be cleared"));
+        }
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(err("no_new_privs could not be set"));
+        }
+        let header = CapHeader {
+            version: 0x2008_0522,
+            pid: 0,
+        };
+        let data = [CapData::default(); 2];
+        if libc::syscall(libc::SYS_capset, &header, data.as_ptr()) != 0 {
+            return Err(err("the capabilities could not be dropped"));
+        }
+    }
+    Ok(())
+}
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
