@@ -55,6 +55,10 @@ pub enum DeskError {
     },
     #[error(transparent)]
     Write(#[from] crate::files::FileError),
+    #[error(
+        "--url {0:?} is not the URL of an ovai HTTP endpoint: it takes http:// or https:// and the endpoint's path, such as https://buildbox.example:7777/mcp (ovai status on the server shows it)"
+    )]
+    BadUrl(String),
 }
 
 fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> DeskError + 'a {
@@ -106,6 +110,30 @@ fn write_doc(path: &Path, doc: &Map<String, Value>) -> Result<(), DeskError> {
 pub enum Reach<'a> {
     /// `ovai mcp`, started from this binary.
     Bridge { exe: &'a Path },
+    /// The server's Streamable HTTP endpoint, with the secret as a bearer token (a seat on another machine).
+    Url { url: &'a str },
+}
+
+/// Checks a remote seat's URL; `Ok(Some(warning))` when it is plain HTTP to another machine.
+pub fn check_url(url: &str) -> Result<Option<String>, DeskError> {
+    let rest = url
+        .strip_prefix("https://")
+        .map(|r| (r, true))
+        .or_else(|| url.strip_prefix("http://").map(|r| (r, false)));
+    let Some((rest, tls)) = rest else {
+        return Err(DeskError::BadUrl(url.into()));
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if host.is_empty() || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(DeskError::BadUrl(url.into()));
+    }
+    let name = host.rsplit_once(':').map_or(host, |(h, _)| h);
+    let local = matches!(name, "localhost" | "127.0.0.1" | "[::1]");
+    Ok((!tls && !local).then(|| {
+        format!(
+            "{url} is plain HTTP to another machine: the seat's secret would cross the network in the clear. Use              https:// (the daemon's \"http\".\"tls\", or a TLS proxy in front) unless the network itself is private"
+        )
+    }))
 }
 
 /// Writes (or replaces) the `openovai` entry of the desk's `.mcp.json`, keeping every other server.
@@ -139,6 +167,11 @@ pub fn write_server_entry(
             "command": exe.display().to_string(),
             "args": ["mcp"],
             "env": { "OVAI_ROOT": inst.root.display().to_string(), "OVAI_SECRET": secret }
+        }),
+        Reach::Url { url } => json!({
+            "type": "http",
+            "url": url,
+            "headers": { "Authorization": format!("Bearer {secret}") }
         }),
     };
     let servers = doc
@@ -181,10 +214,27 @@ pub fn secret_in(desk: &Path) -> Option<String> {
         return None;
     };
     let entry = doc.get("mcpServers")?.get(SERVER_NAME)?;
-    entry
-        .pointer("/env/OVAI_SECRET")
-        .and_then(Value::as_str)
-        .map(str::to_string)
+    if let Some(secret) = entry.pointer("/env/OVAI_SECRET").and_then(Value::as_str) {
+        return Some(secret.to_string());
+    }
+    let auth = entry
+        .pointer("/headers/Authorization")
+        .and_then(Value::as_str)?;
+    let (scheme, token) = auth.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim().to_string())
+}
+
+/// The URL a remote seat's desk reaches the server at, if it is one.
+pub fn url_in(desk: &Path) -> Option<String> {
+    let Ok(Doc::Object(doc)) = read_doc(&mcp_json(desk)) else {
+        return None;
+    };
+    let entry = doc.get("mcpServers")?.get(SERVER_NAME)?;
+    (entry.get("type").and_then(Value::as_str) == Some("http"))
+        .then(|| entry.get("url").and_then(Value::as_str).map(str::to_string))
+        .flatten()
 }
 
 /// The two entries Claude Code reads, each as (path of its array in the settings, the value).

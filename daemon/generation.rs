@@ -58,6 +58,12 @@ pub fn launch(inst: &Instance, config: &Config, shim: &Path) -> Result<Launch, N
         secrets: Secrets {
             private_dir: inst.private_dir(),
             desks_dir: inst.desks_dir(),
+            files: config
+                .http
+                .iter()
+                .filter_map(|h| h.tls.as_ref())
+                .map(|t| inst.root.join(&t.key))
+                .collect(),
         },
     })
 }

@@ -176,6 +176,8 @@ pub struct Config {
     pub host_isolation: crate::host::sandbox::Wanted,
     /// Whether each call gets a line in calls.jsonl (`callLog`).
     pub call_log: bool,
+    /// The Streamable HTTP endpoint for seats on other machines (`http`), if any.
+    pub http: Option<crate::server::http::settings::HttpSettings>,
     /// Keys that look like a misspelt setting, each as a sentence (runtime.log and `ovai check` say them).
     pub warnings: Vec<String>,
 }
@@ -327,6 +329,11 @@ impl Config {
                 });
             }
         };
+        let http = crate::server::http::settings::parse(map.get("http").unwrap_or(&Value::Null))
+            .map_err(|problem| ConfigError::Bad {
+                key: "http",
+                problem,
+            })?;
         let warnings = map
             .keys()
             .filter_map(|k| {
@@ -383,6 +390,7 @@ impl Config {
             max_connections,
             host_isolation,
             call_log,
+            http,
             warnings,
             raw,
         })

@@ -8,7 +8,7 @@ fn main() {
     // error they answer, not a reason to die.
     if !matches!(
         cli.command,
-        ovai::cli::Command::Serve | ovai::cli::Command::Mcp | ovai::cli::Command::Demo
+        ovai::cli::Command::Serve { .. } | ovai::cli::Command::Mcp | ovai::cli::Command::Demo
     ) {
         use nix::sys::signal::{SigHandler, Signal, signal};
         // SAFETY: setting a signal's disposition to its default before any thread is started.
@@ -18,7 +18,7 @@ fn main() {
     // belongs to the protocol, so nothing is ever logged to it.
     // rmcp wraps every request in info-level spans; filtered out, they cost nothing per call.
     let default = match cli.command {
-        ovai::cli::Command::Serve => "info,rmcp=warn",
+        ovai::cli::Command::Serve { .. } => "info,rmcp=warn",
         _ => "warn",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("OVAI_LOG")

@@ -331,7 +331,12 @@ pub struct AddedSeat {
 
 /// Makes a seat: its secret, its hash in seats.json, and its desk with the `.mcp.json` a client reads and
 /// the Claude Code settings that approve the server and its tools.
-pub fn add(inst: &Instance, name: &str, ovai_exe: &Path) -> Result<AddedSeat, SeatError> {
+pub fn add(
+    inst: &Instance,
+    name: &str,
+    ovai_exe: &Path,
+    url: Option<&str>,
+) -> Result<AddedSeat, SeatError> {
     if let Some(why) = names::why_not(name) {
         return Err(SeatError::BadName {
             name: name.into(),
@@ -349,11 +354,18 @@ pub fn add(inst: &Instance, name: &str, ovai_exe: &Path) -> Result<AddedSeat, Se
             existing: existing.into(),
         });
     }
+    let mut warnings: Vec<String> = match url {
+        Some(url) => desk::check_url(url)?.into_iter().collect(),
+        None => Vec::new(),
+    };
     let secret = new_secret().map_err(io("drawing a secret for", &inst.seats_file()))?;
     let desk = inst.desk(name);
     std::fs::create_dir_all(&desk).map_err(io("making the desk", &desk))?;
-    let mcp_json =
-        desk::write_server_entry(inst, &desk, &Reach::Bridge { exe: ovai_exe }, &secret)?;
+    let reach = match url {
+        Some(url) => Reach::Url { url },
+        None => Reach::Bridge { exe: ovai_exe },
+    };
+    let mcp_json = desk::write_server_entry(inst, &desk, &reach, &secret)?;
     book.seats.insert(
         name.into(),
         SeatRecord {
@@ -362,16 +374,22 @@ pub fn add(inst: &Instance, name: &str, ovai_exe: &Path) -> Result<AddedSeat, Se
         },
     );
     book.save(inst)?;
-    let warnings = match desk::approve(&desk) {
-        Ok(w) => w.into_iter().collect(),
-        Err(e) => vec![e.to_string()],
-    };
+    match desk::approve(&desk) {
+        Ok(w) => warnings.extend(w),
+        Err(e) => warnings.push(e.to_string()),
+    }
     Ok(AddedSeat { mcp_json, warnings })
 }
 
 /// Gives a seat a new secret: written to its desk, its hash into seats.json in the same step, so the old
 /// one opens nothing from then on. The seat itself never leaves the book (so the Leader stays the Leader).
-pub fn rotate(inst: &Instance, name: &str, ovai_exe: &Path) -> Result<PathBuf, SeatError> {
+/// A remote seat's desk keeps its URL unless `url` names another.
+pub fn rotate(
+    inst: &Instance,
+    name: &str,
+    ovai_exe: &Path,
+    url: Option<&str>,
+) -> Result<PathBuf, SeatError> {
     let _lock = lock_book(inst)?;
     let mut book = SeatBook::load(inst)?;
     if !book.seats.contains_key(name) {
@@ -384,7 +402,16 @@ pub fn rotate(inst: &Instance, name: &str, ovai_exe: &Path) -> Result<PathBuf, S
     record.sha256 = hash_secret(&secret);
     let desk = inst.desk(name);
     std::fs::create_dir_all(&desk).map_err(io("making the desk", &desk))?;
-    let path = desk::write_server_entry(inst, &desk, &Reach::Bridge { exe: ovai_exe }, &secret)?;
+    let kept = desk::url_in(&desk);
+    let url = url.or(kept.as_deref());
+    if let Some(url) = url {
+        desk::check_url(url)?;
+    }
+    let reach = match url {
+        Some(url) => Reach::Url { url },
+        None => Reach::Bridge { exe: ovai_exe },
+    };
+    let path = desk::write_server_entry(inst, &desk, &reach, &secret)?;
     book.save(inst)?;
     Ok(path)
 }

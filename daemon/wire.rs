@@ -183,6 +183,9 @@ pub struct StatusReply {
     /// Files in plugins/ that appeared since the last read.
     #[serde(default)]
     pub new_files: Vec<String>,
+    /// The Streamable HTTP endpoint's URL, when the daemon listens for seats on other machines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

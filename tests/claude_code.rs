@@ -239,3 +239,39 @@ fn a_daemon_killed_during_a_call_answers_it_as_an_error_and_the_next_call_succee
         "the bridge's own answer has the negotiated revision's shape: {log}"
     );
 }
+
+/// A seat on another machine: `seat add --url` writes an HTTP desk, the desk is copied away from the
+/// instance, and Claude Code there reaches the daemon over Streamable HTTP with the bearer token.
+#[test]
+fn a_remote_desk_copied_elsewhere_calls_over_http_with_no_prompt() {
+    let inst = Instance::with_plugins(&[("stamp.mjs", STAMP)]);
+    inst.set_config(json!({ "http": { "listen": "127.0.0.1:0" } }));
+    let d = inst.start();
+    let url = d.status().unwrap()["http"].as_str().unwrap().to_string();
+    inst.cmd()
+        .args(["seat", "add", "far", "--url", &url])
+        .assert()
+        .success();
+    let elsewhere = tempfile::tempdir_in("/tmp").unwrap();
+    let desk = elsewhere.path().join("far");
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(inst.root.join("desks/far"))
+        .arg(&desk)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let api = MessagesApi::start(vec![
+        Step::Tool("mcp__openovai__stamp", json!({})),
+        Step::Text("Stamped from afar."),
+    ]);
+    let (result, log) = Claude::start(&desk, &api, "Stamp, please.").finish();
+    no_denials(&result);
+    assert_eq!(result["result"], "Stamped from afar.", "{result}\n{log}");
+    assert_eq!(
+        std::fs::read_to_string(inst.root.join("calls.log")).unwrap(),
+        "far Worker\n"
+    );
+    let results = api.tool_results();
+    assert_eq!(result_text(&results[0]), "stamp from far", "{results:?}");
+}

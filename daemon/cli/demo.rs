@@ -56,7 +56,7 @@ fn steps(dir: &Path, daemon: &mut Option<Child>) -> Result<(), Failure> {
         ));
     }
     let inst = Instance::at(dir.to_path_buf());
-    seats::add(&inst, "w1", &exe).map_err(fail(exit::FAILED))?;
+    seats::add(&inst, "w1", &exe, None).map_err(fail(exit::FAILED))?;
     println!(
         "  seats: lead (Leader), w1 (Worker); plugins/: {}",
         example_names()

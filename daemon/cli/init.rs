@@ -96,7 +96,7 @@ pub fn run(
             1,
         )
     })?;
-    let added = seats::add(&inst, &leader, &own_exe()?).map_err(fail(exit::FAILED))?;
+    let added = seats::add(&inst, &leader, &own_exe()?, None).map_err(fail(exit::FAILED))?;
     for w in &added.warnings {
         eprintln!("ovai: warning: {w}");
     }

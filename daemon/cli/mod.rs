@@ -51,7 +51,12 @@ pub enum Command {
         examples: bool,
     },
     /// Run the daemon in the foreground (for a terminal, systemd or launchd). SIGHUP restarts, SIGTERM stops.
-    Serve,
+    Serve {
+        /// Also serve MCP over Streamable HTTP at ADDR/mcp (such as 127.0.0.1:7777), for seats on other
+        /// machines; in place of openovai.json's "http"."listen".
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+    },
     /// Ask the running daemon to finish its calls and exit, and wait until it has.
     Stop,
     /// The stdio bridge an MCP client starts from a seat's desk (reads OVAI_SECRET and OVAI_ROOT).
@@ -172,6 +177,10 @@ pub enum SeatAction {
     Add {
         /// The seat's name: a letter, then letters, digits and hyphens, up to 32.
         name: String,
+        /// A seat on another machine: its client reaches this server's HTTP endpoint at URL (such as
+        /// https://buildbox.example:7777/mcp) with the seat's secret as a bearer token. Copy the desk there.
+        #[arg(long)]
+        url: Option<String>,
     },
     /// The seats, their roles, and (with a daemon running) who is connected.
     List {
@@ -188,6 +197,9 @@ pub enum SeatAction {
     Rotate {
         /// The seat's name.
         name: String,
+        /// Point the desk at this HTTP endpoint from now on (a remote seat keeps its URL without it).
+        #[arg(long)]
+        url: Option<String>,
     },
     /// Make .ovai/seats.json again from the secrets in the desks' .mcp.json files (after it was lost or
     /// broken), so nobody has to re-key a desk.
@@ -233,9 +245,9 @@ pub fn run(cli: Cli) -> i32 {
             leader,
             examples,
         } => init::run(dir, cli.root.clone(), user, leader, examples),
-        Command::Serve => {
-            find(root).and_then(|inst| crate::server::serve(inst).map_err(fail(exit::FAILED)))
-        }
+        Command::Serve { http } => find(root).and_then(|inst| {
+            crate::server::serve(inst, http.as_deref()).map_err(fail(exit::FAILED))
+        }),
         Command::Stop => find(root).and_then(|inst| stop::run(&inst)),
         Command::Mcp => return crate::stdio_bridge::run(),
         Command::Plugin { name } => find(root).and_then(|inst| plugin::run(&inst, &name)),

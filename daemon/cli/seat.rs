@@ -24,10 +24,27 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
     result
 }
 
+/// What the operator does with a remote seat's desk, and the same for Codex, whose config takes the token
+/// from an environment variable.
+fn remote_desk(inst: &Instance, name: &str, url: &str) {
+    let desk = inst.desk(name);
+    println!(
+        "Its desk is {desk}: copy the folder to the seat's machine (it holds the secret: scp -r, never a chat). An MCP \
+         client started there reads .mcp.json and reaches {url} as {name}.",
+        desk = desk.display()
+    );
+    println!(
+        "For Codex on that machine, in ~/.codex/config.toml:\n  [mcp_servers.openovai]\n  url = \"{url}\"\n  \
+         bearer_token_env_var = \"OVAI_SECRET\"\nwith OVAI_SECRET set to the token after \"Bearer \" in {}.",
+        desk.join(".mcp.json").display()
+    );
+}
+
 fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
     match action {
-        SeatAction::Add { name } => {
-            let added = seats::add(inst, &name, &own_exe()?).map_err(fail(exit::FAILED))?;
+        SeatAction::Add { name, url } => {
+            let added =
+                seats::add(inst, &name, &own_exe()?, url.as_deref()).map_err(fail(exit::FAILED))?;
             let role = inst
                 .read_config()
                 .map(|c| c.role_of(&name).to_string())
@@ -37,15 +54,18 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                 eprintln!("ovai: warning: {w}");
             }
             tell_daemon(inst, &format!("`ovai seat add {name}`"))?;
-            println!(
-                "Its desk is {}: an MCP client started there reads .mcp.json and is {name}.",
-                inst.desk(&name).display()
-            );
+            match &url {
+                None => println!(
+                    "Its desk is {}: an MCP client started there reads .mcp.json and is {name}.",
+                    inst.desk(&name).display()
+                ),
+                Some(url) => remote_desk(inst, &name, url),
+            }
             Ok(())
         }
         SeatAction::List { json } => list(inst, json),
-        SeatAction::Rotate { name } => {
-            seats::rotate(inst, &name, &own_exe()?).map_err(fail(exit::FAILED))?;
+        SeatAction::Rotate { name, url } => {
+            seats::rotate(inst, &name, &own_exe()?, url.as_deref()).map_err(fail(exit::FAILED))?;
             let ended = tell_daemon(inst, &format!("`ovai seat rotate {name}`"))?;
             println!(
                 "Gave the seat {name} a new secret, written to {}; the old one opens nothing{}.",

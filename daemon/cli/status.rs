@@ -57,6 +57,9 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         respawned(v.host.respawns)
     );
     println!("{}", v.host.isolation);
+    if let Some(url) = &v.http {
+        println!("Seats on other machines: {url} (the seat's secret as a bearer token).");
+    }
     println!("Tools: {}.", v.tools.join(", "));
     let not_served: Vec<&String> = v
         .rows

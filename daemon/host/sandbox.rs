@@ -191,6 +191,17 @@ pub struct Secrets {
     pub private_dir: PathBuf,
     /// `desks/`: each desk's `.mcp.json` holds a seat's secret.
     pub desks_dir: PathBuf,
+    /// Other files no plugin may read: the HTTP endpoint's TLS key.
+    pub files: Vec<PathBuf>,
+}
+
+impl Secrets {
+    /// Every secret file there is now: each desk's `.mcp.json` and the others named.
+    fn masked(&self) -> Vec<PathBuf> {
+        let mut files = desk_secrets(&self.desks_dir);
+        files.extend(self.files.iter().filter(|f| f.is_file()).cloned());
+        files
+    }
 }
 
 impl Isolation {
@@ -211,7 +222,7 @@ impl Isolation {
                 let path = |flag: &str, p: &Path| [flag.to_string(), p.display().to_string()];
                 args.extend(path("--hide", &secrets.private_dir));
                 args.extend(path("--keep", shim));
-                for file in desk_secrets(&secrets.desks_dir) {
+                for file in secrets.masked() {
                     args.extend(path("--mask", &file));
                 }
                 for p in read_only(&secrets.desks_dir) {
@@ -234,7 +245,7 @@ impl Isolation {
                 args.extend(["--tmpfs".into(), private]);
                 let shim = shim.display().to_string();
                 args.extend(["--ro-bind".into(), shim.clone(), shim]);
-                for file in desk_secrets(&secrets.desks_dir) {
+                for file in secrets.masked() {
                     args.extend([
                         "--ro-bind".into(),
                         "/dev/null".into(),

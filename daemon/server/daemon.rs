@@ -52,6 +52,14 @@ pub struct Daemon {
     pub figures: super::figures::Figures,
     /// Fired by `ovai stop`: the accept loop ends and the daemon drains as on SIGTERM.
     pub stop: CancellationToken,
+    /// The HTTP endpoint's sessions (2025-11-25 and before), when it listens: a removed seat's are closed.
+    pub http: std::sync::OnceLock<
+        Arc<rmcp::transport::streamable_http_server::session::local::LocalSessionManager>,
+    >,
+    /// Fired once every call is answered at shutdown: the HTTP endpoint ends its streams and stops.
+    pub http_stop: CancellationToken,
+    /// The HTTP endpoint's URL, when it listens (`ovai status`).
+    pub http_url: Mutex<Option<String>>,
 }
 
 /// Refused connections in the operator's log: the first of each second in full, the rest counted.
@@ -124,6 +132,9 @@ impl Daemon {
             refusals: Refusals::default(),
             figures: super::figures::Figures::default(),
             stop: CancellationToken::new(),
+            http: std::sync::OnceLock::new(),
+            http_stop: CancellationToken::new(),
+            http_url: Mutex::new(None),
         }
     }
 

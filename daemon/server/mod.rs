@@ -6,6 +6,7 @@ pub mod control;
 pub mod daemon;
 pub mod descriptors;
 pub mod figures;
+pub mod http;
 pub mod jsonrpc;
 pub mod leader;
 pub mod progress;
@@ -32,6 +33,7 @@ use crate::instance::{ConfigError, Instance};
 use crate::plugins::load::LoadError;
 use crate::runtime_log::{RuntimeLog, Topic};
 use crate::seats::{self, SeatError};
+use crate::sync::lock;
 use daemon::Daemon;
 
 /// The longest socket path a Unix socket takes (sun_path holds 108 bytes with its terminating NUL).
@@ -61,6 +63,10 @@ pub enum ServeError {
     Node(#[from] crate::host::child::SpawnError),
     #[error("{0}")]
     Leader(#[from] leader::NoLeader),
+    #[error("{0}")]
+    Http(String),
+    #[error(transparent)]
+    HttpBind(#[from] http::HttpError),
 }
 
 fn io_err<'a>(
@@ -76,16 +82,38 @@ fn io_err<'a>(
 
 /// Runs the daemon until it is told to stop. A current-thread runtime: one core does a call's work with
 /// no cross-thread hand-offs, and the host is spawned (and its parent-death signal tied) to this thread.
-pub fn serve(inst: Instance) -> Result<(), ServeError> {
+pub fn serve(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(io_err("starting the runtime for", &inst.root))?;
-    rt.block_on(run(inst))
+    rt.block_on(run(inst, http_listen))
 }
 
-async fn run(inst: Instance) -> Result<(), ServeError> {
+/// `"http"` from openovai.json, with `--http ADDR` in place of its address.
+fn http_settings(
+    config: &crate::instance::Config,
+    listen: Option<&str>,
+) -> Result<Option<http::settings::HttpSettings>, ServeError> {
+    let Some(listen) = listen else {
+        return Ok(config.http.clone());
+    };
+    let addr = http::settings::parse_listen(listen)
+        .map_err(|why| ServeError::Http(format!("--http {why}.")))?;
+    let mut settings = config
+        .http
+        .clone()
+        .unwrap_or_else(|| http::settings::HttpSettings::listening_on(addr));
+    settings.listen = addr;
+    settings
+        .check_exposure()
+        .map_err(|why| ServeError::Http(format!("The HTTP endpoint {why}.")))?;
+    Ok(Some(settings))
+}
+
+async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError> {
     let config = inst.read_config()?;
+    let http_settings = http_settings(&config, http_listen)?;
     // A broken seats.json is said when seats connect, and never stops the daemon.
     if let Ok(book) = seats::SeatBook::load(&inst) {
         leader::check(&config, &book)?;
@@ -119,6 +147,16 @@ async fn run(inst: Instance) -> Result<(), ServeError> {
     let listener = UnixListener::bind(&socket).map_err(io_err("binding the socket", &socket))?;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
         .map_err(io_err("protecting the socket", &socket))?;
+    let http_bound = match &http_settings {
+        Some(settings) => match http::bind(settings, &inst.root).await {
+            Ok(b) => Some(b),
+            Err(e) => {
+                let _ = std::fs::remove_file(&socket);
+                return Err(e.into());
+            }
+        },
+        None => None,
+    };
 
     let log = Arc::new(RuntimeLog::new(inst.runtime_log()));
     descriptors::raise_limit(&log, config.max_connections);
@@ -155,6 +193,17 @@ async fn run(inst: Instance) -> Result<(), ServeError> {
         ),
     );
     log.row(Topic::Server, &isolation);
+    if let Some(bound) = http_bound {
+        log.row(
+            Topic::Server,
+            &format!(
+                "Seats on other machines reach this server at {} (Streamable HTTP, the seat's secret as a bearer token).",
+                bound.url()
+            ),
+        );
+        *lock(&daemon.http_url) = Some(bound.url());
+        bound.serve(&daemon);
+    }
     daemon.figures.set_call_log(call_log);
 
     watch::spawn(daemon.clone());
@@ -263,6 +312,7 @@ async fn shut_down(daemon: &Arc<Daemon>, why: &'static str) {
     futures::future::join_all(retiring).await;
     // Every call has its answer now; ending a session lets its writer put what is queued on the wire.
     daemon.sessions.end_all();
+    daemon.http_stop.cancel();
     daemon.tasks.close();
     // A client that never reads cannot hold the daemon up forever.
     if tokio::time::timeout(TASKS_PATIENCE, daemon.tasks.wait())

@@ -1,7 +1,8 @@
 //! The MCP service of one connection: a seat's view of the current generation's tools.
 //!
 //! The seat was resolved from the connection's secret before this service existed, and is a field of it:
-//! no argument, `_meta` or client info a session sends can change who it is.
+//! no argument, `_meta` or client info a session sends can change who it is. Over HTTP the secret comes
+//! with every request, and `server::http` lets a request reach a service only with its own seat's.
 
 use std::sync::Arc;
 
@@ -10,12 +11,14 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{RequestContext, SubscriptionContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::daemon::Daemon;
 use super::figures::Outcome as Counted;
+use super::sessions::Owned;
 use crate::answer::{self, Outcome};
 use crate::generation::Generation;
 use crate::host::{self, CallGuard, CallRequest};
@@ -26,8 +29,21 @@ use crate::tools::{Kind, index, schema};
 pub struct SeatService {
     daemon: Arc<Daemon>,
     seat: Arc<str>,
-    /// This connection's entry in the session registry.
-    session: u64,
+    via: Via,
+}
+
+/// How the session reaches the daemon, which decides how it is registered (for `index`, list changes, and
+/// ending it when its seat goes).
+#[derive(Clone)]
+enum Via {
+    /// A socket connection, registered before the service was made.
+    Socket { session: u64 },
+    /// An HTTP client: registered once initialised (a session of 2025-11-25 and before), or for as long as
+    /// a listen stream is open (2026-07-28, where each request stands alone).
+    Http {
+        secret_hash: Arc<str>,
+        registration: Arc<std::sync::Mutex<Option<Owned>>>,
+    },
 }
 
 impl SeatService {
@@ -35,7 +51,18 @@ impl SeatService {
         Self {
             daemon,
             seat: seat.into(),
-            session,
+            via: Via::Socket { session },
+        }
+    }
+
+    pub fn over_http(daemon: Arc<Daemon>, seat: &str, secret_hash: &str) -> Self {
+        Self {
+            daemon,
+            seat: seat.into(),
+            via: Via::Http {
+                secret_hash: secret_hash.into(),
+                registration: Arc::default(),
+            },
         }
     }
 
@@ -210,10 +237,58 @@ impl ServerHandler for SeatService {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let sink = context.sink().clone();
-        let key = self.daemon.sessions.add_sink(self.session, sink);
-        context.cancelled().await;
-        self.daemon.sessions.remove_sink(self.session, key);
+        match &self.via {
+            Via::Socket { session } => {
+                let key = self.daemon.sessions.add_sink(*session, sink);
+                context.cancelled().await;
+                self.daemon.sessions.remove_sink(*session, key);
+            }
+            Via::Http { secret_hash, .. } => {
+                // The stream is the session: registered while it is open, ended when its seat goes.
+                let ended = CancellationToken::new();
+                let registered = Owned::open(&self.daemon, &self.seat, secret_hash, ended.clone());
+                self.daemon.sessions.add_sink(registered.id, sink);
+                tokio::select! {
+                    _ = context.cancelled() => {}
+                    _ = ended.cancelled() => {}
+                    _ = self.daemon.closing.cancelled() => {}
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// An HTTP session of 2025-11-25 or before is registered once initialised; when its seat is removed or
+    /// re-keyed, rmcp closes it, which ends its streams.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let Via::Http {
+            secret_hash,
+            registration,
+        } = &self.via
+        else {
+            return;
+        };
+        let Some(id) = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok())
+            .map(|id| id.to_string())
+        else {
+            return;
+        };
+        let ended = CancellationToken::new();
+        let registered = Owned::open(&self.daemon, &self.seat, secret_hash, ended.clone());
+        self.daemon
+            .sessions
+            .set_peer(registered.id, context.peer.clone());
+        *crate::sync::lock(registration) = Some(registered);
+        if let Some(http) = self.daemon.http.get().cloned() {
+            self.daemon.tasks.spawn(async move {
+                ended.cancelled().await;
+                let _ = rmcp::transport::streamable_http_server::session::SessionManager::close_session(&*http, &id.into()).await;
+            });
+        }
     }
 
     async fn list_tools(

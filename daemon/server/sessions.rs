@@ -40,12 +40,50 @@ impl Drop for Registered<'_> {
     }
 }
 
+/// A registration that owns its way back to the registry: an HTTP session's, which lives in rmcp's session
+/// worker rather than in a connection task. Dropping it removes the entry and fires its token.
+pub struct Owned {
+    daemon: std::sync::Arc<super::daemon::Daemon>,
+    pub id: u64,
+    ct: CancellationToken,
+}
+
+impl Owned {
+    pub fn open(
+        daemon: &std::sync::Arc<super::daemon::Daemon>,
+        seat: &str,
+        secret_hash: &str,
+        ct: CancellationToken,
+    ) -> Self {
+        let id = daemon
+            .sessions
+            .insert(seat, secret_hash.to_string(), ct.clone());
+        Self {
+            daemon: daemon.clone(),
+            id,
+            ct,
+        }
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        self.daemon.sessions.lock().remove(&self.id);
+        self.ct.cancel();
+    }
+}
+
 impl Sessions {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Entry>> {
         lock(&self.map)
     }
 
     pub fn open(&self, seat: &str, secret_hash: String, ct: CancellationToken) -> Registered<'_> {
+        let id = self.insert(seat, secret_hash, ct);
+        Registered { sessions: self, id }
+    }
+
+    fn insert(&self, seat: &str, secret_hash: String, ct: CancellationToken) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.lock().insert(
             id,
@@ -57,7 +95,7 @@ impl Sessions {
                 sinks: Vec::new(),
             },
         );
-        Registered { sessions: self, id }
+        id
     }
 
     pub fn set_peer(&self, id: u64, peer: Peer<RoleServer>) {

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod http;
 pub mod messages_api;
 
 use std::io::{BufRead, BufReader, Write};

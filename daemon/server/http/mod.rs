@@ -1,0 +1,140 @@
+//! The Streamable HTTP endpoint at `/mcp`, for seats on other machines: the same daemon, tools, generation
+//! and promises as the Unix socket, with the seat's secret as a bearer token on every request.
+//!
+//! A request passes `gate` first (its `Origin`, its token, its session's owner, the stream limits) and only
+//! then reaches rmcp's `StreamableHttpService`, which makes a `SeatService` for the seat the token named.
+
+mod gate;
+pub mod settings;
+mod tls;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+
+use super::daemon::Daemon;
+use super::session::SeatService;
+use settings::HttpSettings;
+
+/// The largest request body: the socket sessions' line limit.
+pub const MAX_BODY_BYTES: usize = crate::server::transport::MAX_LINE;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    #[error(
+        "The HTTP endpoint could not listen on {addr}: {source}. Choose another address or port in openovai.json's \"http\" (or --http), or stop what uses it."
+    )]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Tls(String),
+}
+
+/// The endpoint, bound and ready to be served once the daemon exists.
+pub struct Bound {
+    listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    settings: HttpSettings,
+    pub addr: SocketAddr,
+}
+
+/// Binds the address (and reads the certificate) before the first load, so a mistake stops the start.
+pub async fn bind(settings: &HttpSettings, root: &std::path::Path) -> Result<Bound, HttpError> {
+    let tls = match &settings.tls {
+        Some(files) => Some(tls::acceptor(files, root).map_err(HttpError::Tls)?),
+        None => None,
+    };
+    let listener = TcpListener::bind(settings.listen)
+        .await
+        .map_err(|source| HttpError::Bind {
+            addr: settings.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| HttpError::Bind {
+        addr: settings.listen,
+        source,
+    })?;
+    Ok(Bound {
+        listener,
+        tls,
+        settings: settings.clone(),
+        addr,
+    })
+}
+
+impl Bound {
+    /// The URL sessions use, for runtime.log and `ovai status`.
+    pub fn url(&self) -> String {
+        format!("{}://{}/mcp", self.settings.scheme(), self.addr)
+    }
+
+    /// Serves until the daemon's `http_stop` fires (once every call is answered at shutdown).
+    pub fn serve(self, daemon: &Arc<Daemon>) {
+        let manager = Arc::new(LocalSessionManager::default());
+        let _ = daemon.http.set(manager.clone());
+        let mut config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(daemon.http_stop.child_token())
+            .with_max_request_body_bytes(MAX_BODY_BYTES);
+        // A loopback endpoint keeps rmcp's Host check (DNS rebinding); one reached from other machines
+        // lets in the names the operator listed, or any (the token decides who is calling).
+        if !self.settings.listen.ip().is_loopback() {
+            config = if self.settings.hosts.is_empty() {
+                config.disable_allowed_hosts()
+            } else {
+                config.with_allowed_hosts(self.settings.hosts.clone())
+            };
+        } else if !self.settings.hosts.is_empty() {
+            let mut hosts = config.allowed_hosts.clone();
+            hosts.extend(self.settings.hosts.iter().cloned());
+            config = config.with_allowed_hosts(hosts);
+        }
+        let for_factory = daemon.clone();
+        let service = StreamableHttpService::new(
+            move || {
+                gate::CALLER
+                    .try_with(|c| {
+                        SeatService::over_http(for_factory.clone(), &c.seat, &c.secret_hash)
+                    })
+                    .map_err(|_| {
+                        std::io::Error::other("a request reached the MCP service without a seat")
+                    })
+            },
+            manager.clone(),
+            config,
+        );
+        let gate = Arc::new(gate::Gate::new(daemon.clone(), &self.settings, manager));
+        let app = Router::new()
+            .route_service("/mcp", service)
+            .fallback(gate::not_here)
+            .layer(axum::middleware::from_fn_with_state(gate, gate::admit));
+        let stop = daemon.http_stop.clone();
+        match self.tls {
+            None => {
+                let server = axum::serve(self.listener, app)
+                    .with_graceful_shutdown(async move { stop.cancelled().await });
+                daemon.tasks.spawn(async move {
+                    if let Err(e) = server.await {
+                        tracing::warn!(error = %e, "the HTTP endpoint stopped");
+                    }
+                });
+            }
+            Some(acceptor) => {
+                let listener =
+                    tls::Listener::new(self.listener, acceptor, &daemon.tasks, stop.clone());
+                let server = axum::serve(listener, app)
+                    .with_graceful_shutdown(async move { stop.cancelled().await });
+                daemon.tasks.spawn(async move {
+                    if let Err(e) = server.await {
+                        tracing::warn!(error = %e, "the HTTPS endpoint stopped");
+                    }
+                });
+            }
+        }
+    }
+}

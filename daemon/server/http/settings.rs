@@ -1,0 +1,244 @@
+//! `"http"` in openovai.json: where the Streamable HTTP endpoint listens and what it lets in.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+/// How many streams (requests being answered, listen streams, GET streams) one seat may hold open at once.
+pub const DEFAULT_STREAMS_PER_SEAT: usize = 32;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpSettings {
+    /// The address the endpoint listens on (`http.listen`, or `ovai serve --http`).
+    pub listen: SocketAddr,
+    /// Browser origins let in (`http.origins`); a request with any other `Origin` is refused with 403.
+    pub origins: Vec<String>,
+    /// Host names clients use to reach a non-loopback address (`http.hosts`); empty lets any in.
+    pub hosts: Vec<String>,
+    /// Where TLS's certificate chain and key are (`http.tls`), for the daemon to terminate TLS itself.
+    pub tls: Option<TlsFiles>,
+    /// Plain HTTP on an address other machines can reach, said on purpose (`http.insecure`).
+    pub insecure: bool,
+    /// Streams one seat may hold open at once (`http.maxStreamsPerSeat`).
+    pub streams_per_seat: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl HttpSettings {
+    /// The settings for `--http ADDR` when openovai.json names none.
+    pub fn listening_on(listen: SocketAddr) -> Self {
+        Self {
+            listen,
+            origins: Vec::new(),
+            hosts: Vec::new(),
+            tls: None,
+            insecure: false,
+            streams_per_seat: DEFAULT_STREAMS_PER_SEAT,
+        }
+    }
+
+    /// Refuses plain HTTP where other machines can listen in, unless the operator said so.
+    pub fn check_exposure(&self) -> Result<(), String> {
+        if self.listen.ip().is_loopback() || self.tls.is_some() || self.insecure {
+            return Ok(());
+        }
+        Err(format!(
+            "listens on {}, an address other machines can reach, without TLS: every request carries a seat's \
+             secret, and it would cross the network in the clear. Set \"tls\": {{\"cert\": …, \"key\": …}} in \
+             \"http\", or listen on 127.0.0.1 behind a TLS proxy, or set \"insecure\": true if the network \
+             itself is private",
+            self.listen
+        ))
+    }
+
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() { "https" } else { "http" }
+    }
+}
+
+/// Parses `"http"`. Problems are sentences for ConfigError. Relative certificate paths stay relative: they
+/// are read from the instance's root.
+pub fn parse(value: &Value) -> Result<Option<HttpSettings>, String> {
+    let map = match value {
+        Value::Null => return Ok(None),
+        Value::Object(map) => map,
+        other => {
+            return Err(format!(
+                "is {}; it takes an object such as {{\"listen\": \"127.0.0.1:7777\"}}",
+                crate::instance::json_kind(other)
+            ));
+        }
+    };
+    for key in map.keys() {
+        if ![
+            "listen",
+            "origins",
+            "hosts",
+            "tls",
+            "insecure",
+            "maxStreamsPerSeat",
+        ]
+        .contains(&key.as_str())
+        {
+            return Err(format!(
+                "has \"{key}\", which ovai does not read there; it reads listen, origins, hosts, tls, insecure and \
+                 maxStreamsPerSeat"
+            ));
+        }
+    }
+    let listen = match map.get("listen") {
+        Some(Value::String(s)) => parse_listen(s)?,
+        None | Some(Value::Null) => {
+            return Err("has no \"listen\": name the address, such as \"127.0.0.1:7777\"".into());
+        }
+        Some(other) => {
+            return Err(format!(
+                "has \"listen\": {other}, and it takes an address such as \"127.0.0.1:7777\""
+            ));
+        }
+    };
+    let strings = |key: &str| -> Result<Vec<String>, String> {
+        match map.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) if !s.is_empty() => Ok(s.clone()),
+                    other => Err(format!(
+                        "has \"{key}\" holding {other}, and it lists strings"
+                    )),
+                })
+                .collect(),
+            Some(other) => Err(format!(
+                "has \"{key}\": {other}, and it takes a list of strings"
+            )),
+        }
+    };
+    let origins = strings("origins")?;
+    for o in &origins {
+        if o != "null" && !o.contains("://") {
+            return Err(format!(
+                "has the origin {o:?}, which names no scheme: write it as a browser sends it, such as \
+                 \"https://app.example.com\""
+            ));
+        }
+    }
+    let hosts = strings("hosts")?;
+    let tls = match map.get("tls") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(t)) => {
+            let file = |key: &str| match t.get(key) {
+                Some(Value::String(s)) if !s.is_empty() => Ok(PathBuf::from(s)),
+                _ => Err(format!(
+                    "has \"tls\" without \"{key}\": it takes {{\"cert\": \"PATH\", \"key\": \"PATH\"}} (PEM files)"
+                )),
+            };
+            Some(TlsFiles {
+                cert: file("cert")?,
+                key: file("key")?,
+            })
+        }
+        Some(other) => {
+            return Err(format!(
+                "has \"tls\": {other}, and it takes {{\"cert\": \"PATH\", \"key\": \"PATH\"}}"
+            ));
+        }
+    };
+    let insecure = match map.get("insecure") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(format!(
+                "has \"insecure\": {other}, and it takes true or false"
+            ));
+        }
+    };
+    let streams_per_seat = match map.get("maxStreamsPerSeat") {
+        None | Some(Value::Null) => DEFAULT_STREAMS_PER_SEAT,
+        Some(v) => match v.as_u64() {
+            Some(n) if n > 0 => n as usize,
+            _ => {
+                return Err(format!(
+                    "has \"maxStreamsPerSeat\": {v}, and it takes a whole number above 0"
+                ));
+            }
+        },
+    };
+    let settings = HttpSettings {
+        listen,
+        origins,
+        hosts,
+        tls,
+        insecure,
+        streams_per_seat,
+    };
+    settings.check_exposure()?;
+    Ok(Some(settings))
+}
+
+/// `127.0.0.1:7777`, `[::1]:7777`, or `localhost:7777`.
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if let Some(Ok(port)) = text.strip_prefix("localhost:").map(str::parse::<u16>) {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    Err(format!(
+        "has \"listen\": {text:?}, which is not an address and port such as \"127.0.0.1:7777\" or \"[::1]:7777\""
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn p(v: Value) -> Result<Option<HttpSettings>, String> {
+        parse(&v)
+    }
+
+    #[test]
+    fn loopback_needs_nothing_more_and_other_addresses_need_tls_or_insecure() {
+        let s = p(json!({ "listen": "127.0.0.1:7777" })).unwrap().unwrap();
+        assert_eq!(s.listen.port(), 7777);
+        let e = p(json!({ "listen": "0.0.0.0:7777" })).unwrap_err();
+        assert!(e.contains("in the clear"), "{e}");
+        assert!(p(json!({ "listen": "0.0.0.0:7777", "insecure": true })).is_ok());
+        let s = p(json!({ "listen": "0.0.0.0:7777", "tls": { "cert": "c.pem", "key": "k.pem" } }))
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.tls.unwrap().key, std::path::Path::new("k.pem"));
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        assert!(
+            p(json!({ "listen": "7777" }))
+                .unwrap_err()
+                .contains("not an address")
+        );
+        assert!(
+            p(json!({ "listne": "x" }))
+                .unwrap_err()
+                .contains("\"listne\"")
+        );
+        assert!(
+            p(json!({ "listen": "127.0.0.1:1", "origins": ["app.example.com"] }))
+                .unwrap_err()
+                .contains("no scheme")
+        );
+        assert!(
+            p(json!({ "listen": "127.0.0.1:1", "tls": { "cert": "c" } }))
+                .unwrap_err()
+                .contains("without \"key\"")
+        );
+        assert!(p(json!("127.0.0.1:1")).unwrap_err().contains("an object"));
+    }
+}

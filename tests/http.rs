@@ -1,0 +1,421 @@
+//! Seats on other machines: the same daemon over MCP's Streamable HTTP, with the seat's secret as its
+//! bearer token on every request. Real `ovai serve`, real TCP (and TLS), every protocol version it speaks.
+
+mod common;
+use common::http::{Http, HttpSeat, VERSIONS};
+use common::*;
+use serde_json::json;
+
+fn serving(extra: serde_json::Value) -> (Instance, Daemon, Http) {
+    let inst = Instance::new();
+    let mut http = json!({ "listen": "127.0.0.1:0" });
+    if let Some(o) = extra.as_object() {
+        for (k, v) in o {
+            http[k] = v.clone();
+        }
+    }
+    inst.set_config(json!({ "http": http }));
+    inst.fixture("echo.mjs");
+    inst.add_seat("w1");
+    let d = inst.start();
+    let status = d.status().unwrap();
+    let url = status["http"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{status}"));
+    (inst, d, Http::at(url))
+}
+
+#[test]
+fn every_protocol_version_lists_and_calls_as_the_seat_its_token_names() {
+    let (inst, _d, http) = serving(json!({}));
+    for version in VERSIONS {
+        for seat in ["lead", "w1"] {
+            let mut s = HttpSeat::new(&http, &inst.secret(seat), version);
+            s.initialize();
+            let names = s.tool_names();
+            assert!(
+                names.contains(&"echo".to_string()) && names.contains(&"index".to_string()),
+                "{version}: {names:?}"
+            );
+            assert_eq!(
+                s.call("echo", json!({ "v": version })),
+                (format!(r#"{seat}: {{"v":"{version}"}}"#), false),
+                "{version}"
+            );
+        }
+    }
+    // The instructions name the seat, as over the socket.
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    let init = s.initialize();
+    assert!(
+        init["result"]["instructions"]
+            .as_str()
+            .unwrap()
+            .starts_with("You are at seat w1, a Worker"),
+        "{init}"
+    );
+}
+
+#[test]
+fn no_token_or_an_unknown_one_is_refused_with_a_challenge_and_a_sentence() {
+    let (inst, d, http) = serving(json!({}));
+    for token in [None, Some("not-a-secret"), Some("")] {
+        let mut s = HttpSeat::new(&http, token.unwrap_or(""), "2025-11-25");
+        if token.is_none() {
+            s.token = None;
+        }
+        let (_, r) = s.send(
+            "initialize",
+            json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "x", "version": "1" } }),
+        );
+        assert_eq!(r.status, 401, "{token:?}");
+        assert!(
+            r.header("www-authenticate")
+                .is_some_and(|c| c.starts_with("Bearer")),
+            "{:?}",
+            r.headers
+        );
+        let body = r.json();
+        let why = body["error"]["message"].as_str().unwrap();
+        assert!(
+            why.contains("bearer token") || why.contains("not the secret of any seat"),
+            "{why}"
+        );
+    }
+    // A token that is a secret no longer: `seat rotate` gives w1 a new one.
+    let old = inst.secret("w1");
+    inst.cmd().args(["seat", "rotate", "w1"]).assert().success();
+    let mut s = HttpSeat::new(&http, &old, "2026-07-28");
+    let (_, r) = s.send("tools/list", json!({}));
+    assert_eq!(r.status, 401);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("removed or given a new secret")
+    );
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2026-07-28");
+    assert!(s.tool_names().contains(&"echo".to_string()));
+    // No secret reaches a log.
+    let log = std::fs::read_to_string(inst.root.join("runtime.log")).unwrap();
+    let stderr = std::fs::read_to_string(&d.stderr).unwrap();
+    for secret in [old, inst.secret("w1"), inst.secret("lead")] {
+        assert!(!log.contains(&secret) && !stderr.contains(&secret));
+    }
+}
+
+#[test]
+fn an_origin_not_listed_is_forbidden_and_a_listed_one_passes() {
+    let (inst, _d, http) = serving(json!({ "origins": ["https://app.example.com"] }));
+    let s = HttpSeat::new(&http, &inst.secret("lead"), "2026-07-28");
+    let mut headers = s.headers("tools/list", None);
+    headers.push(("origin".into(), "http://evil.example".into()));
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": { "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} } } });
+    let send = |h: &Vec<(String, String)>| {
+        let r: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        http.request("POST", &r, &body.to_string())
+    };
+    let r = send(&headers);
+    assert_eq!(r.status, 403);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the origin http://evil.example")
+    );
+    headers.pop();
+    headers.push(("origin".into(), "https://app.example.com".into()));
+    let mut r = send(&headers);
+    assert_eq!(r.status, 200);
+    assert!(r.answer(1)["result"]["tools"].is_array());
+    // Without a token, a listed origin is still asked for one.
+    headers.retain(|(k, _)| k != "authorization");
+    assert_eq!(send(&headers).status, 401);
+}
+
+#[test]
+fn list_changed_reaches_every_version_after_ovai_restart() {
+    let (inst, _d, http) = serving(json!({}));
+    let mut streams = Vec::new();
+    for version in ["2025-06-18", "2025-11-25", "2026-07-28"] {
+        let mut s = HttpSeat::new(&http, &inst.secret("w1"), version);
+        s.initialize();
+        streams.push((version, s.open_changes(), s));
+    }
+    // The listen streams are registered before the restart announces anything.
+    wait_until("the streams to be registered", || {
+        let status = inst.cmd().args(["status", "--json"]).output().ok()?;
+        let v: serde_json::Value = serde_json::from_slice(&status.stdout).ok()?;
+        (v["sessions"].as_u64()? >= 3).then_some(())
+    });
+    inst.write_plugin(
+        "added.mjs",
+        r#"export const description = "Added later."; export const inputSchema = { type: "object" }; export function run() { return { text: "added" }; }"#,
+    );
+    inst.cmd().arg("restart").assert().success();
+    for (version, stream, s) in &mut streams {
+        let m = stream
+            .next_message()
+            .unwrap_or_else(|| panic!("{version}: the stream ended"));
+        assert_eq!(
+            m["method"], "notifications/tools/list_changed",
+            "{version}: {m}"
+        );
+        assert!(s.tool_names().contains(&"added".to_string()), "{version}");
+        assert_eq!(s.call("added", json!({})), ("added".into(), false));
+    }
+}
+
+#[test]
+fn a_removed_seat_is_refused_at_its_next_request_and_its_streams_end() {
+    let (inst, _d, http) = serving(json!({}));
+    let secret = inst.secret("w1");
+    let mut old = HttpSeat::new(&http, &secret, "2025-11-25");
+    old.initialize();
+    let mut get = old.open_changes();
+    let mut new = HttpSeat::new(&http, &secret, "2026-07-28");
+    let mut listen = new.open_changes();
+    wait_until("both to be registered", || {
+        let status = inst.cmd().args(["status", "--json"]).output().ok()?;
+        let v: serde_json::Value = serde_json::from_slice(&status.stdout).ok()?;
+        (v["sessions"].as_u64()? >= 2).then_some(())
+    });
+    inst.cmd().args(["seat", "remove", "w1"]).assert().success();
+    get.ends();
+    listen.ends();
+    let (_, r) = old.send("tools/list", json!({}));
+    assert_eq!(r.status, 401);
+    let (_, r) = new.send("tools/list", json!({}));
+    assert_eq!(r.status, 401);
+    assert!(
+        inst.rows("seats")
+            .iter()
+            .any(|r| r.contains("The seat w1 was removed"))
+    );
+}
+
+#[test]
+fn a_session_answers_only_the_seat_that_opened_it() {
+    let (inst, _d, http) = serving(json!({}));
+    let mut lead = HttpSeat::new(&http, &inst.secret("lead"), "2025-11-25");
+    lead.initialize();
+    let mut thief = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    thief.session = lead.session.clone();
+    let (_, r) = thief.send("tools/call", json!({ "name": "echo", "arguments": {} }));
+    assert_eq!(r.status, 403);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("another seat's secret")
+    );
+    assert_eq!(lead.call("echo", json!({})), ("lead: {}".into(), false));
+}
+
+#[test]
+fn streams_and_bodies_are_bounded_in_words() {
+    let (inst, _d, http) = serving(json!({ "maxStreamsPerSeat": 2 }));
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2026-07-28");
+    let _a = s.open_changes();
+    let _b = s.open_changes();
+    let (_, r) = s.send("tools/list", json!({}));
+    assert_eq!(r.status, 429);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("maxStreamsPerSeat")
+    );
+    // Another seat is not held up by w1's streams.
+    let mut lead = HttpSeat::new(&http, &inst.secret("lead"), "2026-07-28");
+    assert!(lead.tool_names().contains(&"echo".to_string()));
+    // A body over the limit is refused before it is read whole.
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"x":"{}"}}}}}}"#,
+        "a".repeat(17 << 20)
+    );
+    let h = lead.headers("tools/call", Some("echo"));
+    let refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let r = http.request("POST", &refs, &big);
+    assert_eq!(r.status, 413);
+}
+
+#[test]
+fn plain_http_where_other_machines_listen_is_refused_at_start_unless_said_insecure() {
+    let inst = Instance::new();
+    let out = inst
+        .cmd()
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("without TLS") && err.contains("\"insecure\": true"),
+        "{err}"
+    );
+    inst.set_config(json!({ "http": { "listen": "0.0.0.0:0", "insecure": true } }));
+    let d = inst.start();
+    assert!(
+        d.status().unwrap()["http"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://0.0.0.0:")
+    );
+}
+
+#[test]
+fn stopping_the_daemon_ends_the_streams_cleanly() {
+    let (inst, d, http) = serving(json!({}));
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize();
+    let mut get = s.open_changes();
+    let mut n = HttpSeat::new(&http, &inst.secret("w1"), "2026-07-28");
+    let mut listen = n.open_changes();
+    assert!(d.stop().success());
+    get.ends();
+    listen.ends();
+}
+
+#[test]
+fn tls_in_the_daemon_with_a_key_no_plugin_can_read() {
+    let inst = Instance::new();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    std::fs::create_dir_all(inst.root.join("tls")).unwrap();
+    std::fs::write(inst.root.join("tls/cert.pem"), cert.cert.pem()).unwrap();
+    std::fs::write(
+        inst.root.join("tls/key.pem"),
+        cert.signing_key.serialize_pem(),
+    )
+    .unwrap();
+    inst.set_config(json!({ "http": { "listen": "127.0.0.1:0", "tls": { "cert": "tls/cert.pem", "key": "tls/key.pem" } } }));
+    inst.write_plugin(
+        "reads.mjs",
+        r#"import { readFileSync } from "node:fs";
+export const description = "Reads a file of the instance.";
+export const inputSchema = { type: "object", properties: { path: { type: "string" } } };
+export function run({ path }, { root }) {
+  try { return { text: readFileSync(`${root}/${path}`, "utf8").slice(0, 20) }; } catch (e) { return { text: e.code }; }
+}"#,
+    );
+    let d = inst.start();
+    let url = d.status().unwrap()["http"].as_str().unwrap().to_string();
+    assert!(url.starts_with("https://127.0.0.1:"), "{url}");
+    let mut http = Http::at(&url);
+    http.host = format!("localhost:{}", http.addr.port());
+    let mut roots = tokio_rustls::rustls::RootCertStore::empty();
+    roots.add(cert.cert.der().clone()).unwrap();
+    let provider = std::sync::Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    http.tls = Some(std::sync::Arc::new(
+        tokio_rustls::rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    ));
+    let mut s = HttpSeat::new(&http, &inst.secret("lead"), "2025-11-25");
+    s.initialize();
+    let (text, _) = s.call("reads", json!({ "path": "tls/key.pem" }));
+    let boxed = d.status().unwrap()["host"]["isolation"]
+        .as_str()
+        .unwrap()
+        .contains("box");
+    if boxed {
+        assert!(
+            text == "EACCES" || text.is_empty(),
+            "the TLS key is hidden: {text}"
+        );
+    }
+    let (text, _) = s.call("reads", json!({ "path": "tls/cert.pem" }));
+    assert!(text.starts_with("-----BEGIN"), "{text}");
+    // Plain HTTP on the TLS port is not answered as MCP.
+    use std::io::{Read, Write};
+    let mut plain = std::net::TcpStream::connect(http.addr).unwrap();
+    plain.set_read_timeout(Some(PATIENCE)).unwrap();
+    plain
+        .write_all(b"GET /mcp HTTP/1.1\r\nhost: localhost\r\n\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    let _ = plain.read_to_end(&mut got);
+    assert!(
+        !got.starts_with(b"HTTP/"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+}
+
+#[test]
+fn a_desk_for_a_remote_seat_reaches_the_endpoint_and_survives_rotate_and_rebuild() {
+    let (inst, _d, http) = serving(json!({}));
+    let url = format!("http://{}/mcp", http.host);
+    let out = inst
+        .cmd()
+        .args(["seat", "add", "far", "--url", &url])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("bearer_token_env_var = \"OVAI_SECRET\"") && said.contains(&url),
+        "{said}"
+    );
+    let mcp_json = inst.root.join("desks/far/.mcp.json");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&mcp_json).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let desk: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&mcp_json).unwrap()).unwrap();
+    let entry = &desk["mcpServers"]["openovai"];
+    assert_eq!(entry["type"], "http");
+    assert_eq!(entry["url"], url.as_str());
+    let token = entry["headers"]["Authorization"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("Bearer ")
+        .unwrap()
+        .to_string();
+    assert!(
+        inst.root
+            .join("desks/far/.claude/settings.local.json")
+            .exists()
+    );
+    let mut s = HttpSeat::new(&http, &token, "2025-11-25");
+    s.initialize();
+    assert_eq!(s.call("echo", json!({})), ("far: {}".into(), false));
+    // Re-keyed: the desk keeps its URL and gets the new token; the old one opens nothing.
+    inst.cmd()
+        .args(["seat", "rotate", "far"])
+        .assert()
+        .success();
+    let desk: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&mcp_json).unwrap()).unwrap();
+    let entry = &desk["mcpServers"]["openovai"];
+    assert_eq!(entry["url"], url.as_str());
+    let new_token = entry["headers"]["Authorization"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("Bearer ")
+        .unwrap()
+        .to_string();
+    assert_ne!(new_token, token);
+    let (_, r) = HttpSeat::new(&http, &token, "2026-07-28").send("tools/list", json!({}));
+    assert_eq!(r.status, 401);
+    // seats.json lost: rebuilt from the desks, the remote one included.
+    std::fs::remove_file(inst.root.join(".ovai/seats.json")).unwrap();
+    inst.cmd().args(["seat", "rebuild"]).assert().success();
+    let mut s = HttpSeat::new(&http, &new_token, "2026-07-28");
+    assert_eq!(s.call("echo", json!({})), ("far: {}".into(), false));
+    // A URL that is not one is refused in words, and nothing is made.
+    let out = inst
+        .cmd()
+        .args(["seat", "add", "bad", "--url", "buildbox:7777"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("http:// or https://"));
+    assert!(!inst.root.join("desks/bad/.mcp.json").exists());
+}
