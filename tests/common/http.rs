@@ -402,3 +402,62 @@ impl HttpSeat {
         }
     }
 }
+
+/// A local proxy that adds `Authorization: Bearer TOKEN` to every request, for clients that cannot send a
+/// header (the conformance suite). One request per connection: it asks the server to close after
+/// answering, so the client never sends a second request down a connection the proxy has finished with.
+pub struct BearerProxy {
+    pub addr: SocketAddr,
+}
+
+impl BearerProxy {
+    pub fn start(upstream: SocketAddr, token: &str) -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let token = token.to_string();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let token = token.clone();
+                std::thread::spawn(move || {
+                    let _ = Self::relay(client, upstream, &token);
+                });
+            }
+        });
+        Self { addr }
+    }
+
+    fn relay(client: TcpStream, upstream: SocketAddr, token: &str) -> std::io::Result<()> {
+        let mut reader = BufReader::new(client.try_clone()?);
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line)? == 0 {
+                return Ok(());
+            }
+            if line == "\r\n" || line == "\n" {
+                break;
+            }
+            let lower = line.to_ascii_lowercase();
+            if lower.starts_with("connection:") || lower.starts_with("authorization:") {
+                continue;
+            }
+            head.push_str(&line);
+        }
+        head.push_str(&format!(
+            "authorization: Bearer {token}\r\nconnection: close\r\n\r\n"
+        ));
+        let mut server = TcpStream::connect(upstream)?;
+        server.write_all(head.as_bytes())?;
+        // What the reader buffered past the head is the body's start.
+        let buffered = reader.buffer().to_vec();
+        server.write_all(&buffered)?;
+        let mut to_server = server.try_clone()?;
+        let mut from_client = client.try_clone()?;
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut from_client, &mut to_server);
+        });
+        let mut to_client = client;
+        std::io::copy(&mut server, &mut to_client)?;
+        to_client.shutdown(std::net::Shutdown::Both)
+    }
+}

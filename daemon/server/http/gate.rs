@@ -37,6 +37,8 @@ const SESSION_HEADER: &str = "mcp-session-id";
 pub struct Gate {
     daemon: Arc<Daemon>,
     origins: Vec<String>,
+    /// Host names the endpoint answers to besides the loopback ones (`http.hosts`).
+    hosts: Vec<String>,
     streams_per_seat: usize,
     manager: Arc<LocalSessionManager>,
     /// Each HTTP session's id → the hash of the secret it was opened with.
@@ -58,12 +60,35 @@ impl Gate {
                 .iter()
                 .map(|o| normalise_origin(o))
                 .collect(),
+            hosts: settings.hosts.clone(),
             streams_per_seat: settings.streams_per_seat,
             manager,
             owners: Mutex::default(),
             open: Arc::default(),
         }
     }
+}
+
+/// Whether `origin` is the server's own, at a host it answers to: a page it served itself, not one of a
+/// name made to point at it (DNS rebinding), whose Host it does not answer to.
+fn own_origin(origin: &str, host: &str, hosts: &[String]) -> bool {
+    let origin = normalise_origin(origin);
+    let Some(authority) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let host = host.to_ascii_lowercase();
+    if authority != host {
+        return false;
+    }
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
+        _ => host.as_str(),
+    };
+    matches!(name, "localhost" | "127.0.0.1" | "[::1]")
+        || hosts.iter().any(|h| h.eq_ignore_ascii_case(name))
 }
 
 /// One open stream of `seat`, given back when its response body is dropped.
@@ -87,7 +112,14 @@ impl Drop for Stream {
 pub async fn admit(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
     if let Some(origin) = request.headers().get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
-        if !gate.origins.iter().any(|o| *o == normalise_origin(origin)) {
+        let host = request
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
+        if !gate.origins.iter().any(|o| *o == normalise_origin(origin))
+            && !own_origin(origin, host, &gate.hosts)
+        {
             return refuse(
                 &gate.daemon,
                 StatusCode::FORBIDDEN,
@@ -336,6 +368,18 @@ mod tests {
             normalise_origin("http://localhost:8080"),
             "http://localhost:8080"
         );
+    }
+
+    #[test]
+    fn a_page_of_the_servers_own_origin_passes_and_a_rebound_name_does_not() {
+        let gate = |origin: &str, host: &str| own_origin(origin, host, &[]);
+        assert!(gate("http://localhost:7777", "localhost:7777"));
+        assert!(gate("http://127.0.0.1:7777", "127.0.0.1:7777"));
+        assert!(!gate(
+            "http://evil.example.com:7777",
+            "evil.example.com:7777"
+        ));
+        assert!(!gate("http://localhost:9999", "localhost:7777"));
     }
 
     #[test]
