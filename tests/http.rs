@@ -153,7 +153,17 @@ fn list_changed_reaches_every_version_after_ovai_restart() {
         "added.mjs",
         r#"export const description = "Added later."; export const inputSchema = { type: "object" }; export function run() { return { text: "added" }; }"#,
     );
+    inst.set_config(
+        json!({ "http": { "listen": "127.0.0.1:0", "origins": ["https://app.example.com"] } }),
+    );
     inst.cmd().arg("restart").assert().success();
+    assert!(
+        inst.rows("server")
+            .iter()
+            .any(|r| r.contains("\"http\" changed; the HTTP endpoint keeps its settings")),
+        "{:?}",
+        inst.rows("server")
+    );
     for (version, stream, s) in &mut streams {
         let m = stream
             .next_message()

@@ -185,6 +185,12 @@ impl Daemon {
         for warning in &next.config.warnings {
             self.log.row(Topic::Server, warning);
         }
+        if next.config.http != old.config.http {
+            self.log.row(
+                Topic::Server,
+                "openovai.json's \"http\" changed; the HTTP endpoint keeps its settings until ovai serve starts again.",
+            );
+        }
         let changed = next.tools.listed() != old.tools.listed();
         self.log.row(
             Topic::Server,
