@@ -58,6 +58,9 @@ struct Args {
     /// Instead of the cases: the daemon's memory after each 100,000 calls.
     #[arg(long, group = "mode")]
     growth: bool,
+    /// Only the HTTP cases (http_k1, http_k32).
+    #[arg(long = "http-only", group = "mode")]
+    http_only: bool,
 }
 
 struct Setup {
@@ -99,6 +102,8 @@ fn main() {
         Some("--cpu")
     } else if args.growth {
         Some("--growth")
+    } else if args.http_only {
+        Some("--http-only")
     } else {
         None
     };
@@ -125,6 +130,11 @@ fn main() {
             c.calls(tool, 500, k);
             cpu_per_call(&setup, &one, &d, &mut c, tool, 20000, k);
         }
+        return;
+    }
+    if mode == Some("--http-only") {
+        http_cases(&setup, &mut cases);
+        print_table(&machine(), &cases);
         return;
     }
     if mode == Some("--hops") {
@@ -201,6 +211,7 @@ fn main() {
         || ovai_calls(&setup, &one, 5000, 1, "index"),
         || baseline_calls(&setup, &one, 5000, 1),
     ));
+    http_cases(&setup, &mut cases);
     let thousand = Instance::new(&setup, "thousand", 1000);
     cases.push(alternate(
         "startup_1000",
@@ -384,6 +395,18 @@ impl Instance {
         }
         let secret = ovai::desk::secret_in(&root.join("desks/bench")).expect("the desk's secret");
         Self { root, secret }
+    }
+}
+
+impl Instance {
+    /// Adds an HTTP endpoint on a free loopback port to openovai.json.
+    fn listen_http(&self) {
+        let path = self.root.join("openovai.json");
+        let mut config: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("openovai.json"))
+                .expect("openovai.json parses");
+        config["http"] = json!({ "listen": "127.0.0.1:0" });
+        std::fs::write(&path, config.to_string()).expect("openovai.json is written");
     }
 }
 
@@ -617,6 +640,66 @@ fn ovai_calls(setup: &Setup, inst: &Instance, n: usize, k: usize, tool: &str) ->
     c.initialize();
     c.calls(tool, 200.min(n), k.min(8)); // warm-up
     let (lat, wall, failed) = c.calls(tool, setup.calls(n), k);
+    latency_figures(lat, wall, failed)
+}
+
+/// Over MCP's Streamable HTTP: ovai's endpoint against the SDK's own HTTP server.
+fn http_cases(setup: &Setup, cases: &mut Vec<(&'static str, Figures, Figures)>) {
+    let over_http = Instance::new(setup, "http", 1);
+    over_http.listen_http();
+    cases.push(alternate(
+        "http_k1",
+        setup.runs,
+        || ovai_http_calls(setup, &over_http, 3000, 1),
+        || baseline_http_calls(setup, &over_http, 3000, 1),
+    ));
+    cases.push(alternate(
+        "http_k32",
+        setup.runs,
+        || ovai_http_calls(setup, &over_http, 5000, 32),
+        || baseline_http_calls(setup, &over_http, 5000, 32),
+    ));
+}
+
+fn ovai_http_calls(setup: &Setup, inst: &Instance, n: usize, k: usize) -> Figures {
+    let (_d, _) = Daemon::start(setup, inst);
+    let url = status(setup, inst)["http"]
+        .as_str()
+        .expect("the daemon listens for HTTP")
+        .to_string();
+    let addr: std::net::SocketAddr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .parse()
+        .expect("an address");
+    let token = Some(inst.secret.as_str());
+    let session = http::open_session(addr, token);
+    http::calls(addr, token, &session, "p0000", 200, k.min(8));
+    let (lat, wall, failed) = http::calls(addr, token, &session, "p0000", setup.calls(n), k);
+    latency_figures(lat, wall, failed)
+}
+
+fn baseline_http_calls(setup: &Setup, inst: &Instance, n: usize, k: usize) -> Figures {
+    let mut child = Command::new(&setup.node)
+        .arg(setup.baseline.with_file_name("http-server.mjs"))
+        .env("BASELINE_ROOT", &inst.root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the baseline HTTP server starts");
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut BufReader::new(child.stdout.take().expect("its stdout")),
+        &mut port,
+    )
+    .expect("the baseline says its port");
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port.trim().parse().expect("a port")));
+    let session = http::open_session(addr, None);
+    http::calls(addr, None, &session, "p0000", 200, k.min(8));
+    let (lat, wall, failed) = http::calls(addr, None, &session, "p0000", setup.calls(n), k);
+    let _ = child.kill();
+    let _ = child.wait();
     latency_figures(lat, wall, failed)
 }
 
@@ -1005,6 +1088,9 @@ fn print_table(machine: &str, cases: &[(&'static str, Figures, Figures)]) {
 }
 
 /// The floor's processes: what a chain of processes costs with no work of ovai's in it.
+#[path = "bench/http.rs"]
+mod http;
+
 mod floor {
     use std::io::{BufRead, Read, Write};
     use std::os::fd::AsFd;

@@ -116,7 +116,12 @@ impl Bound {
         let stop = daemon.http_stop.clone();
         match self.tls {
             None => {
-                let server = axum::serve(self.listener, app)
+                // An answer is written in pieces (head, events): without TCP_NODELAY, Nagle's algorithm
+                // holds the last piece for the client's delayed ACK, 40 ms a call.
+                let listener = axum::serve::ListenerExt::tap_io(self.listener, |tcp| {
+                    let _ = tcp.set_nodelay(true);
+                });
+                let server = axum::serve(listener, app)
                     .with_graceful_shutdown(async move { stop.cancelled().await });
                 daemon.tasks.spawn(async move {
                     if let Err(e) = server.await {

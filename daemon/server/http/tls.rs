@@ -91,6 +91,8 @@ impl Listener {
                         continue;
                     }
                 };
+                // See the plain listener: answers are written in pieces.
+                let _ = stream.set_nodelay(true);
                 let acceptor = acceptor.clone();
                 let tx = tx.clone();
                 handshakes.spawn(async move {
