@@ -40,4 +40,5 @@ pub mod server;
 pub mod stdio_bridge;
 pub mod sync;
 pub mod tools;
+pub mod unix_io;
 pub mod wire;

@@ -6,7 +6,6 @@ use std::os::unix::net::UnixStream as StdUnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use tokio::net::UnixStream;
 use tokio::process::{Child, Command};
 
 /// Variables the host gets from the daemon's environment whatever `pluginEnv` says: enough to find
@@ -42,7 +41,8 @@ pub fn node_program() -> PathBuf {
 pub struct Spawned {
     pub child: Child,
     /// The daemon's end of the protocol socket.
-    pub channel: UnixStream,
+    /// fd 3, split: the runtime waits on it for reading only.
+    pub channel: (crate::unix_io::ReadHalf, crate::unix_io::WriteHalf),
     pub pid: u32,
 }
 
@@ -152,8 +152,7 @@ impl Launch {
         })?;
         drop(theirs);
         let pid = child.id().unwrap_or(0);
-        ours.set_nonblocking(true).map_err(io)?;
-        let channel = UnixStream::from_std(ours).map_err(io)?;
+        let channel = crate::unix_io::split(ours).map_err(io)?;
         Ok(Spawned {
             child,
             channel,

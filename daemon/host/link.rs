@@ -7,8 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
-use tokio::net::UnixStream;
-use tokio::net::unix::OwnedReadHalf;
+use crate::unix_io::ReadHalf;
 use tokio::sync::oneshot;
 use tokio_util::codec::FramedRead;
 
@@ -62,7 +61,7 @@ impl Link {
     /// Starts the reader and writer tasks on `channel`. The returned receiver gets the host's `ready`
     /// (protocol version, Node version); the join handle ends when the host closes fd 3.
     pub fn start(
-        channel: UnixStream,
+        channel: (ReadHalf, crate::unix_io::WriteHalf),
         pid: u32,
         max_line: usize,
     ) -> (
@@ -70,7 +69,7 @@ impl Link {
         oneshot::Receiver<(u32, String)>,
         tokio::task::JoinHandle<()>,
     ) {
-        let (read, write) = channel.into_split();
+        let (read, write) = channel;
         // The writer ends when the link (its one sender) is dropped, or the host is gone.
         let (out, _writer) = Outbox::start(write);
         let (ready_tx, ready_rx) = oneshot::channel();
@@ -217,7 +216,7 @@ impl Link {
     }
 }
 
-async fn read_lines(link: Arc<Link>, read: OwnedReadHalf, max_line: usize) {
+async fn read_lines(link: Arc<Link>, read: ReadHalf, max_line: usize) {
     let mut lines = FramedRead::new(read, CappedLines::new(max_line));
     while let Some(line) = lines.next().await {
         match line {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use rmcp::ServiceExt;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
-use tokio::net::unix::OwnedWriteHalf;
+use crate::unix_io::{ReadHalf, WriteHalf};
 use tokio_util::sync::CancellationToken;
 
 use super::control;
@@ -102,7 +102,13 @@ pub fn turn_away(daemon: &Daemon, stream: &UnixStream, max: usize) {
 }
 
 pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream, _admitted: Admitted) {
-    let (read, mut write) = stream.into_split();
+    let (read, mut write) = match crate::unix_io::split_tokio(stream) {
+        Ok(halves) => halves,
+        Err(e) => {
+            tracing::debug!(error = %e, "an accepted connection could not be set up");
+            return;
+        }
+    };
     let mut reader = BufReader::new(read);
     let (waiting, evicted) = daemon.waiting_hellos.add();
     let hello = tokio::select! {
@@ -236,7 +242,7 @@ fn give_back_memory() {
 }
 
 async fn read_hello(
-    reader: &mut BufReader<tokio::net::unix::OwnedReadHalf>,
+    reader: &mut BufReader<ReadHalf>,
 ) -> Result<Hello, String> {
     let mut line = String::new();
     let n = (&mut *reader)
@@ -258,7 +264,7 @@ async fn read_hello(
     })
 }
 
-async fn refuse(daemon: &Daemon, write: &mut OwnedWriteHalf, why: String) {
+async fn refuse(daemon: &Daemon, write: &mut WriteHalf, why: String) {
     daemon.refusals.note(&why);
     let w = Welcome {
         ok: false,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use tokio::io::AsyncWriteExt;
-use tokio::net::unix::OwnedWriteHalf;
+use crate::unix_io::WriteHalf;
 
 use super::daemon::Daemon;
 use crate::wire::{
@@ -18,7 +18,7 @@ pub async fn handle(
     secret: &str,
     op: Option<ControlOp>,
     why: Option<&str>,
-    write: &mut OwnedWriteHalf,
+    write: &mut WriteHalf,
 ) {
     let line = if !crate::seats::same(&daemon.control_secret, secret) {
         refused(
