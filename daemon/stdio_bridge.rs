@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::mem::ManuallyDrop;
 use std::net::Shutdown;
 use std::os::fd::FromRawFd;
@@ -312,7 +312,7 @@ impl Bridge {
 
     /// Daemon → client until the daemon's side closes.
     fn read_daemon(&self, down: &UnixStream, stdout: &mut File) {
-        let mut input = BufReader::with_capacity(64 * 1024, down);
+        let mut input = BufReader::with_capacity(64 * 1024, WaitForData(down));
         let mut line = Vec::new();
         let mut out = Vec::new();
         loop {
@@ -589,6 +589,28 @@ fn fail(sentence: &str) -> i32 {
         break;
     }
     1
+}
+
+/// Reads a socket, waiting for data in poll(2) first. A thread blocked in read(2) on a Unix socket is
+/// woken every time its peer reads what this process wrote (one wait queue serves both directions, and
+/// a blocked read does not look at why it was woken): one wake-up for nothing per request. poll(2) wakes
+/// only for what it waits for.
+struct WaitForData<'a>(&'a UnixStream);
+
+impl Read for WaitForData<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use std::os::fd::AsFd;
+        loop {
+            let mut fds = [PollFd::new(self.0.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => break,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        (&*self.0).read(buf)
+    }
 }
 
 #[cfg(test)]

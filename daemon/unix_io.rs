@@ -64,9 +64,9 @@ impl AsyncRead for ReadHalf {
             let mut guard = ready!(self.fd.poll_read_ready(cx))?;
             let unfilled = buf.initialize_unfilled();
             let wanted = unfilled.len();
-            match guard.try_io(|fd| {
-                nix::unistd::read(fd.get_ref(), unfilled).map_err(io::Error::from)
-            }) {
+            match guard
+                .try_io(|fd| nix::unistd::read(fd.get_ref(), unfilled).map_err(io::Error::from))
+            {
                 Ok(Ok(n)) => {
                     // Less than asked for: the socket is drained, so wait for the next edge rather than
                     // find out with one more read (as tokio's own sockets do).

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures::StreamExt;
 use crate::unix_io::ReadHalf;
+use futures::StreamExt;
 use tokio::sync::oneshot;
 use tokio_util::codec::FramedRead;
 

@@ -4,10 +4,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::unix_io::{ReadHalf, WriteHalf};
 use rmcp::ServiceExt;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
-use crate::unix_io::{ReadHalf, WriteHalf};
 use tokio_util::sync::CancellationToken;
 
 use super::control;
@@ -241,9 +241,7 @@ fn give_back_memory() {
     }
 }
 
-async fn read_hello(
-    reader: &mut BufReader<ReadHalf>,
-) -> Result<Hello, String> {
+async fn read_hello(reader: &mut BufReader<ReadHalf>) -> Result<Hello, String> {
     let mut line = String::new();
     let n = (&mut *reader)
         .take(wire::MAX_HELLO)

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use crate::unix_io::WriteHalf;
 use serde::Serialize;
 use tokio::io::AsyncWriteExt;
-use crate::unix_io::WriteHalf;
 
 use super::daemon::Daemon;
 use crate::wire::{
