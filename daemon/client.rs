@@ -63,9 +63,17 @@ pub fn hello_seat(
     secret: &str,
     patience: Duration,
 ) -> Result<(), ClientError> {
-    stream.write_all(wire::line(&Hello::seat(secret)).as_bytes())?;
+    // A server that turns the connection away answers and closes at once, perhaps before the hello is
+    // written: its answer is still there to read, and says more than the broken pipe.
+    let sent = stream.write_all(wire::line(&Hello::seat(secret)).as_bytes());
     stream.set_read_timeout(Some(patience))?;
-    let line = read_line_unbuffered(stream, 64 * 1024)?;
+    let line = match read_line_unbuffered(stream, 64 * 1024) {
+        Ok(line) if !line.is_empty() => line,
+        other => {
+            sent?;
+            other?
+        }
+    };
     stream.set_read_timeout(None)?;
     if line.is_empty() {
         return Err(ClientError::Protocol(
@@ -122,9 +130,14 @@ pub fn control_because<T: DeserializeOwned>(
         ControlOp::Restart => Duration::from_secs(600),
         _ => Duration::from_secs(60),
     }))?;
-    stream.write_all(wire::line(&Hello::control(&secret, op, why)).as_bytes())?;
+    // As for a seat: a connection turned away has its answer waiting even if the hello did not go out.
+    let sent = stream.write_all(wire::line(&Hello::control(&secret, op, why)).as_bytes());
     let mut line = String::new();
-    BufReader::new(stream).read_line(&mut line)?;
+    let read = BufReader::new(stream).read_line(&mut line);
+    if line.is_empty() {
+        sent?;
+        read?;
+    }
     let reply: Reply<T> = serde_json::from_str(line.trim())
         .map_err(|e| ClientError::Protocol(format!("{e} in {line:?}")))?;
     match (reply.ok, reply.body) {

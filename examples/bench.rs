@@ -61,6 +61,9 @@ struct Args {
     /// Only the HTTP cases (http_k1, http_k32).
     #[arg(long = "http-only", group = "mode")]
     http_only: bool,
+    /// Instead of the cases: how cost grows with sessions, plugins and calls in flight at a restart.
+    #[arg(long, group = "mode")]
+    scaling: bool,
 }
 
 struct Setup {
@@ -104,6 +107,8 @@ fn main() {
         Some("--growth")
     } else if args.http_only {
         Some("--http-only")
+    } else if args.scaling {
+        Some("--scaling")
     } else {
         None
     };
@@ -130,6 +135,10 @@ fn main() {
             c.calls(tool, 500, k);
             cpu_per_call(&setup, &one, &d, &mut c, tool, 20000, k);
         }
+        return;
+    }
+    if mode == Some("--scaling") {
+        scaling(&setup, &one);
         return;
     }
     if mode == Some("--http-only") {
@@ -641,6 +650,105 @@ fn ovai_calls(setup: &Setup, inst: &Instance, n: usize, k: usize, tool: &str) ->
     c.calls(tool, 200.min(n), k.min(8)); // warm-up
     let (lat, wall, failed) = c.calls(tool, setup.calls(n), k);
     latency_figures(lat, wall, failed)
+}
+
+/// How cost grows: sessions (calls/s, p99, the daemon's CPU per call), plugins (start-up), and calls in
+/// flight at a restart (the switch's time, and that none is lost). Medians of `runs`.
+fn scaling(setup: &Setup, one: &Instance) {
+    println!("sessions  calls_per_s  p99_us  daemon_cpu_us_per_call");
+    for n in [1usize, 16, 64, 256] {
+        let mut rows: Vec<Figures> = Vec::new();
+        for _ in 0..setup.runs {
+            let (d, _) = Daemon::start(setup, one);
+            let clients: Vec<Client> = (0..n)
+                .map(|_| {
+                    let mut c = Client::ovai(setup, one);
+                    c.initialize();
+                    c.calls("p0000", 10, 1);
+                    c
+                })
+                .collect();
+            let total = setup.calls(16_000);
+            let before = cpu_us(d.pid());
+            let mut f = sessions(clients, (total / n).max(20), 4);
+            let calls = ((total / n).max(20) * n) as f64;
+            f.insert("cpu", (cpu_us(d.pid()) - before) / calls);
+            rows.push(f);
+        }
+        let m = medians(&rows);
+        println!(
+            "{n:>8}  {:>11.0}  {:>6.0}  {:>22.1}",
+            m["calls_per_s"], m["p99_us"], m["cpu"]
+        );
+    }
+    println!("\nplugins  startup_ms");
+    for n in [100usize, 1000, 5000] {
+        let inst = Instance::new(setup, &format!("plugins{n}"), n);
+        let rows: Vec<Figures> = (0..setup.runs.min(3))
+            .map(|_| ovai_startup(setup, &inst))
+            .collect();
+        println!("{n:>7}  {:>10.0}", medians(&rows)["ms"]);
+    }
+    println!("\nin_flight  restart_ms  failed_calls");
+    let inst = Instance::new(setup, "inflight", 1);
+    std::fs::write(inst.root.join("plugins/slow.mjs"), SLOW).expect("a plugin file");
+    for m in [0usize, 100, 1000] {
+        let rows: Vec<Figures> = (0..setup.runs.min(3))
+            .map(|_| restart_with_calls_in_flight(setup, &inst, m))
+            .collect();
+        let f = medians(&rows);
+        println!("{m:>9}  {:>10.0}  {:>12.0}", f["ms"], f["failed_calls"]);
+    }
+}
+
+/// A plugin that answers after 500 ms: calls to it are still in flight when the restart is asked for.
+const SLOW: &str = r#"export const description = "Answers after half a second.";
+export const inputSchema = { type: "object" };
+export async function run() { await new Promise((r) => setTimeout(r, 500)); return { text: "slow" }; }
+"#;
+
+fn restart_with_calls_in_flight(setup: &Setup, inst: &Instance, m: usize) -> Figures {
+    let (_d, _) = Daemon::start(setup, inst);
+    // A session holds at most 64 requests in flight: 50 each.
+    let mut clients: Vec<(Client, Vec<u64>)> = (0..m.div_ceil(50))
+        .map(|_| {
+            let mut c = Client::ovai(setup, inst);
+            c.initialize();
+            (c, Vec::new())
+        })
+        .collect();
+    for i in 0..m {
+        let (c, ids) = &mut clients[i / 50];
+        ids.push(c.send("tools/call", json!({ "name": "slow", "arguments": {} })));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    run_ok(
+        Command::new(&setup.ovai)
+            .args(["restart", "--root"])
+            .arg(&inst.root),
+    );
+    let took = started.elapsed();
+    let mut failed = 0;
+    for (c, ids) in &mut clients {
+        let mut left: std::collections::HashSet<u64> = ids.iter().copied().collect();
+        while !left.is_empty() {
+            match c.recv() {
+                Some((id, bad)) => {
+                    if left.remove(&id) {
+                        failed += usize::from(bad);
+                    }
+                }
+                None => {
+                    failed += left.len();
+                    break;
+                }
+            }
+        }
+    }
+    let mut f = ms(took);
+    f.insert("failed_calls", failed as f64);
+    f
 }
 
 /// Over MCP's Streamable HTTP: ovai's endpoint against the SDK's own HTTP server.

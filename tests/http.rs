@@ -268,11 +268,11 @@ fn plain_http_where_other_machines_listen_is_refused_at_start_unless_said_insecu
     );
     inst.set_config(json!({ "http": { "listen": "0.0.0.0:0", "insecure": true } }));
     let d = inst.start();
+    let url = d.status().unwrap()["http"].as_str().unwrap().to_string();
+    let host = nix::unistd::gethostname().unwrap().into_string().unwrap();
     assert!(
-        d.status().unwrap()["http"]
-            .as_str()
-            .unwrap()
-            .starts_with("http://0.0.0.0:")
+        url.starts_with(&format!("http://{host}:")),
+        "a URL a client elsewhere can use: {url}"
     );
 }
 
@@ -428,4 +428,193 @@ fn a_desk_for_a_remote_seat_reaches_the_endpoint_and_survives_rotate_and_rebuild
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("http:// or https://"));
     assert!(!inst.root.join("desks/bad/.mcp.json").exists());
+}
+
+fn raw(http: &Http, text: &str) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut t = std::net::TcpStream::connect(http.addr).unwrap();
+    t.set_read_timeout(Some(PATIENCE)).unwrap();
+    t.write_all(text.as_bytes()).unwrap();
+    t
+}
+
+fn read_all(mut t: std::net::TcpStream) -> String {
+    use std::io::Read;
+    let mut got = Vec::new();
+    let _ = t.read_to_end(&mut got);
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+#[test]
+fn connections_that_send_no_request_give_their_place_back_and_the_cap_is_said() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "maxConnections": 3, "http": { "listen": "127.0.0.1:0" } }));
+    inst.fixture("echo.mjs");
+    let d = inst.start();
+    let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
+    // Half a request head, and then nothing: the connection is closed after the head's time limit
+    // (10 s) instead of being held for ever.
+    let half = raw(&http, "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n");
+    let closed = read_all(half);
+    assert!(!closed.contains("200 OK"), "{closed}");
+    // Three streams hold the three places; a fourth connection is told why, in words, and closed.
+    let mut streams = Vec::new();
+    for _ in 0..3 {
+        let mut s = HttpSeat::new(&http, &inst.secret("lead"), "2025-11-25");
+        s.initialize();
+        streams.push(s.open_changes());
+    }
+    let got = read_all(raw(&http, ""));
+    assert!(got.starts_with("HTTP/1.1 503"), "{got}");
+    assert!(got.contains("maxConnections"), "{got}");
+    // Seats on this machine are not locked out by the network port's connections.
+    inst.cmd()
+        .args(["call", "echo", "{}", "--seat", "lead"])
+        .assert()
+        .success();
+}
+
+#[test]
+fn a_refused_delete_keeps_the_session_its_seats_and_unknown_sessions_are_named() {
+    let (inst, _d, http) = serving(json!({}));
+    let mut w1 = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    w1.initialize();
+    let mut h = w1.headers("DELETE", None);
+    h.retain(|(k, _)| k != "mcp-protocol-version");
+    h.push(("mcp-protocol-version".into(), "bogus".into()));
+    let refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let r = http.request("DELETE", &refs, "");
+    assert!(!(200..300).contains(&r.status), "{}", r.status);
+    let mut thief = HttpSeat::new(&http, &inst.secret("lead"), "2025-11-25");
+    thief.session = w1.session.clone();
+    let (_, r) = thief.send("tools/call", json!({ "name": "echo", "arguments": {} }));
+    assert_eq!(r.status, 403, "still w1's session");
+    // A real DELETE ends it; the id then names nothing, in words.
+    let h = w1.headers("DELETE", None);
+    let refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    assert!((200..300).contains(&http.request("DELETE", &refs, "").status));
+    let (_, r) = w1.send("tools/list", json!({}));
+    assert_eq!(r.status, 404);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("initialize a new session")
+    );
+}
+
+#[test]
+fn a_seat_holds_a_bounded_number_of_sessions_and_an_uninitialised_one_ends_with_its_seat() {
+    let (inst, _d, http) = serving(json!({}));
+    let secret = inst.secret("w1");
+    let open = |s: &mut HttpSeat| {
+        s.send(
+            "initialize",
+            json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "x", "version": "1" } }),
+        )
+        .1
+    };
+    let mut first = HttpSeat::new(&http, &secret, "2025-11-25");
+    let r = open(&mut first);
+    first.session = r.header("mcp-session-id").map(str::to_string);
+    // Never initialised, and listening: its stream ends when the seat goes.
+    let mut get = first.open_changes();
+    for _ in 1..64 {
+        let r = open(&mut HttpSeat::new(&http, &secret, "2025-11-25"));
+        assert_eq!(r.status, 200);
+    }
+    let r = open(&mut HttpSeat::new(&http, &secret, "2025-11-25"));
+    assert_eq!(r.status, 429);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("64 MCP sessions")
+    );
+    // Another seat is not held to w1's sessions.
+    HttpSeat::new(&http, &inst.secret("lead"), "2025-11-25").initialize();
+    inst.cmd().args(["seat", "remove", "w1"]).assert().success();
+    get.ends();
+}
+
+#[test]
+fn an_oversized_body_is_refused_before_it_is_sent_and_words_leak_nothing() {
+    let (inst, _d, http) = serving(json!({}));
+    let t = raw(
+        &http,
+        &format!(
+            "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {}\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\ncontent-length: 999999999\r\nconnection: close\r\n\r\n",
+            inst.secret("lead")
+        ),
+    );
+    let got = read_all(t);
+    assert!(got.starts_with("HTTP/1.1 413"), "{got}");
+    assert!(got.contains("more than the 16 MiB"), "{got}");
+    // A wrong token is not told where the instance is; a broken seat book is not described to it.
+    let mut s = HttpSeat::new(&http, "nobody", "2026-07-28");
+    let (_, r) = s.send("tools/list", json!({}));
+    let body = r.text();
+    assert!(!body.contains(inst.root.to_str().unwrap()), "{body}");
+    std::fs::write(inst.root.join(".ovai/seats.json"), "{ broken").unwrap();
+    let (_, r) = s.send("tools/list", json!({}));
+    assert_eq!(r.status, 503);
+    let body = r.text();
+    assert!(
+        !body.contains("seats.json") && body.contains("operator"),
+        "{body}"
+    );
+}
+
+#[test]
+fn a_page_of_a_listed_origin_gets_its_preflight_and_reads_its_answers() {
+    let (inst, _d, http) = serving(json!({ "origins": ["https://app.example.com"] }));
+    let pre = http.request(
+        "OPTIONS",
+        &[
+            ("origin", "https://app.example.com"),
+            ("access-control-request-method", "POST"),
+            (
+                "access-control-request-headers",
+                "authorization, content-type",
+            ),
+        ],
+        "",
+    );
+    assert_eq!(pre.status, 204);
+    assert_eq!(
+        pre.header("access-control-allow-origin"),
+        Some("https://app.example.com")
+    );
+    assert!(
+        pre.header("access-control-allow-headers")
+            .unwrap()
+            .contains("authorization")
+    );
+    let s = HttpSeat::new(&http, &inst.secret("lead"), "2026-07-28");
+    let mut h = s.headers("tools/list", None);
+    h.push(("origin".into(), "https://app.example.com".into()));
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": { "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} } } });
+    let refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let r = http.request("POST", &refs, &body.to_string());
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        Some("https://app.example.com")
+    );
+    // A name made to point at the server is refused, in words naming the setting.
+    let mut h = s.headers("tools/list", None);
+    let mut rebound = http.clone();
+    rebound.host = format!("evil.example:{}", http.addr.port());
+    h.retain(|(k, _)| k != "origin");
+    let refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let r = rebound.request("POST", &refs, &body.to_string());
+    assert_eq!(r.status, 403);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"hosts\"")
+    );
 }

@@ -552,3 +552,28 @@ fn ovais_own_box_holds_for_an_unprivileged_user() {
     assert_eq!(lines[6], "CapEff:\t0000000000000000", "{text}");
     assert_eq!(lines[7], "alive", "{text}");
 }
+
+/// Seat commands in quick succession (each ends the boxed host before it writes and asks for a new one
+/// after): however their holds and replacements interleave, a host is up again once they are done, and
+/// it hides every secret written.
+#[test]
+fn seat_changes_in_quick_succession_leave_a_host_up() {
+    let inst = boxed();
+    let _d = inst.start();
+    for round in 0..3 {
+        inst.add_seat(&format!("q{round}"));
+        inst.cmd().args(["seat", "rotate", "w1"]).assert().success();
+        inst.cmd().args(["seat", "rebuild"]).assert().success();
+    }
+    let out = inst
+        .cmd()
+        .args(["call", "echo", r#"{"after":"changes"}"#, "--seat", "lead"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        r#"lead: {"after":"changes"}"#,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -64,10 +64,16 @@ pub struct Host {
     /// Why calls still running when the host is ended are refused.
     retirement: Mutex<Retirement>,
     respawns: Arc<AtomicU32>,
-    /// Asks for the live host to be replaced by a new one at once (a seat's secret changed).
-    replace: Notify,
-    /// Asks for the live host to be ended and none started until `replace` (the seats are changing).
-    hold: Notify,
+    /// The seats as the host must see them: a count of changes, and whether one is being written now
+    /// (no host may run then). Watched rather than signalled, so that a hold and a replace asked for in
+    /// quick succession are never taken in the wrong order: the latest word is the one that counts.
+    seats: watch::Sender<SeatPhase>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct SeatPhase {
+    changes: u64,
+    holding: bool,
 }
 
 /// Everything the supervisor task needs, moved into it.
@@ -97,8 +103,7 @@ impl Host {
                 grace: Duration::ZERO,
             }),
             respawns: Arc::new(AtomicU32::new(0)),
-            replace: Notify::new(),
-            hold: Notify::new(),
+            seats: watch::Sender::new(SeatPhase::default()),
         });
         tokio::spawn(run(process, ids, job, state_tx, host.clone()));
         host
@@ -159,13 +164,19 @@ impl Host {
     /// it started, so a seat added or re-keyed since must not be in reach of the old one. Calls in flight
     /// on it are refused in words.
     pub fn replace(&self) {
-        self.replace.notify_one();
+        self.seats.send_modify(|p| {
+            p.changes += 1;
+            p.holding = false;
+        });
     }
 
     /// Ends the live host and starts none until [`Host::replace`] (or HOLD_AT_MOST): the seats' secrets
     /// are about to be written, and no box made before may see them.
     pub fn hold(&self) {
-        self.hold.notify_one();
+        self.seats.send_modify(|p| {
+            p.changes += 1;
+            p.holding = true;
+        });
     }
 
     /// Ends the host once the calls it holds have finished, or when `grace` has passed; calls still
@@ -210,6 +221,9 @@ async fn run(
     let mut crashes: VecDeque<Instant> = VecDeque::new();
     // Every stop, for the backoff: a host that dies at once over and over is not restarted in a spin.
     let mut stops: VecDeque<Instant> = VecDeque::new();
+    // The seats as the live host's box saw them when it started.
+    let mut seats = host.seats.subscribe();
+    seats.mark_unchanged();
     loop {
         let link = process.link.clone();
         // How it ended: (exit, what the rows say, out of memory, hung after).
@@ -224,27 +238,27 @@ async fn run(
             }
             // A seat's secret changed (replace), or is about to (hold: no host may see it change; the
             // next starts once it has, or after HOLD_AT_MOST if nobody says so).
-            held = async {
-                tokio::select! {
-                    _ = host.replace.notified() => false,
-                    _ = host.hold.notified() => true,
+            changed = seats.changed() => {
+                if changed.is_err() {
+                    // The host itself is gone: nothing can ask for a replacement any more.
+                    std::future::pending::<()>().await;
                 }
-            } => {
                 // Calls from now on wait for the new host instead of reaching this one.
                 let _ = state.send(HostState::Respawning);
                 process.kill().await;
                 let files = process.link.fail_all(&Arc::new(HostEnd::Replaced));
                 job.log.row(Topic::Host, &rows::replaced(process.pid, &files));
-                if held {
-                    tokio::select! {
-                        _ = host.replace.notified() => {}
-                        _ = tokio::time::sleep(HOLD_AT_MOST) => {}
-                        _ = host.retire.cancelled() => {
-                            let _ = state.send(HostState::Retired);
-                            return;
-                        }
+                let settled = seats.wait_for(|p| !p.holding);
+                tokio::select! {
+                    _ = settled => {}
+                    _ = tokio::time::sleep(HOLD_AT_MOST) => {}
+                    _ = host.retire.cancelled() => {
+                        let _ = state.send(HostState::Retired);
+                        return;
                     }
                 }
+                // What the next box hides is read as it starts: changes until then are in it.
+                seats.mark_unchanged();
                 match respawn_until_up(&job, &ids, &host, Duration::ZERO).await {
                     Ok(next) => {
                         process = next;

@@ -52,10 +52,8 @@ pub struct Daemon {
     pub figures: super::figures::Figures,
     /// Fired by `ovai stop`: the accept loop ends and the daemon drains as on SIGTERM.
     pub stop: CancellationToken,
-    /// The HTTP endpoint's sessions (2025-11-25 and before), when it listens: a removed seat's are closed.
-    pub http: std::sync::OnceLock<
-        Arc<rmcp::transport::streamable_http_server::session::local::LocalSessionManager>,
-    >,
+    /// The HTTP endpoint's gate, when it listens: a removed or re-keyed seat's sessions are closed there.
+    pub http: std::sync::OnceLock<Arc<super::http::Gate>>,
     /// Fired once every call is answered at shutdown: the HTTP endpoint ends its streams and stops.
     pub http_stop: CancellationToken,
     /// The HTTP endpoint's URL, when it listens (`ovai status`).
@@ -256,9 +254,13 @@ impl Daemon {
         }
         let book = self.seats.get(&self.inst).await;
         let book = book.as_ref().as_ref().map_err(|e| e.to_string())?;
-        let ended = self
-            .sessions
-            .end_unless(|seat, hash| book.seats.get(seat).is_some_and(|r| r.sha256 == hash));
+        let still_valid =
+            |seat: &str, hash: &str| book.seats.get(seat).is_some_and(|r| r.sha256 == hash);
+        let mut ended = self.sessions.end_unless(still_valid);
+        ended.dedup();
+        if let Some(http) = self.http.get() {
+            http.end_unless(still_valid);
+        }
         for seat in &ended {
             let what = if book.seats.contains_key(seat) {
                 "was given a new secret"

@@ -99,7 +99,7 @@ fn http_settings(
         return Ok(config.http.clone());
     };
     let addr = http::settings::parse_listen(listen)
-        .map_err(|why| ServeError::Http(format!("--http {why}.")))?;
+        .map_err(|why| ServeError::Http(format!("--http is {why}.")))?;
     let mut settings = config
         .http
         .clone()

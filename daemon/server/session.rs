@@ -286,7 +286,7 @@ impl ServerHandler for SeatService {
         if let Some(http) = self.daemon.http.get().cloned() {
             self.daemon.tasks.spawn(async move {
                 ended.cancelled().await;
-                let _ = rmcp::transport::streamable_http_server::session::SessionManager::close_session(&*http, &id.into()).await;
+                http.close(&id).await;
             });
         }
     }

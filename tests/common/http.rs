@@ -66,9 +66,11 @@ impl Http {
             head.push_str(&format!("{k}: {v}\r\n"));
         }
         head.push_str("\r\n");
-        io.write_all(head.as_bytes()).unwrap();
-        io.write_all(body.as_bytes()).unwrap();
-        io.flush().unwrap();
+        // The server may answer (and close) before taking all of the body, as it does a body too large.
+        let _ = io
+            .write_all(head.as_bytes())
+            .and_then(|()| io.write_all(body.as_bytes()))
+            .and_then(|()| io.flush());
         let mut reader = BufReader::new(io);
         let mut status_line = String::new();
         reader.read_line(&mut status_line).unwrap();

@@ -4,7 +4,10 @@
 //! A request passes `gate` first (its `Origin`, its token, its session's owner, the stream limits) and only
 //! then reaches rmcp's `StreamableHttpService`, which makes a `SeatService` for the seat the token named.
 
+mod browser;
 mod gate;
+mod owners;
+mod serve;
 pub mod settings;
 mod tls;
 
@@ -37,6 +40,8 @@ pub enum HttpError {
 }
 
 /// The endpoint, bound and ready to be served once the daemon exists.
+pub use gate::Gate;
+
 pub struct Bound {
     listener: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
@@ -71,29 +76,27 @@ pub async fn bind(settings: &HttpSettings, root: &std::path::Path) -> Result<Bou
 impl Bound {
     /// The URL sessions use, for runtime.log and `ovai status`.
     pub fn url(&self) -> String {
-        format!("{}://{}/mcp", self.settings.scheme(), self.addr)
+        // Listening on every address: name this machine, as a client elsewhere would.
+        let host = if self.addr.ip().is_unspecified() {
+            nix::unistd::gethostname()
+                .ok()
+                .and_then(|h| h.into_string().ok())
+                .map(|h| format!("{h}:{}", self.addr.port()))
+                .unwrap_or_else(|| self.addr.to_string())
+        } else {
+            self.addr.to_string()
+        };
+        format!("{}://{host}/mcp", self.settings.scheme())
     }
 
     /// Serves until the daemon's `http_stop` fires (once every call is answered at shutdown).
     pub fn serve(self, daemon: &Arc<Daemon>) {
         let manager = Arc::new(LocalSessionManager::default());
-        let _ = daemon.http.set(manager.clone());
-        let mut config = StreamableHttpServerConfig::default()
+        // Host and Origin are checked by the gate, in words naming the setting to change.
+        let config = StreamableHttpServerConfig::default()
             .with_cancellation_token(daemon.http_stop.child_token())
-            .with_max_request_body_bytes(MAX_BODY_BYTES);
-        // A loopback endpoint keeps rmcp's Host check (DNS rebinding); one reached from other machines
-        // lets in the names the operator listed, or any (the token decides who is calling).
-        if !self.settings.listen.ip().is_loopback() {
-            config = if self.settings.hosts.is_empty() {
-                config.disable_allowed_hosts()
-            } else {
-                config.with_allowed_hosts(self.settings.hosts.clone())
-            };
-        } else if !self.settings.hosts.is_empty() {
-            let mut hosts = config.allowed_hosts.clone();
-            hosts.extend(self.settings.hosts.iter().cloned());
-            config = config.with_allowed_hosts(hosts);
-        }
+            .with_max_request_body_bytes(MAX_BODY_BYTES)
+            .disable_allowed_hosts();
         let for_factory = daemon.clone();
         let service = StreamableHttpService::new(
             move || {
@@ -109,37 +112,18 @@ impl Bound {
             config,
         );
         let gate = Arc::new(gate::Gate::new(daemon.clone(), &self.settings, manager));
+        let _ = daemon.http.set(gate.clone());
         let app = Router::new()
             .route_service("/mcp", service)
             .fallback(gate::not_here)
             .layer(axum::middleware::from_fn_with_state(gate, gate::admit));
         let stop = daemon.http_stop.clone();
-        match self.tls {
-            None => {
-                // An answer is written in pieces (head, events): without TCP_NODELAY, Nagle's algorithm
-                // holds the last piece for the client's delayed ACK, 40 ms a call.
-                let listener = axum::serve::ListenerExt::tap_io(self.listener, |tcp| {
-                    let _ = tcp.set_nodelay(true);
-                });
-                let server = axum::serve(listener, app)
-                    .with_graceful_shutdown(async move { stop.cancelled().await });
-                daemon.tasks.spawn(async move {
-                    if let Err(e) = server.await {
-                        tracing::warn!(error = %e, "the HTTP endpoint stopped");
-                    }
-                });
-            }
-            Some(acceptor) => {
-                let listener =
-                    tls::Listener::new(self.listener, acceptor, &daemon.tasks, stop.clone());
-                let server = axum::serve(listener, app)
-                    .with_graceful_shutdown(async move { stop.cancelled().await });
-                daemon.tasks.spawn(async move {
-                    if let Err(e) = server.await {
-                        tracing::warn!(error = %e, "the HTTPS endpoint stopped");
-                    }
-                });
-            }
-        }
+        daemon.tasks.spawn(serve::accept(
+            self.listener,
+            self.tls,
+            app,
+            daemon.clone(),
+            stop,
+        ));
     }
 }

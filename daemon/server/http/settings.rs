@@ -51,8 +51,8 @@ impl HttpSettings {
         Err(format!(
             "listens on {}, an address other machines can reach, without TLS: every request carries a seat's \
              secret, and it would cross the network in the clear. Set \"tls\": {{\"cert\": …, \"key\": …}} in \
-             \"http\", or listen on 127.0.0.1 behind a TLS proxy, or set \"insecure\": true if the network \
-             itself is private",
+             openovai.json's \"http\", or listen on 127.0.0.1 behind a TLS proxy, or set \"insecure\": true \
+             there if the network itself is private",
             self.listen
         ))
     }
@@ -93,7 +93,9 @@ pub fn parse(value: &Value) -> Result<Option<HttpSettings>, String> {
         }
     }
     let listen = match map.get("listen") {
-        Some(Value::String(s)) => parse_listen(s)?,
+        Some(Value::String(s)) => {
+            parse_listen(s).map_err(|why| format!("has \"listen\": {why}"))?
+        }
         None | Some(Value::Null) => {
             return Err("has no \"listen\": name the address, such as \"127.0.0.1:7777\"".into());
         }
@@ -191,7 +193,7 @@ pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
         return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
     }
     Err(format!(
-        "has \"listen\": {text:?}, which is not an address and port such as \"127.0.0.1:7777\" or \"[::1]:7777\""
+        "{text:?}, which is not an address and port such as \"127.0.0.1:7777\" or \"[::1]:7777\""
     ))
 }
 
