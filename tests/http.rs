@@ -618,3 +618,40 @@ fn a_page_of_a_listed_origin_gets_its_preflight_and_reads_its_answers() {
             .contains("\"hosts\"")
     );
 }
+
+/// Waits at a gate the test opens, having said it started.
+const GATE: &str = r#"
+import { existsSync, writeFileSync } from "node:fs";
+export const description = "Waits at a gate the test opens.";
+export const inputSchema = { type: "object" };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+export async function run(args, { root, seat }) {
+  writeFileSync(`${root}/gate.started`, "");
+  for (let i = 0; i < 3000 && !existsSync(`${root}/gate.go`); i++) await sleep(20);
+  return { text: `through the gate, ${seat}` };
+}
+"#;
+
+#[test]
+fn a_call_in_flight_over_http_finishes_across_ovai_restart() {
+    let (inst, _d, http) = serving(json!({}));
+    inst.write_plugin("gate.mjs", GATE);
+    inst.cmd().arg("restart").assert().success();
+    let mut results = Vec::new();
+    for version in ["2025-11-25", "2026-07-28"] {
+        let _ = std::fs::remove_file(inst.root.join("gate.started"));
+        let _ = std::fs::remove_file(inst.root.join("gate.go"));
+        let mut s = HttpSeat::new(&http, &inst.secret("w1"), version);
+        s.initialize();
+        let call = std::thread::spawn(move || s.call("gate", json!({})));
+        wait_until("the call to be running", || {
+            inst.root.join("gate.started").exists().then_some(())
+        });
+        inst.cmd().arg("restart").assert().success();
+        std::fs::write(inst.root.join("gate.go"), "").unwrap();
+        results.push(call.join().unwrap());
+    }
+    for r in results {
+        assert_eq!(r, ("through the gate, w1".to_string(), false));
+    }
+}
