@@ -63,6 +63,7 @@ pub fn launch(inst: &Instance, config: &Config, shim: &Path) -> Result<Launch, N
                 .iter()
                 .filter_map(|h| h.tls.as_ref())
                 .map(|t| inst.root.join(&t.key))
+                .chain(crate::server::http::served_key())
                 .collect(),
         },
     })

@@ -389,7 +389,7 @@ pub fn rotate(
     name: &str,
     ovai_exe: &Path,
     url: Option<&str>,
-) -> Result<PathBuf, SeatError> {
+) -> Result<(PathBuf, Option<String>), SeatError> {
     let _lock = lock_book(inst)?;
     let mut book = SeatBook::load(inst)?;
     if !book.seats.contains_key(name) {
@@ -404,16 +404,17 @@ pub fn rotate(
     std::fs::create_dir_all(&desk).map_err(io("making the desk", &desk))?;
     let kept = desk::url_in(&desk);
     let url = url.or(kept.as_deref());
-    if let Some(url) = url {
-        desk::check_url(url)?;
-    }
+    let warning = match url {
+        Some(url) => desk::check_url(url)?,
+        None => None,
+    };
     let reach = match url {
         Some(url) => Reach::Url { url },
         None => Reach::Bridge { exe: ovai_exe },
     };
     let path = desk::write_server_entry(inst, &desk, &reach, &secret)?;
     book.save(inst)?;
-    Ok(path)
+    Ok((path, warning))
 }
 
 /// Forgets a seat: its hash leaves seats.json, and its entries leave the desk's `.mcp.json` and Claude

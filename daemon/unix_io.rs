@@ -15,7 +15,11 @@ use std::task::{Context, Poll, ready};
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 
-/// The reading side.
+/// The most one read takes: a line over many reads costs no more zeroing than its own size.
+const READ_AT_MOST: usize = 64 * 1024;
+
+/// The reading side. Dropping the writing side does not shut the socket's writing direction (tokio's
+/// halves do): callers shut it down themselves (`Outbox` does when its last sender goes).
 pub struct ReadHalf {
     fd: AsyncFd<OwnedFd>,
 }
@@ -62,7 +66,8 @@ impl AsyncRead for ReadHalf {
     ) -> Poll<io::Result<()>> {
         loop {
             let mut guard = ready!(self.fd.poll_read_ready(cx))?;
-            let unfilled = buf.initialize_unfilled();
+            // Only what one read can fill is zeroed first, not the whole of a large buffer each time.
+            let unfilled = buf.initialize_unfilled_to(buf.remaining().min(READ_AT_MOST));
             let wanted = unfilled.len();
             match guard
                 .try_io(|fd| nix::unistd::read(fd.get_ref(), unfilled).map_err(io::Error::from))

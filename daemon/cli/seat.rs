@@ -15,7 +15,7 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
     // started again at once rather than after the hold's own limit.
     let writes = !matches!(action, SeatAction::List { .. });
     if writes {
-        hold_hosts(inst);
+        hold_hosts(inst)?;
     }
     let result = act(inst, action);
     if writes && result.is_err() {
@@ -65,7 +65,11 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
         }
         SeatAction::List { json } => list(inst, json),
         SeatAction::Rotate { name, url } => {
-            seats::rotate(inst, &name, &own_exe()?, url.as_deref()).map_err(fail(exit::FAILED))?;
+            let (_, warning) = seats::rotate(inst, &name, &own_exe()?, url.as_deref())
+                .map_err(fail(exit::FAILED))?;
+            if let Some(w) = warning {
+                eprintln!("ovai: warning: {w}");
+            }
             let ended = tell_daemon(inst, &format!("`ovai seat rotate {name}`"))?;
             println!(
                 "Gave the seat {name} a new secret, written to {}; the old one opens nothing{}.",
@@ -142,8 +146,16 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
 
 /// Asks a running daemon to end its boxed plugin hosts before the desks' secrets are written (a box hides
 /// files as they were when it was made). Whatever happens, `tell_daemon` afterwards starts them again.
-fn hold_hosts(inst: &Instance) {
-    let _ = client::control::<SeatsReply>(inst, ControlOp::SeatsHold);
+/// Ends the boxed plugin hosts before a secret is written. A daemon that could not end them refuses,
+/// and the command stops there; no daemon, or one too old to know the request, has nothing to hold.
+fn hold_hosts(inst: &Instance) -> Result<(), Failure> {
+    match client::control::<SeatsReply>(inst, ControlOp::SeatsHold) {
+        Err(ClientError::NotDone(why)) => Err(Failure::new(
+            format!("The seats were not changed: {why}"),
+            exit::FAILED,
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Tells a running daemon the seats changed; how many sessions it ended. No daemon: nothing to tell.

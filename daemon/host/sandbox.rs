@@ -80,16 +80,27 @@ pub fn decide(wanted: Wanted) -> Result<Isolation, NoBox> {
         Wanted::None => Ok(Isolation::None {
             why: "hostIsolation is \"none\" in openovai.json".into(),
         }),
-        Wanted::Auto => Ok(match (probe(), probe_userns()) {
-            (Ok(bwrap), _) => bwrap.clone(),
-            (_, Ok(own)) => own.clone(),
-            (Err(no_bwrap), Err(no_userns)) => Isolation::None {
-                why: format!("{no_bwrap}, and {no_userns}"),
+        // ovai's own box is tried only where bubblewrap's cannot be made.
+        Wanted::Auto => Ok(match probe() {
+            Ok(bwrap) => bwrap.clone(),
+            Err(no_bwrap) => match probe_userns() {
+                Ok(own) => own.clone(),
+                Err(no_userns) => Isolation::None {
+                    why: format!("{no_bwrap}, and {no_userns}"),
+                },
             },
         }),
         Wanted::Bwrap => probe().clone().map_err(|why| no_box(&why)),
         Wanted::Userns => probe_userns().clone().map_err(|why| no_box(&why)),
     }
+}
+
+/// A fresh folder under the temporary directory, for the box's trial.
+fn tempfile_dir() -> std::io::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("ovai-box-trial-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
 }
 
 /// Whether ovai's own box can be made here: tried once, the way the host gets it.
@@ -101,8 +112,26 @@ fn probe_userns() -> &'static Result<Isolation, String> {
         }
         let exe = std::env::current_exe()
             .map_err(|e| format!("ovai could not find its own binary for its box ({e})"))?;
-        match std::process::Command::new(&exe)
+        // Tried with every kind of mount the host's box makes: a hidden folder with a file kept, a
+        // masked file, a read-only path.
+        let trial = tempfile_dir().map_err(|e| format!("ovai could not try its own box ({e})"))?;
+        let hidden = trial.join("hidden");
+        let kept = hidden.join("kept");
+        let masked = trial.join("masked");
+        let made = std::fs::create_dir_all(&hidden)
+            .and_then(|()| std::fs::write(&kept, "kept"))
+            .and_then(|()| std::fs::write(&masked, "masked"));
+        if let Err(e) = made {
+            return Err(format!("ovai could not try its own box ({e})"));
+        }
+        let tried = std::process::Command::new(&exe)
             .arg("host-box")
+            .arg("--hide")
+            .arg(&hidden)
+            .arg("--keep")
+            .arg(&kept)
+            .arg("--mask")
+            .arg(&masked)
             .arg("--read-only")
             .arg(&exe)
             .arg("--")
@@ -111,8 +140,9 @@ fn probe_userns() -> &'static Result<Isolation, String> {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
-            .output()
-        {
+            .output();
+        let _ = std::fs::remove_dir_all(&trial);
+        match tried {
             Ok(out) if out.status.success() => Ok(Isolation::Userns { exe }),
             Ok(out) => Err(format!(
                 "ovai's own box cannot be made here ({})",
@@ -166,7 +196,8 @@ fn find_on_path(program: &str) -> Option<PathBuf> {
 }
 
 fn base_args(unshare_user: bool) -> Vec<&'static str> {
-    let mut args = vec!["--unshare-pid", "--die-with-parent"];
+    // --new-session: no controlling terminal in the box, so no keystrokes pushed into the operator's shell.
+    let mut args = vec!["--unshare-pid", "--die-with-parent", "--new-session"];
     if unshare_user {
         args.push("--unshare-user");
     }

@@ -68,6 +68,8 @@ pub struct Host {
     /// (no host may run then). Watched rather than signalled, so that a hold and a replace asked for in
     /// quick succession are never taken in the wrong order: the latest word is the one that counts.
     seats: watch::Sender<SeatPhase>,
+    /// A new host is being started (its box lists the secrets as they are when it starts).
+    starting: AtomicBool,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -104,6 +106,7 @@ impl Host {
             }),
             respawns: Arc::new(AtomicU32::new(0)),
             seats: watch::Sender::new(SeatPhase::default()),
+            starting: AtomicBool::new(false),
         });
         tokio::spawn(run(process, ids, job, state_tx, host.clone()));
         host
@@ -179,6 +182,21 @@ impl Host {
         });
     }
 
+    /// Resolves once no host of this supervisor is running or being started (after [`Host::hold`]), or
+    /// after `patience`; false then.
+    pub async fn held(&self, patience: Duration) -> bool {
+        let quiet = async {
+            loop {
+                let up = matches!(&*self.state.borrow(), HostState::Up(_));
+                if !up && !self.starting.load(Ordering::SeqCst) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(patience, quiet).await.is_ok()
+    }
+
     /// Ends the host once the calls it holds have finished, or when `grace` has passed; calls still
     /// running then are refused for `why`.
     pub async fn retire(&self, grace: Duration, why: RetireWhy) {
@@ -241,25 +259,15 @@ async fn run(
             changed = seats.changed() => {
                 if changed.is_err() {
                     // The host itself is gone: nothing can ask for a replacement any more.
-                    std::future::pending::<()>().await;
+                    let _ = state.send(HostState::Retired);
+                    return;
                 }
                 // Calls from now on wait for the new host instead of reaching this one.
                 let _ = state.send(HostState::Respawning);
                 process.kill().await;
                 let files = process.link.fail_all(&Arc::new(HostEnd::Replaced));
                 job.log.row(Topic::Host, &rows::replaced(process.pid, &files));
-                let settled = seats.wait_for(|p| !p.holding);
-                tokio::select! {
-                    _ = settled => {}
-                    _ = tokio::time::sleep(HOLD_AT_MOST) => {}
-                    _ = host.retire.cancelled() => {
-                        let _ = state.send(HostState::Retired);
-                        return;
-                    }
-                }
-                // What the next box hides is read as it starts: changes until then are in it.
-                seats.mark_unchanged();
-                match respawn_until_up(&job, &ids, &host, Duration::ZERO).await {
+                match start_when_settled(&job, &ids, &host, &mut seats, Duration::ZERO).await {
                     Ok(next) => {
                         process = next;
                         let _ = state.send(HostState::Up(process.link.clone()));
@@ -315,13 +323,42 @@ async fn run(
         let backoff = FIRST_BACKOFF
             .saturating_mul(1 << stops.len().saturating_sub(1).min(16))
             .min(MAX_BACKOFF);
-        match respawn_until_up(&job, &ids, &host, backoff).await {
+        match start_when_settled(&job, &ids, &host, &mut seats, backoff).await {
             Ok(next) => {
                 process = next;
                 let _ = state.send(HostState::Up(process.link.clone()));
             }
             Err(stop) => return stop.end(&job, &state, &host).await,
         }
+    }
+}
+
+/// Starts a new host once no seat change is being written, and again if the seats changed while it
+/// started (its box listed the secrets to hide as they were when it started).
+async fn start_when_settled(
+    job: &Supervision,
+    ids: &AtomicU64,
+    host: &Host,
+    seats: &mut watch::Receiver<SeatPhase>,
+    mut first_wait: Duration,
+) -> Result<HostProcess, Stop> {
+    loop {
+        tokio::select! {
+            _ = seats.wait_for(|p| !p.holding) => {}
+            _ = tokio::time::sleep(HOLD_AT_MOST) => {}
+            _ = host.retire.cancelled() => return Err(Stop::Retired),
+        }
+        seats.mark_unchanged();
+        host.starting.store(true, Ordering::SeqCst);
+        let started = respawn_until_up(job, ids, host, first_wait).await;
+        host.starting.store(false, Ordering::SeqCst);
+        let next = started?;
+        if !seats.has_changed().unwrap_or(false) {
+            return Ok(next);
+        }
+        let mut next = next;
+        next.kill().await;
+        first_wait = Duration::ZERO;
     }
 }
 

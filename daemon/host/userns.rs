@@ -12,6 +12,7 @@
 
 use std::ffi::CString;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use nix::mount::{MsFlags, mount};
@@ -90,7 +91,13 @@ fn make(plan: &Plan) -> Result<i32, String> {
         MsFlags::MS_REC | MsFlags::MS_PRIVATE,
         None::<&str>,
     )
-    .map_err(|e| format!("the mounts could not be made private ({e})"))?;
+    .map_err(|e| {
+        format!(
+            "the mounts could not be made private ({e}): the kernel lets this user make namespaces but not \
+             mount in them (Ubuntu's AppArmor rule for unprivileged user namespaces does that); install \
+             bubblewrap (apt-get install bubblewrap), which comes with a profile that allows it"
+        )
+    })?;
     // Opened in the new namespace before anything is hidden: what is kept is bound back from these (a
     // bind from a file opened before the unshare would name a mount of the daemon's namespace).
     let kept: Vec<(std::fs::File, &PathBuf)> = plan
@@ -147,6 +154,10 @@ fn first_process(program: &CString, argv: &[CString]) -> i32 {
         eprintln!("ovai host-box: /proc could not be mounted for the box ({e})");
         return CANNOT;
     }
+    if let Err(why) = seal_the_machine() {
+        eprintln!("ovai host-box: the plugin host's box could not be made: {why}");
+        return CANNOT;
+    }
     // SAFETY: still single-threaded.
     match unsafe { fork() } {
         Err(e) => {
@@ -154,6 +165,12 @@ fn first_process(program: &CString, argv: &[CString]) -> i32 {
             CANNOT
         }
         Ok(ForkResult::Child) => {
+            // A session of its own: no controlling terminal, so no keystrokes pushed into the
+            // operator's shell (TIOCSTI) when `ovai serve` runs in a terminal.
+            if let Err(e) = nix::unistd::setsid() {
+                eprintln!("ovai host-box: could not start a session of its own ({e})");
+                return CANNOT;
+            }
             if let Err(why) = drop_privileges() {
                 eprintln!("ovai host-box: {why}");
                 return CANNOT;
@@ -171,6 +188,73 @@ fn first_process(program: &CString, argv: &[CString]) -> i32 {
             reap_until(child)
         }
     }
+}
+
+/// What a process without capabilities could still reach as root (uid 0 owns them): the machine's
+/// devices (a disk read raw gets round every mask), the kernel's settings in /proc/sys and /sys (a
+/// core_pattern is a program run as root outside any box), the sysrq trigger. The box gets a /dev of its
+/// own with only the harmless devices, and the rest read-only, as bubblewrap's --dev and --proc give.
+fn seal_the_machine() -> Result<(), String> {
+    for path in [
+        "/proc/sys",
+        "/proc/sysrq-trigger",
+        "/proc/irq",
+        "/proc/bus",
+        "/sys",
+    ] {
+        let path = Path::new(path);
+        if path.exists() {
+            bind(path, path)?;
+            seal(path, MsFlags::MS_NOEXEC)?;
+        }
+    }
+    let devices: Vec<(std::fs::File, &str)> = ["null", "zero", "full", "random", "urandom", "tty"]
+        .into_iter()
+        .filter_map(|name| {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_PATH)
+                .open(format!("/dev/{name}"))
+                .ok()
+                .map(|f| (f, name))
+        })
+        .collect();
+    mount(
+        Some("tmpfs"),
+        "/dev",
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("mode=0755,size=64k"),
+    )
+    .map_err(|e| format!("/dev could not be replaced ({e})"))?;
+    for (file, name) in &devices {
+        let target = PathBuf::from(format!("/dev/{name}"));
+        std::fs::File::create(&target)
+            .map_err(|e| format!("{} could not be made in the box ({e})", target.display()))?;
+        bind(
+            &PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd())),
+            &target,
+        )?;
+    }
+    for (link, to) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        std::os::unix::fs::symlink(to, format!("/dev/{link}"))
+            .map_err(|e| format!("/dev/{link} could not be made ({e})"))?;
+    }
+    std::fs::create_dir("/dev/shm").map_err(|e| format!("/dev/shm could not be made ({e})"))?;
+    mount(
+        Some("tmpfs"),
+        "/dev/shm",
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        Some("mode=1777"),
+    )
+    .map_err(|e| format!("/dev/shm could not be mounted ({e})"))?;
+    Ok(())
 }
 
 /// Waits for `child`, reaping any other process that ends meanwhile (orphans come to the first process).
@@ -212,7 +296,14 @@ fn hide(dir: &Path, kept: &[(std::fs::File, &PathBuf)]) -> Result<(), String> {
     )
     .map_err(|e| format!("{} could not be hidden ({e})", dir.display()))?;
     for (file, path) in kept {
-        std::fs::File::create(path)
+        if path.parent() != Some(dir) {
+            return Err(format!(
+                "{} is not directly in {}, the folder it is kept in",
+                path.display(),
+                dir.display()
+            ));
+        }
+        std::fs::File::create_new(path)
             .map_err(|e| format!("{} could not be made in the box ({e})", path.display()))?;
         let source = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
         bind(&source, path)?;

@@ -37,8 +37,18 @@ pub async fn handle(
                     .map(|ended| SeatsReply { ended }),
             ),
             Some(ControlOp::SeatsHold) => {
-                daemon.hold_boxed_hosts();
-                wire::line(&Reply::done(SeatsReply { ended: Vec::new() }))
+                if daemon.hold_boxed_hosts().await {
+                    wire::line(&Reply::done(SeatsReply { ended: Vec::new() }))
+                } else {
+                    // The secrets are about to be written: a box that might still see them must stop
+                    // the command, not be waited on in silence.
+                    daemon.seats_changed(None).await.ok();
+                    wire::line(&Reply::<SeatsReply>::refused(
+                        "a plugin host in its box did not end within 10 s, so the seats were not changed \
+                         (a box started before the change could read the new secret); run the command again"
+                            .into(),
+                    ))
+                }
             }
             Some(ControlOp::Stop) => {
                 daemon.stop.cancel();

@@ -58,6 +58,10 @@ pub struct Daemon {
     pub http_stop: CancellationToken,
     /// The HTTP endpoint's URL, when it listens (`ovai status`).
     pub http_url: Mutex<Option<String>>,
+    /// Seat changes asked for (holds and their ends), and whether one is being written now: a generation
+    /// built meanwhile by a restart was not held, and is held or replaced once it is in place.
+    seat_changes: AtomicU64,
+    seats_holding: std::sync::atomic::AtomicBool,
 }
 
 /// Refused connections in the operator's log: the first of each second in full, the rest counted.
@@ -133,6 +137,8 @@ impl Daemon {
             http: std::sync::OnceLock::new(),
             http_stop: CancellationToken::new(),
             http_url: Mutex::new(None),
+            seat_changes: AtomicU64::new(0),
+            seats_holding: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -153,6 +159,7 @@ impl Daemon {
     pub async fn restart(self: &Arc<Self>, by: &str) -> Result<RestartReply, RestartError> {
         let _one_at_a_time = self.restarting.lock().await;
         super::service_manager::reloading();
+        let seat_changes = self.seat_changes.load(std::sync::atomic::Ordering::SeqCst);
         let next = self.next_generation().await;
         if self.closing.is_cancelled() {
             // Shutdown began while this was being read: what was built is ended, not served.
@@ -202,6 +209,18 @@ impl Daemon {
         self.figures
             .set_call_log(next.config.call_log.then(|| self.inst.call_log()));
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        // The seats changed while the new generation's box was being made: it is held (a change is
+        // being written) or replaced (one was), as the others were.
+        let current = self.current();
+        if current.isolation.is_boxed()
+            && self.seat_changes.load(std::sync::atomic::Ordering::SeqCst) != seat_changes
+        {
+            if self.seats_holding.load(std::sync::atomic::Ordering::SeqCst) {
+                current.host.hold();
+            } else {
+                current.host.replace();
+            }
+        }
         if changed {
             self.sessions.announce_tool_list_changed(&self.tasks);
         }
@@ -234,18 +253,43 @@ impl Daemon {
         all
     }
 
-    /// Ends every boxed plugin host and starts none until the seats have changed (`seats_changed`).
-    pub fn hold_boxed_hosts(&self) {
-        for generation in self.generations() {
-            if generation.isolation.is_boxed() {
-                generation.host.hold();
-            }
+    /// Ends every boxed plugin host and starts none until the seats have changed (`seats_changed`);
+    /// resolves once none is running or starting, so that no box sees what is written next. False when
+    /// one did not end in time.
+    pub async fn hold_boxed_hosts(&self) -> bool {
+        self.seat_changes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.seats_holding
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let boxed: Vec<_> = self
+            .generations()
+            .into_iter()
+            .filter(|g| g.isolation.is_boxed())
+            .collect();
+        for generation in &boxed {
+            generation.host.hold();
         }
+        let mut all = true;
+        for generation in &boxed {
+            all &= generation.host.held(Duration::from_secs(10)).await;
+        }
+        all
     }
 
     /// Reads the seats again and ends the sessions of seats that are gone (or whose secret changed).
     /// `why` is the command that changed them, for runtime.log.
     pub async fn seats_changed(&self, why: Option<&str>) -> Result<Vec<String>, String> {
+        self.seat_changes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.seats_holding
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        // A boxed host hides the secrets it saw at its start: a new or re-keyed seat's must not be in
+        // reach of the old one. Replaced first, whatever the seat book says.
+        for generation in self.generations() {
+            if generation.isolation.is_boxed() {
+                generation.host.replace();
+            }
+        }
         // A stamp (inode, size, time) can repeat across two quick writes: read the file itself.
         self.seats.forget();
         if let Some(why) = why {
@@ -271,13 +315,6 @@ impl Daemon {
                 Topic::Seats,
                 &format!("The seat {seat} {what}; its session was ended."),
             );
-        }
-        // A boxed host hides the secrets it saw at its start: a new or re-keyed seat's must not be in
-        // reach of the old one.
-        for generation in self.generations() {
-            if generation.isolation.is_boxed() {
-                generation.host.replace();
-            }
         }
         Ok(ended)
     }

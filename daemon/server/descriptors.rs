@@ -10,7 +10,10 @@ use crate::runtime_log::{RuntimeLog, Topic};
 /// respawning host beside a retiring one.
 const RESERVE: u64 = 64;
 
-pub fn raise_limit(log: &RuntimeLog, max_connections: usize) {
+/// `per_connection`: descriptors each connection may hold (a socket session holds up to three: its read
+/// and write halves, and the write half's registration while the peer does not read), counted with the
+/// HTTP endpoint's own connections when it listens.
+pub fn raise_limit(log: &RuntimeLog, max_connections: usize, per_connection: usize) {
     let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
         return;
     };
@@ -19,7 +22,7 @@ pub fn raise_limit(log: &RuntimeLog, max_connections: usize) {
     } else {
         soft
     };
-    let wanted = max_connections as u64 + RESERVE;
+    let wanted = (max_connections * per_connection) as u64 + RESERVE;
     if wanted > limit {
         log.row(
             Topic::Server,
@@ -28,7 +31,7 @@ pub fn raise_limit(log: &RuntimeLog, max_connections: usize) {
                  and keeps {RESERVE} for its own files and the plugin host: past about {} connections, new ones \
                  may fail before they are refused in words. Lower maxConnections in openovai.json, or raise the \
                  limit (ulimit -n, or LimitNOFILE= in the service unit).",
-                limit.saturating_sub(RESERVE)
+                limit.saturating_sub(RESERVE) / per_connection as u64
             ),
         );
     }

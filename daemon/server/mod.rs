@@ -159,7 +159,11 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     };
 
     let log = Arc::new(RuntimeLog::new(inst.runtime_log()));
-    descriptors::raise_limit(&log, config.max_connections);
+    descriptors::raise_limit(
+        &log,
+        config.max_connections,
+        3 + usize::from(http_settings.is_some()),
+    );
     for warning in &config.warnings {
         log.row(Topic::Server, warning);
     }

@@ -81,6 +81,16 @@ impl SeatService {
         }
     }
 
+    /// Whether the secret this service was made for is still its seat's.
+    async fn still_mine(&self, secret_hash: &str) -> bool {
+        let book = self.daemon.seats.get(&self.daemon.inst).await;
+        book.as_ref().as_ref().is_ok_and(|b| {
+            b.seats
+                .get(&*self.seat)
+                .is_some_and(|r| r.sha256 == secret_hash)
+        })
+    }
+
     fn instructions(&self) -> String {
         let generation = self.daemon.current();
         let role = generation.config.role_of(&self.seat);
@@ -247,6 +257,11 @@ impl ServerHandler for SeatService {
                 // The stream is the session: registered while it is open, ended when its seat goes.
                 let ended = CancellationToken::new();
                 let registered = Owned::open(&self.daemon, &self.seat, secret_hash, ended.clone());
+                // The seat may have changed between the gate's look-up and this registration (a change
+                // ends the streams registered then): look again now that this one is registered.
+                if !self.still_mine(secret_hash).await {
+                    return Ok(());
+                }
                 self.daemon.sessions.add_sink(registered.id, sink);
                 tokio::select! {
                     _ = context.cancelled() => {}
@@ -277,12 +292,20 @@ impl ServerHandler for SeatService {
         else {
             return;
         };
+        // A second `initialized` changes nothing (replacing the registration would end the session).
+        if crate::sync::lock(registration).is_some() {
+            return;
+        }
         let ended = CancellationToken::new();
         let registered = Owned::open(&self.daemon, &self.seat, secret_hash, ended.clone());
         self.daemon
             .sessions
             .set_peer(registered.id, context.peer.clone());
         *crate::sync::lock(registration) = Some(registered);
+        // As for a listen stream: a seat changed meanwhile ends this session at once.
+        if !self.still_mine(secret_hash).await {
+            ended.cancel();
+        }
         if let Some(http) = self.daemon.http.get().cloned() {
             self.daemon.tasks.spawn(async move {
                 ended.cancelled().await;

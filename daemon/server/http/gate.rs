@@ -121,9 +121,16 @@ impl Drop for Stream {
 }
 
 pub async fn admit(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
-    let origin = request.headers().get(header::ORIGIN).cloned();
+    // A page of an allowed origin may read what it was answered (refusals included); no other may.
+    let origin = request
+        .headers()
+        .get(header::ORIGIN)
+        .filter(|o| {
+            gate.browsers
+                .origin_allowed(o.to_str().unwrap_or(""), request.headers())
+        })
+        .cloned();
     let mut response = check_and_run(&gate, request, next).await;
-    // A page of an allowed origin may read what it was answered (refusals included).
     if let Some(origin) = origin {
         Browsers::allow(response.headers_mut(), &origin, false);
     }
@@ -335,6 +342,16 @@ async fn keep_session(gate: &Gate, id: &str, seat: &str, hash: &str) -> Option<R
         return Some(r);
     }
     gate.owners.record(id, seat, hash);
+    // The seat may have changed since the token was looked up (a change closes the sessions recorded
+    // then): look again now that this one is recorded.
+    let book = gate.daemon.seats.get(&gate.daemon.inst).await;
+    let still = book
+        .as_ref()
+        .as_ref()
+        .is_ok_and(|b| b.seats.get(seat).is_some_and(|r| r.sha256 == hash));
+    if !still {
+        gate.close(id).await;
+    }
     None
 }
 

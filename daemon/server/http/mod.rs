@@ -49,8 +49,19 @@ pub struct Bound {
     pub addr: SocketAddr,
 }
 
+/// The TLS key the endpoint serves with, once bound: hidden from every plugin host's box, whatever a
+/// later openovai.json says.
+static SERVED_KEY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+pub fn served_key() -> Option<std::path::PathBuf> {
+    SERVED_KEY.get().cloned()
+}
+
 /// Binds the address (and reads the certificate) before the first load, so a mistake stops the start.
 pub async fn bind(settings: &HttpSettings, root: &std::path::Path) -> Result<Bound, HttpError> {
+    if let Some(tls) = &settings.tls {
+        let _ = SERVED_KEY.set(root.join(&tls.key));
+    }
     let tls = match &settings.tls {
         Some(files) => Some(tls::acceptor(files, root).map_err(HttpError::Tls)?),
         None => None,

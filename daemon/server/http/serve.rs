@@ -45,6 +45,8 @@ pub async fn accept(
                 }
             },
             _ = stop.cancelled() => return,
+            // Shutting down: calls in flight finish, and no new connection is taken meanwhile.
+            _ = daemon.closing.cancelled() => return,
         };
         let max = daemon.current().config.max_connections;
         let Some(admitted) = Admitted::new(&open, max) else {
