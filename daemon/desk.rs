@@ -127,11 +127,7 @@ pub fn check_url(url: &str) -> Result<Option<String>, DeskError> {
     if host.is_empty() || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(DeskError::BadUrl(url.into()));
     }
-    let name = match host.rsplit_once(':') {
-        Some((name, port)) if !name.is_empty() && port.chars().all(|c| c.is_ascii_digit()) => name,
-        _ => host,
-    };
-    let local = matches!(name, "localhost" | "127.0.0.1" | "[::1]");
+    let local = crate::names::is_loopback_name(crate::names::host_name(host));
     Ok((!tls && !local).then(|| {
         format!(
             "{url} is plain HTTP to another machine: the seat's secret would cross the network in the clear. Use https:// (the daemon's \"http\".\"tls\", or a TLS proxy in front) unless the network itself is private"

@@ -41,6 +41,19 @@ pub fn why_not(name: &str) -> Option<String> {
     None
 }
 
+/// The host part of `host[:port]` (`[::1]:7777` → `[::1]`).
+pub fn host_name(authority: &str) -> &str {
+    match authority.rsplit_once(':') {
+        Some((name, port)) if !name.is_empty() && port.chars().all(|c| c.is_ascii_digit()) => name,
+        _ => authority,
+    }
+}
+
+/// Whether a host name is this machine's loopback, as a URL or a Host header writes it.
+pub fn is_loopback_name(name: &str) -> bool {
+    matches!(name, "localhost" | "127.0.0.1" | "[::1]")
+}
+
 /// `s` with its control characters shown escaped (`\r`, `\u{1b}`), so that what a person reads in a
 /// terminal or a log cannot be rewritten by it: a file name, a description, a room message. Newlines stay
 /// when `keep_newlines` (the caller sets the lines off itself); tabs always stay.

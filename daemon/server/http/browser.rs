@@ -53,11 +53,8 @@ impl Browsers {
     }
 
     fn answers_to(&self, host: &str) -> bool {
-        let name = match host.rsplit_once(':') {
-            Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
-            _ => host,
-        };
-        matches!(name, "localhost" | "127.0.0.1" | "[::1]")
+        let name = crate::names::host_name(host);
+        crate::names::is_loopback_name(name)
             || self.hosts.iter().any(|h| h.eq_ignore_ascii_case(name))
     }
 

@@ -6,10 +6,9 @@
 //!
 //! Refusals are JSON-RPC error bodies holding one sentence; a secret never appears in one, nor in a log.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -22,11 +21,11 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 
 use super::MAX_BODY_BYTES;
 use super::browser::Browsers;
+use super::limits::{Streams, with_body_deadline};
 use super::owners::{Check, Owners, SESSIONS_PER_SEAT};
 use super::settings::HttpSettings;
 use crate::seats::hash_secret;
 use crate::server::daemon::Daemon;
-use crate::sync::lock;
 
 /// Who is calling, for the one request being handled: read by the factory that makes its `SeatService`.
 #[derive(Clone)]
@@ -41,17 +40,12 @@ tokio::task_local! {
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
-/// How long a request's body may take to arrive, all of it.
-const BODY_TIMEOUT: Duration = Duration::from_secs(30);
-
 pub struct Gate {
     daemon: Arc<Daemon>,
     browsers: Browsers,
-    streams_per_seat: usize,
+    streams: Streams,
     manager: Arc<LocalSessionManager>,
     owners: Owners,
-    /// Streams open now (responses being written), by seat.
-    open: Arc<Mutex<HashMap<String, usize>>>,
 }
 
 impl Gate {
@@ -63,10 +57,9 @@ impl Gate {
         Self {
             daemon,
             browsers: Browsers::new(settings),
-            streams_per_seat: settings.streams_per_seat,
+            streams: Streams::new(settings.streams_per_seat),
             manager,
             owners: Owners::default(),
-            open: Arc::default(),
         }
     }
 
@@ -99,24 +92,6 @@ impl Gate {
             .map(|k| k.to_string())
             .collect();
         self.owners.prune(&live, taken);
-    }
-}
-
-/// One open stream of `seat`, given back when its response body is dropped.
-struct Stream {
-    open: Arc<Mutex<HashMap<String, usize>>>,
-    seat: String,
-}
-
-impl Drop for Stream {
-    fn drop(&mut self) {
-        let mut open = lock(&self.open);
-        if let Some(n) = open.get_mut(&self.seat) {
-            *n -= 1;
-            if *n == 0 {
-                open.remove(&self.seat);
-            }
-        }
     }
 }
 
@@ -216,9 +191,15 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
             }
         }
     }
-    let stream = match room_for_a_stream(gate, &caller.seat) {
+    let max_total = gate.daemon.current().config.max_connections;
+    let stream = match gate.streams.open(&caller.seat, max_total) {
         Ok(stream) => stream,
-        Err(r) => return *r,
+        Err(why) => {
+            let mut r = refuse(&gate.daemon, StatusCode::TOO_MANY_REQUESTS, why, None);
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return r;
+        }
     };
     let method = request.method().clone();
     let seat = caller.seat.clone();
@@ -291,37 +272,6 @@ async fn who(gate: &Gate, secret: &str) -> Result<Caller, Box<Response>> {
     }
 }
 
-/// Counts one more stream of `seat`, or refuses it: past the seat's limit, or the server's.
-fn room_for_a_stream(gate: &Gate, seat: &str) -> Result<Stream, Box<Response>> {
-    let max_total = gate.daemon.current().config.max_connections;
-    let mut open = lock(&gate.open);
-    let total: usize = open.values().sum();
-    let mine = open.get(seat).copied().unwrap_or(0);
-    if mine < gate.streams_per_seat && total < max_total {
-        *open.entry(seat.to_string()).or_insert(0) += 1;
-        return Ok(Stream {
-            open: gate.open.clone(),
-            seat: seat.to_string(),
-        });
-    }
-    drop(open);
-    let why = if mine >= gate.streams_per_seat {
-        format!(
-            "the seat {seat} has {mine} requests and streams open on this server, its limit (\"http\".\"maxStreamsPerSeat\" \
-             in openovai.json): wait for one to finish, or close a stream, and send this again"
-        )
-    } else {
-        format!(
-            "this server has {total} HTTP requests and streams open, its limit (maxConnections in openovai.json): \
-             send this again in a moment"
-        )
-    };
-    let mut r = refuse(&gate.daemon, StatusCode::TOO_MANY_REQUESTS, why, None);
-    r.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    Err(Box::new(r))
-}
-
 /// Records a new session's owner; past the seat's limit, closes it again and says so.
 async fn keep_session(gate: &Gate, id: &str, seat: &str, hash: &str) -> Option<Response> {
     if gate.owners.wants_pruning() {
@@ -353,39 +303,6 @@ async fn keep_session(gate: &Gate, id: &str, seat: &str, hash: &str) -> Option<R
         gate.close(id).await;
     }
     None
-}
-
-/// The request with a body that must arrive whole within BODY_TIMEOUT: a client sending a byte at a
-/// time cannot hold the body's memory for long.
-fn with_body_deadline(request: Request) -> Request {
-    if request.method() != Method::POST {
-        return request;
-    }
-    let deadline = tokio::time::Instant::now() + BODY_TIMEOUT;
-    let (parts, body) = request.into_parts();
-    let chunks = futures::stream::unfold(
-        (body.into_data_stream(), false),
-        move |(mut chunks, failed)| async move {
-            if failed {
-                return None;
-            }
-            match tokio::time::timeout_at(deadline, chunks.next()).await {
-                Ok(Some(chunk)) => Some((chunk, (chunks, false))),
-                Ok(None) => None,
-                Err(_) => Some((
-                    Err(axum::Error::new(std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        format!(
-                            "the request's body did not arrive within {} s",
-                            BODY_TIMEOUT.as_secs()
-                        ),
-                    ))),
-                    (chunks, true),
-                )),
-            }
-        },
-    );
-    Request::from_parts(parts, Body::from_stream(chunks))
 }
 
 /// The secret from `Authorization: Bearer …`, or why there is none.

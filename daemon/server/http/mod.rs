@@ -6,6 +6,7 @@
 
 mod browser;
 mod gate;
+mod limits;
 mod owners;
 mod serve;
 pub mod settings;

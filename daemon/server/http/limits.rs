@@ -1,0 +1,108 @@
+//! What one client can make the endpoint hold: streams open at once (per seat, and in all), and a
+//! request's body, which must arrive whole within a time limit.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::Method;
+use futures::StreamExt;
+
+use crate::sync::lock;
+
+/// How long a request's body may take to arrive, all of it.
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Streams open now (responses being written), by seat.
+pub struct Streams {
+    open: Arc<Mutex<HashMap<String, usize>>>,
+    per_seat: usize,
+}
+
+/// One open stream of `seat`, given back when dropped (with its response's body).
+pub struct Stream {
+    open: Arc<Mutex<HashMap<String, usize>>>,
+    seat: String,
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        let mut open = lock(&self.open);
+        if let Some(n) = open.get_mut(&self.seat) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.seat);
+            }
+        }
+    }
+}
+
+impl Streams {
+    pub fn new(per_seat: usize) -> Self {
+        Self {
+            open: Arc::default(),
+            per_seat,
+        }
+    }
+
+    /// Counts one more stream of `seat`, or says why not: past the seat's limit, or the server's.
+    pub fn open(&self, seat: &str, max_total: usize) -> Result<Stream, String> {
+        let mut open = lock(&self.open);
+        let total: usize = open.values().sum();
+        let mine = open.get(seat).copied().unwrap_or(0);
+        if mine < self.per_seat && total < max_total {
+            *open.entry(seat.to_string()).or_insert(0) += 1;
+            return Ok(Stream {
+                open: self.open.clone(),
+                seat: seat.to_string(),
+            });
+        }
+        Err(if mine >= self.per_seat {
+            format!(
+                "the seat {seat} has {mine} requests and streams open on this server, its limit \
+                 (\"http\".\"maxStreamsPerSeat\" in openovai.json): wait for one to finish, or close a stream, and \
+                 send this again"
+            )
+        } else {
+            format!(
+                "this server has {total} HTTP requests and streams open, its limit (maxConnections in \
+                 openovai.json): send this again in a moment"
+            )
+        })
+    }
+}
+
+/// The request with a body that must arrive whole within BODY_TIMEOUT: a client sending a byte at a
+/// time cannot hold the body's memory for long.
+pub fn with_body_deadline(request: Request) -> Request {
+    if request.method() != Method::POST {
+        return request;
+    }
+    let deadline = tokio::time::Instant::now() + BODY_TIMEOUT;
+    let (parts, body) = request.into_parts();
+    let chunks = futures::stream::unfold(
+        (body.into_data_stream(), false),
+        move |(mut chunks, failed)| async move {
+            if failed {
+                return None;
+            }
+            match tokio::time::timeout_at(deadline, chunks.next()).await {
+                Ok(Some(chunk)) => Some((chunk, (chunks, false))),
+                Ok(None) => None,
+                Err(_) => Some((
+                    Err(axum::Error::new(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!(
+                            "the request's body did not arrive within {} s",
+                            BODY_TIMEOUT.as_secs()
+                        ),
+                    ))),
+                    (chunks, true),
+                )),
+            }
+        },
+    );
+    Request::from_parts(parts, Body::from_stream(chunks))
+}
