@@ -58,6 +58,7 @@ pub fn launch(inst: &Instance, config: &Config, shim: &Path) -> Result<Launch, N
         secrets: Secrets {
             private_dir: inst.private_dir(),
             desks_dir: inst.desks_dir(),
+            root: inst.root.clone(),
             files: config
                 .http
                 .iter()

@@ -189,6 +189,14 @@ fn a_restart_during_a_call_lets_it_finish_and_the_next_turn_is_offered_the_new_t
         .stdout(predicates::str::contains(
             "This instance serves a tool of its own: fresh",
         ));
+    // The gate opens once Claude Code has heard of the new list (it asks for it at once), so its next
+    // turn is not raced against its own refresh.
+    wait_until("Claude Code to hear that the tool list changed", || {
+        claude
+            .mcp_log()
+            .contains("Received tools/list_changed notification")
+            .then_some(())
+    });
     std::fs::write(inst.root.join("gate.go"), "").unwrap();
     let (result, _) = claude.finish();
     no_denials(&result);

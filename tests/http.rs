@@ -556,7 +556,7 @@ fn an_oversized_body_is_refused_before_it_is_sent_and_words_leak_nothing() {
     );
     let got = read_all(t);
     assert!(got.starts_with("HTTP/1.1 413"), "{got}");
-    assert!(got.contains("more than the 16 MiB"), "{got}");
+    assert!(got.contains("more than the 4 MiB"), "{got}");
     // A wrong token is not told where the instance is; a broken seat book is not described to it.
     let mut s = HttpSeat::new(&http, "nobody", "2026-07-28");
     let (_, r) = s.send("tools/list", json!({}));

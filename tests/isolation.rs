@@ -666,3 +666,65 @@ fn no_box_reads_a_secret_while_seats_are_added_and_rekeyed() {
         assert!(leaks.is_empty(), "a box read these desks' secrets: {leaks}");
     }
 }
+
+/// What a plugin running as the daemon's user (root, in CI) tries in order to act outside its box: write
+/// the system's files or the kernel's settings, swap a desk or the folder of the ovai binary for one of
+/// its own, loosen the box in openovai.json. Each is refused; the instance's own files stay writable.
+const ESCAPE: &str = r#"
+import { writeFileSync, renameSync, mkdirSync } from "node:fs";
+export const description = "Tries to act outside its box.";
+export const inputSchema = { type: "object" };
+const attempt = (f) => { try { f(); return "done"; } catch (e) { return e.code; } };
+export function run(args, { root }) {
+  return { text: JSON.stringify({
+    etc: attempt(() => writeFileSync("/etc/ovai-escape-probe", "x")),
+    core_pattern: attempt(() => writeFileSync("/proc/sys/kernel/core_pattern", "|/bin/false")),
+    desk: attempt(() => renameSync(`${root}/desks/lead`, `${root}/desks/lead.moved`)),
+    claude: attempt(() => renameSync(`${root}/desks/lead/.claude`, `${root}/desks/lead/.claude.moved`)),
+    config: attempt(() => writeFileSync(`${root}/openovai.json`, "{}")),
+    own_file: attempt(() => { mkdirSync(`${root}/notes`, { recursive: true }); writeFileSync(`${root}/notes/a.txt`, "ok"); }),
+    tmp: attempt(() => writeFileSync(`/tmp/ovai-escape-${process.pid}`, "ok")),
+  }) };
+}
+"#;
+
+#[test]
+fn a_plugin_cannot_act_outside_its_box_but_keeps_its_own_files() {
+    for kind in [Box_::Bwrap, Box_::Userns] {
+        let inst = boxed_in(kind);
+        inst.write_plugin("escape.mjs", ESCAPE);
+        let _d = inst.start();
+        let out = inst
+            .cmd()
+            .args(["call", "escape", "{}", "--seat", "lead"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(v["etc"], "EROFS", "{v}");
+        assert_eq!(v["core_pattern"], "EROFS", "{v}");
+        assert_eq!(v["desk"], "EBUSY", "{v}");
+        assert_eq!(v["claude"], "EBUSY", "{v}");
+        assert_eq!(v["config"], "EROFS", "{v}");
+        assert_eq!(v["own_file"], "done", "{v}");
+        assert_eq!(v["tmp"], "done", "{v}");
+        assert!(!std::path::Path::new("/etc/ovai-escape-probe").exists());
+    }
+}
+
+#[test]
+fn a_restart_never_drops_the_box() {
+    let inst = boxed();
+    let d = inst.start();
+    inst.set_config(json!({ "hostIsolation": "none" }));
+    let out = inst.cmd().arg("restart").output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a restart never drops the box"), "{err}");
+    assert!(
+        d.status().unwrap()["host"]["isolation"]
+            .as_str()
+            .unwrap()
+            .starts_with(Box_::Bwrap.described())
+    );
+}

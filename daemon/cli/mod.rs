@@ -131,6 +131,8 @@ pub enum Command {
     #[command(name = "host-box", hide = true)]
     HostBox {
         #[arg(long)]
+        writable: Vec<PathBuf>,
+        #[arg(long)]
         hide: Option<PathBuf>,
         #[arg(long)]
         keep: Vec<PathBuf>,
@@ -299,6 +301,7 @@ pub fn run(cli: Cli) -> i32 {
             Ok(())
         }
         Command::HostBox {
+            writable,
             hide,
             keep,
             mask,
@@ -306,6 +309,7 @@ pub fn run(cli: Cli) -> i32 {
             command,
         } => {
             return crate::host::userns::run(&crate::host::userns::Plan {
+                writable,
                 hide,
                 keep,
                 mask,

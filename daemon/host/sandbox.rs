@@ -126,6 +126,8 @@ fn probe_userns() -> &'static Result<Isolation, String> {
         }
         let tried = std::process::Command::new(&exe)
             .arg("host-box")
+            .arg("--writable")
+            .arg(&trial)
             .arg("--hide")
             .arg(&hidden)
             .arg("--keep")
@@ -204,11 +206,16 @@ fn base_args(unshare_user: bool) -> Vec<&'static str> {
     args.extend([
         "--cap-drop",
         "ALL",
-        "--bind",
+        // Everything read-only; the instance and the temporary folders are bound back writable below.
+        "--ro-bind",
         "/",
         "/",
         "--proc",
         "/proc",
+        // The kernel's settings are not the plugins' (uid 0 without capabilities could still write them).
+        "--ro-bind",
+        "/proc/sys",
+        "/proc/sys",
         "--dev",
         "/dev",
     ]);
@@ -224,13 +231,50 @@ pub struct Secrets {
     pub desks_dir: PathBuf,
     /// Other files no plugin may read: the HTTP endpoint's TLS key.
     pub files: Vec<PathBuf>,
+    /// The instance's root: writable in the box, with the temporary folders; the rest is read-only.
+    pub root: PathBuf,
 }
 
 impl Secrets {
-    /// Every secret file there is now: each desk's `.mcp.json` and the others named.
+    /// Where plugins may write: the instance, the temporary folders, and each desk bound onto itself
+    /// (a mount point cannot be renamed, so no desk's `.claude/` can be swapped for one of a plugin's).
+    fn writable(&self) -> Vec<PathBuf> {
+        let mut paths = vec![self.root.clone(), PathBuf::from("/tmp")];
+        if let Some(tmp) = std::env::var_os("TMPDIR").filter(|t| !t.is_empty()) {
+            paths.push(PathBuf::from(tmp));
+        }
+        paths.extend(
+            std::fs::read_dir(&self.desks_dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir()),
+        );
+        paths.retain(|p| p.is_dir());
+        paths.dedup();
+        paths
+    }
+
+    /// Every secret file there is now: each desk's `.mcp.json` and the others named; and the service
+    /// managers' sockets (systemd's and D-Bus's), through which a process could start another outside
+    /// the box.
     fn masked(&self) -> Vec<PathBuf> {
         let mut files = desk_secrets(&self.desks_dir);
         files.extend(self.files.iter().filter(|f| f.is_file()).cloned());
+        let uid = nix::unistd::getuid();
+        files.extend(
+            [
+                "/run/dbus/system_bus_socket".to_string(),
+                "/run/systemd/private".to_string(),
+                "/run/systemd/io.systemd.ManagedOOM".to_string(),
+                format!("/run/user/{uid}/bus"),
+                format!("/run/user/{uid}/systemd/private"),
+            ]
+            .into_iter()
+            .map(PathBuf::from)
+            .filter(|p| p.exists()),
+        );
         files
     }
 }
@@ -251,12 +295,15 @@ impl Isolation {
             Isolation::Userns { exe } => {
                 let mut args: Vec<String> = vec!["host-box".into()];
                 let path = |flag: &str, p: &Path| [flag.to_string(), p.display().to_string()];
+                for p in secrets.writable() {
+                    args.extend(path("--writable", &p));
+                }
                 args.extend(path("--hide", &secrets.private_dir));
                 args.extend(path("--keep", shim));
                 for file in secrets.masked() {
                     args.extend(path("--mask", &file));
                 }
-                for p in read_only(&secrets.desks_dir) {
+                for p in read_only(secrets) {
                     args.extend(path("--read-only", &p));
                 }
                 args.push("--".into());
@@ -272,6 +319,10 @@ impl Isolation {
                     .into_iter()
                     .map(String::from)
                     .collect();
+                for p in secrets.writable() {
+                    let p = p.display().to_string();
+                    args.extend(["--bind".into(), p.clone(), p]);
+                }
                 let private = secrets.private_dir.display().to_string();
                 args.extend(["--tmpfs".into(), private]);
                 let shim = shim.display().to_string();
@@ -286,7 +337,7 @@ impl Isolation {
                 // What runs outside the box later must not be rewritten from inside it: the ovai binary
                 // (a session's bridge, the service), the desks' Claude Code settings (their hooks run in
                 // the sessions), Claude Code's own settings, and the user's service units.
-                for path in read_only(&secrets.desks_dir) {
+                for path in read_only(secrets) {
                     let p = path.display().to_string();
                     args.extend(["--ro-bind".into(), p.clone(), p]);
                 }
@@ -328,14 +379,23 @@ impl Isolation {
     }
 }
 
-/// What a plugin may read but never change, where it exists now.
-fn read_only(desks: &Path) -> Vec<PathBuf> {
+/// What a plugin may read but never change, where it exists now: the ovai binary's folder (a file bound
+/// alone is undone by renaming the folder around it), openovai.json (its box setting), each desk's
+/// `.claude/`, and the user's Claude Code and service settings.
+fn read_only(secrets: &Secrets) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = Vec::new();
     if let Ok(exe) = std::env::current_exe() {
-        paths.push(exe);
+        match exe.parent() {
+            // Its own folder, unless that is the instance itself (or holds it): then the file.
+            Some(dir) if !secrets.root.starts_with(dir) && dir != Path::new("/") => {
+                paths.push(dir.to_path_buf())
+            }
+            _ => paths.push(exe.clone()),
+        }
     }
+    paths.push(secrets.root.join(crate::instance::CONFIG_FILE));
     paths.extend(
-        std::fs::read_dir(desks)
+        std::fs::read_dir(&secrets.desks_dir)
             .into_iter()
             .flatten()
             .flatten()

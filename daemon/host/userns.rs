@@ -25,6 +25,9 @@ use nix::unistd::{ForkResult, Pid, fork};
 /// What the box hides and keeps, from `ovai host-box`'s arguments.
 #[derive(Debug, Default)]
 pub struct Plan {
+    /// Where the box may write (the instance, the temporary folders); everything else is read-only.
+    /// Each is bound onto itself, so none can be renamed from inside.
+    pub writable: Vec<PathBuf>,
     /// A folder seen empty and read-only (`.ovai/`)…
     pub hide: Option<PathBuf>,
     /// …but for these files in it, read-only (the host's script).
@@ -110,6 +113,17 @@ fn make(plan: &Plan) -> Result<i32, String> {
         })
         .collect::<Result<_, _>>()?;
 
+    // Read-only everywhere, then writable again where the plan says.
+    set_attr(
+        Path::new("/"),
+        libc::AT_RECURSIVE as u32,
+        MOUNT_ATTR_RDONLY,
+        0,
+    )?;
+    for path in &plan.writable {
+        bind(path, path)?;
+        set_attr(path, 0, 0, MOUNT_ATTR_RDONLY)?;
+    }
     if let Some(dir) = &plan.hide {
         hide(dir, &kept)?;
     }
@@ -354,6 +368,54 @@ fn seal(path: &Path, extra: MsFlags) -> Result<(), String> {
     }
     mount(None::<&str>, path, None::<&str>, flags, None::<&str>)
         .map_err(|e| format!("{} could not be made read-only ({e})", path.display()))
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// mount_setattr(2) (Linux 5.12): sets and clears mount attributes, on a whole tree at once when
+/// `flags` has AT_RECURSIVE.
+fn set_attr(path: &Path, flags: u32, set: u64, clear: u64) -> Result<(), String> {
+    let c_path = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| format!("{} holds a NUL", path.display()))?;
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: clear,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: the path is a NUL-terminated string and the attributes a struct of the kernel's layout,
+    // both alive for the call; the kernel reads them only.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if r != 0 {
+        return Err(format!(
+            "the mounts at {} could not be made {} ({}; ovai's own box needs Linux 5.12 or newer)",
+            path.display(),
+            if set & MOUNT_ATTR_RDONLY != 0 {
+                "read-only"
+            } else {
+                "writable"
+            },
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
 }
 
 fn write(path: &str, text: &str) -> Result<(), String> {

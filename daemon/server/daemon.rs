@@ -103,6 +103,12 @@ pub enum RestartError {
         "The server began shutting down while the plugins were being read; nothing new is served."
     )]
     ShuttingDown,
+    #[error(
+        "openovai.json's hostIsolation now gives the plugin host no box, and the running server boxes it: a \
+         restart never drops the box (a plugin can write openovai.json). Stop the server and start it again \
+         to run without one; the server goes on serving what it read before."
+    )]
+    WouldUnbox,
 }
 
 impl Daemon {
@@ -240,6 +246,11 @@ impl Daemon {
         let config = self.inst.read_config()?;
         if let Ok(book) = self.seats.get(&self.inst).await.as_ref() {
             super::leader::check(&config, book)?;
+        }
+        if old.isolation.is_boxed()
+            && !crate::host::sandbox::decide(config.host_isolation).is_ok_and(|i| i.is_boxed())
+        {
+            return Err(RestartError::WouldUnbox);
         }
         let next =
             generation::build(&self.inst, config, old.number + 1, &self.ids, &self.log).await?;

@@ -120,6 +120,16 @@ impl SeatService {
         host_stopped: &mut bool,
     ) -> Result<Outcome, ErrorData> {
         let ct = &context.ct;
+        // Over HTTP the secret was checked as the request arrived; a seat removed or re-keyed since (the
+        // request's body may have taken its time) runs nothing more.
+        if let Via::Http { secret_hash, .. } = &self.via
+            && !self.still_mine(secret_hash).await
+        {
+            return Ok(Outcome::Refused(format!(
+                "{name} was not run: the seat {} was removed or given a new secret as this call arrived",
+                self.seat
+            )));
+        }
         let Some((generation, _in_flight)) = self.enter() else {
             return Ok(answer::shutting_down(name));
         };

@@ -21,7 +21,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 
 use super::MAX_BODY_BYTES;
 use super::browser::Browsers;
-use super::limits::{Streams, with_body_deadline};
+use super::limits::{Bodies, Streams, with_body_deadline};
 use super::owners::{Check, Owners, SESSIONS_PER_SEAT};
 use super::settings::HttpSettings;
 use crate::seats::hash_secret;
@@ -44,6 +44,7 @@ pub struct Gate {
     daemon: Arc<Daemon>,
     browsers: Browsers,
     streams: Streams,
+    bodies: Bodies,
     manager: Arc<LocalSessionManager>,
     owners: Owners,
 }
@@ -58,6 +59,7 @@ impl Gate {
             daemon,
             browsers: Browsers::new(settings),
             streams: Streams::new(settings.streams_per_seat),
+            bodies: Bodies::new(super::BODIES_IN_FLIGHT),
             manager,
             owners: Owners::default(),
         }
@@ -204,7 +206,7 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
     let method = request.method().clone();
     let seat = caller.seat.clone();
     let hash = caller.secret_hash.clone();
-    let request = with_body_deadline(request);
+    let request = with_body_deadline(request, &gate.bodies);
     let mut response = CALLER.scope(caller, next.run(request)).await;
     match (&session, response.headers().get(SESSION_HEADER)) {
         (None, Some(id)) => {

@@ -2,6 +2,7 @@
 //! request's body, which must arrive whole within a time limit.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,6 +15,33 @@ use crate::sync::lock;
 
 /// How long a request's body may take to arrive, all of it.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Bytes of request bodies read and not yet let go of, over all requests.
+pub struct Bodies {
+    in_flight: Arc<AtomicUsize>,
+    budget: usize,
+}
+
+impl Bodies {
+    pub fn new(budget: usize) -> Self {
+        Self {
+            in_flight: Arc::default(),
+            budget,
+        }
+    }
+}
+
+/// One body's share of the bytes in flight, given back when its stream is dropped (parsed, or failed).
+struct Held {
+    bytes: usize,
+    in_flight: Arc<AtomicUsize>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.in_flight.fetch_sub(self.bytes, Ordering::SeqCst);
+    }
+}
 
 /// Streams open now (responses being written), by seat.
 pub struct Streams {
@@ -76,20 +104,42 @@ impl Streams {
 
 /// The request with a body that must arrive whole within BODY_TIMEOUT: a client sending a byte at a
 /// time cannot hold the body's memory for long.
-pub fn with_body_deadline(request: Request) -> Request {
+pub fn with_body_deadline(request: Request, bodies: &Bodies) -> Request {
     if request.method() != Method::POST {
         return request;
     }
     let deadline = tokio::time::Instant::now() + BODY_TIMEOUT;
     let (parts, body) = request.into_parts();
+    let held = Held {
+        bytes: 0,
+        in_flight: bodies.in_flight.clone(),
+    };
+    let budget = bodies.budget;
     let chunks = futures::stream::unfold(
-        (body.into_data_stream(), false),
-        move |(mut chunks, failed)| async move {
+        (body.into_data_stream(), false, held),
+        move |(mut chunks, failed, mut held)| async move {
             if failed {
                 return None;
             }
             match tokio::time::timeout_at(deadline, chunks.next()).await {
-                Ok(Some(chunk)) => Some((chunk, (chunks, false))),
+                Ok(Some(Ok(chunk))) => {
+                    // Bodies being read are held in memory until parsed: all of them together are
+                    // bounded, whoever sends them.
+                    let now = held.in_flight.fetch_add(chunk.len(), Ordering::SeqCst) + chunk.len();
+                    held.bytes += chunk.len();
+                    if now > budget {
+                        let why = format!(
+                            "the server is reading {} MiB of request bodies at once, its limit: send this again in a moment",
+                            budget >> 20
+                        );
+                        return Some((
+                            Err(axum::Error::new(std::io::Error::other(why))),
+                            (chunks, true, held),
+                        ));
+                    }
+                    Some((Ok(chunk), (chunks, false, held)))
+                }
+                Ok(Some(Err(e))) => Some((Err(e), (chunks, true, held))),
                 Ok(None) => None,
                 Err(_) => Some((
                     Err(axum::Error::new(std::io::Error::new(
@@ -99,7 +149,7 @@ pub fn with_body_deadline(request: Request) -> Request {
                             BODY_TIMEOUT.as_secs()
                         ),
                     ))),
-                    (chunks, true),
+                    (chunks, true, held),
                 )),
             }
         },

@@ -24,8 +24,11 @@ use super::daemon::Daemon;
 use super::session::SeatService;
 use settings::HttpSettings;
 
-/// The largest request body: the socket sessions' line limit.
-pub const MAX_BODY_BYTES: usize = crate::server::transport::MAX_LINE;
+/// The largest request body. Smaller than the socket's line limit: a remote client is anybody with a
+/// token, and a parsed message takes many times its size in memory.
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// Bytes of request bodies all clients together may have the server hold at once.
+pub const BODIES_IN_FLIGHT: usize = 32 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
