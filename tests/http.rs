@@ -661,3 +661,21 @@ fn a_call_in_flight_over_http_finishes_across_ovai_restart() {
         assert_eq!(r, ("through the gate, w1".to_string(), false));
     }
 }
+
+#[test]
+fn one_address_cannot_take_every_place() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "maxConnections": 128, "http": { "listen": "127.0.0.1:0" } }));
+    let d = inst.start();
+    let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
+    // 128 places, 16 of them for any one address: held here by 16 open streams.
+    let mut streams = Vec::new();
+    for _ in 0..16 {
+        let mut s = HttpSeat::new(&http, &inst.secret("lead"), "2025-11-25");
+        s.initialize();
+        streams.push(s.open_changes());
+    }
+    let got = read_all(raw(&http, ""));
+    assert!(got.starts_with("HTTP/1.1 503"), "{got}");
+    assert!(got.contains("from 127.0.0.1"), "{got}");
+}

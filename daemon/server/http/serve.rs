@@ -2,8 +2,10 @@
 //! limit on its request head, so a connection that sends nothing, or only half a head, or stays idle
 //! between requests, gives its place back instead of holding it.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -16,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::server::connection::Admitted;
 use crate::server::daemon::Daemon;
+use crate::sync::lock;
 
 /// How long a client has to send a request's head, from the moment the connection waits for one (its
 /// start, or the end of the previous answer on a kept-alive connection).
@@ -33,8 +36,9 @@ pub async fn accept(
     stop: CancellationToken,
 ) {
     let open = Arc::new(AtomicUsize::new(0));
+    let by_address: Arc<Mutex<HashMap<IpAddr, usize>>> = Arc::default();
     loop {
-        let (tcp, _peer) = tokio::select! {
+        let (tcp, peer) = tokio::select! {
             a = listener.accept() => match a {
                 Ok(a) => a,
                 Err(e) => {
@@ -49,8 +53,29 @@ pub async fn accept(
             _ = daemon.closing.cancelled() => return,
         };
         let max = daemon.current().config.max_connections;
+        // One address cannot take every place: the others' clients still get in.
+        let per_address = (max / 8).max(16);
+        let Some(from) = Address::admit(&by_address, peer.ip(), per_address) else {
+            turn_away(
+                &daemon,
+                &tcp,
+                format!(
+                    "this server holds {per_address} HTTP connections from {} already, the most one address may hold; \
+                     close some and try again",
+                    peer.ip()
+                ),
+            );
+            continue;
+        };
         let Some(admitted) = Admitted::new(&open, max) else {
-            turn_away(&daemon, &tcp, max);
+            turn_away(
+                &daemon,
+                &tcp,
+                format!(
+                    "this server holds {max} HTTP connections already, its limit (maxConnections in \
+                     openovai.json); try again in a moment"
+                ),
+            );
             continue;
         };
         // An answer is written in pieces (head, events): without TCP_NODELAY, Nagle's algorithm holds
@@ -60,7 +85,7 @@ pub async fn accept(
         let stop = stop.clone();
         let tls = tls.clone();
         daemon.tasks.spawn(async move {
-            let _admitted = admitted;
+            let _admitted = (admitted, from);
             match tls {
                 None => serve(tcp, app, stop).await,
                 Some(acceptor) => {
@@ -93,11 +118,41 @@ where
     }
 }
 
-/// A connection past the cap: told why, if its socket takes it at once, and closed.
-fn turn_away(daemon: &Daemon, tcp: &tokio::net::TcpStream, max: usize) {
-    let why = format!(
-        "this server holds {max} HTTP connections already, its limit (maxConnections in openovai.json); try again in a moment"
-    );
+/// One connection counted against its address, given back when dropped.
+struct Address {
+    counts: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    ip: IpAddr,
+}
+
+impl Address {
+    fn admit(counts: &Arc<Mutex<HashMap<IpAddr, usize>>>, ip: IpAddr, max: usize) -> Option<Self> {
+        let mut map = lock(counts);
+        let n = map.entry(ip).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(Self {
+            counts: counts.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for Address {
+    fn drop(&mut self) {
+        let mut map = lock(&self.counts);
+        if let Some(n) = map.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// A connection past a cap: told why, if its socket takes it at once, and closed.
+fn turn_away(daemon: &Daemon, tcp: &tokio::net::TcpStream, why: String) {
     daemon.refusals.note(&why);
     let body = serde_json::json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32001, "message": why } })
         .to_string();
