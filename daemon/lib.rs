@@ -6,14 +6,16 @@
 //!    seat's desk (`desk` wrote its `.mcp.json`); it connects to the daemon's Unix socket in `.ovai/` and
 //!    sends a hello with the seat's secret (`wire`), then relays MCP lines both ways.
 //! 2. `server`: the daemon (`ovai serve`). Its accept loop hands each connection to
-//!    `server::connection`, which reads the hello and resolves the secret to a seat (`seats`).
+//!    `server::connection`, which reads the hello and resolves the secret to a seat (`seats`); the
+//!    sockets are `unix_io`'s, waited on for reading only. A seat on another machine comes in over
+//!    `server::http` instead: its gate resolves the bearer token to a seat on every request.
 //! 3. `server::session`: the MCP service of that one connection (rmcp, over `server::transport`), which
 //!    knows its seat from then on. `tools/call` finds the tool in the current `generation`'s table
 //!    (`tools`) and checks the arguments against its inputSchema (`tools::schema`).
 //! 4. Built-ins answer in Rust (`tools::index`, `tools::room`). A plugin call goes to the generation's
-//!    host: `host::call` → `host::supervisor` (the live host process) → `host::link` (one NDJSON line on
-//!    fd 3) → `host-shim/host.mjs` in Node → the plugin's `run`; its progress goes back through
-//!    `server::progress`.
+//!    host: `host::call` → `host::supervisor` (the live host process, in its box: `host::sandbox`,
+//!    `host::userns`) → `host::link` (one NDJSON line on fd 3) → `host-shim/host.mjs` in Node → the
+//!    plugin's `run`; its progress goes back through `server::progress`.
 //! 5. `answer`: every way the call can end, in the words the caller reads.
 //!
 //! Beside the route: `plugins` decides which files in plugins/ a generation serves (the checks before

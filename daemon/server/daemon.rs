@@ -53,7 +53,7 @@ pub struct Daemon {
     /// Fired by `ovai stop`: the accept loop ends and the daemon drains as on SIGTERM.
     pub stop: CancellationToken,
     /// The HTTP endpoint's gate, when it listens: a removed or re-keyed seat's sessions are closed there.
-    pub http: std::sync::OnceLock<Arc<super::http::Gate>>,
+    pub http: std::sync::OnceLock<Arc<dyn super::sessions::RemoteSessions>>,
     /// Fired once every call is answered at shutdown: the HTTP endpoint ends its streams and stops.
     pub http_stop: CancellationToken,
     /// The HTTP endpoint's URL, when it listens (`ovai status`).
@@ -314,7 +314,7 @@ impl Daemon {
         let mut ended = self.sessions.end_unless(still_valid);
         ended.dedup();
         if let Some(http) = self.http.get() {
-            http.end_unless(still_valid);
+            http.end_unless(&still_valid);
         }
         for seat in &ended {
             let what = if book.seats.contains_key(seat) {

@@ -319,7 +319,7 @@ impl ServerHandler for SeatService {
         if let Some(http) = self.daemon.http.get().cloned() {
             self.daemon.tasks.spawn(async move {
                 ended.cancelled().await;
-                http.close(&id).await;
+                http.close(id).await;
             });
         }
     }

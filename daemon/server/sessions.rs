@@ -40,6 +40,14 @@ impl Drop for Registered<'_> {
     }
 }
 
+/// Sessions held elsewhere than in a connection task (the HTTP endpoint's): closed by id, or all those
+/// of secrets that are no longer their seat's. The endpoint implements it; the daemon and the sessions
+/// know only this.
+pub trait RemoteSessions: Send + Sync {
+    fn close(&self, id: String) -> futures::future::BoxFuture<'static, ()>;
+    fn end_unless(&self, still_valid: &dyn Fn(&str, &str) -> bool);
+}
+
 /// A registration that owns its way back to the registry: an HTTP session's, which lives in rmcp's session
 /// worker rather than in a connection task. Dropping it removes the entry and fires its token.
 pub struct Owned {

@@ -71,17 +71,6 @@ impl Gate {
         let _ = self.manager.close_session(&id.to_string().into()).await;
     }
 
-    /// Closes the sessions of seats that are gone or re-keyed (initialised or not), each in a task of its
-    /// own: closing waits on the session's worker, and a seat change must not.
-    pub fn end_unless(&self, still_valid: impl Fn(&str, &str) -> bool) {
-        for id in self.owners.take_invalid(still_valid) {
-            let manager = self.manager.clone();
-            self.daemon.tasks.spawn(async move {
-                let _ = manager.close_session(&id.into()).await;
-            });
-        }
-    }
-
     /// Forgets sessions rmcp no longer holds (closed, or idle past its limit).
     async fn prune(&self) {
         let taken = Instant::now();
@@ -94,6 +83,27 @@ impl Gate {
             .map(|k| k.to_string())
             .collect();
         self.owners.prune(&live, taken);
+    }
+}
+
+impl crate::server::sessions::RemoteSessions for Gate {
+    fn close(&self, id: String) -> futures::future::BoxFuture<'static, ()> {
+        self.owners.forget(&id);
+        let manager = self.manager.clone();
+        Box::pin(async move {
+            let _ = manager.close_session(&id.into()).await;
+        })
+    }
+
+    /// Closes the sessions of seats that are gone or re-keyed (initialised or not), each in a task of its
+    /// own: closing waits on the session's worker, and a seat change must not.
+    fn end_unless(&self, still_valid: &dyn Fn(&str, &str) -> bool) {
+        for id in self.owners.take_invalid(still_valid) {
+            let manager = self.manager.clone();
+            self.daemon.tasks.spawn(async move {
+                let _ = manager.close_session(&id.into()).await;
+            });
+        }
     }
 }
 

@@ -127,7 +127,9 @@ impl Bound {
             config,
         );
         let gate = Arc::new(gate::Gate::new(daemon.clone(), &self.settings, manager));
-        let _ = daemon.http.set(gate.clone());
+        let _ = daemon
+            .http
+            .set(gate.clone() as Arc<dyn super::sessions::RemoteSessions>);
         let app = Router::new()
             .route_service("/mcp", service)
             .fallback(gate::not_here)
