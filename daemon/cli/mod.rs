@@ -308,6 +308,7 @@ pub fn run(cli: Cli) -> i32 {
             read_only,
             command,
         } => {
+            #[cfg(target_os = "linux")]
             return crate::host::userns::run(&crate::host::userns::Plan {
                 writable,
                 hide,
@@ -316,6 +317,14 @@ pub fn run(cli: Cli) -> i32 {
                 read_only,
                 command,
             });
+            #[cfg(not(target_os = "linux"))]
+            {
+                let _ = (writable, hide, keep, mask, read_only, command);
+                eprintln!(
+                    "ovai host-box: ovai's own box is made from Linux namespaces, and this is not Linux."
+                );
+                return 125;
+            }
         }
         Command::Demo => match root {
             Some(_) => Err(Failure::new(

@@ -17,6 +17,7 @@ pub mod protocol;
 pub mod rows;
 pub mod sandbox;
 pub mod supervisor;
+#[cfg(target_os = "linux")]
 pub mod userns;
 
 use std::sync::Arc;
