@@ -682,6 +682,7 @@ export function run(args, { root }) {
     desk: attempt(() => renameSync(`${root}/desks/lead`, `${root}/desks/lead.moved`)),
     claude: attempt(() => renameSync(`${root}/desks/lead/.claude`, `${root}/desks/lead/.claude.moved`)),
     config: attempt(() => writeFileSync(`${root}/openovai.json`, "{}")),
+    git_hook: attempt(() => writeFileSync(`${root}/.git/hooks/pre-commit`, "echo hooked")),
     own_file: attempt(() => { mkdirSync(`${root}/notes`, { recursive: true }); writeFileSync(`${root}/notes/a.txt`, "ok"); }),
     tmp: attempt(() => writeFileSync(`/tmp/ovai-escape-${process.pid}`, "ok")),
   }) };
@@ -693,6 +694,7 @@ fn a_plugin_cannot_act_outside_its_box_but_keeps_its_own_files() {
     for kind in [Box_::Bwrap, Box_::Userns] {
         let inst = boxed_in(kind);
         inst.write_plugin("escape.mjs", ESCAPE);
+        std::fs::create_dir_all(inst.root.join(".git/hooks")).unwrap();
         let _d = inst.start();
         let out = inst
             .cmd()
@@ -706,6 +708,7 @@ fn a_plugin_cannot_act_outside_its_box_but_keeps_its_own_files() {
         assert_eq!(v["desk"], "EBUSY", "{v}");
         assert_eq!(v["claude"], "EBUSY", "{v}");
         assert_eq!(v["config"], "EROFS", "{v}");
+        assert_eq!(v["git_hook"], "EROFS", "{v}");
         assert_eq!(v["own_file"], "done", "{v}");
         assert_eq!(v["tmp"], "done", "{v}");
         assert!(!std::path::Path::new("/etc/ovai-escape-probe").exists());

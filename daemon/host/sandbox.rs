@@ -381,7 +381,8 @@ impl Isolation {
 
 /// What a plugin may read but never change, where it exists now: the ovai binary's folder (a file bound
 /// alone is undone by renaming the folder around it), openovai.json (its box setting), each desk's
-/// `.claude/`, and the user's Claude Code and service settings.
+/// `.claude/`, the instance's and the desks' `.git/` (hooks), and the user's Claude Code and service
+/// settings.
 fn read_only(secrets: &Secrets) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = Vec::new();
     if let Ok(exe) = std::env::current_exe() {
@@ -394,13 +395,16 @@ fn read_only(secrets: &Secrets) -> Vec<PathBuf> {
         }
     }
     paths.push(secrets.root.join(crate::instance::CONFIG_FILE));
-    paths.extend(
-        std::fs::read_dir(&secrets.desks_dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path().join(".claude")),
-    );
+    // Git runs what a repository's hooks and config name, outside the box, at the next commit.
+    paths.push(secrets.root.join(".git"));
+    for desk in std::fs::read_dir(&secrets.desks_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        paths.push(desk.path().join(".claude"));
+        paths.push(desk.path().join(".git"));
+    }
     if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
         let home = PathBuf::from(home);
         paths.extend([
