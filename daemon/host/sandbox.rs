@@ -236,21 +236,12 @@ pub struct Secrets {
 }
 
 impl Secrets {
-    /// Where plugins may write: the instance, the temporary folders, and each desk bound onto itself
-    /// (a mount point cannot be renamed, so no desk's `.claude/` can be swapped for one of a plugin's).
+    /// Where plugins may write: the instance (but its desks, below) and the temporary folders.
     fn writable(&self) -> Vec<PathBuf> {
         let mut paths = vec![self.root.clone(), PathBuf::from("/tmp")];
         if let Some(tmp) = std::env::var_os("TMPDIR").filter(|t| !t.is_empty()) {
             paths.push(PathBuf::from(tmp));
         }
-        paths.extend(
-            std::fs::read_dir(&self.desks_dir)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.is_dir()),
-        );
         paths.retain(|p| p.is_dir());
         paths.dedup();
         paths
@@ -298,6 +289,9 @@ impl Isolation {
                 for p in secrets.writable() {
                     args.extend(path("--writable", &p));
                 }
+                if secrets.desks_dir.is_dir() {
+                    args.extend(path("--read-only", &secrets.desks_dir));
+                }
                 args.extend(path("--hide", &secrets.private_dir));
                 args.extend(path("--keep", shim));
                 for file in secrets.masked() {
@@ -322,6 +316,14 @@ impl Isolation {
                 for p in secrets.writable() {
                     let p = p.display().to_string();
                     args.extend(["--bind".into(), p.clone(), p]);
+                }
+                // The desks, whole, before the masks inside them (bubblewrap binds from the outside view):
+                // sessions run there outside the box, and read what is in them as settings, instructions
+                // (CLAUDE.md) or hooks (`.git/`), existing yet or not. A mount point, `desks/` cannot be
+                // renamed to put another in its place either.
+                if secrets.desks_dir.is_dir() {
+                    let d = secrets.desks_dir.display().to_string();
+                    args.extend(["--ro-bind".into(), d.clone(), d]);
                 }
                 let private = secrets.private_dir.display().to_string();
                 args.extend(["--tmpfs".into(), private]);
@@ -380,9 +382,8 @@ impl Isolation {
 }
 
 /// What a plugin may read but never change, where it exists now: the ovai binary's folder (a file bound
-/// alone is undone by renaming the folder around it), openovai.json (its box setting), each desk's
-/// `.claude/`, the instance's and the desks' `.git/` (hooks), and the user's Claude Code and service
-/// settings.
+/// alone is undone by renaming the folder around it), openovai.json (its box setting), the desks, the
+/// instance's `.git/` (hooks), and the user's Claude Code and service settings.
 fn read_only(secrets: &Secrets) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = Vec::new();
     if let Ok(exe) = std::env::current_exe() {
@@ -397,14 +398,7 @@ fn read_only(secrets: &Secrets) -> Vec<PathBuf> {
     paths.push(secrets.root.join(crate::instance::CONFIG_FILE));
     // Git runs what a repository's hooks and config name, outside the box, at the next commit.
     paths.push(secrets.root.join(".git"));
-    for desk in std::fs::read_dir(&secrets.desks_dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        paths.push(desk.path().join(".claude"));
-        paths.push(desk.path().join(".git"));
-    }
+
     if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
         let home = PathBuf::from(home);
         paths.extend([
