@@ -129,20 +129,7 @@ pub enum Command {
     Demo,
     /// The plugin host's box of ovai's own (hostIsolation "userns"): started by the daemon, never by hand.
     #[command(name = "host-box", hide = true)]
-    HostBox {
-        #[arg(long)]
-        writable: Vec<PathBuf>,
-        #[arg(long)]
-        hide: Option<PathBuf>,
-        #[arg(long)]
-        keep: Vec<PathBuf>,
-        #[arg(long)]
-        mask: Vec<PathBuf>,
-        #[arg(long = "read-only")]
-        read_only: Vec<PathBuf>,
-        #[arg(last = true, required = true)]
-        command: Vec<String>,
-    },
+    HostBox(crate::host::sandbox::BoxPlan),
 }
 
 #[derive(Subcommand, Debug)]
@@ -300,26 +287,12 @@ pub fn run(cli: Cli) -> i32 {
             println!("ovai {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
-        Command::HostBox {
-            writable,
-            hide,
-            keep,
-            mask,
-            read_only,
-            command,
-        } => {
+        Command::HostBox(plan) => {
             #[cfg(target_os = "linux")]
-            return crate::host::userns::run(&crate::host::userns::Plan {
-                writable,
-                hide,
-                keep,
-                mask,
-                read_only,
-                command,
-            });
+            return crate::host::userns::run(&plan);
             #[cfg(not(target_os = "linux"))]
             {
-                let _ = (writable, hide, keep, mask, read_only, command);
+                let _ = plan;
                 eprintln!(
                     "ovai host-box: ovai's own box is made from Linux namespaces, and this is not Linux."
                 );

@@ -222,6 +222,31 @@ fn base_args(unshare_user: bool) -> Vec<&'static str> {
     args
 }
 
+/// What ovai's own box hides and keeps: `ovai host-box`'s arguments, which `host::userns` carries out
+/// (on Linux; declared here so the command line is the same everywhere).
+#[derive(Debug, Default, clap::Args)]
+pub struct BoxPlan {
+    /// Where the box may write (the instance, the temporary folders); everything else is read-only.
+    /// Each is bound onto itself, so none can be renamed from inside.
+    #[arg(long)]
+    pub writable: Vec<PathBuf>,
+    /// A folder seen empty and read-only (`.ovai/`)…
+    #[arg(long)]
+    pub hide: Option<PathBuf>,
+    /// …but for these files in it, read-only (the host's script).
+    #[arg(long)]
+    pub keep: Vec<PathBuf>,
+    /// Files that cannot be opened (`desks/*/.mcp.json`).
+    #[arg(long)]
+    pub mask: Vec<PathBuf>,
+    /// Paths that stay readable but cannot be changed.
+    #[arg(long = "read-only")]
+    pub read_only: Vec<PathBuf>,
+    /// The program and its arguments.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
 /// Where the secrets are, so the box can hide them.
 #[derive(Debug, Clone)]
 pub struct Secrets {

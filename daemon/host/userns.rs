@@ -22,23 +22,7 @@ use nix::sys::statvfs::{FsFlags, statvfs};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, fork};
 
-/// What the box hides and keeps, from `ovai host-box`'s arguments.
-#[derive(Debug, Default)]
-pub struct Plan {
-    /// Where the box may write (the instance, the temporary folders); everything else is read-only.
-    /// Each is bound onto itself, so none can be renamed from inside.
-    pub writable: Vec<PathBuf>,
-    /// A folder seen empty and read-only (`.ovai/`)…
-    pub hide: Option<PathBuf>,
-    /// …but for these files in it, read-only (the host's script).
-    pub keep: Vec<PathBuf>,
-    /// Files that cannot be opened (`desks/*/.mcp.json`).
-    pub mask: Vec<PathBuf>,
-    /// Paths that stay readable but cannot be changed.
-    pub read_only: Vec<PathBuf>,
-    /// The program and its arguments.
-    pub command: Vec<String>,
-}
+pub use super::sandbox::BoxPlan as Plan;
 
 /// The exit code of a box that could not be made (Node's own codes are passed through).
 const CANNOT: i32 = 125;
