@@ -58,6 +58,9 @@ struct Args {
     /// Instead of the cases: the daemon's memory after each 100,000 calls.
     #[arg(long, group = "mode")]
     growth: bool,
+    /// Only the one-call-at-a-time cases (k1, builtin_k1) and their floors: a quick look at latency.
+    #[arg(long, group = "mode")]
+    k1: bool,
     /// Only the HTTP cases (http_k1, http_k32).
     #[arg(long = "http-only", group = "mode")]
     http_only: bool,
@@ -109,6 +112,8 @@ fn main() {
         Some("--http-only")
     } else if args.scaling {
         Some("--scaling")
+    } else if args.k1 {
+        Some("--k1")
     } else {
         None
     };
@@ -135,6 +140,7 @@ fn main() {
             c.calls(tool, 500, k);
             cpu_per_call(&setup, &one, &d, &mut c, tool, 20000, k);
         }
+        floor_cpu_per_call(&setup, 20000);
         return;
     }
     if mode == Some("--scaling") {
@@ -175,27 +181,31 @@ fn main() {
         print_table(&machine(), &cases);
         return;
     }
+    if mode == Some("--k1") {
+        cases.push(alternate(
+            "k1",
+            runs,
+            || ovai_calls(&setup, &one, 5000, 1, "p0000"),
+            || baseline_calls(&setup, &one, 5000, 1),
+        ));
+        cases.push(alternate(
+            "builtin_k1",
+            runs,
+            || ovai_calls(&setup, &one, 5000, 1, "index"),
+            || baseline_calls(&setup, &one, 5000, 1),
+        ));
+        let floors = floor_cases(&setup, runs);
+        print_table(&machine(), &cases);
+        print_floors(&cases, &floors);
+        return;
+    }
     cases.push(alternate(
         "k1",
         runs,
         || ovai_calls(&setup, &one, 5000, 1, "p0000"),
         || baseline_calls(&setup, &one, 5000, 1),
     ));
-    // What the same process chains cost with nothing of ovai's in them: the floor.
-    let floors: Vec<(&'static str, Figures)> = vec![
-        (
-            "floor_k1",
-            repeat("floor_k1", runs, || floor_calls(&setup, 0, 5000)),
-        ),
-        (
-            "floor_chain_k1",
-            repeat("floor_chain_k1", runs, || floor_calls(&setup, 2, 5000)),
-        ),
-        (
-            "floor_builtin_k1",
-            repeat("floor_builtin_k1", runs, || floor_calls(&setup, 1, 5000)),
-        ),
-    ];
+    let floors = floor_cases(&setup, runs);
     cases.push(alternate(
         "attach",
         runs,
@@ -277,6 +287,24 @@ fn main() {
             .expect("the JSON file is written");
         println!("\nFigures written to {}", path.display());
     }
+}
+
+/// What the same process chains cost with nothing of ovai's in them: the floor.
+fn floor_cases(setup: &Setup, runs: usize) -> Vec<(&'static str, Figures)> {
+    vec![
+        (
+            "floor_k1",
+            repeat("floor_k1", runs, || floor_calls(setup, 0, 5000)),
+        ),
+        (
+            "floor_chain_k1",
+            repeat("floor_chain_k1", runs, || floor_calls(setup, 2, 5000)),
+        ),
+        (
+            "floor_builtin_k1",
+            repeat("floor_builtin_k1", runs, || floor_calls(setup, 1, 5000)),
+        ),
+    ]
 }
 
 /// Runs a case with no baseline `runs` times and keeps the median of each figure.
@@ -854,13 +882,18 @@ fn cpu_per_call(
     let host = node_in(status(setup, inst)["host"]["pid"].as_u64().unwrap_or(0) as u32);
     let pids = [("daemon", d.pid()), ("host", host), ("bridge", c.pid())];
     let before: Vec<f64> = pids.iter().map(|(_, p)| cpu_us(*p)).collect();
+    let driver = cpu_us(std::process::id());
     let (lat, wall, failed) = c.calls(tool, n, k);
     let per: Vec<String> = pids
         .iter()
         .zip(before)
         .map(|((name, p), b)| format!("{name} {:.1}", (cpu_us(*p) - b) / n as f64))
         .collect();
-    eprintln!("  {tool} k={k}: CPU µs per call: {}", per.join(", "));
+    eprintln!(
+        "  {tool} k={k}: CPU µs per call: {}, driver {:.1}",
+        per.join(", "),
+        (cpu_us(std::process::id()) - driver) / n as f64
+    );
     latency_figures(lat, wall, failed)
 }
 
@@ -934,6 +967,46 @@ fn baseline_sessions(setup: &Setup, inst: &Instance, n: usize, k: usize, per: us
 
 /// `n` calls at K=1 through `relays` minimal relays in front of a minimal responder.
 fn floor_calls(setup: &Setup, relays: usize, n: usize) -> Figures {
+    let mut c = floor_client(relays);
+    c.calls("p0000", 200.min(n), 1);
+    let (lat, wall, failed) = c.calls("p0000", setup.calls(n), 1);
+    latency_figures(lat, wall, failed)
+}
+
+/// The CPU each process of the floor's chain spends per call at K=1, beside ovai's (`--cpu`).
+fn floor_cpu_per_call(setup: &Setup, n: usize) {
+    let mut c = floor_client(2);
+    c.calls("p0000", 500, 1);
+    let mut pids = vec![("relay", c.pid())];
+    while let Some(next) = child_of(pids[pids.len() - 1].1) {
+        pids.push((if pids.len() < 2 { "relay" } else { "responder" }, next));
+    }
+    let me = std::process::id();
+    let before: Vec<f64> = pids.iter().map(|(_, p)| cpu_us(*p)).collect();
+    let driver = cpu_us(me);
+    let _ = c.calls("p0000", setup.calls(n), 1);
+    let per: Vec<String> = pids
+        .iter()
+        .zip(before)
+        .map(|((name, p), b)| format!("{name} {:.1}", (cpu_us(*p) - b) / n as f64))
+        .collect();
+    eprintln!(
+        "  floor chain k=1: CPU µs per call: {}, driver {:.1}",
+        per.join(", "),
+        (cpu_us(me) - driver) / n as f64
+    );
+}
+
+fn child_of(pid: u32) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn floor_client(relays: usize) -> Client {
     let me = std::env::current_exe().expect("the bench's own path");
     let mut cmd = Command::new(&me);
     for _ in 0..relays {
@@ -948,10 +1021,7 @@ fn floor_calls(setup: &Setup, relays: usize, n: usize) -> Figures {
     let first = args.remove(0);
     let mut cmd = Command::new(&me);
     cmd.arg(first).args(args);
-    let mut c = Client::spawn(cmd);
-    c.calls("p0000", 200.min(n), 1);
-    let (lat, wall, failed) = c.calls("p0000", setup.calls(n), 1);
-    latency_figures(lat, wall, failed)
+    Client::spawn(cmd)
 }
 
 /// From spawning `ovai mcp` to `tools/list` answered: what a session's start costs.

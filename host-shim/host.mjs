@@ -6,6 +6,7 @@
 // daemon turns them into the sentences people read. No npm dependencies: it must run on a bare Node >= 18.
 
 import net from "node:net";
+import { writeSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { pathToFileURL, fileURLToPath } from "node:url";
 import path from "node:path";
@@ -30,6 +31,17 @@ const isArray = Array.isArray;
 const apply = Reflect.apply;
 const includes = String.prototype.includes;
 const replaceAll = String.prototype.replace;
+// Methods called as functions (`utf8Slice(buf, 0, n)`), as Node's own internals do it: fast, and out of
+// a plugin's reach once taken.
+const uncurry = Function.prototype.bind.bind(Function.prototype.call);
+const indexOfByte = uncurry(Buffer.prototype.indexOf);
+const utf8Slice = uncurry(Buffer.prototype.utf8Slice);
+const copyBytes = uncurry(Buffer.prototype.copy);
+const allocBytes = Buffer.allocUnsafe;
+const concatBytes = Buffer.concat;
+const bytesOf = Buffer.from;
+const push = uncurry(Array.prototype.push);
+const join = uncurry(Array.prototype.join);
 
 if (process.env.OVAI_HOST !== String(PROTOCOL)) {
   process.stderr.write(
@@ -42,9 +54,16 @@ if (process.env.OVAI_HOST !== String(PROTOCOL)) {
 // The box (bubblewrap) sets PWD; the host's environment is exactly what the daemon chose.
 delete process.env.PWD;
 
+// Lines are read into one buffer that is reused (`onread`): no stream machinery, no allocation per read.
+const READ_BYTES = 64 * 1024;
 let channel;
 try {
-  channel = new net.Socket({ fd: 3, readable: true, writable: true });
+  channel = new net.Socket({
+    fd: 3,
+    readable: true,
+    writable: true,
+    onread: { buffer: allocBytes(READ_BYTES), callback: onBytes },
+  });
 } catch (err) {
   process.stderr.write(`ovai's plugin host has no protocol channel on fd 3 (${err.message}); start it with \`ovai serve\`.\n`);
   process.exit(64);
@@ -53,35 +72,54 @@ try {
 /** Name → { file, run } for every module this process imported successfully (no prototype to patch). */
 const tools = { __proto__: null };
 /** Call id → AbortController, for the calls in flight. */
-const calls = { __proto__: null };
-const inFlight = (id) => id in calls;
+const calls = new Map();
+const mapHas = uncurry(Map.prototype.has);
+const mapGet = uncurry(Map.prototype.get);
+const mapSet = uncurry(Map.prototype.set);
+const mapDelete = uncurry(Map.prototype.delete);
+const inFlight = (id) => mapHas(calls, id);
 /** Forgets a call; true when it was still in flight (then nobody has answered it yet). */
-function settle(id) {
-  if (!(id in calls)) return false;
-  delete calls[id];
-  return true;
-}
+const settle = (id) => mapDelete(calls, id);
 let root = "";
 let config = freeze({});
 let maxAnswerBytes = 1024 * 1024;
 let pluginsDir = "";
 
-// Messages written in one turn of the event loop go out in one write.
-const cork = channel.cork.bind(channel);
-const uncork = channel.uncork.bind(channel);
-const write = channel.write.bind(channel);
-let corked = false;
+// Messages written in one turn of the event loop go out in one write, straight onto fd 3 when nothing is
+// queued before them (the socket's stream machinery costs more than the write itself); what the socket
+// cannot take at once is queued on the stream, in order.
+const writeLater = channel.write.bind(channel);
+const queuedBytes = () => channel.writableLength;
+const outbox = [];
+let flushing = false;
 function send(message) {
-  if (!corked) {
-    corked = true;
-    cork();
-    nextTick(() => {
-      corked = false;
-      uncork();
-    });
-  }
   // Null-prototype messages: nothing on Object.prototype (a toJSON, a getter) takes part in writing them.
-  write(wellFormed(stringify({ __proto__: null, ...message })) + "\n");
+  sendLine(wellFormed(stringify({ __proto__: null, ...message })));
+}
+function sendLine(line) {
+  push(outbox, line, "\n");
+  if (!flushing) {
+    flushing = true;
+    nextTick(flush);
+  }
+}
+function flush() {
+  flushing = false;
+  const text = outbox.length === 2 ? outbox[0] + "\n" : join(outbox, "");
+  outbox.length = 0;
+  if (queuedBytes() > 0) {
+    writeLater(text);
+    return;
+  }
+  const bytes = bytesOf(text);
+  let written = 0;
+  try {
+    written = writeSync(3, bytes, 0, bytes.length);
+  } catch (err) {
+    // EAGAIN: the daemon is behind; anything else, the stream reports as the channel's end.
+    written = 0;
+  }
+  if (written < bytes.length) writeLater(written === 0 ? bytes : bytes.subarray(written));
 }
 
 /**
@@ -120,27 +158,33 @@ process.on("unhandledRejection", (err) => {
   console.error(`ovai host: a plugin left a promise rejected: ${headline(err)}`);
 });
 
-// Lines split by hand: readline does more per line than a protocol of plain JSON lines needs.
-let pending = "";
-channel.setEncoding("utf8");
-channel.on("data", (chunk) => {
+// A line split over reads waits here (as bytes: a character may be split too) until its end arrives.
+const partial = [];
+let partialBytes = 0;
+function onBytes(n, buf) {
   let start = 0;
-  let end = chunk.indexOf("\n");
-  if (end < 0) {
-    pending += chunk;
-    return;
-  }
-  let line = pending + chunk.slice(0, end);
-  pending = "";
   for (;;) {
-    onLine(line);
+    let end = indexOfByte(buf, 10, start);
+    // The buffer is reused: a newline past what this read filled is an older read's.
+    if (end < 0 || end >= n) break;
+    if (partialBytes > 0) {
+      push(partial, buf.subarray(start, end));
+      const whole = concatBytes(partial, partialBytes + end - start);
+      partial.length = 0;
+      partialBytes = 0;
+      onLine(utf8Slice(whole, 0, whole.length));
+    } else {
+      onLine(utf8Slice(buf, start, end));
+    }
     start = end + 1;
-    end = chunk.indexOf("\n", start);
-    if (end < 0) break;
-    line = chunk.slice(start, end);
   }
-  pending = chunk.slice(start);
-});
+  if (start < n) {
+    const rest = allocBytes(n - start);
+    copyBytes(buf, rest, 0, start, n);
+    push(partial, rest);
+    partialBytes += n - start;
+  }
+}
 
 function onLine(line) {
   let message;
@@ -165,7 +209,7 @@ function onLine(line) {
       break;
     case "cancel":
       if (inFlight(message.id)) {
-        const controller = calls[message.id];
+        const controller = mapGet(calls, message.id);
         settle(message.id);
         controller.abort(new ErrorCtor(message.why ?? "the call was cancelled"));
       }
@@ -251,14 +295,11 @@ async function call({ id, tool, args, seat, role, progress, key }) {
     return;
   }
   const controller = new AbortCtl();
-  calls[id] = controller;
+  mapSet(calls, id, controller);
   const report = progress === true ? progressOf(id, key) : noProgress;
   let answer;
   try {
-    answer = entry.run(
-      args ?? {},
-      freeze({ __proto__: null, seat, role, root, config, signal: controller.signal, progress: report }),
-    );
+    answer = entry.run(args ?? {}, freeze(new Context(seat, role, controller.signal, report)));
     // A synchronous answer goes out now; only a promise is waited for.
     if (answer !== null && typeof answer?.then === "function") answer = await answer;
   } catch (err) {
@@ -276,9 +317,34 @@ async function call({ id, tool, args, seat, role, progress, key }) {
     // A Proxy or a throwing getter: the answer cannot even be looked at. Still an answer, in words.
     message = { t: "answer", id, bad: `something that cannot be read (${headline(err)})` };
   }
+  if (typeof message === "string") {
+    // The common answer, written by hand: its one string is the only part JSON.stringify need escape.
+    const keyed = key === undefined ? "" : `,"key":${stringify(key)}`;
+    sendLine(wellFormed(`{"t":"answer","id":${stringify(id)}${keyed},${message}}`));
+    return;
+  }
   message.key = key;
   send(message);
 }
+
+/**
+ * What `run` gets as its second argument. Own fields only, frozen, over a frozen prototype with nothing on
+ * it (not even Object.prototype): nothing a plugin patches reaches another call's context. A class rather
+ * than a null-prototype literal, which V8 keeps as a slow dictionary.
+ */
+class Context {
+  constructor(seat, role, signal, progress) {
+    this.seat = seat;
+    this.role = role;
+    this.root = root;
+    this.config = config;
+    this.signal = signal;
+    this.progress = progress;
+  }
+}
+delete Context.prototype.constructor;
+Object.setPrototypeOf(Context.prototype, null);
+freeze(Context.prototype);
 
 /** Progress when the caller asked for none: a plugin may report unconditionally. */
 function noProgress() {}
@@ -321,16 +387,20 @@ function progressOf(id, key) {
   };
 }
 
-/** The answer as the protocol carries it: text, refused, or what was answered instead. */
+/**
+ * The answer as the protocol carries it: `"text":…` or `"refused":…` (the fields of the common answer,
+ * as JSON), or a message saying what was answered instead.
+ */
 function shape(id, answer) {
   if (answer !== null && typeof answer === "object" && !isArray(answer)) {
     const keys = ownKeys(answer);
     if (keys.length === 1 && (keys[0] === "text" || keys[0] === "refused")) {
       const value = answer[keys[0]];
       if (typeof value === "string") {
-        const bytes = byteLength(value);
+        // Within the cap, a string's UTF-8 is never longer than three bytes a UTF-16 unit.
+        const bytes = value.length * 3 <= maxAnswerBytes ? 0 : byteLength(value);
         if (bytes > maxAnswerBytes) return { t: "answer", id, tooBig: bytes };
-        return { t: "answer", id, [keys[0]]: value };
+        return `"${keys[0]}":${stringify(value)}`;
       }
     }
   }

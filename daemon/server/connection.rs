@@ -211,13 +211,11 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream, _admitted: Admitted
         return;
     }
     tracing::debug!(seat, id = registered.id, "session connected");
-    match SeatService::new(daemon.clone(), &seat, registered.id)
-        .serve_with_ct(
-            SessionTransport::new(reader, write, daemon.current().config.session_queue_bytes),
-            ct,
-        )
-        .await
-    {
+    let service = SeatService::new(daemon.clone(), &seat, registered.id);
+    let transport =
+        SessionTransport::new(reader, write, daemon.current().config.session_queue_bytes)
+            .with_direct_calls(service.clone(), ct.clone());
+    match service.serve_with_ct(transport, ct).await {
         Ok(running) => {
             daemon
                 .sessions

@@ -5,6 +5,7 @@ pub mod connection;
 pub mod control;
 pub mod daemon;
 pub mod descriptors;
+pub mod direct;
 pub mod figures;
 pub mod http;
 pub mod jsonrpc;

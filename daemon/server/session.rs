@@ -9,9 +9,10 @@ use std::sync::Arc;
 use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressToken, ServerCapabilities,
+    ServerConfig,
 };
-use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -116,10 +117,10 @@ impl SeatService {
         &self,
         name: &str,
         args: Value,
-        context: &RequestContext<RoleServer>,
+        ct: &CancellationToken,
+        progress_to: Option<(ProgressToken, &Peer<RoleServer>)>,
         host_stopped: &mut bool,
     ) -> Result<Outcome, ErrorData> {
-        let ct = &context.ct;
         // Over HTTP the secret was checked as the request arrived; a seat removed or re-keyed since (the
         // request's body may have taken its time) runs nothing more.
         if let Via::Http { secret_hash, .. } = &self.via
@@ -184,12 +185,7 @@ impl SeatService {
             Kind::Room => match self
                 .daemon
                 .room
-                .answer(
-                    &self.seat,
-                    &args,
-                    generation.config.max_answer_bytes,
-                    &context.ct,
-                )
+                .answer(&self.seat, &args, generation.config.max_answer_bytes, ct)
                 .await
             {
                 Ok(text) => Outcome::Text(text),
@@ -197,8 +193,7 @@ impl SeatService {
             },
             Kind::Plugin { file } => {
                 let role = generation.config.role_of(&self.seat);
-                let token = context.meta.get_progress_token();
-                let (progress, reports) = match token {
+                let (progress, reports) = match progress_to {
                     Some(_) => {
                         let (tx, rx) = tokio::sync::watch::channel(None);
                         (Some(tx), Some(rx))
@@ -218,9 +213,9 @@ impl SeatService {
                     generation.config.call_timeout,
                     ct,
                 );
-                let ended = match (token, reports) {
-                    (Some(token), Some(reports)) => {
-                        super::progress::relay(call, reports, &context.peer, token).await
+                let ended = match (progress_to, reports) {
+                    (Some((token, peer)), Some(reports)) => {
+                        super::progress::relay(call, reports, peer, token).await
                     }
                     _ => call.await,
                 };
@@ -339,11 +334,39 @@ impl ServerHandler for SeatService {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let args = Value::Object(request.arguments.unwrap_or_default());
-        let started = std::time::Instant::now();
+        let progress_to = context
+            .meta
+            .get_progress_token()
+            .map(|token| (token, &context.peer));
+        let args = request.arguments.unwrap_or_default();
         // Boxed: rmcp moves each request's future into a task of its own, and a pointer moves cheaply.
+        Box::pin(self.answer_call(&request.name, args, &context.ct, progress_to))
+            .await
+            .map(Into::into)
+    }
+}
+
+impl SeatService {
+    /// A `tools/call`'s result: what rmcp's handler answers, and what a plain call the session transport
+    /// takes itself (`transport::Direct`) answers, the same way.
+    pub async fn answer_call(
+        &self,
+        name: &str,
+        args: JsonObject,
+        ct: &CancellationToken,
+        progress_to: Option<(ProgressToken, &Peer<RoleServer>)>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let started = std::time::Instant::now();
         let mut host_stopped = false;
-        let outcome = Box::pin(self.run(&request.name, args, &context, &mut host_stopped)).await?;
+        let outcome = self
+            .run(
+                name,
+                Value::Object(args),
+                ct,
+                progress_to,
+                &mut host_stopped,
+            )
+            .await?;
         let counted = match &outcome {
             Outcome::Text(_) => Counted::Text,
             Outcome::Refused(_) if host_stopped => Counted::HostStopped,
@@ -352,14 +375,13 @@ impl ServerHandler for SeatService {
         };
         self.daemon
             .figures
-            .record(&self.seat, &request.name, started.elapsed(), counted);
+            .record(&self.seat, name, started.elapsed(), counted);
         Ok(match outcome {
             Outcome::Text(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
             Outcome::Refused(why) => CallToolResult::error(vec![ContentBlock::text(why)]),
             Outcome::Cancelled => CallToolResult::error(vec![ContentBlock::text(
-                answer::cancelled(&request.name, &timestamp(std::time::SystemTime::now())),
+                answer::cancelled(name, &timestamp(std::time::SystemTime::now())),
             )]),
-        }
-        .into())
+        })
     }
 }

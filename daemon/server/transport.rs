@@ -27,11 +27,19 @@ use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::AsyncRead;
 use tokio_util::codec::FramedRead;
 
+use std::sync::{Arc, Mutex};
+
+use tokio_util::sync::CancellationToken;
+
+use super::direct::Direct;
 use super::jsonrpc::{self, INVALID_REQUEST, PARSE_ERROR};
+use super::session::SeatService;
 use crate::lines::{CappedLines, Line, Outbox};
+use crate::sync::lock;
+use crate::unix_io::WriteHalf;
 
 /// The longest line a session may send: generous for arguments, bounded for the daemon (each connection
 /// may hold one partial line this long).
@@ -42,48 +50,32 @@ pub const MAX_IN_FLIGHT: usize = 64;
 
 pub struct SessionTransport<R> {
     lines: FramedRead<R, CappedLines>,
-    out: Option<Outbox>,
+    answers: Arc<Answers>,
     /// The task writing what is queued; `close` waits for it, so the last answers reach the wire.
     writer: Option<tokio::task::JoinHandle<()>>,
     /// Past this many bytes of unsent answers, the session's requests wait.
     queue_limit: usize,
-    /// The ids of the requests read and not yet answered.
-    in_flight: HashSet<NumberOrString>,
     /// Ids of requests the session cancelled, and until when they may still be winding down (a handler
     /// runs on after its cancellation; an id reused meanwhile would be confused with it).
     cancelled: Vec<(NumberOrString, std::time::Instant)>,
-    /// Woken when an answer goes out, for a receive waiting on MAX_IN_FLIGHT.
-    answered: std::sync::Arc<tokio::sync::Notify>,
+    /// Plain calls taken here rather than by rmcp, once the session is initialised.
+    direct: Option<Direct>,
+    initialized: bool,
 }
 
-/// How long a cancelled request's id stays taken (a handler winds down soon after its cancellation).
-const CANCELLED_HOLD: std::time::Duration = std::time::Duration::from_secs(5);
-/// At most this many cancelled ids are remembered; the oldest goes first.
-const CANCELLED_KEPT: usize = 64;
-/// The longest id a request may carry, in bytes as written.
-const MAX_ID_BYTES: usize = 1024;
+/// What the transport and the calls it runs itself share: the way out, and the requests not yet answered.
+pub struct Answers {
+    out: Mutex<Option<Outbox>>,
+    /// The ids of the requests read and not yet answered.
+    in_flight: Mutex<HashSet<NumberOrString>>,
+    /// Woken when an answer goes out, for a receive waiting on MAX_IN_FLIGHT.
+    answered: tokio::sync::Notify,
+}
 
-impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
-    pub fn new<W: AsyncWrite + Unpin + Send + 'static>(
-        read: R,
-        write: W,
-        queue_limit: usize,
-    ) -> Self {
-        let (out, writer) = Outbox::start(write);
-        Self {
-            lines: FramedRead::new(read, CappedLines::new(MAX_LINE)),
-            out: Some(out),
-            writer: Some(writer),
-            queue_limit,
-            in_flight: HashSet::new(),
-            cancelled: Vec::new(),
-            answered: std::sync::Arc::new(tokio::sync::Notify::new()),
-        }
-    }
-
+impl Answers {
     fn queue_line(&self, mut line: Vec<u8>) -> Result<(), std::io::Error> {
         line.push(b'\n');
-        self.out
+        lock(&self.out)
             .as_ref()
             .ok_or(())
             .and_then(|o| o.send(line).map_err(|_| ()))
@@ -95,77 +87,133 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             })
     }
 
-    fn queue(&mut self, msg: &ServerJsonRpcMessage) -> Result<(), std::io::Error> {
+    /// Queues a message; an answer frees its request's id.
+    pub fn queue(&self, msg: &ServerJsonRpcMessage) -> Result<(), std::io::Error> {
         let id = match msg {
             ServerJsonRpcMessage::Response(r) => Some(&r.id),
             ServerJsonRpcMessage::Error(e) => e.id.as_ref(),
             _ => None,
         };
         if let Some(id) = id
-            && self.in_flight.remove(id)
+            && lock(&self.in_flight).remove(id)
         {
             self.answered.notify_one();
         }
         self.queue_line(serde_json::to_vec(msg).map_err(std::io::Error::other)?)
     }
 
-    /// Notes a request's id as in flight; `false` (after answering it) when that id already is.
+    fn outbox(&self) -> Option<Outbox> {
+        lock(&self.out).clone()
+    }
+}
+
+/// How long a cancelled request's id stays taken (a handler winds down soon after its cancellation).
+const CANCELLED_HOLD: std::time::Duration = std::time::Duration::from_secs(5);
+/// At most this many cancelled ids are remembered; the oldest goes first.
+const CANCELLED_KEPT: usize = 64;
+/// The longest id a request may carry, in bytes as written.
+const MAX_ID_BYTES: usize = 1024;
+
+impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
+    pub fn new(read: R, write: WriteHalf, queue_limit: usize) -> Self {
+        let (out, writer) = Outbox::start(write);
+        Self {
+            lines: FramedRead::new(read, CappedLines::new(MAX_LINE)),
+            answers: Arc::new(Answers {
+                out: Mutex::new(Some(out)),
+                in_flight: Mutex::new(HashSet::new()),
+                answered: tokio::sync::Notify::new(),
+            }),
+            writer: Some(writer),
+            queue_limit,
+            cancelled: Vec::new(),
+            direct: None,
+            initialized: false,
+        }
+    }
+
+    /// Plain `tools/call`s of an initialised session are answered by `service` here (`server::direct`);
+    /// `session` is the token that ends the session.
+    pub fn with_direct_calls(mut self, service: SeatService, session: CancellationToken) -> Self {
+        self.direct = Some(Direct::new(service, session));
+        self
+    }
+
+    fn queue_line(&self, line: Vec<u8>) -> Result<(), std::io::Error> {
+        self.answers.queue_line(line)
+    }
+
+    /// Notes a request's id as in flight; `false` (after answering it) when that id cannot be taken.
+    fn admit_request(&mut self, id: &NumberOrString) -> bool {
+        if let NumberOrString::String(text) = id
+            && text.len() > MAX_ID_BYTES
+        {
+            let _ = self.queue_line(jsonrpc::error(
+                &Value::Null,
+                INVALID_REQUEST,
+                &format!(
+                    "Invalid request: an id of {} bytes; ids are at most {MAX_ID_BYTES} bytes",
+                    text.len()
+                ),
+            ));
+            return false;
+        }
+        let now = std::time::Instant::now();
+        self.cancelled.retain(|(_, until)| *until > now);
+        let winding_down = self.cancelled.iter().any(|(c, _)| c == id);
+        if !winding_down && lock(&self.answers.in_flight).insert(id.clone()) {
+            return true;
+        }
+        let id = serde_json::to_value(id).unwrap_or(Value::Null);
+        if winding_down {
+            let _ = self.queue_line(jsonrpc::error(
+                &id,
+                INVALID_REQUEST,
+                &format!(
+                    "Invalid request: the id {id} belongs to a request this session cancelled, which may still \
+                     be winding down; send it again with an id of its own"
+                ),
+            ));
+            return false;
+        }
+        let _ = self.queue_line(jsonrpc::error(
+            &id,
+            INVALID_REQUEST,
+            &format!(
+                "Invalid request: a request with the id {id} is already in flight on this session; \
+                 each request in flight needs an id of its own"
+            ),
+        ));
+        false
+    }
+
+    /// Notes what a message changes (an id in flight, a cancellation); `false` when it was answered here
+    /// and goes no further.
     fn admit(&mut self, msg: &ClientJsonRpcMessage) -> bool {
         match msg {
-            ClientJsonRpcMessage::Request(r) => {
-                if let NumberOrString::String(text) = &r.id
-                    && text.len() > MAX_ID_BYTES
-                {
-                    let _ = self.queue_line(jsonrpc::error(
-                        &Value::Null,
-                        INVALID_REQUEST,
-                        &format!(
-                            "Invalid request: an id of {} bytes; ids are at most {MAX_ID_BYTES} bytes",
-                            text.len()
-                        ),
-                    ));
-                    return false;
-                }
-                let now = std::time::Instant::now();
-                self.cancelled.retain(|(_, until)| *until > now);
-                let winding_down = self.cancelled.iter().any(|(id, _)| *id == r.id);
-                if !winding_down && self.in_flight.insert(r.id.clone()) {
-                    return true;
-                }
-                let id = serde_json::to_value(&r.id).unwrap_or(Value::Null);
-                if winding_down {
-                    let _ = self.queue_line(jsonrpc::error(
-                        &id,
-                        INVALID_REQUEST,
-                        &format!(
-                            "Invalid request: the id {id} belongs to a request this session cancelled, which may still \
-                             be winding down; send it again with an id of its own"
-                        ),
-                    ));
-                    return false;
-                }
-                let _ = self.queue_line(jsonrpc::error(
-                    &id,
-                    INVALID_REQUEST,
-                    &format!(
-                        "Invalid request: a request with the id {id} is already in flight on this session; \
-                         each request in flight needs an id of its own"
-                    ),
-                ));
-                false
-            }
-            // A cancelled request gets no answer: its id is free again.
+            ClientJsonRpcMessage::Request(r) => self.admit_request(&r.id),
             ClientJsonRpcMessage::Notification(n) => {
-                if let ClientNotification::CancelledNotification(c) = &n.notification
-                    && let Some(id) = &c.params.request_id
-                    && self.in_flight.remove(id)
-                {
-                    if self.cancelled.len() == CANCELLED_KEPT {
-                        self.cancelled.remove(0);
+                match &n.notification {
+                    // A cancelled request gets no answer: its id is free again.
+                    ClientNotification::CancelledNotification(c) => {
+                        if let Some(id) = &c.params.request_id
+                            && lock(&self.answers.in_flight).remove(id)
+                        {
+                            if let Some(direct) = &self.direct {
+                                direct.cancel(id);
+                            }
+                            if self.cancelled.len() == CANCELLED_KEPT {
+                                self.cancelled.remove(0);
+                            }
+                            self.cancelled
+                                .push((id.clone(), std::time::Instant::now() + CANCELLED_HOLD));
+                            self.answers.answered.notify_one();
+                        }
                     }
-                    self.cancelled
-                        .push((id.clone(), std::time::Instant::now() + CANCELLED_HOLD));
-                    self.answered.notify_one();
+                    // rmcp takes no other request before this (the handshake); from here on a plain
+                    // call may be taken here.
+                    ClientNotification::InitializedNotification(_) => self.initialized = true,
+                    _ => {}
                 }
                 true
             }
@@ -181,20 +229,24 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
         &mut self,
         item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        std::future::ready(self.queue(&item))
+        std::future::ready(self.answers.queue(&item))
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
-            while self.in_flight.len() >= MAX_IN_FLIGHT {
+            loop {
                 // Enough of this session's requests are being worked on: read no more until one is answered.
-                self.answered.clone().notified().await;
+                let answered = self.answers.answered.notified();
+                if lock(&self.answers.in_flight).len() < MAX_IN_FLIGHT {
+                    break;
+                }
+                answered.await;
             }
-            if let Some(out) = &self.out
+            if let Some(out) = self.answers.outbox()
                 && out.queued() > self.queue_limit
             {
                 // The session is not reading its answers: read nothing more of it until it does.
-                out.clone().drained_to(self.queue_limit).await;
+                out.drained_to(self.queue_limit).await;
             }
             let line = match self.lines.next().await? {
                 Ok(Line::Text(line)) => line,
@@ -226,7 +278,21 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
                 continue;
             }
             let msg = match fast_call(&line) {
-                Some(msg) => msg,
+                Some(call) => {
+                    if self.initialized
+                        && self.direct.is_some()
+                        && self.admit_request(&call.id)
+                        && let Some(direct) = &mut self.direct
+                    {
+                        direct.take(call.id, call.name, call.arguments, &self.answers);
+                        continue;
+                    }
+                    if self.initialized && self.direct.is_some() {
+                        // Refused by admit_request, and answered there.
+                        continue;
+                    }
+                    call.into_message()
+                }
                 None => match serde_json::from_str::<ClientJsonRpcMessage>(&line).or_else(|e| {
                     match jsonrpc::well_formed(&line) {
                         // Half a surrogate pair, as a client that cut a string mid-emoji sends: U+FFFD.
@@ -261,8 +327,11 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
+        if let Some(direct) = &self.direct {
+            direct.wind_down().await;
+        }
         // Dropping the outbox ends the writer task once it has written what was queued.
-        self.out = None;
+        lock(&self.answers.out).take();
         if let Some(writer) = self.writer.take() {
             let _ = writer.await;
         }
@@ -295,8 +364,27 @@ struct FastParams {
     arguments: Option<JsonObject>,
 }
 
-/// rmcp's message for a plain `tools/call` line; `None` for anything else (rmcp parses those).
-fn fast_call(line: &str) -> Option<ClientJsonRpcMessage> {
+/// A plain `tools/call`, read.
+struct PlainCall {
+    id: NumberOrString,
+    name: String,
+    arguments: JsonObject,
+    /// Whether the line carried `arguments` (rmcp's message says so).
+    had_arguments: bool,
+}
+
+impl PlainCall {
+    /// rmcp's message for it, exactly as rmcp's own parse builds it.
+    fn into_message(self) -> ClientJsonRpcMessage {
+        let mut params = CallToolRequestParams::new(self.name);
+        params.arguments = self.had_arguments.then_some(self.arguments);
+        let request = ClientRequest::CallToolRequest(Request::new(params));
+        ClientJsonRpcMessage::Request(JsonRpcRequest::new(self.id, request))
+    }
+}
+
+/// A plain `tools/call` line, read; `None` for anything else (rmcp parses those).
+fn fast_call(line: &str) -> Option<PlainCall> {
     if !line.contains("\"tools/call\"") {
         return None;
     }
@@ -308,12 +396,12 @@ fn fast_call(line: &str) -> Option<ClientJsonRpcMessage> {
         FastId::Number(n) => NumberOrString::Number(n),
         FastId::String(s) => NumberOrString::String(s.into()),
     };
-    let mut params = CallToolRequestParams::new(call.params.name);
-    params.arguments = call.params.arguments;
-    let request = ClientRequest::CallToolRequest(Request::new(params));
-    Some(ClientJsonRpcMessage::Request(JsonRpcRequest::new(
-        id, request,
-    )))
+    Some(PlainCall {
+        id,
+        name: call.params.name,
+        had_arguments: call.params.arguments.is_some(),
+        arguments: call.params.arguments.unwrap_or_default(),
+    })
 }
 
 #[cfg(test)]
@@ -327,7 +415,9 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"i":1,"s":"x\"y"}}}"#,
             r#"{"method":"tools/call","params":{"name":"echo"},"id":"abc","jsonrpc":"2.0"}"#,
         ] {
-            let fast = fast_call(line).expect("the fast path takes it");
+            let fast = fast_call(line)
+                .expect("the fast path takes it")
+                .into_message();
             let slow: ClientJsonRpcMessage = serde_json::from_str(line).unwrap();
             assert_eq!(
                 serde_json::to_value(&fast).unwrap(),

@@ -218,3 +218,22 @@ test("progress goes out only for a call that asked, coalesced, and never after i
   ]);
   host.stop();
 });
+
+test("a line split over many reads, a character cut in two among them, arrives whole", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
+  const host = startHost();
+  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1 << 20 });
+  await loaded(host, dir, "echo", HEADER + "export function run(args) { return { text: args.s }; }", 1);
+  // Longer than the host's 64 KiB read buffer, with a four-byte character straddling each cut.
+  const s = "é😀".repeat(30000) + "end";
+  const line = Buffer.from(JSON.stringify({ t: "call", id: 3, tool: "echo", args: { s }, seat: "s", role: "Worker", key: 9 }) + "\n");
+  const cut = line.indexOf(Buffer.from("😀")) + 2;
+  const channel = host.child.stdio[3];
+  channel.write(line.subarray(0, cut));
+  await new Promise((r) => setTimeout(r, 50));
+  channel.write(Buffer.concat([line.subarray(cut), Buffer.from(JSON.stringify({ t: "ping", n: 4 }) + "\n")]));
+  const answer = await host.next((m) => m.t === "answer");
+  assert.deepEqual(answer, { t: "answer", id: 3, key: 9, text: s });
+  await host.next((m) => m.t === "pong" && m.n === 4);
+  host.stop();
+});

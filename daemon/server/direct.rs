@@ -1,0 +1,121 @@
+//! Plain `tools/call`s on a socket session, answered without rmcp's per-request machinery.
+//!
+//! rmcp gives every request two cancellation tokens, a map entry, a task for the handler, a trip through a
+//! channel back to its service loop and a second task to send the answer. For the call a session makes
+//! most (a `tools/call` with no `_meta`, once the session is initialised) that is most of what the daemon
+//! does besides the call itself: the session transport hands such a call here instead, and its answer,
+//! made by the same `SeatService::answer_call`, goes straight into the session's outbox. Everything rmcp
+//! promised still holds: a `notifications/cancelled` stops the call and it is not answered, the end of the
+//! session cancels what still runs (at once when the session is ended, after up to 5 s for the last answers
+//! when the client closed), and every other message still takes rmcp's path.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{JsonObject, NumberOrString, ServerJsonRpcMessage, ServerResult};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::session::SeatService;
+use super::transport::Answers;
+use crate::sync::lock;
+
+/// How long the last calls of a session whose client closed may take to answer, as rmcp gives its own.
+const WIND_DOWN: Duration = Duration::from_secs(5);
+
+pub struct Direct {
+    service: SeatService,
+    /// The session's own token: when the session is ended (its seat removed), its calls stop at once.
+    session: CancellationToken,
+    /// The calls running: id → (which call it is, how to stop it). An id a cancelled call left may be
+    /// taken again while that call winds down, so each call knows itself by its number.
+    running: Arc<Mutex<HashMap<NumberOrString, (u64, CancellationToken)>>>,
+    next: u64,
+    tasks: TaskTracker,
+}
+
+impl Direct {
+    pub fn new(service: SeatService, session: CancellationToken) -> Self {
+        Self {
+            service,
+            session,
+            running: Arc::default(),
+            next: 0,
+            tasks: TaskTracker::new(),
+        }
+    }
+
+    /// Runs the call in a task of its own; its answer goes to `answers` unless it is cancelled first.
+    pub fn take(
+        &mut self,
+        id: NumberOrString,
+        name: String,
+        args: JsonObject,
+        answers: &Arc<Answers>,
+    ) {
+        self.next += 1;
+        let number = self.next;
+        let ct = self.session.child_token();
+        lock(&self.running).insert(id.clone(), (number, ct.clone()));
+        let service = self.service.clone();
+        let running = self.running.clone();
+        let answers = answers.clone();
+        self.tasks.spawn(async move {
+            let result = service.answer_call(&name, args, &ct, None).await;
+            let mine = {
+                let mut running = lock(&running);
+                match running.get(&id) {
+                    Some((n, _)) if *n == number => running.remove(&id).is_some(),
+                    _ => false,
+                }
+            };
+            // Cancelled by the session: it expects no answer, and the id is no longer this call's.
+            if !mine {
+                return;
+            }
+            let message = match result {
+                Ok(result) => {
+                    ServerJsonRpcMessage::response(ServerResult::CallToolResult(result), id)
+                }
+                Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+            };
+            let _ = answers.queue(&message);
+        });
+    }
+
+    /// Stops the call with this id, if it is one of these; true when it was.
+    pub fn cancel(&self, id: &NumberOrString) -> bool {
+        match lock(&self.running).remove(id) {
+            Some((_, ct)) => {
+                ct.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Gives the calls still running a few seconds to answer, then stops them and waits for them to end.
+    pub async fn wind_down(&self) {
+        self.tasks.close();
+        if tokio::time::timeout(WIND_DOWN, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            self.stop_all();
+            self.tasks.wait().await;
+        }
+    }
+
+    fn stop_all(&self) {
+        for (_, (_, ct)) in lock(&self.running).drain() {
+            ct.cancel();
+        }
+    }
+}
+
+impl Drop for Direct {
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}
