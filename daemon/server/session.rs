@@ -113,6 +113,8 @@ impl SeatService {
         )
     }
 
+    /// Runs a call to its outcome. Each kind of tool has its own function: the future of a call holds
+    /// only its own kind's state, and a plugin call's (the common one) stays small enough to move cheaply.
     async fn run(
         &self,
         name: &str,
@@ -124,7 +126,7 @@ impl SeatService {
         // Over HTTP the secret was checked as the request arrived; a seat removed or re-keyed since (the
         // request's body may have taken its time) runs nothing more.
         if let Via::Http { secret_hash, .. } = &self.via
-            && !self.still_mine(secret_hash).await
+            && !Box::pin(self.still_mine(secret_hash)).await
         {
             return Ok(Outcome::Refused(format!(
                 "{name} was not run: the seat {} was removed or given a new secret as this call arrived",
@@ -147,83 +149,104 @@ impl SeatService {
             return Ok(Outcome::Refused(why));
         }
         Ok(match &entry.kind {
-            Kind::Index => {
-                let counts = self.daemon.sessions.count_by_seat();
-                // What index shows may be a second old; who may connect is always decided afresh.
-                let book = self
-                    .daemon
-                    .seats
-                    .recent(&self.daemon.inst, std::time::Duration::from_secs(1))
-                    .await;
-                let seats = match book.as_ref() {
-                    Ok(book) => Ok(book
-                        .names()
-                        .map(|s| {
-                            (
-                                s.to_string(),
-                                generation.config.role_of(s).as_str(),
-                                counts.get(s).copied().unwrap_or(0),
-                            )
-                        })
-                        .collect()),
-                    Err(e) => Err(e.to_string()),
-                };
-                let root = self.daemon.inst.root.display().to_string();
-                Outcome::Text(index::render(&index::Facts {
-                    root: &root,
-                    user: &generation.config.user,
-                    leader: &generation.config.leader,
-                    seats,
-                    caller: &self.seat,
-                    tools: &generation.tools,
-                    generation: generation.number,
-                    loaded_at: &generation.loaded_at,
-                    rows: &generation.rows,
-                    isolation: generation.isolation.describe(),
-                }))
-            }
-            Kind::Room => match self
-                .daemon
-                .room
-                .answer(&self.seat, &args, generation.config.max_answer_bytes, ct)
-                .await
-            {
-                Ok(text) => Outcome::Text(text),
-                Err(e) => answer::room_failed(&e),
-            },
+            Kind::Index => Box::pin(self.index(&generation)).await,
+            Kind::Room => Box::pin(self.room(&generation, &args, ct)).await,
             Kind::Plugin { file } => {
                 let role = generation.config.role_of(&self.seat);
-                let (progress, reports) = match progress_to {
-                    Some(_) => {
-                        let (tx, rx) = tokio::sync::watch::channel(None);
-                        (Some(tx), Some(rx))
-                    }
-                    None => (None, None),
+                let request = CallRequest {
+                    tool: name,
+                    file,
+                    args: &args,
+                    seat: &self.seat,
+                    role: role.as_str(),
+                    progress: None,
                 };
-                let call = host::call(
-                    &generation.host,
-                    CallRequest {
-                        tool: name,
-                        file,
-                        args: &args,
-                        seat: &self.seat,
-                        role: role.as_str(),
-                        progress,
-                    },
+                let (timeout, max) = (
                     generation.config.call_timeout,
-                    ct,
+                    generation.config.max_answer_bytes,
                 );
-                let ended = match (progress_to, reports) {
-                    (Some((token, peer)), Some(reports)) => {
-                        super::progress::relay(call, reports, peer, token).await
+                let ended = match progress_to {
+                    None => host::call(&generation.host, request, timeout, ct).await,
+                    Some((token, peer)) => {
+                        Box::pin(with_progress(
+                            &generation.host,
+                            request,
+                            timeout,
+                            ct,
+                            token,
+                            peer,
+                        ))
+                        .await
                     }
-                    _ => call.await,
                 };
                 *host_stopped = matches!(ended, host::Ended::HostEnded(_));
-                answer::plugin(file, ended, generation.config.max_answer_bytes)
+                answer::plugin(file, ended, max)
             }
         })
     }
+
+    async fn index(&self, generation: &Generation) -> Outcome {
+        let counts = self.daemon.sessions.count_by_seat();
+        // What index shows may be a second old; who may connect is always decided afresh.
+        let book = self
+            .daemon
+            .seats
+            .recent(&self.daemon.inst, std::time::Duration::from_secs(1))
+            .await;
+        let seats = match book.as_ref() {
+            Ok(book) => Ok(book
+                .names()
+                .map(|s| {
+                    (
+                        s.to_string(),
+                        generation.config.role_of(s).as_str(),
+                        counts.get(s).copied().unwrap_or(0),
+                    )
+                })
+                .collect()),
+            Err(e) => Err(e.to_string()),
+        };
+        let root = self.daemon.inst.root.display().to_string();
+        Outcome::Text(index::render(&index::Facts {
+            root: &root,
+            user: &generation.config.user,
+            leader: &generation.config.leader,
+            seats,
+            caller: &self.seat,
+            tools: &generation.tools,
+            generation: generation.number,
+            loaded_at: &generation.loaded_at,
+            rows: &generation.rows,
+            isolation: generation.isolation.describe(),
+        }))
+    }
+
+    async fn room(&self, generation: &Generation, args: &Value, ct: &CancellationToken) -> Outcome {
+        match self
+            .daemon
+            .room
+            .answer(&self.seat, args, generation.config.max_answer_bytes, ct)
+            .await
+        {
+            Ok(text) => Outcome::Text(text),
+            Err(e) => answer::room_failed(&e),
+        }
+    }
+}
+
+/// A plugin call whose caller asked for progress: the plugin's reports go on to it as they come.
+async fn with_progress(
+    host: &Arc<host::Host>,
+    mut request: CallRequest<'_>,
+    timeout: std::time::Duration,
+    ct: &CancellationToken,
+    token: ProgressToken,
+    peer: &Peer<RoleServer>,
+) -> host::Ended {
+    let (tx, reports) = tokio::sync::watch::channel(None);
+    request.progress = Some(tx);
+    let call = host::call(host, request, timeout, ct);
+    super::progress::relay(call, reports, peer, token).await
 }
 
 impl ServerHandler for SeatService {

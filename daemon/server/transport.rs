@@ -158,8 +158,10 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             ));
             return false;
         }
-        let now = std::time::Instant::now();
-        self.cancelled.retain(|(_, until)| *until > now);
+        if !self.cancelled.is_empty() {
+            let now = std::time::Instant::now();
+            self.cancelled.retain(|(_, until)| *until > now);
+        }
         let winding_down = self.cancelled.iter().any(|(c, _)| c == id);
         if !winding_down && lock(&self.answers.in_flight).insert(id.clone()) {
             return true;
