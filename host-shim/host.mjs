@@ -71,7 +71,7 @@ try {
 
 /** Name → { file, run } for every module this process imported successfully (no prototype to patch). */
 const tools = { __proto__: null };
-/** Call id → AbortController, for the calls in flight. */
+/** Call id → Running, for the calls in flight. */
 const calls = new Map();
 const mapHas = uncurry(Map.prototype.has);
 const mapGet = uncurry(Map.prototype.get);
@@ -209,9 +209,9 @@ function onLine(line) {
       break;
     case "cancel":
       if (inFlight(message.id)) {
-        const controller = mapGet(calls, message.id);
+        const running = mapGet(calls, message.id);
         settle(message.id);
-        controller.abort(new ErrorCtor(message.why ?? "the call was cancelled"));
+        running.abort(new ErrorCtor(message.why ?? "the call was cancelled"));
       }
       break;
     case "ping":
@@ -294,12 +294,12 @@ async function call({ id, tool, args, seat, role, progress, key }) {
     send({ t: "answer", id, key, unknown: true });
     return;
   }
-  const controller = new AbortCtl();
-  mapSet(calls, id, controller);
+  const running = new Running();
+  mapSet(calls, id, running);
   const report = progress === true ? progressOf(id, key) : noProgress;
   let answer;
   try {
-    answer = entry.run(args ?? {}, freeze(new Context(seat, role, controller.signal, report)));
+    answer = entry.run(args ?? {}, freeze(new Context(seat, role, running, report)));
     // A synchronous answer goes out now; only a promise is waited for.
     if (answer !== null && typeof answer?.then === "function") answer = await answer;
   } catch (err) {
@@ -328,18 +328,48 @@ async function call({ id, tool, args, seat, role, progress, key }) {
 }
 
 /**
- * What `run` gets as its second argument. Own fields only, frozen, over a frozen prototype with nothing on
- * it (not even Object.prototype): nothing a plugin patches reaches another call's context. A class rather
- * than a null-prototype literal, which V8 keeps as a slow dictionary.
+ * A call in flight, and its AbortSignal once somebody asks for it. Node's AbortController is costly to
+ * make (an EventTarget, maps, new object shapes, garbage for the collector): it is made when a plugin
+ * first reads `signal`, already aborted if the call was cancelled before that.
+ */
+class Running {
+  controller = null;
+  reason = undefined;
+  aborted = false;
+  signal() {
+    if (this.controller === null) {
+      this.controller = new AbortCtl();
+      if (this.aborted) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+  abort(reason) {
+    if (this.controller !== null) this.controller.abort(reason);
+    else {
+      this.aborted = true;
+      this.reason = reason;
+    }
+  }
+}
+freeze(Running.prototype);
+
+/**
+ * What `run` gets as its second argument. Own fields, frozen, over a frozen prototype with nothing on it
+ * but `signal` (not even Object.prototype): nothing a plugin patches reaches another call's context. A
+ * class rather than a null-prototype literal, which V8 keeps as a slow dictionary.
  */
 class Context {
-  constructor(seat, role, signal, progress) {
+  #running;
+  constructor(seat, role, running, progress) {
     this.seat = seat;
     this.role = role;
     this.root = root;
     this.config = config;
-    this.signal = signal;
     this.progress = progress;
+    this.#running = running;
+  }
+  get signal() {
+    return this.#running.signal();
   }
 }
 delete Context.prototype.constructor;

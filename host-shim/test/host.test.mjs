@@ -237,3 +237,30 @@ test("a line split over many reads, a character cut in two among them, arrives w
   await host.next((m) => m.t === "pong" && m.n === 4);
   host.stop();
 });
+
+test("a signal first read after its call was cancelled is already aborted, with the reason", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
+  const host = startHost();
+  host.send({ t: "init", root: dir, pluginsDir: dir, config: { a: 1 }, maxAnswerBytes: 1000 });
+  await loaded(
+    host,
+    dir,
+    "late",
+    HEADER +
+      "export async function run(a, context) {\n" +
+      "  globalThis.keys = Object.keys(context).join(',');\n" +
+      "  await new Promise((r) => setTimeout(r, 100));\n" +
+      "  const { signal } = context;\n" +
+      "  globalThis.late = `${signal instanceof AbortSignal} ${signal.aborted} ${signal.reason.message} ${context.signal === signal}`;\n" +
+      "  return { text: 'too late' };\n}\n",
+    1,
+  );
+  await loaded(host, dir, "probe", HEADER + "export function run() { return { text: `${globalThis.keys} | ${globalThis.late}` }; }", 2);
+  host.send({ t: "call", id: 10, tool: "late", args: {}, seat: "s", role: "Worker" });
+  host.send({ t: "cancel", id: 10, why: "the caller cancelled the call" });
+  await new Promise((r) => setTimeout(r, 300));
+  host.send({ t: "call", id: 11, tool: "probe", args: {}, seat: "s", role: "Worker" });
+  const probe = await host.next((m) => m.t === "answer" && m.id === 11);
+  assert.equal(probe.text, "seat,role,root,config,progress | true true the caller cancelled the call true");
+  host.stop();
+});
