@@ -31,6 +31,8 @@ pub struct CappedLines {
     searched: usize,
     /// Dropping the rest of a line that is over the cap.
     discarding: bool,
+    /// Bytes that are not UTF-8 become U+FFFD instead of making the line `NotUtf8`.
+    lossy: bool,
 }
 
 impl CappedLines {
@@ -39,6 +41,16 @@ impl CappedLines {
             max,
             searched: 0,
             discarding: false,
+            lossy: false,
+        }
+    }
+
+    /// For a channel whose own writer only writes UTF-8, where other bytes are somebody else's (a plugin
+    /// writing to the host's fd 3): the message after them is still read.
+    pub fn lossy(max: usize) -> Self {
+        Self {
+            lossy: true,
+            ..Self::new(max)
         }
     }
 }
@@ -67,7 +79,7 @@ impl Decoder for CappedLines {
             Some(end) => {
                 self.searched = 0;
                 let line = buf.split_to(end + 1);
-                Some(text(&line[..end]))
+                Some(text(&line[..end], self.lossy))
             }
             None if self.discarding => {
                 buf.clear();
@@ -110,14 +122,15 @@ impl Decoder for CappedLines {
             return Ok(None);
         }
         let line = buf.split_to(buf.len());
-        Ok(Some(text(&line)))
+        Ok(Some(text(&line, self.lossy)))
     }
 }
 
-fn text(bytes: &[u8]) -> Line {
+fn text(bytes: &[u8], lossy: bool) -> Line {
     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
     match std::str::from_utf8(bytes) {
         Ok(s) => Line::Text(s.to_string()),
+        Err(_) if lossy => Line::Text(String::from_utf8_lossy(bytes).into_owned()),
         Err(_) => Line::NotUtf8,
     }
 }

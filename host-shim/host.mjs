@@ -37,11 +37,20 @@ const uncurry = Function.prototype.bind.bind(Function.prototype.call);
 const indexOfByte = uncurry(Buffer.prototype.indexOf);
 const utf8Slice = uncurry(Buffer.prototype.utf8Slice);
 const copyBytes = uncurry(Buffer.prototype.copy);
+const subBytes = uncurry(Buffer.prototype.subarray);
 const allocBytes = Buffer.allocUnsafe;
-const concatBytes = Buffer.concat;
 const bytesOf = Buffer.from;
 const push = uncurry(Array.prototype.push);
 const join = uncurry(Array.prototype.join);
+const textIndexOf = uncurry(String.prototype.indexOf);
+const textSlice = uncurry(String.prototype.slice);
+const abortWith = uncurry(AbortController.prototype.abort);
+const signalOf = uncurry(Object.getOwnPropertyDescriptor(AbortController.prototype, "signal").get);
+const protoOf = Object.getPrototypeOf;
+const hasOwn = Object.hasOwn ?? ((o, k) => apply(Object.prototype.hasOwnProperty, o, [k]));
+const setProto = Object.setPrototypeOf;
+const PromiseCtor = Promise;
+const ObjectProto = Object.prototype;
 
 if (process.env.OVAI_HOST !== String(PROTOCOL)) {
   process.stderr.write(
@@ -93,8 +102,24 @@ const queuedBytes = () => channel.writableLength;
 const outbox = [];
 let flushing = false;
 function send(message) {
-  // Null-prototype messages: nothing on Object.prototype (a toJSON, a getter) takes part in writing them.
-  sendLine(wellFormed(stringify({ __proto__: null, ...message })));
+  sendLine(wellFormed(stringify(bare(message))));
+}
+
+/**
+ * The message with every object and array in it copied without a prototype: nothing a plugin puts on
+ * Object.prototype or Array.prototype (a toJSON, a getter) takes part in writing it.
+ */
+function bare(value) {
+  if (value === null || typeof value !== "object") return value;
+  if (isArray(value)) {
+    const copy = [];
+    for (let i = 0; i < value.length; i++) copy[i] = bare(value[i]);
+    setProto(copy, null);
+    return copy;
+  }
+  const copy = { __proto__: null };
+  for (const k of ownKeys(value)) copy[k] = bare(value[k]);
+  return copy;
 }
 function sendLine(line) {
   push(outbox, line, "\n");
@@ -119,7 +144,7 @@ function flush() {
     // EAGAIN: the daemon is behind; anything else, the stream reports as the channel's end.
     written = 0;
   }
-  if (written < bytes.length) writeLater(written === 0 ? bytes : bytes.subarray(written));
+  if (written < bytes.length) writeLater(written === 0 ? bytes : subBytes(bytes, written));
 }
 
 /**
@@ -151,39 +176,52 @@ channel.on("error", () => exitHost(0));
 
 // An error a plugin leaves behind (a timer that throws after `run` answered, a promise nobody awaited)
 // must not end the host for everybody; it goes to the log.
-process.on("uncaughtException", (err) => {
-  console.error(`ovai host: a plugin threw outside a call: ${headline(err)}`);
-});
-process.on("unhandledRejection", (err) => {
-  console.error(`ovai host: a plugin left a promise rejected: ${headline(err)}`);
-});
+// A handler that throws would end the host: whatever a plugin has patched, these never do.
+const logError = console.error;
+function complain(what, err) {
+  try {
+    apply(logError, console, [`ovai host: ${what}: ${headline(err)}`]);
+  } catch {
+    // Nothing is left to say it with.
+  }
+}
+process.on("uncaughtException", (err) => complain("a plugin threw outside a call", err));
+process.on("unhandledRejection", (err) => complain("a plugin left a promise rejected", err));
 
 // A line split over reads waits here (as bytes: a character may be split too) until its end arrives.
-const partial = [];
+let partial = null;
 let partialBytes = 0;
+function keep(buf, start, end) {
+  const need = partialBytes + end - start;
+  if (partial === null || partial.length < need) {
+    const size = partial === null ? READ_BYTES : partial.length * 2;
+    const bigger = allocBytes(need > size ? need : size);
+    if (partialBytes > 0) copyBytes(partial, bigger, 0, 0, partialBytes);
+    partial = bigger;
+  }
+  copyBytes(buf, partial, partialBytes, start, end);
+  partialBytes = need;
+}
+
 function onBytes(n, buf) {
   let start = 0;
   for (;;) {
-    let end = indexOfByte(buf, 10, start);
+    const end = indexOfByte(buf, 10, start);
     // The buffer is reused: a newline past what this read filled is an older read's.
     if (end < 0 || end >= n) break;
     if (partialBytes > 0) {
-      push(partial, buf.subarray(start, end));
-      const whole = concatBytes(partial, partialBytes + end - start);
-      partial.length = 0;
+      keep(buf, start, end);
+      const line = utf8Slice(partial, 0, partialBytes);
       partialBytes = 0;
-      onLine(utf8Slice(whole, 0, whole.length));
+      // A long line's buffer goes back to the collector.
+      if (partial.length > READ_BYTES * 16) partial = null;
+      onLine(line);
     } else {
       onLine(utf8Slice(buf, start, end));
     }
     start = end + 1;
   }
-  if (start < n) {
-    const rest = allocBytes(n - start);
-    copyBytes(buf, rest, 0, start, n);
-    push(partial, rest);
-    partialBytes += n - start;
-  }
+  if (start < n) keep(buf, start, n);
 }
 
 function onLine(line) {
@@ -301,11 +339,20 @@ async function call({ id, tool, args, seat, role, progress, key }) {
   try {
     answer = entry.run(args ?? {}, freeze(new Context(seat, role, running, report)));
     // A synchronous answer goes out now; only a promise is waited for.
-    if (answer !== null && typeof answer?.then === "function") answer = await answer;
+    if (isThenable(answer)) answer = await answer;
   } catch (err) {
     if (!settle(id)) return;
-    if (err instanceof PluginExit) send({ t: "answer", id, key, exited: toText(err.code ?? "") });
-    else send({ t: "answer", id, key, threw: thrown(err, entry.file) });
+    let message;
+    try {
+      message =
+        err instanceof PluginExit
+          ? { t: "answer", id, key, exited: toText(err.code ?? "") }
+          : { t: "answer", id, key, threw: thrown(err, entry.file) };
+    } catch {
+      // Describing the error failed (a plugin patched what that takes): still an answer.
+      message = { t: "answer", id, key, threw: { message: "an error that cannot be shown", at: null } };
+    }
+    send(message);
     return;
   }
   // A call the daemon gave up on (cancelled, past its deadline) was answered already.
@@ -323,8 +370,18 @@ async function call({ id, tool, args, seat, role, progress, key }) {
     sendLine(wellFormed(`{"t":"answer","id":${stringify(id)}${keyed},${message}}`));
     return;
   }
-  message.key = key;
-  send(message);
+  send({ ...message, key });
+}
+
+/**
+ * Whether `run` answered with a promise (or another thenable) to wait for. A `then` a plain object only
+ * inherits is a patch of Object.prototype, not an answer still coming.
+ */
+function isThenable(value) {
+  if (value === null || (typeof value !== "object" && typeof value !== "function")) return false;
+  if (value instanceof PromiseCtor) return true;
+  if (typeof value.then !== "function") return false;
+  return protoOf(value) !== ObjectProto || hasOwn(value, "then");
 }
 
 /**
@@ -339,12 +396,12 @@ class Running {
   signal() {
     if (this.controller === null) {
       this.controller = new AbortCtl();
-      if (this.aborted) this.controller.abort(this.reason);
+      if (this.aborted) abortWith(this.controller, this.reason);
     }
-    return this.controller.signal;
+    return signalOf(this.controller);
   }
   abort(reason) {
-    if (this.controller !== null) this.controller.abort(reason);
+    if (this.controller !== null) abortWith(this.controller, reason);
     else {
       this.aborted = true;
       this.reason = reason;
@@ -401,7 +458,7 @@ function progressOf(id, key) {
   return function progress(message, options) {
     if (!inFlight(id)) return;
     try {
-      const report = { t: "progress", id, key };
+      const report = { __proto__: null, t: "progress", id, key };
       if (message !== undefined && message !== null) report.message = clip(toText(message), 1000);
       const done = options?.progress;
       const total = options?.total;
@@ -487,7 +544,8 @@ function headline(err) {
   } catch {
     text = "an error that cannot be shown";
   }
-  return clip(text.split("\n")[0], 500);
+  const end = textIndexOf(text, "\n");
+  return clip(end < 0 ? text : textSlice(text, 0, end), 500);
 }
 
 /**
@@ -538,7 +596,7 @@ function kindWithArticle(value) {
 }
 
 function clip(text, max) {
-  return text.length > max ? text.slice(0, max - 1) + "…" : text;
+  return text.length > max ? textSlice(text, 0, max - 1) + "…" : text;
 }
 
 function deepFreeze(value) {

@@ -332,6 +332,27 @@ export function run() { setTimeout(() => writeSync(3, "garbage-without-newline")
 }
 
 #[test]
+fn bytes_that_are_not_utf8_on_the_protocol_pipe_lose_no_other_answer() {
+    let inst = boxed();
+    inst.set_config(json!({ "callTimeoutSeconds": 5 }));
+    inst.write_plugin(
+        "junk.mjs",
+        r#"import { writeSync } from "node:fs";
+export const description = "Writes a byte that is not UTF-8 to the protocol pipe after answering.";
+export const inputSchema = { type: "object" };
+export function run() { setTimeout(() => writeSync(3, Buffer.from([0xff, 0xfe])), 10); return { text: "answered" }; }
+"#,
+    );
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(s.call("junk", json!({})), ("answered".to_string(), false));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // The junk now stands before the next answer on the pipe.
+    assert_eq!(s.call("echo", json!({})), ("lead: {}".to_string(), false));
+}
+
+#[test]
 fn a_host_killed_from_outside_with_no_call_in_flight_is_not_blamed_on_a_plugin() {
     let inst = boxed();
     let d = inst.start();

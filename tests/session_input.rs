@@ -457,3 +457,41 @@ fn an_id_cancelled_and_sent_again_at_once_is_refused_not_confused() {
     );
     assert_eq!(s.call("slow", json!({})), ("slow done".to_string(), false));
 }
+
+#[test]
+fn calling_and_cancelling_at_once_starts_no_more_plugins_than_a_session_may_have_in_flight() {
+    // A plugin that ignores its signal runs on after its call is cancelled: a session that calls and
+    // cancels as fast as it can must not start them without end.
+    let stubborn = r#"
+export const description = "Counts its runs and ignores its signal for a while.";
+export const inputSchema = { type: "object" };
+export async function run() {
+  globalThis.started = (globalThis.started ?? 0) + 1;
+  await new Promise((r) => setTimeout(r, 20000));
+  return { text: "done" };
+}
+"#;
+    let count = r#"
+export const description = "How many stubborn calls started.";
+export const inputSchema = { type: "object" };
+export function run() { return { text: String(globalThis.started ?? 0) }; }
+"#;
+    let inst = Instance::with_plugins(&[("stubborn.mjs", stubborn), ("count.mjs", count)]);
+    let _d = inst.start();
+    let mut probe = inst.session("lead");
+    probe.initialize();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let mut flood = Vec::new();
+    for id in 0..300 {
+        flood.extend_from_slice(format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"stubborn\",\"arguments\":{{}}}}}}\n{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id}}}}}\n").as_bytes());
+    }
+    raw(&mut s, &flood);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let (started, _) = probe.call("count", json!({}));
+    let started: usize = started.parse().unwrap();
+    assert!(
+        (1..=64).contains(&started),
+        "{started} stubborn plugins started from one session"
+    );
+}

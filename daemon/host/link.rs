@@ -217,7 +217,8 @@ impl Link {
 }
 
 async fn read_lines(link: Arc<Link>, read: ReadHalf, max_line: usize) {
-    let mut lines = FramedRead::new(read, CappedLines::new(max_line));
+    // The host writes only UTF-8: other bytes are a plugin's, and the message after them is still read.
+    let mut lines = FramedRead::new(read, CappedLines::lossy(max_line));
     while let Some(line) = lines.next().await {
         match line {
             Ok(Line::Text(line)) => match parse_resyncing(&line) {

@@ -6,8 +6,9 @@
 //! does besides the call itself: the session transport hands such a call here instead, and its answer,
 //! made by the same `SeatService::answer_call`, goes straight into the session's outbox. Everything rmcp
 //! promised still holds: a `notifications/cancelled` stops the call and it is not answered, the end of the
-//! session cancels what still runs (at once when the session is ended, after up to 5 s for the last answers
-//! when the client closed), and every other message still takes rmcp's path.
+//! session cancels what still runs (at once when the session is ended; when the client closed, whatever
+//! has not answered 5 s after it did, counted alongside rmcp's own wait), and every other message still
+//! takes rmcp's path.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -95,10 +96,12 @@ impl Direct {
         }
     }
 
-    /// Gives the calls still running a few seconds to answer, then stops them and waits for them to end.
-    pub async fn wind_down(&self) {
+    /// Gives the calls still running until a few seconds after `since` (when the client closed, or now) to
+    /// answer, then stops them and waits for them to end.
+    pub async fn wind_down(&self, since: Option<std::time::Instant>) {
         self.tasks.close();
-        if tokio::time::timeout(WIND_DOWN, self.tasks.wait())
+        let since = since.unwrap_or_else(std::time::Instant::now);
+        if tokio::time::timeout_at((since + WIND_DOWN).into(), self.tasks.wait())
             .await
             .is_err()
         {

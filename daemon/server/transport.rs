@@ -44,8 +44,9 @@ use crate::unix_io::WriteHalf;
 /// The longest line a session may send: generous for arguments, bounded for the daemon (each connection
 /// may hold one partial line this long).
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
-/// Requests of one session read and not yet answered: past this, its next line waits. With the outbox's
-/// bound, what one session can make the daemon hold is bounded however fast it sends.
+/// Requests of one session read and not yet answered (or cancelled within CANCELLED_HOLD): past this, its
+/// next line waits. With the outbox's bound, what one session can make the daemon hold is bounded however
+/// fast it sends.
 pub const MAX_IN_FLIGHT: usize = 64;
 
 pub struct SessionTransport<R> {
@@ -60,7 +61,11 @@ pub struct SessionTransport<R> {
     cancelled: Vec<(NumberOrString, std::time::Instant)>,
     /// Plain calls taken here rather than by rmcp, once the session is initialised.
     direct: Option<Direct>,
+    /// An `initialize` went to rmcp, and then `notifications/initialized`: the handshake is done.
+    initializing: bool,
     initialized: bool,
+    /// When the client closed its side: the calls still running have their last seconds counted from it.
+    closed_at: Option<std::time::Instant>,
 }
 
 /// What the transport and the calls it runs itself share: the way out, and the requests not yet answered.
@@ -128,7 +133,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             queue_limit,
             cancelled: Vec::new(),
             direct: None,
+            initializing: false,
             initialized: false,
+            closed_at: None,
         }
     }
 
@@ -193,7 +200,13 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     /// and goes no further.
     fn admit(&mut self, msg: &ClientJsonRpcMessage) -> bool {
         match msg {
-            ClientJsonRpcMessage::Request(r) => self.admit_request(&r.id),
+            ClientJsonRpcMessage::Request(r) => {
+                let admitted = self.admit_request(&r.id);
+                if admitted && matches!(r.request, ClientRequest::InitializeRequest(_)) {
+                    self.initializing = true;
+                }
+                admitted
+            }
             ClientJsonRpcMessage::Notification(n) => {
                 match &n.notification {
                     // A cancelled request gets no answer: its id is free again.
@@ -214,7 +227,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                     }
                     // rmcp takes no other request before this (the handshake); from here on a plain
                     // call may be taken here.
-                    ClientNotification::InitializedNotification(_) => self.initialized = true,
+                    ClientNotification::InitializedNotification(_) => {
+                        self.initialized = self.initializing;
+                    }
                     _ => {}
                 }
                 true
@@ -237,12 +252,26 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
             loop {
-                // Enough of this session's requests are being worked on: read no more until one is answered.
+                // Enough of this session's requests are being worked on: read no more until one is
+                // answered. A call cancelled in the last seconds counts too: its plugin may not have
+                // stopped, and calling and cancelling at once must not start plugins without end.
                 let answered = self.answers.answered.notified();
-                if lock(&self.answers.in_flight).len() < MAX_IN_FLIGHT {
+                if !self.cancelled.is_empty() {
+                    let now = std::time::Instant::now();
+                    self.cancelled.retain(|(_, until)| *until > now);
+                }
+                if lock(&self.answers.in_flight).len() + self.cancelled.len() < MAX_IN_FLIGHT {
                     break;
                 }
-                answered.await;
+                match self.cancelled.first().map(|(_, until)| *until) {
+                    Some(until) => {
+                        tokio::select! {
+                            _ = answered => {}
+                            _ = tokio::time::sleep_until(until.into()) => {}
+                        }
+                    }
+                    None => answered.await,
+                }
             }
             if let Some(out) = self.answers.outbox()
                 && out.queued() > self.queue_limit
@@ -250,7 +279,11 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
                 // The session is not reading its answers: read nothing more of it until it does.
                 out.drained_to(self.queue_limit).await;
             }
-            let line = match self.lines.next().await? {
+            let Some(read) = self.lines.next().await else {
+                self.closed_at = Some(std::time::Instant::now());
+                return None;
+            };
+            let line = match read {
                 Ok(Line::Text(line)) => line,
                 Ok(Line::TooLong) => {
                     let _ = self.queue_line(jsonrpc::error(
@@ -273,6 +306,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "reading a session failed");
+                    self.closed_at = Some(std::time::Instant::now());
                     return None;
                 }
             };
@@ -330,7 +364,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         if let Some(direct) = &self.direct {
-            direct.wind_down().await;
+            direct.wind_down(self.closed_at).await;
         }
         // Dropping the outbox ends the writer task once it has written what was queued.
         lock(&self.answers.out).take();

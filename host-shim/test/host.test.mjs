@@ -264,3 +264,62 @@ test("a signal first read after its call was cancelled is already aborted, with 
   assert.equal(probe.text, "seat,role,root,config,progress | true true the caller cancelled the call true");
   host.stop();
 });
+
+test("a plugin patching what the host relies on does not change other calls' answers or end the host", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
+  const host = startHost();
+  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1 << 20 });
+  await loaded(
+    host,
+    dir,
+    "patch",
+    HEADER +
+      "export function run() {\n" +
+      "  Buffer.allocUnsafe = () => Buffer.alloc(1);\n" +
+      "  Buffer.concat = () => Buffer.alloc(0);\n" +
+      "  Uint8Array.prototype.subarray = () => new Uint8Array(0);\n" +
+      "  Object.prototype.then = function () {};\n" +
+      "  Object.prototype.toJSON = function () { return 'HACKED'; };\n" +
+      "  Object.defineProperty(Object.prototype, 'key', { set() {}, configurable: true });\n" +
+      "  String.prototype.split = () => [];\n" +
+      "  String.prototype.slice = () => { throw new Error('no slicing'); };\n" +
+      "  AbortController.prototype.abort = () => {};\n" +
+      "  console.error = () => { throw new Error('no logging'); };\n" +
+      "  return { text: 'patched' };\n}\n",
+    1,
+  );
+  await loaded(host, dir, "size", HEADER + "export function run(args) { return { text: String(args.s.length) }; }", 2);
+  await loaded(host, dir, "throws", HEADER + "export function run() { throw new TypeError('bad input\\nsecond line'); }", 3);
+  await loaded(
+    host,
+    dir,
+    "waits",
+    HEADER + "export function run(a, { signal }) { return new Promise((r) => signal.addEventListener('abort', () => { globalThis.aborted = signal.reason.message; r({ text: 'late' }); })); }",
+    4,
+  );
+  await loaded(host, dir, "probe", HEADER + "export function run() { return { text: String(globalThis.aborted) }; }", 5);
+  await loaded(host, dir, "loose", HEADER + "export function run() { setTimeout(() => { throw new Error('after'); }, 1); return { text: 'ok' }; }", 6);
+
+  host.send({ t: "call", id: 1, tool: "patch", args: {}, seat: "s", role: "Worker", key: 11 });
+  assert.deepEqual(await host.next((m) => m.id === 1), { t: "answer", id: 1, key: 11, text: "patched" });
+  // A line longer than one read (it waits in the host's own buffer, made without Buffer's public functions).
+  host.send({ t: "call", id: 2, tool: "size", args: { s: "x".repeat(200000) }, seat: "s", role: "Worker", key: 12 });
+  assert.deepEqual(await host.next((m) => m.id === 2), { t: "answer", id: 2, key: 12, text: "200000" });
+  host.send({ t: "call", id: 3, tool: "throws", args: {}, seat: "s", role: "Worker", key: 13 });
+  const threw = await host.next((m) => m.id === 3);
+  assert.equal(threw.key, 13);
+  assert.equal(threw.threw.message, "TypeError: bad input");
+  host.send({ t: "call", id: 4, tool: "waits", args: {}, seat: "s", role: "Worker", key: 14 });
+  host.send({ t: "ping", n: 1 });
+  await host.next((m) => m.t === "pong" && m.n === 1);
+  host.send({ t: "cancel", id: 4, why: "the caller cancelled the call" });
+  host.send({ t: "call", id: 5, tool: "probe", args: {}, seat: "s", role: "Worker", key: 15 });
+  assert.equal((await host.next((m) => m.id === 5)).text, "the caller cancelled the call");
+  host.send({ t: "call", id: 6, tool: "loose", args: {}, seat: "s", role: "Worker", key: 16 });
+  assert.equal((await host.next((m) => m.id === 6)).text, "ok");
+  await new Promise((r) => setTimeout(r, 50));
+  host.send({ t: "ping", n: 2 });
+  await host.next((m) => m.t === "pong" && m.n === 2);
+  assert.equal(host.child.exitCode, null);
+  host.stop();
+});
