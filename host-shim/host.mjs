@@ -99,7 +99,9 @@ let pluginsDir = "";
 // cannot take at once is queued on the stream, in order.
 const writeLater = channel.write.bind(channel);
 const queuedBytes = () => channel.writableLength;
+// Without a prototype, so an index setter a plugin puts on Array.prototype cannot take its lines.
 const outbox = [];
+setProto(outbox, null);
 let flushing = false;
 function send(message) {
   sendLine(wellFormed(stringify(bare(message))));
@@ -113,12 +115,13 @@ function bare(value) {
   if (value === null || typeof value !== "object") return value;
   if (isArray(value)) {
     const copy = [];
-    for (let i = 0; i < value.length; i++) copy[i] = bare(value[i]);
     setProto(copy, null);
+    for (let i = 0; i < value.length; i++) copy[i] = bare(value[i]);
     return copy;
   }
   const copy = { __proto__: null };
-  for (const k of ownKeys(value)) copy[k] = bare(value[k]);
+  const keys = ownKeys(value);
+  for (let i = 0; i < keys.length; i++) copy[keys[i]] = bare(value[keys[i]]);
   return copy;
 }
 function sendLine(line) {
@@ -558,7 +561,9 @@ function location(err, file) {
   const shared = pluginsDir ? pathToFileURL(pluginsDir).href + "/" : null;
   let sharedAt = null;
   for (const match of stack.matchAll(/(file:\/\/[^\s()]+?):(\d+):(\d+)/g)) {
-    const [, url, line, column] = match;
+    const url = match[1];
+    const line = match[2];
+    const column = match[3];
     if (url === own) return `${line}:${column}`;
     if (sharedAt === null && shared !== null && url.startsWith(shared)) {
       sharedAt = `${path.relative(pluginsDir, fileURLToPath(url))}:${line}:${column}`;

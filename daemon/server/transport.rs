@@ -7,16 +7,19 @@
 //!   first goes on.
 //! - Answers wait in an outbox bounded in bytes (`sessionQueueBytes`): past the bound, the session's
 //!   requests are not read until it drains, so a session that never reads cannot hold the daemon's memory.
-//! - The common `tools/call` line (no `_meta`, a plain id) is read into a small struct and built into
-//!   rmcp's message directly. rmcp's generic parse goes through serde's untagged and flattened enums,
-//!   which buffer the message and build an error for each variant tried: about a quarter of the
-//!   daemon's CPU per call (`scripts/bench`). Every other line takes rmcp's own parse.
+//! - The common `tools/call` line (no `_meta`, a plain id) is read into a small struct: rmcp's generic
+//!   parse goes through serde's untagged and flattened enums, which buffer the message and build an error
+//!   for each variant tried. Once the session is initialised the call does not go to rmcp at all:
+//!   `server::direct` runs it and its answer goes straight into the outbox. Every other line takes
+//!   rmcp's own parse and path.
+//! - A request cancelled in the last 5 s still counts against the 64 in flight: its plugin may run on.
 //!
 //! `receive` is cancel-safe: the partial line lives in the codec, and the in-flight ids and the outbox's
 //! count in fields, not in the future.
 
 use std::collections::HashSet;
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use rmcp::model::{
@@ -29,9 +32,6 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::io::AsyncRead;
 use tokio_util::codec::FramedRead;
-
-use std::sync::{Arc, Mutex};
-
 use tokio_util::sync::CancellationToken;
 
 use super::direct::Direct;
@@ -314,21 +314,16 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
                 continue;
             }
             let msg = match fast_call(&line) {
-                Some(call) => {
-                    if self.initialized
-                        && self.direct.is_some()
-                        && self.admit_request(&call.id)
+                Some(call) if self.initialized && self.direct.is_some() => {
+                    if self.admit_request(&call.id)
                         && let Some(direct) = &mut self.direct
                     {
                         direct.take(call.id, call.name, call.arguments, &self.answers);
-                        continue;
                     }
-                    if self.initialized && self.direct.is_some() {
-                        // Refused by admit_request, and answered there.
-                        continue;
-                    }
-                    call.into_message()
+                    // Taken, or refused and answered by admit_request: rmcp never sees it.
+                    continue;
                 }
+                Some(call) => call.into_message(),
                 None => match serde_json::from_str::<ClientJsonRpcMessage>(&line).or_else(|e| {
                     match jsonrpc::well_formed(&line) {
                         // Half a surrogate pair, as a client that cut a string mid-emoji sends: U+FFFD.

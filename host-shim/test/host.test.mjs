@@ -285,6 +285,8 @@ test("a plugin patching what the host relies on does not change other calls' ans
       "  String.prototype.slice = () => { throw new Error('no slicing'); };\n" +
       "  AbortController.prototype.abort = () => {};\n" +
       "  console.error = () => { throw new Error('no logging'); };\n" +
+      "  Object.defineProperty(Array.prototype, '0', { set() {}, configurable: true });\n" +
+      "  Array.prototype[Symbol.iterator] = function* () {};\n" +
       "  return { text: 'patched' };\n}\n",
     1,
   );
