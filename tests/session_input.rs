@@ -495,3 +495,31 @@ export function run() { return { text: String(globalThis.started ?? 0) }; }
         "{started} stubborn plugins started from one session"
     );
 }
+
+#[test]
+fn a_notification_sent_before_initialize_is_ignored_and_the_session_goes_on() {
+    let inst = Instance::with_plugins(&[("slow.mjs", SLOW)]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n",
+    );
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}\n",
+    );
+    // A call before initialize is refused in words, and the session stays open for the handshake.
+    raw(&mut s, b"{\"jsonrpc\":\"2.0\",\"id\":\"early\",\"method\":\"tools/call\",\"params\":{\"name\":\"slow\",\"arguments\":{}}}\n");
+    let answer = s.recv_where(|m| m["id"] == "early");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("send \"initialize\" first"),
+        "{answer}"
+    );
+    s.initialize();
+    assert_eq!(s.call("slow", json!({})), ("slow done".to_string(), false));
+}

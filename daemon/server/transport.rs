@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use rmcp::model::{
-    CallToolRequestParams, ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonObject,
-    JsonRpcRequest, NumberOrString, Request, ServerJsonRpcMessage,
+    CallToolRequestParams, ClientJsonRpcMessage, ClientNotification, ClientRequest, GetMeta,
+    JsonObject, JsonRpcRequest, NumberOrString, Request, ServerJsonRpcMessage,
 };
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
@@ -64,6 +64,10 @@ pub struct SessionTransport<R> {
     /// An `initialize` went to rmcp, and then `notifications/initialized`: the handshake is done.
     initializing: bool,
     initialized: bool,
+    /// A request that starts the session went to rmcp. Before it rmcp ends the session at any
+    /// notification, so none is passed on (a notification is never answered; `notifications/initialized`
+    /// sent before `initialize` is a client's slip, not a reason to drop it).
+    begun: bool,
     /// When the client closed its side: the calls still running have their last seconds counted from it.
     closed_at: Option<std::time::Instant>,
 }
@@ -135,6 +139,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             direct: None,
             initializing: false,
             initialized: false,
+            begun: false,
             closed_at: None,
         }
     }
@@ -204,6 +209,12 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 let admitted = self.admit_request(&r.id);
                 if admitted && matches!(r.request, ClientRequest::InitializeRequest(_)) {
                     self.initializing = true;
+                }
+                // A request of 2026-07-28 or later carries its revision and needs no handshake.
+                if admitted
+                    && (self.initializing || r.request.get_meta().protocol_version().is_some())
+                {
+                    self.begun = true;
                 }
                 admitted
             }
@@ -349,6 +360,34 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
                 && let Some(answer) = jsonrpc::answer_to_bad_line(&line)
             {
                 let _ = self.queue_line(answer);
+                continue;
+            }
+            if let ClientJsonRpcMessage::Notification(n) = &msg
+                && !self.begun
+            {
+                tracing::debug!(?n, "a notification before the session began was dropped");
+                continue;
+            }
+            // Before the session begins rmcp answers such a request by naming 2026-07-28's `_meta` keys,
+            // which says nothing to a client that forgot its `initialize`.
+            if let ClientJsonRpcMessage::Request(r) = &msg
+                && !self.begun
+                && !matches!(
+                    r.request,
+                    ClientRequest::InitializeRequest(_)
+                        | ClientRequest::PingRequest(_)
+                        | ClientRequest::DiscoverRequest(_)
+                )
+                && r.request.get_meta().protocol_version().is_none()
+            {
+                let id = serde_json::to_value(&r.id).unwrap_or(Value::Null);
+                let _ = self.queue_line(jsonrpc::error(
+                    &id,
+                    INVALID_REQUEST,
+                    "Invalid request: this session has not begun: send \"initialize\" first (or, from MCP \
+                     2026-07-28 on, give each request the _meta keys io.modelcontextprotocol/protocolVersion \
+                     and io.modelcontextprotocol/clientCapabilities)",
+                ));
                 continue;
             }
             if self.admit(&msg) {
