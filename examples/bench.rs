@@ -27,6 +27,8 @@ export function run(args) { return { text: JSON.stringify(args) }; }
 "#;
 
 type Figures = BTreeMap<&'static str, f64>;
+/// A case's name, ovai's figures and the baseline's.
+type Case = (&'static str, Figures, Figures);
 
 /// The benchmark's command line (scripts/bench passes the four paths).
 #[derive(Parser)]
@@ -145,7 +147,7 @@ fn main() {
             c.calls(tool, 500, k);
             cpu_per_call(&setup, &one, &d, &mut c, tool, 20000, k);
         }
-        floor_cpu_per_call(&setup, 20000);
+        floor_cpu_per_call(20000);
         return;
     }
     if mode == Some("--scaling") {
@@ -159,30 +161,10 @@ fn main() {
     }
     if mode == Some("--hops") {
         // Where one call's time goes: through the bridge, and straight onto the socket.
-        cases.push(alternate(
-            "k1",
-            runs,
-            || ovai_calls(&setup, &one, 5000, 1, "p0000"),
-            || baseline_calls(&setup, &one, 5000, 1),
-        ));
-        cases.push(alternate(
-            "k1_direct",
-            runs,
-            || direct_calls(&setup, &one, 5000, 1, "p0000"),
-            || baseline_calls(&setup, &one, 5000, 1),
-        ));
-        cases.push(alternate(
-            "builtin_k1",
-            runs,
-            || ovai_calls(&setup, &one, 5000, 1, "index"),
-            || baseline_calls(&setup, &one, 5000, 1),
-        ));
-        cases.push(alternate(
-            "builtin_direct",
-            runs,
-            || direct_calls(&setup, &one, 5000, 1, "index"),
-            || baseline_calls(&setup, &one, 5000, 1),
-        ));
+        cases.push(k1_case("k1", &setup, &one, "p0000", false));
+        cases.push(k1_case("k1_direct", &setup, &one, "p0000", true));
+        cases.push(k1_case("builtin_k1", &setup, &one, "index", false));
+        cases.push(k1_case("builtin_direct", &setup, &one, "index", true));
         print_table(&machine(), &cases);
         return;
     }
@@ -191,29 +173,14 @@ fn main() {
         return;
     }
     if mode == Some("--k1") {
-        cases.push(alternate(
-            "k1",
-            runs,
-            || ovai_calls(&setup, &one, 5000, 1, "p0000"),
-            || baseline_calls(&setup, &one, 5000, 1),
-        ));
-        cases.push(alternate(
-            "builtin_k1",
-            runs,
-            || ovai_calls(&setup, &one, 5000, 1, "index"),
-            || baseline_calls(&setup, &one, 5000, 1),
-        ));
+        cases.push(k1_case("k1", &setup, &one, "p0000", false));
+        cases.push(k1_case("builtin_k1", &setup, &one, "index", false));
         let floors = floor_cases(&setup, runs);
         print_table(&machine(), &cases);
         print_floors(&cases, &floors);
         return;
     }
-    cases.push(alternate(
-        "k1",
-        runs,
-        || ovai_calls(&setup, &one, 5000, 1, "p0000"),
-        || baseline_calls(&setup, &one, 5000, 1),
-    ));
+    cases.push(k1_case("k1", &setup, &one, "p0000", false));
     let floors = floor_cases(&setup, runs);
     cases.push(alternate(
         "attach",
@@ -233,12 +200,7 @@ fn main() {
         || ovai_sessions(&setup, &one, 16, 4, 500),
         || baseline_sessions(&setup, &one, 16, 4, 500),
     ));
-    cases.push(alternate(
-        "builtin_k1",
-        runs,
-        || ovai_calls(&setup, &one, 5000, 1, "index"),
-        || baseline_calls(&setup, &one, 5000, 1),
-    ));
+    cases.push(k1_case("builtin_k1", &setup, &one, "index", false));
     http_cases(&setup, &mut cases);
     let thousand = Instance::new(&setup, "thousand", 1000);
     cases.push(alternate(
@@ -296,6 +258,18 @@ fn main() {
             .expect("the JSON file is written");
         println!("\nFigures written to {}", path.display());
     }
+}
+
+/// One call at a time to `tool` through `ovai mcp` (or, `direct`, straight onto the daemon's socket),
+/// against the baseline's plugin call.
+fn k1_case(name: &'static str, setup: &Setup, inst: &Instance, tool: &str, direct: bool) -> Case {
+    let calls = if direct { direct_calls } else { ovai_calls };
+    alternate(
+        name,
+        setup.runs,
+        || calls(setup, inst, 5000, 1, tool),
+        || baseline_calls(setup, inst, 5000, 1),
+    )
 }
 
 /// What the same process chains cost with nothing of ovai's in them: the floor.
@@ -373,7 +347,7 @@ fn alternate(
     runs: usize,
     mut ovai: impl FnMut() -> Figures,
     mut baseline: impl FnMut() -> Figures,
-) -> (&'static str, Figures, Figures) {
+) -> Case {
     eprint!("{name}: ");
     let mut o = Vec::new();
     let mut b = Vec::new();
@@ -890,20 +864,34 @@ fn cpu_per_call(
     // In a bubblewrap box the host's pid is the box's; the CPU is Node's, a few processes down.
     let host = node_in(status(setup, inst)["host"]["pid"].as_u64().unwrap_or(0) as u32);
     let pids = [("daemon", d.pid()), ("host", host), ("bridge", c.pid())];
+    let (lat, wall, failed) = calls_counting_cpu(&format!("{tool} k={k}"), &pids, c, tool, n, k);
+    latency_figures(lat, wall, failed)
+}
+
+/// `n` calls, and the CPU each of `pids` (and this driver) spent per call meanwhile, printed.
+fn calls_counting_cpu(
+    label: &str,
+    pids: &[(&str, u32)],
+    c: &mut Client,
+    tool: &str,
+    n: usize,
+    k: usize,
+) -> (Vec<Duration>, Duration, usize) {
+    let me = std::process::id();
     let before: Vec<f64> = pids.iter().map(|(_, p)| cpu_us(*p)).collect();
-    let driver = cpu_us(std::process::id());
-    let (lat, wall, failed) = c.calls(tool, n, k);
+    let driver = cpu_us(me);
+    let out = c.calls(tool, n, k);
     let per: Vec<String> = pids
         .iter()
         .zip(before)
         .map(|((name, p), b)| format!("{name} {:.1}", (cpu_us(*p) - b) / n as f64))
         .collect();
     eprintln!(
-        "  {tool} k={k}: CPU µs per call: {}, driver {:.1}",
+        "  {label}: CPU µs per call: {}, driver {:.1}",
         per.join(", "),
-        (cpu_us(std::process::id()) - driver) / n as f64
+        (cpu_us(me) - driver) / n as f64
     );
-    latency_figures(lat, wall, failed)
+    out
 }
 
 fn direct_calls(setup: &Setup, inst: &Instance, n: usize, k: usize, tool: &str) -> Figures {
@@ -983,27 +971,14 @@ fn floor_calls(setup: &Setup, relays: usize, n: usize) -> Figures {
 }
 
 /// The CPU each process of the floor's chain spends per call at K=1, beside ovai's (`--cpu`).
-fn floor_cpu_per_call(setup: &Setup, n: usize) {
+fn floor_cpu_per_call(n: usize) {
     let mut c = floor_client(2);
     c.calls("p0000", 500, 1);
     let mut pids = vec![("relay", c.pid())];
     while let Some(next) = child_of(pids[pids.len() - 1].1) {
         pids.push((if pids.len() < 2 { "relay" } else { "responder" }, next));
     }
-    let me = std::process::id();
-    let before: Vec<f64> = pids.iter().map(|(_, p)| cpu_us(*p)).collect();
-    let driver = cpu_us(me);
-    let _ = c.calls("p0000", setup.calls(n), 1);
-    let per: Vec<String> = pids
-        .iter()
-        .zip(before)
-        .map(|((name, p), b)| format!("{name} {:.1}", (cpu_us(*p) - b) / n as f64))
-        .collect();
-    eprintln!(
-        "  floor chain k=1: CPU µs per call: {}, driver {:.1}",
-        per.join(", "),
-        (cpu_us(me) - driver) / n as f64
-    );
+    let _ = calls_counting_cpu("floor chain k=1", &pids, &mut c, "p0000", n, 1);
 }
 
 fn child_of(pid: u32) -> Option<u32> {
