@@ -6,6 +6,7 @@
 // daemon turns them into the sentences people read. No npm dependencies: it must run on a bare Node >= 18.
 
 import net from "node:net";
+import { Duplex } from "node:stream";
 import { writeSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { pathToFileURL, fileURLToPath } from "node:url";
@@ -98,7 +99,8 @@ let pluginsDir = "";
 // queued before them (the socket's stream machinery costs more than the write itself); what the socket
 // cannot take at once is queued on the stream, in order.
 const writeLater = channel.write.bind(channel);
-const queuedBytes = () => channel.writableLength;
+const writableLength = uncurry(Object.getOwnPropertyDescriptor(Duplex.prototype, "writableLength").get);
+const queuedBytes = () => writableLength(channel);
 // Without a prototype, so an index setter a plugin puts on Array.prototype cannot take its lines.
 const outbox = [];
 setProto(outbox, null);
@@ -181,12 +183,16 @@ channel.on("error", () => exitHost(0));
 // must not end the host for everybody; it goes to the log.
 // A handler that throws would end the host: whatever a plugin has patched, these never do.
 const logError = console.error;
-function complain(what, err) {
+const logTo = console;
+function say(text) {
   try {
-    apply(logError, console, [`ovai host: ${what}: ${headline(err)}`]);
+    apply(logError, logTo, [text]);
   } catch {
     // Nothing is left to say it with.
   }
+}
+function complain(what, err) {
+  say(`ovai host: ${what}: ${headline(err)}`);
 }
 process.on("uncaughtException", (err) => complain("a plugin threw outside a call", err));
 process.on("unhandledRejection", (err) => complain("a plugin left a promise rejected", err));
@@ -206,12 +212,13 @@ function keep(buf, start, end) {
   partialBytes = need;
 }
 
-function onBytes(n, buf) {
+function onBytes(n, reused) {
+  // The buffer is reused: only its first n bytes are this read's.
+  const buf = n === reused.length ? reused : subBytes(reused, 0, n);
   let start = 0;
   for (;;) {
     const end = indexOfByte(buf, 10, start);
-    // The buffer is reused: a newline past what this read filled is an older read's.
-    if (end < 0 || end >= n) break;
+    if (end < 0) break;
     if (partialBytes > 0) {
       keep(buf, start, end);
       const line = utf8Slice(partial, 0, partialBytes);
@@ -232,7 +239,7 @@ function onLine(line) {
   try {
     message = parse(line);
   } catch {
-    console.error(`ovai host: a protocol line is not JSON: ${line.slice(0, 200)}`);
+    say(`ovai host: a protocol line is not JSON: ${textSlice(line, 0, 200)}`);
     return;
   }
   switch (message.t) {
@@ -259,7 +266,7 @@ function onLine(line) {
       send({ t: "pong", n: message.n });
       break;
     default:
-      console.error(`ovai host: unknown message ${stringify(message.t)}`);
+      say(`ovai host: unknown message ${stringify(message.t)}`);
   }
 }
 

@@ -523,3 +523,59 @@ fn a_notification_sent_before_initialize_is_ignored_and_the_session_goes_on() {
     s.initialize();
     assert_eq!(s.call("slow", json!({})), ("slow done".to_string(), false));
 }
+
+#[test]
+fn a_plain_call_and_one_rmcp_takes_are_answered_alike() {
+    let inst = Instance::with_plugins(&[("slow.mjs", SLOW)]);
+    let _d = inst.start();
+    for version in ["2025-06-18", "2025-11-25"] {
+        let mut s = inst.session("lead");
+        s.initialize_as(version);
+        // Without `_meta` the session transport runs the call itself; with it, rmcp's handler does.
+        for (plain, through_rmcp) in [
+            (
+                json!({ "name": "slow", "arguments": {} }),
+                json!({ "name": "slow", "arguments": {}, "_meta": {} }),
+            ),
+            (
+                json!({ "name": "nope" }),
+                json!({ "name": "nope", "_meta": {} }),
+            ),
+        ] {
+            let a = s.request("tools/call", plain);
+            let b = s.request("tools/call", through_rmcp);
+            let strip = |mut m: Value| {
+                m.as_object_mut().unwrap().remove("id");
+                m
+            };
+            assert_eq!(strip(a), strip(b), "{version}");
+        }
+    }
+}
+
+#[test]
+fn a_notification_after_a_refused_request_of_a_newer_revision_does_not_end_the_session() {
+    use std::io::BufRead;
+    let inst = Instance::with_plugins(&[("slow.mjs", SLOW)]);
+    let _d = inst.start();
+    // Straight onto the socket: a bridge would hide a dropped connection by connecting again.
+    let mut sock = direct(&inst, "lead");
+    let mut answers = std::io::BufReader::new(sock.try_clone().unwrap());
+    let mut next = || {
+        let mut line = String::new();
+        answers.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap_or(Value::Null)
+    };
+    // Names 2026-07-28 but leaves out clientCapabilities: refused, and the session has not begun.
+    sock.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"half\",\"method\":\"tools/list\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}\n").unwrap();
+    let e = next();
+    assert_eq!(e["error"]["code"], -32602, "{e}");
+    sock.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .unwrap();
+    sock.write_all(INITIALIZE).unwrap();
+    let init = next();
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    sock.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\",\"arguments\":{}}}\n").unwrap();
+    let r = next();
+    assert_eq!(text_of(&r), ("slow done".to_string(), false));
+}

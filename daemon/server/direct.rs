@@ -71,17 +71,26 @@ impl Direct {
                     _ => false,
                 }
             };
-            // Cancelled by the session: it expects no answer, and the id is no longer this call's.
+            // Cancelled (by the client, or at the end of the session): no answer, and the id may already be
+            // another call's.
             if !mine {
                 return;
             }
             let message = match result {
                 Ok(result) => {
-                    ServerJsonRpcMessage::response(ServerResult::CallToolResult(result), id)
+                    let mut result = ServerResult::CallToolResult(result);
+                    // Only a session that began with `initialize` comes here: a revision before
+                    // 2026-07-28, whose results keep their older shape, as rmcp's handler leaves them.
+                    result.strip_result_type_for_legacy_peer();
+                    result.strip_non_object_output_for_legacy_peer();
+                    ServerJsonRpcMessage::response(result, id.clone())
                 }
-                Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+                Err(error) => {
+                    tracing::warn!(%id, ?error, "response error");
+                    ServerJsonRpcMessage::error(error, Some(id.clone()))
+                }
             };
-            let _ = answers.queue(&message);
+            answers.answer(&id, &message);
         });
     }
 

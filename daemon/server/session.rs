@@ -371,7 +371,7 @@ impl ServerHandler for SeatService {
 
 impl SeatService {
     /// A `tools/call`'s result: what rmcp's handler answers, and what a plain call the session transport
-    /// takes itself (`transport::Direct`) answers, the same way.
+    /// takes itself (`server::direct`) answers, the same way.
     pub async fn answer_call(
         &self,
         name: &str,

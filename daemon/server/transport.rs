@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use futures::StreamExt;
 use rmcp::model::{
     CallToolRequestParams, ClientJsonRpcMessage, ClientNotification, ClientRequest, GetMeta,
-    JsonObject, JsonRpcRequest, NumberOrString, Request, ServerJsonRpcMessage,
+    JsonObject, JsonRpcRequest, NumberOrString, ProtocolVersion, Request, ServerJsonRpcMessage,
 };
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
@@ -61,8 +61,9 @@ pub struct SessionTransport<R> {
     cancelled: Vec<(NumberOrString, std::time::Instant)>,
     /// Plain calls taken here rather than by rmcp, once the session is initialised.
     direct: Option<Direct>,
-    /// An `initialize` went to rmcp, and then `notifications/initialized`: the handshake is done.
+    /// An `initialize` went to rmcp.
     initializing: bool,
+    /// ... and then `notifications/initialized`: the handshake is done.
     initialized: bool,
     /// A request that starts the session went to rmcp. Before it rmcp ends the session at any
     /// notification, so none is passed on (a notification is never answered; `notifications/initialized`
@@ -94,6 +95,17 @@ impl Answers {
                     "the session's connection is closed",
                 )
             })
+    }
+
+    /// Queues the answer to request `id` if it is still in flight (not cancelled meanwhile), freeing the id.
+    pub fn answer(&self, id: &NumberOrString, msg: &ServerJsonRpcMessage) {
+        if !lock(&self.in_flight).remove(id) {
+            return;
+        }
+        self.answered.notify_one();
+        let _ = serde_json::to_vec(msg)
+            .map_err(std::io::Error::other)
+            .and_then(|line| self.queue_line(line));
     }
 
     /// Queues a message; an answer frees its request's id.
@@ -210,10 +222,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 if admitted && matches!(r.request, ClientRequest::InitializeRequest(_)) {
                     self.initializing = true;
                 }
-                // A request of 2026-07-28 or later carries its revision and needs no handshake.
-                if admitted
-                    && (self.initializing || r.request.get_meta().protocol_version().is_some())
-                {
+                if admitted && (self.initializing || starts_session(&r.request)) {
                     self.begun = true;
                 }
                 admitted
@@ -432,6 +441,18 @@ struct FastParams {
     name: String,
     #[serde(default)]
     arguments: Option<JsonObject>,
+}
+
+/// Whether rmcp starts a session (of 2026-07-28 or later, without a handshake) with this request: it
+/// carries every `_meta` key that revision asks for, and a revision rmcp serves. One it refuses leaves
+/// rmcp waiting for a session to begin.
+fn starts_session(request: &ClientRequest) -> bool {
+    let meta = request.get_meta();
+    meta.missing_required_keys(&ProtocolVersion::V_2026_07_28)
+        .is_empty()
+        && meta
+            .protocol_version()
+            .is_some_and(|v| ProtocolVersion::KNOWN_VERSIONS.contains(&v))
 }
 
 /// A plain `tools/call`, read.
