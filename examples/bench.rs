@@ -671,14 +671,7 @@ fn scaling(setup: &Setup, one: &Instance) {
         let mut rows: Vec<Figures> = Vec::new();
         for _ in 0..setup.runs {
             let (d, _) = Daemon::start(setup, one);
-            let clients: Vec<Client> = (0..n)
-                .map(|_| {
-                    let mut c = Client::ovai(setup, one);
-                    c.initialize();
-                    c.calls("p0000", 10, 1);
-                    c
-                })
-                .collect();
+            let clients = ovai_clients(setup, one, n, 10);
             let total = setup.calls(16_000);
             let before = cpu_us(d.pid());
             let mut f = sessions(clients, (total / n).max(20), 4);
@@ -939,15 +932,20 @@ fn sessions(clients: Vec<Client>, per_session: usize, k: usize) -> Figures {
 
 fn ovai_sessions(setup: &Setup, inst: &Instance, n: usize, k: usize, per: usize) -> Figures {
     let (_d, _) = Daemon::start(setup, inst);
-    let clients: Vec<Client> = (0..n)
+    let clients = ovai_clients(setup, inst, n, 20);
+    sessions(clients, setup.calls(per), k)
+}
+
+/// `n` sessions of `ovai mcp`, initialised and warmed with `warm` calls each.
+fn ovai_clients(setup: &Setup, inst: &Instance, n: usize, warm: usize) -> Vec<Client> {
+    (0..n)
         .map(|_| {
             let mut c = Client::ovai(setup, inst);
             c.initialize();
-            c.calls("p0000", 20, 1);
+            c.calls("p0000", warm, 1);
             c
         })
-        .collect();
-    sessions(clients, setup.calls(per), k)
+        .collect()
 }
 
 fn baseline_sessions(setup: &Setup, inst: &Instance, n: usize, k: usize, per: usize) -> Figures {

@@ -167,6 +167,14 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
         self.answers.queue_line(line)
     }
 
+    /// Forgets the cancelled requests whose time to wind down is over.
+    fn forget_wound_down(&mut self) {
+        if !self.cancelled.is_empty() {
+            let now = std::time::Instant::now();
+            self.cancelled.retain(|(_, until)| *until > now);
+        }
+    }
+
     /// Notes a request's id as in flight; `false` (after answering it) when that id cannot be taken.
     fn admit_request(&mut self, id: &NumberOrString) -> bool {
         if let NumberOrString::String(text) = id
@@ -182,10 +190,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             ));
             return false;
         }
-        if !self.cancelled.is_empty() {
-            let now = std::time::Instant::now();
-            self.cancelled.retain(|(_, until)| *until > now);
-        }
+        self.forget_wound_down();
         let winding_down = self.cancelled.iter().any(|(c, _)| c == id);
         if !winding_down && lock(&self.answers.in_flight).insert(id.clone()) {
             return true;
@@ -275,11 +280,8 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
                 // Enough of this session's requests are being worked on: read no more until one is
                 // answered. A call cancelled in the last seconds counts too: its plugin may not have
                 // stopped, and calling and cancelling at once must not start plugins without end.
+                self.forget_wound_down();
                 let answered = self.answers.answered.notified();
-                if !self.cancelled.is_empty() {
-                    let now = std::time::Instant::now();
-                    self.cancelled.retain(|(_, until)| *until > now);
-                }
                 if lock(&self.answers.in_flight).len() + self.cancelled.len() < MAX_IN_FLIGHT {
                     break;
                 }

@@ -2,6 +2,7 @@
 //! request's body, which must arrive whole within a time limit.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -45,27 +46,45 @@ impl Drop for Held {
 
 /// Streams open now (responses being written), by seat.
 pub struct Streams {
-    open: Arc<Mutex<HashMap<String, usize>>>,
+    open: Counts<String>,
     per_seat: usize,
 }
 
-/// One open stream of `seat`, given back when dropped (with its response's body).
-pub struct Stream {
-    open: Arc<Mutex<HashMap<String, usize>>>,
-    seat: String,
+/// How many of something each key holds now.
+pub type Counts<K> = Arc<Mutex<HashMap<K, usize>>>;
+
+/// One of a key's count, given back when dropped; a key at zero is forgotten, so the map holds only keys
+/// in use.
+pub struct Counted<K: Hash + Eq> {
+    counts: Counts<K>,
+    key: K,
 }
 
-impl Drop for Stream {
+impl<K: Hash + Eq + Clone> Counted<K> {
+    /// Counts one more for `key`, in `held`: the map of `counts`, locked by the caller, who decided first.
+    pub fn add(counts: &Counts<K>, held: &mut HashMap<K, usize>, key: K) -> Self {
+        *held.entry(key.clone()).or_insert(0) += 1;
+        Self {
+            counts: counts.clone(),
+            key,
+        }
+    }
+}
+
+impl<K: Hash + Eq> Drop for Counted<K> {
     fn drop(&mut self) {
-        let mut open = lock(&self.open);
-        if let Some(n) = open.get_mut(&self.seat) {
+        let mut counts = lock(&self.counts);
+        if let Some(n) = counts.get_mut(&self.key) {
             *n -= 1;
             if *n == 0 {
-                open.remove(&self.seat);
+                counts.remove(&self.key);
             }
         }
     }
 }
+
+/// One open stream of a seat, given back when dropped (with its response's body).
+pub type Stream = Counted<String>;
 
 impl Streams {
     pub fn new(per_seat: usize) -> Self {
@@ -81,11 +100,7 @@ impl Streams {
         let total: usize = open.values().sum();
         let mine = open.get(seat).copied().unwrap_or(0);
         if mine < self.per_seat && total < max_total {
-            *open.entry(seat.to_string()).or_insert(0) += 1;
-            return Ok(Stream {
-                open: self.open.clone(),
-                seat: seat.to_string(),
-            });
+            return Ok(Counted::add(&self.open, &mut open, seat.to_string()));
         }
         Err(if mine >= self.per_seat {
             format!(

@@ -2,10 +2,9 @@
 //! limit on its request head, so a connection that sends nothing, or only half a head, or stays idle
 //! between requests, gives its place back instead of holding it.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -16,6 +15,7 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
+use super::limits::{Counted, Counts};
 use crate::server::connection::Admitted;
 use crate::server::daemon::Daemon;
 use crate::sync::lock;
@@ -36,7 +36,7 @@ pub async fn accept(
     stop: CancellationToken,
 ) {
     let open = Arc::new(AtomicUsize::new(0));
-    let by_address: Arc<Mutex<HashMap<IpAddr, usize>>> = Arc::default();
+    let by_address: Counts<IpAddr> = Arc::default();
     loop {
         let (tcp, peer) = tokio::select! {
             a = listener.accept() => match a {
@@ -55,7 +55,7 @@ pub async fn accept(
         let max = daemon.current().config.max_connections;
         // One address cannot take every place: the others' clients still get in.
         let per_address = (max / 8).max(16);
-        let Some(from) = Address::admit(&by_address, peer.ip(), per_address) else {
+        let Some(from) = admit(&by_address, peer.ip(), per_address) else {
             turn_away(
                 &daemon,
                 &tcp,
@@ -118,40 +118,16 @@ where
     }
 }
 
-/// One connection counted against its address, given back when dropped.
-struct Address {
-    counts: Arc<Mutex<HashMap<IpAddr, usize>>>,
-    ip: IpAddr,
-}
-
-impl Address {
-    fn admit(counts: &Arc<Mutex<HashMap<IpAddr, usize>>>, ip: IpAddr, max: usize) -> Option<Self> {
-        let mut map = lock(counts);
-        let n = map.entry(ip).or_insert(0);
-        if *n >= max {
-            return None;
-        }
-        *n += 1;
-        Some(Self {
-            counts: counts.clone(),
-            ip,
-        })
+/// One connection counted against its address, given back when dropped; `None` when the address holds
+/// `max` already.
+fn admit(counts: &Counts<IpAddr>, ip: IpAddr, max: usize) -> Option<Counted<IpAddr>> {
+    let mut held = lock(counts);
+    if held.get(&ip).is_some_and(|n| *n >= max) {
+        return None;
     }
+    Some(Counted::add(counts, &mut held, ip))
 }
 
-impl Drop for Address {
-    fn drop(&mut self) {
-        let mut map = lock(&self.counts);
-        if let Some(n) = map.get_mut(&self.ip) {
-            *n -= 1;
-            if *n == 0 {
-                map.remove(&self.ip);
-            }
-        }
-    }
-}
-
-/// A connection past a cap: told why, if its socket takes it at once, and closed.
 fn turn_away(daemon: &Daemon, tcp: &tokio::net::TcpStream, why: String) {
     daemon.refusals.note(&why);
     let body = serde_json::json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32001, "message": why } })
