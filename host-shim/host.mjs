@@ -25,7 +25,6 @@ const ownKeys = Object.keys;
 const ownValues = Object.values;
 const toText = String;
 const byteLength = Buffer.byteLength;
-const nextTick = process.nextTick;
 const AbortCtl = AbortController;
 const ErrorCtor = Error;
 const isArray = Array.isArray;
@@ -41,8 +40,6 @@ const copyBytes = uncurry(Buffer.prototype.copy);
 const subBytes = uncurry(Buffer.prototype.subarray);
 const allocBytes = Buffer.allocUnsafe;
 const bytesOf = Buffer.from;
-const push = uncurry(Array.prototype.push);
-const join = uncurry(Array.prototype.join);
 const textIndexOf = uncurry(String.prototype.indexOf);
 const textSlice = uncurry(String.prototype.slice);
 const abortWith = uncurry(AbortController.prototype.abort);
@@ -95,16 +92,13 @@ let config = freeze({});
 let maxAnswerBytes = 1024 * 1024;
 let pluginsDir = "";
 
-// Messages written in one turn of the event loop go out in one write, straight onto fd 3 when nothing is
-// queued before them (the socket's stream machinery costs more than the write itself); what the socket
-// cannot take at once is queued on the stream, in order.
+// Every message goes out the moment it is made, straight onto fd 3 when nothing is queued before it (the
+// socket's stream machinery costs more than the write itself); what the socket cannot take at once is
+// queued on the stream, in order. Never held back for a batch: the plugin code that runs next may block
+// the event loop until the host is killed, and a held answer or progress report would die with it.
 const writeLater = channel.write.bind(channel);
 const writableLength = uncurry(Object.getOwnPropertyDescriptor(Duplex.prototype, "writableLength").get);
 const queuedBytes = () => writableLength(channel);
-// Without a prototype, so an index setter a plugin puts on Array.prototype cannot take its lines.
-const outbox = [];
-setProto(outbox, null);
-let flushing = false;
 function send(message) {
   sendLine(wellFormed(stringify(bare(message))));
 }
@@ -127,16 +121,7 @@ function bare(value) {
   return copy;
 }
 function sendLine(line) {
-  push(outbox, line, "\n");
-  if (!flushing) {
-    flushing = true;
-    nextTick(flush);
-  }
-}
-function flush() {
-  flushing = false;
-  const text = outbox.length === 2 ? outbox[0] + "\n" : join(outbox, "");
-  outbox.length = 0;
+  const text = line + "\n";
   if (queuedBytes() > 0) {
     writeLater(text);
     return;

@@ -501,3 +501,53 @@ fn sigterm_while_a_restart_drains_the_old_generation_answers_its_calls_and_ends_
     wait_gone(old_host);
     wait_gone(new_host);
 }
+
+/// Spins synchronously until the file `args.flag` exists, so that calls queue behind it.
+const HOLDS_THE_HOST: &str = r#"
+import { existsSync } from "node:fs";
+export const description = "Holds the host's event loop until told to let go.";
+export const inputSchema = { type: "object" };
+export function run(args) {
+  const until = Date.now() + 30000;
+  while (!existsSync(args.flag) && Date.now() < until) {}
+  return { text: "let go" };
+}
+"#;
+
+#[test]
+fn an_answer_made_just_before_another_plugin_hangs_is_not_lost() {
+    let inst = instance(&["fault-loop"], json!({ "hostHangSeconds": 3 }));
+    inst.write_plugin("hold.mjs", HOLDS_THE_HOST);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let flag = inst.root.join("let-go");
+    let hold = s.send_request(
+        "tools/call",
+        json!({ "name": "hold", "arguments": { "flag": flag } }),
+    );
+    // While the host is held, an echo and then a hang wait on its pipe: it takes both in one read.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let echo = s.send_request(
+        "tools/call",
+        json!({ "name": "echo", "arguments": { "n": 1 } }),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let hang = s.send_request(
+        "tools/call",
+        json!({ "name": "fault-loop", "arguments": {} }),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::fs::write(&flag, "").unwrap();
+    assert_eq!(text_of(&s.response(hold)), ("let go".to_string(), false));
+    assert_eq!(
+        text_of(&s.response(echo)),
+        (r#"lead: {"n":1}"#.to_string(), false),
+        "the echo was answered before the hang began"
+    );
+    let (refusal, is_error) = text_of(&s.response(hang));
+    assert!(
+        is_error && refusal.starts_with("plugins/fault-loop.mjs did not answer"),
+        "{refusal}"
+    );
+}
