@@ -579,3 +579,88 @@ fn a_notification_after_a_refused_request_of_a_newer_revision_does_not_end_the_s
     let r = next();
     assert_eq!(text_of(&r), ("slow done".to_string(), false));
 }
+
+#[test]
+fn a_cancellation_reaches_a_call_while_the_session_has_all_it_may_in_flight() {
+    // Each call waits for its signal, notes why it fired, and counts its runs.
+    let waits = r#"
+import { writeFileSync } from "node:fs";
+export const description = "Waits until cancelled.";
+export const inputSchema = { type: "object" };
+export async function run(args, context) {
+  globalThis.runs = (globalThis.runs ?? 0) + 1;
+  const signal = context.signal;
+  await new Promise((r) => signal.addEventListener("abort", r));
+  writeFileSync(`${args.dir}/aborted-${args.n}`, String(signal.reason?.message ?? signal.reason));
+  return { text: "ended" };
+}
+"#;
+    let runs = r#"
+export const description = "How many waits ran.";
+export const inputSchema = { type: "object" };
+export function run() { return { text: String(globalThis.runs ?? 0) }; }
+"#;
+    let inst = Instance::with_plugins(&[("waits.mjs", waits), ("runs.mjs", runs)]);
+    inst.set_config(json!({ "callTimeoutSeconds": 600 }));
+    let _d = inst.start();
+    let mut probe = inst.session("lead");
+    probe.initialize();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let dir = inst.root.display().to_string();
+    let call = |id: u64| {
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"waits\",\"arguments\":{{\"dir\":\"{dir}\",\"n\":{id}}}}}}}\n"
+        )
+    };
+    let cancel = |id: u64| {
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id}}}}}\n"
+        )
+    };
+    // Ids of their own: the client numbers its requests from 1.
+    let mut full: String = (1001..=1064).map(call).collect();
+    // Past the cap: a call that waits for room, then is cancelled before it ever starts.
+    full.push_str(&call(1065));
+    full.push_str(&cancel(1065));
+    raw(&mut s, full.as_bytes());
+    wait_until("64 calls running", || {
+        (probe.call("runs", json!({})).0 == "64").then_some(())
+    });
+    // The session has all it may have in flight; its cancellation still reaches the call at once, not
+    // when the call's 600 s deadline frees room.
+    raw(&mut s, cancel(1001).as_bytes());
+    let why = wait_until("the first call to hear its cancellation", || {
+        std::fs::read_to_string(inst.root.join("aborted-1001")).ok()
+    });
+    assert_eq!(why, "the caller cancelled the call");
+    let rest: String = (1002..=1064).map(cancel).collect();
+    raw(&mut s, rest.as_bytes());
+    // Once the cancelled calls have wound down the session is answered again; the call past the cap never ran.
+    assert_eq!(s.call("runs", json!({})), ("64".to_string(), false));
+    assert!(
+        !s.backlog.iter().any(|m| m
+            .get("id")
+            .is_some_and(|id| id.as_u64().is_some_and(|n| n > 1000))),
+        "cancelled calls get no answer: {:?}",
+        s.backlog
+    );
+}
+
+#[test]
+fn calls_past_the_cap_sent_just_before_the_client_closes_are_all_answered() {
+    let inst = Instance::with_plugins(&[("slow.mjs", SLOW)]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let calls: String = (1001..=1080)
+        .map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"slow\",\"arguments\":{{}}}}}}\n"))
+        .collect();
+    raw(&mut s, calls.as_bytes());
+    s.close_input();
+    for id in 1001..=1080u64 {
+        let answer = s.recv_where(|m| m["id"] == id);
+        assert_eq!(text_of(&answer), ("slow done".to_string(), false), "{id}");
+    }
+    assert!(s.wait().success());
+}

@@ -7,6 +7,7 @@ pub mod daemon;
 pub mod descriptors;
 pub mod direct;
 pub mod figures;
+pub mod held;
 pub mod http;
 pub mod jsonrpc;
 pub mod leader;

@@ -13,6 +13,8 @@
 //!   `server::direct` runs it and its answer goes straight into the outbox. Every other line takes
 //!   rmcp's own parse and path.
 //! - A request cancelled in the last 5 s still counts against the 64 in flight: its plugin may run on.
+//!   At 64 the session is still read (`server::held`): a cancellation is acted on at once, and other
+//!   lines wait, bounded, for room.
 //!
 //! `receive` is cancel-safe: the partial line lives in the codec, and the in-flight ids and the outbox's
 //! count in fields, not in the future.
@@ -35,6 +37,7 @@ use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
 use super::direct::Direct;
+use super::held::Held;
 use super::jsonrpc::{self, INVALID_REQUEST, PARSE_ERROR};
 use super::session::SeatService;
 use crate::lines::{CappedLines, Line, Outbox};
@@ -45,7 +48,7 @@ use crate::unix_io::WriteHalf;
 /// may hold one partial line this long).
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
 /// Requests of one session read and not yet answered (or cancelled within CANCELLED_HOLD): past this, its
-/// next line waits. With the outbox's bound, what one session can make the daemon hold is bounded however
+/// next requests wait (`server::held`). With the outbox's bound, what one session can make the daemon hold is bounded however
 /// fast it sends.
 pub const MAX_IN_FLIGHT: usize = 64;
 
@@ -71,6 +74,10 @@ pub struct SessionTransport<R> {
     begun: bool,
     /// When the client closed its side: the calls still running have their last seconds counted from it.
     closed_at: Option<std::time::Instant>,
+    /// Lines read while the session had all it may have in flight.
+    held: Held,
+    /// The session's input has ended (what is held is still acted on).
+    input_ended: bool,
 }
 
 /// What the transport and the calls it runs itself share: the way out, and the requests not yet answered.
@@ -153,6 +160,8 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             initialized: false,
             begun: false,
             closed_at: None,
+            held: Held::default(),
+            input_ended: false,
         }
     }
 
@@ -165,6 +174,94 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
 
     fn queue_line(&self, line: Vec<u8>) -> Result<(), std::io::Error> {
         self.answers.queue_line(line)
+    }
+
+    /// The next line to act on: one held while the session was at its cap, once there is room, or a new
+    /// one. At the cap the session is read on into `held`, so that a cancellation is acted on at once;
+    /// a call cancelled in the last seconds counts against the cap too, as its plugin may not have
+    /// stopped, and calling and cancelling at once must not start plugins without end.
+    async fn next_line(&mut self) -> Option<Next> {
+        loop {
+            self.forget_wound_down();
+            let answers = self.answers.clone();
+            let answered = answers.answered.notified();
+            if lock(&self.answers.in_flight).len() + self.cancelled.len() < MAX_IN_FLIGHT {
+                if let Some(line) = self.held.pop() {
+                    return Some(Next::Line(line));
+                }
+                if self.input_ended {
+                    // Counted from here: the calls started from held lines get their seconds too.
+                    self.closed_at = Some(std::time::Instant::now());
+                    return None;
+                }
+                if let Some(out) = self.answers.outbox()
+                    && out.queued() > self.queue_limit
+                {
+                    // The session is not reading its answers: read nothing more of it until it does.
+                    out.drained_to(self.queue_limit).await;
+                }
+                match self.read_line().await {
+                    Some(line) => return Some(Next::Line(line)),
+                    None => {
+                        self.input_ended = true;
+                        continue;
+                    }
+                }
+            }
+            let wound_down = self.cancelled.first().map(|(_, until)| *until);
+            let read_on = !self.input_ended && self.held.has_room();
+            tokio::select! {
+                _ = answered => {}
+                _ = sleep_until(wound_down) => {}
+                line = self.read_line(), if read_on => match line {
+                    None => self.input_ended = true,
+                    Some(line) => match cancellation(&line) {
+                        Some((msg, id)) => {
+                            if let Some(id) = id {
+                                self.held.cancel(&id);
+                            }
+                            return Some(Next::Cancel(Box::new(msg)));
+                        }
+                        None => self.held.push(line),
+                    },
+                },
+            }
+        }
+    }
+
+    /// The next line with something on it; one too long or not UTF-8 is answered here. None at the end.
+    async fn read_line(&mut self) -> Option<String> {
+        loop {
+            let line = match self.lines.next().await? {
+                Ok(Line::Text(line)) => line,
+                Ok(Line::TooLong) => {
+                    let _ = self.queue_line(jsonrpc::error(
+                        &Value::Null,
+                        INVALID_REQUEST,
+                        &format!(
+                            "Invalid request: a line longer than {} MiB was skipped",
+                            MAX_LINE >> 20
+                        ),
+                    ));
+                    continue;
+                }
+                Ok(Line::NotUtf8) => {
+                    let _ = self.queue_line(jsonrpc::error(
+                        &Value::Null,
+                        PARSE_ERROR,
+                        "Parse error: the line is not UTF-8",
+                    ));
+                    continue;
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "reading a session failed");
+                    return None;
+                }
+            };
+            if !line.trim().is_empty() {
+                return Some(line);
+            }
+        }
     }
 
     /// Forgets the cancelled requests whose time to wind down is over.
@@ -276,65 +373,15 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
-            loop {
-                // Enough of this session's requests are being worked on: read no more until one is
-                // answered. A call cancelled in the last seconds counts too: its plugin may not have
-                // stopped, and calling and cancelling at once must not start plugins without end.
-                self.forget_wound_down();
-                let answered = self.answers.answered.notified();
-                if lock(&self.answers.in_flight).len() + self.cancelled.len() < MAX_IN_FLIGHT {
-                    break;
-                }
-                match self.cancelled.first().map(|(_, until)| *until) {
-                    Some(until) => {
-                        tokio::select! {
-                            _ = answered => {}
-                            _ = tokio::time::sleep_until(until.into()) => {}
-                        }
+            let line = match self.next_line().await? {
+                Next::Line(line) => line,
+                Next::Cancel(msg) => {
+                    if self.begun && self.admit(&msg) {
+                        return Some(*msg);
                     }
-                    None => answered.await,
-                }
-            }
-            if let Some(out) = self.answers.outbox()
-                && out.queued() > self.queue_limit
-            {
-                // The session is not reading its answers: read nothing more of it until it does.
-                out.drained_to(self.queue_limit).await;
-            }
-            let Some(read) = self.lines.next().await else {
-                self.closed_at = Some(std::time::Instant::now());
-                return None;
-            };
-            let line = match read {
-                Ok(Line::Text(line)) => line,
-                Ok(Line::TooLong) => {
-                    let _ = self.queue_line(jsonrpc::error(
-                        &Value::Null,
-                        INVALID_REQUEST,
-                        &format!(
-                            "Invalid request: a line longer than {} MiB was skipped",
-                            MAX_LINE >> 20
-                        ),
-                    ));
                     continue;
                 }
-                Ok(Line::NotUtf8) => {
-                    let _ = self.queue_line(jsonrpc::error(
-                        &Value::Null,
-                        PARSE_ERROR,
-                        "Parse error: the line is not UTF-8",
-                    ));
-                    continue;
-                }
-                Err(e) => {
-                    tracing::debug!(error = %e, "reading a session failed");
-                    self.closed_at = Some(std::time::Instant::now());
-                    return None;
-                }
             };
-            if line.trim().is_empty() {
-                continue;
-            }
             let msg = match fast_call(&line) {
                 Some(call) if self.initialized && self.direct.is_some() => {
                     if self.admit_request(&call.id)
@@ -417,6 +464,37 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
             let _ = writer.await;
         }
         Ok(())
+    }
+}
+
+/// What `next_line` hands on.
+enum Next {
+    /// A line to act on in its turn.
+    Line(String),
+    /// A cancellation read while the session waited for room: acted on now.
+    Cancel(Box<ClientJsonRpcMessage>),
+}
+
+/// A `notifications/cancelled` line, with the id it cancels.
+fn cancellation(line: &str) -> Option<(ClientJsonRpcMessage, Option<NumberOrString>)> {
+    if !line.contains("notifications/cancelled") {
+        return None;
+    }
+    let msg = serde_json::from_str::<ClientJsonRpcMessage>(line).ok()?;
+    let ClientJsonRpcMessage::Notification(n) = &msg else {
+        return None;
+    };
+    let ClientNotification::CancelledNotification(c) = &n.notification else {
+        return None;
+    };
+    let id = c.params.request_id.clone();
+    Some((msg, id))
+}
+
+async fn sleep_until(at: Option<std::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
 

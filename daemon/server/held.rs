@@ -1,0 +1,84 @@
+//! Lines a session sent while it had all it may have in flight. They are still read, so that a
+//! cancellation reaches its call at once instead of waiting behind calls that may run to their deadline;
+//! the rest are held, in order, until there is room, and a request cancelled while held never starts.
+//! Bounded in count and bytes: past that, the session is not read until there is room.
+
+use std::collections::VecDeque;
+
+use rmcp::model::NumberOrString;
+use serde::Deserialize;
+
+/// Reading stops at this many held lines…
+const MAX_LINES: usize = 64;
+/// …or once they add up to this many bytes.
+const MAX_BYTES: usize = 1024 * 1024;
+
+#[derive(Default)]
+pub struct Held {
+    lines: VecDeque<String>,
+    bytes: usize,
+}
+
+impl Held {
+    /// Whether another line may be read and held.
+    pub fn has_room(&self) -> bool {
+        self.lines.len() < MAX_LINES && self.bytes < MAX_BYTES
+    }
+
+    pub fn push(&mut self, line: String) {
+        self.bytes += line.len();
+        self.lines.push_back(line);
+    }
+
+    /// The oldest held line.
+    pub fn pop(&mut self) -> Option<String> {
+        let line = self.lines.pop_front()?;
+        self.bytes -= line.len();
+        Some(line)
+    }
+
+    /// Drops the held request with this id: it was cancelled before it started, and gets no answer.
+    pub fn cancel(&mut self, id: &NumberOrString) {
+        if let Some(at) = self
+            .lines
+            .iter()
+            .position(|line| request_id(line).as_ref() == Some(id))
+            && let Some(line) = self.lines.remove(at)
+        {
+            self.bytes -= line.len();
+        }
+    }
+}
+
+/// The id of a request (a line with an id and a method); None for anything else.
+fn request_id(line: &str) -> Option<NumberOrString> {
+    #[derive(Deserialize)]
+    struct Request {
+        id: NumberOrString,
+        #[allow(dead_code)]
+        method: String,
+    }
+    serde_json::from_str::<Request>(line).ok().map(|r| r.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cancelled_request_leaves_the_others_in_order() {
+        let mut held = Held::default();
+        held.push(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#.into());
+        held.push(r#"{"jsonrpc":"2.0","method":"notifications/x","params":{"id":2}}"#.into());
+        held.push(r#"{"jsonrpc":"2.0","id":"2","method":"ping"}"#.into());
+        held.push(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#.into());
+        held.cancel(&NumberOrString::Number(2));
+        held.cancel(&NumberOrString::Number(7));
+        let left: Vec<String> = std::iter::from_fn(|| held.pop()).collect();
+        assert_eq!(left.len(), 3);
+        assert!(left[0].contains("\"id\":1"));
+        assert!(left[1].contains("notifications/x"));
+        assert!(left[2].contains("\"id\":\"2\""));
+        assert_eq!(held.bytes, 0);
+    }
+}
