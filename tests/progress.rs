@@ -178,7 +178,7 @@ fn a_report_reaches_the_caller_while_the_plugin_is_still_busy() {
     let report = s.recv_where(|v| is_progress(v) || v["id"] == id);
     assert_eq!(
         report["params"]["message"], "starting",
-        "the report came only with the answer: {report}"
+        "no report reached the caller before the answer: {report}"
     );
     std::fs::write(&flag, "").unwrap();
     assert_eq!(text_of(&s.response(id)), ("stopped".to_string(), false));

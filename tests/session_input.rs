@@ -631,7 +631,10 @@ export function run() { return { text: String(globalThis.runs ?? 0) }; }
     // when the call's 600 s deadline frees room.
     raw(&mut s, cancel(1001).as_bytes());
     let why = wait_until("the first call to hear its cancellation", || {
-        std::fs::read_to_string(inst.root.join("aborted-1001")).ok()
+        // The file is made, then written: empty is not yet.
+        std::fs::read_to_string(inst.root.join("aborted-1001"))
+            .ok()
+            .filter(|why| !why.is_empty())
     });
     assert_eq!(why, "the caller cancelled the call");
     let rest: String = (1002..=1064).map(cancel).collect();
@@ -663,4 +666,63 @@ fn calls_past_the_cap_sent_just_before_the_client_closes_are_all_answered() {
         assert_eq!(text_of(&answer), ("slow done".to_string(), false), "{id}");
     }
     assert!(s.wait().success());
+}
+
+/// Sends `lines` on a connection whose answers are never read, and gives the highest RSS the daemon
+/// reached meanwhile, watched for a few seconds or until it passes `bound` MB (while another seat is
+/// still answered).
+fn most_memory_while_never_reading(inst: &Instance, d: &Daemon, lines: Vec<u8>, bound: f64) -> f64 {
+    let mut sock = direct(inst, "lead");
+    sock.write_all(INITIALIZE).unwrap();
+    let writer = {
+        let mut sock = sock.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let _ = sock.write_all(&lines);
+        })
+    };
+    let mut most = 0.0f64;
+    for _ in 0..200 {
+        most = most.max(rss_mb(d.pid()));
+        if most > bound {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(30));
+    }
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert!(!s.call("index", json!({})).1);
+    let _ = sock.shutdown(std::net::Shutdown::Both);
+    let _ = writer.join();
+    most
+}
+
+#[test]
+fn a_session_at_its_cap_that_never_reads_cannot_hold_the_daemons_memory() {
+    // Slow calls with big answers keep the session at its 64 in flight, with more waiting behind them.
+    let big = r#"
+export const description = "A big answer, after a moment.";
+export const inputSchema = { type: "object" };
+export async function run() { await new Promise((r) => setTimeout(r, 20)); return { text: "x".repeat(256 * 1024) }; }
+"#;
+    let inst = Instance::with_plugins(&[("big.mjs", big)]);
+    let d = inst.start();
+    // 2,000 of them: 512 MB of answers, none ever read.
+    let lines: Vec<u8> = (1..=2000u64)
+        .flat_map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"big\",\"arguments\":{{}}}}}}\n").into_bytes())
+        .collect();
+    let most = most_memory_while_never_reading(&inst, &d, lines, 150.0);
+    assert!(
+        most < 150.0,
+        "sessionQueueBytes bounds what a session that never reads holds: the daemon reached {most:.0} MB"
+    );
+}
+
+#[test]
+fn lines_that_cannot_be_read_sent_to_a_session_that_never_reads_cannot_hold_the_daemons_memory() {
+    let inst = Instance::new();
+    let d = inst.start();
+    // 5,000,000 lines that are not UTF-8: each answered with a Parse error, 400 MB of answers.
+    let lines = b"\xff\n".repeat(5_000_000);
+    let most = most_memory_while_never_reading(&inst, &d, lines, 120.0);
+    assert!(most < 120.0, "the daemon reached {most:.0} MB");
 }

@@ -8,14 +8,15 @@ use std::collections::VecDeque;
 use rmcp::model::NumberOrString;
 use serde::Deserialize;
 
-/// Reading stops at this many held lines…
+/// Reading stops once this many lines are held…
 const MAX_LINES: usize = 64;
-/// …or once they add up to this many bytes.
+/// …or once they add up to this many bytes (the last line read may be up to the session's line cap).
 const MAX_BYTES: usize = 1024 * 1024;
 
 #[derive(Default)]
 pub struct Held {
-    lines: VecDeque<String>,
+    /// Each line with its id, when it is a request (read once: a cancellation looks through them all).
+    lines: VecDeque<(Option<NumberOrString>, String)>,
     bytes: usize,
 }
 
@@ -27,12 +28,12 @@ impl Held {
 
     pub fn push(&mut self, line: String) {
         self.bytes += line.len();
-        self.lines.push_back(line);
+        self.lines.push_back((request_id(&line), line));
     }
 
     /// The oldest held line.
     pub fn pop(&mut self) -> Option<String> {
-        let line = self.lines.pop_front()?;
+        let (_, line) = self.lines.pop_front()?;
         self.bytes -= line.len();
         Some(line)
     }
@@ -42,8 +43,8 @@ impl Held {
         if let Some(at) = self
             .lines
             .iter()
-            .position(|line| request_id(line).as_ref() == Some(id))
-            && let Some(line) = self.lines.remove(at)
+            .position(|(held, _)| held.as_ref() == Some(id))
+            && let Some((_, line)) = self.lines.remove(at)
         {
             self.bytes -= line.len();
         }

@@ -182,6 +182,13 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     /// stopped, and calling and cancelling at once must not start plugins without end.
     async fn next_line(&mut self) -> Option<Next> {
         loop {
+            if let Some(out) = self.answers.outbox()
+                && out.queued() > self.queue_limit
+            {
+                // The session is not reading its answers: act on nothing more of it until it does.
+                out.drained_to(self.queue_limit).await;
+                continue;
+            }
             self.forget_wound_down();
             let answers = self.answers.clone();
             let answered = answers.answered.notified();
@@ -194,30 +201,27 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                     self.closed_at = Some(std::time::Instant::now());
                     return None;
                 }
-                if let Some(out) = self.answers.outbox()
-                    && out.queued() > self.queue_limit
-                {
-                    // The session is not reading its answers: read nothing more of it until it does.
-                    out.drained_to(self.queue_limit).await;
-                }
                 match self.read_line().await {
-                    Some(line) => return Some(Next::Line(line)),
-                    None => {
-                        self.input_ended = true;
-                        continue;
-                    }
+                    Read::Line(line) => return Some(Next::Line(line)),
+                    Read::Answered => {}
+                    Read::End => self.input_ended = true,
                 }
+                continue;
             }
             let wound_down = self.cancelled.first().map(|(_, until)| *until);
             let read_on = !self.input_ended && self.held.has_room();
             tokio::select! {
                 _ = answered => {}
                 _ = sleep_until(wound_down) => {}
-                line = self.read_line(), if read_on => match line {
-                    None => self.input_ended = true,
-                    Some(line) => match cancellation(&line) {
+                read = self.read_line(), if read_on => match read {
+                    Read::End => self.input_ended = true,
+                    Read::Answered => {}
+                    Read::Line(line) => match cancellation(&line) {
                         Some((msg, id)) => {
-                            if let Some(id) = id {
+                            // One held with an id in flight is a duplicate, refused in its turn.
+                            if let Some(id) = id
+                                && !lock(&self.answers.in_flight).contains(&id)
+                            {
                                 self.held.cancel(&id);
                             }
                             return Some(Next::Cancel(Box::new(msg)));
@@ -229,12 +233,13 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
         }
     }
 
-    /// The next line with something on it; one too long or not UTF-8 is answered here. None at the end.
-    async fn read_line(&mut self) -> Option<String> {
+    /// The next line with something on it. One too long or not UTF-8 is answered here, and the caller
+    /// looks at the session's bounds again before reading on.
+    async fn read_line(&mut self) -> Read {
         loop {
-            let line = match self.lines.next().await? {
-                Ok(Line::Text(line)) => line,
-                Ok(Line::TooLong) => {
+            let line = match self.lines.next().await {
+                Some(Ok(Line::Text(line))) => line,
+                Some(Ok(Line::TooLong)) => {
                     let _ = self.queue_line(jsonrpc::error(
                         &Value::Null,
                         INVALID_REQUEST,
@@ -243,23 +248,24 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                             MAX_LINE >> 20
                         ),
                     ));
-                    continue;
+                    return Read::Answered;
                 }
-                Ok(Line::NotUtf8) => {
+                Some(Ok(Line::NotUtf8)) => {
                     let _ = self.queue_line(jsonrpc::error(
                         &Value::Null,
                         PARSE_ERROR,
                         "Parse error: the line is not UTF-8",
                     ));
-                    continue;
+                    return Read::Answered;
                 }
-                Err(e) => {
+                Some(Err(e)) => {
                     tracing::debug!(error = %e, "reading a session failed");
-                    return None;
+                    return Read::End;
                 }
+                None => return Read::End,
             };
             if !line.trim().is_empty() {
-                return Some(line);
+                return Read::Line(line);
             }
         }
     }
@@ -465,6 +471,15 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
         }
         Ok(())
     }
+}
+
+/// What `read_line` read.
+enum Read {
+    Line(String),
+    /// A line that could not be read was answered.
+    Answered,
+    /// The session's input ended.
+    End,
 }
 
 /// What `next_line` hands on.
