@@ -63,6 +63,9 @@ struct Args {
     /// Only the one-call-at-a-time cases (k1, builtin_k1) and their floors: a quick look at latency.
     #[arg(long, group = "mode")]
     k1: bool,
+    /// Only the throughput cases (k32, sessions16).
+    #[arg(long, group = "mode")]
+    throughput: bool,
     /// Only the floors: what the process chains cost on this machine now.
     #[arg(long, group = "mode")]
     floor: bool,
@@ -119,6 +122,8 @@ fn main() {
         Some("--scaling")
     } else if args.k1 {
         Some("--k1")
+    } else if args.throughput {
+        Some("--throughput")
     } else if args.floor {
         Some("--floor")
     } else {
@@ -172,6 +177,11 @@ fn main() {
         print_floors(&[], &floor_cases(&setup, runs));
         return;
     }
+    if mode == Some("--throughput") {
+        throughput_cases(&setup, &one, &mut cases);
+        print_table(&machine(), &cases);
+        return;
+    }
     if mode == Some("--k1") {
         cases.push(k1_case("k1", &setup, &one, "p0000", false));
         cases.push(k1_case("builtin_k1", &setup, &one, "index", false));
@@ -188,18 +198,7 @@ fn main() {
         || ovai_attach(&setup, &one),
         || baseline_attach(&setup, &one),
     ));
-    cases.push(alternate(
-        "k32",
-        runs,
-        || ovai_calls(&setup, &one, 5000, 32, "p0000"),
-        || baseline_calls(&setup, &one, 5000, 32),
-    ));
-    cases.push(alternate(
-        "sessions16",
-        runs,
-        || ovai_sessions(&setup, &one, 16, 4, 500),
-        || baseline_sessions(&setup, &one, 16, 4, 500),
-    ));
+    throughput_cases(&setup, &one, &mut cases);
     cases.push(k1_case("builtin_k1", &setup, &one, "index", false));
     http_cases(&setup, &mut cases);
     let thousand = Instance::new(&setup, "thousand", 1000);
@@ -258,6 +257,26 @@ fn main() {
             .expect("the JSON file is written");
         println!("\nFigures written to {}", path.display());
     }
+}
+
+/// The cases the throughput targets name: 32 calls in flight on one session, and 16 sessions.
+fn throughput_cases(
+    setup: &Setup,
+    one: &Instance,
+    cases: &mut Vec<(&'static str, Figures, Figures)>,
+) {
+    cases.push(alternate(
+        "k32",
+        setup.runs,
+        || ovai_calls(setup, one, 5000, 32, "p0000"),
+        || baseline_calls(setup, one, 5000, 32),
+    ));
+    cases.push(alternate(
+        "sessions16",
+        setup.runs,
+        || ovai_sessions(setup, one, 16, 4, 500),
+        || baseline_sessions(setup, one, 16, 4, 500),
+    ));
 }
 
 /// One call at a time to `tool` through `ovai mcp` (or, `direct`, straight onto the daemon's socket),

@@ -126,15 +126,16 @@ function sendLine(line) {
     writeLater(text);
     return;
   }
-  const bytes = bytesOf(text);
   let written = 0;
   try {
-    written = writeSync(3, bytes, 0, bytes.length);
+    // A string goes to the kernel without a Buffer made for it.
+    written = writeSync(3, text);
   } catch (err) {
     // EAGAIN: the daemon is behind; anything else, the stream reports as the channel's end.
     written = 0;
   }
-  if (written < bytes.length) writeLater(written === 0 ? bytes : subBytes(bytes, written));
+  if (written === 0) writeLater(text);
+  else if (written < text.length || written < byteLength(text)) writeLater(subBytes(bytesOf(text), written));
 }
 
 /**

@@ -213,3 +213,36 @@ fn context_carries_seat_role_root_and_config() {
     assert_eq!(v["config"]["team"]["name"], "blue");
     assert_eq!(v["signal"], true);
 }
+
+#[test]
+fn answers_larger_than_the_pipe_takes_at_once_arrive_whole_and_in_order() {
+    // 600 KB of UTF-8 each (a two-byte and a four-byte character, so a partial write may end inside
+    // one), more than a Unix socket takes in one write: the host writes the rest later, in order.
+    let inst = Instance::with_plugins(&[(
+        "wide.mjs",
+        &plugin(
+            "export function run(args) { return { text: `${args.n}:` + 'é😀'.repeat(100000) }; }",
+        ),
+    )]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let ids: Vec<u64> = (0..4)
+        .map(|n| {
+            s.send_request(
+                "tools/call",
+                json!({ "name": "wide", "arguments": { "n": n } }),
+            )
+        })
+        .collect();
+    let expected = "é😀".repeat(100_000);
+    for (n, id) in ids.into_iter().enumerate() {
+        let (text, refused) = text_of(&s.response(id));
+        assert!(!refused);
+        assert_eq!(text.len(), expected.len() + 2);
+        assert!(
+            text == format!("{n}:{expected}"),
+            "answer {n} arrived changed"
+        );
+    }
+}
