@@ -48,8 +48,8 @@ use crate::unix_io::WriteHalf;
 /// may hold one partial line this long).
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
 /// Requests of one session read and not yet answered (or cancelled within CANCELLED_HOLD): past this, its
-/// next requests wait (`server::held`). With the outbox's bound, what one session can make the daemon hold is bounded however
-/// fast it sends.
+/// next requests wait (`server::held`). With the outbox's bound, what one session can make the daemon
+/// hold is bounded however fast it sends.
 pub const MAX_IN_FLIGHT: usize = 64;
 
 pub struct SessionTransport<R> {
