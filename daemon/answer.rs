@@ -31,17 +31,35 @@ pub fn plugin(file: &str, ended: Ended, max_answer_bytes: usize) -> Outcome {
 }
 
 pub fn from_host(file: &str, a: Answer, max_answer_bytes: usize) -> Outcome {
-    if let Some(text) = a.text {
-        return Outcome::Text(text);
-    }
-    if let Some(refused) = a.refused {
-        return Outcome::Refused(refused);
-    }
-    if let Some(bytes) = a.too_big {
-        return Outcome::Refused(format!(
+    let too_big = |bytes: usize| {
+        Outcome::Refused(format!(
             "{file} answered {bytes} bytes of text, more than the {max_answer_bytes} this server passes on \
              (maxAnswerBytes in openovai.json sets the limit)."
+        ))
+    };
+    if a.damaged {
+        return Outcome::Refused(format!(
+            "{file}'s answer was damaged on its way from the plugin host: bytes written to the host's \
+             protocol pipe (fd 3), most likely by a plugin, landed inside it. Call again."
         ));
+    }
+    // The host checks the size; bytes a plugin wrote to fd 3 inside a string can still add to it.
+    if let Some(text) = a.text {
+        return if text.len() > max_answer_bytes {
+            too_big(text.len())
+        } else {
+            Outcome::Text(text)
+        };
+    }
+    if let Some(refused) = a.refused {
+        return if refused.len() > max_answer_bytes {
+            too_big(refused.len())
+        } else {
+            Outcome::Refused(refused)
+        };
+    }
+    if let Some(bytes) = a.too_big {
+        return too_big(usize::try_from(bytes).unwrap_or(usize::MAX));
     }
     if let Some(t) = a.threw {
         return Outcome::Refused(threw(file, &t));
@@ -180,4 +198,33 @@ pub fn room_failed(e: &crate::tools::room::RoomError) -> Outcome {
             crate::names::thousands(crate::tools::room::MAX_SAY_BYTES)
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_grown_or_broken_on_its_way_is_refused_in_words() {
+        let text = |t: &str| Answer {
+            text: Some(t.into()),
+            ..Answer::default()
+        };
+        assert_eq!(
+            from_host("plugins/a.mjs", text("four"), 4),
+            Outcome::Text("four".into())
+        );
+        let Outcome::Refused(grown) = from_host("plugins/a.mjs", text("fives"), 4) else {
+            panic!("a text over the cap is refused");
+        };
+        assert!(grown.starts_with("plugins/a.mjs answered 5 bytes of text, more than the 4"));
+        let damaged = Answer {
+            damaged: true,
+            ..Answer::default()
+        };
+        let Outcome::Refused(why) = from_host("plugins/a.mjs", damaged, 4) else {
+            panic!("a damaged answer is refused");
+        };
+        assert!(why.starts_with("plugins/a.mjs's answer was damaged"), "{why}");
+    }
 }

@@ -233,7 +233,17 @@ async fn read_lines(link: Arc<Link>, read: ReadHalf, max_line: usize) {
                     link.deliver(msg)
                 }
                 None => {
-                    tracing::warn!(pid = link.pid, line = %line.chars().take(200).collect::<String>(), "the plugin host sent a line that is not a protocol message; it was skipped")
+                    tracing::warn!(pid = link.pid, line = %line.chars().take(200).collect::<String>(), "the plugin host sent a line that is not a protocol message; it was skipped");
+                    // An answer broken by bytes that landed inside it: its caller hears so now, not at
+                    // its deadline (the key it carries still has to match).
+                    for (id, key) in damaged_answers(&line) {
+                        link.deliver(FromHost::Answer(Answer {
+                            id,
+                            key,
+                            damaged: true,
+                            ..Answer::default()
+                        }));
+                    }
                 }
             },
             Ok(Line::NotUtf8) => {
@@ -280,9 +290,36 @@ fn parse_resyncing(line: &str) -> Option<(FromHost, usize)> {
         })
 }
 
+/// The id and key of each common answer that starts in `line` (`{"t":"answer","id":N,"key":K,`).
+fn damaged_answers(line: &str) -> Vec<(u64, u64)> {
+    const START: &str = "{\"t\":\"answer\",\"id\":";
+    let number = |text: &str| -> Option<(u64, usize)> {
+        let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+        Some((text[..digits].parse().ok()?, digits))
+    };
+    line.match_indices(START)
+        .filter_map(|(at, _)| {
+            let rest = &line[at + START.len()..];
+            let (id, n) = number(rest)?;
+            let rest = rest[n..].strip_prefix(",\"key\":")?;
+            let (key, _) = number(rest)?;
+            Some((id, key))
+        })
+        .take(8)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_broken_by_junk_inside_it_is_still_named() {
+        let line = "junk{\"t\":\"answer\",\"id\":12,\"key\":3456,\"text\":\"ab\u{0}junk\"junk cd\"}";
+        assert!(parse_resyncing(line).is_none());
+        assert_eq!(damaged_answers(line), vec![(12, 3456)]);
+        assert!(damaged_answers("{\"t\":\"answer\",\"id\":x,\"key\":1").is_empty());
+    }
 
     #[test]
     fn answers_read_straight_and_through_the_enum_are_the_same() {

@@ -132,7 +132,7 @@ pub struct WrongExport {
     pub want: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Answer {
     pub id: u64,
@@ -157,4 +157,8 @@ pub struct Answer {
     /// `run` called process.exit (with this code, maybe empty); the host stayed up.
     #[serde(default)]
     pub exited: Option<String>,
+    /// Set by the daemon, never read off the wire: the answer's line arrived broken (bytes a plugin wrote
+    /// to fd 3 landed inside it).
+    #[serde(skip)]
+    pub damaged: bool,
 }
