@@ -225,6 +225,9 @@ mod tests {
         let Outcome::Refused(why) = from_host("plugins/a.mjs", damaged, 4) else {
             panic!("a damaged answer is refused");
         };
-        assert!(why.starts_with("plugins/a.mjs's answer was damaged"), "{why}");
+        assert!(
+            why.starts_with("plugins/a.mjs's answer was damaged"),
+            "{why}"
+        );
     }
 }

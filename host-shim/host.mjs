@@ -25,6 +25,7 @@ const ownKeys = Object.keys;
 const ownValues = Object.values;
 const toText = String;
 const byteLength = Buffer.byteLength;
+const nextTurn = setImmediate;
 const AbortCtl = AbortController;
 const ErrorCtor = Error;
 const isArray = Array.isArray;
@@ -40,6 +41,7 @@ const copyBytes = uncurry(Buffer.prototype.copy);
 const subBytes = uncurry(Buffer.prototype.subarray);
 const allocBytes = Buffer.allocUnsafe;
 const bytesOf = Buffer.from;
+const push = uncurry(Array.prototype.push);
 const textIndexOf = uncurry(String.prototype.indexOf);
 const textSlice = uncurry(String.prototype.slice);
 const abortWith = uncurry(AbortController.prototype.abort);
@@ -205,19 +207,57 @@ function onBytes(n, reused) {
   for (;;) {
     const end = indexOfByte(buf, 10, start);
     if (end < 0) break;
+    let line;
     if (partialBytes > 0) {
       keep(buf, start, end);
-      const line = utf8Slice(partial, 0, partialBytes);
+      line = utf8Slice(partial, 0, partialBytes);
       partialBytes = 0;
       // A long line's buffer goes back to the collector.
       if (partial.length > READ_BYTES * 16) partial = null;
-      onLine(line);
     } else {
-      onLine(utf8Slice(buf, start, end));
+      line = utf8Slice(buf, start, end);
     }
     start = end + 1;
+    if (waiting !== null) push(waiting, line);
+    else if (!actOn(line)) startWaiting();
   }
   if (start < n) keep(buf, start, n);
+  scheduleWaiting();
+}
+
+// An async `run` settles in the microtasks that follow the current read. The lines after its call wait
+// for the next turn of the event loop, so that its answer goes out before any other plugin's code runs:
+// one that blocks the event loop (and gets the host killed) then costs only the calls still waiting.
+// Without a prototype, so an index setter a plugin puts on Array.prototype cannot take its lines.
+let waiting = null;
+let waitingAt = 0;
+let waitScheduled = false;
+function startWaiting() {
+  waiting = [];
+  setProto(waiting, null);
+  waitingAt = 0;
+}
+function scheduleWaiting() {
+  if (waiting !== null && waitingAt < waiting.length && !waitScheduled) {
+    waitScheduled = true;
+    nextTurn(actOnWaiting);
+  }
+  if (waiting !== null && waitingAt === waiting.length) waiting = null;
+}
+function actOnWaiting() {
+  waitScheduled = false;
+  while (waiting !== null && waitingAt < waiting.length) {
+    const line = waiting[waitingAt];
+    waiting[waitingAt++] = undefined;
+    if (!actOn(line)) break;
+  }
+  scheduleWaiting();
+}
+
+/** Acts on one line; false when it started a call that has not answered yet. */
+function actOn(line) {
+  const id = onLine(line);
+  return id === undefined || !inFlight(id);
 }
 
 function onLine(line) {
@@ -240,7 +280,7 @@ function onLine(line) {
       break;
     case "call":
       call(message);
-      break;
+      return message.id;
     case "cancel":
       if (inFlight(message.id)) {
         const running = mapGet(calls, message.id);

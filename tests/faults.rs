@@ -516,8 +516,27 @@ export function run(args) {
 
 #[test]
 fn an_answer_made_just_before_another_plugin_hangs_is_not_lost() {
+    answered_before_the_hang("echo", r#"lead: {"n":1}"#);
+}
+
+#[test]
+fn an_async_answer_whose_call_came_with_a_hang_is_not_lost() {
+    answered_before_the_hang("later", r#"later: {"n":1}"#);
+}
+
+/// Holds the host while a call of `tool` and then one that hangs reach it (it takes both in one read),
+/// and checks that `tool` is answered before the hang costs the host.
+fn answered_before_the_hang(tool: &str, answer: &str) {
     let inst = instance(&["fault-loop"], json!({ "hostHangSeconds": 3 }));
     inst.write_plugin("hold.mjs", HOLDS_THE_HOST);
+    inst.write_plugin(
+        "later.mjs",
+        r#"
+export const description = "Answers from an async run, with nothing to wait for.";
+export const inputSchema = { type: "object" };
+export async function run(args) { return { text: `later: ${JSON.stringify(args)}` }; }
+"#,
+    );
     let _d = inst.start();
     let mut s = inst.session("lead");
     s.initialize();
@@ -528,9 +547,9 @@ fn an_answer_made_just_before_another_plugin_hangs_is_not_lost() {
     );
     // While the host is held, an echo and then a hang wait on its pipe: it takes both in one read.
     std::thread::sleep(std::time::Duration::from_millis(200));
-    let echo = s.send_request(
+    let first = s.send_request(
         "tools/call",
-        json!({ "name": "echo", "arguments": { "n": 1 } }),
+        json!({ "name": tool, "arguments": { "n": 1 } }),
     );
     std::thread::sleep(std::time::Duration::from_millis(200));
     let hang = s.send_request(
@@ -541,9 +560,9 @@ fn an_answer_made_just_before_another_plugin_hangs_is_not_lost() {
     std::fs::write(&flag, "").unwrap();
     assert_eq!(text_of(&s.response(hold)), ("let go".to_string(), false));
     assert_eq!(
-        text_of(&s.response(echo)),
-        (r#"lead: {"n":1}"#.to_string(), false),
-        "the echo was answered before the hang began"
+        text_of(&s.response(first)),
+        (answer.to_string(), false),
+        "{tool} was answered before the hang began"
     );
     let (refusal, is_error) = text_of(&s.response(hang));
     assert!(

@@ -315,7 +315,8 @@ mod tests {
 
     #[test]
     fn an_answer_broken_by_junk_inside_it_is_still_named() {
-        let line = "junk{\"t\":\"answer\",\"id\":12,\"key\":3456,\"text\":\"ab\u{0}junk\"junk cd\"}";
+        let line =
+            "junk{\"t\":\"answer\",\"id\":12,\"key\":3456,\"text\":\"ab\u{0}junk\"junk cd\"}";
         assert!(parse_resyncing(line).is_none());
         assert_eq!(damaged_answers(line), vec![(12, 3456)]);
         assert!(damaged_answers("{\"t\":\"answer\",\"id\":x,\"key\":1").is_empty());
