@@ -251,6 +251,13 @@ function actOnWaiting() {
     waiting[waitingAt++] = undefined;
     if (!actOn(line)) break;
   }
+  // Under steady load the queue may never run dry: what was acted on is let go of as it goes.
+  if (waiting !== null && waitingAt >= 1024) {
+    const rest = waiting;
+    const from = waitingAt;
+    startWaiting();
+    for (let i = from; i < rest.length; i++) push(waiting, rest[i]);
+  }
   scheduleWaiting();
 }
 

@@ -325,3 +325,28 @@ test("a plugin patching what the host relies on does not change other calls' ans
   assert.equal(host.child.exitCode, null);
   host.stop();
 });
+
+test("thousands of calls to async and plain runs in one write are all answered, in order of settling", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
+  const host = startHost();
+  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1 << 20 });
+  await loaded(host, dir, "later", HEADER + "export async function run(args) { return { text: `a${args.n}` }; }", 1);
+  await loaded(host, dir, "now", HEADER + "export function run(args) { return { text: `s${args.n}` }; }", 2);
+  // More than the 1,024 lines after which the queue of lines waiting behind async runs is compacted.
+  let lines = "";
+  for (let n = 0; n < 3000; n++) {
+    const tool = n % 3 === 0 ? "now" : "later";
+    lines += JSON.stringify({ t: "call", id: 100 + n, tool, args: { n }, seat: "s", role: "Worker", key: n }) + "\n";
+  }
+  lines += JSON.stringify({ t: "ping", n: 7 }) + "\n";
+  host.child.stdio[3].write(lines);
+  await host.next((m) => m.t === "pong" && m.n === 7);
+  const answers = host.received.filter((m) => m.t === "answer");
+  // Each call answered once with its own text, in the order the calls came (each settles before the next runs).
+  assert.equal(answers.length, 3000);
+  answers.forEach((a, n) => {
+    assert.equal(a.id, 100 + n);
+    assert.equal(a.text, `${n % 3 === 0 ? "s" : "a"}${n}`);
+  });
+  host.stop();
+});
