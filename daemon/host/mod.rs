@@ -77,34 +77,41 @@ pub async fn call(
     cancel: &CancellationToken,
 ) -> Ended {
     let started = Instant::now();
-    let link = tokio::select! {
-        l = host.link(RESPAWN_PATIENCE.min(deadline)) => l,
-        _ = cancel.cancelled() => return Ended::Cancelled,
-    };
-    let link = match link {
-        Ok(link) => link,
-        Err(why) => return Ended::NotRun(why),
-    };
-    if let Some(why) = link.unavailable(req.tool) {
-        return Ended::NotReimported(why);
-    }
-    let id = host.next_id();
-    let wants_progress = req.progress.is_some();
-    let rx = link.expect_answer(id, req.file.clone(), req.progress);
-    let sent = link.send(&ToHost::Call {
-        id,
-        tool: req.tool,
-        args: req.args,
-        seat: req.seat,
-        role: req.role,
-        progress: wants_progress,
-        key: link.key_of(id),
-    });
-    if !sent {
-        // The host went away between the look-up and the send: never wait on a dead process.
+    let mut gone: Option<Arc<link::Link>> = None;
+    let (link, id, rx) = loop {
+        let link = tokio::select! {
+            l = host.link_other_than(gone.as_ref(), RESPAWN_PATIENCE.min(deadline)) => l,
+            _ = cancel.cancelled() => return Ended::Cancelled,
+        };
+        let link = match link {
+            Ok(link) => link,
+            Err(why) => return Ended::NotRun(why),
+        };
+        if let Some(why) = link.unavailable(req.tool) {
+            return Ended::NotReimported(why);
+        }
+        let id = host.next_id();
+        let rx = link.expect_answer(id, req.file.clone(), req.progress.clone());
+        let sent = link.send(&ToHost::Call {
+            id,
+            tool: req.tool,
+            args: req.args,
+            seat: req.seat,
+            role: req.role,
+            progress: req.progress.is_some(),
+            key: link.key_of(id),
+        });
+        if sent {
+            break (link, id, rx);
+        }
+        // The host ended between the look-up and the send, and never saw the call: it runs on the host
+        // started next, once (a second such end is the host's to answer for).
         link.forget(id);
-        return Ended::NotRun(NoHost::Ended);
-    }
+        if gone.is_some() {
+            return Ended::NotRun(NoHost::Ended);
+        }
+        gone = Some(link);
+    };
     let left = deadline.saturating_sub(started.elapsed());
     tokio::select! {
         end = rx => match end {

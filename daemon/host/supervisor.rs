@@ -118,8 +118,22 @@ impl Host {
 
     /// Waits (at most `patience`) for a live link.
     pub async fn link(&self, patience: Duration) -> Result<Arc<Link>, NoHost> {
+        self.link_other_than(None, patience).await
+    }
+
+    /// Waits (at most `patience`) for a live link other than `gone` (a link whose process has ended but
+    /// whose end the supervisor has not taken in yet).
+    pub async fn link_other_than(
+        &self,
+        gone: Option<&Arc<Link>>,
+        patience: Duration,
+    ) -> Result<Arc<Link>, NoHost> {
         let mut state = self.state.clone();
-        let wait = state.wait_for(|s| !matches!(s, HostState::Respawning));
+        let wait = state.wait_for(|s| match s {
+            HostState::Respawning => false,
+            HostState::Up(link) => gone.is_none_or(|g| !Arc::ptr_eq(g, link)),
+            _ => true,
+        });
         match tokio::time::timeout(patience, wait).await {
             Ok(Ok(s)) => match &*s {
                 HostState::Up(link) => Ok(link.clone()),
