@@ -39,8 +39,8 @@ pub fn from_host(file: &str, a: Answer, max_answer_bytes: usize) -> Outcome {
     };
     if a.damaged {
         return Outcome::Refused(format!(
-            "{file}'s answer was damaged on its way from the plugin host: bytes written to the host's \
-             protocol pipe (fd 3), most likely by a plugin, landed inside it. Call again."
+            "{file} ran, but its answer was damaged on its way from the plugin host: bytes written to the \
+             host's protocol pipe (fd 3), most likely by a plugin, landed inside it, and the answer is lost."
         ));
     }
     // The host checks the size; bytes a plugin wrote to fd 3 inside a string can still add to it.
@@ -226,7 +226,7 @@ mod tests {
             panic!("a damaged answer is refused");
         };
         assert!(
-            why.starts_with("plugins/a.mjs's answer was damaged"),
+            why.starts_with("plugins/a.mjs ran, but its answer was damaged"),
             "{why}"
         );
     }

@@ -7,9 +7,9 @@
 
 import net from "node:net";
 import { Duplex } from "node:stream";
-import { writeSync } from "node:fs";
-import { spawnSync } from "node:child_process";
-import { pathToFileURL, fileURLToPath } from "node:url";
+import fs from "node:fs";
+import childProcess from "node:child_process";
+import url from "node:url";
 import path from "node:path";
 
 const PROTOCOL = 1;
@@ -26,6 +26,13 @@ const ownValues = Object.values;
 const toText = String;
 const byteLength = Buffer.byteLength;
 const nextTurn = setImmediate;
+// setImmediate finds `ref` and its callback's slot through Immediate.prototype; a named import is a live
+// binding that module.syncBuiltinESMExports() rewrites: both are taken out of a plugin's reach here.
+freeze(Object.getPrototypeOf(setImmediate(() => {})));
+const writeSync = fs.writeSync;
+const spawnSync = childProcess.spawnSync;
+const pathToFileURL = url.pathToFileURL;
+const fileURLToPath = url.fileURLToPath;
 const AbortCtl = AbortController;
 const ErrorCtor = Error;
 const isArray = Array.isArray;
@@ -239,8 +246,8 @@ function startWaiting() {
 }
 function scheduleWaiting() {
   if (waiting !== null && waitingAt < waiting.length && !waitScheduled) {
-    waitScheduled = true;
     nextTurn(actOnWaiting);
+    waitScheduled = true;
   }
   if (waiting !== null && waitingAt === waiting.length) waiting = null;
 }

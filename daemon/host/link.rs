@@ -229,21 +229,13 @@ async fn read_lines(link: Arc<Link>, read: ReadHalf, max_line: usize) {
                             skipped,
                             "the plugin host's channel carried bytes that are not a protocol message before one; they were skipped"
                         );
+                        refuse_damaged(&link, &line[..skipped]);
                     }
                     link.deliver(msg)
                 }
                 None => {
                     tracing::warn!(pid = link.pid, line = %line.chars().take(200).collect::<String>(), "the plugin host sent a line that is not a protocol message; it was skipped");
-                    // An answer broken by bytes that landed inside it: its caller hears so now, not at
-                    // its deadline (the key it carries still has to match).
-                    for (id, key) in damaged_answers(&line) {
-                        link.deliver(FromHost::Answer(Answer {
-                            id,
-                            key,
-                            damaged: true,
-                            ..Answer::default()
-                        }));
-                    }
+                    refuse_damaged(&link, &line);
                 }
             },
             Ok(Line::NotUtf8) => {
@@ -288,6 +280,19 @@ fn parse_resyncing(line: &str) -> Option<(FromHost, usize)> {
                 .ok()
                 .map(|m| (m, at))
         })
+}
+
+/// An answer broken by bytes that landed inside it: its caller hears so now, not at its deadline (the
+/// key it carries still has to match).
+fn refuse_damaged(link: &Link, text: &str) {
+    for (id, key) in damaged_answers(text) {
+        link.deliver(FromHost::Answer(Answer {
+            id,
+            key,
+            damaged: true,
+            ..Answer::default()
+        }));
+    }
 }
 
 /// The id and key of each common answer that starts in `line` (`{"t":"answer","id":N,"key":K,`).

@@ -79,8 +79,12 @@ pub async fn call(
     let started = Instant::now();
     let mut gone: Option<Arc<link::Link>> = None;
     let (link, id, rx) = loop {
+        let left = deadline.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return Ended::Deadline(deadline);
+        }
         let link = tokio::select! {
-            l = host.link_other_than(gone.as_ref(), RESPAWN_PATIENCE.min(deadline)) => l,
+            l = host.link_other_than(gone.as_ref(), RESPAWN_PATIENCE.min(left)) => l,
             _ = cancel.cancelled() => return Ended::Cancelled,
         };
         let link = match link {

@@ -350,3 +350,38 @@ test("thousands of calls to async and plain runs in one write are all answered, 
   });
   host.stop();
 });
+
+test("a plugin patching setImmediate's internals or fs.writeSync neither stalls the host nor sees its lines", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
+  const host = startHost();
+  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1 << 20 });
+  await loaded(
+    host,
+    dir,
+    "patch",
+    HEADER +
+      "import fs from 'node:fs';\nimport module from 'node:module';\n" +
+      "globalThis.seen = 0;\n" +
+      "const proto = Object.getPrototypeOf(setImmediate(() => {}));\n" +
+      "try { Object.defineProperty(proto, '_onImmediate', { set() {}, get() { return () => {}; }, configurable: true }); } catch {}\n" +
+      "try { proto.ref = function () { return this; }; } catch {}\n" +
+      "const write = fs.writeSync;\n" +
+      "fs.writeSync = (...a) => { globalThis.seen++; return write(...a); };\n" +
+      "module.syncBuiltinESMExports();\n" +
+      "export function run() { return { text: 'patched' }; }\n",
+    1,
+  );
+  await loaded(host, dir, "later", HEADER + "export async function run(args) { return { text: `a${args.n}` }; }", 2);
+  await loaded(host, dir, "seen", HEADER + "export function run() { return { text: String(globalThis.seen) }; }", 3);
+  let lines = "";
+  for (let n = 0; n < 5; n++) {
+    lines += JSON.stringify({ t: "call", id: 10 + n, tool: "later", args: { n }, seat: "s", role: "Worker", key: n }) + "\n";
+  }
+  lines += JSON.stringify({ t: "ping", n: 9 }) + "\n";
+  host.child.stdio[3].write(lines);
+  await host.next((m) => m.t === "pong" && m.n === 9);
+  for (let n = 0; n < 5; n++) assert.equal((await host.next((m) => m.id === 10 + n)).text, `a${n}`);
+  host.send({ t: "call", id: 20, tool: "seen", args: {}, seat: "s", role: "Worker", key: 20 });
+  assert.equal((await host.next((m) => m.id === 20)).text, "0");
+  host.stop();
+});
