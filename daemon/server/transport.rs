@@ -190,9 +190,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 continue;
             }
             self.forget_wound_down();
-            let answers = self.answers.clone();
-            let answered = answers.answered.notified();
-            if lock(&self.answers.in_flight).len() + self.cancelled.len() < MAX_IN_FLIGHT {
+            if self.has_room() {
                 if let Some(line) = self.held.pop() {
                     return Some(Next::Line(line));
                 }
@@ -206,6 +204,12 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                     Read::Answered => {}
                     Read::End => self.input_ended = true,
                 }
+                continue;
+            }
+            // Registered before the second look, so an answer between the two is not missed.
+            let answers = self.answers.clone();
+            let answered = answers.answered.notified();
+            if self.has_room() {
                 continue;
             }
             let wound_down = self.cancelled.first().map(|(_, until)| *until);
@@ -268,6 +272,11 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 return Read::Line(line);
             }
         }
+    }
+
+    /// Whether the session may have one more request in flight (cancelled ones winding down count).
+    fn has_room(&self) -> bool {
+        lock(&self.answers.in_flight).len() + self.cancelled.len() < MAX_IN_FLIGHT
     }
 
     /// Forgets the cancelled requests whose time to wind down is over.

@@ -51,6 +51,14 @@ function startHost() {
   };
 }
 
+/** A host told its instance (a new temporary folder, also its plugins folder) and its answer cap. */
+function initHost(maxAnswerBytes, config = {}) {
+  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
+  const host = startHost();
+  host.send({ t: "init", root: dir, pluginsDir: dir, config, maxAnswerBytes });
+  return { host, dir };
+}
+
 function plugin(dir, name, source) {
   const file = path.join(dir, `${name}.mjs`);
   writeFileSync(file, source);
@@ -80,9 +88,7 @@ test("it says ready with its protocol and Node version", async () => {
 });
 
 test("exports are reported as facts", async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
-  const host = startHost();
-  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 100 });
+  const { host, dir } = initHost(100);
   const bad = await loaded(host, dir, "bad", "export const description = 5; export let run;", 1);
   assert.equal(bad.ok, false);
   assert.deepEqual(bad.exports.missing, ["inputSchema", "run"]);
@@ -94,9 +100,7 @@ test("exports are reported as facts", async () => {
 });
 
 test("a plugin's console.log goes to stdout, never into the protocol", async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
-  const host = startHost();
-  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1000 });
+  const { host, dir } = initHost(1000);
   await loaded(host, dir, "chatty", HEADER + 'export function run() { console.log(\'{"t":"answer","id":99,"text":"forged"}\'); return { text: "real" }; }', 1);
   host.send({ t: "call", id: 7, tool: "chatty", args: {}, seat: "s", role: "Worker" });
   const answer = await host.next((m) => m.t === "answer");
@@ -109,9 +113,7 @@ test("a plugin's console.log goes to stdout, never into the protocol", async () 
 });
 
 test("a cancelled call fires its signal and is never answered", async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
-  const host = startHost();
-  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1000 });
+  const { host, dir } = initHost(1000);
   await loaded(
     host,
     dir,
@@ -137,9 +139,7 @@ test("a cancelled call fires its signal and is never answered", async () => {
 });
 
 test("an error escaping a plugin after it answered does not end the host", async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
-  const host = startHost();
-  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1000 });
+  const { host, dir } = initHost(1000);
   await loaded(
     host,
     dir,
@@ -161,9 +161,7 @@ test("an error escaping a plugin after it answered does not end the host", async
 });
 
 test("what a handler answered instead is described in words", async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
-  const host = startHost();
-  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1000 });
+  const { host, dir } = initHost(1000);
   const cases = [
     ["undefined", "undefined"],
     ["42", "the number 42"],
@@ -190,9 +188,7 @@ test("what a handler answered instead is described in words", async () => {
 });
 
 test("progress goes out only for a call that asked, coalesced, and never after its answer", async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
-  const host = startHost();
-  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1000 });
+  const { host, dir } = initHost(1000);
   await loaded(
     host,
     dir,
@@ -220,9 +216,7 @@ test("progress goes out only for a call that asked, coalesced, and never after i
 });
 
 test("a line split over many reads, a character cut in two among them, arrives whole", async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
-  const host = startHost();
-  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1 << 20 });
+  const { host, dir } = initHost(1 << 20);
   await loaded(host, dir, "echo", HEADER + "export function run(args) { return { text: args.s }; }", 1);
   // Longer than the host's 64 KiB read buffer, with a four-byte character straddling each cut.
   const s = "é😀".repeat(30000) + "end";
@@ -239,9 +233,7 @@ test("a line split over many reads, a character cut in two among them, arrives w
 });
 
 test("a signal first read after its call was cancelled is already aborted, with the reason", async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
-  const host = startHost();
-  host.send({ t: "init", root: dir, pluginsDir: dir, config: { a: 1 }, maxAnswerBytes: 1000 });
+  const { host, dir } = initHost(1000, { a: 1 });
   await loaded(
     host,
     dir,
@@ -266,9 +258,7 @@ test("a signal first read after its call was cancelled is already aborted, with 
 });
 
 test("a plugin patching what the host relies on does not change other calls' answers or end the host", async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
-  const host = startHost();
-  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1 << 20 });
+  const { host, dir } = initHost(1 << 20);
   await loaded(
     host,
     dir,
@@ -327,9 +317,7 @@ test("a plugin patching what the host relies on does not change other calls' ans
 });
 
 test("thousands of calls to async and plain runs in one write are all answered, in order of settling", async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
-  const host = startHost();
-  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1 << 20 });
+  const { host, dir } = initHost(1 << 20);
   await loaded(host, dir, "later", HEADER + "export async function run(args) { return { text: `a${args.n}` }; }", 1);
   await loaded(host, dir, "now", HEADER + "export function run(args) { return { text: `s${args.n}` }; }", 2);
   // More than the 1,024 lines after which the queue of lines waiting behind async runs is compacted.
@@ -352,9 +340,7 @@ test("thousands of calls to async and plain runs in one write are all answered, 
 });
 
 test("a plugin patching setImmediate's internals or fs.writeSync neither stalls the host nor sees its lines", async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
-  const host = startHost();
-  host.send({ t: "init", root: dir, pluginsDir: dir, config: {}, maxAnswerBytes: 1 << 20 });
+  const { host, dir } = initHost(1 << 20);
   await loaded(
     host,
     dir,
