@@ -420,7 +420,8 @@ async function call({ id, tool, args, seat, role, progress, key }) {
     sendLine(wellFormed(`{"t":"answer","id":${stringify(id)}${keyed},${message}}`));
     return;
   }
-  send({ ...message, key });
+  // The key right after the id, where the daemon finds it in an answer that junk on fd 3 broke.
+  send({ t: "answer", id, key, ...message });
 }
 
 /**

@@ -41,13 +41,52 @@ struct Waiting {
     progress: Option<tokio::sync::watch::Sender<Option<Progress>>>,
 }
 
+/// The calls waiting on a link, and whether it still takes new ones.
+#[derive(Default)]
+struct Calls {
+    waiting: HashMap<u64, Waiting>,
+    /// Set when the link answered everything it held because its host ended: a call registered after
+    /// that would wait for its deadline, so it is turned away to find the next host.
+    closed: bool,
+    /// Random keys not handed out yet, drawn from the OS in batches.
+    keys: Vec<u64>,
+}
+
+impl Calls {
+    /// A fresh random key: each call's own, so the keys of other calls say nothing about it.
+    fn fresh_key(&mut self) -> u64 {
+        let key = match self.keys.pop() {
+            Some(key) => key,
+            None => {
+                let mut bytes = [0u8; 8 * KEY_BATCH];
+                if getrandom::fill(&mut bytes).is_ok() {
+                    self.keys = bytes
+                        .chunks_exact(8)
+                        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+                        .collect();
+                    self.keys.pop().unwrap_or_default()
+                } else {
+                    // No OS randomness now: std's randomly keyed SipHash of the moment is still unguessable.
+                    std::hash::BuildHasher::hash_one(
+                        &std::collections::hash_map::RandomState::new(),
+                        std::time::Instant::now(),
+                    )
+                }
+            }
+        };
+        // 53 bits: the host reads it as a JavaScript number and must write it back exactly.
+        key & ((1 << 53) - 1)
+    }
+}
+
+/// How many call keys are drawn from the OS at once.
+const KEY_BATCH: usize = 64;
+
 pub struct Link {
     out: Outbox,
-    calls: Mutex<HashMap<u64, Waiting>>,
+    calls: Mutex<Calls>,
     loads: Mutex<HashMap<u64, oneshot::Sender<Loaded>>>,
     ready: Mutex<Option<oneshot::Sender<(u32, String)>>>,
-    /// A secret of this link's, from which each call's key is made; never sent whole.
-    secret: u64,
     /// When the host last sent a well-formed message (ms since `born`), for the heartbeat.
     heard_ms: AtomicU64,
     born: std::time::Instant,
@@ -75,14 +114,9 @@ impl Link {
         let (ready_tx, ready_rx) = oneshot::channel();
         let link = Arc::new(Self {
             out,
-            calls: Mutex::new(HashMap::new()),
+            calls: Mutex::new(Calls::default()),
             loads: Mutex::new(HashMap::new()),
             ready: Mutex::new(Some(ready_tx)),
-            secret: {
-                let mut b = [0u8; 8];
-                let _ = getrandom::fill(&mut b);
-                u64::from_le_bytes(b)
-            },
             heard_ms: AtomicU64::new(0),
             born: std::time::Instant::now(),
             pid,
@@ -98,16 +132,21 @@ impl Link {
         self.out.send(msg.line()).is_ok()
     }
 
-    /// Registers a call; its answer (or the host's end) arrives on the receiver.
+    /// Registers a call: its answer (or the host's end) arrives on the receiver, and the key is what the
+    /// call must carry to the host. `None` once the link's host has ended and its calls were answered.
     pub fn expect_answer(
         &self,
         id: u64,
         file: Arc<str>,
         progress: Option<tokio::sync::watch::Sender<Option<Progress>>>,
-    ) -> oneshot::Receiver<CallEnd> {
+    ) -> Option<(oneshot::Receiver<CallEnd>, u64)> {
+        let mut calls = lock(&self.calls);
+        if calls.closed {
+            return None;
+        }
         let (tx, rx) = oneshot::channel();
-        let key = self.key_of(id);
-        lock(&self.calls).insert(
+        let key = calls.fresh_key();
+        calls.waiting.insert(
             id,
             Waiting {
                 file,
@@ -116,23 +155,12 @@ impl Link {
                 progress,
             },
         );
-        rx
-    }
-
-    /// The key call `id` carries: unguessable without the link's secret, which never leaves the daemon.
-    pub fn key_of(&self, id: u64) -> u64 {
-        let mut x = self.secret ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        x ^= x >> 33;
-        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        x ^= x >> 33;
-        x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        // 53 bits: the host reads it as a JavaScript number and must write it back exactly.
-        (x ^ (x >> 33)) & ((1 << 53) - 1)
+        Some((rx, key))
     }
 
     /// Forgets a call the daemon gave up on; true when it was still waiting.
     pub fn forget(&self, id: u64) -> bool {
-        lock(&self.calls).remove(&id).is_some()
+        lock(&self.calls).waiting.remove(&id).is_some()
     }
 
     pub fn expect_load(&self, id: u64) -> oneshot::Receiver<Loaded> {
@@ -143,12 +171,17 @@ impl Link {
 
     /// How many calls wait on an answer now.
     pub fn calls_waiting(&self) -> usize {
-        lock(&self.calls).len()
+        lock(&self.calls).waiting.len()
     }
 
-    /// Answers every waiting call with `why`; returns the files they were running, sorted, once each.
+    /// Answers every waiting call with `why`, and takes no more; returns the files they were running,
+    /// sorted, once each.
     pub fn fail_all(&self, why: &Arc<HostEnd>) -> Vec<Arc<str>> {
-        let waiting: Vec<Waiting> = lock(&self.calls).drain().map(|(_, w)| w).collect();
+        let waiting: Vec<Waiting> = {
+            let mut calls = lock(&self.calls);
+            calls.closed = true;
+            calls.waiting.drain().map(|(_, w)| w).collect()
+        };
         lock(&self.loads).clear();
         let mut files: Vec<Arc<str>> = waiting.iter().map(|w| w.file.clone()).collect();
         files.sort();
@@ -179,9 +212,9 @@ impl Link {
         match msg {
             FromHost::Answer(a) => {
                 let mut calls = lock(&self.calls);
-                match calls.get(&a.id) {
+                match calls.waiting.get(&a.id) {
                     Some(w) if w.key == a.key => {
-                        if let Some(w) = calls.remove(&a.id) {
+                        if let Some(w) = calls.waiting.remove(&a.id) {
                             let _ = w.tx.send(CallEnd::Answered(a));
                         }
                     }
@@ -194,7 +227,7 @@ impl Link {
                 }
             }
             FromHost::Progress(p) => {
-                if let Some(w) = lock(&self.calls).get(&p.id)
+                if let Some(w) = lock(&self.calls).waiting.get(&p.id)
                     && w.key == p.key
                     && let Some(tx) = &w.progress
                 {
@@ -317,6 +350,50 @@ fn damaged_answers(line: &str) -> Vec<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A link whose host end is the other half of a socket pair, kept open for the test.
+    fn link() -> (Arc<Link>, std::os::unix::net::UnixStream) {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
+        let halves = crate::unix_io::split(ours).expect("the halves");
+        let (link, _ready, _reader) = Link::start(halves, 1, 1024);
+        (link, theirs)
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn each_call_gets_its_own_random_key() {
+        let (link, _host) = link();
+        let file: Arc<str> = Arc::from("plugins/p.mjs");
+        let (_, first) = link
+            .expect_answer(7, file.clone(), None)
+            .expect("the link takes calls");
+        link.forget(7);
+        let (_, again) = link
+            .expect_answer(7, file.clone(), None)
+            .expect("the link takes calls");
+        assert_ne!(first, again, "a key is not a function of the call's id");
+        assert!(
+            first < 1 << 53 && again < 1 << 53,
+            "keys fit a JavaScript number"
+        );
+        let keys: std::collections::HashSet<u64> = (100..300)
+            .map(|id| link.expect_answer(id, file.clone(), None).expect("taken").1)
+            .collect();
+        assert_eq!(keys.len(), 200, "keys of different calls differ");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_link_whose_calls_were_answered_for_its_end_takes_no_more() {
+        let (link, _host) = link();
+        let file: Arc<str> = Arc::from("plugins/p.mjs");
+        let (waiting, _) = link.expect_answer(1, file.clone(), None).expect("taken");
+        let files = link.fail_all(&Arc::new(HostEnd::Replaced));
+        assert_eq!(files, vec![file.clone()]);
+        assert!(matches!(waiting.await, Ok(CallEnd::HostStopped(_))));
+        assert!(
+            link.expect_answer(2, file, None).is_none(),
+            "a call registered after the end would wait for its deadline"
+        );
+    }
 
     #[test]
     fn an_answer_broken_by_junk_inside_it_is_still_named() {

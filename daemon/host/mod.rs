@@ -95,17 +95,17 @@ pub async fn call(
             return Ended::NotReimported(why);
         }
         let id = host.next_id();
-        let rx = link.expect_answer(id, req.file.clone(), req.progress.clone());
-        let sent = link.send(&ToHost::Call {
-            id,
-            tool: req.tool,
-            args: req.args,
-            seat: req.seat,
-            role: req.role,
-            progress: req.progress.is_some(),
-            key: link.key_of(id),
-        });
-        if sent {
+        if let Some((rx, key)) = link.expect_answer(id, req.file.clone(), req.progress.clone())
+            && link.send(&ToHost::Call {
+                id,
+                tool: req.tool,
+                args: req.args,
+                seat: req.seat,
+                role: req.role,
+                progress: req.progress.is_some(),
+                key,
+            })
+        {
             break (link, id, rx);
         }
         // The host ended between the look-up and the send, and never saw the call: it runs on the host

@@ -28,6 +28,8 @@ function startHost() {
   const received = [];
   readline.createInterface({ input: channel }).on("line", (line) => {
     const msg = JSON.parse(line);
+    // The line as written, for what parsing loses (the order of fields); not enumerable, so not compared.
+    Object.defineProperty(msg, "raw", { value: line });
     const i = waiting.findIndex((w) => w.pred(msg));
     if (i >= 0) waiting.splice(i, 1)[0].resolve(msg);
     else received.push(msg);
@@ -160,7 +162,7 @@ test("an error escaping a plugin after it answered does not end the host", async
   host.stop();
 });
 
-test("what a handler answered instead is described in words", async () => {
+test("what a handler answered instead is described in words, its call's key right after its id", async () => {
   const { host, dir } = initHost(1000);
   const cases = [
     ["undefined", "undefined"],
@@ -179,8 +181,10 @@ test("what a handler answered instead is described in words", async () => {
     id += 1;
     const name = `shape${id}`;
     await loaded(host, dir, name, HEADER + `export function run() { return ${expr}; }`, id);
-    host.send({ t: "call", id: id + 1000, tool: name, args: {}, seat: "s", role: "Worker" });
+    host.send({ t: "call", id: id + 1000, tool: name, args: {}, seat: "s", role: "Worker", key: id });
     const answer = await host.next((m) => m.t === "answer" && m.id === id + 1000);
+    // Where the daemon looks for a call's key in an answer that junk on fd 3 broke.
+    assert.ok(answer.raw.startsWith(`{"t":"answer","id":${id + 1000},"key":${id},`), answer.raw);
     if (want === null) assert.equal(answer.tooBig, 1001);
     else assert.equal(answer.bad, want, expr);
   }
