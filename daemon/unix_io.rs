@@ -52,6 +52,26 @@ pub fn split_tokio(stream: tokio::net::UnixStream) -> io::Result<(ReadHalf, Writ
     split(stream.into_std()?)
 }
 
+/// A second descriptor of a connection's socket, to ask whether its peer is gone.
+pub struct Hangup(OwnedFd);
+
+impl Hangup {
+    pub fn of(write: &WriteHalf) -> io::Result<Self> {
+        Ok(Self(write.fd.try_clone()?))
+    }
+
+    /// Whether the peer closed its socket entirely (its process died or let go of it), as opposed to
+    /// closing only its writing side and still reading answers: poll(2) says POLLHUP only for the first.
+    pub fn peer_gone(&self) -> bool {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        let mut fds = [PollFd::new(self.0.as_fd(), PollFlags::empty())];
+        matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
+            && fds[0]
+                .revents()
+                .is_some_and(|r| r.contains(PollFlags::POLLHUP))
+    }
+}
+
 fn register(fd: OwnedFd, interest: Interest) -> io::Result<AsyncFd<OwnedFd>> {
     // SAFETY: an OwnedFd stays open, and names the same file description, for as long as the AsyncFd
     // that owns it; `as_raw_fd` always returns that one descriptor.

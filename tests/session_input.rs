@@ -726,3 +726,69 @@ fn lines_that_cannot_be_read_sent_to_a_session_that_never_reads_cannot_hold_the_
     let most = most_memory_while_never_reading(&inst, &d, lines, 120.0);
     assert!(most < 120.0, "the daemon reached {most:.0} MB");
 }
+
+#[test]
+fn a_session_whose_process_dies_has_its_calls_stopped_and_what_it_left_waiting_dropped() {
+    // Each call counts its run and, when its signal fires, notes it in a file of its own.
+    let waits = r#"
+import { writeFileSync } from "node:fs";
+export const description = "Waits until cancelled.";
+export const inputSchema = { type: "object" };
+export async function run(args, context) {
+  globalThis.runs = (globalThis.runs ?? 0) + 1;
+  const signal = context.signal;
+  await new Promise((r) => signal.addEventListener("abort", r));
+  writeFileSync(`${args.dir}/stopped-${args.n}`, "");
+  return { text: "ended" };
+}
+"#;
+    let runs = r#"
+export const description = "How many waits ran.";
+export const inputSchema = { type: "object" };
+export function run() { return { text: String(globalThis.runs ?? 0) }; }
+"#;
+    let inst = Instance::with_plugins(&[("waits.mjs", waits), ("runs.mjs", runs)]);
+    inst.set_config(json!({ "callTimeoutSeconds": 600 }));
+    let d = inst.start();
+    let mut probe = inst.session("lead");
+    probe.initialize();
+    let dir = inst.root.display().to_string();
+    let calls = |from: u64, to: u64| -> String {
+        (from..=to)
+            .map(|n| format!("{{\"jsonrpc\":\"2.0\",\"id\":{n},\"method\":\"tools/call\",\"params\":{{\"name\":\"waits\",\"arguments\":{{\"dir\":\"{dir}\",\"n\":{n}}}}}}}\n"))
+            .collect()
+    };
+    // Two sessions each send more than they may have in flight: one whose waiting lines the daemon still
+    // reads (36 past the cap), one that filled what the daemon holds and left more in the socket.
+    let mut sessions = Vec::new();
+    for (from, to) in [(1001, 1100), (2001, 2200)] {
+        let mut sock = direct(&inst, "lead");
+        sock.write_all(INITIALIZE).unwrap();
+        sock.write_all(calls(from, to).as_bytes()).unwrap();
+        sessions.push(sock);
+    }
+    wait_until("each session to have 64 calls running", || {
+        (probe.call("runs", json!({})).0 == "128").then_some(())
+    });
+    // The sessions' processes die: their sockets close whole, not only their writing side.
+    drop(sessions);
+    let stopped = || {
+        std::fs::read_dir(&inst.root)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("stopped-"))
+            })
+            .count()
+    };
+    wait_until("every call of the dead sessions to be stopped", || {
+        (stopped() == 128).then_some(())
+    });
+    wait_until("the dead sessions to end", || {
+        let status = d.status()?;
+        (status["seats"][0]["sessions"] == 1).then_some(())
+    });
+    // Nobody can read the answers of what they left waiting: none of it ran.
+    assert_eq!(probe.call("runs", json!({})), ("128".to_string(), false));
+    assert_eq!(stopped(), 128);
+}

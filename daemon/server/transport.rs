@@ -42,7 +42,7 @@ use super::jsonrpc::{self, INVALID_REQUEST, PARSE_ERROR};
 use super::session::SeatService;
 use crate::lines::{CappedLines, Line, Outbox};
 use crate::sync::lock;
-use crate::unix_io::WriteHalf;
+use crate::unix_io::{Hangup, WriteHalf};
 
 /// The longest line a session may send: generous for arguments, bounded for the daemon (each connection
 /// may hold one partial line this long).
@@ -78,6 +78,10 @@ pub struct SessionTransport<R> {
     held: Held,
     /// The session's input has ended (what is held is still acted on).
     input_ended: bool,
+    /// To tell a client that died from one that only closed its side.
+    hangup: Option<Hangup>,
+    /// The session's token (with direct calls): cancelled when its client died, which stops its calls.
+    session: Option<CancellationToken>,
 }
 
 /// What the transport and the calls it runs itself share: the way out, and the requests not yet answered.
@@ -135,6 +139,9 @@ impl Answers {
     }
 }
 
+/// How often a session that is not being read (it fills what may be held) is asked whether its client
+/// is still there.
+const CLIENT_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 /// How long a cancelled request's id stays taken (a handler winds down soon after its cancellation).
 const CANCELLED_HOLD: std::time::Duration = std::time::Duration::from_secs(5);
 /// At most this many cancelled ids are remembered; the oldest goes first.
@@ -144,6 +151,9 @@ const MAX_ID_BYTES: usize = 1024;
 
 impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     pub fn new(read: R, write: WriteHalf, queue_limit: usize) -> Self {
+        let hangup = Hangup::of(&write)
+            .inspect_err(|e| tracing::debug!(error = %e, "a session's socket could not be watched for its end"))
+            .ok();
         let (out, writer) = Outbox::start(write);
         Self {
             lines: FramedRead::new(read, CappedLines::new(MAX_LINE)),
@@ -162,12 +172,15 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             closed_at: None,
             held: Held::default(),
             input_ended: false,
+            hangup,
+            session: None,
         }
     }
 
     /// Plain `tools/call`s of an initialised session are answered by `service` here (`server::direct`);
     /// `session` is the token that ends the session.
     pub fn with_direct_calls(mut self, service: SeatService, session: CancellationToken) -> Self {
+        self.session = Some(session.clone());
         self.direct = Some(Direct::new(service, session));
         self
     }
@@ -182,7 +195,11 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     /// stopped, and calling and cancelling at once must not start plugins without end.
     async fn next_line(&mut self) -> Option<Next> {
         loop {
-            if let Some(out) = self.answers.outbox()
+            let out = self.answers.outbox();
+            if self.client_died(out.as_ref()) {
+                return None;
+            }
+            if let Some(out) = out
                 && out.queued() > self.queue_limit
             {
                 // The session is not reading its answers: act on nothing more of it until it does.
@@ -214,9 +231,12 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             }
             let wound_down = self.cancelled.first().map(|(_, until)| *until);
             let read_on = !self.input_ended && self.held.has_room();
+            let stalled = !self.input_ended && !read_on;
             tokio::select! {
                 _ = answered => {}
                 _ = sleep_until(wound_down) => {}
+                // Not reading (what it sent fills what is held), so its end would go unseen: look.
+                _ = tokio::time::sleep(CLIENT_CHECK), if stalled => {}
                 read = self.read_line(), if read_on => match read {
                     Read::End => self.input_ended = true,
                     Read::Answered => {}
@@ -235,6 +255,26 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 },
             }
         }
+    }
+
+    /// Whether the session's client died: its socket closed whole (not only its writing side), or its
+    /// answers cannot be written. Nobody can read what its calls would answer, so they are stopped now
+    /// (the session's token) and what it left waiting is dropped. Asked of the socket only once its input
+    /// ended or is not being read, so a session in full flow pays nothing.
+    fn client_died(&mut self, out: Option<&Outbox>) -> bool {
+        let unwritable = out.is_some_and(Outbox::is_closed);
+        let look = self.input_ended || !self.held.has_room();
+        let died = unwritable || (look && self.hangup.as_ref().is_some_and(Hangup::peer_gone));
+        if died {
+            tracing::debug!("a session's client died: its calls are stopped");
+            self.held = Held::default();
+            self.input_ended = true;
+            self.closed_at = Some(std::time::Instant::now());
+            if let Some(session) = &self.session {
+                session.cancel();
+            }
+        }
+        died
     }
 
     /// The next line with something on it. One too long or not UTF-8 is answered here, and the caller
