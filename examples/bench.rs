@@ -97,7 +97,8 @@ fn main() {
     let argv: Vec<String> = std::env::args().collect();
     match argv.get(1).map(String::as_str) {
         Some("--floor-responder") => return floor::responder(),
-        Some("--floor-relay") => return floor::relay(&argv[2..]),
+        Some("--floor-relay") => return floor::relay(&argv[2..], false),
+        Some("--floor-relay-socket") => return floor::relay(&argv[2..], true),
         _ => {}
     }
     let args = Args::parse();
@@ -306,6 +307,17 @@ fn floor_cases(setup: &Setup, runs: usize) -> Vec<(&'static str, Figures)> {
             "floor_builtin_k1",
             repeat("floor_builtin_k1", runs, || floor_calls(setup, 1, 5000)),
         ),
+        // Not a floor any ratio is taken against: the chain of floor_chain_k1 with its two inner hops
+        // over Unix sockets, as ovai's are (bridge → daemon, daemon → host), where the floor's are pipes.
+        (
+            "floor_chain_sockets_k1",
+            repeat("floor_chain_sockets_k1", runs, || {
+                let mut c = floor_client_over(2, "--floor-relay-socket");
+                c.calls("p0000", 200, 1);
+                let (lat, wall, failed) = c.calls("p0000", setup.calls(5000), 1);
+                latency_figures(lat, wall, failed)
+            }),
+        ),
     ]
 }
 
@@ -337,7 +349,7 @@ fn print_floors(cases: &[(&'static str, Figures, Figures)], floors: &[(&'static 
     );
     for (name, f) in floors {
         println!(
-            "{:<17} p50_us {:>8.1}   p99_us {:>8.1}",
+            "{:<22} p50_us {:>8.1}   p99_us {:>8.1}",
             name,
             f.get("p50_us").copied().unwrap_or(0.0),
             f.get("p99_us").copied().unwrap_or(0.0)
@@ -1008,10 +1020,15 @@ fn child_of(pid: u32) -> Option<u32> {
 }
 
 fn floor_client(relays: usize) -> Client {
+    floor_client_over(relays, "--floor-relay")
+}
+
+/// The floor's chain, its relays started as `relay` (`--floor-relay`, or `--floor-relay-socket`).
+fn floor_client_over(relays: usize, relay: &str) -> Client {
     let me = std::env::current_exe().expect("the bench's own path");
     let mut cmd = Command::new(&me);
     for _ in 0..relays {
-        cmd.arg("--floor-relay").arg(&me);
+        cmd.arg(relay).arg(&me);
     }
     cmd.arg("--floor-responder");
     // The first argument names what this process is; the rest is the chain behind it.
@@ -1282,7 +1299,8 @@ mod http;
 
 mod floor {
     use std::io::{BufRead, Read, Write};
-    use std::os::fd::AsFd;
+    use std::os::fd::{AsFd, OwnedFd};
+    use std::os::unix::net::UnixStream;
     use std::process::{Command, Stdio};
 
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -1314,10 +1332,28 @@ mod floor {
         Some(rest[..end].trim())
     }
 
-    /// Starts `chain` (the next process) and copies bytes both ways with one poll loop.
-    pub fn relay(chain: &[String]) {
-        let mut child = Command::new(&chain[0])
-            .args(&chain[1..])
+    /// Starts `chain` (the next process) and copies bytes both ways with one poll loop; over pipes, or
+    /// over one Unix socket pair when `socket`.
+    pub fn relay(chain: &[String], socket: bool) {
+        let mut cmd = Command::new(&chain[0]);
+        cmd.args(&chain[1..]);
+        if socket {
+            let (ours, theirs) = UnixStream::pair().expect("a socket pair");
+            let theirs: OwnedFd = theirs.into();
+            let both = theirs.try_clone().expect("the socket's second descriptor");
+            let mut child = cmd
+                .stdin(Stdio::from(theirs))
+                .stdout(Stdio::from(both))
+                .spawn()
+                .expect("the next process in the chain");
+            if let Ok(to_child) = ours.try_clone() {
+                copy_both_ways(to_child, ours);
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            return;
+        }
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -1329,10 +1365,7 @@ mod floor {
         let _ = child.wait();
     }
 
-    fn copy_both_ways(
-        mut to_child: std::process::ChildStdin,
-        mut from_child: std::process::ChildStdout,
-    ) {
+    fn copy_both_ways(mut to_child: impl Write, mut from_child: impl Read + AsFd) {
         let mut stdin = std::io::stdin();
         let mut stdout = std::io::stdout();
         let mut buf = vec![0u8; 64 * 1024];
