@@ -352,16 +352,20 @@ mod tests {
     use super::*;
 
     /// A link whose host end is the other half of a socket pair, kept open for the test.
-    fn link() -> (Arc<Link>, std::os::unix::net::UnixStream) {
+    fn link() -> (
+        Arc<Link>,
+        std::os::unix::net::UnixStream,
+        tokio::task::JoinHandle<()>,
+    ) {
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
         let halves = crate::unix_io::split(ours).expect("the halves");
-        let (link, _ready, _reader) = Link::start(halves, 1, 1024);
-        (link, theirs)
+        let (link, _ready, reader) = Link::start(halves, 1, 1024);
+        (link, theirs, reader)
     }
 
     #[tokio::test(flavor = "current_thread")]
     async fn each_call_gets_its_own_random_key() {
-        let (link, _host) = link();
+        let (link, _host, _) = link();
         let file: Arc<str> = Arc::from("plugins/p.mjs");
         let (_, first) = link
             .expect_answer(7, file.clone(), None)
@@ -382,8 +386,35 @@ mod tests {
     }
 
     #[tokio::test(flavor = "current_thread")]
+    async fn an_answer_broken_on_the_wire_reaches_its_caller_as_damaged_and_a_forged_one_does_not()
+    {
+        use std::io::Write;
+        let (link, mut host, reader) = link();
+        let file: Arc<str> = Arc::from("plugins/p.mjs");
+        let (broken, key) = link.expect_answer(3, file.clone(), None).expect("taken");
+        let (forged, _) = link.expect_answer(4, file, None).expect("taken");
+        // Junk lands inside call 3's answer; call 4's "answer" carries a key it guessed.
+        let wire = format!(
+            "{{\"t\":\"answer\",\"id\":3,\"key\":{key},\"text\":\"ab{nul}junk\"junk\"}}\n\
+             {{\"t\":\"answer\",\"id\":4,\"key\":1,\"text\":\"forged\"}}\n",
+            nul = '\u{0}'
+        );
+        host.write_all(wire.as_bytes()).expect("written");
+        let Ok(CallEnd::Answered(answer)) = broken.await else {
+            panic!("the broken answer reaches its caller");
+        };
+        assert!(answer.damaged && answer.id == 3 && answer.text.is_none());
+        drop(host);
+        // The reader ends at the end of the wire, having read every line.
+        reader.await.expect("the reader ends");
+        let end = link.fail_all(&Arc::new(HostEnd::Replaced));
+        assert_eq!(end.len(), 1, "call 4 was still waiting when its host ended");
+        assert!(matches!(forged.await, Ok(CallEnd::HostStopped(_))));
+    }
+
+    #[tokio::test(flavor = "current_thread")]
     async fn a_link_whose_calls_were_answered_for_its_end_takes_no_more() {
-        let (link, _host) = link();
+        let (link, _host, _) = link();
         let file: Arc<str> = Arc::from("plugins/p.mjs");
         let (waiting, _) = link.expect_answer(1, file.clone(), None).expect("taken");
         let files = link.fail_all(&Arc::new(HostEnd::Replaced));
