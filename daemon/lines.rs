@@ -174,12 +174,12 @@ impl Outbox {
         })
     }
 
-    /// Bytes queued and not yet written.
     /// Whether the writer stopped (the peer is gone): nothing sent now will be written.
     pub fn is_closed(&self) -> bool {
         self.tx.is_closed()
     }
 
+    /// Bytes queued and not yet written.
     pub fn queued(&self) -> usize {
         self.waiting.bytes.load(Ordering::Relaxed)
     }

@@ -232,6 +232,12 @@ impl Bridge {
         loop {
             self.read_daemon(&down, &mut stdout);
             if lock(&self.session).client_done {
+                // The client sent all it will: nothing goes to a next daemon, but whatever this one left
+                // unanswered still gets an answer.
+                let cut: Vec<(String, Pending)> = lock(&self.session).pending.drain().collect();
+                for (id, p) in cut {
+                    let _ = writeln!(stdout, "{}", interrupted_answer(&id, &p));
+                }
                 return 0;
             }
             match self.reconnect(&mut stdout) {

@@ -758,18 +758,20 @@ export function run() { return { text: String(globalThis.runs ?? 0) }; }
             .map(|n| format!("{{\"jsonrpc\":\"2.0\",\"id\":{n},\"method\":\"tools/call\",\"params\":{{\"name\":\"waits\",\"arguments\":{{\"dir\":\"{dir}\",\"n\":{n}}}}}}}\n"))
             .collect()
     };
-    // Two sessions each send more than they may have in flight: one whose waiting lines the daemon still
-    // reads (36 past the cap), one that filled what the daemon holds and left more in the socket.
+    // Three sessions each send more than they may have in flight: one whose waiting lines the daemon
+    // still reads (36 past the cap), one that filled what the daemon holds and left more in the socket,
+    // and one that closed its writing side first (as the bridge does when its client closes its input).
     let mut sessions = Vec::new();
-    for (from, to) in [(1001, 1100), (2001, 2200)] {
+    for (from, to) in [(1001, 1100), (2001, 2200), (3001, 3100)] {
         let mut sock = direct(&inst, "lead");
         sock.write_all(INITIALIZE).unwrap();
         sock.write_all(calls(from, to).as_bytes()).unwrap();
         sessions.push(sock);
     }
     wait_until("each session to have 64 calls running", || {
-        (probe.call("runs", json!({})).0 == "128").then_some(())
+        (probe.call("runs", json!({})).0 == "192").then_some(())
     });
+    sessions[2].shutdown(std::net::Shutdown::Write).unwrap();
     // The sessions' processes die: their sockets close whole, not only their writing side.
     drop(sessions);
     let stopped = || {
@@ -782,13 +784,39 @@ export function run() { return { text: String(globalThis.runs ?? 0) }; }
             .count()
     };
     wait_until("every call of the dead sessions to be stopped", || {
-        (stopped() == 128).then_some(())
+        (stopped() == 192).then_some(())
     });
     wait_until("the dead sessions to end", || {
         let status = d.status()?;
         (status["seats"][0]["sessions"] == 1).then_some(())
     });
     // Nobody can read the answers of what they left waiting: none of it ran.
-    assert_eq!(probe.call("runs", json!({})), ("128".to_string(), false));
-    assert_eq!(stopped(), 128);
+    assert_eq!(probe.call("runs", json!({})), ("192".to_string(), false));
+    assert_eq!(stopped(), 192);
+}
+
+#[test]
+fn a_client_that_closed_its_input_still_gets_the_answers_of_calls_longer_than_a_few_seconds() {
+    let slower = r#"
+export const description = "Answers after 7 s.";
+export const inputSchema = { type: "object" };
+export async function run() {
+  await new Promise((r) => setTimeout(r, 7000));
+  return { text: "slower done" };
+}
+"#;
+    let inst = Instance::with_plugins(&[("slower.mjs", slower)]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let ids: Vec<u64> = (0..3)
+        .map(|_| s.send_request("tools/call", json!({ "name": "slower", "arguments": {} })))
+        .collect();
+    // `echo … | ovai mcp`: the client sends its requests and closes its input, and reads on.
+    s.close_input();
+    for id in ids {
+        let answer = s.recv_where(|m| m["id"] == id);
+        assert_eq!(text_of(&answer), ("slower done".to_string(), false), "{id}");
+    }
+    assert!(s.wait().success());
 }

@@ -212,9 +212,16 @@ pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream, _admitted: Admitted
     }
     tracing::debug!(seat, id = registered.id, "session connected");
     let service = SeatService::new(daemon.clone(), &seat, registered.id);
-    let transport =
-        SessionTransport::new(reader, write, daemon.current().config.session_queue_bytes)
-            .with_direct_calls(service.clone(), ct.clone());
+    let (queue_bytes, call_timeout) = {
+        let generation = daemon.current();
+        (
+            generation.config.session_queue_bytes,
+            generation.config.call_timeout,
+        )
+    };
+    let transport = SessionTransport::new(reader, write, queue_bytes)
+        .with_call_deadline(call_timeout)
+        .with_direct_calls(service.clone(), ct.clone());
     match service.serve_with_ct(transport, ct).await {
         Ok(running) => {
             daemon

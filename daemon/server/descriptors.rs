@@ -10,8 +10,9 @@ use crate::runtime_log::{RuntimeLog, Topic};
 /// respawning host beside a retiring one.
 const RESERVE: u64 = 64;
 
-/// `per_connection`: descriptors each connection may hold (a socket session holds up to three: its read
-/// and write halves, and the write half's registration while the peer does not read), counted with the
+/// `per_connection`: descriptors each connection may hold (a socket session holds up to four: its read
+/// and write halves, the write half's registration while the peer does not read, and the one it asks
+/// whether its client died), counted with the
 /// HTTP endpoint's own connections when it listens.
 pub fn raise_limit(log: &RuntimeLog, max_connections: usize, per_connection: usize) {
     let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {

@@ -26,6 +26,10 @@ impl Held {
         self.lines.len() < MAX_LINES && self.bytes < MAX_BYTES
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
     pub fn push(&mut self, line: String) {
         self.bytes += line.len();
         self.lines.push_back((request_id(&line), line));

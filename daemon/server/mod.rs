@@ -164,7 +164,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     descriptors::raise_limit(
         &log,
         config.max_connections,
-        3 + usize::from(http_settings.is_some()),
+        4 + usize::from(http_settings.is_some()),
     );
     for warning in &config.warnings {
         log.row(Topic::Server, warning);

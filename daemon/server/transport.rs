@@ -72,8 +72,11 @@ pub struct SessionTransport<R> {
     /// notification, so none is passed on (a notification is never answered; `notifications/initialized`
     /// sent before `initialize` is a client's slip, not a reason to drop it).
     begun: bool,
-    /// When the client closed its side: the calls still running have their last seconds counted from it.
+    /// When the client closed its side and nothing it sent was left to start: the calls still running
+    /// have until `closing_grace` after it to answer.
     closed_at: Option<std::time::Instant>,
+    /// How long calls may run on after the client closed its side: their deadline, and a little.
+    closing_grace: std::time::Duration,
     /// Lines read while the session had all it may have in flight.
     held: Held,
     /// The session's input has ended (what is held is still acted on).
@@ -139,6 +142,8 @@ impl Answers {
     }
 }
 
+/// What calls get beyond their deadline to answer, once the client closed its side.
+const CLOSING_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// How often a session that is not being read (it fills what may be held) is asked whether its client
 /// is still there.
 const CLIENT_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
@@ -152,7 +157,7 @@ const MAX_ID_BYTES: usize = 1024;
 impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     pub fn new(read: R, write: WriteHalf, queue_limit: usize) -> Self {
         let hangup = Hangup::of(&write)
-            .inspect_err(|e| tracing::debug!(error = %e, "a session's socket could not be watched for its end"))
+            .inspect_err(|e| tracing::warn!(error = %e, "a session's socket could not be watched for its client's death (out of descriptors?); its calls run on if it dies"))
             .ok();
         let (out, writer) = Outbox::start(write);
         Self {
@@ -174,7 +179,14 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             input_ended: false,
             hangup,
             session: None,
+            closing_grace: CLOSING_GRACE,
         }
+    }
+
+    /// Calls of a client that closed its side may run for `deadline` (plus a little) to answer.
+    pub fn with_call_deadline(mut self, deadline: std::time::Duration) -> Self {
+        self.closing_grace = deadline + CLOSING_GRACE;
+        self
     }
 
     /// Plain `tools/call`s of an initialised session are answered by `service` here (`server::direct`);
@@ -211,32 +223,34 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 if let Some(line) = self.held.pop() {
                     return Some(Next::Line(line));
                 }
-                if self.input_ended {
-                    // Counted from here: the calls started from held lines get their seconds too.
-                    self.closed_at = Some(std::time::Instant::now());
+                if !self.input_ended {
+                    match self.read_line().await {
+                        Read::Line(line) => return Some(Next::Line(line)),
+                        Read::Answered => {}
+                        Read::End => self.input_ended = true,
+                    }
+                    continue;
+                }
+                if self.closing_done() {
                     return None;
                 }
-                match self.read_line().await {
-                    Read::Line(line) => return Some(Next::Line(line)),
-                    Read::Answered => {}
-                    Read::End => self.input_ended = true,
-                }
-                continue;
             }
             // Registered before the second look, so an answer between the two is not missed.
             let answers = self.answers.clone();
             let answered = answers.answered.notified();
-            if self.has_room() {
+            if self.can_go_on() {
                 continue;
             }
             let wound_down = self.cancelled.first().map(|(_, until)| *until);
             let read_on = !self.input_ended && self.held.has_room();
-            let stalled = !self.input_ended && !read_on;
+            let closing_over = self.closed_at.map(|at| at + self.closing_grace);
             tokio::select! {
                 _ = answered => {}
                 _ = sleep_until(wound_down) => {}
-                // Not reading (what it sent fills what is held), so its end would go unseen: look.
-                _ = tokio::time::sleep(CLIENT_CHECK), if stalled => {}
+                _ = sleep_until(closing_over) => {}
+                // Not reading (its input ended, or what it sent fills what is held), so its client's end
+                // would go unseen: look.
+                _ = tokio::time::sleep(CLIENT_CHECK), if !read_on => {}
                 read = self.read_line(), if read_on => match read {
                     Read::End => self.input_ended = true,
                     Read::Answered => {}
@@ -255,6 +269,22 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 },
             }
         }
+    }
+
+    /// With the client's input ended and nothing held: whether the session is over. A client that closed
+    /// only its side may still read, so its calls run to their end (each bounded by its deadline) and are
+    /// answered; the session ends once none is left, or `closing_grace` after the last one started.
+    fn closing_done(&mut self) -> bool {
+        let since = *self.closed_at.get_or_insert_with(std::time::Instant::now);
+        lock(&self.answers.in_flight).is_empty() || since.elapsed() >= self.closing_grace
+    }
+
+    /// Whether `next_line` has something to do now rather than wait.
+    fn can_go_on(&mut self) -> bool {
+        if self.input_ended && self.held.is_empty() {
+            return self.closing_done();
+        }
+        self.has_room()
     }
 
     /// Whether the session's client died: its socket closed whole (not only its writing side), or its
