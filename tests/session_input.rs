@@ -580,10 +580,8 @@ fn a_notification_after_a_refused_request_of_a_newer_revision_does_not_end_the_s
     assert_eq!(text_of(&r), ("slow done".to_string(), false));
 }
 
-#[test]
-fn a_cancellation_reaches_a_call_while_the_session_has_all_it_may_in_flight() {
-    // Each call waits for its signal, notes why it fired, and counts its runs.
-    let waits = r#"
+/// Each call waits for its signal, then notes why it fired in `aborted-N`; `runs` says how many ran.
+const WAITS: &str = r#"
 import { writeFileSync } from "node:fs";
 export const description = "Waits until cancelled.";
 export const inputSchema = { type: "object" };
@@ -595,24 +593,37 @@ export async function run(args, context) {
   return { text: "ended" };
 }
 "#;
-    let runs = r#"
+
+const RUNS: &str = r#"
 export const description = "How many waits ran.";
 export const inputSchema = { type: "object" };
 export function run() { return { text: String(globalThis.runs ?? 0) }; }
 "#;
-    let inst = Instance::with_plugins(&[("waits.mjs", waits), ("runs.mjs", runs)]);
+
+/// An instance serving `waits` and `runs` with a 600 s deadline, its daemon, and a session to ask `runs`.
+fn waiting_calls() -> (Instance, Daemon, Session) {
+    let inst = Instance::with_plugins(&[("waits.mjs", WAITS), ("runs.mjs", RUNS)]);
     inst.set_config(json!({ "callTimeoutSeconds": 600 }));
-    let _d = inst.start();
+    let d = inst.start();
     let mut probe = inst.session("lead");
     probe.initialize();
+    (inst, d, probe)
+}
+
+/// A raw `waits` call line with id `n`.
+fn wait_call(inst: &Instance, n: u64) -> String {
+    let dir = inst.root.display();
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{n},\"method\":\"tools/call\",\"params\":{{\"name\":\"waits\",\"arguments\":{{\"dir\":\"{dir}\",\"n\":{n}}}}}}}\n"
+    )
+}
+
+#[test]
+fn a_cancellation_reaches_a_call_while_the_session_has_all_it_may_in_flight() {
+    let (inst, _d, mut probe) = waiting_calls();
     let mut s = inst.session("lead");
     s.initialize();
-    let dir = inst.root.display().to_string();
-    let call = |id: u64| {
-        format!(
-            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"waits\",\"arguments\":{{\"dir\":\"{dir}\",\"n\":{id}}}}}}}\n"
-        )
-    };
+    let call = |id: u64| wait_call(&inst, id);
     let cancel = |id: u64| {
         format!(
             "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id}}}}}\n"
@@ -729,35 +740,9 @@ fn lines_that_cannot_be_read_sent_to_a_session_that_never_reads_cannot_hold_the_
 
 #[test]
 fn a_session_whose_process_dies_has_its_calls_stopped_and_what_it_left_waiting_dropped() {
-    // Each call counts its run and, when its signal fires, notes it in a file of its own.
-    let waits = r#"
-import { writeFileSync } from "node:fs";
-export const description = "Waits until cancelled.";
-export const inputSchema = { type: "object" };
-export async function run(args, context) {
-  globalThis.runs = (globalThis.runs ?? 0) + 1;
-  const signal = context.signal;
-  await new Promise((r) => signal.addEventListener("abort", r));
-  writeFileSync(`${args.dir}/stopped-${args.n}`, "");
-  return { text: "ended" };
-}
-"#;
-    let runs = r#"
-export const description = "How many waits ran.";
-export const inputSchema = { type: "object" };
-export function run() { return { text: String(globalThis.runs ?? 0) }; }
-"#;
-    let inst = Instance::with_plugins(&[("waits.mjs", waits), ("runs.mjs", runs)]);
-    inst.set_config(json!({ "callTimeoutSeconds": 600 }));
-    let d = inst.start();
-    let mut probe = inst.session("lead");
-    probe.initialize();
-    let dir = inst.root.display().to_string();
-    let calls = |from: u64, to: u64| -> String {
-        (from..=to)
-            .map(|n| format!("{{\"jsonrpc\":\"2.0\",\"id\":{n},\"method\":\"tools/call\",\"params\":{{\"name\":\"waits\",\"arguments\":{{\"dir\":\"{dir}\",\"n\":{n}}}}}}}\n"))
-            .collect()
-    };
+    let (inst, d, mut probe) = waiting_calls();
+    let calls =
+        |from: u64, to: u64| -> String { (from..=to).map(|n| wait_call(&inst, n)).collect() };
     // Three sessions each send more than they may have in flight: one whose waiting lines the daemon
     // still reads (36 past the cap), one that filled what the daemon holds and left more in the socket,
     // and one that closed its writing side first (as the bridge does when its client closes its input).
@@ -779,7 +764,7 @@ export function run() { return { text: String(globalThis.runs ?? 0) }; }
             .unwrap()
             .filter(|e| {
                 e.as_ref()
-                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("stopped-"))
+                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("aborted-"))
             })
             .count()
     };

@@ -6,9 +6,9 @@
 //! does besides the call itself: the session transport hands such a call here instead, and its answer,
 //! made by the same `SeatService::answer_call`, goes straight into the session's outbox. Everything rmcp
 //! promised still holds: a `notifications/cancelled` stops the call and it is not answered, the end of the
-//! session cancels what still runs (at once when the session is ended; when the client closed, whatever
-//! has not answered 5 s after it did, counted alongside rmcp's own wait), and every other message still
-//! takes rmcp's path.
+//! session cancels what still runs (at once when the session is ended or its client died; when the client
+//! closed only its side, the transport waits for its calls, each bounded by its deadline, and this stops
+//! whatever is left 5 s after that), and every other message still takes rmcp's path.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,7 +22,7 @@ use super::session::SeatService;
 use super::transport::Answers;
 use crate::sync::lock;
 
-/// How long the last calls of a session whose client closed may take to answer, as rmcp gives its own.
+/// How long calls may run on once the transport is done with a session, as rmcp gives its own.
 const WIND_DOWN: Duration = Duration::from_secs(5);
 
 pub struct Direct {

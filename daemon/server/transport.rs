@@ -15,6 +15,9 @@
 //! - A request cancelled in the last 5 s still counts against the 64 in flight: its plugin may run on.
 //!   At 64 the session is still read (`server::held`): a cancellation is acted on at once, and other
 //!   lines wait, bounded, for room.
+//! - A client that closed only its writing side (the bridge, when its own client closes its input) is
+//!   still reading: its calls run to their end and are answered. One that died (its socket closed whole,
+//!   or its answers cannot be written) has its calls stopped and what it left waiting dropped.
 //!
 //! `receive` is cancel-safe: the partial line lives in the codec, and the in-flight ids and the outbox's
 //! count in fields, not in the future.
