@@ -235,9 +235,7 @@ impl Bridge {
                 // The client sent all it will: nothing goes to a next daemon, but whatever this one left
                 // unanswered still gets an answer.
                 let cut: Vec<(String, Pending)> = lock(&self.session).pending.drain().collect();
-                for (id, p) in cut {
-                    let _ = writeln!(stdout, "{}", interrupted_answer(&id, &p));
-                }
+                answer_interrupted(&mut stdout, cut);
                 return 0;
             }
             match self.reconnect(&mut stdout) {
@@ -377,9 +375,7 @@ impl Bridge {
             s.pending.extend(kept);
             cut
         };
-        for (id, p) in interrupted {
-            let _ = writeln!(stdout, "{}", interrupted_answer(&id, &p));
-        }
+        answer_interrupted(stdout, interrupted);
         let deadline = Instant::now() + self.target.reconnect;
         let mut wait = Duration::from_millis(50);
         loop {
@@ -531,6 +527,13 @@ fn response_id(line: &[u8]) -> Option<&[u8]> {
 
 /// The answer to a request the daemon took with it when it went away, in the shape of the revision the
 /// request was sent under.
+/// Tells the client that each of these requests was cut off with the daemon that had it.
+fn answer_interrupted(stdout: &mut File, cut: Vec<(String, Pending)>) {
+    for (id, p) in cut {
+        let _ = writeln!(stdout, "{}", interrupted_answer(&id, &p));
+    }
+}
+
 fn interrupted_answer(id: &str, p: &Pending) -> Value {
     let id = parse_id(id);
     if p.method == "tools/call" {

@@ -312,10 +312,7 @@ fn floor_cases(setup: &Setup, runs: usize) -> Vec<(&'static str, Figures)> {
         (
             "floor_chain_sockets_k1",
             repeat("floor_chain_sockets_k1", runs, || {
-                let mut c = floor_client_over(2, "--floor-relay-socket");
-                c.calls("p0000", 200, 1);
-                let (lat, wall, failed) = c.calls("p0000", setup.calls(5000), 1);
-                latency_figures(lat, wall, failed)
+                floor_calls_over(setup, 2, "--floor-relay-socket", 5000)
             }),
         ),
     ]
@@ -993,7 +990,12 @@ fn baseline_sessions(setup: &Setup, inst: &Instance, n: usize, k: usize, per: us
 
 /// `n` calls at K=1 through `relays` minimal relays in front of a minimal responder.
 fn floor_calls(setup: &Setup, relays: usize, n: usize) -> Figures {
-    let mut c = floor_client(relays);
+    floor_calls_over(setup, relays, "--floor-relay", n)
+}
+
+/// The same through relays started as `relay` (`--floor-relay`, or `--floor-relay-socket`).
+fn floor_calls_over(setup: &Setup, relays: usize, relay: &str, n: usize) -> Figures {
+    let mut c = floor_client_over(relays, relay);
     c.calls("p0000", 200.min(n), 1);
     let (lat, wall, failed) = c.calls("p0000", setup.calls(n), 1);
     latency_figures(lat, wall, failed)
@@ -1298,6 +1300,7 @@ fn print_table(machine: &str, cases: &[(&'static str, Figures, Figures)]) {
 mod http;
 
 mod floor {
+    use std::fs::File;
     use std::io::{BufRead, Read, Write};
     use std::os::fd::{AsFd, OwnedFd};
     use std::os::unix::net::UnixStream;
@@ -1337,35 +1340,35 @@ mod floor {
     pub fn relay(chain: &[String], socket: bool) {
         let mut cmd = Command::new(&chain[0]);
         cmd.args(&chain[1..]);
-        if socket {
+        let ours: Option<UnixStream> = if socket {
             let (ours, theirs) = UnixStream::pair().expect("a socket pair");
             let theirs: OwnedFd = theirs.into();
             let both = theirs.try_clone().expect("the socket's second descriptor");
-            let mut child = cmd
-                .stdin(Stdio::from(theirs))
-                .stdout(Stdio::from(both))
-                .spawn()
-                .expect("the next process in the chain");
-            if let Ok(to_child) = ours.try_clone() {
-                copy_both_ways(to_child, ours);
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-            return;
-        }
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the next process in the chain");
-        if let (Some(to_child), Some(from_child)) = (child.stdin.take(), child.stdout.take()) {
-            copy_both_ways(to_child, from_child);
+            cmd.stdin(Stdio::from(theirs)).stdout(Stdio::from(both));
+            Some(ours)
+        } else {
+            cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+            None
+        };
+        let mut child = cmd.spawn().expect("the next process in the chain");
+        // Our copies of the child's ends close here, so the child's end is seen.
+        drop(cmd);
+        let ends: Option<(OwnedFd, OwnedFd)> = match ours {
+            Some(ours) => ours.try_clone().ok().map(|to| (to.into(), ours.into())),
+            None => child
+                .stdin
+                .take()
+                .zip(child.stdout.take())
+                .map(|(to, from)| (to.into(), from.into())),
+        };
+        if let Some((to_child, from_child)) = ends {
+            copy_both_ways(File::from(to_child), File::from(from_child));
         }
         let _ = child.kill();
         let _ = child.wait();
     }
 
-    fn copy_both_ways(mut to_child: impl Write, mut from_child: impl Read + AsFd) {
+    fn copy_both_ways(mut to_child: File, mut from_child: File) {
         let mut stdin = std::io::stdin();
         let mut stdout = std::io::stdout();
         let mut buf = vec![0u8; 64 * 1024];

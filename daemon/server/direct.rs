@@ -119,6 +119,11 @@ impl Direct {
         }
     }
 
+    /// Ends the session (its client died): its calls stop at once, rmcp's handlers with them.
+    pub fn end_session(&self) {
+        self.session.cancel();
+    }
+
     fn stop_all(&self) {
         for (_, (_, ct)) in lock(&self.running).drain() {
             ct.cancel();

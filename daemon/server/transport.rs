@@ -86,8 +86,6 @@ pub struct SessionTransport<R> {
     input_ended: bool,
     /// To tell a client that died from one that only closed its side.
     hangup: Option<Hangup>,
-    /// The session's token (with direct calls): cancelled when its client died, which stops its calls.
-    session: Option<CancellationToken>,
 }
 
 /// What the transport and the calls it runs itself share: the way out, and the requests not yet answered.
@@ -181,7 +179,6 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             held: Held::default(),
             input_ended: false,
             hangup,
-            session: None,
             closing_grace: CLOSING_GRACE,
         }
     }
@@ -195,7 +192,6 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     /// Plain `tools/call`s of an initialised session are answered by `service` here (`server::direct`);
     /// `session` is the token that ends the session.
     pub fn with_direct_calls(mut self, service: SeatService, session: CancellationToken) -> Self {
-        self.session = Some(session.clone());
         self.direct = Some(Direct::new(service, session));
         self
     }
@@ -303,8 +299,8 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             self.held = Held::default();
             self.input_ended = true;
             self.closed_at = Some(std::time::Instant::now());
-            if let Some(session) = &self.session {
-                session.cancel();
+            if let Some(direct) = &self.direct {
+                direct.end_session();
             }
         }
         died
