@@ -805,3 +805,26 @@ export async function run() {
     }
     assert!(s.wait().success());
 }
+
+#[test]
+fn a_client_that_closed_its_input_is_answered_for_calls_the_daemon_took_down_with_it() {
+    let (inst, d, mut probe) = waiting_calls();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let dir = inst.root.display().to_string();
+    let id = s.send_request(
+        "tools/call",
+        json!({ "name": "waits", "arguments": { "dir": dir, "n": 1 } }),
+    );
+    wait_until("the call to run", || {
+        (probe.call("runs", json!({})).0 == "1").then_some(())
+    });
+    s.close_input();
+    // The daemon dies with the call in flight; nothing more goes to a next one, but the call is answered.
+    signal(d.pid(), libc::SIGKILL);
+    let answer = s.recv_where(|m| m["id"] == id);
+    let (text, is_error) = text_of(&answer);
+    assert!(is_error, "{answer}");
+    assert!(text.contains("went away"), "{text}");
+    assert!(s.wait().success());
+}
