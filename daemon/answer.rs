@@ -40,10 +40,10 @@ pub fn from_host(file: &str, a: Answer, max_answer_bytes: usize) -> Outcome {
     if a.damaged {
         return Outcome::Refused(format!(
             "{file} ran, but its answer was damaged on its way from the plugin host: bytes written to the \
-             host's protocol pipe (fd 3), most likely by a plugin, landed inside it, and the answer is lost."
+             host's protocol pipe (fd 4), most likely by a plugin, landed inside it, and the answer is lost."
         ));
     }
-    // The host checks the size; bytes a plugin wrote to fd 3 inside a string can still add to it.
+    // The host checks the size; bytes a plugin wrote to fd 4 inside a string can still add to it.
     if let Some(text) = a.text {
         return if text.len() > max_answer_bytes {
             too_big(text.len())

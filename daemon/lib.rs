@@ -14,8 +14,8 @@
 //!    (`tools`) and checks the arguments against its inputSchema (`tools::schema`).
 //! 4. Built-ins answer in Rust (`tools::index`, `tools::room`). A plugin call goes to the generation's
 //!    host: `host::call` → `host::supervisor` (the live host process, in its box: `host::sandbox`,
-//!    `host::userns`) → `host::link` (one NDJSON line on fd 3) → `host-shim/host.mjs` in Node → the
-//!    plugin's `run`; its progress goes back through `server::progress`.
+//!    `host::userns`) → `host::link` (one NDJSON line on a pipe, the host's fd 3; the answer back on its
+//!    fd 4) → `host-shim/host.mjs` in Node → the plugin's `run`; its progress goes back through `server::progress`.
 //! 5. `answer`: every way the call can end, in the words the caller reads.
 //!
 //! Beside the route: `plugins` decides which files in plugins/ a generation serves (the checks before

@@ -46,7 +46,7 @@ impl CappedLines {
     }
 
     /// For a channel whose own writer only writes UTF-8, where other bytes are somebody else's (a plugin
-    /// writing to the host's fd 3): the message after them is still read.
+    /// writing to the host's fd 4): the message after them is still read.
     pub fn lossy(max: usize) -> Self {
         Self {
             lossy: true,

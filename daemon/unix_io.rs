@@ -1,4 +1,4 @@
-//! A Unix stream socket split into a reader the runtime waits on for reading only, and a writer that
+//! A Unix stream socket (or a pair of pipes) split into a reader the runtime waits on for reading only, and a writer that
 //! writes straight away and waits for room only when the peer has stopped reading.
 //!
 //! Why not tokio's own halves: they register the socket for reading and writing at once, and a Unix
@@ -36,6 +36,25 @@ pub fn split(stream: std::os::unix::net::UnixStream) -> io::Result<(ReadHalf, Wr
     stream.set_nonblocking(true)?;
     let read: OwnedFd = stream.into();
     let write = read.try_clone()?;
+    Ok((
+        ReadHalf {
+            fd: register(read, Interest::READABLE)?,
+        },
+        WriteHalf {
+            fd: write,
+            waiting: None,
+        },
+    ))
+}
+
+/// A pipe to read from and another to write to (made non-blocking here), as one channel. Must be called
+/// within the runtime.
+pub fn pipes(read: OwnedFd, write: OwnedFd) -> io::Result<(ReadHalf, WriteHalf)> {
+    for fd in [&read, &write] {
+        let flags = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFL)?;
+        let flags = nix::fcntl::OFlag::from_bits_retain(flags) | nix::fcntl::OFlag::O_NONBLOCK;
+        nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETFL(flags))?;
+    }
     Ok((
         ReadHalf {
             fd: register(read, Interest::READABLE)?,
@@ -146,7 +165,8 @@ impl AsyncWrite for WriteHalf {
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let r = nix::sys::socket::shutdown(self.fd.as_raw_fd(), nix::sys::socket::Shutdown::Write);
         Poll::Ready(match r {
-            Ok(()) | Err(nix::errno::Errno::ENOTCONN) => Ok(()),
+            // A pipe (ENOTSOCK) ends for its reader when this half is dropped, its one descriptor.
+            Ok(()) | Err(nix::errno::Errno::ENOTCONN | nix::errno::Errno::ENOTSOCK) => Ok(()),
             Err(e) => Err(e.into()),
         })
     }

@@ -307,12 +307,12 @@ fn floor_cases(setup: &Setup, runs: usize) -> Vec<(&'static str, Figures)> {
             "floor_builtin_k1",
             repeat("floor_builtin_k1", runs, || floor_calls(setup, 1, 5000)),
         ),
-        // Not a floor any ratio is taken against: the chain of floor_chain_k1 with its two inner hops
-        // over Unix sockets, as ovai's are (bridge → daemon, daemon → host), where the floor's are pipes.
+        // Not a floor any ratio is taken against: the chain of floor_chain_k1 with the hop that is a Unix
+        // socket in ovai (bridge → daemon; daemon → host is a pair of pipes) over a socket.
         (
-            "floor_chain_sockets_k1",
-            repeat("floor_chain_sockets_k1", runs, || {
-                floor_calls_over(setup, 2, "--floor-relay-socket", 5000)
+            "floor_chain_socket_k1",
+            repeat("floor_chain_socket_k1", runs, || {
+                floor_calls_over(setup, &["--floor-relay-socket", "--floor-relay"], 5000)
             }),
         ),
     ]
@@ -990,12 +990,13 @@ fn baseline_sessions(setup: &Setup, inst: &Instance, n: usize, k: usize, per: us
 
 /// `n` calls at K=1 through `relays` minimal relays in front of a minimal responder.
 fn floor_calls(setup: &Setup, relays: usize, n: usize) -> Figures {
-    floor_calls_over(setup, relays, "--floor-relay", n)
+    floor_calls_over(setup, &vec!["--floor-relay"; relays], n)
 }
 
-/// The same through relays started as `relay` (`--floor-relay`, or `--floor-relay-socket`).
-fn floor_calls_over(setup: &Setup, relays: usize, relay: &str, n: usize) -> Figures {
-    let mut c = floor_client_over(relays, relay);
+/// The same through relays started as `relays` say (`--floor-relay`, or `--floor-relay-socket`), the
+/// first nearest the client.
+fn floor_calls_over(setup: &Setup, relays: &[&str], n: usize) -> Figures {
+    let mut c = floor_client_over(relays);
     c.calls("p0000", 200.min(n), 1);
     let (lat, wall, failed) = c.calls("p0000", setup.calls(n), 1);
     latency_figures(lat, wall, failed)
@@ -1022,14 +1023,14 @@ fn child_of(pid: u32) -> Option<u32> {
 }
 
 fn floor_client(relays: usize) -> Client {
-    floor_client_over(relays, "--floor-relay")
+    floor_client_over(&vec!["--floor-relay"; relays])
 }
 
-/// The floor's chain, its relays started as `relay` (`--floor-relay`, or `--floor-relay-socket`).
-fn floor_client_over(relays: usize, relay: &str) -> Client {
+/// The floor's chain, each relay started as `relays` says (`--floor-relay`, or `--floor-relay-socket`).
+fn floor_client_over(relays: &[&str]) -> Client {
     let me = std::env::current_exe().expect("the bench's own path");
     let mut cmd = Command::new(&me);
-    for _ in 0..relays {
+    for relay in relays {
         cmd.arg(relay).arg(&me);
     }
     cmd.arg("--floor-responder");

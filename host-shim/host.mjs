@@ -1,7 +1,7 @@
 // ovai's plugin host: the Node child that imports plugins/*.mjs and runs their `run`.
 //
-// `ovai serve` starts it with a private socket on fd 3 and speaks newline-delimited JSON over it, so a
-// plugin that prints to stdout cannot corrupt the protocol: stdout and stderr are read by the daemon as
+// `ovai serve` starts it with two private pipes, fd 3 to read from and fd 4 to write to, and speaks
+// newline-delimited JSON over them, so a plugin that prints to stdout cannot corrupt the protocol: stdout and stderr are read by the daemon as
 // log lines. This file reports facts (what a module exports, what `run` answered, what it threw); the
 // daemon turns them into the sentences people read. No npm dependencies: it must run on a bare Node >= 18.
 
@@ -72,16 +72,20 @@ delete process.env.PWD;
 
 // Lines are read into one buffer that is reused (`onread`): no stream machinery, no allocation per read.
 const READ_BYTES = 64 * 1024;
+const IN = 3;
+const OUT = 4;
 let channel;
+let out;
 try {
   channel = new net.Socket({
-    fd: 3,
+    fd: IN,
     readable: true,
-    writable: true,
+    writable: false,
     onread: { buffer: allocBytes(READ_BYTES), callback: onBytes },
   });
+  out = new net.Socket({ fd: OUT, readable: false, writable: true });
 } catch (err) {
-  process.stderr.write(`ovai's plugin host has no protocol channel on fd 3 (${err.message}); start it with \`ovai serve\`.\n`);
+  process.stderr.write(`ovai's plugin host has no protocol channel on fds 3 and 4 (${err.message}); start it with \`ovai serve\`.\n`);
   process.exit(64);
 }
 
@@ -101,13 +105,13 @@ let config = freeze({});
 let maxAnswerBytes = 1024 * 1024;
 let pluginsDir = "";
 
-// Every message goes out the moment it is made, straight onto fd 3 when nothing is queued before it (the
-// socket's stream machinery costs more than the write itself); what the socket cannot take at once is
-// queued on the stream, in order. Never held back for a batch: the plugin code that runs next may block
+// Every message goes out the moment it is made, straight onto fd 4 when nothing is queued before it (the
+// stream machinery costs more than the write itself); what the pipe cannot take at once is queued on the
+// stream, in order. Never held back for a batch: the plugin code that runs next may block
 // the event loop until the host is killed, and a held answer or progress report would die with it.
-const writeLater = channel.write.bind(channel);
+const writeLater = out.write.bind(out);
 const writableLength = uncurry(Object.getOwnPropertyDescriptor(Duplex.prototype, "writableLength").get);
-const queuedBytes = () => writableLength(channel);
+const queuedBytes = () => writableLength(out);
 function send(message) {
   sendLine(wellFormed(stringify(bare(message))));
 }
@@ -138,7 +142,7 @@ function sendLine(line) {
   let written = 0;
   try {
     // A string goes to the kernel without a Buffer made for it.
-    written = writeSync(3, text);
+    written = writeSync(OUT, text);
   } catch (err) {
     // EAGAIN: the daemon is behind; anything else, the stream reports as the channel's end.
     written = 0;
@@ -173,6 +177,7 @@ process.exit = function exit(code) {
 // The daemon gone means nobody can be answered: leave rather than linger as an orphan.
 channel.on("close", () => exitHost(0));
 channel.on("error", () => exitHost(0));
+out.on("error", () => exitHost(0));
 
 // An error a plugin leaves behind (a timer that throws after `run` answered, a promise nobody awaited)
 // must not end the host for everybody; it goes to the log.
@@ -375,7 +380,7 @@ async function load({ id, name, file }) {
 }
 
 // Every answer and progress report carries the call's key, which the daemon checks: a plugin writing to
-// fd 3 by hand cannot answer another call, since it never sees a key.
+// fd 4 by hand cannot answer another call, since it never sees a key.
 async function call({ id, tool, args, seat, role, progress, key }) {
   const entry = tool in tools ? tools[tool] : undefined;
   if (entry === undefined) {
@@ -420,7 +425,7 @@ async function call({ id, tool, args, seat, role, progress, key }) {
     sendLine(wellFormed(`{"t":"answer","id":${stringify(id)}${keyed},${message}}`));
     return;
   }
-  // The key right after the id, where the daemon finds it in an answer that junk on fd 3 broke.
+  // The key right after the id, where the daemon finds it in an answer that junk on fd 4 broke.
   send({ t: "answer", id, key, ...message });
 }
 

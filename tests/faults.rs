@@ -452,11 +452,11 @@ fn sigterm_lets_calls_finish_within_the_grace_and_answers_the_rest() {
 #[test]
 fn a_protocol_line_over_the_cap_is_dropped_and_the_host_answers_on() {
     // With a 1000-byte answer cap the daemon reads protocol lines of at most 70 KB or so.
-    let inst = instance(&["fault-fd3"], json!({ "maxAnswerBytes": 1000 }));
+    let inst = instance(&["fault-pipe"], json!({ "maxAnswerBytes": 1000 }));
     let mut d = inst.start();
     let host = d.host_pid();
     assert_eq!(
-        fault_call(&inst, &mut d, "fault-fd3", json!({})),
+        fault_call(&inst, &mut d, "fault-pipe", json!({})),
         ("still answering".to_string(), false)
     );
     assert_eq!(d.host_pid(), host);

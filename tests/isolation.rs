@@ -309,7 +309,7 @@ fn junk_on_the_protocol_pipe_loses_no_message_and_no_host() {
         r#"import { writeSync } from "node:fs";
 export const description = "Writes junk to the protocol pipe after answering.";
 export const inputSchema = { type: "object" };
-export function run() { setTimeout(() => writeSync(3, "garbage-without-newline"), 10); return { text: "answered" }; }
+export function run() { setTimeout(() => writeSync(4, "garbage-without-newline"), 10); return { text: "answered" }; }
 "#,
     );
     let d = inst.start();
@@ -340,7 +340,7 @@ fn bytes_that_are_not_utf8_on_the_protocol_pipe_lose_no_other_answer() {
         r#"import { writeSync } from "node:fs";
 export const description = "Writes a byte that is not UTF-8 to the protocol pipe after answering.";
 export const inputSchema = { type: "object" };
-export function run() { setTimeout(() => writeSync(3, Buffer.from([0xff, 0xfe])), 10); return { text: "answered" }; }
+export function run() { setTimeout(() => writeSync(4, Buffer.from([0xff, 0xfe])), 10); return { text: "answered" }; }
 "#,
     );
     let _d = inst.start();
@@ -445,7 +445,7 @@ export function run() {
   const forge = () => {
     let lines = "";
     for (let id = 1; id < 300; id++) lines += JSON.stringify({ t: "answer", id, key: id, text: "forged" }) + "\n";
-    try { writeSync(3, lines); } catch {}
+    try { writeSync(4, lines); } catch {}
   };
   forge();
   setInterval(forge, 20);

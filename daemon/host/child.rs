@@ -1,8 +1,11 @@
-//! Starting one plugin host process: `node host.mjs` with the protocol socket as fd 3, in a process group
-//! of its own, with a minimal environment, and killed if the daemon dies.
+//! Starting one plugin host process: `node host.mjs` reading the protocol from fd 3 and writing to fd 4,
+//! in a process group of its own, with a minimal environment, and killed if the daemon dies.
+//!
+//! Why two pipes and not one socket pair: a message through a pipe costs the kernel less than one
+//! through a Unix socket (no buffer allocated and charged per write), measured by the bench's floor
+//! (`floor_chain_sockets_k1`) and by hand with the same relays: about 5 µs a call at one call at a time.
 
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::os::unix::net::UnixStream as StdUnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -40,8 +43,8 @@ pub fn node_program() -> PathBuf {
 
 pub struct Spawned {
     pub child: Child,
-    /// The daemon's end of the protocol socket.
-    /// fd 3, split: the runtime waits on it for reading only.
+    /// The daemon's ends of the protocol pipes: it reads what the host writes to its fd 4 and writes
+    /// what the host reads from its fd 3.
     pub channel: (crate::unix_io::ReadHalf, crate::unix_io::WriteHalf),
     pub pid: u32,
 }
@@ -112,9 +115,9 @@ impl Launch {
             node: self.node.clone(),
             source,
         };
-        let (ours, theirs) = StdUnixStream::pair().map_err(io)?;
-        let theirs: OwnedFd = theirs.into();
-        let theirs_fd = theirs.as_raw_fd();
+        let (host_reads, we_write) = protocol_pipe().map_err(io)?;
+        let (we_read, host_writes) = protocol_pipe().map_err(io)?;
+        let fds = (host_reads.as_raw_fd(), host_writes.as_raw_fd());
 
         let node_args = [
             format!("--max-old-space-size={}", self.max_memory_mb),
@@ -134,11 +137,11 @@ impl Launch {
             .process_group(0)
             .kill_on_drop(true);
         // SAFETY: the closure runs between fork and exec and calls only async-signal-safe functions
-        // (dup2, fcntl, prctl) on descriptors it owns.
+        // (dup2, fcntl, close, prctl) on descriptors it owns.
         unsafe {
             cmd.pre_exec(move || {
-                put_on_fd3(theirs_fd)?;
-                // The host dies with the daemon even if nothing closes fd 3 first.
+                put_on_fds(fds)?;
+                // The host dies with the daemon even if nothing closes its pipes first.
                 nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
                 Ok(())
             });
@@ -150,9 +153,10 @@ impl Launch {
                 io(e)
             }
         })?;
-        drop(theirs);
+        // Only the host holds its ends: its end is then the end of the daemon's reading.
+        drop((host_reads, host_writes));
         let pid = child.id().unwrap_or(0);
-        let channel = crate::unix_io::split(ours).map_err(io)?;
+        let channel = crate::unix_io::pipes(we_read, we_write).map_err(io)?;
         Ok(Spawned {
             child,
             channel,
@@ -172,20 +176,33 @@ impl Launch {
     }
 }
 
-/// Makes `fd` the child's fd 3 without close-on-exec, so it survives exec.
-fn put_on_fd3(fd: RawFd) -> std::io::Result<()> {
-    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
-    // SAFETY: `fd` is open in this (forked) process until exec, which is all this borrow lasts.
-    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-    if fd == 3 {
-        // dup2 onto itself is a no-op that would leave close-on-exec set.
-        let flags = FdFlag::from_bits_truncate(fcntl(borrowed, FcntlArg::F_GETFD)?);
-        fcntl(borrowed, FcntlArg::F_SETFD(flags - FdFlag::FD_CLOEXEC))?;
-    } else {
-        // SAFETY: fd 3 is not otherwise owned in the child; the new descriptor must stay open through
-        // exec, so it is never closed here.
-        let fd3 = unsafe { nix::unistd::dup2_raw(borrowed, 3) }?;
-        std::mem::forget(fd3);
+/// A pipe (read end, write end), close-on-exec: no other child of the daemon inherits it.
+fn protocol_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    // Room for a large answer in few writes; the default (64 KiB) stays where the system refuses more.
+    let _ = nix::fcntl::fcntl(&write, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_BYTES));
+    Ok((read, write))
+}
+
+/// What a socket pair held by default: answers of a few hundred KiB go in one write.
+const PIPE_BYTES: libc::c_int = 256 * 1024;
+
+/// Makes `reads` the child's fd 3 and `writes` its fd 4, both without close-on-exec so they survive exec.
+fn put_on_fds((reads, writes): (RawFd, RawFd)) -> std::io::Result<()> {
+    use nix::fcntl::{FcntlArg, fcntl};
+    // Each first goes above 4, where neither dup2 below can overwrite it (either could be 3 or 4 now).
+    let high = |fd: RawFd| -> std::io::Result<RawFd> {
+        // SAFETY: `fd` is open in this (forked) process until exec, which is all this borrow lasts.
+        let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+        Ok(fcntl(borrowed, FcntlArg::F_DUPFD_CLOEXEC(10))?)
+    };
+    let (reads, writes) = (high(reads)?, high(writes)?);
+    for (fd, to) in [(reads, 3), (writes, 4)] {
+        // SAFETY: as above; the copy on 3 or 4 must stay open through exec, so it is never closed here,
+        // and dup2 leaves it without close-on-exec.
+        let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+        let kept = unsafe { nix::unistd::dup2_raw(borrowed, to) }?;
+        std::mem::forget(kept);
     }
     Ok(())
 }

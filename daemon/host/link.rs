@@ -1,4 +1,4 @@
-//! One live connection to a host process: the writer and reader tasks on fd 3 and the calls waiting on
+//! One live connection to a host process: the writer and reader tasks on its pipes and the calls waiting on
 //! answers. A link lives exactly as long as its process; a restart makes a new one.
 
 use std::collections::HashMap;
@@ -98,7 +98,7 @@ pub struct Link {
 
 impl Link {
     /// Starts the reader and writer tasks on `channel`. The returned receiver gets the host's `ready`
-    /// (protocol version, Node version); the join handle ends when the host closes fd 3.
+    /// (protocol version, Node version); the join handle ends when the host closes fd 4.
     pub fn start(
         channel: (ReadHalf, crate::unix_io::WriteHalf),
         pid: u32,
@@ -221,7 +221,7 @@ impl Link {
                     Some(_) => tracing::warn!(
                         pid = self.pid,
                         id = a.id,
-                        "an answer without its call's key reached the daemon (a plugin writing to fd 3?); it was dropped"
+                        "an answer without its call's key reached the daemon (a plugin writing to fd 4?); it was dropped"
                     ),
                     None => {}
                 }
@@ -293,7 +293,7 @@ async fn read_lines(link: Arc<Link>, read: ReadHalf, max_line: usize) {
 }
 
 /// A protocol message, read from the start of `line` or, when junk came before it (a plugin writing to
-/// fd 3), from the last place a message starts; with how many bytes were skipped.
+/// fd 4), from the last place a message starts; with how many bytes were skipped.
 fn parse_resyncing(line: &str) -> Option<(FromHost, usize)> {
     // The host writes an answer's tag first: read it straight into its struct (which passes over the tag),
     // without the detour an internally tagged enum takes (every field buffered, then read again).

@@ -89,7 +89,7 @@ impl std::fmt::Display for Exit {
 pub struct HostProcess {
     child: Child,
     pub link: Arc<Link>,
-    /// The task reading fd 3, and the ones draining stdout and stderr: joined after an exit, so every
+    /// The task reading the host's fd 4, and the ones draining stdout and stderr: joined after an exit, so every
     /// answer the host wrote is delivered and the stderr tail holds its last words.
     readers: Vec<JoinHandle<()>>,
     pub pid: u32,
@@ -252,7 +252,7 @@ impl HostProcess {
 
     async fn after_exit(&mut self) {
         self.kill_group(Signal::SIGKILL);
-        // A grandchild holding fd 3 or stderr open would keep these waiting; its group was just killed,
+        // A grandchild holding fd 4 or stderr open would keep these waiting; its group was just killed,
         // and past a second what they hold is not worth waiting for.
         for task in self.readers.drain(..) {
             let _ = tokio::time::timeout(Duration::from_secs(1), task).await;

@@ -1,4 +1,5 @@
-//! The messages between the daemon and the plugin host, one JSON object a line on fd 3.
+//! The messages between the daemon and the plugin host, one JSON object a line on a pipe each
+//! way (the host reads fd 3 and writes fd 4).
 //!
 //! The host reports facts; every sentence a person reads is made on this side (plugins/rows.rs for the
 //! log, host/answer.rs for refusals), so the wording lives in one language and one place.
@@ -35,7 +36,7 @@ pub enum ToHost<'a> {
         /// The caller asked for progress (its request carried a progress token).
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         progress: bool,
-        /// Echoed in the answer and progress of this call only: what a plugin writes to fd 3 by hand
+        /// Echoed in the answer and progress of this call only: what a plugin writes to fd 4 by hand
         /// cannot pass for another call's answer.
         key: u64,
     },
@@ -158,7 +159,7 @@ pub struct Answer {
     #[serde(default)]
     pub exited: Option<String>,
     /// Set by the daemon, never read off the wire: the answer's line arrived broken (bytes a plugin wrote
-    /// to fd 3 landed inside it).
+    /// to fd 4 landed inside it).
     #[serde(skip)]
     pub damaged: bool,
 }

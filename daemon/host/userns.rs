@@ -129,7 +129,7 @@ fn make(plan: &Plan) -> Result<i32, String> {
             std::process::exit(code)
         }
         ForkResult::Parent { child } => {
-            close_fd3();
+            close_protocol();
             Ok(wait_for(child))
         }
     }
@@ -182,7 +182,7 @@ fn first_process(program: &CString, argv: &[CString]) -> i32 {
             127
         }
         Ok(ForkResult::Parent { child }) => {
-            close_fd3();
+            close_protocol();
             reap_until(child)
         }
     }
@@ -278,9 +278,10 @@ fn wait_for(child: Pid) -> i32 {
     }
 }
 
-/// The protocol pipe is Node's: the processes that only wait must not hold it open.
-fn close_fd3() {
+/// The protocol pipes (fds 3 and 4) are Node's: the processes that only wait must not hold them open.
+fn close_protocol() {
     let _ = nix::unistd::close(3);
+    let _ = nix::unistd::close(4);
 }
 
 /// An empty, read-only folder over `dir`, with `kept` bound back into it read-only.

@@ -1,4 +1,5 @@
-// The host shim on its own: started the way the daemon starts it (protocol on fd 3), driven line by line.
+// The host shim on its own: started the way the daemon starts it (protocol in on fd 3, out on fd 4), driven
+// line by line.
 // Run with `node --test host-shim/test/`.
 
 import { test, after } from "node:test";
@@ -16,17 +17,17 @@ const HOST = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "host
 const hosts = [];
 after(() => hosts.forEach((h) => h.kill("SIGKILL")));
 
-/** A host with its protocol on fd 3, and helpers to talk to it. */
+/** A host with its protocol on fds 3 and 4, and helpers to talk to it. */
 function startHost() {
   const child = spawn(process.execPath, [HOST], {
-    stdio: ["ignore", "pipe", "pipe", "pipe"],
+    stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"],
     env: { ...process.env, OVAI_HOST: "1" },
   });
   hosts.push(child);
   const channel = child.stdio[3];
   const waiting = [];
   const received = [];
-  readline.createInterface({ input: channel }).on("line", (line) => {
+  readline.createInterface({ input: child.stdio[4] }).on("line", (line) => {
     const msg = JSON.parse(line);
     // The line as written, for what parsing loses (the order of fields); not enumerable, so not compared.
     Object.defineProperty(msg, "raw", { value: line });
@@ -183,7 +184,7 @@ test("what a handler answered instead is described in words, its call's key righ
     await loaded(host, dir, name, HEADER + `export function run() { return ${expr}; }`, id);
     host.send({ t: "call", id: id + 1000, tool: name, args: {}, seat: "s", role: "Worker", key: id });
     const answer = await host.next((m) => m.t === "answer" && m.id === id + 1000);
-    // Where the daemon looks for a call's key in an answer that junk on fd 3 broke.
+    // Where the daemon looks for a call's key in an answer that junk on fd 4 broke.
     assert.ok(answer.raw.startsWith(`{"t":"answer","id":${id + 1000},"key":${id},`), answer.raw);
     if (want === null) assert.equal(answer.tooBig, 1001);
     else assert.equal(answer.bad, want, expr);
