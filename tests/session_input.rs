@@ -683,13 +683,24 @@ fn calls_past_the_cap_sent_just_before_the_client_closes_are_all_answered() {
 /// reached meanwhile, watched for a few seconds or until it passes `bound` MB (while another seat is
 /// still answered).
 fn most_memory_while_never_reading(inst: &Instance, d: &Daemon, lines: Vec<u8>, bound: f64) -> f64 {
+    most_memory_while_sending(inst, d, bound, move |sock| {
+        let _ = sock.write_all(&lines);
+    })
+}
+
+/// The same, with what is sent written by `send` (in a thread of its own, until it returns or the
+/// connection is shut).
+fn most_memory_while_sending(
+    inst: &Instance,
+    d: &Daemon,
+    bound: f64,
+    send: impl FnOnce(&mut std::os::unix::net::UnixStream) + Send + 'static,
+) -> f64 {
     let mut sock = direct(inst, "lead");
     sock.write_all(INITIALIZE).unwrap();
     let writer = {
         let mut sock = sock.try_clone().unwrap();
-        std::thread::spawn(move || {
-            let _ = sock.write_all(&lines);
-        })
+        std::thread::spawn(move || send(&mut sock))
     };
     let mut most = 0.0f64;
     for _ in 0..200 {
@@ -725,6 +736,32 @@ export async function run() { await new Promise((r) => setTimeout(r, 20)); retur
     assert!(
         most < 150.0,
         "sessionQueueBytes bounds what a session that never reads holds: the daemon reached {most:.0} MB"
+    );
+}
+
+#[test]
+fn a_session_at_its_cap_is_read_no_further_than_what_may_be_held() {
+    // 64 calls that wait fill what the session may have in flight; what it sends next is read and held
+    // only up to a bound (64 lines, 1 MiB): here, a gigabyte of calls that would all wait their turn.
+    let (inst, d, _probe) = waiting_calls();
+    let first: String = (1..=64).map(|n| wait_call(&inst, n)).collect();
+    let big = "x".repeat(256 * 1024);
+    let most = most_memory_while_sending(&inst, &d, 150.0, move |sock| {
+        if sock.write_all(first.as_bytes()).is_err() {
+            return;
+        }
+        for id in 65..4096u64 {
+            let line = format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"runs\",\"arguments\":{{\"pad\":\"{big}\"}}}}}}\n"
+            );
+            if sock.write_all(line.as_bytes()).is_err() {
+                return;
+            }
+        }
+    });
+    assert!(
+        most < 150.0,
+        "a session at its cap holds at most 1 MiB of what it sent next: the daemon reached {most:.0} MB"
     );
 }
 
