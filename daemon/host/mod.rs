@@ -138,3 +138,118 @@ pub async fn call(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixStream;
+    use supervisor::HostState;
+    use tokio::sync::watch;
+
+    /// A link whose host end is the other half of a socket pair, returned for the test to speak.
+    fn link(pid: u32) -> (Arc<link::Link>, UnixStream) {
+        let (ours, theirs) = UnixStream::pair().expect("a socket pair");
+        let halves = crate::unix_io::split(ours).expect("the halves");
+        let (link, _ready, _reader) = link::Link::start(halves, pid, 1 << 20);
+        (link, theirs)
+    }
+
+    /// Answers the first call that arrives on `end` with `text`, in a thread of its own; gives the end
+    /// back (still open) with the call's id.
+    fn answer_first_call(
+        end: UnixStream,
+        text: &'static str,
+    ) -> std::thread::JoinHandle<(UnixStream, u64)> {
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            BufReader::new(&end).read_line(&mut line).expect("a line");
+            let call: Value = serde_json::from_str(&line).expect("a message");
+            assert_eq!(call["t"], "call", "{line}");
+            let answer = serde_json::json!({ "t": "answer", "id": call["id"], "key": call["key"], "text": text });
+            (&end)
+                .write_all(format!("{answer}\n").as_bytes())
+                .expect("written");
+            let id = call["id"].as_u64().expect("an id");
+            (end, id)
+        })
+    }
+
+    fn request<'a>(file: &'a Arc<str>, args: &'a Value) -> CallRequest<'a> {
+        CallRequest {
+            tool: "p",
+            file,
+            args,
+            seat: "s",
+            role: "Worker",
+            progress: None,
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_call_its_ended_host_never_received_runs_on_the_next_one() {
+        // The host ended and its calls were answered, but the supervisor has not taken that in yet: the
+        // state still names its link.
+        let (ended, _ended_end) = link(1);
+        ended.fail_all(&Arc::new(HostEnd::Replaced));
+        let (state, watched) = watch::channel(HostState::Up(ended.clone()));
+        let host = supervisor::Host::watching(watched);
+        let (next, next_end) = link(2);
+        let host_side = answer_first_call(next_end, "ran on the next host");
+        let (file, args) = (Arc::<str>::from("plugins/p.mjs"), serde_json::json!({}));
+        let cancel = CancellationToken::new();
+        // Polled first, the call finds the ended link, turns from it and waits for another; then the next
+        // host comes up.
+        let (end, ()) = tokio::join!(
+            call(
+                &host,
+                request(&file, &args),
+                Duration::from_secs(5),
+                &cancel
+            ),
+            async {
+                let _ = state.send(HostState::Up(next.clone()));
+            }
+        );
+        match end {
+            Ended::Answered(a) => assert_eq!(a.text.as_deref(), Some("ran on the next host")),
+            other => panic!("the call runs on the next host: {other:?}"),
+        }
+        let (_next_end, _) =
+            tokio::task::spawn_blocking(move || host_side.join().expect("answered"))
+                .await
+                .expect("joined");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_look_up_takes_only_a_host_other_than_the_one_that_ended() {
+        let (ended, _ended_end) = link(1);
+        let (state, watched) = watch::channel(HostState::Up(ended.clone()));
+        let host = supervisor::Host::watching(watched);
+        let short = Duration::from_millis(50);
+        // The same link again is not taken: the look-up waits, and says nothing came back.
+        assert!(matches!(
+            host.link_other_than(Some(&ended), short).await,
+            Err(NoHost::NotBack(d)) if d == short
+        ));
+        // Without one to avoid, the live link is taken at once.
+        let now = host.link_other_than(None, short).await.expect("a link");
+        assert!(Arc::ptr_eq(&now, &ended));
+        // A respawn in between is waited through; a host that is down is said so.
+        let (next, _next_end) = link(2);
+        let _ = state.send(HostState::Respawning);
+        let (found, ()) = tokio::join!(
+            host.link_other_than(Some(&ended), Duration::from_secs(5)),
+            async {
+                let _ = state.send(HostState::Up(next.clone()));
+            }
+        );
+        assert!(Arc::ptr_eq(&found.expect("the next link"), &next));
+        let _ = state.send(HostState::Retired);
+        assert!(matches!(
+            host.link_other_than(Some(&next), Duration::from_secs(5))
+                .await,
+            Err(NoHost::Ended)
+        ));
+    }
+}

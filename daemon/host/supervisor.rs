@@ -112,6 +112,27 @@ impl Host {
         host
     }
 
+    /// A handle whose host is whatever `state` says, with no supervisor behind it: for tests of how calls
+    /// find their host.
+    #[cfg(test)]
+    pub fn watching(state: watch::Receiver<HostState>) -> Arc<Host> {
+        Arc::new(Host {
+            state,
+            ids: Arc::new(AtomicU64::new(1)),
+            in_flight: AtomicUsize::new(0),
+            retiring: AtomicBool::new(false),
+            drained: Notify::new(),
+            retire: CancellationToken::new(),
+            retirement: Mutex::new(Retirement {
+                why: RetireWhy::Restarted,
+                grace: Duration::ZERO,
+            }),
+            respawns: Arc::new(AtomicU32::new(0)),
+            seats: watch::Sender::new(SeatPhase::default()),
+            starting: AtomicBool::new(false),
+        })
+    }
+
     pub fn next_id(&self) -> u64 {
         self.ids.fetch_add(1, Ordering::Relaxed)
     }
