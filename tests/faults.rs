@@ -450,6 +450,21 @@ fn sigterm_lets_calls_finish_within_the_grace_and_answers_the_rest() {
 }
 
 #[test]
+fn a_plugin_closing_its_hosts_protocol_pipes_costs_a_refusal_and_a_restart() {
+    let inst = instance(&["fault-close"], json!({}));
+    let mut d = inst.start();
+    let host = d.host_pid();
+    let (text, refused) = fault_call(&inst, &mut d, "fault-close", json!({}));
+    assert!(refused, "{text}");
+    // The host leaves when it can no longer write to the daemon, as when the daemon is gone.
+    assert_eq!(
+        text,
+        "plugins/fault-close.mjs did not answer: the plugin host stopped (exit code 0) while it ran. A new plugin host is being started; other tools are unaffected."
+    );
+    assert_ne!(d.host_pid(), host);
+}
+
+#[test]
 fn a_protocol_line_over_the_cap_is_dropped_and_the_host_answers_on() {
     // With a 1000-byte answer cap the daemon reads protocol lines of at most 70 KB or so.
     let inst = instance(&["fault-pipe"], json!({ "maxAnswerBytes": 1000 }));

@@ -818,6 +818,46 @@ fn a_session_whose_process_dies_has_its_calls_stopped_and_what_it_left_waiting_d
 }
 
 #[test]
+fn a_session_that_stopped_reading_past_its_queue_then_closed_and_died_has_its_calls_stopped() {
+    let big = r#"
+export const description = "A big answer at once.";
+export const inputSchema = { type: "object" };
+export function run() { return { text: "x".repeat(256 * 1024) }; }
+"#;
+    let inst =
+        Instance::with_plugins(&[("waits.mjs", WAITS), ("runs.mjs", RUNS), ("big.mjs", big)]);
+    inst.set_config(json!({ "callTimeoutSeconds": 600, "sessionQueueBytes": 1048576 }));
+    let d = inst.start();
+    let mut probe = inst.session("lead");
+    probe.initialize();
+    let mut sock = direct(&inst, "lead");
+    sock.write_all(INITIALIZE).unwrap();
+    // Eight calls that wait, then far more unread answers than the session may leave (200 of 256 KiB
+    // against 1 MiB): the daemon stops acting on what it sends, and its calls wait on.
+    let waits: String = (1..=8).map(|n| wait_call(&inst, n)).collect();
+    sock.write_all(waits.as_bytes()).unwrap();
+    wait_until("the eight calls to run", || {
+        (probe.call("runs", json!({})).0 == "8").then_some(())
+    });
+    let bigs: String = (100..300)
+        .map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"big\",\"arguments\":{{}}}}}}\n"))
+        .collect();
+    sock.write_all(bigs.as_bytes()).unwrap();
+    // It closes its writing side, as the bridge does, then dies.
+    sock.shutdown(std::net::Shutdown::Write).unwrap();
+    drop(sock);
+    wait_until("the dead session's calls to be stopped", || {
+        (1..=8)
+            .all(|n| inst.root.join(format!("aborted-{n}")).exists())
+            .then_some(())
+    });
+    wait_until("the dead session to end", || {
+        let status = d.status()?;
+        (status["seats"][0]["sessions"] == 1).then_some(())
+    });
+}
+
+#[test]
 fn a_client_that_closed_its_input_still_gets_the_answers_of_calls_longer_than_a_few_seconds() {
     let slower = r#"
 export const description = "Answers after 7 s.";
