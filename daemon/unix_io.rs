@@ -36,6 +36,10 @@ pub fn split(stream: std::os::unix::net::UnixStream) -> io::Result<(ReadHalf, Wr
     stream.set_nonblocking(true)?;
     let read: OwnedFd = stream.into();
     let write = read.try_clone()?;
+    halves(read, write)
+}
+
+fn halves(read: OwnedFd, write: OwnedFd) -> io::Result<(ReadHalf, WriteHalf)> {
     Ok((
         ReadHalf {
             fd: register(read, Interest::READABLE)?,
@@ -55,15 +59,7 @@ pub fn pipes(read: OwnedFd, write: OwnedFd) -> io::Result<(ReadHalf, WriteHalf)>
         let flags = nix::fcntl::OFlag::from_bits_retain(flags) | nix::fcntl::OFlag::O_NONBLOCK;
         nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETFL(flags))?;
     }
-    Ok((
-        ReadHalf {
-            fd: register(read, Interest::READABLE)?,
-        },
-        WriteHalf {
-            fd: write,
-            waiting: None,
-        },
-    ))
+    halves(read, write)
 }
 
 /// Splits a socket the runtime already holds (an accepted connection).

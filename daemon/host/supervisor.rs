@@ -93,21 +93,7 @@ impl Host {
     /// Starts supervising `process`, which has imported `files` already.
     pub fn supervise(process: HostProcess, ids: Arc<AtomicU64>, job: Supervision) -> Arc<Host> {
         let (state_tx, state_rx) = watch::channel(HostState::Up(process.link.clone()));
-        let host = Arc::new(Host {
-            state: state_rx,
-            ids: ids.clone(),
-            in_flight: AtomicUsize::new(0),
-            retiring: AtomicBool::new(false),
-            drained: Notify::new(),
-            retire: CancellationToken::new(),
-            retirement: Mutex::new(Retirement {
-                why: RetireWhy::Restarted,
-                grace: Duration::ZERO,
-            }),
-            respawns: Arc::new(AtomicU32::new(0)),
-            seats: watch::Sender::new(SeatPhase::default()),
-            starting: AtomicBool::new(false),
-        });
+        let host = Host::watching_with(state_rx, ids.clone());
         tokio::spawn(run(process, ids, job, state_tx, host.clone()));
         host
     }
@@ -116,9 +102,14 @@ impl Host {
     /// find their host.
     #[cfg(test)]
     pub fn watching(state: watch::Receiver<HostState>) -> Arc<Host> {
+        Self::watching_with(state, Arc::new(AtomicU64::new(1)))
+    }
+
+    /// A handle on the host `state` names, its calls numbered from `ids`.
+    fn watching_with(state: watch::Receiver<HostState>, ids: Arc<AtomicU64>) -> Arc<Host> {
         Arc::new(Host {
             state,
-            ids: Arc::new(AtomicU64::new(1)),
+            ids,
             in_flight: AtomicUsize::new(0),
             retiring: AtomicBool::new(false),
             drained: Notify::new(),
