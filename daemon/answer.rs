@@ -96,6 +96,7 @@ pub fn host_ended(file: &str, end: &HostEnd) -> Outcome {
             next,
         } => (rows::what_happened(exit, *out_of_memory), *next),
         HostEnd::Hung { exit, after, next } => (rows::hung(after.as_secs(), exit), *next),
+        HostEnd::Deaf { exit, next } => (rows::deaf(exit), *next),
         HostEnd::Replaced => {
             return Outcome::Refused(format!(
                 "{file} did not answer: the seats changed while it ran, and its plugin host, which could have \

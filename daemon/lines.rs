@@ -46,7 +46,9 @@ impl CappedLines {
     }
 
     /// For a channel whose own writer only writes UTF-8, where other bytes are somebody else's (a plugin
-    /// writing to the host's fd 4): the message after them is still read.
+    /// writing to the host's fd 4): the message after them is still read. Its writer ends every message
+    /// with a newline, so bytes left without one at the end are a message its writer died writing, and
+    /// are dropped rather than read as one that was damaged.
     pub fn lossy(max: usize) -> Self {
         Self {
             lossy: true,
@@ -118,7 +120,8 @@ impl Decoder for CappedLines {
             buf.clear();
             return Ok(Some(Line::TooLong));
         }
-        if buf.is_empty() {
+        if buf.is_empty() || self.lossy {
+            buf.clear();
             return Ok(None);
         }
         let line = buf.split_to(buf.len());
@@ -140,6 +143,9 @@ fn text(bytes: &[u8], lossy: bool) -> Line {
 struct Waiting {
     bytes: AtomicUsize,
     written: Notify,
+    /// Once a write failed: every line whose end was not written, in order (none of them reached the
+    /// peer as a line).
+    unwritten: std::sync::Mutex<Vec<u8>>,
 }
 
 /// The sending side of a connection: lines queued here are written by a task of their own.
@@ -179,6 +185,16 @@ impl Outbox {
         self.tx.is_closed()
     }
 
+    /// Resolves once the writer stopped because a write failed (or every sender is gone).
+    pub async fn closed(&self) {
+        self.tx.closed().await
+    }
+
+    /// After a failed write, the lines that never reached the peer whole.
+    pub fn unwritten(&self) -> Vec<u8> {
+        crate::sync::lock(&self.waiting.unwritten).clone()
+    }
+
     /// Bytes queued and not yet written.
     pub fn queued(&self) -> usize {
         self.waiting.bytes.load(Ordering::Relaxed)
@@ -213,20 +229,41 @@ async fn write_batched<W: AsyncWrite + Unpin>(
                 Err(_) => break,
             }
         }
-        let failed = write.write_all(&batch).await.is_err();
+        let written = write_counted(&mut write, &batch).await;
         waiting.bytes.fetch_sub(batch.len(), Ordering::Relaxed);
         waiting.written.notify_waiters();
-        if failed {
-            // Nothing queued will be written any more: forget it, so nobody waits on it.
+        if written < batch.len() {
+            // Nothing queued will be written any more: forget it, so nobody waits on it, and keep what
+            // never arrived whole (from the line the failure cut) for the owner to look at.
             rx.close();
+            let cut = batch[..written]
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |at| at + 1);
+            let mut unwritten = crate::sync::lock(&waiting.unwritten);
+            unwritten.extend_from_slice(&batch[cut..]);
             while let Ok(rest) = rx.try_recv() {
                 waiting.bytes.fetch_sub(rest.len(), Ordering::Relaxed);
+                unwritten.extend_from_slice(&rest);
             }
+            drop(unwritten);
             waiting.written.notify_waiters();
             return;
         }
     }
     let _ = write.shutdown().await;
+}
+
+/// Writes `bytes` until done or a write fails; how many were written.
+async fn write_counted<W: AsyncWrite + Unpin>(write: &mut W, bytes: &[u8]) -> usize {
+    let mut done = 0;
+    while done < bytes.len() {
+        match write.write(&bytes[done..]).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => done += n,
+        }
+    }
+    done
 }
 
 #[cfg(test)]

@@ -465,6 +465,30 @@ fn a_plugin_closing_its_hosts_protocol_pipes_costs_a_refusal_and_a_restart() {
 }
 
 #[test]
+fn a_plugin_closing_the_pipe_its_host_reads_gets_the_host_replaced_not_left_deaf() {
+    // The heartbeat would not find it: the plugin answers the pings' pongs itself. Only the daemon's
+    // failed writes show that nothing reads what it sends.
+    let inst = instance(
+        &["fault-deaf"],
+        json!({ "hostHangSeconds": 600, "callTimeoutSeconds": 600 }),
+    );
+    let mut d = inst.start();
+    let host = d.host_pid();
+    assert_eq!(
+        fault_call(&inst, &mut d, "fault-deaf", json!({})),
+        ("deaf now".to_string(), false)
+    );
+    assert_ne!(d.host_pid(), host, "the deaf host was replaced");
+    let rows = inst.rows("host");
+    assert!(
+        rows.iter().any(|r| r.starts_with(&format!(
+            "The plugin host (pid {host}) stopped reading what the daemon sends it (a plugin closed its protocol pipe, fd 3) and was killed"
+        ))),
+        "{rows:?}"
+    );
+}
+
+#[test]
 fn a_protocol_line_over_the_cap_is_dropped_and_the_host_answers_on() {
     // With a 1000-byte answer cap the daemon reads protocol lines of at most 70 KB or so.
     let inst = instance(&["fault-pipe"], json!({ "maxAnswerBytes": 1000 }));

@@ -23,6 +23,8 @@ pub enum HostEnd {
         after: Duration,
         next: Next,
     },
+    /// It stopped reading what the daemon sends it (a plugin closed its protocol pipe) and was killed.
+    Deaf { exit: Exit, next: Next },
     /// Its generation was retired and the call outlived the time it was given.
     Retired(Retirement),
     /// It was replaced at once by a new host, because a seat's secret changed.

@@ -29,6 +29,8 @@ pub enum CallEnd {
     Answered(Answer),
     /// The process went away (or was killed) with the call in flight: why.
     HostStopped(Arc<HostEnd>),
+    /// The host ended and had never been sent the call whole: it may run elsewhere.
+    NotReceived,
 }
 
 /// A call in flight: who to tell, and which file it runs, so a crash can name it.
@@ -126,6 +128,12 @@ impl Link {
         (link, ready_rx, reader)
     }
 
+    /// Resolves once a write to the host failed: nothing reads what the daemon sends it any more (its
+    /// process ended, or a plugin closed the pipe it reads).
+    pub async fn unreachable(&self) {
+        self.out.closed().await
+    }
+
     /// Queues a message for the host; `false` when the host is gone (the supervisor answers whatever
     /// was waiting on it).
     pub fn send(&self, msg: &ToHost<'_>) -> bool {
@@ -170,26 +178,57 @@ impl Link {
     }
 
     /// How many calls wait on an answer now.
+    /// The calls the host may be running: those waiting, less any it was never sent whole.
     pub fn calls_waiting(&self) -> usize {
-        lock(&self.calls).waiting.len()
+        let unsent = self.unsent_calls();
+        lock(&self.calls)
+            .waiting
+            .keys()
+            .filter(|id| !unsent.contains(id))
+            .count()
     }
 
-    /// Answers every waiting call with `why`, and takes no more; returns the files they were running,
-    /// sorted, once each.
+    /// Answers every waiting call with `why` (or, one the host was never sent whole, with
+    /// `NotReceived`), and takes no more; returns the files of the calls the host may have run, sorted,
+    /// once each.
     pub fn fail_all(&self, why: &Arc<HostEnd>) -> Vec<Arc<str>> {
-        let waiting: Vec<Waiting> = {
+        let unsent = self.unsent_calls();
+        let waiting: Vec<(u64, Waiting)> = {
             let mut calls = lock(&self.calls);
             calls.closed = true;
-            calls.waiting.drain().map(|(_, w)| w).collect()
+            calls.waiting.drain().collect()
         };
         lock(&self.loads).clear();
-        let mut files: Vec<Arc<str>> = waiting.iter().map(|w| w.file.clone()).collect();
+        let mut files: Vec<Arc<str>> = waiting
+            .iter()
+            .filter(|(id, _)| !unsent.contains(id))
+            .map(|(_, w)| w.file.clone())
+            .collect();
         files.sort();
         files.dedup();
-        for w in waiting {
-            let _ = w.tx.send(CallEnd::HostStopped(why.clone()));
+        for (id, w) in waiting {
+            let end = if unsent.contains(&id) {
+                CallEnd::NotReceived
+            } else {
+                CallEnd::HostStopped(why.clone())
+            };
+            let _ = w.tx.send(end);
         }
         files
+    }
+
+    /// The calls whose lines a failed write left unsent (the host can have acted on none of them).
+    fn unsent_calls(&self) -> std::collections::HashSet<u64> {
+        const CALL: &[u8] = b"{\"t\":\"call\",\"id\":";
+        self.out
+            .unwritten()
+            .split(|b| *b == b'\n')
+            .filter_map(|line| {
+                let rest = line.strip_prefix(CALL)?;
+                let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+                std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+            })
+            .collect()
     }
 
     /// How long since the host last sent a well-formed message.
@@ -410,6 +449,24 @@ mod tests {
         let end = link.fail_all(&Arc::new(HostEnd::Replaced));
         assert_eq!(end.len(), 1, "call 4 was still waiting when its host ended");
         assert!(matches!(forged.await, Ok(CallEnd::HostStopped(_))));
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_answer_cut_off_by_its_hosts_end_is_the_hosts_end_not_a_damaged_answer() {
+        use std::io::Write;
+        let (link, mut host, reader) = link();
+        let file: Arc<str> = Arc::from("plugins/p.mjs");
+        let (call, key) = link.expect_answer(5, file, None).expect("taken");
+        // The host dies in the middle of writing the answer.
+        let cut = format!("{{\"t\":\"answer\",\"id\":5,\"key\":{key},\"text\":\"the first half");
+        host.write_all(cut.as_bytes()).expect("written");
+        drop(host);
+        reader.await.expect("the reader ends");
+        link.fail_all(&Arc::new(HostEnd::Replaced));
+        assert!(
+            matches!(call.await, Ok(CallEnd::HostStopped(_))),
+            "the call is answered for its host's end"
+        );
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -77,64 +77,74 @@ pub async fn call(
     cancel: &CancellationToken,
 ) -> Ended {
     let started = Instant::now();
+    // A host that ended without ever being sent the call: it runs on the host started next, once (a
+    // second such end is the host's to answer for).
     let mut gone: Option<Arc<link::Link>> = None;
-    let (link, id, rx) = loop {
+    loop {
+        let (link, id, rx) = loop {
+            let left = deadline.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Ended::Deadline(deadline);
+            }
+            let link = tokio::select! {
+                l = host.link_other_than(gone.as_ref(), RESPAWN_PATIENCE.min(left)) => l,
+                _ = cancel.cancelled() => return Ended::Cancelled,
+            };
+            let link = match link {
+                Ok(link) => link,
+                Err(why) => return Ended::NotRun(why),
+            };
+            if let Some(why) = link.unavailable(req.tool) {
+                return Ended::NotReimported(why);
+            }
+            let id = host.next_id();
+            if let Some((rx, key)) = link.expect_answer(id, req.file.clone(), req.progress.clone())
+                && link.send(&ToHost::Call {
+                    id,
+                    tool: req.tool,
+                    args: req.args,
+                    seat: req.seat,
+                    role: req.role,
+                    progress: req.progress.is_some(),
+                    key,
+                })
+            {
+                break (link, id, rx);
+            }
+            // The host ended between the look-up and the send, and never saw the call.
+            link.forget(id);
+            if gone.is_some() {
+                return Ended::NotRun(NoHost::Ended);
+            }
+            gone = Some(link);
+        };
         let left = deadline.saturating_sub(started.elapsed());
-        if left.is_zero() {
-            return Ended::Deadline(deadline);
-        }
-        let link = tokio::select! {
-            l = host.link_other_than(gone.as_ref(), RESPAWN_PATIENCE.min(left)) => l,
-            _ = cancel.cancelled() => return Ended::Cancelled,
-        };
-        let link = match link {
-            Ok(link) => link,
-            Err(why) => return Ended::NotRun(why),
-        };
-        if let Some(why) = link.unavailable(req.tool) {
-            return Ended::NotReimported(why);
-        }
-        let id = host.next_id();
-        if let Some((rx, key)) = link.expect_answer(id, req.file.clone(), req.progress.clone())
-            && link.send(&ToHost::Call {
-                id,
-                tool: req.tool,
-                args: req.args,
-                seat: req.seat,
-                role: req.role,
-                progress: req.progress.is_some(),
-                key,
-            })
-        {
-            break (link, id, rx);
-        }
-        // The host ended between the look-up and the send, and never saw the call: it runs on the host
-        // started next, once (a second such end is the host's to answer for).
-        link.forget(id);
-        if gone.is_some() {
-            return Ended::NotRun(NoHost::Ended);
-        }
-        gone = Some(link);
-    };
-    let left = deadline.saturating_sub(started.elapsed());
-    tokio::select! {
-        end = rx => match end {
-            Ok(CallEnd::Answered(a)) => Ended::Answered(a),
-            Ok(CallEnd::HostStopped(why)) => Ended::HostEnded(why),
-            // The link is dropped only after it has answered every call it held.
-            Err(_) => Ended::NotRun(NoHost::Ended),
-        },
-        _ = tokio::time::sleep(left) => {
-            if link.forget(id) {
-                link.send(&ToHost::Cancel { id, why: "the call took longer than its deadline" });
+        tokio::select! {
+            end = rx => match end {
+                Ok(CallEnd::Answered(a)) => return Ended::Answered(a),
+                Ok(CallEnd::HostStopped(why)) => return Ended::HostEnded(why),
+                // Its line never reached the host whole (the pipe failed under it).
+                Ok(CallEnd::NotReceived) => {
+                    if gone.is_some() {
+                        return Ended::NotRun(NoHost::Ended);
+                    }
+                    gone = Some(link);
+                }
+                // The link is dropped only after it has answered every call it held.
+                Err(_) => return Ended::NotRun(NoHost::Ended),
+            },
+            _ = tokio::time::sleep(left) => {
+                if link.forget(id) {
+                    link.send(&ToHost::Cancel { id, why: "the call took longer than its deadline" });
+                }
+                return Ended::Deadline(deadline);
             }
-            Ended::Deadline(deadline)
-        }
-        _ = cancel.cancelled() => {
-            if link.forget(id) {
-                link.send(&ToHost::Cancel { id, why: "the caller cancelled the call" });
+            _ = cancel.cancelled() => {
+                if link.forget(id) {
+                    link.send(&ToHost::Cancel { id, why: "the caller cancelled the call" });
+                }
+                return Ended::Cancelled;
             }
-            Ended::Cancelled
         }
     }
 }

@@ -44,6 +44,12 @@ pub fn what_happened(exit: &Exit, out_of_memory: Option<u64>) -> String {
     }
 }
 
+pub fn deaf(exit: &Exit) -> String {
+    format!(
+        "stopped reading what the daemon sends it (a plugin closed its protocol pipe, fd 3) and was killed ({exit})"
+    )
+}
+
 pub fn hung(after_s: u64, exit: &Exit) -> String {
     format!(
         "stopped answering for {after_s} s (a plugin blocking its event loop) and was killed ({exit})"

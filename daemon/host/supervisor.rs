@@ -32,6 +32,8 @@ const HOLD_AT_MOST: Duration = Duration::from_secs(15);
 /// This many crashes within CRASH_WINDOW is a crash loop: the host stays down until `ovai restart`.
 const CRASH_LIMIT: usize = 5;
 const CRASH_WINDOW: Duration = Duration::from_secs(60);
+/// How long a host whose pipe failed is given to be found dead before it is taken as deaf and killed.
+const EXIT_FIRST: Duration = Duration::from_millis(200);
 
 /// A plugin this generation serves, as the host must import it again after a respawn.
 #[derive(Debug, Clone)]
@@ -280,6 +282,20 @@ async fn run(
                 let exit = process.kill().await;
                 (rows::hung(job.hang_after.as_secs(), &exit), Ending::Hung(exit))
             }
+            // Writing to it failed. A host that died makes its pipe fail too: its exit, if it comes at
+            // once, is the reason; a host still running stopped reading, and waits for nothing now.
+            _ = link.unreachable() => {
+                match tokio::time::timeout(EXIT_FIRST, process.wait_exit()).await {
+                    Ok(exit) => {
+                        let oom = process.ran_out_of_memory().then_some(job.launch.max_memory_mb);
+                        (rows::what_happened(&exit, oom), Ending::Stopped(exit, oom))
+                    }
+                    Err(_) => {
+                        let exit = process.kill().await;
+                        (rows::deaf(&exit), Ending::Deaf(exit))
+                    }
+                }
+            }
             // A seat's secret changed (replace), or is about to (hold: no host may see it change; the
             // next starts once it has, or after HOLD_AT_MOST if nobody says so).
             changed = seats.changed() => {
@@ -337,6 +353,7 @@ async fn run(
                 after: job.hang_after,
                 next,
             },
+            Ending::Deaf(exit) => HostEnd::Deaf { exit, next },
         });
         let files = process.link.fail_all(&end);
         job.log.row(
@@ -459,6 +476,7 @@ fn note(window: &mut VecDeque<Instant>, now: Instant) {
 enum Ending {
     Stopped(super::process::Exit, Option<u64>),
     Hung(super::process::Exit),
+    Deaf(super::process::Exit),
 }
 
 /// The host stays down until the generation is retired (by `ovai restart` or shutdown).
