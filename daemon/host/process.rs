@@ -242,6 +242,11 @@ impl HostProcess {
         }
     }
 
+    /// Resolves once the process has ended (its group and readers are left to `wait_exit`).
+    pub async fn ended(&mut self) {
+        let _ = self.child.wait().await;
+    }
+
     /// Waits for the process to end; then its group is killed (nothing it started outlives it) and the
     /// readers have delivered everything it wrote first.
     pub async fn wait_exit(&mut self) -> Exit {

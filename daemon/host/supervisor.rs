@@ -285,8 +285,9 @@ async fn run(
             // Writing to it failed. A host that died makes its pipe fail too: its exit, if it comes at
             // once, is the reason; a host still running stopped reading, and waits for nothing now.
             _ = link.unreachable() => {
-                match tokio::time::timeout(EXIT_FIRST, process.wait_exit()).await {
-                    Ok(exit) => {
+                match tokio::time::timeout(EXIT_FIRST, process.ended()).await {
+                    Ok(()) => {
+                        let exit = process.wait_exit().await;
                         let oom = process.ran_out_of_memory().then_some(job.launch.max_memory_mb);
                         (rows::what_happened(&exit, oom), Ending::Stopped(exit, oom))
                     }
