@@ -6,6 +6,7 @@
 // daemon turns them into the sentences people read. No npm dependencies: it must run on a bare Node >= 18.
 
 import net from "node:net";
+import { Worker } from "node:worker_threads";
 import { Duplex } from "node:stream";
 import fs from "node:fs";
 import childProcess from "node:child_process";
@@ -97,6 +98,7 @@ const mapHas = uncurry(Map.prototype.has);
 const mapGet = uncurry(Map.prototype.get);
 const mapSet = uncurry(Map.prototype.set);
 const mapDelete = uncurry(Map.prototype.delete);
+const mapSize = uncurry(Object.getOwnPropertyDescriptor(Map.prototype, "size").get);
 const inFlight = (id) => mapHas(calls, id);
 /** Forgets a call; true when it was still in flight (then nobody has answered it yet). */
 const settle = (id) => mapDelete(calls, id);
@@ -105,13 +107,42 @@ let config = freeze({});
 let maxAnswerBytes = 1024 * 1024;
 let pluginsDir = "";
 
-// Every message goes out the moment it is made, straight onto fd 4 when nothing is queued before it (the
-// stream machinery costs more than the write itself); what the pipe cannot take at once is queued on the
-// stream, in order. Never held back for a batch: the plugin code that runs next may block
-// the event loop until the host is killed, and a held answer or progress report would die with it.
+// Messages made in one turn of the event loop (the answers of every call its reads brought, at K calls
+// in flight) go out in one write, at the end of that turn: a write per message cost the host and the
+// daemon more than the calls themselves. A message made when nothing else is under way goes out at once. Until then they wait in shared memory, where a second
+// thread (the rescuer, below) writes them itself if the main thread stops before it does: a plugin
+// whose code blocks the event loop next (and gets the host killed) cannot take an answer already made
+// down with it. What the pipe cannot take at once is queued on the stream, in order.
+const HELD_BYTES = 1024 * 1024;
+// The words both threads share: who is writing to fd 4, how many bytes are held, how many times the main
+// thread has let them go, whether the stream has bytes queued (then held bytes must wait behind them), and
+// whether the rescuer sleeps until something is held.
+const LOCK = 0;
+const HELD = 1;
+const FLUSHES = 2;
+const QUEUED = 3;
+const ASLEEP = 4;
+const MAIN = 1;
+const Bytes = Uint8Array;
+const heldMemory = new SharedArrayBuffer(HELD_BYTES);
+const heldBytes = new Bytes(heldMemory);
+const shared = new Int32Array(new SharedArrayBuffer(5 * 4));
+const atomicLoad = Atomics.load;
+const atomicStore = Atomics.store;
+const atomicAdd = Atomics.add;
+const atomicSwap = Atomics.compareExchange;
+const atomicWait = Atomics.wait;
+const atomicNotify = Atomics.notify;
+// Views made by the constructor taken here, not by `subarray`, which asks the array's constructor for its
+// species: a plugin's patch there could point the host's writes somewhere else.
+const heldFrom = (start, end = HELD_BYTES) => new Bytes(heldMemory, start, end - start);
+const encodeInto = uncurry(TextEncoder.prototype.encodeInto);
+const encoder = new TextEncoder();
 const writeLater = out.write.bind(out);
 const writableLength = uncurry(Object.getOwnPropertyDescriptor(Duplex.prototype, "writableLength").get);
 const queuedBytes = () => writableLength(out);
+let flushScheduled = false;
+
 function send(message) {
   sendLine(wellFormed(stringify(bare(message))));
 }
@@ -133,23 +164,137 @@ function bare(value) {
   for (let i = 0; i < keys.length; i++) copy[keys[i]] = bare(value[keys[i]]);
   return copy;
 }
+
 function sendLine(line) {
   const text = line + "\n";
-  if (queuedBytes() > 0) {
-    writeLater(text);
+  if (quiet() && atomicLoad(shared, HELD) === 0) {
+    write(text, byteLength(text));
     return;
   }
-  let written = 0;
-  try {
-    // A string goes to the kernel without a Buffer made for it.
-    written = writeSync(OUT, text);
-  } catch (err) {
-    // EAGAIN: the daemon is behind; anything else, the stream reports as the channel's end.
-    written = 0;
+  // A UTF-16 unit is at most three bytes of UTF-8: a line that may not fit goes out at once, after what
+  // is held.
+  if (text.length * 3 > HELD_BYTES) {
+    flush();
+    takeLock();
+    write(text, byteLength(text));
+    releaseLock();
+    return;
   }
-  if (written === 0) writeLater(text);
-  else if (written < text.length || written < byteLength(text)) writeLater(subBytes(bytesOf(text), written));
+  takeLock();
+  let held = atomicLoad(shared, HELD);
+  if (held + text.length * 3 > HELD_BYTES) {
+    writeHeld(held);
+    held = 0;
+  }
+  const { written } = encodeInto(encoder, text, heldFrom(held));
+  atomicStore(shared, HELD, held + written);
+  releaseLock();
+  if (atomicLoad(shared, ASLEEP) === 1) {
+    atomicStore(shared, ASLEEP, 0);
+    atomicNotify(shared, ASLEEP);
+  }
+  if (!flushScheduled) {
+    flushScheduled = true;
+    nextTurn(flush);
+  }
 }
+
+/** Nothing else will be said this turn: no line is being read or waits, and no call is in flight. */
+function quiet() {
+  return !reading && waiting === null && mapSize(calls) === 0;
+}
+
+function flush() {
+  flushScheduled = false;
+  takeLock();
+  writeHeld(atomicLoad(shared, HELD));
+  releaseLock();
+}
+
+/** Writes what is held; the lock is taken. */
+function writeHeld(held) {
+  if (held > 0) write(null, held);
+  atomicStore(shared, HELD, 0);
+  atomicAdd(shared, FLUSHES, 1);
+}
+
+/** Writes a string's UTF-8 (`length` bytes) or the first `length` held bytes (text null) to fd 4, or queues them behind what the stream holds. */
+function write(text, length) {
+  let written = 0;
+  if (queuedBytes() === 0) {
+    try {
+      written = text === null ? writeSync(OUT, heldBytes, 0, length) : writeSync(OUT, text);
+    } catch {
+      // EAGAIN: the daemon is behind; anything else, the stream reports as the channel's end.
+      written = 0;
+    }
+  }
+  if (written >= length) return;
+  const rest = text === null ? bytesOf(heldFrom(written, length)) : subBytes(bytesOf(text), written);
+  atomicStore(shared, QUEUED, 1);
+  writeLater(rest, () => {
+    if (queuedBytes() === 0) atomicStore(shared, QUEUED, 0);
+  });
+}
+
+function takeLock() {
+  // Only the rescuer can hold it, and only while the main thread had stopped: wait for it to finish.
+  while (atomicSwap(shared, LOCK, 0, MAIN) !== 0) {
+    const holder = atomicLoad(shared, LOCK);
+    if (holder !== 0) atomicWait(shared, LOCK, holder, 100);
+  }
+}
+
+function releaseLock() {
+  atomicStore(shared, LOCK, 0);
+}
+
+// The rescuer: a thread that looks every RESCUE_MS at what is held, and writes it when the main thread has
+// held it through a whole look without letting it go. It sleeps outright once nothing has been held for a
+// second, and the main thread wakes it with the next message. Its own isolate: no plugin reaches it.
+const RESCUE_MS = 50;
+const RESCUER = `
+const { workerData: { shared, held, fd, every } } = require("node:worker_threads");
+const { writeSync } = require("node:fs");
+const [LOCK, HELD, FLUSHES, QUEUED, ASLEEP, MINE] = [0, 1, 2, 3, 4, 2];
+let seen = -1;
+let idle = 0;
+for (;;) {
+  Atomics.wait(shared, ASLEEP, 0, every);
+  const bytes = Atomics.load(shared, HELD);
+  const flushes = Atomics.load(shared, FLUSHES);
+  if (bytes === 0) {
+    seen = -1;
+    if (++idle * every < 1000) continue;
+    idle = 0;
+    Atomics.store(shared, ASLEEP, 1);
+    if (Atomics.load(shared, HELD) === 0) Atomics.wait(shared, ASLEEP, 1);
+    Atomics.store(shared, ASLEEP, 0);
+    continue;
+  }
+  idle = 0;
+  if (flushes !== seen) {
+    seen = flushes;
+    continue;
+  }
+  // Held since the last look: the main thread has stopped. Bytes queued on its stream go first, and only
+  // it can write those: then nothing can be done.
+  if (Atomics.load(shared, QUEUED) !== 0 || Atomics.compareExchange(shared, LOCK, 0, MINE) !== 0) continue;
+  // What the pipe does not take now (the daemon is behind) stays held, for the next look or the main
+  // thread: the lock is never kept while waiting.
+  const length = Atomics.load(shared, HELD);
+  let at = 0;
+  try {
+    while (at < length) at += writeSync(fd, held, at, length - at);
+  } catch {}
+  if (at > 0 && at < length) held.copyWithin(0, at, length);
+  Atomics.store(shared, HELD, length - at);
+  Atomics.add(shared, FLUSHES, 1);
+  seen = -1;
+  Atomics.store(shared, LOCK, 0);
+  Atomics.notify(shared, LOCK);
+}
+`;
 
 /**
  * JSON.stringify writes a lone surrogate (half of "😀") as an escape the daemon's JSON reader refuses,
@@ -212,6 +357,8 @@ function keep(buf, start, end) {
   partialBytes = need;
 }
 
+/** Whether the read being acted on has more after the current line. */
+let reading = false;
 function onBytes(n, reused) {
   // The buffer is reused: only its first n bytes are this read's.
   const buf = n === reused.length ? reused : subBytes(reused, 0, n);
@@ -230,18 +377,24 @@ function onBytes(n, reused) {
       line = utf8Slice(buf, start, end);
     }
     start = end + 1;
+    reading = start < n;
     if (waiting !== null) push(waiting, line);
     else if (!actOn(line)) startWaiting();
   }
   if (start < n) keep(buf, start, n);
   scheduleWaiting();
+  reading = false;
 }
 
 // An async `run` settles in the microtasks that follow the current read. The lines after its call wait
-// for the next turn of the event loop, so that its answer goes out before any other plugin's code runs:
-// one that blocks the event loop (and gets the host killed) then costs only the calls still waiting.
+// until it has answered (or for the next turn of the event loop, if it has more to wait for), so that its
+// answer is made before any other plugin's code runs: one that blocks the event loop (and gets the host
+// killed) then costs only the calls still waiting.
 // Without a prototype, so an index setter a plugin puts on Array.prototype cannot take its lines.
 let waiting = null;
+/** The promise of the call that made the lines after it wait, until they are set to go on when it ends. */
+let unsettled = null;
+const promiseThen = uncurry(PromiseCtor.prototype.then);
 let waitingAt = 0;
 let waitScheduled = false;
 function startWaiting() {
@@ -250,14 +403,21 @@ function startWaiting() {
   waitingAt = 0;
 }
 function scheduleWaiting() {
-  if (waiting !== null && waitingAt < waiting.length && !waitScheduled) {
-    nextTurn(actOnWaiting);
-    waitScheduled = true;
+  if (waiting !== null && waitingAt < waiting.length) {
+    if (!waitScheduled) {
+      nextTurn(actOnWaiting);
+      waitScheduled = true;
+    }
+    if (unsettled !== null) promiseThen(unsettled, goOnWaiting, goOnWaiting);
   }
+  unsettled = null;
   if (waiting !== null && waitingAt === waiting.length) waiting = null;
 }
 function actOnWaiting() {
   waitScheduled = false;
+  goOnWaiting();
+}
+function goOnWaiting() {
   while (waiting !== null && waitingAt < waiting.length) {
     const line = waiting[waitingAt];
     waiting[waitingAt++] = undefined;
@@ -276,8 +436,11 @@ function actOnWaiting() {
 /** Acts on one line; false when it started a call that has not answered yet. */
 function actOn(line) {
   const id = onLine(line);
-  return id === undefined || !inFlight(id);
+  if (id === undefined || !inFlight(id)) return true;
+  unsettled = started;
+  return false;
 }
+let started = null;
 
 function onLine(line) {
   let message;
@@ -298,7 +461,7 @@ function onLine(line) {
       load(message);
       break;
     case "call":
-      call(message);
+      started = call(message);
       return message.id;
     case "cancel":
       if (inFlight(message.id)) {
@@ -316,6 +479,17 @@ function onLine(line) {
 }
 
 send({ t: "ready", v: PROTOCOL, node: process.version, pid: process.pid });
+try {
+  const rescuer = new Worker(RESCUER, {
+    eval: true,
+    workerData: { shared, held: heldBytes, fd: OUT, every: RESCUE_MS },
+    resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 2 },
+  });
+  rescuer.unref();
+  rescuer.on("error", (err) => complain("the thread that writes held answers for a stopped host ended", err));
+} catch (err) {
+  complain("the thread that writes held answers for a stopped host could not start", err);
+}
 
 const EXPORTS = [
   ["description", "string"],

@@ -376,3 +376,55 @@ test("a plugin patching setImmediate's internals or fs.writeSync neither stalls 
   assert.equal((await host.next((m) => m.id === 20)).text, "0");
   host.stop();
 });
+
+/** Calls `tool` and then `block` (which never gives the event loop back) in one write. */
+function callThenBlock(host, tool, id) {
+  const call = (id, tool) => JSON.stringify({ t: "call", id, tool, args: {}, seat: "s", role: "Worker", key: id }) + "\n";
+  host.child.stdio[3].write(call(id, tool) + call(id + 1, "block"));
+}
+
+test("an answer made just before another plugin blocks the event loop still goes out, after a long idle too", async () => {
+  for (const [tool, idleMs] of [
+    ["now", 0],
+    ["later", 0],
+    ["now", 1500],
+    ["later", 1500],
+  ]) {
+    const { host, dir } = initHost(1 << 20);
+    await loaded(host, dir, "now", HEADER + "export function run() { return { text: 'made' }; }", 1);
+    await loaded(host, dir, "later", HEADER + "export async function run() { return { text: 'made' }; }", 2);
+    await loaded(host, dir, "block", HEADER + "export function run() { for (;;) {} }", 3);
+    // Idle for longer than the second after which the thread that writes held answers sleeps outright.
+    await new Promise((resolve) => setTimeout(resolve, idleMs));
+    callThenBlock(host, tool, 10);
+    const answer = await host.next((m) => m.id === 10);
+    assert.equal(answer.text, "made", `${tool} after ${idleMs} ms idle`);
+    host.stop();
+  }
+});
+
+test("answers too large to be held go out whole, in order with the small ones around them", async () => {
+  const { host, dir } = initHost(4 << 20);
+  await loaded(
+    host,
+    dir,
+    "sized",
+    HEADER + "export function run(args) { return { text: String(args.n % 10).repeat(args.size) }; }",
+    1,
+  );
+  // Small ones are held and written together; one of 600,000 characters (up to 1.8 MB of UTF-8) is not.
+  const sizes = [10, 600000, 10, 200000, 200000, 200000, 10, 2000000, 10];
+  let lines = "";
+  sizes.forEach((size, n) => {
+    lines += JSON.stringify({ t: "call", id: 100 + n, tool: "sized", args: { n, size }, seat: "s", role: "Worker", key: n }) + "\n";
+  });
+  lines += JSON.stringify({ t: "ping", n: 3 }) + "\n";
+  host.child.stdio[3].write(lines);
+  await host.next((m) => m.t === "pong" && m.n === 3);
+  const answers = host.received.filter((m) => m.t === "answer");
+  assert.deepEqual(
+    answers.map((a) => [a.id, a.text.length, a.text[0]]),
+    sizes.map((size, n) => [100 + n, size, String(n % 10)]),
+  );
+  host.stop();
+});
