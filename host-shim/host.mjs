@@ -7,7 +7,6 @@
 
 import net from "node:net";
 import { Worker } from "node:worker_threads";
-import { Duplex } from "node:stream";
 import fs from "node:fs";
 import childProcess from "node:child_process";
 import url from "node:url";
@@ -57,6 +56,7 @@ const signalOf = uncurry(Object.getOwnPropertyDescriptor(AbortController.prototy
 const protoOf = Object.getPrototypeOf;
 const hasOwn = Object.hasOwn ?? ((o, k) => apply(Object.prototype.hasOwnProperty, o, [k]));
 const setProto = Object.setPrototypeOf;
+const defineOwn = Object.defineProperty;
 const PromiseCtor = Promise;
 const ObjectProto = Object.prototype;
 
@@ -76,7 +76,6 @@ const READ_BYTES = 64 * 1024;
 const IN = 3;
 const OUT = 4;
 let channel;
-let out;
 try {
   channel = new net.Socket({
     fd: IN,
@@ -84,7 +83,8 @@ try {
     writable: false,
     onread: { buffer: allocBytes(READ_BYTES), callback: onBytes },
   });
-  out = new net.Socket({ fd: OUT, readable: false, writable: true });
+  // fd 4 is written with plain blocking writes, never through a stream (below): it is only checked here.
+  fs.fstatSync(OUT);
 } catch (err) {
   process.stderr.write(`ovai's plugin host has no protocol channel on fds 3 and 4 (${err.message}); start it with \`ovai serve\`.\n`);
   process.exit(64);
@@ -109,23 +109,27 @@ let pluginsDir = "";
 
 // Messages made in one turn of the event loop (the answers of every call its reads brought, at K calls
 // in flight) go out in one write, at the end of that turn: a write per message cost the host and the
-// daemon more than the calls themselves. A message made when nothing else is under way goes out at once. Until then they wait in shared memory, where a second
-// thread (the rescuer, below) writes them itself if the main thread stops before it does: a plugin
-// whose code blocks the event loop next (and gets the host killed) cannot take an answer already made
-// down with it. What the pipe cannot take at once is queued on the stream, in order.
+// daemon more than the calls themselves. A message made when nothing else is under way goes out at once.
+// Until then they wait in shared memory, where a second thread (the rescuer, below) writes them itself if
+// the main thread stops before it does: a plugin whose code blocks the event loop next (and gets the host
+// killed) cannot take an answer already made down with it. Nothing is ever queued anywhere else: a write
+// the pipe cannot take at once waits for the daemon to read (it always does, to the end of each line).
 const HELD_BYTES = 1024 * 1024;
 // The words both threads share: who is writing to fd 4, how many bytes are held, how many times the main
-// thread has let them go, whether the stream has bytes queued (then held bytes must wait behind them), and
-// whether the rescuer sleeps until something is held.
+// thread has let them go, and whether the rescuer sleeps until something is held; one nobody changes, to
+// sleep on.
 const LOCK = 0;
 const HELD = 1;
 const FLUSHES = 2;
-const QUEUED = 3;
-const ASLEEP = 4;
+const ASLEEP = 3;
+const NEVER = 4;
 const MAIN = 1;
 const Bytes = Uint8Array;
 const heldMemory = new SharedArrayBuffer(HELD_BYTES);
 const heldBytes = new Bytes(heldMemory);
+// fs.writeSync reads the array's size through TypedArray.prototype, which a plugin can patch: the held
+// array carries its own, out of reach.
+sizedOwn(heldBytes, HELD_BYTES);
 const shared = new Int32Array(new SharedArrayBuffer(5 * 4));
 const atomicLoad = Atomics.load;
 const atomicStore = Atomics.store;
@@ -135,16 +139,14 @@ const atomicWait = Atomics.wait;
 const atomicNotify = Atomics.notify;
 // Views made by the constructor taken here, not by `subarray`, which asks the array's constructor for its
 // species: a plugin's patch there could point the host's writes somewhere else.
-const heldFrom = (start, end = HELD_BYTES) => new Bytes(heldMemory, start, end - start);
+const heldFrom = (start) => new Bytes(heldMemory, start, HELD_BYTES - start);
 const encodeInto = uncurry(TextEncoder.prototype.encodeInto);
 const encoder = new TextEncoder();
-const writeLater = out.write.bind(out);
-const writableLength = uncurry(Object.getOwnPropertyDescriptor(Duplex.prototype, "writableLength").get);
-const queuedBytes = () => writableLength(out);
 let flushScheduled = false;
 
-function send(message) {
-  sendLine(wellFormed(stringify(bare(message))));
+/** Sends a message; `now`: at once, after what is held, rather than with the rest of the turn's. */
+function send(message, now = false) {
+  sendLine(wellFormed(stringify(bare(message))), now);
 }
 
 /**
@@ -165,17 +167,13 @@ function bare(value) {
   return copy;
 }
 
-function sendLine(line) {
+function sendLine(line, now = false) {
   const text = line + "\n";
-  if (quiet() && atomicLoad(shared, HELD) === 0) {
-    write(text, byteLength(text));
-    return;
-  }
-  // A UTF-16 unit is at most three bytes of UTF-8: a line that may not fit goes out at once, after what
-  // is held.
-  if (text.length * 3 > HELD_BYTES) {
-    flush();
+  // A UTF-16 unit is at most three bytes of UTF-8: a line that may not fit is not held either.
+  if (now || text.length * 3 > HELD_BYTES || (quiet() && atomicLoad(shared, HELD) === 0)) {
     takeLock();
+    const held = atomicLoad(shared, HELD);
+    if (held > 0) writeHeld(held);
     write(text, byteLength(text));
     releaseLock();
     return;
@@ -218,23 +216,34 @@ function writeHeld(held) {
   atomicAdd(shared, FLUSHES, 1);
 }
 
-/** Writes a string's UTF-8 (`length` bytes) or the first `length` held bytes (text null) to fd 4, or queues them behind what the stream holds. */
+/**
+ * Writes a string (`length` bytes of UTF-8) or the first `length` held bytes (text null) to fd 4, whole.
+ * A pipe the daemon has not read yet (EAGAIN, if fd 4 was left non-blocking) is waited for; one nobody
+ * reads any more ends the host.
+ */
 function write(text, length) {
-  let written = 0;
-  if (queuedBytes() === 0) {
+  let bytes = heldBytes;
+  let at = 0;
+  while (at < length) {
     try {
-      written = text === null ? writeSync(OUT, heldBytes, 0, length) : writeSync(OUT, text);
-    } catch {
-      // EAGAIN: the daemon is behind; anything else, the stream reports as the channel's end.
-      written = 0;
+      at += text !== null && at === 0 ? writeSync(OUT, text) : writeSync(OUT, bytes, at, length - at);
+    } catch (err) {
+      if (err?.code !== "EAGAIN") exitHost(0);
+      atomicWait(shared, NEVER, 0, 1);
+      continue;
+    }
+    if (text !== null && at < length) {
+      bytes = sizedOwn(bytesOf(text), length);
+      text = null;
     }
   }
-  if (written >= length) return;
-  const rest = text === null ? bytesOf(heldFrom(written, length)) : subBytes(bytesOf(text), written);
-  atomicStore(shared, QUEUED, 1);
-  writeLater(rest, () => {
-    if (queuedBytes() === 0) atomicStore(shared, QUEUED, 0);
-  });
+}
+
+/** The array with its own size, which fs.writeSync then reads instead of a plugin's patch. */
+function sizedOwn(array, size) {
+  defineOwn(array, "byteLength", { __proto__: null, value: size });
+  defineOwn(array, "length", { __proto__: null, value: size });
+  return array;
 }
 
 function takeLock() {
@@ -251,12 +260,13 @@ function releaseLock() {
 
 // The rescuer: a thread that looks every RESCUE_MS at what is held, and writes it when the main thread has
 // held it through a whole look without letting it go. It sleeps outright once nothing has been held for a
-// second, and the main thread wakes it with the next message. Its own isolate: no plugin reaches it.
+// second, and the main thread wakes it with the next message. Its own isolate: no plugin's patches reach it
+// (a plugin set on ending it can, through node:inspector: plugins share the host).
 const RESCUE_MS = 50;
 const RESCUER = `
 const { workerData: { shared, held, fd, every } } = require("node:worker_threads");
 const { writeSync } = require("node:fs");
-const [LOCK, HELD, FLUSHES, QUEUED, ASLEEP, MINE] = [0, 1, 2, 3, 4, 2];
+const [LOCK, HELD, FLUSHES, ASLEEP, MINE] = [0, 1, 2, 3, 2];
 let seen = -1;
 let idle = 0;
 for (;;) {
@@ -277,9 +287,8 @@ for (;;) {
     seen = flushes;
     continue;
   }
-  // Held since the last look: the main thread has stopped. Bytes queued on its stream go first, and only
-  // it can write those: then nothing can be done.
-  if (Atomics.load(shared, QUEUED) !== 0 || Atomics.compareExchange(shared, LOCK, 0, MINE) !== 0) continue;
+  // Held since the last look: the main thread has stopped.
+  if (Atomics.compareExchange(shared, LOCK, 0, MINE) !== 0) continue;
   // What the pipe does not take now (the daemon is behind) stays held, for the next look or the main
   // thread: the lock is never kept while waiting.
   const length = Atomics.load(shared, HELD);
@@ -322,7 +331,6 @@ process.exit = function exit(code) {
 // The daemon gone means nobody can be answered: leave rather than linger as an orphan.
 channel.on("close", () => exitHost(0));
 channel.on("error", () => exitHost(0));
-out.on("error", () => exitHost(0));
 
 // An error a plugin leaves behind (a timer that throws after `run` answered, a promise nobody awaited)
 // must not end the host for everybody; it goes to the log.
@@ -392,9 +400,8 @@ function onBytes(n, reused) {
 // killed) then costs only the calls still waiting.
 // Without a prototype, so an index setter a plugin puts on Array.prototype cannot take its lines.
 let waiting = null;
-/** The promise of the call that made the lines after it wait, until they are set to go on when it ends. */
-let unsettled = null;
-const promiseThen = uncurry(PromiseCtor.prototype.then);
+/** The id of the call the waiting lines wait for (they go on when it ends, or at the next turn). */
+let waitedFor;
 let waitingAt = 0;
 let waitScheduled = false;
 function startWaiting() {
@@ -408,9 +415,7 @@ function scheduleWaiting() {
       nextTurn(actOnWaiting);
       waitScheduled = true;
     }
-    if (unsettled !== null) promiseThen(unsettled, goOnWaiting, goOnWaiting);
   }
-  unsettled = null;
   if (waiting !== null && waitingAt === waiting.length) waiting = null;
 }
 function actOnWaiting() {
@@ -437,10 +442,9 @@ function goOnWaiting() {
 function actOn(line) {
   const id = onLine(line);
   if (id === undefined || !inFlight(id)) return true;
-  unsettled = started;
+  waitedFor = id;
   return false;
 }
-let started = null;
 
 function onLine(line) {
   let message;
@@ -461,7 +465,7 @@ function onLine(line) {
       load(message);
       break;
     case "call":
-      started = call(message);
+      call(message);
       return message.id;
     case "cancel":
       if (inFlight(message.id)) {
@@ -486,7 +490,8 @@ try {
     resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 2 },
   });
   rescuer.unref();
-  rescuer.on("error", (err) => complain("the thread that writes held answers for a stopped host ended", err));
+  rescuer.on("error", (err) => complain("the thread that writes held answers for a stopped host failed", err));
+  rescuer.on("exit", (code) => say(`ovai host: the thread that writes held answers for a stopped host ended (code ${code})`));
 } catch (err) {
   complain("the thread that writes held answers for a stopped host could not start", err);
 }
@@ -556,51 +561,60 @@ async function load({ id, name, file }) {
 // Every answer and progress report carries the call's key, which the daemon checks: a plugin writing to
 // fd 4 by hand cannot answer another call, since it never sees a key.
 async function call({ id, tool, args, seat, role, progress, key }) {
-  const entry = tool in tools ? tools[tool] : undefined;
-  if (entry === undefined) {
-    send({ t: "answer", id, key, unknown: true });
-    return;
-  }
-  const running = new Running();
-  mapSet(calls, id, running);
-  const report = progress === true ? progressOf(id, key) : noProgress;
-  let answer;
   try {
-    answer = entry.run(args ?? {}, freeze(new Context(seat, role, running, report)));
-    // A synchronous answer goes out now; only a promise is waited for.
-    if (isThenable(answer)) answer = await answer;
-  } catch (err) {
+    const entry = tool in tools ? tools[tool] : undefined;
+    if (entry === undefined) {
+      send({ t: "answer", id, key, unknown: true });
+      return;
+    }
+    const running = new Running();
+    mapSet(calls, id, running);
+    const report = progress === true ? progressOf(id, key) : noProgress;
+    let answer;
+    try {
+      answer = entry.run(args ?? {}, freeze(new Context(seat, role, running, report)));
+      // A synchronous answer goes out now; only a promise is waited for.
+      if (isThenable(answer)) answer = await answer;
+    } catch (err) {
+      if (!settle(id)) return;
+      let message;
+      try {
+        message =
+          err instanceof PluginExit
+            ? { t: "answer", id, key, exited: toText(err.code ?? "") }
+            : { t: "answer", id, key, threw: thrown(err, entry.file) };
+      } catch {
+        // Describing the error failed (a plugin patched what that takes): still an answer.
+        message = { t: "answer", id, key, threw: { message: "an error that cannot be shown", at: null } };
+      }
+      send(message);
+      return;
+    }
+    // A call the daemon gave up on (cancelled, past its deadline) was answered already.
     if (!settle(id)) return;
     let message;
     try {
-      message =
-        err instanceof PluginExit
-          ? { t: "answer", id, key, exited: toText(err.code ?? "") }
-          : { t: "answer", id, key, threw: thrown(err, entry.file) };
-    } catch {
-      // Describing the error failed (a plugin patched what that takes): still an answer.
-      message = { t: "answer", id, key, threw: { message: "an error that cannot be shown", at: null } };
+      message = shape(id, answer);
+    } catch (err) {
+      // A Proxy or a throwing getter: the answer cannot even be looked at. Still an answer, in words.
+      message = { t: "answer", id, bad: `something that cannot be read (${headline(err)})` };
     }
-    send(message);
-    return;
+    if (typeof message === "string") {
+      // The common answer, written by hand: its one string is the only part JSON.stringify need escape.
+      const keyed = key === undefined ? "" : `,"key":${stringify(key)}`;
+      sendLine(wellFormed(`{"t":"answer","id":${stringify(id)}${keyed},${message}}`));
+      return;
+    }
+    // The key right after the id, where the daemon finds it in an answer that junk on fd 4 broke.
+    send({ t: "answer", id, key, ...message });
+  } finally {
+    // The lines waiting for this call go on now, not through its promise's `then`, which a plugin can
+    // reach (Promise[Symbol.species]).
+    if (waitedFor === id) {
+      waitedFor = undefined;
+      goOnWaiting();
+    }
   }
-  // A call the daemon gave up on (cancelled, past its deadline) was answered already.
-  if (!settle(id)) return;
-  let message;
-  try {
-    message = shape(id, answer);
-  } catch (err) {
-    // A Proxy or a throwing getter: the answer cannot even be looked at. Still an answer, in words.
-    message = { t: "answer", id, bad: `something that cannot be read (${headline(err)})` };
-  }
-  if (typeof message === "string") {
-    // The common answer, written by hand: its one string is the only part JSON.stringify need escape.
-    const keyed = key === undefined ? "" : `,"key":${stringify(key)}`;
-    sendLine(wellFormed(`{"t":"answer","id":${stringify(id)}${keyed},${message}}`));
-    return;
-  }
-  // The key right after the id, where the daemon finds it in an answer that junk on fd 4 broke.
-  send({ t: "answer", id, key, ...message });
 }
 
 /**
@@ -680,7 +694,9 @@ function progressOf(id, key) {
   const flush = () => {
     timer = null;
     if (pending !== null && inFlight(id)) {
-      send(pending);
+      // Paced already, and the daemon passes on only the latest of the reports it reads together: each
+      // goes out at once.
+      send(pending, true);
       last = Date.now();
     }
     pending = null;

@@ -428,3 +428,51 @@ test("answers too large to be held go out whole, in order with the small ones ar
   );
   host.stop();
 });
+
+test("an answer too large to be held, then one held, then a plugin that blocks: both answers go out", async () => {
+  const { host, dir } = initHost(4 << 20);
+  await loaded(host, dir, "big", HEADER + "export function run() { return { text: 'b'.repeat(2000000) }; }", 1);
+  await loaded(host, dir, "now", HEADER + "export function run() { return { text: 'made' }; }", 2);
+  await loaded(host, dir, "block", HEADER + "export function run() { for (;;) {} }", 3);
+  const call = (id, tool) => JSON.stringify({ t: "call", id, tool, args: {}, seat: "s", role: "Worker", key: id }) + "\n";
+  // More than the pipe holds: its writer waits for the reader, which keeps reading.
+  host.child.stdio[3].write(call(10, "big") + call(11, "now") + call(12, "block"));
+  assert.equal((await host.next((m) => m.id === 10)).text.length, 2000000);
+  assert.equal((await host.next((m) => m.id === 11)).text, "made");
+  host.stop();
+});
+
+test("a plugin patching how typed arrays report their size neither loses nor sees other calls' answers", async () => {
+  const { host, dir } = initHost(1 << 20);
+  await loaded(
+    host,
+    dir,
+    "patch",
+    HEADER +
+      "const TA = Object.getPrototypeOf(Uint8Array.prototype);\n" +
+      "const d = (k) => Object.getOwnPropertyDescriptor(TA, k).get;\n" +
+      "const buf = d('buffer'), bl = d('byteLength'), len = d('length');\n" +
+      "globalThis.seen = 0;\n" +
+      "const shared = (v) => { const s = buf.call(v) instanceof SharedArrayBuffer; if (s) globalThis.seen++; return s; };\n" +
+      "Object.defineProperty(TA, 'byteLength', { configurable: true, get() { return shared(this) ? 0 : bl.call(this); } });\n" +
+      "Object.defineProperty(TA, 'length', { configurable: true, get() { return shared(this) ? 0 : len.call(this); } });\n" +
+      "const valueOf = Uint8Array.prototype.valueOf;\n" +
+      "Uint8Array.prototype.valueOf = function () { globalThis.seen++; return valueOf.call(this); };\n" +
+      "export function run() { return { text: 'patched' }; }\n",
+    1,
+  );
+  await loaded(host, dir, "later", HEADER + "export async function run(args) { return { text: `a${args.n}` }; }", 2);
+  await loaded(host, dir, "seen", HEADER + "export function run() { return { text: String(globalThis.seen) }; }", 3);
+  host.send({ t: "call", id: 5, tool: "patch", args: {}, seat: "s", role: "Worker", key: 5 });
+  assert.equal((await host.next((m) => m.id === 5)).text, "patched");
+  // Answers made together are held, then written together.
+  let lines = "";
+  for (let n = 0; n < 5; n++) {
+    lines += JSON.stringify({ t: "call", id: 10 + n, tool: "later", args: { n }, seat: "s", role: "Worker", key: n }) + "\n";
+  }
+  host.child.stdio[3].write(lines);
+  for (let n = 0; n < 5; n++) assert.equal((await host.next((m) => m.id === 10 + n)).text, `a${n}`);
+  host.send({ t: "call", id: 20, tool: "seen", args: {}, seat: "s", role: "Worker", key: 20 });
+  assert.equal((await host.next((m) => m.id === 20)).text, "0");
+  host.stop();
+});
