@@ -116,13 +116,14 @@ let pluginsDir = "";
 // the pipe cannot take at once waits for the daemon to read (it always does, to the end of each line).
 const HELD_BYTES = 1024 * 1024;
 // The words both threads share: who is writing to fd 4, how many bytes are held, how many times the main
-// thread has let them go, and whether the rescuer sleeps until something is held; one nobody changes, to
-// sleep on.
+// thread has let them go, whether the rescuer sleeps until something is held, one nobody changes (to
+// sleep on), and whether the rescuer is running: nothing is held until it is.
 const LOCK = 0;
 const HELD = 1;
 const FLUSHES = 2;
 const ASLEEP = 3;
 const NEVER = 4;
+const ALIVE = 5;
 const MAIN = 1;
 const Bytes = Uint8Array;
 const heldMemory = new SharedArrayBuffer(HELD_BYTES);
@@ -130,7 +131,7 @@ const heldBytes = new Bytes(heldMemory);
 // fs.writeSync reads the array's size through TypedArray.prototype, which a plugin can patch: the held
 // array carries its own, out of reach.
 sizedOwn(heldBytes, HELD_BYTES);
-const shared = new Int32Array(new SharedArrayBuffer(5 * 4));
+const shared = new Int32Array(new SharedArrayBuffer(6 * 4));
 const atomicLoad = Atomics.load;
 const atomicStore = Atomics.store;
 const atomicAdd = Atomics.add;
@@ -170,7 +171,12 @@ function bare(value) {
 function sendLine(line, now = false) {
   const text = line + "\n";
   // A UTF-16 unit is at most three bytes of UTF-8: a line that may not fit is not held either.
-  if (now || text.length * 3 > HELD_BYTES || (quiet() && atomicLoad(shared, HELD) === 0)) {
+  if (
+    now ||
+    text.length * 3 > HELD_BYTES ||
+    (quiet() && atomicLoad(shared, HELD) === 0) ||
+    !rescuerRunning()
+  ) {
     takeLock();
     const held = atomicLoad(shared, HELD);
     if (held > 0) writeHeld(held);
@@ -266,7 +272,8 @@ const RESCUE_MS = 50;
 const RESCUER = `
 const { workerData: { shared, held, fd, every } } = require("node:worker_threads");
 const { writeSync } = require("node:fs");
-const [LOCK, HELD, FLUSHES, ASLEEP, MINE] = [0, 1, 2, 3, 2];
+const [LOCK, HELD, FLUSHES, ASLEEP, ALIVE, MINE] = [0, 1, 2, 3, 5, 2];
+Atomics.store(shared, ALIVE, 1);
 let seen = -1;
 let idle = 0;
 for (;;) {
@@ -304,6 +311,35 @@ for (;;) {
   Atomics.notify(shared, LOCK);
 }
 `;
+
+// Started the first time a message could be held (a host that only ever has one call at a time never
+// needs it), after that turn: until it runs, every message goes out at once.
+let rescuerStarted = false;
+function rescuerRunning() {
+  if (atomicLoad(shared, ALIVE) === 1) return true;
+  if (!rescuerStarted) {
+    rescuerStarted = true;
+    nextTurn(startRescuer);
+  }
+  return false;
+}
+function startRescuer() {
+  try {
+    const rescuer = new Worker(RESCUER, {
+      eval: true,
+      workerData: { shared, held: heldBytes, fd: OUT, every: RESCUE_MS },
+      resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 2 },
+    });
+    rescuer.unref();
+    rescuer.on("error", (err) => complain("the thread that writes held answers for a stopped host failed", err));
+    rescuer.on("exit", (code) => {
+      atomicStore(shared, ALIVE, 0);
+      say(`ovai host: the thread that writes held answers for a stopped host ended (code ${code})`);
+    });
+  } catch (err) {
+    complain("the thread that writes held answers for a stopped host could not start", err);
+  }
+}
 
 /**
  * JSON.stringify writes a lone surrogate (half of "😀") as an escape the daemon's JSON reader refuses,
@@ -483,18 +519,6 @@ function onLine(line) {
 }
 
 send({ t: "ready", v: PROTOCOL, node: process.version, pid: process.pid });
-try {
-  const rescuer = new Worker(RESCUER, {
-    eval: true,
-    workerData: { shared, held: heldBytes, fd: OUT, every: RESCUE_MS },
-    resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 2 },
-  });
-  rescuer.unref();
-  rescuer.on("error", (err) => complain("the thread that writes held answers for a stopped host failed", err));
-  rescuer.on("exit", (code) => say(`ovai host: the thread that writes held answers for a stopped host ended (code ${code})`));
-} catch (err) {
-  complain("the thread that writes held answers for a stopped host could not start", err);
-}
 
 const EXPORTS = [
   ["description", "string"],

@@ -377,6 +377,21 @@ test("a plugin patching setImmediate's internals or fs.writeSync neither stalls 
   host.stop();
 });
 
+/**
+ * Has the host start the thread that writes held answers for a stopped event loop: it starts the first
+ * time answers could be held (calls arriving together), and until it runs nothing is held.
+ */
+async function startRescuer(host, dir) {
+  await loaded(host, dir, "warm", HEADER + "export function run() { return { text: 'warm' }; }", 900);
+  let lines = "";
+  for (let n = 0; n < 3; n++) {
+    lines += JSON.stringify({ t: "call", id: 900 + n, tool: "warm", args: {}, seat: "s", role: "Worker", key: n }) + "\n";
+  }
+  host.child.stdio[3].write(lines);
+  for (let n = 0; n < 3; n++) await host.next((m) => m.id === 900 + n);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+}
+
 /** Calls `tool` and then `block` (which never gives the event loop back) in one write. */
 function callThenBlock(host, tool, id) {
   const call = (id, tool) => JSON.stringify({ t: "call", id, tool, args: {}, seat: "s", role: "Worker", key: id }) + "\n";
@@ -394,6 +409,7 @@ test("an answer made just before another plugin blocks the event loop still goes
     await loaded(host, dir, "now", HEADER + "export function run() { return { text: 'made' }; }", 1);
     await loaded(host, dir, "later", HEADER + "export async function run() { return { text: 'made' }; }", 2);
     await loaded(host, dir, "block", HEADER + "export function run() { for (;;) {} }", 3);
+    await startRescuer(host, dir);
     // Idle for longer than the second after which the thread that writes held answers sleeps outright.
     await new Promise((resolve) => setTimeout(resolve, idleMs));
     callThenBlock(host, tool, 10);
@@ -434,6 +450,7 @@ test("an answer too large to be held, then one held, then a plugin that blocks: 
   await loaded(host, dir, "big", HEADER + "export function run() { return { text: 'b'.repeat(2000000) }; }", 1);
   await loaded(host, dir, "now", HEADER + "export function run() { return { text: 'made' }; }", 2);
   await loaded(host, dir, "block", HEADER + "export function run() { for (;;) {} }", 3);
+  await startRescuer(host, dir);
   const call = (id, tool) => JSON.stringify({ t: "call", id, tool, args: {}, seat: "s", role: "Worker", key: id }) + "\n";
   // More than the pipe holds: its writer waits for the reader, which keeps reading.
   host.child.stdio[3].write(call(10, "big") + call(11, "now") + call(12, "block"));
@@ -463,6 +480,7 @@ test("a plugin patching how typed arrays report their size neither loses nor see
   );
   await loaded(host, dir, "later", HEADER + "export async function run(args) { return { text: `a${args.n}` }; }", 2);
   await loaded(host, dir, "seen", HEADER + "export function run() { return { text: String(globalThis.seen) }; }", 3);
+  await startRescuer(host, dir);
   host.send({ t: "call", id: 5, tool: "patch", args: {}, seat: "s", role: "Worker", key: 5 });
   assert.equal((await host.next((m) => m.id === 5)).text, "patched");
   // Answers made together are held, then written together.
