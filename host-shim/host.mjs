@@ -6,7 +6,7 @@
 // daemon turns them into the sentences people read. No npm dependencies: it must run on a bare Node >= 18.
 
 import net from "node:net";
-import { Duplex } from "node:stream";
+import { Worker } from "node:worker_threads";
 import fs from "node:fs";
 import childProcess from "node:child_process";
 import url from "node:url";
@@ -56,6 +56,7 @@ const signalOf = uncurry(Object.getOwnPropertyDescriptor(AbortController.prototy
 const protoOf = Object.getPrototypeOf;
 const hasOwn = Object.hasOwn ?? ((o, k) => apply(Object.prototype.hasOwnProperty, o, [k]));
 const setProto = Object.setPrototypeOf;
+const defineOwn = Object.defineProperty;
 const PromiseCtor = Promise;
 const ObjectProto = Object.prototype;
 
@@ -75,7 +76,6 @@ const READ_BYTES = 64 * 1024;
 const IN = 3;
 const OUT = 4;
 let channel;
-let out;
 try {
   channel = new net.Socket({
     fd: IN,
@@ -83,7 +83,8 @@ try {
     writable: false,
     onread: { buffer: allocBytes(READ_BYTES), callback: onBytes },
   });
-  out = new net.Socket({ fd: OUT, readable: false, writable: true });
+  // fd 4 is written with plain blocking writes, never through a stream (below): it is only checked here.
+  fs.fstatSync(OUT);
 } catch (err) {
   process.stderr.write(`ovai's plugin host has no protocol channel on fds 3 and 4 (${err.message}); start it with \`ovai serve\`.\n`);
   process.exit(64);
@@ -97,6 +98,7 @@ const mapHas = uncurry(Map.prototype.has);
 const mapGet = uncurry(Map.prototype.get);
 const mapSet = uncurry(Map.prototype.set);
 const mapDelete = uncurry(Map.prototype.delete);
+const mapSize = uncurry(Object.getOwnPropertyDescriptor(Map.prototype, "size").get);
 const inFlight = (id) => mapHas(calls, id);
 /** Forgets a call; true when it was still in flight (then nobody has answered it yet). */
 const settle = (id) => mapDelete(calls, id);
@@ -105,15 +107,47 @@ let config = freeze({});
 let maxAnswerBytes = 1024 * 1024;
 let pluginsDir = "";
 
-// Every message goes out the moment it is made, straight onto fd 4 when nothing is queued before it (the
-// stream machinery costs more than the write itself); what the pipe cannot take at once is queued on the
-// stream, in order. Never held back for a batch: the plugin code that runs next may block
-// the event loop until the host is killed, and a held answer or progress report would die with it.
-const writeLater = out.write.bind(out);
-const writableLength = uncurry(Object.getOwnPropertyDescriptor(Duplex.prototype, "writableLength").get);
-const queuedBytes = () => writableLength(out);
-function send(message) {
-  sendLine(wellFormed(stringify(bare(message))));
+// Messages made in one turn of the event loop (the answers of every call its reads brought, at K calls
+// in flight) go out in one write, at the end of that turn: a write per message cost the host and the
+// daemon more than the calls themselves. A message made when nothing else is under way goes out at once.
+// Until then they wait in shared memory, where a second thread (the rescuer, below) writes them itself if
+// the main thread stops before it does: a plugin whose code blocks the event loop next (and gets the host
+// killed) cannot take an answer already made down with it. Nothing is ever queued anywhere else: a write
+// the pipe cannot take at once waits for the daemon to read (it always does, to the end of each line).
+const HELD_BYTES = 1024 * 1024;
+// The words both threads share: who is writing to fd 4, how many bytes are held, how many times the main
+// thread has let them go, whether the rescuer sleeps until something is held, one nobody changes (to
+// sleep on), and whether the rescuer is running: nothing is held until it is.
+const LOCK = 0;
+const HELD = 1;
+const FLUSHES = 2;
+const ASLEEP = 3;
+const NEVER = 4;
+const ALIVE = 5;
+const MAIN = 1;
+const Bytes = Uint8Array;
+const heldMemory = new SharedArrayBuffer(HELD_BYTES);
+const heldBytes = new Bytes(heldMemory);
+// fs.writeSync reads the array's size through TypedArray.prototype, which a plugin can patch: the held
+// array carries its own, out of reach.
+sizedOwn(heldBytes, HELD_BYTES);
+const shared = new Int32Array(new SharedArrayBuffer(6 * 4));
+const atomicLoad = Atomics.load;
+const atomicStore = Atomics.store;
+const atomicAdd = Atomics.add;
+const atomicSwap = Atomics.compareExchange;
+const atomicWait = Atomics.wait;
+const atomicNotify = Atomics.notify;
+// Views made by the constructor taken here, not by `subarray`, which asks the array's constructor for its
+// species: a plugin's patch there could point the host's writes somewhere else.
+const heldFrom = (start) => new Bytes(heldMemory, start, HELD_BYTES - start);
+const encodeInto = uncurry(TextEncoder.prototype.encodeInto);
+const encoder = new TextEncoder();
+let flushScheduled = false;
+
+/** Sends a message; `now`: at once, after what is held, rather than with the rest of the turn's. */
+function send(message, now = false) {
+  sendLine(wellFormed(stringify(bare(message))), now);
 }
 
 /**
@@ -133,22 +167,173 @@ function bare(value) {
   for (let i = 0; i < keys.length; i++) copy[keys[i]] = bare(value[keys[i]]);
   return copy;
 }
-function sendLine(line) {
+
+function sendLine(line, now = false) {
   const text = line + "\n";
-  if (queuedBytes() > 0) {
-    writeLater(text);
+  // A UTF-16 unit is at most three bytes of UTF-8: a line that may not fit is not held either.
+  if (
+    now ||
+    text.length * 3 > HELD_BYTES ||
+    (quiet() && atomicLoad(shared, HELD) === 0) ||
+    !rescuerRunning()
+  ) {
+    takeLock();
+    const held = atomicLoad(shared, HELD);
+    if (held > 0) writeHeld(held);
+    write(text, byteLength(text));
+    releaseLock();
     return;
   }
-  let written = 0;
-  try {
-    // A string goes to the kernel without a Buffer made for it.
-    written = writeSync(OUT, text);
-  } catch (err) {
-    // EAGAIN: the daemon is behind; anything else, the stream reports as the channel's end.
-    written = 0;
+  takeLock();
+  let held = atomicLoad(shared, HELD);
+  if (held + text.length * 3 > HELD_BYTES) {
+    writeHeld(held);
+    held = 0;
   }
-  if (written === 0) writeLater(text);
-  else if (written < text.length || written < byteLength(text)) writeLater(subBytes(bytesOf(text), written));
+  const { written } = encodeInto(encoder, text, heldFrom(held));
+  atomicStore(shared, HELD, held + written);
+  releaseLock();
+  if (atomicLoad(shared, ASLEEP) === 1) {
+    atomicStore(shared, ASLEEP, 0);
+    atomicNotify(shared, ASLEEP);
+  }
+  if (!flushScheduled) {
+    flushScheduled = true;
+    nextTurn(flush);
+  }
+}
+
+/** Nothing else will be said this turn: no line is being read or waits, and no call is in flight. */
+function quiet() {
+  return !reading && waiting === null && mapSize(calls) === 0;
+}
+
+function flush() {
+  flushScheduled = false;
+  takeLock();
+  writeHeld(atomicLoad(shared, HELD));
+  releaseLock();
+}
+
+/** Writes what is held; the lock is taken. */
+function writeHeld(held) {
+  if (held > 0) write(null, held);
+  atomicStore(shared, HELD, 0);
+  atomicAdd(shared, FLUSHES, 1);
+}
+
+/**
+ * Writes a string (`length` bytes of UTF-8) or the first `length` held bytes (text null) to fd 4, whole.
+ * A pipe the daemon has not read yet (EAGAIN, if fd 4 was left non-blocking) is waited for; one nobody
+ * reads any more ends the host.
+ */
+function write(text, length) {
+  let bytes = heldBytes;
+  let at = 0;
+  while (at < length) {
+    try {
+      at += text !== null && at === 0 ? writeSync(OUT, text) : writeSync(OUT, bytes, at, length - at);
+    } catch (err) {
+      if (err?.code !== "EAGAIN") exitHost(0);
+      atomicWait(shared, NEVER, 0, 1);
+      continue;
+    }
+    if (text !== null && at < length) {
+      bytes = sizedOwn(bytesOf(text), length);
+      text = null;
+    }
+  }
+}
+
+/** The array with its own size, which fs.writeSync then reads instead of a plugin's patch. */
+function sizedOwn(array, size) {
+  defineOwn(array, "byteLength", { __proto__: null, value: size });
+  defineOwn(array, "length", { __proto__: null, value: size });
+  return array;
+}
+
+function takeLock() {
+  // Only the rescuer can hold it, and only while the main thread had stopped: wait for it to finish.
+  while (atomicSwap(shared, LOCK, 0, MAIN) !== 0) {
+    const holder = atomicLoad(shared, LOCK);
+    if (holder !== 0) atomicWait(shared, LOCK, holder, 100);
+  }
+}
+
+function releaseLock() {
+  atomicStore(shared, LOCK, 0);
+}
+
+// The rescuer: a thread that looks every RESCUE_MS at what is held, and writes it when the main thread has
+// held it through a whole look without letting it go. It sleeps outright once nothing has been held for a
+// second, and the main thread wakes it with the next message. Its own isolate: no plugin's patches reach it
+// (a plugin set on ending it can, through node:inspector: plugins share the host).
+const RESCUE_MS = 50;
+const RESCUER = `
+const { workerData: { shared, held, fd, every } } = require("node:worker_threads");
+const { writeSync } = require("node:fs");
+const [LOCK, HELD, FLUSHES, ASLEEP, ALIVE, MINE] = [0, 1, 2, 3, 5, 2];
+Atomics.store(shared, ALIVE, 1);
+let seen = -1;
+let idle = 0;
+for (;;) {
+  Atomics.wait(shared, ASLEEP, 0, every);
+  const bytes = Atomics.load(shared, HELD);
+  const flushes = Atomics.load(shared, FLUSHES);
+  if (bytes === 0) {
+    seen = -1;
+    if (++idle * every < 1000) continue;
+    idle = 0;
+    Atomics.store(shared, ASLEEP, 1);
+    if (Atomics.load(shared, HELD) === 0) Atomics.wait(shared, ASLEEP, 1);
+    Atomics.store(shared, ASLEEP, 0);
+    continue;
+  }
+  idle = 0;
+  if (flushes !== seen) {
+    seen = flushes;
+    continue;
+  }
+  // Held since the last look: the main thread has stopped.
+  if (Atomics.compareExchange(shared, LOCK, 0, MINE) !== 0) continue;
+  // What the pipe does not take now (the daemon is behind) stays held, for the next look or the main
+  // thread: the lock is never kept while waiting.
+  const length = Atomics.load(shared, HELD);
+  let at = 0;
+  try {
+    while (at < length) at += writeSync(fd, held, at, length - at);
+  } catch {}
+  if (at > 0 && at < length) held.copyWithin(0, at, length);
+  Atomics.store(shared, HELD, length - at);
+  Atomics.add(shared, FLUSHES, 1);
+  seen = -1;
+  Atomics.store(shared, LOCK, 0);
+  Atomics.notify(shared, LOCK);
+}
+`;
+
+// Started with the host, as its module is evaluated: started later (from a callback, once the event loop
+// ran), the host's main thread woke Node's worker pool hundreds of times a second under load, and
+// sessions16 lost a sixth of its calls. Until it runs (and if it ends), every message goes out at once.
+function rescuerRunning() {
+  return atomicLoad(shared, ALIVE) === 1;
+}
+function startRescuer() {
+  try {
+    const rescuer = new Worker(RESCUER, {
+      eval: true,
+      workerData: { shared, held: heldBytes, fd: OUT, every: RESCUE_MS },
+      resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 2 },
+    });
+    rescuer.unref();
+    rescuer.on("error", (err) => complain("the thread that writes held answers for a stopped host failed", err));
+    rescuer.on("exit", (code) => {
+      atomicStore(shared, ALIVE, 0);
+      say(`ovai host: the thread that writes held answers for a stopped host ended (code ${code})`);
+    });
+  } catch (err) {
+    complain("the thread that writes held answers for a stopped host could not start", err);
+  }
 }
 
 /**
@@ -177,7 +362,6 @@ process.exit = function exit(code) {
 // The daemon gone means nobody can be answered: leave rather than linger as an orphan.
 channel.on("close", () => exitHost(0));
 channel.on("error", () => exitHost(0));
-out.on("error", () => exitHost(0));
 
 // An error a plugin leaves behind (a timer that throws after `run` answered, a promise nobody awaited)
 // must not end the host for everybody; it goes to the log.
@@ -212,6 +396,8 @@ function keep(buf, start, end) {
   partialBytes = need;
 }
 
+/** Whether the read being acted on has more after the current line. */
+let reading = false;
 function onBytes(n, reused) {
   // The buffer is reused: only its first n bytes are this read's.
   const buf = n === reused.length ? reused : subBytes(reused, 0, n);
@@ -230,18 +416,23 @@ function onBytes(n, reused) {
       line = utf8Slice(buf, start, end);
     }
     start = end + 1;
+    reading = start < n;
     if (waiting !== null) push(waiting, line);
     else if (!actOn(line)) startWaiting();
   }
   if (start < n) keep(buf, start, n);
   scheduleWaiting();
+  reading = false;
 }
 
 // An async `run` settles in the microtasks that follow the current read. The lines after its call wait
-// for the next turn of the event loop, so that its answer goes out before any other plugin's code runs:
-// one that blocks the event loop (and gets the host killed) then costs only the calls still waiting.
+// until it has answered (or for the next turn of the event loop, if it has more to wait for), so that its
+// answer is made before any other plugin's code runs: one that blocks the event loop (and gets the host
+// killed) then costs only the calls still waiting.
 // Without a prototype, so an index setter a plugin puts on Array.prototype cannot take its lines.
 let waiting = null;
+/** The id of the call the waiting lines wait for (they go on when it ends, or at the next turn). */
+let waitedFor;
 let waitingAt = 0;
 let waitScheduled = false;
 function startWaiting() {
@@ -250,14 +441,19 @@ function startWaiting() {
   waitingAt = 0;
 }
 function scheduleWaiting() {
-  if (waiting !== null && waitingAt < waiting.length && !waitScheduled) {
-    nextTurn(actOnWaiting);
-    waitScheduled = true;
+  if (waiting !== null && waitingAt < waiting.length) {
+    if (!waitScheduled) {
+      nextTurn(actOnWaiting);
+      waitScheduled = true;
+    }
   }
   if (waiting !== null && waitingAt === waiting.length) waiting = null;
 }
 function actOnWaiting() {
   waitScheduled = false;
+  goOnWaiting();
+}
+function goOnWaiting() {
   while (waiting !== null && waitingAt < waiting.length) {
     const line = waiting[waitingAt];
     waiting[waitingAt++] = undefined;
@@ -276,7 +472,9 @@ function actOnWaiting() {
 /** Acts on one line; false when it started a call that has not answered yet. */
 function actOn(line) {
   const id = onLine(line);
-  return id === undefined || !inFlight(id);
+  if (id === undefined || !inFlight(id)) return true;
+  waitedFor = id;
+  return false;
 }
 
 function onLine(line) {
@@ -316,6 +514,7 @@ function onLine(line) {
 }
 
 send({ t: "ready", v: PROTOCOL, node: process.version, pid: process.pid });
+startRescuer();
 
 const EXPORTS = [
   ["description", "string"],
@@ -382,51 +581,60 @@ async function load({ id, name, file }) {
 // Every answer and progress report carries the call's key, which the daemon checks: a plugin writing to
 // fd 4 by hand cannot answer another call, since it never sees a key.
 async function call({ id, tool, args, seat, role, progress, key }) {
-  const entry = tool in tools ? tools[tool] : undefined;
-  if (entry === undefined) {
-    send({ t: "answer", id, key, unknown: true });
-    return;
-  }
-  const running = new Running();
-  mapSet(calls, id, running);
-  const report = progress === true ? progressOf(id, key) : noProgress;
-  let answer;
   try {
-    answer = entry.run(args ?? {}, freeze(new Context(seat, role, running, report)));
-    // A synchronous answer goes out now; only a promise is waited for.
-    if (isThenable(answer)) answer = await answer;
-  } catch (err) {
+    const entry = tool in tools ? tools[tool] : undefined;
+    if (entry === undefined) {
+      send({ t: "answer", id, key, unknown: true });
+      return;
+    }
+    const running = new Running();
+    mapSet(calls, id, running);
+    const report = progress === true ? progressOf(id, key) : noProgress;
+    let answer;
+    try {
+      answer = entry.run(args ?? {}, freeze(new Context(seat, role, running, report)));
+      // A synchronous answer goes out now; only a promise is waited for.
+      if (isThenable(answer)) answer = await answer;
+    } catch (err) {
+      if (!settle(id)) return;
+      let message;
+      try {
+        message =
+          err instanceof PluginExit
+            ? { t: "answer", id, key, exited: toText(err.code ?? "") }
+            : { t: "answer", id, key, threw: thrown(err, entry.file) };
+      } catch {
+        // Describing the error failed (a plugin patched what that takes): still an answer.
+        message = { t: "answer", id, key, threw: { message: "an error that cannot be shown", at: null } };
+      }
+      send(message);
+      return;
+    }
+    // A call the daemon gave up on (cancelled, past its deadline) was answered already.
     if (!settle(id)) return;
     let message;
     try {
-      message =
-        err instanceof PluginExit
-          ? { t: "answer", id, key, exited: toText(err.code ?? "") }
-          : { t: "answer", id, key, threw: thrown(err, entry.file) };
-    } catch {
-      // Describing the error failed (a plugin patched what that takes): still an answer.
-      message = { t: "answer", id, key, threw: { message: "an error that cannot be shown", at: null } };
+      message = shape(id, answer);
+    } catch (err) {
+      // A Proxy or a throwing getter: the answer cannot even be looked at. Still an answer, in words.
+      message = { t: "answer", id, bad: `something that cannot be read (${headline(err)})` };
     }
-    send(message);
-    return;
+    if (typeof message === "string") {
+      // The common answer, written by hand: its one string is the only part JSON.stringify need escape.
+      const keyed = key === undefined ? "" : `,"key":${stringify(key)}`;
+      sendLine(wellFormed(`{"t":"answer","id":${stringify(id)}${keyed},${message}}`));
+      return;
+    }
+    // The key right after the id, where the daemon finds it in an answer that junk on fd 4 broke.
+    send({ t: "answer", id, key, ...message });
+  } finally {
+    // The lines waiting for this call go on now, not through its promise's `then`, which a plugin can
+    // reach (Promise[Symbol.species]).
+    if (waitedFor === id) {
+      waitedFor = undefined;
+      goOnWaiting();
+    }
   }
-  // A call the daemon gave up on (cancelled, past its deadline) was answered already.
-  if (!settle(id)) return;
-  let message;
-  try {
-    message = shape(id, answer);
-  } catch (err) {
-    // A Proxy or a throwing getter: the answer cannot even be looked at. Still an answer, in words.
-    message = { t: "answer", id, bad: `something that cannot be read (${headline(err)})` };
-  }
-  if (typeof message === "string") {
-    // The common answer, written by hand: its one string is the only part JSON.stringify need escape.
-    const keyed = key === undefined ? "" : `,"key":${stringify(key)}`;
-    sendLine(wellFormed(`{"t":"answer","id":${stringify(id)}${keyed},${message}}`));
-    return;
-  }
-  // The key right after the id, where the daemon finds it in an answer that junk on fd 4 broke.
-  send({ t: "answer", id, key, ...message });
 }
 
 /**
@@ -506,7 +714,9 @@ function progressOf(id, key) {
   const flush = () => {
     timer = null;
     if (pending !== null && inFlight(id)) {
-      send(pending);
+      // Paced already, and the daemon passes on only the latest of the reports it reads together: each
+      // goes out at once.
+      send(pending, true);
       last = Date.now();
     }
     pending = null;

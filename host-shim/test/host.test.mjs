@@ -378,9 +378,8 @@ test("a plugin patching setImmediate's internals or fs.writeSync neither stalls 
 });
 
 /**
- * Calls arriving together, and half a second: a host that gathers a turn's answers into one write would
- * have what it needs for that running by then (one tried gathered them in shared memory, with a second
- * thread to write them if the event loop stopped, started at the first such turn).
+ * Calls arriving together, and half a second: by then the thread that writes held answers for a stopped
+ * event loop (started with the host; nothing is held until it runs) runs and has held some.
  */
 async function startRescuer(host, dir) {
   await loaded(host, dir, "warm", HEADER + "export function run() { return { text: 'warm' }; }", 900);
@@ -443,6 +442,20 @@ test("answers too large to be held go out whole, in order with the small ones ar
     answers.map((a) => [a.id, a.text.length, a.text[0]]),
     sizes.map((size, n) => [100 + n, size, String(n % 10)]),
   );
+  host.stop();
+});
+
+test("an answer too large to be held, then one held, then a plugin that blocks: both answers go out", async () => {
+  const { host, dir } = initHost(4 << 20);
+  await loaded(host, dir, "big", HEADER + "export function run() { return { text: 'b'.repeat(2000000) }; }", 1);
+  await loaded(host, dir, "now", HEADER + "export function run() { return { text: 'made' }; }", 2);
+  await loaded(host, dir, "block", HEADER + "export function run() { for (;;) {} }", 3);
+  await startRescuer(host, dir);
+  const call = (id, tool) => JSON.stringify({ t: "call", id, tool, args: {}, seat: "s", role: "Worker", key: id }) + "\n";
+  // More than the pipe holds: its writer waits for the reader, which keeps reading.
+  host.child.stdio[3].write(call(10, "big") + call(11, "now") + call(12, "block"));
+  assert.equal((await host.next((m) => m.id === 10)).text.length, 2000000);
+  assert.equal((await host.next((m) => m.id === 11)).text, "made");
   host.stop();
 });
 
