@@ -10,6 +10,7 @@ import { Worker } from "node:worker_threads";
 import fs from "node:fs";
 import childProcess from "node:child_process";
 import url from "node:url";
+import { types } from "node:util";
 import path from "node:path";
 
 const PROTOCOL = 1;
@@ -57,7 +58,7 @@ const protoOf = Object.getPrototypeOf;
 const hasOwn = Object.hasOwn ?? ((o, k) => apply(Object.prototype.hasOwnProperty, o, [k]));
 const setProto = Object.setPrototypeOf;
 const defineOwn = Object.defineProperty;
-const PromiseCtor = Promise;
+const isPromise = types.isPromise;
 const ObjectProto = Object.prototype;
 
 if (process.env.OVAI_HOST !== String(PROTOCOL)) {
@@ -142,6 +143,8 @@ const atomicNotify = Atomics.notify;
 // species: a plugin's patch there could point the host's writes somewhere else.
 const heldFrom = (start) => new Bytes(heldMemory, start, HELD_BYTES - start);
 const encodeInto = uncurry(TextEncoder.prototype.encodeInto);
+const encode = uncurry(TextEncoder.prototype.encode);
+const getOwn = Object.getOwnPropertyDescriptor;
 const encoder = new TextEncoder();
 let flushScheduled = false;
 
@@ -177,22 +180,30 @@ function sendLine(line, now = false) {
     (quiet() && atomicLoad(shared, HELD) === 0) ||
     !rescuerRunning()
   ) {
+    // Every lock is let go of in a `finally`: a plugin's own stack can run out inside (a progress report
+    // made deep in its recursion), and a lock kept would stop every message for good.
     takeLock();
-    const held = atomicLoad(shared, HELD);
-    if (held > 0) writeHeld(held);
-    write(text, byteLength(text));
-    releaseLock();
+    try {
+      const held = atomicLoad(shared, HELD);
+      if (held > 0) writeHeld(held);
+      write(text, byteLength(text));
+    } finally {
+      releaseLock();
+    }
     return;
   }
   takeLock();
-  let held = atomicLoad(shared, HELD);
-  if (held + text.length * 3 > HELD_BYTES) {
-    writeHeld(held);
-    held = 0;
+  try {
+    let held = atomicLoad(shared, HELD);
+    if (held + text.length * 3 > HELD_BYTES) {
+      writeHeld(held);
+      held = 0;
+    }
+    const { written } = encodeInto(encoder, text, heldFrom(held));
+    atomicStore(shared, HELD, held + written);
+  } finally {
+    releaseLock();
   }
-  const { written } = encodeInto(encoder, text, heldFrom(held));
-  atomicStore(shared, HELD, held + written);
-  releaseLock();
   if (atomicLoad(shared, ASLEEP) === 1) {
     atomicStore(shared, ASLEEP, 0);
     atomicNotify(shared, ASLEEP);
@@ -211,8 +222,11 @@ function quiet() {
 function flush() {
   flushScheduled = false;
   takeLock();
-  writeHeld(atomicLoad(shared, HELD));
-  releaseLock();
+  try {
+    writeHeld(atomicLoad(shared, HELD));
+  } finally {
+    releaseLock();
+  }
 }
 
 /** Writes what is held; the lock is taken. */
@@ -234,15 +248,29 @@ function write(text, length) {
     try {
       at += text !== null && at === 0 ? writeSync(OUT, text) : writeSync(OUT, bytes, at, length - at);
     } catch (err) {
-      if (err?.code !== "EAGAIN") exitHost(0);
+      // Only the system's refusals are the pipe's; anything else (a RangeError: the caller's stack ran
+      // out) goes back to the caller, the lock let go of on the way.
+      const code = errnoCode(err);
+      if (code === undefined) throw err;
+      if (code !== "EAGAIN") exitHost(0);
       atomicWait(shared, NEVER, 0, 1);
       continue;
     }
     if (text !== null && at < length) {
-      bytes = sizedOwn(bytesOf(text), length);
+      bytes = sizedOwn(encode(encoder, text), length);
       text = null;
     }
   }
+}
+
+/** The errno name of a system call's failure (an own `code` beside an own numeric `errno`), or undefined. */
+function errnoCode(err) {
+  if (err === null || typeof err !== "object") return undefined;
+  const errno = getOwn(err, "errno");
+  const code = getOwn(err, "code");
+  return errno !== undefined && typeof errno.value === "number" && code !== undefined && typeof code.value === "string"
+    ? code.value
+    : undefined;
 }
 
 /** The array with its own size, which fs.writeSync then reads instead of a plugin's patch. */
@@ -256,6 +284,9 @@ function takeLock() {
   // Only the rescuer can hold it, and only while the main thread had stopped: wait for it to finish.
   while (atomicSwap(shared, LOCK, 0, MAIN) !== 0) {
     const holder = atomicLoad(shared, LOCK);
+    // The main thread's own: left by a section whose caller's stack ran out before even its `finally`
+    // could let go (no section calls back into another).
+    if (holder === MAIN) return;
     if (holder !== 0) atomicWait(shared, LOCK, holder, 100);
   }
 }
@@ -643,9 +674,11 @@ async function call({ id, tool, args, seat, role, progress, key }) {
  */
 function isThenable(value) {
   if (value === null || (typeof value !== "object" && typeof value !== "function")) return false;
-  if (value instanceof PromiseCtor) return true;
-  if (typeof value.then !== "function") return false;
-  return protoOf(value) !== ObjectProto || hasOwn(value, "then");
+  // Neither `instanceof` (Promise[Symbol.hasInstance]) nor reading an inherited `then` (a getter on
+  // Object.prototype): both would hand a plugin's patch every other call's answer.
+  if (isPromise(value)) return true;
+  if (protoOf(value) === ObjectProto && !hasOwn(value, "then")) return false;
+  return typeof value.then === "function";
 }
 
 /**

@@ -494,3 +494,77 @@ test("a plugin patching how typed arrays report their size neither loses nor see
   assert.equal((await host.next((m) => m.id === 20)).text, "0");
   host.stop();
 });
+
+test("a plugin whose stack runs out while its progress report is written neither wedges nor loses the host", async () => {
+  const { host, dir } = initHost(1 << 20);
+  await loaded(host, dir, "ok", HEADER + "export function run(args) { return { text: `ok-${args.n}` }; }", 1);
+  // Recurses to `j` frames short of the deepest it can reach, reports progress there (catching whatever
+  // that throws), and answers: one of the depths tried runs out of stack inside the host's write.
+  await loaded(
+    host,
+    dir,
+    "deep",
+    HEADER +
+      "export function run(args, context) {\n" +
+      "  let max = 0, target = Infinity, outcome = 'none';\n" +
+      "  function rec(d) {\n" +
+      "    if (d > max) max = d;\n" +
+      "    if (d < target) return rec(d + 1) + 1;\n" +
+      "    try { context.progress('at ' + d); outcome = 'sent'; } catch (e) { outcome = 'threw'; }\n" +
+      "    return 0;\n" +
+      "  }\n" +
+      "  try { rec(0); } catch {}\n" +
+      "  target = max - args.j;\n" +
+      "  try { rec(0); } catch {}\n" +
+      "  return { text: outcome };\n" +
+      "}\n",
+    2,
+  );
+  await startRescuer(host, dir);
+  // Every depth is answered (a host whose write kept its lock would answer none after it).
+  const outcomes = new Set();
+  for (let j = 1; j <= 300; j++) {
+    const id = 1000 + j;
+    host.send({ t: "call", id, tool: "deep", args: { j }, seat: "s", role: "Worker", key: id, progress: true });
+    outcomes.add((await host.next((m) => m.t === "answer" && m.id === id)).text);
+  }
+  assert.ok(outcomes.has("threw"), `some depth ran out of stack in the report: ${[...outcomes]}`);
+  host.send({ t: "call", id: 5, tool: "ok", args: { n: 1 }, seat: "s", role: "Worker", key: 5 });
+  assert.equal((await host.next((m) => m.id === 5)).text, "ok-1");
+  host.stop();
+});
+
+// An async run's answer is not covered: resolving its promise reads `then` (the README's fault table).
+test("a plugin patching Promise[Symbol.hasInstance] or putting a then getter on Object.prototype neither sees nor changes other plain answers", async () => {
+  const { host, dir } = initHost(1 << 20);
+  await loaded(
+    host,
+    dir,
+    "arm",
+    HEADER +
+      "globalThis.seen = 0;\n" +
+      "const look = (v) => { if (v && typeof v === 'object' && typeof v.text === 'string' && v.text.startsWith('ok-')) { globalThis.seen++; v.text = 'FORGED'; } };\n" +
+      "export function run() {\n" +
+      "  Object.defineProperty(Object.prototype, 'then', { configurable: true, get() { look(this); return undefined; } });\n" +
+      "  Object.defineProperty(Promise, Symbol.hasInstance, { configurable: true, value(v) { look(v); return false; } });\n" +
+      "  return { text: 'armed' };\n" +
+      "}\n",
+    1,
+  );
+  await loaded(host, dir, "ok", HEADER + "export function run(args) { return { text: `ok-${args.n}` }; }", 2);
+  await loaded(host, dir, "later", HEADER + "export async function run(args) { await null; return { text: `later-${args.n}` }; }", 3);
+  await loaded(host, dir, "seen", HEADER + "export function run() { return { text: String(globalThis.seen) }; }", 4);
+  host.send({ t: "call", id: 5, tool: "arm", args: {}, seat: "s", role: "Worker", key: 5 });
+  assert.equal((await host.next((m) => m.id === 5)).text, "armed");
+  let lines = "";
+  ["ok", "later", "ok"].forEach((tool, n) => {
+    lines += JSON.stringify({ t: "call", id: 10 + n, tool, args: { n }, seat: "s", role: "Worker", key: n }) + "\n";
+  });
+  host.child.stdio[3].write(lines);
+  for (let n = 0; n < 3; n++) {
+    assert.equal((await host.next((m) => m.id === 10 + n)).text, `${n === 1 ? "later" : "ok"}-${n}`);
+  }
+  host.send({ t: "call", id: 20, tool: "seen", args: {}, seat: "s", role: "Worker", key: 20 });
+  assert.equal((await host.next((m) => m.id === 20)).text, "0");
+  host.stop();
+});
