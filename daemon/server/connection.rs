@@ -57,7 +57,9 @@ pub struct WaitingHellos {
 }
 
 impl WaitingHellos {
-    fn add(&self) -> (u64, CancellationToken) {
+    /// Registered by the accept loop as it admits the connection, before its task runs: a newcomer
+    /// accepted right after finds it here to take its place.
+    pub fn add(&self) -> (u64, CancellationToken) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let token = CancellationToken::new();
         crate::sync::lock(&self.queue).push_back((id, token.clone()));
@@ -101,16 +103,21 @@ pub fn turn_away(daemon: &Daemon, stream: &UnixStream, max: usize) {
     let _ = stream.try_write(wire::line(&w).as_bytes());
 }
 
-pub async fn handle(daemon: Arc<Daemon>, stream: UnixStream, _admitted: Admitted) {
+pub async fn handle(
+    daemon: Arc<Daemon>,
+    stream: UnixStream,
+    _admitted: Admitted,
+    (waiting, evicted): (u64, CancellationToken),
+) {
     let (read, mut write) = match crate::unix_io::split_tokio(stream) {
         Ok(halves) => halves,
         Err(e) => {
+            daemon.waiting_hellos.done(waiting);
             tracing::debug!(error = %e, "an accepted connection could not be set up");
             return;
         }
     };
     let mut reader = BufReader::new(read);
-    let (waiting, evicted) = daemon.waiting_hellos.add();
     let hello = tokio::select! {
         h = tokio::time::timeout(HELLO_TIMEOUT, read_hello(&mut reader)) => h,
         _ = evicted.cancelled() => {

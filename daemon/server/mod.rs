@@ -270,13 +270,15 @@ async fn accept_until_stopped(daemon: &Arc<Daemon>, listener: &UnixListener) -> 
                     let max = daemon.current().config.max_connections;
                     match connection::Admitted::new(&daemon.connections, max) {
                         Some(admitted) => {
-                            daemon.tasks.spawn(connection::handle(daemon.clone(), stream, admitted));
+                            let waiting = daemon.waiting_hellos.add();
+                            daemon.tasks.spawn(connection::handle(daemon.clone(), stream, admitted, waiting));
                         }
                         // Full: a connection that has not said who it is yet gives up its place to this
                         // one, so connections that say nothing cannot lock out sessions and commands.
                         None if daemon.waiting_hellos.evict_oldest() => {
                             let admitted = connection::Admitted::over(&daemon.connections);
-                            daemon.tasks.spawn(connection::handle(daemon.clone(), stream, admitted));
+                            let waiting = daemon.waiting_hellos.add();
+                            daemon.tasks.spawn(connection::handle(daemon.clone(), stream, admitted, waiting));
                         }
                         None => connection::turn_away(daemon, &stream, max),
                     }
