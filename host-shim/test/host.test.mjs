@@ -70,6 +70,11 @@ function plugin(dir, name, source) {
 
 const HEADER = "export const description = 'd';\nexport const inputSchema = { type: 'object' };\n";
 
+/** A call's line as the daemon writes it, for several sent in one write. */
+function callLine(id, tool, args = {}, key = id) {
+  return JSON.stringify({ t: "call", id, tool, args, seat: "s", role: "Worker", key }) + "\n";
+}
+
 async function loaded(host, dir, name, source, id) {
   host.send({ t: "load", id, name, file: plugin(dir, name, source) });
   return host.next((m) => m.t === "loaded" && m.id === id);
@@ -329,7 +334,7 @@ test("thousands of calls to async and plain runs in one write are all answered, 
   let lines = "";
   for (let n = 0; n < 3000; n++) {
     const tool = n % 3 === 0 ? "now" : "later";
-    lines += JSON.stringify({ t: "call", id: 100 + n, tool, args: { n }, seat: "s", role: "Worker", key: n }) + "\n";
+    lines += callLine(100 + n, tool, { n }, n);
   }
   lines += JSON.stringify({ t: "ping", n: 7 }) + "\n";
   host.child.stdio[3].write(lines);
@@ -366,7 +371,7 @@ test("a plugin patching setImmediate's internals or fs.writeSync neither stalls 
   await loaded(host, dir, "seen", HEADER + "export function run() { return { text: String(globalThis.seen) }; }", 3);
   let lines = "";
   for (let n = 0; n < 5; n++) {
-    lines += JSON.stringify({ t: "call", id: 10 + n, tool: "later", args: { n }, seat: "s", role: "Worker", key: n }) + "\n";
+    lines += callLine(10 + n, "later", { n }, n);
   }
   lines += JSON.stringify({ t: "ping", n: 9 }) + "\n";
   host.child.stdio[3].write(lines);
@@ -385,7 +390,7 @@ async function startRescuer(host, dir) {
   await loaded(host, dir, "warm", HEADER + "export function run() { return { text: 'warm' }; }", 900);
   let lines = "";
   for (let n = 0; n < 3; n++) {
-    lines += JSON.stringify({ t: "call", id: 900 + n, tool: "warm", args: {}, seat: "s", role: "Worker", key: n }) + "\n";
+    lines += callLine(900 + n, "warm", {}, n);
   }
   host.child.stdio[3].write(lines);
   for (let n = 0; n < 3; n++) await host.next((m) => m.id === 900 + n);
@@ -394,8 +399,7 @@ async function startRescuer(host, dir) {
 
 /** Calls `tool` and then `block` (which never gives the event loop back) in one write. */
 function callThenBlock(host, tool, id) {
-  const call = (id, tool) => JSON.stringify({ t: "call", id, tool, args: {}, seat: "s", role: "Worker", key: id }) + "\n";
-  host.child.stdio[3].write(call(id, tool) + call(id + 1, "block"));
+  host.child.stdio[3].write(callLine(id, tool) + callLine(id + 1, "block"));
 }
 
 test("an answer made just before another plugin blocks the event loop still goes out, after a long idle too", async () => {
@@ -432,7 +436,7 @@ test("answers too large to be held go out whole, in order with the small ones ar
   const sizes = [10, 600000, 10, 200000, 200000, 200000, 10, 2000000, 10];
   let lines = "";
   sizes.forEach((size, n) => {
-    lines += JSON.stringify({ t: "call", id: 100 + n, tool: "sized", args: { n, size }, seat: "s", role: "Worker", key: n }) + "\n";
+    lines += callLine(100 + n, "sized", { n, size }, n);
   });
   lines += JSON.stringify({ t: "ping", n: 3 }) + "\n";
   host.child.stdio[3].write(lines);
@@ -451,9 +455,8 @@ test("an answer too large to be held, then one held, then a plugin that blocks: 
   await loaded(host, dir, "now", HEADER + "export function run() { return { text: 'made' }; }", 2);
   await loaded(host, dir, "block", HEADER + "export function run() { for (;;) {} }", 3);
   await startRescuer(host, dir);
-  const call = (id, tool) => JSON.stringify({ t: "call", id, tool, args: {}, seat: "s", role: "Worker", key: id }) + "\n";
   // More than the pipe holds: its writer waits for the reader, which keeps reading.
-  host.child.stdio[3].write(call(10, "big") + call(11, "now") + call(12, "block"));
+  host.child.stdio[3].write(callLine(10, "big") + callLine(11, "now") + callLine(12, "block"));
   assert.equal((await host.next((m) => m.id === 10)).text.length, 2000000);
   assert.equal((await host.next((m) => m.id === 11)).text, "made");
   host.stop();
@@ -486,7 +489,7 @@ test("a plugin patching how typed arrays report their size neither loses nor see
   // Answers made together are held, then written together.
   let lines = "";
   for (let n = 0; n < 5; n++) {
-    lines += JSON.stringify({ t: "call", id: 10 + n, tool: "later", args: { n }, seat: "s", role: "Worker", key: n }) + "\n";
+    lines += callLine(10 + n, "later", { n }, n);
   }
   host.child.stdio[3].write(lines);
   for (let n = 0; n < 5; n++) assert.equal((await host.next((m) => m.id === 10 + n)).text, `a${n}`);
@@ -558,7 +561,7 @@ test("a plugin patching Promise[Symbol.hasInstance] or putting a then getter on 
   assert.equal((await host.next((m) => m.id === 5)).text, "armed");
   let lines = "";
   ["ok", "later", "ok"].forEach((tool, n) => {
-    lines += JSON.stringify({ t: "call", id: 10 + n, tool, args: { n }, seat: "s", role: "Worker", key: n }) + "\n";
+    lines += callLine(10 + n, tool, { n }, n);
   });
   host.child.stdio[3].write(lines);
   for (let n = 0; n < 3; n++) {
