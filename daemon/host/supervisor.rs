@@ -72,6 +72,8 @@ pub struct Host {
     seats: watch::Sender<SeatPhase>,
     /// A new host is being started (its box lists the secrets as they are when it starts).
     starting: AtomicBool,
+    /// A host is being ended for a seat change: calls already wait for the next one, and it still runs.
+    ending: AtomicBool,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -123,6 +125,7 @@ impl Host {
             respawns: Arc::new(AtomicU32::new(0)),
             seats: watch::Sender::new(SeatPhase::default()),
             starting: AtomicBool::new(false),
+            ending: AtomicBool::new(false),
         })
     }
 
@@ -216,7 +219,10 @@ impl Host {
         let quiet = async {
             loop {
                 let up = matches!(&*self.state.borrow(), HostState::Up(_));
-                if !up && !self.starting.load(Ordering::SeqCst) {
+                if !up
+                    && !self.starting.load(Ordering::SeqCst)
+                    && !self.ending.load(Ordering::SeqCst)
+                {
                     return;
                 }
                 tokio::time::sleep(Duration::from_millis(5)).await;
@@ -305,15 +311,19 @@ async fn run(
                     let _ = state.send(HostState::Retired);
                     return;
                 }
-                // Calls from now on wait for the new host instead of reaching this one.
+                // Calls from now on wait for the new host instead of reaching this one. It is not held
+                // until it has ended: a seat command writes the secrets once it is.
+                host.ending.store(true, Ordering::SeqCst);
                 let _ = state.send(HostState::Respawning);
                 process.kill().await;
+                host.ending.store(false, Ordering::SeqCst);
                 let files = process.link.fail_all(&Arc::new(HostEnd::Replaced));
                 job.log.row(Topic::Host, &rows::replaced(process.pid, &files));
                 match start_when_settled(&job, &ids, &host, &mut seats, Duration::ZERO).await {
                     Ok(next) => {
                         process = next;
                         let _ = state.send(HostState::Up(process.link.clone()));
+                        host.starting.store(false, Ordering::SeqCst);
                         continue;
                     }
                     Err(stop) => return stop.end(&job, &state, &host).await,
@@ -371,6 +381,7 @@ async fn run(
             Ok(next) => {
                 process = next;
                 let _ = state.send(HostState::Up(process.link.clone()));
+                host.starting.store(false, Ordering::SeqCst);
             }
             Err(stop) => return stop.end(&job, &state, &host).await,
         }
@@ -395,13 +406,17 @@ async fn start_when_settled(
         seats.mark_unchanged();
         host.starting.store(true, Ordering::SeqCst);
         let started = respawn_until_up(job, ids, host, first_wait).await;
-        host.starting.store(false, Ordering::SeqCst);
-        let next = started?;
+        let Ok(mut next) = started else {
+            host.starting.store(false, Ordering::SeqCst);
+            return started;
+        };
+        // Still `starting` until the caller has said it is up: a hold asked for meanwhile waits for it
+        // to be ended, rather than find no host up and let the secrets be written while this one runs.
         if !seats.has_changed().unwrap_or(false) {
             return Ok(next);
         }
-        let mut next = next;
         next.kill().await;
+        host.starting.store(false, Ordering::SeqCst);
         first_wait = Duration::ZERO;
     }
 }
