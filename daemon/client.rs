@@ -66,6 +66,61 @@ pub fn hello_seat(
     // A server that turns the connection away answers and closes at once, perhaps before the hello is
     // written: its answer is still there to read, and says more than the broken pipe.
     let sent = stream.write_all(wire::line(&Hello::seat(secret)).as_bytes());
+    read_welcome(inst, stream, patience, sent).map(drop)
+}
+
+/// A seat's session carried by two pipes: lines to the daemon go into `write`, its lines come out of `read`.
+pub struct SeatPipes {
+    pub write: std::fs::File,
+    pub read: std::fs::File,
+}
+
+/// Presents a seat's secret and offers the daemon two pipes for the session's lines. `None`: the daemon
+/// did not take them (an older one), and the stream is the session, as after `hello_seat`.
+pub fn hello_seat_over_pipes(
+    inst: &Instance,
+    stream: &mut UnixStream,
+    secret: &str,
+    patience: Duration,
+) -> Result<Option<SeatPipes>, ClientError> {
+    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+    use std::os::fd::AsRawFd;
+    let hello = Hello {
+        pipes: true,
+        ..Hello::seat(secret)
+    };
+    let sent = stream.write_all(wire::line(&hello).as_bytes());
+    if !read_welcome(inst, stream, patience, sent)?.pipes {
+        return Ok(None);
+    }
+    let cloexec = nix::fcntl::OFlag::O_CLOEXEC;
+    let (daemon_reads, write) = nix::unistd::pipe2(cloexec).map_err(std::io::Error::from)?;
+    let (read, daemon_writes) = nix::unistd::pipe2(cloexec).map_err(std::io::Error::from)?;
+    let fds = [daemon_reads.as_raw_fd(), daemon_writes.as_raw_fd()];
+    sendmsg::<()>(
+        stream.as_raw_fd(),
+        &[std::io::IoSlice::new(b"\n")],
+        &[ControlMessage::ScmRights(&fds)],
+        MsgFlags::empty(),
+        None,
+    )
+    .map_err(std::io::Error::from)?;
+    // The daemon's ends are the daemon's alone now: its going away must end what this process reads.
+    drop((daemon_reads, daemon_writes));
+    read_welcome(inst, stream, patience, Ok(()))?;
+    Ok(Some(SeatPipes {
+        write: write.into(),
+        read: read.into(),
+    }))
+}
+
+/// The daemon's answer to a hello (or to the pipes it took), as a refusal when it says no.
+fn read_welcome(
+    inst: &Instance,
+    stream: &mut UnixStream,
+    patience: Duration,
+    sent: std::io::Result<()>,
+) -> Result<Welcome, ClientError> {
     stream.set_read_timeout(Some(patience))?;
     let line = match read_line_unbuffered(stream, 64 * 1024) {
         Ok(line) if !line.is_empty() => line,
@@ -88,7 +143,7 @@ pub fn hello_seat(
             welcome.error.unwrap_or_else(|| "no reason given".into()),
         ));
     }
-    Ok(())
+    Ok(welcome)
 }
 
 fn refused(inst: &Instance, why: String) -> ClientError {

@@ -15,7 +15,6 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::mem::ManuallyDrop;
-use std::net::Shutdown;
 use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
@@ -47,7 +46,7 @@ pub fn run() -> i32 {
         Err(sentence) => return fail(&sentence),
     };
     match target.connect_patiently() {
-        Ok(stream) => Bridge::new(target).relay(stream),
+        Ok(link) => Bridge::new(target).relay(link),
         Err(e) => fail(&e.to_string()),
     }
 }
@@ -97,7 +96,7 @@ impl Target {
 
     /// Connects, waiting up to `connect` for a daemon that is not running yet; the client's first
     /// request waits in the pipe meanwhile and is answered once connected. A refusal is final at once.
-    fn connect_patiently(&self) -> Result<UnixStream, ClientError> {
+    fn connect_patiently(&self) -> Result<Link, ClientError> {
         let deadline = Instant::now() + self.connect;
         let mut wait = Duration::from_millis(20);
         loop {
@@ -110,11 +109,59 @@ impl Target {
         }
     }
 
-    fn connect(&self) -> Result<UnixStream, ClientError> {
+    fn connect(&self) -> Result<Link, ClientError> {
         let mut stream = client::connect(&self.inst)?;
-        client::hello_seat(&self.inst, &mut stream, &self.secret, WELCOME_PATIENCE)?;
-        Ok(stream)
+        match client::hello_seat_over_pipes(
+            &self.inst,
+            &mut stream,
+            &self.secret,
+            WELCOME_PATIENCE,
+        )? {
+            Some(pipes) => Ok(Link {
+                up: pipes.write,
+                down: Down::Pipe(pipes.read),
+                _socket: Some(stream),
+            }),
+            None => Ok(Link {
+                up: std::os::fd::OwnedFd::from(stream.try_clone()?).into(),
+                down: Down::Socket(stream),
+                _socket: None,
+            }),
+        }
     }
+}
+
+/// The daemon's end of the session: two pipes passed over its socket, or the socket itself (a daemon
+/// that does not take pipes).
+struct Link {
+    up: File,
+    down: Down,
+    /// Kept open, unused, beside the pipes: the daemon tells this process's death (the socket closes
+    /// whole) from its closing only its side, which a pipe cannot tell.
+    _socket: Option<UnixStream>,
+}
+
+/// Where the daemon's lines come from.
+enum Down {
+    Pipe(File),
+    Socket(UnixStream),
+}
+
+impl Read for Down {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            // A read blocked on a pipe wakes only for what is written to it.
+            Down::Pipe(pipe) => pipe.read(buf),
+            Down::Socket(socket) => WaitForData(socket).read(buf),
+        }
+    }
+}
+
+/// Ends the daemon's input: a socket is shut for writing (its reading side still brings answers), a
+/// pipe closed, its one descriptor.
+fn close_writing(up: File) {
+    use std::os::fd::AsRawFd;
+    let _ = nix::sys::socket::shutdown(up.as_raw_fd(), nix::sys::socket::Shutdown::Write);
 }
 
 /// What the bridge knows of the session, shared by the thread reading the client and the one reading
@@ -137,7 +184,7 @@ struct Session {
 /// The daemon's end of the connection, and what the client sent while there was none.
 #[derive(Default)]
 struct Upstream {
-    stream: Option<UnixStream>,
+    stream: Option<File>,
     queued: Vec<Vec<u8>>,
 }
 
@@ -217,20 +264,19 @@ impl Bridge {
         })
     }
 
-    fn relay(self: Arc<Self>, stream: UnixStream) -> i32 {
-        let Ok(up) = stream.try_clone() else {
-            return fail(
-                "the connection to the ovai server could not be shared between its two directions",
-            );
-        };
+    fn relay(self: Arc<Self>, link: Link) -> i32 {
+        let Link {
+            up,
+            mut down,
+            _socket: mut socket,
+        } = link;
         lock(&self.upstream).stream = Some(up);
         let reader = self.clone();
         std::thread::spawn(move || reader.read_client());
         // SAFETY: fd 1 is this process's stdout for its whole life; ManuallyDrop keeps it open.
         let mut stdout = ManuallyDrop::new(unsafe { File::from_raw_fd(1) });
-        let mut down = stream;
         loop {
-            self.read_daemon(&down, &mut stdout);
+            self.read_daemon(&mut down, &mut stdout);
             if lock(&self.session).client_done {
                 // The client sent all it will: nothing goes to a next daemon, but whatever this one left
                 // unanswered still gets an answer.
@@ -239,7 +285,10 @@ impl Bridge {
                 return 0;
             }
             match self.reconnect(&mut stdout) {
-                Ok(next) => down = next,
+                Ok((next, next_socket)) => {
+                    down = next;
+                    drop(std::mem::replace(&mut socket, next_socket));
+                }
                 Err(code) => return code,
             }
         }
@@ -280,9 +329,9 @@ impl Bridge {
             }
         }
         lock(&self.session).client_done = true;
-        if let Some(s) = lock(&self.upstream).stream.as_ref() {
+        if let Some(up) = lock(&self.upstream).stream.take() {
             // Half-close: the daemon sees end-of-input and finishes what it holds; answers still flow back.
-            let _ = s.shutdown(Shutdown::Write);
+            close_writing(up);
         }
     }
 
@@ -315,8 +364,8 @@ impl Bridge {
     }
 
     /// Daemon → client until the daemon's side closes.
-    fn read_daemon(&self, down: &UnixStream, stdout: &mut File) {
-        let mut input = BufReader::with_capacity(64 * 1024, WaitForData(down));
+    fn read_daemon(&self, down: &mut Down, stdout: &mut File) {
+        let mut input = BufReader::with_capacity(64 * 1024, down);
         let mut line = Vec::new();
         let mut out = Vec::new();
         loop {
@@ -359,7 +408,7 @@ impl Bridge {
     }
 
     /// After the daemon's side closed: answer what was in flight, then find a daemon again.
-    fn reconnect(&self, stdout: &mut File) -> Result<UnixStream, i32> {
+    fn reconnect(&self, stdout: &mut File) -> Result<(Down, Option<UnixStream>), i32> {
         let root = self.target.inst.root.display().to_string();
         let interrupted = {
             let mut up = lock(&self.upstream);
@@ -380,9 +429,9 @@ impl Bridge {
         let mut wait = Duration::from_millis(50);
         loop {
             match self.target.connect() {
-                Ok(stream) => {
+                Ok(link) => {
                     return self
-                        .resume(stream, stdout)
+                        .resume(link, stdout)
                         .map_err(|e| self.give_up(stdout, &e));
                 }
                 Err(ClientError::NoServer { .. })
@@ -408,8 +457,12 @@ impl Bridge {
     }
 
     /// Re-establishes the session on a new daemon, then lets the client's queued lines through.
-    fn resume(&self, stream: UnixStream, stdout: &mut File) -> Result<UnixStream, String> {
-        let mut up = stream.try_clone().map_err(|e| e.to_string())?;
+    fn resume(&self, link: Link, stdout: &mut File) -> Result<(Down, Option<UnixStream>), String> {
+        let Link {
+            mut up,
+            down,
+            _socket: socket,
+        } = link;
         let (replay, initialized, listens) = {
             let s = lock(&self.session);
             let replay = s.initialize.as_ref().map(|line| {
@@ -448,9 +501,10 @@ impl Bridge {
                 up.write_all(&line).map_err(|e| e.to_string())?;
             }
             if lock(&self.session).client_done {
-                let _ = up.shutdown(Shutdown::Write);
+                close_writing(up);
+            } else {
+                upstream.stream = Some(up);
             }
-            upstream.stream = Some(up);
         }
         // A new daemon may serve a different list; the client asks again when told: on its listen streams
         // (2026-07-28), else as a plain notification to an initialized session.
@@ -474,7 +528,7 @@ impl Bridge {
                 json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" })
             );
         }
-        Ok(stream)
+        Ok((down, socket))
     }
 
     /// Answers everything still waiting with `why`, says it on stderr, and gives the exit code.

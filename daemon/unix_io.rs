@@ -71,8 +71,14 @@ pub fn split_tokio(stream: tokio::net::UnixStream) -> io::Result<(ReadHalf, Writ
 pub struct Hangup(OwnedFd);
 
 impl Hangup {
-    pub fn of(write: &WriteHalf) -> io::Result<Self> {
-        Ok(Self(write.fd.try_clone()?))
+    /// Watches `write`'s socket; `None` (said in the log) when no descriptor is left to watch it with.
+    pub fn of(write: &WriteHalf) -> Option<Self> {
+        write
+            .fd
+            .try_clone()
+            .map(Self)
+            .inspect_err(|e| tracing::warn!(error = %e, "a session's socket could not be watched for its client's death (out of descriptors?); its calls run on if it dies"))
+            .ok()
     }
 
     /// Whether the peer closed its socket entirely (its process died or let go of it), as opposed to
@@ -85,6 +91,53 @@ impl Hangup {
                 .revents()
                 .is_some_and(|r| r.contains(PollFlags::POLLHUP))
     }
+}
+
+impl ReadHalf {
+    /// Waits for the next message on a socket and returns the descriptors it carries (SCM_RIGHTS), made
+    /// close-on-exec as they arrive so no child of the daemon holds them. Its bytes are dropped (the
+    /// sender sends one); a message with none, or the end of the connection, gives an empty list. At most
+    /// `max` are taken: the kernel closes any beyond what fits.
+    pub async fn receive_fds(&self, max: usize) -> io::Result<Vec<OwnedFd>> {
+        loop {
+            let mut guard = self.fd.readable().await?;
+            match guard.try_io(|fd| receive_fds(fd.get_ref(), max)) {
+                Ok(result) => return result,
+                Err(_would_block) => continue,
+            }
+        }
+    }
+}
+
+fn receive_fds(socket: &OwnedFd, max: usize) -> io::Result<Vec<OwnedFd>> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    use std::os::fd::{FromRawFd, RawFd};
+    let mut byte = [0u8; 1];
+    let mut iov = [io::IoSliceMut::new(&mut byte)];
+    let mut space = vec![0u8; nix::sys::socket::cmsg_space::<RawFd>() * max.max(1)];
+    let msg = loop {
+        match recvmsg::<()>(
+            socket.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC | MsgFlags::MSG_DONTWAIT,
+        ) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            other => break other?,
+        }
+    };
+    let mut fds = Vec::new();
+    for cmsg in msg.cmsgs()? {
+        if let ControlMessageOwned::ScmRights(raw) = cmsg {
+            // SAFETY: the kernel installed these descriptors in this process for this message alone;
+            // nothing else refers to them, so each gets exactly one owner, which closes it.
+            fds.extend(
+                raw.into_iter()
+                    .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+            );
+        }
+    }
+    Ok(fds)
 }
 
 fn register(fd: OwnedFd, interest: Interest) -> io::Result<AsyncFd<OwnedFd>> {

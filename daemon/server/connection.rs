@@ -1,10 +1,11 @@
 //! One accepted connection: its hello decides whether it is a seat's MCP session or a control request.
 
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::unix_io::{ReadHalf, WriteHalf};
+use crate::unix_io::{Hangup, ReadHalf, WriteHalf};
 use rmcp::ServiceExt;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
@@ -98,6 +99,7 @@ pub fn turn_away(daemon: &Daemon, stream: &UnixStream, max: usize) {
     let w = Welcome {
         ok: false,
         error: Some(why),
+        pipes: false,
     };
     // Never waited on: a client that does not read cannot hold the accept loop.
     let _ = stream.try_write(wire::line(&w).as_bytes());
@@ -191,6 +193,7 @@ pub async fn handle(
     let welcome = Welcome {
         ok: true,
         error: None,
+        pipes: hello.pipes,
     };
     if write
         .write_all(wire::line(&welcome).as_bytes())
@@ -199,6 +202,33 @@ pub async fn handle(
     {
         return;
     }
+    let (reader, write, hangup) = if hello.pipes {
+        let (read, to) = match receive_pipes(&reader).await {
+            Ok(pipes) => pipes,
+            Err(why) => return refuse(&daemon, &mut write, why).await,
+        };
+        let taken = wire::line(&Welcome {
+            ok: true,
+            ..Welcome::default()
+        });
+        if write.write_all(taken.as_bytes()).await.is_err() {
+            return;
+        }
+        // The socket stays open, unread and unwatched, for as long as the session: it closes whole only
+        // when the client's process is gone, which a pipe it closed its side of cannot tell.
+        let hangup = Hangup::of(&write);
+        drop((reader, write));
+        match crate::unix_io::pipes(read, to) {
+            Ok((read, to)) => (BufReader::new(read), to, hangup),
+            Err(e) => {
+                tracing::debug!(error = %e, "a session's pipes could not be set up");
+                return;
+            }
+        }
+    } else {
+        let hangup = Hangup::of(&write);
+        (reader, write, hangup)
+    };
     let ct = CancellationToken::new();
     let registered = daemon
         .sessions
@@ -226,7 +256,7 @@ pub async fn handle(
             generation.config.call_timeout,
         )
     };
-    let transport = SessionTransport::new(reader, write, queue_bytes)
+    let transport = SessionTransport::new(reader, write, hangup, queue_bytes)
         .with_call_deadline(call_timeout)
         .with_direct_calls(service.clone(), ct.clone());
     match service.serve_with_ct(transport, ct).await {
@@ -274,11 +304,76 @@ async fn read_hello(reader: &mut BufReader<ReadHalf>) -> Result<Hello, String> {
     })
 }
 
+/// The two pipes a session offered in its hello: the end the daemon reads, then the end it writes.
+async fn receive_pipes(reader: &BufReader<ReadHalf>) -> Result<(OwnedFd, OwnedFd), String> {
+    if !reader.buffer().is_empty() {
+        return Err(
+            "the session sent more after a hello that offered pipes, before they were taken; send the two pipes \
+             once welcomed, then the session's lines on them"
+                .into(),
+        );
+    }
+    // Room for more than two, so a message carrying more is told so rather than cut to two.
+    let fds = tokio::time::timeout(HELLO_TIMEOUT, reader.get_ref().receive_fds(4))
+        .await
+        .map_err(|_| {
+            format!(
+                "the two pipes the hello offered did not arrive within {} s of the welcome",
+                HELLO_TIMEOUT.as_secs()
+            )
+        })?
+        .map_err(|e| format!("the pipes the hello offered could not be received: {e}"))?;
+    let [read, write]: [OwnedFd; 2] = fds.try_into().map_err(|fds: Vec<OwnedFd>| {
+        format!(
+            "the message after the welcome carried {} descriptors; it must carry two pipes, the end the server \
+             reads and then the end it writes",
+            fds.len()
+        )
+    })?;
+    pipe_end(&read, nix::fcntl::OFlag::O_RDONLY, "first", "reading")?;
+    pipe_end(&write, nix::fcntl::OFlag::O_WRONLY, "second", "writing")?;
+    let inode = |fd: &OwnedFd| {
+        nix::sys::stat::fstat(fd)
+            .map(|st| (st.st_dev, st.st_ino))
+            .ok()
+    };
+    if inode(&read) == inode(&write) {
+        // The daemon would read back its own answers.
+        return Err(
+            "the two descriptors passed after the welcome are the two ends of one pipe; pass two pipes".into(),
+        );
+    }
+    Ok((read, write))
+}
+
+/// Whether `fd` is a pipe open for `mode` alone, and if not, the sentence that says so.
+fn pipe_end(fd: &OwnedFd, mode: nix::fcntl::OFlag, which: &str, end: &str) -> Result<(), String> {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    use nix::sys::stat::{SFlag, fstat};
+    let is_pipe = fstat(fd)
+        .is_ok_and(|st| SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFIFO);
+    let access =
+        fcntl(fd, FcntlArg::F_GETFL).map(|f| OFlag::from_bits_truncate(f) & OFlag::O_ACCMODE);
+    if is_pipe && access == Ok(mode) {
+        return Ok(());
+    }
+    Err(format!(
+        "the {which} descriptor passed after the welcome is not the {end} end of a pipe; it must be the end the \
+         server {}",
+        if mode == OFlag::O_RDONLY {
+            "reads"
+        } else {
+            "writes"
+        }
+    ))
+}
+
 async fn refuse(daemon: &Daemon, write: &mut WriteHalf, why: String) {
     daemon.refusals.note(&why);
     let w = Welcome {
         ok: false,
         error: Some(why),
+        pipes: false,
     };
     let _ = write.write_all(wire::line(&w).as_bytes()).await;
     let _ = write.shutdown().await;

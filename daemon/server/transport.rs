@@ -156,10 +156,8 @@ const CANCELLED_KEPT: usize = 64;
 const MAX_ID_BYTES: usize = 1024;
 
 impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
-    pub fn new(read: R, write: WriteHalf, queue_limit: usize) -> Self {
-        let hangup = Hangup::of(&write)
-            .inspect_err(|e| tracing::warn!(error = %e, "a session's socket could not be watched for its client's death (out of descriptors?); its calls run on if it dies"))
-            .ok();
+    /// `hangup` tells a client that died from one that only closed its side (`None`: calls run on).
+    pub fn new(read: R, write: WriteHalf, hangup: Option<Hangup>, queue_limit: usize) -> Self {
         let (out, writer) = Outbox::start(write);
         Self {
             lines: FramedRead::new(read, CappedLines::new(MAX_LINE)),
