@@ -56,6 +56,25 @@ pub fn read_line_unbuffered(stream: &mut impl Read, max: usize) -> std::io::Resu
     Ok(String::from_utf8_lossy(&line).into_owned())
 }
 
+/// As `read_line_unbuffered`, keeping the descriptors that come with the line.
+fn read_line_receiving(
+    stream: &UnixStream,
+    max: usize,
+    fds: &mut Vec<std::os::fd::OwnedFd>,
+) -> std::io::Result<String> {
+    let mut line = Vec::new();
+    while let Some(byte) = recv_byte_and_fds(stream, fds)? {
+        if byte == b'\n' {
+            break;
+        }
+        line.push(byte);
+        if line.len() > max {
+            return Err(std::io::Error::other("the answer line is too long"));
+        }
+    }
+    Ok(String::from_utf8_lossy(&line).into_owned())
+}
+
 /// Presents a seat's secret; on success the stream is the seat's MCP session.
 pub fn hello_seat(
     inst: &Instance,
@@ -66,7 +85,7 @@ pub fn hello_seat(
     // A server that turns the connection away answers and closes at once, perhaps before the hello is
     // written: its answer is still there to read, and says more than the broken pipe.
     let sent = stream.write_all(wire::line(&Hello::seat(secret)).as_bytes());
-    read_welcome(inst, stream, patience, sent).map(drop)
+    read_welcome(inst, stream, patience, sent, None).map(drop)
 }
 
 /// A seat's session carried by two pipes: lines to the daemon go into `write`, its lines come out of `read`.
@@ -75,54 +94,86 @@ pub struct SeatPipes {
     pub read: std::fs::File,
 }
 
-/// Presents a seat's secret and offers the daemon two pipes for the session's lines. `None`: the daemon
-/// did not take them (an older one), and the stream is the session, as after `hello_seat`.
+/// Presents a seat's secret and offers to take two pipes for the session's lines. `None`: the daemon
+/// did not make them (an older one, or one out of descriptors), and the stream is the session, as after
+/// `hello_seat`.
 pub fn hello_seat_over_pipes(
     inst: &Instance,
     stream: &mut UnixStream,
     secret: &str,
     patience: Duration,
 ) -> Result<Option<SeatPipes>, ClientError> {
-    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
-    use std::os::fd::AsRawFd;
     let hello = Hello {
         pipes: true,
         ..Hello::seat(secret)
     };
     let sent = stream.write_all(wire::line(&hello).as_bytes());
-    if !read_welcome(inst, stream, patience, sent)?.pipes {
+    let mut fds = Vec::new();
+    let welcome = read_welcome(inst, stream, patience, sent, Some(&mut fds))?;
+    if !welcome.pipes {
         return Ok(None);
     }
-    let cloexec = nix::fcntl::OFlag::O_CLOEXEC;
-    let (daemon_reads, write) = nix::unistd::pipe2(cloexec).map_err(std::io::Error::from)?;
-    let (read, daemon_writes) = nix::unistd::pipe2(cloexec).map_err(std::io::Error::from)?;
-    let fds = [daemon_reads.as_raw_fd(), daemon_writes.as_raw_fd()];
-    sendmsg::<()>(
-        stream.as_raw_fd(),
-        &[std::io::IoSlice::new(b"\n")],
-        &[ControlMessage::ScmRights(&fds)],
-        MsgFlags::empty(),
-        None,
-    )
-    .map_err(std::io::Error::from)?;
-    // The daemon's ends are the daemon's alone now: its going away must end what this process reads.
-    drop((daemon_reads, daemon_writes));
-    read_welcome(inst, stream, patience, Ok(()))?;
+    let n = fds.len();
+    let (Some(read), Some(write), None) = (fds.pop(), fds.pop(), fds.pop()) else {
+        return Err(ClientError::Protocol(format!(
+            "the welcome said it came with two pipes, and it came with {n} descriptors"
+        )));
+    };
     Ok(Some(SeatPipes {
         write: write.into(),
         read: read.into(),
     }))
 }
 
-/// The daemon's answer to a hello (or to the pipes it took), as a refusal when it says no.
+/// One byte of a socket, and any descriptors that come with it (close-on-exec as they arrive).
+fn recv_byte_and_fds(
+    stream: &UnixStream,
+    fds: &mut Vec<std::os::fd::OwnedFd>,
+) -> std::io::Result<Option<u8>> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+    let mut byte = [0u8; 1];
+    let mut iov = [std::io::IoSliceMut::new(&mut byte)];
+    let mut space = nix::cmsg_space!([RawFd; 4]);
+    let msg = loop {
+        match recvmsg::<()>(
+            stream.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        ) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            other => break other?,
+        }
+    };
+    for cmsg in msg.cmsgs()? {
+        if let ControlMessageOwned::ScmRights(raw) = cmsg {
+            // SAFETY: the kernel installed these descriptors in this process for this message alone;
+            // each gets exactly one owner, which closes it.
+            fds.extend(
+                raw.into_iter()
+                    .map(|fd| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }),
+            );
+        }
+    }
+    Ok((msg.bytes > 0).then_some(byte[0]))
+}
+
+/// The daemon's answer to a hello, as a refusal when it says no; with `fds`, the descriptors that came
+/// with it too.
 fn read_welcome(
     inst: &Instance,
     stream: &mut UnixStream,
     patience: Duration,
     sent: std::io::Result<()>,
+    fds: Option<&mut Vec<std::os::fd::OwnedFd>>,
 ) -> Result<Welcome, ClientError> {
     stream.set_read_timeout(Some(patience))?;
-    let line = match read_line_unbuffered(stream, 64 * 1024) {
+    let read = match fds {
+        Some(fds) => read_line_receiving(stream, 64 * 1024, fds),
+        None => read_line_unbuffered(stream, 64 * 1024),
+    };
+    let line = match read {
         Ok(line) if !line.is_empty() => line,
         other => {
             sent?;

@@ -131,8 +131,8 @@ impl Target {
     }
 }
 
-/// The daemon's end of the session: two pipes passed over its socket, or the socket itself (a daemon
-/// that does not take pipes).
+/// The daemon's end of the session: two pipes its welcome handed over, or the socket itself (a daemon
+/// that makes none).
 struct Link {
     up: File,
     down: Down,

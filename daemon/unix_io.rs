@@ -8,7 +8,7 @@
 //! each time. Registered for reading alone, the thread wakes only when there is something to read.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
@@ -93,51 +93,56 @@ impl Hangup {
     }
 }
 
-impl ReadHalf {
-    /// Waits for the next message on a socket and returns the descriptors it carries (SCM_RIGHTS), made
-    /// close-on-exec as they arrive so no child of the daemon holds them. Its bytes are dropped (the
-    /// sender sends one); a message with none, or the end of the connection, gives an empty list. At most
-    /// `max` are taken: the kernel closes any beyond what fits.
-    pub async fn receive_fds(&self, max: usize) -> io::Result<Vec<OwnedFd>> {
-        loop {
-            let mut guard = self.fd.readable().await?;
-            match guard.try_io(|fd| receive_fds(fd.get_ref(), max)) {
-                Ok(result) => return result,
-                Err(_would_block) => continue,
-            }
-        }
+/// Two pipes for a channel with another process: the ends this one keeps (`read`, `write`) and the
+/// ends to hand over (`their_write` fills `read`, `their_read` drains `write`). Made here, so the kept
+/// ends are open file descriptions of this process's own, whose mode (blocking or not) no other process
+/// can change. All close-on-exec.
+pub struct PipePair {
+    pub read: OwnedFd,
+    pub write: OwnedFd,
+    pub their_write: OwnedFd,
+    pub their_read: OwnedFd,
+}
+
+impl PipePair {
+    pub fn new() -> io::Result<Self> {
+        let cloexec = nix::fcntl::OFlag::O_CLOEXEC;
+        let (read, their_write) = nix::unistd::pipe2(cloexec)?;
+        let (their_read, write) = nix::unistd::pipe2(cloexec)?;
+        Ok(Self {
+            read,
+            write,
+            their_write,
+            their_read,
+        })
     }
 }
 
-fn receive_fds(socket: &OwnedFd, max: usize) -> io::Result<Vec<OwnedFd>> {
-    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
-    use std::os::fd::{FromRawFd, RawFd};
-    let mut byte = [0u8; 1];
-    let mut iov = [io::IoSliceMut::new(&mut byte)];
-    let mut space = vec![0u8; nix::sys::socket::cmsg_space::<RawFd>() * max.max(1)];
-    let msg = loop {
-        match recvmsg::<()>(
-            socket.as_raw_fd(),
-            &mut iov,
-            Some(&mut space),
-            MsgFlags::MSG_CMSG_CLOEXEC | MsgFlags::MSG_DONTWAIT,
-        ) {
-            Err(nix::errno::Errno::EINTR) => continue,
-            other => break other?,
-        }
-    };
-    let mut fds = Vec::new();
-    for cmsg in msg.cmsgs()? {
-        if let ControlMessageOwned::ScmRights(raw) = cmsg {
-            // SAFETY: the kernel installed these descriptors in this process for this message alone;
-            // nothing else refers to them, so each gets exactly one owner, which closes it.
-            fds.extend(
-                raw.into_iter()
-                    .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
-            );
+impl WriteHalf {
+    /// Writes `bytes` on a socket with `fds` attached to them (SCM_RIGHTS), waiting for room if need be.
+    pub async fn send_with_fds(&mut self, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+        use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+        use tokio::io::AsyncWriteExt;
+        let raw: Vec<i32> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
+        loop {
+            match sendmsg::<()>(
+                self.fd.as_raw_fd(),
+                &[io::IoSlice::new(bytes)],
+                &[ControlMessage::ScmRights(&raw)],
+                MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL,
+                None,
+            ) {
+                // The descriptors went with the first byte; the rest is plain.
+                Ok(n) => return self.write_all(&bytes[n..]).await,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(nix::errno::Errno::EAGAIN) => {
+                    let waiting = register(self.fd.try_clone()?, Interest::WRITABLE)?;
+                    waiting.writable().await?.clear_ready();
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
     }
-    Ok(fds)
 }
 
 fn register(fd: OwnedFd, interest: Interest) -> io::Result<AsyncFd<OwnedFd>> {

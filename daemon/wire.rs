@@ -1,8 +1,8 @@
 //! The first line on the daemon's socket, and the control replies: one binary is on both ends, so both
 //! ends share these types.
 //!
-//! A seat presents its secret in the hello and the rest of the connection is MCP (over two pipes passed on
-//! the socket, when the hello offers them and the welcome takes them); a control client
+//! A seat presents its secret in the hello and the rest of the connection is MCP (over two pipes the
+//! welcome hands over, when the hello asks for them); a control client
 //! (`ovai restart`, `ovai status`, `ovai seat`) presents the control secret from `.ovai/` and one
 //! operation, and reads one JSON reply.
 
@@ -27,8 +27,8 @@ pub struct Hello {
     /// seat add w2`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
-    /// A seat's session asks to carry its MCP lines over two pipes it passes once welcomed, rather than
-    /// over this socket: a pipe costs each message less of the kernel's time than a socket does.
+    /// A seat's session asks to carry its MCP lines over two pipes the daemon makes and hands over with
+    /// its welcome, rather than over this socket: a pipe costs each message less of the kernel's time.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pipes: bool,
 }
@@ -80,9 +80,9 @@ pub struct Welcome {
     /// Why the connection is refused, as a sentence for the person.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// The daemon takes the pipes the hello offered: the client sends them next, in one message carrying
-    /// the two descriptors (the end the daemon reads, then the end it writes), and uses this socket for
-    /// nothing else. Absent (an older daemon, or none offered), the session goes on over the socket.
+    /// This line carries the session's two pipes (SCM_RIGHTS: the end the client writes into, then the
+    /// end it reads from), and the socket carries nothing more. Absent (an older daemon, none asked for,
+    /// or none could be made), the session goes on over the socket.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pipes: bool,
 }

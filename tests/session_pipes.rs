@@ -1,13 +1,14 @@
-//! A seat's session through `ovai mcp` carries its lines over two pipes the bridge passes to the daemon
-//! once welcomed (a pipe costs each message less of the kernel's time than a socket), and keeps the socket
-//! open beside them so the daemon can tell its death from its closing its side. What a hostile client
-//! passes instead of two pipes is refused with a sentence, and leaves nothing open in the daemon.
+//! A seat's session through `ovai mcp` carries its lines over two pipes the daemon makes and hands over
+//! with its welcome (a pipe costs each message less of the kernel's time than a socket), and keeps the
+//! socket open beside them so the daemon can tell its death from its closing its side. The daemon's ends
+//! are its own: whatever a client does with the ends it is given holds up nobody else, and leaves nothing
+//! open in the daemon.
 
 mod common;
 use common::*;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 
 const WAITS: &str = r#"
@@ -109,134 +110,186 @@ fn a_session_over_pipes_that_closed_its_input_and_died_has_its_calls_stopped() {
     });
 }
 
-/// A seat's hello on a fresh connection that offers pipes, and the daemon's welcome.
-fn offer_pipes(inst: &Instance) -> (UnixStream, Value) {
+const BIG: &str = r#"
+export const description = "A big answer.";
+export const inputSchema = { type: "object" };
+export function run() { return { text: "x".repeat(300000) }; }
+"#;
+
+/// A seat's session whose pipes came with the welcome: (the end to write to, the end to read from,
+/// the socket).
+fn over_pipes(inst: &Instance) -> (std::fs::File, std::fs::File, UnixStream) {
+    let ovai_inst = ovai::instance::Instance::at(inst.root.clone());
+    let mut sock = ovai::client::connect(&ovai_inst).unwrap();
+    let pipes =
+        ovai::client::hello_seat_over_pipes(&ovai_inst, &mut sock, &inst.secret("lead"), PATIENCE)
+            .unwrap()
+            .expect("the daemon makes the session's pipes");
+    (pipes.write, pipes.read, sock)
+}
+
+fn blocking(fd: &impl AsRawFd) -> bool {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    // SAFETY: the descriptor is open for the whole call (borrowed from its owner).
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd.as_raw_fd()) };
+    let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL).unwrap());
+    !flags.contains(OFlag::O_NONBLOCK)
+}
+
+#[test]
+fn a_client_that_keeps_its_pipe_ends_blocking_and_stops_reading_holds_up_nobody_else() {
+    let inst = Instance::with_plugins(&[("big.mjs", BIG)]);
+    let d = inst.start();
+    let before = descriptors(d.pid());
+    let mut other = inst.session("lead");
+    other.initialize();
+
+    let (mut to_daemon, from_daemon, sock) = over_pipes(&inst);
+    // Its ends are its own open files: blocking, as a pipe is made, whatever the daemon's are.
+    assert!(blocking(&to_daemon) && blocking(&from_daemon));
+    to_daemon
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"x\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .unwrap();
+    // Far more answer than a pipe holds, never read; then exactly a pipe's worth of empty lines.
+    let calls: String = (1..=40)
+        .map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"big\",\"arguments\":{{}}}}}}\n"))
+        .collect();
+    to_daemon.write_all(calls.as_bytes()).unwrap();
+    to_daemon.write_all(&vec![b'\n'; 64 * 1024]).unwrap();
+
+    // The daemon answers everybody else meanwhile.
+    let status = d.status().expect("ovai status answers");
+    assert_eq!(status["seats"][0]["sessions"], 2, "{status}");
+    let (text, is_error) = other.call("big", json!({}));
+    assert!(!is_error && text.len() == 300000, "{}", text.len());
+
+    // Gone, it leaves nothing open in the daemon.
+    drop((to_daemon, from_daemon, sock));
+    drop(other);
+    wait_until("the daemon to hold no more descriptors than before", || {
+        (descriptors(d.pid()) <= before).then_some(())
+    });
+}
+
+/// The descriptors that come with the next line of `sock`, and the line.
+fn welcome_with_fds(sock: &UnixStream) -> (String, usize) {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut line = Vec::new();
+    let mut fds = Vec::new();
+    loop {
+        let mut byte = [0u8; 1];
+        let mut iov = [std::io::IoSliceMut::new(&mut byte)];
+        let mut space = nix::cmsg_space!([std::os::fd::RawFd; 4]);
+        let msg = recvmsg::<()>(
+            sock.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::empty(),
+        )
+        .unwrap();
+        for c in msg.cmsgs().unwrap() {
+            if let ControlMessageOwned::ScmRights(raw) = c {
+                // SAFETY: installed in this process for this message alone; one owner each.
+                fds.extend(
+                    raw.into_iter()
+                        .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+                );
+            }
+        }
+        if msg.bytes == 0 || byte[0] == b'\n' {
+            break;
+        }
+        line.push(byte[0]);
+    }
+    (String::from_utf8_lossy(&line).into_owned(), fds.len())
+}
+
+#[test]
+fn a_client_cannot_hand_the_daemon_pipes_of_its_own_to_make_blocking() {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    let inst = Instance::with_plugins(&[("big.mjs", BIG)]);
+    let d = inst.start();
+    let mut other = inst.session("lead");
+    other.initialize();
+
     let ovai_inst = ovai::instance::Instance::at(inst.root.clone());
     let mut sock = ovai::client::connect(&ovai_inst).unwrap();
     let hello =
         json!({ "ovai": ovai::wire::VERSION, "seatSecret": inst.secret("lead"), "pipes": true });
     sock.write_all(format!("{hello}\n").as_bytes()).unwrap();
-    let welcome = next_line(&mut sock);
-    (sock, welcome)
-}
-
-fn next_line(sock: &mut UnixStream) -> Value {
-    sock.set_read_timeout(Some(PATIENCE)).unwrap();
-    let line = ovai::client::read_line_unbuffered(sock, 64 * 1024).unwrap();
-    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
-}
-
-fn send_fds(sock: &UnixStream, fds: &[&OwnedFd]) {
-    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
-    let raw: Vec<i32> = fds.iter().map(|f| f.as_raw_fd()).collect();
-    let cmsgs = if raw.is_empty() {
-        vec![]
-    } else {
-        vec![ControlMessage::ScmRights(&raw)]
-    };
-    sendmsg::<()>(
+    let (welcome, given) = welcome_with_fds(&sock);
+    assert_eq!(
+        (
+            serde_json::from_str::<serde_json::Value>(&welcome).unwrap(),
+            given
+        ),
+        (json!({ "ok": true, "pipes": true }), 2),
+        "the welcome brings the daemon's pipes"
+    );
+    // Pipes of its own passed after the welcome, with copies kept: were the daemon to take them, the
+    // client could make the daemon's ends blocking and stop reading.
+    let (daemon_reads, to_daemon) = nix::unistd::pipe().unwrap();
+    let (_from_daemon, daemon_writes) = nix::unistd::pipe().unwrap();
+    let raw = [daemon_reads.as_raw_fd(), daemon_writes.as_raw_fd()];
+    nix::sys::socket::sendmsg::<()>(
         sock.as_raw_fd(),
         &[std::io::IoSlice::new(b"\n")],
-        &cmsgs,
-        MsgFlags::empty(),
+        &[nix::sys::socket::ControlMessage::ScmRights(&raw)],
+        nix::sys::socket::MsgFlags::empty(),
         None,
     )
     .unwrap();
+    for fd in [&daemon_reads, &daemon_writes] {
+        let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL).unwrap());
+        fcntl(fd, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK)).unwrap();
+    }
+    let calls: String = (1..=20)
+        .map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"big\",\"arguments\":{{}}}}}}\n"))
+        .collect();
+    let init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"x\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+    let mut to_daemon = std::fs::File::from(to_daemon);
+    to_daemon
+        .write_all(format!("{init}{calls}").as_bytes())
+        .unwrap();
+
+    // Nobody else waits on that client.
+    assert!(d.status().is_some(), "ovai status answers");
+    let (text, is_error) = other.call("big", json!({}));
+    assert!(!is_error && text.len() == 300000, "{}", text.len());
+    drop((to_daemon, sock));
 }
 
 #[test]
-fn what_a_client_passes_instead_of_two_pipes_is_refused_with_a_sentence_and_nothing_is_kept() {
+fn the_welcome_brings_the_pipes_and_the_session_goes_on_over_them() {
     let inst = Instance::new();
     let d = inst.start();
-    let mut first = inst.session("lead");
-    first.initialize();
     let before = descriptors(d.pid());
-
-    let pipe = || nix::unistd::pipe().unwrap();
-    let file: OwnedFd = std::fs::File::open(inst.root.join("openovai.json"))
-        .unwrap()
-        .into();
-    let (a_read, a_write) = pipe();
-    let (b_read, b_write) = pipe();
-    let cases: Vec<(Vec<&OwnedFd>, &str)> = vec![
-        (vec![], "carried 0 descriptors"),
-        (vec![&a_read], "carried 1 descriptors"),
-        (vec![&a_read, &b_write, &a_write], "carried 3 descriptors"),
-        (
-            vec![&file, &b_write],
-            "the first descriptor passed after the welcome is not the reading end of a pipe",
-        ),
-        (
-            vec![&a_write, &b_read],
-            "the first descriptor passed after the welcome is not the reading end of a pipe",
-        ),
-        (
-            vec![&a_read, &b_read],
-            "the second descriptor passed after the welcome is not the writing end of a pipe",
-        ),
-        (
-            vec![&a_read, &a_write],
-            "the two descriptors passed after the welcome are the two ends of one pipe",
-        ),
-    ];
-    for (fds, why) in cases {
-        let (mut sock, welcome) = offer_pipes(&inst);
-        assert_eq!(welcome, json!({ "ok": true, "pipes": true }));
-        send_fds(&sock, &fds);
-        let refusal = next_line(&mut sock);
-        assert_eq!(refusal["ok"], false, "{refusal}");
-        let error = refusal["error"].as_str().unwrap_or_default();
-        assert!(error.contains(why), "{why}: {error}");
+    for round in 0..20 {
+        let (to_daemon, from_daemon, sock) = over_pipes(&inst);
+        let reader = std::io::BufReader::new(TimedReader::new(from_daemon));
+        let mut mcp = ovai::client::McpClient::new(reader, to_daemon);
+        mcp.initialize("pipes").unwrap();
+        let answer = mcp
+            .request("tools/call", json!({ "name": "index", "arguments": {} }))
+            .unwrap()
+            .unwrap();
+        assert_eq!(answer["isError"], false, "round {round}: {answer}");
+        drop((mcp, sock));
     }
-
-    // Lines sent with the hello, before any pipes: the daemon says so rather than read them as the
-    // session's; sent in the pipes' stead, they are a message without descriptors.
-    let ovai_inst = ovai::instance::Instance::at(inst.root.clone());
-    let mut sock = ovai::client::connect(&ovai_inst).unwrap();
-    let hello =
-        json!({ "ovai": ovai::wire::VERSION, "seatSecret": inst.secret("lead"), "pipes": true });
-    let ping = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n";
-    sock.write_all(format!("{hello}\n{ping}").as_bytes())
-        .unwrap();
-    assert_eq!(next_line(&mut sock), json!({ "ok": true, "pipes": true }));
-    let refusal = next_line(&mut sock);
-    assert!(
-        refusal["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("send the two pipes once welcomed")),
-        "{refusal}"
-    );
-    let (mut sock, _) = offer_pipes(&inst);
-    sock.write_all(ping.as_bytes()).unwrap();
-    let refusal = next_line(&mut sock);
-    assert!(
-        refusal["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("carried 0 descriptors")),
-        "{refusal}"
-    );
-
-    // Two good pipes after all that: the session goes on over them.
-    let (mut sock, _) = offer_pipes(&inst);
-    let (daemon_reads, to_daemon) = pipe();
-    let (from_daemon, daemon_writes) = pipe();
-    send_fds(&sock, &[&daemon_reads, &daemon_writes]);
-    drop((daemon_reads, daemon_writes));
-    assert_eq!(next_line(&mut sock), json!({ "ok": true }));
-    let reader = std::io::BufReader::new(TimedReader::new(std::fs::File::from(from_daemon)));
-    let mut mcp = ovai::client::McpClient::new(reader, std::fs::File::from(to_daemon));
-    mcp.initialize("pipes").unwrap();
-    let answer = mcp
-        .request("tools/call", json!({ "name": "index", "arguments": {} }))
-        .unwrap()
-        .unwrap();
-    assert_eq!(answer["isError"], false, "{answer}");
-    drop(mcp);
-    drop(sock);
-
-    // Nothing the refused ones passed is still open in the daemon, and the first session goes on.
     wait_until("the daemon to hold no more descriptors than before", || {
         (descriptors(d.pid()) <= before).then_some(())
     });
-    assert!(!first.call("index", json!({})).1);
+    // A hello that does not offer pipes is welcomed as before, with none, and goes on over its socket.
+    let ovai_inst = ovai::instance::Instance::at(inst.root.clone());
+    let mut sock = ovai::client::connect(&ovai_inst).unwrap();
+    ovai::client::hello_seat(&ovai_inst, &mut sock, &inst.secret("lead"), PATIENCE).unwrap();
+    let reader = std::io::BufReader::new(TimedReader::new(sock.try_clone().unwrap()));
+    let mut mcp = ovai::client::McpClient::new(reader, sock);
+    mcp.initialize("socket").unwrap();
+    assert!(
+        mcp.request("tools/list", json!({})).unwrap().unwrap()["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+    );
 }

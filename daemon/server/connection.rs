@@ -1,11 +1,11 @@
 //! One accepted connection: its hello decides whether it is a seat's MCP session or a control request.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::unix_io::{Hangup, ReadHalf, WriteHalf};
+use crate::unix_io::{Hangup, PipePair, ReadHalf, WriteHalf};
 use rmcp::ServiceExt;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
@@ -190,44 +190,52 @@ pub async fn handle(
         );
         return refuse(&daemon, &mut write, why).await;
     };
-    let welcome = Welcome {
+    // The session's own pipes, when its hello offers to take them: made here, so the daemon's ends are
+    // its own open files, which no client can make blocking. None made (out of descriptors): the
+    // session goes on over the socket.
+    let pipes = hello.pipes.then(PipePair::new).and_then(|made| {
+        made.inspect_err(
+            |e| tracing::debug!(error = %e, "no pipes for a session; it goes on over its socket"),
+        )
+        .ok()
+    });
+    let welcome = wire::line(&Welcome {
         ok: true,
         error: None,
-        pipes: hello.pipes,
+        pipes: pipes.is_some(),
+    });
+    let sent = match &pipes {
+        Some(p) => {
+            let theirs = [p.their_write.as_fd(), p.their_read.as_fd()];
+            write.send_with_fds(welcome.as_bytes(), &theirs).await
+        }
+        None => write.write_all(welcome.as_bytes()).await,
     };
-    if write
-        .write_all(wire::line(&welcome).as_bytes())
-        .await
-        .is_err()
-    {
+    if sent.is_err() {
         return;
     }
-    let (reader, write, hangup) = if hello.pipes {
-        let (read, to) = match receive_pipes(&reader).await {
-            Ok(pipes) => pipes,
-            Err(why) => return refuse(&daemon, &mut write, why).await,
-        };
-        let taken = wire::line(&Welcome {
-            ok: true,
-            ..Welcome::default()
-        });
-        if write.write_all(taken.as_bytes()).await.is_err() {
-            return;
-        }
-        // The socket stays open, unread and unwatched, for as long as the session: it closes whole only
-        // when the client's process is gone, which a pipe it closed its side of cannot tell.
-        let hangup = Hangup::of(&write);
-        drop((reader, write));
-        match crate::unix_io::pipes(read, to) {
-            Ok((read, to)) => (BufReader::new(read), to, hangup),
-            Err(e) => {
-                tracing::debug!(error = %e, "a session's pipes could not be set up");
-                return;
+    let hangup = Hangup::of(&write);
+    let (reader, write) = match pipes {
+        Some(PipePair {
+            read,
+            write: to,
+            their_write,
+            their_read,
+        }) => {
+            // Theirs are the client's alone now: its closing them must end what the daemon reads.
+            drop((their_write, their_read));
+            // The socket stays open, unread and unwatched, for as long as the session: it closes whole
+            // only when the client's process is gone, which a pipe it closed its side of cannot tell.
+            drop((reader, write));
+            match crate::unix_io::pipes(read, to) {
+                Ok((read, to)) => (BufReader::new(read), to),
+                Err(e) => {
+                    tracing::debug!(error = %e, "a session's pipes could not be set up");
+                    return;
+                }
             }
         }
-    } else {
-        let hangup = Hangup::of(&write);
-        (reader, write, hangup)
+        None => (reader, write),
     };
     let ct = CancellationToken::new();
     let registered = daemon
@@ -302,70 +310,6 @@ async fn read_hello(reader: &mut BufReader<ReadHalf>) -> Result<Hello, String> {
     serde_json::from_str(line.trim()).map_err(|e| {
         format!("the first line is not an ovai hello ({e}); connect through `ovai mcp`, which an MCP client starts from desks/NAME/.mcp.json")
     })
-}
-
-/// The two pipes a session offered in its hello: the end the daemon reads, then the end it writes.
-async fn receive_pipes(reader: &BufReader<ReadHalf>) -> Result<(OwnedFd, OwnedFd), String> {
-    if !reader.buffer().is_empty() {
-        return Err(
-            "the session sent more after a hello that offered pipes, before they were taken; send the two pipes \
-             once welcomed, then the session's lines on them"
-                .into(),
-        );
-    }
-    // Room for more than two, so a message carrying more is told so rather than cut to two.
-    let fds = tokio::time::timeout(HELLO_TIMEOUT, reader.get_ref().receive_fds(4))
-        .await
-        .map_err(|_| {
-            format!(
-                "the two pipes the hello offered did not arrive within {} s of the welcome",
-                HELLO_TIMEOUT.as_secs()
-            )
-        })?
-        .map_err(|e| format!("the pipes the hello offered could not be received: {e}"))?;
-    let [read, write]: [OwnedFd; 2] = fds.try_into().map_err(|fds: Vec<OwnedFd>| {
-        format!(
-            "the message after the welcome carried {} descriptors; it must carry two pipes, the end the server \
-             reads and then the end it writes",
-            fds.len()
-        )
-    })?;
-    pipe_end(&read, nix::fcntl::OFlag::O_RDONLY, "first", "reading")?;
-    pipe_end(&write, nix::fcntl::OFlag::O_WRONLY, "second", "writing")?;
-    let inode = |fd: &OwnedFd| {
-        nix::sys::stat::fstat(fd)
-            .map(|st| (st.st_dev, st.st_ino))
-            .ok()
-    };
-    if inode(&read) == inode(&write) {
-        // The daemon would read back its own answers.
-        return Err(
-            "the two descriptors passed after the welcome are the two ends of one pipe; pass two pipes".into(),
-        );
-    }
-    Ok((read, write))
-}
-
-/// Whether `fd` is a pipe open for `mode` alone, and if not, the sentence that says so.
-fn pipe_end(fd: &OwnedFd, mode: nix::fcntl::OFlag, which: &str, end: &str) -> Result<(), String> {
-    use nix::fcntl::{FcntlArg, OFlag, fcntl};
-    use nix::sys::stat::{SFlag, fstat};
-    let is_pipe = fstat(fd)
-        .is_ok_and(|st| SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFIFO);
-    let access =
-        fcntl(fd, FcntlArg::F_GETFL).map(|f| OFlag::from_bits_truncate(f) & OFlag::O_ACCMODE);
-    if is_pipe && access == Ok(mode) {
-        return Ok(());
-    }
-    Err(format!(
-        "the {which} descriptor passed after the welcome is not the {end} end of a pipe; it must be the end the \
-         server {}",
-        if mode == OFlag::O_RDONLY {
-            "reads"
-        } else {
-            "writes"
-        }
-    ))
 }
 
 async fn refuse(daemon: &Daemon, write: &mut WriteHalf, why: String) {
