@@ -905,3 +905,34 @@ fn a_client_that_closed_its_input_is_answered_for_calls_the_daemon_took_down_wit
     assert!(text.contains("went away"), "{text}");
     assert!(s.wait().success());
 }
+
+#[test]
+fn a_session_over_pipes_that_closed_its_input_and_died_has_its_calls_stopped() {
+    let (inst, d, mut probe) = waiting_calls();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let dir = inst.root.display().to_string();
+    for n in 1..=3 {
+        s.send_request(
+            "tools/call",
+            json!({ "name": "waits", "arguments": { "dir": dir, "n": n } }),
+        );
+    }
+    wait_until("the three calls to run", || {
+        (probe.call("runs", json!({})).0 == "3").then_some(())
+    });
+    // Its client closes its input (the bridge closes the pipe the daemon reads, and waits for answers);
+    // then the bridge dies. The end of what the daemon reads looks the same either way: only the socket
+    // beside the pipes tells it that nobody will read the answers.
+    s.close_input();
+    signal(s.child.id(), libc::SIGKILL);
+    wait_until("the dead session's calls to be stopped", || {
+        (1..=3)
+            .all(|n| inst.root.join(format!("aborted-{n}")).exists())
+            .then_some(())
+    });
+    wait_until("the dead session to end", || {
+        let status = d.status()?;
+        (status["seats"][0]["sessions"] == 1).then_some(())
+    });
+}

@@ -11,24 +11,6 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 
-const WAITS: &str = r#"
-import { writeFileSync } from "node:fs";
-export const description = "Waits until cancelled.";
-export const inputSchema = { type: "object" };
-export async function run(args, context) {
-  globalThis.runs = (globalThis.runs ?? 0) + 1;
-  await new Promise((r) => context.signal.addEventListener("abort", r));
-  writeFileSync(`${args.dir}/aborted-${args.n}`, "stopped");
-  return { text: "ended" };
-}
-"#;
-
-const RUNS: &str = r#"
-export const description = "How many waits ran.";
-export const inputSchema = { type: "object" };
-export function run() { return { text: String(globalThis.runs ?? 0) }; }
-"#;
-
 /// The pipes among a process's descriptors, by the kernel's name for each (`pipe:[inode]`), past stdio.
 fn pipes_of(pid: u32) -> Vec<String> {
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
@@ -70,44 +52,6 @@ fn a_seat_session_goes_over_two_pipes_whose_other_ends_the_daemon_holds() {
         2,
         "pipes the bridge and the daemon share: {shared:?}; the daemon's: {daemon:?}"
     );
-}
-
-#[test]
-fn a_session_over_pipes_that_closed_its_input_and_died_has_its_calls_stopped() {
-    let inst = Instance::with_plugins(&[("waits.mjs", WAITS), ("runs.mjs", RUNS)]);
-    inst.set_config(json!({ "callTimeoutSeconds": 600 }));
-    let d = inst.start();
-    let mut probe = inst.session("lead");
-    probe.initialize();
-    let mut s = inst.session("lead");
-    s.initialize();
-    let dir = inst.root.display().to_string();
-    for n in 1..=3 {
-        s.send_request(
-            "tools/call",
-            json!({ "name": "waits", "arguments": { "dir": dir, "n": n } }),
-        );
-    }
-    wait_until("the three calls to run", || {
-        (probe.call("runs", json!({})).0 == "3").then_some(())
-    });
-    // Its client closes its input (the bridge closes the pipe the daemon reads, and waits for answers);
-    // then the bridge dies. Only the socket beside the pipes tells the daemon that nobody will read them.
-    s.close_input();
-    wait_until("the daemon to see the session's input end", || {
-        let status = d.status()?;
-        (status["seats"][0]["sessions"] == 2).then_some(())
-    });
-    signal(s.child.id(), libc::SIGKILL);
-    wait_until("the dead session's calls to be stopped", || {
-        (1..=3)
-            .all(|n| inst.root.join(format!("aborted-{n}")).exists())
-            .then_some(())
-    });
-    wait_until("the dead session to end", || {
-        let status = d.status()?;
-        (status["seats"][0]["sessions"] == 1).then_some(())
-    });
 }
 
 const BIG: &str = r#"
