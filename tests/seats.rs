@@ -158,6 +158,51 @@ fn connections_that_never_say_who_they_are_cannot_lock_out_sessions_or_commands(
 }
 
 #[test]
+fn sessions_that_say_who_they_are_at_once_never_number_more_than_the_cap() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "maxConnections": 8 }));
+    let _d = inst.start();
+    let socket = inst.root.join(".ovai/ovai.sock");
+    let hello = format!(
+        "{}\n",
+        json!({ "ovai": ovai::wire::VERSION, "seatSecret": inst.secret("lead") })
+    );
+    // Many at once from several threads, each sending its hello as it connects: a newcomer at the cap
+    // takes the place of one whose hello the daemon has not read yet, which must then go even if its
+    // hello has arrived meanwhile.
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (socket, hello) = (socket.clone(), hello.clone());
+            std::thread::spawn(move || {
+                (0..150)
+                    .filter_map(|_| {
+                        let mut s = std::os::unix::net::UnixStream::connect(&socket).ok()?;
+                        let _ = std::io::Write::write_all(&mut s, hello.as_bytes());
+                        Some(s)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let clients: Vec<_> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    let mut welcomed = 0;
+    for mut c in clients {
+        c.set_read_timeout(Some(PATIENCE)).unwrap();
+        let line = ovai::client::read_line_unbuffered(&mut c, 64 * 1024).unwrap_or_default();
+        if line.contains("\"ok\":true") {
+            welcomed += 1;
+        }
+    }
+    assert!(
+        welcomed <= 8,
+        "{welcomed} sessions were let in past maxConnections 8"
+    );
+}
+
+#[test]
 fn a_secret_two_seats_share_opens_neither_and_a_missing_book_says_how_to_rebuild() {
     let inst = Instance::new();
     inst.add_seat("w1");

@@ -105,6 +105,10 @@ pub fn turn_away(daemon: &Daemon, stream: &UnixStream, max: usize) {
     let _ = stream.try_write(wire::line(&w).as_bytes());
 }
 
+/// Why a connection that had not said who it is gave up its place to a newcomer.
+const EVICTED: &str = "the server holds as many connections as maxConnections allows, and this one had not said who \
+     it is; connect again and send the hello at once";
+
 pub async fn handle(
     daemon: Arc<Daemon>,
     stream: UnixStream,
@@ -122,16 +126,14 @@ pub async fn handle(
     let mut reader = BufReader::new(read);
     let hello = tokio::select! {
         h = tokio::time::timeout(HELLO_TIMEOUT, read_hello(&mut reader)) => h,
-        _ = evicted.cancelled() => {
-            return refuse(
-                &daemon,
-                &mut write,
-                "the server holds as many connections as maxConnections allows, and this one had not said who it is; connect again and send the hello at once".into(),
-            )
-            .await;
-        }
+        _ = evicted.cancelled() => return refuse(&daemon, &mut write, EVICTED.into()).await,
     };
     daemon.waiting_hellos.done(waiting);
+    // Told to go just as its hello arrived: its place went to a newcomer, so it goes all the same (or
+    // the two would hold one place). Once `done`, it can no longer be told.
+    if evicted.is_cancelled() {
+        return refuse(&daemon, &mut write, EVICTED.into()).await;
+    }
     let hello = match hello {
         Ok(Ok(h)) => h,
         Ok(Err(why)) => return refuse(&daemon, &mut write, why).await,
