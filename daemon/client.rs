@@ -119,10 +119,31 @@ pub fn hello_seat_over_pipes(
             "the welcome said it came with two pipes, and it came with {n} descriptors"
         )));
     };
+    for (fd, mode, end) in [
+        (&write, nix::fcntl::OFlag::O_WRONLY, "the end to write into"),
+        (&read, nix::fcntl::OFlag::O_RDONLY, "the end to read from"),
+    ] {
+        if !is_pipe_end(fd, mode) {
+            return Err(ClientError::Protocol(format!(
+                "the welcome came with descriptors, and {end} is not that end of a pipe"
+            )));
+        }
+    }
     Ok(Some(SeatPipes {
         write: write.into(),
         read: read.into(),
     }))
+}
+
+/// Whether `fd` is a pipe open for `mode` alone.
+fn is_pipe_end(fd: &std::os::fd::OwnedFd, mode: nix::fcntl::OFlag) -> bool {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    use nix::sys::stat::{SFlag, fstat};
+    let is_pipe = fstat(fd)
+        .is_ok_and(|st| SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFIFO);
+    is_pipe
+        && fcntl(fd, FcntlArg::F_GETFL)
+            .is_ok_and(|f| OFlag::from_bits_truncate(f) & OFlag::O_ACCMODE == mode)
 }
 
 /// One byte of a socket, and any descriptors that come with it (close-on-exec as they arrive).

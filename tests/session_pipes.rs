@@ -237,3 +237,45 @@ fn the_welcome_brings_the_pipes_and_the_session_goes_on_over_them() {
             .is_some_and(|t| !t.is_empty())
     );
 }
+
+#[test]
+fn a_bridge_given_something_else_than_two_pipes_says_so_and_answers() {
+    let inst = Instance::new();
+    // Not ovai's daemon: something on its socket that welcomes with a file and /dev/zero for pipes.
+    let path = inst.root.join(".ovai/ovai.sock");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let fake = std::thread::spawn(move || {
+        let (mut sock, _) = listener.accept().unwrap();
+        ovai::client::read_line_unbuffered(&mut sock, 64 * 1024).unwrap();
+        let file = std::fs::File::open("/dev/null").unwrap();
+        let zero = std::fs::File::open("/dev/zero").unwrap();
+        let raw = [file.as_raw_fd(), zero.as_raw_fd()];
+        nix::sys::socket::sendmsg::<()>(
+            sock.as_raw_fd(),
+            &[std::io::IoSlice::new(b"{\"ok\":true,\"pipes\":true}\n")],
+            &[nix::sys::socket::ControlMessage::ScmRights(&raw)],
+            nix::sys::socket::MsgFlags::empty(),
+            None,
+        )
+        .unwrap();
+        // Held open until the bridge has had its say.
+        let _ = ovai::client::read_line_unbuffered(&mut sock, 64 * 1024);
+    });
+    let (mut s, r) = inst.try_session(&inst.secret("lead"));
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("the end to write into is not that end of a pipe"),
+        "{r}"
+    );
+    assert!(!s.wait().success());
+    assert!(
+        s.stderr
+            .lock()
+            .unwrap()
+            .contains("is not that end of a pipe"),
+        "{}",
+        s.stderr.lock().unwrap()
+    );
+    fake.join().unwrap();
+}

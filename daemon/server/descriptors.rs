@@ -10,10 +10,10 @@ use crate::runtime_log::{RuntimeLog, Topic};
 /// respawning host beside a retiring one.
 const RESERVE: u64 = 64;
 
-/// `per_connection`: descriptors each connection may hold (a socket session holds up to four: its read
-/// and write halves, the write half's registration while the peer does not read, and the one it asks
-/// whether its client died), counted with the
-/// HTTP endpoint's own connections when it listens.
+/// `per_connection`: descriptors each connection may hold (a session holds up to four: what it reads and
+/// what it writes, its pipes or its socket's halves; the write end's registration while the peer does not
+/// read; and the socket it asks whether its client died. For a moment at its welcome, two more: the
+/// client's ends of its pipes), counted with the HTTP endpoint's own connections when it listens.
 pub fn raise_limit(log: &RuntimeLog, max_connections: usize, per_connection: usize) {
     let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
         return;
