@@ -81,8 +81,9 @@ pub struct Welcome {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// This line carries the session's two pipes (SCM_RIGHTS: the end the client writes into, then the
-    /// end it reads from), and the socket carries nothing more. Absent (an older daemon, none asked for,
-    /// or none could be made), the session goes on over the socket.
+    /// end it reads from), and the socket carries nothing more; the client keeps it open all the same,
+    /// as the daemon takes its closing for the client's end. Absent (an older daemon, none asked for, or
+    /// none could be made), the session goes on over the socket.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pipes: bool,
 }
