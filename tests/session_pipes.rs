@@ -149,6 +149,19 @@ fn welcome_with_fds(sock: &UnixStream) -> (String, usize) {
     (String::from_utf8_lossy(&line).into_owned(), fds.len())
 }
 
+/// Writes `bytes` on `sock` with `fds` attached.
+fn send_with_fds(sock: &UnixStream, bytes: &[u8], fds: &[&dyn AsRawFd]) {
+    let raw: Vec<i32> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
+    nix::sys::socket::sendmsg::<()>(
+        sock.as_raw_fd(),
+        &[std::io::IoSlice::new(bytes)],
+        &[nix::sys::socket::ControlMessage::ScmRights(&raw)],
+        nix::sys::socket::MsgFlags::empty(),
+        None,
+    )
+    .unwrap();
+}
+
 #[test]
 fn a_client_cannot_hand_the_daemon_pipes_of_its_own_to_make_blocking() {
     use nix::fcntl::{FcntlArg, OFlag, fcntl};
@@ -175,15 +188,7 @@ fn a_client_cannot_hand_the_daemon_pipes_of_its_own_to_make_blocking() {
     // client could make the daemon's ends blocking and stop reading.
     let (daemon_reads, to_daemon) = nix::unistd::pipe().unwrap();
     let (_from_daemon, daemon_writes) = nix::unistd::pipe().unwrap();
-    let raw = [daemon_reads.as_raw_fd(), daemon_writes.as_raw_fd()];
-    nix::sys::socket::sendmsg::<()>(
-        sock.as_raw_fd(),
-        &[std::io::IoSlice::new(b"\n")],
-        &[nix::sys::socket::ControlMessage::ScmRights(&raw)],
-        nix::sys::socket::MsgFlags::empty(),
-        None,
-    )
-    .unwrap();
+    send_with_fds(&sock, b"\n", &[&daemon_reads, &daemon_writes]);
     for fd in [&daemon_reads, &daemon_writes] {
         let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL).unwrap());
         fcntl(fd, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK)).unwrap();
@@ -250,15 +255,7 @@ fn a_bridge_given_something_else_than_two_pipes_says_so_and_answers() {
         ovai::client::read_line_unbuffered(&mut sock, 64 * 1024).unwrap();
         let file = std::fs::File::open("/dev/null").unwrap();
         let zero = std::fs::File::open("/dev/zero").unwrap();
-        let raw = [file.as_raw_fd(), zero.as_raw_fd()];
-        nix::sys::socket::sendmsg::<()>(
-            sock.as_raw_fd(),
-            &[std::io::IoSlice::new(b"{\"ok\":true,\"pipes\":true}\n")],
-            &[nix::sys::socket::ControlMessage::ScmRights(&raw)],
-            nix::sys::socket::MsgFlags::empty(),
-            None,
-        )
-        .unwrap();
+        send_with_fds(&sock, b"{\"ok\":true,\"pipes\":true}\n", &[&file, &zero]);
         // Held open until the bridge has had its say.
         let _ = ovai::client::read_line_unbuffered(&mut sock, 64 * 1024);
     });
