@@ -94,12 +94,13 @@ fn a_client_that_keeps_its_pipe_ends_blocking_and_stops_reading_holds_up_nobody_
     to_daemon
         .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"x\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
         .unwrap();
-    // Far more answer than a pipe holds, never read; then exactly a pipe's worth of empty lines.
+    // Exactly a pipe's worth of empty lines (sent while the session has room, so the write ends); then
+    // far more answer than a pipe holds, never read.
+    to_daemon.write_all(&vec![b'\n'; 64 * 1024]).unwrap();
     let calls: String = (1..=40)
         .map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"big\",\"arguments\":{{}}}}}}\n"))
         .collect();
     to_daemon.write_all(calls.as_bytes()).unwrap();
-    to_daemon.write_all(&vec![b'\n'; 64 * 1024]).unwrap();
 
     // The daemon answers everybody else meanwhile.
     let status = d.status().expect("ovai status answers");
