@@ -72,10 +72,18 @@ fn over_pipes(inst: &Instance) -> (std::fs::File, std::fs::File, UnixStream) {
     (pipes.write, pipes.read, sock)
 }
 
-fn blocking(fd: &impl AsRawFd) -> bool {
+/// A client's initialize (and initialized), as raw lines.
+const INITIALIZE: &str = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"x\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+
+/// `n` raw calls of `big`, ids 1 to `n`.
+fn big_calls(n: u64) -> String {
+    (1..=n)
+        .map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"big\",\"arguments\":{{}}}}}}\n"))
+        .collect()
+}
+
+fn blocking(fd: &impl std::os::fd::AsFd) -> bool {
     use nix::fcntl::{FcntlArg, OFlag, fcntl};
-    // SAFETY: the descriptor is open for the whole call (borrowed from its owner).
-    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd.as_raw_fd()) };
     let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL).unwrap());
     !flags.contains(OFlag::O_NONBLOCK)
 }
@@ -91,16 +99,11 @@ fn a_client_that_keeps_its_pipe_ends_blocking_and_stops_reading_holds_up_nobody_
     let (mut to_daemon, from_daemon, sock) = over_pipes(&inst);
     // Its ends are its own open files: blocking, as a pipe is made, whatever the daemon's are.
     assert!(blocking(&to_daemon) && blocking(&from_daemon));
-    to_daemon
-        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"x\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
-        .unwrap();
+    to_daemon.write_all(INITIALIZE.as_bytes()).unwrap();
     // Exactly a pipe's worth of empty lines (sent while the session has room, so the write ends); then
     // far more answer than a pipe holds, never read.
     to_daemon.write_all(&vec![b'\n'; 64 * 1024]).unwrap();
-    let calls: String = (1..=40)
-        .map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"big\",\"arguments\":{{}}}}}}\n"))
-        .collect();
-    to_daemon.write_all(calls.as_bytes()).unwrap();
+    to_daemon.write_all(big_calls(40).as_bytes()).unwrap();
 
     // The daemon answers everybody else meanwhile.
     let status = d.status().expect("ovai status answers");
@@ -194,13 +197,9 @@ fn a_client_cannot_hand_the_daemon_pipes_of_its_own_to_make_blocking() {
         let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL).unwrap());
         fcntl(fd, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK)).unwrap();
     }
-    let calls: String = (1..=20)
-        .map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"big\",\"arguments\":{{}}}}}}\n"))
-        .collect();
-    let init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"x\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
     let mut to_daemon = std::fs::File::from(to_daemon);
     to_daemon
-        .write_all(format!("{init}{calls}").as_bytes())
+        .write_all(format!("{INITIALIZE}{}", big_calls(20)).as_bytes())
         .unwrap();
 
     // Nobody else waits on that client.
@@ -244,16 +243,27 @@ fn the_welcome_brings_the_pipes_and_the_session_goes_on_over_them() {
     );
 }
 
-#[test]
-fn a_bridge_given_something_else_than_two_pipes_says_so_and_answers() {
-    let inst = Instance::new();
-    // Not ovai's daemon: something on its socket that welcomes with a file and /dev/zero for pipes.
+/// Not ovai's daemon: something on the instance's socket that takes one connection's hello, then does
+/// `serve` with it.
+fn fake_daemon(
+    inst: &Instance,
+    serve: impl FnOnce(UnixStream) + Send + 'static,
+) -> std::thread::JoinHandle<()> {
     let path = inst.root.join(".ovai/ovai.sock");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
-    let fake = std::thread::spawn(move || {
+    std::thread::spawn(move || {
         let (mut sock, _) = listener.accept().unwrap();
         ovai::client::read_line_unbuffered(&mut sock, 64 * 1024).unwrap();
+        serve(sock);
+    })
+}
+
+#[test]
+fn a_bridge_given_something_else_than_two_pipes_says_so_and_answers() {
+    let inst = Instance::new();
+    // A welcome with a file and /dev/zero for pipes.
+    let fake = fake_daemon(&inst, |mut sock| {
         let file = std::fs::File::open("/dev/null").unwrap();
         let zero = std::fs::File::open("/dev/zero").unwrap();
         send_with_fds(&sock, b"{\"ok\":true,\"pipes\":true}\n", &[&file, &zero]);
@@ -275,5 +285,24 @@ fn a_bridge_given_something_else_than_two_pipes_says_so_and_answers() {
         "{}",
         s.stderr.lock().unwrap()
     );
+    fake.join().unwrap();
+}
+
+#[test]
+fn a_bridge_whose_daemon_makes_no_pipes_goes_on_over_the_socket() {
+    let inst = Instance::new();
+    // An older daemon: a welcome without pipes, then the session's lines on the socket.
+    let fake = fake_daemon(&inst, |mut sock| {
+        sock.write_all(b"{\"ok\":true}\n").unwrap();
+        let line = ovai::client::read_line_unbuffered(&mut sock, 64 * 1024).unwrap();
+        let request: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let answer =
+            json!({ "jsonrpc": "2.0", "id": request["id"], "result": { "over": "the socket" } });
+        sock.write_all(format!("{answer}\n").as_bytes()).unwrap();
+        let _ = ovai::client::read_line_unbuffered(&mut sock, 64 * 1024);
+    });
+    let (s, r) = inst.try_session(&inst.secret("lead"));
+    assert_eq!(r["result"], json!({ "over": "the socket" }), "{r}");
+    drop(s);
     fake.join().unwrap();
 }

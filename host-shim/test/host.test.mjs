@@ -75,6 +75,12 @@ function callLine(id, tool, args = {}, key = id) {
   return JSON.stringify({ t: "call", id, tool, args, seat: "s", role: "Worker", key }) + "\n";
 }
 
+/** Calls `tool` as call `id` (its key the same) and gives the text it answered. */
+async function answerText(host, id, tool, args = {}) {
+  host.send({ t: "call", id, tool, args, seat: "s", role: "Worker", key: id });
+  return (await host.next((m) => m.id === id)).text;
+}
+
 async function loaded(host, dir, name, source, id) {
   host.send({ t: "load", id, name, file: plugin(dir, name, source) });
   return host.next((m) => m.t === "loaded" && m.id === id);
@@ -377,8 +383,7 @@ test("a plugin patching setImmediate's internals or fs.writeSync neither stalls 
   host.child.stdio[3].write(lines);
   await host.next((m) => m.t === "pong" && m.n === 9);
   for (let n = 0; n < 5; n++) assert.equal((await host.next((m) => m.id === 10 + n)).text, `a${n}`);
-  host.send({ t: "call", id: 20, tool: "seen", args: {}, seat: "s", role: "Worker", key: 20 });
-  assert.equal((await host.next((m) => m.id === 20)).text, "0");
+  assert.equal(await answerText(host, 20, "seen"), "0");
   host.stop();
 });
 
@@ -484,8 +489,7 @@ test("a plugin patching how typed arrays report their size neither loses nor see
   await loaded(host, dir, "later", HEADER + "export async function run(args) { return { text: `a${args.n}` }; }", 2);
   await loaded(host, dir, "seen", HEADER + "export function run() { return { text: String(globalThis.seen) }; }", 3);
   await startRescuer(host, dir);
-  host.send({ t: "call", id: 5, tool: "patch", args: {}, seat: "s", role: "Worker", key: 5 });
-  assert.equal((await host.next((m) => m.id === 5)).text, "patched");
+  assert.equal(await answerText(host, 5, "patch"), "patched");
   // Answers made together are held, then written together.
   let lines = "";
   for (let n = 0; n < 5; n++) {
@@ -493,8 +497,7 @@ test("a plugin patching how typed arrays report their size neither loses nor see
   }
   host.child.stdio[3].write(lines);
   for (let n = 0; n < 5; n++) assert.equal((await host.next((m) => m.id === 10 + n)).text, `a${n}`);
-  host.send({ t: "call", id: 20, tool: "seen", args: {}, seat: "s", role: "Worker", key: 20 });
-  assert.equal((await host.next((m) => m.id === 20)).text, "0");
+  assert.equal(await answerText(host, 20, "seen"), "0");
   host.stop();
 });
 
@@ -532,8 +535,7 @@ test("a plugin whose stack runs out while its progress report is written neither
     outcomes.add((await host.next((m) => m.t === "answer" && m.id === id)).text);
   }
   assert.ok(outcomes.has("threw"), `some depth ran out of stack in the report: ${[...outcomes]}`);
-  host.send({ t: "call", id: 5, tool: "ok", args: { n: 1 }, seat: "s", role: "Worker", key: 5 });
-  assert.equal((await host.next((m) => m.id === 5)).text, "ok-1");
+  assert.equal(await answerText(host, 5, "ok", { n: 1 }), "ok-1");
   host.stop();
 });
 
@@ -557,8 +559,7 @@ test("a plugin patching Promise[Symbol.hasInstance] or putting a then getter on 
   await loaded(host, dir, "ok", HEADER + "export function run(args) { return { text: `ok-${args.n}` }; }", 2);
   await loaded(host, dir, "later", HEADER + "export async function run(args) { await null; return { text: `later-${args.n}` }; }", 3);
   await loaded(host, dir, "seen", HEADER + "export function run() { return { text: String(globalThis.seen) }; }", 4);
-  host.send({ t: "call", id: 5, tool: "arm", args: {}, seat: "s", role: "Worker", key: 5 });
-  assert.equal((await host.next((m) => m.id === 5)).text, "armed");
+  assert.equal(await answerText(host, 5, "arm"), "armed");
   let lines = "";
   ["ok", "later", "ok"].forEach((tool, n) => {
     lines += callLine(10 + n, tool, { n }, n);
@@ -567,7 +568,6 @@ test("a plugin patching Promise[Symbol.hasInstance] or putting a then getter on 
   for (let n = 0; n < 3; n++) {
     assert.equal((await host.next((m) => m.id === 10 + n)).text, `${n === 1 ? "later" : "ok"}-${n}`);
   }
-  host.send({ t: "call", id: 20, tool: "seen", args: {}, seat: "s", role: "Worker", key: 20 });
-  assert.equal((await host.next((m) => m.id === 20)).text, "0");
+  assert.equal(await answerText(host, 20, "seen"), "0");
   host.stop();
 });
