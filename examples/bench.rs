@@ -93,9 +93,9 @@ impl Setup {
 
     /// The calls each run makes, at its own concurrency, before the `n` it measures. The baseline is
     /// JavaScript: V8 compiles its hot paths over the first thousands of calls, and a run of 5,000
-    /// after 200 measured mostly that (its k32 was half what it settles at, from 20,000 calls on), as
-    /// ovai's plugin host, also Node, had it too. A server of a workspace runs for hours: what is
-    /// measured is the settled figure.
+    /// after 200 measured mostly that (its k32 was half what it settles at, from 20,000 calls on);
+    /// ovai's plugin host, also Node, needs it too. A server of a workspace runs for hours: what is
+    /// measured is the settled figure. `--quick` shortens both, so its figures are not settled.
     fn warm_up(&self, n: usize) -> usize {
         self.calls((n * 2 / 5).max(2_000))
     }
@@ -708,10 +708,13 @@ fn scaling(setup: &Setup, one: &Instance) {
         let mut rows: Vec<Figures> = Vec::new();
         for _ in 0..setup.runs {
             let (d, _) = Daemon::start(setup, one);
-            let clients = ovai_clients(setup, one, n, 10, 1);
+            let mut clients = ovai_clients(setup, one, n);
+            for c in &mut clients {
+                c.calls("p0000", 10, 1);
+            }
             let total = setup.calls(16_000);
             let before = cpu_us(d.pid());
-            let mut f = sessions(clients, (total / n).max(20), 4);
+            let mut f = sessions(&mut clients, (total / n).max(20), 4);
             let calls = ((total / n).max(20) * n) as f64;
             f.insert("cpu", (cpu_us(d.pid()) - before) / calls);
             rows.push(f);
@@ -805,8 +808,8 @@ fn http_cases(setup: &Setup, cases: &mut Vec<(&'static str, Figures, Figures)>) 
     cases.push(alternate(
         "http_k32",
         setup.runs,
-        || ovai_http_calls(setup, &over_http, 5000, 32),
-        || baseline_http_calls(setup, &over_http, 5000, 32),
+        || ovai_http_calls(setup, &over_http, 20_000, 32),
+        || baseline_http_calls(setup, &over_http, 20_000, 32),
     ));
 }
 
@@ -941,12 +944,12 @@ fn baseline_calls(setup: &Setup, inst: &Instance, n: usize, k: usize) -> Figures
     latency_figures(lat, wall, failed)
 }
 
-fn sessions(clients: Vec<Client>, per_session: usize, k: usize) -> Figures {
+fn sessions(clients: &mut [Client], per_session: usize, k: usize) -> Figures {
     let started = Instant::now();
     let results: Vec<(Vec<Duration>, usize)> = std::thread::scope(|scope| {
         let handles: Vec<_> = clients
-            .into_iter()
-            .map(|mut c| {
+            .iter_mut()
+            .map(|c| {
                 scope.spawn(move || {
                     let (lat, _, failed) = c.calls("p0000", per_session, k);
                     (lat, failed)
@@ -969,32 +972,37 @@ fn sessions(clients: Vec<Client>, per_session: usize, k: usize) -> Figures {
 
 fn ovai_sessions(setup: &Setup, inst: &Instance, n: usize, k: usize, per: usize) -> Figures {
     let (_d, _) = Daemon::start(setup, inst);
-    let clients = ovai_clients(setup, inst, n, setup.warm_up(per), k);
-    sessions(clients, setup.calls(per), k)
+    let mut clients = ovai_clients(setup, inst, n);
+    sessions_settled(&mut clients, setup.calls(per), k)
 }
 
-/// `n` sessions of `ovai mcp`, initialised and warmed with `warm` calls each, `k` at a time.
-fn ovai_clients(setup: &Setup, inst: &Instance, n: usize, warm: usize, k: usize) -> Vec<Client> {
+/// Calls from every session at once, `per` each: as many again first, to warm the server (each of the
+/// baseline's sessions is a Node process of its own, which V8 warms by itself), then the `per` measured.
+fn sessions_settled(clients: &mut [Client], per: usize, k: usize) -> Figures {
+    sessions(clients, per, k);
+    sessions(clients, per, k)
+}
+
+/// `n` sessions of `ovai mcp`, initialised.
+fn ovai_clients(setup: &Setup, inst: &Instance, n: usize) -> Vec<Client> {
     (0..n)
         .map(|_| {
             let mut c = Client::ovai(setup, inst);
             c.initialize();
-            c.calls("p0000", warm, k);
             c
         })
         .collect()
 }
 
 fn baseline_sessions(setup: &Setup, inst: &Instance, n: usize, k: usize, per: usize) -> Figures {
-    let clients: Vec<Client> = (0..n)
+    let mut clients: Vec<Client> = (0..n)
         .map(|_| {
             let mut c = Client::baseline(setup, inst);
             c.initialize();
-            c.calls("p0000", setup.warm_up(per), k);
             c
         })
         .collect();
-    sessions(clients, setup.calls(per), k)
+    sessions_settled(&mut clients, setup.calls(per), k)
 }
 
 /// `n` calls at K=1 through `relays` minimal relays in front of a minimal responder.

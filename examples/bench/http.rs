@@ -4,9 +4,13 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+/// Ids of calls: never reused within a session, warm-up and measured calls alike (MCP asks it).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 pub struct Conn {
     reader: BufReader<TcpStream>,
@@ -127,13 +131,13 @@ pub fn calls(
     let started = Instant::now();
     let results: Vec<(Vec<Duration>, usize)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..k)
-            .map(|t| {
+            .map(|_| {
                 scope.spawn(move || {
                     let mut c = Conn::open(addr, token, Some(session.to_string()));
                     let mut lat = Vec::with_capacity(per);
                     let mut failed = 0;
                     for i in 0..per {
-                        let id = (t * per + i + 1) as u64;
+                        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
                         let sent = Instant::now();
                         let (_, messages) = c
                             .post(&json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
