@@ -580,6 +580,20 @@ fn a_notification_after_a_refused_request_of_a_newer_revision_does_not_end_the_s
     assert_eq!(text_of(&r), ("slow done".to_string(), false));
 }
 
+/// Waits for the `calls` calls of a session whose client died to be stopped (`aborted-1` to `aborted-N`,
+/// noted by `WAITS`), and for the session to end, leaving the one other session of the seat.
+fn wait_for_a_dead_session_to_be_stopped(inst: &Instance, d: &Daemon, calls: usize) {
+    wait_until("the dead session's calls to be stopped", || {
+        (1..=calls)
+            .all(|n| inst.root.join(format!("aborted-{n}")).exists())
+            .then_some(())
+    });
+    wait_until("the dead session to end", || {
+        let status = d.status()?;
+        (status["seats"][0]["sessions"] == 1).then_some(())
+    });
+}
+
 /// Each call waits for its signal, then notes why it fired in `aborted-N`; `runs` says how many ran.
 const WAITS: &str = r#"
 import { writeFileSync } from "node:fs";
@@ -846,15 +860,7 @@ export function run() { return { text: "x".repeat(256 * 1024) }; }
     // It closes its writing side, as the bridge does, then dies.
     sock.shutdown(std::net::Shutdown::Write).unwrap();
     drop(sock);
-    wait_until("the dead session's calls to be stopped", || {
-        (1..=8)
-            .all(|n| inst.root.join(format!("aborted-{n}")).exists())
-            .then_some(())
-    });
-    wait_until("the dead session to end", || {
-        let status = d.status()?;
-        (status["seats"][0]["sessions"] == 1).then_some(())
-    });
+    wait_for_a_dead_session_to_be_stopped(&inst, &d, 8);
 }
 
 #[test]
@@ -926,13 +932,5 @@ fn a_session_over_pipes_that_closed_its_input_and_died_has_its_calls_stopped() {
     // beside the pipes tells it that nobody will read the answers.
     s.close_input();
     signal(s.child.id(), libc::SIGKILL);
-    wait_until("the dead session's calls to be stopped", || {
-        (1..=3)
-            .all(|n| inst.root.join(format!("aborted-{n}")).exists())
-            .then_some(())
-    });
-    wait_until("the dead session to end", || {
-        let status = d.status()?;
-        (status["seats"][0]["sessions"] == 1).then_some(())
-    });
+    wait_for_a_dead_session_to_be_stopped(&inst, &d, 3);
 }
