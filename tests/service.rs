@@ -130,7 +130,7 @@ fn the_systemd_unit_is_written_filled_in_and_verifies() {
         }
         Err(_) => assert!(
             std::env::var_os("OVAI_REQUIRE_SYSTEMD_ANALYZE").is_none(),
-            "systemd-analyze is required here (.ci/run installs it) and was not found"
+            "systemd-analyze is required here (scripts/test installs it where it runs as root with apt-get) and was not found"
         ),
     }
 }
