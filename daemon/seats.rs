@@ -46,8 +46,13 @@ pub enum SeatError {
          the two would share one desk. Pick another name."
     )]
     CaseClash { name: String, existing: String },
-    #[error("There is no seat called {name}. The seats are: {known}.")]
-    Unknown { name: String, known: String },
+    #[error("There is no seat called {name}{near}. The seats are: {known}.")]
+    Unknown {
+        name: String,
+        /// A seat whose name differs only in case, as ` (there is NAME)`, or nothing.
+        near: String,
+        known: String,
+    },
     #[error(
         "{} does not parse ({message} at line {line}, column {column}), so no seat can connect until it is fixed. \
          Run `ovai seat rebuild` to make it again from the desks' .mcp.json files (the version before its last \
@@ -145,10 +150,14 @@ impl SeatBook {
     }
 
     /// The refusal for a seat this book does not have, naming the ones it has.
-    fn unknown(&self, name: &str) -> SeatError {
+    pub fn unknown(&self, name: &str) -> SeatError {
         let known: Vec<_> = self.names().collect();
         SeatError::Unknown {
             name: name.into(),
+            near: known
+                .iter()
+                .find(|s| s.eq_ignore_ascii_case(name))
+                .map_or(String::new(), |s| format!(" (there is {s})")),
             known: if known.is_empty() {
                 "none".into()
             } else {
@@ -322,6 +331,56 @@ pub fn ensure_private_dir(inst: &Instance) -> Result<(), SeatError> {
     Ok(crate::files::set_mode(&dir, 0o700)?)
 }
 
+/// The refusals `ovai seat add NAME [--url URL]` can meet before anything is written, asked before the
+/// daemon ends its boxed plugin hosts for the change: a mistyped command ends nobody's calls. `add`
+/// asks again under the book's lock.
+pub fn precheck_add(inst: &Instance, name: &str, url: Option<&str>) -> Result<(), SeatError> {
+    check_name(name)?;
+    SeatBook::load(inst)?.check_new(name)?;
+    if let Some(url) = url {
+        desk::check_url(url)?;
+    }
+    Ok(())
+}
+
+/// The same for a change to a seat that must exist (`rotate`, `remove`).
+pub fn precheck_existing(inst: &Instance, name: &str, url: Option<&str>) -> Result<(), SeatError> {
+    let book = SeatBook::load(inst)?;
+    if !book.seats.contains_key(name) {
+        return Err(book.unknown(name));
+    }
+    if let Some(url) = url {
+        desk::check_url(url)?;
+    }
+    Ok(())
+}
+
+pub fn check_name(name: &str) -> Result<(), SeatError> {
+    match names::why_not(name) {
+        Some(why) => Err(SeatError::BadName {
+            name: name.into(),
+            why,
+        }),
+        None => Ok(()),
+    }
+}
+
+impl SeatBook {
+    /// A new seat's name must be free, in any case.
+    fn check_new(&self, name: &str) -> Result<(), SeatError> {
+        if self.seats.contains_key(name) {
+            return Err(SeatError::Exists(name.into()));
+        }
+        if let Some(existing) = self.names().find(|s| s.eq_ignore_ascii_case(name)) {
+            return Err(SeatError::CaseClash {
+                name: name.into(),
+                existing: existing.into(),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// What `ovai seat add` made.
 pub struct AddedSeat {
     pub mcp_json: PathBuf,
@@ -337,23 +396,10 @@ pub fn add(
     ovai_exe: &Path,
     url: Option<&str>,
 ) -> Result<AddedSeat, SeatError> {
-    if let Some(why) = names::why_not(name) {
-        return Err(SeatError::BadName {
-            name: name.into(),
-            why,
-        });
-    }
+    check_name(name)?;
     let _lock = lock_book(inst)?;
     let mut book = SeatBook::load(inst)?;
-    if book.seats.contains_key(name) {
-        return Err(SeatError::Exists(name.into()));
-    }
-    if let Some(existing) = book.names().find(|s| s.eq_ignore_ascii_case(name)) {
-        return Err(SeatError::CaseClash {
-            name: name.into(),
-            existing: existing.into(),
-        });
-    }
+    book.check_new(name)?;
     let mut warnings: Vec<String> = match url {
         Some(url) => desk::check_url(url)?.into_iter().collect(),
         None => Vec::new(),
@@ -392,9 +438,6 @@ pub fn rotate(
 ) -> Result<(PathBuf, Option<String>), SeatError> {
     let _lock = lock_book(inst)?;
     let mut book = SeatBook::load(inst)?;
-    if !book.seats.contains_key(name) {
-        return Err(book.unknown(name));
-    }
     let Some(record) = book.seats.get_mut(name) else {
         return Err(book.unknown(name));
     };

@@ -219,13 +219,37 @@ fn call_exit_codes_say_text_refusal_or_problem() {
         .stderr(predicate::str::contains(
             "pass --seat NAME, or set OVAI_SECRET",
         ));
+    // A seat that is not there: the hint is a command that works.
     inst.cmd()
         .args(["call", "yesno", "--seat", "ghost"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "desks/ghost/.mcp.json holds no secret",
+            "There is no seat called ghost. The seats are: lead, w1. `ovai seat add ghost` makes it.",
         ));
+    inst.cmd()
+        .args(["call", "yesno", "--seat", "W1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "There is no seat called W1 (there is w1). The seats are: lead, w1.",
+        ))
+        .stderr(predicate::str::contains("seat add").not());
+    inst.cmd()
+        .args(["call", "yesno", "--seat", "w1;rm"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("\"w1;rm\" cannot be a seat name"))
+        .stderr(predicate::str::contains("seat add").not());
+    std::fs::remove_file(inst.root.join("desks/w1/.mcp.json")).unwrap();
+    inst.cmd()
+        .args(["call", "yesno", "--seat", "w1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "desks/w1/.mcp.json is missing, so there is no secret to call as w1 with; `ovai seat rotate w1` writes a new one",
+        ));
+    inst.cmd().args(["seat", "rotate", "w1"]).assert().success();
     inst.cmd().args(["call", "yesno", "{}", "--seat", "w1"]).assert().code(1).stderr(predicate::str::contains(
         "The arguments do not fit the inputSchema of yesno, so it was not run: \"ok\" is a required property",
     ));

@@ -5,6 +5,7 @@
 
 mod common;
 use common::*;
+use predicates::prelude::*;
 use serde_json::json;
 
 fn boxed() -> Instance {
@@ -754,5 +755,77 @@ fn a_restart_never_drops_the_box() {
             .as_str()
             .unwrap()
             .starts_with(Box_::Bwrap.described())
+    );
+}
+
+/// A seat command that is refused (a mistyped name, a seat that exists or does not) changes nothing, so
+/// it ends no plugin host: the calls in flight on the boxed host run on and answer.
+#[test]
+fn a_refused_seat_command_ends_no_host_and_no_call() {
+    let inst = boxed();
+    inst.write_plugin(
+        "slow.mjs",
+        r#"export const description = "Answers after a while.";
+export const inputSchema = { type: "object", properties: { ms: { type: "number" } } };
+export async function run({ ms }) { await new Promise((r) => setTimeout(r, ms)); return { text: "slept" }; }
+"#,
+    );
+    let d = inst.start();
+    let host = d.host_pid();
+    let mut s = inst.session("w1");
+    s.initialize();
+    let id = s.send_request(
+        "tools/call",
+        json!({ "name": "slow", "arguments": { "ms": 3000 } }),
+    );
+    for (args, said) in [
+        (vec!["seat", "add", "a_b"], "cannot be a seat name"),
+        (
+            vec!["seat", "add", "lead"],
+            "There is already a seat called lead",
+        ),
+        (vec!["seat", "add", "W1"], "differs from it only in case"),
+        (
+            vec!["seat", "add", "far", "--url", "buildbox:7777"],
+            "http:// or https://",
+        ),
+        (vec!["seat", "remove", "lead"], "lead is the Leader's seat"),
+        (
+            vec!["seat", "remove", "nosuch"],
+            "There is no seat called nosuch",
+        ),
+        (
+            vec!["seat", "rotate", "nosuch"],
+            "There is no seat called nosuch",
+        ),
+    ] {
+        inst.cmd()
+            .args(&args)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(said));
+    }
+    let (text, is_error) = text_of(&s.response(id));
+    assert_eq!(
+        (text.as_str(), is_error),
+        ("slept", false),
+        "the call in flight ran on"
+    );
+    assert_eq!(d.host_pid(), host, "the same host serves");
+    assert!(
+        !inst
+            .rows("host")
+            .iter()
+            .any(|r| r.contains("seats changed")),
+        "{:?}",
+        inst.rows("host")
+    );
+    assert!(
+        !inst
+            .rows("seats")
+            .iter()
+            .any(|r| r.contains("The seats changed")),
+        "{:?}",
+        inst.rows("seats")
     );
 }

@@ -413,6 +413,13 @@ fn the_leader_cannot_be_removed_or_be_no_seat_and_names_cannot_clash_in_case() {
         .stderr(predicate::str::contains(
             "There is already a seat called w1, and W1 differs from it only in case",
         ));
+    inst.cmd()
+        .args(["seat", "remove", "W1"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "There is no seat called W1 (there is w1). The seats are: lead, w1.",
+        ));
     inst.set_config(json!({ "leader": "nobody" }));
     inst.cmd()
         .arg("serve")

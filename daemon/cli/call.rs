@@ -65,11 +65,7 @@ fn call(
         ));
     }
     let secret = match seat {
-        Some(name) => crate::desk::secret_in(&inst.desk(name)).ok_or_else(|| {
-            format!(
-                "desks/{name}/.mcp.json holds no secret for the seat {name}; `ovai seat list` shows the seats, `ovai seat add {name}` makes it"
-            )
-        })?,
+        Some(name) => seat_secret(&inst, name)?,
         None => std::env::var("OVAI_SECRET").ok().filter(|s| !s.trim().is_empty()).ok_or_else(|| {
             "ovai call needs a seat to call as: pass --seat NAME, or set OVAI_SECRET to a seat's secret".to_string()
         })?,
@@ -90,6 +86,32 @@ fn call(
             None => e.message,
         })?;
     Ok(client::call_text(&result))
+}
+
+/// The secret in seat NAME's desk, or why there is none in words that say which command gives one.
+fn seat_secret(inst: &instance::Instance, name: &str) -> Result<String, String> {
+    crate::seats::check_name(name).map_err(|e| e.to_string())?;
+    if let Some(secret) = crate::desk::secret_in(&inst.desk(name)) {
+        return Ok(secret);
+    }
+    let book = crate::seats::SeatBook::load(inst).map_err(|e| e.to_string())?;
+    let file = format!("desks/{name}/.mcp.json");
+    if book.seats.contains_key(name) {
+        let what = if inst.desk(name).join(".mcp.json").exists() {
+            "holds no secret"
+        } else {
+            "is missing"
+        };
+        return Err(format!(
+            "{file} {what}, so there is no secret to call as {name} with; `ovai seat rotate {name}` writes a new one"
+        ));
+    }
+    let unknown = book.unknown(name);
+    Err(if book.names().any(|s| s.eq_ignore_ascii_case(name)) {
+        unknown.to_string()
+    } else {
+        format!("{unknown} `ovai seat add {name}` makes it.")
+    })
 }
 
 /// The row that says why plugins/TOOL.mjs is not served, when that is why there is no such tool.

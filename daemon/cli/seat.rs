@@ -15,6 +15,7 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
     // started again at once rather than after the hold's own limit.
     let writes = !matches!(action, SeatAction::List { .. });
     if writes {
+        precheck(inst, &action)?;
         hold_hosts(inst)?;
     }
     let result = act(inst, action);
@@ -107,18 +108,6 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             tell_daemon(inst, "`ovai seat rebuild`").map(|_| ())
         }
         SeatAction::Remove { name } => {
-            if let Ok(config) = inst.read_config()
-                && config.leader == name
-            {
-                return Err(Failure::new(
-                    format!(
-                        "{name} is the Leader's seat (openovai.json's \"leader\"), and an instance needs a Leader. Hand \
-                         over first: name another seat as \"leader\" in openovai.json, run `ovai restart`, then remove \
-                         {name}. Nothing was changed."
-                    ),
-                    exit::FAILED,
-                ));
-            }
             seats::remove(inst, &name).map_err(fail(exit::FAILED))?;
             let ended = match tell_daemon(inst, &format!("`ovai seat remove {name}`")) {
                 Ok(n) => n,
@@ -144,10 +133,35 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
     }
 }
 
+/// What refuses the change before anything is written or any plugin host is ended (`act` and `seats`
+/// check again as they write).
+fn precheck(inst: &Instance, action: &SeatAction) -> Result<(), Failure> {
+    if let SeatAction::Remove { name } = action
+        && let Ok(config) = inst.read_config()
+        && config.leader == *name
+    {
+        return Err(Failure::new(
+            format!(
+                "{name} is the Leader's seat (openovai.json's \"leader\"), and an instance needs a Leader. Hand \
+                 over first: name another seat as \"leader\" in openovai.json, run `ovai restart`, then remove \
+                 {name}. Nothing was changed."
+            ),
+            exit::FAILED,
+        ));
+    }
+    match action {
+        SeatAction::Add { name, url } => seats::precheck_add(inst, name, url.as_deref()),
+        SeatAction::Rotate { name, url } => seats::precheck_existing(inst, name, url.as_deref()),
+        SeatAction::Remove { name } => seats::precheck_existing(inst, name, None),
+        SeatAction::List { .. } | SeatAction::Rebuild => Ok(()),
+    }
+    .map_err(fail(exit::FAILED))
+}
+
 /// Asks a running daemon to end its boxed plugin hosts before the desks' secrets are written (a box hides
-/// files as they were when it was made). Whatever happens, `tell_daemon` afterwards starts them again.
-/// Ends the boxed plugin hosts before a secret is written. A daemon that could not end them refuses,
-/// and the command stops there; no daemon, or one too old to know the request, has nothing to hold.
+/// files as they were when it was made); `tell_daemon` afterwards starts them again. A daemon that could
+/// not end them refuses, and the command stops there; no daemon, or one too old to know the request, has
+/// nothing to hold.
 fn hold_hosts(inst: &Instance) -> Result<(), Failure> {
     match client::control::<SeatsReply>(inst, ControlOp::SeatsHold) {
         Err(ClientError::NotDone(why)) => Err(Failure::new(
