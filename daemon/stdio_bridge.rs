@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 
 use crate::client::{self, ClientError};
 use crate::instance::{self, Instance};
+use crate::server::transport::{MAX_ID_BYTES, MAX_LINE};
 use crate::sync::lock;
 
 /// How long the bridge waits for the daemon's welcome: a daemon still loading many plugins answers late.
@@ -336,12 +337,21 @@ impl Bridge {
     }
 
     fn note_request(&self, line: &[u8]) {
+        if !answered_under_its_id(line) {
+            return;
+        }
         let Some(env) = Envelope::read(line) else {
             return;
         };
         let Some(method) = env.method.as_deref() else {
             return;
         };
+        // Refused by the daemon with `id: null` too.
+        if let Some(Value::String(id)) = &env.id
+            && id.len() > MAX_ID_BYTES
+        {
+            return;
+        }
         let mut s = lock(&self.session);
         match method {
             "initialize" => s.initialize = Some(line.to_vec()),
@@ -558,6 +568,14 @@ impl Bridge {
 }
 
 /// Whether a whole line is already buffered (so reading it will not wait).
+/// Whether the daemon can read this line's id at all: one over its length cap or not UTF-8 is answered
+/// with `id: null`, so its id is never waited for here (nothing would ever answer it, and the bridge
+/// would answer it itself when the client quits, saying the server went away).
+fn answered_under_its_id(line: &[u8]) -> bool {
+    let body = line.strip_suffix(b"\n").unwrap_or(line);
+    body.len() <= MAX_LINE && std::str::from_utf8(body).is_ok()
+}
+
 fn has_line(buffered: &[u8]) -> bool {
     buffered.contains(&b'\n')
 }

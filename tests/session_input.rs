@@ -142,6 +142,39 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
         "{e}"
     );
 
+    // Requests the daemon answers with `id: null`, since it cannot take their id: the bridge, which reads
+    // ids for itself, must not wait for an answer under theirs (it would invent one when the client
+    // quits, saying the server went away).
+    let mut long = br#"{"jsonrpc":"2.0","id":700,"method":"ping","params":{"pad":""#.to_vec();
+    long.extend(std::iter::repeat_n(b'x', 16 * 1024 * 1024));
+    long.extend(b"\"}}\n");
+    raw(&mut s, &long);
+    assert!(
+        error_for(&mut s, Value::Null)["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than 16 MiB")
+    );
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"id\":701,\"method\":\"ping\",\"params\":{\"x\":\"\xff\"}}\n",
+    );
+    assert_eq!(error_for(&mut s, Value::Null)["code"], -32700);
+    raw(
+        &mut s,
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":\"{}\",\"method\":\"ping\"}}\n",
+            "i".repeat(1025)
+        )
+        .as_bytes(),
+    );
+    assert!(
+        error_for(&mut s, Value::Null)["message"]
+            .as_str()
+            .unwrap()
+            .contains("an id of 1025 bytes")
+    );
+
     // The session is as it was: a call works, and nothing claimed the server restarted.
     assert_eq!(s.call("slow", json!({})), ("slow done".to_string(), false));
     let nulls = s.backlog.iter().filter(|m| m["id"].is_null()).count();
@@ -161,6 +194,14 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
         s.child.try_wait().unwrap().is_none(),
         "the bridge is still up"
     );
+    // The client quits: every request had its answer, so the bridge has none left to make up.
+    s.close_input();
+    let mut after = Vec::new();
+    while let Ok(m) = s.next_message() {
+        after.push(m);
+    }
+    assert!(after.is_empty(), "{after:?}");
+    assert!(s.wait().success());
 }
 
 /// A client's initialize (and initialized), as raw lines for a connection whose answers are never read.

@@ -153,7 +153,7 @@ const CANCELLED_HOLD: std::time::Duration = std::time::Duration::from_secs(5);
 /// At most this many cancelled ids are remembered; the oldest goes first.
 const CANCELLED_KEPT: usize = 64;
 /// The longest id a request may carry, in bytes as written.
-const MAX_ID_BYTES: usize = 1024;
+pub const MAX_ID_BYTES: usize = 1024;
 
 impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     /// `hangup` tells a client that died from one that only closed its side (`None`: calls run on).
