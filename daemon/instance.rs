@@ -2,7 +2,7 @@
 //!
 //! The root is found in this order: `--root`, `OVAI_ROOT`, the nearest ancestor of the working directory
 //! holding openovai.json, and the parent of the folder the binary sits in (so `~/workspace/bin/ovai`
-//! works from anywhere).
+//! works from anywhere; the command line says so on stderr when it acts on that one).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -102,16 +102,32 @@ pub enum RootError {
 
 /// Finds the instance this command is about.
 pub fn find_root(explicit: Option<&Path>) -> Result<Instance, RootError> {
+    find_root_how(explicit).map(|(inst, _)| inst)
+}
+
+/// How the instance was found: its last way, beside the binary, is one a person may not expect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FoundBy {
+    /// `--root` or `OVAI_ROOT`.
+    Named,
+    /// The working directory or a folder above it.
+    WorkingDirectory,
+    /// The parent of the binary's folder; the working directory is in no instance.
+    Binary,
+}
+
+/// `find_root`, and which of its ways found the instance.
+pub fn find_root_how(explicit: Option<&Path>) -> Result<(Instance, FoundBy), RootError> {
     if let Some(p) = explicit {
-        return named(p, "--root");
+        return named(p, "--root").map(|i| (i, FoundBy::Named));
     }
     if let Some(p) = std::env::var_os("OVAI_ROOT").filter(|v| !v.is_empty()) {
-        return named(Path::new(&p), "OVAI_ROOT");
+        return named(Path::new(&p), "OVAI_ROOT").map(|i| (i, FoundBy::Named));
     }
     let cwd = std::env::current_dir().map_err(RootError::Cwd)?;
     for dir in cwd.ancestors() {
         if dir.join(CONFIG_FILE).is_file() {
-            return Ok(Instance::at(dir.to_path_buf()));
+            return Ok((Instance::at(dir.to_path_buf()), FoundBy::WorkingDirectory));
         }
     }
     if let Some(root) = std::env::current_exe()
@@ -119,7 +135,7 @@ pub fn find_root(explicit: Option<&Path>) -> Result<Instance, RootError> {
         .and_then(|exe| exe.parent().and_then(Path::parent).map(Path::to_path_buf))
         .filter(|root| root.join(CONFIG_FILE).is_file())
     {
-        return Ok(Instance::at(root));
+        return Ok((Instance::at(root), FoundBy::Binary));
     }
     Err(RootError::NotFound {
         cwd: cwd.display().to_string(),

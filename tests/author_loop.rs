@@ -112,8 +112,20 @@ fn the_scaffold_works_from_root_bin_ovai() {
         .current_dir(elsewhere.path())
         .args(["plugin", "tracker"])
         .assert()
-        .success();
+        .success()
+        .stderr(predicate::str::contains(format!(
+            "ovai: this folder is in no instance, so this acts on {}, the one this binary sits in (--root DIR names another).",
+            inst.root.canonicalize().unwrap().display()
+        )));
     assert!(inst.root.join("plugins/tracker.mjs").is_file());
+    // From inside the instance, nothing is said about which one it is.
+    assert_cmd::Command::new(inst.root.join("bin/ovai"))
+        .env_remove("OVAI_ROOT")
+        .current_dir(inst.root.join("plugins"))
+        .args(["plugin", "other"])
+        .assert()
+        .success()
+        .stderr("");
 }
 
 #[test]

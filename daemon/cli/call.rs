@@ -36,7 +36,7 @@ fn call(
     args: Option<&str>,
     seat: Option<&str>,
 ) -> Result<(String, bool), String> {
-    let inst = instance::find_root(root).map_err(|e| e.to_string())?;
+    let inst = super::found(root)?;
     let stdin_text;
     let args = match args {
         Some("-") => {

@@ -27,7 +27,8 @@ use crate::instance::{self, Instance};
     about = "The server behind an openovai workspace: its tools, and tools of your own from plugins/, served to every seat over MCP."
 )]
 pub struct Cli {
-    /// The instance's root (else OVAI_ROOT, else the nearest folder above holding openovai.json).
+    /// The instance's root (else OVAI_ROOT, else the nearest folder above holding openovai.json, else the
+    /// instance this binary sits in, as ROOT/bin/ovai).
     #[arg(long, global = true, value_name = "DIR")]
     pub root: Option<PathBuf>,
     #[command(subcommand)]
@@ -333,7 +334,20 @@ pub fn invoked_as() -> String {
 }
 
 fn find(root: Option<&std::path::Path>) -> Result<Instance, Failure> {
-    instance::find_root(root).map_err(fail(exit::FAILED))
+    found(root).map_err(fail(exit::FAILED))
+}
+
+/// The instance this command is about. One found only beside the binary (the working directory is in
+/// no instance) is named on stderr, so a command run from the wrong folder says what it acts on.
+pub(crate) fn found(root: Option<&std::path::Path>) -> Result<Instance, String> {
+    let (inst, how) = instance::find_root_how(root).map_err(|e| e.to_string())?;
+    if how == instance::FoundBy::Binary {
+        eprintln!(
+            "ovai: this folder is in no instance, so this acts on {}, the one this binary sits in (--root DIR names another).",
+            inst.root.display()
+        );
+    }
+    Ok(inst)
 }
 
 /// The absolute path of this binary, for the `.mcp.json` a seat's client runs.
