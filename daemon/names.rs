@@ -15,7 +15,10 @@ pub fn why_not(name: &str) -> Option<String> {
     match first {
         None => return Some("it is empty".into()),
         Some(c) if !c.is_ascii_alphabetic() => {
-            return Some(format!("it starts with {}, not a letter", show_char(c)));
+            return Some(format!(
+                "it starts with {}, not a letter a-z or A-Z",
+                show_char(c)
+            ));
         }
         _ => {}
     }
@@ -29,7 +32,7 @@ pub fn why_not(name: &str) -> Option<String> {
             show_char(c)
         };
         return Some(format!(
-            "it holds {what}, which is not a letter, digit or hyphen"
+            "it holds {what}, which is not a letter a-z or A-Z, a digit or a hyphen"
         ));
     }
     if name.len() > MAX_LEN {

@@ -12,12 +12,20 @@ fn the_scaffold_refuses_each_bad_name_and_writes_nothing() {
     let inst = Instance::new();
     for (name, why) in [
         ("ci_status", "it holds an underscore"),
-        ("9lives", "it starts with the digit 9, not a letter"),
+        (
+            "9lives",
+            "it starts with the digit 9, not a letter a-z or A-Z",
+        ),
         (
             &"x".repeat(33) as &str,
             "it is 33 characters long, more than 32",
         ),
         ("-x", "it starts with \"-\", not a letter"),
+        ("über", "it starts with \"ü\", not a letter a-z or A-Z"),
+        (
+            "naïve",
+            "it holds \"ï\", which is not a letter a-z or A-Z, a digit or a hyphen",
+        ),
     ] {
         inst.cmd()
             .args(["plugin", "--", name])

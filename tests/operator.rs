@@ -110,7 +110,14 @@ fn seat_rotate_refuses_the_old_secret_ends_its_session_and_keeps_the_leader() {
         r["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("is not the secret of any seat"),
+            .contains("is not the secret of any seat of the instance at"),
+        "{r}"
+    );
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the seat may have been removed, or given a new secret (`ovai seat rotate`"),
         "{r}"
     );
     let mut fresh = inst.session("lead");
@@ -153,6 +160,15 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
     assert_eq!(out.status.code(), Some(3));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["running"], false);
+    // Said on stderr as every other command says it.
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!(
+            "No ovai server is running for {}: `ovai serve` starts one.",
+            inst.root.display()
+        )),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     inst.cmd()
         .arg("status")
         .assert()
@@ -166,7 +182,7 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
     assert!(s.call("echo", json!({})).1);
     inst.cmd().arg("status").assert().success().stdout(
         predicate::str::contains(
-            "Not served: plugins/broken.mjs is not served: it does not export inputSchema or run",
+            "\nplugins/broken.mjs is not served: it does not export inputSchema or run\n",
         )
         .and(predicate::str::contains(
             "Calls to echo: 2 (1 refused, 0 when its host stopped); p50 ",
@@ -355,7 +371,8 @@ fn init_refuses_a_nested_instance_an_empty_user_and_two_places() {
             .assert()
             .code(1)
             .stderr(predicate::str::contains(format!(
-                "is inside the openovai instance at {}",
+                "is inside the openovai instance at {}: a second instance there would take over every command \
+                 run in it. Nothing was made",
                 inst.root.display()
             )));
     }

@@ -47,7 +47,8 @@ pub fn run(
     {
         return Err(Failure::new(
             format!(
-                "{} is inside the openovai instance at {}: a second instance there would take over every command run in                  it. Nothing was made; make it elsewhere, or work in the instance that is there.",
+                "{} is inside the openovai instance at {}: a second instance there would take over every command run in \
+                 it. Nothing was made; make it elsewhere, or work in the instance that is there.",
                 target.display(),
                 outer.display()
             ),

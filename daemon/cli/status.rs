@@ -20,10 +20,6 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
                     serde_json::to_string_pretty(&json!({ "running": false, "root": root }))
                         .unwrap_or_default()
                 );
-                return Err(Failure::new(
-                    "no ovai server is running for this instance",
-                    exit::NOT_RUNNING,
-                ));
             }
             return Err(Failure::new(
                 format!("No ovai server is running for {root}: `ovai serve` starts one."),
@@ -67,7 +63,7 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         .filter(|r| r.starts_with("plugins/") && r.contains(" is not served: "))
         .collect();
     for row in &not_served {
-        println!("Not served: {row}");
+        println!("{row}");
     }
     if v.stale.is_empty() && v.new_files.is_empty() {
         println!("plugins/ is as it was read.");
