@@ -346,11 +346,13 @@ impl Bridge {
         let Some(method) = env.method.as_deref() else {
             return;
         };
-        // Refused by the daemon with `id: null` too.
-        if let Some(Value::String(id)) = &env.id
-            && id.len() > MAX_ID_BYTES
-        {
-            return;
+        // A request whose id the daemon refuses at once (over its length, neither a string nor a 64-bit
+        // integer) is answered there, never in flight, and nothing it asks is kept for a next daemon.
+        match &env.id {
+            None => {}
+            Some(Value::String(id)) if id.len() <= MAX_ID_BYTES => {}
+            Some(Value::Number(n)) if n.is_i64() => {}
+            Some(_) => return,
         }
         let mut s = lock(&self.session);
         match method {

@@ -175,6 +175,32 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
             .contains("an id of 1025 bytes")
     );
 
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"id\":99999999999999999999,\"method\":\"ping\"}\n",
+    );
+    assert!(
+        error_for(&mut s, json!(1e20))["message"]
+            .as_str()
+            .unwrap()
+            .contains("the id 99999999999999999999 is outside the 64-bit signed integers")
+    );
+
+    // A method this server does not serve is named in a sentence.
+    for method in ["nosuch/method", "resources/list"] {
+        let id = s.send_request(method, json!({}));
+        let e = error_for(&mut s, json!(id));
+        assert_eq!(
+            (e["code"].clone(), e["message"].clone()),
+            (
+                json!(-32601),
+                json!(format!(
+                    "Method not found: this server does not serve {method}; it serves tools (tools/list, tools/call) and ping"
+                ))
+            )
+        );
+    }
+
     // The session is as it was: a call works, and nothing claimed the server restarted.
     assert_eq!(s.call("slow", json!({})), ("slow done".to_string(), false));
     let nulls = s.backlog.iter().filter(|m| m["id"].is_null()).count();

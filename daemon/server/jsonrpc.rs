@@ -49,14 +49,16 @@ pub fn answer_to_bad_line(line: &str) -> Option<Vec<u8>> {
     if let Some(id) = id
         && !is_id(id)
     {
+        // Echoed as written: parsed, a number past 64 bits would come back as another (1e+20).
+        let raw = raw_id(line).unwrap_or_else(|| id.to_string());
         let why = if id.is_u64() || id.is_f64() && id.as_f64().is_some_and(|f| f.fract() == 0.0) {
             format!(
-                "Invalid request: the id {id} is outside the 64-bit signed integers this server takes; send it as a string"
+                "Invalid request: the id {raw} is outside the 64-bit signed integers this server takes; send it as a string"
             )
         } else {
-            format!("Invalid request: the id {id} is not a string or an integer")
+            format!("Invalid request: the id {raw} is not a string or an integer")
         };
-        return Some(error(&echo, INVALID_REQUEST, &why));
+        return Some(error_raw_id(&raw, INVALID_REQUEST, &why));
     }
     let method = match msg.get("method") {
         Some(Value::String(m)) => m.as_str(),
@@ -206,6 +208,27 @@ fn not_json(e: &serde_json::Error) -> String {
     format!("Parse error: the line is not JSON ({text})")
 }
 
+/// The id of a message as its sender wrote it (valid JSON), when the line is a JSON object with one.
+fn raw_id(line: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        id: Option<&'a serde_json::value::RawValue>,
+    }
+    let fixed = well_formed(line);
+    serde_json::from_str::<Envelope>(fixed.as_deref().unwrap_or(line))
+        .ok()?
+        .id
+        .map(|id| id.get().to_string())
+}
+
+/// `error` with the id as written: `raw` is one JSON value, as `raw_id` gives it.
+fn error_raw_id(raw: &str, code: i64, message: &str) -> Vec<u8> {
+    let message = serde_json::to_string(message).unwrap_or_default();
+    format!(r#"{{"jsonrpc":"2.0","id":{raw},"error":{{"code":{code},"message":{message}}}}}"#)
+        .into_bytes()
+}
+
 /// One JSON-RPC error message, as a line without its newline.
 pub fn error(id: &Value, code: i64, message: &str) -> Vec<u8> {
     serde_json::to_vec(
@@ -289,6 +312,32 @@ mod tests {
                 .contains("outside the 64-bit signed integers"),
             "{a}"
         );
+    }
+
+    #[test]
+    fn an_id_this_server_cannot_take_is_echoed_as_it_was_written() {
+        for raw in [
+            "99999999999999999999",
+            "1.50",
+            "-0.0",
+            "1e3",
+            "18446744073709551616",
+        ] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{raw},"method":"ping"}}"#);
+            let a = String::from_utf8(answer_to_bad_line(&line).unwrap()).unwrap();
+            assert!(
+                a.starts_with(&format!(r#"{{"jsonrpc":"2.0","id":{raw},"error":"#)),
+                "{a}"
+            );
+            let v: Value = serde_json::from_str(&a).unwrap();
+            assert!(
+                v["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("the id {raw} ")),
+                "{a}"
+            );
+        }
     }
 
     #[test]

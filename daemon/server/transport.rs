@@ -125,6 +125,9 @@ impl Answers {
 
     /// Queues a message; an answer frees its request's id.
     pub fn queue(&self, msg: &ServerJsonRpcMessage) -> Result<(), std::io::Error> {
+        if let Some(said) = method_not_found_in_words(msg) {
+            return self.queue(&said);
+        }
         let id = match msg {
             ServerJsonRpcMessage::Response(r) => Some(&r.id),
             ServerJsonRpcMessage::Error(e) => e.id.as_ref(),
@@ -141,6 +144,24 @@ impl Answers {
     fn outbox(&self) -> Option<Outbox> {
         lock(&self.out).clone()
     }
+}
+
+/// rmcp answers a method it does not serve with `-32601` and the bare method name as the message: said as
+/// a sentence instead, which names what the server does serve.
+fn method_not_found_in_words(msg: &ServerJsonRpcMessage) -> Option<ServerJsonRpcMessage> {
+    let ServerJsonRpcMessage::Error(e) = msg else {
+        return None;
+    };
+    if e.error.code != rmcp::model::ErrorCode::METHOD_NOT_FOUND || e.error.message.contains(' ') {
+        return None;
+    }
+    let mut said = e.clone();
+    said.error.message = format!(
+        "Method not found: this server does not serve {}; it serves tools (tools/list, tools/call) and ping",
+        e.error.message
+    )
+    .into();
+    Some(ServerJsonRpcMessage::Error(said))
 }
 
 /// What calls get beyond their deadline to answer, once the client closed its side.
