@@ -285,6 +285,12 @@ fn a_schema_that_is_not_an_object_schema_says_so() {
             "const s = { type: 'object' }; s.self = s;\nexport const description = 'd';\nexport const inputSchema = s;\nexport function run() {}",
         ),
         (
+            "g-uncallable.mjs",
+            &with(
+                "{ type: 'object', properties: { a: { type: 'string' } }, required: ['a', 'b'], additionalProperties: false }",
+            ),
+        ),
+        (
             "f-local-ref.mjs",
             &with(
                 "{ type: 'object', $defs: { b: { type: 'string' } }, properties: { n: { $ref: '#/$defs/b' } } }",
@@ -317,7 +323,11 @@ fn a_schema_that_is_not_an_object_schema_says_so() {
         rows[5],
         "This instance serves a tool of its own: f-local-ref"
     );
-    assert_eq!(rows.len(), 6);
+    assert_eq!(
+        rows[6],
+        "plugins/g-uncallable.mjs is not served: its inputSchema requires \"b\", which is not among its properties, and its additionalProperties is false, so no call could pass it"
+    );
+    assert_eq!(rows.len(), 7);
 }
 
 #[test]

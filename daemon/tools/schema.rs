@@ -4,6 +4,23 @@
 use serde_json::Value;
 
 /// Why a plugin's inputSchema cannot be served, as the end of its runtime.log row.
+/// A name `required` asks for that `additionalProperties: false` forbids at the same level (no
+/// `patternProperties` that could admit it): a tool nobody could ever call.
+fn required_but_forbidden(root: &serde_json::Map<String, Value>) -> Option<String> {
+    if root.get("additionalProperties") != Some(&Value::Bool(false))
+        || root.contains_key("patternProperties")
+    {
+        return None;
+    }
+    let properties = root.get("properties").and_then(Value::as_object);
+    root.get("required")?
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|name| !properties.is_some_and(|p| p.contains_key(*name)))
+        .map(str::to_string)
+}
+
 pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
     let Value::Object(root) = schema else {
         return Err("its inputSchema is not an object schema: it is not an object".into());
@@ -18,6 +35,13 @@ pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
         None => {
             return Err("its inputSchema is not an object schema: it has no \"type\": \"object\" at its root".into());
         }
+    }
+    if let Some(name) = required_but_forbidden(root) {
+        return Err(format!(
+            "its inputSchema requires {}, which is not among its properties, and its additionalProperties is \
+             false, so no call could pass it",
+            Value::String(name)
+        ));
     }
     if let Some(r) = external_ref(schema) {
         return Err(format!(
@@ -135,6 +159,33 @@ mod tests {
             "{e}"
         );
         assert!(compile(&json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "^[a-z]+$"}}})).is_ok());
+    }
+
+    #[test]
+    fn a_schema_no_call_could_pass_is_refused() {
+        let e =
+            compile(&json!({"type": "object", "required": ["a"], "additionalProperties": false}))
+                .unwrap_err();
+        assert!(
+            e.contains("requires \"a\", which is not among its properties"),
+            "{e}"
+        );
+        // A pattern may admit it; without `additionalProperties: false` anything may come.
+        assert!(
+            compile(
+                &json!({"type": "object", "required": ["a"], "additionalProperties": false,
+                "patternProperties": {"^a$": {}}})
+            )
+            .is_ok()
+        );
+        assert!(compile(&json!({"type": "object", "required": ["a"]})).is_ok());
+        assert!(
+            compile(
+                &json!({"type": "object", "properties": {"a": {}}, "required": ["a"],
+                "additionalProperties": false})
+            )
+            .is_ok()
+        );
     }
 
     #[test]
