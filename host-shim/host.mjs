@@ -587,7 +587,13 @@ async function load({ id, name, file }) {
       t: "loaded",
       id,
       ok: false,
-      exports: { missing, wrong, emptyDescription, hasDefault: "default" in ns && ns.default !== undefined },
+      exports: {
+        missing,
+        wrong,
+        emptyDescription,
+        hasDefault: "default" in ns && ns.default !== undefined,
+        others: otherExports(ns),
+      },
     });
     return;
   }
@@ -607,6 +613,18 @@ async function load({ id, name, file }) {
   }
   tools[name] = freeze({ __proto__: null, file, run: values.run });
   send({ t: "loaded", id, ok: true, description: values.description, inputSchema: parse(schemaText) });
+}
+
+/** A few of the module's other export names, clipped: the daemon looks among them for a misspelling. */
+function otherExports(ns) {
+  const others = [];
+  for (const key of ownKeys(ns)) {
+    if (typeof key !== "string" || key === "default") continue;
+    if (key === "description" || key === "inputSchema" || key === "run") continue;
+    push(others, clip(key, 64));
+    if (others.length === 32) break;
+  }
+  return others;
 }
 
 // Every answer and progress report carries the call's key, which the daemon checks: a plugin writing to

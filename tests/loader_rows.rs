@@ -243,6 +243,10 @@ fn a_file_missing_or_mistyping_an_export_is_refused_whole() {
             "default.mjs",
             "export default { description: 'd', inputSchema: { type: 'object' }, run() {} };",
         ),
+        (
+            "typo.mjs",
+            "export const descripton = 'd';\nexport const inputschema = { type: 'object' };\nexport function runn() {}\nexport const helper = 1;",
+        ),
     ]);
     let _d = inst.start();
     assert_eq!(
@@ -258,6 +262,7 @@ fn a_file_missing_or_mistyping_an_export_is_refused_whole() {
             "plugins/schema-array.mjs is not served: its inputSchema is an array, not an object",
             "plugins/schema-null.mjs is not served: its inputSchema is null, not an object",
             "plugins/two-missing.mjs is not served: it does not export description or inputSchema",
+            "plugins/typo.mjs is not served: it does not export description, inputSchema or run (it exports \"descripton\", \"inputschema\" and \"runn\": misspelt?)",
         ]
     );
 }

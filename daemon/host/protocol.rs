@@ -122,6 +122,9 @@ pub struct ExportsReport {
     pub wrong: Vec<WrongExport>,
     pub empty_description: bool,
     pub has_default: bool,
+    /// Some of the module's other named exports, where a misspelt one may be.
+    #[serde(default)]
+    pub others: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -75,7 +75,17 @@ pub fn schema(file: &str, problem: &str) -> String {
 pub fn exports(file: &str, r: &ExportsReport) -> String {
     let mut parts = Vec::new();
     if !r.missing.is_empty() {
-        parts.push(format!("it does not export {}", or_list(&r.missing)));
+        let mut part = format!("it does not export {}", or_list(&r.missing));
+        let near: Vec<String> = r
+            .others
+            .iter()
+            .filter(|o| r.missing.iter().any(|m| misspelt(m, o)))
+            .map(|o| format!("{o:?}"))
+            .collect();
+        if !near.is_empty() {
+            part.push_str(&format!(" (it exports {}: misspelt?)", and_list(&near)));
+        }
+        parts.push(part);
     }
     for w in &r.wrong {
         parts.push(format!("its {} is {}, not {}", w.name, w.is, w.want));
@@ -90,6 +100,41 @@ pub fn exports(file: &str, r: &ExportsReport) -> String {
         );
     }
     not_served(file, why)
+}
+
+/// Whether `found` looks like a slip for `meant`: another case, or a letter or two (one, for a short
+/// name like `run`) changed, missing or added.
+fn misspelt(meant: &str, found: &str) -> bool {
+    if meant.eq_ignore_ascii_case(found) {
+        return true;
+    }
+    let (a, b): (Vec<char>, Vec<char>) = (meant.chars().collect(), found.chars().collect());
+    let slips = if a.len() < 5 { 1 } else { 2 };
+    if a.len().abs_diff(b.len()) > slips {
+        return false;
+    }
+    // Levenshtein distance, one row at a time.
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()] <= slips
+}
+
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
 }
 
 fn or_list(items: &[String]) -> String {
@@ -112,6 +157,7 @@ mod tests {
             wrong: vec![],
             empty_description: false,
             has_default: false,
+            others: vec![],
         };
         assert_eq!(
             exports("x.mjs", &r),
@@ -126,11 +172,22 @@ mod tests {
             }],
             empty_description: false,
             has_default: false,
+            others: vec![],
         };
         assert_eq!(
             exports("x.mjs", &r),
             "plugins/x.mjs is not served: it does not export run; its description is a number, not a string"
         );
+    }
+
+    #[test]
+    fn a_misspelt_export_is_pointed_at() {
+        assert!(misspelt("description", "descripton"));
+        assert!(misspelt("inputSchema", "inputschema"));
+        assert!(misspelt("inputSchema", "input_schema"));
+        assert!(misspelt("run", "runn"));
+        assert!(!misspelt("run", "sum"));
+        assert!(!misspelt("description", "helper"));
     }
 
     #[test]
