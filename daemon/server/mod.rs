@@ -199,6 +199,13 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         ),
     );
     log.row(Topic::Server, &isolation);
+    if nix::unistd::geteuid().is_root() {
+        let said = "ovai serve runs as root, so a plugin may read and write whatever root may outside what its \
+                    box keeps from it (/etc/shadow, other users' files) and uses the network as root. Run it as an \
+                    ordinary user.";
+        tracing::warn!("{said}");
+        log.row(Topic::Server, said);
+    }
     if let Some(bound) = http_bound {
         log.row(
             Topic::Server,
