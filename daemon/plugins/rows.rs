@@ -75,15 +75,20 @@ pub fn schema(file: &str, problem: &str) -> String {
 pub fn exports(file: &str, r: &ExportsReport) -> String {
     let mut parts = Vec::new();
     if !r.missing.is_empty() {
-        let mut part = format!("it does not export {}", or_list(&r.missing));
+        let mut part = format!("it does not export {}", listed(&r.missing, "or"));
+        // The host sends a few, clipped; looked at as bounded all the same.
         let near: Vec<String> = r
             .others
             .iter()
+            .take(32)
             .filter(|o| r.missing.iter().any(|m| misspelt(m, o)))
-            .map(|o| format!("{o:?}"))
+            .map(|o| format!("{:?}", o.chars().take(64).collect::<String>()))
             .collect();
         if !near.is_empty() {
-            part.push_str(&format!(" (it exports {}: misspelt?)", and_list(&near)));
+            part.push_str(&format!(
+                " (it exports {}: misspelt?)",
+                listed(&near, "and")
+            ));
         }
         parts.push(part);
     }
@@ -129,19 +134,12 @@ fn misspelt(meant: &str, found: &str) -> bool {
     row[b.len()] <= slips
 }
 
-fn and_list(items: &[String]) -> String {
+/// "a", "a or b", "a, b or c" (with `word` "or").
+fn listed(items: &[String], word: &str) -> String {
     match items {
         [] => String::new(),
         [one] => one.clone(),
-        [init @ .., last] => format!("{} and {last}", init.join(", ")),
-    }
-}
-
-fn or_list(items: &[String]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+        [init @ .., last] => format!("{} {word} {last}", init.join(", ")),
     }
 }
 

@@ -186,8 +186,10 @@ pub async fn handle(
     }
     let Some(seat) = matches.first().map(|s| s.to_string()) else {
         let why = format!(
-            "the secret in OVAI_SECRET is not the secret of any seat of the instance at {}: the seat may have been removed, or given a \
-             new secret (`ovai seat rotate`, whose new secret is in the desk's .mcp.json). Run `ovai seat list` there to see the seats, and `ovai seat add NAME` to make one (it writes desks/NAME/.mcp.json)",
+            "the secret in OVAI_SECRET is not the secret of any seat of the instance at {}: the seat may have been \
+             removed, or given a new secret (`ovai seat rotate`, whose new secret is in the desk's .mcp.json). Run \
+             `ovai seat list` there to see the seats, and `ovai seat add NAME` to make one (it writes \
+             desks/NAME/.mcp.json)",
             daemon.inst.root.display()
         );
         return refuse(&daemon, &mut write, why).await;
