@@ -225,6 +225,9 @@ struct Envelope {
 struct Params {
     #[serde(default, rename = "_meta")]
     meta: Option<Meta>,
+    /// What a `notifications/cancelled` cancels.
+    #[serde(default, rename = "requestId")]
+    request_id: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -358,6 +361,13 @@ impl Bridge {
         match method {
             "initialize" => s.initialize = Some(line.to_vec()),
             "notifications/initialized" => s.initialized = Some(line.to_vec()),
+            // A request the client cancelled gets no answer (MCP): it is not waited for any more.
+            "notifications/cancelled" => {
+                if let Some(id) = env.params.as_ref().and_then(|p| p.request_id.as_ref()) {
+                    s.pending.remove(&id.to_string());
+                    s.listens.remove(&id.to_string());
+                }
+            }
             _ => {}
         }
         if let Some(key) = env.key() {

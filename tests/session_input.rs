@@ -1001,3 +1001,31 @@ fn a_session_over_pipes_that_closed_its_input_and_died_has_its_calls_stopped() {
     signal(s.child.id(), libc::SIGKILL);
     wait_for_a_dead_session_to_be_stopped(&inst, &d, 3);
 }
+
+/// A call the client cancelled is never answered (MCP), so the bridge stops waiting for it: when the
+/// client then quits, nothing is made up for it.
+#[test]
+fn a_call_the_client_cancelled_is_not_answered_when_it_quits() {
+    let inst = Instance::with_plugins(&[("slow.mjs", SLOW)]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let id = s.send_request("tools/call", json!({ "name": "slow", "arguments": {} }));
+    s.send(&json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": { "requestId": id, "reason": "no longer wanted" }
+    }));
+    // Lines are taken in order: once this is answered, the cancellation was acted on.
+    s.request("ping", json!({}));
+    s.close_input();
+    let mut after = Vec::new();
+    while let Ok(m) = s.next_message() {
+        after.push(m);
+    }
+    assert!(
+        !after.iter().any(|m| m["id"] == json!(id)),
+        "a cancelled call gets no answer: {after:?}"
+    );
+    assert!(s.wait().success());
+}
