@@ -101,7 +101,7 @@ pub async fn build(
         config.import_timeout,
     )
     .await?;
-    let (process, rows, files, plugins) = loaded.into_parts(&plugins_dir);
+    let (process, rows, files, plugins) = loaded.into_parts(&plugins_dir, &snapshot);
     let served = plugins.iter().map(|p| format!("{}.mjs", p.name)).collect();
     let node = process.node.clone();
     let isolation = launch.isolation.clone();

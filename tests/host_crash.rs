@@ -130,31 +130,51 @@ export function run() {
 }
 
 #[test]
-fn a_file_edited_to_throw_at_import_is_refused_by_name_after_a_crash_and_the_rest_served() {
-    let inst = Instance::with_plugins(&[("echo.mjs", ECHO), ("exits.mjs", EXITS)]);
+fn a_file_edited_after_the_read_is_not_served_by_a_new_host_and_the_rest_is() {
+    let uses_helper = "import { said } from \"./lib/helper.mjs\";\nexport const description = \"Says.\";\nexport const inputSchema = { type: \"object\" };\nexport function run() { return { text: said }; }\n";
+    let inst = Instance::with_plugins(&[
+        ("echo.mjs", ECHO),
+        ("exits.mjs", EXITS),
+        ("says.mjs", uses_helper),
+    ]);
+    std::fs::create_dir(inst.root.join("plugins/lib")).unwrap();
+    inst.write_plugin("lib/helper.mjs", "export const said = \"as read\";\n");
     let d = inst.start();
     let mut s = inst.session("lead");
     s.initialize();
     assert!(!s.call("echo", json!({})).1);
-    // Saved after the last read: the running host serves it as read; a new host imports it as it is now.
+    assert_eq!(s.call("says", json!({})), ("as read".to_string(), false));
+    // Saved after the last read: the running host serves it as read, and so does a new one, which
+    // imports a changed file not at all rather than serve code nobody read.
     inst.write_plugin(
         "echo.mjs",
-        "export const description = \"Echoes.\";\nthrow new Error(\"half-edited\");\n",
+        "export const description = \"Echoes.\";\nexport const inputSchema = { type: \"object\" };\nexport function run() { return { text: \"edited\" }; }\n",
+    );
+    // A module a plugin imports is not the plugin's file: imported again as it is, it throws.
+    inst.write_plugin(
+        "lib/helper.mjs",
+        "export const said = \"x\";\nthrow new Error(\"half-edited\");\n",
     );
     let host = d.host_pid();
     let (text, refused) = s.call("exits", json!({}));
     assert!(refused, "{text}");
     wait_gone(host);
-    let sentence = "plugins/echo.mjs is not answering calls since its plugin host was respawned: importing it again failed: Error: half-edited (at 2:7). Run `ovai check` and `ovai restart` to see and serve it as it is now.";
-    assert_eq!(s.call("echo", json!({})), (sentence.to_string(), true));
-    // The other file was imported again and serves on (and ends the new host, as it is written to).
+    let changed = "plugins/echo.mjs is not answering calls since its plugin host was respawned: it changed after it was read, and a new host imports only what was read. Run `ovai check` and `ovai restart` to see and serve it as it is now.";
+    assert_eq!(s.call("echo", json!({})), (changed.to_string(), true));
+    let (text, refused) = s.call("says", json!({}));
+    assert!(refused, "{text}");
+    assert!(
+        text.starts_with("plugins/says.mjs is not answering calls since its plugin host was respawned: importing it again failed: Error: half-edited"),
+        "{text}"
+    );
+    // The unchanged file was imported again and serves on (and ends the new host, as it is written to).
     let (text, _) = s.call("exits", json!({}));
     assert!(
         text.starts_with("plugins/exits.mjs did not answer"),
         "{text}"
     );
     assert!(
-        inst.rows("host").contains(&sentence.to_string()),
+        inst.rows("host").contains(&changed.to_string()),
         "{:?}",
         inst.rows("host")
     );

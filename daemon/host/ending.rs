@@ -82,4 +82,6 @@ pub enum NotReimported {
     StoppedHost(Exit),
     /// Importing it again took longer than the import timeout.
     Hung(Duration),
+    /// Its bytes changed after they were read, so it was not imported again.
+    Changed,
 }

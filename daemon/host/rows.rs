@@ -107,6 +107,9 @@ pub fn not_reimported(shown: &str, why: &NotReimported) -> String {
         NotReimported::Hung(limit) => {
             format!("importing it again took longer than {} s", limit.as_secs())
         }
+        NotReimported::Changed => {
+            "it changed after it was read, and a new host imports only what was read".to_string()
+        }
     };
     format!(
         "{shown} is not answering calls since its plugin host was respawned: {why}. Run `ovai check` and `ovai restart` to see and serve it as it is now."

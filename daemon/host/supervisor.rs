@@ -41,6 +41,8 @@ pub struct ServedFile {
     pub import: ToImport,
     /// `plugins/NAME.mjs`, as refusals name it.
     pub shown: Arc<str>,
+    /// The SHA-256 of its bytes when it was read: a new host imports it only while they are the same.
+    pub read_as: Option<String>,
 }
 
 #[derive(Clone)]
@@ -522,15 +524,26 @@ async fn heartbeat(link: &Link, hang_after: Duration) {
     }
 }
 
-/// A new process importing the generation's files again, as they are on disk now. A file that no longer
-/// imports is refused by name when called (the generation's list stays as it was read).
+/// A new process importing the generation's files again. A file whose bytes changed since they were read
+/// is not imported (a new host serves what was read, or nothing: never code nobody read), and one that no
+/// longer imports is refused by name when called (the generation's list stays as it was read).
 async fn respawn(
     job: &Supervision,
     ids: &AtomicU64,
 ) -> Result<HostProcess, super::process::StartError> {
-    let imports: Vec<ToImport> = job.files.iter().map(|f| f.import.clone()).collect();
+    let (same, changed): (Vec<&ServedFile>, Vec<&ServedFile>) = job.files.iter().partition(|f| {
+        f.read_as.is_some()
+            && crate::plugins::stale::hash_file(std::path::Path::new(&f.import.path)) == f.read_as
+    });
+    let imports: Vec<ToImport> = same.iter().map(|f| f.import.clone()).collect();
     let done = import_all(&job.launch, &job.init, &imports, ids, job.import_timeout).await?;
-    for (f, outcome) in job.files.iter().zip(done.outcomes) {
+    for f in changed {
+        let why = NotReimported::Changed;
+        job.log
+            .row(Topic::Host, &rows::not_reimported(&f.shown, &why));
+        done.process.link.mark_unavailable(&f.import.name, why);
+    }
+    for (f, outcome) in same.into_iter().zip(done.outcomes) {
         let why = match outcome {
             Imported::Reported(l) if l.ok => continue,
             Imported::Reported(l) => NotReimported::Failed(l.import.clone()),

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::candidates::{self, Candidate};
 use super::rows;
+use super::stale::Snapshot;
 use crate::host::child::Launch;
 use crate::host::import::{Imported, ToImport, import_all};
 use crate::host::process::{HostInit, HostProcess, StartError};
@@ -60,6 +61,7 @@ impl LoadedPlugins {
     pub fn into_parts(
         self,
         plugins_dir: &Path,
+        snapshot: &Snapshot,
     ) -> (HostProcess, Vec<String>, Vec<ServedFile>, Vec<PluginTool>) {
         let rows = self.rows();
         let mut files = Vec::new();
@@ -72,6 +74,7 @@ impl LoadedPlugins {
                         path: plugins_dir.join(c.file()).display().to_string(),
                     },
                     shown: p.file.clone(),
+                    read_as: snapshot.digest(c.file()),
                 });
                 tools.push(p);
             }

@@ -35,7 +35,15 @@ impl Snapshot {
     }
 }
 
-fn hash_file(path: &Path) -> Option<String> {
+impl Snapshot {
+    /// The SHA-256 of the file's bytes as they were read (`None`: not read, or unreadable then).
+    pub fn digest(&self, file: &str) -> Option<String> {
+        self.0.get(file).and_then(|(_, hash)| hash.clone())
+    }
+}
+
+/// The SHA-256 of a file's bytes now, as `Snapshot` takes it.
+pub fn hash_file(path: &Path) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;
     Some(crate::digest::sha256_hex(&bytes))
 }
