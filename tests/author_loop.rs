@@ -46,6 +46,10 @@ fn the_scaffold_refuses_each_bad_name_and_writes_nothing() {
     inst.cmd().args(["plugin", "room"]).assert().code(1).stderr(
         "ovai: room is a name a tool can have, but this server already has a tool called room. Pick another name; nothing was written.\n",
     );
+    inst.cmd().args(["plugin", "ROOM"]).assert().code(1).stderr(
+        "ovai: this server already has a tool called room, and ROOM differs from it only in case: a tool of that name could pass itself off as it. Pick another name; nothing was written.\n",
+    );
+    assert!(!inst.root.join("plugins/ROOM.mjs").exists());
     assert!(!inst.root.join("plugins/room.mjs").exists());
     inst.write_plugin("mine.mjs", "// somebody's work\n");
     inst.cmd().args(["plugin", "mine"]).assert().code(1).stderr(

@@ -52,6 +52,7 @@ fn names_are_checked_before_the_file_is_imported() {
         ("ci_status.mjs", deadly),
         ("room.mjs", deadly),
         ("index.mjs", deadly),
+        ("Room.mjs", deadly),
         ("9lives.mjs", deadly),
         (&long, deadly),
         ("ok.mjs", &good("ok")),
@@ -62,6 +63,8 @@ fn names_are_checked_before_the_file_is_imported() {
         inst.rows("plugins"),
         [
             format!("plugins/9lives.mjs is not served: 9lives is not a tool name: {rule}"),
+            "plugins/Room.mjs is not served: this server already has a tool called room, and Room differs from it only in case"
+                .to_string(),
             format!(
                 "plugins/{long} is not served: {} is not a tool name: {rule}",
                 "a".repeat(33)

@@ -79,7 +79,8 @@ pub fn classify(file: String, builtins: &[&str]) -> Option<Candidate> {
     let name = stem.to_string();
     Some(if !names::is_valid(&name) {
         Candidate::BadName { file, name }
-    } else if builtins.contains(&name.as_str()) {
+    } else if builtins.iter().any(|b| b.eq_ignore_ascii_case(&name)) {
+        // Another case is refused too: `Room` beside `room` could pass itself off as it.
         Candidate::Builtin { file, name }
     } else {
         Candidate::Module { file, name }
@@ -98,6 +99,7 @@ mod tests {
             matches!(c("ci-status.mjs"), Some(Candidate::Module { name, .. }) if name == "ci-status")
         );
         assert!(matches!(c("room.mjs"), Some(Candidate::Builtin { .. })));
+        assert!(matches!(c("Room.mjs"), Some(Candidate::Builtin { .. })));
         assert!(matches!(
             c("ci_status.mjs"),
             Some(Candidate::BadName { .. })

@@ -35,10 +35,21 @@ pub fn bad_name(file: &str, name: &str) -> String {
 }
 
 pub fn builtin(file: &str, name: &str) -> String {
-    not_served(
-        file,
-        format!("this server already has a tool called {name}"),
-    )
+    match crate::tools::BUILTINS
+        .iter()
+        .find(|b| b.eq_ignore_ascii_case(name) && **b != name)
+    {
+        Some(builtin) => not_served(
+            file,
+            format!(
+                "this server already has a tool called {builtin}, and {name} differs from it only in case"
+            ),
+        ),
+        None => not_served(
+            file,
+            format!("this server already has a tool called {name}"),
+        ),
+    }
 }
 
 pub fn not_module(file: &str) -> String {

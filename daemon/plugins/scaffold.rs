@@ -18,6 +18,11 @@ pub enum ScaffoldError {
     )]
     Builtin(String),
     #[error(
+        "this server already has a tool called {builtin}, and {name} differs from it only in case: a tool of that \
+         name could pass itself off as it. Pick another name; nothing was written."
+    )]
+    BuiltinCase { name: String, builtin: String },
+    #[error(
         "plugins/{0}.mjs is already there, and what is in it is somebody's work: nothing was written. Edit that file, or pick another name."
     )]
     Exists(String),
@@ -42,6 +47,12 @@ pub fn write(plugins_dir: &Path, name: &str) -> Result<PathBuf, ScaffoldError> {
     }
     if BUILTINS.contains(&name) {
         return Err(ScaffoldError::Builtin(name.into()));
+    }
+    if let Some(builtin) = BUILTINS.iter().find(|b| b.eq_ignore_ascii_case(name)) {
+        return Err(ScaffoldError::BuiltinCase {
+            name: name.into(),
+            builtin: (*builtin).into(),
+        });
     }
     let path = plugins_dir.join(format!("{name}.mjs"));
     let io = |source| ScaffoldError::Io {
