@@ -54,6 +54,11 @@ pub fn from_host(file: &str, a: Answer, max_answer_bytes: usize) -> Outcome {
     if let Some(refused) = a.refused {
         return if refused.len() > max_answer_bytes {
             too_big(refused.len())
+        } else if refused.trim().is_empty() {
+            // A refusal is words the caller acts on: an empty one would reach it as silence.
+            Outcome::Refused(format!(
+                "{file} refused without saying why (its {{ refused }} is empty)."
+            ))
         } else {
             Outcome::Refused(refused)
         };
@@ -204,6 +209,20 @@ pub fn room_failed(e: &crate::tools::room::RoomError) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_refusal_is_said_in_words() {
+        for said in ["", "  \n"] {
+            let a = Answer {
+                refused: Some(said.into()),
+                ..Answer::default()
+            };
+            assert!(matches!(
+                from_host("plugins/x.mjs", a, 100),
+                Outcome::Refused(why) if why == "plugins/x.mjs refused without saying why (its { refused } is empty)."
+            ));
+        }
+    }
 
     #[test]
     fn an_answer_grown_or_broken_on_its_way_is_refused_in_words() {

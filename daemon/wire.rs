@@ -189,11 +189,14 @@ pub struct StatusReply {
     /// Each tool's calls since the daemon started, by name.
     #[serde(default)]
     pub figures: Vec<ToolFigures>,
-    /// Files in plugins/ that changed (or went) since they were read (`plugins/x.mjs`).
+    /// Files in plugins/ that changed since they were read (`plugins/x.mjs`).
     pub stale: Vec<String>,
     /// Files in plugins/ that appeared since the last read.
     #[serde(default)]
     pub new_files: Vec<String>,
+    /// Served files gone from plugins/ since the last read.
+    #[serde(default)]
+    pub removed_files: Vec<String>,
     /// The Streamable HTTP endpoint's URL, when the daemon listens for seats on other machines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<String>,

@@ -327,8 +327,9 @@ fn list_changed_is_sent_exactly_when_the_list_changed() {
 #[test]
 fn a_file_saved_after_the_last_read_gets_one_row_and_shows_in_status() {
     let tool = "export const description = 'd';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'as read' }; }";
-    let inst = Instance::with_plugins(&[("saved.mjs", tool)]);
+    let inst = Instance::with_plugins(&[("saved.mjs", tool), ("gone.mjs", tool)]);
     let d = inst.start();
+    std::fs::remove_file(inst.root.join("plugins/gone.mjs")).unwrap();
     let edited = tool.replace("as read", "as edited");
     for _ in 0..5 {
         inst.write_plugin("saved.mjs", &edited);
@@ -348,9 +349,11 @@ fn a_file_saved_after_the_last_read_gets_one_row_and_shows_in_status() {
     let status = d.status().unwrap();
     assert_eq!(status["stale"], json!(["plugins/saved.mjs"]));
     assert_eq!(status["newFiles"], json!(["plugins/zz-new.mjs"]));
+    assert_eq!(status["removedFiles"], json!(["plugins/gone.mjs"]));
     inst.cmd().arg("status").assert().success().stdout(
         predicate::str::contains("Changed since the last read (`ovai restart` serves them as they are now): plugins/saved.mjs.")
-            .and(predicate::str::contains("New since the last read (`ovai restart` reads them): plugins/zz-new.mjs.")),
+            .and(predicate::str::contains("New since the last read (`ovai restart` reads them): plugins/zz-new.mjs."))
+            .and(predicate::str::contains("Removed since the last read, still served as read (`ovai restart` stops serving them): plugins/gone.mjs.")),
     );
     // Nothing was re-read by itself.
     assert_eq!(

@@ -365,9 +365,23 @@ export function run() {{ return {{ text: "ok" }}; }}
 "#,
         "é".repeat(2048)
     );
-    let inst = Instance::with_plugins(&[("long.mjs", &long), ("edge.mjs", &edge)]);
+    // Counted as a JavaScript string's length, as the client counts: an emoji is two.
+    let emoji = format!(
+        r#"export const description = "{}";
+export const inputSchema = {{ type: "object" }};
+export function run() {{ return {{ text: "ok" }}; }}
+"#,
+        "😀".repeat(1100)
+    );
+    let inst = Instance::with_plugins(&[
+        ("long.mjs", &long),
+        ("edge.mjs", &edge),
+        ("emoji.mjs", &emoji),
+    ]);
     let want = [
         "This instance serves a tool of its own: edge",
+        "This instance serves a tool of its own: emoji",
+        "plugins/emoji.mjs: its description is 2,200 characters; Claude Code shows a session only the first 2,048.",
         "This instance serves a tool of its own: long",
         "plugins/long.mjs: its description is 3,000 characters; Claude Code shows a session only the first 2,048.",
     ];

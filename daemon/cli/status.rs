@@ -65,7 +65,7 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     for row in &not_served {
         println!("{row}");
     }
-    if v.stale.is_empty() && v.new_files.is_empty() {
+    if v.stale.is_empty() && v.new_files.is_empty() && v.removed_files.is_empty() {
         println!("plugins/ is as it was read.");
     }
     if !v.stale.is_empty() {
@@ -78,6 +78,12 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         println!(
             "New since the last read (`ovai restart` reads them): {}.",
             v.new_files.join(", ")
+        );
+    }
+    if !v.removed_files.is_empty() {
+        println!(
+            "Removed since the last read, still served as read (`ovai restart` stops serving them): {}.",
+            v.removed_files.join(", ")
         );
     }
     if let Some(why) = &v.seats_error {

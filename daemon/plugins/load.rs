@@ -31,7 +31,9 @@ impl Verdict {
         match self {
             Verdict::Served(p) => {
                 let mut rows = vec![rows::served(&p.name)];
-                let chars = p.description.chars().count();
+                // Counted as the client counts them: a JavaScript string's length, in UTF-16 units
+                // (an emoji is two).
+                let chars = p.description.encode_utf16().count();
                 if chars > rows::CLIENT_DESCRIPTION_CHARS {
                     rows.push(rows::description_cut(file, chars));
                 }

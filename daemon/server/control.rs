@@ -118,18 +118,20 @@ pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
     let shown = |c: &crate::plugins::stale::Change| {
         format!("plugins/{}", crate::names::escape_controls(c.file(), false))
     };
-    let (stale, new_files) = match stale {
+    let (stale, new_files, removed_files) = match stale {
         Ok(changes) => {
-            let (new, changed): (Vec<_>, Vec<_>) = changes
-                .iter()
-                .partition(|c| matches!(c, crate::plugins::stale::Change::Appeared { .. }));
+            use crate::plugins::stale::Change;
+            let pick =
+                |want: fn(&Change) -> bool| changes.iter().filter(|c| want(c)).map(shown).collect();
             (
-                changed.into_iter().map(shown).collect(),
-                new.into_iter().map(shown).collect(),
+                pick(|c| matches!(c, Change::Changed { .. })),
+                pick(|c| matches!(c, Change::Appeared { .. })),
+                pick(|c| matches!(c, Change::Removed { .. })),
             )
         }
         Err(e) => (
             vec![format!("plugins/ itself, which cannot be read ({e})")],
+            Vec::new(),
             Vec::new(),
         ),
     };
@@ -156,5 +158,6 @@ pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
         figures: daemon.figures.snapshot(),
         stale,
         new_files,
+        removed_files,
     }
 }
