@@ -670,3 +670,58 @@ fn one_address_cannot_take_every_place() {
     assert!(got.starts_with("HTTP/1.1 503"), "{got}");
     assert!(got.contains("from 127.0.0.1"), "{got}");
 }
+
+/// What a session sends over HTTP gets the answers it gets over the socket, in the same words: a body
+/// that is not JSON or not a request, and a known method whose params do not fit.
+#[test]
+fn bad_bodies_are_answered_in_json_rpc_words_as_over_the_socket() {
+    let (inst, _d, http) = serving(json!({}));
+    for version in VERSIONS {
+        let mut s = HttpSeat::new(&http, &inst.secret("w1"), version);
+        s.initialize();
+        let h = s.headers("tools/call", Some("echo"));
+        let refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        // No id can be read: 400, and the JSON-RPC error with `id: null`.
+        for (body, code, words) in [
+            ("{oops", -32700, "Parse error: the body is not JSON"),
+            (
+                r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+                -32600,
+                "a JSON-RPC message is an object, and this body is an array",
+            ),
+        ] {
+            let r = http.request("POST", &refs, body);
+            assert_eq!(r.status, 400, "{version} {body}");
+            assert_eq!(r.header("content-type"), Some("application/json"));
+            let v = r.json();
+            assert_eq!(v["id"], serde_json::Value::Null, "{v}");
+            assert_eq!(v["error"]["code"], code, "{v}");
+            assert!(
+                v["error"]["message"].as_str().unwrap().contains(words),
+                "{version}: {v}"
+            );
+        }
+        // A request whose id can be read is answered under it.
+        let r = http.request(
+            "POST",
+            &refs,
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":[1]}}"#,
+        );
+        assert_eq!(r.status, 200, "{version}");
+        let v = r.json();
+        assert_eq!(
+            (v["id"].clone(), v["error"]["code"].clone()),
+            (json!(9), json!(-32602)),
+            "{v}"
+        );
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("params.arguments is an array, not an object"),
+            "{version}: {v}"
+        );
+        // And the session goes on.
+        assert!(!s.call("echo", json!({})).1, "{version}");
+    }
+}

@@ -3,29 +3,70 @@
 //! whose params do not fit its method, each with a sentence naming what is wrong. A notification is
 //! never answered, whatever is wrong with it. Ids are echoed exactly as sent.
 
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use serde_json::{Value, json};
 
 pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
 pub const INVALID_PARAMS: i64 = -32602;
 
+/// A session's message, as rmcp takes it, or what it is answered instead.
+pub enum Taken {
+    Message(Box<ClientJsonRpcMessage>),
+    /// rmcp cannot take it, or would answer it wrongly: this answer (none for a notification).
+    Answered(Option<Vec<u8>>),
+}
+
+/// Reads one message (a line on the socket, a body over HTTP; `unit` says which, for the answer's
+/// words). rmcp takes a known method whose params do not fit as a custom request and answers that it
+/// knows no such method: such a request is answered here, saying what is wrong with its params.
+pub fn take(text: &str, unit: &str) -> Taken {
+    let parsed = serde_json::from_str::<ClientJsonRpcMessage>(text).or_else(|e| {
+        match well_formed(text) {
+            // Half a surrogate pair, as a client that cut a string mid-emoji sends: U+FFFD.
+            Some(fixed) => serde_json::from_str::<ClientJsonRpcMessage>(&fixed),
+            None => Err(e),
+        }
+    });
+    let msg = match parsed {
+        Ok(msg) => msg,
+        Err(e) => {
+            tracing::debug!(error = %e, "a message rmcp cannot take");
+            return Taken::Answered(answer_to_bad(text, unit));
+        }
+    };
+    if let ClientJsonRpcMessage::Request(r) = &msg
+        && let ClientRequest::CustomRequest(c) = &r.request
+        && is_known_method(&c.method)
+        && let Some(answer) = answer_to_bad(text, unit)
+    {
+        return Taken::Answered(Some(answer));
+    }
+    Taken::Message(Box::new(msg))
+}
+
 /// The error answer (one line of JSON, without its newline) to a line rmcp could not parse; `None` when
 /// the line is a notification, which gets no answer.
 pub fn answer_to_bad_line(line: &str) -> Option<Vec<u8>> {
+    answer_to_bad(line, "line")
+}
+
+/// `answer_to_bad_line` for a line or a body (`unit`).
+pub fn answer_to_bad(line: &str, unit: &str) -> Option<Vec<u8>> {
     let parsed = serde_json::from_str::<Value>(line).or_else(|e| match well_formed(line) {
         Some(fixed) => serde_json::from_str(&fixed),
         None => Err(e),
     });
     let v: Value = match parsed {
         Ok(v) => v,
-        Err(e) => return Some(error(&Value::Null, PARSE_ERROR, &not_json(&e))),
+        Err(e) => return Some(error(&Value::Null, PARSE_ERROR, &not_json(&e, unit))),
     };
     let Value::Object(msg) = v else {
         return Some(error(
             &Value::Null,
             INVALID_REQUEST,
             &format!(
-                "Invalid request: a JSON-RPC message is an object, and this line is {}",
+                "Invalid request: a JSON-RPC message is an object, and this {unit} is {}",
                 crate::instance::json_kind(&v)
             ),
         ));
@@ -200,12 +241,12 @@ fn tools_call_problem(params: Option<&Value>) -> Option<String> {
     }
 }
 
-fn not_json(e: &serde_json::Error) -> String {
+fn not_json(e: &serde_json::Error, unit: &str) -> String {
     let text = e.to_string();
     if text.contains("recursion limit") {
-        return "Parse error: the line is nested more than 128 levels deep".into();
+        return format!("Parse error: the {unit} is nested more than 128 levels deep");
     }
-    format!("Parse error: the line is not JSON ({text})")
+    format!("Parse error: the {unit} is not JSON ({text})")
 }
 
 /// The id of a message as its sender wrote it (valid JSON), when the line is a JSON object with one.

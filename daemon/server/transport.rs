@@ -496,33 +496,16 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
                     continue;
                 }
                 Some(call) => call.into_message(),
-                None => match serde_json::from_str::<ClientJsonRpcMessage>(&line).or_else(|e| {
-                    match jsonrpc::well_formed(&line) {
-                        // Half a surrogate pair, as a client that cut a string mid-emoji sends: U+FFFD.
-                        Some(fixed) => serde_json::from_str::<ClientJsonRpcMessage>(&fixed),
-                        None => Err(e),
-                    }
-                }) {
-                    Ok(msg) => msg,
-                    Err(e) => {
-                        tracing::debug!(error = %e, "a line rmcp cannot take");
-                        if let Some(answer) = jsonrpc::answer_to_bad_line(&line) {
+                None => match jsonrpc::take(&line, "line") {
+                    jsonrpc::Taken::Message(msg) => *msg,
+                    jsonrpc::Taken::Answered(answer) => {
+                        if let Some(answer) = answer {
                             let _ = self.queue_line(answer);
                         }
                         continue;
                     }
                 },
             };
-            // rmcp takes a known method whose params do not fit as a custom request and answers that it
-            // knows no such method; the session is told what is wrong with its params instead.
-            if let ClientJsonRpcMessage::Request(r) = &msg
-                && let ClientRequest::CustomRequest(c) = &r.request
-                && jsonrpc::is_known_method(&c.method)
-                && let Some(answer) = jsonrpc::answer_to_bad_line(&line)
-            {
-                let _ = self.queue_line(answer);
-                continue;
-            }
             if let ClientJsonRpcMessage::Notification(n) = &msg
                 && !self.begun
             {

@@ -217,6 +217,14 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
     let seat = caller.seat.clone();
     let hash = caller.secret_hash.clone();
     let request = with_body_deadline(request, &gate.bodies);
+    let request = if method == Method::POST {
+        match super::body::checked(request).await {
+            Ok(request) => request,
+            Err(answer) => return answer,
+        }
+    } else {
+        request
+    };
     let mut response = CALLER.scope(caller, next.run(request)).await;
     match (&session, response.headers().get(SESSION_HEADER)) {
         (None, Some(id)) => {

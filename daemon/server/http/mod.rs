@@ -4,6 +4,7 @@
 //! A request passes `gate` first (its `Origin`, its token, its session's owner, the stream limits) and only
 //! then reaches rmcp's `StreamableHttpService`, which makes a `SeatService` for the seat the token named.
 
+mod body;
 mod browser;
 mod gate;
 mod limits;

@@ -1,0 +1,88 @@
+//! A POST's body read before rmcp sees it, so that what a session sends over HTTP is answered as over
+//! the socket (`server::jsonrpc`): rmcp answers a body it cannot parse with `415` and a line of its own,
+//! and a known method whose params do not fit as an unknown method. Such a body gets the JSON-RPC error
+//! the socket gives, under the request's id where one can be read (`200`), else with `id: null` (`400`);
+//! a notification, `202` and nothing.
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use super::MAX_BODY_BYTES;
+use crate::server::jsonrpc::{self, Taken};
+
+/// The request with its body read, or the answer it gets instead.
+pub async fn checked(request: Request) -> Result<Request, Response> {
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(e) => return Err(unread(&e)),
+    };
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        return Err(answered(Some(jsonrpc::error(
+            &Value::Null,
+            jsonrpc::PARSE_ERROR,
+            "Parse error: the body is not UTF-8",
+        ))));
+    };
+    match jsonrpc::take(text, "body") {
+        // Half a surrogate pair is taken as U+FFFD, as over the socket: rmcp is given the mended body.
+        Taken::Message(_) => {
+            let body = match jsonrpc::well_formed(text) {
+                Some(fixed) => Body::from(fixed),
+                None => Body::from(bytes),
+            };
+            Ok(Request::from_parts(parts, body))
+        }
+        Taken::Answered(answer) => Err(answered(answer)),
+    }
+}
+
+fn answered(answer: Option<Vec<u8>>) -> Response {
+    let Some(answer) = answer else {
+        return StatusCode::ACCEPTED.into_response();
+    };
+    let under_an_id = serde_json::from_slice::<Value>(&answer)
+        .ok()
+        .is_some_and(|v| !v["id"].is_null());
+    let status = if under_an_id {
+        StatusCode::OK
+    } else {
+        StatusCode::BAD_REQUEST
+    };
+    (status, [(header::CONTENT_TYPE, "application/json")], answer).into_response()
+}
+
+/// A body that could not be read whole: too long, too slow, or more than the server reads at once.
+fn unread(e: &axum::Error) -> Response {
+    let inner = e.to_string();
+    let (status, why) = if inner.contains("length limit exceeded") {
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the request's body is more than the {} MiB this server reads in one request",
+                MAX_BODY_BYTES >> 20
+            ),
+        )
+    } else if inner.starts_with("the server is reading") {
+        (StatusCode::SERVICE_UNAVAILABLE, inner)
+    } else {
+        (
+            StatusCode::BAD_REQUEST,
+            format!("the request's body could not be read: {inner}"),
+        )
+    };
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": -32001, "message": why },
+    });
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
