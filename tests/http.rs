@@ -257,6 +257,32 @@ fn plain_http_where_other_machines_listen_is_refused_at_start_unless_said_insecu
         err.contains("without TLS") && err.contains("\"insecure\": true"),
         "{err}"
     );
+    // The file's settings without its address: `--http` names it, and they apply.
+    inst.set_config(json!({ "http": { "insecure": true } }));
+    let out = inst.cmd().arg("serve").output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "\"http\" has no \"listen\": name the address, such as \"127.0.0.1:7777\", or pass --http ADDR to ovai serve"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    inst.cmd().arg("check").assert().success();
+    let mut serving = std::process::Command::new(OVAI)
+        .args(["serve", "--http", "0.0.0.0:0", "--root"])
+        .arg(&inst.root)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = wait_until("the endpoint to listen", || {
+        let out = inst.cmd().args(["status", "--json"]).output().ok()?;
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        v["http"].as_str().map(str::to_string)
+    });
+    assert!(url.starts_with("http://"), "{url}");
+    inst.cmd().arg("stop").assert().success();
+    assert!(serving.wait().unwrap().success());
     inst.set_config(json!({ "http": { "listen": "0.0.0.0:0", "insecure": true } }));
     let d = inst.start();
     let url = d.status().unwrap()["http"].as_str().unwrap().to_string();

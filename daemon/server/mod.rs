@@ -98,6 +98,14 @@ fn http_settings(
     listen: Option<&str>,
 ) -> Result<Option<http::settings::HttpSettings>, ServeError> {
     let Some(listen) = listen else {
+        if let Some(settings) = &config.http {
+            settings
+                .require_listen()
+                .map_err(|problem| ConfigError::Bad {
+                    key: "http",
+                    problem,
+                })?;
+        }
         return Ok(config.http.clone());
     };
     let addr = http::settings::parse_listen(listen)
@@ -107,6 +115,7 @@ fn http_settings(
         .clone()
         .unwrap_or_else(|| http::settings::HttpSettings::listening_on(addr));
     settings.listen = addr;
+    settings.listen_named = true;
     settings
         .check_exposure()
         .map_err(|why| ServeError::Http(format!("The HTTP endpoint {why}.")))?;

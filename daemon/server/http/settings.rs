@@ -12,6 +12,9 @@ pub const DEFAULT_STREAMS_PER_SEAT: usize = 32;
 pub struct HttpSettings {
     /// The address the endpoint listens on (`http.listen`, or `ovai serve --http`).
     pub listen: SocketAddr,
+    /// `http.listen` was given; without it the settings wait for `ovai serve --http ADDR` (and `listen`
+    /// means nothing until then).
+    pub listen_named: bool,
     /// Browser origins let in (`http.origins`); a request with any other `Origin` is refused with 403.
     pub origins: Vec<String>,
     /// Host names clients use to reach a non-loopback address (`http.hosts`); empty lets any in.
@@ -35,12 +38,21 @@ impl HttpSettings {
     pub fn listening_on(listen: SocketAddr) -> Self {
         Self {
             listen,
+            listen_named: true,
             origins: Vec::new(),
             hosts: Vec::new(),
             tls: None,
             insecure: false,
             streams_per_seat: DEFAULT_STREAMS_PER_SEAT,
         }
+    }
+
+    /// Refuses settings that name no address when nothing else does (`ovai serve` without `--http`).
+    pub fn require_listen(&self) -> Result<(), String> {
+        if self.listen_named {
+            return Ok(());
+        }
+        Err("has no \"listen\": name the address, such as \"127.0.0.1:7777\", or pass --http ADDR to ovai serve".into())
     }
 
     /// Refuses plain HTTP where other machines can listen in, unless the operator said so.
@@ -94,11 +106,10 @@ pub fn parse(value: &Value) -> Result<Option<HttpSettings>, String> {
     }
     let listen = match map.get("listen") {
         Some(Value::String(s)) => {
-            parse_listen(s).map_err(|why| format!("has \"listen\": {why}"))?
+            Some(parse_listen(s).map_err(|why| format!("has \"listen\": {why}"))?)
         }
-        None | Some(Value::Null) => {
-            return Err("has no \"listen\": name the address, such as \"127.0.0.1:7777\"".into());
-        }
+        // `ovai serve --http ADDR` may name it; `ovai serve` alone refuses (`require_listen`).
+        None | Some(Value::Null) => None,
         Some(other) => {
             return Err(format!(
                 "has \"listen\": {other}, and it takes an address such as \"127.0.0.1:7777\""
@@ -173,14 +184,17 @@ pub fn parse(value: &Value) -> Result<Option<HttpSettings>, String> {
         },
     };
     let settings = HttpSettings {
-        listen,
+        listen: listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0))),
+        listen_named: listen.is_some(),
         origins,
         hosts,
         tls,
         insecure,
         streams_per_seat,
     };
-    settings.check_exposure()?;
+    if settings.listen_named {
+        settings.check_exposure()?;
+    }
     Ok(Some(settings))
 }
 
