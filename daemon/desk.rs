@@ -226,6 +226,26 @@ pub fn secret_in(desk: &Path) -> Option<String> {
 }
 
 /// The URL a remote seat's desk reaches the server at, if it is one.
+/// Whether `write_server_entry` can write into this desk's `.mcp.json` (absent, or an object): asked
+/// before a seat change ends anything, so a desk file broken by hand refuses the change first.
+pub fn check_writable(desk: &Path) -> Result<(), DeskError> {
+    let path = mcp_json(desk);
+    match read_doc(&path)? {
+        Doc::Absent | Doc::Object(_) => Ok(()),
+        Doc::Unparsable {
+            message,
+            line,
+            column,
+        } => Err(DeskError::Unparsable {
+            path,
+            message,
+            line,
+            column,
+        }),
+        Doc::NotObject(what) => Err(DeskError::NotObject { path, what }),
+    }
+}
+
 pub fn url_in(desk: &Path) -> Option<String> {
     let Ok(Doc::Object(doc)) = read_doc(&mcp_json(desk)) else {
         return None;

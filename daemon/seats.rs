@@ -149,6 +149,20 @@ impl SeatBook {
             .collect()
     }
 
+    /// A new seat's name must be free, in any case.
+    fn check_new(&self, name: &str) -> Result<(), SeatError> {
+        if self.seats.contains_key(name) {
+            return Err(SeatError::Exists(name.into()));
+        }
+        if let Some(existing) = self.names().find(|s| s.eq_ignore_ascii_case(name)) {
+            return Err(SeatError::CaseClash {
+                name: name.into(),
+                existing: existing.into(),
+            });
+        }
+        Ok(())
+    }
+
     /// The refusal for a seat this book does not have, naming the ones it has.
     pub fn unknown(&self, name: &str) -> SeatError {
         let known: Vec<_> = self.names().collect();
@@ -340,17 +354,25 @@ pub fn precheck_add(inst: &Instance, name: &str, url: Option<&str>) -> Result<()
     if let Some(url) = url {
         desk::check_url(url)?;
     }
-    Ok(())
+    Ok(desk::check_writable(&inst.desk(name))?)
 }
 
-/// The same for a change to a seat that must exist (`rotate`, `remove`).
-pub fn precheck_existing(inst: &Instance, name: &str, url: Option<&str>) -> Result<(), SeatError> {
+/// The same for `rotate` (which writes the desk again, keeping its URL unless given one) and `remove`.
+pub fn precheck_existing(
+    inst: &Instance,
+    name: &str,
+    rotate: Option<Option<&str>>,
+) -> Result<(), SeatError> {
     let book = SeatBook::load(inst)?;
     if !book.seats.contains_key(name) {
         return Err(book.unknown(name));
     }
-    if let Some(url) = url {
-        desk::check_url(url)?;
+    if let Some(url) = rotate {
+        let desk = inst.desk(name);
+        desk::check_writable(&desk)?;
+        if let Some(url) = url.map(str::to_string).or_else(|| desk::url_in(&desk)) {
+            desk::check_url(&url)?;
+        }
     }
     Ok(())
 }
@@ -362,22 +384,6 @@ pub fn check_name(name: &str) -> Result<(), SeatError> {
             why,
         }),
         None => Ok(()),
-    }
-}
-
-impl SeatBook {
-    /// A new seat's name must be free, in any case.
-    fn check_new(&self, name: &str) -> Result<(), SeatError> {
-        if self.seats.contains_key(name) {
-            return Err(SeatError::Exists(name.into()));
-        }
-        if let Some(existing) = self.names().find(|s| s.eq_ignore_ascii_case(name)) {
-            return Err(SeatError::CaseClash {
-                name: name.into(),
-                existing: existing.into(),
-            });
-        }
-        Ok(())
     }
 }
 

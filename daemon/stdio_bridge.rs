@@ -555,18 +555,10 @@ impl Bridge {
 
     /// Answers everything still waiting with `why`, says it on stderr, and gives the exit code.
     fn give_up(&self, stdout: &mut File, why: &str) -> i32 {
-        let queued = std::mem::take(&mut lock(&self.upstream).queued);
-        // Queued requests are pending too; each is answered once.
-        let mut ids: HashMap<String, Pending> = lock(&self.session).pending.drain().collect();
-        for line in queued {
-            if let Some(env) = Envelope::read(&line)
-                && let Some(key) = env.key()
-                && let Some(method) = env.method.clone()
-            {
-                let modern = env.is_modern();
-                ids.insert(key, Pending { method, modern });
-            }
-        }
+        // Queued requests were noted as pending when they were read (cancelled ones forgotten since):
+        // each is answered once.
+        drop(std::mem::take(&mut lock(&self.upstream).queued));
+        let ids: HashMap<String, Pending> = lock(&self.session).pending.drain().collect();
         for (id, _) in ids {
             let _ = writeln!(
                 stdout,
@@ -579,15 +571,46 @@ impl Bridge {
     }
 }
 
-/// Whether a whole line is already buffered (so reading it will not wait).
-/// Whether the daemon can read this line's id at all: one over its length cap or not UTF-8 is answered
-/// with `id: null`, so its id is never waited for here (nothing would ever answer it, and the bridge
-/// would answer it itself when the client quits, saying the server went away).
+/// Whether the daemon can read this line's id at all: one over its length cap, not UTF-8, or nested
+/// deeper than its JSON parser goes is answered with `id: null`, so its id is never waited for here
+/// (nothing would ever answer it, and the bridge would answer it itself when the client quits, saying
+/// the server went away). The bridge's own parse skips what it does not look at, at any depth.
 fn answered_under_its_id(line: &[u8]) -> bool {
     let body = line.strip_suffix(b"\n").unwrap_or(line);
-    body.len() <= MAX_LINE && std::str::from_utf8(body).is_ok()
+    body.len() <= MAX_LINE && std::str::from_utf8(body).is_ok() && !nested_too_deep(body)
 }
 
+/// serde_json's recursion limit: a document 128 arrays and objects deep does not parse.
+const TOO_DEEP: usize = 128;
+
+fn nested_too_deep(json: &[u8]) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in json {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth >= TOO_DEEP {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Whether a whole line is already buffered (so reading it will not wait).
 fn has_line(buffered: &[u8]) -> bool {
     buffered.contains(&b'\n')
 }
@@ -709,6 +732,22 @@ impl Read for WaitForData<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_is_too_deep_where_serde_json_stops() {
+        let nested = |d: usize| format!("{}1{}", "[".repeat(d), "]".repeat(d));
+        assert!(!nested_too_deep(nested(127).as_bytes()));
+        assert!(nested_too_deep(nested(128).as_bytes()));
+        for d in [127, 128] {
+            assert_eq!(
+                nested_too_deep(nested(d).as_bytes()),
+                serde_json::from_str::<Value>(&nested(d)).is_err()
+            );
+        }
+        // Brackets inside strings, escaped quotes included, are text.
+        let text = format!(r#"{{"a":"\"{}"}}"#, "[".repeat(200));
+        assert!(!nested_too_deep(text.as_bytes()));
+    }
 
     #[test]
     fn response_ids_are_read_off_rmcp_lines_and_match_the_full_parse() {

@@ -353,7 +353,7 @@ fn a_file_saved_after_the_last_read_gets_one_row_and_shows_in_status() {
     inst.cmd().arg("status").assert().success().stdout(
         predicate::str::contains("Changed since the last read (`ovai restart` serves them as they are now): plugins/saved.mjs.")
             .and(predicate::str::contains("New since the last read (`ovai restart` reads them): plugins/zz-new.mjs."))
-            .and(predicate::str::contains("Removed since the last read, still served as read (`ovai restart` stops serving them): plugins/gone.mjs.")),
+            .and(predicate::str::contains("Removed since the last read (`ovai restart` stops serving them): plugins/gone.mjs.")),
     );
     // Nothing was re-read by itself.
     assert_eq!(

@@ -135,6 +135,7 @@ fn a_file_edited_after_the_read_is_not_served_by_a_new_host_and_the_rest_is() {
     let inst = Instance::with_plugins(&[
         ("echo.mjs", ECHO),
         ("exits.mjs", EXITS),
+        ("gone.mjs", ECHO),
         ("says.mjs", uses_helper),
     ]);
     std::fs::create_dir(inst.root.join("plugins/lib")).unwrap();
@@ -155,10 +156,18 @@ fn a_file_edited_after_the_read_is_not_served_by_a_new_host_and_the_rest_is() {
         "lib/helper.mjs",
         "export const said = \"x\";\nthrow new Error(\"half-edited\");\n",
     );
+    std::fs::remove_file(inst.root.join("plugins/gone.mjs")).unwrap();
     let host = d.host_pid();
     let (text, refused) = s.call("exits", json!({}));
     assert!(refused, "{text}");
     wait_gone(host);
+    assert_eq!(
+        s.call("gone", json!({})),
+        (
+            "plugins/gone.mjs is not answering calls since its plugin host was respawned: it was removed (or cannot be read) since it was read, so a new host could not import it. Run `ovai check` and `ovai restart` to see and serve it as it is now.".to_string(),
+            true
+        )
+    );
     let changed = "plugins/echo.mjs is not answering calls since its plugin host was respawned: it changed after it was read, and a new host imports only what was read. Run `ovai check` and `ovai restart` to see and serve it as it is now.";
     assert_eq!(s.call("echo", json!({})), (changed.to_string(), true));
     let (text, refused) = s.call("says", json!({}));

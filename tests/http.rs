@@ -574,6 +574,32 @@ fn an_oversized_body_is_refused_before_it_is_sent_and_words_leak_nothing() {
     let got = read_all(t);
     assert!(got.starts_with("HTTP/1.1 413"), "{got}");
     assert!(got.contains("more than the 4 MiB"), "{got}");
+    // Sent in chunks, with no length said: read up to the limit, and refused in the same words.
+    let mut t = raw(
+        &http,
+        &format!(
+            "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {}\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+            inst.secret("lead")
+        ),
+    );
+    {
+        use std::io::Write;
+        let chunk = format!("100000\r\n{}\r\n", "x".repeat(0x100000));
+        for _ in 0..5 {
+            if t.write_all(chunk.as_bytes()).is_err() {
+                break;
+            }
+        }
+        let _ = t.write_all(b"0\r\n\r\n");
+    }
+    let got = read_all(t);
+    assert!(got.starts_with("HTTP/1.1 413"), "{got}");
+    assert!(
+        got.contains("more than the 4 MiB"),
+        "{}",
+        &got[..got.len().min(400)]
+    );
     // A wrong token is not told where the instance is; a broken seat book is not described to it.
     let mut s = HttpSeat::new(&http, "nobody", "2026-07-28");
     let (_, r) = s.send("tools/list", json!({}));
@@ -747,6 +773,14 @@ fn bad_bodies_are_answered_in_json_rpc_words_as_over_the_socket() {
                 .contains("params.arguments is an array, not an object"),
             "{version}: {v}"
         );
+        // A notification is never answered, whatever is wrong with it.
+        let r = http.request(
+            "POST",
+            &refs,
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":5}"#,
+        );
+        assert_eq!(r.status, 202, "{version}");
+        assert_eq!(r.text(), "", "{version}");
         // And the session goes on.
         assert!(!s.call("echo", json!({})).1, "{version}");
     }

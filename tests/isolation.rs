@@ -778,7 +778,15 @@ export async function run({ ms }) { await new Promise((r) => setTimeout(r, ms));
         "tools/call",
         json!({ "name": "slow", "arguments": { "ms": 3000 } }),
     );
+    // A desk file broken by hand, where a new seat's desk would be.
+    std::fs::create_dir_all(inst.root.join("desks/w9")).unwrap();
+    std::fs::write(inst.root.join("desks/w9/.mcp.json"), "{broken").unwrap();
     for (args, said) in [
+        (vec!["seat", "add", "w9"], "does not parse"),
+        (
+            vec!["seat", "rotate", "w1", "--url", "buildbox:7777"],
+            "http:// or https://",
+        ),
         (vec!["seat", "add", "a_b"], "cannot be a seat name"),
         (
             vec!["seat", "add", "lead"],

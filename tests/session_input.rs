@@ -57,7 +57,7 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
     assert_eq!(text_of(&r), ("slow done".to_string(), false));
 
     let deep = format!(
-        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"slow","arguments":{{"a":{}1{}}}}}}}"#,
+        r#"{{"jsonrpc":"2.0","id":500,"method":"tools/call","params":{{"name":"slow","arguments":{{"a":{}1{}}}}}}}"#,
         "[".repeat(200),
         "]".repeat(200)
     );
@@ -195,7 +195,8 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
             (
                 json!(-32601),
                 json!(format!(
-                    "Method not found: this server does not serve {method}; it serves tools (tools/list, tools/call) and ping"
+                    "Method not found: this server does not serve {method}; it serves initialize, ping, tools/list \
+                     and tools/call (and from 2026-07-28 on, server/discover and subscriptions/listen)"
                 ))
             )
         );

@@ -106,11 +106,14 @@ fn seat_secret(inst: &instance::Instance, name: &str) -> Result<String, String> 
             "{file} {what}, so there is no secret to call as {name} with; `ovai seat rotate {name}` writes a new one"
         ));
     }
+    // A seat of another case is named in the refusal; otherwise the seat can be made.
     let unknown = book.unknown(name);
-    Err(if book.names().any(|s| s.eq_ignore_ascii_case(name)) {
-        unknown.to_string()
-    } else {
+    let can_be_made =
+        matches!(&unknown, crate::seats::SeatError::Unknown { near, .. } if near.is_empty());
+    Err(if can_be_made {
         format!("{unknown} `ovai seat add {name}` makes it.")
+    } else {
+        unknown.to_string()
     })
 }
 

@@ -82,7 +82,7 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     }
     if !v.removed_files.is_empty() {
         println!(
-            "Removed since the last read, still served as read (`ovai restart` stops serving them): {}.",
+            "Removed since the last read (`ovai restart` stops serving them): {}.",
             v.removed_files.join(", ")
         );
     }

@@ -84,4 +84,6 @@ pub enum NotReimported {
     Hung(Duration),
     /// Its bytes changed after they were read, so it was not imported again.
     Changed,
+    /// It was gone (or could not be read) when the new host started.
+    Removed,
 }

@@ -110,6 +110,10 @@ pub fn not_reimported(shown: &str, why: &NotReimported) -> String {
         NotReimported::Changed => {
             "it changed after it was read, and a new host imports only what was read".to_string()
         }
+        NotReimported::Removed => {
+            "it was removed (or cannot be read) since it was read, so a new host could not import it"
+                .to_string()
+        }
     };
     format!(
         "{shown} is not answering calls since its plugin host was respawned: {why}. Run `ovai check` and `ovai restart` to see and serve it as it is now."

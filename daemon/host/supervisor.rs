@@ -524,21 +524,36 @@ async fn heartbeat(link: &Link, hang_after: Duration) {
     }
 }
 
-/// A new process importing the generation's files again. A file whose bytes changed since they were read
-/// is not imported (a new host serves what was read, or nothing: never code nobody read), and one that no
-/// longer imports is refused by name when called (the generation's list stays as it was read).
+/// A new process importing the generation's files again. A plugin's file whose bytes changed (or that is
+/// gone) since it was read is not imported: a new host serves the files as they were read, or refuses
+/// them, rather than run a file nobody read (a module a plugin imports is imported as it is now). One that
+/// no longer imports is refused by name when called (the generation's list stays as it was read).
 async fn respawn(
     job: &Supervision,
     ids: &AtomicU64,
 ) -> Result<HostProcess, super::process::StartError> {
-    let (same, changed): (Vec<&ServedFile>, Vec<&ServedFile>) = job.files.iter().partition(|f| {
-        f.read_as.is_some()
-            && crate::plugins::stale::hash_file(std::path::Path::new(&f.import.path)) == f.read_as
-    });
+    let paths: Vec<String> = job.files.iter().map(|f| f.import.path.clone()).collect();
+    // Reading the files is blocking work: off the daemon's thread.
+    let now: Vec<Option<String>> = tokio::task::spawn_blocking(move || {
+        paths
+            .iter()
+            .map(|p| crate::plugins::stale::hash_file(std::path::Path::new(p)))
+            .collect()
+    })
+    .await
+    .unwrap_or_default();
+    let mut same = Vec::new();
+    let mut unread = Vec::new();
+    for (i, f) in job.files.iter().enumerate() {
+        match now.get(i) {
+            Some(Some(hash)) if f.read_as.as_ref() == Some(hash) => same.push(f),
+            Some(Some(_)) => unread.push((f, NotReimported::Changed)),
+            _ => unread.push((f, NotReimported::Removed)),
+        }
+    }
     let imports: Vec<ToImport> = same.iter().map(|f| f.import.clone()).collect();
     let done = import_all(&job.launch, &job.init, &imports, ids, job.import_timeout).await?;
-    for f in changed {
-        let why = NotReimported::Changed;
+    for (f, why) in unread {
         job.log
             .row(Topic::Host, &rows::not_reimported(&f.shown, &why));
         done.process.link.mark_unavailable(&f.import.name, why);

@@ -35,10 +35,7 @@ pub fn bad_name(file: &str, name: &str) -> String {
 }
 
 pub fn builtin(file: &str, name: &str) -> String {
-    match crate::tools::BUILTINS
-        .iter()
-        .find(|b| b.eq_ignore_ascii_case(name) && **b != name)
-    {
+    match crate::tools::builtin_like(name).filter(|b| *b != name) {
         Some(builtin) => not_served(
             file,
             format!(
@@ -81,18 +78,24 @@ pub fn schema(file: &str, problem: &str) -> String {
     not_served(file, problem)
 }
 
+/// The three exports a plugin's module must have.
+const EXPORTS: [&str; 3] = ["description", "inputSchema", "run"];
+
 /// Missing exports named together, then each mis-typed one: "it does not export description or run;
 /// its inputSchema is an array, not an object".
 pub fn exports(file: &str, r: &ExportsReport) -> String {
+    // What the host reports is bounded here too (a plugin can write to fd 4): only the contract's three
+    // names are taken, and a few of the module's others, clipped.
+    let contract = |name: &str| EXPORTS.contains(&name);
+    let missing: Vec<String> = r.missing.iter().filter(|m| contract(m)).cloned().collect();
     let mut parts = Vec::new();
-    if !r.missing.is_empty() {
-        let mut part = format!("it does not export {}", listed(&r.missing, "or"));
-        // The host sends a few, clipped; looked at as bounded all the same.
+    if !missing.is_empty() {
+        let mut part = format!("it does not export {}", listed(&missing, "or"));
         let near: Vec<String> = r
             .others
             .iter()
             .take(32)
-            .filter(|o| r.missing.iter().any(|m| misspelt(m, o)))
+            .filter(|o| missing.iter().any(|m| misspelt(m, o)))
             .map(|o| format!("{:?}", o.chars().take(64).collect::<String>()))
             .collect();
         if !near.is_empty() {
@@ -103,14 +106,25 @@ pub fn exports(file: &str, r: &ExportsReport) -> String {
         }
         parts.push(part);
     }
-    for w in &r.wrong {
-        parts.push(format!("its {} is {}, not {}", w.name, w.is, w.want));
+    let clip = |s: &str| s.chars().take(64).collect::<String>();
+    for w in r
+        .wrong
+        .iter()
+        .filter(|w| contract(&w.name))
+        .take(EXPORTS.len())
+    {
+        parts.push(format!(
+            "its {} is {}, not {}",
+            w.name,
+            clip(&w.is),
+            clip(&w.want)
+        ));
     }
     if r.empty_description {
         parts.push("its description is empty".into());
     }
     let mut why = parts.join("; ");
-    if r.has_default && !r.missing.is_empty() {
+    if r.has_default && !missing.is_empty() {
         why.push_str(
             " (it has a default export, and the three must be named exports: `export const description = ...`)",
         );
@@ -186,6 +200,35 @@ mod tests {
         assert_eq!(
             exports("x.mjs", &r),
             "plugins/x.mjs is not served: it does not export run; its description is a number, not a string"
+        );
+    }
+
+    #[test]
+    fn a_forged_report_names_only_the_contracts_exports() {
+        let r = ExportsReport {
+            missing: vec!["run".into(), "x".repeat(100_000), "descriptio".into()],
+            wrong: (0..1000)
+                .map(|i| WrongExport {
+                    name: if i == 0 {
+                        "description".into()
+                    } else {
+                        format!("e{i}")
+                    },
+                    is: "a number".repeat(100),
+                    want: "a string".into(),
+                })
+                .collect(),
+            empty_description: false,
+            has_default: false,
+            others: vec!["runn".into(); 100_000],
+        };
+        let row = exports("x.mjs", &r);
+        assert!(row.len() < 1000, "{row}");
+        assert!(
+            row.starts_with(
+                "plugins/x.mjs is not served: it does not export run (it exports \"runn\""
+            ),
+            "{row}"
         );
     }
 

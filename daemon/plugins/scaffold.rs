@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::names;
-use crate::tools::BUILTINS;
+use crate::tools::builtin_like;
 
 /// The scaffold, with `__TOOL__` where the name goes.
 pub const TEMPLATE: &str = include_str!("../../plugins/scaffold.mjs.template");
@@ -45,14 +45,15 @@ pub fn write(plugins_dir: &Path, name: &str) -> Result<PathBuf, ScaffoldError> {
             why,
         });
     }
-    if BUILTINS.contains(&name) {
-        return Err(ScaffoldError::Builtin(name.into()));
-    }
-    if let Some(builtin) = BUILTINS.iter().find(|b| b.eq_ignore_ascii_case(name)) {
-        return Err(ScaffoldError::BuiltinCase {
-            name: name.into(),
-            builtin: (*builtin).into(),
-        });
+    match builtin_like(name) {
+        Some(builtin) if builtin == name => return Err(ScaffoldError::Builtin(name.into())),
+        Some(builtin) => {
+            return Err(ScaffoldError::BuiltinCase {
+                name: name.into(),
+                builtin: builtin.into(),
+            });
+        }
+        None => {}
     }
     let path = plugins_dir.join(format!("{name}.mjs"));
     let io = |source| ScaffoldError::Io {

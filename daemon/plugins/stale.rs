@@ -33,9 +33,7 @@ impl Snapshot {
                 .collect(),
         )
     }
-}
 
-impl Snapshot {
     /// The SHA-256 of the file's bytes as they were read (`None`: not read, or unreadable then).
     pub fn digest(&self, file: &str) -> Option<String> {
         self.0.get(file).and_then(|(_, hash)| hash.clone())

@@ -45,13 +45,8 @@ pub fn take(text: &str, unit: &str) -> Taken {
     Taken::Message(Box::new(msg))
 }
 
-/// The error answer (one line of JSON, without its newline) to a line rmcp could not parse; `None` when
-/// the line is a notification, which gets no answer.
-pub fn answer_to_bad_line(line: &str) -> Option<Vec<u8>> {
-    answer_to_bad(line, "line")
-}
-
-/// `answer_to_bad_line` for a line or a body (`unit`).
+/// The error answer (one line of JSON, without its newline) to a line or a body (`unit`) rmcp could not
+/// parse; `None` when it is a notification, which gets no answer.
 pub fn answer_to_bad(line: &str, unit: &str) -> Option<Vec<u8>> {
     let parsed = serde_json::from_str::<Value>(line).or_else(|e| match well_formed(line) {
         Some(fixed) => serde_json::from_str(&fixed),
@@ -283,7 +278,7 @@ mod tests {
     use super::*;
 
     fn answer(line: &str) -> Option<Value> {
-        answer_to_bad_line(line).map(|b| serde_json::from_slice(&b).unwrap())
+        answer_to_bad(line, "line").map(|b| serde_json::from_slice(&b).unwrap())
     }
 
     #[test]
@@ -365,7 +360,7 @@ mod tests {
             "18446744073709551616",
         ] {
             let line = format!(r#"{{"jsonrpc":"2.0","id":{raw},"method":"ping"}}"#);
-            let a = String::from_utf8(answer_to_bad_line(&line).unwrap()).unwrap();
+            let a = String::from_utf8(answer_to_bad(&line, "line").unwrap()).unwrap();
             assert!(
                 a.starts_with(&format!(r#"{{"jsonrpc":"2.0","id":{raw},"error":"#)),
                 "{a}"

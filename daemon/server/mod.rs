@@ -190,6 +190,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     };
     log.rows(Topic::Plugins, &first.rows);
     let isolation = first.isolation.describe();
+    let boxed = first.isolation.is_boxed();
     let tools = first.tools.entries().len();
     let node = first.node.clone();
     let daemon = Arc::new(Daemon::new(
@@ -209,9 +210,13 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     );
     log.row(Topic::Server, &isolation);
     if nix::unistd::geteuid().is_root() {
-        let said = "ovai serve runs as root, so a plugin may read and write whatever root may outside what its \
-                    box keeps from it (/etc/shadow, other users' files) and uses the network as root. Run it as an \
-                    ordinary user.";
+        let said = if boxed {
+            "ovai serve runs as root, so a plugin reads whatever root may read outside what its box hides \
+             (/etc/shadow, every user's files) and uses the network as root. Run it as an ordinary user."
+        } else {
+            "ovai serve runs as root, and its plugin host has no box: a plugin may read and write whatever root \
+             may (/etc/shadow, every user's files) and uses the network as root. Run it as an ordinary user."
+        };
         tracing::warn!("{said}");
         log.row(Topic::Server, said);
     }

@@ -14,6 +14,14 @@ use serde_json::{Value, json};
 /// The server's own tools; a plugin cannot take these names.
 pub const BUILTINS: &[&str] = &["index", "room"];
 
+/// The built-in a tool name is, or differs from only in case (`Room` could pass itself off as `room`).
+pub fn builtin_like(name: &str) -> Option<&'static str> {
+    BUILTINS
+        .iter()
+        .copied()
+        .find(|b| b.eq_ignore_ascii_case(name))
+}
+
 pub enum Kind {
     Index,
     Room,

@@ -3,7 +3,6 @@
 
 use serde_json::Value;
 
-/// Why a plugin's inputSchema cannot be served, as the end of its runtime.log row.
 /// A name `required` asks for that `additionalProperties: false` forbids at the same level (no
 /// `patternProperties` that could admit it): a tool nobody could ever call.
 fn required_but_forbidden(root: &serde_json::Map<String, Value>) -> Option<String> {
@@ -21,6 +20,7 @@ fn required_but_forbidden(root: &serde_json::Map<String, Value>) -> Option<Strin
         .map(str::to_string)
 }
 
+/// Why a plugin's inputSchema cannot be served, as the end of its runtime.log row.
 pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
     let Value::Object(root) = schema else {
         return Err("its inputSchema is not an object schema: it is not an object".into());

@@ -1,8 +1,9 @@
-//! A POST's body read before rmcp sees it, so that what a session sends over HTTP is answered as over
+//! A POST's body read before rmcp sees it, so that a body rmcp cannot take is answered as a line is on
 //! the socket (`server::jsonrpc`): rmcp answers a body it cannot parse with `415` and a line of its own,
 //! and a known method whose params do not fit as an unknown method. Such a body gets the JSON-RPC error
 //! the socket gives, under the request's id where one can be read (`200`), else with `id: null` (`400`);
-//! a notification, `202` and nothing.
+//! a notification, `202` and nothing. (A method rmcp does not serve is still answered in rmcp's words
+//! over HTTP: `-32601` and the method's name.)
 
 use axum::body::Body;
 use axum::extract::Request;
