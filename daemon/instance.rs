@@ -225,27 +225,9 @@ fn near_miss(key: &str) -> Option<&'static str> {
     SETTINGS.iter().copied().find(|s| {
         let s_lower = s.to_ascii_lowercase();
         s_lower == lower
-            || (lower.len() >= 6 && distance(&lower, &s_lower) <= 3)
+            || (lower.len() >= 6 && crate::names::distance(&lower, &s_lower) <= 3)
             || (lower.len() >= 8 && (s_lower.starts_with(&lower) || lower.starts_with(&s_lower)))
     })
-}
-
-/// Edit distance (Levenshtein) between two short strings.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let here = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(here + 1);
-            prev = here;
-        }
-    }
-    row[b.len()]
 }
 
 pub const DEFAULT_CALL_TIMEOUT_S: u64 = 60;

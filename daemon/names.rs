@@ -2,6 +2,9 @@
 //!
 //! No underscore: a permission rule for one tool is spelled `mcp__<server>__<tool>`, and a name holding
 //! `__` would make a rule that named a different tool than the one meant.
+//!
+//! Beside it, how names are shown and compared: control characters escaped, and the edit distance the
+//! near-miss hints use (a misspelt key in openovai.json, a misspelt export).
 
 /// The sentence that states the rule, as runtime.log and the CLI say it.
 pub const RULE: &str = "a name is a letter, then letters, digits and hyphens, up to 32 of them";
@@ -107,6 +110,24 @@ fn show_char(c: char) -> String {
     } else {
         format!("\"{c}\"")
     }
+}
+
+/// Edit distance (Levenshtein) between two short strings.
+pub fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(here + 1);
+            prev = here;
+        }
+    }
+    row[b.len()]
 }
 
 #[cfg(test)]
