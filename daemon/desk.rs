@@ -128,11 +128,20 @@ pub fn check_url(url: &str) -> Result<Option<String>, DeskError> {
         return Err(DeskError::BadUrl(url.into()));
     }
     let local = crate::names::is_loopback_name(crate::names::host_name(host));
-    Ok((!tls && !local).then(|| {
-        format!(
+    let mut warnings = Vec::new();
+    if !tls && !local {
+        warnings.push(format!(
             "{url} is plain HTTP to another machine: the seat's secret would cross the network in the clear. Use https:// (the daemon's \"http\".\"tls\", or a TLS proxy in front) unless the network itself is private"
-        )
-    }))
+        ));
+    }
+    // The endpoint answers at /mcp only; a proxy in front may map another path to it.
+    let path = &rest[host.len()..];
+    if path.is_empty() || path == "/" {
+        warnings.push(format!(
+            "{url} names no path, and ovai's endpoint is at /mcp: its clients would be answered 404 unless a proxy in front maps it (the URL `ovai serve` prints ends in /mcp)"
+        ));
+    }
+    Ok((!warnings.is_empty()).then(|| warnings.join(". ")))
 }
 
 /// Writes (or replaces) the `openovai` entry of the desk's `.mcp.json`, keeping every other server.

@@ -145,6 +145,8 @@ const heldFrom = (start) => new Bytes(heldMemory, start, HELD_BYTES - start);
 const encodeInto = uncurry(TextEncoder.prototype.encodeInto);
 const encode = uncurry(TextEncoder.prototype.encode);
 const getOwn = Object.getOwnPropertyDescriptor;
+const asyncIterator = Symbol.asyncIterator;
+const iterator = Symbol.iterator;
 const encoder = new TextEncoder();
 let flushScheduled = false;
 
@@ -829,7 +831,13 @@ function describe(value) {
   }
   if (isArray(value)) return "an array";
   const keys = ownKeys(value);
-  if (keys.length === 0) return "an empty object";
+  if (keys.length === 0) {
+    // `in` reads no getter: what the object only inherits is named, and why it does not count.
+    if ("text" in value || "refused" in value) return "an object whose text or refused is inherited, not its own";
+    if (asyncIterator in value) return "an async iterator (is run an async generator?)";
+    if (iterator in value) return "an iterator (is run a generator?)";
+    return "an empty object";
+  }
   if (keys.includes("text") && keys.includes("refused")) return "an object with both text and refused";
   if (keys.length === 1 && (keys[0] === "text" || keys[0] === "refused")) {
     return `{ ${keys[0]} } holding ${kindWithArticle(value[keys[0]])}, not a string`;

@@ -172,6 +172,14 @@ fn check_prints_the_rows_a_restart_would_write_and_touches_no_daemon() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("plugins/nope.mjs does not exist"));
+    std::fs::create_dir(inst.root.join("plugins/lib")).unwrap();
+    inst.cmd()
+        .args(["check", "plugins/lib"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "plugins/lib is a folder, not a plugin's file: a tool is one .mjs file in plugins/.",
+        ));
     inst.cmd()
         .args(["check", "/etc/hostname"])
         .assert()

@@ -444,6 +444,19 @@ fn a_desk_for_a_remote_seat_reaches_the_endpoint_and_survives_rotate_and_rebuild
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("http:// or https://"));
+    // A URL without the endpoint's path is taken (a proxy may map it), with a warning.
+    let out = inst
+        .cmd()
+        .args(["seat", "add", "bare", "--url", "https://buildbox.example"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("names no path, and ovai's endpoint is at /mcp"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!inst.root.join("desks/bad/.mcp.json").exists());
 }
 

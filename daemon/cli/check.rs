@@ -104,6 +104,14 @@ fn named(dir: &Path, arg: &str) -> Result<Candidate, Failure> {
             2,
         ));
     }
+    if dir.join(&file).is_dir() {
+        return Err(Failure::new(
+            format!(
+                "plugins/{file} is a folder, not a plugin's file: a tool is one .mjs file in plugins/."
+            ),
+            2,
+        ));
+    }
     if !dir.join(&file).is_file() {
         return Err(Failure::new(
             format!("plugins/{file} does not exist; `ovai plugin NAME` makes a new one."),

@@ -66,6 +66,9 @@ pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
                     "its inputSchema has a pattern this server cannot check in linear time (at {at}: {e}); patterns \
                      are checked with the regex crate's syntax, without backreferences or lookaround"
                 )
+            } else if at.is_empty() {
+                // No place to point at (a $ref to nothing): the error names what is wrong.
+                format!("its inputSchema is not a valid JSON schema: {e}")
             } else {
                 format!("its inputSchema is not a valid JSON schema (at {at}): {e}")
             }
@@ -159,6 +162,18 @@ mod tests {
             "{e}"
         );
         assert!(compile(&json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "^[a-z]+$"}}})).is_ok());
+    }
+
+    #[test]
+    fn a_ref_to_nothing_is_said_without_an_empty_place() {
+        let e = compile(&json!({"type": "object", "properties": {"n": {"$ref": "#/$defs/nope"}}}))
+            .unwrap_err();
+        assert!(
+            e.starts_with("its inputSchema is not a valid JSON schema"),
+            "{e}"
+        );
+        assert!(!e.contains("(at )"), "{e}");
+        assert!(e.contains("nope"), "{e}");
     }
 
     #[test]
