@@ -798,3 +798,27 @@ fn bad_bodies_are_answered_in_json_rpc_words_as_over_the_socket() {
         assert!(!s.call("echo", json!({})).1, "{version}");
     }
 }
+
+/// A session is idle when it has sent nothing and holds no stream: one whose client keeps its GET stream
+/// open (waiting for list changes, as Claude Code does) is not, however long it is quiet.
+#[test]
+fn a_session_holding_its_stream_is_not_idle_and_one_that_holds_nothing_is_closed() {
+    let (inst, _d, http) = serving(json!({ "sessionIdleSeconds": 2 }));
+    let mut listening = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    listening.initialize();
+    let _stream = listening.open_changes();
+    let mut quiet = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    quiet.initialize();
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    let (_, r) = quiet.send("tools/list", json!({}));
+    assert_eq!(r.status, 404);
+    assert!(
+        r.text()
+            .contains("holds no MCP session with that id (it ended, idled out"),
+        "the quiet one was closed"
+    );
+    assert!(
+        listening.tool_names().contains(&"echo".to_string()),
+        "the one holding its stream serves on"
+    );
+}

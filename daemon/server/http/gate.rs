@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -178,9 +178,10 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
+    let mut in_use = None;
     if let Some(id) = &session {
         match gate.owners.check(id, &caller.secret_hash) {
-            Check::Mine => {}
+            Check::Mine => in_use = Some(gate.owners.in_use(id)),
             Check::Other => {
                 return refuse(
                     &gate.daemon,
@@ -241,7 +242,7 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
     // The stream is counted until its body is dropped: written out, or its client gone.
     let (parts, body) = response.into_parts();
     let body = Body::from_stream(body.into_data_stream().map(move |chunk| {
-        let _held = &stream;
+        let _held = (&stream, &in_use);
         chunk
     }));
     Response::from_parts(parts, body)
@@ -292,6 +293,30 @@ async fn who(gate: &Gate, secret: &str) -> Result<Caller, Box<Response>> {
     }
 }
 
+/// Closes the sessions that have had no request and no stream for `idle` (their client gone without a
+/// word), until the endpoint stops. rmcp's own idle timer counts only requests, and would close a
+/// session whose client is waiting on its GET stream.
+pub async fn close_idle(
+    gate: Arc<Gate>,
+    idle: Duration,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    let every = (idle / 4).clamp(Duration::from_millis(250), Duration::from_secs(30));
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        for id in gate.owners.take_idle(idle) {
+            let manager = gate.manager.clone();
+            // Closing waits on the session's worker: never the loop.
+            gate.daemon.tasks.spawn(async move {
+                let _ = manager.close_session(&id.into()).await;
+            });
+        }
+    }
+}
+
 /// Records a new session's owner; past the seat's limit, closes it again and says so.
 async fn keep_session(gate: &Gate, id: &str, seat: &str, hash: &str) -> Option<Response> {
     if gate.owners.wants_pruning() {
@@ -304,7 +329,8 @@ async fn keep_session(gate: &Gate, id: &str, seat: &str, hash: &str) -> Option<R
         let _ = gate.manager.close_session(&id.to_string().into()).await;
         let why = format!(
             "the seat {seat} holds {SESSIONS_PER_SEAT} MCP sessions on this server, its limit: end one (DELETE /mcp \
-             with its Mcp-Session-Id), or let one idle out (5 minutes), then initialize again"
+             with its Mcp-Session-Id), or let one idle out (sessionIdleSeconds in openovai.json's \"http\"), \
+             then initialize again"
         );
         let mut r = refuse(&gate.daemon, StatusCode::TOO_MANY_REQUESTS, why, None);
         r.headers_mut()

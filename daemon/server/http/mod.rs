@@ -107,7 +107,10 @@ impl Bound {
 
     /// Serves until the daemon's `http_stop` fires (once every call is answered at shutdown).
     pub fn serve(self, daemon: &Arc<Daemon>) {
-        let manager = Arc::new(LocalSessionManager::default());
+        // Idle sessions are closed by the gate, which knows which hold a stream open (`gate::close_idle`).
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = None;
+        let manager = Arc::new(manager);
         // Host and Origin are checked by the gate, in words naming the setting to change.
         let config = StreamableHttpServerConfig::default()
             .with_cancellation_token(daemon.http_stop.child_token())
@@ -128,6 +131,11 @@ impl Bound {
             config,
         );
         let gate = Arc::new(gate::Gate::new(daemon.clone(), &self.settings, manager));
+        daemon.tasks.spawn(gate::close_idle(
+            gate.clone(),
+            std::time::Duration::from_secs(self.settings.session_idle_secs),
+            daemon.http_stop.clone(),
+        ));
         let _ = daemon
             .http
             .set(gate.clone() as Arc<dyn super::sessions::RemoteSessions>);

@@ -1,9 +1,11 @@
 //! Which seat opened each HTTP session (2025-11-25 and before): a session answers only the secret that
-//! opened it, a seat holds a bounded number, and a removed or re-keyed seat's sessions are closed.
+//! opened it, a seat holds a bounded number, and a removed or re-keyed seat's sessions are closed. And
+//! whether each is in use: a session is idle only when it has sent nothing for a while and holds no
+//! stream (a client waiting on its GET stream for list changes is there, however quiet).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::sync::lock;
 
@@ -14,13 +16,32 @@ struct Owner {
     seat: String,
     hash: String,
     since: Instant,
+    /// Its last request began or its last stream ended.
+    seen: Instant,
+    /// Requests and streams of it being answered now.
+    open: usize,
 }
 
 #[derive(Default)]
 pub struct Owners {
-    map: Mutex<HashMap<String, Owner>>,
+    map: Arc<Mutex<HashMap<String, Owner>>>,
     /// Past this many entries, the next record first forgets sessions rmcp no longer holds.
     prune_at: Mutex<usize>,
+}
+
+/// A request or stream of a session being answered.
+pub struct InUse {
+    map: Arc<Mutex<HashMap<String, Owner>>>,
+    id: String,
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        if let Some(o) = lock(&self.map).get_mut(&self.id) {
+            o.open = o.open.saturating_sub(1);
+            o.seen = Instant::now();
+        }
+    }
 }
 
 /// What a request's session id says about the request.
@@ -42,14 +63,44 @@ impl Owners {
     }
 
     pub fn record(&self, id: &str, seat: &str, hash: &str) {
+        let now = Instant::now();
         lock(&self.map).insert(
             id.to_string(),
             Owner {
                 seat: seat.to_string(),
                 hash: hash.to_string(),
-                since: Instant::now(),
+                since: now,
+                seen: now,
+                open: 0,
             },
         );
+    }
+
+    /// A request of session `id` is being answered: it is in use until the guard (kept with the answer's
+    /// body) is dropped.
+    pub fn in_use(&self, id: &str) -> InUse {
+        if let Some(o) = lock(&self.map).get_mut(id) {
+            o.open += 1;
+            o.seen = Instant::now();
+        }
+        InUse {
+            map: self.map.clone(),
+            id: id.to_string(),
+        }
+    }
+
+    /// Forgets, and returns, the sessions that have had nothing open for `idle`.
+    pub fn take_idle(&self, idle: Duration) -> Vec<String> {
+        let mut map = lock(&self.map);
+        let gone: Vec<String> = map
+            .iter()
+            .filter(|(_, o)| o.open == 0 && o.seen.elapsed() >= idle)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &gone {
+            map.remove(id);
+        }
+        gone
     }
 
     pub fn forget(&self, id: &str) {

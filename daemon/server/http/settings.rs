@@ -7,6 +7,8 @@ use serde_json::Value;
 
 /// How many streams (requests being answered, listen streams, GET streams) one seat may hold open at once.
 pub const DEFAULT_STREAMS_PER_SEAT: usize = 32;
+/// How long a session (2025-11-25 and before) may go without a request while it holds no stream.
+pub const DEFAULT_SESSION_IDLE_SECS: u64 = 300;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpSettings {
@@ -25,6 +27,8 @@ pub struct HttpSettings {
     pub insecure: bool,
     /// Streams one seat may hold open at once (`http.maxStreamsPerSeat`).
     pub streams_per_seat: usize,
+    /// A session with no request and no stream open for this long is closed (`http.sessionIdleSeconds`).
+    pub session_idle_secs: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +48,7 @@ impl HttpSettings {
             tls: None,
             insecure: false,
             streams_per_seat: DEFAULT_STREAMS_PER_SEAT,
+            session_idle_secs: DEFAULT_SESSION_IDLE_SECS,
         }
     }
 
@@ -95,12 +100,13 @@ pub fn parse(value: &Value) -> Result<Option<HttpSettings>, String> {
             "tls",
             "insecure",
             "maxStreamsPerSeat",
+            "sessionIdleSeconds",
         ]
         .contains(&key.as_str())
         {
             return Err(format!(
-                "has \"{key}\", which ovai does not read there; it reads listen, origins, hosts, tls, insecure and \
-                 maxStreamsPerSeat"
+                "has \"{key}\", which ovai does not read there; it reads listen, origins, hosts, tls, insecure, \
+                 maxStreamsPerSeat and sessionIdleSeconds"
             ));
         }
     }
@@ -183,6 +189,17 @@ pub fn parse(value: &Value) -> Result<Option<HttpSettings>, String> {
             }
         },
     };
+    let session_idle_secs = match map.get("sessionIdleSeconds") {
+        None | Some(Value::Null) => DEFAULT_SESSION_IDLE_SECS,
+        Some(v) => match v.as_u64() {
+            Some(n) if n > 0 => n,
+            _ => {
+                return Err(format!(
+                    "has \"sessionIdleSeconds\": {v}, and it takes a whole number of seconds above 0"
+                ));
+            }
+        },
+    };
     let settings = HttpSettings {
         listen: listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0))),
         listen_named: listen.is_some(),
@@ -191,6 +208,7 @@ pub fn parse(value: &Value) -> Result<Option<HttpSettings>, String> {
         tls,
         insecure,
         streams_per_seat,
+        session_idle_secs,
     };
     if settings.listen_named {
         settings.check_exposure()?;
