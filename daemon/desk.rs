@@ -240,6 +240,12 @@ pub fn secret_in(desk: &Path) -> Option<String> {
 pub fn check_writable(desk: &Path) -> Result<(), DeskError> {
     let path = mcp_json(desk);
     match read_doc(&path)? {
+        Doc::Object(doc) if doc.get("mcpServers").is_some_and(|s| !s.is_object()) => {
+            Err(DeskError::NotObject {
+                path,
+                what: "holding an mcpServers that is not an object",
+            })
+        }
         Doc::Absent | Doc::Object(_) => Ok(()),
         Doc::Unparsable {
             message,

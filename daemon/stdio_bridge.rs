@@ -364,8 +364,9 @@ impl Bridge {
             // A request the client cancelled gets no answer (MCP): it is not waited for any more.
             "notifications/cancelled" => {
                 if let Some(id) = env.params.as_ref().and_then(|p| p.request_id.as_ref()) {
-                    s.pending.remove(&id.to_string());
-                    s.listens.remove(&id.to_string());
+                    let key = cancelled_key(id);
+                    s.pending.remove(&key);
+                    s.listens.remove(&key);
                 }
             }
             _ => {}
@@ -571,6 +572,15 @@ impl Bridge {
     }
 }
 
+/// The key of the request a cancellation names, as its id was noted: the daemon reads `5.0` or `5e0` as
+/// the id 5, so the bridge does too.
+fn cancelled_key(id: &Value) -> String {
+    match id.as_f64() {
+        Some(f) if !id.is_i64() && f.fract() == 0.0 && f.abs() < 9.0e15 => (f as i64).to_string(),
+        _ => id.to_string(),
+    }
+}
+
 /// Whether the daemon can read this line's id at all: one over its length cap, not UTF-8, or nested
 /// deeper than its JSON parser goes is answered with `id: null`, so its id is never waited for here
 /// (nothing would ever answer it, and the bridge would answer it itself when the client quits, saying
@@ -732,6 +742,16 @@ impl Read for WaitForData<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cancellation_names_its_request_in_any_spelling_of_the_number() {
+        for spelled in ["5", "5.0", "5.000", "5e0"] {
+            let id: Value = serde_json::from_str(spelled).unwrap();
+            assert_eq!(cancelled_key(&id), "5", "{spelled}");
+        }
+        assert_eq!(cancelled_key(&serde_json::json!("5")), "\"5\"");
+        assert_eq!(cancelled_key(&serde_json::json!(1.5)), "1.5");
+    }
 
     #[test]
     fn a_line_is_too_deep_where_serde_json_stops() {

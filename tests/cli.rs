@@ -247,8 +247,17 @@ fn call_exit_codes_say_text_refusal_or_problem() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "desks/w1/.mcp.json is missing, so there is no secret to call as w1 with; `ovai seat rotate w1` writes a new one",
+            "desks/w1/.mcp.json is missing, so there is no secret to call as w1 with; `ovai seat rotate w1` writes a new one (with --url URL for a seat on another machine)",
         ));
+    // Broken by hand: said as it is, since a rotate would refuse it too.
+    std::fs::write(inst.root.join("desks/w1/.mcp.json"), "{").unwrap();
+    inst.cmd()
+        .args(["call", "yesno", "--seat", "w1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("does not parse"))
+        .stderr(predicate::str::contains("seat rotate").not());
+    std::fs::remove_file(inst.root.join("desks/w1/.mcp.json")).unwrap();
     inst.cmd().args(["seat", "rotate", "w1"]).assert().success();
     inst.cmd().args(["call", "yesno", "{}", "--seat", "w1"]).assert().code(1).stderr(predicate::str::contains(
         "The arguments do not fit the inputSchema of yesno, so it was not run: \"ok\" is a required property",

@@ -781,8 +781,14 @@ export async function run({ ms }) { await new Promise((r) => setTimeout(r, ms));
     // A desk file broken by hand, where a new seat's desk would be.
     std::fs::create_dir_all(inst.root.join("desks/w9")).unwrap();
     std::fs::write(inst.root.join("desks/w9/.mcp.json"), "{broken").unwrap();
+    std::fs::create_dir_all(inst.root.join("desks/w8")).unwrap();
+    std::fs::write(inst.root.join("desks/w8/.mcp.json"), r#"{"mcpServers": 5}"#).unwrap();
     for (args, said) in [
         (vec!["seat", "add", "w9"], "does not parse"),
+        (
+            vec!["seat", "add", "w8"],
+            "mcpServers that is not an object",
+        ),
         (
             vec!["seat", "rotate", "w1", "--url", "buildbox:7777"],
             "http:// or https://",

@@ -454,6 +454,16 @@ fn the_leader_cannot_be_removed_or_be_no_seat_and_names_cannot_clash_in_case() {
         .code(1)
         .stderr(predicate::str::contains("there is no seat called nobody"));
     assert_eq!(d.status().unwrap()["generation"], 1);
+    // openovai.json names w1 now, and no restart has served it: lead is still the Leader being served.
+    inst.set_config(json!({ "leader": "w1" }));
+    inst.cmd()
+        .args(["seat", "remove", "lead"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "lead is the Leader's seat the running server serves (openovai.json names another, and no `ovai restart` has served it yet)",
+        ));
+    assert!(inst.secret("lead").len() == 64, "lead keeps its seat");
 }
 
 #[test]

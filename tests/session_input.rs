@@ -1017,7 +1017,16 @@ fn a_call_the_client_cancelled_is_not_answered_when_it_quits() {
         "method": "notifications/cancelled",
         "params": { "requestId": id, "reason": "no longer wanted" }
     }));
-    // Lines are taken in order: once this is answered, the cancellation was acted on.
+    // The same id spelled as a JSON number with a fraction, which the daemon reads as the same id.
+    let other = s.send_request("tools/call", json!({ "name": "slow", "arguments": {} }));
+    raw(
+        &mut s,
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{other}.0}}}}\n"
+        )
+        .as_bytes(),
+    );
+    // Lines are taken in order: once this is answered, the cancellations were acted on.
     s.request("ping", json!({}));
     s.close_input();
     let mut after = Vec::new();
@@ -1025,7 +1034,9 @@ fn a_call_the_client_cancelled_is_not_answered_when_it_quits() {
         after.push(m);
     }
     assert!(
-        !after.iter().any(|m| m["id"] == json!(id)),
+        !after
+            .iter()
+            .any(|m| m["id"] == json!(id) || m["id"] == json!(other)),
         "a cancelled call gets no answer: {after:?}"
     );
     assert!(s.wait().success());

@@ -97,13 +97,16 @@ fn seat_secret(inst: &instance::Instance, name: &str) -> Result<String, String> 
     let book = crate::seats::SeatBook::load(inst).map_err(|e| e.to_string())?;
     let file = format!("desks/{name}/.mcp.json");
     if book.seats.contains_key(name) {
+        // A file broken by hand is said as it is: `seat rotate` would refuse it too.
+        crate::desk::check_writable(&inst.desk(name)).map_err(|e| e.to_string())?;
         let what = if inst.desk(name).join(".mcp.json").exists() {
             "holds no secret"
         } else {
             "is missing"
         };
         return Err(format!(
-            "{file} {what}, so there is no secret to call as {name} with; `ovai seat rotate {name}` writes a new one"
+            "{file} {what}, so there is no secret to call as {name} with; `ovai seat rotate {name}` writes a new \
+             one (with --url URL for a seat on another machine)"
         ));
     }
     // A seat of another case is named in the refusal; otherwise the seat can be made.

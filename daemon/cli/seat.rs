@@ -149,6 +149,23 @@ fn precheck(inst: &Instance, action: &SeatAction) -> Result<(), Failure> {
             exit::FAILED,
         ));
     }
+    // The running server's Leader too: openovai.json may name another that no restart has served yet.
+    if let SeatAction::Remove { name } = action
+        && let Ok(status) = client::control::<StatusReply>(inst, ControlOp::Status)
+        && status
+            .seats
+            .iter()
+            .any(|s| s.name == *name && s.role == "Leader")
+    {
+        return Err(Failure::new(
+            format!(
+                "{name} is the Leader's seat the running server serves (openovai.json names another, and no \
+                 `ovai restart` has served it yet): run `ovai restart` first, then remove {name}. Nothing was \
+                 changed."
+            ),
+            exit::FAILED,
+        ));
+    }
     match action {
         SeatAction::Add { name, url } => seats::precheck_add(inst, name, url.as_deref()),
         SeatAction::Rotate { name, url } => {

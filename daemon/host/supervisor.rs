@@ -532,16 +532,7 @@ async fn respawn(
     job: &Supervision,
     ids: &AtomicU64,
 ) -> Result<HostProcess, super::process::StartError> {
-    let paths: Vec<String> = job.files.iter().map(|f| f.import.path.clone()).collect();
-    // Reading the files is blocking work: off the daemon's thread.
-    let now: Vec<Option<String>> = tokio::task::spawn_blocking(move || {
-        paths
-            .iter()
-            .map(|p| crate::plugins::stale::hash_file(std::path::Path::new(p)))
-            .collect()
-    })
-    .await
-    .unwrap_or_default();
+    let now = hashes(job.files.iter()).await;
     let mut same = Vec::new();
     let mut unread = Vec::new();
     for (i, f) in job.files.iter().enumerate() {
@@ -558,9 +549,13 @@ async fn respawn(
             .row(Topic::Host, &rows::not_reimported(&f.shown, &why));
         done.process.link.mark_unavailable(&f.import.name, why);
     }
-    for (f, outcome) in same.into_iter().zip(done.outcomes) {
+    // A file saved between the look above and its import was imported as saved: looked at again, and
+    // refused if it is no longer what was read.
+    let after = hashes(same.iter().copied()).await;
+    for ((f, outcome), hash) in same.into_iter().zip(done.outcomes).zip(after) {
         let why = match outcome {
-            Imported::Reported(l) if l.ok => continue,
+            Imported::Reported(l) if l.ok && hash.is_some() && hash == f.read_as => continue,
+            Imported::Reported(l) if l.ok => NotReimported::Changed,
             Imported::Reported(l) => NotReimported::Failed(l.import.clone()),
             Imported::StoppedHost(exit) => NotReimported::StoppedHost(exit),
             Imported::Hung => NotReimported::Hung(job.import_timeout),
@@ -570,4 +565,19 @@ async fn respawn(
         done.process.link.mark_unavailable(&f.import.name, why);
     }
     Ok(done.process)
+}
+
+/// The SHA-256 of each file's bytes now (`None`: gone or unreadable). Reading files is blocking work:
+/// off the daemon's thread.
+async fn hashes<'a>(files: impl Iterator<Item = &'a ServedFile>) -> Vec<Option<String>> {
+    let paths: Vec<String> = files.map(|f| f.import.path.clone()).collect();
+    let count = paths.len();
+    tokio::task::spawn_blocking(move || {
+        paths
+            .iter()
+            .map(|p| crate::plugins::stale::hash_file(std::path::Path::new(p)))
+            .collect()
+    })
+    .await
+    .unwrap_or_else(|_| vec![None; count])
 }
