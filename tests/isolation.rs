@@ -843,3 +843,26 @@ export async function run({ ms }) { await new Promise((r) => setTimeout(r, ms));
         inst.rows("seats")
     );
 }
+
+/// A desk's `.mcp.json` taken away right after the seat change that wrote it (copied to another machine,
+/// then removed here) can be gone when the new host's box is made, which was to hide it: the host is
+/// started again, and the tools serve on.
+#[test]
+fn a_desk_file_removed_right_after_a_seat_change_leaves_no_host_down() {
+    let inst = boxed();
+    let _d = inst.start();
+    let mut s = inst.session("w1");
+    s.initialize();
+    for n in 0..4 {
+        let seat = format!("gone{n}");
+        inst.cmd().args(["seat", "add", &seat]).assert().success();
+        std::fs::remove_file(inst.root.join("desks").join(&seat).join(".mcp.json")).unwrap();
+        let (text, refused) = s.call("echo", json!({ "n": n }));
+        assert!(!refused, "the tools serve on after {seat}: {text}");
+    }
+    assert!(
+        !inst.rows("host").iter().any(|r| r.contains("stays down")),
+        "{:?}",
+        inst.rows("host")
+    );
+}

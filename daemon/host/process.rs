@@ -182,15 +182,28 @@ impl HostProcess {
             tail,
             boxed: launch.isolation.is_boxed(),
         };
-        let (v, node) = tokio::select! {
-            r = ready => match r {
-                Ok(r) => r,
-                Err(_) => {
-                    let exit = this.wait_exit().await;
-                    return Err(StartError::Exited { exit, tail: this.tail() });
-                }
-            },
-            _ = tokio::time::sleep(READY_TIMEOUT) => {
+        // A box that fails to set up exits at once: that is seen then, not READY_TIMEOUT later (something
+        // else may still hold fd 4 open).
+        enum Before {
+            Ready(Result<(u32, String), tokio::sync::oneshot::error::RecvError>),
+            Exited,
+            Silent,
+        }
+        let before = tokio::select! {
+            r = ready => Before::Ready(r),
+            _ = this.child.wait() => Before::Exited,
+            _ = tokio::time::sleep(READY_TIMEOUT) => Before::Silent,
+        };
+        let (v, node) = match before {
+            Before::Ready(Ok(r)) => r,
+            Before::Ready(Err(_)) | Before::Exited => {
+                let exit = this.wait_exit().await;
+                return Err(StartError::Exited {
+                    exit,
+                    tail: this.tail(),
+                });
+            }
+            Before::Silent => {
                 this.kill().await;
                 return Err(StartError::Silent { tail: this.tail() });
             }

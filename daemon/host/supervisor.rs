@@ -27,6 +27,8 @@ const PING_EVERY: Duration = Duration::from_millis(500);
 /// Respawn backoff: the first respawn after FIRST_BACKOFF, doubling per crash in the window, capped.
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// How many times a new host that ends before it is ready is started again before the host stays down.
+const EARLY_EXIT_TRIES: usize = 3;
 /// How long a host may be held off while the seats change, if nobody says they have.
 const HOLD_AT_MOST: Duration = Duration::from_secs(15);
 /// This many crashes within CRASH_WINDOW is a crash loop: the host stays down until `ovai restart`.
@@ -456,12 +458,26 @@ async fn respawn_until_up(
     }
     let mut wait = FIRST_BACKOFF;
     let mut said_transient = false;
+    let mut early_exits = 0;
     loop {
         match respawn(job, ids).await {
             Ok(next) => {
                 host.respawns.fetch_add(1, Ordering::Relaxed);
                 job.log.row(Topic::Host, &rows::respawned(next.pid));
                 return Ok(next);
+            }
+            // A host that ends before it is ready ran no plugin: its box could not be set up, as when a
+            // desk's .mcp.json it was to hide went away meanwhile. The next try lists the files again.
+            Err(e @ super::process::StartError::Exited { .. })
+                if early_exits < EARLY_EXIT_TRIES =>
+            {
+                early_exits += 1;
+                tracing::warn!(error = %e, "a new plugin host ended before it was ready; trying again");
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = host.retire.cancelled() => return Err(Stop::Retired),
+                }
+                wait = (wait * 2).min(MAX_BACKOFF);
             }
             Err(e) if e.is_transient() => {
                 if !said_transient {
