@@ -59,6 +59,8 @@ pub enum DeskError {
         "--url {0:?} is not the URL of an ovai HTTP endpoint: it takes http:// or https:// and the endpoint's path, such as https://buildbox.example:7777/mcp (ovai status on the server shows it)"
     )]
     BadUrl(String),
+    #[error("--url {url:?} is not a URL a client can reach: {why}")]
+    Unreachable { url: String, why: String },
 }
 
 fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> DeskError + 'a {
@@ -116,16 +118,27 @@ pub enum Reach<'a> {
 
 /// Checks a remote seat's URL; `Ok(Some(warning))` when it is plain HTTP to another machine.
 pub fn check_url(url: &str) -> Result<Option<String>, DeskError> {
-    let rest = url
-        .strip_prefix("https://")
-        .map(|r| (r, true))
-        .or_else(|| url.strip_prefix("http://").map(|r| (r, false)));
-    let Some((rest, tls)) = rest else {
+    // The scheme is the one part of a URL that may be written in any case.
+    let scheme = |s: &str| {
+        url.get(..s.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(s))
+    };
+    let (rest, tls) = if scheme("https://") {
+        (&url["https://".len()..], true)
+    } else if scheme("http://") {
+        (&url["http://".len()..], false)
+    } else {
         return Err(DeskError::BadUrl(url.into()));
     };
     let host = rest.split(['/', '?', '#']).next().unwrap_or("");
     if host.is_empty() || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(DeskError::BadUrl(url.into()));
+    }
+    if let Some(why) = unreachable(url, host) {
+        return Err(DeskError::Unreachable {
+            url: url.into(),
+            why,
+        });
     }
     let local = crate::names::is_loopback_name(crate::names::host_name(host));
     let mut warnings = Vec::new();
@@ -142,6 +155,53 @@ pub fn check_url(url: &str) -> Result<Option<String>, DeskError> {
         ));
     }
     Ok((!warnings.is_empty()).then(|| warnings.join(". ")))
+}
+
+/// What makes a URL's `host[:port]` one no client can reach, in words.
+fn unreachable(url: &str, authority: &str) -> Option<String> {
+    if let Some(c) = url
+        .chars()
+        .find(|c| matches!(c, '"' | '\\' | '<' | '>' | '{' | '}' | '|' | '^' | '`'))
+    {
+        return Some(format!("it holds {c:?}, which a URL does not"));
+    }
+    if authority.contains('@') {
+        return Some(
+            "it names a user (and a password) before the host; the seat's secret goes in a header, so leave \
+             them out"
+                .into(),
+        );
+    }
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => {
+            let Some((addr, after)) = v6.split_once(']') else {
+                return Some("its IPv6 address has no closing \"]\"".into());
+            };
+            if addr.parse::<std::net::Ipv6Addr>().is_err() {
+                return Some(format!("[{addr}] is not an IPv6 address"));
+            }
+            match after {
+                "" => (addr, None),
+                _ => match after.strip_prefix(':') {
+                    Some(port) => (addr, Some(port)),
+                    None => return Some(format!("{after:?} follows its IPv6 address")),
+                },
+            }
+        }
+        None => match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    if host.is_empty() {
+        return Some("it names no host".into());
+    }
+    if let Some(port) = port
+        && !port.parse::<u16>().is_ok_and(|p| p > 0)
+    {
+        return Some(format!("{port:?} is not a port (1 to 65535)"));
+    }
+    None
 }
 
 /// Writes (or replaces) the `openovai` entry of the desk's `.mcp.json`, keeping every other server.

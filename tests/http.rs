@@ -444,6 +444,55 @@ fn a_desk_for_a_remote_seat_reaches_the_endpoint_and_survives_rotate_and_rebuild
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("http:// or https://"));
+    // A URL no client could reach is refused, saying why; nothing is made.
+    for (n, (url, why)) in [
+        (
+            "http://127.0.0.1:99999/mcp",
+            "\"99999\" is not a port (1 to 65535)",
+        ),
+        ("http://127.0.0.1:0/mcp", "\"0\" is not a port"),
+        (
+            "http://[::1:7777/mcp",
+            "its IPv6 address has no closing \"]\"",
+        ),
+        (
+            "http://127.0.0.1:7777/mcp\"}",
+            "it holds '\"', which a URL does not",
+        ),
+        (
+            "http://u:p@127.0.0.1:7777/mcp",
+            "it names a user (and a password) before the host",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let seat = format!("bad{n}");
+        let out = inst
+            .cmd()
+            .args(["seat", "add", &seat, "--url", url])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{url}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(why),
+            "{url}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !inst
+                .root
+                .join("desks")
+                .join(&seat)
+                .join(".mcp.json")
+                .exists()
+        );
+    }
+    // The scheme may be written in any case.
+    inst.cmd()
+        .args(["seat", "add", "upper", "--url", "HTTP://127.0.0.1:7777/mcp"])
+        .assert()
+        .success();
     // A URL without the endpoint's path is taken (a proxy may map it), with a warning.
     let out = inst
         .cmd()
