@@ -54,7 +54,7 @@ pub fn from_host(file: &str, a: Answer, max_answer_bytes: usize) -> Outcome {
     if let Some(refused) = a.refused {
         return if refused.len() > max_answer_bytes {
             too_big(refused.len())
-        } else if refused.trim().is_empty() {
+        } else if refused.chars().all(invisible) {
             // A refusal is words the caller acts on: an empty one would reach it as silence.
             Outcome::Refused(format!(
                 "{file} refused without saying why (its {{ refused }} is empty)."
@@ -83,6 +83,13 @@ pub fn from_host(file: &str, a: Answer, max_answer_bytes: usize) -> Outcome {
     Outcome::Refused(format!(
         "{file} answered {what}: a tool answers {{ text }} or {{ refused }}, with a string in it."
     ))
+}
+
+/// A character that shows nothing: space, a control, or a zero-width mark.
+fn invisible(c: char) -> bool {
+    c.is_whitespace()
+        || c.is_control()
+        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}')
 }
 
 pub fn threw(file: &str, t: &Thrown) -> String {
@@ -212,7 +219,7 @@ mod tests {
 
     #[test]
     fn an_empty_refusal_is_said_in_words() {
-        for said in ["", "  \n"] {
+        for said in ["", "  \n", "\u{200B}", "\u{FEFF}", "\u{0}"] {
             let a = Answer {
                 refused: Some(said.into()),
                 ..Answer::default()
