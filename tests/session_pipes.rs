@@ -119,8 +119,8 @@ fn a_client_that_keeps_its_pipe_ends_blocking_and_stops_reading_holds_up_nobody_
     });
 }
 
-/// The descriptors that come with the next line of `sock`, and the line.
-fn welcome_with_fds(sock: &UnixStream) -> (String, usize) {
+/// The next line of `sock`, and the descriptors that come with it.
+fn welcome_with_fds(sock: &UnixStream) -> (String, Vec<std::os::fd::OwnedFd>) {
     use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
     use std::os::fd::{FromRawFd, OwnedFd};
     let mut line = Vec::new();
@@ -150,7 +150,7 @@ fn welcome_with_fds(sock: &UnixStream) -> (String, usize) {
         }
         line.push(byte[0]);
     }
-    (String::from_utf8_lossy(&line).into_owned(), fds.len())
+    (String::from_utf8_lossy(&line).into_owned(), fds)
 }
 
 /// Writes `bytes` on `sock` with `fds` attached.
@@ -179,11 +179,12 @@ fn a_client_cannot_hand_the_daemon_pipes_of_its_own_to_make_blocking() {
     let hello =
         json!({ "ovai": ovai::wire::VERSION, "seatSecret": inst.secret("lead"), "pipes": true });
     sock.write_all(format!("{hello}\n").as_bytes()).unwrap();
+    // The daemon's pipes are kept open: closed, they would end the session (and its socket) at once.
     let (welcome, given) = welcome_with_fds(&sock);
     assert_eq!(
         (
             serde_json::from_str::<serde_json::Value>(&welcome).unwrap(),
-            given
+            given.len()
         ),
         (json!({ "ok": true, "pipes": true }), 2),
         "the welcome brings the daemon's pipes"
@@ -206,7 +207,7 @@ fn a_client_cannot_hand_the_daemon_pipes_of_its_own_to_make_blocking() {
     assert!(d.status().is_some(), "ovai status answers");
     let (text, is_error) = other.call("big", json!({}));
     assert!(!is_error && text.len() == 300000, "{}", text.len());
-    drop((to_daemon, sock));
+    drop((to_daemon, sock, given));
 }
 
 #[test]
