@@ -50,6 +50,11 @@ fn the_scaffold_refuses_each_bad_name_and_writes_nothing() {
         "ovai: this server already has a tool called room, and ROOM differs from it only in case: a tool of that name could pass itself off as it. Pick another name; nothing was written.\n",
     );
     assert!(!inst.root.join("plugins/ROOM.mjs").exists());
+    inst.cmd().args(["plugin", "tracker"]).assert().success();
+    inst.cmd().args(["plugin", "Tracker"]).assert().code(1).stderr(
+        "ovai: plugins/tracker.mjs is already there, and Tracker differs from it only in case: neither would be served (one could pass itself off as the other). Pick another name; nothing was written.\n",
+    );
+    assert!(!inst.root.join("plugins/Tracker.mjs").exists());
     assert!(!inst.root.join("plugins/room.mjs").exists());
     inst.write_plugin("mine.mjs", "// somebody's work\n");
     inst.cmd().args(["plugin", "mine"]).assert().code(1).stderr(

@@ -433,3 +433,21 @@ fn file_names_with_control_characters_are_shown_escaped_everywhere() {
     );
     drop(d);
 }
+
+#[test]
+fn tools_whose_names_differ_only_in_case_are_served_neither() {
+    let inst = Instance::with_plugins(&[
+        ("whoami.mjs", &good("whoami")),
+        ("WHOAMI.mjs", &good("WHOAMI")),
+        ("other.mjs", &good("other")),
+    ]);
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "plugins/WHOAMI.mjs is not served: WHOAMI differs from plugins/whoami.mjs only in case: one tool could pass itself off as the other, and on a disk that ignores case the two are one file. Rename one, then `ovai restart`",
+            "This instance serves a tool of its own: other",
+            "plugins/whoami.mjs is not served: whoami differs from plugins/WHOAMI.mjs only in case: one tool could pass itself off as the other, and on a disk that ignores case the two are one file. Rename one, then `ovai restart`",
+        ]
+    );
+}

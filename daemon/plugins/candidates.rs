@@ -26,6 +26,12 @@ pub enum Candidate {
     NotModule {
         file: String,
     },
+    /// Its name differs from another file's only in case.
+    CaseClash {
+        file: String,
+        name: String,
+        other: String,
+    },
 }
 
 impl Candidate {
@@ -34,6 +40,7 @@ impl Candidate {
             Candidate::Module { file, .. }
             | Candidate::BadName { file, .. }
             | Candidate::Builtin { file, .. }
+            | Candidate::CaseClash { file, .. }
             | Candidate::NotModule { file } => file,
         }
     }
@@ -58,10 +65,40 @@ pub fn scan(dir: &Path, builtins: &[&str]) -> std::io::Result<Vec<Candidate>> {
         files.push(entry.file_name().to_string_lossy().into_owned());
     }
     files.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-    Ok(files
+    let found: Vec<Candidate> = files
         .into_iter()
         .filter_map(|f| classify(f, builtins))
-        .collect())
+        .collect();
+    Ok(apart_in_case(found))
+}
+
+/// Tools whose names differ only in case are served neither: one could pass itself off as the other,
+/// and on a disk that ignores case the two are one file.
+fn apart_in_case(found: Vec<Candidate>) -> Vec<Candidate> {
+    let modules: Vec<(String, String)> = found
+        .iter()
+        .filter_map(|c| match c {
+            Candidate::Module { file, name } => Some((name.to_ascii_lowercase(), file.clone())),
+            _ => None,
+        })
+        .collect();
+    found
+        .into_iter()
+        .map(|c| match c {
+            Candidate::Module { file, name } => {
+                let lower = name.to_ascii_lowercase();
+                match modules.iter().find(|(l, f)| *l == lower && *f != file) {
+                    Some((_, other)) => Candidate::CaseClash {
+                        file,
+                        name,
+                        other: other.clone(),
+                    },
+                    None => Candidate::Module { file, name },
+                }
+            }
+            other => other,
+        })
+        .collect()
 }
 
 /// The candidate a file name makes, or `None` for a note.

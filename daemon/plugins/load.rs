@@ -121,6 +121,9 @@ pub async fn load(
                 Candidate::BadName { file, name } => Verdict::NotServed(rows::bad_name(file, name)),
                 Candidate::Builtin { file, name } => Verdict::NotServed(rows::builtin(file, name)),
                 Candidate::NotModule { file } => Verdict::NotServed(rows::not_module(file)),
+                Candidate::CaseClash { file, name, other } => {
+                    Verdict::NotServed(rows::case_clash(file, name, other))
+                }
                 Candidate::Module { file, name } => match outcomes.next() {
                     Some(Imported::Reported(l)) => judge(file, name, *l, init.max_answer_bytes),
                     Some(Imported::StoppedHost(exit)) => {

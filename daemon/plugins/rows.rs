@@ -49,6 +49,17 @@ pub fn builtin(file: &str, name: &str) -> String {
     }
 }
 
+pub fn case_clash(file: &str, name: &str, other: &str) -> String {
+    not_served(
+        file,
+        format!(
+            "{name} differs from plugins/{} only in case: one tool could pass itself off as the other, and on a \
+             disk that ignores case the two are one file. Rename one, then `ovai restart`",
+            names::escape_controls(other, false)
+        ),
+    )
+}
+
 pub fn not_module(file: &str) -> String {
     not_served(file, "only .mjs files are tools")
 }

@@ -23,6 +23,11 @@ pub enum ScaffoldError {
     )]
     BuiltinCase { name: String, builtin: String },
     #[error(
+        "plugins/{other} is already there, and {name} differs from it only in case: neither would be served (one \
+         could pass itself off as the other). Pick another name; nothing was written."
+    )]
+    CaseClash { name: String, other: String },
+    #[error(
         "plugins/{0}.mjs is already there, and what is in it is somebody's work: nothing was written. Edit that file, or pick another name."
     )]
     Exists(String),
@@ -54,6 +59,22 @@ pub fn write(plugins_dir: &Path, name: &str) -> Result<PathBuf, ScaffoldError> {
             });
         }
         None => {}
+    }
+    // A tool of the same name in another case would not be served, and neither would this one.
+    let same_but_case = std::fs::read_dir(plugins_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .find(|f| {
+            f.strip_suffix(".mjs")
+                .is_some_and(|stem| stem != name && stem.eq_ignore_ascii_case(name))
+        });
+    if let Some(other) = same_but_case {
+        return Err(ScaffoldError::CaseClash {
+            name: name.into(),
+            other,
+        });
     }
     let path = plugins_dir.join(format!("{name}.mjs"));
     let io = |source| ScaffoldError::Io {
