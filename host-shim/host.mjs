@@ -411,8 +411,18 @@ function say(text) {
 function complain(what, err) {
   say(`ovai host: ${what}: ${headline(err)}`);
 }
-process.on("uncaughtException", (err) => complain("a plugin threw outside a call", err));
-process.on("unhandledRejection", (err) => complain("a plugin left a promise rejected", err));
+/** What a plugin left behind, named by the place in plugins/ its stack says it came from, when it says. */
+function complainOfPlugin(what, err) {
+  let at = null;
+  try {
+    at = inPlugins(err);
+  } catch {
+    // A stack that cannot be read names no place.
+  }
+  complain(at === null ? what : `${what} (at ${at})`, err);
+}
+process.on("uncaughtException", (err) => complainOfPlugin("a plugin threw outside a call", err));
+process.on("unhandledRejection", (err) => complainOfPlugin("a plugin left a promise rejected", err));
 
 // A line split over reads waits here (as bytes: a character may be split too) until its end arrives.
 let partial = null;
@@ -892,6 +902,19 @@ function location(err, file) {
     }
   }
   return sharedAt;
+}
+
+/** The first place in plugins/ an error's stack names, as `plugins/REL:LINE:COLUMN`, or null. */
+function inPlugins(err) {
+  if (!pluginsDir) return null;
+  const stack = err instanceof Error && typeof err.stack === "string" ? err.stack : "";
+  const shared = pathToFileURL(pluginsDir).href + "/";
+  for (const match of stack.matchAll(/(file:\/\/[^\s()]+?):(\d+):(\d+)/g)) {
+    if (match[1].startsWith(shared)) {
+      return `plugins/${path.relative(pluginsDir, fileURLToPath(match[1]))}:${match[2]}:${match[3]}`;
+    }
+  }
+  return null;
 }
 
 /**

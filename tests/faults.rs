@@ -80,12 +80,17 @@ fn errors_left_behind_after_answering_do_not_end_the_host() {
     let stderr = d.stderr.clone();
     assert!(d.stop().success());
     let log = std::fs::read_to_string(stderr).unwrap();
+    // Each named by the place in plugins/ it came from.
     assert!(
-        log.contains("a plugin threw outside a call: Error: thrown from a timer"),
+        log.contains(
+            "a plugin threw outside a call (at plugins/fault-late-errors.mjs:6:28): Error: thrown from a timer"
+        ),
         "{log}"
     );
     assert!(
-        log.contains("a plugin left a promise rejected: Error: nobody awaits this"),
+        log.contains(
+            "a plugin left a promise rejected (at plugins/fault-late-errors.mjs:5:18): Error: nobody awaits this"
+        ),
         "{log}"
     );
 }
