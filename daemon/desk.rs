@@ -212,23 +212,7 @@ pub fn write_server_entry(
     secret: &str,
 ) -> Result<PathBuf, DeskError> {
     let path = mcp_json(desk);
-    let mut doc = match read_doc(&path)? {
-        Doc::Absent => Map::new(),
-        Doc::Object(map) => map,
-        Doc::Unparsable {
-            message,
-            line,
-            column,
-        } => {
-            return Err(DeskError::Unparsable {
-                path,
-                message,
-                line,
-                column,
-            });
-        }
-        Doc::NotObject(what) => return Err(DeskError::NotObject { path, what }),
-    };
+    let mut doc = writable_doc(&path)?;
     let entry = match reach {
         Reach::Bridge { exe } => json!({
             "type": "stdio",
@@ -242,16 +226,11 @@ pub fn write_server_entry(
             "headers": { "Authorization": format!("Bearer {secret}") }
         }),
     };
-    let servers = doc
+    if let Some(s) = doc
         .entry("mcpServers")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !servers.is_object() {
-        return Err(DeskError::NotObject {
-            path,
-            what: "holding an mcpServers that is not an object",
-        });
-    }
-    if let Some(s) = servers.as_object_mut() {
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+    {
         s.insert(SERVER_NAME.into(), entry);
     }
     write_doc(&path, &doc)?;
@@ -294,19 +273,25 @@ pub fn secret_in(desk: &Path) -> Option<String> {
         .then(|| token.trim().to_string())
 }
 
-/// The URL a remote seat's desk reaches the server at, if it is one.
-/// Whether `write_server_entry` can write into this desk's `.mcp.json` (absent, or an object): asked
-/// before a seat change ends anything, so a desk file broken by hand refuses the change first.
+/// Whether `write_server_entry` can write into this desk's `.mcp.json`: asked before a seat change ends
+/// anything, so a desk file broken by hand refuses the change first.
 pub fn check_writable(desk: &Path) -> Result<(), DeskError> {
-    let path = mcp_json(desk);
+    writable_doc(&mcp_json(desk)).map(|_| ())
+}
+
+/// A `.mcp.json` an entry can be written into: absent (an empty one), or an object whose `mcpServers`, if
+/// any, is an object too.
+fn writable_doc(path: &Path) -> Result<Map<String, Value>, DeskError> {
+    let path = path.to_path_buf();
     match read_doc(&path)? {
+        Doc::Absent => Ok(Map::new()),
         Doc::Object(doc) if doc.get("mcpServers").is_some_and(|s| !s.is_object()) => {
             Err(DeskError::NotObject {
                 path,
                 what: "holding an mcpServers that is not an object",
             })
         }
-        Doc::Absent | Doc::Object(_) => Ok(()),
+        Doc::Object(doc) => Ok(doc),
         Doc::Unparsable {
             message,
             line,
@@ -321,6 +306,7 @@ pub fn check_writable(desk: &Path) -> Result<(), DeskError> {
     }
 }
 
+/// The URL a remote seat's desk reaches the server at, if it is one.
 pub fn url_in(desk: &Path) -> Option<String> {
     let Ok(Doc::Object(doc)) = read_doc(&mcp_json(desk)) else {
         return None;

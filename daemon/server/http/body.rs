@@ -12,14 +12,15 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::MAX_BODY_BYTES;
+use crate::server::daemon::Daemon;
 use crate::server::jsonrpc::{self, Taken};
 
 /// The request with its body read, or the answer it gets instead.
-pub async fn checked(request: Request) -> Result<Request, Response> {
+pub async fn checked(daemon: &Daemon, request: Request) -> Result<Request, Response> {
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
         Ok(bytes) => bytes,
-        Err(e) => return Err(unread(&e)),
+        Err(e) => return Err(unread(daemon, &e)),
     };
     let Ok(text) = std::str::from_utf8(&bytes) else {
         return Err(answered(Some(jsonrpc::error(
@@ -57,7 +58,7 @@ fn answered(answer: Option<Vec<u8>>) -> Response {
 }
 
 /// A body that could not be read whole: too long, too slow, or more than the server reads at once.
-fn unread(e: &axum::Error) -> Response {
+fn unread(daemon: &Daemon, e: &axum::Error) -> Response {
     let inner = e.to_string();
     let (status, why) = if inner.contains("length limit exceeded") {
         (
@@ -75,15 +76,5 @@ fn unread(e: &axum::Error) -> Response {
             format!("the request's body could not be read: {inner}"),
         )
     };
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": { "code": -32001, "message": why },
-    });
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
+    super::gate::refuse(daemon, status, why, None)
 }

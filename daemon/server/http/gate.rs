@@ -219,7 +219,7 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
     let hash = caller.secret_hash.clone();
     let request = with_body_deadline(request, &gate.bodies);
     let request = if method == Method::POST {
-        match super::body::checked(request).await {
+        match super::body::checked(&gate.daemon, request).await {
             Ok(request) => request,
             Err(answer) => return answer,
         }
@@ -374,7 +374,7 @@ fn bearer(headers: &HeaderMap) -> Result<String, String> {
 }
 
 /// A refusal: the status, a JSON-RPC error body with the sentence, and the challenge for a 401.
-fn refuse(
+pub(super) fn refuse(
     daemon: &Daemon,
     status: StatusCode,
     why: String,

@@ -91,16 +91,7 @@ impl Owners {
 
     /// Forgets, and returns, the sessions that have had nothing open for `idle`.
     pub fn take_idle(&self, idle: Duration) -> Vec<String> {
-        let mut map = lock(&self.map);
-        let gone: Vec<String> = map
-            .iter()
-            .filter(|(_, o)| o.open == 0 && o.seen.elapsed() >= idle)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in &gone {
-            map.remove(id);
-        }
-        gone
+        self.take_where(|o| o.open == 0 && o.seen.elapsed() >= idle)
     }
 
     pub fn forget(&self, id: &str) {
@@ -126,15 +117,19 @@ impl Owners {
 
     /// Forgets, and returns, the sessions whose secret is no longer their seat's.
     pub fn take_invalid(&self, still_valid: impl Fn(&str, &str) -> bool) -> Vec<String> {
+        self.take_where(|o| !still_valid(&o.seat, &o.hash))
+    }
+
+    fn take_where(&self, gone: impl Fn(&Owner) -> bool) -> Vec<String> {
         let mut map = lock(&self.map);
-        let gone: Vec<String> = map
+        let ids: Vec<String> = map
             .iter()
-            .filter(|(_, o)| !still_valid(&o.seat, &o.hash))
+            .filter(|(_, o)| gone(o))
             .map(|(id, _)| id.clone())
             .collect();
-        for id in &gone {
+        for id in &ids {
             map.remove(id);
         }
-        gone
+        ids
     }
 }
