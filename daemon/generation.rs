@@ -77,6 +77,7 @@ pub fn host_init(inst: &Instance, config: &Config) -> HostInit {
         plugins_dir: inst.plugins_dir().display().to_string(),
         config: config.raw.clone(),
         max_answer_bytes: config.max_answer_bytes,
+        log: None,
     }
 }
 
@@ -88,7 +89,10 @@ pub async fn build(
     log: &Arc<RuntimeLog>,
 ) -> Result<Generation, LoadError> {
     let launch = launch(inst, &config, &inst.host_shim())?;
-    let init = host_init(inst, &config);
+    let init = HostInit {
+        log: Some(log.clone()),
+        ..host_init(inst, &config)
+    };
     let plugins_dir = inst.plugins_dir();
     let found = load::scan(&plugins_dir)?;
     let snapshot = Snapshot::take(&plugins_dir, &found);

@@ -381,7 +381,11 @@ function wellFormed(line) {
 
 // process.exit from plugin code would end the host for every seat; it throws instead, so the call that
 // made it is refused in words. The host itself leaves through the original.
-const exitHost = process.exit.bind(process);
+const leaveWith = process.exit.bind(process);
+function exitHost(code) {
+  hostLeaving = true;
+  leaveWith(code);
+}
 class PluginExit extends Error {
   constructor(code) {
     super(`process.exit(${code ?? ""}) was called`);
@@ -390,6 +394,46 @@ class PluginExit extends Error {
 }
 process.exit = function exit(code) {
   throw new PluginExit(code);
+};
+
+// The other ways out cannot be stopped (a signal, an abort): they still end the host, but first say on
+// stderr which place in plugins/ asked, so the row that reports the host's end names it (its last
+// words) even when no call was in flight, from a timer. The host's own exit goes through reallyExit too.
+let hostLeaving = false;
+function endedBy(how) {
+  let at = null;
+  try {
+    at = inPlugins(new ErrorCtor("ended"));
+  } catch {
+    // A stack that cannot be read names no place.
+  }
+  say(`ovai host: a plugin ended the plugin host with ${how}${at === null ? "" : ` (at ${at})`}`);
+}
+const reallyExitWith = process.reallyExit;
+const abortProcess = process.abort;
+const killWith = process.kill;
+const ownPid = process.pid;
+process.reallyExit = function reallyExit(code) {
+  if (!hostLeaving) endedBy(`process.reallyExit(${code ?? ""})`);
+  return apply(reallyExitWith, process, [code]);
+};
+process.abort = function abort() {
+  endedBy("process.abort()");
+  return apply(abortProcess, process, []);
+};
+process.kill = function kill(pid, signal) {
+  // Signal 0 only asks whether the process is there. Pid 0 and minus its own are its process group.
+  const own = pid === ownPid || pid === 0 || pid === -ownPid || toText(pid) === toText(ownPid);
+  if (own && signal !== 0 && signal !== "0") {
+    let sig = signal ?? "SIGTERM";
+    try {
+      sig = toText(sig);
+    } catch {
+      sig = "a signal";
+    }
+    endedBy(`process.kill(${ownPid}, ${clip(sig, 40)})`);
+  }
+  return apply(killWith, process, arguments);
 };
 
 // The daemon gone means nobody can be answered: leave rather than linger as an orphan.
@@ -412,7 +456,13 @@ function complain(what, err) {
   say(`ovai host: ${what}: ${headline(err)}`);
 }
 /** What a plugin left behind, named by the place in plugins/ its stack says it came from, when it says. */
-function complainOfPlugin(what, err) {
+/** Places already reported to the daemon for its log (each once a host), and how many at most. */
+const strayPlaces = new Set();
+const setHas = uncurry(Set.prototype.has);
+const setAdd = uncurry(Set.prototype.add);
+const setSize = uncurry(Object.getOwnPropertyDescriptor(Set.prototype, "size").get);
+const MAX_STRAY_PLACES = 16;
+function complainOfPlugin(what, how, err) {
   let at = null;
   try {
     at = inPlugins(err);
@@ -420,9 +470,20 @@ function complainOfPlugin(what, err) {
     // A stack that cannot be read names no place.
   }
   complain(at === null ? what : `${what} (at ${at})`, err);
+  // runtime.log gets each place once: a timer that throws every millisecond is one row, not a flood.
+  const place = at ?? "";
+  if (setHas(strayPlaces, place) || setSize(strayPlaces) > MAX_STRAY_PLACES) return;
+  setAdd(strayPlaces, place);
+  try {
+    send({ t: "stray", how, message: headline(err), at });
+  } catch {
+    // The daemon's stderr has it.
+  }
 }
-process.on("uncaughtException", (err) => complainOfPlugin("a plugin threw outside a call", err));
-process.on("unhandledRejection", (err) => complainOfPlugin("a plugin left a promise rejected", err));
+process.on("uncaughtException", (err) => complainOfPlugin("a plugin threw outside a call", "threw", err));
+process.on("unhandledRejection", (err) =>
+  complainOfPlugin("a plugin left a promise rejected", "rejected", err),
+);
 
 // A line split over reads waits here (as bytes: a character may be split too) until its end arrives.
 let partial = null;

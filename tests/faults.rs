@@ -77,6 +77,17 @@ fn errors_left_behind_after_answering_do_not_end_the_host() {
     );
     assert_eq!(d.host_pid(), host, "the same host serves on");
     assert_eq!(d.status().unwrap()["host"]["respawns"], 0);
+    // And in runtime.log, where the person who wrote the plugin looks.
+    let want = [
+        "A plugin left a promise rejected (at plugins/fault-late-errors.mjs:5:18): Error: nobody awaits this. The plugin host goes on; errors from the same place are not written here again until the next host.",
+        "A plugin threw outside a call (at plugins/fault-late-errors.mjs:6:28): Error: thrown from a timer. The plugin host goes on; errors from the same place are not written here again until the next host.",
+    ];
+    wait_until("both rows", || {
+        let rows = inst.rows("host");
+        want.iter()
+            .all(|w| rows.iter().any(|r| r == w))
+            .then_some(())
+    });
     let stderr = d.stderr.clone();
     assert!(d.stop().success());
     let log = std::fs::read_to_string(stderr).unwrap();
@@ -613,4 +624,53 @@ export async function run(args) { return { text: `later: ${JSON.stringify(args)}
         is_error && refusal.starts_with("plugins/fault-loop.mjs did not answer"),
         "{refusal}"
     );
+}
+
+#[test]
+fn errors_left_behind_are_one_row_a_place_and_only_so_many() {
+    // One place that throws every few milliseconds, and twenty places that throw once each.
+    let mut many = String::from(
+        "export const description = 'Leaves errors behind.';\nexport const inputSchema = { type: 'object' };\n\
+         export function run() {\n  globalThis.thrown = 0;\n",
+    );
+    for i in 0..20 {
+        many.push_str(&format!(
+            "  setTimeout(() => {{ globalThis.thrown++; throw new Error('place {i}'); }}, 1);\n"
+        ));
+    }
+    many.push_str(
+        "  setInterval(() => { globalThis.thrown++; throw new Error('again'); }, 2);\n  return { text: 'armed' };\n}\n",
+    );
+    let count = "export const description = 'How many were thrown.';\nexport const inputSchema = { type: 'object' };\n\
+                 export function run() { return { text: String(globalThis.thrown ?? 0) }; }\n";
+    let inst = Instance::with_plugins(&[("many.mjs", &many), ("count.mjs", count)]);
+    let mut d = inst.start();
+    let host = d.host_pid();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(s.call("many", json!({})), ("armed".to_string(), false));
+    wait_until("the interval to have thrown many times", || {
+        let (n, _) = s.call("count", json!({}));
+        (n.parse::<u64>().unwrap_or(0) >= 60).then_some(())
+    });
+    assert_eq!(d.host_pid(), host, "the same host serves on");
+    let rows = inst.rows("host");
+    let strays: Vec<&String> = rows
+        .iter()
+        .filter(|r| r.starts_with("A plugin threw outside a call"))
+        .collect();
+    assert_eq!(strays.len(), 16, "{rows:#?}");
+    assert!(
+        strays.iter().all(|r| r.contains("(at plugins/many.mjs:")),
+        "{strays:#?}"
+    );
+    assert_eq!(
+        rows.iter()
+            .filter(|r| r.as_str()
+                == "Plugins left errors behind outside a call in more than 16 places; the rest are not written here until the next host (the daemon's stderr has each).")
+            .count(),
+        1,
+        "{rows:#?}"
+    );
+    assert!(d.is_running());
 }

@@ -234,3 +234,55 @@ fn a_host_that_cannot_be_respawned_for_want_of_descriptors_comes_back_once_there
     assert!(d.is_running());
     drop(held);
 }
+
+#[test]
+fn a_plugin_that_ends_the_host_from_a_timer_is_named_in_the_row() {
+    // No call is in flight when these end the host, so only the host's last words can say who did.
+    let timer = |how: &str| {
+        format!(
+            "export const description = 'Ends the host later.';\nexport const inputSchema = {{ type: 'object' }};\n\
+             export function run() {{\n  setTimeout(() => {how}, 20);\n  return {{ text: 'armed' }};\n}}\n"
+        )
+    };
+    let inst = Instance::with_plugins(&[
+        ("kills.mjs", &timer("process.kill(process.pid, 'SIGKILL')")),
+        ("leaves.mjs", &timer("process.reallyExit(7)")),
+        ("echo.mjs", ECHO),
+    ]);
+    let mut d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    for (tool, how, exit) in [
+        ("kills", "process.kill(PID, SIGKILL)", "signal SIGKILL"),
+        ("leaves", "process.reallyExit(7)", "exit code 7"),
+    ] {
+        let host = d.host_pid();
+        let before = inst.rows("host").len();
+        assert_eq!(s.call(tool, json!({})), ("armed".to_string(), false));
+        let row = wait_until("the host's end to be written", || {
+            inst.rows("host")
+                .into_iter()
+                .skip(before)
+                .find(|r| r.starts_with("The plugin host (pid "))
+        });
+        // In a box the host's own pid is the box's; the row names the pid the daemon knows.
+        let own = row
+            .split("process.kill(")
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .unwrap_or("PID")
+            .to_string();
+        let how = how.replace("PID", &own);
+        assert!(
+            row.starts_with(&format!(
+                "The plugin host (pid {host}) stopped ({exit}) with no call in flight. A new plugin host is being started. Its last words on stderr: ovai host: a plugin ended the plugin host with {how} (at plugins/{tool}.mjs:4:"
+            )),
+            "{row}"
+        );
+        assert_eq!(
+            s.call("echo", json!({ "n": 1 })),
+            (r#"{"n":1}"#.to_string(), false)
+        );
+    }
+    assert!(d.is_running());
+}

@@ -451,3 +451,50 @@ fn tools_whose_names_differ_only_in_case_are_served_neither() {
         ]
     );
 }
+
+#[test]
+fn a_property_without_a_description_is_served_with_a_row_naming_it() {
+    // The specification: every property wants a description of its own, the only place a session is
+    // told what to put there. A file that leaves one out is still served, and told which.
+    let with = |schema: &str| {
+        format!(
+            "export const description = 'd';\nexport const inputSchema = {schema};\nexport function run() {{ return {{ text: 'ok' }}; }}\n"
+        )
+    };
+    let inst = Instance::with_plugins(&[
+        (
+            "bare.mjs",
+            &with("{ type: 'object', properties: { branch: { type: 'string' } } }"),
+        ),
+        (
+            "deep.mjs",
+            &with(
+                "{ type: 'object', properties: { \
+                 filter: { type: 'object', description: 'What to look at.', properties: { path: { type: 'string' }, depth: { type: 'integer', description: 'How deep.' } } }, \
+                 files: { type: 'array', description: 'Files.', items: { type: 'object', properties: { name: { type: 'string', description: '   ' } } } }, \
+                 any: true } }",
+            ),
+        ),
+        (
+            "fine.mjs",
+            &with(
+                "{ type: 'object', $defs: { b: { type: 'string', description: 'A branch.' } }, properties: { \
+                 branch: { $ref: '#/$defs/b' }, n: { type: 'integer', description: 'How many.' } } }",
+            ),
+        ),
+    ]);
+    let want = [
+        "This instance serves a tool of its own: bare",
+        "plugins/bare.mjs: its input \"branch\" has no description, so a session is told nothing about what to put there; add a description to it in inputSchema.",
+        "This instance serves a tool of its own: deep",
+        "plugins/deep.mjs: its inputs \"filter.path\", \"files[].name\" and \"any\" have no description, so a session is told nothing about what to put there; add a description to each in inputSchema.",
+        "This instance serves a tool of its own: fine",
+    ];
+    inst.cmd()
+        .args(["check"])
+        .assert()
+        .success()
+        .stdout(format!("{}\n", want.join("\n")));
+    let _d = inst.start();
+    assert_eq!(inst.rows("plugins"), want);
+}

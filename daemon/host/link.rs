@@ -15,7 +15,9 @@ use crate::lines::{CappedLines, Line, Outbox};
 use crate::sync::lock;
 
 use super::ending::{HostEnd, NotReimported};
-use super::protocol::{Answer, FromHost, Loaded, Progress, ToHost};
+use super::protocol::{Answer, FromHost, Loaded, Progress, Stray, ToHost};
+use super::rows;
+use crate::runtime_log::{RuntimeLog, Topic};
 
 /// The longest protocol line read from the host: an answer is capped well below this by maxAnswerBytes
 /// (JSON escaping can at most sextuple it), so a longer line is a broken host, never a long answer.
@@ -96,7 +98,20 @@ pub struct Link {
     pub pid: u32,
     /// Plugins that did not import again after a crash: name → why (calls to them are refused).
     unavailable: Mutex<HashMap<String, NotReimported>>,
+    /// Where errors left behind outside a call are written, and the places written so far.
+    log: Option<Arc<RuntimeLog>>,
+    strays: Mutex<Strays>,
 }
+
+/// The places of errors left behind that this host's rows have named: each once, and only so many.
+#[derive(Default)]
+struct Strays {
+    places: std::collections::HashSet<String>,
+    capped: bool,
+}
+
+/// How many places of errors left behind one host writes to runtime.log; the rest are on stderr.
+const MAX_STRAY_ROWS: usize = 16;
 
 impl Link {
     /// Starts the reader and writer tasks on `channel`. The returned receiver gets the host's `ready`
@@ -105,6 +120,7 @@ impl Link {
         channel: (ReadHalf, crate::unix_io::WriteHalf),
         pid: u32,
         max_line: usize,
+        log: Option<Arc<RuntimeLog>>,
     ) -> (
         Arc<Self>,
         oneshot::Receiver<(u32, String)>,
@@ -123,6 +139,8 @@ impl Link {
             born: std::time::Instant::now(),
             pid,
             unavailable: Mutex::new(HashMap::new()),
+            log,
+            strays: Mutex::new(Strays::default()),
         });
         let reader = tokio::spawn(read_lines(link.clone(), read, max_line));
         (link, ready_rx, reader)
@@ -245,6 +263,27 @@ impl Link {
         lock(&self.unavailable).get(name).cloned()
     }
 
+    /// An error a plugin left behind, in runtime.log once for its place. What arrives on fd 4 is a
+    /// plugin's to write too: it is clipped, and one host writes at most MAX_STRAY_ROWS of these.
+    fn stray(&self, s: Stray) {
+        let Some(log) = &self.log else { return };
+        let clip = |t: &str, n: usize| t.chars().take(n).collect::<String>();
+        let at = s.at.as_deref().map(|a| clip(a, 200));
+        let row = {
+            let mut strays = lock(&self.strays);
+            if strays.capped || !strays.places.insert(at.clone().unwrap_or_default()) {
+                return;
+            }
+            if strays.places.len() > MAX_STRAY_ROWS {
+                strays.capped = true;
+                rows::strays_capped(MAX_STRAY_ROWS)
+            } else {
+                rows::stray(&s.how, &clip(&s.message, 500), at.as_deref())
+            }
+        };
+        log.row(Topic::Host, &row);
+    }
+
     fn deliver(&self, msg: FromHost) {
         self.heard_ms
             .store(self.born.elapsed().as_millis() as u64, Ordering::Relaxed);
@@ -279,6 +318,7 @@ impl Link {
                 }
             }
             FromHost::Pong { .. } => {}
+            FromHost::Stray(s) => self.stray(s),
             FromHost::Ready { v, node, .. } => {
                 if let Some(tx) = lock(&self.ready).take() {
                     let _ = tx.send((v, node));
@@ -398,7 +438,7 @@ mod tests {
     ) {
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
         let halves = crate::unix_io::split(ours).expect("the halves");
-        let (link, _ready, reader) = Link::start(halves, 1, 1024);
+        let (link, _ready, reader) = Link::start(halves, 1, 1024, None);
         (link, theirs, reader)
     }
 

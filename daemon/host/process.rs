@@ -22,12 +22,14 @@ use crate::sync::lock;
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// What every call's context shares, sent once to each new process.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HostInit {
     pub root: String,
     pub plugins_dir: String,
     pub config: serde_json::Value,
     pub max_answer_bytes: usize,
+    /// Where an error a plugin leaves behind outside a call is written (none for `ovai check`).
+    pub log: Option<Arc<crate::runtime_log::RuntimeLog>>,
 }
 
 /// How a process ended, as the log rows and refusals say it: "exit code 3", "signal SIGKILL".
@@ -170,8 +172,12 @@ impl HostProcess {
                 Some(tail.clone()),
             )));
         }
-        let (link, ready, reader) =
-            Link::start(spawned.channel, pid, max_line_len(init.max_answer_bytes));
+        let (link, ready, reader) = Link::start(
+            spawned.channel,
+            pid,
+            max_line_len(init.max_answer_bytes),
+            init.log.clone(),
+        );
         readers.push(reader);
         let mut this = Self {
             child,

@@ -62,11 +62,29 @@ impl ToHost<'_> {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "t", rename_all = "camelCase")]
 pub enum FromHost {
-    Ready { v: u32, node: String, pid: u32 },
+    Ready {
+        v: u32,
+        node: String,
+        pid: u32,
+    },
     Loaded(Loaded),
     Answer(Answer),
     Progress(Progress),
-    Pong { n: u64 },
+    Pong {
+        n: u64,
+    },
+    /// An error a plugin left behind outside a call (a timer that threw, a promise nobody awaited).
+    Stray(Stray),
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Stray {
+    /// "threw" or "rejected".
+    pub how: String,
+    pub message: String,
+    /// `plugins/REL:LINE:COLUMN`, when its stack names a place there.
+    #[serde(default)]
+    pub at: Option<String>,
 }
 
 /// A call's `context.progress(message, { progress, total })`, as the host reports it.

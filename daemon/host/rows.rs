@@ -71,6 +71,32 @@ pub fn replaced(pid: u32, files: &[Arc<str>]) -> String {
     row
 }
 
+/// An error a plugin left behind outside a call: `how` is "threw" or "rejected", `at` its place in plugins/.
+pub fn stray(how: &str, message: &str, at: Option<&str>) -> String {
+    let what = match how {
+        "rejected" => "A plugin left a promise rejected",
+        _ => "A plugin threw outside a call",
+    };
+    let place = match at {
+        Some(at) => format!(" (at {at})"),
+        None => ", and its stack names no place in plugins/".to_string(),
+    };
+    let end = if message.ends_with(['.', '!', '?']) {
+        ""
+    } else {
+        "."
+    };
+    format!(
+        "{what}{place}: {message}{end} The plugin host goes on; errors from the same place are not written here again until the next host."
+    )
+}
+
+pub fn strays_capped(rows: usize) -> String {
+    format!(
+        "Plugins left errors behind outside a call in more than {rows} places; the rest are not written here until the next host (the daemon's stderr has each)."
+    )
+}
+
 pub fn respawned(pid: u32) -> String {
     format!("A new plugin host (pid {pid}) was started, serving the same files.")
 }

@@ -37,6 +37,10 @@ impl Verdict {
                 if chars > rows::CLIENT_DESCRIPTION_CHARS {
                     rows.push(rows::description_cut(file, chars));
                 }
+                let undescribed = schema::undescribed(&p.schema);
+                if !undescribed.is_empty() {
+                    rows.push(rows::undescribed(file, &undescribed));
+                }
                 rows
             }
             Verdict::NotServed(row) => vec![row.clone()],

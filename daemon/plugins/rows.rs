@@ -24,6 +24,34 @@ pub fn description_cut(file: &str, chars: usize) -> String {
 
 pub use crate::names::thousands;
 
+/// The row that follows a served file's row when some of its inputs have no description: the
+/// specification's "every property wants a description of its own".
+pub fn undescribed(file: &str, paths: &[String]) -> String {
+    let file = names::escape_controls(file, false);
+    const SHOWN: usize = 8;
+    let mut quoted: Vec<String> = paths
+        .iter()
+        .take(SHOWN)
+        .map(|p| format!("{:?}", p.chars().take(64).collect::<String>()))
+        .collect();
+    if paths.len() > SHOWN {
+        quoted.push(format!("{} more", paths.len() - SHOWN));
+    }
+    let row = match paths {
+        [_] => format!(
+            "plugins/{file}: its input {} has no description, so a session is told nothing about what to put \
+             there; add a description to it in inputSchema.",
+            quoted[0]
+        ),
+        _ => format!(
+            "plugins/{file}: its inputs {} have no description, so a session is told nothing about what to put \
+             there; add a description to each in inputSchema.",
+            listed(&quoted, "and")
+        ),
+    };
+    names::escape_controls(&row, false).into_owned()
+}
+
 /// Every not-served row: the file named, and why. Control characters (a file name holding ESC or a
 /// newline, an error message) are shown escaped, so a row is one line that nothing can rewrite.
 fn not_served(file: &str, why: impl std::fmt::Display) -> String {

@@ -20,6 +20,50 @@ fn required_but_forbidden(root: &serde_json::Map<String, Value>) -> Option<Strin
         .map(str::to_string)
 }
 
+/// The properties of an inputSchema that carry no description, as a session would fill them in:
+/// `branch`, `filter.path`, `files[].name`, depth first in the schema's own order. A property that is a
+/// `$ref` is taken as described where it points.
+pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
+    fn walk(
+        object: &serde_json::Map<String, Value>,
+        at: &str,
+        depth: usize,
+        out: &mut Vec<String>,
+    ) {
+        // The schema compiled, so it is finite; the depth only keeps a pathological one cheap.
+        if depth > 32 {
+            return;
+        }
+        if let Some(properties) = object.get("properties").and_then(Value::as_object) {
+            for (name, property) in properties {
+                let path = if at.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{at}.{name}")
+                };
+                let described = property.as_object().is_some_and(|p| {
+                    p.contains_key("$ref")
+                        || p.get("description")
+                            .and_then(Value::as_str)
+                            .is_some_and(|d| !d.trim().is_empty())
+                });
+                if !described {
+                    out.push(path.clone());
+                }
+                if let Some(property) = property.as_object() {
+                    walk(property, &path, depth + 1, out);
+                }
+            }
+        }
+        if let Some(items) = object.get("items").and_then(Value::as_object) {
+            walk(items, &format!("{at}[]"), depth + 1, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(schema, "", 0, &mut out);
+    out
+}
+
 /// Why a plugin's inputSchema cannot be served, as the end of its runtime.log row.
 pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
     let Value::Object(root) = schema else {
