@@ -871,3 +871,117 @@ fn a_session_holding_its_stream_is_not_idle_and_one_that_holds_nothing_is_closed
         "the one holding its stream serves on"
     );
 }
+
+/// What rmcp would answer in a line of plain text of its own (a header missing or wrong) or with a bare
+/// method name is said as the socket says it: a JSON-RPC error whose message is a sentence.
+#[test]
+fn what_is_wrong_with_a_request_is_said_in_json_rpc_words() {
+    let (inst, _d, http) = serving(json!({}));
+    for version in VERSIONS {
+        let mut s = HttpSeat::new(&http, &inst.secret("w1"), version);
+        s.initialize();
+        let v = s.request("resources/list", json!({}));
+        assert_eq!(v["error"]["code"], -32601, "{version}: {v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().starts_with(
+                "Method not found: this server does not serve resources/list; it serves initialize, ping"
+            ),
+            "{version}: {v}"
+        );
+    }
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize();
+    let with = |drop: &[&str], add: &[(&str, &str)]| {
+        let mut h: Vec<(String, String)> = s
+            .headers("tools/list", None)
+            .into_iter()
+            .filter(|(k, _)| !drop.contains(&k.as_str()))
+            .collect();
+        for (k, v) in add {
+            h.retain(|(name, _)| name != k);
+            h.push((k.to_string(), v.to_string()));
+        }
+        h
+    };
+    let list = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
+    for (method, headers, status, words) in [
+        (
+            "POST",
+            with(&["mcp-session-id"], &[]),
+            400,
+            "this request carries no Mcp-Session-Id header",
+        ),
+        (
+            "GET",
+            with(&["mcp-session-id"], &[]),
+            400,
+            "this request carries no Mcp-Session-Id header",
+        ),
+        (
+            "POST",
+            with(&[], &[("mcp-protocol-version", "1999-01-01")]),
+            400,
+            "the MCP-Protocol-Version header says 1999-01-01, a revision this server does not speak",
+        ),
+        (
+            "POST",
+            with(&[], &[("accept", "application/json")]),
+            406,
+            "the Accept header must name both application/json and text/event-stream",
+        ),
+        (
+            "POST",
+            with(&[], &[("content-type", "text/plain")]),
+            415,
+            "the body must be sent with Content-Type: application/json",
+        ),
+    ] {
+        let refs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let body = if method == "POST" { list } else { "" };
+        let r = http.request(method, &refs, body);
+        assert_eq!(r.status, status, "{method} {headers:?}");
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        let v = r.json();
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with(words), "{method} {headers:?}: {v}");
+        assert_eq!(v["jsonrpc"], "2.0", "{v}");
+    }
+    // Two of a header that says who is asking: which one a proxy in front checked is anybody's guess.
+    let token = format!("Bearer {}", inst.secret("w1"));
+    for (extra, words) in [
+        (
+            ("authorization", "Bearer not-a-secret"),
+            "this request carries 2 Authorization headers, and this server takes exactly one",
+        ),
+        (
+            ("host", "example.com"),
+            "this request carries 2 Host headers, and this server takes exactly one",
+        ),
+    ] {
+        let mut headers = with(&[], &[]);
+        if extra.0 == "authorization" {
+            headers.retain(|(k, _)| k != "authorization");
+            headers.push(("authorization".into(), token.clone()));
+        }
+        headers.push((extra.0.to_string(), extra.1.to_string()));
+        let refs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let r = http.request("POST", &refs, list);
+        assert_eq!(r.status, 400, "{extra:?}");
+        let v = r.json();
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with(words),
+            "{extra:?}: {v}"
+        );
+    }
+    // The session is none the worse.
+    assert!(s.tool_names().contains(&"echo".to_string()));
+}

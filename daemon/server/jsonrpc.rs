@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
 pub const INVALID_PARAMS: i64 = -32602;
+pub const METHOD_NOT_FOUND: i64 = -32601;
 
 /// A session's message, as rmcp takes it, or what it is answered instead.
 pub enum Taken {
@@ -139,6 +140,20 @@ pub fn is_known_method(method: &str) -> bool {
             | "server/discover"
             | "subscriptions/listen"
     )
+}
+
+/// `-32601`'s message: the method, and what this server serves instead.
+pub fn method_not_found_words(method: &str) -> String {
+    if is_known_method(method) {
+        format!(
+            "Method not found: {method} is not served under the protocol revision this session speaks"
+        )
+    } else {
+        format!(
+            "Method not found: this server does not serve {method}; it serves initialize, ping, tools/list and \
+             tools/call (and from 2026-07-28 on, server/discover and subscriptions/listen)"
+        )
+    }
 }
 
 /// An error answer to a request; nothing for a notification.

@@ -156,21 +156,8 @@ fn method_not_found_in_words(msg: &ServerJsonRpcMessage) -> Option<ServerJsonRpc
         return None;
     }
     let mut said = e.clone();
-    said.error.message = method_not_found_words(&e.error.message).into();
+    said.error.message = jsonrpc::method_not_found_words(&e.error.message).into();
     Some(ServerJsonRpcMessage::Error(said))
-}
-
-fn method_not_found_words(method: &str) -> String {
-    if jsonrpc::is_known_method(method) {
-        format!(
-            "Method not found: {method} is not served under the protocol revision this session speaks"
-        )
-    } else {
-        format!(
-            "Method not found: this server does not serve {method}; it serves initialize, ping, tools/list and \
-             tools/call (and from 2026-07-28 on, server/discover and subscriptions/listen)"
-        )
-    }
 }
 
 /// What calls get beyond their deadline to answer, once the client closed its side.
@@ -686,10 +673,10 @@ mod tests {
     #[test]
     fn a_method_not_served_is_named_for_what_it_is() {
         assert_eq!(
-            method_not_found_words("ping"),
+            jsonrpc::method_not_found_words("ping"),
             "Method not found: ping is not served under the protocol revision this session speaks"
         );
-        assert!(method_not_found_words("resources/list").starts_with(
+        assert!(jsonrpc::method_not_found_words("resources/list").starts_with(
             "Method not found: this server does not serve resources/list; it serves initialize, ping"
         ));
     }

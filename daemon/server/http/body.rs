@@ -2,13 +2,14 @@
 //! the socket (`server::jsonrpc`): rmcp answers a body it cannot parse with `415` and a line of its own,
 //! and a known method whose params do not fit as an unknown method. Such a body gets the JSON-RPC error
 //! the socket gives, under the request's id where one can be read (`200`), else with `id: null` (`400`);
-//! a notification, `202` and nothing. (A method rmcp does not serve is still answered in rmcp's words
-//! over HTTP: `-32601` and the method's name.)
+//! a notification, `202` and nothing. A request for a method this server does not serve gets `-32601`
+//! naming what it does serve, as on the socket (rmcp's own says only the method's name).
 
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use rmcp::model::ClientJsonRpcMessage;
 use serde_json::Value;
 
 use super::MAX_BODY_BYTES;
@@ -31,7 +32,17 @@ pub async fn checked(daemon: &Daemon, request: Request) -> Result<Request, Respo
     };
     match jsonrpc::take(text, "body") {
         // Half a surrogate pair is taken as U+FFFD, as over the socket: rmcp is given the mended body.
-        Taken::Message(_) => {
+        Taken::Message(msg) => {
+            // What the session's service serves is exactly the known methods; rmcp answers the rest.
+            if let ClientJsonRpcMessage::Request(r) = &*msg
+                && !jsonrpc::is_known_method(r.request.method())
+            {
+                return Err(answered(Some(jsonrpc::error(
+                    &serde_json::to_value(&r.id).unwrap_or_default(),
+                    jsonrpc::METHOD_NOT_FOUND,
+                    &jsonrpc::method_not_found_words(r.request.method()),
+                ))));
+            }
             let body = match jsonrpc::well_formed(text) {
                 Some(fixed) => Body::from(fixed),
                 None => Body::from(bytes),

@@ -27,6 +27,9 @@ use super::settings::HttpSettings;
 use crate::seats::hash_secret;
 use crate::server::daemon::Daemon;
 
+pub const NO_SUCH_SESSION: &str = "this server holds no MCP session with that id (it ended, idled out, or the \
+                                   server started again): initialize a new session";
+
 /// Who is calling, for the one request being handled: read by the factory that makes its `SeatService`.
 #[derive(Clone)]
 pub struct Caller {
@@ -125,6 +128,18 @@ pub async fn admit(State(gate): State<Arc<Gate>>, request: Request, next: Next) 
 }
 
 async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Response {
+    // Two of a header that decides who may ask, and in what name, are two answers to one question: a
+    // proxy in front may have checked the other one.
+    for name in [header::HOST, header::AUTHORIZATION] {
+        let n = request.headers().get_all(&name).iter().count();
+        if n > 1 {
+            let why = format!(
+                "this request carries {n} {} headers, and this server takes exactly one: send one",
+                canonical(&name)
+            );
+            return refuse(&gate.daemon, StatusCode::BAD_REQUEST, why, None);
+        }
+    }
     if let Some(why) = gate.browsers.host_refused(request.headers()) {
         return refuse(&gate.daemon, StatusCode::FORBIDDEN, why, None);
     }
@@ -196,9 +211,7 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
                 return refuse(
                     &gate.daemon,
                     StatusCode::NOT_FOUND,
-                    "this server holds no MCP session with that id (it ended, idled out, or the server started \
-                     again): initialize a new session"
-                        .into(),
+                    NO_SUCH_SESSION.into(),
                     None,
                 );
             }
@@ -226,7 +239,8 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
     } else {
         request
     };
-    let mut response = CALLER.scope(caller, next.run(request)).await;
+    let response = CALLER.scope(caller, next.run(request)).await;
+    let mut response = super::plain::reworded(&gate.daemon, response).await;
     match (&session, response.headers().get(SESSION_HEADER)) {
         (None, Some(id)) => {
             let id = id.to_str().unwrap_or("").to_string();
@@ -246,6 +260,21 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
         chunk
     }));
     Response::from_parts(parts, body)
+}
+
+/// "Host", "Authorization": a header's name as people write it.
+fn canonical(name: &header::HeaderName) -> String {
+    name.as_str()
+        .split('-')
+        .map(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+                .unwrap_or_default()
+        })
+        .collect::<Vec<_>>()
+        .join("-")
 }
 
 /// The seat whose secret `secret` is, or the refusal.

@@ -9,6 +9,7 @@ mod browser;
 mod gate;
 mod limits;
 mod owners;
+mod plain;
 mod serve;
 pub mod settings;
 mod tls;
