@@ -1041,3 +1041,85 @@ fn a_call_the_client_cancelled_is_not_answered_when_it_quits() {
     );
     assert!(s.wait().success());
 }
+
+#[test]
+fn params_that_do_not_fit_are_answered_naming_the_field() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    // Before initialize: an initialize whose params do not fit names what is wrong, and a good one after
+    // it is still taken.
+    let init = |p: Value| json!(p);
+    for (params, want) in [
+        (
+            init(json!(5)),
+            "the params of initialize are a number, not an object",
+        ),
+        (init(json!({})), "params.protocolVersion is missing"),
+        (
+            init(
+                json!({ "protocolVersion": 5, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }),
+            ),
+            "params.protocolVersion is a number, not a string",
+        ),
+        (
+            init(
+                json!({ "protocolVersion": "2025-11-25", "clientInfo": { "name": "t", "version": "1" } }),
+            ),
+            "params.capabilities is missing",
+        ),
+        (
+            init(
+                json!({ "protocolVersion": "2025-11-25", "capabilities": 5, "clientInfo": { "name": "t", "version": "1" } }),
+            ),
+            "params.capabilities is a number, not an object",
+        ),
+        (
+            init(json!({ "protocolVersion": "2025-11-25", "capabilities": {} })),
+            "params.clientInfo is missing",
+        ),
+        (
+            init(
+                json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t" } }),
+            ),
+            "params.clientInfo.version is missing",
+        ),
+    ] {
+        let id = s.send_request("initialize", params.clone());
+        let e = error_for(&mut s, json!(id));
+        assert_eq!(e["code"], -32602, "{params}: {e}");
+        let message = e["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("Invalid params: {want}")),
+            "{params}: {e}"
+        );
+    }
+    s.initialize();
+    for (method, params, want) in [
+        (
+            "tools/call",
+            json!({ "name": "index", "_meta": 5 }),
+            "params._meta is a number, not an object",
+        ),
+        (
+            "tools/list",
+            json!(5),
+            "the params of tools/list are a number, not an object",
+        ),
+        (
+            "ping",
+            json!({ "_meta": "x" }),
+            "params._meta is a string, not an object",
+        ),
+    ] {
+        let id = s.send_request(method, params.clone());
+        let e = error_for(&mut s, json!(id));
+        assert_eq!(e["code"], -32602, "{method} {params}: {e}");
+        let message = e["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("Invalid params: {want}")),
+            "{method} {params}: {e}"
+        );
+    }
+    assert!(s.tool_names().contains(&"index".to_string()));
+}

@@ -120,11 +120,8 @@ pub fn answer_to_bad(line: &str, unit: &str) -> Option<Vec<u8>> {
         }
     };
     // The method is a string and the envelope is sound, so it is the params that did not fit.
-    let why = match method {
-        "tools/call" => tools_call_problem(msg.get("params")),
-        _ => None,
-    }
-    .unwrap_or_else(|| format!("the params of {method} do not fit what it takes"));
+    let why = params_problem(method, msg.get("params"))
+        .unwrap_or_else(|| format!("the params of {method} do not fit what it takes"));
     reply(id, INVALID_PARAMS, format!("Invalid params: {why}"))
 }
 
@@ -220,6 +217,74 @@ pub fn well_formed(line: &str) -> Option<String> {
 }
 
 /// What is wrong with the params of a `tools/call` that rmcp would not take.
+/// Which field of a known method's params does not fit, as far as this server can tell.
+fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
+    if method == "tools/call"
+        && let Some(why) = tools_call_problem(params)
+    {
+        return Some(why);
+    }
+    let p = match params {
+        None | Some(Value::Null) if method == "initialize" => {
+            return Some(
+                "initialize has no params; it takes protocolVersion, capabilities and clientInfo"
+                    .into(),
+            );
+        }
+        None | Some(Value::Null) => return None,
+        Some(Value::Object(p)) => p,
+        Some(other) => {
+            return Some(format!(
+                "the params of {method} are {}, not an object",
+                kind(other)
+            ));
+        }
+    };
+    if let Some(meta) = p.get("_meta")
+        && !meta.is_object()
+    {
+        return Some(format!("params._meta is {}, not an object", kind(meta)));
+    }
+    match method {
+        "initialize" => field(p, "params", "protocolVersion", Want::Text)
+            .or_else(|| field(p, "params", "capabilities", Want::Object))
+            .or_else(|| field(p, "params", "clientInfo", Want::Object))
+            .or_else(|| {
+                let info = p.get("clientInfo").and_then(Value::as_object)?;
+                field(info, "params.clientInfo", "name", Want::Text)
+                    .or_else(|| field(info, "params.clientInfo", "version", Want::Text))
+            }),
+        _ => None,
+    }
+}
+
+enum Want {
+    Text,
+    Object,
+}
+
+/// A required field that is missing or of the wrong kind.
+fn field(
+    object: &serde_json::Map<String, Value>,
+    at: &str,
+    name: &str,
+    want: Want,
+) -> Option<String> {
+    let (fits, wanted) = match want {
+        Want::Text => (Value::is_string as fn(&Value) -> bool, "a string"),
+        Want::Object => (Value::is_object as fn(&Value) -> bool, "an object"),
+    };
+    match object.get(name) {
+        None => Some(format!("{at}.{name} is missing")),
+        Some(v) if fits(v) => None,
+        Some(v) => Some(format!("{at}.{name} is {}, not {wanted}", kind(v))),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    crate::instance::json_kind(v)
+}
+
 fn tools_call_problem(params: Option<&Value>) -> Option<String> {
     let Some(params) = params else {
         return Some(
