@@ -498,3 +498,50 @@ fn a_property_without_a_description_is_served_with_a_row_naming_it() {
     let _d = inst.start();
     assert_eq!(inst.rows("plugins"), want);
 }
+
+#[test]
+fn imports_run_together_so_one_that_waits_costs_one_timeout_and_no_new_host() {
+    // a-waits settles only once b-sets has been imported: one at a time, it would wait for a file
+    // that is imported only after it.
+    let waits = format!(
+        "await new Promise((resolve) => {{ const t = setInterval(() => {{ if (globalThis.bSet) {{ clearInterval(t); resolve(); }} }}, 5); }});\n{}",
+        good("a-waits")
+    );
+    let sets = format!("globalThis.bSet = true;\n{}", good("b-sets"));
+    // c-counts says on disk each time it is imported: a host started again imports it again.
+    let counts = format!(
+        "import {{ appendFileSync }} from 'node:fs';\nappendFileSync('imports.txt', 'c-counts\\n');\n{}",
+        good("c-counts")
+    );
+    let forever = "await new Promise(() => {});\nexport const run = 1;";
+    let inst = Instance::with_plugins(&[
+        ("a-waits.mjs", &waits),
+        ("b-sets.mjs", &sets),
+        ("c-counts.mjs", &counts),
+        ("d-forever.mjs", forever),
+        ("e-forever.mjs", forever),
+    ]);
+    inst.set_config(serde_json::json!({ "importTimeoutSeconds": 2 }));
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "This instance serves a tool of its own: a-waits",
+            "This instance serves a tool of its own: b-sets",
+            "This instance serves a tool of its own: c-counts",
+            "plugins/d-forever.mjs is not served: importing it took longer than 2 s",
+            "plugins/e-forever.mjs is not served: importing it took longer than 2 s",
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(inst.root.join("imports.txt")).unwrap(),
+        "c-counts\n",
+        "one host imported everything"
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("a-waits", serde_json::json!({})),
+        ("a-waits".to_string(), false)
+    );
+}

@@ -98,6 +98,9 @@ pub struct Link {
     pub pid: u32,
     /// Plugins that did not import again after a crash: name → why (calls to them are refused).
     unavailable: Mutex<HashMap<String, NotReimported>>,
+    /// The latest pong, and the number of the next ping that asks whether the event loop turns.
+    last_pong: AtomicU64,
+    alive_pings: AtomicU64,
     /// Where errors left behind outside a call are written, and the places written so far.
     log: Option<Arc<RuntimeLog>>,
     strays: Mutex<Strays>,
@@ -139,6 +142,10 @@ impl Link {
             born: std::time::Instant::now(),
             pid,
             unavailable: Mutex::new(HashMap::new()),
+            last_pong: AtomicU64::new(0),
+            // Apart from the heartbeat's numbers, which count up from 1; below 2^53, which the host
+            // reads as a JavaScript number and must write back exactly.
+            alive_pings: AtomicU64::new(1 << 40),
             log,
             strays: Mutex::new(Strays::default()),
         });
@@ -193,6 +200,28 @@ impl Link {
         let (tx, rx) = oneshot::channel();
         lock(&self.loads).insert(id, tx);
         rx
+    }
+
+    /// A load nobody waits for any more (it outlived the import timeout).
+    pub fn forget_load(&self, id: u64) {
+        lock(&self.loads).remove(&id);
+    }
+
+    /// Whether the host's event loop turns: it answers a ping within `within`. An import that has not
+    /// finished while it does is waiting (a top-level await), not blocking the process.
+    pub async fn answers_within(&self, within: std::time::Duration) -> bool {
+        let n = self.alive_pings.fetch_add(1, Ordering::Relaxed);
+        if !self.send(&ToHost::Ping { n }) {
+            return false;
+        }
+        let asked = std::time::Instant::now();
+        while asked.elapsed() < within {
+            if self.last_pong.load(Ordering::Relaxed) == n {
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        self.last_pong.load(Ordering::Relaxed) == n
     }
 
     /// How many calls wait on an answer now.
@@ -317,7 +346,7 @@ impl Link {
                     let _ = tx.send(l);
                 }
             }
-            FromHost::Pong { .. } => {}
+            FromHost::Pong { n } => self.last_pong.store(n, Ordering::Relaxed),
             FromHost::Stray(s) => self.stray(s),
             FromHost::Ready { v, node, .. } => {
                 if let Some(tx) = lock(&self.ready).take() {

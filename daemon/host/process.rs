@@ -1,18 +1,22 @@
 //! One host process from start to end: spawned, greeted (`ready`, then `init`), asked to import files,
 //! and finally waited for or killed with its whole process group.
 
+use std::collections::HashMap;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::process::Child;
 use tokio::task::JoinHandle;
 
 use super::child::{Launch, MIN_NODE_MAJOR, SpawnError, node_major};
+use super::import::ToImport;
 use super::link::{Link, max_line_len};
 use super::output::{self, Tail};
 use super::protocol::{Loaded, PROTOCOL, ToHost};
@@ -154,6 +158,17 @@ pub enum LoadEnd {
     TimedOut,
 }
 
+/// How importing several files at once ended.
+pub enum Together {
+    /// Each file's report, by position, and the positions that had none when the timeout came.
+    Done {
+        reported: Vec<(usize, Box<Loaded>)>,
+        pending: Vec<usize>,
+    },
+    /// The process ended while importing: which file ended it is not known.
+    Stopped,
+}
+
 impl HostProcess {
     pub async fn start(launch: &Launch, init: &HostInit) -> Result<Self, StartError> {
         let spawned = launch.spawn()?;
@@ -257,8 +272,69 @@ impl HostProcess {
                 self.after_exit().await;
                 LoadEnd::Stopped(exit)
             }
-            _ = tokio::time::sleep(timeout) => LoadEnd::TimedOut,
+            _ = tokio::time::sleep(timeout) => {
+                self.link.forget_load(id);
+                LoadEnd::TimedOut
+            }
         }
+    }
+
+    /// Imports the files all at once, each given `timeout` from now, and waits for every report, the
+    /// process's end, or the timeout.
+    pub async fn load_together(
+        &mut self,
+        ids: &AtomicU64,
+        files: &[(usize, &ToImport)],
+        timeout: Duration,
+    ) -> Together {
+        let mut waiting = FuturesUnordered::new();
+        let mut pending = HashMap::new();
+        for (i, f) in files {
+            let id = ids.fetch_add(1, Ordering::Relaxed);
+            let rx = self.link.expect_load(id);
+            self.link.send(&ToHost::Load {
+                id,
+                name: &f.name,
+                file: &f.path,
+            });
+            pending.insert(*i, id);
+            let i = *i;
+            waiting.push(async move { (i, rx.await) });
+        }
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let mut reported = Vec::new();
+        loop {
+            tokio::select! {
+                next = waiting.next() => match next {
+                    Some((i, Ok(loaded))) => {
+                        pending.remove(&i);
+                        reported.push((i, Box::new(loaded)));
+                    }
+                    Some((_, Err(_))) => {
+                        self.wait_exit().await;
+                        return Together::Stopped;
+                    }
+                    None => break,
+                },
+                _ = self.child.wait() => {
+                    self.after_exit().await;
+                    return Together::Stopped;
+                }
+                _ = &mut deadline => break,
+            }
+        }
+        for id in pending.values() {
+            self.link.forget_load(*id);
+        }
+        let mut pending: Vec<usize> = pending.into_keys().collect();
+        pending.sort_unstable();
+        Together::Done { reported, pending }
+    }
+
+    /// Whether its event loop turns (it answers a ping within `within`).
+    pub async fn answers_within(&self, within: Duration) -> bool {
+        self.link.answers_within(within).await
     }
 
     /// Resolves once the process has ended (its group and readers are left to `wait_exit`).
