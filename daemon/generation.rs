@@ -96,7 +96,7 @@ pub async fn build(
     let plugins_dir = inst.plugins_dir();
     let found = load::scan(&plugins_dir)?;
     let snapshot = Snapshot::take(&plugins_dir, &found);
-    let loaded = load::load(
+    let mut loaded = load::load(
         &plugins_dir,
         found,
         &launch,
@@ -105,6 +105,7 @@ pub async fn build(
         config.import_timeout,
     )
     .await?;
+    loaded.refuse_changed(&plugins_dir, &snapshot);
     let (process, rows, files, plugins) = loaded.into_parts(&plugins_dir, &snapshot);
     let served = plugins.iter().map(|p| format!("{}.mjs", p.name)).collect();
     let node = process.node.clone();

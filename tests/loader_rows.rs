@@ -545,3 +545,27 @@ fn imports_run_together_so_one_that_waits_costs_one_timeout_and_no_new_host() {
         ("a-waits".to_string(), false)
     );
 }
+
+#[test]
+fn a_file_saved_while_it_was_being_read_is_not_served_and_says_so() {
+    // It changes itself as it is imported: which of its versions the host runs is not known.
+    let edits = format!(
+        "import {{ appendFileSync }} from 'node:fs';\nappendFileSync(new URL(import.meta.url), '\\n// changed as it was read\\n');\n{}",
+        good("edits")
+    );
+    let inst = Instance::with_plugins(&[("edits.mjs", &edits), ("ok.mjs", &good("ok"))]);
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "plugins/edits.mjs is not served: it changed while it was being read, so which of its versions would run is not known; run `ovai restart` to serve it as it is now",
+            "This instance serves a tool of its own: ok",
+        ]
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("ok", serde_json::json!({})),
+        ("ok".to_string(), false)
+    );
+}

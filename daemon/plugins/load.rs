@@ -63,6 +63,18 @@ impl LoadedPlugins {
             .collect()
     }
 
+    /// A served file whose bytes are not those of `snapshot` (taken before the imports) was saved while it
+    /// was being read: which version its host imported is not known, so it is not served.
+    pub fn refuse_changed(&mut self, plugins_dir: &Path, snapshot: &Snapshot) {
+        for (c, v) in &mut self.verdicts {
+            if matches!(v, Verdict::Served(_))
+                && super::stale::hash_file(&plugins_dir.join(c.file())) != snapshot.digest(c.file())
+            {
+                *v = Verdict::NotServed(rows::changed_while_read(c.file()));
+            }
+        }
+    }
+
     /// Splits into what the supervisor re-imports after a crash and what the tool table serves.
     pub fn into_parts(
         self,

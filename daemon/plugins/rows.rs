@@ -88,6 +88,14 @@ pub fn case_clash(file: &str, name: &str, other: &str) -> String {
     )
 }
 
+pub fn changed_while_read(file: &str) -> String {
+    not_served(
+        file,
+        "it changed while it was being read, so which of its versions would run is not known; run `ovai \
+         restart` to serve it as it is now",
+    )
+}
+
 pub fn not_module(file: &str) -> String {
     not_served(file, "only .mjs files are tools")
 }
