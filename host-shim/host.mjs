@@ -12,6 +12,7 @@ import childProcess from "node:child_process";
 import url from "node:url";
 import { types } from "node:util";
 import path from "node:path";
+import os from "node:os";
 
 const PROTOCOL = 1;
 
@@ -107,6 +108,8 @@ let root = "";
 let config = freeze({});
 let maxAnswerBytes = 1024 * 1024;
 let pluginsDir = "";
+/** From `init`: carried by every `stray`, so a plugin writing to fd 4 cannot pass for one. */
+let hostKey = 0;
 
 // Messages made in one turn of the event loop (the answers of every call its reads brought, at K calls
 // in flight) go out in one write, at the end of that turn: a write per message cost the host and the
@@ -409,12 +412,40 @@ function endedBy(how) {
   }
   say(`ovai host: a plugin ended the plugin host with ${how}${at === null ? "" : ` (at ${at})`}`);
 }
+/** A value a plugin passed, shown on one short line whatever it is. */
+function shownArg(value) {
+  try {
+    return clip(apply(replaceAll, toText(value), [/[\u0000-\u001f\u007f\u2028\u2029]/g, "?"]), 40);
+  } catch {
+    return "a value that cannot be shown";
+  }
+}
 const reallyExitWith = process.reallyExit;
 const abortProcess = process.abort;
 const killWith = process.kill;
 const ownPid = process.pid;
+const signalNumbers = os.constants.signals;
+// What a signal does when nothing listens: these end the process (the rest are ignored, stop it, or
+// start the inspector).
+const ENDING = new Set([
+  "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGIOT", "SIGBUS", "SIGFPE", "SIGKILL",
+  "SIGUSR2", "SIGSEGV", "SIGALRM", "SIGTERM", "SIGSTKFLT", "SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF",
+  "SIGIO", "SIGPOLL", "SIGPWR", "SIGSYS",
+]);
+const setHas = uncurry(Set.prototype.has);
+const listenersOf = uncurry(process.listenerCount);
+/** The signal's name if sending it to the host ends it: it ends a process and nothing listens for it. */
+function endingSignal(signal) {
+  let name = signal === undefined ? "SIGTERM" : signal;
+  if (typeof name === "number") {
+    name = null;
+    for (const key of ownKeys(signalNumbers)) if (signalNumbers[key] === signal) name = key;
+  }
+  if (typeof name !== "string" || !setHas(ENDING, name)) return null;
+  return listenersOf(process, name) === 0 ? name : null;
+}
 process.reallyExit = function reallyExit(code) {
-  if (!hostLeaving) endedBy(`process.reallyExit(${code ?? ""})`);
+  if (!hostLeaving) endedBy(`process.reallyExit(${code === undefined ? "" : shownArg(code)})`);
   return apply(reallyExitWith, process, [code]);
 };
 process.abort = function abort() {
@@ -422,17 +453,16 @@ process.abort = function abort() {
   return apply(abortProcess, process, []);
 };
 process.kill = function kill(pid, signal) {
-  // Signal 0 only asks whether the process is there. Pid 0 and minus its own are its process group.
-  const own = pid === ownPid || pid === 0 || pid === -ownPid || toText(pid) === toText(ownPid);
-  if (own && signal !== 0 && signal !== "0") {
-    let sig = signal ?? "SIGTERM";
-    try {
-      sig = toText(sig);
-    } catch {
-      sig = "a signal";
-    }
-    endedBy(`process.kill(${ownPid}, ${clip(sig, 40)})`);
+  // Its own pid, its process group (0, minus its pid), or every process it may signal (-1).
+  let own = false;
+  let sig = null;
+  try {
+    own = pid === ownPid || pid === 0 || pid === -1 || pid === -ownPid || toText(pid) === toText(ownPid);
+    sig = own ? endingSignal(signal) : null;
+  } catch {
+    // An argument that cannot be read is Node's to refuse.
   }
+  if (sig !== null) endedBy(`process.kill(${shownArg(pid)}, ${sig})`);
   return apply(killWith, process, arguments);
 };
 
@@ -455,13 +485,14 @@ function say(text) {
 function complain(what, err) {
   say(`ovai host: ${what}: ${headline(err)}`);
 }
-/** What a plugin left behind, named by the place in plugins/ its stack says it came from, when it says. */
 /** Places already reported to the daemon for its log (each once a host), and how many at most. */
 const strayPlaces = new Set();
-const setHas = uncurry(Set.prototype.has);
 const setAdd = uncurry(Set.prototype.add);
 const setSize = uncurry(Object.getOwnPropertyDescriptor(Set.prototype, "size").get);
+// The daemon writes a row for each of the first 16 places and one more saying it stops there
+// (link.rs, MAX_STRAY_ROWS): it is sent a 17th place so that it can tell.
 const MAX_STRAY_PLACES = 16;
+/** What a plugin left behind, named by the place in plugins/ its stack says it came from, when it says. */
 function complainOfPlugin(what, how, err) {
   let at = null;
   try {
@@ -475,7 +506,7 @@ function complainOfPlugin(what, how, err) {
   if (setHas(strayPlaces, place) || setSize(strayPlaces) > MAX_STRAY_PLACES) return;
   setAdd(strayPlaces, place);
   try {
-    send({ t: "stray", how, message: headline(err), at });
+    send({ t: "stray", key: hostKey, how, message: headline(err), at });
   } catch {
     // The daemon's stderr has it.
   }
@@ -595,6 +626,7 @@ function onLine(line) {
       pluginsDir = message.pluginsDir;
       config = deepFreeze(message.config ?? {});
       maxAnswerBytes = message.maxAnswerBytes ?? maxAnswerBytes;
+      hostKey = message.key ?? 0;
       break;
     case "load":
       load(message);
@@ -626,12 +658,12 @@ const EXPORTS = [
   ["run", "function"],
 ];
 
-async function load({ id, name, file }) {
+async function load({ id, name, file, key }) {
   let ns;
   try {
     ns = await import(pathToFileURL(file).href);
   } catch (err) {
-    send({ t: "loaded", id, ok: false, import: importFailure(err, file) });
+    send({ t: "loaded", id, key, ok: false, import: importFailure(err, file) });
     return;
   }
   const missing = [];
@@ -643,7 +675,7 @@ async function load({ id, name, file }) {
       value = ns[key];
     } catch (err) {
       // An export still in its temporal dead zone (a cycle of imports) reads as a ReferenceError.
-      send({ t: "loaded", id, ok: false, import: importFailure(err, file) });
+      send({ t: "loaded", id, key, ok: false, import: importFailure(err, file) });
       return;
     }
     if (value === undefined) {
@@ -659,6 +691,7 @@ async function load({ id, name, file }) {
     send({
       t: "loaded",
       id,
+      key,
       ok: false,
       exports: {
         missing,
@@ -674,18 +707,18 @@ async function load({ id, name, file }) {
   try {
     schemaText = stringify(values.inputSchema);
   } catch (err) {
-    send({ t: "loaded", id, ok: false, schemaJson: headline(err) });
+    send({ t: "loaded", id, key, ok: false, schemaJson: headline(err) });
     return;
   }
   // A tool's entry goes out on every tools/list: one larger than an answer may be is refused here, in
   // words, rather than sent as a line the daemon cannot take.
   const bytes = byteLength(values.description) + byteLength(schemaText);
   if (bytes > maxAnswerBytes) {
-    send({ t: "loaded", id, ok: false, tooBig: bytes });
+    send({ t: "loaded", id, key, ok: false, tooBig: bytes });
     return;
   }
   tools[name] = freeze({ __proto__: null, file, run: values.run });
-  send({ t: "loaded", id, ok: true, description: values.description, inputSchema: parse(schemaText) });
+  send({ t: "loaded", id, key, ok: true, description: values.description, inputSchema: parse(schemaText) });
 }
 
 /** A few of the module's other export names, clipped: the daemon looks among them for a misspelling. */

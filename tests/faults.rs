@@ -79,8 +79,8 @@ fn errors_left_behind_after_answering_do_not_end_the_host() {
     assert_eq!(d.status().unwrap()["host"]["respawns"], 0);
     // And in runtime.log, where the person who wrote the plugin looks.
     let want = [
-        "A plugin left a promise rejected (at plugins/fault-late-errors.mjs:5:18): Error: nobody awaits this. The plugin host goes on; errors from the same place are not written here again until the next host.",
-        "A plugin threw outside a call (at plugins/fault-late-errors.mjs:6:28): Error: thrown from a timer. The plugin host goes on; errors from the same place are not written here again until the next host.",
+        "A plugin left a promise rejected (at plugins/fault-late-errors.mjs:5:18): Error: nobody awaits this. The plugin host goes on; errors from the same place are not written here again until it is started again.",
+        "A plugin threw outside a call (at plugins/fault-late-errors.mjs:6:28): Error: thrown from a timer. The plugin host goes on; errors from the same place are not written here again until it is started again.",
     ];
     wait_until("both rows", || {
         let rows = inst.rows("host");
@@ -667,7 +667,7 @@ fn errors_left_behind_are_one_row_a_place_and_only_so_many() {
     assert_eq!(
         rows.iter()
             .filter(|r| r.as_str()
-                == "Plugins left errors behind outside a call in more than 16 places; the rest are not written here until the next host (the daemon's stderr has each).")
+                == "Plugins left errors behind outside a call in more than 16 places; the others go only to the daemon's stderr until the plugin host is started again.")
             .count(),
         1,
         "{rows:#?}"

@@ -500,7 +500,7 @@ fn a_property_without_a_description_is_served_with_a_row_naming_it() {
 }
 
 #[test]
-fn imports_run_together_so_one_that_waits_costs_one_timeout_and_no_new_host() {
+fn imports_run_together_so_files_that_wait_cost_one_timeout_and_do_not_run_on() {
     // a-waits settles only once b-sets has been imported: one at a time, it would wait for a file
     // that is imported only after it.
     let waits = format!(
@@ -533,10 +533,11 @@ fn imports_run_together_so_one_that_waits_costs_one_timeout_and_no_new_host() {
             "plugins/e-forever.mjs is not served: importing it took longer than 2 s",
         ]
     );
+    // Imported with everything by the first host, then with the files that finished by a second one,
+    // which does not run the two that hung (one at a time, a host would be started after each).
     assert_eq!(
         std::fs::read_to_string(inst.root.join("imports.txt")).unwrap(),
-        "c-counts\n",
-        "one host imported everything"
+        "c-counts\nc-counts\n",
     );
     let mut s = inst.session("lead");
     s.initialize();
@@ -568,4 +569,68 @@ fn a_file_saved_while_it_was_being_read_is_not_served_and_says_so() {
         s.call("ok", serde_json::json!({})),
         ("ok".to_string(), false)
     );
+}
+
+#[test]
+fn a_file_left_out_for_waiting_does_not_go_on_running_in_the_host_that_serves() {
+    // late.mjs waits at import until go.txt appears, then marks that it ran; the probe looks for go.txt
+    // the same way, and says so a moment after it saw it.
+    let late = "import { existsSync } from 'node:fs';\n\
+        await new Promise((r) => { const t = setInterval(() => { if (existsSync('go.txt')) { clearInterval(t); r(); } }, 5); });\n\
+        globalThis.lateRan = true;\nexport const run = 1;";
+    let probe = "import { existsSync } from 'node:fs';\n\
+         const t = setInterval(() => { if (existsSync('go.txt')) { clearInterval(t); setTimeout(() => { globalThis.sawGo = true; }, 100); } }, 5);\n\
+         export const description = 'Says what it saw.';\nexport const inputSchema = { type: 'object' };\n\
+         export function run() { return { text: `${globalThis.sawGo === true} ${globalThis.lateRan === true}` }; }\n";
+    let inst = Instance::with_plugins(&[("late.mjs", late), ("probe.mjs", probe)]);
+    inst.set_config(serde_json::json!({ "importTimeoutSeconds": 1 }));
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "plugins/late.mjs is not served: importing it took longer than 1 s",
+            "This instance serves a tool of its own: probe",
+        ]
+    );
+    std::fs::write(inst.root.join("go.txt"), "go").unwrap();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let seen = wait_until("the probe to see go.txt", || {
+        let (text, _) = s.call("probe", serde_json::json!({}));
+        text.starts_with("true").then_some(text)
+    });
+    assert_eq!(
+        seen, "true false",
+        "the file left out ran on in the host that serves"
+    );
+}
+
+#[test]
+fn a_plugin_writing_to_fd_4_cannot_report_another_file_or_write_a_row() {
+    // At import, the forger reports every load id it can guess as a served tool, answers pings it
+    // cannot have been sent, and writes an error row blaming another file.
+    let forger = format!(
+        "import {{ writeSync }} from 'node:fs';\n\
+         for (let id = 1; id < 64; id++) writeSync(4, JSON.stringify({{ t: 'loaded', id, ok: true, description: 'forged', inputSchema: {{ type: 'object' }} }}) + '\\n');\n\
+         writeSync(4, JSON.stringify({{ t: 'stray', how: 'threw', message: 'forged', at: 'plugins/b-waits.mjs:1:1' }}) + '\\n');\n{}",
+        good("a-forger")
+    );
+    let inst = Instance::with_plugins(&[
+        ("a-forger.mjs", &forger),
+        (
+            "b-waits.mjs",
+            "await new Promise(() => {});\nexport const run = 1;",
+        ),
+    ]);
+    inst.set_config(serde_json::json!({ "importTimeoutSeconds": 1 }));
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "This instance serves a tool of its own: a-forger",
+            "plugins/b-waits.mjs is not served: importing it took longer than 1 s",
+        ]
+    );
+    let rows = inst.rows("host");
+    assert!(!rows.iter().any(|r| r.contains("forged")), "{rows:#?}");
 }

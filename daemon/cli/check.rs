@@ -35,13 +35,15 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
         .map_err(|e| Failure::new(format!("{} cannot be written: {e}.", shim.display()), 1))?;
     let launch = generation::launch(inst, &config, &shim).map_err(fail(exit::FAILED))?;
     let init = generation::host_init(inst, &config);
+    // As a start does: a file saved while it is read is not served.
+    let snapshot = crate::plugins::stale::Snapshot::take(&dir, &found);
     let result = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(fail(exit::FAILED))
         .and_then(|rt| {
             rt.block_on(async {
-                let loaded = load::load(
+                let mut loaded = load::load(
                     &dir,
                     found,
                     &launch,
@@ -50,6 +52,7 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
                     config.import_timeout,
                 )
                 .await?;
+                loaded.refuse_changed(&dir, &snapshot);
                 let mut process = loaded.process;
                 process.kill().await;
                 Ok::<_, load::LoadError>(loaded.verdicts)

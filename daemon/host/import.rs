@@ -1,13 +1,13 @@
 //! Importing plugin files into a fresh host: the one loop that a start (or `ovai restart`) and a respawn
 //! after a crash both go through.
 //!
-//! The first host is sent every file at once, so a top-level `await` that is slow, or never settles,
-//! costs one import timeout in all rather than one each, and holds up nobody's start past it. A file
-//! still importing at the timeout while the host answers a ping is waiting, not blocking: it is left out
-//! and the host kept. When the host ends, or its event loop stops turning, which file did it is not known:
-//! a new host then imports the files one at a time, and a file whose import ends that host or blocks it
-//! is left out and another host started without it (a new process is the only way to a clean module
-//! cache, so the files before it are imported again there).
+//! A host is sent every file at once, so a top-level `await` that is slow, or never settles, costs one
+//! import timeout in all rather than one each. Files still importing when none has finished for the
+//! timeout, while the host still answers a ping, are left out; the host, which would go on running them,
+//! is not kept: a new one imports the others, again all at once (a new process is the only way to a clean
+//! module cache). When a host ends, or its event loop stops turning, which file did it is not known: the
+//! next host imports the files one at a time, and a file whose import ends that host or outlives the
+//! timeout is left out and another host started without it.
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -24,7 +24,8 @@ pub struct ToImport {
     pub path: String,
 }
 
-/// How long a host whose import outlived its timeout has to answer a ping, to be kept.
+/// How long a host whose imports outlived the timeout has to answer a ping, for them to count as
+/// waiting (a top-level `await`) rather than blocking its event loop.
 const ANSWER_WITHIN: Duration = Duration::from_secs(1);
 
 /// How importing one file ended.
@@ -56,19 +57,31 @@ pub async fn import_all(
     'hosts: loop {
         let mut process = HostProcess::start(launch, init).await?;
         let mut reports: HashMap<usize, Box<Loaded>> = HashMap::new();
-        if std::mem::take(&mut together) {
-            let all: Vec<(usize, &ToImport)> = files.iter().enumerate().collect();
-            match process.load_together(ids, &all, timeout).await {
-                Together::Done { reported, pending } => {
-                    if pending.is_empty() || process.answers_within(ANSWER_WITHIN).await {
-                        reports.extend(reported);
-                        left_out.extend(pending.into_iter().map(|i| (i, Imported::Hung)));
-                        return Ok(done(process, files.len(), left_out, reports));
-                    }
+        if together {
+            let todo: Vec<(usize, &ToImport)> = files
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !left_out.contains_key(i))
+                .collect();
+            match process.load_together(ids, &todo, timeout).await {
+                Together::Done { reported, pending } if pending.is_empty() => {
+                    reports.extend(reported);
+                    return Ok(done(process, files.len(), left_out, reports));
+                }
+                Together::Done { pending, .. } => {
+                    let waiting = process.answers_within(ANSWER_WITHIN).await;
                     process.kill().await;
+                    if waiting {
+                        left_out.extend(pending.into_iter().map(|i| (i, Imported::Hung)));
+                    } else {
+                        together = false;
+                    }
                     continue 'hosts;
                 }
-                Together::Stopped => continue 'hosts,
+                Together::Stopped => {
+                    together = false;
+                    continue 'hosts;
+                }
             }
         }
         for (i, f) in files.iter().enumerate() {
@@ -84,11 +97,8 @@ pub async fn import_all(
                     continue 'hosts;
                 }
                 LoadEnd::TimedOut => {
-                    left_out.insert(i, Imported::Hung);
-                    if process.answers_within(ANSWER_WITHIN).await {
-                        continue;
-                    }
                     process.kill().await;
+                    left_out.insert(i, Imported::Hung);
                     continue 'hosts;
                 }
             }

@@ -89,7 +89,10 @@ const KEY_BATCH: usize = 64;
 pub struct Link {
     out: Outbox,
     calls: Mutex<Calls>,
-    loads: Mutex<HashMap<u64, oneshot::Sender<Loaded>>>,
+    /// Loads waiting on a report: id → the key the report must carry, and who waits.
+    loads: Mutex<HashMap<u64, (u64, oneshot::Sender<Loaded>)>>,
+    /// Sent in `init` and carried by every `stray`.
+    host_key: u64,
     ready: Mutex<Option<oneshot::Sender<(u32, String)>>>,
     /// When the host last sent a well-formed message (ms since `born`), for the heartbeat.
     heard_ms: AtomicU64,
@@ -98,9 +101,8 @@ pub struct Link {
     pub pid: u32,
     /// Plugins that did not import again after a crash: name → why (calls to them are refused).
     unavailable: Mutex<HashMap<String, NotReimported>>,
-    /// The latest pong, and the number of the next ping that asks whether the event loop turns.
+    /// The latest pong's number.
     last_pong: AtomicU64,
-    alive_pings: AtomicU64,
     /// Where errors left behind outside a call are written, and the places written so far.
     log: Option<Arc<RuntimeLog>>,
     strays: Mutex<Strays>,
@@ -133,9 +135,12 @@ impl Link {
         // The writer ends when the link (its one sender) is dropped, or the host is gone.
         let (out, _writer) = Outbox::start(write);
         let (ready_tx, ready_rx) = oneshot::channel();
+        let mut calls = Calls::default();
+        let host_key = calls.fresh_key();
         let link = Arc::new(Self {
             out,
-            calls: Mutex::new(Calls::default()),
+            calls: Mutex::new(calls),
+            host_key,
             loads: Mutex::new(HashMap::new()),
             ready: Mutex::new(Some(ready_tx)),
             heard_ms: AtomicU64::new(0),
@@ -143,9 +148,6 @@ impl Link {
             pid,
             unavailable: Mutex::new(HashMap::new()),
             last_pong: AtomicU64::new(0),
-            // Apart from the heartbeat's numbers, which count up from 1; below 2^53, which the host
-            // reads as a JavaScript number and must write back exactly.
-            alive_pings: AtomicU64::new(1 << 40),
             log,
             strays: Mutex::new(Strays::default()),
         });
@@ -196,10 +198,21 @@ impl Link {
         lock(&self.calls).waiting.remove(&id).is_some()
     }
 
-    pub fn expect_load(&self, id: u64) -> oneshot::Receiver<Loaded> {
+    /// The key a load's report must carry, and where the report arrives.
+    pub fn expect_load(&self, id: u64) -> (u64, oneshot::Receiver<Loaded>) {
+        let key = self.fresh_key();
         let (tx, rx) = oneshot::channel();
-        lock(&self.loads).insert(id, tx);
-        rx
+        lock(&self.loads).insert(id, (key, tx));
+        (key, rx)
+    }
+
+    /// The key `init` gives the host, which its `stray` messages carry.
+    pub fn host_key(&self) -> u64 {
+        self.host_key
+    }
+
+    fn fresh_key(&self) -> u64 {
+        lock(&self.calls).fresh_key()
     }
 
     /// A load nobody waits for any more (it outlived the import timeout).
@@ -210,7 +223,9 @@ impl Link {
     /// Whether the host's event loop turns: it answers a ping within `within`. An import that has not
     /// finished while it does is waiting (a top-level await), not blocking the process.
     pub async fn answers_within(&self, within: std::time::Duration) -> bool {
-        let n = self.alive_pings.fetch_add(1, Ordering::Relaxed);
+        // Unguessable, and no pong from before counts: a plugin writing to fd 4 cannot answer for it.
+        let n = self.fresh_key();
+        self.last_pong.store(0, Ordering::Relaxed);
         if !self.send(&ToHost::Ping { n }) {
             return false;
         }
@@ -296,6 +311,9 @@ impl Link {
     /// plugin's to write too: it is clipped, and one host writes at most MAX_STRAY_ROWS of these.
     fn stray(&self, s: Stray) {
         let Some(log) = &self.log else { return };
+        if s.key != self.host_key {
+            return;
+        }
         let clip = |t: &str, n: usize| t.chars().take(n).collect::<String>();
         let at = s.at.as_deref().map(|a| clip(a, 200));
         let row = {
@@ -342,8 +360,20 @@ impl Link {
                 }
             }
             FromHost::Loaded(l) => {
-                if let Some(tx) = lock(&self.loads).remove(&l.id) {
-                    let _ = tx.send(l);
+                let mut loads = lock(&self.loads);
+                match loads.get(&l.id) {
+                    Some((key, _)) if *key == l.key => {
+                        if let Some((_, tx)) = loads.remove(&l.id) {
+                            let _ = tx.send(l);
+                        }
+                    }
+                    Some(_) => tracing::warn!(
+                        pid = self.pid,
+                        id = l.id,
+                        "a load report without its load's key reached the daemon (a plugin writing to fd 4?); it was dropped"
+                    ),
+                    // A report for a load that outlived its timeout: nobody waits for it.
+                    None => {}
                 }
             }
             FromHost::Pong { n } => self.last_pong.store(n, Ordering::Relaxed),

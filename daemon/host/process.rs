@@ -247,6 +247,7 @@ impl HostProcess {
             plugins_dir: &init.plugins_dir,
             config: &init.config,
             max_answer_bytes: init.max_answer_bytes,
+            key: this.link.host_key(),
         });
         Ok(this)
     }
@@ -260,9 +261,16 @@ impl HostProcess {
         timeout: Duration,
     ) -> LoadEnd {
         let id = ids.fetch_add(1, Ordering::Relaxed);
-        let rx = self.link.expect_load(id);
-        self.link.send(&ToHost::Load { id, name, file });
+        let (key, rx) = self.link.expect_load(id);
+        self.link.send(&ToHost::Load {
+            id,
+            name,
+            file,
+            key,
+        });
+        // A report that came in with the timeout still counts.
         tokio::select! {
+            biased;
             r = rx => match r {
                 Ok(loaded) => LoadEnd::Reported(Box::new(loaded)),
                 Err(_) => LoadEnd::Stopped(self.wait_exit().await),
@@ -279,8 +287,9 @@ impl HostProcess {
         }
     }
 
-    /// Imports the files all at once, each given `timeout` from now, and waits for every report, the
-    /// process's end, or the timeout.
+    /// Imports the files all at once and waits for every report or the process's end. Files still
+    /// importing when none has been reported for `timeout` are given up on (slow files that keep
+    /// finishing one after another go on being waited for, up to `timeout` for each file).
     pub async fn load_together(
         &mut self,
         ids: &AtomicU64,
@@ -291,25 +300,30 @@ impl HostProcess {
         let mut pending = HashMap::new();
         for (i, f) in files {
             let id = ids.fetch_add(1, Ordering::Relaxed);
-            let rx = self.link.expect_load(id);
+            let (key, rx) = self.link.expect_load(id);
             self.link.send(&ToHost::Load {
                 id,
                 name: &f.name,
                 file: &f.path,
+                key,
             });
             pending.insert(*i, id);
             let i = *i;
             waiting.push(async move { (i, rx.await) });
         }
-        let deadline = tokio::time::sleep(timeout);
-        tokio::pin!(deadline);
+        let cap = tokio::time::Instant::now()
+            + timeout.saturating_mul(u32::try_from(files.len()).unwrap_or(u32::MAX));
+        let quiet = tokio::time::sleep(timeout);
+        tokio::pin!(quiet);
         let mut reported = Vec::new();
         loop {
             tokio::select! {
+                biased;
                 next = waiting.next() => match next {
                     Some((i, Ok(loaded))) => {
                         pending.remove(&i);
                         reported.push((i, Box::new(loaded)));
+                        quiet.as_mut().reset((tokio::time::Instant::now() + timeout).min(cap));
                     }
                     Some((_, Err(_))) => {
                         self.wait_exit().await;
@@ -321,7 +335,7 @@ impl HostProcess {
                     self.after_exit().await;
                     return Together::Stopped;
                 }
-                _ = &mut deadline => break,
+                _ = &mut quiet => break,
             }
         }
         for id in pending.values() {

@@ -20,12 +20,16 @@ pub enum ToHost<'a> {
         plugins_dir: &'a str,
         config: &'a Value,
         max_answer_bytes: usize,
+        /// Echoed in every `stray`: what a plugin writes to fd 4 by hand cannot pass for one.
+        key: u64,
     },
     /// Import one file and report its three exports.
     Load {
         id: u64,
         name: &'a str,
         file: &'a str,
+        /// Echoed in its `loaded`: a plugin writing to fd 4 cannot report another file for it.
+        key: u64,
     },
     Call {
         id: u64,
@@ -79,6 +83,9 @@ pub enum FromHost {
 
 #[derive(Debug, Deserialize)]
 pub struct Stray {
+    /// The host's key, as `init` gave it.
+    #[serde(default)]
+    pub key: u64,
     /// "threw" or "rejected".
     pub how: String,
     pub message: String,
@@ -105,6 +112,9 @@ pub struct Progress {
 #[serde(rename_all = "camelCase")]
 pub struct Loaded {
     pub id: u64,
+    /// The load's key, as the daemon sent it.
+    #[serde(default)]
+    pub key: u64,
     pub ok: bool,
     #[serde(default)]
     pub description: Option<String>,

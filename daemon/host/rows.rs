@@ -77,9 +77,12 @@ pub fn stray(how: &str, message: &str, at: Option<&str>) -> String {
         "rejected" => "A plugin left a promise rejected",
         _ => "A plugin threw outside a call",
     };
-    let place = match at {
-        Some(at) => format!(" (at {at})"),
-        None => ", and its stack names no place in plugins/".to_string(),
+    let (place, same) = match at {
+        Some(at) => (format!(" (at {at})"), "errors from the same place"),
+        None => (
+            ", and its stack names no place in plugins/".to_string(),
+            "errors that name no place",
+        ),
     };
     let end = if message.ends_with(['.', '!', '?']) {
         ""
@@ -87,13 +90,13 @@ pub fn stray(how: &str, message: &str, at: Option<&str>) -> String {
         "."
     };
     format!(
-        "{what}{place}: {message}{end} The plugin host goes on; errors from the same place are not written here again until the next host."
+        "{what}{place}: {message}{end} The plugin host goes on; {same} are not written here again until it is started again."
     )
 }
 
 pub fn strays_capped(rows: usize) -> String {
     format!(
-        "Plugins left errors behind outside a call in more than {rows} places; the rest are not written here until the next host (the daemon's stderr has each)."
+        "Plugins left errors behind outside a call in more than {rows} places; the others go only to the daemon's stderr until the plugin host is started again."
     )
 }
 

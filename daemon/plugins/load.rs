@@ -1,5 +1,5 @@
-//! Loading plugins/ into a new host process: the checks before import, then one import at a time, then the
-//! export and schema checks, giving each candidate exactly one row.
+//! Loading plugins/ into a new host process: the checks before import, then the imports (all at once;
+//! `host::import`), then the export and schema checks, giving each candidate exactly one row.
 //!
 //! A file whose import ends the host (or hangs it) is not served (`host::import` starts a new host
 //! without it).

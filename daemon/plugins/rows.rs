@@ -32,7 +32,14 @@ pub fn undescribed(file: &str, paths: &[String]) -> String {
     let mut quoted: Vec<String> = paths
         .iter()
         .take(SHOWN)
-        .map(|p| format!("{:?}", p.chars().take(64).collect::<String>()))
+        .map(|p| {
+            let clipped: String = p.chars().take(64).collect();
+            if clipped.len() < p.len() {
+                format!("{:?}", clipped + "…")
+            } else {
+                format!("{clipped:?}")
+            }
+        })
         .collect();
     if paths.len() > SHOWN {
         quoted.push(format!("{} more", paths.len() - SHOWN));

@@ -242,6 +242,7 @@ fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
     };
     if let Some(meta) = p.get("_meta")
         && !meta.is_object()
+        && !meta.is_null()
     {
         return Some(format!("params._meta is {}, not an object", kind(meta)));
     }

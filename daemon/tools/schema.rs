@@ -41,12 +41,14 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
                 } else {
                     format!("{at}.{name}")
                 };
-                let described = property.as_object().is_some_and(|p| {
-                    p.contains_key("$ref")
-                        || p.get("description")
-                            .and_then(Value::as_str)
-                            .is_some_and(|d| !d.trim().is_empty())
-                });
+                // `false` forbids the property: there is nothing to put there.
+                let described = *property == Value::Bool(false)
+                    || property.as_object().is_some_and(|p| {
+                        p.contains_key("$ref")
+                            || p.get("description")
+                                .and_then(Value::as_str)
+                                .is_some_and(|d| !d.trim().is_empty())
+                    });
                 if !described {
                     out.push(path.clone());
                 }

@@ -16,8 +16,13 @@ use super::MAX_BODY_BYTES;
 use crate::server::daemon::Daemon;
 use crate::server::jsonrpc::{self, Taken};
 
-/// The request with its body read, or the answer it gets instead.
-pub async fn checked(daemon: &Daemon, request: Request) -> Result<Request, Response> {
+/// The request with its body read, or the answer it gets instead. `in_session`: it carries the id of a
+/// session of its caller's (checked by the gate), so rmcp's own checks would pass it to the method.
+pub async fn checked(
+    daemon: &Daemon,
+    request: Request,
+    in_session: bool,
+) -> Result<Request, Response> {
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
         Ok(bytes) => bytes,
@@ -33,14 +38,19 @@ pub async fn checked(daemon: &Daemon, request: Request) -> Result<Request, Respo
     match jsonrpc::take(text, "body") {
         // Half a surrogate pair is taken as U+FFFD, as over the socket: rmcp is given the mended body.
         Taken::Message(msg) => {
-            // What the session's service serves is exactly the known methods; rmcp answers the rest.
-            if let ClientJsonRpcMessage::Request(r) = &*msg
+            // What the session's service serves is exactly the known methods. Outside a session rmcp
+            // answers first what is missing (the session, or a 2026-07-28 request's own headers).
+            if in_session
+                && let ClientJsonRpcMessage::Request(r) = &*msg
                 && !jsonrpc::is_known_method(r.request.method())
             {
+                let method: String = r.request.method().chars().take(100).collect();
                 return Err(answered(Some(jsonrpc::error(
                     &serde_json::to_value(&r.id).unwrap_or_default(),
                     jsonrpc::METHOD_NOT_FOUND,
-                    &jsonrpc::method_not_found_words(r.request.method()),
+                    &jsonrpc::method_not_found_words(&crate::names::escape_controls(
+                        &method, false,
+                    )),
                 ))));
             }
             let body = match jsonrpc::well_formed(text) {

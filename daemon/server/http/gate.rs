@@ -232,7 +232,7 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
     let hash = caller.secret_hash.clone();
     let request = with_body_deadline(request, &gate.bodies);
     let request = if method == Method::POST {
-        match super::body::checked(&gate.daemon, request).await {
+        match super::body::checked(&gate.daemon, request, in_use.is_some()).await {
             Ok(request) => request,
             Err(answer) => return answer,
         }
