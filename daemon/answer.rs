@@ -190,8 +190,19 @@ pub fn cancelled(tool: &str, at: &str) -> String {
 /// The JSON-RPC error message for a call to a tool this server does not have.
 pub fn unknown_tool<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> String {
     let names: Vec<&str> = names.collect();
+    // A name that is not a plain word (empty, spaces, controls) is shown quoted and escaped.
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let shown = if plain {
+        name.to_string()
+    } else {
+        let clipped: String = name.chars().take(100).collect();
+        crate::names::escape_controls(&format!("{clipped:?}"), false).into_owned()
+    };
     format!(
-        "There is no tool called {name} on this server; the tools are {}.",
+        "There is no tool called {shown} on this server; the tools are {}.",
         names.join(", ")
     )
 }
@@ -216,6 +227,22 @@ pub fn room_failed(e: &crate::tools::room::RoomError) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_name_that_is_not_a_plain_word_is_shown_quoted() {
+        let tools = || ["index", "room"].into_iter();
+        assert_eq!(
+            unknown_tool("nope", tools()),
+            "There is no tool called nope on this server; the tools are index, room."
+        );
+        assert_eq!(
+            unknown_tool("", tools()),
+            "There is no tool called \"\" on this server; the tools are index, room."
+        );
+        assert!(
+            unknown_tool("a\nb c", tools()).starts_with("There is no tool called \"a\\nb c\" on")
+        );
+    }
 
     #[test]
     fn an_empty_refusal_is_said_in_words() {

@@ -502,11 +502,18 @@ function complainOfPlugin(what, how, err) {
   }
   complain(at === null ? what : `${what} (at ${at})`, err);
   // runtime.log gets each place once: a timer that throws every millisecond is one row, not a flood.
-  const place = at ?? "";
+  // An error whose stack names no place (a socket's, a fetch's) is told apart by its words.
+  let message = "";
+  try {
+    message = headline(err);
+  } catch {
+    // headline never throws; nothing is lost if it did.
+  }
+  const place = at ?? `?${textSlice(message, 0, 200)}`;
   if (setHas(strayPlaces, place) || setSize(strayPlaces) > MAX_STRAY_PLACES) return;
   setAdd(strayPlaces, place);
   try {
-    send({ t: "stray", key: hostKey, how, message: headline(err), at });
+    send({ t: "stray", key: hostKey, how, message, at });
   } catch {
     // The daemon's stderr has it.
   }

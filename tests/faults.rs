@@ -674,3 +674,32 @@ fn errors_left_behind_are_one_row_a_place_and_only_so_many() {
     );
     assert!(d.is_running());
 }
+
+#[test]
+fn errors_left_behind_that_name_no_place_are_told_apart_by_their_words() {
+    // A rejection with no Error has no stack: no place in plugins/ to key it by.
+    let inst = Instance::with_plugins(&[(
+        "rejects.mjs",
+        "export const description = 'Leaves rejections behind.';\nexport const inputSchema = { type: 'object' };\n\
+         export function run() { Promise.reject('first'); Promise.reject('second'); Promise.reject('first'); return { text: 'ok' }; }\n",
+    )]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(s.call("rejects", json!({})), ("ok".to_string(), false));
+    let row = |words: &str| {
+        format!(
+            "A plugin left a promise rejected, and its stack names no place in plugins/: {words}. The plugin host goes on; errors with these words that name no place are not written here again until it is started again."
+        )
+    };
+    let want = [row("the string \"first\""), row("the string \"second\"")];
+    let rows = wait_until("both rows", || {
+        let rows = inst.rows("host");
+        want.iter().all(|w| rows.contains(w)).then_some(rows)
+    });
+    assert_eq!(
+        rows.iter().filter(|r| r.contains("rejected")).count(),
+        2,
+        "{rows:#?}"
+    );
+}

@@ -286,3 +286,42 @@ fn a_plugin_that_ends_the_host_from_a_timer_is_named_in_the_row() {
     }
     assert!(d.is_running());
 }
+
+#[test]
+fn a_plugin_that_ends_every_host_from_a_timer_makes_a_crash_loop_naming_it() {
+    // It imports cleanly, so every new host imports it again, and it ends each with no call in flight.
+    let inst = Instance::with_plugins(&[
+        (
+            "timer.mjs",
+            "setTimeout(() => process.reallyExit(9), 500);\nexport const description = 'Ends its host.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'x' }; }\n",
+        ),
+        ("echo.mjs", ECHO),
+    ]);
+    let d = inst.start();
+    let down = "The plugin host stays down: it stopped 8 times within 60 s. Fix the plugin that ends it, then run `ovai restart`.";
+    wait_until("the crash loop", || {
+        inst.rows("host").iter().any(|r| r == down).then_some(())
+    });
+    let stopped: Vec<String> = inst
+        .rows("host")
+        .into_iter()
+        .filter(|r| r.starts_with("The plugin host (pid "))
+        .collect();
+    assert_eq!(stopped.len(), 8, "{stopped:#?}");
+    assert!(
+        stopped.iter().all(|r| r.contains(
+            "with no call in flight"
+        ) && r.contains(
+            "Its last words on stderr: ovai host: a plugin ended the plugin host with process.reallyExit(9) (at plugins/timer.mjs:1:"
+        )),
+        "{stopped:#?}"
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    let (text, refused) = s.call("echo", json!({}));
+    assert!(
+        refused && text.contains("stays down until `ovai restart`"),
+        "{text}"
+    );
+    drop(d);
+}

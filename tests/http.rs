@@ -966,6 +966,14 @@ fn what_is_wrong_with_a_request_is_said_in_json_rpc_words() {
             ("host", "example.com"),
             "this request carries 2 Host headers, and this server takes exactly one",
         ),
+        (
+            ("mcp-session-id", "another"),
+            "this request carries 2 Mcp-Session-Id headers, and this server takes exactly one",
+        ),
+        (
+            ("content-type", "text/plain"),
+            "this request carries 2 Content-Type headers, and this server takes exactly one",
+        ),
     ] {
         let mut headers = with(&[], &[]);
         if extra.0 == "authorization" {

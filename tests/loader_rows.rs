@@ -634,3 +634,37 @@ fn a_plugin_writing_to_fd_4_cannot_report_another_file_or_write_a_row() {
     let rows = inst.rows("host");
     assert!(!rows.iter().any(|r| r.contains("forged")), "{rows:#?}");
 }
+
+#[test]
+fn a_file_that_ends_the_host_from_a_timer_while_others_import_is_the_one_left_out() {
+    // a-killer imports cleanly and ends the host a moment later, while b-slow is still importing: the
+    // host says which file ended it, and that file, not b-slow, is left out.
+    let killer = format!(
+        "setTimeout(() => process.reallyExit(3), 100);\n{}",
+        good("a-killer")
+    );
+    let slow = format!(
+        "await new Promise((r) => setTimeout(r, 2000));\n{}",
+        good("b-slow")
+    );
+    let inst = Instance::with_plugins(&[
+        ("a-killer.mjs", &killer),
+        ("b-slow.mjs", &slow),
+        ("c-good.mjs", &good("c-good")),
+    ]);
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "plugins/a-killer.mjs is not served: importing it stopped the plugin host (exit code 3)",
+            "This instance serves a tool of its own: b-slow",
+            "This instance serves a tool of its own: c-good",
+        ]
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("b-slow", serde_json::json!({})),
+        ("b-slow".to_string(), false)
+    );
+}

@@ -78,8 +78,14 @@ pub async fn import_all(
                     }
                     continue 'hosts;
                 }
-                Together::Stopped => {
-                    together = false;
+                Together::Stopped(exit) => {
+                    // The host said which file ended it (its timer, say): the others go on together.
+                    match culprit(&process, files, &left_out) {
+                        Some(j) => {
+                            left_out.insert(j, Imported::StoppedHost(exit));
+                        }
+                        None => together = false,
+                    }
                     continue 'hosts;
                 }
             }
@@ -93,7 +99,9 @@ pub async fn import_all(
                     reports.insert(i, l);
                 }
                 LoadEnd::Stopped(exit) => {
-                    left_out.insert(i, Imported::StoppedHost(exit));
+                    // A file imported before may have ended it from a timer: the host says which.
+                    let j = culprit(&process, files, &left_out).unwrap_or(i);
+                    left_out.insert(j, Imported::StoppedHost(exit));
                     continue 'hosts;
                 }
                 LoadEnd::TimedOut => {
@@ -105,6 +113,21 @@ pub async fn import_all(
         }
         return Ok(done(process, files.len(), left_out, reports));
     }
+}
+
+/// The position of the file the ended host said ended it, when it is one of these and not left out.
+fn culprit(
+    process: &HostProcess,
+    files: &[ToImport],
+    left_out: &HashMap<usize, Imported>,
+) -> Option<usize> {
+    let file = process.ended_by()?;
+    files.iter().enumerate().position(|(j, f)| {
+        !left_out.contains_key(&j)
+            && std::path::Path::new(&f.path)
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy() == file)
+    })
 }
 
 /// One outcome per file, in order.

@@ -318,7 +318,11 @@ impl Link {
         let at = s.at.as_deref().map(|a| clip(a, 200));
         let row = {
             let mut strays = lock(&self.strays);
-            if strays.capped || !strays.places.insert(at.clone().unwrap_or_default()) {
+            // Without a place, an error is told apart by its words (as the host does).
+            let place = at
+                .clone()
+                .unwrap_or_else(|| format!("?{}", clip(&s.message, 200)));
+            if strays.capped || !strays.places.insert(place) {
                 return;
             }
             if strays.places.len() > MAX_STRAY_ROWS {

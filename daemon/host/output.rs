@@ -23,12 +23,39 @@ pub struct Tail {
     lines: VecDeque<String>,
     /// Node's `FATAL ERROR: …` line, kept apart: a native stack trace follows it and would push it out.
     fatal: Option<String>,
+    /// The host's own line saying a plugin ended it (`process.kill`, `abort`, `reallyExit`), kept apart
+    /// for the same reason (`abort` prints a native stack trace after it).
+    ended: Option<String>,
 }
 
+/// How the host says a plugin ended it, before the place: `… with process.reallyExit(7) (at plugins/x.mjs:4:28)`.
+const ENDED: &str = "ovai host: a plugin ended the plugin host with ";
+
 impl Tail {
-    /// A fatal error if the host printed one, else its last line.
+    /// The host's line saying which plugin ended it, else a fatal error if it printed one, else its
+    /// last line that says something.
     pub fn last_words(&self) -> Option<String> {
-        self.fatal.clone().or_else(|| self.lines.back().cloned())
+        self.ended
+            .clone()
+            .or_else(|| self.fatal.clone())
+            .or_else(|| {
+                self.lines
+                    .iter()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .cloned()
+            })
+    }
+
+    /// The file in plugins/ (`x.mjs`, `lib/y.mjs`) the host said ended it, if it said.
+    pub fn ended_by(&self) -> Option<String> {
+        let line = self.ended.as_deref()?;
+        let at = &line[line.rfind("(at plugins/")? + "(at plugins/".len()..];
+        let at = at.strip_suffix(')')?;
+        // FILE:LINE:COLUMN
+        let mut parts = at.rsplitn(3, ':');
+        let (_column, _line, file) = (parts.next()?, parts.next()?, parts.next()?);
+        Some(file.to_string())
     }
 
     /// Whether the host said it ran out of heap.
@@ -48,6 +75,9 @@ impl Tail {
         }
         if line.starts_with("FATAL ERROR") {
             self.fatal = Some(line.clone());
+        }
+        if line.starts_with(ENDED) {
+            self.ended = Some(line.clone());
         }
         self.lines.push_back(line);
     }

@@ -165,8 +165,8 @@ pub enum Together {
         reported: Vec<(usize, Box<Loaded>)>,
         pending: Vec<usize>,
     },
-    /// The process ended while importing: which file ended it is not known.
-    Stopped,
+    /// The process ended while importing, how; which file ended it is known only if the host said.
+    Stopped(Exit),
 }
 
 impl HostProcess {
@@ -325,15 +325,13 @@ impl HostProcess {
                         reported.push((i, Box::new(loaded)));
                         quiet.as_mut().reset((tokio::time::Instant::now() + timeout).min(cap));
                     }
-                    Some((_, Err(_))) => {
-                        self.wait_exit().await;
-                        return Together::Stopped;
-                    }
+                    Some((_, Err(_))) => return Together::Stopped(self.wait_exit().await),
                     None => break,
                 },
-                _ = self.child.wait() => {
+                exit = self.child.wait() => {
+                    let exit = Exit::of_wait(exit, self.boxed);
                     self.after_exit().await;
-                    return Together::Stopped;
+                    return Together::Stopped(exit);
                 }
                 _ = &mut quiet => break,
             }
@@ -386,9 +384,14 @@ impl HostProcess {
         }
     }
 
-    /// The host's last words on stderr: a fatal error if it printed one, else its last line.
+    /// The host's last words on stderr: which plugin ended it, a fatal error, or its last line.
     pub fn last_words(&self) -> Option<String> {
         lock(&self.tail).last_words()
+    }
+
+    /// The file in plugins/ the host said ended it, if it said (`x.mjs`).
+    pub fn ended_by(&self) -> Option<String> {
+        lock(&self.tail).ended_by()
     }
 
     /// Whether the host said it ran out of heap.

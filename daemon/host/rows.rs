@@ -81,7 +81,7 @@ pub fn stray(how: &str, message: &str, at: Option<&str>) -> String {
         Some(at) => (format!(" (at {at})"), "errors from the same place"),
         None => (
             ", and its stack names no place in plugins/".to_string(),
-            "errors that name no place",
+            "errors with these words that name no place",
         ),
     };
     let end = if message.ends_with(['.', '!', '?']) {

@@ -33,6 +33,9 @@ const EARLY_EXIT_TRIES: usize = 3;
 const HOLD_AT_MOST: Duration = Duration::from_secs(15);
 /// This many crashes within CRASH_WINDOW is a crash loop: the host stays down until `ovai restart`.
 const CRASH_LIMIT: usize = 5;
+/// This many stops of any kind within CRASH_WINDOW is one too: a plugin ending the host from a timer
+/// ends it with no call in flight, again after every respawn.
+const STOP_LIMIT: usize = 8;
 const CRASH_WINDOW: Duration = Duration::from_secs(60);
 /// How long a host whose pipe failed is given to be found dead before it is taken as deaf and killed.
 const EXIT_FIRST: Duration = Duration::from_millis(200);
@@ -351,6 +354,11 @@ async fn run(
         let next = if crashes.len() >= CRASH_LIMIT {
             Next::StaysDown {
                 stops: crashes.len(),
+                window: CRASH_WINDOW,
+            }
+        } else if stops.len() >= STOP_LIMIT {
+            Next::StaysDown {
+                stops: stops.len(),
                 window: CRASH_WINDOW,
             }
         } else {

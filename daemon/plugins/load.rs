@@ -67,10 +67,15 @@ impl LoadedPlugins {
     /// was being read: which version its host imported is not known, so it is not served.
     pub fn refuse_changed(&mut self, plugins_dir: &Path, snapshot: &Snapshot) {
         for (c, v) in &mut self.verdicts {
-            if matches!(v, Verdict::Served(_))
-                && super::stale::hash_file(&plugins_dir.join(c.file())) != snapshot.digest(c.file())
-            {
-                *v = Verdict::NotServed(rows::changed_while_read(c.file()));
+            if !matches!(v, Verdict::Served(_)) {
+                continue;
+            }
+            match super::stale::hash_file(&plugins_dir.join(c.file())) {
+                None => *v = Verdict::NotServed(rows::removed_while_read(c.file())),
+                now if now != snapshot.digest(c.file()) => {
+                    *v = Verdict::NotServed(rows::changed_while_read(c.file()));
+                }
+                _ => {}
             }
         }
     }

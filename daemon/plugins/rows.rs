@@ -103,6 +103,13 @@ pub fn changed_while_read(file: &str) -> String {
     )
 }
 
+pub fn removed_while_read(file: &str) -> String {
+    not_served(
+        file,
+        "it was removed (or cannot be read) while it was being read",
+    )
+}
+
 pub fn not_module(file: &str) -> String {
     not_served(file, "only .mjs files are tools")
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -128,9 +128,15 @@ pub async fn admit(State(gate): State<Arc<Gate>>, request: Request, next: Next) 
 }
 
 async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Response {
-    // Two of a header that decides who may ask, and in what name, are two answers to one question: a
-    // proxy in front may have checked the other one.
-    for name in [header::HOST, header::AUTHORIZATION] {
+    // Two of a header that decides who may ask, in what name, in which session or how the body is read
+    // are two answers to one question: a proxy in front may have checked the other one.
+    for name in [
+        header::HOST,
+        header::AUTHORIZATION,
+        header::CONTENT_TYPE,
+        HeaderName::from_static(SESSION_HEADER),
+        HeaderName::from_static("mcp-protocol-version"),
+    ] {
         let n = request.headers().get_all(&name).iter().count();
         if n > 1 {
             let why = format!(
