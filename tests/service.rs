@@ -440,3 +440,18 @@ fn operator_logs_carry_no_colour_codes_when_not_a_terminal() {
     assert!(log.contains("ovai serve is up"), "{log}");
     assert!(!log.contains('\u{1b}'), "no ANSI escapes: {log:?}");
 }
+
+#[test]
+fn a_start_that_reads_plugins_for_long_asks_the_service_manager_for_time() {
+    // An import that takes a while: systemd is told to wait for it rather than kill a slow start.
+    let inst = Instance::with_plugins(&[(
+        "slow.mjs",
+        "await new Promise((r) => setTimeout(r, 1500));\nexport const description = 'Slow to import.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'x' }; }\n",
+    )]);
+    let path = inst.root.join("notify.sock");
+    let sock = UnixDatagram::bind(&path).unwrap();
+    let _d = Daemon::start_with_env(&inst, &[("NOTIFY_SOCKET", path.to_str().unwrap())]);
+    let extend = expect(&sock, "EXTEND_TIMEOUT_USEC=30000000");
+    assert!(extend.contains("STATUS=reading plugins/"), "{extend}");
+    expect(&sock, "READY=1");
+}

@@ -180,7 +180,10 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     }
     let call_log = config.call_log.then(|| inst.call_log());
     let ids = Arc::new(AtomicU64::new(1));
-    let first = match generation::build(&inst, config, 1, &ids, &log).await {
+    let extending = service_manager::extend_start();
+    let built = generation::build(&inst, config, 1, &ids, &log).await;
+    extending.cancel();
+    let first = match built {
         Ok(g) => g,
         Err(e) => {
             let _ = std::fs::remove_file(&socket);

@@ -15,6 +15,32 @@ fn send(states: &[NotifyState<'_>]) {
     }
 }
 
+/// How long each "extend the start" asks for, and how often it is asked again while plugins/ is read.
+const EXTEND_BY: Duration = Duration::from_secs(30);
+const EXTEND_EVERY: Duration = Duration::from_secs(10);
+
+/// Asks the service manager for more time to start until the returned token is cancelled: reading
+/// plugins/ may take an import timeout or more, past systemd's 90 s if several files block (see
+/// `host::import`), and a start that is killed for taking long only starts again.
+pub fn extend_start() -> CancellationToken {
+    let done = CancellationToken::new();
+    let until = done.clone();
+    tokio::spawn(async move {
+        let usec = u32::try_from(EXTEND_BY.as_micros()).unwrap_or(u32::MAX);
+        loop {
+            send(&[
+                NotifyState::ExtendTimeoutUsec(usec),
+                NotifyState::Status("reading plugins/"),
+            ]);
+            tokio::select! {
+                _ = tokio::time::sleep(EXTEND_EVERY) => {}
+                _ = until.cancelled() => return,
+            }
+        }
+    });
+    done
+}
+
 pub fn ready(status: &str) {
     send(&[NotifyState::Ready, NotifyState::Status(status)]);
 }
