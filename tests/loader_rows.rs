@@ -13,6 +13,16 @@ fn good(name: &str) -> String {
     GOOD.replace("hello", name)
 }
 
+/// Calls `tool` as the Leader, with no arguments, and checks it answers `text`.
+fn assert_calls(inst: &Instance, tool: &str, text: &str) {
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call(tool, serde_json::json!({})),
+        (text.to_string(), false)
+    );
+}
+
 #[test]
 fn each_candidate_gets_one_row_in_file_name_order() {
     let inst = Instance::with_plugins(&[
@@ -200,12 +210,7 @@ fn an_import_that_hangs_is_not_served() {
             "This instance serves a tool of its own: ok",
         ]
     );
-    let mut s = inst.session("lead");
-    s.initialize();
-    assert_eq!(
-        s.call("ok", serde_json::json!({})),
-        ("ok".to_string(), false)
-    );
+    assert_calls(&inst, "ok", "ok");
 }
 
 #[test]
@@ -539,12 +544,7 @@ fn imports_run_together_so_files_that_wait_cost_one_timeout_and_do_not_run_on() 
         std::fs::read_to_string(inst.root.join("imports.txt")).unwrap(),
         "c-counts\nc-counts\n",
     );
-    let mut s = inst.session("lead");
-    s.initialize();
-    assert_eq!(
-        s.call("a-waits", serde_json::json!({})),
-        ("a-waits".to_string(), false)
-    );
+    assert_calls(&inst, "a-waits", "a-waits");
 }
 
 #[test]
@@ -563,12 +563,7 @@ fn a_file_saved_while_it_was_being_read_is_not_served_and_says_so() {
             "This instance serves a tool of its own: ok",
         ]
     );
-    let mut s = inst.session("lead");
-    s.initialize();
-    assert_eq!(
-        s.call("ok", serde_json::json!({})),
-        ("ok".to_string(), false)
-    );
+    assert_calls(&inst, "ok", "ok");
 }
 
 #[test]
@@ -661,10 +656,5 @@ fn a_file_that_ends_the_host_from_a_timer_while_others_import_is_the_one_left_ou
             "This instance serves a tool of its own: c-good",
         ]
     );
-    let mut s = inst.session("lead");
-    s.initialize();
-    assert_eq!(
-        s.call("b-slow", serde_json::json!({})),
-        ("b-slow".to_string(), false)
-    );
+    assert_calls(&inst, "b-slow", "b-slow");
 }
