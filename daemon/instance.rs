@@ -67,6 +67,10 @@ impl Instance {
     pub fn serve_lock(&self) -> PathBuf {
         self.private_dir().join("serve.lock")
     }
+    /// Written while a starting daemon reads plugins/, before it answers anybody: `ovai status` reads it.
+    pub fn starting_marker(&self) -> PathBuf {
+        self.private_dir().join("starting.json")
+    }
     pub fn control_secret(&self) -> PathBuf {
         self.private_dir().join("control.secret")
     }

@@ -554,3 +554,45 @@ fn the_scaffold_reads_well_in_index() {
     );
     assert!(!index.contains("tracker: tracker:"), "{index}");
 }
+
+#[test]
+fn status_says_a_daemon_is_starting_while_it_reads_plugins() {
+    // An import that takes a while: until it is done the daemon answers nobody, and status says why.
+    let inst = Instance::with_plugins(&[(
+        "slow.mjs",
+        "await new Promise((r) => setTimeout(r, 3000));\nexport const description = 'Slow to import.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'x' }; }\n",
+    )]);
+    let mut serve = std::process::Command::new(env!("CARGO_BIN_EXE_ovai"))
+        .args(["serve", "--root"])
+        .arg(&inst.root)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let said = wait_until("status to say it is starting", || {
+        let out = inst.cmd().arg("status").output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        (out.status.success() && text.contains(" is starting: ")).then_some(text)
+    });
+    assert!(
+        said.contains(&format!(
+            "(pid {}) is starting: it has been reading plugins/ since ",
+            serve.id()
+        )),
+        "{said}"
+    );
+    let json = inst.cmd().args(["status", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    // The import may have finished between the two: then it is up.
+    assert!(v["starting"] == true || v["generation"] == 1, "{v}");
+    wait_until("the daemon to be up", || {
+        let out = inst.cmd().arg("status").output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .contains("Tools: index, room, slow.")
+            .then_some(())
+    });
+    assert!(!inst.root.join(".ovai/starting.json").exists());
+    inst.cmd().arg("stop").assert().success();
+    let _ = serve.wait();
+}

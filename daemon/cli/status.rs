@@ -10,7 +10,32 @@ use crate::names::thousands;
 use crate::tools::index::sessions_now;
 use crate::wire::{ControlOp, StatusReply};
 
+/// A daemon that is still reading plugins/ at its start: its pid and since when (it answers nobody yet).
+fn starting(inst: &Instance) -> Option<(u64, String)> {
+    let text = std::fs::read_to_string(inst.starting_marker()).ok()?;
+    // A marker left by a daemon that died while starting says nothing: the lock says whether one runs.
+    let lock = std::fs::File::open(inst.serve_lock()).ok()?;
+    if lock.try_lock().is_ok() {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some((v["pid"].as_u64()?, v["since"].as_str()?.to_string()))
+}
+
 pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
+    if let Some((pid, since)) = starting(inst) {
+        let root = inst.root.display().to_string();
+        if as_json {
+            let doc = json!({ "running": true, "starting": true, "root": root, "pid": pid, "since": since });
+            println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        } else {
+            println!(
+                "ovai serve for {root} (pid {pid}) is starting: it has been reading plugins/ since {since}, and \
+                 answers once it has (a file whose import waits holds a start up to importTimeoutSeconds)."
+            );
+        }
+        return Ok(());
+    }
     let v: StatusReply = match client::control(inst, ControlOp::Status) {
         Ok(v) => v,
         Err(ClientError::NoServer { root }) => {

@@ -181,7 +181,14 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     let call_log = config.call_log.then(|| inst.call_log());
     let ids = Arc::new(AtomicU64::new(1));
     let extending = service_manager::extend_start();
+    // Best effort: without it `ovai status` waits for the answer instead of saying the server starts.
+    let starting = serde_json::json!({
+        "pid": std::process::id(),
+        "since": crate::runtime_log::timestamp(std::time::SystemTime::now()),
+    });
+    let _ = crate::files::write_private(&inst.starting_marker(), starting.to_string().as_bytes());
     let built = generation::build(&inst, config, 1, &ids, &log).await;
+    let _ = std::fs::remove_file(inst.starting_marker());
     extending.cancel();
     let first = match built {
         Ok(g) => g,
