@@ -194,7 +194,7 @@ pub fn unknown_tool<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> Str
     let plain = !name.is_empty()
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     let shown = if plain {
         name.to_string()
     } else {

@@ -415,7 +415,7 @@ function endedBy(how) {
 /** A value a plugin passed, shown on one short line whatever it is. */
 function shownArg(value) {
   try {
-    return clip(apply(replaceAll, toText(value), [/[\u0000-\u001f\u007f\u2028\u2029]/g, "?"]), 40);
+    return clip(apply(replaceAll, toText(value), [/[\u0000-\u001f\u007f\u2028\u2029()]/g, "?"]), 40);
   } catch {
     return "a value that cannot be shown";
   }
@@ -436,7 +436,8 @@ const setHas = uncurry(Set.prototype.has);
 const listenersOf = uncurry(process.listenerCount);
 /** The signal's name if sending it to the host ends it: it ends a process and nothing listens for it. */
 function endingSignal(signal) {
-  let name = signal === undefined ? "SIGTERM" : signal;
+  // As Node's own kill reads it: a signal that is not a number and not truthy is SIGTERM.
+  let name = typeof signal !== "number" && !signal ? "SIGTERM" : signal;
   if (typeof name === "number") {
     name = null;
     for (const key of ownKeys(signalNumbers)) if (signalNumbers[key] === signal) name = key;
@@ -453,11 +454,13 @@ process.abort = function abort() {
   return apply(abortProcess, process, []);
 };
 process.kill = function kill(pid, signal) {
-  // Its own pid, its process group (0, minus its pid), or every process it may signal (-1).
+  // Its own pid, or its process group (0, minus its pid), as Node reads a pid (a number, or a string
+  // of one).
   let own = false;
   let sig = null;
   try {
-    own = pid === ownPid || pid === 0 || pid === -1 || pid === -ownPid || toText(pid) === toText(ownPid);
+    const n = typeof pid === "number" || typeof pid === "string" ? Number(pid) : NaN;
+    own = n === ownPid || n === 0 || n === -ownPid;
     sig = own ? endingSignal(signal) : null;
   } catch {
     // An argument that cannot be read is Node's to refuse.
@@ -676,21 +679,21 @@ async function load({ id, name, file, key }) {
   const missing = [];
   const wrong = [];
   const values = {};
-  for (const [key, want] of EXPORTS) {
+  for (const [exported, want] of EXPORTS) {
     let value;
     try {
-      value = ns[key];
+      value = ns[exported];
     } catch (err) {
       // An export still in its temporal dead zone (a cycle of imports) reads as a ReferenceError.
       send({ t: "loaded", id, key, ok: false, import: importFailure(err, file) });
       return;
     }
     if (value === undefined) {
-      missing.push(key);
+      missing.push(exported);
     } else if (kind(value) !== want) {
-      wrong.push({ name: key, is: kindWithArticle(value), want: article(want) });
+      wrong.push({ name: exported, is: kindWithArticle(value), want: article(want) });
     } else {
-      values[key] = value;
+      values[exported] = value;
     }
   }
   const emptyDescription = typeof values.description === "string" && values.description.trim() === "";

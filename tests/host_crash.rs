@@ -293,7 +293,7 @@ fn a_plugin_that_ends_every_host_from_a_timer_makes_a_crash_loop_naming_it() {
     let inst = Instance::with_plugins(&[
         (
             "timer.mjs",
-            "setTimeout(() => process.reallyExit(9), 500);\nexport const description = 'Ends its host.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'x' }; }\n",
+            "setTimeout(() => process.reallyExit(9), 1000);\nexport const description = 'Ends its host.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'x' }; }\n",
         ),
         ("echo.mjs", ECHO),
     ]);

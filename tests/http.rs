@@ -882,6 +882,9 @@ fn what_is_wrong_with_a_request_is_said_in_json_rpc_words() {
         s.initialize();
         if version >= "2026-07-28" {
             // Without a session, rmcp answers: 404 and its own -32601.
+            let (_, r) = s.send("resources/list", json!({}));
+            assert_eq!(r.status, 404, "{version}");
+            assert_eq!(r.json()["error"]["code"], -32601, "{version}");
             continue;
         }
         let (id, mut r) = s.send("resources/list", json!({}));
@@ -973,6 +976,10 @@ fn what_is_wrong_with_a_request_is_said_in_json_rpc_words() {
         (
             ("content-type", "text/plain"),
             "this request carries 2 Content-Type headers, and this server takes exactly one",
+        ),
+        (
+            ("mcp-protocol-version", "2025-06-18"),
+            "this request carries 2 MCP-Protocol-Version headers, and this server takes exactly one",
         ),
     ] {
         let mut headers = with(&[], &[]);

@@ -559,7 +559,7 @@ fn a_file_saved_while_it_was_being_read_is_not_served_and_says_so() {
     assert_eq!(
         inst.rows("plugins"),
         [
-            "plugins/edits.mjs is not served: it changed while it was being read, so which of its versions would run is not known; run `ovai restart` to serve it as it is now",
+            "plugins/edits.mjs is not served: it changed while plugins/ was being read, so which of its versions would run is not known; run `ovai restart` to serve it as it is now",
             "This instance serves a tool of its own: ok",
         ]
     );
@@ -602,8 +602,8 @@ fn a_file_left_out_for_waiting_does_not_go_on_running_in_the_host_that_serves() 
 
 #[test]
 fn a_plugin_writing_to_fd_4_cannot_report_another_file_or_write_a_row() {
-    // At import, the forger reports every load id it can guess as a served tool, answers pings it
-    // cannot have been sent, and writes an error row blaming another file.
+    // At import, the forger reports every load id it can guess as a served tool and writes an error
+    // row blaming another file.
     let forger = format!(
         "import {{ writeSync }} from 'node:fs';\n\
          for (let id = 1; id < 64; id++) writeSync(4, JSON.stringify({{ t: 'loaded', id, ok: true, description: 'forged', inputSchema: {{ type: 'object' }} }}) + '\\n');\n\
@@ -657,4 +657,29 @@ fn a_file_that_ends_the_host_from_a_timer_while_others_import_is_the_one_left_ou
         ]
     );
     assert_calls(&inst, "b-slow", "b-slow");
+}
+
+#[test]
+fn files_that_import_each_other_in_a_cycle_are_refused_naming_the_error() {
+    // Each reads the other's export while it is being evaluated: one of them meets it uninitialised.
+    let a = "import { description as other } from './b-cycle.mjs';\nexport const description = 'a ' + other;\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'a' }; }\n";
+    let b = "import { description as other } from './a-cycle.mjs';\nexport const description = 'b ' + other;\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'b' }; }\n";
+    let inst = Instance::with_plugins(&[
+        ("a-cycle.mjs", a),
+        ("b-cycle.mjs", b),
+        ("ok.mjs", &good("ok")),
+    ]);
+    inst.set_config(serde_json::json!({ "importTimeoutSeconds": 2 }));
+    let _d = inst.start();
+    let rows = inst.rows("plugins");
+    assert_eq!(rows.len(), 3, "{rows:#?}");
+    for (row, file) in rows.iter().zip(["a-cycle", "b-cycle"]) {
+        assert!(
+            row.starts_with(&format!(
+                "plugins/{file}.mjs is not served: importing it failed: ReferenceError: "
+            )),
+            "{rows:#?}"
+        );
+    }
+    assert_eq!(rows[2], "This instance serves a tool of its own: ok");
 }

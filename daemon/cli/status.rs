@@ -13,13 +13,23 @@ use crate::wire::{ControlOp, StatusReply};
 /// A daemon that is still reading plugins/ at its start: its pid and since when (it answers nobody yet).
 fn starting(inst: &Instance) -> Option<(u64, String)> {
     let text = std::fs::read_to_string(inst.starting_marker()).ok()?;
-    // A marker left by a daemon that died while starting says nothing: the lock says whether one runs.
-    let lock = std::fs::File::open(inst.serve_lock()).ok()?;
-    if lock.try_lock().is_ok() {
-        return None;
-    }
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    Some((v["pid"].as_u64()?, v["since"].as_str()?.to_string()))
+    let pid = v["pid"].as_u64()?;
+    // A marker left by a daemon that died while starting says nothing: the one that holds serve.lock
+    // (its pid written there) must be the one that wrote it, and alive. The lock itself is not taken,
+    // not even for a moment: a daemon starting then would find it held.
+    let holder: u64 = std::fs::read_to_string(inst.serve_lock())
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let alive = i32::try_from(pid).ok().is_some_and(|p| {
+        matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None),
+            Ok(()) | Err(nix::errno::Errno::EPERM)
+        )
+    });
+    (holder == pid && alive).then(|| (pid, v["since"].as_str().unwrap_or("").to_string()))
 }
 
 pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
@@ -31,7 +41,7 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         } else {
             println!(
                 "ovai serve for {root} (pid {pid}) is starting: it has been reading plugins/ since {since}, and \
-                 answers once it has (a file whose import waits holds a start up to importTimeoutSeconds)."
+                 answers once it has (a file whose import waits holds a start for importTimeoutSeconds or more)."
             );
         }
         return Ok(());

@@ -5,9 +5,11 @@
 //! import timeout in all rather than one each. Files still importing when none has finished for the
 //! timeout, while the host still answers a ping, are left out; the host, which would go on running them,
 //! is not kept: a new one imports the others, again all at once (a new process is the only way to a clean
-//! module cache). When a host ends, or its event loop stops turning, which file did it is not known: the
-//! next host imports the files one at a time, and a file whose import ends that host or outlives the
-//! timeout is left out and another host started without it.
+//! module cache). When a host ends, the file it names on stderr as having ended it (`process.kill`,
+//! `abort`, `reallyExit`, from a timer too) is left out and the others go on together. When it names
+//! none of them, or its event loop stops turning, the next host imports the files one at a time, and a
+//! file whose import ends that host or outlives the timeout is left out and another host started
+//! without it.
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;

@@ -101,8 +101,9 @@ pub struct Link {
     pub pid: u32,
     /// Plugins that did not import again after a crash: name → why (calls to them are refused).
     unavailable: Mutex<HashMap<String, NotReimported>>,
-    /// The latest pong's number.
-    last_pong: AtomicU64,
+    /// The ping `answers_within` waits on, and whether its pong came (no other pong counts).
+    awaited_pong: AtomicU64,
+    ponged: std::sync::atomic::AtomicBool,
     /// Where errors left behind outside a call are written, and the places written so far.
     log: Option<Arc<RuntimeLog>>,
     strays: Mutex<Strays>,
@@ -147,7 +148,8 @@ impl Link {
             born: std::time::Instant::now(),
             pid,
             unavailable: Mutex::new(HashMap::new()),
-            last_pong: AtomicU64::new(0),
+            awaited_pong: AtomicU64::new(0),
+            ponged: std::sync::atomic::AtomicBool::new(false),
             log,
             strays: Mutex::new(Strays::default()),
         });
@@ -225,18 +227,19 @@ impl Link {
     pub async fn answers_within(&self, within: std::time::Duration) -> bool {
         // Unguessable, and no pong from before counts: a plugin writing to fd 4 cannot answer for it.
         let n = self.fresh_key();
-        self.last_pong.store(0, Ordering::Relaxed);
+        self.ponged.store(false, Ordering::Relaxed);
+        self.awaited_pong.store(n, Ordering::Relaxed);
         if !self.send(&ToHost::Ping { n }) {
             return false;
         }
         let asked = std::time::Instant::now();
         while asked.elapsed() < within {
-            if self.last_pong.load(Ordering::Relaxed) == n {
+            if self.ponged.load(Ordering::Relaxed) {
                 return true;
             }
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
-        self.last_pong.load(Ordering::Relaxed) == n
+        self.ponged.load(Ordering::Relaxed)
     }
 
     /// How many calls wait on an answer now.
@@ -380,7 +383,11 @@ impl Link {
                     None => {}
                 }
             }
-            FromHost::Pong { n } => self.last_pong.store(n, Ordering::Relaxed),
+            FromHost::Pong { n } => {
+                if n != 0 && n == self.awaited_pong.load(Ordering::Relaxed) {
+                    self.ponged.store(true, Ordering::Relaxed);
+                }
+            }
             FromHost::Stray(s) => self.stray(s),
             FromHost::Ready { v, node, .. } => {
                 if let Some(tx) = lock(&self.ready).take() {

@@ -47,15 +47,16 @@ impl Tail {
             })
     }
 
-    /// The file in plugins/ (`x.mjs`, `lib/y.mjs`) the host said ended it, if it said.
+    /// The file in plugins/ (`x.mjs`, `lib/y.mjs`) the host said ended it, if it said: the line ends
+    /// `(at plugins/FILE:LINE:COLUMN)`, as the host writes it (what a plugin passed is shown without
+    /// parentheses).
     pub fn ended_by(&self) -> Option<String> {
-        let line = self.ended.as_deref()?;
+        let line = self.ended.as_deref()?.strip_suffix(')')?;
         let at = &line[line.rfind("(at plugins/")? + "(at plugins/".len()..];
-        let at = at.strip_suffix(')')?;
-        // FILE:LINE:COLUMN
         let mut parts = at.rsplitn(3, ':');
-        let (_column, _line, file) = (parts.next()?, parts.next()?, parts.next()?);
-        Some(file.to_string())
+        let (column, line, file) = (parts.next()?, parts.next()?, parts.next()?);
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        (digits(column) && digits(line) && !file.contains(['(', ')'])).then(|| file.to_string())
     }
 
     /// Whether the host said it ran out of heap.
@@ -204,5 +205,39 @@ async fn read_line_capped<R: AsyncRead + Unpin>(
         if done {
             return Ok(total);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tail(lines: &[&str]) -> Tail {
+        let mut t = Tail::default();
+        for l in lines {
+            t.push((*l).to_string());
+        }
+        t
+    }
+
+    #[test]
+    fn the_file_that_ended_the_host_is_read_only_from_the_hosts_own_ending() {
+        let said = "ovai host: a plugin ended the plugin host with process.reallyExit(3) (at plugins/a.mjs:4:28)";
+        // abort's native trace after it, and a blank line, do not push it out.
+        let t = tail(&[said, "Native stack:", "  #0 0x1 node::Abort()", ""]);
+        assert_eq!(t.ended_by().as_deref(), Some("a.mjs"));
+        assert_eq!(t.last_words().as_deref(), Some(said));
+        // What a plugin passed never ends the line in a place: not a digit, or parentheses inside.
+        for forged in [
+            "ovai host: a plugin ended the plugin host with process.reallyExit(?at plugins/v.mjs:1:1?)",
+            "ovai host: a plugin ended the plugin host with x (at plugins/v.mjs:1:1))",
+            "ovai host: a plugin ended the plugin host with x (at plugins/v.mjs:1:x)",
+        ] {
+            assert_eq!(tail(&[forged]).ended_by(), None, "{forged}");
+        }
+        assert_eq!(
+            tail(&["a last line", ""]).last_words().as_deref(),
+            Some("a last line")
+        );
     }
 }

@@ -289,7 +289,7 @@ impl HostProcess {
 
     /// Imports the files all at once and waits for every report or the process's end. Files still
     /// importing when none has been reported for `timeout` are given up on (slow files that keep
-    /// finishing one after another go on being waited for, up to `timeout` for each file).
+    /// finishing one after another go on being waited for: at most `timeout` for each file in all).
     pub async fn load_together(
         &mut self,
         ids: &AtomicU64,
@@ -311,8 +311,6 @@ impl HostProcess {
             let i = *i;
             waiting.push(async move { (i, rx.await) });
         }
-        let cap = tokio::time::Instant::now()
-            + timeout.saturating_mul(u32::try_from(files.len()).unwrap_or(u32::MAX));
         let quiet = tokio::time::sleep(timeout);
         tokio::pin!(quiet);
         let mut reported = Vec::new();
@@ -323,7 +321,7 @@ impl HostProcess {
                     Some((i, Ok(loaded))) => {
                         pending.remove(&i);
                         reported.push((i, Box::new(loaded)));
-                        quiet.as_mut().reset((tokio::time::Instant::now() + timeout).min(cap));
+                        quiet.as_mut().reset(tokio::time::Instant::now() + timeout);
                     }
                     Some((_, Err(_))) => return Together::Stopped(self.wait_exit().await),
                     None => break,

@@ -98,15 +98,15 @@ pub fn case_clash(file: &str, name: &str, other: &str) -> String {
 pub fn changed_while_read(file: &str) -> String {
     not_served(
         file,
-        "it changed while it was being read, so which of its versions would run is not known; run `ovai \
-         restart` to serve it as it is now",
+        "it changed while plugins/ was being read, so which of its versions would run is not known; run \
+         `ovai restart` to serve it as it is now",
     )
 }
 
 pub fn removed_while_read(file: &str) -> String {
     not_served(
         file,
-        "it was removed (or cannot be read) while it was being read",
+        "it was removed (or cannot be read) while plugins/ was being read",
     )
 }
 

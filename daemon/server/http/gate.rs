@@ -270,6 +270,9 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
 
 /// "Host", "Authorization": a header's name as people write it.
 fn canonical(name: &header::HeaderName) -> String {
+    if name.as_str() == "mcp-protocol-version" {
+        return "MCP-Protocol-Version".into();
+    }
     name.as_str()
         .split('-')
         .map(|part| {
