@@ -298,7 +298,7 @@ fn a_plugin_that_ends_every_host_from_a_timer_makes_a_crash_loop_naming_it() {
         ("echo.mjs", ECHO),
     ]);
     let d = inst.start();
-    let down = "The plugin host stays down: it stopped 8 times within 60 s. Fix the plugin that ends it, then run `ovai restart`.";
+    let down = "The plugin host stays down: it stopped 8 times within 600 s. Fix the plugin that ends it, then run `ovai restart`.";
     wait_until("the crash loop", || {
         inst.rows("host").iter().any(|r| r == down).then_some(())
     });

@@ -33,9 +33,11 @@ const EARLY_EXIT_TRIES: usize = 3;
 const HOLD_AT_MOST: Duration = Duration::from_secs(15);
 /// This many crashes within CRASH_WINDOW is a crash loop: the host stays down until `ovai restart`.
 const CRASH_LIMIT: usize = 5;
-/// This many stops of any kind within CRASH_WINDOW is one too: a plugin ending the host from a timer
-/// ends it with no call in flight, again after every respawn.
-const STOP_LIMIT: usize = 8;
+/// This many ends of any kind within ENDS_WINDOW is one too: a plugin ending the host from a timer ends
+/// it with no call in flight, again after every respawn (the window is long enough for a timer of a
+/// minute; an operator's or the OOM killer's now and then stays well below it).
+const ENDS_LIMIT: usize = 8;
+const ENDS_WINDOW: Duration = Duration::from_secs(600);
 const CRASH_WINDOW: Duration = Duration::from_secs(60);
 /// How long a host whose pipe failed is given to be found dead before it is taken as deaf and killed.
 const EXIT_FIRST: Duration = Duration::from_millis(200);
@@ -280,6 +282,8 @@ async fn run(
     let mut crashes: VecDeque<Instant> = VecDeque::new();
     // Every stop, for the backoff: a host that dies at once over and over is not restarted in a spin.
     let mut stops: VecDeque<Instant> = VecDeque::new();
+    // Every stop again, over ENDS_WINDOW.
+    let mut ends: VecDeque<Instant> = VecDeque::new();
     // The seats as the live host's box saw them when it started.
     let mut seats = host.seats.subscribe();
     seats.mark_unchanged();
@@ -347,19 +351,20 @@ async fn run(
         let _ = state.send(HostState::Respawning);
         let now = Instant::now();
         let in_flight = process.link.calls_waiting();
-        note(&mut stops, now);
+        note(&mut stops, now, CRASH_WINDOW);
+        note(&mut ends, now, ENDS_WINDOW);
         if in_flight > 0 {
-            note(&mut crashes, now);
+            note(&mut crashes, now, CRASH_WINDOW);
         }
         let next = if crashes.len() >= CRASH_LIMIT {
             Next::StaysDown {
                 stops: crashes.len(),
                 window: CRASH_WINDOW,
             }
-        } else if stops.len() >= STOP_LIMIT {
+        } else if ends.len() >= ENDS_LIMIT {
             Next::StaysDown {
-                stops: stops.len(),
-                window: CRASH_WINDOW,
+                stops: ends.len(),
+                window: ENDS_WINDOW,
             }
         } else {
             Next::Respawn
@@ -504,13 +509,14 @@ async fn respawn_until_up(
 }
 
 /// Adds a stop at `now` to a window, dropping the ones older than CRASH_WINDOW.
-fn note(window: &mut VecDeque<Instant>, now: Instant) {
-    window.push_back(now);
-    while window
+/// Notes a stop at `now` in `times`, forgetting those older than `window`.
+fn note(times: &mut VecDeque<Instant>, now: Instant, window: Duration) {
+    times.push_back(now);
+    while times
         .front()
-        .is_some_and(|t| now.duration_since(*t) > CRASH_WINDOW)
+        .is_some_and(|t| now.duration_since(*t) > window)
     {
-        window.pop_front();
+        times.pop_front();
     }
 }
 
