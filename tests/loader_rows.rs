@@ -683,3 +683,28 @@ fn files_that_import_each_other_in_a_cycle_are_refused_naming_the_error() {
     }
     assert_eq!(rows[2], "This instance serves a tool of its own: ok");
 }
+
+#[test]
+fn time_another_file_holds_the_event_loop_does_not_count_against_a_file_still_importing() {
+    // a-busy holds the host's event loop for 1.5 s, a second after it was imported; b-waits finishes
+    // importing at 1.8 s, but can only say so once the loop is free again, at 2.5 s: past the timeout
+    // of 2 s if the held time counted.
+    let busy = format!(
+        "setTimeout(() => {{ const t = Date.now(); while (Date.now() - t < 1500) {{}} }}, 1000);\n{}",
+        good("a-busy")
+    );
+    let waits = format!(
+        "await new Promise((r) => setTimeout(r, 1800));\n{}",
+        good("b-waits")
+    );
+    let inst = Instance::with_plugins(&[("a-busy.mjs", &busy), ("b-waits.mjs", &waits)]);
+    inst.set_config(serde_json::json!({ "importTimeoutSeconds": 2 }));
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "This instance serves a tool of its own: a-busy",
+            "This instance serves a tool of its own: b-waits",
+        ]
+    );
+}

@@ -2,12 +2,13 @@
 //! after a crash both go through.
 //!
 //! A host is sent every file at once, so a top-level `await` that is slow, or never settles, costs one
-//! import timeout in all rather than one each. Files still importing when none has finished for the
-//! timeout, while the host still answers a ping, are left out; the host, which would go on running them,
-//! is not kept: a new one imports the others, again all at once (a new process is the only way to a clean
+//! import timeout in all rather than one each. Files still importing once the host has answered pings
+//! for the timeout since a file last finished (time its event loop was held by a plugin does not count)
+//! are left out; the host, which would go on running them, is not kept: a new one imports the others, again all at once (a new process is the only way to a clean
 //! module cache). When a host ends, the file it names on stderr as having ended it (`process.kill`,
 //! `abort`, `reallyExit`, from a timer too) is left out and the others go on together. When it names
-//! none of them, or its event loop stops turning, the next host imports the files one at a time, and a
+//! none of them, or its event loop answers nothing for the timeout, the next host imports the files one
+//! at a time, and a
 //! file whose import ends that host or outlives the timeout is left out and another host started
 //! without it.
 
@@ -25,10 +26,6 @@ pub struct ToImport {
     pub name: String,
     pub path: String,
 }
-
-/// How long a host whose imports outlived the timeout has to answer a ping, for them to count as
-/// waiting (a top-level `await`) rather than blocking its event loop.
-const ANSWER_WITHIN: Duration = Duration::from_secs(1);
 
 /// How importing one file ended.
 pub enum Imported {
@@ -66,17 +63,20 @@ pub async fn import_all(
                 .filter(|(i, _)| !left_out.contains_key(i))
                 .collect();
             match process.load_together(ids, &todo, timeout).await {
-                Together::Done { reported, pending } if pending.is_empty() => {
+                Together::Done {
+                    reported, pending, ..
+                } if pending.is_empty() => {
                     reports.extend(reported);
                     return Ok(done(process, files.len(), left_out, reports));
                 }
-                Together::Done { pending, .. } => {
-                    let waiting = process.answers_within(ANSWER_WITHIN).await;
+                Together::Done {
+                    pending, blocked, ..
+                } => {
                     process.kill().await;
-                    if waiting {
-                        left_out.extend(pending.into_iter().map(|i| (i, Imported::Hung)));
-                    } else {
+                    if blocked {
                         together = false;
+                    } else {
+                        left_out.extend(pending.into_iter().map(|i| (i, Imported::Hung)));
                     }
                     continue 'hosts;
                 }

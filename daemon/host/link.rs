@@ -222,23 +222,18 @@ impl Link {
         lock(&self.loads).remove(&id);
     }
 
-    /// Whether the host's event loop turns: it answers a ping within `within`. An import that has not
-    /// finished while it does is waiting (a top-level await), not blocking the process.
-    pub async fn answers_within(&self, within: std::time::Duration) -> bool {
+    /// Asks whether the host's event loop turns: `answered` says once it has answered. An import that
+    /// has not finished while it does is waiting (a top-level await), not blocking the process.
+    pub fn ask(&self) {
         // Unguessable, and no pong from before counts: a plugin writing to fd 4 cannot answer for it.
         let n = self.fresh_key();
         self.ponged.store(false, Ordering::Relaxed);
         self.awaited_pong.store(n, Ordering::Relaxed);
-        if !self.send(&ToHost::Ping { n }) {
-            return false;
-        }
-        let asked = std::time::Instant::now();
-        while asked.elapsed() < within {
-            if self.ponged.load(Ordering::Relaxed) {
-                return true;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+        self.send(&ToHost::Ping { n });
+    }
+
+    /// Whether the host answered the last `ask`.
+    pub fn answered(&self) -> bool {
         self.ponged.load(Ordering::Relaxed)
     }
 

@@ -22,6 +22,9 @@ use super::output::{self, Tail};
 use super::protocol::{Loaded, PROTOCOL, ToHost};
 use crate::sync::lock;
 
+/// How often a host importing files together is asked whether its event loop turns.
+const ASK_EVERY: Duration = Duration::from_millis(100);
+
 /// How long a new host may take to say `ready`.
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -160,10 +163,13 @@ pub enum LoadEnd {
 
 /// How importing several files at once ended.
 pub enum Together {
-    /// Each file's report, by position, and the positions that had none when the timeout came.
+    /// Each file's report, by position, and the positions that had none when the timeout came: with
+    /// `blocked`, because the host stopped answering (its event loop blocked, by which file is not
+    /// known), else because they wait for something while it answers.
     Done {
         reported: Vec<(usize, Box<Loaded>)>,
         pending: Vec<usize>,
+        blocked: bool,
     },
     /// The process ended while importing, how; which file ended it is known only if the host said.
     Stopped(Exit),
@@ -288,8 +294,10 @@ impl HostProcess {
     }
 
     /// Imports the files all at once and waits for every report or the process's end. Files still
-    /// importing when none has been reported for `timeout` are given up on (slow files that keep
-    /// finishing one after another go on being waited for: at most `timeout` for each file in all).
+    /// importing once the host has answered pings for `timeout` since the last report are given up on:
+    /// the time counts only while its event loop turns, so a file that holds it for a while (a busy
+    /// loop, a synchronous child process) costs the others nothing. A host that answers nothing for
+    /// `timeout` is blocked.
     pub async fn load_together(
         &mut self,
         ids: &AtomicU64,
@@ -311,40 +319,60 @@ impl HostProcess {
             let i = *i;
             waiting.push(async move { (i, rx.await) });
         }
-        let quiet = tokio::time::sleep(timeout);
-        tokio::pin!(quiet);
         let mut reported = Vec::new();
-        loop {
+        // The host's time answering since the last report, and its time answering nothing in a row.
+        let mut free = Duration::ZERO;
+        let mut stuck = Duration::ZERO;
+        let mut tick = tokio::time::interval(ASK_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last = tokio::time::Instant::now();
+        self.link.ask();
+        let blocked = loop {
             tokio::select! {
                 biased;
                 next = waiting.next() => match next {
                     Some((i, Ok(loaded))) => {
                         pending.remove(&i);
                         reported.push((i, Box::new(loaded)));
-                        quiet.as_mut().reset(tokio::time::Instant::now() + timeout);
+                        free = Duration::ZERO;
                     }
                     Some((_, Err(_))) => return Together::Stopped(self.wait_exit().await),
-                    None => break,
+                    None => break false,
                 },
                 exit = self.child.wait() => {
                     let exit = Exit::of_wait(exit, self.boxed);
                     self.after_exit().await;
                     return Together::Stopped(exit);
                 }
-                _ = &mut quiet => break,
+                now = tick.tick() => {
+                    let passed = now - last;
+                    last = now;
+                    if self.link.answered() {
+                        free += passed;
+                        stuck = Duration::ZERO;
+                        self.link.ask();
+                    } else {
+                        stuck += passed;
+                    }
+                    if free >= timeout {
+                        break false;
+                    }
+                    if stuck >= timeout {
+                        break true;
+                    }
+                }
             }
-        }
+        };
         for id in pending.values() {
             self.link.forget_load(*id);
         }
         let mut pending: Vec<usize> = pending.into_keys().collect();
         pending.sort_unstable();
-        Together::Done { reported, pending }
-    }
-
-    /// Whether its event loop turns (it answers a ping within `within`).
-    pub async fn answers_within(&self, within: Duration) -> bool {
-        self.link.answers_within(within).await
+        Together::Done {
+            reported,
+            pending,
+            blocked,
+        }
     }
 
     /// Resolves once the process has ended (its group and readers are left to `wait_exit`).
