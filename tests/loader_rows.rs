@@ -13,6 +13,11 @@ fn good(name: &str) -> String {
     GOOD.replace("hello", name)
 }
 
+/// A good plugin called `name`, with `code` run first at its import.
+fn good_after(code: &str, name: &str) -> String {
+    format!("{code}\n{}", good(name))
+}
+
 /// Calls `tool` as the Leader, with no arguments, and checks it answers `text`.
 fn assert_calls(inst: &Instance, tool: &str, text: &str) {
     let mut s = inst.session("lead");
@@ -508,15 +513,15 @@ fn a_property_without_a_description_is_served_with_a_row_naming_it() {
 fn imports_run_together_so_files_that_wait_cost_one_timeout_and_do_not_run_on() {
     // a-waits settles only once b-sets has been imported: one at a time, it would wait for a file
     // that is imported only after it.
-    let waits = format!(
-        "await new Promise((resolve) => {{ const t = setInterval(() => {{ if (globalThis.bSet) {{ clearInterval(t); resolve(); }} }}, 5); }});\n{}",
-        good("a-waits")
+    let waits = good_after(
+        "await new Promise((resolve) => { const t = setInterval(() => { if (globalThis.bSet) { clearInterval(t); resolve(); } }, 5); });",
+        "a-waits",
     );
     let sets = format!("globalThis.bSet = true;\n{}", good("b-sets"));
     // c-counts says on disk each time it is imported: a host started again imports it again.
-    let counts = format!(
-        "import {{ appendFileSync }} from 'node:fs';\nappendFileSync('imports.txt', 'c-counts\\n');\n{}",
-        good("c-counts")
+    let counts = good_after(
+        "import { appendFileSync } from 'node:fs';\nappendFileSync('imports.txt', 'c-counts\\n');",
+        "c-counts",
     );
     let forever = "await new Promise(() => {});\nexport const run = 1;";
     let inst = Instance::with_plugins(&[
@@ -550,9 +555,9 @@ fn imports_run_together_so_files_that_wait_cost_one_timeout_and_do_not_run_on() 
 #[test]
 fn a_file_saved_while_it_was_being_read_is_not_served_and_says_so() {
     // It changes itself as it is imported: which of its versions the host runs is not known.
-    let edits = format!(
-        "import {{ appendFileSync }} from 'node:fs';\nappendFileSync(new URL(import.meta.url), '\\n// changed as it was read\\n');\n{}",
-        good("edits")
+    let edits = good_after(
+        "import { appendFileSync } from 'node:fs';\nappendFileSync(new URL(import.meta.url), '\\n// changed as it was read\\n');",
+        "edits",
     );
     let inst = Instance::with_plugins(&[("edits.mjs", &edits), ("ok.mjs", &good("ok"))]);
     let _d = inst.start();
@@ -634,14 +639,8 @@ fn a_plugin_writing_to_fd_4_cannot_report_another_file_or_write_a_row() {
 fn a_file_that_ends_the_host_from_a_timer_while_others_import_is_the_one_left_out() {
     // a-killer imports cleanly and ends the host a moment later, while b-slow is still importing: the
     // host says which file ended it, and that file, not b-slow, is left out.
-    let killer = format!(
-        "setTimeout(() => process.reallyExit(3), 100);\n{}",
-        good("a-killer")
-    );
-    let slow = format!(
-        "await new Promise((r) => setTimeout(r, 2000));\n{}",
-        good("b-slow")
-    );
+    let killer = good_after("setTimeout(() => process.reallyExit(3), 100);", "a-killer");
+    let slow = good_after("await new Promise((r) => setTimeout(r, 2000));", "b-slow");
     let inst = Instance::with_plugins(&[
         ("a-killer.mjs", &killer),
         ("b-slow.mjs", &slow),
@@ -689,14 +688,11 @@ fn time_another_file_holds_the_event_loop_does_not_count_against_a_file_still_im
     // a-busy holds the host's event loop for 1.5 s, a second after it was imported; b-waits finishes
     // importing at 1.8 s, but can only say so once the loop is free again, at 2.5 s: past the timeout
     // of 2 s if the held time counted.
-    let busy = format!(
-        "setTimeout(() => {{ const t = Date.now(); while (Date.now() - t < 1500) {{}} }}, 1000);\n{}",
-        good("a-busy")
+    let busy = good_after(
+        "setTimeout(() => { const t = Date.now(); while (Date.now() - t < 1500) {} }, 1000);",
+        "a-busy",
     );
-    let waits = format!(
-        "await new Promise((r) => setTimeout(r, 1800));\n{}",
-        good("b-waits")
-    );
+    let waits = good_after("await new Promise((r) => setTimeout(r, 1800));", "b-waits");
     let inst = Instance::with_plugins(&[("a-busy.mjs", &busy), ("b-waits.mjs", &waits)]);
     inst.set_config(serde_json::json!({ "importTimeoutSeconds": 2 }));
     let _d = inst.start();
