@@ -704,3 +704,20 @@ fn time_another_file_holds_the_event_loop_does_not_count_against_a_file_still_im
         ]
     );
 }
+
+#[test]
+fn a_file_removed_while_it_was_being_read_is_not_served_and_says_so() {
+    let removes = good_after(
+        "import { rmSync } from 'node:fs';\nrmSync(new URL(import.meta.url));",
+        "removes",
+    );
+    let inst = Instance::with_plugins(&[("removes.mjs", &removes), ("ok.mjs", &good("ok"))]);
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "This instance serves a tool of its own: ok",
+            "plugins/removes.mjs is not served: it was removed (or cannot be read) while plugins/ was being read",
+        ]
+    );
+}
