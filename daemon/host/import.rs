@@ -124,9 +124,9 @@ fn culprit(
     left_out: &HashMap<usize, Imported>,
 ) -> Option<usize> {
     let file = process.ended_by()?;
-    files.iter().enumerate().position(|(j, f)| {
-        !left_out.contains_key(&j)
-            && std::path::Path::new(&f.path)
+    (0..files.len()).find(|j| {
+        !left_out.contains_key(j)
+            && std::path::Path::new(&files[*j].path)
                 .file_name()
                 .is_some_and(|n| n.to_string_lossy() == file)
     })

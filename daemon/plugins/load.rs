@@ -70,7 +70,7 @@ impl LoadedPlugins {
             if !matches!(v, Verdict::Served(_)) {
                 continue;
             }
-            match super::stale::hash_file(&plugins_dir.join(c.file())) {
+            match snapshot.digest_now(plugins_dir, c.file()) {
                 None => *v = Verdict::NotServed(rows::removed_while_read(c.file())),
                 now if now != snapshot.digest(c.file()) => {
                     *v = Verdict::NotServed(rows::changed_while_read(c.file()));

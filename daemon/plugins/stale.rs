@@ -38,6 +38,15 @@ impl Snapshot {
     pub fn digest(&self, file: &str) -> Option<String> {
         self.0.get(file).and_then(|(_, hash)| hash.clone())
     }
+
+    /// The SHA-256 of the file's bytes now: read again only when its size or time moved.
+    pub fn digest_now(&self, dir: &Path, file: &str) -> Option<String> {
+        let path = dir.join(file);
+        match self.0.get(file) {
+            Some((was, hash)) if was.is_some() && *was == stamp(&path) => hash.clone(),
+            _ => hash_file(&path),
+        }
+    }
 }
 
 /// The SHA-256 of a file's bytes now, as `Snapshot` takes it.
@@ -108,14 +117,7 @@ pub fn changes(
     let found = candidates::scan(dir, BUILTINS)?;
     let now: BTreeMap<String, Option<String>> = found
         .iter()
-        .map(|c| {
-            let path = dir.join(c.file());
-            let hash = match snapshot.0.get(c.file()) {
-                Some((was, hash)) if was.is_some() && *was == stamp(&path) => hash.clone(),
-                _ => hash_file(&path),
-            };
-            (c.file().to_string(), hash)
-        })
+        .map(|c| (c.file().to_string(), snapshot.digest_now(dir, c.file())))
         .collect();
     let mut out = Vec::new();
     for (file, (_, then)) in &snapshot.0 {

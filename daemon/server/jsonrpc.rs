@@ -247,34 +247,40 @@ fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
         return Some(format!("params._meta is {}, not an object", kind(meta)));
     }
     match method {
-        "initialize" => field(p, "params", "protocolVersion", Want::Text)
-            .or_else(|| field(p, "params", "capabilities", Want::Object))
-            .or_else(|| field(p, "params", "clientInfo", Want::Object))
+        "initialize" => field(p, "params", "protocolVersion", Value::is_string, "a string")
+            .or_else(|| field(p, "params", "capabilities", Value::is_object, "an object"))
+            .or_else(|| field(p, "params", "clientInfo", Value::is_object, "an object"))
             .or_else(|| {
                 let info = p.get("clientInfo").and_then(Value::as_object)?;
-                field(info, "params.clientInfo", "name", Want::Text)
-                    .or_else(|| field(info, "params.clientInfo", "version", Want::Text))
+                field(
+                    info,
+                    "params.clientInfo",
+                    "name",
+                    Value::is_string,
+                    "a string",
+                )
+                .or_else(|| {
+                    field(
+                        info,
+                        "params.clientInfo",
+                        "version",
+                        Value::is_string,
+                        "a string",
+                    )
+                })
             }),
         _ => None,
     }
 }
 
-enum Want {
-    Text,
-    Object,
-}
-
-/// A required field that is missing or of the wrong kind.
+/// A required field that is missing or not what `fits` takes (`wanted`, in words).
 fn field(
     object: &serde_json::Map<String, Value>,
     at: &str,
     name: &str,
-    want: Want,
+    fits: fn(&Value) -> bool,
+    wanted: &str,
 ) -> Option<String> {
-    let (fits, wanted) = match want {
-        Want::Text => (Value::is_string as fn(&Value) -> bool, "a string"),
-        Want::Object => (Value::is_object as fn(&Value) -> bool, "an object"),
-    };
     match object.get(name) {
         None => Some(format!("{at}.{name} is missing")),
         Some(v) if fits(v) => None,

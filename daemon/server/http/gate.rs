@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -130,18 +130,17 @@ pub async fn admit(State(gate): State<Arc<Gate>>, request: Request, next: Next) 
 async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Response {
     // Two of a header that decides who may ask, in what name, in which session or how the body is read
     // are two answers to one question: a proxy in front may have checked the other one.
-    for name in [
-        header::HOST,
-        header::AUTHORIZATION,
-        header::CONTENT_TYPE,
-        HeaderName::from_static(SESSION_HEADER),
-        HeaderName::from_static("mcp-protocol-version"),
+    for (name, written) in [
+        ("host", "Host"),
+        ("authorization", "Authorization"),
+        ("content-type", "Content-Type"),
+        (SESSION_HEADER, "Mcp-Session-Id"),
+        ("mcp-protocol-version", "MCP-Protocol-Version"),
     ] {
-        let n = request.headers().get_all(&name).iter().count();
+        let n = request.headers().get_all(name).iter().count();
         if n > 1 {
             let why = format!(
-                "this request carries {n} {} headers, and this server takes exactly one: send one",
-                canonical(&name)
+                "this request carries {n} {written} headers, and this server takes exactly one: send one"
             );
             return refuse(&gate.daemon, StatusCode::BAD_REQUEST, why, None);
         }
@@ -266,24 +265,6 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
         chunk
     }));
     Response::from_parts(parts, body)
-}
-
-/// "Host", "Authorization": a header's name as people write it.
-fn canonical(name: &header::HeaderName) -> String {
-    if name.as_str() == "mcp-protocol-version" {
-        return "MCP-Protocol-Version".into();
-    }
-    name.as_str()
-        .split('-')
-        .map(|part| {
-            let mut chars = part.chars();
-            chars
-                .next()
-                .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
-                .unwrap_or_default()
-        })
-        .collect::<Vec<_>>()
-        .join("-")
 }
 
 /// The seat whose secret `secret` is, or the refusal.
