@@ -107,7 +107,12 @@ pub fn host_ended(file: &str, end: &HostEnd) -> Outcome {
             out_of_memory,
             next,
         } => (rows::what_happened(exit, *out_of_memory), *next),
-        HostEnd::Hung { exit, after, next } => (rows::hung(after.as_secs(), exit), *next),
+        HostEnd::Hung {
+            exit,
+            after,
+            at,
+            next,
+        } => (rows::hung(after.as_secs(), exit, at.as_deref()), *next),
         HostEnd::Deaf { exit, next } => (rows::deaf(exit), *next),
         HostEnd::Replaced => {
             return Outcome::Refused(format!(

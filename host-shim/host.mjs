@@ -300,52 +300,142 @@ function releaseLock() {
   atomicStore(shared, LOCK, 0);
 }
 
-// The rescuer: a thread that looks every RESCUE_MS at what is held, and writes it when the main thread has
-// held it through a whole look without letting it go. It sleeps outright once nothing has been held for a
-// second, and the main thread wakes it with the next message. Its own isolate: no plugin's patches reach it
-// (a plugin set on ending it can, through node:inspector: plugins share the host).
+// The host's second thread has two jobs, in one isolate (a thread costs the host's start about 25 ms of
+// CPU). Its own isolate: no plugin's patches reach it (a plugin set on ending it can, through
+// node:inspector: plugins share the host). It waits on its event loop, never in a blocking call: a thread
+// blocked in a system call would keep the host from ever exiting.
+//
+// The rescuer looks every RESCUE_MS at what is held, and writes it when the main thread has held it
+// through a whole look without letting it go. It sleeps outright once nothing has been held for a second,
+// and the main thread wakes it with the next message.
+//
+// The watcher answers, on fd 5, where the main thread is when the daemon finds it stopped answering (a
+// plugin's loop that never ends holds the event loop): it pauses the main thread through node:inspector,
+// which reaches JavaScript that is running, and names the files and places on its stack, so the daemon
+// can say which plugin it was. A host started without fd 5 (by hand, or by the shim's own tests), or
+// without node:inspector, cannot say, and the daemon finds the plugin another way.
 const RESCUE_MS = 50;
-const RESCUER = `
-const { workerData: { shared, held, fd, every } } = require("node:worker_threads");
+const WHERE = 5;
+const SECOND_THREAD = `
+const { workerData: { shared, held, fd, every, where } } = require("node:worker_threads");
 const { writeSync } = require("node:fs");
+const net = require("node:net");
+const { fileURLToPath } = require("node:url");
 const [LOCK, HELD, FLUSHES, ASLEEP, ALIVE, MINE] = [0, 1, 2, 3, 5, 2];
-Atomics.store(shared, ALIVE, 1);
-let seen = -1;
-let idle = 0;
-for (;;) {
-  Atomics.wait(shared, ASLEEP, 0, every);
-  const bytes = Atomics.load(shared, HELD);
-  const flushes = Atomics.load(shared, FLUSHES);
-  if (bytes === 0) {
-    seen = -1;
-    if (++idle * every < 1000) continue;
+
+// Resolves when the main thread changes shared[index] from value and says so, or after ms.
+const sleep = (index, value, ms) => {
+  const r = Atomics.waitAsync(shared, index, value, ms);
+  return r.async ? r.value : Promise.resolve(r.value);
+};
+
+async function rescue() {
+  let seen = -1;
+  let idle = 0;
+  for (;;) {
+    await sleep(ASLEEP, 0, every);
+    const bytes = Atomics.load(shared, HELD);
+    const flushes = Atomics.load(shared, FLUSHES);
+    if (bytes === 0) {
+      seen = -1;
+      if (++idle * every < 1000) continue;
+      idle = 0;
+      Atomics.store(shared, ASLEEP, 1);
+      if (Atomics.load(shared, HELD) === 0) await sleep(ASLEEP, 1, Infinity);
+      Atomics.store(shared, ASLEEP, 0);
+      continue;
+    }
     idle = 0;
-    Atomics.store(shared, ASLEEP, 1);
-    if (Atomics.load(shared, HELD) === 0) Atomics.wait(shared, ASLEEP, 1);
-    Atomics.store(shared, ASLEEP, 0);
-    continue;
+    if (flushes !== seen) {
+      seen = flushes;
+      continue;
+    }
+    // Held since the last look: the main thread has stopped.
+    if (Atomics.compareExchange(shared, LOCK, 0, MINE) !== 0) continue;
+    // What the pipe does not take now (the daemon is behind) stays held, for the next look or the main
+    // thread: the lock is never kept while waiting.
+    const length = Atomics.load(shared, HELD);
+    let at = 0;
+    try {
+      while (at < length) at += writeSync(fd, held, at, length - at);
+    } catch {}
+    if (at > 0 && at < length) held.copyWithin(0, at, length);
+    Atomics.store(shared, HELD, length - at);
+    Atomics.add(shared, FLUSHES, 1);
+    seen = -1;
+    Atomics.store(shared, LOCK, 0);
+    Atomics.notify(shared, LOCK);
   }
-  idle = 0;
-  if (flushes !== seen) {
-    seen = flushes;
-    continue;
-  }
-  // Held since the last look: the main thread has stopped.
-  if (Atomics.compareExchange(shared, LOCK, 0, MINE) !== 0) continue;
-  // What the pipe does not take now (the daemon is behind) stays held, for the next look or the main
-  // thread: the lock is never kept while waiting.
-  const length = Atomics.load(shared, HELD);
-  let at = 0;
-  try {
-    while (at < length) at += writeSync(fd, held, at, length - at);
-  } catch {}
-  if (at > 0 && at < length) held.copyWithin(0, at, length);
-  Atomics.store(shared, HELD, length - at);
-  Atomics.add(shared, FLUSHES, 1);
-  seen = -1;
-  Atomics.store(shared, LOCK, 0);
-  Atomics.notify(shared, LOCK);
 }
+
+let inspector = null;
+let why = "";
+try {
+  inspector = require("node:inspector");
+} catch (err) {
+  why = String(err && err.message);
+}
+let socket = null;
+try {
+  socket = new net.Socket({ fd: where, readable: true, writable: true });
+  socket.on("error", () => {});
+} catch {}
+// A pending waitAsync does not keep a thread's event loop running; the socket does, and without it this.
+if (socket === null) setInterval(() => {}, 1 << 30);
+let text = "";
+socket?.on("data", (chunk) => {
+  text += chunk;
+  if (text.length > 65536) text = text.slice(-65536);
+  let nl;
+  while ((nl = text.indexOf("\\n")) >= 0) {
+    const line = text.slice(0, nl);
+    text = text.slice(nl + 1);
+    let key;
+    try {
+      key = JSON.parse(line).where;
+    } catch {
+      continue;
+    }
+    if (typeof key === "number") answerWhere(key);
+  }
+});
+const MAX_FRAMES = 32;
+function answerWhere(key) {
+  const reply = (frames, why) => socket.write(JSON.stringify({ where: key, frames, why }) + "\\n");
+  if (inspector === null) return reply([], why);
+  const session = new inspector.Session();
+  try {
+    session.connectToMainThread();
+  } catch (err) {
+    return reply([], String(err && err.message));
+  }
+  const urls = new Map();
+  session.on("Debugger.scriptParsed", (m) => urls.set(m.params.scriptId, m.params.url));
+  session.once("Debugger.paused", (m) => {
+    const frames = [];
+    for (const f of m.params.callFrames) {
+      if (frames.length === MAX_FRAMES) break;
+      const url = urls.get(f.location.scriptId) || f.url || "";
+      if (!url.startsWith("file:")) continue;
+      let file;
+      try {
+        file = fileURLToPath(url);
+      } catch {
+        continue;
+      }
+      frames.push({ file, line: f.location.lineNumber + 1, column: (f.location.columnNumber ?? 0) + 1 });
+    }
+    reply(frames, "");
+    session.post("Debugger.resume", () => session.disconnect());
+  });
+  session.post("Debugger.enable", (err) => {
+    if (err) return reply([], String(err.message));
+    session.post("Debugger.pause");
+  });
+}
+
+Atomics.store(shared, ALIVE, 1);
+rescue();
 `;
 
 // Started with the host, as its module is evaluated: started later (from a callback, once the event loop
@@ -354,16 +444,16 @@ for (;;) {
 function rescuerRunning() {
   return atomicLoad(shared, ALIVE) === 1;
 }
-function startRescuer() {
+function startSecondThread() {
   try {
-    const rescuer = new Worker(RESCUER, {
+    const thread = new Worker(SECOND_THREAD, {
       eval: true,
-      workerData: { shared, held: heldBytes, fd: OUT, every: RESCUE_MS },
-      resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 2 },
+      workerData: { shared, held: heldBytes, fd: OUT, every: RESCUE_MS, where: WHERE },
+      resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 },
     });
-    rescuer.unref();
-    rescuer.on("error", (err) => complain("the thread that writes held answers for a stopped host failed", err));
-    rescuer.on("exit", (code) => {
+    thread.unref();
+    thread.on("error", (err) => complain("the thread that writes held answers for a stopped host failed", err));
+    thread.on("exit", (code) => {
       atomicStore(shared, ALIVE, 0);
       say(`ovai host: the thread that writes held answers for a stopped host ended (code ${code})`);
     });
@@ -660,7 +750,7 @@ function onLine(line) {
 }
 
 send({ t: "ready", v: PROTOCOL, node: process.version, pid: process.pid });
-startRescuer();
+startSecondThread();
 
 const EXPORTS = [
   ["description", "string"],

@@ -192,12 +192,12 @@ fn a_blocked_event_loop_is_found_by_the_heartbeat_and_the_host_restarted() {
     assert_eq!(
         fault_call(&inst, &mut d, "fault-loop", json!({})),
         (
-            "plugins/fault-loop.mjs did not answer: the plugin host stopped answering for 2 s (a plugin blocking its event loop) and was killed (signal SIGKILL) while it ran. A new plugin host is being started; other tools are unaffected.".to_string(),
+            "plugins/fault-loop.mjs did not answer: the plugin host stopped answering for 2 s (a plugin blocking its event loop, at plugins/fault-loop.mjs:4:3) and was killed (signal SIGKILL) while it ran. A new plugin host is being started; other tools are unaffected.".to_string(),
             true
         )
     );
     assert!(!process_alive(host));
-    assert!(inst.rows("host")[0].contains("stopped answering for 2 s (a plugin blocking its event loop) and was killed (signal SIGKILL); the calls in flight to plugins/fault-loop.mjs"));
+    assert!(inst.rows("host")[0].contains("stopped answering for 2 s (a plugin blocking its event loop, at plugins/fault-loop.mjs:4:3) and was killed (signal SIGKILL); the calls in flight to plugins/fault-loop.mjs"));
 }
 
 #[test]

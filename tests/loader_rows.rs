@@ -211,7 +211,7 @@ fn an_import_that_hangs_is_not_served() {
         inst.rows("plugins"),
         [
             "plugins/awaits-forever.mjs is not served: importing it took longer than 1 s",
-            "plugins/loops-forever.mjs is not served: importing it took longer than 1 s",
+            "plugins/loops-forever.mjs is not served: its code held the plugin host's event loop for more than 1 s while plugins were imported (at plugins/loops-forever.mjs:1:1); a loop that never ends, or synchronous work that should be awaited",
             "This instance serves a tool of its own: ok",
         ]
     );
@@ -656,6 +656,54 @@ fn a_file_that_ends_the_host_from_a_timer_while_others_import_is_the_one_left_ou
         ]
     );
     assert_calls(&inst, "b-slow", "b-slow");
+}
+
+#[test]
+fn a_file_whose_timer_holds_the_event_loop_while_others_import_is_the_one_left_out() {
+    // a-spins imports cleanly, and a moment later its timer holds the event loop for good while b-slow
+    // is still importing: the host's stack names a-spins, which is left out, not b-slow.
+    let spins = good_after("setTimeout(() => { for (;;) {} }, 100);", "a-spins");
+    let slow = good_after("await new Promise((r) => setTimeout(r, 1000));", "b-slow");
+    let inst = Instance::with_plugins(&[
+        ("a-spins.mjs", &spins),
+        ("b-slow.mjs", &slow),
+        ("c-good.mjs", &good("c-good")),
+    ]);
+    inst.set_config(serde_json::json!({ "importTimeoutSeconds": 2 }));
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "plugins/a-spins.mjs is not served: its code held the plugin host's event loop for more than 2 s while plugins were imported (at plugins/a-spins.mjs:1:20); a loop that never ends, or synchronous work that should be awaited",
+            "This instance serves a tool of its own: b-slow",
+            "This instance serves a tool of its own: c-good",
+        ]
+    );
+    assert_calls(&inst, "b-slow", "b-slow");
+}
+
+#[test]
+fn a_file_holding_the_event_loop_in_native_code_is_found_one_at_a_time() {
+    // A synchronous child process holds the main thread where no pause reaches it, so the host cannot
+    // say where: the files go one at a time, and the one importing when the host stops answering is
+    // the one left out.
+    let sleeps = "import { execSync } from 'node:child_process';\nexecSync('sleep 30');\n";
+    let inst = Instance::with_plugins(&[
+        ("a-good.mjs", &good("a-good")),
+        ("b-sleeps.mjs", sleeps),
+        ("c-good.mjs", &good("c-good")),
+    ]);
+    inst.set_config(serde_json::json!({ "importTimeoutSeconds": 1 }));
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "This instance serves a tool of its own: a-good",
+            "plugins/b-sleeps.mjs is not served: importing it took longer than 1 s",
+            "This instance serves a tool of its own: c-good",
+        ]
+    );
+    assert_calls(&inst, "c-good", "c-good");
 }
 
 #[test]

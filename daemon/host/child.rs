@@ -1,5 +1,6 @@
-//! Starting one plugin host process: `node host.mjs` reading the protocol from fd 3 and writing to fd 4,
-//! in a process group of its own, with a minimal environment, and killed if the daemon dies.
+//! Starting one plugin host process: `node host.mjs` reading the protocol from fd 3 and writing to fd 4
+//! (and its watcher thread on a socket, fd 5), in a process group of its own, with a minimal environment,
+//! and killed if the daemon dies.
 //!
 //! Why two pipes and not one socket pair: a message through a pipe costs the kernel less than one
 //! through a Unix socket (no buffer allocated and charged per write): the floor's relays measured it at
@@ -47,6 +48,8 @@ pub struct Spawned {
     /// The daemon's ends of the protocol pipes: it reads what the host writes to its fd 4 and writes
     /// what the host reads from its fd 3.
     pub channel: (crate::unix_io::ReadHalf, crate::unix_io::WriteHalf),
+    /// The daemon's end of the socket the host's watcher thread reads on fd 5 (`where_held`).
+    pub watch: std::os::unix::net::UnixStream,
     pub pid: u32,
 }
 
@@ -118,7 +121,12 @@ impl Launch {
         };
         let (host_reads, we_write) = protocol_pipe().map_err(io)?;
         let (we_read, host_writes) = protocol_pipe().map_err(io)?;
-        let fds = (host_reads.as_raw_fd(), host_writes.as_raw_fd());
+        let (watch, host_watch) = std::os::unix::net::UnixStream::pair().map_err(io)?;
+        let fds = [
+            host_reads.as_raw_fd(),
+            host_writes.as_raw_fd(),
+            host_watch.as_raw_fd(),
+        ];
 
         let node_args = [
             format!("--max-old-space-size={}", self.max_memory_mb),
@@ -155,12 +163,13 @@ impl Launch {
             }
         })?;
         // Only the host holds its ends: its end is then the end of the daemon's reading.
-        drop((host_reads, host_writes));
+        drop((host_reads, host_writes, host_watch));
         let pid = child.id().unwrap_or(0);
         let channel = crate::unix_io::pipes(we_read, we_write).map_err(io)?;
         Ok(Spawned {
             child,
             channel,
+            watch,
             pid,
         })
     }
@@ -188,19 +197,20 @@ fn protocol_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 /// What a socket pair held by default: answers of a few hundred KiB go in one write.
 const PIPE_BYTES: libc::c_int = 256 * 1024;
 
-/// Makes `reads` the child's fd 3 and `writes` its fd 4, both without close-on-exec so they survive exec.
-fn put_on_fds((reads, writes): (RawFd, RawFd)) -> std::io::Result<()> {
+/// Makes the protocol pipe's ends the child's fds 3 (it reads) and 4 (it writes), and the watcher's
+/// socket its fd 5, each without close-on-exec so they survive exec.
+fn put_on_fds(fds: [RawFd; 3]) -> std::io::Result<()> {
     use nix::fcntl::{FcntlArg, fcntl};
-    // Each first goes above 4, where neither dup2 below can overwrite it (either could be 3 or 4 now).
+    // Each first goes above 5, where no dup2 below can overwrite it (any could be 3, 4 or 5 now).
     let high = |fd: RawFd| -> std::io::Result<RawFd> {
         // SAFETY: `fd` is open in this (forked) process until exec, which is all this borrow lasts.
         let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
         Ok(fcntl(borrowed, FcntlArg::F_DUPFD_CLOEXEC(10))?)
     };
-    let (reads, writes) = (high(reads)?, high(writes)?);
-    for (fd, to) in [(reads, 3), (writes, 4)] {
-        // SAFETY: as above; the copy on 3 or 4 must stay open through exec, so it is never closed here,
-        // and dup2 leaves it without close-on-exec.
+    let high = [high(fds[0])?, high(fds[1])?, high(fds[2])?];
+    for (fd, to) in high.into_iter().zip(3..) {
+        // SAFETY: as above; the copy on 3, 4 or 5 must stay open through exec, so it is never closed
+        // here, and dup2 leaves it without close-on-exec.
         let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
         let kept = unsafe { nix::unistd::dup2_raw(borrowed, to) }?;
         std::mem::forget(kept);

@@ -21,6 +21,8 @@ pub enum HostEnd {
     Hung {
         exit: Exit,
         after: Duration,
+        /// Where the host's own stack said a plugin held it (`plugins/x.mjs:3:5`), when it said.
+        at: Option<String>,
         next: Next,
     },
     /// It stopped reading what the daemon sends it (a plugin closed its protocol pipe) and was killed.
@@ -82,6 +84,8 @@ pub enum NotReimported {
     StoppedHost(Exit),
     /// Importing it again took longer than the import timeout.
     Hung(Duration),
+    /// Its code held the new host's event loop for the import timeout, at this place.
+    Held(Duration, String),
     /// Its bytes changed after they were read, so it was not imported again.
     Changed,
     /// It was gone (or could not be read) when the new host started.

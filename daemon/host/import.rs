@@ -4,21 +4,23 @@
 //! A host is sent every file at once, so a top-level `await` that is slow, or never settles, costs one
 //! import timeout in all rather than one each. Files still importing once the host has answered pings
 //! for the timeout since a file last finished (time its event loop was held by a plugin does not count)
-//! are left out; the host, which would go on running them, is not kept: a new one imports the others, again all at once (a new process is the only way to a clean
-//! module cache). When a host ends, the file it names on stderr as having ended it (`process.kill`,
-//! `abort`, `reallyExit`, from a timer too) is left out and the others go on together. When it names
-//! none of them, or its event loop answers nothing for the timeout, the next host imports the files one
-//! at a time, and a
-//! file whose import ends that host or outlives the timeout is left out and another host started
-//! without it.
+//! are left out; the host, which would go on running them, is not kept: a new one imports the others,
+//! again all at once (a new process is the only way to a clean module cache).
+//!
+//! A plugin that ends the host or holds its event loop is found by what the host says: the file it names
+//! on stderr as having ended it (`process.kill`, `abort`, `reallyExit`, from a timer too), or the file its
+//! watcher thread finds on the held main thread's stack. That file is left out and the others go on
+//! together. When the host says neither, the next host imports the files one at a time, and the file
+//! importing when a host ends or stops answering is left out.
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use super::child::Launch;
-use super::process::{Exit, HostInit, HostProcess, LoadEnd, StartError, Together};
+use super::process::{Exit, HostInit, HostProcess, StartError, Together};
 use super::protocol::Loaded;
+use super::where_held::shown;
 
 /// A file to import: the tool's name, and the module's absolute path.
 #[derive(Debug, Clone)]
@@ -35,6 +37,8 @@ pub enum Imported {
     StoppedHost(Exit),
     /// Importing it took longer than the import timeout.
     Hung,
+    /// Its code held the host's event loop for the import timeout, at this place (`plugins/x.mjs:3:5`).
+    Held(String),
 }
 
 /// The host that imported every file it could, ready to serve calls, and one outcome per file in order.
@@ -72,12 +76,19 @@ pub async fn import_all(
                 Together::Done {
                     pending, blocked, ..
                 } => {
-                    process.kill().await;
                     if blocked {
-                        together = false;
+                        // The host says where its event loop is held: that file is left out and the
+                        // others go on together. Where it cannot, they go one at a time.
+                        match holder(&mut process, init, files, &left_out).await {
+                            Some((j, at)) => {
+                                left_out.insert(j, Imported::Held(at));
+                            }
+                            None => together = false,
+                        }
                     } else {
                         left_out.extend(pending.into_iter().map(|i| (i, Imported::Hung)));
                     }
+                    process.kill().await;
                     continue 'hosts;
                 }
                 Together::Stopped(exit) => {
@@ -96,25 +107,54 @@ pub async fn import_all(
             if left_out.contains_key(&i) {
                 continue;
             }
-            match process.load(ids, &f.name, &f.path, timeout).await {
-                LoadEnd::Reported(l) => {
-                    reports.insert(i, l);
+            match process.load_together(ids, &[(i, f)], timeout).await {
+                Together::Done { reported, .. } if !reported.is_empty() => {
+                    reports.extend(reported);
                 }
-                LoadEnd::Stopped(exit) => {
+                Together::Done { blocked, .. } => {
+                    if blocked {
+                        // Named by where it is held, the file is left out and the rest go together again.
+                        match holder(&mut process, init, files, &left_out).await {
+                            Some((j, at)) => {
+                                left_out.insert(j, Imported::Held(at));
+                                together = files.len() - left_out.len() > 1;
+                            }
+                            None => {
+                                left_out.insert(i, Imported::Hung);
+                            }
+                        }
+                    } else {
+                        left_out.insert(i, Imported::Hung);
+                    }
+                    process.kill().await;
+                    continue 'hosts;
+                }
+                Together::Stopped(exit) => {
                     // A file imported before may have ended it from a timer: the host says which.
                     let j = culprit(&process, files, &left_out).unwrap_or(i);
                     left_out.insert(j, Imported::StoppedHost(exit));
-                    continue 'hosts;
-                }
-                LoadEnd::TimedOut => {
-                    process.kill().await;
-                    left_out.insert(i, Imported::Hung);
                     continue 'hosts;
                 }
             }
         }
         return Ok(done(process, files.len(), left_out, reports));
     }
+}
+
+/// The file whose code holds the host's event loop, by the host's own stack (the innermost frame that is
+/// one of these files, not left out), and the place the row shows (the innermost in plugins/).
+async fn holder(
+    process: &mut HostProcess,
+    init: &HostInit,
+    files: &[ToImport],
+    left_out: &HashMap<usize, Imported>,
+) -> Option<(usize, String)> {
+    let frames = process.held_at().await;
+    let j = frames.iter().find_map(|frame| {
+        (0..files.len()).find(|j| !left_out.contains_key(j) && files[*j].path == frame.file)
+    })?;
+    let at = shown(&frames, std::path::Path::new(&init.plugins_dir))?;
+    Some((j, at))
 }
 
 /// The position of the file the ended host said ended it, when it is one of these and not left out.

@@ -4,8 +4,8 @@
 //! the host's fd 3, the answer back on its fd 4) → the host shim → the plugin. Around it: `child` starts
 //! a process (its two protocol pipes, process group, minimal environment), `output` drains its stdout
 //! and stderr, `process` greets it and imports one file, `import` imports a generation's files (leaving
-//! out one that kills the host), `ending` types why a host or a call on it ended, and `rows` words the
-//! host's runtime.log rows. Plugin code never runs in the daemon.
+//! out one that kills the host), `ending` types why a host or a call on it ended, `where_held` asks a host that
+//! stopped answering where a plugin holds it, and `rows` words the host's runtime.log rows. Plugin code never runs in the daemon.
 
 pub mod child;
 pub mod ending;
@@ -19,6 +19,7 @@ pub mod sandbox;
 pub mod supervisor;
 #[cfg(target_os = "linux")]
 pub mod userns;
+pub mod where_held;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -20,6 +20,7 @@ use super::import::ToImport;
 use super::link::{Link, max_line_len};
 use super::output::{self, Tail};
 use super::protocol::{Loaded, PROTOCOL, ToHost};
+use super::where_held::{Frame, Watch};
 use crate::sync::lock;
 
 /// How often a host importing files together is asked whether its event loop turns.
@@ -108,6 +109,8 @@ pub struct HostProcess {
     tail: Arc<Mutex<Tail>>,
     /// It runs in a bubblewrap box (whose exit codes stand for the host's signals).
     boxed: bool,
+    /// Its watcher thread's socket, which says where a held main thread is.
+    watch: Watch,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -153,14 +156,6 @@ fn tail_clause(tail: &[String]) -> String {
     }
 }
 
-/// How one import ended.
-pub enum LoadEnd {
-    Reported(Box<Loaded>),
-    /// The process ended while importing (the file killed it): how it ended.
-    Stopped(Exit),
-    TimedOut,
-}
-
 /// How importing several files at once ended.
 pub enum Together {
     /// Each file's report, by position, and the positions that had none when the timeout came: with
@@ -180,6 +175,7 @@ impl HostProcess {
         let spawned = launch.spawn()?;
         let mut child = spawned.child;
         let pid = spawned.pid;
+        let watch = Watch::new(spawned.watch);
         let tail = Arc::new(Mutex::new(Tail::default()));
         let mut readers = Vec::new();
         if let Some(out) = child.stdout.take() {
@@ -208,6 +204,7 @@ impl HostProcess {
             node: String::new(),
             tail,
             boxed: launch.isolation.is_boxed(),
+            watch,
         };
         // A box that fails to set up exits at once: that is seen then, not READY_TIMEOUT later (something
         // else may still hold fd 4 open).
@@ -256,41 +253,6 @@ impl HostProcess {
             key: this.link.host_key(),
         });
         Ok(this)
-    }
-
-    /// Imports one file and waits for the host's report, its end, or the timeout.
-    pub async fn load(
-        &mut self,
-        ids: &AtomicU64,
-        name: &str,
-        file: &str,
-        timeout: Duration,
-    ) -> LoadEnd {
-        let id = ids.fetch_add(1, Ordering::Relaxed);
-        let (key, rx) = self.link.expect_load(id);
-        self.link.send(&ToHost::Load {
-            id,
-            name,
-            file,
-            key,
-        });
-        // A report that came in with the timeout still counts.
-        tokio::select! {
-            biased;
-            r = rx => match r {
-                Ok(loaded) => LoadEnd::Reported(Box::new(loaded)),
-                Err(_) => LoadEnd::Stopped(self.wait_exit().await),
-            },
-            exit = self.child.wait() => {
-                let exit = Exit::of_wait(exit, self.boxed);
-                self.after_exit().await;
-                LoadEnd::Stopped(exit)
-            }
-            _ = tokio::time::sleep(timeout) => {
-                self.link.forget_load(id);
-                LoadEnd::TimedOut
-            }
-        }
     }
 
     /// Imports the files all at once and waits for every report or the process's end. Files still
@@ -418,6 +380,12 @@ impl HostProcess {
     /// The file in plugins/ the host said ended it, if it said (`x.mjs`).
     pub fn ended_by(&self) -> Option<String> {
         lock(&self.tail).ended_by()
+    }
+
+    /// Where the host's main thread is held, innermost first: for a host that stopped answering, just
+    /// before it is killed (the main thread stays paused).
+    pub async fn held_at(&mut self) -> Vec<Frame> {
+        self.watch.stack().await
     }
 
     /// Whether the host said it ran out of heap.

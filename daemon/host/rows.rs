@@ -50,9 +50,10 @@ pub fn deaf(exit: &Exit) -> String {
     )
 }
 
-pub fn hung(after_s: u64, exit: &Exit) -> String {
+pub fn hung(after_s: u64, exit: &Exit, at: Option<&str>) -> String {
+    let at = at.map(|at| format!(", at {at}")).unwrap_or_default();
     format!(
-        "stopped answering for {after_s} s (a plugin blocking its event loop) and was killed ({exit})"
+        "stopped answering for {after_s} s (a plugin blocking its event loop{at}) and was killed ({exit})"
     )
 }
 
@@ -136,6 +137,10 @@ pub fn not_reimported(shown: &str, why: &NotReimported) -> String {
         NotReimported::Hung(limit) => {
             format!("importing it again took longer than {} s", limit.as_secs())
         }
+        NotReimported::Held(limit, at) => format!(
+            "its code held the new plugin host's event loop for more than {} s while it was imported again (at {at})",
+            limit.as_secs()
+        ),
         NotReimported::Changed => {
             "it changed after it was read, and a new host imports only what was read".to_string()
         }

@@ -5,6 +5,7 @@
 //! calls that arrive while a new one starts wait briefly for it (bounded by their own deadline).
 
 use std::collections::VecDeque;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,6 +20,7 @@ use super::link::Link;
 use super::process::{HostInit, HostProcess};
 use super::protocol::ToHost;
 use super::rows;
+use super::where_held::shown;
 use crate::runtime_log::{RuntimeLog, Topic};
 use crate::sync::lock;
 
@@ -296,8 +298,10 @@ async fn run(
                 (rows::what_happened(&exit, oom), Ending::Stopped(exit, oom))
             }
             _ = heartbeat(&link, job.hang_after) => {
+                let frames = process.held_at().await;
+                let at = shown(&frames, Path::new(&job.init.plugins_dir));
                 let exit = process.kill().await;
-                (rows::hung(job.hang_after.as_secs(), &exit), Ending::Hung(exit))
+                (rows::hung(job.hang_after.as_secs(), &exit, at.as_deref()), Ending::Hung(exit, at))
             }
             // Writing to it failed. A host that died makes its pipe fail too: its exit, if it comes at
             // once, is the reason; a host still running stopped reading, and waits for nothing now.
@@ -376,9 +380,10 @@ async fn run(
                 out_of_memory,
                 next,
             },
-            Ending::Hung(exit) => HostEnd::Hung {
+            Ending::Hung(exit, at) => HostEnd::Hung {
                 exit,
                 after: job.hang_after,
+                at,
                 next,
             },
             Ending::Deaf(exit) => HostEnd::Deaf { exit, next },
@@ -523,7 +528,7 @@ fn note(times: &mut VecDeque<Instant>, now: Instant, window: Duration) {
 /// How a host's life ended, before it is known what comes next.
 enum Ending {
     Stopped(super::process::Exit, Option<u64>),
-    Hung(super::process::Exit),
+    Hung(super::process::Exit, Option<String>),
     Deaf(super::process::Exit),
 }
 
@@ -589,6 +594,7 @@ async fn respawn(
             Imported::Reported(l) => NotReimported::Failed(l.import.clone()),
             Imported::StoppedHost(exit) => NotReimported::StoppedHost(exit),
             Imported::Hung => NotReimported::Hung(job.import_timeout),
+            Imported::Held(at) => NotReimported::Held(job.import_timeout, at),
         };
         job.log
             .row(Topic::Host, &rows::not_reimported(&f.shown, &why));

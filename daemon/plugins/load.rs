@@ -150,6 +150,9 @@ pub async fn load(
                     Some(Imported::StoppedHost(exit)) => {
                         Verdict::NotServed(rows::import_stopped_host(file, &exit.to_string()))
                     }
+                    Some(Imported::Held(at)) => {
+                        Verdict::NotServed(rows::import_held(file, import_timeout.as_secs(), &at))
+                    }
                     Some(Imported::Hung) | None => {
                         Verdict::NotServed(rows::import_hung(file, import_timeout.as_secs()))
                     }

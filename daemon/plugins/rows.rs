@@ -131,6 +131,15 @@ pub fn import_stopped_host(file: &str, exit: &str) -> String {
     )
 }
 
+pub fn import_held(file: &str, seconds: u64, at: &str) -> String {
+    not_served(
+        file,
+        format!(
+            "its code held the plugin host's event loop for more than {seconds} s while plugins were imported (at {at}); a loop that never ends, or synchronous work that should be awaited"
+        ),
+    )
+}
+
 pub fn import_hung(file: &str, seconds: u64) -> String {
     not_served(file, format!("importing it took longer than {seconds} s"))
 }

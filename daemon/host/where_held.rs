@@ -1,0 +1,132 @@
+//! Where a host that stopped answering is held: asked of its watcher thread on fd 5, which pauses the
+//! main thread through node:inspector and names the files and places on its stack. A plugin's loop that
+//! never ends is then named by its place, and the file it is in is the one left out, rather than the file
+//! that happened to be importing, or no file at all.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+
+/// How long the watcher is given to answer: connecting to the main thread and pausing it takes tens of
+/// milliseconds; a main thread held in native code (a synchronous child process) never pauses.
+const ANSWER_WITHIN: Duration = Duration::from_secs(2);
+
+/// The longest answer read: 32 frames of long paths.
+const MAX_ANSWER: usize = 64 * 1024;
+
+/// One frame of the held main thread's stack: a file (absolute) and a place in it, from 1.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct Frame {
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    #[serde(rename = "where")]
+    key: u64,
+    frames: Vec<Frame>,
+}
+
+pub struct Watch(Option<UnixStream>);
+
+impl Watch {
+    pub fn new(stream: std::os::unix::net::UnixStream) -> Self {
+        let stream = stream
+            .set_nonblocking(true)
+            .and_then(|()| UnixStream::from_std(stream));
+        match stream {
+            Ok(s) => Self(Some(s)),
+            Err(e) => {
+                tracing::warn!("the plugin host's watcher socket could not be used: {e}");
+                Self(None)
+            }
+        }
+    }
+
+    /// The held main thread's stack, innermost first (only frames in files), or empty when the watcher
+    /// does not say within ANSWER_WITHIN. Asked only of a host that is killed next: it stays paused.
+    pub async fn stack(&mut self) -> Vec<Frame> {
+        let Some(stream) = self.0.as_mut() else {
+            return Vec::new();
+        };
+        let key = fresh_key();
+        match tokio::time::timeout(ANSWER_WITHIN, ask(stream, key)).await {
+            Ok(Ok(frames)) => frames,
+            Ok(Err(e)) => {
+                tracing::debug!("the plugin host's watcher did not say where it is held: {e}");
+                Vec::new()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+async fn ask(stream: &mut UnixStream, key: u64) -> std::io::Result<Vec<Frame>> {
+    stream
+        .write_all(format!("{{\"where\":{key}}}\n").as_bytes())
+        .await?;
+    let mut lines = BufReader::new(stream.take(MAX_ANSWER as u64));
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if lines.read_line(&mut line).await? == 0 {
+            return Ok(Vec::new());
+        }
+        // Anything else on the socket (a plugin can write to fd 5 too) is not the answer.
+        if let Ok(a) = serde_json::from_str::<Answer>(&line)
+            && a.key == key
+        {
+            return Ok(a.frames);
+        }
+    }
+}
+
+fn fresh_key() -> u64 {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        bytes = std::hash::BuildHasher::hash_one(
+            &std::collections::hash_map::RandomState::new(),
+            std::time::Instant::now(),
+        )
+        .to_le_bytes();
+    }
+    // 53 bits: the watcher reads it as a JavaScript number and writes it back exactly.
+    u64::from_le_bytes(bytes) & ((1 << 53) - 1)
+}
+
+/// The first frame in plugins/, as rows show it: `plugins/lib/x.mjs:3:5`.
+pub fn shown(frames: &[Frame], plugins_dir: &Path) -> Option<String> {
+    frames.iter().find_map(|f| {
+        let rel = Path::new(&f.file).strip_prefix(plugins_dir).ok()?;
+        Some(format!("plugins/{}:{}:{}", rel.display(), f.line, f.column))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_place_shown_is_the_first_frame_in_plugins() {
+        let f = |file: &str, line| Frame {
+            file: file.into(),
+            line,
+            column: 5,
+        };
+        let frames = [
+            f("/srv/ws/.ovai/host.mjs", 900),
+            f("/srv/ws/plugins/lib/spin.mjs", 3),
+            f("/srv/ws/plugins/a.mjs", 7),
+        ];
+        assert_eq!(
+            shown(&frames, Path::new("/srv/ws/plugins")).as_deref(),
+            Some("plugins/lib/spin.mjs:3:5")
+        );
+        assert_eq!(shown(&frames[..1], Path::new("/srv/ws/plugins")), None);
+    }
+}
