@@ -482,3 +482,48 @@ fn good(name: &str) -> String {
         "export const description = \"Says {name}.\";\nexport const inputSchema = {{ type: \"object\" }};\nexport function run() {{ return {{ text: \"{name}\" }}; }}\n"
     )
 }
+
+#[test]
+fn a_check_stopped_from_outside_says_so_and_leaves_no_shim_behind() {
+    let inst = Instance::with_plugins(&[(
+        "waits.mjs",
+        "await new Promise(() => {});\nexport const run = 1;",
+    )]);
+    // A check killed outright earlier left its shim: the next check takes it away.
+    let dead = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    let mut dead = dead;
+    dead.wait().unwrap();
+    std::fs::create_dir_all(inst.root.join(".ovai")).unwrap();
+    let left = inst.root.join(format!(".ovai/host-check-{dead_pid}.mjs"));
+    std::fs::write(&left, "// left by a check killed outright\n").unwrap();
+    let mut check = std::process::Command::new(OVAI)
+        .arg("--root")
+        .arg(&inst.root)
+        .arg("check")
+        .env_remove("OVAI_ROOT")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let own = inst
+        .root
+        .join(format!(".ovai/host-check-{}.mjs", check.id()));
+    wait_until("the check's own shim", || own.exists().then_some(()));
+    assert!(!left.exists(), "the dead check's shim is still there");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(check.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = check.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(check.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(143), "{stderr}");
+    assert!(
+        stderr
+            .contains("ovai check was stopped by SIGTERM before it finished; nothing was changed."),
+        "{stderr}"
+    );
+    assert!(!own.exists(), "the check's shim was left behind");
+}

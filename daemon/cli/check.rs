@@ -27,6 +27,17 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
             .collect::<Result<Vec<_>, _>>()?
     };
     seats::ensure_private_dir(inst).map_err(fail(exit::FAILED))?;
+    sweep_shims(&inst.private_dir());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(fail(exit::FAILED))?;
+    // Listened for before the shim is written: stopped from outside (a Ctrl-C, a timeout's TERM), the
+    // check still takes its shim away; its host, killed when dropped, takes its box with it.
+    let stopped = {
+        let _in = rt.enter();
+        stop_signals()
+    };
     // A shim of its own: the daemon's .ovai/host.mjs is what its host restarts from, and stays as it is.
     let shim = inst
         .private_dir()
@@ -37,28 +48,30 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
     let init = generation::host_init(inst, &config);
     // As a start does: a file saved while it is read is not served.
     let snapshot = crate::plugins::stale::Snapshot::take(&dir, &found);
-    let result = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(fail(exit::FAILED))
-        .and_then(|rt| {
-            rt.block_on(async {
-                let mut loaded = load::load(
-                    &dir,
-                    found,
-                    &launch,
-                    &init,
-                    &AtomicU64::new(1),
-                    config.import_timeout,
-                )
-                .await?;
-                loaded.refuse_changed(&dir, &snapshot);
-                let mut process = loaded.process;
-                process.kill().await;
-                Ok::<_, load::LoadError>(loaded.verdicts)
-            })
-            .map_err(fail(exit::FAILED))
-        });
+    let work = async {
+        let mut loaded = load::load(
+            &dir,
+            found,
+            &launch,
+            &init,
+            &AtomicU64::new(1),
+            config.import_timeout,
+        )
+        .await?;
+        loaded.refuse_changed(&dir, &snapshot);
+        let mut process = loaded.process;
+        process.kill().await;
+        Ok::<_, load::LoadError>(loaded.verdicts)
+    };
+    let result = rt.block_on(async {
+        tokio::select! {
+            done = work => done.map_err(fail(exit::FAILED)),
+            (name, code) = stopped => Err(Failure::new(
+                format!("ovai check was stopped by {name} before it finished; nothing was changed."),
+                code,
+            )),
+        }
+    });
     let _ = std::fs::remove_file(&shim);
     let verdicts = result?;
     for (c, v) in &verdicts {
@@ -79,6 +92,54 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
             ),
             1,
         )),
+    }
+}
+
+/// Listens for the signals that ask a command to stop (within a runtime's context); the future resolves
+/// with the first one's name and the exit code a shell gives it.
+fn stop_signals() -> impl std::future::Future<Output = (&'static str, i32)> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let handlers = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    );
+    async move {
+        let (Ok(mut term), Ok(mut int), Ok(mut hup)) = handlers else {
+            // Without handlers a signal ends the command as it always would: nothing to wait for here.
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => ("SIGTERM", 143),
+            _ = int.recv() => ("SIGINT", 130),
+            _ = hup.recv() => ("SIGHUP", 129),
+        }
+    }
+}
+
+/// Removes the shims of checks that were killed outright (a SIGKILL leaves no chance to): those whose
+/// process is gone.
+fn sweep_shims(private: &Path) {
+    let Ok(entries) = std::fs::read_dir(private) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("host-check-"))
+            .and_then(|n| n.strip_suffix(".mjs"))
+            .and_then(|n| n.parse::<i32>().ok());
+        let Some(pid) = pid.filter(|p| *p > 0) else {
+            continue;
+        };
+        let gone = matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+            Err(nix::errno::Errno::ESRCH)
+        );
+        if gone {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
