@@ -556,6 +556,33 @@ fn the_scaffold_reads_well_in_index() {
 }
 
 #[test]
+fn a_starting_marker_left_by_a_dead_daemon_whose_pid_went_to_another_process_is_not_believed() {
+    // A daemon killed while it read plugins/ left its marker and its pid in serve.lock; the pid now
+    // belongs to another process, which started later than the marker says.
+    let inst = Instance::new();
+    let mut other = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let pid = other.id();
+    std::fs::create_dir_all(inst.root.join(".ovai")).unwrap();
+    std::fs::write(inst.root.join(".ovai/serve.lock"), pid.to_string()).unwrap();
+    std::fs::write(
+        inst.root.join(".ovai/starting.json"),
+        json!({ "pid": pid, "started": 1, "since": "2026-12-01T03:00:00Z" }).to_string(),
+    )
+    .unwrap();
+    let out = inst.cmd().arg("status").output().unwrap();
+    let _ = other.kill();
+    let _ = other.wait();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("No ovai server is running for "),
+        "{out:?}"
+    );
+}
+
+#[test]
 fn status_says_a_daemon_is_starting_while_it_reads_plugins() {
     // An import that takes a while: until it is done the daemon answers nobody, and status says why.
     let inst = Instance::with_plugins(&[(

@@ -29,7 +29,16 @@ fn starting(inst: &Instance) -> Option<(u64, String)> {
             Ok(()) | Err(nix::errno::Errno::EPERM)
         )
     });
-    (holder == pid && alive).then(|| (pid, v["since"].as_str().unwrap_or("").to_string()))
+    // And its pid, given since to another process, is that process's only if it started when the
+    // marker says (where the system says when processes start).
+    let same = match (
+        v["started"].as_u64(),
+        u32::try_from(pid).ok().and_then(crate::process_start::of),
+    ) {
+        (Some(marked), Some(now)) => marked == now,
+        _ => true,
+    };
+    (holder == pid && alive && same).then(|| (pid, v["since"].as_str().unwrap_or("").to_string()))
 }
 
 pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {

@@ -184,6 +184,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     // Best effort: without it `ovai status` waits for the answer instead of saying the server starts.
     let starting = serde_json::json!({
         "pid": std::process::id(),
+        "started": crate::process_start::of(std::process::id()),
         "since": crate::runtime_log::timestamp(std::time::SystemTime::now()),
     });
     let _ = crate::files::write_private(&inst.starting_marker(), starting.to_string().as_bytes());
