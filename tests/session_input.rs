@@ -1084,6 +1084,18 @@ fn params_that_do_not_fit_are_answered_naming_the_field() {
             ),
             "params.clientInfo.version is missing",
         ),
+        (
+            init(
+                json!({ "protocolVersion": "2025-11-25", "capabilities": { "roots": { "listChanged": "x" } }, "clientInfo": { "name": "t", "version": "1" } }),
+            ),
+            "params.capabilities.roots.listChanged does not fit: invalid type: string \"x\", expected a boolean",
+        ),
+        (
+            init(
+                json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1", "title": 7 } }),
+            ),
+            "params.clientInfo.title does not fit: invalid type: integer `7`, expected a string",
+        ),
     ] {
         let id = s.send_request("initialize", params.clone());
         let e = error_for(&mut s, json!(id));

@@ -121,6 +121,7 @@ pub fn answer_to_bad(line: &str, unit: &str) -> Option<Vec<u8>> {
     };
     // The method is a string and the envelope is sound, so it is the params that did not fit.
     let why = params_problem(method, msg.get("params"))
+        .or_else(|| typed_problem(method, msg.get("params")?))
         .unwrap_or_else(|| format!("the params of {method} do not fit what it takes"));
     reply(id, INVALID_PARAMS, format!("Invalid params: {why}"))
 }
@@ -269,6 +270,32 @@ fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
                     )
                 })
             }),
+        _ => None,
+    }
+}
+
+/// Where reading the params as rmcp reads them stops, for what the checks above do not name (a nested
+/// field: `params.capabilities.roots.listChanged`), with serde's words for what it found there.
+fn typed_problem(method: &str, params: &Value) -> Option<String> {
+    fn read_as<T: serde::de::DeserializeOwned>(params: &Value) -> Option<String> {
+        let e = serde_path_to_error::deserialize::<_, T>(params).err()?;
+        let path = e.path().to_string();
+        let mut words = e.into_inner().to_string();
+        // serde quotes what it found, whole: a client's long string is not sent back whole.
+        if let Some((cut, _)) = words.char_indices().nth(MAX_WORDS) {
+            words.truncate(cut);
+            words.push('…');
+        }
+        Some(match path.as_str() {
+            "." => format!("the params do not fit: {words}"),
+            _ => format!("params.{path} does not fit: {words}"),
+        })
+    }
+    const MAX_WORDS: usize = 200;
+    match method {
+        "initialize" => read_as::<rmcp::model::InitializeRequestParams>(params),
+        "tools/call" => read_as::<rmcp::model::CallToolRequestParams>(params),
+        "tools/list" => read_as::<rmcp::model::PaginatedRequestParams>(params),
         _ => None,
     }
 }
@@ -422,6 +449,20 @@ mod tests {
             answer(r#"{"jsonrpc":"1.0","id":4,"method":"ping"}"#).unwrap()["id"],
             4
         );
+    }
+
+    #[test]
+    fn a_long_string_where_it_does_not_fit_is_not_sent_back_whole() {
+        let long = "x".repeat(10_000);
+        let params = json!({ "protocolVersion": "2025-11-25", "capabilities": { "roots": { "listChanged": long } }, "clientInfo": { "name": "t", "version": "1" } });
+        let why = typed_problem("initialize", &params).unwrap();
+        assert!(
+            why.starts_with(
+                "params.capabilities.roots.listChanged does not fit: invalid type: string \"xxx"
+            ),
+            "{why}"
+        );
+        assert!(why.ends_with('…') && why.len() < 400, "{why}");
     }
 
     #[test]
