@@ -492,6 +492,22 @@ fn a_property_without_a_description_is_served_with_a_row_naming_it() {
                  branch: { $ref: '#/$defs/b' }, n: { type: 'integer', description: 'How many.' } } }",
             ),
         ),
+        (
+            // Looked for through references (a cycle is followed once), the branches of anyOf and
+            // oneOf, additionalProperties and prefixItems.
+            "nested.mjs",
+            &with(
+                "{ type: 'object', \
+                 $defs: { node: { type: 'object', properties: { next: { $ref: '#/$defs/node', description: 'The next.' }, label: { type: 'string' } } }, plain: { type: 'string' } }, \
+                 properties: { \
+                 head: { $ref: '#/$defs/node', description: 'The first.' }, \
+                 kind: { $ref: '#/$defs/plain' }, \
+                 pick: { description: 'One of.', anyOf: [ { type: 'object', properties: { a: { type: 'string' } } }, { type: 'null' } ] }, \
+                 tags: { type: 'object', description: 'Tags.', additionalProperties: { type: 'object', properties: { v: { type: 'string' } } } }, \
+                 pair: { type: 'array', description: 'A pair.', prefixItems: [ { type: 'object', properties: { x: { type: 'number' } } } ] }, \
+                 either: { oneOf: [ { type: 'string', description: 'A name.' }, { type: 'integer', description: 'An id.' } ] } } }",
+            ),
+        ),
     ]);
     let want = [
         "This instance serves a tool of its own: bare",
@@ -499,6 +515,8 @@ fn a_property_without_a_description_is_served_with_a_row_naming_it() {
         "This instance serves a tool of its own: deep",
         "plugins/deep.mjs: its inputs \"filter.path\", \"files[].name\" and \"any\" have no description, so a session is told nothing about what to put there; add a description to each in inputSchema.",
         "This instance serves a tool of its own: fine",
+        "This instance serves a tool of its own: nested",
+        "plugins/nested.mjs: its inputs \"head.label\", \"kind\", \"pick.a\", \"tags.*.v\" and \"pair[0].x\" have no description, so a session is told nothing about what to put there; add a description to each in inputSchema.",
     ];
     inst.cmd()
         .args(["check"])

@@ -21,49 +21,169 @@ fn required_but_forbidden(root: &serde_json::Map<String, Value>) -> Option<Strin
 }
 
 /// The properties of an inputSchema that carry no description, as a session would fill them in:
-/// `branch`, `filter.path`, `files[].name`, depth first in the schema's own order. A property that is a
-/// `$ref` is taken as described where it points.
+/// `branch`, `filter.path`, `files[].name`, `tags.*` (additionalProperties), `pair[0]` (prefixItems),
+/// depth first in the schema's own order. A local `$ref` (`#/$defs/x`) is followed, and the branches of
+/// `anyOf`, `oneOf` and `allOf` are looked into; a property is described by its own description, that of
+/// the schema its `$ref` points to, or one in each of its `anyOf` or `oneOf` branches.
 pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
-    fn walk(
-        object: &serde_json::Map<String, Value>,
-        at: &str,
-        depth: usize,
-        out: &mut Vec<String>,
-    ) {
-        // The schema compiled, so it is finite; the depth only keeps a pathological one cheap.
-        if depth > 32 {
-            return;
+    struct Walk<'a> {
+        root: &'a serde_json::Map<String, Value>,
+        out: Vec<String>,
+        /// The references being followed now: one met again is a cycle, not followed again.
+        following: Vec<&'a str>,
+        /// Whether the schema a reference points to is described, once worked out.
+        known: std::collections::HashMap<&'a str, bool>,
+        /// A reference already read at an input's path: read there again, it would say the same.
+        walked: std::collections::HashSet<(&'a str, String)>,
+        /// Schemas looked at: a schema whose references branch at every level stops being read here.
+        budget: usize,
+    }
+    impl<'a> Walk<'a> {
+        /// The schema a local `$ref` points to (`#`, `#/$defs/x`, `#/definitions/x`).
+        fn target(&self, reference: &str) -> Option<&'a serde_json::Map<String, Value>> {
+            let pointer = reference.strip_prefix('#')?;
+            if pointer.is_empty() {
+                return Some(self.root);
+            }
+            let mut at = self.root;
+            for token in pointer.strip_prefix('/')?.split('/') {
+                let token = token.replace("~1", "/").replace("~0", "~");
+                at = at.get(&token)?.as_object()?;
+            }
+            Some(at)
         }
-        if let Some(properties) = object.get("properties").and_then(Value::as_object) {
-            for (name, property) in properties {
-                let path = if at.is_empty() {
-                    name.clone()
+
+        fn described(&mut self, schema: &'a Value, depth: usize) -> bool {
+            match schema.as_object() {
+                Some(s) => self.described_map(s, depth),
+                // `false` forbids the property: there is nothing to put there.
+                None => *schema == Value::Bool(false),
+            }
+        }
+
+        fn described_map(&mut self, s: &'a serde_json::Map<String, Value>, depth: usize) -> bool {
+            if s.get("description")
+                .and_then(Value::as_str)
+                .is_some_and(|d| !d.trim().is_empty())
+            {
+                return true;
+            }
+            // Past the limits nothing more is held against the plugin; nor is a reference this server
+            // cannot follow, or one that leads back to itself.
+            if depth > MAX_DEPTH || self.spent() {
+                return true;
+            }
+            if let Some(reference) = s.get("$ref").and_then(Value::as_str) {
+                let Some(target) = self.target(reference) else {
+                    return true;
+                };
+                if self.following.contains(&reference) {
+                    return true;
+                }
+                if let Some(known) = self.known.get(reference) {
+                    return *known;
+                }
+                self.following.push(reference);
+                let described = self.described_map(target, depth + 1);
+                self.following.pop();
+                self.known.insert(reference, described);
+                return described;
+            }
+            ["anyOf", "oneOf"].iter().any(|k| {
+                s.get(*k).and_then(Value::as_array).is_some_and(|b| {
+                    !b.is_empty() && b.iter().all(|b| self.described(b, depth + 1))
+                })
+            })
+        }
+
+        /// Counts one schema looked at; true once the budget is spent.
+        fn spent(&mut self) -> bool {
+            self.budget = self.budget.saturating_sub(1);
+            self.budget == 0
+        }
+
+        fn walk(&mut self, object: &'a serde_json::Map<String, Value>, at: &str, depth: usize) {
+            // The schema compiled, so it is finite but for cycles through `$ref`; the depth ends those,
+            // and keeps a pathological schema cheap.
+            if depth > MAX_DEPTH || self.spent() {
+                return;
+            }
+            let join = |name: &str| {
+                if at.is_empty() {
+                    name.to_string()
                 } else {
                     format!("{at}.{name}")
-                };
-                // `false` forbids the property: there is nothing to put there.
-                let described = *property == Value::Bool(false)
-                    || property.as_object().is_some_and(|p| {
-                        p.contains_key("$ref")
-                            || p.get("description")
-                                .and_then(Value::as_str)
-                                .is_some_and(|d| !d.trim().is_empty())
-                    });
-                if !described {
-                    out.push(path.clone());
                 }
-                if let Some(property) = property.as_object() {
-                    walk(property, &path, depth + 1, out);
+            };
+            if let Some(reference) = object.get("$ref").and_then(Value::as_str)
+                && let Some(target) = self.target(reference)
+                && !self.following.contains(&reference)
+                && self.walked.insert((reference, at.to_string()))
+            {
+                self.following.push(reference);
+                self.walk(target, at, depth + 1);
+                self.following.pop();
+            }
+            if let Some(properties) = object.get("properties").and_then(Value::as_object) {
+                for (name, property) in properties {
+                    let path = join(name);
+                    if !self.described(property, depth) {
+                        self.out.push(path.clone());
+                    }
+                    if let Some(property) = property.as_object() {
+                        self.walk(property, &path, depth + 1);
+                    }
+                }
+            }
+            if let Some(extra) = object
+                .get("additionalProperties")
+                .and_then(Value::as_object)
+            {
+                self.walk(extra, &join("*"), depth + 1);
+            }
+            if let Some(patterns) = object.get("patternProperties").and_then(Value::as_object) {
+                for schema in patterns.values().filter_map(Value::as_object) {
+                    self.walk(schema, &join("*"), depth + 1);
+                }
+            }
+            if let Some(items) = object.get("items").and_then(Value::as_object) {
+                self.walk(items, &format!("{at}[]"), depth + 1);
+            }
+            if let Some(prefix) = object.get("prefixItems").and_then(Value::as_array) {
+                for (i, item) in prefix.iter().enumerate() {
+                    if let Some(item) = item.as_object() {
+                        self.walk(item, &format!("{at}[{i}]"), depth + 1);
+                    }
+                }
+            }
+            for key in ["anyOf", "oneOf", "allOf"] {
+                for branch in object
+                    .get(key)
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(branch) = branch.as_object() {
+                        self.walk(branch, at, depth + 1);
+                    }
                 }
             }
         }
-        if let Some(items) = object.get("items").and_then(Value::as_object) {
-            walk(items, &format!("{at}[]"), depth + 1, out);
-        }
     }
-    let mut out = Vec::new();
-    walk(schema, "", 0, &mut out);
-    out
+    const MAX_DEPTH: usize = 128;
+    let mut w = Walk {
+        root: schema,
+        out: Vec::new(),
+        following: Vec::new(),
+        known: Default::default(),
+        walked: Default::default(),
+        budget: 10_000,
+    };
+    w.walk(schema, "", 0);
+    // The same input reached by two branches (or two references) is named once.
+    let mut seen = std::collections::HashSet::new();
+    w.out.retain(|p| seen.insert(p.clone()));
+    w.out
 }
 
 /// Why a plugin's inputSchema cannot be served, as the end of its runtime.log row.
@@ -183,6 +303,25 @@ pub fn check(validator: &jsonschema::Validator, tool: &str, args: &Value) -> Res
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn references_that_branch_at_every_level_are_read_within_a_budget() {
+        // Each definition points twice to the next, twenty deep: 2^20 paths if each were followed.
+        let mut defs = serde_json::Map::new();
+        for i in 0..20 {
+            let next = format!("#/$defs/d{}", i + 1);
+            defs.insert(
+                format!("d{i}"),
+                json!({ "type": "object", "anyOf": [{ "$ref": next }, { "$ref": next }], "properties": { "x": { "type": "string" } } }),
+            );
+        }
+        defs.insert("d20".into(), json!({ "type": "string" }));
+        let schema = json!({ "type": "object", "$defs": defs, "properties": { "top": { "$ref": "#/$defs/d0" }, "me": { "$ref": "#" } } });
+        let found = undescribed(schema.as_object().unwrap());
+        assert_eq!(found.first().map(String::as_str), Some("top"));
+        assert!(found.contains(&"top.x".to_string()), "{found:?}");
+        assert!(found.len() < 100, "{found:?}");
+    }
 
     #[test]
     fn only_object_schemas_that_stand_alone() {
