@@ -1006,3 +1006,44 @@ fn what_is_wrong_with_a_request_is_said_in_json_rpc_words() {
     // The session is none the worse.
     assert!(s.tool_names().contains(&"echo".to_string()));
 }
+
+#[test]
+fn a_request_hyper_cannot_read_is_answered_in_json_rpc_words() {
+    let (_inst, _d, http) = serving(json!({}));
+    let host = format!("host: {}\r\n", http.addr);
+    let many: String = (0..120).map(|i| format!("x-h{i}: v\r\n")).collect();
+    for (head, status, words) in [
+        (
+            format!("POST /mcp HTTP/1.1\r\n{host}bad header: x\r\n\r\n"),
+            "HTTP/1.1 400 ",
+            "The request could not be read as HTTP/1.1",
+        ),
+        (
+            format!(
+                "POST /mcp HTTP/1.1\r\n{host}content-length: 2\r\ncontent-length: 3\r\n\r\n{{}}"
+            ),
+            "HTTP/1.1 400 ",
+            "The request could not be read as HTTP/1.1",
+        ),
+        (
+            format!("POST /mcp HTTP/1.1\r\n{host}{many}\r\n"),
+            "HTTP/1.1 431 ",
+            "The request's head is larger than this server reads",
+        ),
+    ] {
+        let got = read_all(raw(&http, &head));
+        assert!(got.starts_with(status), "{head}: {got}");
+        let (answer_head, body) = got.split_once("\r\n\r\n").unwrap();
+        assert!(
+            answer_head.contains("content-type: application/json"),
+            "{got}"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {got}"));
+        assert_eq!(v["error"]["code"], -32600, "{got}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().starts_with(words),
+            "{got}"
+        );
+    }
+}

@@ -13,6 +13,7 @@ mod plain;
 mod serve;
 pub mod settings;
 mod tls;
+mod unreadable;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

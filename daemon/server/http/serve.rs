@@ -107,7 +107,10 @@ where
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEAD_TIMEOUT)
-        .serve_connection(TokioIo::new(io), TowerToHyperService::new(app));
+        .serve_connection(
+            TokioIo::new(super::unreadable::Worded::new(io)),
+            TowerToHyperService::new(app),
+        );
     tokio::pin!(conn);
     tokio::select! {
         _ = conn.as_mut() => {}
