@@ -78,6 +78,7 @@ pub fn host_init(inst: &Instance, config: &Config) -> HostInit {
         config: config.raw.clone(),
         max_answer_bytes: config.max_answer_bytes,
         log: None,
+        strays: Default::default(),
     }
 }
 

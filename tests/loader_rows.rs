@@ -725,6 +725,45 @@ fn a_file_holding_the_event_loop_in_native_code_is_found_one_at_a_time() {
 }
 
 #[test]
+fn an_error_left_behind_at_import_is_written_once_though_a_start_imports_it_twice() {
+    // b-waits never settles, so the start's first host is not kept, and a second imports a-throws
+    // again: its error, left behind in both, is one row.
+    let throws = good_after(
+        "setTimeout(() => { throw new Error('left behind'); }, 0);",
+        "a-throws",
+    );
+    let inst = Instance::with_plugins(&[
+        ("a-throws.mjs", &throws),
+        (
+            "b-waits.mjs",
+            "await new Promise(() => {});\nexport const run = 1;",
+        ),
+    ]);
+    inst.set_config(serde_json::json!({ "importTimeoutSeconds": 1 }));
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "This instance serves a tool of its own: a-throws",
+            "plugins/b-waits.mjs is not served: importing it took longer than 1 s",
+        ]
+    );
+    // The second host's error may still be on its way: a call answered after it comes after it.
+    assert_calls(&inst, "a-throws", "a-throws");
+    let strays: Vec<String> = inst
+        .rows("host")
+        .into_iter()
+        .filter(|r| r.starts_with("A plugin threw outside a call"))
+        .collect();
+    assert_eq!(
+        strays,
+        [
+            "A plugin threw outside a call (at plugins/a-throws.mjs:1:26): Error: left behind. The plugin host goes on; errors from the same place are not written here again until it is started again."
+        ]
+    );
+}
+
+#[test]
 fn files_that_import_each_other_in_a_cycle_are_refused_naming_the_error() {
     // Each reads the other's export while it is being evaluated: one of them meets it uninitialised.
     let a = "import { description as other } from './b-cycle.mjs';\nexport const description = 'a ' + other;\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'a' }; }\n";

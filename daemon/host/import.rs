@@ -54,6 +54,11 @@ pub async fn import_all(
     ids: &AtomicU64,
     timeout: Duration,
 ) -> Result<Import, StartError> {
+    // The hosts of this import run the same files: an error one left behind is written once for all.
+    let init = &HostInit {
+        strays: Default::default(),
+        ..init.clone()
+    };
     // Files that ended or hung a host, by position: they are not imported again.
     let mut left_out: HashMap<usize, Imported> = HashMap::new();
     let mut together = files.len() > 1;

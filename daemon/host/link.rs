@@ -106,12 +106,15 @@ pub struct Link {
     ponged: std::sync::atomic::AtomicBool,
     /// Where errors left behind outside a call are written, and the places written so far.
     log: Option<Arc<RuntimeLog>>,
-    strays: Mutex<Strays>,
+    strays: StrayBook,
 }
 
-/// The places of errors left behind that this host's rows have named: each once, and only so many.
+/// The places of errors left behind that the rows of one host (and the hosts a start discarded before
+/// it, which ran the same files) have named: each once, and only so many.
+pub type StrayBook = Arc<Mutex<Strays>>;
+
 #[derive(Default)]
-struct Strays {
+pub struct Strays {
     places: std::collections::HashSet<String>,
     capped: bool,
 }
@@ -127,6 +130,7 @@ impl Link {
         pid: u32,
         max_line: usize,
         log: Option<Arc<RuntimeLog>>,
+        strays: StrayBook,
     ) -> (
         Arc<Self>,
         oneshot::Receiver<(u32, String)>,
@@ -151,7 +155,7 @@ impl Link {
             awaited_pong: AtomicU64::new(0),
             ponged: std::sync::atomic::AtomicBool::new(false),
             log,
-            strays: Mutex::new(Strays::default()),
+            strays,
         });
         let reader = tokio::spawn(read_lines(link.clone(), read, max_line));
         (link, ready_rx, reader)
@@ -503,7 +507,7 @@ mod tests {
     ) {
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
         let halves = crate::unix_io::split(ours).expect("the halves");
-        let (link, _ready, reader) = Link::start(halves, 1, 1024, None);
+        let (link, _ready, reader) = Link::start(halves, 1, 1024, None, Default::default());
         (link, theirs, reader)
     }
 

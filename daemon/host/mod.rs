@@ -162,7 +162,8 @@ mod tests {
     fn link(pid: u32) -> (Arc<link::Link>, UnixStream) {
         let (ours, theirs) = UnixStream::pair().expect("a socket pair");
         let halves = crate::unix_io::split(ours).expect("the halves");
-        let (link, _ready, _reader) = link::Link::start(halves, pid, 1 << 20, None);
+        let (link, _ready, _reader) =
+            link::Link::start(halves, pid, 1 << 20, None, Default::default());
         (link, theirs)
     }
 

@@ -38,6 +38,8 @@ pub struct HostInit {
     pub max_answer_bytes: usize,
     /// Where an error a plugin leaves behind outside a call is written (none for `ovai check`).
     pub log: Option<Arc<crate::runtime_log::RuntimeLog>>,
+    /// The places of those errors written already: shared by the hosts of one import, fresh for each.
+    pub strays: super::link::StrayBook,
 }
 
 /// How a process ended, as the log rows and refusals say it: "exit code 3", "signal SIGKILL".
@@ -194,6 +196,7 @@ impl HostProcess {
             pid,
             max_line_len(init.max_answer_bytes),
             init.log.clone(),
+            init.strays.clone(),
         );
         readers.push(reader);
         let mut this = Self {
