@@ -325,3 +325,35 @@ fn a_plugin_that_ends_every_host_from_a_timer_makes_a_crash_loop_naming_it() {
     );
     drop(d);
 }
+
+#[test]
+fn a_daemon_stopped_while_a_new_host_imports_does_not_wait_for_the_import() {
+    // Once it has ended a host, the file's import never settles: the new host would take the whole
+    // import timeout (five minutes here) to give up on it.
+    let crashes = r#"
+import fs from "node:fs";
+if (fs.existsSync(new URL("../crashed", import.meta.url))) await new Promise(() => {});
+export const description = "Ends the host, and never imports again.";
+export const inputSchema = { type: "object" };
+export function run() { fs.writeFileSync(new URL("../crashed", import.meta.url), "x"); process.kill(process.pid, "SIGKILL"); }
+"#;
+    let inst = Instance::with_plugins(&[("crashes.mjs", crashes), ("echo.mjs", ECHO)]);
+    inst.set_config(json!({ "importTimeoutSeconds": 300 }));
+    let mut d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let (text, refused) = s.call("crashes", json!({}));
+    assert!(refused, "{text}");
+    wait_until("the new host to be importing", || {
+        let status = d.status()?;
+        status["host"]["pid"].is_null().then_some(())
+    });
+    assert!(d.is_running());
+    let status = d.stop();
+    assert!(status.success(), "{status:?}");
+    let host = inst.rows("host");
+    assert!(
+        !host.iter().any(|r| r.starts_with("A new plugin host")),
+        "{host:#?}"
+    );
+}

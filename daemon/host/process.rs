@@ -113,6 +113,18 @@ pub struct HostProcess {
     boxed: bool,
     /// Its watcher thread's socket, which says where a held main thread is.
     watch: Watch,
+    /// Its end was waited for and its group killed: the pid may be another's by now.
+    ended: bool,
+}
+
+/// A host given up on before its end was waited for (an import cut short by a restart or shutdown) takes
+/// its process group with it.
+impl Drop for HostProcess {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.kill_group(Signal::SIGKILL);
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -208,6 +220,7 @@ impl HostProcess {
             tail,
             boxed: launch.isolation.is_boxed(),
             watch,
+            ended: false,
         };
         // A box that fails to set up exits at once: that is seen then, not READY_TIMEOUT later (something
         // else may still hold fd 4 open).
@@ -355,6 +368,7 @@ impl HostProcess {
 
     async fn after_exit(&mut self) {
         self.kill_group(Signal::SIGKILL);
+        self.ended = true;
         // A grandchild holding fd 4 or stderr open would keep these waiting; its group was just killed,
         // and past a second what they hold is not worth waiting for.
         for task in self.readers.drain(..) {

@@ -478,7 +478,13 @@ async fn respawn_until_up(
     let mut said_transient = false;
     let mut early_exits = 0;
     loop {
-        match respawn(job, ids).await {
+        // A restart or shutdown does not wait for the import (a file that never settles holds it for
+        // the import timeout): the host being started is dropped, and its group killed with it.
+        let respawned = tokio::select! {
+            r = respawn(job, ids) => r,
+            _ = host.retire.cancelled() => return Err(Stop::Retired),
+        };
+        match respawned {
             Ok(next) => {
                 host.respawns.fetch_add(1, Ordering::Relaxed);
                 job.log.row(Topic::Host, &rows::respawned(next.pid));
