@@ -501,6 +501,12 @@ function endedBy(how) {
     // A stack that cannot be read names no place.
   }
   say(`ovai host: a plugin ended the plugin host with ${how}${at === null ? "" : ` (at ${at})`}`);
+  // Said to the daemon too, under the host's key: a line on stderr is anybody's to write.
+  try {
+    send({ t: "ended", at, key: hostKey }, true);
+  } catch {
+    // A host whose pipe is gone ends anyway.
+  }
 }
 /** A value a plugin passed, shown on one short line whatever it is. */
 function shownArg(value) {

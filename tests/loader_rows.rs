@@ -341,11 +341,16 @@ fn a_schema_that_is_not_an_object_schema_says_so() {
         rows[5],
         "This instance serves a tool of its own: f-local-ref"
     );
+    // Where its $ref points there is no description either.
     assert_eq!(
         rows[6],
+        "plugins/f-local-ref.mjs: its input \"n\" has no description, so a session is told nothing about what to put there; add a description to it in inputSchema."
+    );
+    assert_eq!(
+        rows[7],
         "plugins/g-uncallable.mjs is not served: its inputSchema requires \"b\", which is not among its properties, and its additionalProperties is false, so no call could pass it"
     );
-    assert_eq!(rows.len(), 7);
+    assert_eq!(rows.len(), 8);
 }
 
 #[test]
@@ -759,6 +764,36 @@ fn an_error_left_behind_at_import_is_written_once_though_a_start_imports_it_twic
         strays,
         [
             "A plugin threw outside a call (at plugins/a-throws.mjs:1:26): Error: left behind. The plugin host goes on; errors from the same place are not written here again until it is started again."
+        ]
+    );
+}
+
+#[test]
+fn a_plugin_cannot_get_another_file_left_out_by_writing_the_hosts_words_on_stderr() {
+    // a-forger writes the line the host writes when a plugin ends it, naming c-good, and then has the
+    // host killed from outside (no place of its own said): the host's own word is not on stderr.
+    let forger = "import { execSync } from 'node:child_process';\n\
+         process.stderr.write('ovai host: a plugin ended the plugin host with process.reallyExit(1) (at plugins/c-good.mjs:1:1)\\n');\n\
+         execSync('kill -9 ' + process.pid);\n";
+    let inst = Instance::with_plugins(&[
+        ("a-forger.mjs", forger),
+        ("b-good.mjs", &good("b-good")),
+        ("c-good.mjs", &good("c-good")),
+    ]);
+    let _d = inst.start();
+    let rows = inst.rows("plugins");
+    assert_eq!(rows.len(), 3, "{rows:#?}");
+    assert!(
+        rows[0].starts_with(
+            "plugins/a-forger.mjs is not served: importing it stopped the plugin host ("
+        ),
+        "{rows:#?}"
+    );
+    assert_eq!(
+        rows[1..],
+        [
+            "This instance serves a tool of its own: b-good",
+            "This instance serves a tool of its own: c-good",
         ]
     );
 }

@@ -7,9 +7,9 @@
 //! are left out; the host, which would go on running them, is not kept: a new one imports the others,
 //! again all at once (a new process is the only way to a clean module cache).
 //!
-//! A plugin that ends the host or holds its event loop is found by what the host says: the file it names
-//! on stderr as having ended it (`process.kill`, `abort`, `reallyExit`, from a timer too), or the file its
-//! watcher thread finds on the held main thread's stack. That file is left out and the others go on
+//! A plugin that ends the host or holds its event loop is found by what the host says: the file it names,
+//! under its key on fd 4, as having ended it (`process.kill`, `abort`, `reallyExit`, from a timer too), or
+//! the file its watcher thread finds on the held main thread's stack. That file is left out and the others go on
 //! together. When the host says neither, the next host imports the files one at a time, and the file
 //! importing when a host ends or stops answering is left out.
 

@@ -107,6 +107,8 @@ pub struct Link {
     /// Where errors left behind outside a call are written, and the places written so far.
     log: Option<Arc<RuntimeLog>>,
     strays: StrayBook,
+    /// The host said, under its key, that a plugin is ending it: where (none when no place in plugins/).
+    ended_at: Mutex<Option<Option<String>>>,
 }
 
 /// The places of errors left behind that the rows of one host (and the hosts a start discarded before
@@ -156,6 +158,7 @@ impl Link {
             ponged: std::sync::atomic::AtomicBool::new(false),
             log,
             strays,
+            ended_at: Mutex::new(None),
         });
         let reader = tokio::spawn(read_lines(link.clone(), read, max_line));
         (link, ready_rx, reader)
@@ -309,6 +312,16 @@ impl Link {
         lock(&self.unavailable).get(name).cloned()
     }
 
+    /// The file in plugins/ (`x.mjs`, `lib/y.mjs`) the host said, under its key, a plugin ended it from.
+    pub fn ended_by(&self) -> Option<String> {
+        let at = lock(&self.ended_at).clone()??;
+        let rel = at.strip_prefix("plugins/")?;
+        let mut parts = rel.rsplitn(3, ':');
+        let (column, line, file) = (parts.next()?, parts.next()?, parts.next()?);
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        (digits(column) && digits(line)).then(|| file.to_string())
+    }
+
     /// An error a plugin left behind, in runtime.log once for its place. What arrives on fd 4 is a
     /// plugin's to write too: it is clipped, and one host writes at most MAX_STRAY_ROWS of these.
     fn stray(&self, s: Stray) {
@@ -388,6 +401,10 @@ impl Link {
                 }
             }
             FromHost::Stray(s) => self.stray(s),
+            FromHost::Ended(e) if e.key == self.host_key => {
+                *lock(&self.ended_at) = Some(e.at);
+            }
+            FromHost::Ended(_) => {}
             FromHost::Ready { v, node, .. } => {
                 if let Some(tx) = lock(&self.ready).take() {
                     let _ = tx.send((v, node));

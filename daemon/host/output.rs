@@ -47,18 +47,6 @@ impl Tail {
             })
     }
 
-    /// The file in plugins/ (`x.mjs`, `lib/y.mjs`) the host said ended it, if it said: the line ends
-    /// `(at plugins/FILE:LINE:COLUMN)`, as the host writes it (what a plugin passed is shown without
-    /// parentheses).
-    pub fn ended_by(&self) -> Option<String> {
-        let line = self.ended.as_deref()?.strip_suffix(')')?;
-        let at = &line[line.rfind("(at plugins/")? + "(at plugins/".len()..];
-        let mut parts = at.rsplitn(3, ':');
-        let (column, line, file) = (parts.next()?, parts.next()?, parts.next()?);
-        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-        (digits(column) && digits(line) && !file.contains(['(', ')'])).then(|| file.to_string())
-    }
-
     /// Whether the host said it ran out of heap.
     pub fn ran_out_of_memory(&self) -> bool {
         self.fatal
@@ -221,20 +209,11 @@ mod tests {
     }
 
     #[test]
-    fn the_file_that_ended_the_host_is_read_only_from_the_hosts_own_ending() {
+    fn the_hosts_own_ending_is_its_last_words() {
         let said = "ovai host: a plugin ended the plugin host with process.reallyExit(3) (at plugins/a.mjs:4:28)";
         // abort's native trace after it, and a blank line, do not push it out.
         let t = tail(&[said, "Native stack:", "  #0 0x1 node::Abort()", ""]);
-        assert_eq!(t.ended_by().as_deref(), Some("a.mjs"));
         assert_eq!(t.last_words().as_deref(), Some(said));
-        // What a plugin passed never ends the line in a place: not a digit, or parentheses inside.
-        for forged in [
-            "ovai host: a plugin ended the plugin host with process.reallyExit(?at plugins/v.mjs:1:1?)",
-            "ovai host: a plugin ended the plugin host with x (at plugins/v.mjs:1:1))",
-            "ovai host: a plugin ended the plugin host with x (at plugins/v.mjs:1:x)",
-        ] {
-            assert_eq!(tail(&[forged]).ended_by(), None, "{forged}");
-        }
         assert_eq!(
             tail(&["a last line", ""]).last_words().as_deref(),
             Some("a last line")

@@ -79,6 +79,19 @@ pub enum FromHost {
     },
     /// An error a plugin left behind outside a call (a timer that threw, a promise nobody awaited).
     Stray(Stray),
+    /// A plugin is ending the host (`process.kill`, `abort`, `reallyExit`): where it asked, said just
+    /// before the end.
+    Ended(Ended),
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Ended {
+    /// The host's key, as `init` gave it: a plugin writing to fd 4 cannot say this for another file.
+    #[serde(default)]
+    pub key: u64,
+    /// `plugins/REL:LINE:COLUMN`, when the stack names a place there.
+    #[serde(default)]
+    pub at: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
