@@ -1,6 +1,7 @@
 // ovai's plugin host: the Node child that imports plugins/*.mjs and runs their `run`.
 //
-// `ovai serve` starts it with two private pipes, fd 3 to read from and fd 4 to write to, and speaks
+// `ovai serve` starts it with two private pipes, fd 3 to read from and fd 4 to write to (and a socket, fd 5,
+// for its second thread: see SECOND_THREAD), and speaks
 // newline-delimited JSON over them, so a plugin that prints to stdout cannot corrupt the protocol: stdout and stderr are read by the daemon as
 // log lines. This file reports facts (what a module exports, what `run` answered, what it threw); the
 // daemon turns them into the sentences people read. No npm dependencies: it must run on a bare Node >= 18.
@@ -380,8 +381,9 @@ try {
   socket = new net.Socket({ fd: where, readable: true, writable: true });
   socket.on("error", () => {});
 } catch {}
-// A pending waitAsync does not keep a thread's event loop running; the socket does, and without it this.
-if (socket === null) setInterval(() => {}, 1 << 30);
+// A pending waitAsync does not keep a thread's event loop running, and the socket may end or fail: the
+// rescuer must outlive both.
+setInterval(() => {}, 1 << 30);
 let text = "";
 socket?.on("data", (chunk) => {
   text += chunk;
@@ -452,13 +454,13 @@ function startSecondThread() {
       resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 },
     });
     thread.unref();
-    thread.on("error", (err) => complain("the thread that writes held answers for a stopped host failed", err));
+    thread.on("error", (err) => complain("the host's second thread (it writes held answers, and says where a stopped host is held) failed", err));
     thread.on("exit", (code) => {
       atomicStore(shared, ALIVE, 0);
-      say(`ovai host: the thread that writes held answers for a stopped host ended (code ${code})`);
+      say(`ovai host: the host's second thread (it writes held answers, and says where a stopped host is held) ended (code ${code})`);
     });
   } catch (err) {
-    complain("the thread that writes held answers for a stopped host could not start", err);
+    complain("the host's second thread (it writes held answers, and says where a stopped host is held) could not start", err);
   }
 }
 

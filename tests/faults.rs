@@ -201,6 +201,35 @@ fn a_blocked_event_loop_is_found_by_the_heartbeat_and_the_host_restarted() {
 }
 
 #[test]
+fn a_timer_that_blocks_the_event_loop_is_named_and_left_out_of_the_next_host() {
+    let inst = instance(&["fault-timer-loop"], json!({ "hostHangSeconds": 2 }));
+    let _d = inst.start();
+    wait_until("a new host", || {
+        inst.rows("host")
+            .iter()
+            .any(|r| r.starts_with("A new plugin host (pid "))
+            .then_some(())
+    });
+    let host = inst.rows("host");
+    assert!(
+        host[0].contains(") stopped answering for 2 s (a plugin blocking its event loop, at plugins/fault-timer-loop.mjs:4:3) and was killed (signal SIGKILL) with no call in flight."),
+        "{host:#?}"
+    );
+    let left = "plugins/fault-timer-loop.mjs is not answering calls since its plugin host was respawned: its code held the last plugin host's event loop with no call of its own in flight (at plugins/fault-timer-loop.mjs:4:3), and would hold every new host's. Run `ovai check` and `ovai restart` to see and serve it as it is now.";
+    assert_eq!(host[1], left, "{host:#?}");
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("echo", json!({ "n": 1 })),
+        (r#"lead: {"n":1}"#.to_string(), false)
+    );
+    assert_eq!(
+        s.call("fault-timer-loop", json!({})),
+        (left.to_string(), true)
+    );
+}
+
+#[test]
 fn a_memory_blow_up_is_capped_and_said() {
     let inst = instance(&["fault-memory"], json!({ "hostMaxMemoryMB": 64 }));
     let mut d = inst.start();

@@ -288,15 +288,61 @@ fn a_plugin_that_ends_the_host_from_a_timer_is_named_in_the_row() {
 }
 
 #[test]
-fn a_plugin_that_ends_every_host_from_a_timer_makes_a_crash_loop_naming_it() {
-    // It imports cleanly, so every new host imports it again, and it ends each with no call in flight.
+fn a_plugin_that_ends_the_host_from_a_timer_is_left_out_of_the_next_and_the_rest_served() {
+    // It imports cleanly, so every new host would import it again, and it ends each with no call in
+    // flight: the host names it, and the next host serves the rest without it.
     let inst = Instance::with_plugins(&[
         (
             "timer.mjs",
-            "setTimeout(() => process.reallyExit(9), 1000);\nexport const description = 'Ends its host.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'x' }; }\n",
+            "setTimeout(() => process.reallyExit(9), 1500);\nexport const description = 'Ends its host.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'x' }; }\n",
         ),
         ("echo.mjs", ECHO),
     ]);
+    let _d = inst.start();
+    let started = wait_until("a new host", || {
+        inst.rows("host")
+            .into_iter()
+            .find(|r| r.starts_with("A new plugin host (pid "))
+    });
+    let host = inst.rows("host");
+    assert!(
+        host[0].starts_with("The plugin host (pid ")
+            && host[0].contains(") stopped (exit code 9) with no call in flight. A new plugin host is being started."),
+        "{host:#?}"
+    );
+    let left = "plugins/timer.mjs is not answering calls since its plugin host was respawned: it ended the last plugin host (exit code 9) with no call of its own in flight (at plugins/timer.mjs:1:";
+    assert!(host[1].starts_with(left), "{host:#?}");
+    assert!(
+        host[1].ends_with(
+            "), and would end every new host. Run `ovai check` and `ovai restart` to see and serve it as it is now."
+        ),
+        "{host:#?}"
+    );
+    assert_eq!(host[2], started);
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(s.call("echo", json!({})), ("{}".to_string(), false));
+    let (text, refused) = s.call("timer", json!({}));
+    assert!(refused && text.starts_with(left), "{text}");
+}
+
+#[test]
+fn a_plugin_that_ends_every_host_from_a_module_it_imports_makes_a_crash_loop() {
+    // The place is in plugins/lib/, which no file's name is: nothing says which file to leave out, so
+    // every new host imports it again, and eight ends within the window leave the host down.
+    let inst = Instance::with_plugins(&[
+        (
+            "timer.mjs",
+            "import './lib/ends.mjs';\nexport const description = 'Ends its host.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'x' }; }\n",
+        ),
+        ("echo.mjs", ECHO),
+    ]);
+    std::fs::create_dir_all(inst.root.join("plugins/lib")).unwrap();
+    std::fs::write(
+        inst.root.join("plugins/lib/ends.mjs"),
+        "setTimeout(() => process.reallyExit(9), 1000);\n",
+    )
+    .unwrap();
     let d = inst.start();
     let down = "The plugin host stays down: it stopped 8 times within 600 s. Fix the plugin that ends it, then run `ovai restart`.";
     wait_until("the crash loop", || {
@@ -312,7 +358,7 @@ fn a_plugin_that_ends_every_host_from_a_timer_makes_a_crash_loop_naming_it() {
         stopped.iter().all(|r| r.contains(
             "with no call in flight"
         ) && r.contains(
-            "Its last words on stderr: ovai host: a plugin ended the plugin host with process.reallyExit(9) (at plugins/timer.mjs:1:"
+            "Its last words on stderr: ovai host: a plugin ended the plugin host with process.reallyExit(9) (at plugins/lib/ends.mjs:1:"
         )),
         "{stopped:#?}"
     );

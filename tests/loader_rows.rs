@@ -211,7 +211,7 @@ fn an_import_that_hangs_is_not_served() {
         inst.rows("plugins"),
         [
             "plugins/awaits-forever.mjs is not served: importing it took longer than 1 s",
-            "plugins/loops-forever.mjs is not served: its code held the plugin host's event loop for more than 1 s while plugins were imported (at plugins/loops-forever.mjs:1:1); a loop that never ends, or synchronous work that should be awaited",
+            "plugins/loops-forever.mjs is not served: its code held the plugin host's event loop for more than 1 s while plugins were imported (at plugins/loops-forever.mjs:1:1)",
             "This instance serves a tool of its own: ok",
         ]
     );
@@ -697,12 +697,34 @@ fn a_file_whose_timer_holds_the_event_loop_while_others_import_is_the_one_left_o
     assert_eq!(
         inst.rows("plugins"),
         [
-            "plugins/a-spins.mjs is not served: its code held the plugin host's event loop for more than 2 s while plugins were imported (at plugins/a-spins.mjs:1:20); a loop that never ends, or synchronous work that should be awaited",
+            "plugins/a-spins.mjs is not served: its code held the plugin host's event loop for more than 2 s while plugins were imported (at plugins/a-spins.mjs:1:20)",
             "This instance serves a tool of its own: b-slow",
             "This instance serves a tool of its own: c-good",
         ]
     );
     assert_calls(&inst, "b-slow", "b-slow");
+}
+
+#[test]
+fn junk_a_plugin_writes_to_the_watchers_socket_does_not_hide_where_it_holds_the_host() {
+    // Bytes that are not UTF-8, and a line longer than any answer, written to fd 5 before the loop.
+    let evil = good_after(
+        "import fs from 'node:fs';\n\
+         fs.writeSync(5, Buffer.from([0xff, 0x0a]));\n\
+         fs.writeSync(5, 'a'.repeat(70000));\n\
+         setTimeout(() => { for (;;) {} }, 100);",
+        "a-evil",
+    );
+    let slow = good_after("await new Promise((r) => setTimeout(r, 1000));", "b-slow");
+    let inst = Instance::with_plugins(&[("a-evil.mjs", &evil), ("b-slow.mjs", &slow)]);
+    inst.set_config(serde_json::json!({ "importTimeoutSeconds": 2 }));
+    let _d = inst.start();
+    let rows = inst.rows("plugins");
+    assert!(
+        rows[0].starts_with("plugins/a-evil.mjs is not served: its code held the plugin host's event loop for more than 2 s while plugins were imported (at plugins/a-evil.mjs:4:"),
+        "{rows:#?}"
+    );
+    assert_eq!(rows[1], "This instance serves a tool of its own: b-slow");
 }
 
 #[test]

@@ -86,6 +86,10 @@ pub enum NotReimported {
     Hung(Duration),
     /// Its code held the new host's event loop for the import timeout, at this place.
     Held(Duration, String),
+    /// Its code held the last host's event loop with no call of its own in flight, at this place.
+    HeldHost(String),
+    /// It ended the last host with no call of its own in flight (how, and from where).
+    EndedHost(Exit, String),
     /// Its bytes changed after they were read, so it was not imported again.
     Changed,
     /// It was gone (or could not be read) when the new host started.

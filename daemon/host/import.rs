@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
+use super::blame;
 use super::child::Launch;
 use super::process::{Exit, HostInit, HostProcess, StartError, Together};
 use super::protocol::Loaded;
@@ -146,8 +147,8 @@ pub async fn import_all(
     }
 }
 
-/// The file whose code holds the host's event loop, by the host's own stack (the innermost frame that is
-/// one of these files, not left out), and the place the row shows (the innermost in plugins/).
+/// The file whose code holds the host's event loop, by the host's own stack (not one left out), and the
+/// place the row shows (the innermost in plugins/).
 async fn holder(
     process: &mut HostProcess,
     init: &HostInit,
@@ -155,9 +156,7 @@ async fn holder(
     left_out: &HashMap<usize, Imported>,
 ) -> Option<(usize, String)> {
     let frames = process.held_at().await;
-    let j = frames.iter().find_map(|frame| {
-        (0..files.len()).find(|j| !left_out.contains_key(j) && files[*j].path == frame.file)
-    })?;
+    let j = blame::holding(&frames, files.iter(), |j| left_out.contains_key(&j))?;
     let at = shown(&frames, std::path::Path::new(&init.plugins_dir))?;
     Some((j, at))
 }
@@ -168,13 +167,8 @@ fn culprit(
     files: &[ToImport],
     left_out: &HashMap<usize, Imported>,
 ) -> Option<usize> {
-    let file = process.ended_by()?;
-    (0..files.len()).find(|j| {
-        !left_out.contains_key(j)
-            && std::path::Path::new(&files[*j].path)
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy() == file)
-    })
+    let at = process.link.ended_at()?;
+    blame::ending(&at, files.iter(), |j| left_out.contains_key(&j))
 }
 
 /// One outcome per file, in order.

@@ -244,15 +244,16 @@ impl Link {
         self.ponged.load(Ordering::Relaxed)
     }
 
-    /// How many calls wait on an answer now.
-    /// The calls the host may be running: those waiting, less any it was never sent whole.
-    pub fn calls_waiting(&self) -> usize {
+    /// The file of each call the host may be running (those waiting, less any it was never sent whole),
+    /// once a call.
+    pub fn calls_in_flight(&self) -> Vec<Arc<str>> {
         let unsent = self.unsent_calls();
         lock(&self.calls)
             .waiting
-            .keys()
-            .filter(|id| !unsent.contains(id))
-            .count()
+            .iter()
+            .filter(|(id, _)| !unsent.contains(id))
+            .map(|(_, w)| w.file.clone())
+            .collect()
     }
 
     /// Answers every waiting call with `why` (or, one the host was never sent whole, with
@@ -312,14 +313,9 @@ impl Link {
         lock(&self.unavailable).get(name).cloned()
     }
 
-    /// The file in plugins/ (`x.mjs`, `lib/y.mjs`) the host said, under its key, a plugin ended it from.
-    pub fn ended_by(&self) -> Option<String> {
-        let at = lock(&self.ended_at).clone()??;
-        let rel = at.strip_prefix("plugins/")?;
-        let mut parts = rel.rsplitn(3, ':');
-        let (column, line, file) = (parts.next()?, parts.next()?, parts.next()?);
-        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-        (digits(column) && digits(line)).then(|| file.to_string())
+    /// Where in plugins/ the host said, under its key, a plugin ended it from (`plugins/x.mjs:4:28`).
+    pub fn ended_at(&self) -> Option<String> {
+        lock(&self.ended_at).clone()?
     }
 
     /// An error a plugin left behind, in runtime.log once for its place. What arrives on fd 4 is a

@@ -394,14 +394,8 @@ impl HostProcess {
         lock(&self.tail).last_words()
     }
 
-    /// The file in plugins/ the host said ended it, if it said (`x.mjs`), under its key on fd 4: the
-    /// same words on stderr are anybody's to write.
-    pub fn ended_by(&self) -> Option<String> {
-        self.link.ended_by()
-    }
-
     /// Where the host's main thread is held, innermost first: for a host that stopped answering, just
-    /// before it is killed (the main thread stays paused).
+    /// before it is killed.
     pub async fn held_at(&mut self) -> Vec<Frame> {
         self.watch.stack().await
     }

@@ -138,8 +138,14 @@ pub fn not_reimported(shown: &str, why: &NotReimported) -> String {
             format!("importing it again took longer than {} s", limit.as_secs())
         }
         NotReimported::Held(limit, at) => format!(
-            "its code held the new plugin host's event loop for more than {} s while it was imported again (at {at})",
+            "its code held the new plugin host's event loop for more than {} s while the files were imported again (at {at})",
             limit.as_secs()
+        ),
+        NotReimported::HeldHost(at) => format!(
+            "its code held the last plugin host's event loop with no call of its own in flight (at {at}), and would hold every new host's"
+        ),
+        NotReimported::EndedHost(exit, at) => format!(
+            "it ended the last plugin host ({exit}) with no call of its own in flight (at {at}), and would end every new host"
         ),
         NotReimported::Changed => {
             "it changed after it was read, and a new host imports only what was read".to_string()

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::blame;
 use super::child::Launch;
 use super::ending::{DownCause, HostEnd, Next, NoHost, NotReimported, RetireWhy, Retirement};
 use super::import::{Imported, ToImport, import_all};
@@ -289,6 +290,8 @@ async fn run(
     // The seats as the live host's box saw them when it started.
     let mut seats = host.seats.subscribe();
     seats.mark_unchanged();
+    // Files no new host imports: each ended or held a host from outside any call of its own.
+    let mut left_out: Vec<(usize, NotReimported)> = Vec::new();
     loop {
         let link = process.link.clone();
         // How it ended: (exit, what the rows say, out of memory, hung after).
@@ -300,8 +303,9 @@ async fn run(
             _ = heartbeat(&link, job.hang_after) => {
                 let frames = process.held_at().await;
                 let at = shown(&frames, Path::new(&job.init.plugins_dir));
+                let held = blame::holding(&frames, job.files.iter().map(|f| &f.import), |_| false);
                 let exit = process.kill().await;
-                (rows::hung(job.hang_after.as_secs(), &exit, at.as_deref()), Ending::Hung(exit, at))
+                (rows::hung(job.hang_after.as_secs(), &exit, at.as_deref()), Ending::Hung(exit, at, held))
             }
             // Writing to it failed. A host that died makes its pipe fail too: its exit, if it comes at
             // once, is the reason; a host still running stopped reading, and waits for nothing now.
@@ -334,7 +338,7 @@ async fn run(
                 host.ending.store(false, Ordering::SeqCst);
                 let files = process.link.fail_all(&Arc::new(HostEnd::Replaced));
                 job.log.row(Topic::Host, &rows::replaced(process.pid, &files));
-                match start_when_settled(&job, &ids, &host, &mut seats, Duration::ZERO).await {
+                match start_when_settled(&job, &ids, &host, &mut seats, Duration::ZERO, &left_out).await {
                     Ok(next) => {
                         process = next;
                         let _ = state.send(HostState::Up(process.link.clone()));
@@ -354,13 +358,20 @@ async fn run(
         };
         let _ = state.send(HostState::Respawning);
         let now = Instant::now();
-        let in_flight = process.link.calls_waiting();
+        let in_flight = process.link.calls_in_flight();
         note(&mut stops, now, CRASH_WINDOW);
         note(&mut ends, now, ENDS_WINDOW);
-        if in_flight > 0 {
+        if !in_flight.is_empty() {
             note(&mut crashes, now, CRASH_WINDOW);
         }
-        let next = if crashes.len() >= CRASH_LIMIT {
+        // A plugin that ended or held the host with no call of its own in flight (from a timer) would do
+        // it to every new host: the file the host named is not imported by the next, which serves the
+        // rest. Leaving one out is a way forward, so it is taken before any crash loop is declared.
+        let culprit = culprit(&process, &job, &ended.1, &in_flight, &left_out);
+        let next = if let Some(c) = culprit {
+            left_out.push(c);
+            Next::Respawn
+        } else if crashes.len() >= CRASH_LIMIT {
             Next::StaysDown {
                 stops: crashes.len(),
                 window: CRASH_WINDOW,
@@ -380,7 +391,7 @@ async fn run(
                 out_of_memory,
                 next,
             },
-            Ending::Hung(exit, at) => HostEnd::Hung {
+            Ending::Hung(exit, at, _) => HostEnd::Hung {
                 exit,
                 after: job.hang_after,
                 at,
@@ -399,7 +410,7 @@ async fn run(
         let backoff = FIRST_BACKOFF
             .saturating_mul(1 << stops.len().saturating_sub(1).min(16))
             .min(MAX_BACKOFF);
-        match start_when_settled(&job, &ids, &host, &mut seats, backoff).await {
+        match start_when_settled(&job, &ids, &host, &mut seats, backoff, &left_out).await {
             Ok(next) => {
                 process = next;
                 let _ = state.send(HostState::Up(process.link.clone()));
@@ -418,6 +429,7 @@ async fn start_when_settled(
     host: &Host,
     seats: &mut watch::Receiver<SeatPhase>,
     mut first_wait: Duration,
+    left_out: &[(usize, NotReimported)],
 ) -> Result<HostProcess, Stop> {
     loop {
         tokio::select! {
@@ -427,7 +439,7 @@ async fn start_when_settled(
         }
         seats.mark_unchanged();
         host.starting.store(true, Ordering::SeqCst);
-        let started = respawn_until_up(job, ids, host, first_wait).await;
+        let started = respawn_until_up(job, ids, host, first_wait, left_out).await;
         let Ok(mut next) = started else {
             host.starting.store(false, Ordering::SeqCst);
             return started;
@@ -467,6 +479,7 @@ async fn respawn_until_up(
     ids: &AtomicU64,
     host: &Host,
     first_wait: Duration,
+    left_out: &[(usize, NotReimported)],
 ) -> Result<HostProcess, Stop> {
     if !first_wait.is_zero() {
         tokio::select! {
@@ -481,7 +494,7 @@ async fn respawn_until_up(
         // A restart or shutdown does not wait for the import (a file that never settles holds it for
         // the import timeout): the host being started is dropped, and its group killed with it.
         let respawned = tokio::select! {
-            r = respawn(job, ids) => r,
+            r = respawn(job, ids, left_out) => r,
             _ = host.retire.cancelled() => return Err(Stop::Retired),
         };
         match respawned {
@@ -534,8 +547,36 @@ fn note(times: &mut VecDeque<Instant>, now: Instant, window: Duration) {
 /// How a host's life ended, before it is known what comes next.
 enum Ending {
     Stopped(super::process::Exit, Option<u64>),
-    Hung(super::process::Exit, Option<String>),
+    /// Killed for not answering: where it was held, and the served file (by position) holding it.
+    Hung(super::process::Exit, Option<String>, Option<usize>),
     Deaf(super::process::Exit),
+}
+
+/// The served file, by position, that ended or held the host with no call of its own in flight, and why
+/// the next host does not import it; none when the host named no such file, or already left it out.
+fn culprit(
+    process: &HostProcess,
+    job: &Supervision,
+    ending: &Ending,
+    in_flight: &[Arc<str>],
+    left_out: &[(usize, NotReimported)],
+) -> Option<(usize, NotReimported)> {
+    let files = || job.files.iter().map(|f| &f.import);
+    let skip = |i: usize| left_out.iter().any(|(j, _)| *j == i);
+    let (i, why) = match ending {
+        Ending::Hung(_, Some(at), Some(i)) => (*i, NotReimported::HeldHost(at.clone())),
+        Ending::Stopped(exit, _) => {
+            let at = process.link.ended_at()?;
+            let i = blame::ending(&at, files(), skip)?;
+            (i, NotReimported::EndedHost(exit.clone(), at))
+        }
+        _ => return None,
+    };
+    let mine = job
+        .files
+        .get(i)
+        .is_some_and(|f| in_flight.contains(&f.shown));
+    (!mine && !skip(i)).then_some((i, why))
 }
 
 /// The host stays down until the generation is retired (by `ovai restart` or shutdown).
@@ -572,11 +613,16 @@ async fn heartbeat(link: &Link, hang_after: Duration) {
 async fn respawn(
     job: &Supervision,
     ids: &AtomicU64,
+    left_out: &[(usize, NotReimported)],
 ) -> Result<HostProcess, super::process::StartError> {
     let now = hashes(job.files.iter()).await;
     let mut same = Vec::new();
     let mut unread = Vec::new();
     for (i, f) in job.files.iter().enumerate() {
+        if let Some((_, why)) = left_out.iter().find(|(j, _)| *j == i) {
+            unread.push((f, why.clone()));
+            continue;
+        }
         match now.get(i) {
             Some(Some(hash)) if f.read_as.as_ref() == Some(hash) => same.push(f),
             Some(Some(_)) => unread.push((f, NotReimported::Changed)),

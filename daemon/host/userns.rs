@@ -278,10 +278,12 @@ fn wait_for(child: Pid) -> i32 {
     }
 }
 
-/// The protocol pipes (fds 3 and 4) are Node's: the processes that only wait must not hold them open.
+/// The protocol pipes (fds 3 and 4) and the watcher's socket (fd 5) are Node's: the processes that only
+/// wait must not hold them open.
 fn close_protocol() {
     let _ = nix::unistd::close(3);
     let _ = nix::unistd::close(4);
+    let _ = nix::unistd::close(5);
 }
 
 /// An empty, read-only folder over `dir`, with `kept` bound back into it read-only.

@@ -7,14 +7,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde::Deserialize;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
 /// How long the watcher is given to answer: connecting to the main thread and pausing it takes tens of
 /// milliseconds; a main thread held in native code (a synchronous child process) never pauses.
 const ANSWER_WITHIN: Duration = Duration::from_secs(2);
 
-/// The longest answer read: 32 frames of long paths.
+/// The longest line read as an answer: 32 frames of long paths.
 const MAX_ANSWER: usize = 64 * 1024;
 
 /// One frame of the held main thread's stack: a file (absolute) and a place in it, from 1.
@@ -49,7 +49,7 @@ impl Watch {
     }
 
     /// The held main thread's stack, innermost first (only frames in files), or empty when the watcher
-    /// does not say within ANSWER_WITHIN. Asked only of a host that is killed next: it stays paused.
+    /// does not say within ANSWER_WITHIN. Asked only of a host that is killed next.
     pub async fn stack(&mut self) -> Vec<Frame> {
         let Some(stream) = self.0.as_mut() else {
             return Vec::new();
@@ -67,21 +67,61 @@ impl Watch {
 }
 
 async fn ask(stream: &mut UnixStream, key: u64) -> std::io::Result<Vec<Frame>> {
+    drain(stream);
     stream
         .write_all(format!("{{\"where\":{key}}}\n").as_bytes())
         .await?;
-    let mut lines = BufReader::new(stream.take(MAX_ANSWER as u64));
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if lines.read_line(&mut line).await? == 0 {
-            return Ok(Vec::new());
-        }
+    let mut reader = BufReader::new(stream);
+    let mut line = Vec::new();
+    while next_line(&mut reader, &mut line).await? {
         // Anything else on the socket (a plugin can write to fd 5 too) is not the answer.
-        if let Ok(a) = serde_json::from_str::<Answer>(&line)
+        if let Ok(a) = serde_json::from_slice::<Answer>(&line)
             && a.key == key
         {
             return Ok(a.frames);
+        }
+    }
+    Ok(Vec::new())
+}
+
+/// Reads away what waits on the socket: written before the question, it is not the answer (a plugin can
+/// write to fd 5 too).
+fn drain(stream: &UnixStream) {
+    use std::os::fd::AsFd;
+    let mut buf = [0u8; 4096];
+    // The socket is non-blocking: this ends at the first EAGAIN (or the end, or an error).
+    while matches!(nix::unistd::read(stream.as_fd(), &mut buf), Ok(n) if n > 0) {}
+}
+
+/// The next line into `line`, at most MAX_ANSWER bytes (a longer one is skipped whole, as are bytes
+/// that are not UTF-8 for the caller to refuse); false at the end.
+async fn next_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+) -> std::io::Result<bool> {
+    line.clear();
+    let mut over = false;
+    loop {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(false);
+        }
+        let (taken, ends) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        if !over && line.len() + taken <= MAX_ANSWER {
+            line.extend_from_slice(&buf[..taken]);
+        } else {
+            over = true;
+            line.clear();
+        }
+        reader.consume(taken);
+        if ends {
+            if !over {
+                return Ok(true);
+            }
+            over = false;
         }
     }
 }
@@ -110,6 +150,20 @@ pub fn shown(frames: &[Frame], plugins_dir: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn lines_that_are_too_long_or_not_utf8_are_skipped_whole() {
+        let mut text = b"\xff\xfe\n".to_vec();
+        text.extend(std::iter::repeat_n(b'a', MAX_ANSWER + 10));
+        text.extend(b"\n{\"where\":1}\n");
+        let mut reader = BufReader::new(&text[..]);
+        let mut line = Vec::new();
+        assert!(next_line(&mut reader, &mut line).await.unwrap());
+        assert_eq!(line, b"\xff\xfe\n");
+        assert!(next_line(&mut reader, &mut line).await.unwrap());
+        assert_eq!(line, b"{\"where\":1}\n");
+        assert!(!next_line(&mut reader, &mut line).await.unwrap());
+    }
 
     #[test]
     fn the_place_shown_is_the_first_frame_in_plugins() {

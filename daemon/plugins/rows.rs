@@ -135,7 +135,7 @@ pub fn import_held(file: &str, seconds: u64, at: &str) -> String {
     not_served(
         file,
         format!(
-            "its code held the plugin host's event loop for more than {seconds} s while plugins were imported (at {at}); a loop that never ends, or synchronous work that should be awaited"
+            "its code held the plugin host's event loop for more than {seconds} s while plugins were imported (at {at})"
         ),
     )
 }

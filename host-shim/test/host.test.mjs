@@ -20,7 +20,7 @@ after(() => hosts.forEach((h) => h.kill("SIGKILL")));
 /** A host with its protocol on fds 3 and 4, and helpers to talk to it. */
 function startHost() {
   const child = spawn(process.execPath, [HOST], {
-    stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"],
+    stdio: ["ignore", "pipe", "pipe", "pipe", "pipe", "pipe"],
     env: { ...process.env, OVAI_HOST: "1" },
   });
   hosts.push(child);
@@ -37,8 +37,11 @@ function startHost() {
   });
   let stdout = "";
   child.stdout.on("data", (d) => (stdout += d));
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
   return {
     child,
+    stderr: () => stderr,
     send: (msg) => channel.write(JSON.stringify(msg) + "\n"),
     next(pred) {
       const i = received.findIndex(pred);
@@ -98,6 +101,43 @@ test("it says ready with its protocol and Node version", async () => {
   assert.equal(ready.v, 1);
   assert.equal(ready.node, process.version);
   assert.equal(ready.pid, host.child.pid);
+  host.stop();
+});
+
+/** Asks the host's watcher, on fd 5, where its main thread is held; its answer. */
+function askWhere(host, key) {
+  const socket = host.child.stdio[5];
+  socket.write(JSON.stringify({ where: key }) + "\n");
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("the watcher did not answer")), 10000);
+    readline.createInterface({ input: socket }).on("line", (line) => {
+      const answer = JSON.parse(line);
+      if (answer.where === key) {
+        clearTimeout(timer);
+        resolve(answer);
+      }
+    });
+  });
+}
+
+test("the watcher says where a plugin holds the main thread", async () => {
+  const { host, dir } = initHost(1000);
+  const file = plugin(dir, "spins", HEADER + "export function run() {\n  for (;;) {}\n}\n");
+  host.send({ t: "load", id: 1, name: "spins", file });
+  await host.next((m) => m.t === "loaded" && m.id === 1);
+  host.send({ t: "call", id: 2, tool: "spins", args: {}, seat: "s", role: "Worker", key: 2 });
+  const answer = await askWhere(host, 7);
+  assert.deepEqual(answer.frames[0], { file, line: 4, column: 3 });
+  host.stop();
+});
+
+test("the second thread outlives the watcher's socket", async () => {
+  const { host, dir } = initHost(1000);
+  await loaded(host, dir, "echo", HEADER + "export function run() { return { text: 'x' }; }", 1);
+  host.child.stdio[5].destroy();
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(await answerText(host, 2, "echo"), "x");
+  assert.doesNotMatch(host.stderr(), /ended \(code/);
   host.stop();
 });
 

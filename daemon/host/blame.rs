@@ -1,0 +1,96 @@
+//! Which plugin file a host's end is the doing of, by what the host itself said: the file on the held
+//! main thread's stack (`where_held`), or the file it said, under its key, a plugin ended it from. Only a
+//! file of plugins/ itself can be blamed: a place in a module it imports (`plugins/lib/x.mjs`) does not
+//! say which of the files importing it set the work going.
+
+use std::path::Path;
+
+use super::import::ToImport;
+use super::where_held::Frame;
+
+/// The position of the file among `files` whose code set the held work going: the outermost frame of
+/// the held stack that is one of them (a timer's callback, a `run`, a module's top level), not one whose
+/// helper it calls; leaving out those `skip` says.
+pub fn holding<'a>(
+    frames: &[Frame],
+    files: impl Iterator<Item = &'a ToImport> + Clone,
+    skip: impl Fn(usize) -> bool,
+) -> Option<usize> {
+    frames.iter().rev().find_map(|frame| {
+        files
+            .clone()
+            .enumerate()
+            .find(|(i, f)| !skip(*i) && f.path == frame.file)
+            .map(|(i, _)| i)
+    })
+}
+
+/// The position of the file among `files` that the host said ended it, from its place
+/// (`plugins/x.mjs:4:28`), leaving out those `skip` says.
+pub fn ending<'a>(
+    at: &str,
+    files: impl Iterator<Item = &'a ToImport>,
+    skip: impl Fn(usize) -> bool,
+) -> Option<usize> {
+    let file = file_of(at)?;
+    files
+        .enumerate()
+        .find(|(i, f)| {
+            !skip(*i)
+                && Path::new(&f.path)
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy() == file)
+        })
+        .map(|(i, _)| i)
+}
+
+/// The file of plugins/ in a place as the host writes it: `x.mjs` of `plugins/x.mjs:4:28` (`lib/y.mjs`
+/// of `plugins/lib/y.mjs:1:1`, which no file's name is).
+fn file_of(at: &str) -> Option<&str> {
+    let rel = at.strip_prefix("plugins/")?;
+    let mut parts = rel.rsplitn(3, ':');
+    let (column, line, file) = (parts.next()?, parts.next()?, parts.next()?);
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(column) && digits(line)).then_some(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files() -> Vec<ToImport> {
+        ["a", "b"]
+            .iter()
+            .map(|n| ToImport {
+                name: n.to_string(),
+                path: format!("/ws/plugins/{n}.mjs"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_a_file_of_plugins_itself_is_blamed() {
+        let files = files();
+        assert_eq!(
+            ending("plugins/b.mjs:4:28", files.iter(), |_| false),
+            Some(1)
+        );
+        assert_eq!(ending("plugins/b.mjs:4:28", files.iter(), |i| i == 1), None);
+        assert_eq!(
+            ending("plugins/lib/b.mjs:1:1", files.iter(), |_| false),
+            None
+        );
+        assert_eq!(ending("plugins/b.mjs:x:1", files.iter(), |_| false), None);
+        let frame = |file: &str| Frame {
+            file: file.into(),
+            line: 1,
+            column: 1,
+        };
+        let frames = [frame("/ws/plugins/lib/x.mjs"), frame("/ws/plugins/a.mjs")];
+        assert_eq!(holding(&frames, files.iter(), |_| false), Some(0));
+        assert_eq!(holding(&frames[..1], files.iter(), |_| false), None);
+        // b's helper, called from a's timer: a set it going.
+        let frames = [frame("/ws/plugins/b.mjs"), frame("/ws/plugins/a.mjs")];
+        assert_eq!(holding(&frames, files.iter(), |_| false), Some(0));
+    }
+}
