@@ -38,6 +38,7 @@ const pathToFileURL = url.pathToFileURL;
 const fileURLToPath = url.fileURLToPath;
 const AbortCtl = AbortController;
 const ErrorCtor = Error;
+const captureStack = Error.captureStackTrace;
 const isArray = Array.isArray;
 const apply = Reflect.apply;
 const includes = String.prototype.includes;
@@ -411,13 +412,18 @@ function answerWhere(key) {
   } catch (err) {
     return reply([], String(err && err.message));
   }
-  const urls = new Map();
-  session.on("Debugger.scriptParsed", (m) => urls.set(m.params.scriptId, m.params.url));
+  // A script is taken for a file of its own only as an ES module loaded without a sourceURL: code a
+  // plugin evaluates can give itself any file's name (a sourceURL, vm's filename).
+  const scripts = new Map();
+  session.on("Debugger.scriptParsed", (m) =>
+    scripts.set(m.params.scriptId, { url: m.params.url, module: m.params.isModule === true && !m.params.hasSourceURL }),
+  );
   session.once("Debugger.paused", (m) => {
     const frames = [];
     for (const f of m.params.callFrames) {
       if (frames.length === MAX_FRAMES) break;
-      const url = urls.get(f.location.scriptId) || f.url || "";
+      const script = scripts.get(f.location.scriptId);
+      const url = (script && script.url) || f.url || "";
       if (!url.startsWith("file:")) continue;
       let file;
       try {
@@ -425,7 +431,12 @@ function answerWhere(key) {
       } catch {
         continue;
       }
-      frames.push({ file, line: f.location.lineNumber + 1, column: (f.location.columnNumber ?? 0) + 1 });
+      frames.push({
+        file,
+        line: f.location.lineNumber + 1,
+        column: (f.location.columnNumber ?? 0) + 1,
+        module: script !== undefined && script.module,
+      });
     }
     reply(frames, "");
     session.post("Debugger.resume", () => session.disconnect());
@@ -496,19 +507,60 @@ process.exit = function exit(code) {
 // words) even when no call was in flight, from a timer. The host's own exit goes through reallyExit too.
 let hostLeaving = false;
 function endedBy(how) {
-  let at = null;
-  try {
-    at = inPlugins(new ErrorCtor("ended"));
-  } catch {
-    // A stack that cannot be read names no place.
-  }
+  const places = placesNow();
+  const at = places.length > 0 ? places[0] : null;
   say(`ovai host: a plugin ended the plugin host with ${how}${at === null ? "" : ` (at ${at})`}`);
-  // Said to the daemon too, under the host's key: a line on stderr is anybody's to write.
+  // Said to the daemon too, under the host's key: a line on stderr is anybody's to write. Every place in
+  // plugins/ goes, innermost first: the daemon blames the file that set the work going, the outermost.
   try {
-    send({ t: "ended", at, key: hostKey }, true);
+    send({ t: "ended", at, places, key: hostKey }, true);
   } catch {
     // A host whose pipe is gone ends anyway.
   }
+}
+
+/**
+ * The places in plugins/ on the stack now, innermost first (`plugins/REL:LINE:COLUMN`), read from V8's
+ * call sites rather than the text of a stack a plugin can shape: code run by `eval` (which can name any
+ * file in a sourceURL) is passed over. Empty when the stack cannot be read.
+ */
+function placesNow() {
+  const places = [];
+  if (!pluginsDir) return places;
+  const shared = pathToFileURL(pluginsDir).href + "/";
+  const prepare = getOwn(ErrorCtor, "prepareStackTrace");
+  const limit = getOwn(ErrorCtor, "stackTraceLimit");
+  let sites = null;
+  try {
+    ErrorCtor.prepareStackTrace = (_, s) => s;
+    ErrorCtor.stackTraceLimit = 64;
+    const holder = {};
+    apply(captureStack, ErrorCtor, [holder]);
+    sites = holder.stack;
+  } catch {
+    // A plugin that made these its own leaves no stack to read.
+  } finally {
+    try {
+      if (prepare === undefined) delete ErrorCtor.prepareStackTrace;
+      else defineOwn(ErrorCtor, "prepareStackTrace", prepare);
+      if (limit !== undefined) defineOwn(ErrorCtor, "stackTraceLimit", limit);
+    } catch {
+      // As above.
+    }
+  }
+  if (!isArray(sites)) return places;
+  for (let i = 0; i < sites.length && places.length < 32; i++) {
+    try {
+      const site = sites[i];
+      if (site.isEval()) continue;
+      const file = site.getFileName();
+      if (typeof file !== "string" || !file.startsWith(shared)) continue;
+      push(places, `plugins/${path.relative(pluginsDir, fileURLToPath(file))}:${site.getLineNumber()}:${site.getColumnNumber()}`);
+    } catch {
+      // A site that cannot be read names no place.
+    }
+  }
+  return places;
 }
 /** A value a plugin passed, shown on one short line whatever it is. */
 function shownArg(value) {

@@ -489,7 +489,7 @@ fn a_check_stopped_from_outside_says_so_and_leaves_no_shim_behind() {
         "waits.mjs",
         "await new Promise(() => {});\nexport const run = 1;",
     )]);
-    // A check killed outright earlier left its shim: the next check takes it away.
+    // A check killed outright two hours ago left its shim: the next check takes it away.
     let dead = std::process::Command::new("true").spawn().unwrap();
     let dead_pid = dead.id();
     let mut dead = dead;
@@ -497,6 +497,12 @@ fn a_check_stopped_from_outside_says_so_and_leaves_no_shim_behind() {
     std::fs::create_dir_all(inst.root.join(".ovai")).unwrap();
     let left = inst.root.join(format!(".ovai/host-check-{dead_pid}.mjs"));
     std::fs::write(&left, "// left by a check killed outright\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&left)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(7200))
+        .unwrap();
     let mut check = std::process::Command::new(OVAI)
         .arg("--root")
         .arg(&inst.root)

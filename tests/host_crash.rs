@@ -285,6 +285,92 @@ fn a_plugin_that_ends_the_host_from_a_timer_is_named_in_the_row() {
         );
     }
     assert!(d.is_running());
+    // Each ended a host that had run a call of its own: the end may be the call's doing, so the file is
+    // imported by the next host as before, and called again.
+    let host = inst.rows("host");
+    assert!(
+        !host
+            .iter()
+            .any(|r| r.contains("is not answering calls since")),
+        "{host:#?}"
+    );
+    assert_eq!(s.call("leaves", json!({})), ("armed".to_string(), false));
+}
+
+#[test]
+fn an_answer_made_in_the_turn_a_plugin_ends_the_host_reaches_its_caller() {
+    // The call answers, and in the same turn (a microtask) ends the host: the host writes what it holds
+    // before it says who ended it.
+    let soon = "export const description = 'Ends the host once it has answered.';\nexport const inputSchema = { type: 'object' };\nexport function run() { queueMicrotask(() => process.reallyExit(4)); return { text: 'done first' }; }\n";
+    let inst = Instance::with_plugins(&[("soon.mjs", soon), ("echo.mjs", ECHO)]);
+    let d = inst.start();
+    let host = d.host_pid();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(s.call("soon", json!({})), ("done first".to_string(), false));
+    wait_until("the host to end", || (!process_alive(host)).then_some(()));
+    assert_eq!(s.call("echo", json!({})), ("{}".to_string(), false));
+    // It had run a call of its own: it is served again.
+    assert_eq!(s.call("soon", json!({})), ("done first".to_string(), false));
+}
+
+#[test]
+fn code_a_plugin_evaluates_under_another_files_name_does_not_get_that_file_left_out() {
+    // g ends the host from code it evaluates with a sourceURL naming b: the host reads its stack from
+    // V8's call sites and passes over evaluated code, so g is the file named.
+    let inst = Instance::with_plugins(&[
+        ("b.mjs", ECHO),
+        (
+            "g.mjs",
+            "setTimeout(() => (0, eval)('process.abort()\\n//# sourceURL=' + new URL('./b.mjs', import.meta.url)), 1500);\nexport const description = 'Frames b.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'g' }; }\n",
+        ),
+    ]);
+    let _d = inst.start();
+    wait_until("a new host", || {
+        inst.rows("host")
+            .iter()
+            .any(|r| r.starts_with("A new plugin host (pid "))
+            .then_some(())
+    });
+    let host = inst.rows("host");
+    assert!(
+        host[1].starts_with("plugins/g.mjs is not answering calls since its plugin host was respawned: it ended the last plugin host ("),
+        "{host:#?}"
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(s.call("b", json!({})), ("{}".to_string(), false));
+}
+
+#[test]
+fn the_file_that_set_the_work_going_is_left_out_not_the_one_whose_helper_it_called() {
+    // f's timer, set at its import, calls a helper e exports, which ends the host: both are on the
+    // stack, and f (the outermost) is the one the next host does not import.
+    let inst = Instance::with_plugins(&[
+        (
+            "e.mjs",
+            "export function boom() { process.reallyExit(5); }\nexport const description = 'Has a helper.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'e' }; }\n",
+        ),
+        (
+            "f.mjs",
+            "import { boom } from './e.mjs';\nsetTimeout(() => boom(), 1500);\nexport const description = 'Calls it.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'f' }; }\n",
+        ),
+    ]);
+    let _d = inst.start();
+    wait_until("a new host", || {
+        inst.rows("host")
+            .iter()
+            .any(|r| r.starts_with("A new plugin host (pid "))
+            .then_some(())
+    });
+    let host = inst.rows("host");
+    assert!(
+        host[1].starts_with("plugins/f.mjs is not answering calls since its plugin host was respawned: it ended the last plugin host (exit code 5) before any call of its own ran there (at plugins/e.mjs:1:"),
+        "{host:#?}"
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(s.call("e", json!({})), ("e".to_string(), false));
 }
 
 #[test]
@@ -310,15 +396,19 @@ fn a_plugin_that_ends_the_host_from_a_timer_is_left_out_of_the_next_and_the_rest
             && host[0].contains(") stopped (exit code 9) with no call in flight. A new plugin host is being started."),
         "{host:#?}"
     );
-    let left = "plugins/timer.mjs is not answering calls since its plugin host was respawned: it ended the last plugin host (exit code 9) with no call of its own in flight (at plugins/timer.mjs:1:";
+    let left = "plugins/timer.mjs is not answering calls since its plugin host was respawned: it ended the last plugin host (exit code 9) before any call of its own ran there (at plugins/timer.mjs:1:";
     assert!(host[1].starts_with(left), "{host:#?}");
     assert!(
         host[1].ends_with(
-            "), and would end every new host. Run `ovai check` and `ovai restart` to see and serve it as it is now."
+            "): code its import runs, which would end every new host. Run `ovai check` and `ovai restart` to see and serve it as it is now."
         ),
         "{host:#?}"
     );
     assert_eq!(host[2], started);
+    assert!(
+        started.ends_with(") was started, serving the same files but the one named above."),
+        "{started}"
+    );
     let mut s = inst.session("lead");
     s.initialize();
     assert_eq!(s.call("echo", json!({})), ("{}".to_string(), false));

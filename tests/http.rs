@@ -1030,6 +1030,11 @@ fn a_request_hyper_cannot_read_is_answered_in_json_rpc_words() {
             "HTTP/1.1 431 ",
             "The request's head is larger than this server reads",
         ),
+        (
+            format!("POST /mcp?{} HTTP/1.1\r\n{host}\r\n", "q".repeat(70_000)),
+            "HTTP/1.1 414 ",
+            "The request's target is longer than this server reads",
+        ),
     ] {
         let got = read_all(raw(&http, &head));
         assert!(got.starts_with(status), "{head}: {got}");

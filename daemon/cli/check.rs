@@ -72,6 +72,8 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
             )),
         }
     });
+    drop(rt);
+    default_signals();
     let _ = std::fs::remove_file(&shim);
     let verdicts = result?;
     for (c, v) in &verdicts {
@@ -117,9 +119,20 @@ fn stop_signals() -> impl std::future::Future<Output = (&'static str, i32)> {
     }
 }
 
+/// Gives the stop signals their default effect back: what is left (printing the rows) ends at once on
+/// a Ctrl-C, as any command does.
+fn default_signals() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        // SAFETY: SIG_DFL runs no code of ours in a handler; the runtime that listened is gone.
+        let _ = unsafe { signal(s, SigHandler::SigDfl) };
+    }
+}
+
 /// Removes the shims of checks that were killed outright (a SIGKILL leaves no chance to): those whose
 /// process is gone.
 fn sweep_shims(private: &Path) {
+    const SHIM_OUTLIVES: std::time::Duration = std::time::Duration::from_secs(3600);
     let Ok(entries) = std::fs::read_dir(private) else {
         return;
     };
@@ -137,7 +150,15 @@ fn sweep_shims(private: &Path) {
             nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
             Err(nix::errno::Errno::ESRCH)
         );
-        if gone {
+        // A check in another process namespace (a container sharing the workspace) is not seen from
+        // here: a shim is taken away only once it is older than any check runs.
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > SHIM_OUTLIVES);
+        if gone && old {
             let _ = std::fs::remove_file(entry.path());
         }
     }

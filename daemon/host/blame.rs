@@ -16,7 +16,7 @@ pub fn holding<'a>(
     files: impl Iterator<Item = &'a ToImport> + Clone,
     skip: impl Fn(usize) -> bool,
 ) -> Option<usize> {
-    frames.iter().rev().find_map(|frame| {
+    frames.iter().rev().filter(|f| f.module).find_map(|frame| {
         files
             .clone()
             .enumerate()
@@ -25,23 +25,27 @@ pub fn holding<'a>(
     })
 }
 
-/// The position of the file among `files` that the host said ended it, from its place
-/// (`plugins/x.mjs:4:28`), leaving out those `skip` says.
+/// The position of the file among `files` that the host said ended it, from the places in plugins/ on
+/// the stack (`plugins/x.mjs:4:28`, innermost first): as for a held loop, the outermost that is one of
+/// them; leaving out those `skip` says.
 pub fn ending<'a>(
-    at: &str,
-    files: impl Iterator<Item = &'a ToImport>,
+    places: &[String],
+    files: impl Iterator<Item = &'a ToImport> + Clone,
     skip: impl Fn(usize) -> bool,
 ) -> Option<usize> {
-    let file = file_of(at)?;
-    files
-        .enumerate()
-        .find(|(i, f)| {
-            !skip(*i)
-                && Path::new(&f.path)
-                    .file_name()
-                    .is_some_and(|n| n.to_string_lossy() == file)
-        })
-        .map(|(i, _)| i)
+    places.iter().rev().find_map(|at| {
+        let file = file_of(at)?;
+        files
+            .clone()
+            .enumerate()
+            .find(|(i, f)| {
+                !skip(*i)
+                    && Path::new(&f.path)
+                        .file_name()
+                        .is_some_and(|n| n.to_string_lossy() == file)
+            })
+            .map(|(i, _)| i)
+    })
 }
 
 /// The file of plugins/ in a place as the host writes it: `x.mjs` of `plugins/x.mjs:4:28` (`lib/y.mjs`
@@ -71,20 +75,26 @@ mod tests {
     #[test]
     fn only_a_file_of_plugins_itself_is_blamed() {
         let files = files();
-        assert_eq!(
-            ending("plugins/b.mjs:4:28", files.iter(), |_| false),
-            Some(1)
-        );
-        assert_eq!(ending("plugins/b.mjs:4:28", files.iter(), |i| i == 1), None);
-        assert_eq!(
-            ending("plugins/lib/b.mjs:1:1", files.iter(), |_| false),
-            None
-        );
-        assert_eq!(ending("plugins/b.mjs:x:1", files.iter(), |_| false), None);
+        let places = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let b = places(&["plugins/b.mjs:4:28"]);
+        assert_eq!(ending(&b, files.iter(), |_| false), Some(1));
+        assert_eq!(ending(&b, files.iter(), |i| i == 1), None);
+        let lib = places(&["plugins/lib/b.mjs:1:1"]);
+        assert_eq!(ending(&lib, files.iter(), |_| false), None);
+        let bad = places(&["plugins/b.mjs:x:1"]);
+        assert_eq!(ending(&bad, files.iter(), |_| false), None);
+        // b's helper, called from a's timer, and a lib module's, from a's: a set it going.
+        let nested = places(&[
+            "plugins/b.mjs:1:1",
+            "plugins/lib/x.mjs:2:2",
+            "plugins/a.mjs:3:3",
+        ]);
+        assert_eq!(ending(&nested, files.iter(), |_| false), Some(0));
         let frame = |file: &str| Frame {
             file: file.into(),
             line: 1,
             column: 1,
+            module: true,
         };
         let frames = [frame("/ws/plugins/lib/x.mjs"), frame("/ws/plugins/a.mjs")];
         assert_eq!(holding(&frames, files.iter(), |_| false), Some(0));

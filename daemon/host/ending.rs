@@ -86,9 +86,9 @@ pub enum NotReimported {
     Hung(Duration),
     /// Its code held the new host's event loop for the import timeout, at this place.
     Held(Duration, String),
-    /// Its code held the last host's event loop with no call of its own in flight, at this place.
+    /// Its code held the last host's event loop before any call of its own ran there, at this place.
     HeldHost(String),
-    /// It ended the last host with no call of its own in flight (how, and from where).
+    /// It ended the last host before any call of its own ran there (how, and from where).
     EndedHost(Exit, String),
     /// Its bytes changed after they were read, so it was not imported again.
     Changed,

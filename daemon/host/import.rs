@@ -167,8 +167,8 @@ fn culprit(
     files: &[ToImport],
     left_out: &HashMap<usize, Imported>,
 ) -> Option<usize> {
-    let at = process.link.ended_at()?;
-    blame::ending(&at, files.iter(), |j| left_out.contains_key(&j))
+    let (_, places) = process.link.ended_at()?;
+    blame::ending(&places, files.iter(), |j| left_out.contains_key(&j))
 }
 
 /// One outcome per file, in order.

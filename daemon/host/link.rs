@@ -54,6 +54,9 @@ struct Calls {
     closed: bool,
     /// Random keys not handed out yet, drawn from the OS in batches.
     keys: Vec<u64>,
+    /// The files this host was sent a call of: a file it was never sent one of ended or held it with
+    /// code of its import (a timer it set then), which every new host would run again.
+    called: std::collections::HashSet<Arc<str>>,
 }
 
 impl Calls {
@@ -107,17 +110,20 @@ pub struct Link {
     /// Where errors left behind outside a call are written, and the places written so far.
     log: Option<Arc<RuntimeLog>>,
     strays: StrayBook,
-    /// The host said, under its key, that a plugin is ending it: where (none when no place in plugins/).
-    ended_at: Mutex<Option<Option<String>>>,
+    stray_rows: Mutex<StrayRows>,
+    /// The host said, under its key, that a plugin is ending it: where (none when no place in plugins/),
+    /// and every place in plugins/ on the stack, innermost first.
+    ended_at: Mutex<Option<(Option<String>, Vec<String>)>>,
 }
 
-/// The places of errors left behind that the rows of one host (and the hosts a start discarded before
-/// it, which ran the same files) have named: each once, and only so many.
-pub type StrayBook = Arc<Mutex<Strays>>;
+/// The places of errors left behind that the rows of one host, and of the hosts a start discarded before
+/// it (which ran the same files), have named: each once.
+pub type StrayBook = Arc<Mutex<std::collections::HashSet<String>>>;
 
+/// How many places this host's rows named, and whether it said it stops there.
 #[derive(Default)]
-pub struct Strays {
-    places: std::collections::HashSet<String>,
+struct StrayRows {
+    written: usize,
     capped: bool,
 }
 
@@ -158,6 +164,7 @@ impl Link {
             ponged: std::sync::atomic::AtomicBool::new(false),
             log,
             strays,
+            stray_rows: Mutex::new(StrayRows::default()),
             ended_at: Mutex::new(None),
         });
         let reader = tokio::spawn(read_lines(link.clone(), read, max_line));
@@ -190,6 +197,9 @@ impl Link {
         }
         let (tx, rx) = oneshot::channel();
         let key = calls.fresh_key();
+        if !calls.called.contains(&file) {
+            calls.called.insert(file.clone());
+        }
         calls.waiting.insert(
             id,
             Waiting {
@@ -200,6 +210,11 @@ impl Link {
             },
         );
         Some((rx, key))
+    }
+
+    /// Whether this host was ever sent a call of `file` (`plugins/x.mjs`).
+    pub fn was_called(&self, file: &str) -> bool {
+        lock(&self.calls).called.contains(file)
     }
 
     /// Forgets a call the daemon gave up on; true when it was still waiting.
@@ -313,9 +328,11 @@ impl Link {
         lock(&self.unavailable).get(name).cloned()
     }
 
-    /// Where in plugins/ the host said, under its key, a plugin ended it from (`plugins/x.mjs:4:28`).
-    pub fn ended_at(&self) -> Option<String> {
-        lock(&self.ended_at).clone()?
+    /// Where in plugins/ the host said, under its key, a plugin ended it from (`plugins/x.mjs:4:28`), and
+    /// every place there on the stack, innermost first.
+    pub fn ended_at(&self) -> Option<(String, Vec<String>)> {
+        let (at, places) = lock(&self.ended_at).clone()?;
+        Some((at?, places))
     }
 
     /// An error a plugin left behind, in runtime.log once for its place. What arrives on fd 4 is a
@@ -328,16 +345,20 @@ impl Link {
         let clip = |t: &str, n: usize| t.chars().take(n).collect::<String>();
         let at = s.at.as_deref().map(|a| clip(a, 200));
         let row = {
-            let mut strays = lock(&self.strays);
+            let mut rows_here = lock(&self.stray_rows);
+            if rows_here.capped {
+                return;
+            }
             // Without a place, an error is told apart by its words (as the host does).
             let place = at
                 .clone()
                 .unwrap_or_else(|| format!("?{}", clip(&s.message, 200)));
-            if strays.capped || !strays.places.insert(place) {
+            if !lock(&self.strays).insert(place) {
                 return;
             }
-            if strays.places.len() > MAX_STRAY_ROWS {
-                strays.capped = true;
+            rows_here.written += 1;
+            if rows_here.written > MAX_STRAY_ROWS {
+                rows_here.capped = true;
                 rows::strays_capped(MAX_STRAY_ROWS)
             } else {
                 rows::stray(&s.how, &clip(&s.message, 500), at.as_deref())
@@ -398,7 +419,9 @@ impl Link {
             }
             FromHost::Stray(s) => self.stray(s),
             FromHost::Ended(e) if e.key == self.host_key => {
-                *lock(&self.ended_at) = Some(e.at);
+                let clip = |t: String| t.chars().take(500).collect::<String>();
+                let places = e.places.into_iter().take(32).map(clip).collect();
+                *lock(&self.ended_at) = Some((e.at.map(clip), places));
             }
             FromHost::Ended(_) => {}
             FromHost::Ready { v, node, .. } => {

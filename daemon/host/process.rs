@@ -383,7 +383,8 @@ impl HostProcess {
     }
 
     pub fn kill_group(&self, signal: Signal) {
-        if self.pid > 0 {
+        // Once its end was waited for, the pid may be another process's group by now.
+        if self.pid > 0 && !self.ended {
             // ESRCH (already gone) is the common case after an exit; nothing to report.
             let _ = killpg(Pid::from_raw(self.pid as i32), signal);
         }

@@ -92,6 +92,9 @@ pub struct Ended {
     /// `plugins/REL:LINE:COLUMN`, when the stack names a place there.
     #[serde(default)]
     pub at: Option<String>,
+    /// Every place in plugins/ on the stack, innermost first.
+    #[serde(default)]
+    pub places: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]

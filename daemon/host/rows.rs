@@ -101,8 +101,17 @@ pub fn strays_capped(rows: usize) -> String {
     )
 }
 
-pub fn respawned(pid: u32) -> String {
-    format!("A new plugin host (pid {pid}) was started, serving the same files.")
+/// `not_served`: how many of the files the rows just before it say it does not serve.
+pub fn respawned(pid: u32, not_served: usize) -> String {
+    match not_served {
+        0 => format!("A new plugin host (pid {pid}) was started, serving the same files."),
+        1 => format!(
+            "A new plugin host (pid {pid}) was started, serving the same files but the one named above."
+        ),
+        n => format!(
+            "A new plugin host (pid {pid}) was started, serving the same files but the {n} named above."
+        ),
+    }
 }
 
 pub fn respawn_delayed(e: &super::process::StartError) -> String {
@@ -142,10 +151,10 @@ pub fn not_reimported(shown: &str, why: &NotReimported) -> String {
             limit.as_secs()
         ),
         NotReimported::HeldHost(at) => format!(
-            "its code held the last plugin host's event loop with no call of its own in flight (at {at}), and would hold every new host's"
+            "its code held the last plugin host's event loop before any call of its own ran there (at {at}): code its import runs, which would hold every new host's"
         ),
         NotReimported::EndedHost(exit, at) => format!(
-            "it ended the last plugin host ({exit}) with no call of its own in flight (at {at}), and would end every new host"
+            "it ended the last plugin host ({exit}) before any call of its own ran there (at {at}): code its import runs, which would end every new host"
         ),
         NotReimported::Changed => {
             "it changed after it was read, and a new host imports only what was read".to_string()

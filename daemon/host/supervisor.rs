@@ -364,10 +364,11 @@ async fn run(
         if !in_flight.is_empty() {
             note(&mut crashes, now, CRASH_WINDOW);
         }
-        // A plugin that ended or held the host with no call of its own in flight (from a timer) would do
-        // it to every new host: the file the host named is not imported by the next, which serves the
-        // rest. Leaving one out is a way forward, so it is taken before any crash loop is declared.
-        let culprit = culprit(&process, &job, &ended.1, &in_flight, &left_out);
+        // A plugin that ended or held a host that never ran a call of its own did it with code of its
+        // import (a timer it set then), and would do it to every new host: the file the host named is
+        // not imported by the next, which serves the rest. Leaving one out is a way forward, so it is
+        // taken before any crash loop is declared.
+        let culprit = culprit(&process, &job, &ended.1, &left_out);
         let next = if let Some(c) = culprit {
             left_out.push(c);
             Next::Respawn
@@ -498,9 +499,10 @@ async fn respawn_until_up(
             _ = host.retire.cancelled() => return Err(Stop::Retired),
         };
         match respawned {
-            Ok(next) => {
+            Ok((next, not_served)) => {
                 host.respawns.fetch_add(1, Ordering::Relaxed);
-                job.log.row(Topic::Host, &rows::respawned(next.pid));
+                job.log
+                    .row(Topic::Host, &rows::respawned(next.pid, not_served));
                 return Ok(next);
             }
             // A host that ends before it is ready ran no plugin: its box could not be set up, as when a
@@ -552,13 +554,12 @@ enum Ending {
     Deaf(super::process::Exit),
 }
 
-/// The served file, by position, that ended or held the host with no call of its own in flight, and why
-/// the next host does not import it; none when the host named no such file, or already left it out.
+/// The served file, by position, that ended or held a host that never ran a call of its own, and why the
+/// next host does not import it; none when the host named no such file, or already left it out.
 fn culprit(
     process: &HostProcess,
     job: &Supervision,
     ending: &Ending,
-    in_flight: &[Arc<str>],
     left_out: &[(usize, NotReimported)],
 ) -> Option<(usize, NotReimported)> {
     let files = || job.files.iter().map(|f| &f.import);
@@ -566,17 +567,17 @@ fn culprit(
     let (i, why) = match ending {
         Ending::Hung(_, Some(at), Some(i)) => (*i, NotReimported::HeldHost(at.clone())),
         Ending::Stopped(exit, _) => {
-            let at = process.link.ended_at()?;
-            let i = blame::ending(&at, files(), skip)?;
+            let (at, places) = process.link.ended_at()?;
+            let i = blame::ending(&places, files(), skip)?;
             (i, NotReimported::EndedHost(exit.clone(), at))
         }
         _ => return None,
     };
-    let mine = job
+    let called = job
         .files
         .get(i)
-        .is_some_and(|f| in_flight.contains(&f.shown));
-    (!mine && !skip(i)).then_some((i, why))
+        .is_none_or(|f| process.link.was_called(&f.shown));
+    (!called && !skip(i)).then_some((i, why))
 }
 
 /// The host stays down until the generation is retired (by `ovai restart` or shutdown).
@@ -614,8 +615,9 @@ async fn respawn(
     job: &Supervision,
     ids: &AtomicU64,
     left_out: &[(usize, NotReimported)],
-) -> Result<HostProcess, super::process::StartError> {
+) -> Result<(HostProcess, usize), super::process::StartError> {
     let now = hashes(job.files.iter()).await;
+    let mut not_served = 0;
     let mut same = Vec::new();
     let mut unread = Vec::new();
     for (i, f) in job.files.iter().enumerate() {
@@ -635,6 +637,7 @@ async fn respawn(
         job.log
             .row(Topic::Host, &rows::not_reimported(&f.shown, &why));
         done.process.link.mark_unavailable(&f.import.name, why);
+        not_served += 1;
     }
     // A file saved between the look above and its import was imported as saved: looked at again, and
     // refused if it is no longer what was read.
@@ -651,8 +654,9 @@ async fn respawn(
         job.log
             .row(Topic::Host, &rows::not_reimported(&f.shown, &why));
         done.process.link.mark_unavailable(&f.import.name, why);
+        not_served += 1;
     }
-    Ok(done.process)
+    Ok((done.process, not_served))
 }
 
 /// The SHA-256 of each file's bytes now (`None`: gone or unreadable). Reading files is blocking work:

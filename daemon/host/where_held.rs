@@ -23,6 +23,10 @@ pub struct Frame {
     pub file: String,
     pub line: u32,
     pub column: u32,
+    /// Its script is an ES module loaded as a file (not code evaluated under a name of its choosing):
+    /// only such a frame can blame a file.
+    #[serde(default)]
+    pub module: bool,
 }
 
 #[derive(Deserialize)]
@@ -171,6 +175,7 @@ mod tests {
             file: file.into(),
             line,
             column: 5,
+            module: true,
         };
         let frames = [
             f("/srv/ws/.ovai/host.mjs", 900),

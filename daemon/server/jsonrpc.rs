@@ -279,13 +279,17 @@ fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
 fn typed_problem(method: &str, params: &Value) -> Option<String> {
     fn read_as<T: serde::de::DeserializeOwned>(params: &Value) -> Option<String> {
         let e = serde_path_to_error::deserialize::<_, T>(params).err()?;
-        let path = e.path().to_string();
-        let mut words = e.into_inner().to_string();
-        // serde quotes what it found, whole: a client's long string is not sent back whole.
-        if let Some((cut, _)) = words.char_indices().nth(MAX_WORDS) {
-            words.truncate(cut);
-            words.push('…');
-        }
+        // serde quotes what it found whole, and a path holds the keys of maps a client names: neither
+        // is sent back whole.
+        let clipped = |mut text: String| {
+            if let Some((cut, _)) = text.char_indices().nth(MAX_WORDS) {
+                text.truncate(cut);
+                text.push('…');
+            }
+            text
+        };
+        let path = clipped(e.path().to_string());
+        let words = clipped(e.into_inner().to_string());
         Some(match path.as_str() {
             "." => format!("the params do not fit: {words}"),
             _ => format!("params.{path} does not fit: {words}"),
@@ -463,6 +467,11 @@ mod tests {
             "{why}"
         );
         assert!(why.ends_with('…') && why.len() < 400, "{why}");
+        // A key of the client's naming, in a map of capabilities, is clipped in the path too.
+        let key = "k".repeat(10_000);
+        let params = json!({ "protocolVersion": "2025-11-25", "capabilities": { "experimental": { key: 5 } }, "clientInfo": { "name": "t", "version": "1" } });
+        let why = typed_problem("initialize", &params).unwrap();
+        assert!(why.len() < 800, "{why}");
     }
 
     #[test]

@@ -35,7 +35,8 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
         known: std::collections::HashMap<&'a str, bool>,
         /// A reference already read at an input's path: read there again, it would say the same.
         walked: std::collections::HashSet<(&'a str, String)>,
-        /// Schemas looked at: a schema whose references branch at every level stops being read here.
+        /// Schemas looked at, and the bytes of the paths made for them: a schema whose references
+        /// branch at every level stops being read here, in time and memory.
         budget: usize,
     }
     impl<'a> Walk<'a> {
@@ -70,7 +71,7 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
             }
             // Past the limits nothing more is held against the plugin; nor is a reference this server
             // cannot follow, or one that leads back to itself.
-            if depth > MAX_DEPTH || self.spent() {
+            if depth > MAX_DEPTH || self.spent(1) {
                 return true;
             }
             if let Some(reference) = s.get("$ref").and_then(Value::as_str) {
@@ -96,16 +97,17 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
             })
         }
 
-        /// Counts one schema looked at; true once the budget is spent.
-        fn spent(&mut self) -> bool {
-            self.budget = self.budget.saturating_sub(1);
+        /// Counts a schema looked at, at a cost that grows with the length of its input's path (each
+        /// look may copy it); true once the budget is spent.
+        fn spent(&mut self, cost: usize) -> bool {
+            self.budget = self.budget.saturating_sub(cost);
             self.budget == 0
         }
 
         fn walk(&mut self, object: &'a serde_json::Map<String, Value>, at: &str, depth: usize) {
             // The schema compiled, so it is finite but for cycles through `$ref`; the depth ends those,
             // and keeps a pathological schema cheap.
-            if depth > MAX_DEPTH || self.spent() {
+            if depth > MAX_DEPTH || self.spent(1 + at.len() / 16) {
                 return;
             }
             let join = |name: &str| {
@@ -321,6 +323,26 @@ mod tests {
         assert_eq!(found.first().map(String::as_str), Some("top"));
         assert!(found.contains(&"top.x".to_string()), "{found:?}");
         assert!(found.len() < 100, "{found:?}");
+    }
+
+    #[test]
+    fn long_names_under_branching_references_cost_no_more_than_the_budget() {
+        // Each definition's two properties, of long names, both point to the next: paths grow by the
+        // name at each level, and double in number.
+        let name = "n".repeat(3000);
+        let mut defs = serde_json::Map::new();
+        for i in 0..64 {
+            let next = json!({ "$ref": format!("#/$defs/d{}", i + 1) });
+            defs.insert(
+                format!("d{i}"),
+                json!({ "type": "object", "properties": { format!("{name}a"): next.clone(), format!("{name}b"): next } }),
+            );
+        }
+        defs.insert("d64".into(), json!({ "type": "string" }));
+        let schema = json!({ "type": "object", "$defs": defs, "properties": { "top": { "$ref": "#/$defs/d0" } } });
+        let found = undescribed(schema.as_object().unwrap());
+        let bytes: usize = found.iter().map(String::len).sum();
+        assert!(bytes < 1 << 20, "{} paths, {bytes} bytes", found.len());
     }
 
     #[test]

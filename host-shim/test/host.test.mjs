@@ -127,7 +127,7 @@ test("the watcher says where a plugin holds the main thread", async () => {
   await host.next((m) => m.t === "loaded" && m.id === 1);
   host.send({ t: "call", id: 2, tool: "spins", args: {}, seat: "s", role: "Worker", key: 2 });
   const answer = await askWhere(host, 7);
-  assert.deepEqual(answer.frames[0], { file, line: 4, column: 3 });
+  assert.deepEqual(answer.frames[0], { file, line: 4, column: 3, module: true });
   host.stop();
 });
 
