@@ -548,7 +548,8 @@ function placesNow() {
       // As above.
     }
   }
-  if (!isArray(sites)) return places;
+  // A plugin that froze Error (as hardening libraries do) leaves only the stack's text to read.
+  if (!isArray(sites)) return placesInText(shared);
   for (let i = 0; i < sites.length && places.length < 32; i++) {
     try {
       const site = sites[i];
@@ -1156,6 +1157,25 @@ function location(err, file) {
     }
   }
   return sharedAt;
+}
+
+/** Every place in plugins/ the text of a stack made now names, innermost first. */
+function placesInText(shared) {
+  const places = [];
+  let stack = "";
+  try {
+    const err = new ErrorCtor("ended");
+    stack = typeof err.stack === "string" ? err.stack : "";
+  } catch {
+    return places;
+  }
+  for (const match of stack.matchAll(/(file:\/\/[^\s()]+?):(\d+):(\d+)/g)) {
+    if (places.length === 32) break;
+    if (match[1].startsWith(shared)) {
+      push(places, `plugins/${path.relative(pluginsDir, fileURLToPath(match[1]))}:${match[2]}:${match[3]}`);
+    }
+  }
+  return places;
 }
 
 /** The first place in plugins/ an error's stack names, as `plugins/REL:LINE:COLUMN`, or null. */

@@ -215,7 +215,7 @@ fn a_timer_that_blocks_the_event_loop_is_named_and_left_out_of_the_next_host() {
         host[0].contains(") stopped answering for 2 s (a plugin blocking its event loop, at plugins/fault-timer-loop.mjs:4:3) and was killed (signal SIGKILL) with no call in flight."),
         "{host:#?}"
     );
-    let left = "plugins/fault-timer-loop.mjs is not answering calls since its plugin host was respawned: its code held the last plugin host's event loop before any call of its own ran there (at plugins/fault-timer-loop.mjs:4:3): code its import runs, which would hold every new host's. Run `ovai check` and `ovai restart` to see and serve it as it is now.";
+    let left = "plugins/fault-timer-loop.mjs is not answering calls since its plugin host was respawned: its code held a plugin host's event loop before any call of its own ran there (at plugins/fault-timer-loop.mjs:4:3): code its import runs, which would hold every new host's. Run `ovai check` and `ovai restart` to see and serve it as it is now.";
     assert_eq!(host[1], left, "{host:#?}");
     let mut s = inst.session("lead");
     s.initialize();
@@ -365,12 +365,13 @@ fn processes_with_arg(arg: &str) -> Vec<u32> {
 
 #[test]
 fn a_crash_loop_keeps_the_host_down_until_ovai_restart() {
-    let inst = instance(&["fault-sigkill"], json!({}));
+    // Killed by a command, the host names no file to leave out: five crashes make the loop.
+    let inst = instance(&["fault-unnamed-kill"], json!({}));
     let mut d = inst.start();
     let mut s = inst.session("lead");
     s.initialize();
     for i in 1..=5 {
-        let (text, refused) = s.call("fault-sigkill", json!({}));
+        let (text, refused) = s.call("fault-unnamed-kill", json!({}));
         assert!(
             refused && text.contains("the plugin host stopped (signal SIGKILL)"),
             "{text}"

@@ -334,7 +334,7 @@ fn code_a_plugin_evaluates_under_another_files_name_does_not_get_that_file_left_
     });
     let host = inst.rows("host");
     assert!(
-        host[1].starts_with("plugins/g.mjs is not answering calls since its plugin host was respawned: it ended the last plugin host ("),
+        host[1].starts_with("plugins/g.mjs is not answering calls since its plugin host was respawned: it ended a plugin host ("),
         "{host:#?}"
     );
     let mut s = inst.session("lead");
@@ -343,17 +343,17 @@ fn code_a_plugin_evaluates_under_another_files_name_does_not_get_that_file_left_
 }
 
 #[test]
-fn the_file_that_set_the_work_going_is_left_out_not_the_one_whose_helper_it_called() {
-    // f's timer, set at its import, calls a helper e exports, which ends the host: both are on the
-    // stack, and f (the outermost) is the one the next host does not import.
+fn the_file_whose_code_ends_the_host_is_left_out_not_the_scheduler_that_called_it() {
+    // sched exports a scheduler; spinner has it call, at import, a function of spinner's that ends the
+    // host. Both are on the stack; spinner's code did it, and spinner is the one left out.
     let inst = Instance::with_plugins(&[
         (
-            "e.mjs",
-            "export function boom() { process.reallyExit(5); }\nexport const description = 'Has a helper.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'e' }; }\n",
+            "sched.mjs",
+            "export function later(f, ms) { setTimeout(() => f(), ms); }\nexport const description = 'Schedules.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'sched' }; }\n",
         ),
         (
-            "f.mjs",
-            "import { boom } from './e.mjs';\nsetTimeout(() => boom(), 1500);\nexport const description = 'Calls it.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'f' }; }\n",
+            "spinner.mjs",
+            "import { later } from './sched.mjs';\nlater(function boom() { process.reallyExit(5); }, 1500);\nexport const description = 'Ends it.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'spinner' }; }\n",
         ),
     ]);
     let _d = inst.start();
@@ -365,12 +365,67 @@ fn the_file_that_set_the_work_going_is_left_out_not_the_one_whose_helper_it_call
     });
     let host = inst.rows("host");
     assert!(
-        host[1].starts_with("plugins/f.mjs is not answering calls since its plugin host was respawned: it ended the last plugin host (exit code 5) before any call of its own ran there (at plugins/e.mjs:1:"),
+        host[1].starts_with("plugins/spinner.mjs is not answering calls since its plugin host was respawned: it ended a plugin host (exit code 5) before any call of its own ran there (at plugins/spinner.mjs:2:"),
         "{host:#?}"
     );
     let mut s = inst.session("lead");
     s.initialize();
-    assert_eq!(s.call("e", json!({})), ("e".to_string(), false));
+    assert_eq!(s.call("sched", json!({})), ("sched".to_string(), false));
+}
+
+#[test]
+fn a_plugin_whose_calls_end_the_host_again_and_again_is_left_out_before_every_tool_goes_down() {
+    // Each call of a ends the host a moment after it answered: the third time it is named, the next host
+    // does not import it, and the other tools stay up.
+    let a = "export const description = 'Ends the host after each call.';\nexport const inputSchema = { type: 'object' };\nexport function run() { setTimeout(() => process.reallyExit(3), 50); return { text: 'armed' }; }\n";
+    let inst = Instance::with_plugins(&[("a.mjs", a), ("echo.mjs", ECHO)]);
+    let d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    for _ in 0..3 {
+        let host = d.host_pid();
+        assert_eq!(s.call("a", json!({})), ("armed".to_string(), false));
+        wait_until("the host to end", || (!process_alive(host)).then_some(()));
+        assert_eq!(s.call("echo", json!({})), ("{}".to_string(), false));
+    }
+    let left = "plugins/a.mjs is not answering calls since its plugin host was respawned: it ended or held the plugin host 3 times within 600 s, the last at plugins/a.mjs:3:";
+    let (text, refused) = s.call("a", json!({}));
+    assert!(refused && text.starts_with(left), "{text}");
+    assert!(
+        text.ends_with("; its calls would go on taking every tool down with them. Run `ovai check` and `ovai restart` to see and serve it as it is now."),
+        "{text}"
+    );
+    assert_eq!(s.call("echo", json!({})), ("{}".to_string(), false));
+}
+
+#[test]
+fn a_plugin_that_froze_error_does_not_hide_which_file_ended_the_host() {
+    // Hardening libraries freeze Error: the host reads the stack's text instead of its call sites.
+    let inst = Instance::with_plugins(&[
+        (
+            "a-harden.mjs",
+            "Object.freeze(Error);\nexport const description = 'Hardens.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'hard' }; }\n",
+        ),
+        (
+            "b-timer.mjs",
+            "setTimeout(() => process.reallyExit(7), 1500);\nexport const description = 'Ends it.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'b' }; }\n",
+        ),
+    ]);
+    let _d = inst.start();
+    wait_until("a new host", || {
+        inst.rows("host")
+            .iter()
+            .any(|r| r.starts_with("A new plugin host (pid "))
+            .then_some(())
+    });
+    let host = inst.rows("host");
+    assert!(
+        host[1].starts_with("plugins/b-timer.mjs is not answering calls since its plugin host was respawned: it ended a plugin host (exit code 7) before any call of its own ran there (at plugins/b-timer.mjs:1:"),
+        "{host:#?}"
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(s.call("a-harden", json!({})), ("hard".to_string(), false));
 }
 
 #[test]
@@ -396,7 +451,7 @@ fn a_plugin_that_ends_the_host_from_a_timer_is_left_out_of_the_next_and_the_rest
             && host[0].contains(") stopped (exit code 9) with no call in flight. A new plugin host is being started."),
         "{host:#?}"
     );
-    let left = "plugins/timer.mjs is not answering calls since its plugin host was respawned: it ended the last plugin host (exit code 9) before any call of its own ran there (at plugins/timer.mjs:1:";
+    let left = "plugins/timer.mjs is not answering calls since its plugin host was respawned: it ended a plugin host (exit code 9) before any call of its own ran there (at plugins/timer.mjs:1:";
     assert!(host[1].starts_with(left), "{host:#?}");
     assert!(
         host[1].ends_with(

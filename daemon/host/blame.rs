@@ -8,15 +8,16 @@ use std::path::Path;
 use super::import::ToImport;
 use super::where_held::Frame;
 
-/// The position of the file among `files` whose code set the held work going: the outermost frame of
-/// the held stack that is one of them (a timer's callback, a `run`, a module's top level), not one whose
-/// helper it calls; leaving out those `skip` says.
+/// The position of the file among `files` whose code holds the host: the innermost frame of the held
+/// stack that is one of them (the loop's own code, not a helper that called it, such as a scheduler
+/// another file exports); leaving out those `skip` says. Once that file is left out and the work goes on
+/// (a file importing it runs it as a module still), the next one out on the stack is named.
 pub fn holding<'a>(
     frames: &[Frame],
     files: impl Iterator<Item = &'a ToImport> + Clone,
     skip: impl Fn(usize) -> bool,
 ) -> Option<usize> {
-    frames.iter().rev().filter(|f| f.module).find_map(|frame| {
+    frames.iter().filter(|f| f.module).find_map(|frame| {
         files
             .clone()
             .enumerate()
@@ -26,14 +27,14 @@ pub fn holding<'a>(
 }
 
 /// The position of the file among `files` that the host said ended it, from the places in plugins/ on
-/// the stack (`plugins/x.mjs:4:28`, innermost first): as for a held loop, the outermost that is one of
+/// the stack (`plugins/x.mjs:4:28`, innermost first): as for a held loop, the innermost that is one of
 /// them; leaving out those `skip` says.
 pub fn ending<'a>(
     places: &[String],
     files: impl Iterator<Item = &'a ToImport> + Clone,
     skip: impl Fn(usize) -> bool,
 ) -> Option<usize> {
-    places.iter().rev().find_map(|at| {
+    places.iter().find_map(|at| {
         let file = file_of(at)?;
         files
             .clone()
@@ -83,13 +84,14 @@ mod tests {
         assert_eq!(ending(&lib, files.iter(), |_| false), None);
         let bad = places(&["plugins/b.mjs:x:1"]);
         assert_eq!(ending(&bad, files.iter(), |_| false), None);
-        // b's helper, called from a's timer, and a lib module's, from a's: a set it going.
+        // Ended in b's code, called through a lib module from a's: b, then a once b is out.
         let nested = places(&[
             "plugins/b.mjs:1:1",
             "plugins/lib/x.mjs:2:2",
             "plugins/a.mjs:3:3",
         ]);
-        assert_eq!(ending(&nested, files.iter(), |_| false), Some(0));
+        assert_eq!(ending(&nested, files.iter(), |_| false), Some(1));
+        assert_eq!(ending(&nested, files.iter(), |i| i == 1), Some(0));
         let frame = |file: &str| Frame {
             file: file.into(),
             line: 1,
@@ -99,8 +101,9 @@ mod tests {
         let frames = [frame("/ws/plugins/lib/x.mjs"), frame("/ws/plugins/a.mjs")];
         assert_eq!(holding(&frames, files.iter(), |_| false), Some(0));
         assert_eq!(holding(&frames[..1], files.iter(), |_| false), None);
-        // b's helper, called from a's timer: a set it going.
-        let frames = [frame("/ws/plugins/b.mjs"), frame("/ws/plugins/a.mjs")];
+        // a's loop, called from a timer b's scheduler set: a's code holds it; once a is out, b.
+        let frames = [frame("/ws/plugins/a.mjs"), frame("/ws/plugins/b.mjs")];
         assert_eq!(holding(&frames, files.iter(), |_| false), Some(0));
+        assert_eq!(holding(&frames, files.iter(), |i| i == 0), Some(1));
     }
 }

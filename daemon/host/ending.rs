@@ -90,6 +90,12 @@ pub enum NotReimported {
     HeldHost(String),
     /// It ended the last host before any call of its own ran there (how, and from where).
     EndedHost(Exit, String),
+    /// It was named as having ended or held a host this many times within the window, the last at `at`.
+    Repeatedly {
+        times: usize,
+        window: Duration,
+        at: String,
+    },
     /// Its bytes changed after they were read, so it was not imported again.
     Changed,
     /// It was gone (or could not be read) when the new host started.

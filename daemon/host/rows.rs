@@ -151,10 +151,14 @@ pub fn not_reimported(shown: &str, why: &NotReimported) -> String {
             limit.as_secs()
         ),
         NotReimported::HeldHost(at) => format!(
-            "its code held the last plugin host's event loop before any call of its own ran there (at {at}): code its import runs, which would hold every new host's"
+            "its code held a plugin host's event loop before any call of its own ran there (at {at}): code its import runs, which would hold every new host's"
         ),
         NotReimported::EndedHost(exit, at) => format!(
-            "it ended the last plugin host ({exit}) before any call of its own ran there (at {at}): code its import runs, which would end every new host"
+            "it ended a plugin host ({exit}) before any call of its own ran there (at {at}): code its import runs, which would end every new host"
+        ),
+        NotReimported::Repeatedly { times, window, at } => format!(
+            "it ended or held the plugin host {times} times within {} s, the last at {at}; its calls would go on taking every tool down with them",
+            window.as_secs()
         ),
         NotReimported::Changed => {
             "it changed after it was read, and a new host imports only what was read".to_string()

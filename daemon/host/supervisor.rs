@@ -41,6 +41,9 @@ const CRASH_LIMIT: usize = 5;
 /// minute; an operator's or the OOM killer's now and then stays well below it).
 const ENDS_LIMIT: usize = 8;
 const ENDS_WINDOW: Duration = Duration::from_secs(600);
+/// Named this many times within ENDS_WINDOW as the file that ended or held a host, a file is not imported
+/// by the next: fewer than either crash loop takes, so the other tools stay up.
+const REPEAT_LIMIT: usize = 3;
 const CRASH_WINDOW: Duration = Duration::from_secs(60);
 /// How long a host whose pipe failed is given to be found dead before it is taken as deaf and killed.
 const EXIT_FIRST: Duration = Duration::from_millis(200);
@@ -290,8 +293,11 @@ async fn run(
     // The seats as the live host's box saw them when it started.
     let mut seats = host.seats.subscribe();
     seats.mark_unchanged();
-    // Files no new host imports: each ended or held a host from outside any call of its own.
+    // Files no new host imports: each ended or held a host from outside any call of its own, or again
+    // and again.
     let mut left_out: Vec<(usize, NotReimported)> = Vec::new();
+    // When each file was named as having ended or held a host, over ENDS_WINDOW.
+    let mut named: std::collections::HashMap<usize, VecDeque<Instant>> = Default::default();
     loop {
         let link = process.link.clone();
         // How it ended: (exit, what the rows say, out of memory, hung after).
@@ -303,7 +309,10 @@ async fn run(
             _ = heartbeat(&link, job.hang_after) => {
                 let frames = process.held_at().await;
                 let at = shown(&frames, Path::new(&job.init.plugins_dir));
-                let held = blame::holding(&frames, job.files.iter().map(|f| &f.import), |_| false);
+                // A file left out already runs on as a module of another: the next one out is named.
+                let held = blame::holding(&frames, job.files.iter().map(|f| &f.import), |i| {
+                    left_out.iter().any(|(j, _)| *j == i)
+                });
                 let exit = process.kill().await;
                 (rows::hung(job.hang_after.as_secs(), &exit, at.as_deref()), Ending::Hung(exit, at, held))
             }
@@ -368,7 +377,7 @@ async fn run(
         // import (a timer it set then), and would do it to every new host: the file the host named is
         // not imported by the next, which serves the rest. Leaving one out is a way forward, so it is
         // taken before any crash loop is declared.
-        let culprit = culprit(&process, &job, &ended.1, &left_out);
+        let culprit = culprit(&process, &job, &ended.1, &left_out, &mut named, now);
         let next = if let Some(c) = culprit {
             left_out.push(c);
             Next::Respawn
@@ -554,30 +563,51 @@ enum Ending {
     Deaf(super::process::Exit),
 }
 
-/// The served file, by position, that ended or held a host that never ran a call of its own, and why the
-/// next host does not import it; none when the host named no such file, or already left it out.
+/// The served file, by position, that the next host does not import, and why: one the host named as
+/// having ended or held it when it never ran a call of that file (code its import runs, which would do
+/// the same to every new host), or named for the REPEAT_LIMIT-th time within ENDS_WINDOW (a call of it
+/// does it, and it would take every tool down with the crash loop). None when the host named no file of
+/// plugins/, or one already left out.
 fn culprit(
     process: &HostProcess,
     job: &Supervision,
     ending: &Ending,
     left_out: &[(usize, NotReimported)],
+    named: &mut std::collections::HashMap<usize, VecDeque<Instant>>,
+    now: Instant,
 ) -> Option<(usize, NotReimported)> {
     let files = || job.files.iter().map(|f| &f.import);
     let skip = |i: usize| left_out.iter().any(|(j, _)| *j == i);
-    let (i, why) = match ending {
-        Ending::Hung(_, Some(at), Some(i)) => (*i, NotReimported::HeldHost(at.clone())),
+    let (i, at, first) = match ending {
+        Ending::Hung(_, Some(at), Some(i)) => (*i, at.clone(), NotReimported::HeldHost(at.clone())),
         Ending::Stopped(exit, _) => {
             let (at, places) = process.link.ended_at()?;
             let i = blame::ending(&places, files(), skip)?;
-            (i, NotReimported::EndedHost(exit.clone(), at))
+            (i, at.clone(), NotReimported::EndedHost(exit.clone(), at))
         }
         _ => return None,
     };
+    if skip(i) {
+        return None;
+    }
     let called = job
         .files
         .get(i)
         .is_none_or(|f| process.link.was_called(&f.shown));
-    (!called && !skip(i)).then_some((i, why))
+    if !called {
+        return Some((i, first));
+    }
+    let times = named.entry(i).or_default();
+    note(times, now, ENDS_WINDOW);
+    let times = times.len();
+    (times >= REPEAT_LIMIT).then_some((
+        i,
+        NotReimported::Repeatedly {
+            times,
+            window: ENDS_WINDOW,
+            at,
+        },
+    ))
 }
 
 /// The host stays down until the generation is retired (by `ovai restart` or shutdown).
