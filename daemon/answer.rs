@@ -105,8 +105,17 @@ pub fn host_ended(file: &str, end: &HostEnd) -> Outcome {
         HostEnd::Stopped {
             exit,
             out_of_memory,
+            by,
             next,
-        } => (rows::what_happened(exit, *out_of_memory), *next),
+        } => {
+            let what = rows::what_happened(exit, *out_of_memory);
+            // A call of another file ended by a plugin is told which, as the host said.
+            let what = match by {
+                Some(at) => format!("{what}, ended by a plugin at {at},"),
+                None => what,
+            };
+            (what, *next)
+        }
         HostEnd::Hung {
             exit,
             after,

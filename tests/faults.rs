@@ -130,7 +130,7 @@ fn a_plugin_killing_its_host_costs_a_refusal_and_a_restart() {
     assert!(refused);
     assert_eq!(
         text,
-        "plugins/fault-sigkill.mjs did not answer: the plugin host stopped (signal SIGKILL) while it ran. A new plugin host is being started; other tools are unaffected."
+        "plugins/fault-sigkill.mjs did not answer: the plugin host stopped (signal SIGKILL), ended by a plugin at plugins/fault-sigkill.mjs:4:11, while it ran. A new plugin host is being started; other tools are unaffected."
     );
     assert_ne!(d.host_pid(), host);
     assert!(!process_alive(host));

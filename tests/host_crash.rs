@@ -92,7 +92,7 @@ fn a_plugin_that_ends_the_host_is_refused_and_others_go_on() {
     w1.initialize();
     let (text, refused) = lead.call("exits", json!({}));
     assert!(refused);
-    assert!(text.starts_with("plugins/exits.mjs did not answer: the plugin host stopped (signal SIGKILL) while it ran."), "{text}");
+    assert!(text.starts_with("plugins/exits.mjs did not answer: the plugin host stopped (signal SIGKILL), ended by a plugin at plugins/exits.mjs:"), "{text}");
     assert_eq!(w1.call("echo", json!({})), ("{}".to_string(), false));
     assert_eq!(
         lead.call("echo", json!({ "again": true })),

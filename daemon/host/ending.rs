@@ -15,6 +15,8 @@ pub enum HostEnd {
         exit: Exit,
         /// The host said it ran out of heap: the `hostMaxMemoryMB` it was capped at.
         out_of_memory: Option<u64>,
+        /// Where in plugins/ the host said, under its key, a plugin ended it from.
+        by: Option<String>,
         next: Next,
     },
     /// It left the heartbeat unanswered for `after` (a plugin blocking its event loop) and was killed.

@@ -399,6 +399,7 @@ async fn run(
             Ending::Stopped(exit, out_of_memory) => HostEnd::Stopped {
                 exit,
                 out_of_memory,
+                by: process.link.ended_at().map(|(at, _)| at),
                 next,
             },
             Ending::Hung(exit, at, _) => HostEnd::Hung {
