@@ -159,9 +159,17 @@ pub fn host_ended(file: &str, end: &HostEnd) -> Outcome {
 /// Why the host stays down, as `ovai status` and refusals say it.
 pub fn down(cause: &DownCause) -> String {
     match cause {
-        DownCause::CrashLoop { stops, window } => format!(
-            "the plugin host stopped {stops} times within {} s, so it stays down until `ovai restart`",
-            window.as_secs()
+        DownCause::CrashLoop {
+            stops,
+            window,
+            last_at,
+        } => format!(
+            "the plugin host stopped {stops} times within {} s{}, so it stays down until `ovai restart`",
+            window.as_secs(),
+            last_at
+                .as_ref()
+                .map(|at| format!(" (the last time from {at})"))
+                .unwrap_or_default()
         ),
         DownCause::CannotRespawn(e) => format!(
             "a new plugin host could not be started ({e}), so it stays down until `ovai restart`"

@@ -489,10 +489,16 @@ fn a_plugin_that_ends_every_host_from_a_module_it_imports_makes_a_crash_loop() {
     )
     .unwrap();
     let d = inst.start();
-    let down = "The plugin host stays down: it stopped 8 times within 600 s. Fix the plugin that ends it, then run `ovai restart`.";
-    wait_until("the crash loop", || {
-        inst.rows("host").iter().any(|r| r == down).then_some(())
+    let down = wait_until("the crash loop", || {
+        inst.rows("host")
+            .into_iter()
+            .find(|r| r.starts_with("The plugin host stays down: "))
     });
+    assert!(
+        down.starts_with("The plugin host stays down: it stopped 8 times within 600 s, the last time from plugins/lib/ends.mjs:1:")
+            && down.ends_with(". Fix the plugin that ends it, then run `ovai restart`."),
+        "{down}"
+    );
     let stopped: Vec<String> = inst
         .rows("host")
         .into_iter()

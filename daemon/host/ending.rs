@@ -73,7 +73,12 @@ pub enum NoHost {
 
 #[derive(Debug, Clone)]
 pub enum DownCause {
-    CrashLoop { stops: usize, window: Duration },
+    CrashLoop {
+        stops: usize,
+        window: Duration,
+        /// Where in plugins/ the host said the last end came from, when it said.
+        last_at: Option<String>,
+    },
     CannotRespawn(Arc<StartError>),
 }
 

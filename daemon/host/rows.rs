@@ -122,9 +122,17 @@ pub fn respawn_delayed(e: &super::process::StartError) -> String {
 
 pub fn stays_down(cause: &DownCause) -> String {
     match cause {
-        DownCause::CrashLoop { stops, window } => format!(
-            "The plugin host stays down: it stopped {stops} times within {} s. Fix the plugin that ends it, then run `ovai restart`.",
-            window.as_secs()
+        DownCause::CrashLoop {
+            stops,
+            window,
+            last_at,
+        } => format!(
+            "The plugin host stays down: it stopped {stops} times within {} s{}. Fix the plugin that ends it, then run `ovai restart`.",
+            window.as_secs(),
+            last_at
+                .as_ref()
+                .map(|at| format!(", the last time from {at}"))
+                .unwrap_or_default()
         ),
         DownCause::CannotRespawn(e) => format!(
             "The plugin host stays down: a new one could not be started: {e}. Run `ovai restart` once that is fixed."

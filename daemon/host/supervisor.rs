@@ -416,7 +416,17 @@ async fn run(
             &rows::stopped(process.pid, &what, &files, next, process.last_words()),
         );
         if let Next::StaysDown { stops, window } = next {
-            return stay_down(DownCause::CrashLoop { stops, window }, &job, &state, &host).await;
+            let last_at = match &*end {
+                HostEnd::Stopped { by, .. } => by.clone(),
+                HostEnd::Hung { at, .. } => at.clone(),
+                _ => None,
+            };
+            let cause = DownCause::CrashLoop {
+                stops,
+                window,
+                last_at,
+            };
+            return stay_down(cause, &job, &state, &host).await;
         }
         let backoff = FIRST_BACKOFF
             .saturating_mul(1 << stops.len().saturating_sub(1).min(16))
