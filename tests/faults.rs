@@ -204,13 +204,7 @@ fn a_blocked_event_loop_is_found_by_the_heartbeat_and_the_host_restarted() {
 fn a_timer_that_blocks_the_event_loop_is_named_and_left_out_of_the_next_host() {
     let inst = instance(&["fault-timer-loop"], json!({ "hostHangSeconds": 2 }));
     let _d = inst.start();
-    wait_until("a new host", || {
-        inst.rows("host")
-            .iter()
-            .any(|r| r.starts_with("A new plugin host (pid "))
-            .then_some(())
-    });
-    let host = inst.rows("host");
+    let host = inst.host_rows_after_respawn();
     assert!(
         host[0].contains(") stopped answering for 2 s (a plugin blocking its event loop, at plugins/fault-timer-loop.mjs:4:3) and was killed (signal SIGKILL) with no call in flight."),
         "{host:#?}"

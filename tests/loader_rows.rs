@@ -18,6 +18,28 @@ fn good_after(code: &str, name: &str) -> String {
     format!("{code}\n{}", good(name))
 }
 
+/// Started with `name`.mjs, served, and b-waits.mjs beside it, whose import never settles (the start's
+/// first host is not kept): importTimeoutSeconds 1, and the rows checked.
+fn beside_a_waiting_file(name: &str, source: &str) -> (Instance, Daemon) {
+    let inst = Instance::with_plugins(&[
+        (&format!("{name}.mjs"), source),
+        (
+            "b-waits.mjs",
+            "await new Promise(() => {});\nexport const run = 1;",
+        ),
+    ]);
+    inst.set_config(serde_json::json!({ "importTimeoutSeconds": 1 }));
+    let d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            format!("This instance serves a tool of its own: {name}"),
+            "plugins/b-waits.mjs is not served: importing it took longer than 1 s".to_string(),
+        ]
+    );
+    (inst, d)
+}
+
 /// Calls `tool` as the Leader, with no arguments, and checks it answers `text`.
 fn assert_calls(inst: &Instance, tool: &str, text: &str) {
     let mut s = inst.session("lead");
@@ -638,22 +660,7 @@ fn a_plugin_writing_to_fd_4_cannot_report_another_file_or_write_a_row() {
          writeSync(4, JSON.stringify({{ t: 'stray', how: 'threw', message: 'forged', at: 'plugins/b-waits.mjs:1:1' }}) + '\\n');\n{}",
         good("a-forger")
     );
-    let inst = Instance::with_plugins(&[
-        ("a-forger.mjs", &forger),
-        (
-            "b-waits.mjs",
-            "await new Promise(() => {});\nexport const run = 1;",
-        ),
-    ]);
-    inst.set_config(serde_json::json!({ "importTimeoutSeconds": 1 }));
-    let _d = inst.start();
-    assert_eq!(
-        inst.rows("plugins"),
-        [
-            "This instance serves a tool of its own: a-forger",
-            "plugins/b-waits.mjs is not served: importing it took longer than 1 s",
-        ]
-    );
+    let (inst, _d) = beside_a_waiting_file("a-forger", &forger);
     let rows = inst.rows("host");
     assert!(!rows.iter().any(|r| r.contains("forged")), "{rows:#?}");
 }
@@ -759,22 +766,7 @@ fn an_error_left_behind_at_import_is_written_once_though_a_start_imports_it_twic
         "setTimeout(() => { throw new Error('left behind'); }, 0);",
         "a-throws",
     );
-    let inst = Instance::with_plugins(&[
-        ("a-throws.mjs", &throws),
-        (
-            "b-waits.mjs",
-            "await new Promise(() => {});\nexport const run = 1;",
-        ),
-    ]);
-    inst.set_config(serde_json::json!({ "importTimeoutSeconds": 1 }));
-    let _d = inst.start();
-    assert_eq!(
-        inst.rows("plugins"),
-        [
-            "This instance serves a tool of its own: a-throws",
-            "plugins/b-waits.mjs is not served: importing it took longer than 1 s",
-        ]
-    );
+    let (inst, _d) = beside_a_waiting_file("a-throws", &throws);
     // The second host's error may still be on its way: a call answered after it comes after it.
     assert_calls(&inst, "a-throws", "a-throws");
     let strays: Vec<String> = inst

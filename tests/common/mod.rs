@@ -117,6 +117,16 @@ impl Instance {
             .collect()
     }
 
+    /// The `host` rows, once a new host was started after the last one ended (its row is written).
+    pub fn host_rows_after_respawn(&self) -> Vec<String> {
+        wait_until("a new host", || {
+            let rows = self.rows("host");
+            rows.iter()
+                .any(|r| r.starts_with("A new plugin host (pid "))
+                .then_some(rows)
+        })
+    }
+
     /// A session through `ovai mcp` presenting `secret` (which may be nobody's), and the answer to its
     /// `initialize`: for tests of what is refused.
     pub fn try_session(&self, secret: &str) -> (Session, Value) {
