@@ -46,6 +46,10 @@ const replaceAll = String.prototype.replace;
 // Methods called as functions (`utf8Slice(buf, 0, n)`), as Node's own internals do it: fast, and out of
 // a plugin's reach once taken.
 const uncurry = Function.prototype.bind.bind(Function.prototype.call);
+const pathRelative = path.relative;
+const startsWith = uncurry(String.prototype.startsWith);
+const regexpExec = uncurry(RegExp.prototype.exec);
+const globalObject = globalThis;
 const indexOfByte = uncurry(Buffer.prototype.indexOf);
 const utf8Slice = uncurry(Buffer.prototype.utf8Slice);
 const copyBytes = uncurry(Buffer.prototype.copy);
@@ -110,6 +114,8 @@ let root = "";
 let config = freeze({});
 let maxAnswerBytes = 1024 * 1024;
 let pluginsDir = "";
+/** plugins/ as the prefix of its files' URLs, from `init`. */
+let pluginsURL = "";
 /** From `init`: carried by every `stray`, so a plugin writing to fd 4 cannot pass for one. */
 let hostKey = 0;
 
@@ -507,11 +513,17 @@ process.exit = function exit(code) {
 // words) even when no call was in flight, from a timer. The host's own exit goes through reallyExit too.
 let hostLeaving = false;
 function endedBy(how) {
-  const places = placesNow();
+  let places = [];
+  try {
+    places = placesNow();
+  } catch {
+    // Whatever a plugin broke, the host still ends, and says so.
+  }
   const at = places.length > 0 ? places[0] : null;
   say(`ovai host: a plugin ended the plugin host with ${how}${at === null ? "" : ` (at ${at})`}`);
   // Said to the daemon too, under the host's key: a line on stderr is anybody's to write. Every place in
-  // plugins/ goes, innermost first: the daemon blames the file that set the work going, the outermost.
+  // plugins/ goes, innermost first: the daemon blames the innermost file of plugins/ there, and the next
+  // one out when that one is left out already.
   try {
     send({ t: "ended", at, places, key: hostKey }, true);
   } catch {
@@ -527,42 +539,53 @@ function endedBy(how) {
 function placesNow() {
   const places = [];
   if (!pluginsDir) return places;
-  const shared = pathToFileURL(pluginsDir).href + "/";
-  const prepare = getOwn(ErrorCtor, "prepareStackTrace");
-  const limit = getOwn(ErrorCtor, "stackTraceLimit");
+  // Set as data properties of the host's own Error (V8 asks the global Error for prepareStackTrace), and
+  // put back as they were: a plugin's accessors there, or an Error of its own, take no part.
+  const saved = [
+    getOwn(ErrorCtor, "prepareStackTrace"),
+    getOwn(ErrorCtor, "stackTraceLimit"),
+    getOwn(globalObject, "Error"),
+  ];
+  const data = (value) => ({ __proto__: null, value, writable: true, configurable: true });
   let sites = null;
   try {
-    ErrorCtor.prepareStackTrace = (_, s) => s;
-    ErrorCtor.stackTraceLimit = 64;
+    defineOwn(ErrorCtor, "prepareStackTrace", data((_, s) => s));
+    defineOwn(ErrorCtor, "stackTraceLimit", data(64));
+    defineOwn(globalObject, "Error", data(ErrorCtor));
     const holder = {};
     apply(captureStack, ErrorCtor, [holder]);
     sites = holder.stack;
   } catch {
-    // A plugin that made these its own leaves no stack to read.
-  } finally {
-    try {
-      if (prepare === undefined) delete ErrorCtor.prepareStackTrace;
-      else defineOwn(ErrorCtor, "prepareStackTrace", prepare);
-      if (limit !== undefined) defineOwn(ErrorCtor, "stackTraceLimit", limit);
-    } catch {
-      // As above.
-    }
+    // A plugin that froze these leaves only the stack's text to read, below.
   }
-  // A plugin that froze Error (as hardening libraries do) leaves only the stack's text to read.
-  if (!isArray(sites)) return placesInText(shared);
+  putBack(ErrorCtor, "prepareStackTrace", saved[0]);
+  putBack(ErrorCtor, "stackTraceLimit", saved[1]);
+  putBack(globalObject, "Error", saved[2]);
+  if (!isArray(sites)) return placesInText();
   for (let i = 0; i < sites.length && places.length < 32; i++) {
     try {
       const site = sites[i];
       if (site.isEval()) continue;
       const file = site.getFileName();
-      if (typeof file !== "string" || !file.startsWith(shared)) continue;
-      push(places, `plugins/${path.relative(pluginsDir, fileURLToPath(file))}:${site.getLineNumber()}:${site.getColumnNumber()}`);
+      if (typeof file !== "string" || !startsWith(file, pluginsURL)) continue;
+      push(places, `plugins/${pathRelative(pluginsDir, fileURLToPath(file))}:${site.getLineNumber()}:${site.getColumnNumber()}`);
     } catch {
       // A site that cannot be read names no place.
     }
   }
   return places;
 }
+
+/** Puts a property back as `descriptor` says it was (absent when undefined), if it can be. */
+function putBack(object, key, descriptor) {
+  try {
+    if (descriptor === undefined) delete object[key];
+    else defineOwn(object, key, descriptor);
+  } catch {
+    // Made fixed meanwhile: it stays as it is.
+  }
+}
+
 /** A value a plugin passed, shown on one short line whatever it is. */
 function shownArg(value) {
   try {
@@ -785,6 +808,7 @@ function onLine(line) {
     case "init":
       root = message.root;
       pluginsDir = message.pluginsDir;
+      pluginsURL = pathToFileURL(pluginsDir).href + "/";
       config = deepFreeze(message.config ?? {});
       maxAnswerBytes = message.maxAnswerBytes ?? maxAnswerBytes;
       hostKey = message.key ?? 0;
@@ -1160,7 +1184,7 @@ function location(err, file) {
 }
 
 /** Every place in plugins/ the text of a stack made now names, innermost first. */
-function placesInText(shared) {
+function placesInText() {
   const places = [];
   let stack = "";
   try {
@@ -1169,10 +1193,15 @@ function placesInText(shared) {
   } catch {
     return places;
   }
-  for (const match of stack.matchAll(/(file:\/\/[^\s()]+?):(\d+):(\d+)/g)) {
-    if (places.length === 32) break;
-    if (match[1].startsWith(shared)) {
-      push(places, `plugins/${path.relative(pluginsDir, fileURLToPath(match[1]))}:${match[2]}:${match[3]}`);
+  const place = /(file:\/\/[^\s()]+?):(\d+):(\d+)/g;
+  let match;
+  while (places.length < 32 && (match = regexpExec(place, stack)) !== null) {
+    try {
+      if (startsWith(match[1], pluginsURL)) {
+        push(places, `plugins/${pathRelative(pluginsDir, fileURLToPath(match[1]))}:${match[2]}:${match[3]}`);
+      }
+    } catch {
+      // A place that cannot be read names none.
     }
   }
   return places;

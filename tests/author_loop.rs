@@ -347,7 +347,7 @@ fn a_file_saved_after_the_last_read_gets_one_row_and_shows_in_status() {
     for _ in 0..5 {
         inst.write_plugin("saved.mjs", &edited);
     }
-    let row = "plugins/saved.mjs changed after the last read; the plugin host running now still serves it as it was read (a new one, after a crash, refuses its calls), and `ovai restart` serves it as it is now";
+    let row = "plugins/saved.mjs changed after the last read: it is served, if at all, as it was read, and a plugin host started from now on (after a crash, or when the seats change) refuses its calls; `ovai restart` serves it as it is now";
     wait_for_row(&inst, row);
     inst.write_plugin("zz-new.mjs", tool);
     wait_for_row(

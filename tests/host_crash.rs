@@ -315,6 +315,39 @@ fn an_answer_made_in_the_turn_a_plugin_ends_the_host_reaches_its_caller() {
 }
 
 #[test]
+fn a_call_that_ends_the_host_through_another_files_helper_leaves_neither_out_and_every_call_is_told()
+ {
+    // a's call ends the host through a helper util exports, while waits' call is in flight: a call of
+    // a file on the stack ran, so nothing is left out, and both callers are told where it ended.
+    let util = "export function die() { process.reallyExit(6); }\nexport const description = 'Has a helper.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'util' }; }\n";
+    let a = "import { die } from './util.mjs';\nexport const description = 'Calls it.';\nexport const inputSchema = { type: 'object' };\nexport function run() { die(); }\n";
+    let inst = Instance::with_plugins(&[("a.mjs", a), ("util.mjs", util), ("waits.mjs", WAITS)]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let waits = s.send_request("tools/call", json!({ "name": "waits", "arguments": {} }));
+    let (text, refused) = s.call("a", json!({}));
+    let ended = "the plugin host stopped (exit code 6), ended by a plugin at plugins/util.mjs:1:";
+    assert!(
+        refused && text.starts_with(&format!("plugins/a.mjs did not answer: {ended}")),
+        "{text}"
+    );
+    let (other, refused) = text_of(&s.response(waits));
+    assert!(
+        refused && other.starts_with(&format!("plugins/waits.mjs did not answer: {ended}")),
+        "{other}"
+    );
+    let host = inst.host_rows_after_respawn();
+    assert!(
+        !host
+            .iter()
+            .any(|r| r.contains("is not answering calls since")),
+        "{host:#?}"
+    );
+    assert_eq!(s.call("util", json!({})), ("util".to_string(), false));
+}
+
+#[test]
 fn code_a_plugin_evaluates_under_another_files_name_does_not_get_that_file_left_out() {
     // g ends the host from code it evaluates with a sourceURL naming b: the host reads its stack from
     // V8's call sites and passes over evaluated code, so g is the file named.
@@ -494,7 +527,11 @@ fn a_plugin_that_ends_every_host_from_a_module_it_imports_makes_a_crash_loop() {
     s.initialize();
     let (text, refused) = s.call("echo", json!({}));
     assert!(
-        refused && text.contains("stays down until `ovai restart`"),
+        refused
+            && text.contains(
+                "the plugin host stopped 8 times within 600 s (the last time from plugins/lib/ends.mjs:1:"
+            )
+            && text.contains("stays down until `ovai restart`"),
         "{text}"
     );
     drop(d);

@@ -8,45 +8,52 @@ use std::path::Path;
 use super::import::ToImport;
 use super::where_held::Frame;
 
-/// The position of the file among `files` whose code holds the host: the innermost frame of the held
-/// stack that is one of them (the loop's own code, not a helper that called it, such as a scheduler
-/// another file exports); leaving out those `skip` says. Once that file is left out and the work goes on
-/// (a file importing it runs it as a module still), the next one out on the stack is named.
-pub fn holding<'a>(
+/// The files among `files` on a held stack, innermost first, each by position with its own place there
+/// (`plugins/x.mjs:3:5`), leaving out those `skip` says; only frames of ES modules loaded as files count.
+pub fn held_by<'a>(
     frames: &[Frame],
     files: impl Iterator<Item = &'a ToImport> + Clone,
+    plugins_dir: &Path,
     skip: impl Fn(usize) -> bool,
-) -> Option<usize> {
-    frames.iter().filter(|f| f.module).find_map(|frame| {
-        files
-            .clone()
-            .enumerate()
-            .find(|(i, f)| !skip(*i) && f.path == frame.file)
-            .map(|(i, _)| i)
-    })
+) -> Vec<(usize, String)> {
+    let mut found: Vec<(usize, String)> = Vec::new();
+    for frame in frames.iter().filter(|f| f.module) {
+        let Some(i) = files.clone().position(|f| f.path == frame.file) else {
+            continue;
+        };
+        if skip(i) || found.iter().any(|(j, _)| *j == i) {
+            continue;
+        }
+        if let Some(at) = super::where_held::shown(std::slice::from_ref(frame), plugins_dir) {
+            found.push((i, at));
+        }
+    }
+    found
 }
 
-/// The position of the file among `files` that the host said ended it, from the places in plugins/ on
-/// the stack (`plugins/x.mjs:4:28`, innermost first): as for a held loop, the innermost that is one of
-/// them; leaving out those `skip` says.
-pub fn ending<'a>(
+/// The files among `files` the host said were on its stack when a plugin ended it, from the places in
+/// plugins/ (`plugins/x.mjs:4:28`, innermost first), each by position with its own place, leaving out
+/// those `skip` says.
+pub fn ended_by<'a>(
     places: &[String],
     files: impl Iterator<Item = &'a ToImport> + Clone,
     skip: impl Fn(usize) -> bool,
-) -> Option<usize> {
-    places.iter().find_map(|at| {
-        let file = file_of(at)?;
-        files
-            .clone()
-            .enumerate()
-            .find(|(i, f)| {
-                !skip(*i)
-                    && Path::new(&f.path)
-                        .file_name()
-                        .is_some_and(|n| n.to_string_lossy() == file)
-            })
-            .map(|(i, _)| i)
-    })
+) -> Vec<(usize, String)> {
+    let mut found: Vec<(usize, String)> = Vec::new();
+    for at in places {
+        let Some(file) = file_of(at) else { continue };
+        let Some(i) = files.clone().position(|f| {
+            Path::new(&f.path)
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy() == file)
+        }) else {
+            continue;
+        };
+        if !skip(i) && !found.iter().any(|(j, _)| *j == i) {
+            found.push((i, at.clone()));
+        }
+    }
+    found
 }
 
 /// The file of plugins/ in a place as the host writes it: `x.mjs` of `plugins/x.mjs:4:28` (`lib/y.mjs`
@@ -74,36 +81,42 @@ mod tests {
     }
 
     #[test]
-    fn only_a_file_of_plugins_itself_is_blamed() {
+    fn the_files_on_the_stack_come_innermost_first_each_with_its_own_place() {
         let files = files();
         let places = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let b = places(&["plugins/b.mjs:4:28"]);
-        assert_eq!(ending(&b, files.iter(), |_| false), Some(1));
-        assert_eq!(ending(&b, files.iter(), |i| i == 1), None);
-        let lib = places(&["plugins/lib/b.mjs:1:1"]);
-        assert_eq!(ending(&lib, files.iter(), |_| false), None);
-        let bad = places(&["plugins/b.mjs:x:1"]);
-        assert_eq!(ending(&bad, files.iter(), |_| false), None);
-        // Ended in b's code, called through a lib module from a's: b, then a once b is out.
         let nested = places(&[
             "plugins/b.mjs:1:1",
             "plugins/lib/x.mjs:2:2",
             "plugins/a.mjs:3:3",
+            "plugins/b.mjs:4:4",
         ]);
-        assert_eq!(ending(&nested, files.iter(), |_| false), Some(1));
-        assert_eq!(ending(&nested, files.iter(), |i| i == 1), Some(0));
-        let frame = |file: &str| Frame {
+        assert_eq!(
+            ended_by(&nested, files.iter(), |_| false),
+            [
+                (1, "plugins/b.mjs:1:1".to_string()),
+                (0, "plugins/a.mjs:3:3".to_string())
+            ]
+        );
+        assert_eq!(
+            ended_by(&nested, files.iter(), |i| i == 1),
+            [(0, "plugins/a.mjs:3:3".to_string())]
+        );
+        let odd = places(&["plugins/lib/b.mjs:1:1", "plugins/b.mjs:x:1"]);
+        assert!(ended_by(&odd, files.iter(), |_| false).is_empty());
+        let frame = |file: &str, module| Frame {
             file: file.into(),
             line: 1,
-            column: 1,
-            module: true,
+            column: 2,
+            module,
         };
-        let frames = [frame("/ws/plugins/lib/x.mjs"), frame("/ws/plugins/a.mjs")];
-        assert_eq!(holding(&frames, files.iter(), |_| false), Some(0));
-        assert_eq!(holding(&frames[..1], files.iter(), |_| false), None);
-        // a's loop, called from a timer b's scheduler set: a's code holds it; once a is out, b.
-        let frames = [frame("/ws/plugins/a.mjs"), frame("/ws/plugins/b.mjs")];
-        assert_eq!(holding(&frames, files.iter(), |_| false), Some(0));
-        assert_eq!(holding(&frames, files.iter(), |i| i == 0), Some(1));
+        let frames = [
+            frame("/ws/plugins/lib/x.mjs", true),
+            frame("/ws/plugins/b.mjs", false),
+            frame("/ws/plugins/a.mjs", true),
+        ];
+        assert_eq!(
+            held_by(&frames, files.iter(), Path::new("/ws/plugins"), |_| false),
+            [(0, "plugins/a.mjs:1:2".to_string())]
+        );
     }
 }

@@ -21,7 +21,6 @@ use super::blame;
 use super::child::Launch;
 use super::process::{Exit, HostInit, HostProcess, StartError, Together};
 use super::protocol::Loaded;
-use super::where_held::shown;
 
 /// A file to import: the tool's name, and the module's absolute path.
 #[derive(Debug, Clone)]
@@ -147,8 +146,8 @@ pub async fn import_all(
     }
 }
 
-/// The file whose code holds the host's event loop, by the host's own stack (not one left out), and the
-/// place the row shows (the innermost in plugins/).
+/// The file whose code holds the host's event loop, by the host's own stack (the innermost not left
+/// out), and its place there, which the row shows.
 async fn holder(
     process: &mut HostProcess,
     init: &HostInit,
@@ -156,9 +155,10 @@ async fn holder(
     left_out: &HashMap<usize, Imported>,
 ) -> Option<(usize, String)> {
     let frames = process.held_at().await;
-    let j = blame::holding(&frames, files.iter(), |j| left_out.contains_key(&j))?;
-    let at = shown(&frames, std::path::Path::new(&init.plugins_dir))?;
-    Some((j, at))
+    let dir = std::path::Path::new(&init.plugins_dir);
+    blame::held_by(&frames, files.iter(), dir, |j| left_out.contains_key(&j))
+        .into_iter()
+        .next()
 }
 
 /// The position of the file the ended host said ended it, when it is one of these and not left out.
@@ -168,7 +168,9 @@ fn culprit(
     left_out: &HashMap<usize, Imported>,
 ) -> Option<usize> {
     let (_, places) = process.link.ended_at()?;
-    blame::ending(&places, files.iter(), |j| left_out.contains_key(&j))
+    blame::ended_by(&places, files.iter(), |j| left_out.contains_key(&j))
+        .first()
+        .map(|(j, _)| *j)
 }
 
 /// One outcome per file, in order.

@@ -310,9 +310,12 @@ async fn run(
                 let frames = process.held_at().await;
                 let at = shown(&frames, Path::new(&job.init.plugins_dir));
                 // A file left out already runs on as a module of another: the next one out is named.
-                let held = blame::holding(&frames, job.files.iter().map(|f| &f.import), |i| {
-                    left_out.iter().any(|(j, _)| *j == i)
-                });
+                let held = blame::held_by(
+                    &frames,
+                    job.files.iter().map(|f| &f.import),
+                    Path::new(&job.init.plugins_dir),
+                    |i| left_out.iter().any(|(j, _)| *j == i),
+                );
                 let exit = process.kill().await;
                 (rows::hung(job.hang_after.as_secs(), &exit, at.as_deref()), Ending::Hung(exit, at, held))
             }
@@ -373,10 +376,9 @@ async fn run(
         if !in_flight.is_empty() {
             note(&mut crashes, now, CRASH_WINDOW);
         }
-        // A plugin that ended or held a host that never ran a call of its own did it with code of its
-        // import (a timer it set then), and would do it to every new host: the file the host named is
-        // not imported by the next, which serves the rest. Leaving one out is a way forward, so it is
-        // taken before any crash loop is declared.
+        // A file the host named that would do it to every new host (see `culprit`) is not imported by
+        // the next, which serves the rest: a way forward, so it is taken before any crash loop is
+        // declared.
         let culprit = culprit(&process, &job, &ended.1, &left_out, &mut named, now);
         let next = if let Some(c) = culprit {
             left_out.push(c);
@@ -554,7 +556,6 @@ async fn respawn_until_up(
     }
 }
 
-/// Adds a stop at `now` to a window, dropping the ones older than CRASH_WINDOW.
 /// Notes a stop at `now` in `times`, forgetting those older than `window`.
 fn note(times: &mut VecDeque<Instant>, now: Instant, window: Duration) {
     times.push_back(now);
@@ -569,16 +570,18 @@ fn note(times: &mut VecDeque<Instant>, now: Instant, window: Duration) {
 /// How a host's life ended, before it is known what comes next.
 enum Ending {
     Stopped(super::process::Exit, Option<u64>),
-    /// Killed for not answering: where it was held, and the served file (by position) holding it.
-    Hung(super::process::Exit, Option<String>, Option<usize>),
+    /// Killed for not answering: where it was held, and the served files on its stack (by position, with
+    /// each one's place), innermost first.
+    Hung(super::process::Exit, Option<String>, Vec<(usize, String)>),
     Deaf(super::process::Exit),
 }
 
-/// The served file, by position, that the next host does not import, and why: one the host named as
-/// having ended or held it when it never ran a call of that file (code its import runs, which would do
-/// the same to every new host), or named for the REPEAT_LIMIT-th time within ENDS_WINDOW (a call of it
-/// does it, and it would take every tool down with the crash loop). None when the host named no file of
-/// plugins/, or one already left out.
+/// The served file, by position, that the next host does not import, and why. The host names the files
+/// of plugins/ on its stack (held, or ended through `process`). When it never ran a call of any of them,
+/// the end came from code their imports run (a timer set then), which would do the same to every new
+/// host: the innermost is left out. When it ran a call of one, the end may be that call's doing: the
+/// innermost called one is counted, and left out once named REPEAT_LIMIT times within ENDS_WINDOW, before
+/// it takes every tool down with a crash loop. None when the host named no file not already left out.
 fn culprit(
     process: &HostProcess,
     job: &Supervision,
@@ -587,27 +590,29 @@ fn culprit(
     named: &mut std::collections::HashMap<usize, VecDeque<Instant>>,
     now: Instant,
 ) -> Option<(usize, NotReimported)> {
-    let files = || job.files.iter().map(|f| &f.import);
     let skip = |i: usize| left_out.iter().any(|(j, _)| *j == i);
-    let (i, at, first) = match ending {
-        Ending::Hung(_, Some(at), Some(i)) => (*i, at.clone(), NotReimported::HeldHost(at.clone())),
+    let (stack, exit) = match ending {
+        Ending::Hung(_, _, held) => (held.clone(), None),
         Ending::Stopped(exit, _) => {
-            let (at, places) = process.link.ended_at()?;
-            let i = blame::ending(&places, files(), skip)?;
-            (i, at.clone(), NotReimported::EndedHost(exit.clone(), at))
+            let (_, places) = process.link.ended_at()?;
+            let files = job.files.iter().map(|f| &f.import);
+            (blame::ended_by(&places, files, skip), Some(exit))
         }
-        _ => return None,
+        Ending::Deaf(_) => return None,
     };
-    if skip(i) {
-        return None;
-    }
-    let called = job
-        .files
-        .get(i)
-        .is_none_or(|f| process.link.was_called(&f.shown));
-    if !called {
-        return Some((i, first));
-    }
+    let called = |i: usize| {
+        job.files
+            .get(i)
+            .is_none_or(|f| process.link.was_called(&f.shown))
+    };
+    let Some((i, at)) = stack.iter().find(|(i, _)| called(*i)).cloned() else {
+        let (i, at) = stack.into_iter().next()?;
+        let why = match exit {
+            Some(exit) => NotReimported::EndedHost(exit.clone(), at),
+            None => NotReimported::HeldHost(at),
+        };
+        return Some((i, why));
+    };
     let times = named.entry(i).or_default();
     note(times, now, ENDS_WINDOW);
     let times = times.len();

@@ -88,7 +88,7 @@ impl Change {
     fn words(&self) -> String {
         match self {
             Change::Changed { file, served: true } => format!(
-                "plugins/{file} changed after the last read; the plugin host running now still serves it as it was read (a new one, after a crash, refuses its calls), and `ovai restart` serves it as it is now"
+                "plugins/{file} changed after the last read: it is served, if at all, as it was read, and a plugin host started from now on (after a crash, or when the seats change) refuses its calls; `ovai restart` serves it as it is now"
             ),
             Change::Changed {
                 file,
@@ -100,7 +100,7 @@ impl Change {
                 "plugins/{file} appeared after the last read and is not served yet; `ovai restart` reads it"
             ),
             Change::Removed { file } => format!(
-                "plugins/{file} was removed after the last read; the plugin host running now still serves it as it was read (a new one, after a crash, refuses its calls), and `ovai restart` stops serving it"
+                "plugins/{file} was removed after the last read: it is served, if at all, as it was read, and a plugin host started from now on (after a crash, or when the seats change) refuses its calls; `ovai restart` stops serving it"
             ),
         }
     }
