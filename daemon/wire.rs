@@ -212,6 +212,10 @@ pub struct HostStatus {
     pub down: Option<String>,
     /// The box it runs in (or why none), in words.
     pub isolation: String,
+    /// For each tool the live host does not answer (a file a new host did not import), the sentence
+    /// its callers are refused with.
+    #[serde(default)]
+    pub not_answering: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -454,7 +454,7 @@ fn a_plugin_that_ends_the_host_from_a_timer_is_left_out_of_the_next_and_the_rest
         ),
         ("echo.mjs", ECHO),
     ]);
-    let _d = inst.start();
+    let d = inst.start();
     let host = inst.host_rows_after_respawn();
     assert!(
         host[0].starts_with("The plugin host (pid ")
@@ -479,6 +479,14 @@ fn a_plugin_that_ends_the_host_from_a_timer_is_left_out_of_the_next_and_the_rest
     assert_eq!(s.call("echo", json!({})), ("{}".to_string(), false));
     let (text, refused) = s.call("timer", json!({}));
     assert!(refused && text.starts_with(left), "{text}");
+    // Status says so too, as the callers read it.
+    let status = d.status().unwrap();
+    assert_eq!(status["host"]["not_answering"], json!([text]), "{status}");
+    let out = inst.cmd().arg("status").output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&text),
+        "{out:?}"
+    );
 }
 
 #[test]

@@ -109,6 +109,9 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     for row in &not_served {
         println!("{row}");
     }
+    for row in &v.host.not_answering {
+        println!("{row}");
+    }
     if v.stale.is_empty() && v.new_files.is_empty() && v.removed_files.is_empty() {
         println!("plugins/ is as it was read.");
     }

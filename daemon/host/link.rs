@@ -328,6 +328,16 @@ impl Link {
         lock(&self.unavailable).get(name).cloned()
     }
 
+    /// Every tool this host does not answer, and why, by name.
+    pub fn all_unavailable(&self) -> Vec<(String, NotReimported)> {
+        let mut all: Vec<(String, NotReimported)> = lock(&self.unavailable)
+            .iter()
+            .map(|(n, w)| (n.clone(), w.clone()))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
     /// Where in plugins/ the host said, under its key, a plugin ended it from (`plugins/x.mjs:4:28`), and
     /// every place there on the stack, innermost first.
     pub fn ended_at(&self) -> Option<(String, Vec<String>)> {

@@ -197,6 +197,14 @@ impl Host {
         }
     }
 
+    /// The tools the live host does not answer (a file a new host did not import), and why.
+    pub fn not_answering(&self) -> Vec<(String, NotReimported)> {
+        match &*self.state.borrow() {
+            HostState::Up(link) => link.all_unavailable(),
+            _ => Vec::new(),
+        }
+    }
+
     /// How many times a new host was started after one stopped.
     pub fn respawns(&self) -> u32 {
         self.respawns.load(Ordering::Relaxed)

@@ -149,6 +149,18 @@ pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
             respawns: generation.host.respawns(),
             down: generation.host.down().map(|c| crate::answer::down(&c)),
             isolation: generation.isolation.describe(),
+            not_answering: generation
+                .host
+                .not_answering()
+                .into_iter()
+                .map(|(name, why)| {
+                    let file = match generation.tools.get(&name).map(|e| &e.kind) {
+                        Some(crate::tools::Kind::Plugin { file }) => file.to_string(),
+                        _ => format!("plugins/{name}.mjs"),
+                    };
+                    crate::host::rows::not_reimported(&file, &why)
+                })
+                .collect(),
         },
         seats,
         seats_error,
