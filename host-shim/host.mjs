@@ -525,7 +525,7 @@ function endedBy(how) {
   // plugins/ goes, innermost first: the daemon blames the innermost file of plugins/ there, and the next
   // one out when that one is left out already.
   try {
-    send({ t: "ended", at, places, key: hostKey }, true);
+    send({ t: "ended", places, key: hostKey }, true);
   } catch {
     // A host whose pipe is gone ends anyway.
   }
@@ -568,7 +568,7 @@ function placesNow() {
       if (site.isEval()) continue;
       const file = site.getFileName();
       if (typeof file !== "string" || !startsWith(file, pluginsURL)) continue;
-      push(places, `plugins/${pathRelative(pluginsDir, fileURLToPath(file))}:${site.getLineNumber()}:${site.getColumnNumber()}`);
+      push(places, placeOf(file, site.getLineNumber(), site.getColumnNumber()));
     } catch {
       // A site that cannot be read names no place.
     }
@@ -1185,21 +1185,29 @@ function location(err, file) {
 
 /** Every place in plugins/ the text of a stack made now names, innermost first. */
 function placesInText() {
-  const places = [];
-  let stack = "";
   try {
     const err = new ErrorCtor("ended");
-    stack = typeof err.stack === "string" ? err.stack : "";
+    return placesIn(typeof err.stack === "string" ? err.stack : "", 32);
   } catch {
-    return places;
+    return [];
   }
+}
+
+/** The first place in plugins/ an error's stack names, as `plugins/REL:LINE:COLUMN`, or null. */
+function inPlugins(err) {
+  if (!pluginsDir) return null;
+  const places = placesIn(err instanceof Error && typeof err.stack === "string" ? err.stack : "", 1);
+  return places.length > 0 ? places[0] : null;
+}
+
+/** The first `max` places in plugins/ a stack's text names, innermost first. */
+function placesIn(stack, max) {
+  const places = [];
   const place = /(file:\/\/[^\s()]+?):(\d+):(\d+)/g;
   let match;
-  while (places.length < 32 && (match = regexpExec(place, stack)) !== null) {
+  while (places.length < max && (match = regexpExec(place, stack)) !== null) {
     try {
-      if (startsWith(match[1], pluginsURL)) {
-        push(places, `plugins/${pathRelative(pluginsDir, fileURLToPath(match[1]))}:${match[2]}:${match[3]}`);
-      }
+      if (startsWith(match[1], pluginsURL)) push(places, placeOf(match[1], match[2], match[3]));
     } catch {
       // A place that cannot be read names none.
     }
@@ -1207,17 +1215,9 @@ function placesInText() {
   return places;
 }
 
-/** The first place in plugins/ an error's stack names, as `plugins/REL:LINE:COLUMN`, or null. */
-function inPlugins(err) {
-  if (!pluginsDir) return null;
-  const stack = err instanceof Error && typeof err.stack === "string" ? err.stack : "";
-  const shared = pathToFileURL(pluginsDir).href + "/";
-  for (const match of stack.matchAll(/(file:\/\/[^\s()]+?):(\d+):(\d+)/g)) {
-    if (match[1].startsWith(shared)) {
-      return `plugins/${path.relative(pluginsDir, fileURLToPath(match[1]))}:${match[2]}:${match[3]}`;
-    }
-  }
-  return null;
+/** A file of plugins/ (its URL) and a place in it, as rows show it: `plugins/REL:LINE:COLUMN`. */
+function placeOf(url, line, column) {
+  return `plugins/${pathRelative(pluginsDir, fileURLToPath(url))}:${line}:${column}`;
 }
 
 /**

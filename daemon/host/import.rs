@@ -167,7 +167,7 @@ fn culprit(
     files: &[ToImport],
     left_out: &HashMap<usize, Imported>,
 ) -> Option<usize> {
-    let (_, places) = process.link.ended_at()?;
+    let places = process.link.ended_at();
     blame::ended_by(&places, files.iter(), |j| left_out.contains_key(&j))
         .first()
         .map(|(j, _)| *j)

@@ -111,9 +111,9 @@ pub struct Link {
     log: Option<Arc<RuntimeLog>>,
     strays: StrayBook,
     stray_rows: Mutex<StrayRows>,
-    /// The host said, under its key, that a plugin is ending it: where (none when no place in plugins/),
-    /// and every place in plugins/ on the stack, innermost first.
-    ended_at: Mutex<Option<(Option<String>, Vec<String>)>>,
+    /// The places in plugins/ on the stack when the host said, under its key, a plugin is ending it,
+    /// innermost first.
+    ended_at: Mutex<Vec<String>>,
 }
 
 /// The places of errors left behind that the rows of one host, and of the hosts a start discarded before
@@ -165,7 +165,7 @@ impl Link {
             log,
             strays,
             stray_rows: Mutex::new(StrayRows::default()),
-            ended_at: Mutex::new(None),
+            ended_at: Mutex::new(Vec::new()),
         });
         let reader = tokio::spawn(read_lines(link.clone(), read, max_line));
         (link, ready_rx, reader)
@@ -259,16 +259,14 @@ impl Link {
         self.ponged.load(Ordering::Relaxed)
     }
 
-    /// The file of each call the host may be running (those waiting, less any it was never sent whole),
-    /// once a call.
-    pub fn calls_in_flight(&self) -> Vec<Arc<str>> {
+    /// How many calls the host may be running: those waiting, less any it was never sent whole.
+    pub fn calls_waiting(&self) -> usize {
         let unsent = self.unsent_calls();
         lock(&self.calls)
             .waiting
-            .iter()
-            .filter(|(id, _)| !unsent.contains(id))
-            .map(|(_, w)| w.file.clone())
-            .collect()
+            .keys()
+            .filter(|id| !unsent.contains(id))
+            .count()
     }
 
     /// Answers every waiting call with `why` (or, one the host was never sent whole, with
@@ -338,11 +336,11 @@ impl Link {
         all
     }
 
-    /// Where in plugins/ the host said, under its key, a plugin ended it from (`plugins/x.mjs:4:28`), and
-    /// every place there on the stack, innermost first.
-    pub fn ended_at(&self) -> Option<(String, Vec<String>)> {
-        let (at, places) = lock(&self.ended_at).clone()?;
-        Some((at?, places))
+    /// The places in plugins/ (`plugins/x.mjs:4:28`) the host said, under its key, were on its stack
+    /// when a plugin ended it, innermost first: the first is where it was ended from. Empty when it did
+    /// not say.
+    pub fn ended_at(&self) -> Vec<String> {
+        lock(&self.ended_at).clone()
     }
 
     /// An error a plugin left behind, in runtime.log once for its place. What arrives on fd 4 is a
@@ -430,8 +428,7 @@ impl Link {
             FromHost::Stray(s) => self.stray(s),
             FromHost::Ended(e) if e.key == self.host_key => {
                 let clip = |t: String| t.chars().take(500).collect::<String>();
-                let places = e.places.into_iter().take(32).map(clip).collect();
-                *lock(&self.ended_at) = Some((e.at.map(clip), places));
+                *lock(&self.ended_at) = e.places.into_iter().take(32).map(clip).collect();
             }
             FromHost::Ended(_) => {}
             FromHost::Ready { v, node, .. } => {

@@ -173,8 +173,8 @@ fn tail_clause(tail: &[String]) -> String {
 /// How importing several files at once ended.
 pub enum Together {
     /// Each file's report, by position, and the positions that had none when the timeout came: with
-    /// `blocked`, because the host stopped answering (its event loop blocked, by which file is not
-    /// known), else because they wait for something while it answers.
+    /// `blocked`, because the host stopped answering (its event loop held: `held_at` says where), else
+    /// because they wait for something while it answers.
     Done {
         reported: Vec<(usize, Box<Loaded>)>,
         pending: Vec<usize>,

@@ -89,10 +89,7 @@ pub struct Ended {
     /// The host's key, as `init` gave it: a plugin writing to fd 4 cannot say this for another file.
     #[serde(default)]
     pub key: u64,
-    /// `plugins/REL:LINE:COLUMN`, when the stack names a place there.
-    #[serde(default)]
-    pub at: Option<String>,
-    /// Every place in plugins/ on the stack, innermost first.
+    /// Every place in plugins/ on the stack (`plugins/REL:LINE:COLUMN`), innermost first.
     #[serde(default)]
     pub places: Vec<String>,
 }

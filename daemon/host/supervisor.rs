@@ -378,10 +378,10 @@ async fn run(
         };
         let _ = state.send(HostState::Respawning);
         let now = Instant::now();
-        let in_flight = process.link.calls_in_flight();
+        let in_flight = process.link.calls_waiting();
         note(&mut stops, now, CRASH_WINDOW);
         note(&mut ends, now, ENDS_WINDOW);
-        if !in_flight.is_empty() {
+        if in_flight > 0 {
             note(&mut crashes, now, CRASH_WINDOW);
         }
         // A file the host named that would do it to every new host (see `culprit`) is not imported by
@@ -409,7 +409,7 @@ async fn run(
             Ending::Stopped(exit, out_of_memory) => HostEnd::Stopped {
                 exit,
                 out_of_memory,
-                by: process.link.ended_at().map(|(at, _)| at),
+                by: process.link.ended_at().into_iter().next(),
                 next,
             },
             Ending::Hung(exit, at, _) => HostEnd::Hung {
@@ -602,9 +602,11 @@ fn culprit(
     let (stack, exit) = match ending {
         Ending::Hung(_, _, held) => (held.clone(), None),
         Ending::Stopped(exit, _) => {
-            let (_, places) = process.link.ended_at()?;
             let files = job.files.iter().map(|f| &f.import);
-            (blame::ended_by(&places, files, skip), Some(exit))
+            (
+                blame::ended_by(&process.link.ended_at(), files, skip),
+                Some(exit),
+            )
         }
         Ending::Deaf(_) => return None,
     };
