@@ -33,6 +33,7 @@ pub mod files;
 pub mod generation;
 pub mod host;
 pub mod instance;
+pub mod legs;
 pub mod lines;
 pub mod names;
 pub mod plugins;

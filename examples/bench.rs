@@ -75,6 +75,10 @@ struct Args {
     /// Instead of the cases: how cost grows with sessions, plugins and calls in flight at a restart.
     #[arg(long, group = "mode")]
     scaling: bool,
+    /// Instead of the cases: where a K=1 plugin call's time goes inside the daemon, leg by leg
+    /// (`OVAI_LEGS`), beside the floor's relay.
+    #[arg(long, group = "mode")]
+    legs: bool,
 }
 
 struct Setup {
@@ -136,6 +140,8 @@ fn main() {
         Some("--throughput")
     } else if args.floor {
         Some("--floor")
+    } else if args.legs {
+        Some("--legs")
     } else {
         None
     };
@@ -167,6 +173,10 @@ fn main() {
     }
     if mode == Some("--scaling") {
         scaling(&setup, &one);
+        return;
+    }
+    if mode == Some("--legs") {
+        legs(&setup, &one);
         return;
     }
     if mode == Some("--http-only") {
@@ -484,6 +494,14 @@ struct Daemon {
 impl Daemon {
     /// Starts the daemon and waits for READY=1 on a notify socket; returns it and the time that took.
     fn start(setup: &Setup, inst: &Instance) -> (Self, Duration) {
+        Self::start_with_env(setup, inst, &[])
+    }
+
+    fn start_with_env(
+        setup: &Setup,
+        inst: &Instance,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> (Self, Duration) {
         let sock_path = inst
             .root
             .join(".ovai")
@@ -498,6 +516,7 @@ impl Daemon {
             .arg(&inst.root)
             .env("NOTIFY_SOCKET", &sock_path)
             .env("OVAI_LOG", "warn")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -698,6 +717,46 @@ fn ovai_calls(setup: &Setup, inst: &Instance, n: usize, k: usize, tool: &str) ->
     c.calls(tool, setup.warm_up(n), k);
     let (lat, wall, failed) = c.calls(tool, setup.calls(n), k);
     latency_figures(lat, wall, failed)
+}
+
+/// Where a K=1 plugin call's time goes inside the daemon: the daemon notes each step (`OVAI_LEGS`)
+/// over calls through the bridge, each run's legs are medians over its calls, and the table shows the
+/// median of the runs' medians.
+fn legs(setup: &Setup, inst: &Instance) {
+    let mut runs: Vec<ovai::legs::Summary> = Vec::new();
+    for run in 0..setup.runs {
+        let file = setup.work.join(format!("legs-{run}.txt"));
+        let _ = std::fs::remove_file(&file);
+        {
+            let (_d, _) = Daemon::start_with_env(setup, inst, &[("OVAI_LEGS", file.as_os_str())]);
+            let mut c = Client::ovai(setup, inst);
+            c.initialize();
+            c.calls("p0000", setup.warm_up(20_000), 1);
+            c.calls("p0000", setup.calls(20_000), 1);
+        }
+        let text =
+            std::fs::read_to_string(&file).expect("the daemon wrote its steps when it stopped");
+        match ovai::legs::summarise(&ovai::legs::read(&text), setup.warm_up(20_000)) {
+            Some(s) => runs.push(s),
+            None => eprintln!(
+                "run {run}: no call took one waking for its request and one for its answer"
+            ),
+        }
+    }
+    let Some(first) = runs.first() else { return };
+    println!(
+        "a plugin call at K=1 inside the daemon, µs (medians of {} runs, each over about {} calls)",
+        runs.len(),
+        first.calls
+    );
+    for (i, (name, _)) in first.legs.iter().enumerate() {
+        let mut us: Vec<f64> = runs
+            .iter()
+            .filter_map(|r| r.legs.get(i).map(|l| l.1))
+            .collect();
+        us.sort_by(f64::total_cmp);
+        println!("  {name:<34} {:>7.2}", us[us.len() / 2]);
+    }
 }
 
 /// How cost grows: sessions (calls/s, p99, the daemon's CPU per call), plugins (start-up), and calls in
@@ -1270,7 +1329,30 @@ fn machine() -> String {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
-    format!("{cpu}, {cores} cores, Linux {}, Node {node}", kernel.trim())
+    format!(
+        "{cpu}, {cores} cores, Linux {}, Node {node}{}",
+        kernel.trim(),
+        halt_poll()
+    )
+}
+
+/// A guest whose idle vCPUs halt at once makes every wake-up of a process on the other vCPU pay for
+/// waking it (tens of µs), and that is most of every K=1 figure, the floor's too: said beside the machine.
+fn halt_poll() -> String {
+    let driver = std::fs::read_to_string("/sys/devices/system/cpu/cpuidle/current_driver");
+    if driver.map_or(true, |d| d.trim() != "haltpoll") {
+        return String::new();
+    }
+    match std::fs::read_to_string("/sys/module/haltpoll/parameters/guest_halt_poll_ns") {
+        Ok(ns) if ns.trim() == "0" => {
+            "; idle vCPUs halt at once (haltpoll guest_halt_poll_ns 0), so each wake-up across vCPUs pays for waking one".into()
+        }
+        Ok(ns) => format!(
+            "; idle vCPUs poll up to {} µs before they halt",
+            ns.trim().parse::<u64>().unwrap_or(0) / 1000
+        ),
+        Err(_) => String::new(),
+    }
 }
 
 fn date() -> String {

@@ -11,6 +11,7 @@ use futures::StreamExt;
 use tokio::sync::oneshot;
 use tokio_util::codec::FramedRead;
 
+use crate::legs::Step;
 use crate::lines::{CappedLines, Line, Outbox};
 use crate::sync::lock;
 
@@ -180,7 +181,9 @@ impl Link {
     /// Queues a message for the host; `false` when the host is gone (the supervisor answers whatever
     /// was waiting on it).
     pub fn send(&self, msg: &ToHost<'_>) -> bool {
-        self.out.send(msg.line()).is_ok()
+        let sent = self.out.send(msg.line()).is_ok();
+        crate::legs::mark(Step::ToHost);
+        sent
     }
 
     /// Registers a call: its answer (or the host's end) arrives on the receiver, and the key is what the
@@ -455,7 +458,9 @@ async fn read_lines(link: Arc<Link>, read: ReadHalf, max_line: usize) {
                         );
                         refuse_damaged(&link, &line[..skipped]);
                     }
-                    link.deliver(msg)
+                    crate::legs::mark(Step::HostLine);
+                    link.deliver(msg);
+                    crate::legs::mark(Step::Delivered);
                 }
                 None => {
                     tracing::warn!(pid = link.pid, line = %line.chars().take(200).collect::<String>(), "the plugin host sent a line that is not a protocol message; it was skipped");

@@ -20,6 +20,7 @@ use tokio_util::task::TaskTracker;
 
 use super::session::SeatService;
 use super::transport::Answers;
+use crate::legs::Step;
 use crate::sync::lock;
 
 /// How long calls may run on once the transport is done with a session, as rmcp gives its own.
@@ -55,6 +56,7 @@ impl Direct {
         args: JsonObject,
         answers: &Arc<Answers>,
     ) {
+        crate::legs::mark(Step::CallTaken);
         self.next += 1;
         let number = self.next;
         let ct = self.session.child_token();
@@ -63,7 +65,9 @@ impl Direct {
         let running = self.running.clone();
         let answers = answers.clone();
         self.tasks.spawn(async move {
+            crate::legs::mark(Step::CallStarted);
             let result = service.answer_call(&name, args, &ct, None).await;
+            crate::legs::mark(Step::Answered);
             let mine = {
                 let mut running = lock(&running);
                 match running.get(&id) {
@@ -91,6 +95,7 @@ impl Direct {
                 }
             };
             answers.answer(&id, &message);
+            crate::legs::mark(Step::AnswerQueued);
         });
     }
 

@@ -32,6 +32,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use crate::generation;
 use crate::host::ending::RetireWhy;
 use crate::instance::{ConfigError, Instance};
+use crate::legs::Step;
 use crate::plugins::load::LoadError;
 use crate::runtime_log::{RuntimeLog, Topic};
 use crate::seats::{self, SeatError};
@@ -85,11 +86,22 @@ fn io_err<'a>(
 /// Runs the daemon until it is told to stop. A current-thread runtime: one core does a call's work with
 /// no cross-thread hand-offs, and the host is spawned (and its parent-death signal tied) to this thread.
 pub fn serve(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
+    let legs = crate::legs::start_if_asked();
+    let mut runtime = tokio::runtime::Builder::new_current_thread();
+    runtime.enable_all();
+    if legs.is_some() {
+        runtime
+            .on_thread_park(|| crate::legs::mark(Step::Sleeps))
+            .on_thread_unpark(|| crate::legs::mark(Step::Woke));
+    }
+    let rt = runtime
         .build()
         .map_err(io_err("starting the runtime for", &inst.root))?;
-    rt.block_on(run(inst, http_listen))
+    let served = rt.block_on(run(inst, http_listen));
+    if let Some(legs) = legs {
+        legs.finish();
+    }
+    served
 }
 
 /// `"http"` from openovai.json, with `--http ADDR` in place of its address.

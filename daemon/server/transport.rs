@@ -43,6 +43,7 @@ use super::direct::Direct;
 use super::held::Held;
 use super::jsonrpc::{self, INVALID_REQUEST, PARSE_ERROR};
 use super::session::SeatService;
+use crate::legs::Step;
 use crate::lines::{CappedLines, Line, Outbox};
 use crate::sync::lock;
 use crate::unix_io::{Hangup, WriteHalf};
@@ -353,6 +354,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 None => return Read::End,
             };
             if !line.trim().is_empty() {
+                crate::legs::mark(Step::SessionLine);
                 return Read::Line(line);
             }
         }

@@ -1,0 +1,314 @@
+//! Where a call's time goes inside the daemon, for `scripts/bench --legs`.
+//!
+//! With `OVAI_LEGS=FILE` in its environment, `ovai serve` notes the moment of each step a call takes
+//! through it (and each time its one thread goes to sleep and wakes) and writes them to FILE when it
+//! stops, one `step nanoseconds` line each. A profiler samples; this counts every call, and nothing
+//! outside the daemon (the kernel's wake-ups, the host's own work) is mistaken for the daemon's. Off, a
+//! step costs one relaxed load; on, about a tenth of a µs, which the legs include.
+
+use std::fs::File;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+/// The steps, in the order a plugin call takes them: one waking for the request, one for the answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The thread woke (something to read, a timer).
+    Woke,
+    /// A session's line was read whole.
+    SessionLine,
+    /// The line was a plain `tools/call`, handed to a task of its own.
+    CallTaken,
+    /// That task runs.
+    CallStarted,
+    /// A line to the host is queued (a call's; also a ping, an import or a cancel, which the legs'
+    /// shapes leave out).
+    ToHost,
+    /// A connection's writer starts its write (to the host, or to a session).
+    Writing,
+    /// The write returned.
+    Written,
+    /// The thread goes to sleep (nothing left to do).
+    Sleeps,
+    /// A line from the host was read whole and parsed.
+    HostLine,
+    /// The host's answer was handed to its call.
+    Delivered,
+    /// The call has its result.
+    Answered,
+    /// The answer is queued for the session.
+    AnswerQueued,
+}
+
+impl Step {
+    pub const ALL: [Step; 12] = [
+        Step::Woke,
+        Step::SessionLine,
+        Step::CallTaken,
+        Step::CallStarted,
+        Step::ToHost,
+        Step::Writing,
+        Step::Written,
+        Step::Sleeps,
+        Step::HostLine,
+        Step::Delivered,
+        Step::Answered,
+        Step::AnswerQueued,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::Woke => "woke",
+            Step::SessionLine => "session_line",
+            Step::CallTaken => "call_taken",
+            Step::CallStarted => "call_started",
+            Step::ToHost => "to_host",
+            Step::Writing => "writing",
+            Step::Written => "written",
+            Step::Sleeps => "sleeps",
+            Step::HostLine => "host_line",
+            Step::Delivered => "delivered",
+            Step::Answered => "answered",
+            Step::AnswerQueued => "answer_queued",
+        }
+    }
+
+    pub fn named(name: &str) -> Option<Step> {
+        Step::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// At most this many steps are kept (16 bytes each): about 65,000 calls.
+const MAX_STEPS: usize = 1 << 20;
+
+static ON: AtomicBool = AtomicBool::new(false);
+static START: OnceLock<Instant> = OnceLock::new();
+static STEPS: Mutex<Vec<(Step, u64)>> = Mutex::new(Vec::new());
+
+/// The file `OVAI_LEGS` named, open from the start, so a path that cannot be written is said at once.
+pub struct Legs {
+    path: PathBuf,
+    file: File,
+}
+
+/// Starts noting steps when `OVAI_LEGS` names a file that can be written.
+pub fn start_if_asked() -> Option<Legs> {
+    let path = PathBuf::from(std::env::var_os("OVAI_LEGS").filter(|p| !p.is_empty())?);
+    let file = match File::create(&path) {
+        Ok(file) => file,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "OVAI_LEGS names a file that cannot be written; the daemon runs without noting its calls' steps");
+            return None;
+        }
+    };
+    START.get_or_init(Instant::now);
+    crate::sync::lock(&STEPS).reserve_exact(MAX_STEPS);
+    ON.store(true, Ordering::Relaxed);
+    Some(Legs { path, file })
+}
+
+impl Legs {
+    /// Writes the steps noted, one `step nanoseconds` line each, and says so if some were not kept.
+    pub fn finish(mut self) {
+        use std::fmt::Write as _;
+        ON.store(false, Ordering::Relaxed);
+        let steps = std::mem::take(&mut *crate::sync::lock(&STEPS));
+        let full = steps.len() >= MAX_STEPS;
+        let mut text = String::with_capacity(steps.len() * 24);
+        for (step, at) in steps {
+            let _ = writeln!(text, "{} {at}", step.name());
+        }
+        if let Err(e) = self.file.write_all(text.as_bytes()) {
+            tracing::warn!(path = %self.path.display(), error = %e, "the call steps OVAI_LEGS asked for could not be written");
+        } else if full {
+            tracing::warn!(path = %self.path.display(), kept = MAX_STEPS, "OVAI_LEGS: only the first steps were kept (about 65,000 calls); the later ones were not noted");
+        }
+    }
+}
+
+pub fn mark(step: Step) {
+    if !ON.load(Ordering::Relaxed) {
+        return;
+    }
+    let Some(start) = START.get() else { return };
+    let at = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let mut steps = crate::sync::lock(&STEPS);
+    if steps.len() < MAX_STEPS {
+        steps.push((step, at));
+    }
+}
+
+/// The steps read back from a file `Legs::finish` wrote; lines it cannot read are skipped.
+pub fn read(text: &str) -> Vec<(Step, u64)> {
+    text.lines()
+        .filter_map(|line| {
+            let (name, at) = line.split_once(' ')?;
+            Some((Step::named(name)?, at.parse().ok()?))
+        })
+        .collect()
+}
+
+/// A plugin call at one call at a time, as the daemon's steps show it: each leg's median, in µs.
+#[derive(Debug)]
+pub struct Summary {
+    /// How many calls the medians are over.
+    pub calls: usize,
+    /// (what the leg is, its median in µs), in the order a call takes them.
+    pub legs: Vec<(String, f64)>,
+}
+
+/// How the daemon wakes for a call's request: one line from a session, written on to the host.
+const FOR_REQUEST: [Step; 8] = [
+    Step::Woke,
+    Step::SessionLine,
+    Step::CallTaken,
+    Step::CallStarted,
+    Step::ToHost,
+    Step::Writing,
+    Step::Written,
+    Step::Sleeps,
+];
+
+/// How it wakes for the answer: one line from the host, written on to the session.
+const FOR_ANSWER: [Step; 8] = [
+    Step::Woke,
+    Step::HostLine,
+    Step::Delivered,
+    Step::Answered,
+    Step::AnswerQueued,
+    Step::Writing,
+    Step::Written,
+    Step::Sleeps,
+];
+
+/// The legs of the calls whose request and answer each took one waking of their own, with the next
+/// call's request right after (K=1), after the first `skip` such (a warm-up); `None` when there is
+/// none such.
+pub fn summarise(steps: &[(Step, u64)], skip: usize) -> Option<Summary> {
+    // A waking is what the thread did from waking to sleeping; one with steps before its wake-up (the
+    // daemon's start) keeps them, and so fits no shape.
+    let wakings: Vec<&[(Step, u64)]> = steps.split_inclusive(|(s, _)| *s == Step::Sleeps).collect();
+    let is = |w: &[(Step, u64)], shape: &[Step]| {
+        w.len() == shape.len() && w.iter().zip(shape).all(|((s, _), want)| s == want)
+    };
+    let mut legs: Vec<(String, Vec<u64>)> = Vec::new();
+    let mut add = |i: usize, name: String, ns: u64| {
+        if legs.len() <= i {
+            legs.push((name, Vec::new()));
+        }
+        legs[i].1.push(ns);
+    };
+    let mut calls = 0;
+    let mut skipped = 0;
+    for three in wakings.windows(3) {
+        let [request, answer, next] = three else {
+            continue;
+        };
+        if !(is(request, &FOR_REQUEST) && is(answer, &FOR_ANSWER) && is(next, &FOR_REQUEST)) {
+            continue;
+        }
+        if skipped < skip {
+            skipped += 1;
+            continue;
+        }
+        calls += 1;
+        let mut i = 0;
+        for (n, waking) in [request, answer].into_iter().enumerate() {
+            for pair in waking.windows(2) {
+                let name = format!("{} → {}", pair[0].0.name(), pair[1].0.name());
+                add(i, name, pair[1].1.saturating_sub(pair[0].1));
+                i += 1;
+            }
+            let (asleep, until) = if n == 0 {
+                ("asleep while the host answers", answer)
+            } else {
+                ("asleep until the next request", next)
+            };
+            let last = waking[waking.len() - 1].1;
+            add(i, asleep.to_string(), until[0].1.saturating_sub(last));
+            i += 1;
+        }
+        let awake =
+            request[7].1.saturating_sub(request[0].1) + answer[7].1.saturating_sub(answer[0].1);
+        add(i, "awake, both wakings".to_string(), awake);
+        add(
+            i + 1,
+            "the call, request to request".to_string(),
+            next[0].1.saturating_sub(request[0].1),
+        );
+    }
+    if calls == 0 {
+        return None;
+    }
+    let legs = legs
+        .into_iter()
+        .map(|(name, mut ns)| {
+            ns.sort_unstable();
+            (name, ns[ns.len() / 2] as f64 / 1000.0)
+        })
+        .collect();
+    Some(Summary { calls, legs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waking(shape: &[Step], from: u64, step_ns: u64) -> Vec<(Step, u64)> {
+        shape
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (*s, from + i as u64 * step_ns))
+            .collect()
+    }
+
+    #[test]
+    fn a_call_at_a_time_is_cut_into_its_legs() {
+        let mut steps = vec![(Step::Woke, 0), (Step::Sleeps, 10)];
+        let mut at = 1_000;
+        for _ in 0..3 {
+            steps.extend(waking(&FOR_REQUEST, at, 1_000));
+            at += 7_000 + 20_000;
+            steps.extend(waking(&FOR_ANSWER, at, 2_000));
+            at += 14_000 + 50_000;
+        }
+        let summary = summarise(&steps, 0).expect("calls");
+        assert_eq!(summary.calls, 2);
+        assert_eq!(summarise(&steps, 1).expect("a call").calls, 1);
+        assert!(summarise(&steps, 2).is_none());
+        let leg = |name: &str| {
+            summary
+                .legs
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, us)| *us)
+        };
+        assert_eq!(leg("woke → session_line"), Some(1.0));
+        assert_eq!(leg("woke → host_line"), Some(2.0));
+        assert_eq!(leg("asleep while the host answers"), Some(20.0));
+        assert_eq!(leg("asleep until the next request"), Some(50.0));
+        assert_eq!(leg("awake, both wakings"), Some(21.0));
+        assert_eq!(leg("the call, request to request"), Some(91.0));
+        assert_eq!(summary.legs.len(), 7 + 1 + 7 + 1 + 2);
+    }
+
+    #[test]
+    fn wakings_of_another_shape_are_left_out() {
+        let mut steps = waking(&FOR_REQUEST, 0, 1_000);
+        steps.extend(waking(&[Step::Woke, Step::Sleeps], 10_000, 1_000));
+        steps.extend(waking(&FOR_REQUEST, 20_000, 1_000));
+        assert!(summarise(&steps, 0).is_none());
+    }
+
+    #[test]
+    fn the_file_reads_back_as_written() {
+        let text = "woke 5\nhost_line 9\nnonsense\nsleeps x\nsleeps 12\n";
+        assert_eq!(
+            read(text),
+            vec![(Step::Woke, 5), (Step::HostLine, 9), (Step::Sleeps, 12)]
+        );
+    }
+}
