@@ -44,21 +44,6 @@ pub enum Step {
 }
 
 impl Step {
-    pub const ALL: [Step; 12] = [
-        Step::Woke,
-        Step::SessionLine,
-        Step::CallTaken,
-        Step::CallStarted,
-        Step::ToHost,
-        Step::Writing,
-        Step::Written,
-        Step::Sleeps,
-        Step::HostLine,
-        Step::Delivered,
-        Step::Answered,
-        Step::AnswerQueued,
-    ];
-
     pub fn name(self) -> &'static str {
         match self {
             Step::Woke => "woke",
@@ -76,8 +61,12 @@ impl Step {
         }
     }
 
+    /// Every step is in one of the two shapes a call's wakings take.
     pub fn named(name: &str) -> Option<Step> {
-        Step::ALL.into_iter().find(|s| s.name() == name)
+        FOR_REQUEST
+            .into_iter()
+            .chain(FOR_ANSWER)
+            .find(|s| s.name() == name)
     }
 }
 
