@@ -146,7 +146,7 @@ pub struct Summary {
     /// How many calls the medians are over.
     pub calls: usize,
     /// (what the leg is, its median in µs), in the order a call takes them.
-    pub legs: Vec<(String, f64)>,
+    pub legs: Vec<(&'static str, f64)>,
 }
 
 /// How the daemon wakes for a call's request: one line from a session, written on to the host.
@@ -173,6 +173,30 @@ const FOR_ANSWER: [Step; 8] = [
     Step::Sleeps,
 ];
 
+/// What each leg is: from each step of a waking to the next, then the sleep until the next waking.
+const REQUEST_LEGS: [&str; 8] = [
+    "woke → the session's line read",
+    "→ handed to a call's own task",
+    "→ that task runs",
+    "→ the host's line queued",
+    "→ its writer runs",
+    "the write to the host",
+    "→ asleep",
+    "asleep while the host answers",
+];
+const ANSWER_LEGS: [&str; 8] = [
+    "woke → the host's line read and parsed",
+    "→ handed to its call",
+    "→ the call has its result",
+    "→ the answer made and queued",
+    "→ its writer runs",
+    "the write to the session",
+    "→ asleep",
+    "asleep until the next request",
+];
+const AWAKE: &str = "awake, both wakings";
+const WHOLE: &str = "the call, request to request";
+
 /// The legs of the calls whose request and answer each took one waking of their own, with the next
 /// call's request right after (K=1), after the first `skip` such (a warm-up); `None` when there is
 /// none such.
@@ -183,60 +207,43 @@ pub fn summarise(steps: &[(Step, u64)], skip: usize) -> Option<Summary> {
     let is = |w: &[(Step, u64)], shape: &[Step]| {
         w.len() == shape.len() && w.iter().zip(shape).all(|((s, _), want)| s == want)
     };
-    let mut legs: Vec<(String, Vec<u64>)> = Vec::new();
-    let mut add = |i: usize, name: String, ns: u64| {
-        if legs.len() <= i {
-            legs.push((name, Vec::new()));
-        }
-        legs[i].1.push(ns);
-    };
+    let legs: Vec<&'static str> = REQUEST_LEGS
+        .into_iter()
+        .chain(ANSWER_LEGS)
+        .chain([AWAKE, WHOLE])
+        .collect();
+    let mut ns: Vec<Vec<u64>> = vec![Vec::new(); legs.len()];
     let mut calls = 0;
-    let mut skipped = 0;
-    for three in wakings.windows(3) {
+    for three in wakings.windows(3).filter(|three| {
+        is(three[0], &FOR_REQUEST) && is(three[1], &FOR_ANSWER) && is(three[2], &FOR_REQUEST)
+    }) {
+        calls += 1;
+        if calls <= skip {
+            continue;
+        }
         let [request, answer, next] = three else {
             continue;
         };
-        if !(is(request, &FOR_REQUEST) && is(answer, &FOR_ANSWER) && is(next, &FOR_REQUEST)) {
-            continue;
-        }
-        if skipped < skip {
-            skipped += 1;
-            continue;
-        }
-        calls += 1;
-        let mut i = 0;
-        for (n, waking) in [request, answer].into_iter().enumerate() {
+        let since = |to: &(Step, u64), from: &(Step, u64)| to.1.saturating_sub(from.1);
+        let mut at = 0;
+        for (waking, after) in [(request, answer), (answer, next)] {
             for pair in waking.windows(2) {
-                let name = format!("{} → {}", pair[0].0.name(), pair[1].0.name());
-                add(i, name, pair[1].1.saturating_sub(pair[0].1));
-                i += 1;
+                ns[at].push(since(&pair[1], &pair[0]));
+                at += 1;
             }
-            let (asleep, until) = if n == 0 {
-                ("asleep while the host answers", answer)
-            } else {
-                ("asleep until the next request", next)
-            };
-            let last = waking[waking.len() - 1].1;
-            add(i, asleep.to_string(), until[0].1.saturating_sub(last));
-            i += 1;
+            ns[at].push(since(&after[0], &waking[waking.len() - 1]));
+            at += 1;
         }
-        let awake =
-            request[7].1.saturating_sub(request[0].1) + answer[7].1.saturating_sub(answer[0].1);
-        add(i, "awake, both wakings".to_string(), awake);
-        add(
-            i + 1,
-            "the call, request to request".to_string(),
-            next[0].1.saturating_sub(request[0].1),
-        );
+        ns[at].push(since(&request[7], &request[0]) + since(&answer[7], &answer[0]));
+        ns[at + 1].push(since(&next[0], &request[0]));
     }
-    if calls == 0 {
-        return None;
-    }
+    let calls = calls.checked_sub(skip).filter(|n| *n > 0)?;
     let legs = legs
         .into_iter()
-        .map(|(name, mut ns)| {
+        .zip(ns)
+        .map(|(leg, mut ns)| {
             ns.sort_unstable();
-            (name, ns[ns.len() / 2] as f64 / 1000.0)
+            (leg, ns[ns.len() / 2] as f64 / 1000.0)
         })
         .collect();
     Some(Summary { calls, legs })
@@ -272,11 +279,12 @@ mod tests {
             summary
                 .legs
                 .iter()
-                .find(|(n, _)| n == name)
+                .find(|(n, _)| *n == name)
                 .map(|(_, us)| *us)
         };
-        assert_eq!(leg("woke → session_line"), Some(1.0));
-        assert_eq!(leg("woke → host_line"), Some(2.0));
+        assert_eq!(leg("woke → the session's line read"), Some(1.0));
+        assert_eq!(leg("woke → the host's line read and parsed"), Some(2.0));
+        assert_eq!(leg("the write to the session"), Some(2.0));
         assert_eq!(leg("asleep while the host answers"), Some(20.0));
         assert_eq!(leg("asleep until the next request"), Some(50.0));
         assert_eq!(leg("awake, both wakings"), Some(21.0));

@@ -76,7 +76,7 @@ struct Args {
     #[arg(long, group = "mode")]
     scaling: bool,
     /// Instead of the cases: where a K=1 plugin call's time goes inside the daemon, leg by leg
-    /// (`OVAI_LEGS`), beside the floor's relay.
+    /// (`OVAI_LEGS`).
     #[arg(long, group = "mode")]
     legs: bool,
 }
@@ -744,10 +744,16 @@ fn legs(setup: &Setup, inst: &Instance) {
         }
     }
     let Some(first) = runs.first() else { return };
+    let over = match runs.len() {
+        1 => format!("the median over {} calls", first.calls),
+        n => format!(
+            "the median of {n} runs' medians, each over about {} calls",
+            first.calls / 1000 * 1000
+        ),
+    };
+    println!("a plugin call at K=1 inside the daemon, µs: {over}");
     println!(
-        "a plugin call at K=1 inside the daemon, µs (medians of {} runs, each over about {} calls)",
-        runs.len(),
-        first.calls
+        "each row is its own leg's median, so the rows do not add up to the last two exactly\n"
     );
     for (i, (name, _)) in first.legs.iter().enumerate() {
         let mut us: Vec<f64> = runs
@@ -755,7 +761,10 @@ fn legs(setup: &Setup, inst: &Instance) {
             .filter_map(|r| r.legs.get(i).map(|l| l.1))
             .collect();
         us.sort_by(f64::total_cmp);
-        println!("  {name:<34} {:>7.2}", us[us.len() / 2]);
+        println!("  {name:<40} {:>7.2}", us[us.len() / 2]);
+        if i == 7 {
+            println!();
+        }
     }
 }
 
