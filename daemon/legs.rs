@@ -214,17 +214,18 @@ pub fn summarise(steps: &[(Step, u64)], skip: usize) -> Option<Summary> {
         .collect();
     let mut ns: Vec<Vec<u64>> = vec![Vec::new(); legs.len()];
     let mut calls = 0;
-    for three in wakings.windows(3).filter(|three| {
-        is(three[0], &FOR_REQUEST) && is(three[1], &FOR_ANSWER) && is(three[2], &FOR_REQUEST)
-    }) {
+    let since = |to: &(Step, u64), from: &(Step, u64)| to.1.saturating_sub(from.1);
+    for three in wakings.windows(3) {
+        let [request, answer, next] = three else {
+            continue;
+        };
+        if !(is(request, &FOR_REQUEST) && is(answer, &FOR_ANSWER) && is(next, &FOR_REQUEST)) {
+            continue;
+        }
         calls += 1;
         if calls <= skip {
             continue;
         }
-        let [request, answer, next] = three else {
-            continue;
-        };
-        let since = |to: &(Step, u64), from: &(Step, u64)| to.1.saturating_sub(from.1);
         let mut at = 0;
         for (waking, after) in [(request, answer), (answer, next)] {
             for pair in waking.windows(2) {

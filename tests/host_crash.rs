@@ -347,6 +347,17 @@ fn a_call_that_ends_the_host_through_another_files_helper_leaves_neither_out_and
     assert_eq!(s.call("util", json!({})), ("util".to_string(), false));
 }
 
+/// Starts `inst`: the second host row once a new host is up must start with `left_out`, and `tool`
+/// still answer `answer` there.
+fn left_out_and_the_rest_served(inst: &Instance, left_out: &str, tool: &str, answer: &str) {
+    let _d = inst.start();
+    let host = inst.host_rows_after_respawn();
+    assert!(host[1].starts_with(left_out), "{host:#?}");
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(s.call(tool, json!({})), (answer.to_string(), false));
+}
+
 #[test]
 fn code_a_plugin_evaluates_under_another_files_name_does_not_get_that_file_left_out() {
     // g ends the host from code it evaluates with a sourceURL naming b: the host reads its stack from
@@ -358,15 +369,12 @@ fn code_a_plugin_evaluates_under_another_files_name_does_not_get_that_file_left_
             "setTimeout(() => (0, eval)('process.abort()\\n//# sourceURL=' + new URL('./b.mjs', import.meta.url)), 1500);\nexport const description = 'Frames b.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'g' }; }\n",
         ),
     ]);
-    let _d = inst.start();
-    let host = inst.host_rows_after_respawn();
-    assert!(
-        host[1].starts_with("plugins/g.mjs is not answering calls since its plugin host was respawned: it ended a plugin host ("),
-        "{host:#?}"
+    left_out_and_the_rest_served(
+        &inst,
+        "plugins/g.mjs is not answering calls since its plugin host was respawned: it ended a plugin host (",
+        "b",
+        "{}",
     );
-    let mut s = inst.session("lead");
-    s.initialize();
-    assert_eq!(s.call("b", json!({})), ("{}".to_string(), false));
 }
 
 #[test]
@@ -383,15 +391,12 @@ fn the_file_whose_code_ends_the_host_is_left_out_not_the_scheduler_that_called_i
             "import { later } from './sched.mjs';\nlater(function boom() { process.reallyExit(5); }, 1500);\nexport const description = 'Ends it.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'spinner' }; }\n",
         ),
     ]);
-    let _d = inst.start();
-    let host = inst.host_rows_after_respawn();
-    assert!(
-        host[1].starts_with("plugins/spinner.mjs is not answering calls since its plugin host was respawned: it ended a plugin host (exit code 5) before any call of its own ran there (at plugins/spinner.mjs:2:"),
-        "{host:#?}"
+    left_out_and_the_rest_served(
+        &inst,
+        "plugins/spinner.mjs is not answering calls since its plugin host was respawned: it ended a plugin host (exit code 5) before any call of its own ran there (at plugins/spinner.mjs:2:",
+        "sched",
+        "sched",
     );
-    let mut s = inst.session("lead");
-    s.initialize();
-    assert_eq!(s.call("sched", json!({})), ("sched".to_string(), false));
 }
 
 #[test]
@@ -432,15 +437,12 @@ fn a_plugin_that_froze_error_does_not_hide_which_file_ended_the_host() {
             "setTimeout(() => process.reallyExit(7), 1500);\nexport const description = 'Ends it.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'b' }; }\n",
         ),
     ]);
-    let _d = inst.start();
-    let host = inst.host_rows_after_respawn();
-    assert!(
-        host[1].starts_with("plugins/b-timer.mjs is not answering calls since its plugin host was respawned: it ended a plugin host (exit code 7) before any call of its own ran there (at plugins/b-timer.mjs:1:"),
-        "{host:#?}"
+    left_out_and_the_rest_served(
+        &inst,
+        "plugins/b-timer.mjs is not answering calls since its plugin host was respawned: it ended a plugin host (exit code 7) before any call of its own ran there (at plugins/b-timer.mjs:1:",
+        "a-harden",
+        "hard",
     );
-    let mut s = inst.session("lead");
-    s.initialize();
-    assert_eq!(s.call("a-harden", json!({})), ("hard".to_string(), false));
 }
 
 #[test]
