@@ -14,12 +14,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{JsonObject, NumberOrString, ServerJsonRpcMessage, ServerResult};
+use rmcp::model::{JsonObject, NumberOrString, ServerJsonRpcMessage};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::session::SeatService;
 use super::transport::Answers;
+use crate::answer::Outcome;
 use crate::legs::Step;
 use crate::sync::lock;
 
@@ -66,7 +67,7 @@ impl Direct {
         let answers = answers.clone();
         self.tasks.spawn(async move {
             crate::legs::mark(Step::CallStarted);
-            let result = service.answer_call(&name, args, &ct, None).await;
+            let outcome = service.call_outcome(&name, args, &ct, None).await;
             crate::legs::mark(Step::Answered);
             let mine = {
                 let mut running = lock(&running);
@@ -80,21 +81,16 @@ impl Direct {
             if !mine {
                 return;
             }
-            let message = match result {
-                Ok(result) => {
-                    let mut result = ServerResult::CallToolResult(result);
-                    // Only a session that began with `initialize` comes here: a revision before
-                    // 2026-07-28, whose results keep their older shape, as rmcp's handler leaves them.
-                    result.strip_result_type_for_legacy_peer();
-                    result.strip_non_object_output_for_legacy_peer();
-                    ServerJsonRpcMessage::response(result, id.clone())
+            match outcome {
+                Ok(outcome) => {
+                    let line = answer_line(&id, &outcome, &name);
+                    answers.answer_line(&id, line);
                 }
                 Err(error) => {
                     tracing::warn!(%id, ?error, "response error");
-                    ServerJsonRpcMessage::error(error, Some(id.clone()))
+                    answers.answer(&id, &ServerJsonRpcMessage::error(error, Some(id.clone())));
                 }
-            };
-            answers.answer(&id, &message);
+            }
             crate::legs::mark(Step::AnswerQueued);
         });
     }
@@ -139,5 +135,99 @@ impl Direct {
 impl Drop for Direct {
     fn drop(&mut self) {
         self.stop_all();
+    }
+}
+
+/// The answer's line, written as rmcp writes a `CallToolResult` of one text block for a session whose
+/// revision is before 2026-07-28 (the only kind that comes here: it began with `initialize`), without
+/// building rmcp's message and walking its serde for every call.
+fn answer_line(id: &NumberOrString, outcome: &Outcome, name: &str) -> Vec<u8> {
+    let cancelled;
+    let (text, is_error) = match outcome {
+        Outcome::Text(text) => (text.as_str(), false),
+        Outcome::Refused(why) => (why.as_str(), true),
+        Outcome::Cancelled => {
+            cancelled = crate::answer::cancelled(
+                name,
+                &crate::runtime_log::timestamp(std::time::SystemTime::now()),
+            );
+            (cancelled.as_str(), true)
+        }
+    };
+    let mut line = Vec::with_capacity(text.len() + 96);
+    line.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    // Writing into memory cannot fail; an id is a number or a string, as rmcp writes it.
+    let _ = serde_json::to_writer(&mut line, id);
+    line.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
+    write_json_str(&mut line, text);
+    line.extend_from_slice(if is_error {
+        br#"}],"isError":true}}"#.as_slice()
+    } else {
+        br#"}],"isError":false}}"#.as_slice()
+    });
+    line
+}
+
+/// A string as JSON, escaped as serde_json escapes it (writing into memory cannot fail).
+fn write_json_str(line: &mut Vec<u8>, s: &str) {
+    let _ = serde_json::to_writer(&mut *line, s);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{CallToolResult, ContentBlock, ServerResult};
+
+    /// What rmcp's own path writes for the same outcome.
+    fn rmcp_line(id: &NumberOrString, outcome: &Outcome) -> Vec<u8> {
+        let text = match outcome {
+            Outcome::Text(t) => CallToolResult::success(vec![ContentBlock::text(t.clone())]),
+            Outcome::Refused(w) => CallToolResult::error(vec![ContentBlock::text(w.clone())]),
+            Outcome::Cancelled => unreachable!("its text carries the time"),
+        };
+        let mut result = ServerResult::CallToolResult(text);
+        result.strip_result_type_for_legacy_peer();
+        result.strip_non_object_output_for_legacy_peer();
+        serde_json::to_vec(&ServerJsonRpcMessage::response(result, id.clone())).unwrap()
+    }
+
+    #[test]
+    fn the_answer_line_is_what_rmcp_writes() {
+        let ids = [
+            NumberOrString::Number(7),
+            NumberOrString::Number(-9_223_372_036_854_775_808),
+            NumberOrString::String("a\"b\\c\u{1}é😀".into()),
+            NumberOrString::String(String::new().into()),
+        ];
+        let outcomes = [
+            Outcome::Text("echo: 1".into()),
+            Outcome::Text("line\nnext \"quoted\" \u{7f}\u{0}\t\u{2028} ünï 😀".into()),
+            Outcome::Text(String::new()),
+            Outcome::Refused("plugins/x.mjs threw: boom".into()),
+        ];
+        for id in &ids {
+            for outcome in &outcomes {
+                let ours = answer_line(id, outcome, "echo");
+                assert_eq!(
+                    String::from_utf8(ours).unwrap(),
+                    String::from_utf8(rmcp_line(id, outcome)).unwrap(),
+                    "{id:?} {outcome:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_cancelled_outcome_is_answered_as_an_error_naming_the_tool() {
+        let line = answer_line(&NumberOrString::Number(3), &Outcome::Cancelled, "slow");
+        let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(v["id"], 3);
+        assert_eq!(v["result"]["isError"], true);
+        assert!(
+            v["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("slow")
+        );
     }
 }

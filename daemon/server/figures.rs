@@ -77,11 +77,9 @@ impl Figures {
         {
             let mut tools = lock(&self.tools);
             // The name is copied once, the first time the tool is called.
-            if !tools.contains_key(tool) {
-                tools.insert(tool.to_string(), Tool::default());
-            }
-            let Some(t) = tools.get_mut(tool) else {
-                return;
+            let t = match tools.get_mut(tool) {
+                Some(t) => t,
+                None => tools.entry(tool.to_string()).or_default(),
             };
             t.calls += 1;
             t.refusals += u64::from(matches!(outcome, Outcome::Refused | Outcome::HostStopped));

@@ -379,6 +379,25 @@ impl SeatService {
         ct: &CancellationToken,
         progress_to: Option<(ProgressToken, &Peer<RoleServer>)>,
     ) -> Result<CallToolResult, ErrorData> {
+        Ok(
+            match self.call_outcome(name, args, ct, progress_to).await? {
+                Outcome::Text(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+                Outcome::Refused(why) => CallToolResult::error(vec![ContentBlock::text(why)]),
+                Outcome::Cancelled => CallToolResult::error(vec![ContentBlock::text(
+                    answer::cancelled(name, &timestamp(std::time::SystemTime::now())),
+                )]),
+            },
+        )
+    }
+
+    /// Runs a call and counts it; what it ended in, before it is put as MCP's result.
+    pub async fn call_outcome(
+        &self,
+        name: &str,
+        args: JsonObject,
+        ct: &CancellationToken,
+        progress_to: Option<(ProgressToken, &Peer<RoleServer>)>,
+    ) -> Result<Outcome, ErrorData> {
         let started = std::time::Instant::now();
         let mut host_stopped = false;
         let outcome = self
@@ -399,12 +418,6 @@ impl SeatService {
         self.daemon
             .figures
             .record(&self.seat, name, started.elapsed(), counted);
-        Ok(match outcome {
-            Outcome::Text(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-            Outcome::Refused(why) => CallToolResult::error(vec![ContentBlock::text(why)]),
-            Outcome::Cancelled => CallToolResult::error(vec![ContentBlock::text(
-                answer::cancelled(name, &timestamp(std::time::SystemTime::now())),
-            )]),
-        })
+        Ok(outcome)
     }
 }

@@ -124,6 +124,15 @@ impl Answers {
             .and_then(|line| self.queue_line(line));
     }
 
+    /// Queues the answer line made for request `id` if it is still in flight, freeing the id.
+    pub fn answer_line(&self, id: &NumberOrString, line: Vec<u8>) {
+        if !lock(&self.in_flight).remove(id) {
+            return;
+        }
+        self.answered.notify_one();
+        let _ = self.queue_line(line);
+    }
+
     /// Queues a message; an answer frees its request's id.
     pub fn queue(&self, msg: &ServerJsonRpcMessage) -> Result<(), std::io::Error> {
         if let Some(said) = method_not_found_in_words(msg) {
