@@ -337,6 +337,12 @@ impl<R: BufRead, W: Write> McpClient<R, W> {
         Ok(response.get("result").cloned().unwrap_or(Value::Null))
     }
 
+    /// The connection's two ends and the next request id, for a caller that writes and reads its own
+    /// lines (the benchmark's driver, which must cost the machine as little as it can).
+    pub fn raw(&mut self) -> (&mut R, &mut W, &mut u64) {
+        (&mut self.reader, &mut self.writer, &mut self.next_id)
+    }
+
     /// Writes one message as one line.
     pub fn send(&mut self, msg: &Value) -> Result<(), ClientError> {
         let mut line = serde_json::to_vec(msg).map_err(std::io::Error::other)?;

@@ -20,9 +20,10 @@ pub enum Step {
     Woke,
     /// A session's line was read whole.
     SessionLine,
-    /// The line was a plain `tools/call`, handed to a task of its own.
+    /// The line was a plain `tools/call`, taken by the session's own calls (`server::direct`).
     CallTaken,
-    /// That task runs.
+    /// The call starts: at once for a plugin call whose host is up (it has no task of its own), else
+    /// when its task runs.
     CallStarted,
     /// A line to the host is queued (a call's; also a ping, an import or a cancel, which the legs'
     /// shapes leave out).
@@ -176,8 +177,8 @@ const FOR_ANSWER: [Step; 8] = [
 /// What each leg is: from each step of a waking to the next, then the sleep until the next waking.
 const REQUEST_LEGS: [&str; 8] = [
     "woke → the session's line read",
-    "→ handed to a call's own task",
-    "→ that task runs",
+    "→ taken as a call (the request parsed)",
+    "→ the call starts",
     "→ the host's line queued",
     "→ its writer runs",
     "the write to the host",

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::time::Instant;
 
 use crate::unix_io::ReadHalf;
 use futures::StreamExt;
@@ -41,9 +42,34 @@ struct Waiting {
     file: Arc<str>,
     /// What the answer must carry to be this call's.
     key: u64,
-    tx: oneshot::Sender<CallEnd>,
+    reply: Reply,
     /// Where the call's progress reports go, when its caller asked for them; the latest replaces the last.
     progress: Option<tokio::sync::watch::Sender<Option<Progress>>>,
+}
+
+/// Who hears how a call ends.
+enum Reply {
+    /// A task waiting on the receiver (`host::call`), with its own deadline and cancellation.
+    Task(oneshot::Sender<CallEnd>),
+    /// A call with no task of its own (`server::direct`): told on whichever of the link's tasks learns
+    /// the end (the reader's, the supervisor's, the deadline sweeper's), its deadline kept here.
+    Settle(Box<dyn Settle>),
+}
+
+/// How a call with no task of its own ended.
+pub enum End {
+    Call(CallEnd),
+    /// Its deadline passed; the host was told to stop it.
+    Expired,
+    /// Its caller withdrew it (`Link::withdraw`) and told the host to stop it.
+    Cancelled,
+}
+
+/// A call waiting on a link with no task of its own. A task per call cost a spawn, its future moved
+/// twice, two polls, a timer and a channel: about as much of the daemon's work on a call as the rest
+/// together. Told exactly once how it ended; never while the link's own locks are held.
+pub trait Settle: Send {
+    fn end(self: Box<Self>, how: End);
 }
 
 /// The calls waiting on a link, and whether it still takes new ones.
@@ -58,6 +84,12 @@ struct Calls {
     /// The files this host was sent a call of: a file it was never sent one of ended or held it with
     /// code of its import (a timer it set then), which every new host would run again.
     called: std::collections::HashSet<Arc<str>>,
+    /// The deadlines of the calls with no task of their own, in the order they came (one generation's
+    /// calls share one timeout, so that is the order they fall due); an entry whose call ended is
+    /// dropped when it reaches the front.
+    deadlines: std::collections::VecDeque<(Instant, u64)>,
+    /// The sweeper found no deadline to wait for and waits to be told of one.
+    sweeper_idle: bool,
 }
 
 impl Calls {
@@ -90,6 +122,50 @@ impl Calls {
 /// How many call keys are drawn from the OS at once.
 const KEY_BATCH: usize = 64;
 
+impl Calls {
+    /// Drops the deadlines at the front whose calls have ended; the first one still waiting, if any.
+    fn first_deadline(&mut self) -> Option<Instant> {
+        while let Some((at, id)) = self.deadlines.front().copied() {
+            if self.waiting.contains_key(&id) {
+                return Some(at);
+            }
+            self.deadlines.pop_front();
+        }
+        None
+    }
+
+    /// Notes a task-less call's deadline; true when the sweeper must be told (it waits for none).
+    fn note_deadline(&mut self, id: u64, at: Instant) -> bool {
+        self.first_deadline();
+        // A long call at the front keeps the ended ones behind it: past a bound they are let go of.
+        if self.deadlines.len() > 2 * self.waiting.len() + 64 {
+            let waiting = &self.waiting;
+            self.deadlines.retain(|(_, id)| waiting.contains_key(id));
+        }
+        self.deadlines.push_back((at, id));
+        std::mem::take(&mut self.sweeper_idle)
+    }
+
+    /// Takes out the task-less calls whose deadline is `now` or before.
+    fn due(&mut self, now: Instant) -> Vec<(u64, Box<dyn Settle>)> {
+        let mut due = Vec::new();
+        while let Some(at) = self.first_deadline() {
+            if at > now {
+                break;
+            }
+            if let Some((_, id)) = self.deadlines.pop_front()
+                && let Some(Waiting {
+                    reply: Reply::Settle(s),
+                    ..
+                }) = self.waiting.remove(&id)
+            {
+                due.push((id, s));
+            }
+        }
+        due
+    }
+}
+
 pub struct Link {
     out: Outbox,
     calls: Mutex<Calls>,
@@ -115,6 +191,14 @@ pub struct Link {
     /// The places in plugins/ on the stack when the host said, under its key, a plugin is ending it,
     /// innermost first.
     ended_at: Mutex<Vec<String>>,
+    /// Wakes the deadline sweeper: a first deadline to wait for, or the link's end.
+    sweep: Arc<tokio::sync::Notify>,
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.sweep.notify_one();
+    }
 }
 
 /// The places of errors left behind that the rows of one host, and of the hosts a start discarded before
@@ -167,7 +251,9 @@ impl Link {
             strays,
             stray_rows: Mutex::new(StrayRows::default()),
             ended_at: Mutex::new(Vec::new()),
+            sweep: Arc::new(tokio::sync::Notify::new()),
         });
+        tokio::spawn(sweep_deadlines(Arc::downgrade(&link), link.sweep.clone()));
         let reader = tokio::spawn(read_lines(link.clone(), read, max_line));
         (link, ready_rx, reader)
     }
@@ -181,7 +267,12 @@ impl Link {
     /// Queues a message for the host; `false` when the host is gone (the supervisor answers whatever
     /// was waiting on it).
     pub fn send(&self, msg: &ToHost<'_>) -> bool {
-        let sent = self.out.send(msg.line()).is_ok();
+        self.send_line(msg.line())
+    }
+
+    /// Queues a message's line (`ToHost::line`) for the host.
+    pub fn send_line(&self, line: Vec<u8>) -> bool {
+        let sent = self.out.send(line).is_ok();
         crate::legs::mark(Step::ToHost);
         sent
     }
@@ -208,11 +299,91 @@ impl Link {
             Waiting {
                 file,
                 key,
-                tx,
+                reply: Reply::Task(tx),
                 progress,
             },
         );
         Some((rx, key))
+    }
+
+    /// A key for a call about to be registered with `expect_settled`.
+    pub fn call_key(&self) -> u64 {
+        self.fresh_key()
+    }
+
+    /// Registers a call with no task of its own, its line made with `key`: `settle` hears how it ends,
+    /// and `deadline` is kept here. Gives `settle` back once the link's host has ended and its calls
+    /// were answered.
+    pub fn expect_settled<S: Settle + 'static>(
+        &self,
+        id: u64,
+        file: Arc<str>,
+        key: u64,
+        deadline: Instant,
+        settle: Box<S>,
+    ) -> Result<(), Box<S>> {
+        let wake = {
+            let mut calls = lock(&self.calls);
+            if calls.closed {
+                return Err(settle);
+            }
+            if !calls.called.contains(&file) {
+                calls.called.insert(file.clone());
+            }
+            calls.waiting.insert(
+                id,
+                Waiting {
+                    file,
+                    key,
+                    reply: Reply::Settle(settle),
+                    progress: None,
+                },
+            );
+            calls.note_deadline(id, deadline)
+        };
+        if wake {
+            self.sweep.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Takes back a call with no task of its own that is still waiting (to stop it): its settle, which
+    /// has not been told anything.
+    pub fn withdraw(&self, id: u64) -> Option<Box<dyn Settle>> {
+        let mut calls = lock(&self.calls);
+        match calls.waiting.get(&id) {
+            Some(Waiting {
+                reply: Reply::Settle(_),
+                ..
+            }) => match calls.waiting.remove(&id) {
+                Some(Waiting {
+                    reply: Reply::Settle(s),
+                    ..
+                }) => Some(s),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The deadline sweeper's look: the calls now due are taken out and told, each host told to stop
+    /// it; the next deadline to wait for, if any (else the sweeper is marked idle).
+    fn sweep_due(&self) -> Option<Instant> {
+        let (due, next) = {
+            let mut calls = lock(&self.calls);
+            let due = calls.due(Instant::now());
+            let next = calls.first_deadline();
+            calls.sweeper_idle = next.is_none();
+            (due, next)
+        };
+        for (id, settle) in due {
+            self.send(&ToHost::Cancel {
+                id,
+                why: "the call took longer than its deadline",
+            });
+            settle.end(End::Expired);
+        }
+        next
     }
 
     /// Whether this host was ever sent a call of `file` (`plugins/x.mjs`).
@@ -296,7 +467,7 @@ impl Link {
             } else {
                 CallEnd::HostStopped(why.clone())
             };
-            let _ = w.tx.send(end);
+            w.reply.tell(end);
         }
         files
     }
@@ -383,19 +554,24 @@ impl Link {
             .store(self.born.elapsed().as_millis() as u64, Ordering::Relaxed);
         match msg {
             FromHost::Answer(a) => {
-                let mut calls = lock(&self.calls);
-                match calls.waiting.get(&a.id) {
-                    Some(w) if w.key == a.key => {
-                        if let Some(w) = calls.waiting.remove(&a.id) {
-                            let _ = w.tx.send(CallEnd::Answered(a));
+                let reply = {
+                    let mut calls = lock(&self.calls);
+                    match calls.waiting.get(&a.id) {
+                        Some(w) if w.key == a.key => calls.waiting.remove(&a.id).map(|w| w.reply),
+                        Some(_) => {
+                            tracing::warn!(
+                                pid = self.pid,
+                                id = a.id,
+                                "an answer without its call's key reached the daemon (a plugin writing to fd 4?); it was dropped"
+                            );
+                            None
                         }
+                        None => None,
                     }
-                    Some(_) => tracing::warn!(
-                        pid = self.pid,
-                        id = a.id,
-                        "an answer without its call's key reached the daemon (a plugin writing to fd 4?); it was dropped"
-                    ),
-                    None => {}
+                };
+                if let Some(reply) = reply {
+                    crate::legs::mark(Step::Delivered);
+                    reply.tell(CallEnd::Answered(a));
                 }
             }
             FromHost::Progress(p) => {
@@ -443,6 +619,36 @@ impl Link {
     }
 }
 
+impl Reply {
+    fn tell(self, end: CallEnd) {
+        match self {
+            Reply::Task(tx) => {
+                let _ = tx.send(end);
+            }
+            Reply::Settle(s) => s.end(End::Call(end)),
+        }
+    }
+}
+
+/// Ends the task-less calls whose deadline passed, sleeping until the next one; ends with the link.
+async fn sweep_deadlines(link: std::sync::Weak<Link>, wake: Arc<tokio::sync::Notify>) {
+    loop {
+        let next = match link.upgrade() {
+            Some(link) => link.sweep_due(),
+            None => return,
+        };
+        match next {
+            Some(at) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(at.into()) => {}
+                    _ = wake.notified() => {}
+                }
+            }
+            None => wake.notified().await,
+        }
+    }
+}
+
 async fn read_lines(link: Arc<Link>, read: ReadHalf, max_line: usize) {
     // The host writes only UTF-8: other bytes are a plugin's, and the message after them is still read.
     let mut lines = FramedRead::new(read, CappedLines::lossy(max_line));
@@ -460,7 +666,6 @@ async fn read_lines(link: Arc<Link>, read: ReadHalf, max_line: usize) {
                     }
                     crate::legs::mark(Step::HostLine);
                     link.deliver(msg);
-                    crate::legs::mark(Step::Delivered);
                 }
                 None => {
                     tracing::warn!(pid = link.pid, line = %line.chars().take(200).collect::<String>(), "the plugin host sent a line that is not a protocol message; it was skipped");
@@ -557,6 +762,184 @@ mod tests {
         let halves = crate::unix_io::split(ours).expect("the halves");
         let (link, _ready, reader) = Link::start(halves, 1, 1024, None, Default::default());
         (link, theirs, reader)
+    }
+
+    /// A call with no task of its own that reports how it ended on a channel.
+    struct Told(tokio::sync::mpsc::UnboundedSender<String>);
+
+    impl Settle for Told {
+        fn end(self: Box<Self>, how: End) {
+            let said = match how {
+                End::Call(CallEnd::Answered(a)) => {
+                    format!("answered {}", a.text.unwrap_or_default())
+                }
+                End::Call(CallEnd::HostStopped(_)) => "host stopped".into(),
+                End::Call(CallEnd::NotReceived) => "not received".into(),
+                End::Expired => "expired".into(),
+                End::Cancelled => "cancelled".into(),
+            };
+            let _ = self.0.send(said);
+        }
+    }
+
+    fn told() -> (Box<Told>, tokio::sync::mpsc::UnboundedReceiver<String>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (Box::new(Told(tx)), rx)
+    }
+
+    fn far() -> Instant {
+        Instant::now() + std::time::Duration::from_secs(3600)
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_call_with_no_task_is_told_its_answer_once_and_only_under_its_key() {
+        use std::io::Write;
+        let (link, mut host, _) = link();
+        let (settle, mut heard) = told();
+        let key = link.call_key();
+        assert!(
+            link.expect_settled(7, Arc::from("plugins/p.mjs"), key, far(), settle)
+                .is_ok()
+        );
+        let wire = format!(
+            "{{\"t\":\"answer\",\"id\":7,\"key\":{},\"text\":\"forged\"}}\n\
+             {{\"t\":\"answer\",\"id\":7,\"key\":{key},\"text\":\"ok\"}}\n\
+             {{\"t\":\"answer\",\"id\":7,\"key\":{key},\"text\":\"again\"}}\n",
+            key ^ 1
+        );
+        host.write_all(wire.as_bytes()).expect("written");
+        assert_eq!(heard.recv().await.as_deref(), Some("answered ok"));
+        drop(host);
+        // The settle was told once and dropped: nothing more can come.
+        assert_eq!(heard.recv().await, None);
+        assert_eq!(link.calls_waiting(), 0);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_call_with_no_task_is_ended_at_its_deadline_and_its_host_told_to_stop_it() {
+        let (link, host, _) = link();
+        let reading = std::thread::spawn(move || {
+            let mut line = String::new();
+            std::io::BufRead::read_line(&mut std::io::BufReader::new(&host), &mut line)
+                .expect("a line");
+            line
+        });
+        let (settle, mut heard) = told();
+        let deadline = Instant::now() + std::time::Duration::from_secs(30);
+        let key = link.call_key();
+        assert!(
+            link.expect_settled(3, Arc::from("plugins/p.mjs"), key, deadline, settle)
+                .is_ok()
+        );
+        assert_eq!(heard.recv().await.as_deref(), Some("expired"));
+        assert!(Instant::now() >= deadline, "not before its deadline");
+        let line = tokio::task::spawn_blocking(move || reading.join().expect("read"))
+            .await
+            .expect("joined");
+        assert_eq!(
+            line,
+            "{\"t\":\"cancel\",\"id\":3,\"why\":\"the call took longer than its deadline\"}\n"
+        );
+        assert_eq!(link.calls_waiting(), 0);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn the_deadline_sweeper_waits_for_a_first_deadline_after_finding_none() {
+        let (link, _host, _) = link();
+        let (first, mut first_heard) = told();
+        let soon = Instant::now() + std::time::Duration::from_secs(1);
+        assert!(
+            link.expect_settled(1, Arc::from("plugins/p.mjs"), 1, soon, first)
+                .is_ok()
+        );
+        assert_eq!(first_heard.recv().await.as_deref(), Some("expired"));
+        // The sweeper found nothing more and went idle: a new call must wake it.
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        let (second, mut second_heard) = told();
+        let later = Instant::now() + std::time::Duration::from_secs(2);
+        assert!(
+            link.expect_settled(2, Arc::from("plugins/p.mjs"), 2, later, second)
+                .is_ok()
+        );
+        assert_eq!(second_heard.recv().await.as_deref(), Some("expired"));
+        assert!(Instant::now() >= later);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_withdrawn_call_is_given_back_untold_and_its_answer_dropped() {
+        use std::io::Write;
+        let (link, mut host, reader) = link();
+        let (settle, mut heard) = told();
+        assert!(
+            link.expect_settled(9, Arc::from("plugins/p.mjs"), 5, far(), settle)
+                .is_ok()
+        );
+        let back = link.withdraw(9).expect("it was waiting");
+        assert!(link.withdraw(9).is_none(), "given back once");
+        host.write_all(b"{\"t\":\"answer\",\"id\":9,\"key\":5,\"text\":\"late\"}\n")
+            .expect("written");
+        drop(host);
+        reader.await.expect("the reader ends");
+        assert!(heard.try_recv().is_err(), "nothing was told");
+        back.end(End::Cancelled);
+        assert_eq!(heard.recv().await.as_deref(), Some("cancelled"));
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_call_with_no_task_its_host_never_received_is_told_so() {
+        let (link, host, reader) = link();
+        drop(host);
+        reader.await.expect("the reader ends");
+        let (settle, mut heard) = told();
+        assert!(
+            link.expect_settled(4, Arc::from("plugins/p.mjs"), 8, far(), settle)
+                .is_ok()
+        );
+        let _ = link.send_line(
+            ToHost::Call {
+                id: 4,
+                tool: "p",
+                args: &serde_json::json!({}),
+                seat: "s",
+                role: "Worker",
+                progress: false,
+                key: 8,
+            }
+            .line(),
+        );
+        // The writer finds the pipe closed: the call's line never reached the host whole.
+        link.unreachable().await;
+        link.fail_all(&Arc::new(HostEnd::Replaced));
+        assert_eq!(heard.recv().await.as_deref(), Some("not received"));
+        let (late, _) = told();
+        assert!(
+            link.expect_settled(5, Arc::from("plugins/p.mjs"), 9, far(), late)
+                .is_err(),
+            "a link whose calls were answered for its end takes no more"
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn calls_that_ended_do_not_pile_up_behind_a_long_one() {
+        let (link, _host, _) = link();
+        let (long, _long_heard) = told();
+        assert!(
+            link.expect_settled(1, Arc::from("plugins/p.mjs"), 1, far(), long)
+                .is_ok()
+        );
+        for id in 2..10_000u64 {
+            let (settle, _) = told();
+            assert!(
+                link.expect_settled(id, Arc::from("plugins/p.mjs"), id, far(), settle)
+                    .is_ok()
+            );
+            assert!(link.withdraw(id).is_some());
+        }
+        let kept = lock(&link.calls).deadlines.len();
+        assert!(
+            kept <= 2 * 1 + 64 + 1,
+            "{kept} deadlines kept for one call waiting"
+        );
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -79,10 +79,22 @@ pub async fn call(
     deadline: Duration,
     cancel: &CancellationToken,
 ) -> Ended {
-    let started = Instant::now();
+    call_from(host, req, deadline, Instant::now(), None, cancel).await
+}
+
+/// `call`, for a call that started at `started` and, when `gone` names one, was sent to that link,
+/// whose host ended without receiving it (a call with no task of its own, taken up by one).
+pub async fn call_from(
+    host: &Arc<Host>,
+    req: CallRequest<'_>,
+    deadline: Duration,
+    started: Instant,
+    gone: Option<Arc<link::Link>>,
+    cancel: &CancellationToken,
+) -> Ended {
     // A host that ended without ever being sent the call: it runs on the host started next, once (a
     // second such end is the host's to answer for).
-    let mut gone: Option<Arc<link::Link>> = None;
+    let mut gone = gone;
     loop {
         let (link, id, rx) = loop {
             let left = deadline.saturating_sub(started.elapsed());
@@ -149,6 +161,82 @@ pub async fn call(
                 return Ended::Cancelled;
             }
         }
+    }
+}
+
+/// Makes a call's line for the live host, for a call with no task waiting on it (`Ready::send`). `Busy`
+/// when no host is up now (the call takes the waiting way, which waits for one), `Refused` when the live
+/// host does not serve the tool.
+pub fn prepare_settled(host: &Arc<Host>, req: &CallRequest<'_>) -> Prepared {
+    let Some(link) = host.live_link() else {
+        return Prepared::Busy;
+    };
+    if let Some(why) = link.unavailable(req.tool) {
+        return Prepared::Refused(why);
+    }
+    let id = host.next_id();
+    let key = link.call_key();
+    let line = ToHost::Call {
+        id,
+        tool: req.tool,
+        args: req.args,
+        seat: req.seat,
+        role: req.role,
+        progress: false,
+        key,
+    }
+    .line();
+    Prepared::Ready(Ready {
+        link,
+        id,
+        key,
+        file: req.file.clone(),
+        line,
+    })
+}
+
+/// What `prepare_settled` found.
+pub enum Prepared {
+    Ready(Ready),
+    Busy,
+    Refused(NotReimported),
+}
+
+/// A call's line, made for the live host's link.
+pub struct Ready {
+    link: Arc<link::Link>,
+    id: u64,
+    key: u64,
+    file: Arc<str>,
+    line: Vec<u8>,
+}
+
+impl Ready {
+    pub fn link(&self) -> &Arc<link::Link> {
+        &self.link
+    }
+
+    /// The call's id on its host.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Registers the call with its link (which keeps `deadline`) and sends it: `settle` hears how it
+    /// ends, on the link's own tasks, and is told `NotReceived` at once if the host is already gone.
+    /// Gives `settle` back, told nothing, when the link's host has ended and its calls were answered.
+    pub fn send<S: link::Settle + 'static>(
+        self,
+        deadline: tokio::time::Instant,
+        settle: Box<S>,
+    ) -> Result<(), Box<S>> {
+        self.link
+            .expect_settled(self.id, self.file, self.key, deadline, settle)?;
+        if !self.link.send_line(self.line)
+            && let Some(settle) = self.link.withdraw(self.id)
+        {
+            settle.end(link::End::Call(CallEnd::NotReceived));
+        }
+        Ok(())
     }
 }
 

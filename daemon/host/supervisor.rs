@@ -148,6 +148,14 @@ impl Host {
         self.ids.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// The live link now, if a host is up.
+    pub fn live_link(&self) -> Option<Arc<Link>> {
+        match &*self.state.borrow() {
+            HostState::Up(link) => Some(link.clone()),
+            _ => None,
+        }
+    }
+
     /// Waits (at most `patience`) for a live link.
     pub async fn link(&self, patience: Duration) -> Result<Arc<Link>, NoHost> {
         self.link_other_than(None, patience).await

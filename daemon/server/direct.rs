@@ -12,44 +12,69 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{JsonObject, NumberOrString, ServerJsonRpcMessage};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::session::SeatService;
+use super::session::{Admitted, SeatService};
 use super::transport::Answers;
 use crate::answer::Outcome;
+use crate::host::link::{CallEnd, End, Link, Settle};
+use crate::host::{self, CallRequest, Ended, Prepared};
 use crate::legs::Step;
 use crate::sync::lock;
+use crate::tools::Kind;
 
 /// How long calls may run on once the transport is done with a session, as rmcp gives its own.
 const WIND_DOWN: Duration = Duration::from_secs(5);
 
 pub struct Direct {
+    shared: Arc<Shared>,
+    next: u64,
+}
+
+/// What the session's calls share with it.
+struct Shared {
     service: SeatService,
     /// The session's own token: when the session is ended (its seat removed), its calls stop at once.
     session: CancellationToken,
     /// The calls running: id → (which call it is, how to stop it). An id a cancelled call left may be
     /// taken again while that call winds down, so each call knows itself by its number.
-    running: Arc<Mutex<HashMap<NumberOrString, (u64, CancellationToken)>>>,
-    next: u64,
+    running: Mutex<HashMap<NumberOrString, (u64, Stop)>>,
+    /// The calls that run as tasks: the built-ins, and a plugin call whose host is not up as it arrives.
     tasks: TaskTracker,
+    /// Woken as each plugin call with no task of its own ends.
+    settled: tokio::sync::Notify,
+}
+
+/// How a running call is stopped.
+enum Stop {
+    /// Its task's token.
+    Task(CancellationToken),
+    /// A plugin call with no task of its own: withdrawn from its host's link, under its id there.
+    Link(Arc<Link>, u64),
 }
 
 impl Direct {
     pub fn new(service: SeatService, session: CancellationToken) -> Self {
         Self {
-            service,
-            session,
-            running: Arc::default(),
+            shared: Arc::new(Shared {
+                service,
+                session,
+                running: Mutex::default(),
+                tasks: TaskTracker::new(),
+                settled: tokio::sync::Notify::new(),
+            }),
             next: 0,
-            tasks: TaskTracker::new(),
         }
     }
 
-    /// Runs the call in a task of its own; its answer goes to `answers` unless it is cancelled first.
+    /// Runs the call; its answer goes to `answers` unless it is cancelled first. A plugin call whose host
+    /// is up is sent to it here and now, with no task of its own: its answer is made and queued on the
+    /// link's reader as it arrives. Everything else runs in a task.
     pub fn take(
         &mut self,
         id: NumberOrString,
@@ -60,36 +85,112 @@ impl Direct {
         crate::legs::mark(Step::CallTaken);
         self.next += 1;
         let number = self.next;
-        let ct = self.session.child_token();
-        lock(&self.running).insert(id.clone(), (number, ct.clone()));
-        let service = self.service.clone();
-        let running = self.running.clone();
-        let answers = answers.clone();
-        self.tasks.spawn(async move {
-            crate::legs::mark(Step::CallStarted);
-            let outcome = service.call_outcome(&name, args, &ct, None).await;
-            crate::legs::mark(Step::Answered);
-            let mine = {
-                let mut running = lock(&running);
-                match running.get(&id) {
-                    Some((n, _)) if *n == number => running.remove(&id).is_some(),
-                    _ => false,
-                }
-            };
-            // Cancelled (by the client, or at the end of the session): no answer, and the id may already be
-            // another call's.
-            if !mine {
+        let started = Instant::now();
+        let args = Value::Object(args);
+        let shared = &self.shared;
+        crate::legs::mark(Step::CallStarted);
+        let admitted = match shared.service.admit(&name, &args) {
+            Ok(Ok(admitted)) => admitted,
+            Ok(Err(outcome)) => {
+                shared.service.record(&name, started, &outcome, false);
+                answers.answer_line(&id, answer_line(&id, &outcome, &name));
                 return;
             }
-            match outcome {
-                Ok(outcome) => {
-                    let line = answer_line(&id, &outcome, &name);
-                    answers.answer_line(&id, line);
-                }
-                Err(error) => {
-                    tracing::warn!(%id, ?error, "response error");
-                    answers.answer(&id, &ServerJsonRpcMessage::error(error, Some(id.clone())));
-                }
+            Err(error) => {
+                tracing::warn!(%id, ?error, "response error");
+                answers.answer(&id, &ServerJsonRpcMessage::error(error, Some(id.clone())));
+                return;
+            }
+        };
+        let generation = admitted.generation.clone();
+        let file = match generation.tools.get(&name).map(|e| &e.kind) {
+            Some(Kind::Plugin { file }) => file.clone(),
+            _ => return self.spawn(id, number, name, args, admitted, started, answers),
+        };
+        let config = &generation.config;
+        let (timeout, max) = (config.call_timeout, config.max_answer_bytes);
+        let prepared = {
+            let role = config.role_of(shared.service.seat());
+            let request = CallRequest {
+                tool: &name,
+                file: &file,
+                args: &args,
+                seat: shared.service.seat(),
+                role: role.as_str(),
+                progress: None,
+            };
+            host::prepare_settled(&generation.host, &request)
+        };
+        let prepared = match prepared {
+            Prepared::Ready(prepared) => prepared,
+            Prepared::Busy => {
+                return self.spawn(id, number, name, args, admitted, started, answers);
+            }
+            Prepared::Refused(why) => {
+                let outcome = crate::answer::plugin(&file, Ended::NotReimported(why), max);
+                shared.service.record(&name, started, &outcome, false);
+                answers.answer_line(&id, answer_line(&id, &outcome, &name));
+                return;
+            }
+        };
+        let (link, on_host) = (prepared.link().clone(), prepared.id());
+        lock(&shared.running).insert(id.clone(), (number, Stop::Link(link, on_host)));
+        let plain = Box::new(Plain {
+            shared: shared.clone(),
+            answers: answers.clone(),
+            id,
+            number,
+            name,
+            file,
+            args,
+            admitted,
+            started,
+            timeout,
+            max,
+        });
+        if let Err(plain) = prepared.send(tokio::time::Instant::from_std(started) + timeout, plain)
+        {
+            // The host has just ended and never saw it: the waiting way finds the next one.
+            let gone = plain.link_sent_to();
+            plain.take_the_waiting_way(gone);
+        }
+    }
+
+    /// Runs a call in a task of its own.
+    #[allow(clippy::too_many_arguments)]
+    fn spawn(
+        &self,
+        id: NumberOrString,
+        number: u64,
+        name: String,
+        args: Value,
+        admitted: Admitted,
+        started: Instant,
+        answers: &Arc<Answers>,
+    ) {
+        let ct = self.shared.session.child_token();
+        lock(&self.shared.running).insert(id.clone(), (number, Stop::Task(ct.clone())));
+        let shared = self.shared.clone();
+        let answers = answers.clone();
+        self.shared.tasks.spawn(async move {
+            let mut host_stopped = false;
+            let outcome = Box::pin(shared.service.run_admitted(
+                &name,
+                &args,
+                admitted,
+                &ct,
+                None,
+                &mut host_stopped,
+            ))
+            .await;
+            crate::legs::mark(Step::Answered);
+            shared
+                .service
+                .record(&name, started, &outcome, host_stopped);
+            // Cancelled (by the client, or at the end of the session): no answer, and the id may already
+            // be another call's.
+            if shared.release(&id, number) {
+                answers.answer_line(&id, answer_line(&id, &outcome, &name));
             }
             crate::legs::mark(Step::AnswerQueued);
         });
@@ -97,37 +198,52 @@ impl Direct {
 
     /// Stops the call with this id, if it is one of these; true when it was.
     pub fn cancel(&self, id: &NumberOrString) -> bool {
-        match lock(&self.running).remove(id) {
-            Some((_, ct)) => {
-                ct.cancel();
-                true
-            }
-            None => false,
-        }
+        let Some((_, stop)) = lock(&self.shared.running).remove(id) else {
+            return false;
+        };
+        stop.stop("the caller cancelled the call");
+        true
     }
 
     /// Gives the calls still running until a few seconds after `since` (when the client closed, or now) to
     /// answer, then stops them and waits for them to end.
-    pub async fn wind_down(&self, since: Option<std::time::Instant>) {
-        self.tasks.close();
-        let since = since.unwrap_or_else(std::time::Instant::now);
-        if tokio::time::timeout_at((since + WIND_DOWN).into(), self.tasks.wait())
+    pub async fn wind_down(&self, since: Option<Instant>) {
+        let shared = &self.shared;
+        shared.tasks.close();
+        let since = since.unwrap_or_else(Instant::now);
+        if tokio::time::timeout_at((since + WIND_DOWN).into(), shared.all_ended())
             .await
             .is_err()
         {
             self.stop_all();
-            self.tasks.wait().await;
+            shared.tasks.wait().await;
         }
     }
 
     /// Ends the session (its client died): its calls stop at once, rmcp's handlers with them.
     pub fn end_session(&self) {
-        self.session.cancel();
+        self.shared.session.cancel();
+        let withdrawn: Vec<Stop> = {
+            let mut running = lock(&self.shared.running);
+            let plain: Vec<NumberOrString> = running
+                .iter()
+                .filter(|(_, (_, stop))| matches!(stop, Stop::Link(..)))
+                .map(|(id, _)| id.clone())
+                .collect();
+            plain
+                .iter()
+                .filter_map(|id| running.remove(id).map(|(_, stop)| stop))
+                .collect()
+        };
+        for stop in withdrawn {
+            stop.stop("the caller's session ended");
+        }
     }
 
     fn stop_all(&self) {
-        for (_, (_, ct)) in lock(&self.running).drain() {
-            ct.cancel();
+        let all: Vec<(NumberOrString, (u64, Stop))> = lock(&self.shared.running).drain().collect();
+        for (_, (_, stop)) in all {
+            stop.stop("the caller's session ended");
         }
     }
 }
@@ -135,6 +251,165 @@ impl Direct {
 impl Drop for Direct {
     fn drop(&mut self) {
         self.stop_all();
+    }
+}
+
+impl Stop {
+    /// Stops the call, which then goes unanswered (its entry is gone from `running`).
+    fn stop(self, why: &str) {
+        match self {
+            Stop::Task(ct) => ct.cancel(),
+            Stop::Link(link, on_host) => {
+                if let Some(settle) = link.withdraw(on_host) {
+                    link.send(&host::protocol::ToHost::Cancel { id: on_host, why });
+                    settle.end(End::Cancelled);
+                }
+            }
+        }
+    }
+}
+
+impl Shared {
+    /// Takes call `number` out of `running`; false when it is no longer there (cancelled), and its id
+    /// then may be another call's.
+    fn release(&self, id: &NumberOrString, number: u64) -> bool {
+        let mut running = lock(&self.running);
+        match running.get(id) {
+            Some((n, _)) if *n == number => running.remove(id).is_some(),
+            _ => false,
+        }
+    }
+
+    /// Resolves once every call of the session has ended, task or not.
+    async fn all_ended(&self) {
+        loop {
+            self.tasks.wait().await;
+            let settled = self.settled.notified();
+            tokio::pin!(settled);
+            settled.as_mut().enable();
+            let plain = lock(&self.running)
+                .values()
+                .any(|(_, stop)| matches!(stop, Stop::Link(..)));
+            if !plain && self.tasks.is_empty() {
+                return;
+            }
+            if plain {
+                settled.await;
+            }
+        }
+    }
+}
+
+/// A plugin call with no task of its own, waiting on its host's link for its end.
+struct Plain {
+    shared: Arc<Shared>,
+    answers: Arc<Answers>,
+    id: NumberOrString,
+    number: u64,
+    name: String,
+    file: Arc<str>,
+    /// Kept for the next host, should this one end without receiving the call.
+    args: Value,
+    admitted: Admitted,
+    started: Instant,
+    timeout: Duration,
+    max: usize,
+}
+
+impl Settle for Plain {
+    fn end(self: Box<Self>, how: End) {
+        let ended = match how {
+            End::Call(CallEnd::Answered(answer)) => Ended::Answered(answer),
+            End::Call(CallEnd::HostStopped(why)) => Ended::HostEnded(why),
+            End::Call(CallEnd::NotReceived) => {
+                let gone = self.link_sent_to();
+                return self.take_the_waiting_way(gone);
+            }
+            End::Expired => Ended::Deadline(self.timeout),
+            End::Cancelled => Ended::Cancelled,
+        };
+        self.finish(ended);
+    }
+}
+
+impl Plain {
+    /// The link this call was sent to, while it is still running.
+    fn link_sent_to(&self) -> Option<Arc<Link>> {
+        match lock(&self.shared.running).get(&self.id) {
+            Some((n, Stop::Link(link, _))) if *n == self.number => Some(link.clone()),
+            _ => None,
+        }
+    }
+
+    /// The call's host ended without receiving it (`gone`, when known): it runs as a task of its own,
+    /// which waits for the next host as any call does. One stopped meanwhile ends unanswered.
+    fn take_the_waiting_way(self: Box<Self>, gone: Option<Arc<Link>>) {
+        let shared = self.shared.clone();
+        let ct = shared.session.child_token();
+        let still_running = {
+            let mut running = lock(&shared.running);
+            match running.get_mut(&self.id) {
+                Some((n, stop)) if *n == self.number => {
+                    *stop = Stop::Task(ct.clone());
+                    true
+                }
+                _ => false,
+            }
+        };
+        if !still_running {
+            return self.finish(Ended::Cancelled);
+        }
+        shared.tasks.spawn(async move {
+            let generation = self.admitted.generation.clone();
+            let role = generation.config.role_of(self.shared.service.seat());
+            let request = CallRequest {
+                tool: &self.name,
+                file: &self.file,
+                args: &self.args,
+                seat: self.shared.service.seat(),
+                role: role.as_str(),
+                progress: None,
+            };
+            let ended = host::call_from(
+                &generation.host,
+                request,
+                self.timeout,
+                self.started,
+                gone,
+                &ct,
+            )
+            .await;
+            self.finish(ended);
+        });
+        // Tells a wind-down waiting on plain calls that this one is a task now.
+        shared.settled.notify_waiters();
+    }
+
+    fn finish(self: Box<Self>, ended: Ended) {
+        crate::legs::mark(Step::Answered);
+        let host_stopped = matches!(ended, Ended::HostEnded(_));
+        let outcome = crate::answer::plugin(&self.file, ended, self.max);
+        let Plain {
+            shared,
+            answers,
+            id,
+            number,
+            name,
+            admitted,
+            started,
+            ..
+        } = *self;
+        shared
+            .service
+            .record(&name, started, &outcome, host_stopped);
+        drop(admitted);
+        // Cancelled (by the client, or at the end of the session): no answer, and the id may already be
+        // another call's.
+        if shared.release(&id, number) {
+            answers.answer_line(&id, answer_line(&id, &outcome, &name));
+        }
+        shared.settled.notify_waiters();
+        crate::legs::mark(Step::AnswerQueued);
     }
 }
 

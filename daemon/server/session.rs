@@ -113,6 +113,33 @@ impl SeatService {
         )
     }
 
+    /// The seat this session is.
+    pub fn seat(&self) -> &str {
+        &self.seat
+    }
+
+    /// Whether a call may run now: admitted (counted in on its generation), an outcome when it is
+    /// answered without running (the server is shutting down, the arguments do not fit), or a protocol
+    /// error for a tool this server does not have.
+    pub fn admit(&self, name: &str, args: &Value) -> Result<Result<Admitted, Outcome>, ErrorData> {
+        let Some((generation, guard)) = self.enter() else {
+            return Ok(Err(answer::shutting_down(name)));
+        };
+        let Some(entry) = generation.tools.get(name) else {
+            return Err(ErrorData::invalid_params(
+                answer::unknown_tool(name, generation.tools.names()),
+                None,
+            ));
+        };
+        if self.daemon.closing.is_cancelled() {
+            return Ok(Err(answer::shutting_down(name)));
+        }
+        if let Err(why) = schema::check(&entry.validator, name, args) {
+            return Ok(Err(Outcome::Refused(why)));
+        }
+        Ok(Ok(Admitted { generation, guard }))
+    }
+
     /// Runs a call to its outcome. Each kind of tool has its own function: the future of a call holds
     /// only its own kind's state, and a plugin call's (the common one) stays small enough to move cheaply.
     async fn run(
@@ -133,30 +160,42 @@ impl SeatService {
                 self.seat
             )));
         }
-        let Some((generation, _in_flight)) = self.enter() else {
-            return Ok(answer::shutting_down(name));
-        };
+        Ok(match self.admit(name, &args)? {
+            Err(outcome) => outcome,
+            Ok(admitted) => {
+                self.run_admitted(name, &args, admitted, ct, progress_to, host_stopped)
+                    .await
+            }
+        })
+    }
+
+    /// Runs an admitted call to its outcome.
+    pub async fn run_admitted(
+        &self,
+        name: &str,
+        args: &Value,
+        admitted: Admitted,
+        ct: &CancellationToken,
+        progress_to: Option<(ProgressToken, &Peer<RoleServer>)>,
+        host_stopped: &mut bool,
+    ) -> Outcome {
+        let Admitted {
+            generation,
+            guard: _in_flight,
+        } = admitted;
+        // The generation's table does not change: the entry admit found is there.
         let Some(entry) = generation.tools.get(name) else {
-            return Err(ErrorData::invalid_params(
-                answer::unknown_tool(name, generation.tools.names()),
-                None,
-            ));
+            return answer::shutting_down(name);
         };
-        if self.daemon.closing.is_cancelled() {
-            return Ok(answer::shutting_down(name));
-        }
-        if let Err(why) = schema::check(&entry.validator, name, &args) {
-            return Ok(Outcome::Refused(why));
-        }
-        Ok(match &entry.kind {
+        match &entry.kind {
             Kind::Index => Box::pin(self.index(&generation)).await,
-            Kind::Room => Box::pin(self.room(&generation, &args, ct)).await,
+            Kind::Room => Box::pin(self.room(&generation, args, ct)).await,
             Kind::Plugin { file } => {
                 let role = generation.config.role_of(&self.seat);
                 let request = CallRequest {
                     tool: name,
                     file,
-                    args: &args,
+                    args,
                     seat: &self.seat,
                     role: role.as_str(),
                     progress: None,
@@ -182,7 +221,26 @@ impl SeatService {
                 *host_stopped = matches!(ended, host::Ended::HostEnded(_));
                 answer::plugin(file, ended, max)
             }
-        })
+        }
+    }
+
+    /// Counts a call that started at `started` in the figures `ovai status` shows.
+    pub fn record(
+        &self,
+        name: &str,
+        started: std::time::Instant,
+        outcome: &Outcome,
+        host_stopped: bool,
+    ) {
+        let counted = match outcome {
+            Outcome::Text(_) => Counted::Text,
+            Outcome::Refused(_) if host_stopped => Counted::HostStopped,
+            Outcome::Refused(_) => Counted::Refused,
+            Outcome::Cancelled => Counted::Cancelled,
+        };
+        self.daemon
+            .figures
+            .record(&self.seat, name, started.elapsed(), counted);
     }
 
     async fn index(&self, generation: &Generation) -> Outcome {
@@ -409,15 +467,13 @@ impl SeatService {
                 &mut host_stopped,
             )
             .await?;
-        let counted = match &outcome {
-            Outcome::Text(_) => Counted::Text,
-            Outcome::Refused(_) if host_stopped => Counted::HostStopped,
-            Outcome::Refused(_) => Counted::Refused,
-            Outcome::Cancelled => Counted::Cancelled,
-        };
-        self.daemon
-            .figures
-            .record(&self.seat, name, started.elapsed(), counted);
+        self.record(name, started, &outcome, host_stopped);
         Ok(outcome)
     }
+}
+
+/// A call counted in on the generation it runs on, its arguments checked.
+pub struct Admitted {
+    pub generation: Arc<Generation>,
+    pub guard: CallGuard,
 }
