@@ -35,6 +35,7 @@ pub mod host;
 pub mod instance;
 pub mod legs;
 pub mod lines;
+pub mod maps;
 pub mod names;
 pub mod plugins;
 pub mod process_start;

@@ -69,10 +69,8 @@ impl Decoder for CappedLines {
         } else {
             buf.len().min(self.max + 1)
         };
-        let found = buf[self.searched..look_to]
-            .iter()
-            .position(|b| *b == b'\n')
-            .map(|at| self.searched + at);
+        let found =
+            memchr::memchr(b'\n', &buf[self.searched..look_to]).map(|at| self.searched + at);
         Ok(match found {
             Some(end) if self.discarding => {
                 self.searched = 0;
@@ -93,7 +91,7 @@ impl Decoder for CappedLines {
                 // Over the cap: drop it up to its end if that is here already, else as it comes, and
                 // say so at its end.
                 self.searched = 0;
-                match buf[look_to..].iter().position(|b| *b == b'\n') {
+                match memchr::memchr(b'\n', &buf[look_to..]) {
                     Some(at) => {
                         buf.advance(look_to + at + 1);
                         Some(Line::TooLong)

@@ -198,7 +198,7 @@ struct Bridge {
 /// A request in flight, as much as the bridge needs to answer it itself.
 #[derive(Debug, Clone)]
 struct Pending {
-    method: String,
+    method: std::borrow::Cow<'static, str>,
     /// Sent under protocol 2026-07-28 or later, whose results carry `resultType`.
     modern: bool,
 }
@@ -303,14 +303,14 @@ impl Bridge {
         // SAFETY: fd 0 is this process's stdin for its whole life; ManuallyDrop keeps it open.
         let stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
         let mut input = BufReader::with_capacity(64 * 1024, &*stdin);
-        let mut lines: Vec<Vec<u8>> = Vec::new();
+        // The lines that arrived together, one after another, and where each ends.
+        let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
+        let mut ends: Vec<usize> = Vec::new();
         loop {
-            let mut line = Vec::new();
-            match input.read_until(b'\n', &mut line) {
+            match input.read_until(b'\n', &mut batch) {
                 Ok(0) | Err(_) => break,
-                Ok(_) => {}
+                Ok(_) => ends.push(batch.len()),
             }
-            lines.push(line);
             if has_line(input.buffer()) {
                 continue;
             }
@@ -318,19 +318,22 @@ impl Bridge {
             // between sending and queueing happen under the upstream lock, as `reconnect` drains what is
             // pending under it: a request is either in flight on the old daemon or queued for the next.
             let mut up = lock(&self.upstream);
-            for line in &lines {
+            for line in lines_of(&batch, &ends) {
                 self.note_request(line);
             }
             match up.stream.as_mut() {
                 // A failed write means the daemon just went: what it may have read it may have run, so
                 // these stay in flight and are answered as interrupted, never sent to the next daemon.
                 Some(s) => {
-                    let _ = s.write_all(&lines.concat());
-                    lines.clear();
+                    let _ = s.write_all(&batch);
                 }
                 // No daemon now: kept for the next one, which is the first to see them.
-                None => up.queued.append(&mut lines),
+                None => up
+                    .queued
+                    .extend(lines_of(&batch, &ends).map(<[u8]>::to_vec)),
             }
+            batch.clear();
+            ends.clear();
         }
         lock(&self.session).client_done = true;
         if let Some(up) = lock(&self.upstream).stream.take() {
@@ -341,6 +344,18 @@ impl Bridge {
 
     fn note_request(&self, line: &[u8]) {
         if !answered_under_its_id(line) {
+            return;
+        }
+        if let Some(call) = PlainCall::read(line) {
+            // The call a session makes most: its id, as the daemon's answer will carry it, is all there is
+            // to note.
+            lock(&self.session).pending.insert(
+                call.key,
+                Pending {
+                    method: std::borrow::Cow::Borrowed("tools/call"),
+                    modern: false,
+                },
+            );
             return;
         }
         let Some(env) = Envelope::read(line) else {
@@ -379,7 +394,7 @@ impl Bridge {
             s.pending.insert(
                 key,
                 Pending {
-                    method: method.to_string(),
+                    method: method.to_string().into(),
                     modern,
                 },
             );
@@ -407,11 +422,15 @@ impl Bridge {
                 }
                 Ok(_) => {}
             }
-            let key = match response_id(&line) {
-                Some(id) => Some(String::from_utf8_lossy(id).into_owned()),
-                None => Envelope::read(&line)
-                    .filter(Envelope::is_response)
-                    .map(|e| e.key().unwrap_or_default()),
+            let read;
+            let key = match response_id(&line).and_then(|id| std::str::from_utf8(id).ok()) {
+                Some(id) => Some(id),
+                None => {
+                    read = Envelope::read(&line)
+                        .filter(Envelope::is_response)
+                        .map(|e| e.key().unwrap_or_default());
+                    read.as_deref()
+                }
             };
             if let Some(key) = key {
                 if key == REPLAY_KEY {
@@ -419,12 +438,14 @@ impl Bridge {
                 }
                 let mut s = lock(&self.session);
                 if s.pending
-                    .remove(&key)
+                    .remove(key)
                     .is_some_and(|p| p.method == "initialize")
                 {
                     s.initialize_answered = true;
                 }
-                s.listens.remove(&key);
+                if !s.listens.is_empty() {
+                    s.listens.remove(key);
+                }
             }
             out.extend_from_slice(&line);
         }
@@ -587,7 +608,10 @@ fn cancelled_key(id: &Value) -> String {
 /// the server went away). The bridge's own parse skips what it does not look at, at any depth.
 fn answered_under_its_id(line: &[u8]) -> bool {
     let body = line.strip_suffix(b"\n").unwrap_or(line);
-    body.len() <= MAX_LINE && std::str::from_utf8(body).is_ok() && !nested_too_deep(body)
+    // A line that deep has at least that many brackets.
+    body.len() <= MAX_LINE
+        && std::str::from_utf8(body).is_ok()
+        && (body.len() < TOO_DEEP || !nested_too_deep(body))
 }
 
 /// serde_json's recursion limit: a document 128 arrays and objects deep does not parse.
@@ -618,6 +642,63 @@ fn nested_too_deep(json: &[u8]) -> bool {
         }
     }
     false
+}
+
+/// A plain `tools/call` request (no `_meta`, an id of the common kinds), read without building its id or
+/// its arguments: the daemon's fast path takes exactly these, and its answer carries the id as `key`.
+struct PlainCall {
+    key: String,
+}
+
+impl PlainCall {
+    fn read(line: &[u8]) -> Option<Self> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Call<'a> {
+            #[serde(borrow)]
+            jsonrpc: &'a str,
+            #[serde(borrow)]
+            id: &'a serde_json::value::RawValue,
+            #[serde(borrow)]
+            method: &'a str,
+            #[serde(rename = "params")]
+            _params: PlainParams,
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct PlainParams {
+            #[serde(rename = "name")]
+            _name: IgnoredAny,
+            #[serde(default, rename = "arguments")]
+            _arguments: Option<IgnoredAny>,
+        }
+        let line = std::str::from_utf8(line).ok()?;
+        if !line.contains("\"tools/call\"") {
+            return None;
+        }
+        let call: Call<'_> = serde_json::from_str(line).ok()?;
+        if call.jsonrpc != "2.0" || call.method != "tools/call" {
+            return None;
+        }
+        let id = call.id.get();
+        let plain_string = id.len() >= 2
+            && id.len() - 2 <= MAX_ID_BYTES
+            && id.starts_with('"')
+            && !id[1..id.len() - 1].contains(['"', '\\']);
+        // As rmcp writes it back: an integer as its digits, a string without escapes as it stands.
+        let plain_integer = id.parse::<i64>().is_ok_and(|n| n.to_string() == id);
+        (plain_string || plain_integer).then(|| Self {
+            key: id.to_string(),
+        })
+    }
+}
+
+/// The lines of `batch`, each ending where `ends` says.
+fn lines_of<'a>(batch: &'a [u8], ends: &'a [usize]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let starts = std::iter::once(0).chain(ends.iter().copied());
+    starts
+        .zip(ends.iter().copied())
+        .map(move |(from, to)| &batch[from..to])
 }
 
 /// Whether a whole line is already buffered (so reading it will not wait).
@@ -767,6 +848,42 @@ mod tests {
         // Brackets inside strings, escaped quotes included, are text.
         let text = format!(r#"{{"a":"\"{}"}}"#, "[".repeat(200));
         assert!(!nested_too_deep(text.as_bytes()));
+    }
+
+    #[test]
+    fn a_plain_call_is_noted_under_the_key_the_full_parse_gives_and_anything_else_is_left_to_it() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"i":1}}}"#,
+            r#"{"method":"tools/call","params":{"arguments":{"s":"x\"y"},"name":"echo"},"id":"abc","jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":-9223372036854775808,"method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","id":"é😀","method":"tools/call","params":{"name":"e"}}"#,
+        ] {
+            let plain = PlainCall::read(line.as_bytes()).expect("a plain call");
+            let full = Envelope::read(line.as_bytes()).and_then(|e| e.key());
+            assert_eq!(Some(plain.key), full, "{line}");
+        }
+        for line in [
+            // _meta may say the revision, which the answer's shape follows.
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"e","_meta":{"progressToken":1}}}"#,
+            // Ids the daemon writes back in another spelling, or refuses.
+            r#"{"jsonrpc":"2.0","id":"a\"b","method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","id":"\u0041","method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","id":5.0,"method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","id":-0,"method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"e"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"tools/call"}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"e"}}"#,
+        ] {
+            assert!(PlainCall::read(line.as_bytes()).is_none(), "{line}");
+        }
+        let long_id = format!(
+            r#"{{"jsonrpc":"2.0","id":"{}","method":"tools/call","params":{{"name":"e"}}}}"#,
+            "x".repeat(MAX_ID_BYTES + 1)
+        );
+        assert!(PlainCall::read(long_id.as_bytes()).is_none());
     }
 
     #[test]

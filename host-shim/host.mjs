@@ -160,6 +160,11 @@ const asyncIterator = Symbol.asyncIterator;
 const iterator = Symbol.iterator;
 const encoder = new TextEncoder();
 let flushScheduled = false;
+// At most this many messages are held: a turn that answers many calls (a read that brought them) lets
+// each few go at once, so the daemon takes them on while the rest are run, rather than all of them
+// waiting for the last.
+const HOLD_LINES = 8;
+let heldLines = 0;
 
 /** Sends a message; `now`: at once, after what is held, rather than with the rest of the turn's. */
 function send(message, now = false) {
@@ -214,6 +219,7 @@ function sendLine(line, now = false) {
     }
     const { written } = encodeInto(encoder, text, heldFrom(held));
     atomicStore(shared, HELD, held + written);
+    if (++heldLines >= HOLD_LINES) writeHeld(held + written);
   } finally {
     releaseLock();
   }
@@ -244,6 +250,7 @@ function flush() {
 
 /** Writes what is held; the lock is taken. */
 function writeHeld(held) {
+  heldLines = 0;
   if (held > 0) write(null, held);
   atomicStore(shared, HELD, 0);
   atomicAdd(shared, FLUSHES, 1);

@@ -75,7 +75,7 @@ pub trait Settle: Send {
 /// The calls waiting on a link, and whether it still takes new ones.
 #[derive(Default)]
 struct Calls {
-    waiting: HashMap<u64, Waiting>,
+    waiting: crate::maps::Map<u64, Waiting>,
     /// Set when the link answered everything it held because its host ended: a call registered after
     /// that would wait for its deadline, so it is turned away to find the next host.
     closed: bool,
@@ -83,7 +83,7 @@ struct Calls {
     keys: Vec<u64>,
     /// The files this host was sent a call of: a file it was never sent one of ended or held it with
     /// code of its import (a timer it set then), which every new host would run again.
-    called: std::collections::HashSet<Arc<str>>,
+    called: crate::maps::Set<Arc<str>>,
     /// The deadlines of the calls with no task of their own, in the order they came (one generation's
     /// calls share one timeout, so that is the order they fall due); an entry whose call ended is
     /// dropped when it reaches the front.
@@ -174,9 +174,9 @@ pub struct Link {
     /// Sent in `init` and carried by every `stray`.
     host_key: u64,
     ready: Mutex<Option<oneshot::Sender<(u32, String)>>>,
-    /// When the host last sent a well-formed message (ms since `born`), for the heartbeat.
-    heard_ms: AtomicU64,
-    born: std::time::Instant,
+    /// How many well-formed messages the host has sent, for the heartbeat (which notes when it changes:
+    /// a clock read for every message was a clock read a call).
+    heard: AtomicU64,
     /// The host's pid, for status and log rows.
     pub pid: u32,
     /// Plugins that did not import again after a crash: name → why (calls to them are refused).
@@ -241,8 +241,7 @@ impl Link {
             host_key,
             loads: Mutex::new(HashMap::new()),
             ready: Mutex::new(Some(ready_tx)),
-            heard_ms: AtomicU64::new(0),
-            born: std::time::Instant::now(),
+            heard: AtomicU64::new(0),
             pid,
             unavailable: Mutex::new(HashMap::new()),
             awaited_pong: AtomicU64::new(0),
@@ -486,10 +485,9 @@ impl Link {
             .collect()
     }
 
-    /// How long since the host last sent a well-formed message.
-    pub fn silent_for(&self) -> std::time::Duration {
-        let heard = std::time::Duration::from_millis(self.heard_ms.load(Ordering::Relaxed));
-        self.born.elapsed().saturating_sub(heard)
+    /// How many well-formed messages the host has sent so far.
+    pub fn heard(&self) -> u64 {
+        self.heard.load(Ordering::Relaxed)
     }
 
     pub fn mark_unavailable(&self, name: &str, why: NotReimported) {
@@ -550,8 +548,7 @@ impl Link {
     }
 
     fn deliver(&self, msg: FromHost) {
-        self.heard_ms
-            .store(self.born.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.heard.fetch_add(1, Ordering::Relaxed);
         match msg {
             FromHost::Answer(a) => {
                 let reply = {
@@ -640,7 +637,7 @@ async fn sweep_deadlines(link: std::sync::Weak<Link>, wake: Arc<tokio::sync::Not
         match next {
             Some(at) => {
                 tokio::select! {
-                    _ = tokio::time::sleep_until(at.into()) => {}
+                    _ = tokio::time::sleep_until(at) => {}
                     _ = wake.notified() => {}
                 }
             }
@@ -937,7 +934,7 @@ mod tests {
         }
         let kept = lock(&link.calls).deadlines.len();
         assert!(
-            kept <= 2 * 1 + 64 + 1,
+            kept <= 2 + 64 + 1,
             "{kept} deadlines kept for one call waiting"
         );
     }

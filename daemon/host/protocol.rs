@@ -57,7 +57,8 @@ pub enum ToHost<'a> {
 impl ToHost<'_> {
     pub fn line(&self) -> Vec<u8> {
         // Serialising these types cannot fail: every field is a string, a number or a JSON value.
-        let mut s = serde_json::to_vec(self).unwrap_or_default();
+        let mut s = Vec::with_capacity(256);
+        let _ = serde_json::to_writer(&mut s, self);
         s.push(b'\n');
         s
     }

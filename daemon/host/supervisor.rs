@@ -661,9 +661,14 @@ async fn stay_down(
 /// for `hang_after`: a plugin blocking its event loop.
 async fn heartbeat(link: &Link, hang_after: Duration) {
     let mut n = 0u64;
+    // When the host was last seen to have said something: at the latest, the look that saw its count move.
+    let (mut heard, mut since) = (link.heard(), Instant::now());
     loop {
         tokio::time::sleep(PING_EVERY).await;
-        if link.silent_for() >= hang_after {
+        let now = link.heard();
+        if now != heard {
+            (heard, since) = (now, Instant::now());
+        } else if since.elapsed() >= hang_after {
             return;
         }
         n += 1;

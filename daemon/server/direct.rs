@@ -10,7 +10,6 @@
 //! closed only its side, the transport waits for its calls, each bounded by its deadline, and this stops
 //! whatever is left 5 s after that), and every other message still takes rmcp's path.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -43,7 +42,7 @@ struct Shared {
     session: CancellationToken,
     /// The calls running: id → (which call it is, how to stop it). An id a cancelled call left may be
     /// taken again while that call winds down, so each call knows itself by its number.
-    running: Mutex<HashMap<NumberOrString, (u64, Stop)>>,
+    running: Mutex<crate::maps::Map<NumberOrString, (u64, Stop)>>,
     /// The calls that run as tasks: the built-ins, and a plugin call whose host is not up as it arrives.
     tasks: TaskTracker,
     /// Woken as each plugin call with no task of its own ends.

@@ -2,7 +2,7 @@
 //! (`callLog: true`): one JSON line per call in calls.jsonl beside runtime.log (0600, rotated like it),
 //! with the time, seat, tool, milliseconds and outcome, and never the arguments or the answer.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -52,7 +52,7 @@ struct Tool {
 
 #[derive(Default)]
 pub struct Figures {
-    tools: Mutex<HashMap<String, Tool>>,
+    tools: Mutex<crate::maps::Map<String, Tool>>,
     log: Mutex<Option<CallLog>>,
 }
 

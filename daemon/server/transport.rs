@@ -22,7 +22,6 @@
 //! `receive` is cancel-safe: the partial line lives in the codec, and the in-flight ids and the outbox's
 //! count in fields, not in the future.
 
-use std::collections::HashSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
@@ -93,7 +92,7 @@ pub struct SessionTransport<R> {
 pub struct Answers {
     out: Mutex<Option<Outbox>>,
     /// The ids of the requests read and not yet answered.
-    in_flight: Mutex<HashSet<NumberOrString>>,
+    in_flight: Mutex<crate::maps::Set<NumberOrString>>,
     /// Woken when an answer goes out, for a receive waiting on MAX_IN_FLIGHT.
     answered: tokio::sync::Notify,
 }
@@ -190,7 +189,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             lines: FramedRead::new(read, CappedLines::new(MAX_LINE)),
             answers: Arc::new(Answers {
                 out: Mutex::new(Some(out)),
-                in_flight: Mutex::new(HashSet::new()),
+                in_flight: Mutex::default(),
                 answered: tokio::sync::Notify::new(),
             }),
             writer: Some(writer),

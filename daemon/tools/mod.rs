@@ -5,7 +5,6 @@ pub mod index;
 pub mod room;
 pub mod schema;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
@@ -55,7 +54,7 @@ pub struct PluginTool {
 
 pub struct ToolTable {
     entries: Vec<Entry>,
-    by_name: HashMap<String, usize>,
+    by_name: crate::maps::Map<String, usize>,
     /// The `tools/list` answer, built once per generation rather than per request.
     listed: Vec<Tool>,
 }
