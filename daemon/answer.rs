@@ -12,16 +12,25 @@ use crate::host::rows;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Text(String),
+    /// A text answer as the host wrote it: a JSON string, quotes and all, whose escapes are those
+    /// serde_json writes (`host::link` reads it so): written into the answer line as it stands, where
+    /// reading it into a String and escaping it again cost a tenth of the daemon's work on a call.
+    Json(String),
     /// A refusal: words the calling session reads (`isError: true`), never a protocol error.
     Refused(String),
     /// The caller cancelled; MCP sends no answer for it.
     Cancelled,
 }
 
+/// The text of an `Outcome::Json`, read back (serde_json read it as a JSON string already).
+pub fn json_text(json: &str) -> String {
+    serde_json::from_str(json).unwrap_or_default()
+}
+
 /// What the caller of a plugin reads, however its call ended.
 pub fn plugin(file: &str, ended: Ended, max_answer_bytes: usize) -> Outcome {
     match ended {
-        Ended::Answered(a) => from_host(file, a, max_answer_bytes),
+        Ended::Answered(a) => from_host(file, *a, max_answer_bytes),
         Ended::HostEnded(end) => host_ended(file, &end),
         Ended::NotRun(why) => not_run(file, &why),
         Ended::NotReimported(why) => Outcome::Refused(rows::not_reimported(file, &why)),
@@ -30,7 +39,7 @@ pub fn plugin(file: &str, ended: Ended, max_answer_bytes: usize) -> Outcome {
     }
 }
 
-pub fn from_host(file: &str, a: Answer, max_answer_bytes: usize) -> Outcome {
+pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome {
     let too_big = |bytes: usize| {
         Outcome::Refused(format!(
             "{file} answered {bytes} bytes of text, more than the {max_answer_bytes} this server passes on \
@@ -42,6 +51,13 @@ pub fn from_host(file: &str, a: Answer, max_answer_bytes: usize) -> Outcome {
             "{file} ran, but its answer was damaged on its way from the plugin host: bytes written to the \
              host's protocol pipe (fd 4), most likely by a plugin, landed inside it, and the answer is lost."
         ));
+    }
+    if let Some(json) = a.text_json.take() {
+        // Its escapes make it no shorter than its text: within the cap so, it is within it unescaped.
+        if json.len().saturating_sub(2) <= max_answer_bytes {
+            return Outcome::Json(json);
+        }
+        a.text = Some(json_text(&json));
     }
     // The host checks the size; bytes a plugin wrote to fd 4 inside a string can still add to it.
     if let Some(text) = a.text {

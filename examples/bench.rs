@@ -288,8 +288,8 @@ fn throughput_cases(
     cases.push(alternate(
         "k32",
         setup.runs,
-        || ovai_calls(setup, one, 50_000, 32, "p0000"),
-        || baseline_calls(setup, one, 50_000, 32),
+        || ovai_calls(setup, one, 200_000, 32, "p0000"),
+        || baseline_calls(setup, one, 200_000, 32),
     ));
     cases.push(alternate(
         "sessions16",

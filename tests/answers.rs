@@ -246,3 +246,37 @@ fn answers_larger_than_the_pipe_takes_at_once_arrive_whole_and_in_order() {
         );
     }
 }
+
+#[test]
+fn a_text_of_every_kind_of_character_reaches_the_caller_exactly() {
+    // Every ASCII character (controls, quotes, backslash, DEL), line and paragraph separators, astral
+    // characters, and half a surrogate pair, which reaches the caller as U+FFFD.
+    let inst = Instance::with_plugins(&[
+        (
+            "chars.mjs",
+            &answering(
+                "{ text: Array.from({ length: 128 }, (_, i) => String.fromCharCode(i)).join('') + '\\u2028\\u2029 é 😀 \\ud800 end' }",
+            ),
+        ),
+        // 600 newlines: 1,200 bytes as the host writes them, 600 as text, within a cap of 1,000.
+        ("escapes.mjs", &answering("{ text: '\\n'.repeat(600) }")),
+        ("over.mjs", &answering("{ text: '\\n'.repeat(1001) }")),
+    ]);
+    inst.set_config(json!({ "maxAnswerBytes": 1000 }));
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let ascii: String = (0u8..128).map(char::from).collect();
+    assert_eq!(
+        s.call("chars", json!({})),
+        (format!("{ascii}\u{2028}\u{2029} é 😀 \u{fffd} end"), false)
+    );
+    assert_eq!(s.call("escapes", json!({})), ("\n".repeat(600), false));
+    assert_eq!(
+        s.call("over", json!({})),
+        (
+            "plugins/over.mjs answered 1001 bytes of text, more than the 1000 this server passes on (maxAnswerBytes in openovai.json sets the limit).".to_string(),
+            true
+        )
+    );
+}

@@ -30,7 +30,7 @@ pub fn max_line_len(max_answer_bytes: usize) -> usize {
 /// How a call waiting on this link ends.
 #[derive(Debug)]
 pub enum CallEnd {
-    Answered(Answer),
+    Answered(Box<Answer>),
     /// The process went away (or was killed) with the call in flight: why.
     HostStopped(Arc<HostEnd>),
     /// The host ended and had never been sent the call whole: it may run elsewhere.
@@ -584,7 +584,7 @@ impl Link {
                 match loads.get(&l.id) {
                     Some((key, _)) if *key == l.key => {
                         if let Some((_, tx)) = loads.remove(&l.id) {
-                            let _ = tx.send(l);
+                            let _ = tx.send(*l);
                         }
                     }
                     Some(_) => tracing::warn!(
@@ -695,10 +695,13 @@ async fn read_lines(link: Arc<Link>, read: ReadHalf, max_line: usize) {
 fn parse_resyncing(line: &str) -> Option<(FromHost, usize)> {
     // The host writes an answer's tag first: read it straight into its struct (which passes over the tag),
     // without the detour an internally tagged enum takes (every field buffered, then read again).
-    if line.starts_with("{\"t\":\"answer\",")
-        && let Ok(answer) = serde_json::from_str::<Answer>(line)
-    {
-        return Some((FromHost::Answer(answer), 0));
+    if line.starts_with("{\"t\":\"answer\",") {
+        if let Some(answer) = text_answer(line) {
+            return Some((FromHost::Answer(Box::new(answer)), 0));
+        }
+        if let Ok(answer) = serde_json::from_str::<Answer>(line) {
+            return Some((FromHost::Answer(Box::new(answer)), 0));
+        }
     }
     if let Ok(msg) = serde_json::from_str::<FromHost>(line) {
         return Some((msg, 0));
@@ -713,16 +716,56 @@ fn parse_resyncing(line: &str) -> Option<(FromHost, usize)> {
         })
 }
 
+/// The common answer (`{"t":"answer","id":N,"key":K,"text":"…"}`) with its text kept as the JSON string
+/// the host wrote, when that is what serde_json would write for it: no escape but `\"`, `\\`, `\b`, `\f`,
+/// `\n`, `\r` and `\t` (V8 and serde_json write those the same; a `\u` escape is the host's mending of a
+/// lone surrogate, or somebody else's bytes, and takes the full read).
+fn text_answer(line: &str) -> Option<Answer> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Text<'a> {
+        #[serde(rename = "t")]
+        _t: serde::de::IgnoredAny,
+        id: u64,
+        key: u64,
+        #[serde(borrow)]
+        text: &'a serde_json::value::RawValue,
+    }
+    let read: Text<'_> = serde_json::from_str(line).ok()?;
+    let json = read.text.get();
+    if !json.starts_with('"') || !escaped_as_serde_does(json.as_bytes()) {
+        return None;
+    }
+    Some(Answer {
+        id: read.id,
+        key: read.key,
+        text_json: Some(json.to_string()),
+        ..Answer::default()
+    })
+}
+
+fn escaped_as_serde_does(json: &[u8]) -> bool {
+    let mut at = 0;
+    while let Some(found) = memchr::memchr(b'\\', &json[at..]) {
+        let escape = at + found;
+        match json.get(escape + 1) {
+            Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => at = escape + 2,
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// An answer broken by bytes that landed inside it: its caller hears so now, not at its deadline (the
 /// key it carries still has to match).
 fn refuse_damaged(link: &Link, text: &str) {
     for (id, key) in damaged_answers(text) {
-        link.deliver(FromHost::Answer(Answer {
+        link.deliver(FromHost::Answer(Box::new(Answer {
             id,
             key,
             damaged: true,
             ..Answer::default()
-        }));
+        })));
     }
 }
 
@@ -768,7 +811,7 @@ mod tests {
         fn end(self: Box<Self>, how: End) {
             let said = match how {
                 End::Call(CallEnd::Answered(a)) => {
-                    format!("answered {}", a.text.unwrap_or_default())
+                    format!("answered {}", a.text().unwrap_or_default())
                 }
                 End::Call(CallEnd::HostStopped(_)) => "host stopped".into(),
                 End::Call(CallEnd::NotReceived) => "not received".into(),
@@ -979,7 +1022,7 @@ mod tests {
         let Ok(CallEnd::Answered(answer)) = broken.await else {
             panic!("the broken answer reaches its caller");
         };
-        assert!(answer.damaged && answer.id == 3 && answer.text.is_none());
+        assert!(answer.damaged && answer.id == 3 && answer.text().is_none());
         drop(host);
         // The reader ends at the end of the wire, having read every line.
         reader.await.expect("the reader ends");
@@ -1038,10 +1081,48 @@ mod tests {
         ) else {
             panic!("both read an answer");
         };
-        assert_eq!(format!("{fast:?}"), format!("{slow:?}"));
-        assert_eq!(
-            (fast.id, fast.key, fast.text.as_deref()),
-            (4, 77, Some("a \"b\" é"))
+        assert_eq!((fast.id, fast.key), (slow.id, slow.key));
+        // The common answer's text stays the JSON string it came as, and reads back as the enum reads it.
+        let json = fast.text_json.as_deref().expect("kept as it came");
+        assert_eq!(json, r#""a \"b\" é""#);
+        assert_eq!(Some(crate::answer::json_text(json)), slow.text);
+        assert!(fast.text.is_none());
+    }
+
+    #[test]
+    fn an_answer_keeps_its_text_as_json_only_when_serde_would_write_it_so() {
+        for (text, kept) in [
+            (r#""plain""#, true),
+            (r#""tab\t nl\n cr\r bs\\ q\" ff\f b\b""#, true),
+            (r#""""#, true),
+            // The host's mending of a lone surrogate, and escapes V8 never writes, are read in full.
+            (r#""\ufffd""#, false),
+            (r#""\u0001""#, false),
+            (r#""a\/b""#, false),
+        ] {
+            let line = format!(r#"{{"t":"answer","id":1,"key":2,"text":{text}}}"#);
+            let Some((FromHost::Answer(a), 0)) = parse_resyncing(&line) else {
+                panic!("an answer: {line}");
+            };
+            let slow: Answer = serde_json::from_str(&line).unwrap();
+            assert_eq!(a.text_json.is_some(), kept, "{line}");
+            let read = a
+                .text_json
+                .as_deref()
+                .map(crate::answer::json_text)
+                .or(a.text);
+            assert_eq!(read, slow.text, "{line}");
+            if kept {
+                assert_eq!(
+                    a.text_json.as_deref(),
+                    Some(serde_json::to_string(&slow.text.unwrap()).unwrap().as_str())
+                );
+            }
+        }
+        // Anything beside the text (a refusal, a field of another kind) takes the full read.
+        let refused = parse_resyncing(r#"{"t":"answer","id":1,"key":2,"refused":"no"}"#);
+        assert!(
+            matches!(refused, Some((FromHost::Answer(a), 0)) if a.text_json.is_none() && a.refused.as_deref() == Some("no"))
         );
     }
 

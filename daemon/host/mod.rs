@@ -58,7 +58,7 @@ pub struct CallRequest<'a> {
 #[derive(Debug)]
 pub enum Ended {
     /// The host answered for the plugin (its text, its refusal, or what it did instead).
-    Answered(Answer),
+    Answered(Box<Answer>),
     /// The host ended while the call ran.
     HostEnded(Arc<HostEnd>),
     /// No host could take the call.
@@ -314,7 +314,7 @@ mod tests {
             }
         );
         match end {
-            Ended::Answered(a) => assert_eq!(a.text.as_deref(), Some("ran on the next host")),
+            Ended::Answered(a) => assert_eq!(a.text().as_deref(), Some("ran on the next host")),
             other => panic!("the call runs on the next host: {other:?}"),
         }
         let (_next_end, _) =

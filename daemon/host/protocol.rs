@@ -72,8 +72,8 @@ pub enum FromHost {
         node: String,
         pid: u32,
     },
-    Loaded(Loaded),
-    Answer(Answer),
+    Loaded(Box<Loaded>),
+    Answer(Box<Answer>),
     Progress(Progress),
     Pong {
         n: u64,
@@ -203,8 +203,22 @@ pub struct Answer {
     /// `run` called process.exit (with this code, maybe empty); the host stayed up.
     #[serde(default)]
     pub exited: Option<String>,
+    /// Set by the daemon's reader (`host::link`) in place of `text` for the common answer: the text as a
+    /// JSON string, as the host wrote it, when its escapes are the ones serde_json writes.
+    #[serde(skip)]
+    pub text_json: Option<String>,
     /// Set by the daemon, never read off the wire: the answer's line arrived broken (bytes a plugin wrote
     /// to fd 4 landed inside it).
     #[serde(skip)]
     pub damaged: bool,
+}
+
+impl Answer {
+    /// Its text, however it was read.
+    pub fn text(&self) -> Option<String> {
+        self.text_json
+            .as_deref()
+            .map(crate::answer::json_text)
+            .or_else(|| self.text.clone())
+    }
 }

@@ -418,6 +418,16 @@ impl Plain {
 fn answer_line(id: &NumberOrString, outcome: &Outcome, name: &str) -> Vec<u8> {
     let cancelled;
     let (text, is_error) = match outcome {
+        Outcome::Json(json) => {
+            let mut line = Vec::with_capacity(json.len() + 96);
+            answer_line_into(
+                &mut line,
+                id,
+                |line| line.extend_from_slice(json.as_bytes()),
+                false,
+            );
+            return line;
+        }
         Outcome::Text(text) => (text.as_str(), false),
         Outcome::Refused(why) => (why.as_str(), true),
         Outcome::Cancelled => {
@@ -429,17 +439,27 @@ fn answer_line(id: &NumberOrString, outcome: &Outcome, name: &str) -> Vec<u8> {
         }
     };
     let mut line = Vec::with_capacity(text.len() + 96);
+    answer_line_into(&mut line, id, |line| write_json_str(line, text), is_error);
+    line
+}
+
+/// The line of a one-text result, the text written by `text` as a JSON string.
+fn answer_line_into(
+    line: &mut Vec<u8>,
+    id: &NumberOrString,
+    text: impl FnOnce(&mut Vec<u8>),
+    is_error: bool,
+) {
     line.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     // Writing into memory cannot fail; an id is a number or a string, as rmcp writes it.
-    let _ = serde_json::to_writer(&mut line, id);
+    let _ = serde_json::to_writer(&mut *line, id);
     line.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
-    write_json_str(&mut line, text);
+    text(line);
     line.extend_from_slice(if is_error {
         br#"}],"isError":true}}"#.as_slice()
     } else {
         br#"}],"isError":false}}"#.as_slice()
     });
-    line
 }
 
 /// A string as JSON, escaped as serde_json escapes it (writing into memory cannot fail).
@@ -456,6 +476,9 @@ mod tests {
     fn rmcp_line(id: &NumberOrString, outcome: &Outcome) -> Vec<u8> {
         let text = match outcome {
             Outcome::Text(t) => CallToolResult::success(vec![ContentBlock::text(t.clone())]),
+            Outcome::Json(j) => {
+                CallToolResult::success(vec![ContentBlock::text(crate::answer::json_text(j))])
+            }
             Outcome::Refused(w) => CallToolResult::error(vec![ContentBlock::text(w.clone())]),
             Outcome::Cancelled => unreachable!("its text carries the time"),
         };
@@ -473,12 +496,20 @@ mod tests {
             NumberOrString::String("a\"b\\c\u{1}é😀".into()),
             NumberOrString::String(String::new().into()),
         ];
-        let outcomes = [
-            Outcome::Text("echo: 1".into()),
-            Outcome::Text("line\nnext \"quoted\" \u{7f}\u{0}\t\u{2028} ünï 😀".into()),
-            Outcome::Text(String::new()),
-            Outcome::Refused("plugins/x.mjs threw: boom".into()),
+        let texts = [
+            "echo: 1",
+            "line\nnext \"quoted\" \\ \u{7f}\u{0}\t\r\u{8}\u{c}\u{1f}\u{2028} ünï 😀",
+            "",
         ];
+        let mut outcomes: Vec<Outcome> =
+            texts.iter().map(|t| Outcome::Text(t.to_string())).collect();
+        // The same texts as JSON strings, as the host's answers bring them.
+        outcomes.extend(
+            texts
+                .iter()
+                .map(|t| Outcome::Json(serde_json::to_string(t).unwrap())),
+        );
+        outcomes.push(Outcome::Refused("plugins/x.mjs threw: boom".into()));
         for id in &ids {
             for outcome in &outcomes {
                 let ours = answer_line(id, outcome, "echo");

@@ -233,7 +233,7 @@ impl SeatService {
         host_stopped: bool,
     ) {
         let counted = match outcome {
-            Outcome::Text(_) => Counted::Text,
+            Outcome::Text(_) | Outcome::Json(_) => Counted::Text,
             Outcome::Refused(_) if host_stopped => Counted::HostStopped,
             Outcome::Refused(_) => Counted::Refused,
             Outcome::Cancelled => Counted::Cancelled,
@@ -440,6 +440,9 @@ impl SeatService {
         Ok(
             match self.call_outcome(name, args, ct, progress_to).await? {
                 Outcome::Text(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+                Outcome::Json(json) => {
+                    CallToolResult::success(vec![ContentBlock::text(answer::json_text(&json))])
+                }
                 Outcome::Refused(why) => CallToolResult::error(vec![ContentBlock::text(why)]),
                 Outcome::Cancelled => CallToolResult::error(vec![ContentBlock::text(
                     answer::cancelled(name, &timestamp(std::time::SystemTime::now())),
