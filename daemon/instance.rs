@@ -289,26 +289,13 @@ impl Config {
                 ),
             });
         }
-        let call_timeout = Duration::from_secs(positive_int(
-            map,
-            "callTimeoutSeconds",
-            DEFAULT_CALL_TIMEOUT_S,
-        )?);
-        let import_timeout = Duration::from_secs(positive_int(
-            map,
-            "importTimeoutSeconds",
-            DEFAULT_IMPORT_TIMEOUT_S,
-        )?);
+        let call_timeout = seconds(map, "callTimeoutSeconds", DEFAULT_CALL_TIMEOUT_S)?;
+        let import_timeout = seconds(map, "importTimeoutSeconds", DEFAULT_IMPORT_TIMEOUT_S)?;
         let max_answer_bytes =
             positive_int(map, "maxAnswerBytes", DEFAULT_MAX_ANSWER_BYTES as u64)? as usize;
         let host_max_memory_mb = positive_int(map, "hostMaxMemoryMB", DEFAULT_HOST_MAX_MEMORY_MB)?;
-        let host_hang =
-            Duration::from_secs(positive_int(map, "hostHangSeconds", DEFAULT_HOST_HANG_S)?);
-        let shutdown_grace = Duration::from_secs(positive_int(
-            map,
-            "shutdownGraceSeconds",
-            DEFAULT_SHUTDOWN_GRACE_S,
-        )?);
+        let host_hang = seconds(map, "hostHangSeconds", DEFAULT_HOST_HANG_S)?;
+        let shutdown_grace = seconds(map, "shutdownGraceSeconds", DEFAULT_SHUTDOWN_GRACE_S)?;
         let session_queue_bytes =
             positive_int(map, "sessionQueueBytes", DEFAULT_SESSION_QUEUE_BYTES as u64)? as usize;
         let max_connections =
@@ -470,6 +457,26 @@ fn positive_int(
     }
 }
 
+/// The longest any of the `…Seconds` settings may be: time is added to them (a deadline, a grace), and
+/// a number of seconds near 2^64 overflowed every clock the daemon keeps.
+const MAX_SECONDS: u64 = 365 * 24 * 3600;
+
+/// A `…Seconds` setting: a whole number from 1 to a year.
+fn seconds(
+    map: &Map<String, Value>,
+    key: &'static str,
+    default: u64,
+) -> Result<Duration, ConfigError> {
+    let n = positive_int(map, key, default)?;
+    if n > MAX_SECONDS {
+        return Err(ConfigError::Bad {
+            key,
+            problem: format!("is {n}, more than a year ({MAX_SECONDS} s), the most it takes"),
+        });
+    }
+    Ok(Duration::from_secs(n))
+}
+
 /// "a number", "an array"...: how a JSON value is named in a sentence.
 pub fn json_kind(v: &Value) -> &'static str {
     match v {
@@ -527,5 +534,30 @@ mod tests {
     fn bad_numbers_are_named() {
         let e = Config::parse(r#"{"user":"a","leader":"b","callTimeoutSeconds":-1}"#).unwrap_err();
         assert!(e.to_string().contains("callTimeoutSeconds"), "{e}");
+    }
+
+    #[test]
+    fn a_number_of_seconds_past_a_year_is_refused_in_words() {
+        for key in [
+            "callTimeoutSeconds",
+            "importTimeoutSeconds",
+            "hostHangSeconds",
+            "shutdownGraceSeconds",
+        ] {
+            let at_most =
+                Config::parse(&format!(r#"{{"user":"a","leader":"b","{key}":31536000}}"#));
+            assert!(at_most.is_ok(), "{key}: a year is taken");
+            // Near 2^64 seconds, every deadline made from it overflowed (a session's first call panicked).
+            let e = Config::parse(&format!(
+                r#"{{"user":"a","leader":"b","{key}":18446744073709551615}}"#
+            ))
+            .unwrap_err();
+            assert!(
+                e.to_string().contains(&format!(
+                    "\"{key}\" is 18446744073709551615, more than a year (31536000 s), the most it takes"
+                )),
+                "{e}"
+            );
+        }
     }
 }

@@ -185,6 +185,30 @@ fn a_cancelled_call_fires_its_signal_and_gets_no_answer() {
 }
 
 #[test]
+fn a_call_in_flight_when_its_seat_is_removed_is_stopped_at_once() {
+    // Without a box the host is not replaced for a change of seats, so the call is stopped by its
+    // session's end alone.
+    let inst = instance(&["fault-never"], json!({ "hostIsolation": "none" }));
+    let _d = inst.start();
+    let mut w1 = inst.session("w1");
+    w1.initialize();
+    w1.send_request(
+        "tools/call",
+        json!({ "name": "fault-never", "arguments": { "tag": "removed" } }),
+    );
+    // Once the echo after it is answered, the call has reached the host.
+    assert!(!w1.call("echo", json!({})).1);
+    inst.cmd().args(["seat", "remove", "w1"]).assert().success();
+    let note = inst.root.join("aborted-removed");
+    wait_until("the plugin's note", || note.exists().then_some(()));
+    // Not the words of a session that closed and was given 5 s: it was stopped as its session ended.
+    assert_eq!(
+        std::fs::read_to_string(note).unwrap(),
+        "the caller cancelled the call"
+    );
+}
+
+#[test]
 fn a_blocked_event_loop_is_found_by_the_heartbeat_and_the_host_restarted() {
     let inst = instance(&["fault-loop"], json!({ "hostHangSeconds": 2 }));
     let mut d = inst.start();

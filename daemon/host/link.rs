@@ -90,6 +90,8 @@ struct Calls {
     deadlines: std::collections::VecDeque<(Instant, u64)>,
     /// The sweeper found no deadline to wait for and waits to be told of one.
     sweeper_idle: bool,
+    /// The deadline the sweeper sleeps until, when it does.
+    armed: Option<Instant>,
 }
 
 impl Calls {
@@ -143,7 +145,14 @@ impl Calls {
             self.deadlines.retain(|(_, id)| waiting.contains_key(id));
         }
         self.deadlines.push_back((at, id));
-        std::mem::take(&mut self.sweeper_idle)
+        // One generation's calls share a timeout, so a call's deadline is never before those queued
+        // already; should one be, the queue is put in order again and the sweeper told.
+        if self.deadlines.len() > 1 && self.deadlines[self.deadlines.len() - 2].0 > at {
+            self.deadlines.make_contiguous().sort_unstable();
+        }
+        let wake = self.sweeper_idle || self.armed.is_some_and(|armed| at < armed);
+        self.sweeper_idle = false;
+        wake
     }
 
     /// Takes out the task-less calls whose deadline is `now` or before.
@@ -373,6 +382,7 @@ impl Link {
             let due = calls.due(Instant::now());
             let next = calls.first_deadline();
             calls.sweeper_idle = next.is_none();
+            calls.armed = next;
             (due, next)
         };
         for (id, settle) in due {
@@ -903,6 +913,27 @@ mod tests {
         );
         assert_eq!(second_heard.recv().await.as_deref(), Some("expired"));
         assert!(Instant::now() >= later);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_deadline_earlier_than_those_queued_is_kept_all_the_same() {
+        let (link, _host, _) = link();
+        let (late, mut late_heard) = told();
+        assert!(
+            link.expect_settled(1, Arc::from("plugins/p.mjs"), 1, far(), late)
+                .is_ok()
+        );
+        // The sweeper sleeps until the first deadline; a second, sooner, must wake it.
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        let (soon, mut soon_heard) = told();
+        let at = Instant::now() + std::time::Duration::from_secs(2);
+        assert!(
+            link.expect_settled(2, Arc::from("plugins/p.mjs"), 2, at, soon)
+                .is_ok()
+        );
+        assert_eq!(soon_heard.recv().await.as_deref(), Some("expired"));
+        assert!(late_heard.try_recv().is_err(), "the later one still waits");
+        assert_eq!(link.calls_waiting(), 1);
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -3,12 +3,14 @@
 //! rmcp gives every request two cancellation tokens, a map entry, a task for the handler, a trip through a
 //! channel back to its service loop and a second task to send the answer. For the call a session makes
 //! most (a `tools/call` with no `_meta`, once the session is initialised) that is most of what the daemon
-//! does besides the call itself: the session transport hands such a call here instead, and its answer,
-//! made by the same `SeatService::answer_call`, goes straight into the session's outbox. Everything rmcp
-//! promised still holds: a `notifications/cancelled` stops the call and it is not answered, the end of the
-//! session cancels what still runs (at once when the session is ended or its client died; when the client
-//! closed only its side, the transport waits for its calls, each bounded by its deadline, and this stops
-//! whatever is left 5 s after that), and every other message still takes rmcp's path.
+//! does besides the call itself: the session transport hands such a call here instead, and its answer goes
+//! straight into the session's outbox. A plugin call whose host is up has no task of its own at all: it is
+//! sent to the host as it is read, and its answer made (`answer_line`) on the link's reader as it arrives.
+//! Everything rmcp promised still holds: a `notifications/cancelled` stops the call and it is not
+//! answered, the end of the session cancels what still runs (at once when the session is ended or its
+//! client died; when the client closed only its side, the transport waits for its calls, each bounded by
+//! its deadline, and this stops whatever is left 5 s after that), and every other message still takes
+//! rmcp's path.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -33,6 +35,9 @@ const WIND_DOWN: Duration = Duration::from_secs(5);
 pub struct Direct {
     shared: Arc<Shared>,
     next: u64,
+    /// Ends the task that stops the calls with no task of their own when the session's token is
+    /// cancelled, should this go first.
+    gone: CancellationToken,
 }
 
 /// What the session's calls share with it.
@@ -59,15 +64,31 @@ enum Stop {
 
 impl Direct {
     pub fn new(service: SeatService, session: CancellationToken) -> Self {
+        let shared = Arc::new(Shared {
+            service,
+            session: session.clone(),
+            running: Mutex::default(),
+            tasks: TaskTracker::new(),
+            settled: tokio::sync::Notify::new(),
+        });
+        // The calls that run as tasks stop with the session's token (theirs are its children); those
+        // with no task of their own are withdrawn from their hosts when it is cancelled (the seat
+        // removed or given a new secret, the client gone), at once, as theirs are.
+        let gone = CancellationToken::new();
+        let (watched, until) = (Arc::downgrade(&shared), gone.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = session.cancelled() => {}
+                _ = until.cancelled() => return,
+            }
+            if let Some(shared) = watched.upgrade() {
+                shared.withdraw_plain(CANCELLED);
+            }
+        });
         Self {
-            shared: Arc::new(Shared {
-                service,
-                session,
-                running: Mutex::default(),
-                tasks: TaskTracker::new(),
-                settled: tokio::sync::Notify::new(),
-            }),
+            shared,
             next: 0,
+            gone,
         }
     }
 
@@ -200,7 +221,7 @@ impl Direct {
         let Some((_, stop)) = lock(&self.shared.running).remove(id) else {
             return false;
         };
-        stop.stop("the caller cancelled the call");
+        stop.stop(CANCELLED);
         true
     }
 
@@ -222,36 +243,26 @@ impl Direct {
     /// Ends the session (its client died): its calls stop at once, rmcp's handlers with them.
     pub fn end_session(&self) {
         self.shared.session.cancel();
-        let withdrawn: Vec<Stop> = {
-            let mut running = lock(&self.shared.running);
-            let plain: Vec<NumberOrString> = running
-                .iter()
-                .filter(|(_, (_, stop))| matches!(stop, Stop::Link(..)))
-                .map(|(id, _)| id.clone())
-                .collect();
-            plain
-                .iter()
-                .filter_map(|id| running.remove(id).map(|(_, stop)| stop))
-                .collect()
-        };
-        for stop in withdrawn {
-            stop.stop("the caller's session ended");
-        }
+        self.shared.withdraw_plain(CANCELLED);
     }
 
     fn stop_all(&self) {
         let all: Vec<(NumberOrString, (u64, Stop))> = lock(&self.shared.running).drain().collect();
         for (_, (_, stop)) in all {
-            stop.stop("the caller's session ended");
+            stop.stop("the caller's session closed, and the call had not answered 5 s later");
         }
     }
 }
 
 impl Drop for Direct {
     fn drop(&mut self) {
+        self.gone.cancel();
         self.stop_all();
     }
 }
+
+/// Why a call its caller (or its session's end) stopped is stopped, as its signal says.
+const CANCELLED: &str = "the caller cancelled the call";
 
 impl Stop {
     /// Stops the call, which then goes unanswered (its entry is gone from `running`).
@@ -269,6 +280,25 @@ impl Stop {
 }
 
 impl Shared {
+    /// Stops every call with no task of its own (they go unanswered).
+    fn withdraw_plain(&self, why: &str) {
+        let withdrawn: Vec<Stop> = {
+            let mut running = lock(&self.running);
+            let plain: Vec<NumberOrString> = running
+                .iter()
+                .filter(|(_, (_, stop))| matches!(stop, Stop::Link(..)))
+                .map(|(id, _)| id.clone())
+                .collect();
+            plain
+                .iter()
+                .filter_map(|id| running.remove(id).map(|(_, stop)| stop))
+                .collect()
+        };
+        for stop in withdrawn {
+            stop.stop(why);
+        }
+    }
+
     /// Takes call `number` out of `running`; false when it is no longer there (cancelled), and its id
     /// then may be another call's.
     fn release(&self, id: &NumberOrString, number: u64) -> bool {
