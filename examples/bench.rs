@@ -326,6 +326,14 @@ fn floor_cases(setup: &Setup, runs: usize) -> Vec<(&'static str, Figures)> {
             "floor_builtin_k1",
             repeat("floor_builtin_k1", runs, || floor_calls(setup, 1, 5000)),
         ),
+        // Not a floor any ratio is taken against: the chain of floor_chain_k1 with a minimal Node process
+        // answering in the host's place (what a Node host costs by itself, behind relays that cost nothing).
+        (
+            "floor_chain_node_k1",
+            repeat("floor_chain_node_k1", runs, || {
+                floor_node_calls(setup, 5000)
+            }),
+        ),
         // Not a floor any ratio is taken against: the chain of floor_chain_k1 with the hop that is a Unix
         // socket in ovai (bridge → daemon; daemon → host is a pair of pipes) over a socket.
         (
@@ -361,7 +369,8 @@ fn floor_of<'a>(case: &str, floors: &'a [(&'static str, Figures)]) -> Option<&'a
 
 fn print_floors(cases: &[(&'static str, Figures, Figures)], floors: &[(&'static str, Figures)]) {
     println!(
-        "\nthe floor: minimal Rust processes (std and one poll loop) with ovai's process counts\n"
+        "\nthe floor: minimal Rust processes (std and one poll loop) with ovai's process counts\n\
+         (floor_chain_node_k1: the chain with a minimal Node process answering in the host's place)\n"
     );
     for (name, f) in floors {
         println!(
@@ -1161,6 +1170,39 @@ fn floor_client(relays: usize) -> Client {
 }
 
 /// The floor's chain, each relay started as `relays` says (`--floor-relay`, or `--floor-relay-socket`).
+/// A minimal Node process answering each request as the echo plugin would, in one `fs.writeSync`.
+const FLOOR_NODE: &str = r#"import net from "node:net"; import fs from "node:fs";
+new net.Socket({ fd: 0, readable: true, writable: false, onread: { buffer: Buffer.allocUnsafe(65536), callback(n, b) {
+  let s = 0;
+  for (;;) {
+    const e = b.indexOf(10, s);
+    if (e < 0 || e >= n) break;
+    const m = JSON.parse(b.utf8Slice(s, e));
+    s = e + 1;
+    if (m.id === undefined) continue;
+    const text = JSON.stringify(m.params?.arguments ?? {});
+    fs.writeSync(1, `{"jsonrpc":"2.0","id":${JSON.stringify(m.id)},"result":{"content":[{"type":"text","text":${JSON.stringify(text)}}],"isError":false}}\n`);
+  }
+} } });
+"#;
+
+/// `n` calls at K=1 through two relays in front of a minimal Node responder, warmed as the baseline is.
+fn floor_node_calls(setup: &Setup, n: usize) -> Figures {
+    let script = setup.work.join("floor-node.mjs");
+    std::fs::write(&script, FLOOR_NODE).expect("the Node responder's script");
+    let me = std::env::current_exe().expect("the bench's own path");
+    let mut cmd = Command::new(&me);
+    cmd.arg("--floor-relay")
+        .arg(&me)
+        .arg("--floor-relay")
+        .arg(&setup.node)
+        .arg(&script);
+    let mut c = Client::spawn(cmd);
+    c.calls("p0000", setup.warm_up(n), 1);
+    let (lat, wall, failed) = c.calls("p0000", setup.calls(n), 1);
+    latency_figures(lat, wall, failed)
+}
+
 fn floor_client_over(relays: &[&str]) -> Client {
     let me = std::env::current_exe().expect("the bench's own path");
     let mut cmd = Command::new(&me);
