@@ -125,6 +125,29 @@ impl Calls {
 const KEY_BATCH: usize = 64;
 
 impl Calls {
+    /// Notes a call as waiting on this link, and its file as one this host was sent a call of.
+    fn wait(
+        &mut self,
+        id: u64,
+        file: Arc<str>,
+        key: u64,
+        reply: Reply,
+        progress: Option<tokio::sync::watch::Sender<Option<Progress>>>,
+    ) {
+        if !self.called.contains(&file) {
+            self.called.insert(file.clone());
+        }
+        self.waiting.insert(
+            id,
+            Waiting {
+                file,
+                key,
+                reply,
+                progress,
+            },
+        );
+    }
+
     /// Drops the deadlines at the front whose calls have ended; the first one still waiting, if any.
     fn first_deadline(&mut self) -> Option<Instant> {
         while let Some((at, id)) = self.deadlines.front().copied() {
@@ -299,18 +322,7 @@ impl Link {
         }
         let (tx, rx) = oneshot::channel();
         let key = calls.fresh_key();
-        if !calls.called.contains(&file) {
-            calls.called.insert(file.clone());
-        }
-        calls.waiting.insert(
-            id,
-            Waiting {
-                file,
-                key,
-                reply: Reply::Task(tx),
-                progress,
-            },
-        );
+        calls.wait(id, file, key, Reply::Task(tx), progress);
         Some((rx, key))
     }
 
@@ -335,18 +347,7 @@ impl Link {
             if calls.closed {
                 return Err(settle);
             }
-            if !calls.called.contains(&file) {
-                calls.called.insert(file.clone());
-            }
-            calls.waiting.insert(
-                id,
-                Waiting {
-                    file,
-                    key,
-                    reply: Reply::Settle(settle),
-                    progress: None,
-                },
-            );
+            calls.wait(id, file, key, Reply::Settle(settle), None);
             calls.note_deadline(id, deadline)
         };
         if wake {
