@@ -5,7 +5,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import readline from "node:readline";
@@ -13,9 +13,13 @@ import { fileURLToPath } from "node:url";
 
 const HOST = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "host.mjs");
 
-// A failed assertion must not leave a host running: it would keep the test runner alive.
+// A failed assertion must not leave a host running: it would keep the test runner alive. Nor a folder behind.
 const hosts = [];
-after(() => hosts.forEach((h) => h.kill("SIGKILL")));
+const folders = [];
+after(() => {
+  hosts.forEach((h) => h.kill("SIGKILL"));
+  folders.forEach((dir) => rmSync(dir, { recursive: true, force: true }));
+});
 
 /** A host with its protocol on fds 3 and 4, and helpers to talk to it. */
 function startHost() {
@@ -60,6 +64,7 @@ function startHost() {
 /** A host told its instance (a new temporary folder, also its plugins folder) and its answer cap. */
 function initHost(maxAnswerBytes, config = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), "ovai-host-"));
+  folders.push(dir);
   const host = startHost();
   host.send({ t: "init", root: dir, pluginsDir: dir, config, maxAnswerBytes });
   return { host, dir };
