@@ -201,6 +201,42 @@ struct Pending {
     method: std::borrow::Cow<'static, str>,
     /// Sent under protocol 2026-07-28 or later, whose results carry `resultType`.
     modern: bool,
+    /// How many more requests under the same id wait for their answers: a client that sends an id
+    /// still in flight is refused under it, and that refusal must not count as the first one's answer.
+    more: u32,
+}
+
+impl Pending {
+    fn new(method: impl Into<std::borrow::Cow<'static, str>>, modern: bool) -> Self {
+        Self {
+            method: method.into(),
+            modern,
+            more: 0,
+        }
+    }
+}
+
+/// Notes a request under `key`, beside any already waiting under it.
+fn note(pending: &mut HashMap<String, Pending>, key: String, p: Pending) {
+    match pending.get_mut(&key) {
+        Some(waiting) => waiting.more += 1,
+        None => {
+            pending.insert(key, p);
+        }
+    }
+}
+
+/// One request under `key` is answered (or cancelled, which gets no answer); the entry goes with the
+/// last of them, and is given back then.
+fn settle(pending: &mut HashMap<String, Pending>, key: &str) -> Option<Pending> {
+    match pending.get_mut(key) {
+        Some(waiting) if waiting.more > 0 => {
+            waiting.more -= 1;
+            None
+        }
+        Some(_) => pending.remove(key),
+        None => None,
+    }
 }
 
 /// The first protocol revision without `initialize`, whose every result says `resultType`.
@@ -346,57 +382,68 @@ impl Bridge {
         if !answered_under_its_id(line) {
             return;
         }
-        if let Some(call) = PlainCall::read(line) {
+        let Ok(text) = std::str::from_utf8(line) else {
+            return;
+        };
+        if let Some(call) = PlainCall::read(text) {
             // The call a session makes most: its id, as the daemon's answer will carry it, is all there is
             // to note.
-            lock(&self.session).pending.insert(
+            note(
+                &mut lock(&self.session).pending,
                 call.key,
-                Pending {
-                    method: std::borrow::Cow::Borrowed("tools/call"),
-                    modern: false,
-                },
+                Pending::new("tools/call", false),
             );
             return;
         }
-        let Some(env) = Envelope::read(line) else {
+        // The line as the daemon reads it: half surrogate pairs mended, and whole (a line it cannot read,
+        // a number past f64's range among its params, is answered with `id: null`).
+        let mended = crate::server::jsonrpc::well_formed(text);
+        let text = mended.as_deref().unwrap_or(text);
+        if serde_json::from_str::<Checked>(text).is_err() {
+            return;
+        }
+        let Some(env) = Envelope::read(text.as_bytes()) else {
             return;
         };
         let Some(method) = env.method.as_deref() else {
             return;
         };
-        // A request whose id the daemon refuses at once (over its length, neither a string nor a 64-bit
-        // integer) is answered there, never in flight, and nothing it asks is kept for a next daemon.
-        match &env.id {
-            None => {}
-            Some(Value::String(id)) if id.len() <= MAX_ID_BYTES => {}
-            Some(Value::Number(n)) if n.is_i64() => {}
-            Some(_) => return,
-        }
+        // A request whose id the daemon refuses at once (over its length, neither a string nor an integer)
+        // is answered there, never in flight, and nothing it asks is kept for a next daemon.
+        let key = match &env.id {
+            None => None,
+            Some(id) => match daemon_key(id) {
+                Some(key) => Some(key),
+                None => return,
+            },
+        };
         let mut s = lock(&self.session);
         match method {
             "initialize" => s.initialize = Some(line.to_vec()),
             "notifications/initialized" => s.initialized = Some(line.to_vec()),
             // A request the client cancelled gets no answer (MCP): it is not waited for any more.
             "notifications/cancelled" => {
-                if let Some(id) = env.params.as_ref().and_then(|p| p.request_id.as_ref()) {
-                    let key = cancelled_key(id);
-                    s.pending.remove(&key);
+                if let Some(key) = env
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.request_id.as_ref())
+                    .and_then(daemon_key)
+                {
+                    settle(&mut s.pending, &key);
                     s.listens.remove(&key);
                 }
             }
             _ => {}
         }
-        if let Some(key) = env.key() {
+        if let Some(key) = key {
             if method == "subscriptions/listen" {
                 s.listens.insert(key.clone(), line.to_vec());
             }
             let modern = env.is_modern();
-            s.pending.insert(
+            note(
+                &mut s.pending,
                 key,
-                Pending {
-                    method: method.to_string().into(),
-                    modern,
-                },
+                Pending::new(method.to_string(), modern),
             );
         }
     }
@@ -437,10 +484,7 @@ impl Bridge {
                     continue;
                 }
                 let mut s = lock(&self.session);
-                if s.pending
-                    .remove(key)
-                    .is_some_and(|p| p.method == "initialize")
-                {
+                if settle(&mut s.pending, key).is_some_and(|p| p.method == "initialize") {
                     s.initialize_answered = true;
                 }
                 if !s.listens.is_empty() {
@@ -581,24 +625,77 @@ impl Bridge {
         // each is answered once.
         drop(std::mem::take(&mut lock(&self.upstream).queued));
         let ids: HashMap<String, Pending> = lock(&self.session).pending.drain().collect();
-        for (id, _) in ids {
-            let _ = writeln!(
-                stdout,
-                "{}",
-                json!({ "jsonrpc": "2.0", "id": parse_id(&id), "error": { "code": -32000, "message": why } })
-            );
+        for (id, p) in ids {
+            for _ in 0..=p.more {
+                let _ = writeln!(
+                    stdout,
+                    "{}",
+                    json!({ "jsonrpc": "2.0", "id": parse_id(&id), "error": { "code": -32000, "message": why } })
+                );
+            }
         }
         eprintln!("ovai mcp: {why}");
         1
     }
 }
 
-/// The key of the request a cancellation names, as its id was noted: the daemon reads `5.0` or `5e0` as
-/// the id 5, so the bridge does too.
-fn cancelled_key(id: &Value) -> String {
-    match id.as_f64() {
-        Some(f) if !id.is_i64() && f.fract() == 0.0 && f.abs() < 9.0e15 => (f as i64).to_string(),
-        _ => id.to_string(),
+/// The key a request is noted under: its id as the daemon's answer carries it, or `None` for an id the
+/// daemon refuses at once. rmcp reads a number in float form that stands for an integer it can tell
+/// exactly (`5.0`, `5e0`, `-0`: below 2^53) as that integer, and answers under it.
+fn daemon_key(id: &Value) -> Option<String> {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    match id {
+        Value::String(s) if s.len() <= MAX_ID_BYTES => Some(id.to_string()),
+        Value::Number(n) if n.is_i64() => Some(id.to_string()),
+        Value::Number(n) => n
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < EXACT)
+            .map(|f| (f as i64).to_string()),
+        _ => None,
+    }
+}
+
+/// Any JSON value, read in full as serde_json reads it into a `Value` (its numbers within f64's range,
+/// its strings well-formed), and not kept: a line the bridge notes is one the daemon can read.
+struct Checked;
+
+impl<'de> Deserialize<'de> for Checked {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(Checked)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Checked {
+    type Value = Checked;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_unit<E>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+        while seq.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+        while map.next_entry::<Checked, Checked>()?.is_some() {}
+        Ok(Checked)
     }
 }
 
@@ -651,7 +748,7 @@ struct PlainCall {
 }
 
 impl PlainCall {
-    fn read(line: &[u8]) -> Option<Self> {
+    fn read(line: &str) -> Option<Self> {
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
         struct Call<'a> {
@@ -668,11 +765,12 @@ impl PlainCall {
         #[serde(deny_unknown_fields)]
         struct PlainParams {
             #[serde(rename = "name")]
-            _name: IgnoredAny,
+            _name: Checked,
+            // Read in full, as the daemon reads them: a number past f64's range makes the line one the
+            // daemon answers with `id: null`.
             #[serde(default, rename = "arguments")]
-            _arguments: Option<IgnoredAny>,
+            _arguments: Option<Checked>,
         }
-        let line = std::str::from_utf8(line).ok()?;
         if !line.contains("\"tools/call\"") {
             return None;
         }
@@ -728,7 +826,10 @@ fn response_id(line: &[u8]) -> Option<&[u8]> {
 /// Tells the client that each of these requests was cut off with the daemon that had it.
 fn answer_interrupted(stdout: &mut File, cut: Vec<(String, Pending)>) {
     for (id, p) in cut {
-        let _ = writeln!(stdout, "{}", interrupted_answer(&id, &p));
+        let answer = interrupted_answer(&id, &p);
+        for _ in 0..=p.more {
+            let _ = writeln!(stdout, "{answer}");
+        }
     }
 }
 
@@ -825,13 +926,86 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_cancellation_names_its_request_in_any_spelling_of_the_number() {
-        for spelled in ["5", "5.0", "5.000", "5e0"] {
+    fn a_request_is_noted_under_the_id_rmcp_reads_and_answers_under() {
+        use rmcp::model::NumberOrString;
+        for spelled in [
+            "5",
+            "5.0",
+            "5.000",
+            "5e0",
+            "-0",
+            "-0.0",
+            "1e2",
+            "-7",
+            "1.5",
+            "1e300",
+            "9007199254740991.0",
+            "9007199254740992.0",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "\"5\"",
+            "\"a\\\"b\"",
+            "\"\\u0041\"",
+            "null",
+            "true",
+            "{}",
+            "[]",
+        ] {
             let id: Value = serde_json::from_str(spelled).unwrap();
-            assert_eq!(cancelled_key(&id), "5", "{spelled}");
+            let rmcp = serde_json::from_str::<NumberOrString>(spelled)
+                .ok()
+                .map(|n| serde_json::to_string(&n).unwrap());
+            assert_eq!(daemon_key(&id), rmcp, "{spelled}");
         }
-        assert_eq!(cancelled_key(&serde_json::json!("5")), "\"5\"");
-        assert_eq!(cancelled_key(&serde_json::json!(1.5)), "1.5");
+        let long = Value::String("x".repeat(MAX_ID_BYTES + 1));
+        assert_eq!(daemon_key(&long), None);
+    }
+
+    #[test]
+    fn a_line_the_daemon_cannot_read_is_not_noted_and_one_it_mends_is() {
+        let bridge = Bridge::new(Target {
+            inst: Instance::at(std::path::PathBuf::from("/nonexistent")),
+            secret: String::new(),
+            reconnect: Duration::ZERO,
+            connect: Duration::ZERO,
+        });
+        for line in [
+            r#"{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1e400}}}"#,
+            r#"{"jsonrpc":"2.0","id":21,"method":"tools/list","params":{"x":[-1e999]}}"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":22,\"method\":\"tools/list\",\"params\":{\"x\":\"\u{1}\"}}",
+        ] {
+            bridge.note_request(line.as_bytes());
+        }
+        let mut not_utf8 =
+            br#"{"jsonrpc":"2.0","id":23,"method":"tools/list","params":{"x":""#.to_vec();
+        not_utf8.extend_from_slice(b"\xff\"}}");
+        bridge.note_request(&not_utf8);
+        assert!(lock(&bridge.session).pending.is_empty());
+        // Half a surrogate pair, which the daemon reads as U+FFFD, and ids in float form.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":"\ud800x","method":"tools/call","params":{"name":"slow"}}"#,
+            r#"{"jsonrpc":"2.0","id":2.0,"method":"tools/call","params":{"name":"slow"}}"#,
+            r#"{"jsonrpc":"2.0","id":-0,"method":"tools/call","params":{"name":"slow","arguments":{"s":"\udc00"}}}"#,
+        ] {
+            bridge.note_request(line.as_bytes());
+        }
+        let mut keys: Vec<String> = lock(&bridge.session).pending.keys().cloned().collect();
+        keys.sort();
+        assert_eq!(keys, ["\"\u{fffd}x\"", "0", "2"]);
+    }
+
+    #[test]
+    fn a_second_request_under_an_id_in_flight_does_not_take_the_first_ones_answer() {
+        let mut pending = HashMap::new();
+        note(&mut pending, "5".into(), Pending::new("tools/call", false));
+        note(&mut pending, "5".into(), Pending::new("tools/call", false));
+        // The second is refused under the same id: the first still waits.
+        assert!(settle(&mut pending, "5").is_none());
+        assert!(pending.contains_key("5"));
+        assert!(settle(&mut pending, "5").is_some());
+        assert!(pending.is_empty());
+        assert!(settle(&mut pending, "5").is_none());
     }
 
     #[test]
@@ -858,7 +1032,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":-9223372036854775808,"method":"tools/call","params":{"name":"e"}}"#,
             r#"{"jsonrpc":"2.0","id":"é😀","method":"tools/call","params":{"name":"e"}}"#,
         ] {
-            let plain = PlainCall::read(line.as_bytes()).expect("a plain call");
+            let plain = PlainCall::read(line).expect("a plain call");
             let full = Envelope::read(line.as_bytes()).and_then(|e| e.key());
             assert_eq!(Some(plain.key), full, "{line}");
         }
@@ -877,13 +1051,13 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"tools/call"}}"#,
             r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"e"}}"#,
         ] {
-            assert!(PlainCall::read(line.as_bytes()).is_none(), "{line}");
+            assert!(PlainCall::read(line).is_none(), "{line}");
         }
         let long_id = format!(
             r#"{{"jsonrpc":"2.0","id":"{}","method":"tools/call","params":{{"name":"e"}}}}"#,
             "x".repeat(MAX_ID_BYTES + 1)
         );
-        assert!(PlainCall::read(long_id.as_bytes()).is_none());
+        assert!(PlainCall::read(&long_id).is_none());
     }
 
     #[test]

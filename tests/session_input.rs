@@ -105,6 +105,34 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
     let e = error_for(&mut s, json!(1.5));
     assert_eq!(e["code"], -32600, "{e}");
 
+    // A member given twice is named, in the envelope and in a call's params.
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"id\":700,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\",\"name\":\"index\"}}\n",
+    );
+    let e = error_for(&mut s, json!(700));
+    assert_eq!(e["code"], -32602, "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("give \"name\" more than once"),
+        "{e}"
+    );
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"id\":701,\"method\":\"tools/call\",\"method\":\"tools/list\"}\n",
+    );
+    let e = error_for(&mut s, json!(701));
+    assert_eq!(e["code"], -32600, "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("gives \"method\" more than once"),
+        "{e}"
+    );
+
     // Two requests with one id in flight: the second is refused naming it, the first goes on.
     raw(&mut s, b"{\"jsonrpc\":\"2.0\",\"id\":\"twice\",\"method\":\"tools/call\",\"params\":{\"name\":\"slow\",\"arguments\":{}}}\n");
     raw(
@@ -1134,4 +1162,51 @@ fn params_that_do_not_fit_are_answered_naming_the_field() {
         );
     }
     assert!(s.tool_names().contains(&"index".to_string()));
+}
+
+#[test]
+fn every_request_the_daemon_took_down_is_answered_once_however_its_id_is_spelled() {
+    let (inst, d, mut probe) = waiting_calls();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let dir = inst.root.display().to_string();
+    // A number past f64's range: the daemon cannot read the line, so it answers with `id: null`, and
+    // nothing else answers it again.
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"id\":20,\"method\":\"tools/call\",\"params\":{\"name\":\"waits\",\"arguments\":{\"n\":1e400}}}\n",
+    );
+    assert_eq!(error_for(&mut s, Value::Null)["code"], -32700);
+    // Ids in float form (rmcp reads them as the integers they stand for), half a surrogate pair (read
+    // as U+FFFD), and an id sent again while its call runs (refused under it).
+    let call = |id: &str, n: u64| {
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"waits\",\"arguments\":{{\"dir\":\"{dir}\",\"n\":{n}}}}}}}\n"
+        )
+    };
+    for (id, n) in [("2.0", 1), ("-0", 2), ("\"\\ud800x\"", 3), ("5", 4)] {
+        raw(&mut s, call(id, n).as_bytes());
+    }
+    wait_until("the four calls to run", || {
+        (probe.call("runs", json!({})).0 == "4").then_some(())
+    });
+    raw(&mut s, call("5", 5).as_bytes());
+    let again = error_for(&mut s, json!(5));
+    assert_eq!(again["code"], -32600, "{again}");
+    s.close_input();
+    signal(d.pid(), libc::SIGKILL);
+    for id in [json!(2), json!(0), json!("\u{fffd}x"), json!(5)] {
+        let answer = s.recv_where(|m| m["id"] == id);
+        let (text, is_error) = text_of(&answer);
+        assert!(is_error && text.contains("went away"), "{id}: {answer}");
+    }
+    assert!(s.wait().success());
+    let mut rest = std::mem::take(&mut s.backlog);
+    while let Ok(m) = s.next_message() {
+        rest.push(m);
+    }
+    assert!(
+        rest.iter().all(|m| m.get("id").is_none()),
+        "nothing more is answered: {rest:?}"
+    );
 }

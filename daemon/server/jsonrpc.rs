@@ -67,6 +67,20 @@ pub fn answer_to_bad(line: &str, unit: &str) -> Option<Vec<u8>> {
             ),
         ));
     };
+    let text = well_formed(line);
+    let repeated = repeated_key(text.as_deref().unwrap_or(line));
+    if let Some((false, key)) = &repeated {
+        // Which of two ids would be the one answered cannot be said: neither is.
+        let id = if key == "id" { None } else { msg.get("id") };
+        let message = format!(
+            "Invalid request: the message gives \"{key}\" more than once; a JSON-RPC message gives each of its members once"
+        );
+        return match id {
+            Some(id) => reply(Some(id), INVALID_REQUEST, message),
+            None if msg.contains_key("method") && key != "id" => None,
+            None => Some(error(&Value::Null, INVALID_REQUEST, &message)),
+        };
+    }
     let id = msg.get("id");
     let echo = id.cloned().unwrap_or(Value::Null);
     if id.is_none() && !msg.contains_key("method") {
@@ -120,6 +134,15 @@ pub fn answer_to_bad(line: &str, unit: &str) -> Option<Vec<u8>> {
         }
     };
     // The method is a string and the envelope is sound, so it is the params that did not fit.
+    if let Some((true, key)) = repeated {
+        return reply(
+            id,
+            INVALID_PARAMS,
+            format!(
+                "Invalid params: the params of {method} give \"{key}\" more than once; give it once"
+            ),
+        );
+    }
     let why = params_problem(method, msg.get("params"))
         .or_else(|| typed_problem(method, msg.get("params")?))
         .unwrap_or_else(|| format!("the params of {method} do not fit what it takes"));
@@ -362,6 +385,85 @@ fn not_json(e: &serde_json::Error, unit: &str) -> String {
     format!("Parse error: the {unit} is not JSON ({text})")
 }
 
+/// A member the message (false) or its params (true) give twice, which serde_json's `Value` reads as the
+/// last of them and rmcp refuses.
+fn repeated_key(line: &str) -> Option<(bool, String)> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    use std::borrow::Cow;
+    /// The keys of an object, and of its `params` when `outer`.
+    struct Keys {
+        outer: bool,
+    }
+    impl<'de> Visitor<'de> for Keys {
+        type Value = Option<(bool, String)>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            // A set: a hostile line may give a hundred thousand keys.
+            let mut seen: std::collections::HashSet<Cow<'de, str>> = Default::default();
+            let (mut twice, mut inner) = (None, None);
+            // Read to the end: the parse fails unless the object is read whole.
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                if self.outer && key == "params" {
+                    inner = inner.or(map.next_value::<Inner>()?.0);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                if twice.is_none() && seen.contains(&key) {
+                    twice = Some((!self.outer, key.to_string()));
+                }
+                seen.insert(key);
+            }
+            Ok(twice.or(inner.map(|k| (true, k))))
+        }
+    }
+    /// The key `params` gives twice, if it is an object that does.
+    struct Inner(Option<String>);
+    impl<'de> serde::Deserialize<'de> for Inner {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Any;
+            impl<'de> Visitor<'de> for Any {
+                type Value = Option<String>;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a value")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                    Ok(Keys { outer: false }.visit_map(map)?.map(|(_, k)| k))
+                }
+                fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                    self,
+                    mut seq: A,
+                ) -> Result<Self::Value, A::Error> {
+                    while seq.next_element::<IgnoredAny>()?.is_some() {}
+                    Ok(None)
+                }
+                fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                    Ok(None)
+                }
+                fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                    Ok(None)
+                }
+                fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                    Ok(None)
+                }
+                fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                    Ok(None)
+                }
+                fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                    Ok(None)
+                }
+                fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                    Ok(None)
+                }
+            }
+            d.deserialize_any(Any).map(Inner)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(line);
+    de.deserialize_map(Keys { outer: true }).ok().flatten()
+}
+
 /// The id of a message as its sender wrote it (valid JSON), when the line is a JSON object with one.
 fn raw_id(line: &str) -> Option<String> {
     #[derive(serde::Deserialize)]
@@ -452,6 +554,59 @@ mod tests {
         assert_eq!(
             answer(r#"{"jsonrpc":"1.0","id":4,"method":"ping"}"#).unwrap()["id"],
             4
+        );
+    }
+
+    #[test]
+    fn a_member_given_twice_is_named() {
+        let a = answer(r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#).unwrap();
+        assert_eq!(
+            (a["id"].clone(), a["error"]["code"].clone()),
+            (Value::Null, json!(-32600))
+        );
+        assert!(
+            a["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(r#"gives "id" more than once"#),
+            "{a}"
+        );
+        let a = answer(
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","method":"tools/list","params":{}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (a["id"].clone(), a["error"]["code"].clone()),
+            (json!(3), json!(-32600))
+        );
+        assert!(
+            a["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(r#""method" more than once"#),
+            "{a}"
+        );
+        let a = answer(r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a","arguments":{},"name":"b"}}"#).unwrap();
+        assert_eq!(
+            (a["id"].clone(), a["error"]["code"].clone()),
+            (json!("x"), json!(-32602))
+        );
+        assert!(
+            a["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(r#"give "name" more than once"#),
+            "{a}"
+        );
+        // Inside the arguments a key given twice is the plugin's business: the last one counts.
+        assert_eq!(
+            repeated_key(r#"{"id":1,"params":{"arguments":{"a":1,"a":2}}}"#),
+            None
+        );
+        // A notification is never answered.
+        assert_eq!(
+            answer(r#"{"jsonrpc":"2.0","method":"ping","method":"ping"}"#),
+            None
         );
     }
 
