@@ -277,11 +277,21 @@ fn stamp(path: &Path) -> Stamp {
 impl SeatCache {
     /// The book as read at most `age` ago (for showing, never for deciding who connects).
     pub async fn recent(&self, inst: &Instance, age: std::time::Duration) -> Read {
-        let fresh = crate::sync::lock(&self.checked).is_some_and(|t| t.elapsed() < age);
-        if fresh && let Some((_, book)) = crate::sync::lock(&self.last).as_ref() {
-            return book.clone();
+        match self.read_within(age) {
+            Some(book) => book,
+            None => self.get(inst).await,
         }
-        self.get(inst).await
+    }
+
+    /// The book, when it was read at most `age` ago; otherwise `recent` reads it.
+    pub fn read_within(&self, age: std::time::Duration) -> Option<Read> {
+        let fresh = crate::sync::lock(&self.checked).is_some_and(|t| t.elapsed() < age);
+        if !fresh {
+            return None;
+        }
+        crate::sync::lock(&self.last)
+            .as_ref()
+            .map(|(_, book)| book.clone())
     }
 
     /// Forgets what was read, so the next look reads the file again whatever its stamp says.

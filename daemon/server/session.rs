@@ -26,6 +26,9 @@ use crate::host::{self, CallGuard, CallRequest};
 use crate::runtime_log::timestamp;
 use crate::tools::{Kind, index, schema};
 
+/// What index shows may be this old; who may connect is always decided afresh.
+const INDEX_BOOK_AGE: std::time::Duration = std::time::Duration::from_secs(1);
+
 #[derive(Clone)]
 pub struct SeatService {
     daemon: Arc<Daemon>,
@@ -244,13 +247,23 @@ impl SeatService {
     }
 
     async fn index(&self, generation: &Generation) -> Outcome {
-        let counts = self.daemon.sessions.count_by_seat();
-        // What index shows may be a second old; who may connect is always decided afresh.
         let book = self
             .daemon
             .seats
-            .recent(&self.daemon.inst, std::time::Duration::from_secs(1))
+            .recent(&self.daemon.inst, INDEX_BOOK_AGE)
             .await;
+        self.index_of(generation, &book)
+    }
+
+    /// `index` at once, when the seat book it shows was read recently enough not to be read again (it
+    /// is, but for a call each second): then it needs no task of its own.
+    pub fn index_now(&self, generation: &Generation) -> Option<Outcome> {
+        let book = self.daemon.seats.read_within(INDEX_BOOK_AGE)?;
+        Some(self.index_of(generation, &book))
+    }
+
+    fn index_of(&self, generation: &Generation, book: &crate::seats::Read) -> Outcome {
+        let counts = self.daemon.sessions.count_by_seat();
         let seats = match book.as_ref() {
             Ok(book) => Ok(book
                 .names()

@@ -29,49 +29,55 @@ pub struct Facts<'a> {
 }
 
 pub fn render(f: &Facts<'_>) -> String {
-    let mut s = format!(
-        "This openovai instance lives at {}. The User is {}; the Leader's seat is {}. You are at seat {}.\n",
+    use std::fmt::Write;
+    // One string, written in place (a `format!` for each line cost an allocation and a copy apiece).
+    let mut s = String::with_capacity(2048);
+    let _ = writeln!(
+        s,
+        "This openovai instance lives at {}. The User is {}; the Leader's seat is {}. You are at seat {}.",
         f.root, f.user, f.leader, f.caller
     );
     s.push_str("\nSeats:\n");
     match &f.seats {
-        Err(why) => s.push_str(&format!("  cannot be listed: {why}\n")),
+        Err(why) => {
+            let _ = writeln!(s, "  cannot be listed: {why}");
+        }
         Ok(seats) if seats.is_empty() => {
             s.push_str("  none yet (`ovai seat add NAME` makes one)\n")
         }
         Ok(seats) => {
             for (name, role, sessions) in seats {
-                s.push_str(&format!("  {name}: {role}, {}\n", sessions_now(*sessions)));
+                let _ = writeln!(s, "  {name}: {role}, {}", sessions_now(*sessions));
             }
         }
     }
     s.push_str("\nTools:\n");
     for e in f.tools.entries() {
-        s.push_str(&format!(
-            "  {}: {}\n",
-            e.name,
-            crate::names::escape_controls(e.first_line(), false)
-        ));
+        for part in ["  ", &e.name, ": ", &e.summary, "\n"] {
+            s.push_str(part);
+        }
     }
-    s.push_str(&format!("\n{}\n", f.isolation));
-    s.push_str(&format!(
-        "\nplugins/ as read at {} (generation {}):\n",
-        f.loaded_at, f.generation
-    ));
+    let _ = write!(
+        s,
+        "\n{}\n\nplugins/ as read at {} (generation {}):\n",
+        f.isolation, f.loaded_at, f.generation
+    );
     if f.rows.is_empty() {
         s.push_str("  no candidate files\n");
     }
     for r in f.rows {
-        s.push_str(&format!("  {r}\n"));
+        for part in ["  ", r, "\n"] {
+            s.push_str(part);
+        }
     }
     s
 }
 
 /// "no session now", "in a session now", "in 3 sessions now".
-pub fn sessions_now(n: usize) -> String {
+pub fn sessions_now(n: usize) -> std::borrow::Cow<'static, str> {
     match n {
         0 => "no session now".into(),
         1 => "in a session now".into(),
-        n => format!("in {n} sessions now"),
+        n => format!("in {n} sessions now").into(),
     }
 }

@@ -33,14 +33,16 @@ pub enum Kind {
 pub struct Entry {
     pub name: String,
     pub description: String,
+    /// The description's first line with its control characters shown escaped, as `index` shows it on
+    /// every call.
+    pub summary: String,
     pub kind: Kind,
     pub validator: jsonschema::Validator,
 }
 
-impl Entry {
-    pub fn first_line(&self) -> &str {
-        self.description.lines().next().unwrap_or("")
-    }
+/// A description's first line, its control characters shown escaped.
+fn summary_of(description: &str) -> String {
+    crate::names::escape_controls(description.lines().next().unwrap_or(""), false).into_owned()
 }
 
 /// A plugin the host loaded, with its schema already known to compile.
@@ -67,6 +69,7 @@ impl ToolTable {
             pairs.push((
                 Entry {
                     name: p.name,
+                    summary: summary_of(&p.description),
                     description: p.description,
                     kind: Kind::Plugin { file: p.file },
                     validator: p.validator,
@@ -139,6 +142,7 @@ fn builtin(
     (
         Entry {
             name: name.into(),
+            summary: summary_of(description),
             description: description.into(),
             kind,
             validator,
