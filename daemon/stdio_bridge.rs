@@ -216,10 +216,15 @@ impl Pending {
     }
 }
 
+/// Whether a line is a JSON object (an array is no message, whatever serde would read from it).
+fn is_object(line: &[u8]) -> bool {
+    line.trim_ascii_start().first() == Some(&b'{')
+}
+
 /// Notes a request under `key`, beside any already waiting under it.
 fn note(pending: &mut HashMap<String, Pending>, key: String, p: Pending) {
     match pending.get_mut(&key) {
-        Some(waiting) => waiting.more += 1,
+        Some(waiting) => waiting.more = waiting.more.saturating_add(1),
         None => {
             pending.insert(key, p);
         }
@@ -244,46 +249,55 @@ const MODERN: &str = "2026-07-28";
 
 /// The parts of a JSON-RPC message the bridge looks at.
 #[derive(Deserialize)]
-struct Envelope {
+struct Envelope<'a> {
     #[serde(default)]
     id: Option<Value>,
     #[serde(default)]
     method: Option<String>,
-    #[serde(default)]
-    params: Option<Params>,
+    /// Read as they stand: params of any shape are the daemon's to judge, and a request it runs must be
+    /// noted whatever they hold.
+    #[serde(default, borrow)]
+    params: Option<&'a serde_json::value::RawValue>,
     #[serde(default)]
     result: Option<IgnoredAny>,
     #[serde(default)]
     error: Option<IgnoredAny>,
 }
 
-#[derive(Deserialize)]
+/// What the bridge reads in params, when they are an object.
+#[derive(Deserialize, Default)]
 struct Params {
     #[serde(default, rename = "_meta")]
-    meta: Option<Meta>,
+    meta: Option<Value>,
     /// What a `notifications/cancelled` cancels.
     #[serde(default, rename = "requestId")]
     request_id: Option<Value>,
 }
 
-#[derive(Deserialize)]
-struct Meta {
-    #[serde(default, rename = "io.modelcontextprotocol/protocolVersion")]
-    protocol_version: Option<String>,
-}
+impl<'a> Envelope<'a> {
+    fn params(&self) -> Params {
+        self.params
+            .map(|p| p.get())
+            .filter(|p| p.starts_with('{'))
+            .and_then(|p| serde_json::from_str(p).ok())
+            .unwrap_or_default()
+    }
 
-impl Envelope {
     /// Whether the message says it speaks 2026-07-28 or later (revisions are dates, so they sort as text).
     fn is_modern(&self) -> bool {
-        self.params
+        self.params()
+            .meta
             .as_ref()
-            .and_then(|p| p.meta.as_ref())
-            .and_then(|m| m.protocol_version.as_deref())
+            .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+            .and_then(Value::as_str)
             .is_some_and(|v| v >= MODERN)
     }
 
-    fn read(line: &[u8]) -> Option<Self> {
-        serde_json::from_slice(line).ok()
+    /// A message is an object: serde reads a struct from an array too, by position.
+    fn read(line: &'a [u8]) -> Option<Self> {
+        is_object(line)
+            .then(|| serde_json::from_slice(line).ok())
+            .flatten()
     }
 
     fn key(&self) -> Option<String> {
@@ -418,25 +432,24 @@ impl Bridge {
             },
         };
         let mut s = lock(&self.session);
-        match method {
-            "initialize" => s.initialize = Some(line.to_vec()),
-            "notifications/initialized" => s.initialized = Some(line.to_vec()),
+        // A notification has no id, and a message with one is a request whatever its method says: the
+        // daemon answers it, and it neither stands for the session's `initialized` nor cancels anything.
+        match (method, &key) {
+            ("initialize", Some(_)) => s.initialize = Some(line.to_vec()),
+            ("notifications/initialized", None) => s.initialized = Some(line.to_vec()),
             // A request the client cancelled gets no answer (MCP): it is not waited for any more.
-            "notifications/cancelled" => {
-                if let Some(key) = env
-                    .params
-                    .as_ref()
-                    .and_then(|p| p.request_id.as_ref())
-                    .and_then(daemon_key)
+            ("notifications/cancelled", None) => {
+                if let Some(key) = env.params().request_id.as_ref().and_then(daemon_key)
+                    && settle(&mut s.pending, &key).is_some()
                 {
-                    settle(&mut s.pending, &key);
                     s.listens.remove(&key);
                 }
             }
             _ => {}
         }
         if let Some(key) = key {
-            if method == "subscriptions/listen" {
+            // A second listen under an id still open is refused: the first one's line is the one kept.
+            if method == "subscriptions/listen" && !s.listens.contains_key(&key) {
                 s.listens.insert(key.clone(), line.to_vec());
             }
             let modern = env.is_modern();
@@ -484,11 +497,14 @@ impl Bridge {
                     continue;
                 }
                 let mut s = lock(&self.session);
-                if settle(&mut s.pending, key).is_some_and(|p| p.method == "initialize") {
-                    s.initialize_answered = true;
-                }
-                if !s.listens.is_empty() {
-                    s.listens.remove(key);
+                // A refusal of a second request under an id in flight leaves the first one's entry.
+                if let Some(p) = settle(&mut s.pending, key) {
+                    if p.method == "initialize" {
+                        s.initialize_answered = true;
+                    }
+                    if !s.listens.is_empty() {
+                        s.listens.remove(key);
+                    }
                 }
             }
             out.extend_from_slice(&line);
@@ -771,7 +787,7 @@ impl PlainCall {
             #[serde(default, rename = "arguments")]
             _arguments: Option<Checked>,
         }
-        if !line.contains("\"tools/call\"") {
+        if !is_object(line.as_bytes()) || !line.contains("\"tools/call\"") {
             return None;
         }
         let call: Call<'_> = serde_json::from_str(line).ok()?;
@@ -974,6 +990,9 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1e400}}}"#,
             r#"{"jsonrpc":"2.0","id":21,"method":"tools/list","params":{"x":[-1e999]}}"#,
             "{\"jsonrpc\":\"2.0\",\"id\":22,\"method\":\"tools/list\",\"params\":{\"x\":\"\u{1}\"}}",
+            // An array is no request, though serde reads a struct from one by position.
+            r#"[7,"ping"]"#,
+            r#"  ["2.0",8,"tools/call",{"name":"slow"}]"#,
         ] {
             bridge.note_request(line.as_bytes());
         }
@@ -987,12 +1006,46 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"\ud800x","method":"tools/call","params":{"name":"slow"}}"#,
             r#"{"jsonrpc":"2.0","id":2.0,"method":"tools/call","params":{"name":"slow"}}"#,
             r#"{"jsonrpc":"2.0","id":-0,"method":"tools/call","params":{"name":"slow","arguments":{"s":"\udc00"}}}"#,
+            // rmcp runs a call whatever its _meta's values are.
+            r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"slow","_meta":{"io.modelcontextprotocol/protocolVersion":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":11,"method":"x/y","params":5}"#,
         ] {
             bridge.note_request(line.as_bytes());
         }
         let mut keys: Vec<String> = lock(&bridge.session).pending.keys().cloned().collect();
         keys.sort();
-        assert_eq!(keys, ["\"\u{fffd}x\"", "0", "2"]);
+        assert_eq!(keys, ["\"\u{fffd}x\"", "0", "10", "11", "2"]);
+    }
+
+    #[test]
+    fn a_notification_method_sent_with_an_id_is_a_request_and_nothing_more() {
+        let bridge = Bridge::new(Target {
+            inst: Instance::at(std::path::PathBuf::from("/nonexistent")),
+            secret: String::new(),
+            reconnect: Duration::ZERO,
+            connect: Duration::ZERO,
+        });
+        let listen = r#"{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{}}"#;
+        for line in [
+            listen,
+            r#"{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"other":1}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":6,"method":"notifications/cancelled","params":{"requestId":1}}"#,
+        ] {
+            bridge.note_request(line.as_bytes());
+        }
+        let s = lock(&bridge.session);
+        assert!(s.initialized.is_none(), "not the session's initialized");
+        assert_eq!(
+            s.pending["1"].more, 1,
+            "the listen and its second, neither cancelled"
+        );
+        assert!(s.pending.contains_key("5") && s.pending.contains_key("6"));
+        assert_eq!(
+            s.listens["1"],
+            listen.as_bytes(),
+            "the first listen's line is kept"
+        );
     }
 
     #[test]

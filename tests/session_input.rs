@@ -1177,25 +1177,43 @@ fn every_request_the_daemon_took_down_is_answered_once_however_its_id_is_spelled
         b"{\"jsonrpc\":\"2.0\",\"id\":20,\"method\":\"tools/call\",\"params\":{\"name\":\"waits\",\"arguments\":{\"n\":1e400}}}\n",
     );
     assert_eq!(error_for(&mut s, Value::Null)["code"], -32700);
-    // Ids in float form (rmcp reads them as the integers they stand for), half a surrogate pair (read
-    // as U+FFFD), and an id sent again while its call runs (refused under it).
+    // An id in float form on a line refused at once is refused under the integer it stands for.
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"id\":30.0,\"method\":\"tools/call\",\"params\":{\"name\":5}}\n",
+    );
+    assert_eq!(error_for(&mut s, json!(30))["code"], -32602);
+    // An array is no request, even one that reads as a call by position: nothing runs, and nothing is
+    // answered under its id (below).
     let call = |id: &str, n: u64| {
         format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"waits\",\"arguments\":{{\"dir\":\"{dir}\",\"n\":{n}}}}}}}\n"
         )
     };
+    raw(
+        &mut s,
+        b"[\"2.0\",32,\"tools/call\",{\"name\":\"runs\",\"arguments\":{}}]\n",
+    );
+    assert_eq!(error_for(&mut s, Value::Null)["code"], -32600);
+    // Ids in float form (rmcp reads them as the integers they stand for), half a surrogate pair (read
+    // as U+FFFD), a _meta whose revision is not a string (rmcp runs the call all the same), and an id
+    // sent again while its call runs (refused under it).
     for (id, n) in [("2.0", 1), ("-0", 2), ("\"\\ud800x\"", 3), ("5", 4)] {
         raw(&mut s, call(id, n).as_bytes());
     }
-    wait_until("the four calls to run", || {
-        (probe.call("runs", json!({})).0 == "4").then_some(())
+    raw(
+        &mut s,
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/call\",\"params\":{{\"name\":\"waits\",\"arguments\":{{\"dir\":\"{dir}\",\"n\":6}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":1}}}}}}\n").as_bytes(),
+    );
+    wait_until("the five calls to run", || {
+        (probe.call("runs", json!({})).0 == "5").then_some(())
     });
     raw(&mut s, call("5", 5).as_bytes());
     let again = error_for(&mut s, json!(5));
     assert_eq!(again["code"], -32600, "{again}");
     s.close_input();
     signal(d.pid(), libc::SIGKILL);
-    for id in [json!(2), json!(0), json!("\u{fffd}x"), json!(5)] {
+    for id in [json!(2), json!(0), json!("\u{fffd}x"), json!(5), json!(12)] {
         let answer = s.recv_where(|m| m["id"] == id);
         let (text, is_error) = text_of(&answer);
         assert!(is_error && text.contains("went away"), "{id}: {answer}");

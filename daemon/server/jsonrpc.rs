@@ -71,7 +71,12 @@ pub fn answer_to_bad(line: &str, unit: &str) -> Option<Vec<u8>> {
     let repeated = repeated_key(text.as_deref().unwrap_or(line));
     if let Some((false, key)) = &repeated {
         // Which of two ids would be the one answered cannot be said: neither is.
-        let id = if key == "id" { None } else { msg.get("id") };
+        let as_integer = msg.get("id").and_then(integer_in_float_form);
+        let id = if key == "id" {
+            None
+        } else {
+            as_integer.as_ref().or(msg.get("id"))
+        };
         let message = format!(
             "Invalid request: the message gives \"{key}\" more than once; a JSON-RPC message gives each of its members once"
         );
@@ -81,7 +86,9 @@ pub fn answer_to_bad(line: &str, unit: &str) -> Option<Vec<u8>> {
             None => Some(error(&Value::Null, INVALID_REQUEST, &message)),
         };
     }
-    let id = msg.get("id");
+    // An integer in float form (2.0, 1e2, -0) is the integer, as rmcp reads it on a line it takes.
+    let as_integer = msg.get("id").and_then(integer_in_float_form);
+    let id = as_integer.as_ref().or(msg.get("id"));
     let echo = id.cloned().unwrap_or(Value::Null);
     if id.is_none() && !msg.contains_key("method") {
         return Some(error(
@@ -184,6 +191,20 @@ fn reply(id: Option<&Value>, code: i64, message: String) -> Option<Vec<u8>> {
 
 fn is_id(id: &Value) -> bool {
     id.is_string() || id.is_i64()
+}
+
+/// The integer a number in float form stands for, when rmcp reads it as one (below 2^53, which an f64
+/// holds exactly).
+fn integer_in_float_form(id: &Value) -> Option<Value> {
+    match id {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
+            match serde_json::from_value::<rmcp::model::NumberOrString>(id.clone()) {
+                Ok(rmcp::model::NumberOrString::Number(i)) => Some(Value::from(i)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// The line with each half of a surrogate pair written as an escape (`\\ud83d` alone) replaced by
@@ -558,6 +579,31 @@ mod tests {
     }
 
     #[test]
+    fn an_id_in_float_form_is_answered_as_the_integer_rmcp_reads() {
+        for (line, id) in [
+            (
+                r#"{"jsonrpc":"2.0","id":2.0,"method":"tools/call","params":{"name":5}}"#,
+                json!(2),
+            ),
+            (r#"{"jsonrpc":"1.0","id":3.0,"method":"ping"}"#, json!(3)),
+            (
+                r#"{"jsonrpc":"2.0","jsonrpc":"2.0","id":-0,"method":"ping"}"#,
+                json!(0),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1e2,"method":"tools/call","params":{"name":"e","arguments":[1]}}"#,
+                json!(100),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1.5,"method":"ping","params":5}"#,
+                json!(1.5),
+            ),
+        ] {
+            assert_eq!(answer(line).unwrap()["id"], id, "{line}");
+        }
+    }
+
+    #[test]
     fn a_member_given_twice_is_named() {
         let a = answer(r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#).unwrap();
         assert_eq!(
@@ -647,8 +693,9 @@ mod tests {
         for raw in [
             "99999999999999999999",
             "1.50",
-            "-0.0",
-            "1e3",
+            // Integers in float form at 2^53 and past it, which an f64 cannot tell from their neighbours.
+            "9007199254740992.0",
+            "1e300",
             "18446744073709551616",
         ] {
             let line = format!(r#"{{"jsonrpc":"2.0","id":{raw},"method":"ping"}}"#);

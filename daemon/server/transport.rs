@@ -657,7 +657,8 @@ impl PlainCall {
 
 /// A plain `tools/call` line, read; `None` for anything else (rmcp parses those).
 fn fast_call(line: &str) -> Option<PlainCall> {
-    if !line.contains("\"tools/call\"") {
+    // An object only: serde reads a struct from an array too, by position, and an array is no request.
+    if !line.trim_start().starts_with('{') || !line.contains("\"tools/call\"") {
         return None;
     }
     let call: FastCall<'_> = serde_json::from_str(line).ok()?;
@@ -718,6 +719,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"a\"b","method":"tools/call","params":{"name":"echo"}}"#,
             r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"echo"}}"#,
             r#"{"jsonrpc":"1.0","id":7,"method":"tools/call","params":{"name":"echo"}}"#,
+            r#"["2.0",8,"tools/call",{"name":"echo"}]"#,
         ] {
             assert!(fast_call(line).is_none(), "{line}");
         }
