@@ -36,10 +36,9 @@ const DEFAULT_RECONNECT: Duration = Duration::from_secs(30);
 /// How long a bridge started before any daemon waits for one (`OVAI_CONNECT_SECONDS` overrides it): at
 /// boot, sessions can start before the service.
 const DEFAULT_CONNECT: Duration = Duration::from_secs(10);
-/// The id the replayed `initialize` carries, so its answer is recognised and kept from the client.
+/// How the id the replayed `initialize` carries begins; a random part follows, so that no id a client
+/// sends is taken for it (its answer is recognised by it and kept from the client).
 const REPLAY_ID: &str = "ovai-bridge-replay";
-/// The same id as it stands in a line of JSON.
-const REPLAY_KEY: &str = "\"ovai-bridge-replay\"";
 
 pub fn run() -> i32 {
     let target = match Target::from_env() {
@@ -193,6 +192,8 @@ struct Bridge {
     target: Target,
     session: Mutex<Session>,
     upstream: Mutex<Upstream>,
+    /// The replayed `initialize`'s id, as it stands in a line of JSON.
+    replay_key: String,
 }
 
 /// A request in flight, as much as the bridge needs to answer it itself.
@@ -269,9 +270,6 @@ struct Envelope<'a> {
 struct Params {
     #[serde(default, rename = "_meta")]
     meta: Option<Value>,
-    /// What a `notifications/cancelled` cancels.
-    #[serde(default, rename = "requestId")]
-    request_id: Option<Value>,
 }
 
 impl<'a> Envelope<'a> {
@@ -311,10 +309,21 @@ impl<'a> Envelope<'a> {
 
 impl Bridge {
     fn new(target: Target) -> Arc<Self> {
+        let mut random = [0u8; 8];
+        // Without the OS's randomness the time still makes an id no client has chosen.
+        if getrandom::fill(&mut random).is_err() {
+            random = std::hash::BuildHasher::hash_one(
+                &std::collections::hash_map::RandomState::new(),
+                Instant::now(),
+            )
+            .to_le_bytes();
+        }
+        let replay_id = format!("{REPLAY_ID}-{:016x}", u64::from_le_bytes(random));
         Arc::new(Self {
             target,
             session: Mutex::new(Session::default()),
             upstream: Mutex::new(Upstream::default()),
+            replay_key: Value::String(replay_id).to_string(),
         })
     }
 
@@ -437,9 +446,10 @@ impl Bridge {
         match (method, &key) {
             ("initialize", Some(_)) => s.initialize = Some(line.to_vec()),
             ("notifications/initialized", None) => s.initialized = Some(line.to_vec()),
-            // A request the client cancelled gets no answer (MCP): it is not waited for any more.
+            // A request the client cancelled gets no answer (MCP): it is not waited for any more, when
+            // the daemon takes the line for a cancellation (rmcp reads it so), and not otherwise.
             ("notifications/cancelled", None) => {
-                if let Some(key) = env.params().request_id.as_ref().and_then(daemon_key)
+                if let Some(key) = cancelled_key(text)
                     && settle(&mut s.pending, &key).is_some()
                 {
                     s.listens.remove(&key);
@@ -493,7 +503,7 @@ impl Bridge {
                 }
             };
             if let Some(key) = key {
-                if key == REPLAY_KEY {
+                if key == self.replay_key {
                     continue;
                 }
                 let mut s = lock(&self.session);
@@ -571,7 +581,7 @@ impl Bridge {
             let s = lock(&self.session);
             let replay = s.initialize.as_ref().map(|line| {
                 if s.initialize_answered {
-                    with_id(line, &json!(REPLAY_ID))
+                    with_id(line, &parse_id(&self.replay_key))
                 } else {
                     line.clone()
                 }
@@ -669,6 +679,18 @@ fn daemon_key(id: &Value) -> Option<String> {
             .map(|f| (f as i64).to_string()),
         _ => None,
     }
+}
+
+/// The key of the request a line cancels, when rmcp reads the line as a cancellation (as the daemon does).
+fn cancelled_key(line: &str) -> Option<String> {
+    use rmcp::model::{ClientJsonRpcMessage, ClientNotification};
+    let ClientJsonRpcMessage::Notification(n) = serde_json::from_str(line).ok()? else {
+        return None;
+    };
+    let ClientNotification::CancelledNotification(c) = n.notification else {
+        return None;
+    };
+    serde_json::to_string(&c.params.request_id?).ok()
 }
 
 /// Any JSON value, read in full as serde_json reads it into a `Value` (its numbers within f64's range,
@@ -872,9 +894,12 @@ fn parse_id(key: &str) -> Value {
     serde_json::from_str(key).unwrap_or(Value::Null)
 }
 
-/// The same message with another id, as one line.
+/// The same message with another id, as one line, read as the daemon reads it (half surrogate pairs
+/// mended: the daemon answered the line, so it reads so).
 fn with_id(line: &[u8], id: &Value) -> Vec<u8> {
-    match serde_json::from_slice::<Value>(line) {
+    let text = String::from_utf8_lossy(line);
+    let mended = crate::server::jsonrpc::well_formed(&text);
+    match serde_json::from_str::<Value>(mended.as_deref().unwrap_or(&text)) {
         Ok(mut v) => {
             v["id"] = id.clone();
             let mut out = v.to_string().into_bytes();
@@ -1049,6 +1074,50 @@ mod tests {
     }
 
     #[test]
+    fn a_cancellation_is_one_when_rmcp_reads_it_as_one() {
+        let cancel = |params: &str| {
+            format!(r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{params}}}"#)
+        };
+        assert_eq!(
+            cancelled_key(&cancel(r#"{"requestId":5}"#)).as_deref(),
+            Some("5")
+        );
+        assert_eq!(
+            cancelled_key(&cancel(r#"{"requestId":5.0}"#)).as_deref(),
+            Some("5")
+        );
+        assert_eq!(
+            cancelled_key(&cancel(r#"{"requestId":"a"}"#)).as_deref(),
+            Some("\"a\"")
+        );
+        for params in [
+            r#"{"requestId":5,"reason":5}"#,
+            r#"{"requestId":5,"_meta":5}"#,
+        ] {
+            assert_eq!(cancelled_key(&cancel(params)), None, "{params}");
+        }
+        let spoilt = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5},"result":{}}"#;
+        assert_eq!(cancelled_key(spoilt), None);
+    }
+
+    #[test]
+    fn the_replayed_initialize_is_read_as_the_daemon_reads_it_and_carries_an_id_no_client_chose() {
+        let line = br#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"clientInfo":{"name":"t\ud800"}}}"#;
+        let replayed: Value = serde_json::from_slice(&with_id(line, &json!("r"))).unwrap();
+        assert_eq!(replayed["id"], "r");
+        assert_eq!(replayed["params"]["clientInfo"]["name"], "t\u{fffd}");
+        let target = || Target {
+            inst: Instance::at(std::path::PathBuf::from("/nonexistent")),
+            secret: String::new(),
+            reconnect: Duration::ZERO,
+            connect: Duration::ZERO,
+        };
+        let (a, b) = (Bridge::new(target()), Bridge::new(target()));
+        assert!(a.replay_key.starts_with("\"ovai-bridge-replay-"));
+        assert_ne!(a.replay_key, b.replay_key);
+    }
+
+    #[test]
     fn a_second_request_under_an_id_in_flight_does_not_take_the_first_ones_answer() {
         let mut pending = HashMap::new();
         note(&mut pending, "5".into(), Pending::new("tools/call", false));
@@ -1125,8 +1194,8 @@ mod tests {
                 Some("\"ab-c\""),
             ),
             (
-                br#"{"jsonrpc":"2.0","id":"ovai-bridge-replay","result":{}}"#,
-                Some(REPLAY_KEY),
+                br#"{"jsonrpc":"2.0","id":"ovai-bridge-replay-00ff","result":{}}"#,
+                Some("\"ovai-bridge-replay-00ff\""),
             ),
             (br#"{"jsonrpc":"2.0","id":"a\"b","result":{}}"#, None),
             (

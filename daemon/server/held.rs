@@ -5,8 +5,7 @@
 
 use std::collections::VecDeque;
 
-use rmcp::model::NumberOrString;
-use serde::Deserialize;
+use rmcp::model::{ClientJsonRpcMessage, NumberOrString};
 
 /// Reading stops once this many lines are held…
 const MAX_LINES: usize = 64;
@@ -55,15 +54,14 @@ impl Held {
     }
 }
 
-/// The id of a request (a line with an id and a method); None for anything else.
+/// The id of a request, as rmcp reads the line when it is one (half surrogate pairs mended, as the
+/// daemon reads it); None for anything else, which is answered as it stands however it is cancelled.
 fn request_id(line: &str) -> Option<NumberOrString> {
-    #[derive(Deserialize)]
-    struct Request {
-        id: NumberOrString,
-        #[allow(dead_code)]
-        method: String,
+    let mended = super::jsonrpc::well_formed(line);
+    match serde_json::from_str(mended.as_deref().unwrap_or(line)).ok()? {
+        ClientJsonRpcMessage::Request(r) => Some(r.id),
+        _ => None,
     }
-    serde_json::from_str::<Request>(line).ok().map(|r| r.id)
 }
 
 #[cfg(test)]
@@ -85,5 +83,22 @@ mod tests {
         assert!(left[1].contains("notifications/x"));
         assert!(left[2].contains("\"id\":\"2\""));
         assert_eq!(held.bytes, 0);
+    }
+
+    #[test]
+    fn a_line_that_is_no_request_is_not_cancelled_but_answered() {
+        let mut held = Held::default();
+        // An array, and a request spoilt by a result: each gets its refusal, whatever is cancelled.
+        held.push(r#"[71,"ping"]"#.into());
+        held.push(r#"{"jsonrpc":"2.0","id":72,"method":"ping","result":1}"#.into());
+        held.push(r#"{"jsonrpc":"2.0","id":72,"method":"ping"}"#.into());
+        held.push(r#"{"jsonrpc":"2.0","id":"\ud800","method":"ping"}"#.into());
+        held.cancel(&NumberOrString::Number(71));
+        held.cancel(&NumberOrString::Number(72));
+        held.cancel(&NumberOrString::String("\u{fffd}".into()));
+        let left: Vec<String> = std::iter::from_fn(|| held.pop()).collect();
+        assert_eq!(left.len(), 2, "{left:?}");
+        assert!(left[0].starts_with("[71"));
+        assert!(left[1].contains("\"result\":1"));
     }
 }
