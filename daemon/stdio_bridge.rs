@@ -966,6 +966,16 @@ impl Read for WaitForData<'_> {
 mod tests {
     use super::*;
 
+    /// A bridge for an instance that is not there: for what it notes, never connected.
+    fn test_bridge() -> Arc<Bridge> {
+        Bridge::new(Target {
+            inst: Instance::at(std::path::PathBuf::from("/nonexistent")),
+            secret: String::new(),
+            reconnect: Duration::ZERO,
+            connect: Duration::ZERO,
+        })
+    }
+
     #[test]
     fn a_request_is_noted_under_the_id_rmcp_reads_and_answers_under() {
         use rmcp::model::NumberOrString;
@@ -1005,12 +1015,7 @@ mod tests {
 
     #[test]
     fn a_line_the_daemon_cannot_read_is_not_noted_and_one_it_mends_is() {
-        let bridge = Bridge::new(Target {
-            inst: Instance::at(std::path::PathBuf::from("/nonexistent")),
-            secret: String::new(),
-            reconnect: Duration::ZERO,
-            connect: Duration::ZERO,
-        });
+        let bridge = test_bridge();
         for line in [
             r#"{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1e400}}}"#,
             r#"{"jsonrpc":"2.0","id":21,"method":"tools/list","params":{"x":[-1e999]}}"#,
@@ -1044,12 +1049,7 @@ mod tests {
 
     #[test]
     fn a_notification_method_sent_with_an_id_is_a_request_and_nothing_more() {
-        let bridge = Bridge::new(Target {
-            inst: Instance::at(std::path::PathBuf::from("/nonexistent")),
-            secret: String::new(),
-            reconnect: Duration::ZERO,
-            connect: Duration::ZERO,
-        });
+        let bridge = test_bridge();
         let listen = r#"{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{}}"#;
         for line in [
             listen,
@@ -1106,13 +1106,7 @@ mod tests {
         let replayed: Value = serde_json::from_slice(&with_id(line, &json!("r"))).unwrap();
         assert_eq!(replayed["id"], "r");
         assert_eq!(replayed["params"]["clientInfo"]["name"], "t\u{fffd}");
-        let target = || Target {
-            inst: Instance::at(std::path::PathBuf::from("/nonexistent")),
-            secret: String::new(),
-            reconnect: Duration::ZERO,
-            connect: Duration::ZERO,
-        };
-        let (a, b) = (Bridge::new(target()), Bridge::new(target()));
+        let (a, b) = (test_bridge(), test_bridge());
         assert!(a.replay_key.starts_with("\"ovai-bridge-replay-"));
         assert_ne!(a.replay_key, b.replay_key);
     }
