@@ -669,14 +669,12 @@ impl Bridge {
 /// daemon refuses at once. rmcp reads a number in float form that stands for an integer it can tell
 /// exactly (`5.0`, `5e0`, `-0`: below 2^53) as that integer, and answers under it.
 fn daemon_key(id: &Value) -> Option<String> {
-    const EXACT: f64 = 9_007_199_254_740_992.0;
     match id {
         Value::String(s) if s.len() <= MAX_ID_BYTES => Some(id.to_string()),
         Value::Number(n) if n.is_i64() => Some(id.to_string()),
-        Value::Number(n) => n
-            .as_f64()
-            .filter(|f| f.fract() == 0.0 && f.abs() < EXACT)
-            .map(|f| (f as i64).to_string()),
+        Value::Number(_) => {
+            crate::server::jsonrpc::integer_in_float_form(id).map(|n| n.to_string())
+        }
         _ => None,
     }
 }

@@ -111,11 +111,7 @@ impl Direct {
         crate::legs::mark(Step::CallStarted);
         let admitted = match shared.service.admit(&name, &args) {
             Ok(Ok(admitted)) => admitted,
-            Ok(Err(outcome)) => {
-                shared.service.record(&name, started, &outcome, false);
-                answers.answer_line(&id, answer_line(&id, &outcome, &name));
-                return;
-            }
+            Ok(Err(outcome)) => return shared.answer_now(&id, &name, started, &outcome, answers),
             Err(error) => {
                 tracing::warn!(%id, ?error, "response error");
                 answers.answer(&id, &ServerJsonRpcMessage::error(error, Some(id.clone())));
@@ -128,9 +124,7 @@ impl Direct {
             Some(Kind::Index) => match shared.service.index_now(&generation) {
                 Some(outcome) => {
                     drop(admitted);
-                    shared.service.record(&name, started, &outcome, false);
-                    answers.answer_line(&id, answer_line(&id, &outcome, &name));
-                    return;
+                    return shared.answer_now(&id, &name, started, &outcome, answers);
                 }
                 None => return self.spawn(id, number, name, args, admitted, started, answers),
             },
@@ -157,9 +151,7 @@ impl Direct {
             }
             Prepared::Refused(why) => {
                 let outcome = crate::answer::plugin(&file, Ended::NotReimported(why), max);
-                shared.service.record(&name, started, &outcome, false);
-                answers.answer_line(&id, answer_line(&id, &outcome, &name));
-                return;
+                return shared.answer_now(&id, &name, started, &outcome, answers);
             }
         };
         let (link, on_host) = (prepared.link().clone(), prepared.id());
@@ -289,6 +281,19 @@ impl Stop {
 }
 
 impl Shared {
+    /// Answers a call that ended as it was taken (refused, or a built-in that needed no task), and counts it.
+    fn answer_now(
+        &self,
+        id: &NumberOrString,
+        name: &str,
+        started: Instant,
+        outcome: &Outcome,
+        answers: &Answers,
+    ) {
+        self.service.record(name, started, outcome, false);
+        answers.answer_line(id, answer_line(id, outcome, name));
+    }
+
     /// Stops every call with no task of its own (they go unanswered).
     fn withdraw_plain(&self, why: &str) {
         let withdrawn: Vec<Stop> = {

@@ -49,11 +49,10 @@ pub fn take(text: &str, unit: &str) -> Taken {
 /// The error answer (one line of JSON, without its newline) to a line or a body (`unit`) rmcp could not
 /// parse; `None` when it is a notification, which gets no answer.
 pub fn answer_to_bad(line: &str, unit: &str) -> Option<Vec<u8>> {
-    let parsed = serde_json::from_str::<Value>(line).or_else(|e| match well_formed(line) {
-        Some(fixed) => serde_json::from_str(&fixed),
-        None => Err(e),
-    });
-    let v: Value = match parsed {
+    // Read as rmcp's parse was tried: half surrogate pairs mended (a line without them is read as sent).
+    let mended = well_formed(line);
+    let text = mended.as_deref().unwrap_or(line);
+    let v: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => return Some(error(&Value::Null, PARSE_ERROR, &not_json(&e, unit))),
     };
@@ -67,16 +66,13 @@ pub fn answer_to_bad(line: &str, unit: &str) -> Option<Vec<u8>> {
             ),
         ));
     };
-    let text = well_formed(line);
-    let repeated = repeated_key(text.as_deref().unwrap_or(line));
+    // An integer in float form (2.0, 1e2, -0) is the integer, as rmcp reads it on a line it takes.
+    let as_integer = msg.get("id").and_then(integer_in_float_form);
+    let id = as_integer.as_ref().or(msg.get("id"));
+    let repeated = repeated_key(text);
     if let Some((false, key)) = &repeated {
         // Which of two ids would be the one answered cannot be said: neither is.
-        let as_integer = msg.get("id").and_then(integer_in_float_form);
-        let id = if key == "id" {
-            None
-        } else {
-            as_integer.as_ref().or(msg.get("id"))
-        };
+        let id = if key == "id" { None } else { id };
         let message = format!(
             "Invalid request: the message gives \"{key}\" more than once; a JSON-RPC message gives each of its members once"
         );
@@ -86,9 +82,6 @@ pub fn answer_to_bad(line: &str, unit: &str) -> Option<Vec<u8>> {
             None => Some(error(&Value::Null, INVALID_REQUEST, &message)),
         };
     }
-    // An integer in float form (2.0, 1e2, -0) is the integer, as rmcp reads it on a line it takes.
-    let as_integer = msg.get("id").and_then(integer_in_float_form);
-    let id = as_integer.as_ref().or(msg.get("id"));
     let echo = id.cloned().unwrap_or(Value::Null);
     if id.is_none() && !msg.contains_key("method") {
         return Some(error(
@@ -108,7 +101,7 @@ pub fn answer_to_bad(line: &str, unit: &str) -> Option<Vec<u8>> {
         && !is_id(id)
     {
         // Echoed as written: parsed, a number past 64 bits would come back as another (1e+20).
-        let raw = raw_id(line).unwrap_or_else(|| id.to_string());
+        let raw = raw_id(text).unwrap_or_else(|| id.to_string());
         let why = if id.is_u64() || id.is_f64() && id.as_f64().is_some_and(|f| f.fract() == 0.0) {
             format!(
                 "Invalid request: the id {raw} is outside the 64-bit signed integers this server takes; send it as a string"
@@ -195,7 +188,7 @@ fn is_id(id: &Value) -> bool {
 
 /// The integer a number in float form stands for, when rmcp reads it as one (below 2^53, which an f64
 /// holds exactly).
-fn integer_in_float_form(id: &Value) -> Option<Value> {
+pub fn integer_in_float_form(id: &Value) -> Option<Value> {
     match id {
         Value::Number(n) if !n.is_i64() && !n.is_u64() => {
             match serde_json::from_value::<rmcp::model::NumberOrString>(id.clone()) {
@@ -485,15 +478,15 @@ fn repeated_key(line: &str) -> Option<(bool, String)> {
     de.deserialize_map(Keys { outer: true }).ok().flatten()
 }
 
-/// The id of a message as its sender wrote it (valid JSON), when the line is a JSON object with one.
-fn raw_id(line: &str) -> Option<String> {
+/// The id of a message as its sender wrote it (valid JSON), when the line (mended as `well_formed`
+/// mends it) is a JSON object with one.
+fn raw_id(text: &str) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Envelope<'a> {
         #[serde(borrow)]
         id: Option<&'a serde_json::value::RawValue>,
     }
-    let fixed = well_formed(line);
-    serde_json::from_str::<Envelope>(fixed.as_deref().unwrap_or(line))
+    serde_json::from_str::<Envelope>(text)
         .ok()?
         .id
         .map(|id| id.get().to_string())
