@@ -54,7 +54,8 @@ struct Args {
     /// Instead of the cases: one call through the bridge beside one straight onto the daemon's socket.
     #[arg(long, group = "mode")]
     hops: bool,
-    /// Instead of the cases: the CPU each process spends per call.
+    /// Instead of the cases: the CPU, read and write calls and sleeps each process spends per call, ovai's
+    /// beside the baseline's and the floor chain's.
     #[arg(long, group = "mode")]
     cpu: bool,
     /// Instead of the cases: the daemon's memory after each 100,000 calls.
@@ -165,10 +166,18 @@ fn main() {
         for (tool, k) in [("p0000", 1), ("p0000", 32), ("index", 1)] {
             let mut c = Client::ovai(&setup, &one);
             c.initialize();
-            c.calls(tool, 500, k);
+            c.calls(tool, setup.warm_up(20000), k);
             cpu_per_call(&setup, &one, &d, &mut c, tool, 20000, k);
         }
-        floor_cpu_per_call(20000);
+        for k in [1, 32] {
+            let mut c = Client::baseline(&setup, &one);
+            c.initialize();
+            c.calls("p0000", setup.warm_up(20000), k);
+            let pids = [("baseline", c.pid())];
+            let _ =
+                calls_counting_cpu(&format!("baseline k={k}"), &pids, &mut c, "p0000", 20000, k);
+        }
+        floor_cpu_per_call(&setup, 20000);
         return;
     }
     if mode == Some("--scaling") {
@@ -839,10 +848,10 @@ fn scaling(setup: &Setup, one: &Instance) {
                 c.calls("p0000", 10, 1);
             }
             let total = setup.calls(16_000);
-            let before = cpu_us(d.pid());
+            let before = Used::of(d.pid()).cpu_us;
             let mut f = sessions(&mut clients, (total / n).max(20), 4);
             let calls = ((total / n).max(20) * n) as f64;
-            f.insert("cpu", (cpu_us(d.pid()) - before) / calls);
+            f.insert("cpu", (Used::of(d.pid()).cpu_us - before) / calls);
             rows.push(f);
         }
         let m = medians(&rows);
@@ -1000,14 +1009,59 @@ fn node_in(pid: u32) -> u32 {
     pid
 }
 
-/// CPU time (user + system) a process has used, in microseconds.
-fn cpu_us(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks: f64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0.0)
-        + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0.0);
-    ticks * 1e6 / 100.0
+/// What a process has used so far: CPU time (user + system, µs), read and write system calls, and the
+/// times its threads went to sleep (each one a wake-up later: on a VM, the dearest part of a hand-off).
+#[derive(Clone, Copy, Default)]
+struct Used {
+    cpu_us: f64,
+    reads: f64,
+    writes: f64,
+    sleeps: f64,
+}
+
+impl Used {
+    fn of(pid: u32) -> Self {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = after.split_whitespace().collect();
+        let ticks: f64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+            + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+        // /proc/PID/io counts the whole process; a thread's sleeps are in its own status.
+        let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default();
+        let field = |text: &str, name: &str| -> f64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0.0)
+        };
+        let sleeps = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|t| {
+                let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+                field(&status, "voluntary_ctxt_switches:")
+            })
+            .sum();
+        Self {
+            cpu_us: ticks * 1e6 / 100.0,
+            reads: field(&io, "syscr:"),
+            writes: field(&io, "syscw:"),
+            sleeps,
+        }
+    }
+
+    /// Per call since `before`, as the --cpu lines print it.
+    fn per_call(self, before: Self, n: usize) -> String {
+        let n = n as f64;
+        format!(
+            "{:.1} µs ({:.2} reads, {:.2} writes, {:.2} sleeps)",
+            (self.cpu_us - before.cpu_us) / n,
+            (self.reads - before.reads) / n,
+            (self.writes - before.writes) / n,
+            (self.sleeps - before.sleeps) / n
+        )
+    }
 }
 
 /// Calls, and how much CPU each process spent per call (printed), for the hops experiment.
@@ -1027,7 +1081,7 @@ fn cpu_per_call(
     latency_figures(lat, wall, failed)
 }
 
-/// `n` calls, and the CPU each of `pids` (and this driver) spent per call meanwhile, printed.
+/// `n` calls, and what each of `pids` (and this driver) used per call meanwhile, printed.
 fn calls_counting_cpu(
     label: &str,
     pids: &[(&str, u32)],
@@ -1037,18 +1091,18 @@ fn calls_counting_cpu(
     k: usize,
 ) -> (Vec<Duration>, Duration, usize) {
     let me = std::process::id();
-    let before: Vec<f64> = pids.iter().map(|(_, p)| cpu_us(*p)).collect();
-    let driver = cpu_us(me);
+    let before: Vec<Used> = pids.iter().map(|(_, p)| Used::of(*p)).collect();
+    let driver = Used::of(me);
     let out = c.calls(tool, n, k);
     let per: Vec<String> = pids
         .iter()
         .zip(before)
-        .map(|((name, p), b)| format!("{name} {:.1}", (cpu_us(*p) - b) / n as f64))
+        .map(|((name, p), b)| format!("{name} {}", Used::of(*p).per_call(b, n)))
         .collect();
     eprintln!(
-        "  {label}: CPU µs per call: {}, driver {:.1}",
+        "  {label}, per call: {}, driver {}",
         per.join(", "),
-        (cpu_us(me) - driver) / n as f64
+        Used::of(me).per_call(driver, n)
     );
     out
 }
@@ -1146,14 +1200,19 @@ fn floor_calls_over(setup: &Setup, relays: &[&str], n: usize) -> Figures {
 }
 
 /// The CPU each process of the floor's chain spends per call at K=1, beside ovai's (`--cpu`).
-fn floor_cpu_per_call(n: usize) {
-    let mut c = floor_client(2);
-    c.calls("p0000", 500, 1);
-    let mut pids = vec![("relay", c.pid())];
-    while let Some(next) = child_of(pids[pids.len() - 1].1) {
-        pids.push((if pids.len() < 2 { "relay" } else { "responder" }, next));
+/// The floor chain's processes at K=1, with the Rust responder and with the minimal Node one.
+fn floor_cpu_per_call(setup: &Setup, n: usize) {
+    for (label, mut c) in [
+        ("floor chain k=1", floor_client(2)),
+        ("floor chain, Node responder, k=1", floor_node_client(setup)),
+    ] {
+        c.calls("p0000", setup.warm_up(n), 1);
+        let mut pids = vec![("relay", c.pid())];
+        while let Some(next) = child_of(pids[pids.len() - 1].1) {
+            pids.push((if pids.len() < 2 { "relay" } else { "responder" }, next));
+        }
+        let _ = calls_counting_cpu(label, &pids, &mut c, "p0000", n, 1);
     }
-    let _ = calls_counting_cpu("floor chain k=1", &pids, &mut c, "p0000", n, 1);
 }
 
 fn child_of(pid: u32) -> Option<u32> {
@@ -1188,6 +1247,14 @@ new net.Socket({ fd: 0, readable: true, writable: false, onread: { buffer: Buffe
 
 /// `n` calls at K=1 through two relays in front of a minimal Node responder, warmed as the baseline is.
 fn floor_node_calls(setup: &Setup, n: usize) -> Figures {
+    let mut c = floor_node_client(setup);
+    c.calls("p0000", setup.warm_up(n), 1);
+    let (lat, wall, failed) = c.calls("p0000", setup.calls(n), 1);
+    latency_figures(lat, wall, failed)
+}
+
+/// The floor's chain with the minimal Node responder (FLOOR_NODE) at its end.
+fn floor_node_client(setup: &Setup) -> Client {
     let script = setup.work.join("floor-node.mjs");
     std::fs::write(&script, FLOOR_NODE).expect("the Node responder's script");
     let me = std::env::current_exe().expect("the bench's own path");
@@ -1197,10 +1264,7 @@ fn floor_node_calls(setup: &Setup, n: usize) -> Figures {
         .arg("--floor-relay")
         .arg(&setup.node)
         .arg(&script);
-    let mut c = Client::spawn(cmd);
-    c.calls("p0000", setup.warm_up(n), 1);
-    let (lat, wall, failed) = c.calls("p0000", setup.calls(n), 1);
-    latency_figures(lat, wall, failed)
+    Client::spawn(cmd)
 }
 
 fn floor_client_over(relays: &[&str]) -> Client {
