@@ -113,6 +113,7 @@ fn main() {
         Some("--floor-responder") => return floor::responder(),
         Some("--floor-relay") => return floor::relay(&argv[2..], false),
         Some("--floor-relay-socket") => return floor::relay(&argv[2..], true),
+        Some("--floor-relay-threads") => return floor::relay_threads(&argv[2..]),
         _ => {}
     }
     let args = Args::parse();
@@ -351,6 +352,15 @@ fn floor_cases(setup: &Setup, runs: usize) -> Vec<(&'static str, Figures)> {
                 floor_calls_over(setup, &["--floor-relay-socket", "--floor-relay"], 5000)
             }),
         ),
+        // Not a floor any ratio is taken against: the chain of floor_chain_k1 with the first relay in the
+        // bridge's shape (`ovai mcp`: a thread for each direction, each in a blocking read) rather than one
+        // poll loop, and the hop behind it a Unix socket as the bridge's is.
+        (
+            "floor_chain_threads_k1",
+            repeat("floor_chain_threads_k1", runs, || {
+                floor_calls_over(setup, &["--floor-relay-threads", "--floor-relay"], 5000)
+            }),
+        ),
     ]
 }
 
@@ -379,7 +389,9 @@ fn floor_of<'a>(case: &str, floors: &'a [(&'static str, Figures)]) -> Option<&'a
 fn print_floors(cases: &[(&'static str, Figures, Figures)], floors: &[(&'static str, Figures)]) {
     println!(
         "\nthe floor: minimal Rust processes (std and one poll loop) with ovai's process counts\n\
-         (floor_chain_node_k1: the chain with a minimal Node process answering in the host's place)\n"
+         (floor_chain_node_k1: the chain with a minimal Node process answering in the host's place;\n\
+         floor_chain_socket_k1: with a Unix socket for the first hop, as ovai's bridge → daemon;\n\
+         floor_chain_threads_k1: the same with the first relay a thread each way, as ovai's bridge)\n"
     );
     for (name, f) in floors {
         println!(
@@ -1190,7 +1202,7 @@ fn floor_calls(setup: &Setup, relays: usize, n: usize) -> Figures {
     floor_calls_over(setup, &vec!["--floor-relay"; relays], n)
 }
 
-/// The same through relays started as `relays` say (`--floor-relay`, or `--floor-relay-socket`), the
+/// The same through relays started as `relays` say (`--floor-relay`, `--floor-relay-socket` or `--floor-relay-threads`), the
 /// first nearest the client.
 fn floor_calls_over(setup: &Setup, relays: &[&str], n: usize) -> Figures {
     let mut c = floor_client_over(relays);
@@ -1228,7 +1240,7 @@ fn floor_client(relays: usize) -> Client {
     floor_client_over(&vec!["--floor-relay"; relays])
 }
 
-/// The floor's chain, each relay started as `relays` says (`--floor-relay`, or `--floor-relay-socket`).
+/// The floor's chain, each relay started as `relays` says (`--floor-relay`, `--floor-relay-socket` or `--floor-relay-threads`).
 /// A minimal Node process answering each request as the echo plugin would, in one `fs.writeSync`.
 const FLOOR_NODE: &str = r#"import net from "node:net"; import fs from "node:fs";
 new net.Socket({ fd: 0, readable: true, writable: false, onread: { buffer: Buffer.allocUnsafe(65536), callback(n, b) {
@@ -1627,6 +1639,55 @@ mod floor {
         };
         if let Some((to_child, from_child)) = ends {
             copy_both_ways(File::from(to_child), File::from(from_child));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// A relay in `ovai mcp`'s shape: the next process behind a Unix socket, and a thread for each
+    /// direction, each sleeping in a blocking read.
+    pub fn relay_threads(chain: &[String]) {
+        let (ours, theirs) = UnixStream::pair().expect("a socket pair");
+        let theirs: OwnedFd = theirs.into();
+        let both = theirs.try_clone().expect("the socket's second descriptor");
+        let mut child = Command::new(&chain[0])
+            .args(&chain[1..])
+            .stdin(Stdio::from(theirs))
+            .stdout(Stdio::from(both))
+            .spawn()
+            .expect("the next process in the chain");
+        let Ok(mut to_child) = ours.try_clone() else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return;
+        };
+        std::thread::spawn(move || {
+            let mut stdin = std::io::stdin();
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                // At the end of the input the next process sees its end too, and the answers still come.
+                let done = match stdin.read(&mut buf) {
+                    Ok(0) | Err(_) => true,
+                    Ok(n) => to_child.write_all(&buf[..n]).is_err(),
+                };
+                if done {
+                    let _ = to_child.shutdown(std::net::Shutdown::Write);
+                    return;
+                }
+            }
+        });
+        let mut from_child = ours;
+        let mut stdout = std::io::stdout();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match from_child.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if stdout.write_all(&buf[..n]).is_err() || stdout.flush().is_err() {
+                        break;
+                    }
+                }
+            }
         }
         let _ = child.kill();
         let _ = child.wait();
