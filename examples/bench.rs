@@ -1202,8 +1202,8 @@ fn floor_calls(setup: &Setup, relays: usize, n: usize) -> Figures {
     floor_calls_over(setup, &vec!["--floor-relay"; relays], n)
 }
 
-/// The same through relays started as `relays` say (`--floor-relay`, `--floor-relay-socket` or `--floor-relay-threads`), the
-/// first nearest the client.
+/// The same through relays started as `relays` say (`--floor-relay`, `--floor-relay-socket` or
+/// `--floor-relay-threads`), the first nearest the client.
 fn floor_calls_over(setup: &Setup, relays: &[&str], n: usize) -> Figures {
     let mut c = floor_client_over(relays);
     c.calls("p0000", 200.min(n), 1);
@@ -1211,8 +1211,8 @@ fn floor_calls_over(setup: &Setup, relays: &[&str], n: usize) -> Figures {
     latency_figures(lat, wall, failed)
 }
 
-/// The CPU each process of the floor's chain spends per call at K=1, beside ovai's (`--cpu`).
-/// The floor chain's processes at K=1, with the Rust responder and with the minimal Node one.
+/// What each process of the floor's chain uses per call at K=1, beside ovai's (`--cpu`): with the Rust
+/// responder, and with the minimal Node one.
 fn floor_cpu_per_call(setup: &Setup, n: usize) {
     for (label, mut c) in [
         ("floor chain k=1", floor_client(2)),
@@ -1240,7 +1240,6 @@ fn floor_client(relays: usize) -> Client {
     floor_client_over(&vec!["--floor-relay"; relays])
 }
 
-/// The floor's chain, each relay started as `relays` says (`--floor-relay`, `--floor-relay-socket` or `--floor-relay-threads`).
 /// A minimal Node process answering each request as the echo plugin would, in one `fs.writeSync`.
 const FLOOR_NODE: &str = r#"import net from "node:net"; import fs from "node:fs";
 new net.Socket({ fd: 0, readable: true, writable: false, onread: { buffer: Buffer.allocUnsafe(65536), callback(n, b) {
@@ -1279,6 +1278,8 @@ fn floor_node_client(setup: &Setup) -> Client {
     Client::spawn(cmd)
 }
 
+/// The floor's chain, each relay started as `relays` says (`--floor-relay`, `--floor-relay-socket` or
+/// `--floor-relay-threads`).
 fn floor_client_over(relays: &[&str]) -> Client {
     let me = std::env::current_exe().expect("the bench's own path");
     let mut cmd = Command::new(&me);
