@@ -7,7 +7,8 @@
 //! nowhere else: the tests never assert on time.
 //!
 //! Usage (scripts/bench passes these): bench OVAI NODE BASELINE_SCRIPT WORK_DIR [--runs N] [--json FILE]
-//! [--quick] [--hops | --cpu | --growth]; `--help` says what each does.
+//! [--quick] [--hops | --cpu | --growth | --k1 | --throughput | --floor | --http-only | --scaling | --legs |
+//! --host-alone]; `--help` says what each does.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -354,8 +355,8 @@ fn floor_cases(setup: &Setup, runs: usize) -> Vec<(&'static str, Figures)> {
                 floor_node_calls(setup, 5000)
             }),
         ),
-        // Not a floor any ratio is taken against: the chain of floor_chain_k1 with the hop that is a Unix
-        // socket in ovai (bridge → daemon; daemon → host is a pair of pipes) over a socket.
+        // Not a floor any ratio is taken against: the chain of floor_chain_k1 with its first hop a Unix
+        // socket, as the bridge → daemon hop is when the daemon hands over no pipes (and was until it did).
         (
             "floor_chain_socket_k1",
             repeat("floor_chain_socket_k1", runs, || {
@@ -363,8 +364,8 @@ fn floor_cases(setup: &Setup, runs: usize) -> Vec<(&'static str, Figures)> {
             }),
         ),
         // Not a floor any ratio is taken against: the chain of floor_chain_k1 with the first relay in the
-        // bridge's shape (`ovai mcp`: a thread for each direction, each in a blocking read) rather than one
-        // poll loop, and the hop behind it a Unix socket as the bridge's is.
+        // bridge's shape (`ovai mcp`: a thread for each direction, each in a blocking read on a pipe)
+        // rather than one poll loop.
         (
             "floor_chain_threads_k1",
             repeat("floor_chain_threads_k1", runs, || {
@@ -400,8 +401,8 @@ fn print_floors(cases: &[(&'static str, Figures, Figures)], floors: &[(&'static 
     println!(
         "\nthe floor: minimal Rust processes (std and one poll loop) with ovai's process counts\n\
          (floor_chain_node_k1: the chain with a minimal Node process answering in the host's place;\n\
-         floor_chain_socket_k1: with a Unix socket for the first hop, as ovai's bridge → daemon;\n\
-         floor_chain_threads_k1: the same with the first relay a thread each way, as ovai's bridge)\n"
+         floor_chain_socket_k1: with a Unix socket for the first hop, as the bridge's fallback;\n\
+         floor_chain_threads_k1: floor_chain_k1 with the first relay a thread each way, as ovai's bridge)\n"
     );
     for (name, f) in floors {
         println!(
@@ -1086,7 +1087,7 @@ impl Used {
     }
 }
 
-/// Calls, and how much CPU each process spent per call (printed), for the hops experiment.
+/// Calls, and what each of ovai's processes used per call (printed), for `--cpu`.
 fn cpu_per_call(
     setup: &Setup,
     inst: &Instance,
@@ -1582,10 +1583,10 @@ fn print_table(machine: &str, cases: &[(&'static str, Figures, Figures)]) {
     }
 }
 
-/// The floor's processes: what a chain of processes costs with no work of ovai's in it.
 #[path = "bench/http.rs"]
 mod http;
 
+/// The floor's processes: what a chain of processes costs with no work of ovai's in it.
 mod floor {
     use std::fs::File;
     use std::io::{BufRead, Read, Write};
@@ -1655,19 +1656,17 @@ mod floor {
         let _ = child.wait();
     }
 
-    /// A relay in `ovai mcp`'s shape: the next process behind a Unix socket, and a thread for each
-    /// direction, each sleeping in a blocking read.
+    /// A relay in `ovai mcp`'s shape: the next process behind a pair of pipes (as the daemon hands the
+    /// bridge), and a thread for each direction, each sleeping in a blocking read.
     pub fn relay_threads(chain: &[String]) {
-        let (ours, theirs) = UnixStream::pair().expect("a socket pair");
-        let theirs: OwnedFd = theirs.into();
-        let both = theirs.try_clone().expect("the socket's second descriptor");
         let mut child = Command::new(&chain[0])
             .args(&chain[1..])
-            .stdin(Stdio::from(theirs))
-            .stdout(Stdio::from(both))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
             .spawn()
             .expect("the next process in the chain");
-        let Ok(mut to_child) = ours.try_clone() else {
+        let (Some(mut to_child), Some(mut from_child)) = (child.stdin.take(), child.stdout.take())
+        else {
             let _ = child.kill();
             let _ = child.wait();
             return;
@@ -1675,29 +1674,18 @@ mod floor {
         std::thread::spawn(move || {
             let mut stdin = std::io::stdin();
             let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                // At the end of the input the next process sees its end too, and the answers still come.
-                let done = match stdin.read(&mut buf) {
-                    Ok(0) | Err(_) => true,
-                    Ok(n) => to_child.write_all(&buf[..n]).is_err(),
-                };
-                if done {
-                    let _ = to_child.shutdown(std::net::Shutdown::Write);
-                    return;
+            // At the end of the input the thread ends, and with it our end of the next process's input.
+            while let Ok(n @ 1..) = stdin.read(&mut buf) {
+                if to_child.write_all(&buf[..n]).is_err() {
+                    break;
                 }
             }
         });
-        let mut from_child = ours;
         let mut stdout = std::io::stdout();
         let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            match from_child.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if stdout.write_all(&buf[..n]).is_err() || stdout.flush().is_err() {
-                        break;
-                    }
-                }
+        while let Ok(n @ 1..) = from_child.read(&mut buf) {
+            if stdout.write_all(&buf[..n]).is_err() || stdout.flush().is_err() {
+                break;
             }
         }
         let _ = child.kill();
@@ -1752,6 +1740,7 @@ mod host_alone {
     use std::fs::File;
     use std::io::{BufRead, BufReader, Write};
     use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
     use std::os::unix::process::CommandExt;
     use std::path::Path;
     use std::process::{Child, Command, Stdio};
@@ -1780,38 +1769,50 @@ new net.Socket({ fd: 3, readable: true, writable: false, onread: { buffer: Buffe
 
     struct Host {
         child: Child,
+        /// The other end of the host's fd 5, open while it runs.
+        _watch: UnixStream,
         to: File,
         from: BufReader<File>,
     }
 
     impl Host {
         fn start(node: &Path, script: &Path, plugins: &Path) -> Self {
-            // Close-on-exec: Node gets fds 3 and 4 only (host.mjs takes an fd 5 it finds for its own).
+            // Close-on-exec: Node gets fds 3, 4 and 5 only. Fd 5 is a socket, as the daemon gives it (the
+            // host's watcher answers on it; left closed, Node's own first descriptor would land there).
             let cloexec = nix::fcntl::OFlag::O_CLOEXEC;
             let (down_r, down_w) = nix::unistd::pipe2(cloexec).expect("a pipe");
             let (up_r, up_w) = nix::unistd::pipe2(cloexec).expect("a pipe");
-            let (r, w) = (down_r.as_raw_fd(), up_w.as_raw_fd());
+            let (watch, theirs) = UnixStream::pair().expect("a socket pair");
+            let (r, w, x) = (down_r.as_raw_fd(), up_w.as_raw_fd(), theirs.as_raw_fd());
             let mut cmd = Command::new(node);
             cmd.arg(script)
                 .env("OVAI_HOST", ovai::host::protocol::PROTOCOL.to_string())
                 .stdin(Stdio::null())
                 .stdout(Stdio::null());
-            // SAFETY: only fcntl and dup2, which are async-signal-safe, run between fork and exec. Both
-            // ends are first moved above 3 and 4, which either may be.
+            // SAFETY: only fcntl and dup2, which are async-signal-safe, run between fork and exec. The
+            // three ends are first moved above 3, 4 and 5, which any of them may be.
             unsafe {
                 cmd.pre_exec(move || {
                     let r = nix::libc::fcntl(r, nix::libc::F_DUPFD_CLOEXEC, 10);
                     let w = nix::libc::fcntl(w, nix::libc::F_DUPFD_CLOEXEC, 10);
-                    if r < 0 || w < 0 || nix::libc::dup2(r, 3) < 0 || nix::libc::dup2(w, 4) < 0 {
+                    let x = nix::libc::fcntl(x, nix::libc::F_DUPFD_CLOEXEC, 10);
+                    if r < 0
+                        || w < 0
+                        || x < 0
+                        || nix::libc::dup2(r, 3) < 0
+                        || nix::libc::dup2(w, 4) < 0
+                        || nix::libc::dup2(x, 5) < 0
+                    {
                         return Err(std::io::Error::last_os_error());
                     }
                     Ok(())
                 });
             }
             let child = cmd.spawn().expect("node starts");
-            drop((down_r, up_w));
+            drop((down_r, up_w, theirs));
             let mut host = Self {
                 child,
+                _watch: watch,
                 to: File::from(down_w),
                 from: BufReader::with_capacity(1 << 16, File::from(up_r)),
             };
@@ -1862,7 +1863,8 @@ new net.Socket({ fd: 3, readable: true, writable: false, onread: { buffer: Buffe
                 // Every answer already read is taken, and their requests go out together.
                 loop {
                     line.clear();
-                    let _ = self.from.read_line(&mut line);
+                    let read = self.from.read_line(&mut line).expect("the host writes");
+                    assert!(read > 0, "the host ended");
                     assert!(line.contains("\"text\""), "the host answered {line}");
                     got += 1;
                     if sent < n {
