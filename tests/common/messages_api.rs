@@ -2,7 +2,8 @@
 //!
 //! Claude Code POSTs `/v1/messages?beta=true` with `"stream": true`; each answer is the script's next
 //! step, chosen by how many assistant turns the conversation already holds: a `tool_use` of one tool, or
-//! closing text. Every request body is kept for the test to read (the tools offered, the tool results).
+//! closing text. Every request body is kept for the test to read (the tools offered, the tool results);
+//! with OVAI_TEST_API_DUMP=DIR each is also written there, to see what a failing test was sent.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -44,13 +45,19 @@ impl MessagesApi {
         self.requests.lock().unwrap().clone()
     }
 
-    /// The `tool_result` blocks Claude Code sent back, in order.
+    /// The `tool_result` blocks Claude Code sent back, in order, each once. Every request carries the
+    /// whole conversation, and a result need not be its last message: in one CI run of 2026-12-02 the
+    /// plugin ran and Claude Code went on to its next turn, yet no request ended with the result (it
+    /// sends `system` messages of its own among the others; not seen again in 20 runs since, 8 of them
+    /// with both vCPUs loaded).
     pub fn tool_results(&self) -> Vec<Value> {
+        let mut seen = std::collections::HashSet::new();
         self.requests()
             .iter()
-            .filter_map(|body| body["messages"].as_array()?.last().cloned())
+            .flat_map(|body| body["messages"].as_array().cloned().unwrap_or_default())
             .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
             .filter(|b| b["type"] == "tool_result")
+            .filter(|b| seen.insert(b["tool_use_id"].to_string()))
             .collect()
     }
 
@@ -120,6 +127,14 @@ fn answer(stream: TcpStream, script: &[Step], kept: &Mutex<Vec<Value>>) {
             "HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
         );
         return;
+    }
+    if let Some(dir) = std::env::var_os("OVAI_TEST_API_DUMP") {
+        static SEEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = SEEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let _ = std::fs::write(
+            std::path::Path::new(&dir).join(format!("{}-{n:03}.json", std::process::id())),
+            serde_json::to_string_pretty(&body).unwrap_or_default(),
+        );
     }
     kept.lock().unwrap().push(body.clone());
     let turns = body["messages"]
