@@ -48,7 +48,7 @@ impl MessagesApi {
     /// The `tool_result` blocks Claude Code sent back, in order, each once. Every request carries the
     /// whole conversation, and a result need not be its last message: in one CI run of 2026-12-02 the
     /// plugin ran and Claude Code went on to its next turn, yet no request ended with the result (it
-    /// sends `system` messages of its own among the others; not seen again in 20 runs since, 8 of them
+    /// sends `system` messages of its own among the others; not seen again in 16 runs since, 4 of them
     /// with both vCPUs loaded).
     pub fn tool_results(&self) -> Vec<Value> {
         let mut seen = std::collections::HashSet::new();
