@@ -116,9 +116,13 @@ fn main() {
     let argv: Vec<String> = std::env::args().collect();
     match argv.get(1).map(String::as_str) {
         Some("--floor-responder") => return floor::responder(),
-        Some("--floor-relay") => return floor::relay(&argv[2..], false),
-        Some("--floor-relay-socket") => return floor::relay(&argv[2..], true),
-        Some("--floor-relay-threads") => return floor::relay_threads(&argv[2..]),
+        Some("--floor-relay") => return floor::relay(&argv[2..], false, floor::copy_both_ways),
+        Some("--floor-relay-socket") => {
+            return floor::relay(&argv[2..], true, floor::copy_both_ways);
+        }
+        Some("--floor-relay-threads") => {
+            return floor::relay(&argv[2..], false, floor::copy_on_threads);
+        }
         _ => {}
     }
     let args = Args::parse();
@@ -1623,9 +1627,9 @@ mod floor {
         Some(rest[..end].trim())
     }
 
-    /// Starts `chain` (the next process) and copies bytes both ways with one poll loop; over pipes, or
-    /// over one Unix socket pair when `socket`.
-    pub fn relay(chain: &[String], socket: bool) {
+    /// Starts `chain` (the next process) and copies bytes both ways with `copy` (one poll loop, or a
+    /// thread each way); over pipes, or over one Unix socket pair when `socket`.
+    pub fn relay(chain: &[String], socket: bool, copy: fn(File, File)) {
         let mut cmd = Command::new(&chain[0]);
         cmd.args(&chain[1..]);
         let ours: Option<UnixStream> = if socket {
@@ -1650,27 +1654,14 @@ mod floor {
                 .map(|(to, from)| (to.into(), from.into())),
         };
         if let Some((to_child, from_child)) = ends {
-            copy_both_ways(File::from(to_child), File::from(from_child));
+            copy(File::from(to_child), File::from(from_child));
         }
         let _ = child.kill();
         let _ = child.wait();
     }
 
-    /// A relay in `ovai mcp`'s shape: the next process behind a pair of pipes (as the daemon hands the
-    /// bridge), and a thread for each direction, each sleeping in a blocking read.
-    pub fn relay_threads(chain: &[String]) {
-        let mut child = Command::new(&chain[0])
-            .args(&chain[1..])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the next process in the chain");
-        let (Some(mut to_child), Some(mut from_child)) = (child.stdin.take(), child.stdout.take())
-        else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return;
-        };
+    /// `ovai mcp`'s shape of relay: a thread for each direction, each sleeping in a blocking read.
+    pub fn copy_on_threads(mut to_child: File, mut from_child: File) {
         std::thread::spawn(move || {
             let mut stdin = std::io::stdin();
             let mut buf = vec![0u8; 64 * 1024];
@@ -1688,11 +1679,9 @@ mod floor {
                 break;
             }
         }
-        let _ = child.kill();
-        let _ = child.wait();
     }
 
-    fn copy_both_ways(mut to_child: File, mut from_child: File) {
+    pub fn copy_both_ways(mut to_child: File, mut from_child: File) {
         let mut stdin = std::io::stdin();
         let mut stdout = std::io::stdout();
         let mut buf = vec![0u8; 64 * 1024];
@@ -1789,24 +1778,10 @@ new net.Socket({ fd: 3, readable: true, writable: false, onread: { buffer: Buffe
                 .env("OVAI_HOST", ovai::host::protocol::PROTOCOL.to_string())
                 .stdin(Stdio::null())
                 .stdout(Stdio::null());
-            // SAFETY: only fcntl and dup2, which are async-signal-safe, run between fork and exec. The
-            // three ends are first moved above 3, 4 and 5, which any of them may be.
+            // SAFETY: the daemon's own placement of fds 3, 4 and 5, which runs only fcntl and dup2
+            // (async-signal-safe) between fork and exec.
             unsafe {
-                cmd.pre_exec(move || {
-                    let r = nix::libc::fcntl(r, nix::libc::F_DUPFD_CLOEXEC, 10);
-                    let w = nix::libc::fcntl(w, nix::libc::F_DUPFD_CLOEXEC, 10);
-                    let x = nix::libc::fcntl(x, nix::libc::F_DUPFD_CLOEXEC, 10);
-                    if r < 0
-                        || w < 0
-                        || x < 0
-                        || nix::libc::dup2(r, 3) < 0
-                        || nix::libc::dup2(w, 4) < 0
-                        || nix::libc::dup2(x, 5) < 0
-                    {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
+                cmd.pre_exec(move || ovai::host::child::put_on_fds([r, w, x]));
             }
             let child = cmd.spawn().expect("node starts");
             drop((down_r, up_w, theirs));

@@ -199,7 +199,7 @@ const PIPE_BYTES: libc::c_int = 256 * 1024;
 
 /// Makes the protocol pipe's ends the child's fds 3 (it reads) and 4 (it writes), and the watcher's
 /// socket its fd 5, each without close-on-exec so they survive exec.
-fn put_on_fds(fds: [RawFd; 3]) -> std::io::Result<()> {
+pub fn put_on_fds(fds: [RawFd; 3]) -> std::io::Result<()> {
     use nix::fcntl::{FcntlArg, fcntl};
     // Each first goes above 5, where no dup2 below can overwrite it (any could be 3, 4 or 5 now).
     let high = |fd: RawFd| -> std::io::Result<RawFd> {
