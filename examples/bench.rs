@@ -123,6 +123,9 @@ fn main() {
         Some("--floor-relay-threads") => {
             return floor::relay(&argv[2..], false, floor::copy_on_threads);
         }
+        Some("--floor-relay-awake") => {
+            return floor::relay(&argv[2..], false, floor::copy_both_ways_awake);
+        }
         _ => {}
     }
     let args = Args::parse();
@@ -290,10 +293,12 @@ fn main() {
             }
             let mut case =
                 json!({ "ovai": figures_json(o), "baseline": figures_json(b), "ratio": ratio });
-            if let Some(floor) = floor_of(name, &floors)
-                && let (Some(v), Some(f)) = (o.get("p50_us"), floor.get("p50_us"))
-            {
-                case["ratio_to_floor"] = json!({ "p50_us": round(v / f, 3) });
+            for (awake, key) in [(false, "ratio_to_floor"), (true, "ratio_to_awake_floor")] {
+                if let Some(floor) = floor_of(name, awake, &floors)
+                    && let (Some(v), Some(f)) = (o.get("p50_us"), floor.get("p50_us"))
+                {
+                    case[key] = json!({ "p50_us": round(v / f, 3) });
+                }
             }
             out.insert(name.to_string(), case);
         }
@@ -351,6 +356,20 @@ fn floor_cases(setup: &Setup, runs: usize) -> Vec<(&'static str, Figures)> {
             "floor_builtin_k1",
             repeat("floor_builtin_k1", runs, || floor_calls(setup, 1, 5000)),
         ),
+        // The two floors above with the relay in the daemon's place waiting for its next read awake
+        // first, as the daemon does (`server::awake`): the same chain, waiting as ovai's does.
+        (
+            "floor_chain_awake_k1",
+            repeat("floor_chain_awake_k1", runs, || {
+                floor_calls_over(setup, &["--floor-relay", "--floor-relay-awake"], 5000)
+            }),
+        ),
+        (
+            "floor_builtin_awake_k1",
+            repeat("floor_builtin_awake_k1", runs, || {
+                floor_calls_over(setup, &["--floor-relay-awake"], 5000)
+            }),
+        ),
         // Not a floor any ratio is taken against: the chain of floor_chain_k1 with a minimal Node process
         // answering in the host's place (what a Node host costs by itself, behind relays that cost nothing).
         (
@@ -391,11 +410,18 @@ fn repeat(name: &'static str, runs: usize, mut case: impl FnMut() -> Figures) ->
     medians(&all)
 }
 
-/// The floor a case is held against: the chain of minimal processes with its process count.
-fn floor_of<'a>(case: &str, floors: &'a [(&'static str, Figures)]) -> Option<&'a Figures> {
-    let floor = match case {
-        "k1" => "floor_chain_k1",
-        "builtin_k1" => "floor_builtin_k1",
+/// The floor a case is held against: the chain of minimal processes with its process count; `awake`: the
+/// same chain with the relay in the daemon's place waiting awake, as the daemon does.
+fn floor_of<'a>(
+    case: &str,
+    awake: bool,
+    floors: &'a [(&'static str, Figures)],
+) -> Option<&'a Figures> {
+    let floor = match (case, awake) {
+        ("k1", false) => "floor_chain_k1",
+        ("k1", true) => "floor_chain_awake_k1",
+        ("builtin_k1", false) => "floor_builtin_k1",
+        ("builtin_k1", true) => "floor_builtin_awake_k1",
         _ => return None,
     };
     floors.iter().find(|(n, _)| *n == floor).map(|(_, f)| f)
@@ -406,7 +432,8 @@ fn print_floors(cases: &[(&'static str, Figures, Figures)], floors: &[(&'static 
         "\nthe floor: minimal Rust processes (std and one poll loop) with ovai's process counts\n\
          (floor_chain_node_k1: the chain with a minimal Node process answering in the host's place;\n\
          floor_chain_socket_k1: with a Unix socket for the first hop, as the bridge's fallback;\n\
-         floor_chain_threads_k1: floor_chain_k1 with the first relay a thread each way, as ovai's bridge)\n"
+         floor_chain_threads_k1: floor_chain_k1 with the first relay a thread each way, as ovai's bridge;\n\
+         floor_chain_awake_k1, floor_builtin_awake_k1: the relay in the daemon's place waits awake first, as the daemon)\n"
     );
     for (name, f) in floors {
         println!(
@@ -418,16 +445,20 @@ fn print_floors(cases: &[(&'static str, Figures, Figures)], floors: &[(&'static 
     }
     println!();
     for (name, o, b) in cases {
-        let Some(floor) = floor_of(name, floors) else {
-            continue;
-        };
-        let (Some(v), Some(f), Some(bv)) = (o.get("p50_us"), floor.get("p50_us"), b.get("p50_us"))
-        else {
+        let p50 = |f: Option<&Figures>| f.and_then(|f| f.get("p50_us").copied());
+        let (Some(v), Some(f), Some(fa), Some(bv)) = (
+            o.get("p50_us"),
+            p50(floor_of(name, false, floors)),
+            p50(floor_of(name, true, floors)),
+            b.get("p50_us"),
+        ) else {
             continue;
         };
         println!(
-            "{name}: p50 {v:.1} µs = {:.2} × its floor ({f:.1} µs), {:.2} × the baseline ({bv:.1} µs)",
+            "{name}: p50 {v:.1} µs = {:.2} × its floor ({f:.1} µs), {:.2} × its floor waiting awake \
+             ({fa:.1} µs), {:.2} × the baseline ({bv:.1} µs)",
             v / f,
+            v / fa,
             v / bv
         );
     }
@@ -1594,9 +1625,10 @@ mod http;
 mod floor {
     use std::fs::File;
     use std::io::{BufRead, Read, Write};
-    use std::os::fd::{AsFd, OwnedFd};
+    use std::os::fd::{AsFd, AsRawFd, OwnedFd};
     use std::os::unix::net::UnixStream;
     use std::process::{Command, Stdio};
+    use std::time::Duration;
 
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
@@ -1681,11 +1713,25 @@ mod floor {
         }
     }
 
-    pub fn copy_both_ways(mut to_child: File, mut from_child: File) {
+    pub fn copy_both_ways(to_child: File, from_child: File) {
+        copy_both_ways_waiting(to_child, from_child, Duration::ZERO)
+    }
+
+    /// The relay that waits for its next read awake first, as the daemon does (`server::awake`).
+    pub fn copy_both_ways_awake(to_child: File, from_child: File) {
+        let awake_for = ovai::server::awake::awake_for(None).unwrap_or_default();
+        copy_both_ways_waiting(to_child, from_child, awake_for)
+    }
+
+    fn copy_both_ways_waiting(mut to_child: File, mut from_child: File, awake_for: Duration) {
         let mut stdin = std::io::stdin();
         let mut stdout = std::io::stdout();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
+            if !awake_for.is_zero() {
+                let both = [stdin.as_raw_fd(), from_child.as_raw_fd()];
+                ovai::server::awake::wait(&both, awake_for);
+            }
             let mut fds = [
                 PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
                 PollFd::new(from_child.as_fd(), PollFlags::POLLIN),
