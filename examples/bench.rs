@@ -1719,8 +1719,7 @@ mod floor {
 
     /// The relay that waits for its next read awake first, as the daemon does (`server::awake`).
     pub fn copy_both_ways_awake(to_child: File, from_child: File) {
-        let awake_for = ovai::server::awake::awake_for(None).unwrap_or_default();
-        copy_both_ways_waiting(to_child, from_child, awake_for)
+        copy_both_ways_waiting(to_child, from_child, ovai::server::awake::DEFAULT)
     }
 
     fn copy_both_ways_waiting(mut to_child: File, mut from_child: File, awake_for: Duration) {

@@ -88,34 +88,43 @@ fn io_err<'a>(
 /// no cross-thread hand-offs, and the host is spawned (and its parent-death signal tied) to this thread.
 pub fn serve(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError> {
     let legs = crate::legs::start_if_asked();
-    let awake_for = awake::awake_for(std::env::var("OVAI_AWAKE_US").ok().as_deref())
-        .unwrap_or_else(|why| {
-            tracing::warn!("{why}");
-            awake::awake_for(None).unwrap_or_default()
+    let most =
+        awake::most_from(std::env::var("OVAI_AWAKE_US").ok().as_deref()).unwrap_or_else(|bad| {
+            tracing::warn!("{bad}");
+            awake::DEFAULT
         });
-    // Set once the runtime is built: its build opens the epoll it sleeps in.
-    let epolls: Arc<std::sync::OnceLock<Vec<std::os::fd::RawFd>>> = Arc::default();
+    let awake = Arc::new(awake::Awake::new(most));
     let mut runtime = tokio::runtime::Builder::new_current_thread();
     runtime.enable_all();
-    let (timed, found) = (legs.is_some(), epolls.clone());
-    if timed || !awake_for.is_zero() {
-        runtime.on_thread_park(move || {
-            if timed {
-                crate::legs::mark(Step::Sleeps);
-            }
-            if let Some(fds) = found.get().filter(|fds| !fds.is_empty()) {
-                awake::wait(fds, awake_for);
-            }
-        });
+    let timed = legs.is_some();
+    if timed || awake.on() {
+        let (before, after) = (awake.clone(), awake.clone());
+        runtime
+            .on_thread_park(move || {
+                before.before_sleep();
+                if timed {
+                    crate::legs::mark(Step::Sleeps);
+                }
+            })
+            .on_thread_unpark(move || {
+                if timed {
+                    crate::legs::mark(Step::Woke);
+                }
+                after.after_sleep();
+            });
     }
-    if timed {
-        runtime.on_thread_unpark(|| crate::legs::mark(Step::Woke));
-    }
-    let before = awake::epolls();
     let rt = runtime
         .build()
         .map_err(io_err("starting the runtime for", &inst.root))?;
-    let _ = epolls.set(awake::opened_by(&before, awake::epolls()));
+    if awake.on() {
+        let epolls = rt.block_on(async { awake::runtime_epolls() });
+        if epolls.is_empty() {
+            tracing::info!(
+                "the runtime's epoll was not found: the daemon sleeps as soon as it is idle"
+            );
+        }
+        awake.found(epolls);
+    }
     let served = rt.block_on(run(inst, http_listen));
     if let Some(legs) = legs {
         legs.finish();
