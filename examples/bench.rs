@@ -81,6 +81,11 @@ struct Args {
     /// (`OVAI_LEGS`).
     #[arg(long, group = "mode")]
     legs: bool,
+    /// Instead of the cases: N sessions of `ovai mcp` calling the echo plugin without end (4 in flight
+    /// each; 32 for one session), calls/s printed each second: a load to profile (`perf record -p`,
+    /// `perf sched record`) with the pids it prints.
+    #[arg(long, value_name = "N")]
+    load: Option<usize>,
     /// Instead of the cases: host.mjs alone, driven over its fds 3 and 4 as the daemon drives it, beside a
     /// minimal Node process speaking the same protocol: what the host's own code costs a call.
     #[arg(long = "host-alone", group = "mode")]
@@ -126,6 +131,8 @@ fn main() {
         Some("--floor-relay-awake") => {
             return floor::relay(&argv[2..], false, floor::copy_both_ways_awake);
         }
+        Some("--floor-relay-fds") => return floor::relay_to_fds(),
+        Some("--floor-hub") => return floor::hub(&argv[2..]),
         _ => {}
     }
     let args = Args::parse();
@@ -164,6 +171,10 @@ fn main() {
     let mut cases: Vec<(&'static str, Figures, Figures)> = Vec::new();
     let one = Instance::new(&setup, "one", 1);
     let runs = setup.runs;
+    if let Some(n) = args.load {
+        load(&setup, &one, n.max(1));
+        return;
+    }
     if mode == Some("--growth") {
         // Resident memory of the daemon after each further 100,000 calls: growth, or a plateau?
         let (d, _) = Daemon::start(&setup, &one);
@@ -192,6 +203,7 @@ fn main() {
             let _ =
                 calls_counting_cpu(&format!("baseline k={k}"), &pids, &mut c, "p0000", 20000, k);
         }
+        sessions_cpu_per_call(&setup, &one, &d, 16, 4, 5000);
         floor_cpu_per_call(&setup, 20000);
         return;
     }
@@ -222,12 +234,16 @@ fn main() {
         return;
     }
     if mode == Some("--floor") {
-        print_floors(&[], &floor_cases(&setup, runs));
+        let mut floors = floor_cases(&setup, runs);
+        floors.extend(throughput_floor_cases(&setup, runs));
+        print_floors(&[], &floors);
         return;
     }
     if mode == Some("--throughput") {
         throughput_cases(&setup, &one, &mut cases);
+        let floors = throughput_floor_cases(&setup, runs);
         print_table(&machine(), &cases);
+        print_floors(&cases, &floors);
         return;
     }
     if mode == Some("--k1") {
@@ -239,7 +255,7 @@ fn main() {
         return;
     }
     cases.push(k1_case("k1", &setup, &one, "p0000", false));
-    let floors = floor_cases(&setup, runs);
+    let mut floors = floor_cases(&setup, runs);
     cases.push(alternate(
         "attach",
         runs,
@@ -247,6 +263,7 @@ fn main() {
         || baseline_attach(&setup, &one),
     ));
     throughput_cases(&setup, &one, &mut cases);
+    floors.extend(throughput_floor_cases(&setup, runs));
     cases.push(k1_case("builtin_k1", &setup, &one, "index", false));
     http_cases(&setup, &mut cases);
     let thousand = Instance::new(&setup, "thousand", 1000);
@@ -294,10 +311,15 @@ fn main() {
             let mut case =
                 json!({ "ovai": figures_json(o), "baseline": figures_json(b), "ratio": ratio });
             for (awake, key) in [(false, "ratio_to_floor"), (true, "ratio_to_awake_floor")] {
+                let figure = if o.contains_key("p50_us") && !matches!(*name, "k32" | "sessions16") {
+                    "p50_us"
+                } else {
+                    "calls_per_s"
+                };
                 if let Some(floor) = floor_of(name, awake, &floors)
-                    && let (Some(v), Some(f)) = (o.get("p50_us"), floor.get("p50_us"))
+                    && let (Some(v), Some(f)) = (o.get(figure), floor.get(figure))
                 {
-                    case[key] = json!({ "p50_us": round(v / f, 3) });
+                    case[key] = json!({ figure: round(v / f, 3) });
                 }
             }
             out.insert(name.to_string(), case);
@@ -339,6 +361,31 @@ fn k1_case(name: &'static str, setup: &Setup, inst: &Instance, tool: &str, direc
         || calls(setup, inst, 5000, 1, tool),
         || baseline_calls(setup, inst, 5000, 1),
     )
+}
+
+/// What the same process shapes serve at the throughput cases' concurrency with nothing of ovai's in them:
+/// the chain of floor_chain_k1 with 32 calls in flight, and sixteen sessions each through a relay in the
+/// bridge's shape into one hub in the daemon's, in front of one responder.
+fn throughput_floor_cases(setup: &Setup, runs: usize) -> Vec<(&'static str, Figures)> {
+    vec![
+        (
+            "floor_chain_k32",
+            repeat("floor_chain_k32", runs, || {
+                floor_calls_k(
+                    setup,
+                    &["--floor-relay-threads", "--floor-relay"],
+                    200_000,
+                    32,
+                )
+            }),
+        ),
+        (
+            "floor_sessions16",
+            repeat("floor_sessions16", runs, || {
+                floor_sessions_calls(setup, 16, 4, 5_000)
+            }),
+        ),
+    ]
 }
 
 /// What the same process chains cost with nothing of ovai's in them: the floor.
@@ -422,6 +469,8 @@ fn floor_of<'a>(
         ("k1", true) => "floor_chain_awake_k1",
         ("builtin_k1", false) => "floor_builtin_k1",
         ("builtin_k1", true) => "floor_builtin_awake_k1",
+        ("k32", false) => "floor_chain_k32",
+        ("sessions16", false) => "floor_sessions16",
         _ => return None,
     };
     floors.iter().find(|(n, _)| *n == floor).map(|(_, f)| f)
@@ -437,14 +486,31 @@ fn print_floors(cases: &[(&'static str, Figures, Figures)], floors: &[(&'static 
     );
     for (name, f) in floors {
         println!(
-            "{:<22} p50_us {:>8.1}   p99_us {:>8.1}",
+            "{:<22} p50_us {:>8.1}   p99_us {:>8.1}   calls_per_s {:>9.0}",
             name,
             f.get("p50_us").copied().unwrap_or(0.0),
-            f.get("p99_us").copied().unwrap_or(0.0)
+            f.get("p99_us").copied().unwrap_or(0.0),
+            f.get("calls_per_s").copied().unwrap_or(0.0)
         );
     }
     println!();
     for (name, o, b) in cases {
+        let per_s = |f: Option<&Figures>| f.and_then(|f| f.get("calls_per_s").copied());
+        if let ("k32" | "sessions16", Some(v), Some(f), Some(bv)) = (
+            *name,
+            o.get("calls_per_s"),
+            per_s(floor_of(name, false, floors)),
+            b.get("calls_per_s"),
+        ) {
+            println!(
+                "{name}: {v:.0} calls/s = {:.2} × its floor ({f:.0} calls/s), {:.2} × the baseline \
+                 ({bv:.0} calls/s); the floor is {:.2} × the baseline",
+                v / f,
+                v / bv,
+                f / bv
+            );
+            continue;
+        }
         let p50 = |f: Option<&Figures>| f.and_then(|f| f.get("p50_us").copied());
         let (Some(v), Some(f), Some(fa), Some(bv)) = (
             o.get("p50_us"),
@@ -647,7 +713,13 @@ struct Client {
 
 impl Client {
     fn ovai(setup: &Setup, inst: &Instance) -> Self {
-        let mut cmd = Command::new(&setup.ovai);
+        let mut cmd = if std::env::var_os("XBENCH_CHRT").is_some() {
+            let mut c = Command::new("chrt");
+            c.args(["--batch", "0"]).arg(&setup.ovai);
+            c
+        } else {
+            Command::new(&setup.ovai)
+        };
         cmd.arg("mcp")
             .env("OVAI_ROOT", &inst.root)
             .env("OVAI_SECRET", &inst.secret);
@@ -1182,6 +1254,28 @@ fn baseline_calls(setup: &Setup, inst: &Instance, n: usize, k: usize) -> Figures
     latency_figures(lat, wall, failed)
 }
 
+/// `--load`: `n` sessions calling without end, the figures of each second printed.
+fn load(setup: &Setup, inst: &Instance, n: usize) {
+    let (d, _) = Daemon::start(setup, inst);
+    let mut clients = ovai_clients(setup, inst, n);
+    let host = node_in(status(setup, inst)["host"]["pid"].as_u64().unwrap_or(0) as u32);
+    let bridges: Vec<u32> = clients.iter().map(Client::pid).collect();
+    eprintln!(
+        "--load: {n} session(s), {} in flight each; daemon {}, host {host}, bridges {bridges:?}, driver {}",
+        if n == 1 { 32 } else { 4 },
+        d.pid(),
+        std::process::id()
+    );
+    let (k, per) = if n == 1 { (32, 100_000) } else { (4, 5_000) };
+    loop {
+        let f = sessions(&mut clients, per, k);
+        eprintln!(
+            "  {:.0} calls/s, p50 {:.0} µs, p99 {:.0} µs",
+            f["calls_per_s"], f["p50_us"], f["p99_us"]
+        );
+    }
+}
+
 fn sessions(clients: &mut [Client], per_session: usize, k: usize) -> Figures {
     let started = Instant::now();
     let results: Vec<(Vec<Duration>, usize)> = std::thread::scope(|scope| {
@@ -1257,8 +1351,110 @@ fn floor_calls_over(setup: &Setup, relays: &[&str], n: usize) -> Figures {
     latency_figures(lat, wall, failed)
 }
 
+/// `n` calls with `k` in flight through relays started as `relays` say, warmed as ovai's are.
+fn floor_calls_k(setup: &Setup, relays: &[&str], n: usize, k: usize) -> Figures {
+    let mut c = floor_client_over(relays);
+    c.calls("p0000", setup.warm_up(n), k);
+    let (lat, wall, failed) = c.calls("p0000", setup.calls(n), k);
+    latency_figures(lat, wall, failed)
+}
+
 /// What each process of the floor's chain uses per call at K=1, beside ovai's (`--cpu`): with the Rust
 /// responder, and with the minimal Node one.
+/// sessions16's CPU per call by kind of process, ovai's (the daemon, the host, the `n` bridges together,
+/// the driver) beside the baseline's (its `n` processes together): where the throughput with many
+/// sessions goes.
+fn sessions_cpu_per_call(
+    setup: &Setup,
+    inst: &Instance,
+    d: &Daemon,
+    n: usize,
+    k: usize,
+    per: usize,
+) {
+    let host = node_in(status(setup, inst)["host"]["pid"].as_u64().unwrap_or(0) as u32);
+    let mut ovai = ovai_clients(setup, inst, n);
+    let bridges: Vec<u32> = ovai.iter().map(Client::pid).collect();
+    let groups = [
+        ("daemon", vec![d.pid()]),
+        ("host", vec![host]),
+        ("bridges", bridges),
+    ];
+    sessions_counting_cpu(&format!("sessions{n} k={k}"), &groups, &mut ovai, per, k);
+    drop(ovai);
+    let mut baseline: Vec<Client> = (0..n)
+        .map(|_| {
+            let mut c = Client::baseline(setup, inst);
+            c.initialize();
+            c
+        })
+        .collect();
+    let servers = [("baseline", baseline.iter().map(Client::pid).collect())];
+    sessions_counting_cpu(
+        &format!("baseline sessions{n} k={k}"),
+        &servers,
+        &mut baseline,
+        per,
+        k,
+    );
+    drop(baseline);
+    let (mut floor, mut hub) = floor_sessions(n);
+    let responder = child_of(hub.id()).unwrap_or(0);
+    let groups = [
+        ("hub", vec![hub.id()]),
+        ("responder", vec![responder]),
+        ("relays", floor.iter().map(Client::pid).collect()),
+    ];
+    sessions_counting_cpu(
+        &format!("floor sessions{n} k={k}"),
+        &groups,
+        &mut floor,
+        per,
+        k,
+    );
+    drop(floor);
+    let _ = hub.kill();
+    let _ = hub.wait();
+}
+
+/// Calls from every session at once, warmed as `sessions_settled` warms them, and what each group of
+/// processes (and this driver) used per call meanwhile, printed.
+fn sessions_counting_cpu(
+    label: &str,
+    groups: &[(&str, Vec<u32>)],
+    clients: &mut [Client],
+    per: usize,
+    k: usize,
+) {
+    let sum = |pids: &[u32]| {
+        pids.iter()
+            .map(|p| Used::of(*p))
+            .fold(Used::default(), |a, b| Used {
+                cpu_us: a.cpu_us + b.cpu_us,
+                reads: a.reads + b.reads,
+                writes: a.writes + b.writes,
+                sleeps: a.sleeps + b.sleeps,
+            })
+    };
+    sessions(clients, per, k);
+    let me = std::process::id();
+    let before: Vec<Used> = groups.iter().map(|(_, p)| sum(p)).collect();
+    let driver = Used::of(me);
+    let f = sessions(clients, per, k);
+    let n = per * clients.len();
+    let per_group: Vec<String> = groups
+        .iter()
+        .zip(before)
+        .map(|((name, p), b)| format!("{name} {}", sum(p).per_call(b, n)))
+        .collect();
+    eprintln!(
+        "  {label}, {:.0} calls/s, per call: {}, driver {}",
+        f.get("calls_per_s").copied().unwrap_or(0.0),
+        per_group.join(", "),
+        Used::of(me).per_call(driver, n)
+    );
+}
+
 fn floor_cpu_per_call(setup: &Setup, n: usize) {
     for (label, mut c) in [
         ("floor chain k=1", floor_client(2)),
@@ -1342,6 +1538,81 @@ fn floor_client_over(relays: &[&str]) -> Client {
     let mut cmd = Command::new(&me);
     cmd.arg(first).args(args);
     Client::spawn(cmd)
+}
+
+/// `n` sessions, each through a relay in the bridge's shape, into one hub in the daemon's (one poll loop
+/// over every session's pipes) in front of one minimal responder: sessions16's process shape with
+/// nothing of ovai's in it. The hub is kept alive by the clients' relays; it ends when they do.
+fn floor_sessions(n: usize) -> (Vec<Client>, Child) {
+    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    let me = std::env::current_exe().expect("the bench's own path");
+    // Per session: (the relay's write end, the hub's read end), (the hub's write end, the relay's read end).
+    let pipes: Vec<((OwnedFd, OwnedFd), (OwnedFd, OwnedFd))> = (0..n)
+        .map(|_| {
+            let cloexec = nix::fcntl::OFlag::O_CLOEXEC;
+            let (up_r, up_w) = nix::unistd::pipe2(cloexec).expect("a pipe");
+            let (down_r, down_w) = nix::unistd::pipe2(cloexec).expect("a pipe");
+            ((up_w, up_r), (down_w, down_r))
+        })
+        .collect();
+    let hub_fds: Vec<i32> = pipes
+        .iter()
+        .flat_map(|((_, up_r), (down_w, _))| [up_r.as_raw_fd(), down_w.as_raw_fd()])
+        .collect();
+    let mut hub = Command::new(&me);
+    hub.arg("--floor-hub")
+        .args(hub_fds.iter().map(i32::to_string))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    let keep = hub_fds.clone();
+    // SAFETY: between fork and exec only fcntl, which is async-signal-safe.
+    unsafe {
+        hub.pre_exec(move || {
+            for fd in &keep {
+                libc::fcntl(*fd, libc::F_SETFD, 0);
+            }
+            Ok(())
+        });
+    }
+    let hub = hub.spawn().expect("the hub");
+    let clients = pipes
+        .into_iter()
+        .map(|((up_w, up_r), (down_w, down_r))| {
+            drop((up_r, down_w));
+            let (to, from) = (up_w.as_raw_fd(), down_r.as_raw_fd());
+            let mut cmd = Command::new(&me);
+            cmd.arg("--floor-relay-fds");
+            // SAFETY: between fork and exec only fcntl and dup2, which are async-signal-safe. Moved out
+            // of the way first, so that neither is 3 or 4 when the other lands there.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let (to, from) = (
+                        libc::fcntl(to, libc::F_DUPFD_CLOEXEC, 10),
+                        libc::fcntl(from, libc::F_DUPFD_CLOEXEC, 10),
+                    );
+                    if to < 0 || from < 0 || libc::dup2(to, 3) < 0 || libc::dup2(from, 4) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            let c = Client::spawn(cmd);
+            drop((up_w, down_r));
+            c
+        })
+        .collect();
+    (clients, hub)
+}
+
+/// sessions16 with the floor's processes: `n` sessions, `k` in flight each, warmed as ovai's are.
+fn floor_sessions_calls(setup: &Setup, n: usize, k: usize, per: usize) -> Figures {
+    let (mut clients, mut hub) = floor_sessions(n);
+    let f = sessions_settled(&mut clients, setup.calls(per), k);
+    drop(clients);
+    let _ = hub.kill();
+    let _ = hub.wait();
+    f
 }
 
 /// From spawning `ovai mcp` to `tools/list` answered: what a session's start costs.
@@ -1625,7 +1896,7 @@ mod http;
 mod floor {
     use std::fs::File;
     use std::io::{BufRead, Read, Write};
-    use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+    use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
     use std::os::unix::net::UnixStream;
     use std::process::{Command, Stdio};
     use std::time::Duration;
@@ -1709,6 +1980,117 @@ mod floor {
         while let Ok(n @ 1..) = from_child.read(&mut buf) {
             if stdout.write_all(&buf[..n]).is_err() || stdout.flush().is_err() {
                 break;
+            }
+        }
+    }
+
+    /// The bridge's shape of relay in front of the hub: a thread each way between its stdio and the pipes
+    /// it was given as fds 3 (to the hub) and 4 (from it), as `ovai mcp` holds the daemon's pipes.
+    pub fn relay_to_fds() {
+        // SAFETY: the driver dup'd the pipes onto fds 3 and 4 for this process alone.
+        let (to_hub, from_hub) = unsafe { (File::from_raw_fd(3), File::from_raw_fd(4)) };
+        copy_on_threads(to_hub, from_hub);
+    }
+
+    /// The daemon's shape of relay for many sessions: one poll loop over every session's pipe (the pairs
+    /// of fds in `args`: from the session's relay, to it) and one responder behind it, which answers in
+    /// order, so each answer goes back to the session of the oldest line not yet answered. What comes
+    /// in together goes on in one write, as the daemon's writers batch.
+    pub fn hub(args: &[String]) {
+        let fds: Vec<i32> = args.iter().filter_map(|a| a.parse().ok()).collect();
+        // SAFETY: the driver left these fds open for this process alone.
+        let sessions: Vec<(File, File)> = fds
+            .chunks_exact(2)
+            .map(|p| unsafe { (File::from_raw_fd(p[0]), File::from_raw_fd(p[1])) })
+            .collect();
+        let me = std::env::current_exe().expect("the bench's own path");
+        let mut child = Command::new(me)
+            .arg("--floor-responder")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the responder");
+        if let (Some(to_resp), Some(from_resp)) = (child.stdin.take(), child.stdout.take()) {
+            hub_loop(&sessions, to_resp, from_resp);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// The hub's poll loop, until a session or the responder ends.
+    fn hub_loop(
+        sessions: &[(File, File)],
+        mut to_resp: std::process::ChildStdin,
+        mut from_resp: std::process::ChildStdout,
+    ) {
+        let mut partial: Vec<Vec<u8>> = vec![Vec::new(); sessions.len()];
+        let mut out: Vec<Vec<u8>> = vec![Vec::new(); sessions.len()];
+        let mut answers_partial = Vec::new();
+        let mut order = std::collections::VecDeque::new();
+        let mut to_send = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let mut polled: Vec<PollFd> = sessions
+                .iter()
+                .map(|(from, _)| PollFd::new(from.as_fd(), PollFlags::POLLIN))
+                .collect();
+            polled.push(PollFd::new(from_resp.as_fd(), PollFlags::POLLIN));
+            if poll(&mut polled, PollTimeout::NONE).is_err() {
+                break;
+            }
+            let ready: Vec<bool> = polled
+                .iter()
+                .map(|f| {
+                    f.revents()
+                        .is_some_and(|r| r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP))
+                })
+                .collect();
+            drop(polled);
+            for (i, (from, _)) in sessions.iter().enumerate() {
+                if !ready[i] {
+                    continue;
+                }
+                let n = match (&*from).read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => n,
+                };
+                partial[i].extend_from_slice(&buf[..n]);
+                if let Some(end) = partial[i].iter().rposition(|b| *b == b'\n') {
+                    let whole: Vec<u8> = partial[i].drain(..=end).collect();
+                    order.extend(std::iter::repeat_n(
+                        i,
+                        whole.iter().filter(|b| **b == b'\n').count(),
+                    ));
+                    to_send.extend_from_slice(&whole);
+                }
+            }
+            if !to_send.is_empty() {
+                if to_resp.write_all(&to_send).is_err() {
+                    break;
+                }
+                to_send.clear();
+            }
+            if ready[sessions.len()] {
+                let n = match from_resp.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                answers_partial.extend_from_slice(&buf[..n]);
+                let mut start = 0;
+                while let Some(len) = answers_partial[start..].iter().position(|b| *b == b'\n') {
+                    let line = &answers_partial[start..=start + len];
+                    if let Some(i) = order.pop_front() {
+                        out[i].extend_from_slice(line);
+                    }
+                    start += len + 1;
+                }
+                answers_partial.drain(..start);
+                for (i, (_, to)) in sessions.iter().enumerate() {
+                    if !out[i].is_empty() {
+                        let _ = (&*to).write_all(&out[i]);
+                        out[i].clear();
+                    }
+                }
             }
         }
     }
