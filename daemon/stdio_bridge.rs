@@ -41,6 +41,7 @@ const DEFAULT_CONNECT: Duration = Duration::from_secs(10);
 const REPLAY_ID: &str = "ovai-bridge-replay";
 
 pub fn run() -> i32 {
+    relay_in_batches();
     let target = match Target::from_env() {
         Ok(t) => t,
         Err(sentence) => return fail(&sentence),
@@ -48,6 +49,22 @@ pub fn run() -> i32 {
     match target.connect_patiently() {
         Ok(link) => Bridge::new(target).relay(link),
         Err(e) => fail(&e.to_string()),
+    }
+}
+
+/// The bridge's threads (the one made later inherits it) do not preempt the processes they relay for:
+/// on Linux they run as `SCHED_BATCH`, whose wake-ups preempt nobody. A client writing several requests
+/// in a row, or the daemon answering several sessions at once, goes on until it waits, and the bridge
+/// then takes what came in one read, where it had taken each message as it came, a switch of the CPU
+/// each. Where a CPU is free the bridge runs there at once, as before. `OVAI_BRIDGE_BATCH=0` keeps the
+/// ordinary policy.
+fn relay_in_batches() {
+    #[cfg(target_os = "linux")]
+    if std::env::var("OVAI_BRIDGE_BATCH").map_or(true, |v| v.trim() != "0") {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: sets this thread's own policy from a valid parameter; a refusal (a sandbox that forbids
+        // it) leaves the ordinary policy, which only costs speed.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
     }
 }
 

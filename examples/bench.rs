@@ -382,7 +382,15 @@ fn throughput_floor_cases(setup: &Setup, runs: usize) -> Vec<(&'static str, Figu
         (
             "floor_sessions16",
             repeat("floor_sessions16", runs, || {
-                floor_sessions_calls(setup, 16, 4, 5_000)
+                floor_sessions_calls(setup, 16, 4, 5_000, false)
+            }),
+        ),
+        // Not a floor any ratio is taken against: floor_sessions16 with a minimal Node process answering
+        // in the host's place, what a Node host costs the shape by itself.
+        (
+            "floor_sessions16_node",
+            repeat("floor_sessions16_node", runs, || {
+                floor_sessions_calls(setup, 16, 4, 5_000, true)
             }),
         ),
     ]
@@ -1398,7 +1406,7 @@ fn sessions_cpu_per_call(
         k,
     );
     drop(baseline);
-    let (mut floor, mut hub) = floor_sessions(n);
+    let (mut floor, mut hub) = floor_sessions(n, &[]);
     let responder = child_of(hub.id()).unwrap_or(0);
     let groups = [
         ("hub", vec![hub.id()]),
@@ -1543,7 +1551,7 @@ fn floor_client_over(relays: &[&str]) -> Client {
 /// `n` sessions, each through a relay in the bridge's shape, into one hub in the daemon's (one poll loop
 /// over every session's pipes) in front of one minimal responder: sessions16's process shape with
 /// nothing of ovai's in it. The hub is kept alive by the clients' relays; it ends when they do.
-fn floor_sessions(n: usize) -> (Vec<Client>, Child) {
+fn floor_sessions(n: usize, responder: &[&std::ffi::OsStr]) -> (Vec<Client>, Child) {
     use std::os::fd::{AsRawFd, OwnedFd};
     use std::os::unix::process::CommandExt;
     let me = std::env::current_exe().expect("the bench's own path");
@@ -1562,9 +1570,11 @@ fn floor_sessions(n: usize) -> (Vec<Client>, Child) {
         .collect();
     let mut hub = Command::new(&me);
     hub.arg("--floor-hub")
-        .args(hub_fds.iter().map(i32::to_string))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null());
+        .args(hub_fds.iter().map(i32::to_string));
+    if !responder.is_empty() {
+        hub.arg("--").args(responder);
+    }
+    hub.stdin(Stdio::null()).stdout(Stdio::null());
     let keep = hub_fds.clone();
     // SAFETY: between fork and exec only fcntl, which is async-signal-safe.
     unsafe {
@@ -1606,8 +1616,15 @@ fn floor_sessions(n: usize) -> (Vec<Client>, Child) {
 }
 
 /// sessions16 with the floor's processes: `n` sessions, `k` in flight each, warmed as ovai's are.
-fn floor_sessions_calls(setup: &Setup, n: usize, k: usize, per: usize) -> Figures {
-    let (mut clients, mut hub) = floor_sessions(n);
+fn floor_sessions_calls(setup: &Setup, n: usize, k: usize, per: usize, node: bool) -> Figures {
+    let script = setup.work.join("floor-node.mjs");
+    let responder: Vec<&std::ffi::OsStr> = if node {
+        std::fs::write(&script, FLOOR_NODE).expect("the Node responder's script");
+        vec![setup.node.as_os_str(), script.as_os_str()]
+    } else {
+        Vec::new()
+    };
+    let (mut clients, mut hub) = floor_sessions(n, &responder);
     let f = sessions_settled(&mut clients, setup.calls(per), k);
     drop(clients);
     let _ = hub.kill();
@@ -1997,15 +2014,30 @@ mod floor {
     /// order, so each answer goes back to the session of the oldest line not yet answered. What comes
     /// in together goes on in one write, as the daemon's writers batch.
     pub fn hub(args: &[String]) {
-        let fds: Vec<i32> = args.iter().filter_map(|a| a.parse().ok()).collect();
+        // After `--`, the responder's command (a minimal Node process); otherwise this binary's own.
+        let (fds, responder) = match args.iter().position(|a| a == "--") {
+            Some(at) => (&args[..at], &args[at + 1..]),
+            None => (args, &[][..]),
+        };
+        let fds: Vec<i32> = fds.iter().filter_map(|a| a.parse().ok()).collect();
         // SAFETY: the driver left these fds open for this process alone.
         let sessions: Vec<(File, File)> = fds
             .chunks_exact(2)
             .map(|p| unsafe { (File::from_raw_fd(p[0]), File::from_raw_fd(p[1])) })
             .collect();
-        let me = std::env::current_exe().expect("the bench's own path");
-        let mut child = Command::new(me)
-            .arg("--floor-responder")
+        let mut child = match responder.split_first() {
+            Some((program, rest)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(rest);
+                cmd
+            }
+            None => {
+                let mut cmd = Command::new(std::env::current_exe().expect("the bench's own path"));
+                cmd.arg("--floor-responder");
+                cmd
+            }
+        };
+        let mut child = child
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()

@@ -307,3 +307,47 @@ fn a_bridge_whose_daemon_makes_no_pipes_goes_on_over_the_socket() {
     drop(s);
     fake.join().unwrap();
 }
+
+/// The scheduling policy of each thread of a process (field 41 of its stat; 0 ordinary, 3 SCHED_BATCH).
+fn policies_of(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|t| {
+            let stat = std::fs::read_to_string(t.ok()?.path().join("stat")).ok()?;
+            // Fields after the command's closing parenthesis, the third being field 3.
+            let after = stat.rsplit_once(')')?.1;
+            after.split_whitespace().nth(38)?.parse().ok()
+        })
+        .collect()
+}
+
+#[test]
+fn the_bridge_relays_without_preempting_what_it_relays_for_unless_told_not_to() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let mut batch = inst.session("lead");
+    batch.initialize();
+    // Both threads, the client's reader and the daemon's, once the relay runs.
+    let policies = wait_until("the bridge's two threads", || {
+        let p = policies_of(batch.child.id());
+        (p.len() == 2).then_some(p)
+    });
+    assert_eq!(policies, [3, 3], "SCHED_BATCH, each thread");
+    let (text, is_error) = batch.call("index", json!({}));
+    assert!(!is_error, "{text}");
+
+    let mut cmd = std::process::Command::new(OVAI);
+    cmd.arg("mcp")
+        .env("OVAI_ROOT", &inst.root)
+        .env("OVAI_SECRET", inst.secret("lead"))
+        .env("OVAI_BRIDGE_BATCH", "0");
+    let mut ordinary = Session::spawn_command(cmd);
+    ordinary.initialize();
+    let policies = wait_until("the bridge's two threads", || {
+        let p = policies_of(ordinary.child.id());
+        (p.len() == 2).then_some(p)
+    });
+    assert_eq!(policies, [0, 0], "the ordinary policy, each thread");
+}
