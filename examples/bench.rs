@@ -131,7 +131,14 @@ fn main() {
         Some("--floor-relay-awake") => {
             return floor::relay(&argv[2..], false, floor::copy_both_ways_awake);
         }
-        Some("--floor-relay-fds") => return floor::relay_to_fds(),
+        Some("--floor-relay-batch") => {
+            floor::as_batch();
+            return floor::relay(&argv[2..], false, floor::copy_on_threads);
+        }
+        Some("--floor-relay-fds") => {
+            floor::as_batch();
+            return floor::relay_to_fds();
+        }
         Some("--floor-hub") => return floor::hub(&argv[2..]),
         _ => {}
     }
@@ -364,8 +371,9 @@ fn k1_case(name: &'static str, setup: &Setup, inst: &Instance, tool: &str, direc
 }
 
 /// What the same process shapes serve at the throughput cases' concurrency with nothing of ovai's in them:
-/// the chain of floor_chain_k1 with 32 calls in flight, and sixteen sessions each through a relay in the
-/// bridge's shape into one hub in the daemon's, in front of one responder.
+/// a chain of two relays with 32 calls in flight, and sixteen sessions each through a relay into one hub in
+/// the daemon's shape (one poll loop), in front of one responder. The relay nearest the client is the
+/// bridge's shape: a thread each way, scheduled as `SCHED_BATCH`.
 fn throughput_floor_cases(setup: &Setup, runs: usize) -> Vec<(&'static str, Figures)> {
     vec![
         (
@@ -373,7 +381,7 @@ fn throughput_floor_cases(setup: &Setup, runs: usize) -> Vec<(&'static str, Figu
             repeat("floor_chain_k32", runs, || {
                 floor_calls_k(
                     setup,
-                    &["--floor-relay-threads", "--floor-relay"],
+                    &["--floor-relay-batch", "--floor-relay"],
                     200_000,
                     32,
                 )
@@ -982,13 +990,12 @@ fn scaling(setup: &Setup, one: &Instance) {
         for _ in 0..setup.runs {
             let (d, _) = Daemon::start(setup, one);
             let mut clients = ovai_clients(setup, one, n);
-            for c in &mut clients {
-                c.calls("p0000", 10, 1);
-            }
-            let total = setup.calls(16_000);
+            // Warmed as sessions16 is, every session calling at once as many times as it will be measured.
+            let per = (setup.calls(64_000) / n).max(20);
+            sessions(&mut clients, per, 4);
             let before = Used::of(d.pid()).cpu_us;
-            let mut f = sessions(&mut clients, (total / n).max(20), 4);
-            let calls = ((total / n).max(20) * n) as f64;
+            let mut f = sessions(&mut clients, per, 4);
+            let calls = (per * n) as f64;
             f.insert("cpu", (Used::of(d.pid()).cpu_us - before) / calls);
             rows.push(f);
         }
@@ -1999,6 +2006,14 @@ mod floor {
                 break;
             }
         }
+    }
+
+    /// This thread and those it makes run as `SCHED_BATCH`, as `ovai mcp`'s do: the throughput floors' first
+    /// relay is the bridge's shape, its scheduling included.
+    pub fn as_batch() {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: sets this thread's own policy from a valid parameter.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
     }
 
     /// The bridge's shape of relay in front of the hub: a thread each way between its stdio and the pipes
