@@ -173,12 +173,7 @@ fn a_seat_added_while_serving_connects_without_a_restart_and_a_removed_one_is_en
 #[test]
 fn a_session_started_before_the_daemon_waits_for_it() {
     let inst = Instance::with_plugins(&[("who.mjs", ECHO_CTX)]);
-    let mut cmd = std::process::Command::new(OVAI);
-    cmd.arg("mcp")
-        .env("OVAI_ROOT", &inst.root)
-        .env("OVAI_SECRET", inst.secret("lead"))
-        .env("OVAI_CONNECT_SECONDS", "60");
-    let mut s = Session::spawn_command(cmd);
+    let mut s = inst.session_with_env("lead", &[("OVAI_CONNECT_SECONDS", "60")]);
     // The client's first request arrives while no daemon runs; it is answered once one is up.
     let id = s.send_request(
         "initialize",

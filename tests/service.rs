@@ -351,12 +351,7 @@ fn an_initialize_the_daemon_took_with_it_is_replayed_to_the_next_one_and_answere
 fn a_bridge_whose_daemon_never_returns_answers_and_exits_with_a_sentence() {
     let inst = Instance::with_plugins(&[("slow.mjs", SLOW)]);
     let d = inst.start();
-    let mut cmd = std::process::Command::new(OVAI);
-    cmd.arg("mcp")
-        .env("OVAI_ROOT", &inst.root)
-        .env("OVAI_SECRET", inst.secret("lead"))
-        .env("OVAI_RECONNECT_SECONDS", "1");
-    let mut s = Session::spawn_command(cmd);
+    let mut s = inst.session_with_env("lead", &[("OVAI_RECONNECT_SECONDS", "1")]);
     s.initialize();
     let pending = s.send_request("tools/call", json!({ "name": "slow", "arguments": {} }));
     assert!(!s.call("room", json!({ "last": 0 })).1);

@@ -338,12 +338,7 @@ fn the_bridge_relays_without_preempting_what_it_relays_for_unless_told_not_to() 
     let (text, is_error) = batch.call("index", json!({}));
     assert!(!is_error, "{text}");
 
-    let mut cmd = std::process::Command::new(OVAI);
-    cmd.arg("mcp")
-        .env("OVAI_ROOT", &inst.root)
-        .env("OVAI_SECRET", inst.secret("lead"))
-        .env("OVAI_BRIDGE_BATCH", "0");
-    let mut ordinary = Session::spawn_command(cmd);
+    let mut ordinary = inst.session_with_env("lead", &[("OVAI_BRIDGE_BATCH", "0")]);
     ordinary.initialize();
     let policies = wait_until("the bridge's two threads", || {
         let p = policies_of(ordinary.child.id());

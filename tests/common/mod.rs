@@ -146,6 +146,16 @@ impl Instance {
         Daemon::start(self)
     }
 
+    /// Connects a session for `seat` through `ovai mcp` with `env` set for it besides the seat's own.
+    pub fn session_with_env(&self, seat: &str, env: &[(&str, &str)]) -> Session {
+        let mut cmd = Command::new(OVAI);
+        cmd.arg("mcp")
+            .env("OVAI_ROOT", &self.root)
+            .env("OVAI_SECRET", self.secret(seat))
+            .envs(env.iter().copied());
+        Session::spawn_command(cmd)
+    }
+
     /// Connects a session for `seat` through `ovai mcp`, the way a client started in its desk does.
     pub fn session(&self, seat: &str) -> Session {
         Session::spawn(
