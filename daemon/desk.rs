@@ -214,12 +214,25 @@ pub fn write_server_entry(
     let path = mcp_json(desk);
     let mut doc = writable_doc(&path)?;
     let entry = match reach {
-        Reach::Bridge { exe } => json!({
-            "type": "stdio",
-            "command": exe.display().to_string(),
-            "args": ["mcp"],
-            "env": { "OVAI_ROOT": inst.root.display().to_string(), "OVAI_SECRET": secret }
-        }),
+        Reach::Bridge { exe } => {
+            // Settings the person added to the bridge's environment (OVAI_CONNECT_SECONDS,
+            // OVAI_BRIDGE_BATCH, …) stay through a rotate or a rebuild; the root and the secret are ours.
+            let mut env = doc
+                .get("mcpServers")
+                .and_then(|s| s.get(SERVER_NAME))
+                .and_then(|e| e.get("env"))
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            env.insert("OVAI_ROOT".into(), inst.root.display().to_string().into());
+            env.insert("OVAI_SECRET".into(), secret.into());
+            json!({
+                "type": "stdio",
+                "command": exe.display().to_string(),
+                "args": ["mcp"],
+                "env": env
+            })
+        }
         Reach::Url { url } => json!({
             "type": "http",
             "url": url,

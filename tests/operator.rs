@@ -88,6 +88,35 @@ fn logs_print_the_latest_rows_across_the_rotated_file_and_follow() {
 }
 
 #[test]
+fn a_rotate_or_a_rebuild_keeps_what_the_person_added_to_the_bridges_environment() {
+    let inst = Instance::new();
+    let path = inst.root.join("desks/lead/.mcp.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    doc["mcpServers"]["openovai"]["env"]["OVAI_BRIDGE_BATCH"] = json!("0");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    let old = inst.secret("lead");
+    for change in [&["seat", "rotate", "lead"][..], &["seat", "rebuild"][..]] {
+        inst.cmd().args(change).assert().success();
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let env = &doc["mcpServers"]["openovai"]["env"];
+        assert_eq!(env["OVAI_BRIDGE_BATCH"], json!("0"), "{change:?}: {doc}");
+        assert_eq!(
+            env["OVAI_SECRET"],
+            json!(inst.secret("lead")),
+            "{change:?}: {doc}"
+        );
+        assert_eq!(
+            env["OVAI_ROOT"],
+            json!(inst.root.display().to_string()),
+            "{doc}"
+        );
+    }
+    assert_ne!(inst.secret("lead"), old);
+}
+
+#[test]
 fn seat_rotate_refuses_the_old_secret_ends_its_session_and_keeps_the_leader() {
     let inst = Instance::with_plugins(&[("echo.mjs", TOOL)]);
     let _d = inst.start();
