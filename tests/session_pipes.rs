@@ -323,26 +323,58 @@ fn policies_of(pid: u32) -> Vec<u32> {
         .collect()
 }
 
+/// The policies of a bridge's two threads, once both run (the client's reader and the daemon's).
+fn bridge_policies(s: &Session) -> Vec<u32> {
+    wait_until("the bridge's two threads", || {
+        let p = policies_of(s.child.id());
+        (p.len() == 2).then_some(p)
+    })
+}
+
 #[test]
 fn the_bridge_relays_without_preempting_what_it_relays_for_unless_told_not_to() {
     let inst = Instance::new();
     let _d = inst.start();
     let mut batch = inst.session("lead");
     batch.initialize();
-    // Both threads, the client's reader and the daemon's, once the relay runs.
-    let policies = wait_until("the bridge's two threads", || {
-        let p = policies_of(batch.child.id());
-        (p.len() == 2).then_some(p)
-    });
-    assert_eq!(policies, [3, 3], "SCHED_BATCH, each thread");
+    assert_eq!(bridge_policies(&batch), [3, 3], "SCHED_BATCH, each thread");
     let (text, is_error) = batch.call("index", json!({}));
     assert!(!is_error, "{text}");
 
     let mut ordinary = inst.session_with_env("lead", &[("OVAI_BRIDGE_BATCH", "0")]);
     ordinary.initialize();
-    let policies = wait_until("the bridge's two threads", || {
-        let p = policies_of(ordinary.child.id());
-        (p.len() == 2).then_some(p)
+    assert_eq!(bridge_policies(&ordinary), [0, 0], "the ordinary policy");
+
+    // A value that is neither 0 nor 1 is named, and the default taken.
+    let mut unclear = inst.session_with_env("lead", &[("OVAI_BRIDGE_BATCH", "false")]);
+    unclear.initialize();
+    assert_eq!(bridge_policies(&unclear), [3, 3]);
+    let said = wait_until("the bridge's sentence on stderr", || {
+        let said = unclear.stderr.lock().unwrap().clone();
+        said.contains("Using 1.").then_some(said)
     });
-    assert_eq!(policies, [0, 0], "the ordinary policy, each thread");
+    assert!(
+        said.contains("OVAI_BRIDGE_BATCH is \"false\"; it is 0 (the bridge's threads keep"),
+        "{said}"
+    );
+
+    // A bridge started under another policy than the ordinary one keeps it.
+    let mut cmd = std::process::Command::new(OVAI);
+    cmd.arg("mcp")
+        .env("OVAI_ROOT", &inst.root)
+        .env("OVAI_SECRET", inst.secret("lead"))
+        .env_remove("OVAI_BRIDGE_BATCH");
+    // SAFETY: between fork and exec only sched_setscheduler, which is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            let param = libc::sched_param { sched_priority: 0 };
+            if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut idle = Session::spawn_command(cmd);
+    idle.initialize();
+    assert_eq!(bridge_policies(&idle), [5, 5], "SCHED_IDLE, as started");
 }

@@ -146,23 +146,22 @@ impl Instance {
         Daemon::start(self)
     }
 
-    /// Connects a session for `seat` through `ovai mcp` with `env` set for it besides the seat's own.
+    /// Connects a session for `seat` through `ovai mcp` with `env` set for it besides the seat's own, started
+    /// in its desk. The bridge's own settings come from `env` alone, never from the shell running the tests.
     pub fn session_with_env(&self, seat: &str, env: &[(&str, &str)]) -> Session {
         let mut cmd = Command::new(OVAI);
         cmd.arg("mcp")
+            .current_dir(self.root.join("desks").join(seat))
             .env("OVAI_ROOT", &self.root)
             .env("OVAI_SECRET", self.secret(seat))
+            .env_remove("OVAI_BRIDGE_BATCH")
             .envs(env.iter().copied());
         Session::spawn_command(cmd)
     }
 
     /// Connects a session for `seat` through `ovai mcp`, the way a client started in its desk does.
     pub fn session(&self, seat: &str) -> Session {
-        Session::spawn(
-            &self.root,
-            Some(&self.secret(seat)),
-            Some(&self.root.join("desks").join(seat)),
-        )
+        self.session_with_env(seat, &[])
     }
 }
 
