@@ -4,12 +4,19 @@
 //! a deep idle state), every wake-up of a sleeping process costs the waker and the woken tens of µs: a
 //! plugin call one at a time wakes the daemon twice (the host's answer, the session's next request), and
 //! the CPU it slept on has to come back first. Before the runtime sleeps in `epoll_wait`, this polls its
-//! epoll for a while: a descriptor's event that comes in that time finds the daemon awake, and whoever sent
-//! it wakes nobody. (A timer has no descriptor: one due meanwhile fires at the window's end, at most
-//! `OVAI_AWAKE_US` late.) How long is learnt as the kernel's own halt polling learns it (`cpuidle-haltpoll`): the window
-//! grows while the daemon's sleeps are short and shrinks to nothing while they are long, so an idle
-//! daemon (a ping every half second) or one waiting on slow plugins polls for nothing, and a busy one
-//! polls for at most `OVAI_AWAKE_US` µs (100 unless set; 0: never) per sleep.
+//! epoll for a while, yielding the CPU between polls to whatever else is runnable on it: a descriptor's
+//! event that comes in that time finds the daemon awake, and whoever sent it wakes nobody. How long is
+//! learnt as the kernel's own halt polling learns it (`cpuidle-haltpoll`): the window grows while the
+//! daemon's sleeps are short and shrinks to nothing while they are long, so an idle daemon (a ping every
+//! half second) or one waiting on slow plugins polls for nothing, and a busy one polls for at most
+//! `OVAI_AWAKE_US` µs (100 unless set; 0: never) per sleep.
+//!
+//! A CPU shared with a process that runs for long (a build, a test run) is another matter: a yield hands
+//! it a whole slice, milliseconds, and an event that comes meanwhile finds the daemon runnable but not
+//! running, where a sleeping daemon would have been woken ahead of it. A yield that kept the daemon away
+//! longer than twice the most it waits therefore ends waiting awake, for a number of sleeps that doubles
+//! while it keeps happening. (Timers have no descriptor: one due during a wait fires at its end, late by
+//! the window, or once in such a while by another process's slice.)
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::Mutex;
@@ -98,31 +105,35 @@ pub enum Woke {
     Event,
     /// None came in time: the runtime sleeps.
     Waited,
+    /// A yield gave the CPU away for long: another process wants it, and the runtime sleeps.
+    Crowded,
 }
 
-/// Polls the epolls until one has an event or `bound` has passed.
-pub fn wait(epolls: &[RawFd], bound: Duration) -> Woke {
+/// Polls the epolls until one has an event or `bound` has passed, yielding the CPU between polls; gives
+/// up once one round of polling and yielding took longer than `crowded` (another process had the CPU).
+pub fn wait(epolls: &[BorrowedFd<'_>], bound: Duration, crowded: Duration) -> Woke {
     let started = Instant::now();
-    // SAFETY: the caller's descriptors stay open for this call (the runtime's epolls while it runs).
-    let borrowed: Vec<BorrowedFd<'_>> = epolls
-        .iter()
-        .map(|&fd| unsafe { BorrowedFd::borrow_raw(fd) })
-        .collect();
-    let mut fds: Vec<PollFd<'_>> = borrowed
+    let mut fds: Vec<PollFd<'_>> = epolls
         .iter()
         .map(|fd| PollFd::new(fd.as_fd(), PollFlags::POLLIN))
         .collect();
+    let mut last = started;
     loop {
         // An error (a descriptor gone) ends the wait too: the runtime's own wait says what it is.
         if poll(&mut fds, PollTimeout::ZERO) != Ok(0) {
             return Woke::Event;
         }
-        if started.elapsed() >= bound {
+        let now = Instant::now();
+        // Kept away, by a yield or by the scheduler between two polls: someone else wants this CPU.
+        if now - last > crowded {
+            return Woke::Crowded;
+        }
+        if now - started >= bound {
             return Woke::Waited;
         }
-        // Whatever else is runnable on this CPU runs first: waiting awake is for a CPU nobody else
-        // wants. Spinning instead held the CPU from the sessions' bridges and the plugin host when they
-        // had work (sixteen sessions: 131,000–136,000 calls/s spinning, 137,000–148,000 yielding), and
+        last = now;
+        // Whatever else is runnable on this CPU runs first: waiting awake is for a CPU nobody else wants.
+        // Spinning held it from the bridges and the plugin host when they had work (the log, 2026-12-04);
         // with nobody else runnable the yield returns at once.
         let _ = nix::sched::sched_yield();
     }
@@ -140,7 +151,21 @@ struct Learnt {
     window: Duration,
     /// When the daemon went to sleep after waiting awake for nothing (or not at all).
     slept_at: Option<Instant>,
+    /// Sleeps still to go without waiting awake, since a wait found the CPU crowded.
+    skip: u32,
+    /// How many sleeps the next crowded wait skips: doubled each time, forgotten once none has been
+    /// crowded for `CROWDED_FORGOTTEN`.
+    backoff: u32,
+    /// When a wait last found the CPU crowded.
+    crowded_at: Option<Instant>,
 }
+
+/// The sleeps a first crowded wait skips, and the most any does: with a process holding the CPU for
+/// good, one wait in this many costs it a slice of that process's time.
+const SKIP_FIRST: u32 = 16;
+const SKIP_MOST: u32 = 4096;
+/// How long after the last crowded wait the back-off starts again from `SKIP_FIRST`.
+const CROWDED_FORGOTTEN: Duration = Duration::from_secs(10);
 
 impl Awake {
     pub fn new(most: Duration) -> Self {
@@ -149,7 +174,7 @@ impl Awake {
             most,
             state: Mutex::new(Learnt {
                 window: most,
-                slept_at: None,
+                ..Learnt::default()
             }),
         }
     }
@@ -169,9 +194,31 @@ impl Awake {
         let Some(epolls) = self.epolls.get().filter(|e| !e.is_empty()) else {
             return;
         };
-        let window = lock(&self.state).window;
-        if !window.is_zero() && wait(epolls, window) == Woke::Event {
-            return;
+        let window = {
+            let mut state = lock(&self.state);
+            if state.skip > 0 {
+                state.skip -= 1;
+                Duration::ZERO
+            } else {
+                state.window
+            }
+        };
+        if !window.is_zero() {
+            // SAFETY: the runtime's epolls stay open while it runs, and this runs only inside its park.
+            let borrowed: Vec<BorrowedFd<'_>> = epolls
+                .iter()
+                .map(|&fd| unsafe { BorrowedFd::borrow_raw(fd) })
+                .collect();
+            let woke = wait(&borrowed, window, self.most * 2);
+            let mut state = lock(&self.state);
+            let since = state.crowded_at.map(|at| at.elapsed());
+            (state.skip, state.backoff) = after_wait(&woke, state.backoff, since);
+            if woke == Woke::Crowded {
+                state.crowded_at = Some(Instant::now());
+            }
+            if woke == Woke::Event {
+                return;
+            }
         }
         lock(&self.state).slept_at = Some(Instant::now());
     }
@@ -186,13 +233,29 @@ impl Awake {
     }
 }
 
+/// The sleeps to skip and the back-off after a wait that ended as `woke`, with `backoff` the one before
+/// and the last crowded wait `since` ago.
+fn after_wait(woke: &Woke, backoff: u32, since: Option<Duration>) -> (u32, u32) {
+    let backoff = match since {
+        Some(since) if since < CROWDED_FORGOTTEN => backoff,
+        _ => 0,
+    };
+    if *woke == Woke::Crowded {
+        let skip = backoff.saturating_mul(2).clamp(SKIP_FIRST, SKIP_MOST);
+        (skip, skip)
+    } else {
+        (0, backoff)
+    }
+}
+
 /// The window after a sleep that lasted `gap` from the daemon's park (awake and asleep, and the wake-up
-/// itself, which is what the window saves): doubled (from an eighth of the most) when it came within twice
-/// the most, halved (to nothing, below an eighth) when not. The slack keeps events that come a little under
-/// the most apart, measured with their wake-up on top, from shrinking the window for good.
+/// itself, which is what the window saves): doubled (from an eighth of the most) when it came within the
+/// most, halved (to nothing, below an eighth) when not. Below the most the slack is twice that: events
+/// that come a little under the window's most apart, measured with their wake-up on top, then grow it back
+/// rather than shrink it for good; at the most an event it missed could not have been caught.
 fn next_window(window: Duration, gap: Duration, most: Duration) -> Duration {
     let start = most / 8;
-    if gap <= most * 2 {
+    if gap <= most || (window < most && gap <= most * 2) {
         (window * 2).clamp(start, most)
     } else if window / 2 < start {
         Duration::ZERO
@@ -225,8 +288,10 @@ mod tests {
         let most = Duration::from_micros(100);
         let us = Duration::from_micros;
         let mut window = most;
-        // Events 90 µs apart, 30 more with the wake-up, keep the window where it is.
-        assert_eq!(next_window(most, us(120), most), most);
+        // Below the most, events 90 µs apart, 30 more with the wake-up, grow the window back.
+        assert_eq!(next_window(most / 2, us(120), most), most);
+        // At the most, events 150 µs apart are never caught: the window shrinks rather than poll for them.
+        assert_eq!(next_window(most, us(150), most), most / 2);
         // A daemon whose only events are a ping every half second stops waiting awake.
         for _ in 0..4 {
             window = next_window(window, Duration::from_millis(500), most);
@@ -243,6 +308,28 @@ mod tests {
     }
 
     #[test]
+    fn a_crowded_cpu_ends_waiting_awake_for_sleeps_that_double_while_it_lasts() {
+        let recent = Some(Duration::from_millis(50));
+        let mut backoff = 0;
+        let mut skips = Vec::new();
+        for _ in 0..10 {
+            let skip;
+            (skip, backoff) = after_wait(&Woke::Crowded, backoff, recent);
+            skips.push(skip);
+        }
+        assert_eq!(skips, [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 4096]);
+        // A wait that was not crowded skips nothing itself, and the back-off stands while the last
+        // crowded one is recent: a process holding the CPU costs the daemon one slice in 4,096 sleeps.
+        assert_eq!(after_wait(&Woke::Event, 4096, recent), (0, 4096));
+        assert_eq!(after_wait(&Woke::Waited, 4096, recent), (0, 4096));
+        // Ten seconds without a crowded wait and it starts again from the first.
+        let long_ago = Some(Duration::from_secs(11));
+        assert_eq!(after_wait(&Woke::Waited, 4096, long_ago), (0, 0));
+        assert_eq!(after_wait(&Woke::Crowded, 4096, long_ago), (16, 16));
+        assert_eq!(after_wait(&Woke::Crowded, 0, None), (16, 16));
+    }
+
+    #[test]
     fn the_wait_ends_on_an_event_of_the_runtime_and_otherwise_at_its_bound() {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -251,6 +338,13 @@ mod tests {
         let (before, after) = rt.block_on(async {
             let epolls = runtime_epolls();
             assert!(!epolls.is_empty(), "the runtime's epoll is found");
+            // SAFETY: the runtime's epolls stay open while it runs, as it does throughout.
+            let epolls: Vec<BorrowedFd<'_>> = epolls
+                .iter()
+                .map(|&fd| unsafe { BorrowedFd::borrow_raw(fd) })
+                .collect();
+            // Never crowded: a busy test machine may keep a yield away for long.
+            let never = Duration::MAX;
             let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
             ours.set_nonblocking(true).expect("non-blocking");
             let ours = tokio::net::UnixStream::from_std(ours).expect("registered");
@@ -261,14 +355,14 @@ mod tests {
             let mut before = Woke::Event;
             for _ in 0..5 {
                 tokio::time::sleep(Duration::from_millis(5)).await;
-                before = wait(&epolls, Duration::from_millis(1));
+                before = wait(&epolls, Duration::from_millis(1), never);
                 if before == Woke::Waited {
                     break;
                 }
             }
             theirs.write_all(b"x").expect("a byte");
             // A bound no test waits out: only the event ends this wait.
-            let after = wait(&epolls, Duration::from_secs(60));
+            let after = wait(&epolls, Duration::from_secs(60), never);
             drop(ours);
             (before, after)
         });
