@@ -81,11 +81,15 @@ struct Args {
     /// (`OVAI_LEGS`).
     #[arg(long, group = "mode")]
     legs: bool,
-    /// Instead of the cases: N sessions of `ovai mcp` calling the echo plugin without end (4 in flight
-    /// each; 32 for one session), calls/s printed each second: a load to profile (`perf record -p`,
-    /// `perf sched record`) with the pids it prints.
-    #[arg(long, value_name = "N")]
-    load: Option<usize>,
+    /// Instead of the cases: N sessions of `ovai mcp` calling the echo plugin (4 in flight each; 32 for
+    /// one session) in rounds of 80,000 calls (100,000 for one session), the figures of each round
+    /// printed, for `--seconds`: a load to profile (`perf record -p`, `perf sched record`) with the pids
+    /// it prints. Every session's thread ends with its round, so rounds have short gaps between them.
+    #[arg(long, value_name = "N", group = "mode", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    load: Option<u64>,
+    /// How long `--load` runs, in seconds; then it stops its daemon and sessions and exits.
+    #[arg(long, default_value_t = 30, requires = "load")]
+    seconds: u64,
     /// Instead of the cases: host.mjs alone, driven over its fds 3 and 4 as the daemon drives it, beside a
     /// minimal Node process speaking the same protocol: what the host's own code costs a call.
     #[arg(long = "host-alone", group = "mode")]
@@ -132,13 +136,9 @@ fn main() {
             return floor::relay(&argv[2..], false, floor::copy_both_ways_awake);
         }
         Some("--floor-relay-batch") => {
-            floor::as_batch();
-            return floor::relay(&argv[2..], false, floor::copy_on_threads);
+            return floor::relay(&argv[2..], false, floor::copy_on_threads_batched);
         }
-        Some("--floor-relay-fds") => {
-            floor::as_batch();
-            return floor::relay_to_fds();
-        }
+        Some("--floor-relay-fds") => return floor::relay_to_fds(&argv[2..]),
         Some("--floor-hub") => return floor::hub(&argv[2..]),
         _ => {}
     }
@@ -179,7 +179,7 @@ fn main() {
     let one = Instance::new(&setup, "one", 1);
     let runs = setup.runs;
     if let Some(n) = args.load {
-        load(&setup, &one, n.max(1));
+        load(&setup, &one, n as usize, Duration::from_secs(args.seconds));
         return;
     }
     if mode == Some("--growth") {
@@ -729,13 +729,7 @@ struct Client {
 
 impl Client {
     fn ovai(setup: &Setup, inst: &Instance) -> Self {
-        let mut cmd = if std::env::var_os("XBENCH_CHRT").is_some() {
-            let mut c = Command::new("chrt");
-            c.args(["--batch", "0"]).arg(&setup.ovai);
-            c
-        } else {
-            Command::new(&setup.ovai)
-        };
+        let mut cmd = Command::new(&setup.ovai);
         cmd.arg("mcp")
             .env("OVAI_ROOT", &inst.root)
             .env("OVAI_SECRET", &inst.secret);
@@ -1270,7 +1264,7 @@ fn baseline_calls(setup: &Setup, inst: &Instance, n: usize, k: usize) -> Figures
 }
 
 /// `--load`: `n` sessions calling without end, the figures of each second printed.
-fn load(setup: &Setup, inst: &Instance, n: usize) {
+fn load(setup: &Setup, inst: &Instance, n: usize, for_how_long: Duration) {
     let (d, _) = Daemon::start(setup, inst);
     let mut clients = ovai_clients(setup, inst, n);
     let host = node_in(status(setup, inst)["host"]["pid"].as_u64().unwrap_or(0) as u32);
@@ -1281,8 +1275,13 @@ fn load(setup: &Setup, inst: &Instance, n: usize) {
         d.pid(),
         std::process::id()
     );
-    let (k, per) = if n == 1 { (32, 100_000) } else { (4, 5_000) };
-    loop {
+    let (k, per) = if n == 1 {
+        (32, 100_000)
+    } else {
+        (4, 80_000 / n)
+    };
+    let until = Instant::now() + for_how_long;
+    while Instant::now() < until {
         let f = sessions(&mut clients, per, k);
         eprintln!(
             "  {:.0} calls/s, p50 {:.0} µs, p99 {:.0} µs",
@@ -1374,8 +1373,6 @@ fn floor_calls_k(setup: &Setup, relays: &[&str], n: usize, k: usize) -> Figures 
     latency_figures(lat, wall, failed)
 }
 
-/// What each process of the floor's chain uses per call at K=1, beside ovai's (`--cpu`): with the Rust
-/// responder, and with the minimal Node one.
 /// sessions16's CPU per call by kind of process, ovai's (the daemon, the host, the `n` bridges together,
 /// the driver) beside the baseline's (its `n` processes together): where the throughput with many
 /// sessions goes.
@@ -1414,7 +1411,9 @@ fn sessions_cpu_per_call(
     );
     drop(baseline);
     let (mut floor, mut hub) = floor_sessions(n, &[]);
-    let responder = child_of(hub.id()).unwrap_or(0);
+    // A call answered means the hub has started its responder.
+    floor[0].calls("p0000", 1, 1);
+    let responder = child_of(hub.id()).expect("the floor hub's responder");
     let groups = [
         ("hub", vec![hub.id()]),
         ("responder", vec![responder]),
@@ -1470,6 +1469,8 @@ fn sessions_counting_cpu(
     );
 }
 
+/// What each process of the floor's chain uses per call at K=1, beside ovai's (`--cpu`): with the Rust
+/// responder, and with the minimal Node one.
 fn floor_cpu_per_call(setup: &Setup, n: usize) {
     for (label, mut c) in [
         ("floor chain k=1", floor_client(2)),
@@ -1560,7 +1561,6 @@ fn floor_client_over(relays: &[&str]) -> Client {
 /// nothing of ovai's in it. The hub is kept alive by the clients' relays; it ends when they do.
 fn floor_sessions(n: usize, responder: &[&std::ffi::OsStr]) -> (Vec<Client>, Child) {
     use std::os::fd::{AsRawFd, OwnedFd};
-    use std::os::unix::process::CommandExt;
     let me = std::env::current_exe().expect("the bench's own path");
     // Per session: (the relay's write end, the hub's read end), (the hub's write end, the relay's read end).
     let pipes: Vec<((OwnedFd, OwnedFd), (OwnedFd, OwnedFd))> = (0..n)
@@ -1582,44 +1582,39 @@ fn floor_sessions(n: usize, responder: &[&std::ffi::OsStr]) -> (Vec<Client>, Chi
         hub.arg("--").args(responder);
     }
     hub.stdin(Stdio::null()).stdout(Stdio::null());
-    let keep = hub_fds.clone();
-    // SAFETY: between fork and exec only fcntl, which is async-signal-safe.
-    unsafe {
-        hub.pre_exec(move || {
-            for fd in &keep {
-                libc::fcntl(*fd, libc::F_SETFD, 0);
-            }
-            Ok(())
-        });
-    }
+    kept_open_across_exec(&mut hub, hub_fds);
     let hub = hub.spawn().expect("the hub");
     let clients = pipes
         .into_iter()
         .map(|((up_w, up_r), (down_w, down_r))| {
             drop((up_r, down_w));
-            let (to, from) = (up_w.as_raw_fd(), down_r.as_raw_fd());
+            let fds = vec![up_w.as_raw_fd(), down_r.as_raw_fd()];
             let mut cmd = Command::new(&me);
-            cmd.arg("--floor-relay-fds");
-            // SAFETY: between fork and exec only fcntl and dup2, which are async-signal-safe. Moved out
-            // of the way first, so that neither is 3 or 4 when the other lands there.
-            unsafe {
-                cmd.pre_exec(move || {
-                    let (to, from) = (
-                        libc::fcntl(to, libc::F_DUPFD_CLOEXEC, 10),
-                        libc::fcntl(from, libc::F_DUPFD_CLOEXEC, 10),
-                    );
-                    if to < 0 || from < 0 || libc::dup2(to, 3) < 0 || libc::dup2(from, 4) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
+            cmd.arg("--floor-relay-fds")
+                .args(fds.iter().map(i32::to_string));
+            kept_open_across_exec(&mut cmd, fds);
             let c = Client::spawn(cmd);
             drop((up_w, down_r));
             c
         })
         .collect();
     (clients, hub)
+}
+
+/// `fds`, opened close-on-exec, are kept open in the process `cmd` starts (which is told their numbers).
+fn kept_open_across_exec(cmd: &mut Command, fds: Vec<i32>) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec only fcntl, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            for fd in &fds {
+                if libc::fcntl(*fd, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
 }
 
 /// sessions16 with the floor's processes: `n` sessions, `k` in flight each, warmed as ovai's are.
@@ -1920,7 +1915,7 @@ mod http;
 mod floor {
     use std::fs::File;
     use std::io::{BufRead, Read, Write};
-    use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+    use std::os::fd::{AsFd, FromRawFd, OwnedFd};
     use std::os::unix::net::UnixStream;
     use std::process::{Command, Stdio};
     use std::time::Duration;
@@ -2008,25 +2003,39 @@ mod floor {
         }
     }
 
-    /// This thread and those it makes run as `SCHED_BATCH`, as `ovai mcp`'s do: the throughput floors' first
-    /// relay is the bridge's shape, its scheduling included.
-    pub fn as_batch() {
-        let param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: sets this thread's own policy from a valid parameter.
-        unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
+    /// `copy_on_threads` scheduled as `ovai mcp` is (`SCHED_BATCH`): the throughput floors' first relay is
+    /// the bridge's shape, its scheduling included. Set once the next process is started, which keeps
+    /// the ordinary policy, as the daemon and the host do.
+    pub fn copy_on_threads_batched(to_child: File, from_child: File) {
+        ovai::stdio_bridge::schedule_as_batch();
+        copy_on_threads(to_child, from_child);
     }
 
-    /// The bridge's shape of relay in front of the hub: a thread each way between its stdio and the pipes
-    /// it was given as fds 3 (to the hub) and 4 (from it), as `ovai mcp` holds the daemon's pipes.
-    pub fn relay_to_fds() {
-        // SAFETY: the driver dup'd the pipes onto fds 3 and 4 for this process alone.
-        let (to_hub, from_hub) = unsafe { (File::from_raw_fd(3), File::from_raw_fd(4)) };
+    /// The bridge's shape of relay in front of the hub: a thread each way between its stdio and the two
+    /// pipes whose descriptors `args` gives (to the hub, from it), as `ovai mcp` holds the daemon's pipes.
+    pub fn relay_to_fds(args: &[String]) {
+        let fds: Vec<i32> = args.iter().filter_map(|a| a.parse().ok()).collect();
+        let [to, from] = fds[..] else {
+            eprintln!("--floor-relay-fds takes two descriptors, to the hub and from it");
+            return;
+        };
+        // SAFETY: the driver left these two descriptors open for this process alone.
+        let (to_hub, from_hub) = unsafe { (File::from_raw_fd(to), File::from_raw_fd(from)) };
+        for f in [&to_hub, &from_hub] {
+            let _ = nix::fcntl::fcntl(
+                f,
+                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+            );
+        }
+        ovai::stdio_bridge::schedule_as_batch();
         copy_on_threads(to_hub, from_hub);
     }
 
     /// The daemon's shape of relay for many sessions: one poll loop over every session's pipe (the pairs
     /// of fds in `args`: from the session's relay, to it) and one responder behind it, which answers in
-    /// order, so each answer goes back to the session of the oldest line not yet answered. What comes
+    /// order, so each answer goes back to the session of the oldest line not yet answered. That holds while
+    /// every line the sessions send is a request with an id, each answered once: the driver sends only
+    /// `tools/call`s, and a line without one would send every later answer to the wrong session. What comes
     /// in together goes on in one write, as the daemon's writers batch.
     pub fn hub(args: &[String]) {
         // After `--`, the responder's command (a minimal Node process); otherwise this binary's own.
@@ -2035,11 +2044,18 @@ mod floor {
             None => (args, &[][..]),
         };
         let fds: Vec<i32> = fds.iter().filter_map(|a| a.parse().ok()).collect();
-        // SAFETY: the driver left these fds open for this process alone.
+        // SAFETY: the driver left these fds open for this process; closed on exec again, so the responder
+        // holds none of them and a relay sees the hub's end when the hub ends.
         let sessions: Vec<(File, File)> = fds
             .chunks_exact(2)
             .map(|p| unsafe { (File::from_raw_fd(p[0]), File::from_raw_fd(p[1])) })
             .collect();
+        for f in sessions.iter().flat_map(|(a, b)| [a, b]) {
+            let _ = nix::fcntl::fcntl(
+                f,
+                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+            );
+        }
         let mut child = match responder.split_first() {
             Some((program, rest)) => {
                 let mut cmd = Command::new(program);
@@ -2088,8 +2104,15 @@ mod floor {
             let ready: Vec<bool> = polled
                 .iter()
                 .map(|f| {
-                    f.revents()
-                        .is_some_and(|r| r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP))
+                    // An error or a bad descriptor counts too: its read fails and the hub ends.
+                    f.revents().is_some_and(|r| {
+                        r.intersects(
+                            PollFlags::POLLIN
+                                | PollFlags::POLLHUP
+                                | PollFlags::POLLERR
+                                | PollFlags::POLLNVAL,
+                        )
+                    })
                 })
                 .collect();
             drop(polled);
@@ -2111,6 +2134,8 @@ mod floor {
                     to_send.extend_from_slice(&whole);
                 }
             }
+            // Blocking writes hold up nothing here: at most sessions × calls in flight lines (a few KB) are
+            // ever outstanding, well within a pipe's 64 KiB.
             if !to_send.is_empty() {
                 if to_resp.write_all(&to_send).is_err() {
                     break;
@@ -2157,8 +2182,8 @@ mod floor {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             if !awake_for.is_zero() {
-                let both = [stdin.as_raw_fd(), from_child.as_raw_fd()];
-                ovai::server::awake::wait(&both, awake_for);
+                let both = [stdin.as_fd(), from_child.as_fd()];
+                ovai::server::awake::wait(&both, awake_for, awake_for * 2);
             }
             let mut fds = [
                 PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
