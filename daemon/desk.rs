@@ -216,7 +216,7 @@ pub fn write_server_entry(
     let entry = match reach {
         Reach::Bridge { exe } => {
             // Settings the person added to the bridge's environment (OVAI_CONNECT_SECONDS,
-            // OVAI_BRIDGE_BATCH, …) stay through a rotate or a rebuild; the root and the secret are ours.
+            // OVAI_BRIDGE_BATCH, …) stay through a rotate; the root and the secret are ours.
             let mut env = doc
                 .get("mcpServers")
                 .and_then(|s| s.get(SERVER_NAME))
