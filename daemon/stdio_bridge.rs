@@ -60,10 +60,12 @@ pub fn run() -> i32 {
 /// may wait for the running process's slice (milliseconds). `OVAI_BRIDGE_BATCH=0` keeps the policy the
 /// bridge was started with, as does any policy other than the ordinary one (a client run in real time).
 fn relay_in_batches() {
-    match std::env::var("OVAI_BRIDGE_BATCH").as_deref().map(str::trim) {
-        Err(_) | Ok("1") => schedule_as_batch(),
-        Ok("0") => {}
-        Ok(other) => {
+    let value = std::env::var_os("OVAI_BRIDGE_BATCH");
+    let value = value.as_deref().map(|v| v.to_string_lossy());
+    match value.as_deref().map(str::trim) {
+        None | Some("1") => schedule_as_batch(),
+        Some("0") => {}
+        Some(other) => {
             eprintln!(
                 "ovai mcp: OVAI_BRIDGE_BATCH is {other:?}; it is 0 (the bridge's threads keep the \
                  policy they were started with) or 1 (they run as SCHED_BATCH, the default). Using 1."

@@ -71,7 +71,8 @@ fn refused_first_request(
     cmd.arg("mcp")
         .env("OVAI_ROOT", root)
         .env("OVAI_CONNECT_SECONDS", "1")
-        .env_remove("OVAI_SECRET");
+        .env_remove("OVAI_SECRET")
+        .env_remove("OVAI_BRIDGE_BATCH");
     if let Some(s) = secret {
         cmd.env("OVAI_SECRET", s);
     }

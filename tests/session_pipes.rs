@@ -358,7 +358,9 @@ fn the_bridge_relays_without_preempting_what_it_relays_for_unless_told_not_to() 
         "{said}"
     );
 
-    // A bridge started under another policy than the ordinary one keeps it.
+    // A bridge started under another policy than the ordinary one keeps it. (Leaving SCHED_IDLE takes
+    // CAP_SYS_NICE: run unprivileged, the kernel refuses the change and a bridge that tried would pass too;
+    // as root, as CI runs, it would not.)
     let mut cmd = std::process::Command::new(OVAI);
     cmd.arg("mcp")
         .env("OVAI_ROOT", &inst.root)

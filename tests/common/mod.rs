@@ -24,6 +24,7 @@ pub fn ovai() -> assert_cmd::Command {
     let mut c = assert_cmd::Command::new(OVAI);
     c.env_remove("OVAI_ROOT")
         .env_remove("OVAI_SECRET")
+        .env_remove("OVAI_BRIDGE_BATCH")
         .timeout(PATIENCE);
     c
 }
@@ -133,7 +134,8 @@ impl Instance {
         let mut cmd = Command::new(OVAI);
         cmd.arg("mcp")
             .env("OVAI_ROOT", &self.root)
-            .env("OVAI_SECRET", secret);
+            .env("OVAI_SECRET", secret)
+            .env_remove("OVAI_BRIDGE_BATCH");
         let mut s = Session::spawn_command(cmd);
         let r = s.request(
             "initialize",
@@ -445,7 +447,8 @@ impl Session {
         let mut cmd = Command::new(OVAI);
         cmd.arg("mcp")
             .env("OVAI_ROOT", root)
-            .env_remove("OVAI_SECRET");
+            .env_remove("OVAI_SECRET")
+            .env_remove("OVAI_BRIDGE_BATCH");
         if let Some(s) = secret {
             cmd.env("OVAI_SECRET", s);
         }
