@@ -149,8 +149,10 @@ pub struct Awake {
 #[derive(Default)]
 struct Learnt {
     window: Duration,
-    /// When the daemon went to sleep after waiting awake for nothing (or not at all).
-    slept_at: Option<Instant>,
+    /// Since a full window missed its event: growing back takes a sleep within the most (see `learn`).
+    missed_full: bool,
+    /// When the runtime parked, for a park that ended in a sleep (a wait that caught an event is none).
+    parked_at: Option<Instant>,
     /// Sleeps still to go without waiting awake, since a wait found the CPU crowded.
     skip: u32,
     /// How many sleeps the next crowded wait skips: doubled each time, forgotten once none has been
@@ -194,6 +196,7 @@ impl Awake {
         let Some(epolls) = self.epolls.get().filter(|e| !e.is_empty()) else {
             return;
         };
+        let parked_at = Instant::now();
         let window = {
             let mut state = lock(&self.state);
             if state.skip > 0 {
@@ -220,15 +223,16 @@ impl Awake {
                 return;
             }
         }
-        lock(&self.state).slept_at = Some(Instant::now());
+        lock(&self.state).parked_at = Some(parked_at);
     }
 
-    /// After the runtime woke: a sleep that a window up to the most would have caught grows it, a longer
+    /// After the runtime woke: a park that a window up to the most would have caught grows it, a longer
     /// one shrinks it.
     pub fn after_sleep(&self) {
         let mut state = lock(&self.state);
-        if let Some(at) = state.slept_at.take() {
-            state.window = next_window(state.window, state.window + at.elapsed(), self.most);
+        if let Some(at) = state.parked_at.take() {
+            (state.window, state.missed_full) =
+                learn(state.window, state.missed_full, at.elapsed(), self.most);
         }
     }
 }
@@ -248,20 +252,25 @@ fn after_wait(woke: &Woke, backoff: u32, since: Option<Duration>) -> (u32, u32) 
     }
 }
 
-/// The window after a sleep that lasted `gap` from the daemon's park (awake and asleep, and the wake-up
-/// itself, which is what the window saves): doubled (from an eighth of the most) when it came within the
-/// most, halved (to nothing, below an eighth) when not. Below the most the slack is twice that: events
-/// that come a little under the window's most apart, measured with their wake-up on top, then grow it back
-/// rather than shrink it for good; at the most an event it missed could not have been caught.
-fn next_window(window: Duration, gap: Duration, most: Duration) -> Duration {
+/// The window, and whether a full one has missed since it was last nothing, after a park that lasted
+/// `gap` (awake and asleep, and the wake-up itself, which is what the window saves): doubled (from an
+/// eighth of the most) when the event came within the most, halved (to nothing, below an eighth) when
+/// not. Events a little under the most apart measure more than it, their wake-up on top: below the most,
+/// twice the most counts as within, so that such events grow a window that went to nothing back to where
+/// it catches them; but once a full window has missed, its events are farther apart than any window, and
+/// that slack would only grow it back to miss again (events 150 µs apart: 100, 50, 100, …), so it is off
+/// until the window has gone to nothing.
+fn learn(window: Duration, missed_full: bool, gap: Duration, most: Duration) -> (Duration, bool) {
     let start = most / 8;
-    if gap <= most || (window < most && gap <= most * 2) {
+    let missed_full = missed_full || (window >= most && gap > most);
+    let next = if gap <= most || (!missed_full && window < most && gap <= most * 2) {
         (window * 2).clamp(start, most)
     } else if window / 2 < start {
         Duration::ZERO
     } else {
         window / 2
-    }
+    };
+    (next, missed_full && !next.is_zero())
 }
 
 #[cfg(test)]
@@ -283,28 +292,36 @@ mod tests {
         }
     }
 
+    /// The windows, in µs, after parks of `gaps` µs each, from `window` with no full window missed.
+    fn windows(window: Duration, gaps: &[u64]) -> Vec<u128> {
+        let most = Duration::from_micros(100);
+        let (mut window, mut missed_full) = (window, false);
+        gaps.iter()
+            .map(|&gap| {
+                (window, missed_full) =
+                    learn(window, missed_full, Duration::from_micros(gap), most);
+                window.as_micros()
+            })
+            .collect()
+    }
+
     #[test]
     fn the_window_grows_while_sleeps_are_short_and_goes_while_they_are_long() {
         let most = Duration::from_micros(100);
-        let us = Duration::from_micros;
-        let mut window = most;
-        // Below the most, events 90 µs apart, 30 more with the wake-up, grow the window back.
-        assert_eq!(next_window(most / 2, us(120), most), most);
-        // At the most, events 150 µs apart are never caught: the window shrinks rather than poll for them.
-        assert_eq!(next_window(most, us(150), most), most / 2);
         // A daemon whose only events are a ping every half second stops waiting awake.
-        for _ in 0..4 {
-            window = next_window(window, Duration::from_millis(500), most);
-        }
-        assert_eq!(window, Duration::ZERO);
-        // Calls one after another, each sleep short: back to the most in four sleeps.
-        let mut grown = Vec::new();
-        for _ in 0..4 {
-            window = next_window(window, us(40), most);
-            grown.push(window.as_micros());
-        }
-        assert_eq!(grown, [12, 25, 50, 100]);
-        assert_eq!(next_window(most, us(40), most), most);
+        assert_eq!(windows(most, &[500_000; 4]), [50, 25, 12, 0]);
+        // Calls one after another, each park short: back to the most in four parks, and there it stays.
+        assert_eq!(windows(Duration::ZERO, &[40; 5]), [12, 25, 50, 100, 100]);
+        // Events 90 µs apart, 120 with the wake-up, grow a window that had gone to nothing.
+        assert_eq!(windows(Duration::ZERO, &[120; 4]), [12, 25, 50, 100]);
+        // Events 150 µs apart, which no window catches: once a full one has missed, it goes to nothing
+        // rather than grow back to miss again.
+        assert_eq!(windows(most, &[150; 4]), [50, 25, 12, 0]);
+        // From nothing they grow it once more, and it goes again: four parks in nine wait at all.
+        assert_eq!(
+            windows(Duration::ZERO, &[150; 9]),
+            [12, 25, 50, 100, 50, 25, 12, 0, 12]
+        );
     }
 
     #[test]
@@ -335,7 +352,7 @@ mod tests {
             .enable_all()
             .build()
             .expect("a runtime");
-        let (before, after) = rt.block_on(async {
+        let (before, crowded, after) = rt.block_on(async {
             let epolls = runtime_epolls();
             assert!(!epolls.is_empty(), "the runtime's epoll is found");
             // SAFETY: the runtime's epolls stay open while it runs, as it does throughout.
@@ -352,20 +369,26 @@ mod tests {
             // registers): the epoll has nothing now.
             // (A signal to the process, which every runtime's signal socket hears, can make it ready: a
             // quiet moment is looked for more than once.)
-            let mut before = Woke::Event;
+            // A wait that counts any time between two polls as crowded gives up at the second, its
+            // bound no test waits out.
+            let (mut before, mut crowded) = (Woke::Event, Woke::Event);
             for _ in 0..5 {
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 before = wait(&epolls, Duration::from_millis(1), never);
-                if before == Woke::Waited {
+                crowded = wait(&epolls, Duration::from_secs(60), Duration::ZERO);
+                if (&before, &crowded) == (&Woke::Waited, &Woke::Crowded) {
                     break;
                 }
             }
             theirs.write_all(b"x").expect("a byte");
-            // A bound no test waits out: only the event ends this wait.
+            // Only the event ends this wait.
             let after = wait(&epolls, Duration::from_secs(60), never);
             drop(ours);
-            (before, after)
+            (before, crowded, after)
         });
-        assert_eq!((before, after), (Woke::Waited, Woke::Event));
+        assert_eq!(
+            (before, crowded, after),
+            (Woke::Waited, Woke::Crowded, Woke::Event)
+        );
     }
 }
