@@ -1263,7 +1263,7 @@ fn baseline_calls(setup: &Setup, inst: &Instance, n: usize, k: usize) -> Figures
     latency_figures(lat, wall, failed)
 }
 
-/// `--load`: `n` sessions calling without end, the figures of each second printed.
+/// `--load`: `n` sessions calling for `for_how_long`, in rounds, the figures of each round printed.
 fn load(setup: &Setup, inst: &Instance, n: usize, for_how_long: Duration) {
     let (d, _) = Daemon::start(setup, inst);
     let mut clients = ovai_clients(setup, inst, n);
