@@ -151,8 +151,9 @@ struct Learnt {
     window: Duration,
     /// Since a full window missed its event: growing back takes a sleep within the most (see `learn`).
     missed_full: bool,
-    /// When the runtime parked, for a park that ended in a sleep (a wait that caught an event is none).
-    parked_at: Option<Instant>,
+    /// When the runtime parked and the window it waited awake, for a park that ended in a sleep the
+    /// window can learn from (not one that caught an event, nor one cut short by a crowded CPU).
+    parked: Option<(Instant, Duration)>,
     /// Sleeps still to go without waiting awake, since a wait found the CPU crowded.
     skip: u32,
     /// How many sleeps the next crowded wait skips: doubled each time, forgotten once none has been
@@ -219,20 +220,25 @@ impl Awake {
             if woke == Woke::Crowded {
                 state.crowded_at = Some(Instant::now());
             }
-            if woke == Woke::Event {
+            if woke != Woke::Waited {
                 return;
             }
         }
-        lock(&self.state).parked_at = Some(parked_at);
+        lock(&self.state).parked = Some((parked_at, window));
     }
 
     /// After the runtime woke: a park that a window up to the most would have caught grows it, a longer
     /// one shrinks it.
     pub fn after_sleep(&self) {
         let mut state = lock(&self.state);
-        if let Some(at) = state.parked_at.take() {
-            (state.window, state.missed_full) =
-                learn(state.window, state.missed_full, at.elapsed(), self.most);
+        if let Some((at, waited)) = state.parked.take() {
+            (state.window, state.missed_full) = learn(
+                state.window,
+                state.missed_full,
+                waited,
+                at.elapsed(),
+                self.most,
+            );
         }
     }
 }
@@ -252,25 +258,37 @@ fn after_wait(woke: &Woke, backoff: u32, since: Option<Duration>) -> (u32, u32) 
     }
 }
 
-/// The window, and whether a full one has missed since it was last nothing, after a park that lasted
-/// `gap` (awake and asleep, and the wake-up itself, which is what the window saves): doubled (from an
-/// eighth of the most) when the event came within the most, halved (to nothing, below an eighth) when
-/// not. Events a little under the most apart measure more than it, their wake-up on top: below the most,
-/// twice the most counts as within, so that such events grow a window that went to nothing back to where
-/// it catches them; but once a full window has missed, its events are farther apart than any window, and
-/// that slack would only grow it back to miss again (events 150 µs apart: 100, 50, 100, …), so it is off
-/// until the window has gone to nothing.
-fn learn(window: Duration, missed_full: bool, gap: Duration, most: Duration) -> (Duration, bool) {
+/// The window, and whether a full one has missed a stream of events, after a park that waited awake for
+/// `waited` and lasted `gap` (awake and asleep, and the wake-up itself, which is what the window saves):
+/// doubled (from an eighth of the most) when the event came within the most, halved (to nothing, below an
+/// eighth) when not. Events a little under the most apart measure more than it, their wake-up on top: below
+/// the most, twice the most counts as within, so that such events grow a window that went to nothing back
+/// to where it catches them. But a full window that waited and missed by less than the most again has
+/// found events farther apart than any window, and that slack would only grow it back to miss again
+/// (events 150 µs apart: 100, 50, 100, …): it is off from then, so that the window goes to nothing and
+/// stays there, until a park comes within the most or lasts longer than twice it (that stream has ended).
+fn learn(
+    window: Duration,
+    missed_full: bool,
+    waited: Duration,
+    gap: Duration,
+    most: Duration,
+) -> (Duration, bool) {
     let start = most / 8;
-    let missed_full = missed_full || (window >= most && gap > most);
-    let next = if gap <= most || (!missed_full && window < most && gap <= most * 2) {
+    let slack = most * 2;
+    let missed_full = if gap <= most || gap > slack {
+        false
+    } else {
+        missed_full || waited >= most
+    };
+    let next = if gap <= most || (!missed_full && window < most && gap <= slack) {
         (window * 2).clamp(start, most)
     } else if window / 2 < start {
         Duration::ZERO
     } else {
         window / 2
     };
-    (next, missed_full && !next.is_zero())
+    (next, missed_full)
 }
 
 #[cfg(test)]
@@ -292,14 +310,20 @@ mod tests {
         }
     }
 
-    /// The windows, in µs, after parks of `gaps` µs each, from `window` with no full window missed.
+    /// The windows, in µs, after parks of `gaps` µs each (each waiting the window it had), from `window`
+    /// with no full window missed.
     fn windows(window: Duration, gaps: &[u64]) -> Vec<u128> {
         let most = Duration::from_micros(100);
         let (mut window, mut missed_full) = (window, false);
         gaps.iter()
             .map(|&gap| {
-                (window, missed_full) =
-                    learn(window, missed_full, Duration::from_micros(gap), most);
+                (window, missed_full) = learn(
+                    window,
+                    missed_full,
+                    window,
+                    Duration::from_micros(gap),
+                    most,
+                );
                 window.as_micros()
             })
             .collect()
@@ -315,12 +339,21 @@ mod tests {
         // Events 90 µs apart, 120 with the wake-up, grow a window that had gone to nothing.
         assert_eq!(windows(Duration::ZERO, &[120; 4]), [12, 25, 50, 100]);
         // Events 150 µs apart, which no window catches: once a full one has missed, it goes to nothing
-        // rather than grow back to miss again.
-        assert_eq!(windows(most, &[150; 4]), [50, 25, 12, 0]);
-        // From nothing they grow it once more, and it goes again: four parks in nine wait at all.
+        // and stays there rather than grow back to miss again.
+        assert_eq!(windows(most, &[150; 6]), [50, 25, 12, 0, 0, 0]);
+        // From nothing they grow it once to the most, and then it goes for good.
         assert_eq!(
-            windows(Duration::ZERO, &[150; 9]),
-            [12, 25, 50, 100, 50, 25, 12, 0, 12]
+            windows(Duration::ZERO, &[150; 10]),
+            [12, 25, 50, 100, 50, 25, 12, 0, 0, 0]
+        );
+        // A pause (parks far longer than twice the most) does not count as a miss: events 90 µs apart
+        // after it grow the window straight back (and at the most it catches them: no park to learn from).
+        assert_eq!(windows(most, &[5_000, 120]), [50, 100]);
+        // Nor does a park that waited no full window (skipped after a crowded wait).
+        let us = Duration::from_micros;
+        assert_eq!(
+            learn(most, false, Duration::ZERO, us(150), most),
+            (most / 2, false)
         );
     }
 
@@ -369,13 +402,13 @@ mod tests {
             // registers): the epoll has nothing now.
             // (A signal to the process, which every runtime's signal socket hears, can make it ready: a
             // quiet moment is looked for more than once.)
-            // A wait that counts any time between two polls as crowded gives up at the second, its
-            // bound no test waits out.
+            // A wait that counts any time between two polls as crowded gives up after its first poll,
+            // long before its bound.
             let (mut before, mut crowded) = (Woke::Event, Woke::Event);
             for _ in 0..5 {
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 before = wait(&epolls, Duration::from_millis(1), never);
-                crowded = wait(&epolls, Duration::from_secs(60), Duration::ZERO);
+                crowded = wait(&epolls, Duration::from_secs(1), Duration::ZERO);
                 if (&before, &crowded) == (&Woke::Waited, &Woke::Crowded) {
                     break;
                 }
