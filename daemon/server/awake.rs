@@ -15,8 +15,11 @@
 //! it a whole slice, milliseconds, and an event that comes meanwhile finds the daemon runnable but not
 //! running, where a sleeping daemon would have been woken ahead of it. A yield that kept the daemon away
 //! longer than twice the most it waits therefore ends waiting awake, for a number of sleeps that doubles
-//! while it keeps happening. (Timers have no descriptor: one due during a wait fires at its end, late by
-//! the window, or once in such a while by another process's slice.)
+//! while it keeps happening. That does not cure it all: with other processes keeping every CPU busy, a
+//! daemon that waits awake still answers one call at a time several times slower than one that sleeps,
+//! for a reason not yet traced, and such a machine wants `OVAI_AWAKE_US=0` (the README, "How fast it is").
+//! (Timers have no descriptor: one due during a wait fires at its end, late by the window, or once in such
+//! a while by another process's slice.)
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::Mutex;
