@@ -2011,6 +2011,17 @@ mod floor {
         copy_on_threads(to_child, from_child);
     }
 
+    /// `files`, which this process was handed open across exec, closed on exec again: whatever it starts
+    /// holds none of them, so a peer sees their end when this process ends.
+    fn close_on_exec<'a>(files: impl IntoIterator<Item = &'a File>) {
+        for f in files {
+            let _ = nix::fcntl::fcntl(
+                f,
+                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+            );
+        }
+    }
+
     /// The bridge's shape of relay in front of the hub: a thread each way between its stdio and the two
     /// pipes whose descriptors `args` gives (to the hub, from it), as `ovai mcp` holds the daemon's pipes.
     pub fn relay_to_fds(args: &[String]) {
@@ -2021,12 +2032,7 @@ mod floor {
         };
         // SAFETY: the driver left these two descriptors open for this process alone.
         let (to_hub, from_hub) = unsafe { (File::from_raw_fd(to), File::from_raw_fd(from)) };
-        for f in [&to_hub, &from_hub] {
-            let _ = nix::fcntl::fcntl(
-                f,
-                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-            );
-        }
+        close_on_exec([&to_hub, &from_hub]);
         ovai::stdio_bridge::schedule_as_batch();
         copy_on_threads(to_hub, from_hub);
     }
@@ -2050,12 +2056,7 @@ mod floor {
             .chunks_exact(2)
             .map(|p| unsafe { (File::from_raw_fd(p[0]), File::from_raw_fd(p[1])) })
             .collect();
-        for f in sessions.iter().flat_map(|(a, b)| [a, b]) {
-            let _ = nix::fcntl::fcntl(
-                f,
-                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-            );
-        }
+        close_on_exec(sessions.iter().flat_map(|(a, b)| [a, b]));
         let mut child = match responder.split_first() {
             Some((program, rest)) => {
                 let mut cmd = Command::new(program);

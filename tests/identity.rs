@@ -67,15 +67,8 @@ fn refused_first_request(
     root: &std::path::Path,
     secret: Option<&str>,
 ) -> (serde_json::Value, String) {
-    let mut cmd = std::process::Command::new(OVAI);
-    cmd.arg("mcp")
-        .env("OVAI_ROOT", root)
-        .env("OVAI_CONNECT_SECONDS", "1")
-        .env_remove("OVAI_SECRET")
-        .env_remove("OVAI_BRIDGE_BATCH");
-    if let Some(s) = secret {
-        cmd.env("OVAI_SECRET", s);
-    }
+    let mut cmd = bridge_command(root, secret);
+    cmd.env("OVAI_CONNECT_SECONDS", "1");
     let mut s = Session::spawn_command(cmd);
     // Only the request: the bridge answers it and exits, so there is nobody to send `initialized` to.
     let r = s.request(

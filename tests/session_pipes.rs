@@ -361,11 +361,7 @@ fn the_bridge_relays_without_preempting_what_it_relays_for_unless_told_not_to() 
     // A bridge started under another policy than the ordinary one keeps it. (Leaving SCHED_IDLE takes
     // CAP_SYS_NICE: run unprivileged, the kernel refuses the change and a bridge that tried would pass too;
     // as root, as CI runs, it would not.)
-    let mut cmd = std::process::Command::new(OVAI);
-    cmd.arg("mcp")
-        .env("OVAI_ROOT", &inst.root)
-        .env("OVAI_SECRET", inst.secret("lead"))
-        .env_remove("OVAI_BRIDGE_BATCH");
+    let mut cmd = bridge_command(&inst.root, Some(&inst.secret("lead")));
     // SAFETY: between fork and exec only sched_setscheduler, which is async-signal-safe.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {

@@ -131,12 +131,7 @@ impl Instance {
     /// A session through `ovai mcp` presenting `secret` (which may be nobody's), and the answer to its
     /// `initialize`: for tests of what is refused.
     pub fn try_session(&self, secret: &str) -> (Session, Value) {
-        let mut cmd = Command::new(OVAI);
-        cmd.arg("mcp")
-            .env("OVAI_ROOT", &self.root)
-            .env("OVAI_SECRET", secret)
-            .env_remove("OVAI_BRIDGE_BATCH");
-        let mut s = Session::spawn_command(cmd);
+        let mut s = Session::spawn_command(bridge_command(&self.root, Some(secret)));
         let r = s.request(
             "initialize",
             json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "tests", "version": "1" } }),
@@ -151,12 +146,8 @@ impl Instance {
     /// Connects a session for `seat` through `ovai mcp` with `env` set for it besides the seat's own, started
     /// in its desk. The bridge's own settings come from `env` alone, never from the shell running the tests.
     pub fn session_with_env(&self, seat: &str, env: &[(&str, &str)]) -> Session {
-        let mut cmd = Command::new(OVAI);
-        cmd.arg("mcp")
-            .current_dir(self.root.join("desks").join(seat))
-            .env("OVAI_ROOT", &self.root)
-            .env("OVAI_SECRET", self.secret(seat))
-            .env_remove("OVAI_BRIDGE_BATCH")
+        let mut cmd = bridge_command(&self.root, Some(&self.secret(seat)));
+        cmd.current_dir(self.root.join("desks").join(seat))
             .envs(env.iter().copied());
         Session::spawn_command(cmd)
     }
@@ -442,22 +433,21 @@ impl std::ops::DerefMut for Session {
     }
 }
 
-impl Session {
-    pub fn spawn(root: &Path, secret: Option<&str>, cwd: Option<&Path>) -> Self {
-        let mut cmd = Command::new(OVAI);
-        cmd.arg("mcp")
-            .env("OVAI_ROOT", root)
-            .env_remove("OVAI_SECRET")
-            .env_remove("OVAI_BRIDGE_BATCH");
-        if let Some(s) = secret {
-            cmd.env("OVAI_SECRET", s);
-        }
-        if let Some(d) = cwd {
-            cmd.current_dir(d);
-        }
-        Self::spawn_command(cmd)
+/// `ovai mcp` for the instance at `root`, presenting `secret` if there is one. The bridge's environment
+/// comes from the test alone, never from the shell running the tests.
+pub fn bridge_command(root: &Path, secret: Option<&str>) -> Command {
+    let mut cmd = Command::new(OVAI);
+    cmd.arg("mcp")
+        .env("OVAI_ROOT", root)
+        .env_remove("OVAI_SECRET")
+        .env_remove("OVAI_BRIDGE_BATCH");
+    if let Some(s) = secret {
+        cmd.env("OVAI_SECRET", s);
     }
+    cmd
+}
 
+impl Session {
     /// A session over any prepared `ovai mcp` command.
     pub fn spawn_command(mut cmd: Command) -> Self {
         let mut child = cmd
