@@ -90,6 +90,11 @@ struct Args {
     /// How long `--load` runs, in seconds; then it stops its daemon and sessions and exits.
     #[arg(long, default_value_t = 30, requires = "load")]
     seconds: u64,
+    /// How many calls each `--load` session keeps in flight, in place of 4 (32 for one session); rounds
+    /// are then 20,000 × K calls (at most 100,000) over all sessions: `--load 1 --in-flight 1` is k1's load.
+    #[arg(long = "in-flight", value_name = "K", requires = "load",
+          value_parser = clap::value_parser!(u64).range(1..=256))]
+    in_flight: Option<u64>,
     /// Instead of the cases: host.mjs alone, driven over its fds 3 and 4 as the daemon drives it, beside a
     /// minimal Node process speaking the same protocol: what the host's own code costs a call.
     #[arg(long = "host-alone", group = "mode")]
@@ -179,7 +184,14 @@ fn main() {
     let one = Instance::new(&setup, "one", 1);
     let runs = setup.runs;
     if let Some(n) = args.load {
-        load(&setup, &one, n as usize, Duration::from_secs(args.seconds));
+        let k = args.in_flight.map(|k| k as usize);
+        load(
+            &setup,
+            &one,
+            n as usize,
+            k,
+            Duration::from_secs(args.seconds),
+        );
         return;
     }
     if mode == Some("--growth") {
@@ -1263,23 +1275,23 @@ fn baseline_calls(setup: &Setup, inst: &Instance, n: usize, k: usize) -> Figures
     latency_figures(lat, wall, failed)
 }
 
-/// `--load`: `n` sessions calling for `for_how_long`, in rounds, the figures of each round printed.
-fn load(setup: &Setup, inst: &Instance, n: usize, for_how_long: Duration) {
+/// `--load`: `n` sessions calling for `for_how_long`, `k` in flight each if given, in rounds, the figures
+/// of each round printed.
+fn load(setup: &Setup, inst: &Instance, n: usize, k: Option<usize>, for_how_long: Duration) {
     let (d, _) = Daemon::start(setup, inst);
     let mut clients = ovai_clients(setup, inst, n);
     let host = node_in(status(setup, inst)["host"]["pid"].as_u64().unwrap_or(0) as u32);
     let bridges: Vec<u32> = clients.iter().map(Client::pid).collect();
+    let (k, per) = match (k, n) {
+        (Some(k), n) => (k, ((20_000 * k).min(100_000) / n).max(1)),
+        (None, 1) => (32, 100_000),
+        (None, n) => (4, 80_000 / n),
+    };
     eprintln!(
-        "--load: {n} session(s), {} in flight each; daemon {}, host {host}, bridges {bridges:?}, driver {}",
-        if n == 1 { 32 } else { 4 },
+        "--load: {n} session(s), {k} in flight each; daemon {}, host {host}, bridges {bridges:?}, driver {}",
         d.pid(),
         std::process::id()
     );
-    let (k, per) = if n == 1 {
-        (32, 100_000)
-    } else {
-        (4, 80_000 / n)
-    };
     let until = Instant::now() + for_how_long;
     while Instant::now() < until {
         let f = sessions(&mut clients, per, k);
