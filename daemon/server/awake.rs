@@ -11,13 +11,17 @@
 //! half second) or one waiting on slow plugins polls for nothing, and a busy one polls for at most
 //! `OVAI_AWAKE_US` µs (100 unless set; 0: never) per sleep.
 //!
-//! A CPU shared with a process that runs for long (a build, a test run) is another matter: a yield hands
-//! it a whole slice, milliseconds, and an event that comes meanwhile finds the daemon runnable but not
-//! running, where a sleeping daemon would have been woken ahead of it. A yield that kept the daemon away
-//! longer than twice the most it waits therefore ends waiting awake, for a number of sleeps that doubles
-//! while it keeps happening. That does not cure it all: with other processes keeping every CPU busy, a
-//! daemon that waits awake still answers one call at a time several times slower than one that sleeps,
-//! for a reason not yet traced, and such a machine wants `OVAI_AWAKE_US=0` (the README, "How fast it is").
+//! A machine whose CPUs other processes keep busy (a build, a test run) is another matter. No CPU halts
+//! there, so waiting awake saves nothing; a yield hands such a process a whole slice, milliseconds, and an
+//! event that comes meanwhile finds the daemon runnable but not running; and with two CPU-bound processes
+//! on a 2-vCPU VM, one call at a time through a daemon that waited awake went, in most runs, at half the
+//! rate of one that slept or less (docs/performance-log.md, 2026-12-04). Such a machine shows itself in
+//! two ways: a wait whose yield kept the daemon away longer than twice the most it waits, and a sleep
+//! whose wake-up waited on the runqueue longer than a millisecond (the thread's run delay in
+//! `/proc/thread-self/schedstat`; the pipeline's own processes run for µs at a time, and on an idle
+//! machine such a wake-up comes a few times a second at most). Ten of either within a second turn waiting
+//! awake off for a second, and each one after those puts the end off again, so that on such a machine the
+//! daemon sleeps as it would with `OVAI_AWAKE_US=0`.
 //! (Timers have no descriptor: one due during a wait fires at its end, late by the window, or once in such
 //! a while by another process's slice.)
 
@@ -145,8 +149,47 @@ pub fn wait(epolls: &[BorrowedFd<'_>], bound: Duration, crowded: Duration) -> Wo
 /// The window the daemon waits awake for, learnt from how long its sleeps turn out.
 pub struct Awake {
     epolls: std::sync::OnceLock<Vec<RawFd>>,
+    /// The runtime thread's run delay, where /proc has it.
+    run_delay: std::sync::OnceLock<Option<RunDelay>>,
     most: Duration,
     state: Mutex<Learnt>,
+}
+
+/// How long the thread that opened it has waited on a runqueue, all told: `/proc/thread-self/schedstat`'s
+/// second field, read again from the start (one `pread`) each time.
+struct RunDelay(std::fs::File);
+
+impl RunDelay {
+    fn open() -> Option<Self> {
+        let file = std::fs::File::open("/proc/thread-self/schedstat").ok()?;
+        let delay = Self(file);
+        delay.now().map(|_| delay)
+    }
+
+    fn now(&self) -> Option<Duration> {
+        use std::os::unix::fs::FileExt;
+        let mut text = [0u8; 96];
+        let n = self.0.read_at(&mut text, 0).ok()?;
+        let ns = std::str::from_utf8(text.get(..n)?)
+            .ok()?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        Some(Duration::from_nanos(ns))
+    }
+}
+
+/// A wake-up that waited this long on the runqueue waited for another process's slice to end.
+const STALLED: Duration = Duration::from_millis(1);
+
+/// A park that ended in a real sleep.
+struct Parked {
+    at: Instant,
+    /// The window it waited awake first (none when skipped).
+    waited: Duration,
+    /// The thread's run delay as it went to sleep.
+    run_delay: Option<Duration>,
 }
 
 #[derive(Default)]
@@ -154,29 +197,29 @@ struct Learnt {
     window: Duration,
     /// Since a full window missed its event: growing back takes a sleep within the most (see `learn`).
     missed_full: bool,
-    /// When the runtime parked and the window it waited awake, for a park that ended in a sleep the
-    /// window can learn from (not one that caught an event, nor one cut short by a crowded CPU).
-    parked: Option<(Instant, Duration)>,
-    /// Sleeps still to go without waiting awake, since a wait found the CPU crowded.
-    skip: u32,
-    /// How many sleeps the next crowded wait skips: doubled each time, forgotten once none has been
-    /// crowded for `CROWDED_FORGOTTEN`.
-    backoff: u32,
-    /// When a wait last found the CPU crowded.
-    crowded_at: Option<Instant>,
+    /// A park that ended in a sleep the window can learn from (not one that caught an event, nor one cut
+    /// short by a crowded CPU).
+    parked: Option<Parked>,
+    /// Until when the daemon sleeps without waiting awake, since the CPU was found crowded (see `mark`).
+    off_until: Option<Instant>,
+    /// The crowded waits and wake-ups counted since `counting_since`.
+    marks: u32,
+    counting_since: Option<Instant>,
 }
 
-/// The sleeps a first crowded wait skips, and the most any does: with a process holding the CPU for
-/// good, one wait in this many costs it a slice of that process's time.
-const SKIP_FIRST: u32 = 16;
-const SKIP_MOST: u32 = 4096;
-/// How long after the last crowded wait the back-off starts again from `SKIP_FIRST`.
-const CROWDED_FORGOTTEN: Duration = Duration::from_secs(10);
+/// How many crowded waits or wake-ups within `MARKS_WITHIN` turn waiting awake off, and for how long.
+/// Under two CPU-bound processes on a 2-vCPU VM they came 20–190 times a second; on the idle machine, one
+/// session at K=32 or sixteen sessions had a few a second at most, and turning waiting awake off on each
+/// cost the sixteen sessions 3–7 % of their calls (docs/performance-log.md, 2026-12-04).
+const MARKS: u32 = 10;
+const MARKS_WITHIN: Duration = Duration::from_secs(1);
+const OFF_FOR: Duration = Duration::from_secs(1);
 
 impl Awake {
     pub fn new(most: Duration) -> Self {
         Self {
             epolls: std::sync::OnceLock::new(),
+            run_delay: std::sync::OnceLock::new(),
             most,
             state: Mutex::new(Learnt {
                 window: most,
@@ -190,9 +233,14 @@ impl Awake {
         !self.most.is_zero()
     }
 
-    /// The runtime's epolls, once it runs.
+    /// The runtime's epolls, once it runs; called on the thread that drives it, whose run delay it reads.
     pub fn found(&self, epolls: Vec<RawFd>) {
         let _ = self.epolls.set(epolls);
+        let _ = self.run_delay.set(RunDelay::open());
+    }
+
+    fn run_delay(&self) -> Option<Duration> {
+        self.run_delay.get()?.as_ref()?.now()
     }
 
     /// Before the runtime sleeps: waits awake for the window, if there is one.
@@ -202,9 +250,8 @@ impl Awake {
         };
         let parked_at = Instant::now();
         let window = {
-            let mut state = lock(&self.state);
-            if state.skip > 0 {
-                state.skip -= 1;
+            let state = lock(&self.state);
+            if state.off_until.is_some_and(|until| parked_at < until) {
                 Duration::ZERO
             } else {
                 state.window
@@ -217,47 +264,74 @@ impl Awake {
                 .map(|&fd| unsafe { BorrowedFd::borrow_raw(fd) })
                 .collect();
             let woke = wait(&borrowed, window, self.most * 2);
-            let mut state = lock(&self.state);
-            let since = state.crowded_at.map(|at| at.elapsed());
-            (state.skip, state.backoff) = after_wait(&woke, state.backoff, since);
-            if woke == Woke::Crowded {
-                state.crowded_at = Some(Instant::now());
-            }
+            lock(&self.state).after(&woke);
             if woke != Woke::Waited {
                 return;
             }
         }
-        lock(&self.state).parked = Some((parked_at, window));
+        let run_delay = self.run_delay();
+        lock(&self.state).parked = Some(Parked {
+            at: parked_at,
+            waited: window,
+            run_delay,
+        });
     }
 
     /// After the runtime woke: a park that a window up to the most would have caught grows it, a longer
-    /// one shrinks it.
+    /// one shrinks it. A wake-up that waited long on the runqueue counts as a crowded wait instead.
     pub fn after_sleep(&self) {
+        let Some(parked) = lock(&self.state).parked.take() else {
+            return;
+        };
+        let gap = parked.at.elapsed();
+        let stalled = parked
+            .run_delay
+            .zip(self.run_delay())
+            .is_some_and(|(before, now)| now.saturating_sub(before) >= STALLED);
         let mut state = lock(&self.state);
-        if let Some((at, waited)) = state.parked.take() {
-            (state.window, state.missed_full) = learn(
-                state.window,
-                state.missed_full,
-                waited,
-                at.elapsed(),
-                self.most,
-            );
+        if stalled {
+            state.after(&Woke::Crowded);
+            return;
         }
+        (state.window, state.missed_full) = learn(
+            state.window,
+            state.missed_full,
+            parked.waited,
+            gap,
+            self.most,
+        );
     }
 }
 
-/// The sleeps to skip and the back-off after a wait that ended as `woke`, with `backoff` the one before
-/// and the last crowded wait `since` ago.
-fn after_wait(woke: &Woke, backoff: u32, since: Option<Duration>) -> (u32, u32) {
-    let backoff = match since {
-        Some(since) if since < CROWDED_FORGOTTEN => backoff,
-        _ => 0,
-    };
-    if *woke == Woke::Crowded {
-        let skip = backoff.saturating_mul(2).clamp(SKIP_FIRST, SKIP_MOST);
-        (skip, skip)
-    } else {
-        (0, backoff)
+impl Learnt {
+    /// After a wait (or a wake-up) that ended as `woke`: a crowded one counts towards turning waiting
+    /// awake off.
+    fn after(&mut self, woke: &Woke) {
+        if *woke == Woke::Crowded {
+            self.mark(Instant::now());
+        }
+    }
+
+    /// A crowded wait or wake-up at `now`: the `MARKS`th within `MARKS_WITHIN` of the first, and each
+    /// after it there, turns waiting awake off for `OFF_FOR` from now.
+    fn mark(&mut self, now: Instant) {
+        if self
+            .counting_since
+            .is_none_or(|since| now.saturating_duration_since(since) > MARKS_WITHIN)
+        {
+            self.counting_since = Some(now);
+            self.marks = 0;
+        }
+        self.marks = self.marks.saturating_add(1);
+        if self.marks >= MARKS {
+            if self.off_until.is_none_or(|until| until < now) {
+                tracing::debug!(
+                    "waiting awake is off for a while: {MARKS} waits or wake-ups within {MARKS_WITHIN:?} \
+                     found the CPU busy with other processes' work"
+                );
+            }
+            self.off_until = Some(now + OFF_FOR);
+        }
     }
 }
 
@@ -361,25 +435,55 @@ mod tests {
     }
 
     #[test]
-    fn a_crowded_cpu_ends_waiting_awake_for_sleeps_that_double_while_it_lasts() {
-        let recent = Some(Duration::from_millis(50));
-        let mut backoff = 0;
-        let mut skips = Vec::new();
-        for _ in 0..10 {
-            let skip;
-            (skip, backoff) = after_wait(&Woke::Crowded, backoff, recent);
-            skips.push(skip);
+    fn crowded_waits_and_wake_ups_many_times_a_second_turn_waiting_awake_off() {
+        let start = Instant::now();
+        let ms = |n: u64| start + Duration::from_millis(n);
+        // One every 120 ms (an idle machine's sessions have a few a second at most): never off.
+        let mut learnt = Learnt::default();
+        for n in 0..40 {
+            learnt.mark(ms(120 * n));
         }
-        assert_eq!(skips, [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 4096]);
-        // A wait that was not crowded skips nothing itself, and the back-off stands while the last
-        // crowded one is recent: a process holding the CPU costs the daemon one slice in 4,096 sleeps.
-        assert_eq!(after_wait(&Woke::Event, 4096, recent), (0, 4096));
-        assert_eq!(after_wait(&Woke::Waited, 4096, recent), (0, 4096));
-        // Ten seconds without a crowded wait and it starts again from the first.
-        let long_ago = Some(Duration::from_secs(11));
-        assert_eq!(after_wait(&Woke::Waited, 4096, long_ago), (0, 0));
-        assert_eq!(after_wait(&Woke::Crowded, 4096, long_ago), (16, 16));
-        assert_eq!(after_wait(&Woke::Crowded, 0, None), (16, 16));
+        assert_eq!(learnt.off_until, None);
+        // Ten within a second: off for a second from the tenth, and each one after it puts that off.
+        let mut learnt = Learnt::default();
+        for n in 0..9 {
+            learnt.mark(ms(50 * n));
+        }
+        assert_eq!(learnt.off_until, None);
+        learnt.mark(ms(450));
+        assert_eq!(learnt.off_until, Some(ms(1450)));
+        learnt.mark(ms(900));
+        assert_eq!(learnt.off_until, Some(ms(1900)));
+        // A count starts again after its second: the next nine alone leave it as it was.
+        for n in 0..9 {
+            learnt.mark(ms(1500 + 50 * n));
+        }
+        assert_eq!(learnt.off_until, Some(ms(1900)));
+        // Only a crowded wait or wake-up counts.
+        let mut learnt = Learnt::default();
+        for _ in 0..MARKS {
+            learnt.after(&Woke::Event);
+            learnt.after(&Woke::Waited);
+        }
+        assert_eq!(learnt.off_until, None);
+        for _ in 0..MARKS {
+            learnt.after(&Woke::Crowded);
+        }
+        assert!(learnt.off_until.is_some_and(|until| until > Instant::now()));
+    }
+
+    #[test]
+    fn the_run_delay_is_read_from_this_threads_schedstat_and_only_grows() {
+        let delay = RunDelay::open().expect("/proc/thread-self/schedstat on Linux");
+        let first = delay.now().expect("a reading");
+        // Handing the CPU over gives the scheduler a chance to count.
+        for _ in 0..100 {
+            std::thread::yield_now();
+        }
+        let second = delay
+            .now()
+            .expect("a second reading, from the start of the file again");
+        assert!(second >= first, "{first:?} then {second:?}");
     }
 
     #[test]
