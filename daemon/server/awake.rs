@@ -17,11 +17,11 @@
 //! on a 2-vCPU VM, one call at a time through a daemon that waited awake went, in most runs, at half the
 //! rate of one that slept or less (docs/performance-log.md, 2026-12-04). Such a machine shows itself in
 //! two ways: a wait whose yield kept the daemon away longer than twice the most it waits, and a sleep
-//! whose wake-up waited on the runqueue longer than a millisecond (the thread's run delay in
-//! `/proc/thread-self/schedstat`; the pipeline's own processes run for µs at a time, and on an idle
-//! machine such a wake-up comes a few times a second at most). Ten of either within a second turn waiting
-//! awake off for a second, and each one after those puts the end off again, so that on such a machine the
-//! daemon sleeps as it would with `OVAI_AWAKE_US=0`.
+//! whose wake-up waited on the runqueue for a millisecond or more (the thread's run delay in
+//! `/proc/thread-self/schedstat`; the pipeline's own processes run for µs at a time). Under two CPU-bound
+//! processes these came about 20 to 190 times a second, on the idle machine three at most. Ten within a
+//! second turn waiting awake off for a second, and while it is off each one puts the end off again: while
+//! they keep coming, the daemon sleeps, as with `OVAI_AWAKE_US=0`.
 //! (Timers have no descriptor: one due during a wait fires at its end, late by the window, or once in such
 //! a while by another process's slice.)
 
@@ -155,8 +155,8 @@ pub struct Awake {
     state: Mutex<Learnt>,
 }
 
-/// How long the thread that opened it has waited on a runqueue, all told: `/proc/thread-self/schedstat`'s
-/// second field, read again from the start (one `pread`) each time.
+/// The scheduler's figures for the thread that opened it: `/proc/thread-self/schedstat`, read again from
+/// the start (one `pread`) each time.
 struct RunDelay(std::fs::File);
 
 impl RunDelay {
@@ -166,27 +166,35 @@ impl RunDelay {
         delay.now().map(|_| delay)
     }
 
-    fn now(&self) -> Option<Duration> {
+    /// How long the thread has run, and how long it has waited on a runqueue, all told.
+    fn times(&self) -> Option<(Duration, Duration)> {
         use std::os::unix::fs::FileExt;
         let mut text = [0u8; 96];
         let n = self.0.read_at(&mut text, 0).ok()?;
-        let ns = std::str::from_utf8(text.get(..n)?)
-            .ok()?
-            .split_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()?;
-        Some(Duration::from_nanos(ns))
+        let mut fields = std::str::from_utf8(text.get(..n)?).ok()?.split_whitespace();
+        let mut next = || fields.next()?.parse().ok().map(Duration::from_nanos);
+        Some((next()?, next()?))
+    }
+
+    fn now(&self) -> Option<Duration> {
+        self.times().map(|(_, waited)| waited)
     }
 }
 
-/// A wake-up that waited this long on the runqueue waited for another process's slice to end.
+/// A wake-up that waited this long on the runqueue or longer waited for another process's slice to end.
 const STALLED: Duration = Duration::from_millis(1);
+
+/// Whether a sleep's wake-up, with the thread's run delay `before` it and `after` it, waited that long.
+fn stalled(before: Option<Duration>, after: Option<Duration>) -> bool {
+    before
+        .zip(after)
+        .is_some_and(|(before, after)| after.saturating_sub(before) >= STALLED)
+}
 
 /// A park that ended in a real sleep.
 struct Parked {
     at: Instant,
-    /// The window it waited awake first (none when skipped).
+    /// The window it waited awake first (zero when the window was, or waiting awake was off).
     waited: Duration,
     /// The thread's run delay as it went to sleep.
     run_delay: Option<Duration>,
@@ -202,18 +210,21 @@ struct Learnt {
     parked: Option<Parked>,
     /// Until when the daemon sleeps without waiting awake, since the CPU was found crowded (see `mark`).
     off_until: Option<Instant>,
+    /// Sleeps since waiting awake went off (see `measured`).
+    sleeps_off: u32,
     /// The crowded waits and wake-ups counted since `counting_since`.
     marks: u32,
     counting_since: Option<Instant>,
 }
 
 /// How many crowded waits or wake-ups within `MARKS_WITHIN` turn waiting awake off, and for how long.
-/// Under two CPU-bound processes on a 2-vCPU VM they came 20–190 times a second; on the idle machine, one
-/// session at K=32 or sixteen sessions had a few a second at most, and turning waiting awake off on each
-/// cost the sixteen sessions 3–7 % of their calls (docs/performance-log.md, 2026-12-04).
+/// Under two CPU-bound processes on a 2-vCPU VM they came about 20 to 190 times a second; on the idle
+/// machine, at K=1, K=32 or sixteen sessions, three a second at most, and turning waiting awake off on
+/// each cost the sixteen sessions 3–7 % of their calls (docs/performance-log.md, 2026-12-04).
 const MARKS: u32 = 10;
 const MARKS_WITHIN: Duration = Duration::from_secs(1);
 const OFF_FOR: Duration = Duration::from_secs(1);
+const MEASURED_WHILE_OFF: u32 = 8;
 
 impl Awake {
     pub fn new(most: Duration) -> Self {
@@ -233,14 +244,14 @@ impl Awake {
         !self.most.is_zero()
     }
 
-    /// The runtime's epolls, once it runs; called on the thread that drives it, whose run delay it reads.
+    /// The runtime's epolls, once it runs.
     pub fn found(&self, epolls: Vec<RawFd>) {
         let _ = self.epolls.set(epolls);
-        let _ = self.run_delay.set(RunDelay::open());
     }
 
+    /// The run delay of the thread that parks: opened there, the first time it does.
     fn run_delay(&self) -> Option<Duration> {
-        self.run_delay.get()?.as_ref()?.now()
+        self.run_delay.get_or_init(RunDelay::open).as_ref()?.now()
     }
 
     /// Before the runtime sleeps: waits awake for the window, if there is one.
@@ -249,13 +260,10 @@ impl Awake {
             return;
         };
         let parked_at = Instant::now();
-        let window = {
-            let state = lock(&self.state);
-            if state.off_until.is_some_and(|until| parked_at < until) {
-                Duration::ZERO
-            } else {
-                state.window
-            }
+        let (window, measured) = {
+            let mut state = lock(&self.state);
+            state.parked = None;
+            (state.window_at(parked_at), state.measured(parked_at))
         };
         if !window.is_zero() {
             // SAFETY: the runtime's epolls stay open while it runs, and this runs only inside its park.
@@ -264,12 +272,12 @@ impl Awake {
                 .map(|&fd| unsafe { BorrowedFd::borrow_raw(fd) })
                 .collect();
             let woke = wait(&borrowed, window, self.most * 2);
-            lock(&self.state).after(&woke);
+            self.after(&woke);
             if woke != Woke::Waited {
                 return;
             }
         }
-        let run_delay = self.run_delay();
+        let run_delay = if measured { self.run_delay() } else { None };
         lock(&self.state).parked = Some(Parked {
             at: parked_at,
             waited: window,
@@ -284,15 +292,11 @@ impl Awake {
             return;
         };
         let gap = parked.at.elapsed();
-        let stalled = parked
-            .run_delay
-            .zip(self.run_delay())
-            .is_some_and(|(before, now)| now.saturating_sub(before) >= STALLED);
-        let mut state = lock(&self.state);
-        if stalled {
-            state.after(&Woke::Crowded);
+        if stalled(parked.run_delay, self.run_delay()) {
+            self.after(&Woke::Crowded);
             return;
         }
+        let mut state = lock(&self.state);
         (state.window, state.missed_full) = learn(
             state.window,
             state.missed_full,
@@ -303,18 +307,49 @@ impl Awake {
     }
 }
 
-impl Learnt {
+impl Awake {
     /// After a wait (or a wake-up) that ended as `woke`: a crowded one counts towards turning waiting
     /// awake off.
-    fn after(&mut self, woke: &Woke) {
-        if *woke == Woke::Crowded {
-            self.mark(Instant::now());
+    fn after(&self, woke: &Woke) {
+        if *woke != Woke::Crowded {
+            return;
+        }
+        let turned_off = lock(&self.state).mark(Instant::now());
+        if turned_off {
+            tracing::debug!(
+                "waiting awake is off while other processes keep the CPUs busy: {MARKS} waits or wake-ups \
+                 within {MARKS_WITHIN:?} waited for their turn"
+            );
+        }
+    }
+}
+
+impl Learnt {
+    /// The window to wait awake for in a park at `at`: none while waiting awake is off.
+    fn window_at(&self, at: Instant) -> Duration {
+        if self.off_until.is_some_and(|until| at < until) {
+            Duration::ZERO
+        } else {
+            self.window
         }
     }
 
-    /// A crowded wait or wake-up at `now`: the `MARKS`th within `MARKS_WITHIN` of the first, and each
-    /// after it there, turns waiting awake off for `OFF_FOR` from now.
-    fn mark(&mut self, now: Instant) {
+    /// Whether a sleep at `at` has its wake-up's run delay read: every one while waiting awake is on, one
+    /// in `MEASURED_WHILE_OFF` while it is off (enough to keep it off: they come tens of times a second
+    /// there, and one a second does), so that a busy machine's daemon spends little on reading them.
+    fn measured(&mut self, at: Instant) -> bool {
+        if self.off_until.is_none_or(|until| at >= until) {
+            self.sleeps_off = 0;
+            return true;
+        }
+        self.sleeps_off = self.sleeps_off.wrapping_add(1);
+        self.sleeps_off.is_multiple_of(MEASURED_WHILE_OFF)
+    }
+
+    /// A crowded wait or wake-up at `now`: the `MARKS`th within `MARKS_WITHIN` of the first turns waiting
+    /// awake off for `OFF_FOR` from now, and while it is off each one puts the end off again. True when
+    /// it turned waiting awake off.
+    fn mark(&mut self, now: Instant) -> bool {
         if self
             .counting_since
             .is_none_or(|since| now.saturating_duration_since(since) > MARKS_WITHIN)
@@ -323,15 +358,11 @@ impl Learnt {
             self.marks = 0;
         }
         self.marks = self.marks.saturating_add(1);
-        if self.marks >= MARKS {
-            if self.off_until.is_none_or(|until| until < now) {
-                tracing::debug!(
-                    "waiting awake is off for a while: {MARKS} waits or wake-ups within {MARKS_WITHIN:?} \
-                     found the CPU busy with other processes' work"
-                );
-            }
+        let off = self.off_until.is_some_and(|until| now < until);
+        if off || self.marks >= MARKS {
             self.off_until = Some(now + OFF_FOR);
         }
+        !off && self.marks >= MARKS
     }
 }
 
@@ -426,7 +457,7 @@ mod tests {
         // A pause (parks far longer than twice the most) does not count as a miss: events 90 µs apart
         // after it grow the window straight back (and at the most it catches them: no park to learn from).
         assert_eq!(windows(most, &[5_000, 120]), [50, 100]);
-        // Nor does a park that waited no full window (skipped after a crowded wait).
+        // Nor does a park that waited no full window (made while waiting awake was off).
         let us = Duration::from_micros;
         assert_eq!(
             learn(most, false, Duration::ZERO, us(150), most),
@@ -438,52 +469,93 @@ mod tests {
     fn crowded_waits_and_wake_ups_many_times_a_second_turn_waiting_awake_off() {
         let start = Instant::now();
         let ms = |n: u64| start + Duration::from_millis(n);
-        // One every 120 ms (an idle machine's sessions have a few a second at most): never off.
+        // One every 120 ms (the idle machine had three a second at most): never off.
         let mut learnt = Learnt::default();
         for n in 0..40 {
-            learnt.mark(ms(120 * n));
+            assert!(!learnt.mark(ms(120 * n)));
         }
         assert_eq!(learnt.off_until, None);
-        // Ten within a second: off for a second from the tenth, and each one after it puts that off.
-        let mut learnt = Learnt::default();
+        // Ten within a second: off for a second from the tenth.
+        let mut learnt = Learnt {
+            window: Duration::from_micros(100),
+            ..Learnt::default()
+        };
         for n in 0..9 {
-            learnt.mark(ms(50 * n));
+            assert!(!learnt.mark(ms(50 * n)));
         }
         assert_eq!(learnt.off_until, None);
-        learnt.mark(ms(450));
+        assert!(learnt.mark(ms(450)), "the tenth turns it off");
         assert_eq!(learnt.off_until, Some(ms(1450)));
-        learnt.mark(ms(900));
+        assert_eq!(learnt.window_at(ms(1449)), Duration::ZERO);
+        assert_eq!(learnt.window_at(ms(1450)), Duration::from_micros(100));
+        // While it is off, each one puts the end off again, in the count's second or after it.
+        assert!(!learnt.mark(ms(900)));
         assert_eq!(learnt.off_until, Some(ms(1900)));
-        // A count starts again after its second: the next nine alone leave it as it was.
+        assert!(!learnt.mark(ms(1500)));
+        assert_eq!(learnt.off_until, Some(ms(2500)));
+        // While it is off, one sleep in eight has its wake-up measured; every one once it is on again.
+        let measured: Vec<bool> = (0..16).map(|n| learnt.measured(ms(1600 + n))).collect();
+        assert_eq!(measured.iter().filter(|&&m| m).count(), 2, "{measured:?}");
+        assert!(learnt.measured(ms(2500)) && learnt.measured(ms(2501)));
+        // Once it is on again, nine within a second leave it on.
         for n in 0..9 {
-            learnt.mark(ms(1500 + 50 * n));
+            assert!(!learnt.mark(ms(3000 + 50 * n)));
         }
-        assert_eq!(learnt.off_until, Some(ms(1900)));
+        assert_eq!(learnt.window_at(ms(3450)), Duration::from_micros(100));
         // Only a crowded wait or wake-up counts.
-        let mut learnt = Learnt::default();
+        let awake = Awake::new(Duration::from_micros(100));
         for _ in 0..MARKS {
-            learnt.after(&Woke::Event);
-            learnt.after(&Woke::Waited);
+            awake.after(&Woke::Event);
+            awake.after(&Woke::Waited);
         }
-        assert_eq!(learnt.off_until, None);
+        assert_eq!(lock(&awake.state).off_until, None);
         for _ in 0..MARKS {
-            learnt.after(&Woke::Crowded);
+            awake.after(&Woke::Crowded);
         }
-        assert!(learnt.off_until.is_some_and(|until| until > Instant::now()));
+        assert_eq!(lock(&awake.state).window_at(Instant::now()), Duration::ZERO);
     }
 
     #[test]
-    fn the_run_delay_is_read_from_this_threads_schedstat_and_only_grows() {
-        let delay = RunDelay::open().expect("/proc/thread-self/schedstat on Linux");
-        let first = delay.now().expect("a reading");
-        // Handing the CPU over gives the scheduler a chance to count.
-        for _ in 0..100 {
-            std::thread::yield_now();
+    fn a_wake_up_stalled_when_it_waited_a_millisecond_or_more_on_the_runqueue() {
+        let us = |n: u64| Some(Duration::from_micros(n));
+        assert!(!stalled(us(5_000), us(5_999)));
+        assert!(stalled(us(5_000), us(6_000)));
+        assert!(stalled(us(0), us(8_000)));
+        // Without a reading either side (no /proc), nothing stalls.
+        assert!(!stalled(None, us(8_000)));
+        assert!(!stalled(us(0), None));
+    }
+
+    #[test]
+    fn the_run_delay_is_read_from_the_schedstat_of_the_thread_that_opened_it() {
+        let mine = RunDelay::open().expect("/proc/thread-self/schedstat on Linux");
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (opened_tx, opened_rx) = std::sync::mpsc::channel();
+        let other = std::thread::spawn(move || {
+            let theirs = RunDelay::open().expect("the other thread's schedstat");
+            opened_tx.send(theirs).expect("sent");
+            // Blocked, running nothing, until told.
+            let _ = rx.recv();
+        });
+        let theirs = opened_rx.recv().expect("the other thread's file");
+        let (ran, _) = mine.times().expect("a reading");
+        let (they_ran, _) = theirs.times().expect("a reading of the other thread's");
+        // Spin until this thread's own figure shows 20 ms more run: it is this thread's, and read afresh.
+        let give_up = Instant::now() + Duration::from_secs(20);
+        let mut now = ran;
+        while now < ran + Duration::from_millis(20) {
+            assert!(Instant::now() < give_up, "the run time never grew: {ran:?}");
+            now = mine.times().expect("a reading").0;
         }
-        let second = delay
-            .now()
-            .expect("a second reading, from the start of the file again");
-        assert!(second >= first, "{first:?} then {second:?}");
+        let (they_ran_now, _) = theirs.times().expect("a reading of the other thread's");
+        assert!(
+            they_ran_now < they_ran + Duration::from_millis(20),
+            "the blocked thread ran {:?}",
+            they_ran_now - they_ran
+        );
+        assert!(mine.now().is_some());
+        drop(tx);
+        other.join().expect("the other thread");
     }
 
     #[test]
