@@ -157,20 +157,33 @@ pub struct Awake {
 
 /// The scheduler's figures for the thread that opened it: `/proc/thread-self/schedstat`, read again from
 /// the start (one `pread`) each time.
-struct RunDelay(std::fs::File);
+struct RunDelay {
+    file: std::fs::File,
+    thread: std::thread::ThreadId,
+}
 
 impl RunDelay {
     fn open() -> Option<Self> {
         let file = std::fs::File::open("/proc/thread-self/schedstat").ok()?;
-        let delay = Self(file);
+        let delay = Self {
+            file,
+            thread: std::thread::current().id(),
+        };
         delay.now().map(|_| delay)
+    }
+
+    /// The run delay, read on the thread it is of (any other's would tell nothing of this one).
+    fn now_here(&self) -> Option<Duration> {
+        (std::thread::current().id() == self.thread)
+            .then(|| self.now())
+            .flatten()
     }
 
     /// How long the thread has run, and how long it has waited on a runqueue, all told.
     fn times(&self) -> Option<(Duration, Duration)> {
         use std::os::unix::fs::FileExt;
         let mut text = [0u8; 96];
-        let n = self.0.read_at(&mut text, 0).ok()?;
+        let n = self.file.read_at(&mut text, 0).ok()?;
         let mut fields = std::str::from_utf8(text.get(..n)?).ok()?.split_whitespace();
         let mut next = || fields.next()?.parse().ok().map(Duration::from_nanos);
         Some((next()?, next()?))
@@ -244,14 +257,16 @@ impl Awake {
         !self.most.is_zero()
     }
 
-    /// The runtime's epolls, once it runs.
+    /// The runtime's epolls, once it runs; called on the thread that drives it, whose run delay is then
+    /// opened (before the daemon serves, so that it holds no descriptor it did not hold from the start).
     pub fn found(&self, epolls: Vec<RawFd>) {
         let _ = self.epolls.set(epolls);
+        let _ = self.run_delay.set(RunDelay::open());
     }
 
-    /// The run delay of the thread that parks: opened there, the first time it does.
+    /// The run delay of the thread that parks, if it is the one that opened it.
     fn run_delay(&self) -> Option<Duration> {
-        self.run_delay.get_or_init(RunDelay::open).as_ref()?.now()
+        self.run_delay.get()?.as_ref()?.now_here()
     }
 
     /// Before the runtime sleeps: waits awake for the window, if there is one.
@@ -553,7 +568,12 @@ mod tests {
             "the blocked thread ran {:?}",
             they_ran_now - they_ran
         );
-        assert!(mine.now().is_some());
+        assert!(mine.now_here().is_some());
+        assert_eq!(
+            theirs.now_here(),
+            None,
+            "read here, the other thread's tells nothing"
+        );
         drop(tx);
         other.join().expect("the other thread");
     }
