@@ -320,9 +320,7 @@ impl Awake {
             self.most,
         );
     }
-}
 
-impl Awake {
     /// After a wait (or a wake-up) that ended as `woke`: a crowded one counts towards turning waiting
     /// awake off.
     fn after(&self, woke: &Woke) {
