@@ -14,15 +14,13 @@ fn mode(p: &std::path::Path) -> u32 {
 #[test]
 fn init_makes_an_instance_with_the_leaders_seat() {
     let inst = Instance::new();
-    let config: Value =
-        serde_json::from_str(&std::fs::read_to_string(inst.root.join("openovai.json")).unwrap())
-            .unwrap();
+    let config: Value = read_json(&inst.root.join("openovai.json"));
     assert_eq!(config, json!({ "user": "ann", "leader": "lead" }));
     assert!(inst.root.join("plugins").is_dir());
     assert_eq!(mode(&inst.root.join(".ovai")), 0o700);
     let mcp = inst.root.join("desks/lead/.mcp.json");
     assert_eq!(mode(&mcp), 0o600);
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&mcp).unwrap()).unwrap();
+    let v: Value = read_json(&mcp);
     let entry = &v["mcpServers"]["openovai"];
     assert_eq!(entry["type"], "stdio");
     assert_eq!(

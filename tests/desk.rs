@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use predicates::prelude::*;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 
 fn settings(inst: &Instance, seat: &str) -> std::path::PathBuf {
@@ -14,10 +14,6 @@ fn settings(inst: &Instance, seat: &str) -> std::path::PathBuf {
         .join(".claude/settings.local.json")
 }
 
-fn read(path: &std::path::Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
 #[test]
 fn init_and_seat_add_approve_the_server_and_its_tools() {
     let inst = Instance::new();
@@ -25,7 +21,7 @@ fn init_and_seat_add_approve_the_server_and_its_tools() {
     for seat in ["lead", "w1"] {
         let path = settings(&inst, seat);
         assert_eq!(
-            read(&path),
+            read_json(&path),
             json!({ "enabledMcpjsonServers": ["openovai"], "permissions": { "allow": ["mcp__openovai"] } })
         );
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
@@ -45,7 +41,7 @@ fn a_persons_settings_are_merged_and_only_ours_are_taken_out() {
     });
     std::fs::write(&path, theirs.to_string()).unwrap();
     inst.add_seat("w2");
-    let merged = read(&path);
+    let merged = read_json(&path);
     assert_eq!(
         merged,
         json!({
@@ -56,11 +52,11 @@ fn a_persons_settings_are_merged_and_only_ours_are_taken_out() {
     );
     // Removing and adding again adds nothing twice.
     inst.cmd().args(["seat", "remove", "w2"]).assert().success();
-    assert_eq!(read(&path), theirs, "only our two entries went");
+    assert_eq!(read_json(&path), theirs, "only our two entries went");
     inst.add_seat("w2");
     inst.cmd().args(["seat", "remove", "w2"]).assert().success();
     inst.add_seat("w2");
-    assert_eq!(read(&path), merged);
+    assert_eq!(read_json(&path), merged);
     // Without anything of theirs, the file goes with the seat.
     inst.add_seat("w3");
     inst.cmd().args(["seat", "remove", "w3"]).assert().success();

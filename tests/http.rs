@@ -394,8 +394,7 @@ fn a_desk_for_a_remote_seat_reaches_the_endpoint_and_survives_rotate_and_rebuild
         std::fs::metadata(&mcp_json).unwrap().permissions().mode() & 0o777,
         0o600
     );
-    let desk: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&mcp_json).unwrap()).unwrap();
+    let desk: serde_json::Value = read_json(&mcp_json);
     let entry = &desk["mcpServers"]["openovai"];
     assert_eq!(entry["type"], "http");
     assert_eq!(entry["url"], url.as_str());
@@ -418,8 +417,7 @@ fn a_desk_for_a_remote_seat_reaches_the_endpoint_and_survives_rotate_and_rebuild
         .args(["seat", "rotate", "far"])
         .assert()
         .success();
-    let desk: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&mcp_json).unwrap()).unwrap();
+    let desk: serde_json::Value = read_json(&mcp_json);
     let entry = &desk["mcpServers"]["openovai"];
     assert_eq!(entry["url"], url.as_str());
     let new_token = entry["headers"]["Authorization"]

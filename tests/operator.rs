@@ -91,8 +91,7 @@ fn logs_print_the_latest_rows_across_the_rotated_file_and_follow() {
 fn a_rotate_keeps_what_the_person_added_to_the_bridges_environment() {
     let inst = Instance::new();
     let path = inst.root.join("desks/lead/.mcp.json");
-    let mut doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut doc: serde_json::Value = read_json(&path);
     doc["mcpServers"]["openovai"]["env"]["OVAI_BRIDGE_BATCH"] = json!("0");
     std::fs::write(&path, doc.to_string()).unwrap();
     let old = inst.secret("lead");
@@ -100,8 +99,7 @@ fn a_rotate_keeps_what_the_person_added_to_the_bridges_environment() {
         .args(["seat", "rotate", "lead"])
         .assert()
         .success();
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let doc: serde_json::Value = read_json(&path);
     let env = &doc["mcpServers"]["openovai"]["env"];
     assert_eq!(env["OVAI_BRIDGE_BATCH"], json!("0"), "{doc}");
     assert_eq!(env["OVAI_SECRET"], json!(inst.secret("lead")), "{doc}");

@@ -208,8 +208,7 @@ fn a_secret_two_seats_share_opens_neither_and_a_missing_book_says_how_to_rebuild
     inst.add_seat("w1");
     let _d = inst.start();
     let path = inst.root.join(".ovai/seats.json");
-    let mut book: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut book: serde_json::Value = read_json(&path);
     book["seats"]["w1"]["sha256"] = book["seats"]["lead"]["sha256"].clone();
     std::fs::write(&path, serde_json::to_string(&book).unwrap()).unwrap();
     let (_s, r) = inst.try_session(&inst.secret("lead"));

@@ -78,7 +78,7 @@ impl Instance {
 
     pub fn set_config(&self, extra: Value) {
         let path = self.root.join("openovai.json");
-        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let mut v: Value = read_json(&path);
         for (k, val) in extra.as_object().unwrap() {
             v[k] = val.clone();
         }
@@ -580,4 +580,9 @@ pub fn text_of(response: &Value) -> (String, bool) {
         .collect::<Vec<_>>()
         .join("\n");
     (text, result["isError"].as_bool().unwrap_or(false))
+}
+
+/// A JSON file an instance holds (openovai.json, a desk's .mcp.json, the seat book), read whole.
+pub fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
