@@ -21,8 +21,8 @@
 //! Beside the route: `plugins` decides which files in plugins/ a generation serves (the checks before
 //! import, `host::import`, and one runtime.log row per file in `plugins::rows`); `runtime_log` writes
 //! the rows people read; `instance` finds the root and reads openovai.json; `cli` is the command line,
-//! with `client`, the synchronous client of the socket; `names`, `files`, `digest`, `lines`, `sync` and
-//! `process_start` are the small shared pieces.
+//! with `client`, the synchronous client of the socket; `names`, `files`, `digest`, `lines`, `sync`,
+//! `sched` and `process_start` are the small shared pieces.
 
 pub mod answer;
 pub mod cli;
@@ -40,6 +40,7 @@ pub mod names;
 pub mod plugins;
 pub mod process_start;
 pub mod runtime_log;
+pub mod sched;
 pub mod seats;
 pub mod server;
 pub mod stdio_bridge;

@@ -52,42 +52,22 @@ pub fn run() -> i32 {
     }
 }
 
-/// The bridge's threads (the one made later inherits it) do not preempt the processes they relay for:
-/// on Linux they run as `SCHED_BATCH`, whose wake-ups preempt nobody. A client writing several requests
-/// in a row, or the daemon answering several sessions at once, goes on until it waits, and the bridge
-/// then takes what came in one read, where it had taken each message as it came, a switch of the CPU
-/// each. Where a CPU is free the bridge runs there at once, as before; where every CPU is busy, a message
-/// may wait for the running process's slice (milliseconds). `OVAI_BRIDGE_BATCH=0` keeps the policy the
-/// bridge was started with, as does any policy other than the ordinary one (a client run in real time).
+/// The bridge's threads (the one made later inherits it) run as `SCHED_BATCH` (`sched`): a client writing
+/// several requests in a row, or the daemon answering several sessions at once, goes on until it waits,
+/// and the bridge then takes what came in one read. Where every CPU is busy, a message may wait for the
+/// running process's slice (milliseconds). `OVAI_BRIDGE_BATCH=0` keeps the policy the bridge was started
+/// with.
 fn relay_in_batches() {
-    let value = std::env::var_os("OVAI_BRIDGE_BATCH");
-    let value = value.as_deref().map(|v| v.to_string_lossy());
-    match value.as_deref().map(str::trim) {
-        None | Some("1") => schedule_as_batch(),
-        Some("0") => {}
-        Some(other) => {
-            eprintln!(
-                "ovai mcp: OVAI_BRIDGE_BATCH is {other:?}; it is 0 (the bridge's threads keep the \
-                 policy they were started with) or 1 (they run as SCHED_BATCH, the default). Using 1."
-            );
-            schedule_as_batch();
-        }
+    let (batch, said) = crate::sched::asked(
+        "OVAI_BRIDGE_BATCH",
+        std::env::var_os("OVAI_BRIDGE_BATCH").as_deref(),
+        "the bridge's threads keep the policy they were started with",
+    );
+    if let Some(said) = said {
+        eprintln!("ovai mcp: {said}");
     }
-}
-
-/// This thread, and those it makes from now on, run as `SCHED_BATCH` if they run under the ordinary
-/// policy (Linux; elsewhere nothing changes). A refusal (a sandbox that forbids it) leaves the policy as
-/// it was, which only costs speed.
-pub fn schedule_as_batch() {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: both calls name this thread (0) and read or set its policy, from a valid parameter.
-        unsafe {
-            if libc::sched_getscheduler(0) == libc::SCHED_OTHER {
-                let param = libc::sched_param { sched_priority: 0 };
-                libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
-            }
-        }
+    if batch {
+        crate::sched::schedule_as_batch();
     }
 }
 

@@ -2019,7 +2019,7 @@ mod floor {
     /// the bridge's shape, its scheduling included. Set once the next process is started, which keeps
     /// the ordinary policy, as the daemon and the host do.
     pub fn copy_on_threads_batched(to_child: File, from_child: File) {
-        ovai::stdio_bridge::schedule_as_batch();
+        ovai::sched::schedule_as_batch();
         copy_on_threads(to_child, from_child);
     }
 
@@ -2045,7 +2045,7 @@ mod floor {
         // SAFETY: the driver left these two descriptors open for this process alone.
         let (to_hub, from_hub) = unsafe { (File::from_raw_fd(to), File::from_raw_fd(from)) };
         close_on_exec([&to_hub, &from_hub]);
-        ovai::stdio_bridge::schedule_as_batch();
+        ovai::sched::schedule_as_batch();
         copy_on_threads(to_hub, from_hub);
     }
 

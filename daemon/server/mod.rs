@@ -87,6 +87,19 @@ fn io_err<'a>(
 /// Runs the daemon until it is told to stop. A current-thread runtime: one core does a call's work with
 /// no cross-thread hand-offs, and the host is spawned (and its parent-death signal tied) to this thread.
 pub fn serve(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError> {
+    // Before the runtime and its threads: the host's writes, and the sessions', then do not stop the
+    // writer to run the daemon (`sched`); what the daemon starts begins under the ordinary policy.
+    let (batch, said) = crate::sched::asked(
+        "OVAI_DAEMON_BATCH",
+        std::env::var_os("OVAI_DAEMON_BATCH").as_deref(),
+        "the daemon keeps the policy it was started with",
+    );
+    if let Some(said) = said {
+        tracing::warn!("{said}");
+    }
+    if batch {
+        crate::sched::schedule_as_batch();
+    }
     let legs = crate::legs::start_if_asked();
     let most =
         awake::most_from(std::env::var("OVAI_AWAKE_US").ok().as_deref()).unwrap_or_else(|bad| {

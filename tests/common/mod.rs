@@ -25,6 +25,7 @@ pub fn ovai() -> assert_cmd::Command {
     c.env_remove("OVAI_ROOT")
         .env_remove("OVAI_SECRET")
         .env_remove("OVAI_BRIDGE_BATCH")
+        .env_remove("OVAI_DAEMON_BATCH")
         .timeout(PATIENCE);
     c
 }
@@ -183,6 +184,7 @@ impl Daemon {
         cmd.args(["serve", "--root"])
             .arg(&inst.root)
             .env_remove("OVAI_ROOT")
+            .env_remove("OVAI_DAEMON_BATCH")
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
