@@ -1,34 +1,36 @@
-//! The scheduling policy of ovai's own processes (Linux): `SCHED_BATCH`, whose wake-ups preempt nobody.
+//! The scheduling policy of ovai's own processes (Linux): `SCHED_BATCH`, whose wake-ups preempt no
+//! process of the ordinary policy.
 //!
 //! The bridge relays for its client and the daemon, the daemon for its sessions and the plugin host: each
 //! is woken by a write of the process it works for, and under the ordinary policy each such wake-up may
 //! stop the writer where it stands (the kernel's `check_preempt_wakeup_fair`), a switch of the CPU before
-//! the writer has written the rest of what it has. A `SCHED_BATCH` thread is woken as any other but waits
-//! for the running one to give up the CPU, or runs at once where a CPU is free, and then takes all that
-//! came in one read. Anything other than the ordinary policy (a client run in real time, or idle) is kept.
+//! the writer has written the rest of what it has. A `SCHED_BATCH` thread is woken as any other but runs
+//! once the running one gives up the CPU or its slice ends, or at once where a CPU is free, and then takes
+//! all that came in one read. A process started under another policy (a client run in real time, or
+//! idle) keeps it.
 
 use std::ffi::OsStr;
 #[cfg(target_os = "linux")]
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Whether an `OVAI_*_BATCH` variable asks for `SCHED_BATCH`: unset or 1 yes, 0 no; anything else is
-/// named in a sentence (`keeps`: what 0 means for this process) and taken as 1.
-pub fn asked(name: &str, value: Option<&OsStr>, keeps: &str) -> (bool, Option<String>) {
+/// Whether an `OVAI_*_BATCH` variable asks for `SCHED_BATCH`: unset, empty or 1 yes, 0 no; anything else
+/// is named in a sentence (`keeps`: what 0 means for this process) and taken as 1.
+pub fn batch_wanted(name: &str, value: Option<&OsStr>, keeps: &str) -> (bool, Option<String>) {
     let value = value.map(|v| v.to_string_lossy());
     match value.as_deref().map(str::trim) {
-        None | Some("1") => (true, None),
+        None | Some("" | "1") => (true, None),
         Some("0") => (false, None),
         Some(other) => (
             true,
             Some(format!(
-                "{name} is {other:?}; it is 0 ({keeps}) or 1 (SCHED_BATCH, the default). Using 1."
+                "{name} is {other:?}, which is neither 0 ({keeps}) nor 1 (SCHED_BATCH, the default); using 1."
             )),
         ),
     }
 }
 
-/// Whether `schedule_as_batch` changed this process's policy: what it starts then goes back to the
-/// ordinary one (`start_ordinary`).
+/// Whether `schedule_as_batch` changed this process's policy: the plugin host then goes back to the
+/// ordinary one as it starts (`ordinary_in_child`).
 #[cfg(target_os = "linux")]
 static BATCHED: AtomicBool = AtomicBool::new(false);
 
@@ -49,10 +51,10 @@ pub fn schedule_as_batch() {
 }
 
 /// Between fork and exec: the child goes back to the ordinary policy if `schedule_as_batch` left its
-/// parent batched (the kernel's `SCHED_RESET_ON_FORK` does not undo `SCHED_BATCH`). The plugin host is
-/// woken by the daemon's writes and should run at once, preempting whoever runs: a plugin call waits on
-/// it. Async-signal-safe (one system call).
-pub fn start_ordinary() {
+/// parent batched (a child inherits its parent's policy; even `SCHED_RESET_ON_FORK` would reset only a
+/// real-time policy or a negative nice). The plugin host is woken by the daemon's writes and should run
+/// at once, preempting whoever runs: a plugin call waits on it. Two system calls, no allocation.
+pub fn ordinary_in_child() {
     #[cfg(target_os = "linux")]
     if BATCHED.load(Ordering::Relaxed) {
         // SAFETY: names this (forked) thread, from a valid parameter; leaving SCHED_BATCH for the ordinary
@@ -72,15 +74,19 @@ mod tests {
 
     #[test]
     fn a_value_neither_0_nor_1_is_named_and_taken_as_1() {
-        assert_eq!(asked("X", None, "k"), (true, None));
-        assert_eq!(asked("X", Some(OsStr::new(" 1 ")), "k"), (true, None));
-        assert_eq!(asked("X", Some(OsStr::new("0")), "k"), (false, None));
-        let (on, said) = asked("X", Some(OsStr::new("no")), "they keep theirs");
+        assert_eq!(batch_wanted("X", None, "k"), (true, None));
+        assert_eq!(batch_wanted("X", Some(OsStr::new("")), "k"), (true, None));
+        assert_eq!(
+            batch_wanted("X", Some(OsStr::new(" 1 ")), "k"),
+            (true, None)
+        );
+        assert_eq!(batch_wanted("X", Some(OsStr::new("0")), "k"), (false, None));
+        let (on, said) = batch_wanted("X", Some(OsStr::new("no")), "they keep theirs");
         assert!(on);
         assert_eq!(
             said.as_deref(),
             Some(
-                "X is \"no\"; it is 0 (they keep theirs) or 1 (SCHED_BATCH, the default). Using 1."
+                "X is \"no\", which is neither 0 (they keep theirs) nor 1 (SCHED_BATCH, the default); using 1."
             )
         );
     }

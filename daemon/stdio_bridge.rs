@@ -58,7 +58,7 @@ pub fn run() -> i32 {
 /// running process's slice (milliseconds). `OVAI_BRIDGE_BATCH=0` keeps the policy the bridge was started
 /// with.
 fn relay_in_batches() {
-    let (batch, said) = crate::sched::asked(
+    let (batch, said) = crate::sched::batch_wanted(
         "OVAI_BRIDGE_BATCH",
         std::env::var_os("OVAI_BRIDGE_BATCH").as_deref(),
         "the bridge's threads keep the policy they were started with",

@@ -2017,7 +2017,8 @@ mod floor {
 
     /// `copy_on_threads` scheduled as `ovai mcp` is (`SCHED_BATCH`): the throughput floors' first relay is
     /// the bridge's shape, its scheduling included. Set once the next process is started, which keeps
-    /// the ordinary policy, as the daemon and the host do.
+    /// the ordinary policy, as the host does. (The relays and the hub in the daemon's place keep the
+    /// ordinary policy, where the daemon runs batched: at K=1 and K=32 that was not told apart.)
     pub fn copy_on_threads_batched(to_child: File, from_child: File) {
         ovai::sched::schedule_as_batch();
         copy_on_threads(to_child, from_child);

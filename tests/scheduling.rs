@@ -1,7 +1,6 @@
-//! ovai's own processes run as `SCHED_BATCH` on Linux, whose wake-ups preempt nobody: the bridge's two
-//! threads, and the daemon's event loop; what the daemon starts (the plugin host in its box) begins under
-//! the ordinary policy. `OVAI_BRIDGE_BATCH=0` and `OVAI_DAEMON_BATCH=0` keep the policy each was started
-//! with.
+//! ovai's own processes run as `SCHED_BATCH` on Linux, whose wake-ups preempt no ordinary process: the
+//! bridge's two threads, and the daemon; the plugin host (in its box) starts under the ordinary policy.
+//! `OVAI_BRIDGE_BATCH=0` and `OVAI_DAEMON_BATCH=0` keep the policy each was started with.
 
 mod common;
 use common::*;
@@ -61,10 +60,13 @@ fn the_bridge_relays_without_preempting_what_it_relays_for_unless_told_not_to() 
     assert_eq!(bridge_policies(&unclear), [3, 3]);
     let said = wait_until("the bridge's sentence on stderr", || {
         let said = unclear.stderr.lock().unwrap().clone();
-        said.contains("Using 1.").then_some(said)
+        said.contains("using 1.").then_some(said)
     });
     assert!(
-        said.contains("OVAI_BRIDGE_BATCH is \"false\"; it is 0 (the bridge's threads keep"),
+        said.contains(
+            "ovai mcp: OVAI_BRIDGE_BATCH is \"false\", which is neither 0 (the bridge's threads keep the \
+             policy they were started with) nor 1 (SCHED_BATCH, the default); using 1."
+        ),
         "{said}"
     );
 
@@ -151,8 +153,8 @@ fn ovai_daemon_batch_0_keeps_the_daemons_policy_and_anything_else_is_named() {
     let said = std::fs::read_to_string(&d.stderr).unwrap();
     assert!(
         said.contains(
-            "OVAI_DAEMON_BATCH is \"yes\"; it is 0 (the daemon keeps the policy it was started with) or 1 \
-             (SCHED_BATCH, the default). Using 1."
+            "OVAI_DAEMON_BATCH is \"yes\", which is neither 0 (the daemon keeps the policy it was started \
+             with) nor 1 (SCHED_BATCH, the default); using 1."
         ),
         "{said}"
     );

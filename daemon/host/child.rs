@@ -146,11 +146,11 @@ impl Launch {
             .process_group(0)
             .kill_on_drop(true);
         // SAFETY: the closure runs between fork and exec and calls only async-signal-safe functions
-        // (dup2, fcntl, close, prctl, sched_setscheduler) on descriptors it owns.
+        // (dup2, fcntl, close, prctl, sched_getscheduler, sched_setscheduler) on descriptors it owns.
         unsafe {
             cmd.pre_exec(move || {
                 put_on_fds(fds)?;
-                crate::sched::start_ordinary();
+                crate::sched::ordinary_in_child();
                 // The host dies with the daemon even if nothing closes its pipes first.
                 nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
                 Ok(())

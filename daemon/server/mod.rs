@@ -88,8 +88,8 @@ fn io_err<'a>(
 /// no cross-thread hand-offs, and the host is spawned (and its parent-death signal tied) to this thread.
 pub fn serve(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError> {
     // Before the runtime and its threads: the host's writes, and the sessions', then do not stop the
-    // writer to run the daemon (`sched`); what the daemon starts begins under the ordinary policy.
-    let (batch, said) = crate::sched::asked(
+    // writer to run the daemon (`sched`); the plugin host starts under the ordinary policy again.
+    let (batch, said) = crate::sched::batch_wanted(
         "OVAI_DAEMON_BATCH",
         std::env::var_os("OVAI_DAEMON_BATCH").as_deref(),
         "the daemon keeps the policy it was started with",
