@@ -115,7 +115,7 @@ fn descendants(pid: u32) -> Vec<u32> {
 }
 
 #[test]
-fn the_daemon_runs_batched_and_what_it_starts_runs_ordinary() {
+fn the_daemon_runs_batched_and_its_plugin_host_ordinary() {
     let inst = Instance::new();
     inst.fixture("echo.mjs");
     let d = inst.start();
