@@ -29,6 +29,16 @@ pub fn batch_wanted(name: &str, value: Option<&OsStr>, keeps: &str) -> (bool, Op
     }
 }
 
+/// Runs this thread as `SCHED_BATCH` unless the variable `name` says 0 (`batch_wanted`); the sentence for
+/// a value it does not take, for the caller to say where its reader looks.
+pub fn batch_as_asked(name: &str, keeps: &str) -> Option<String> {
+    let (batch, said) = batch_wanted(name, std::env::var_os(name).as_deref(), keeps);
+    if batch {
+        schedule_as_batch();
+    }
+    said
+}
+
 /// Whether `schedule_as_batch` changed this process's policy: the plugin host then goes back to the
 /// ordinary one as it starts (`ordinary_in_child`).
 #[cfg(target_os = "linux")]

@@ -58,16 +58,11 @@ pub fn run() -> i32 {
 /// running process's slice (milliseconds). `OVAI_BRIDGE_BATCH=0` keeps the policy the bridge was started
 /// with.
 fn relay_in_batches() {
-    let (batch, said) = crate::sched::batch_wanted(
+    if let Some(said) = crate::sched::batch_as_asked(
         "OVAI_BRIDGE_BATCH",
-        std::env::var_os("OVAI_BRIDGE_BATCH").as_deref(),
         "the bridge's threads keep the policy they were started with",
-    );
-    if let Some(said) = said {
+    ) {
         eprintln!("ovai mcp: {said}");
-    }
-    if batch {
-        crate::sched::schedule_as_batch();
     }
 }
 

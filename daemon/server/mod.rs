@@ -89,16 +89,11 @@ fn io_err<'a>(
 pub fn serve(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError> {
     // Before the runtime and its threads: the host's writes, and the sessions', then do not stop the
     // writer to run the daemon (`sched`); the plugin host starts under the ordinary policy again.
-    let (batch, said) = crate::sched::batch_wanted(
+    if let Some(said) = crate::sched::batch_as_asked(
         "OVAI_DAEMON_BATCH",
-        std::env::var_os("OVAI_DAEMON_BATCH").as_deref(),
         "the daemon keeps the policy it was started with",
-    );
-    if let Some(said) = said {
+    ) {
         tracing::warn!("{said}");
-    }
-    if batch {
-        crate::sched::schedule_as_batch();
     }
     let legs = crate::legs::start_if_asked();
     let most =
