@@ -29,6 +29,8 @@ use crate::instance::{self, Instance};
 use crate::server::transport::{MAX_ID_BYTES, MAX_LINE};
 use crate::sync::lock;
 
+mod scan;
+
 /// How long the bridge waits for the daemon's welcome: a daemon still loading many plugins answers late.
 const WELCOME_PATIENCE: Duration = Duration::from_secs(60);
 /// How long the bridge waits for a daemon to come back (`OVAI_RECONNECT_SECONDS` overrides it).
@@ -417,18 +419,20 @@ impl Bridge {
     }
 
     fn note_request(&self, line: &[u8]) {
-        if !answered_under_its_id(line) {
-            return;
-        }
-        let Ok(text) = std::str::from_utf8(line) else {
+        let Some(text) = readable(line) else {
             return;
         };
-        if let Some(call) = PlainCall::read(text) {
-            // The call a session makes most: its id, as the daemon's answer will carry it, is all there is
-            // to note.
+        // The call a session makes most: its id, as the daemon's answer will carry it, is all there is to
+        // note. One of the plainest kind is read in one pass, any other by serde.
+        let plain = match scan::plain_call_key(text) {
+            Some(key) => Some(key.to_string()),
+            None if !answered_under_its_id(line) => return,
+            None => PlainCall::read(text).map(|call| call.key),
+        };
+        if let Some(key) = plain {
             note(
                 &mut lock(&self.session).pending,
-                call.key,
+                key,
                 Pending::new("tools/call", false),
             );
             return;
@@ -757,9 +761,16 @@ impl<'de> serde::de::Visitor<'de> for Checked {
 fn answered_under_its_id(line: &[u8]) -> bool {
     let body = line.strip_suffix(b"\n").unwrap_or(line);
     // A line that deep has at least that many brackets.
-    body.len() <= MAX_LINE
-        && std::str::from_utf8(body).is_ok()
-        && (body.len() < TOO_DEEP || !nested_too_deep(body))
+    readable(line).is_some() && (body.len() < TOO_DEEP || !nested_too_deep(body))
+}
+
+/// The line as text, when it is within the daemon's cap and UTF-8.
+fn readable(line: &[u8]) -> Option<&str> {
+    let body = line.strip_suffix(b"\n").unwrap_or(line);
+    if body.len() > MAX_LINE {
+        return None;
+    }
+    std::str::from_utf8(line).ok()
 }
 
 /// serde_json's recursion limit: a document 128 arrays and objects deep does not parse.

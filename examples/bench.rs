@@ -95,6 +95,10 @@ struct Args {
     #[arg(long = "in-flight", value_name = "K", requires = "load",
           value_parser = clap::value_parser!(u64).range(1..=256))]
     in_flight: Option<u64>,
+    /// With `--load`: the sessions are the floor's (relays in the bridge's shape into one hub in the
+    /// daemon's, in front of a minimal responder) in place of ovai's, to profile beside them.
+    #[arg(long = "on-floor", requires = "load")]
+    on_floor: bool,
     /// Instead of the cases: host.mjs alone, driven over its fds 3 and 4 as the daemon drives it, beside a
     /// minimal Node process speaking the same protocol: what the host's own code costs a call.
     #[arg(long = "host-alone", group = "mode")]
@@ -185,6 +189,10 @@ fn main() {
     let runs = setup.runs;
     if let Some(n) = args.load {
         let k = args.in_flight.map(|k| k as usize);
+        if args.on_floor {
+            load_on_floor(n as usize, k, Duration::from_secs(args.seconds));
+            return;
+        }
         load(
             &setup,
             &one,
@@ -1300,6 +1308,34 @@ fn load(setup: &Setup, inst: &Instance, n: usize, k: Option<usize>, for_how_long
             f["calls_per_s"], f["p50_us"], f["p99_us"]
         );
     }
+}
+
+/// `--load N --on-floor`: `load`'s rounds, through the floor's processes.
+fn load_on_floor(n: usize, k: Option<usize>, for_how_long: Duration) {
+    let (mut clients, mut hub) = floor_sessions(n, &[]);
+    let (k, per) = match k {
+        Some(k) => (k, ((20_000 * k).min(100_000) / n).max(1)),
+        None => (4, (80_000 / n).max(1)),
+    };
+    clients[0].calls("p0000", 1, 1);
+    let relays: Vec<u32> = clients.iter().map(Client::pid).collect();
+    eprintln!(
+        "--load --on-floor: {n} session(s), {k} in flight each; hub {}, responder {}, relays {relays:?}, driver {}",
+        hub.id(),
+        child_of(hub.id()).unwrap_or(0),
+        std::process::id()
+    );
+    let until = Instant::now() + for_how_long;
+    while Instant::now() < until {
+        let f = sessions(&mut clients, per, k);
+        eprintln!(
+            "  {:.0} calls/s, p50 {:.0} µs, p99 {:.0} µs",
+            f["calls_per_s"], f["p50_us"], f["p99_us"]
+        );
+    }
+    drop(clients);
+    let _ = hub.kill();
+    let _ = hub.wait();
 }
 
 fn sessions(clients: &mut [Client], per_session: usize, k: usize) -> Figures {
