@@ -216,6 +216,7 @@ mod tests {
         r#"{"jsonrpc":"2.0","id":-9223372036854775808,"method":"tools/call","params":{"name":"x","arguments":null}}"#,
         r#"{"jsonrpc":"2.0","id":"","method":"tools/call","params":{"arguments":{"a":[1,-2.5,0,0.125,true,false,null,[],{}],"b":{"c":{"d":"é😀 \" \\ \/ \b\f\n\r\t"}}},"name":1}}"#,
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","arguments":{"a":1,"a":2,"n":123456789012345678901234567890}}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":1,"arguments":[]}}"#,
     ];
 
     #[test]
