@@ -1290,33 +1290,19 @@ fn load(setup: &Setup, inst: &Instance, n: usize, k: Option<usize>, for_how_long
     let mut clients = ovai_clients(setup, inst, n);
     let host = node_in(status(setup, inst)["host"]["pid"].as_u64().unwrap_or(0) as u32);
     let bridges: Vec<u32> = clients.iter().map(Client::pid).collect();
-    let (k, per) = match (k, n) {
-        (Some(k), n) => (k, ((20_000 * k).min(100_000) / n).max(1)),
-        (None, 1) => (32, 100_000),
-        (None, n) => (4, 80_000 / n),
-    };
+    let (k, per) = load_shape(n, k);
     eprintln!(
         "--load: {n} session(s), {k} in flight each; daemon {}, host {host}, bridges {bridges:?}, driver {}",
         d.pid(),
         std::process::id()
     );
-    let until = Instant::now() + for_how_long;
-    while Instant::now() < until {
-        let f = sessions(&mut clients, per, k);
-        eprintln!(
-            "  {:.0} calls/s, p50 {:.0} µs, p99 {:.0} µs",
-            f["calls_per_s"], f["p50_us"], f["p99_us"]
-        );
-    }
+    rounds(&mut clients, per, k, for_how_long);
 }
 
 /// `--load N --on-floor`: `load`'s rounds, through the floor's processes.
 fn load_on_floor(n: usize, k: Option<usize>, for_how_long: Duration) {
     let (mut clients, mut hub) = floor_sessions(n, &[]);
-    let (k, per) = match k {
-        Some(k) => (k, ((20_000 * k).min(100_000) / n).max(1)),
-        None => (4, (80_000 / n).max(1)),
-    };
+    let (k, per) = load_shape(n, k);
     clients[0].calls("p0000", 1, 1);
     let relays: Vec<u32> = clients.iter().map(Client::pid).collect();
     eprintln!(
@@ -1325,17 +1311,32 @@ fn load_on_floor(n: usize, k: Option<usize>, for_how_long: Duration) {
         child_of(hub.id()).unwrap_or(0),
         std::process::id()
     );
+    rounds(&mut clients, per, k, for_how_long);
+    drop(clients);
+    let _ = hub.kill();
+    let _ = hub.wait();
+}
+
+/// `--load`'s calls in flight a session and calls a session a round, for `n` sessions.
+fn load_shape(n: usize, k: Option<usize>) -> (usize, usize) {
+    match (k, n) {
+        (Some(k), n) => (k, ((20_000 * k).min(100_000) / n).max(1)),
+        (None, 1) => (32, 100_000),
+        (None, n) => (4, 80_000 / n),
+    }
+}
+
+/// Rounds of calls from every session at once until `for_how_long` has passed, each round's figures
+/// printed.
+fn rounds(clients: &mut [Client], per: usize, k: usize, for_how_long: Duration) {
     let until = Instant::now() + for_how_long;
     while Instant::now() < until {
-        let f = sessions(&mut clients, per, k);
+        let f = sessions(clients, per, k);
         eprintln!(
             "  {:.0} calls/s, p50 {:.0} µs, p99 {:.0} µs",
             f["calls_per_s"], f["p50_us"], f["p99_us"]
         );
     }
-    drop(clients);
-    let _ = hub.kill();
-    let _ = hub.wait();
 }
 
 fn sessions(clients: &mut [Client], per_session: usize, k: usize) -> Figures {
