@@ -426,7 +426,7 @@ impl Bridge {
         // note. One of the plainest kind is read in one pass, any other by serde.
         let plain = match scan::plain_call_key(text) {
             Some(key) => Some(key.to_string()),
-            None if !answered_under_its_id(line) => return,
+            None if too_deep(line) => return,
             None => PlainCall::read(text).map(|call| call.key),
         };
         if let Some(key) = plain {
@@ -754,17 +754,18 @@ impl<'de> serde::de::Visitor<'de> for Checked {
     }
 }
 
-/// Whether the daemon can read this line's id at all: one over its length cap, not UTF-8, or nested
-/// deeper than its JSON parser goes is answered with `id: null`, so its id is never waited for here
-/// (nothing would ever answer it, and the bridge would answer it itself when the client quits, saying
-/// the server went away). The bridge's own parse skips what it does not look at, at any depth.
-fn answered_under_its_id(line: &[u8]) -> bool {
+/// A readable line (`readable`) nested deeper than the daemon's JSON parser goes: the daemon answers it
+/// with `id: null`, so its id is never waited for here (nothing would ever answer it, and the bridge would
+/// answer it itself when the client quits, saying the server went away). The bridge's own parse skips
+/// what it does not look at, at any depth.
+fn too_deep(line: &[u8]) -> bool {
     let body = line.strip_suffix(b"\n").unwrap_or(line);
     // A line that deep has at least that many brackets.
-    readable(line).is_some() && (body.len() < TOO_DEEP || !nested_too_deep(body))
+    body.len() >= TOO_DEEP && nested_too_deep(body)
 }
 
-/// The line as text, when it is within the daemon's cap and UTF-8.
+/// The line as text, when it is within the daemon's cap and UTF-8: a line that is not is answered with
+/// `id: null`, and its id never waited for here.
 fn readable(line: &[u8]) -> Option<&str> {
     let body = line.strip_suffix(b"\n").unwrap_or(line);
     if body.len() > MAX_LINE {
