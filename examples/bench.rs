@@ -184,6 +184,20 @@ fn main() {
     } else {
         None
     };
+    // Given no baseline (`-`, as `--load` takes), a run that measures it says so before it starts anything,
+    // rather than Node waiting for a script on its stdin.
+    let alone = matches!(
+        mode,
+        Some("--growth" | "--scaling" | "--legs" | "--host-alone" | "--floor")
+    );
+    if args.load.is_none() && !alone && !setup.baseline.is_file() {
+        eprintln!(
+            "bench: this run measures the baseline, and {} is not its script; give the path of \
+             scripts/bench-baseline/server.mjs with the SDK installed beside it (scripts/bench does).",
+            setup.baseline.display()
+        );
+        std::process::exit(2);
+    }
     let mut cases: Vec<(&'static str, Figures, Figures)> = Vec::new();
     let one = Instance::new(&setup, "one", 1);
     let runs = setup.runs;
