@@ -2097,8 +2097,7 @@ mod floor {
         // SAFETY: the driver left these two descriptors open for this process alone.
         let (to_hub, from_hub) = unsafe { (File::from_raw_fd(to), File::from_raw_fd(from)) };
         close_on_exec([&to_hub, &from_hub]);
-        ovai::sched::schedule_as_batch();
-        copy_on_threads(to_hub, from_hub);
+        copy_on_threads_batched(to_hub, from_hub);
     }
 
     /// The daemon's shape of relay for many sessions: one poll loop over every session's pipe (the pairs
