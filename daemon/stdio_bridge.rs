@@ -30,6 +30,7 @@ use crate::server::transport::{MAX_ID_BYTES, MAX_LINE};
 use crate::sync::lock;
 
 mod scan;
+mod unverified;
 
 /// How long the bridge waits for the daemon's welcome: a daemon still loading many plugins answers late.
 const WELCOME_PATIENCE: Duration = Duration::from_secs(60);
@@ -196,6 +197,106 @@ struct Session {
     listens: HashMap<String, Vec<u8>>,
     /// The client closed its side: nothing more will come, and the bridge ends with the daemon's answers.
     client_done: bool,
+    /// Tool calls sent and not yet read (`unverified`): what `pending` holds is only the whole once
+    /// `verify` has read them.
+    unverified: unverified::Unverified,
+}
+
+impl Session {
+    /// Reads what was kept unread and notes it as it would have been noted as it passed, in order.
+    fn verify(&mut self) {
+        if self.unverified.is_empty() {
+            return;
+        }
+        for line in self.unverified.take_waiting() {
+            if let Some(noted) = read_request(&line) {
+                self.apply(&line, noted);
+            }
+        }
+    }
+
+    /// Keeps a tool call unread (`unverified::key_of` found its id at `key`).
+    fn keep_unread(&mut self, line: &[u8], key: std::ops::Range<usize>) {
+        if self.unverified.is_full() {
+            self.verify();
+        }
+        self.unverified.keep(line, key);
+    }
+
+    /// Every request waiting for its answer, read.
+    fn pending(&mut self) -> &mut HashMap<String, Pending> {
+        self.verify();
+        &mut self.pending
+    }
+
+    /// Notes a request read in full. What was kept unread came before it, and is noted first.
+    fn apply(&mut self, line: &[u8], noted: Noted) {
+        self.verify();
+        let (method, key, modern) = match noted {
+            Noted::Call(key) => (std::borrow::Cow::Borrowed("tools/call"), Some(key), false),
+            Noted::Message {
+                method,
+                key,
+                modern,
+                cancels,
+            } => {
+                // A notification has no id, and a message with one is a request whatever its method
+                // says: the daemon answers it, and it neither stands for the session's `initialized`
+                // nor cancels anything.
+                match (method.as_str(), &key) {
+                    ("initialize", Some(_)) => self.initialize = Some(line.to_vec()),
+                    ("notifications/initialized", None) => self.initialized = Some(line.to_vec()),
+                    // A request the client cancelled gets no answer (MCP): it is not waited for any
+                    // more, when the daemon takes the line for a cancellation (rmcp reads it so), and
+                    // not otherwise.
+                    ("notifications/cancelled", None) => {
+                        if let Some(key) = cancels
+                            && settle(&mut self.pending, &key).is_some()
+                        {
+                            self.listens.remove(&key);
+                        }
+                    }
+                    _ => {}
+                }
+                (std::borrow::Cow::Owned(method), key, modern)
+            }
+        };
+        let Some(key) = key else {
+            return;
+        };
+        // A second listen under an id still open is refused: the first one's line is the one kept.
+        if method == "subscriptions/listen" && !self.listens.contains_key(&key) {
+            self.listens.insert(key.clone(), line.to_vec());
+        }
+        note(&mut self.pending, key, Pending::new(method, modern));
+    }
+
+    /// The daemon answered under `key`: the request that answer is for waits no more. Given back when
+    /// it was one read in full and this was its last answer.
+    fn settle_answer(&mut self, key: &str) -> Option<Pending> {
+        match self.unverified.carrying(key.as_bytes()) {
+            0 => settle(&mut self.pending, key),
+            1 if !self.pending.contains_key(key) => {
+                self.unverified.answer(key.as_bytes());
+                None
+            }
+            // Which of several requests under one id this answers is for the full reading to say.
+            _ => settle(self.pending(), key),
+        }
+    }
+}
+
+/// What a request line, read in full, has the bridge note.
+enum Noted {
+    /// A plain `tools/call`, under its id as the daemon's answer carries it.
+    Call(String),
+    Message {
+        method: String,
+        key: Option<String>,
+        modern: bool,
+        /// For a cancellation: the request it cancels.
+        cancels: Option<String>,
+    },
 }
 
 /// The daemon's end of the connection, and what the client sent while there was none.
@@ -360,7 +461,7 @@ impl Bridge {
             if lock(&self.session).client_done {
                 // The client sent all it will: nothing goes to a next daemon, but whatever this one left
                 // unanswered still gets an answer.
-                let cut: Vec<(String, Pending)> = lock(&self.session).pending.drain().collect();
+                let cut: Vec<(String, Pending)> = lock(&self.session).pending().drain().collect();
                 answer_interrupted(&mut stdout, cut);
                 return 0;
             }
@@ -419,74 +520,13 @@ impl Bridge {
     }
 
     fn note_request(&self, line: &[u8]) {
-        let Some(text) = readable(line) else {
-            return;
-        };
-        // The call a session makes most: its id, as the daemon's answer will carry it, is all there is to
-        // note. One of the plainest kind is read in one pass, any other by serde.
-        let plain = match scan::plain_call_key(text) {
-            Some(key) => Some(key.to_string()),
-            None if too_deep(line) => return,
-            None => PlainCall::read(text).map(|call| call.key),
-        };
-        if let Some(key) = plain {
-            note(
-                &mut lock(&self.session).pending,
-                key,
-                Pending::new("tools/call", false),
-            );
+        // The commonest tool calls are kept unread: their answers let most of them go unread.
+        if let Some(key) = unverified::key_of(line) {
+            lock(&self.session).keep_unread(line, key);
             return;
         }
-        // The line as the daemon reads it: half surrogate pairs mended, and whole (a line it cannot read,
-        // a number past f64's range among its params, is answered with `id: null`).
-        let mended = crate::server::jsonrpc::well_formed(text);
-        let text = mended.as_deref().unwrap_or(text);
-        if serde_json::from_str::<Checked>(text).is_err() {
-            return;
-        }
-        let Some(env) = Envelope::read(text.as_bytes()) else {
-            return;
-        };
-        let Some(method) = env.method.as_deref() else {
-            return;
-        };
-        // A request whose id the daemon refuses at once (over its length, neither a string nor an integer)
-        // is answered there, never in flight, and nothing it asks is kept for a next daemon.
-        let key = match &env.id {
-            None => None,
-            Some(id) => match daemon_key(id) {
-                Some(key) => Some(key),
-                None => return,
-            },
-        };
-        let mut s = lock(&self.session);
-        // A notification has no id, and a message with one is a request whatever its method says: the
-        // daemon answers it, and it neither stands for the session's `initialized` nor cancels anything.
-        match (method, &key) {
-            ("initialize", Some(_)) => s.initialize = Some(line.to_vec()),
-            ("notifications/initialized", None) => s.initialized = Some(line.to_vec()),
-            // A request the client cancelled gets no answer (MCP): it is not waited for any more, when
-            // the daemon takes the line for a cancellation (rmcp reads it so), and not otherwise.
-            ("notifications/cancelled", None) => {
-                if let Some(key) = cancelled_key(text)
-                    && settle(&mut s.pending, &key).is_some()
-                {
-                    s.listens.remove(&key);
-                }
-            }
-            _ => {}
-        }
-        if let Some(key) = key {
-            // A second listen under an id still open is refused: the first one's line is the one kept.
-            if method == "subscriptions/listen" && !s.listens.contains_key(&key) {
-                s.listens.insert(key.clone(), line.to_vec());
-            }
-            let modern = env.is_modern();
-            note(
-                &mut s.pending,
-                key,
-                Pending::new(method.to_string(), modern),
-            );
+        if let Some(noted) = read_request(line) {
+            lock(&self.session).apply(line, noted);
         }
     }
 
@@ -527,7 +567,7 @@ impl Bridge {
                 }
                 let mut s = lock(&self.session);
                 // A refusal of a second request under an id in flight leaves the first one's entry.
-                if let Some(p) = settle(&mut s.pending, key) {
+                if let Some(p) = s.settle_answer(key) {
                     if p.method == "initialize" {
                         s.initialize_answered = true;
                     }
@@ -550,6 +590,7 @@ impl Bridge {
             // Listen streams are re-opened on the next daemon, and an unanswered initialize is replayed
             // with the client's own id: both stay pending. Everything else was cut off.
             let s = &mut *s;
+            s.verify();
             let (kept, cut): (Vec<_>, Vec<_>) = s
                 .pending
                 .drain()
@@ -574,7 +615,11 @@ impl Bridge {
                     return Err(self.give_up(stdout, &refused.to_string()));
                 }
             }
-            if lock(&self.session).client_done && lock(&self.session).pending.is_empty() {
+            let done = {
+                let mut s = lock(&self.session);
+                s.client_done && s.pending().is_empty()
+            };
+            if done {
                 return Err(0);
             }
             if Instant::now() >= deadline {
@@ -669,7 +714,7 @@ impl Bridge {
         // Queued requests were noted as pending when they were read (cancelled ones forgotten since):
         // each is answered once.
         drop(std::mem::take(&mut lock(&self.upstream).queued));
-        let ids: HashMap<String, Pending> = lock(&self.session).pending.drain().collect();
+        let ids: HashMap<String, Pending> = lock(&self.session).pending().drain().collect();
         for (id, p) in ids {
             for _ in 0..=p.more {
                 let _ = writeln!(
@@ -802,6 +847,44 @@ fn nested_too_deep(json: &[u8]) -> bool {
         }
     }
     false
+}
+
+/// What the bridge notes for a request line, read as the daemon reads it; `None` for a line it does not
+/// wait on (one the daemon cannot read, a response).
+fn read_request(line: &[u8]) -> Option<Noted> {
+    let text = readable(line)?;
+    // The call a session makes most: its id, as the daemon's answer will carry it, is all there is to
+    // note. One of the plainest kind is read in one pass, any other by serde.
+    let plain = match scan::plain_call_key(text) {
+        Some(key) => Some(key.to_string()),
+        None if too_deep(line) => return None,
+        None => PlainCall::read(text).map(|call| call.key),
+    };
+    if let Some(key) = plain {
+        return Some(Noted::Call(key));
+    }
+    // The line as the daemon reads it: half surrogate pairs mended, and whole (a line it cannot read, a
+    // number past f64's range among its params, is answered with `id: null`).
+    let mended = crate::server::jsonrpc::well_formed(text);
+    let text = mended.as_deref().unwrap_or(text);
+    serde_json::from_str::<Checked>(text).ok()?;
+    let env = Envelope::read(text.as_bytes())?;
+    let method = env.method.clone()?;
+    // A request whose id the daemon refuses at once (over its length, neither a string nor an integer) is
+    // answered there, never in flight, and nothing it asks is kept for a next daemon.
+    let key = match &env.id {
+        None => None,
+        Some(id) => Some(daemon_key(id)?),
+    };
+    let cancels = (method == "notifications/cancelled" && key.is_none())
+        .then(|| cancelled_key(text))
+        .flatten();
+    Some(Noted::Message {
+        modern: key.is_some() && env.is_modern(),
+        method,
+        key,
+        cancels,
+    })
 }
 
 /// A plain `tools/call` request (no `_meta`, an id of the common kinds), read without building its id or
@@ -1055,7 +1138,7 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":23,"method":"tools/list","params":{"x":""#.to_vec();
         not_utf8.extend_from_slice(b"\xff\"}}");
         bridge.note_request(&not_utf8);
-        assert!(lock(&bridge.session).pending.is_empty());
+        assert!(lock(&bridge.session).pending().is_empty());
         // Half a surrogate pair, which the daemon reads as U+FFFD, and ids in float form.
         for line in [
             r#"{"jsonrpc":"2.0","id":"\ud800x","method":"tools/call","params":{"name":"slow"}}"#,
@@ -1067,9 +1150,124 @@ mod tests {
         ] {
             bridge.note_request(line.as_bytes());
         }
-        let mut keys: Vec<String> = lock(&bridge.session).pending.keys().cloned().collect();
+        let mut keys: Vec<String> = lock(&bridge.session).pending().keys().cloned().collect();
         keys.sort();
         assert_eq!(keys, ["\"\u{fffd}x\"", "0", "10", "11", "2"]);
+    }
+
+    /// A session the lines are noted in as `note_request` notes them (`lazy`), or each read as it passes.
+    fn noted(lines: &[&[u8]], lazy: bool) -> Session {
+        let mut s = Session::default();
+        for line in lines {
+            match unverified::key_of(line).filter(|_| lazy) {
+                Some(key) => s.keep_unread(line, key),
+                None => {
+                    if let Some(noted) = read_request(line) {
+                        s.apply(line, noted);
+                    }
+                }
+            }
+        }
+        s
+    }
+
+    /// The id the daemon answers a line under, as the bridge reads it.
+    fn answered_under(line: &[u8]) -> Option<String> {
+        match read_request(line)? {
+            Noted::Call(key) => Some(key),
+            Noted::Message { key, .. } => key,
+        }
+    }
+
+    /// What a session waits for, read: each id, how many under it, and what the first is.
+    fn waiting(s: &mut Session) -> Vec<(String, u32, String)> {
+        let mut all: Vec<_> = s
+            .pending()
+            .iter()
+            .map(|(k, p)| (k.clone(), p.more, p.method.to_string()))
+            .collect();
+        all.sort();
+        all
+    }
+
+    /// Lines kept unread and let go by their answers leave the session as reading each as it passed
+    /// does: every line one edit away from the common shapes of tool call, alone, behind a valid call
+    /// under the same id and ahead of one, answered in order and in reverse, and read at any point.
+    #[test]
+    fn lines_kept_unread_end_as_the_full_reading_ends() {
+        let bases = [
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"i":1}}}"#,
+            r#"{"method":"tools/call","params":{"name":"echo","arguments":{"s":"a\"b"}},"jsonrpc":"2.0","id":"k-7"}"#,
+            r#"{"method":"tools/call","params":{"name":"e","_meta":{"progressToken":3}},"jsonrpc":"2.0","id":-4}"#,
+        ];
+        let edits: &[&str] = &[
+            "\"", "\\", "{", "}", "[", "]", ",", ":", "0", "1", "-", ".", "e", " ", "a", "\u{1}",
+            "é", "n", "\\u0041",
+        ];
+        let mut kept = 0;
+        for base in bases {
+            let mut lines = vec![base.to_string()];
+            for (at, c) in base.char_indices() {
+                let (before, after) = (&base[..at], &base[at + c.len_utf8()..]);
+                lines.push(format!("{before}{after}"));
+                for e in edits {
+                    lines.push(format!("{before}{e}{after}"));
+                    lines.push(format!("{before}{e}{c}{after}"));
+                }
+            }
+            for line in &lines {
+                let line = line.as_bytes();
+                if unverified::key_of(line).is_some() {
+                    kept += 1;
+                }
+                // A valid call under the id this line would be kept under, or its own.
+                let id = unverified::key_of(line).map_or("7".to_string(), |k| {
+                    String::from_utf8_lossy(&line[k]).into_owned()
+                });
+                let valid = format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"x"}}}}"#
+                );
+                for order in [
+                    vec![line, valid.as_bytes()],
+                    vec![valid.as_bytes(), line],
+                    vec![line],
+                ] {
+                    let (mut lazy, mut full) = (noted(&order, true), noted(&order, false));
+                    assert_eq!(waiting(&mut lazy), waiting(&mut full), "{order:?}");
+                    let answers: Vec<String> =
+                        order.iter().filter_map(|l| answered_under(l)).collect();
+                    for reversed in [false, true] {
+                        let (mut lazy, mut full) = (noted(&order, true), noted(&order, false));
+                        let mut each: Vec<&String> = answers.iter().collect();
+                        if reversed {
+                            each.reverse();
+                        }
+                        for (n, key) in each.iter().enumerate() {
+                            let (l, f) = (lazy.settle_answer(key), full.settle_answer(key));
+                            // Only a request read in full can be an initialize or a listen.
+                            if let Some(p) = &l {
+                                assert_eq!(Some(&p.method), f.as_ref().map(|f| &f.method));
+                            }
+                            if n == 0 {
+                                // Read part-way, the rest then answered, as a daemon that went away would.
+                                let mut half = noted(&order, true);
+                                half.settle_answer(key);
+                                let mut half_full = noted(&order, false);
+                                half_full.settle_answer(key);
+                                assert_eq!(
+                                    waiting(&mut half),
+                                    waiting(&mut half_full),
+                                    "{order:?}"
+                                );
+                            }
+                        }
+                        assert_eq!(waiting(&mut lazy), waiting(&mut full), "{order:?}");
+                        assert_eq!(waiting(&mut lazy), vec![], "{order:?}");
+                    }
+                }
+            }
+        }
+        assert!(kept > 500, "{kept}");
     }
 
     #[test]
@@ -1084,13 +1282,14 @@ mod tests {
         ] {
             bridge.note_request(line.as_bytes());
         }
-        let s = lock(&bridge.session);
+        let mut s = lock(&bridge.session);
         assert!(s.initialized.is_none(), "not the session's initialized");
         assert_eq!(
-            s.pending["1"].more, 1,
+            s.pending()["1"].more,
+            1,
             "the listen and its second, neither cancelled"
         );
-        assert!(s.pending.contains_key("5") && s.pending.contains_key("6"));
+        assert!(s.pending().contains_key("5") && s.pending().contains_key("6"));
         assert_eq!(
             s.listens["1"],
             listen.as_bytes(),

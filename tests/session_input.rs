@@ -1234,3 +1234,50 @@ fn every_request_the_daemon_took_down_is_answered_once_however_its_id_is_spelled
         "nothing more is answered: {rest:?}"
     );
 }
+
+/// The bridge keeps the commonest tool calls unread until it needs them: written as the TypeScript SDK
+/// writes them (the id last), one the daemon could not read, one under an id already in flight and one
+/// cancelled are each answered as before when the daemon goes, the one it took down once.
+#[test]
+fn tool_calls_written_id_last_are_answered_once_when_the_daemon_goes() {
+    let (inst, d, mut probe) = waiting_calls();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let dir = inst.root.display().to_string();
+    let call = |id: &str, n: &str| {
+        format!(
+            "{{\"method\":\"tools/call\",\"params\":{{\"name\":\"waits\",\"arguments\":{{\"dir\":\"{dir}\",\"n\":{n}}}}},\"jsonrpc\":\"2.0\",\"id\":{id}}}\n"
+        )
+    };
+    raw(&mut s, call("40", "1e400").as_bytes());
+    assert_eq!(error_for(&mut s, Value::Null)["code"], -32700);
+    raw(&mut s, call("\"ts-1\"", "1").as_bytes());
+    raw(&mut s, call("41", "2").as_bytes());
+    wait_until("the two calls to run", || {
+        (probe.call("runs", json!({})).0 == "2").then_some(())
+    });
+    raw(&mut s, call("\"ts-1\"", "3").as_bytes());
+    let again = error_for(&mut s, json!("ts-1"));
+    assert_eq!(again["code"], -32600, "{again}");
+    raw(
+        &mut s,
+        b"{\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":41},\"jsonrpc\":\"2.0\"}\n",
+    );
+    wait_until("the cancelled call to stop", || {
+        inst.root.join("aborted-2").exists().then_some(())
+    });
+    s.close_input();
+    signal(d.pid(), libc::SIGKILL);
+    let answer = s.recv_where(|m| m["id"] == json!("ts-1"));
+    let (text, is_error) = text_of(&answer);
+    assert!(is_error && text.contains("went away"), "{answer}");
+    assert!(s.wait().success());
+    let mut rest = std::mem::take(&mut s.backlog);
+    while let Ok(m) = s.next_message() {
+        rest.push(m);
+    }
+    assert!(
+        rest.iter().all(|m| m.get("id").is_none()),
+        "nothing more is answered: {rest:?}"
+    );
+}
