@@ -1217,10 +1217,20 @@ fn every_request_the_daemon_took_down_is_answered_once_however_its_id_is_spelled
     raw(&mut s, call("5", 5).as_bytes());
     let again = error_for(&mut s, json!(5));
     assert_eq!(again["code"], -32600, "{again}");
+    close_and_take_the_daemon_down(
+        &mut s,
+        &d,
+        &[json!(2), json!(0), json!("\u{fffd}x"), json!(5), json!(12)],
+    );
+}
+
+/// The client closes its input and the daemon is killed: each of `ids` is answered once as taken down
+/// with it, and nothing else is answered.
+fn close_and_take_the_daemon_down(s: &mut Session, d: &Daemon, ids: &[Value]) {
     s.close_input();
     signal(d.pid(), libc::SIGKILL);
-    for id in [json!(2), json!(0), json!("\u{fffd}x"), json!(5), json!(12)] {
-        let answer = s.recv_where(|m| m["id"] == id);
+    for id in ids {
+        let answer = s.recv_where(|m| m["id"] == *id);
         let (text, is_error) = text_of(&answer);
         assert!(is_error && text.contains("went away"), "{id}: {answer}");
     }
@@ -1266,18 +1276,5 @@ fn tool_calls_written_id_last_are_answered_once_when_the_daemon_goes() {
     wait_until("the cancelled call to stop", || {
         inst.root.join("aborted-2").exists().then_some(())
     });
-    s.close_input();
-    signal(d.pid(), libc::SIGKILL);
-    let answer = s.recv_where(|m| m["id"] == json!("ts-1"));
-    let (text, is_error) = text_of(&answer);
-    assert!(is_error && text.contains("went away"), "{answer}");
-    assert!(s.wait().success());
-    let mut rest = std::mem::take(&mut s.backlog);
-    while let Ok(m) = s.next_message() {
-        rest.push(m);
-    }
-    assert!(
-        rest.iter().all(|m| m.get("id").is_none()),
-        "nothing more is answered: {rest:?}"
-    );
+    close_and_take_the_daemon_down(&mut s, &d, &[json!("ts-1")]);
 }
