@@ -930,7 +930,7 @@ impl PlainCall {
             && id.starts_with('"')
             && !id[1..id.len() - 1].contains(['"', '\\']);
         // As rmcp writes it back: an integer as its digits, a string without escapes as it stands.
-        let plain_integer = id.parse::<i64>().is_ok_and(|n| n.to_string() == id);
+        let plain_integer = scan::integer_as_written_back(id);
         (plain_string || plain_integer).then(|| Self {
             key: id.to_string(),
         })
@@ -1155,17 +1155,19 @@ mod tests {
         assert_eq!(keys, ["\"\u{fffd}x\"", "0", "10", "11", "2"]);
     }
 
-    /// A session the lines are noted in as `note_request` notes them (`lazy`), or each read as it passes.
+    /// A session the lines are noted in by `note_request` (`lazy`), or each read as it passes.
     fn noted(lines: &[&[u8]], lazy: bool) -> Session {
+        if lazy {
+            let bridge = test_bridge();
+            for line in lines {
+                bridge.note_request(line);
+            }
+            return std::mem::take(&mut *lock(&bridge.session));
+        }
         let mut s = Session::default();
         for line in lines {
-            match unverified::key_of(line).filter(|_| lazy) {
-                Some(key) => s.keep_unread(line, key),
-                None => {
-                    if let Some(noted) = read_request(line) {
-                        s.apply(line, noted);
-                    }
-                }
+            if let Some(noted) = read_request(line) {
+                s.apply(line, noted);
             }
         }
         s

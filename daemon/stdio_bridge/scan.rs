@@ -34,6 +34,11 @@ pub(super) fn plain_call_key(line: &str) -> Option<&str> {
     whole.then(|| &line[from..to])
 }
 
+/// An integer id as rmcp writes it back in its answer: an i64's own digits.
+pub(super) fn integer_as_written_back(id: &str) -> bool {
+    id.parse::<i64>().is_ok_and(|n| n.to_string() == id)
+}
+
 /// Deeper than this is left to serde (whose limit is 128).
 const DEPTH: u32 = 64;
 /// A number longer than this is left to serde: a shorter one without an exponent is within f64's range.
@@ -182,8 +187,7 @@ impl<'a> Scan<'a> {
                 .then_some((from, self.at));
         }
         let digits = std::str::from_utf8(self.number()?).ok()?;
-        let integer = digits.parse::<i64>().is_ok_and(|n| n.to_string() == digits);
-        integer.then_some((from, self.at))
+        integer_as_written_back(digits).then_some((from, self.at))
     }
 
     /// `params` with a `name` (any value) and maybe `arguments` (any value), and nothing else.
