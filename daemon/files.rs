@@ -68,6 +68,171 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
     Ok(())
 }
 
+/// A folder held open: the files the daemon writes in the instance's root are opened relative to it,
+/// never through a link, and a name that holds something else than a regular file (a link a plugin left
+/// there, a FIFO, a folder) is refused in words rather than written through.
+pub struct Folder {
+    fd: std::os::fd::OwnedFd,
+    path: PathBuf,
+}
+
+impl Folder {
+    pub fn open(path: &Path) -> std::io::Result<Self> {
+        use nix::fcntl::OFlag;
+        let fd = nix::fcntl::open(
+            path,
+            OFlag::O_DIRECTORY | OFlag::O_PATH | OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        )?;
+        Ok(Self {
+            fd,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// `name` opened for appending (made, 0600, if it is not there), and readable.
+    pub fn append(&self, name: &str) -> std::io::Result<std::fs::File> {
+        use nix::fcntl::OFlag;
+        self.open_file(name, OFlag::O_RDWR | OFlag::O_APPEND | OFlag::O_CREAT)
+    }
+
+    /// `name` opened for reading; `None` when it is not there.
+    pub fn read(&self, name: &str) -> std::io::Result<Option<std::fs::File>> {
+        match self.open_file(name, nix::fcntl::OFlag::O_RDONLY) {
+            Ok(f) => Ok(Some(f)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Renames `from` to `to`, both in this folder (a link at either name is renamed, never followed).
+    pub fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
+        nix::fcntl::renameat(&self.fd, from, &self.fd, to)?;
+        Ok(())
+    }
+
+    fn open_file(&self, name: &str, flags: nix::fcntl::OFlag) -> std::io::Result<std::fs::File> {
+        use nix::fcntl::OFlag;
+        // Not following a link, and not waiting on a FIFO that nobody reads.
+        let flags = flags | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+        let fd = nix::fcntl::openat(
+            &self.fd,
+            name,
+            flags,
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .map_err(|e| match e {
+            nix::errno::Errno::ELOOP => self.not_a_file(name, "a symbolic link"),
+            other => std::io::Error::from(other),
+        })?;
+        let file = std::fs::File::from(fd);
+        let kind = file.metadata()?.file_type();
+        if !kind.is_file() {
+            let what = if kind.is_dir() {
+                "a folder"
+            } else if std::os::unix::fs::FileTypeExt::is_fifo(&kind) {
+                "a FIFO"
+            } else if std::os::unix::fs::FileTypeExt::is_socket(&kind) {
+                "a socket"
+            } else {
+                "a device"
+            };
+            return Err(self.not_a_file(name, what));
+        }
+        // O_NONBLOCK was for the open: reads and writes of the file itself wait as usual.
+        let _ = nix::fcntl::fcntl(
+            &file,
+            nix::fcntl::FcntlArg::F_SETFL(flags & OFlag::O_APPEND),
+        );
+        Ok(file)
+    }
+
+    fn not_a_file(&self, name: &str, what: &str) -> std::io::Error {
+        let path = self.path.join(name);
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{} is {what}, not a file: ovai writes only into a file of its own there, never through \
+                 something else. Remove it (rm {}); ovai makes the file again.",
+                path.display(),
+                path.display()
+            ),
+        )
+    }
+}
+
+/// Lines appended to a file of a folder (runtime.log, calls.jsonl), which is rotated to `NAME.1` (one old
+/// file kept) when a write would take it past `rotate_at`, so that it cannot fill a disk.
+pub struct Appender {
+    folder: PathBuf,
+    name: String,
+    rotate_at: u64,
+    open: Option<(Folder, std::fs::File)>,
+    /// The last append failed and was said: the next failure is not said again.
+    failing: bool,
+}
+
+impl Appender {
+    pub fn new(path: &Path, rotate_at: u64) -> Self {
+        Self {
+            folder: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+            name: path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            rotate_at,
+            open: None,
+            failing: false,
+        }
+    }
+
+    /// Appends, and says on the daemon's stderr (once, until an append works again) when it cannot.
+    pub fn append_or_say(&mut self, bytes: &[u8]) {
+        match self.append(bytes) {
+            Ok(()) => self.failing = false,
+            Err(e) if !self.failing => {
+                self.failing = true;
+                tracing::error!(
+                    "{} cannot be written: {e}",
+                    self.folder.join(&self.name).display()
+                );
+            }
+            Err(_) => {}
+        }
+    }
+
+    pub fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let written = self.append_once(bytes);
+        if written.is_err() {
+            // Opened again next time: the file may have been moved or mended meanwhile.
+            self.open = None;
+        }
+        written
+    }
+
+    fn append_once(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let (folder, file) = match self.open.take() {
+            Some(open) => open,
+            None => {
+                let folder = Folder::open(&self.folder)?;
+                let file = folder.append(&self.name)?;
+                (folder, file)
+            }
+        };
+        let size = file.metadata()?.len();
+        let (folder, mut file) = if size > 0 && size + bytes.len() as u64 > self.rotate_at {
+            folder.rename(&self.name, &format!("{}.1", self.name))?;
+            let file = folder.append(&self.name)?;
+            (folder, file)
+        } else {
+            (folder, file)
+        };
+        file.write_all(bytes)?;
+        self.open = Some((folder, file));
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod private_writes {
     use super::*;

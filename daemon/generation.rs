@@ -59,15 +59,31 @@ pub fn launch(inst: &Instance, config: &Config, shim: &Path) -> Result<Launch, N
             private_dir: inst.private_dir(),
             desks_dir: inst.desks_dir(),
             root: inst.root.clone(),
-            files: config
-                .http
-                .iter()
-                .filter_map(|h| h.tls.as_ref())
-                .map(|t| inst.root.join(&t.key))
-                .chain(crate::server::http::served_key())
-                .collect(),
+            files: tls_files(inst, config, false),
+            fixed: tls_files(inst, config, true),
         },
     })
+}
+
+/// The TLS key the endpoint serves with and the one openovai.json names; with `folders`, the folders of
+/// those and of the certificates instead (not the root itself, whose own files are read-only in the box).
+fn tls_files(inst: &Instance, config: &Config, folders: bool) -> Vec<std::path::PathBuf> {
+    let named = config.http.iter().filter_map(|h| h.tls.as_ref());
+    if !folders {
+        return named
+            .map(|t| inst.root.join(&t.key))
+            .chain(crate::server::http::served_key())
+            .collect();
+    }
+    let mut dirs: Vec<std::path::PathBuf> = named
+        .flat_map(|t| [inst.root.join(&t.cert), inst.root.join(&t.key)])
+        .chain(crate::server::http::served_key())
+        .filter_map(|f| f.parent().map(Path::to_path_buf))
+        .filter(|d| d != &inst.root && d.is_dir())
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
 }
 
 /// What every call's context shares.

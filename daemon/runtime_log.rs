@@ -3,8 +3,6 @@
 //! One row a line: an RFC 3339 UTC timestamp, a topic, a sentence. Appended, never rewritten; at a size
 //! the file is rotated to runtime.log.1 (one old file kept) so it cannot fill a disk.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::SystemTime;
@@ -32,11 +30,8 @@ impl Topic {
 }
 
 pub struct RuntimeLog {
-    path: PathBuf,
-    /// The size past which the file is rotated.
-    rotate_at: u64,
     /// Serialises appends and rotation, so rows of one start stay together.
-    file: Mutex<Option<File>>,
+    file: Mutex<crate::files::Appender>,
 }
 
 impl RuntimeLog {
@@ -46,9 +41,7 @@ impl RuntimeLog {
 
     pub fn rotating_at(path: PathBuf, rotate_at: u64) -> Self {
         Self {
-            path,
-            rotate_at,
-            file: Mutex::new(None),
+            file: Mutex::new(crate::files::Appender::new(&path, rotate_at)),
         }
     }
 
@@ -73,42 +66,14 @@ impl RuntimeLog {
             text.push_str(&crate::names::escape_controls(s, false));
             text.push('\n');
         }
-        if let Err(e) = self.append(text.as_bytes()) {
-            tracing::error!(path = %self.path.display(), error = %e, "runtime.log cannot be written");
-        }
+        self.file
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .append_or_say(text.as_bytes());
         for s in sentences {
             tracing::info!(topic = topic.as_str(), "{s}");
         }
     }
-
-    fn append(&self, bytes: &[u8]) -> std::io::Result<()> {
-        let mut guard = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        if guard.is_none() {
-            *guard = Some(open_append(&self.path)?);
-        }
-        let size = guard
-            .as_ref()
-            .and_then(|f| f.metadata().ok())
-            .map_or(0, |m| m.len());
-        if size > 0 && size + bytes.len() as u64 > self.rotate_at {
-            let old = self.path.with_extension("log.1");
-            std::fs::rename(&self.path, &old)?;
-            *guard = Some(open_append(&self.path)?);
-        }
-        match guard.as_mut() {
-            Some(f) => f.write_all(bytes),
-            None => Ok(()),
-        }
-    }
-}
-
-fn open_append(path: &PathBuf) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
 }
 
 /// RFC 3339 in UTC with milliseconds: `2026-11-29T12:00:00.123Z`.

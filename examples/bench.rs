@@ -2344,7 +2344,7 @@ new net.Socket({ fd: 3, readable: true, writable: false, onread: { buffer: Buffe
             // SAFETY: the daemon's own placement of fds 3, 4 and 5, which runs only fcntl and dup2
             // (async-signal-safe) between fork and exec.
             unsafe {
-                cmd.pre_exec(move || ovai::host::child::put_on_fds([r, w, x]));
+                cmd.pre_exec(move || ovai::host::child::put_on_fds(&[r, w, x]));
             }
             let child = cmd.spawn().expect("node starts");
             drop((down_r, up_w, theirs));

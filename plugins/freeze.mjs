@@ -1,7 +1,9 @@
-// A Leader's tool: declares or lifts a code freeze, kept as FREEZE at the instance root, where every
-// session (and a git hook, if you like) can see it. Workers are refused in the tool's own words.
+// A Leader's tool: declares or lifts a code freeze, kept in plugins/freeze/FREEZE, where every session
+// (and a git hook, if you like) can read it. A plugin keeps what it writes in a folder of the instance:
+// the root's own entries are read-only in the plugin host's box. Workers are refused in the tool's own
+// words.
 
-import { writeFile, rm, readFile } from "node:fs/promises";
+import { writeFile, rm, readFile, mkdir } from "node:fs/promises";
 import path from "node:path";
 
 export const description =
@@ -18,7 +20,8 @@ export const inputSchema = {
 };
 
 export async function run({ reason, lift }, { seat, role, root, config }) {
-  const file = path.join(root, "FREEZE");
+  const folder = path.join(root, "plugins", "freeze");
+  const file = path.join(folder, "FREEZE");
   if (reason === undefined && lift === undefined) {
     const current = await readFile(file, "utf8").catch(() => null);
     return { text: current === null ? "the code is not frozen" : `the code is frozen: ${current.trim()}` };
@@ -33,6 +36,7 @@ export async function run({ reason, lift }, { seat, role, root, config }) {
   if (reason === undefined) {
     return { refused: "give a reason to declare a freeze, or lift: true to lift one" };
   }
+  await mkdir(folder, { recursive: true });
   await writeFile(file, `${reason} (declared by ${seat}, ${new Date().toISOString()})\n`);
   return { text: `the code is frozen: ${reason}` };
 }

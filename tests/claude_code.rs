@@ -36,7 +36,7 @@ import { appendFileSync } from "node:fs";
 export const description = "Notes who called it in calls.log, and says so.";
 export const inputSchema = { type: "object", properties: {}, additionalProperties: false };
 export function run(args, { seat, role, root }) {
-  appendFileSync(`${root}/calls.log`, `${seat} ${role}\n`);
+  appendFileSync(`${root}/work/calls.log`, `${seat} ${role}\n`);
   return { text: `stamp from ${seat}` };
 }
 "#;
@@ -48,7 +48,7 @@ export const description = "Waits at a gate the test opens.";
 export const inputSchema = { type: "object", properties: {}, additionalProperties: false };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export async function run(args, { root }) {
-  writeFileSync(`${root}/gate.started`, "");
+  writeFileSync(`${root}/work/gate.started`, "");
   for (let i = 0; i < 3000 && !existsSync(`${root}/gate.go`); i++) await sleep(20);
   return { text: "through the gate" };
 }
@@ -151,7 +151,7 @@ fn a_desk_made_by_seat_add_calls_a_plugin_with_no_prompt_and_no_denial() {
     no_denials(&result);
     assert_eq!(result["result"], "Stamped.", "{result}");
     assert_eq!(
-        std::fs::read_to_string(inst.root.join("calls.log")).unwrap(),
+        std::fs::read_to_string(inst.root.join("work/calls.log")).unwrap(),
         "w1 Worker\n",
         "the plugin ran once, as the desk's seat"
     );
@@ -179,7 +179,7 @@ fn a_restart_during_a_call_lets_it_finish_and_the_next_turn_is_offered_the_new_t
     ]);
     let claude = Claude::start(&inst.root.join("desks/w1"), &api, "Go through the gate.");
     wait_until("the gate plugin to start", || {
-        inst.root.join("gate.started").exists().then_some(())
+        inst.root.join("work/gate.started").exists().then_some(())
     });
     inst.write_plugin("fresh.mjs", FRESH);
     inst.cmd()
@@ -223,7 +223,7 @@ fn a_daemon_killed_during_a_call_answers_it_as_an_error_and_the_next_call_succee
     ]);
     let claude = Claude::start(&inst.root.join("desks/w1"), &api, "Go through the gate.");
     wait_until("the gate plugin to start", || {
-        inst.root.join("gate.started").exists().then_some(())
+        inst.root.join("work/gate.started").exists().then_some(())
     });
     let pid = d.pid();
     signal(pid, libc::SIGKILL);
@@ -277,7 +277,7 @@ fn a_remote_desk_copied_elsewhere_calls_over_http_with_no_prompt() {
     no_denials(&result);
     assert_eq!(result["result"], "Stamped from afar.", "{result}\n{log}");
     assert_eq!(
-        std::fs::read_to_string(inst.root.join("calls.log")).unwrap(),
+        std::fs::read_to_string(inst.root.join("work/calls.log")).unwrap(),
         "far Worker\n"
     );
     let results = api.tool_results();

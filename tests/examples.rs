@@ -176,12 +176,12 @@ fn freeze_is_the_leaders_alone() {
             true
         )
     );
-    assert!(!inst.root.join("FREEZE").exists());
+    assert!(!inst.root.join("plugins/freeze/FREEZE").exists());
     assert_eq!(
         lead.call("freeze", json!({ "reason": "cutting 1.0" })),
         ("the code is frozen: cutting 1.0".to_string(), false)
     );
-    let frozen = std::fs::read_to_string(inst.root.join("FREEZE")).unwrap();
+    let frozen = std::fs::read_to_string(inst.root.join("plugins/freeze/FREEZE")).unwrap();
     assert!(
         frozen.starts_with("cutting 1.0 (declared by lead, "),
         "{frozen}"
@@ -197,7 +197,7 @@ fn freeze_is_the_leaders_alone() {
         lead.call("freeze", json!({ "lift": true })),
         ("the freeze is lifted".to_string(), false)
     );
-    assert!(!inst.root.join("FREEZE").exists());
+    assert!(!inst.root.join("plugins/freeze/FREEZE").exists());
     assert_eq!(
         w1.call("freeze", json!({})),
         ("the code is not frozen".to_string(), false)

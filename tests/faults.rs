@@ -149,7 +149,7 @@ fn a_promise_that_never_settles_meets_its_deadline_and_its_signal_fires() {
             true
         )
     );
-    let note = inst.root.join("aborted-deadline");
+    let note = inst.root.join("work/aborted-deadline");
     wait_until("the plugin's note", || note.exists().then_some(()));
     assert_eq!(
         std::fs::read_to_string(note).unwrap(),
@@ -170,7 +170,7 @@ fn a_cancelled_call_fires_its_signal_and_gets_no_answer() {
     // Once the echo after it is answered, the call has reached the host.
     assert!(!s.call("echo", json!({})).1);
     s.send(&json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id, "reason": "user pressed stop" } }));
-    let note = inst.root.join("aborted-cancel");
+    let note = inst.root.join("work/aborted-cancel");
     wait_until("the plugin's note", || note.exists().then_some(()));
     assert_eq!(
         std::fs::read_to_string(note).unwrap(),
@@ -199,7 +199,7 @@ fn a_call_in_flight_when_its_seat_is_removed_is_stopped_at_once() {
     // Once the echo after it is answered, the call has reached the host.
     assert!(!w1.call("echo", json!({})).1);
     inst.cmd().args(["seat", "remove", "w1"]).assert().success();
-    let note = inst.root.join("aborted-removed");
+    let note = inst.root.join("work/aborted-removed");
     wait_until("the plugin's note", || note.exists().then_some(()));
     // Not the words of a session that closed and was given 5 s: it was stopped as its session ended.
     assert_eq!(
@@ -361,7 +361,7 @@ fn a_plugin_that_spawns_a_child_and_crashes_leaves_no_orphan() {
             ),
         "{text}"
     );
-    let mark = std::fs::read_to_string(inst.root.join("orphan.mark")).unwrap();
+    let mark = std::fs::read_to_string(inst.root.join("work/orphan.mark")).unwrap();
     wait_until("the plugin's child to end with its host", || {
         processes_with_arg(&mark).is_empty().then_some(())
     });

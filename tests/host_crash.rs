@@ -553,10 +553,10 @@ fn a_daemon_stopped_while_a_new_host_imports_does_not_wait_for_the_import() {
     // import timeout (five minutes here) to give up on it.
     let crashes = r#"
 import fs from "node:fs";
-if (fs.existsSync(new URL("../crashed", import.meta.url))) await new Promise(() => {});
+if (fs.existsSync(new URL("./crashed", import.meta.url))) await new Promise(() => {});
 export const description = "Ends the host, and never imports again.";
 export const inputSchema = { type: "object" };
-export function run() { fs.writeFileSync(new URL("../crashed", import.meta.url), "x"); process.kill(process.pid, "SIGKILL"); }
+export function run() { fs.writeFileSync(new URL("./crashed", import.meta.url), "x"); process.kill(process.pid, "SIGKILL"); }
 "#;
     let inst = Instance::with_plugins(&[("crashes.mjs", crashes), ("echo.mjs", ECHO)]);
     inst.set_config(json!({ "importTimeoutSeconds": 300 }));

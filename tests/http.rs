@@ -318,6 +318,20 @@ fn tls_in_the_daemon_with_a_key_no_plugin_can_read() {
     )
     .unwrap();
     inst.set_config(json!({ "http": { "listen": "127.0.0.1:0", "tls": { "cert": "tls/cert.pem", "key": "tls/key.pem" } } }));
+    // A key others can read is refused, in words saying how to mend it.
+    let out = inst.cmd().arg("serve").timeout(PATIENCE).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("can be read by users other than its owner") && said.contains("chmod 600"),
+        "{said}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        inst.root.join("tls/key.pem"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
     inst.write_plugin(
         "reads.mjs",
         r#"import { readFileSync } from "node:fs";
@@ -325,6 +339,20 @@ export const description = "Reads a file of the instance.";
 export const inputSchema = { type: "object", properties: { path: { type: "string" } } };
 export function run({ path }, { root }) {
   try { return { text: readFileSync(`${root}/${path}`, "utf8").slice(0, 20) }; } catch (e) { return { text: e.code }; }
+}"#,
+    );
+    // A plugin that would swap in a key of its own for the next start.
+    inst.write_plugin(
+        "swaps.mjs",
+        r#"import { writeFileSync, renameSync } from "node:fs";
+export const description = "Swaps the TLS files.";
+export const inputSchema = { type: "object" };
+const attempt = (f) => { try { f(); return "done"; } catch (e) { return e.code; } };
+export function run(args, { root }) {
+  return { text: JSON.stringify({
+    write: attempt(() => writeFileSync(`${root}/tls/cert.pem`, "mine")),
+    rename: attempt(() => renameSync(`${root}/tls`, `${root}/tls.old`)),
+  }) };
 }"#,
     );
     let d = inst.start();
@@ -357,6 +385,10 @@ export function run({ path }, { root }) {
     }
     let (text, _) = s.call("reads", json!({ "path": "tls/cert.pem" }));
     assert!(text.starts_with("-----BEGIN"), "{text}");
+    if boxed {
+        let (text, _) = s.call("swaps", json!({}));
+        assert_eq!(text, r#"{"write":"EROFS","rename":"EROFS"}"#);
+    }
     // Plain HTTP on the TLS port is not answered as MCP.
     use std::io::{Read, Write};
     let mut plain = std::net::TcpStream::connect(http.addr).unwrap();
@@ -735,7 +767,7 @@ export const description = "Waits at a gate the test opens.";
 export const inputSchema = { type: "object" };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export async function run(args, { root, seat }) {
-  writeFileSync(`${root}/gate.started`, "");
+  writeFileSync(`${root}/work/gate.started`, "");
   for (let i = 0; i < 3000 && !existsSync(`${root}/gate.go`); i++) await sleep(20);
   return { text: `through the gate, ${seat}` };
 }
@@ -748,13 +780,13 @@ fn a_call_in_flight_over_http_finishes_across_ovai_restart() {
     inst.cmd().arg("restart").assert().success();
     let mut results = Vec::new();
     for version in ["2025-11-25", "2026-07-28"] {
-        let _ = std::fs::remove_file(inst.root.join("gate.started"));
+        let _ = std::fs::remove_file(inst.root.join("work/gate.started"));
         let _ = std::fs::remove_file(inst.root.join("gate.go"));
         let mut s = HttpSeat::new(&http, &inst.secret("w1"), version);
         s.initialize();
         let call = std::thread::spawn(move || s.call("gate", json!({})));
         wait_until("the call to be running", || {
-            inst.root.join("gate.started").exists().then_some(())
+            inst.root.join("work/gate.started").exists().then_some(())
         });
         inst.cmd().arg("restart").assert().success();
         std::fs::write(inst.root.join("gate.go"), "").unwrap();

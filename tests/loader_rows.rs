@@ -565,7 +565,7 @@ fn imports_run_together_so_files_that_wait_cost_one_timeout_and_do_not_run_on() 
     let sets = format!("globalThis.bSet = true;\n{}", good("b-sets"));
     // c-counts says on disk each time it is imported: a host started again imports it again.
     let counts = good_after(
-        "import { appendFileSync } from 'node:fs';\nappendFileSync('imports.txt', 'c-counts\\n');",
+        "import { appendFileSync } from 'node:fs';\nappendFileSync('work/imports.txt', 'c-counts\\n');",
         "c-counts",
     );
     let forever = "await new Promise(() => {});\nexport const run = 1;";
@@ -591,7 +591,7 @@ fn imports_run_together_so_files_that_wait_cost_one_timeout_and_do_not_run_on() 
     // Imported with everything by the first host, then with the files that finished by a second one,
     // which does not run the two that hung (one at a time, a host would be started after each).
     assert_eq!(
-        std::fs::read_to_string(inst.root.join("imports.txt")).unwrap(),
+        std::fs::read_to_string(inst.root.join("work/imports.txt")).unwrap(),
         "c-counts\nc-counts\n",
     );
     assert_calls(&inst, "a-waits", "a-waits");

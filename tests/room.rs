@@ -176,3 +176,85 @@ fn a_read_of_a_room_full_of_long_messages_is_held_to_an_answers_size_and_line_br
         &text[text.len().saturating_sub(300)..]
     );
 }
+
+/// What the daemon writes at the root (the room, runtime.log, calls.jsonl) is never written through a
+/// link left at its name (to a script, here, that something else runs), nor into a FIFO: each is refused
+/// in words, and the file it points to stays as it was.
+#[test]
+fn no_file_of_the_root_is_written_through_a_link() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "callLog": true }));
+    let script = inst.root.join("work/rc.sh");
+    std::fs::write(&script, "#!/bin/sh\necho fine\n").unwrap();
+    for name in ["runtime.log", "calls.jsonl", "room.jsonl"] {
+        let _ = std::fs::remove_file(inst.root.join(name));
+        std::os::unix::fs::symlink(&script, inst.root.join(name)).unwrap();
+    }
+    let stderr = inst.root.join("work/serve.stderr");
+    let mut serve = std::process::Command::new(OVAI)
+        .args(["serve", "--root"])
+        .arg(&inst.root)
+        .env_remove("OVAI_ROOT")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let (text, refused) = wait_until("the daemon to answer", || {
+        let out = inst
+            .cmd()
+            .args([
+                "call",
+                "room",
+                r#"{"say":"$(touch pwned)"}"#,
+                "--seat",
+                "lead",
+            ])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        (!said.contains("No ovai server")).then(|| (said, !out.status.success()))
+    });
+    assert!(refused, "{text}");
+    assert!(
+        text.contains("room.jsonl is a symbolic link, not a file") && text.contains("rm "),
+        "{text}"
+    );
+    let _ = std::process::Command::new("kill")
+        .arg(serve.id().to_string())
+        .status();
+    let _ = serve.wait();
+    assert_eq!(
+        std::fs::read_to_string(&script).unwrap(),
+        "#!/bin/sh\necho fine\n",
+        "nothing was written through a link"
+    );
+    let said = std::fs::read_to_string(&stderr).unwrap();
+    assert!(
+        said.contains("runtime.log is a symbolic link, not a file"),
+        "{said}"
+    );
+    assert!(
+        said.contains("calls.jsonl is a symbolic link, not a file"),
+        "{said}"
+    );
+    // A FIFO where the room was: refused at once, not waited on.
+    std::fs::remove_file(inst.root.join("room.jsonl")).unwrap();
+    nix::unistd::mkfifo(
+        &inst.root.join("room.jsonl"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let _d = {
+        std::fs::remove_file(inst.root.join("runtime.log")).unwrap();
+        inst.start()
+    };
+    let out = inst
+        .cmd()
+        .args(["call", "room", r#"{"say":"hi"}"#, "--seat", "lead"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(said.contains("room.jsonl is a FIFO, not a file"), "{said}");
+}

@@ -681,7 +681,7 @@ fn a_notification_after_a_refused_request_of_a_newer_revision_does_not_end_the_s
 fn wait_for_a_dead_session_to_be_stopped(inst: &Instance, d: &Daemon, calls: usize) {
     wait_until("the dead session's calls to be stopped", || {
         (1..=calls)
-            .all(|n| inst.root.join(format!("aborted-{n}")).exists())
+            .all(|n| inst.root.join(format!("work/aborted-{n}")).exists())
             .then_some(())
     });
     wait_until("the dead session to end", || {
@@ -699,7 +699,7 @@ export async function run(args, context) {
   globalThis.runs = (globalThis.runs ?? 0) + 1;
   const signal = context.signal;
   await new Promise((r) => signal.addEventListener("abort", r));
-  writeFileSync(`${args.dir}/aborted-${args.n}`, String(signal.reason?.message ?? signal.reason));
+  writeFileSync(`${args.dir}/work/aborted-${args.n}`, String(signal.reason?.message ?? signal.reason));
   return { text: "ended" };
 }
 "#;
@@ -753,7 +753,7 @@ fn a_cancellation_reaches_a_call_while_the_session_has_all_it_may_in_flight() {
     raw(&mut s, cancel(1001).as_bytes());
     let why = wait_until("the first call to hear its cancellation", || {
         // The file is made, then written: empty is not yet.
-        std::fs::read_to_string(inst.root.join("aborted-1001"))
+        std::fs::read_to_string(inst.root.join("work/aborted-1001"))
             .ok()
             .filter(|why| !why.is_empty())
     });
@@ -907,7 +907,7 @@ fn a_session_whose_process_dies_has_its_calls_stopped_and_what_it_left_waiting_d
     // The sessions' processes die: their sockets close whole, not only their writing side.
     drop(sessions);
     let stopped = || {
-        std::fs::read_dir(&inst.root)
+        std::fs::read_dir(inst.root.join("work"))
             .unwrap()
             .filter(|e| {
                 e.as_ref()
@@ -1274,7 +1274,7 @@ fn tool_calls_written_id_last_are_answered_once_when_the_daemon_goes() {
         b"{\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":41},\"jsonrpc\":\"2.0\"}\n",
     );
     wait_until("the cancelled call to stop", || {
-        inst.root.join("aborted-2").exists().then_some(())
+        inst.root.join("work/aborted-2").exists().then_some(())
     });
     close_and_take_the_daemon_down(&mut s, &d, &[json!("ts-1")]);
 }

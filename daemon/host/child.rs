@@ -122,11 +122,17 @@ impl Launch {
         let (host_reads, we_write) = protocol_pipe().map_err(io)?;
         let (we_read, host_writes) = protocol_pipe().map_err(io)?;
         let (watch, host_watch) = std::os::unix::net::UnixStream::pair().map_err(io)?;
-        let fds = [
+        // bubblewrap reads the box's seccomp filter from a descriptor of its own.
+        let filter = match &self.isolation {
+            super::sandbox::Isolation::Bwrap { .. } => seccomp_file().map_err(io)?,
+            _ => None,
+        };
+        let mut fds = vec![
             host_reads.as_raw_fd(),
             host_writes.as_raw_fd(),
             host_watch.as_raw_fd(),
         ];
+        fds.extend(filter.as_ref().map(|f| f.as_raw_fd()));
 
         let node_args = [
             format!("--max-old-space-size={}", self.max_memory_mb),
@@ -149,7 +155,10 @@ impl Launch {
         // (dup2, fcntl, close, prctl, sched_getscheduler, sched_setscheduler) on descriptors it owns.
         unsafe {
             cmd.pre_exec(move || {
-                put_on_fds(fds)?;
+                put_on_fds(&fds)?;
+                // Nothing else the daemon holds or inherited reaches the host: a descriptor its own
+                // parent left open would be a way out of the box.
+                close_on_exec_from(3 + fds.len() as RawFd);
                 crate::sched::ordinary_in_child();
                 // The host dies with the daemon even if nothing closes its pipes first.
                 nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
@@ -164,7 +173,7 @@ impl Launch {
             }
         })?;
         // Only the host holds its ends: its end is then the end of the daemon's reading.
-        drop((host_reads, host_writes, host_watch));
+        drop((host_reads, host_writes, host_watch, filter));
         let pid = child.id().unwrap_or(0);
         let channel = crate::unix_io::pipes(we_read, we_write).map_err(io)?;
         Ok(Spawned {
@@ -198,25 +207,72 @@ fn protocol_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 /// What a socket pair held by default: answers of a few hundred KiB go in one write.
 const PIPE_BYTES: libc::c_int = 256 * 1024;
 
-/// Makes the protocol pipe's ends the child's fds 3 (it reads) and 4 (it writes), and the watcher's
-/// socket its fd 5, each without close-on-exec so they survive exec.
-pub fn put_on_fds(fds: [RawFd; 3]) -> std::io::Result<()> {
+/// Makes the protocol pipe's ends the child's fds 3 (it reads) and 4 (it writes), the watcher's socket
+/// its fd 5 and, for bubblewrap, the seccomp filter its fd 6, each without close-on-exec so they survive
+/// exec.
+pub fn put_on_fds(fds: &[RawFd]) -> std::io::Result<()> {
     use nix::fcntl::{FcntlArg, fcntl};
-    // Each first goes above 5, where no dup2 below can overwrite it (any could be 3, 4 or 5 now).
-    let high = |fd: RawFd| -> std::io::Result<RawFd> {
+    // Each first goes above them all, where no dup2 below can overwrite it (any could be 3 to 6 now).
+    let mut high = [0 as RawFd; 4];
+    for (slot, fd) in high.iter_mut().zip(fds) {
         // SAFETY: `fd` is open in this (forked) process until exec, which is all this borrow lasts.
-        let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-        Ok(fcntl(borrowed, FcntlArg::F_DUPFD_CLOEXEC(10))?)
-    };
-    let high = [high(fds[0])?, high(fds[1])?, high(fds[2])?];
-    for (fd, to) in high.into_iter().zip(3..) {
-        // SAFETY: as above; the copy on 3, 4 or 5 must stay open through exec, so it is never closed
+        let borrowed = unsafe { BorrowedFd::borrow_raw(*fd) };
+        *slot = fcntl(borrowed, FcntlArg::F_DUPFD_CLOEXEC(10))?;
+    }
+    for (fd, to) in high.into_iter().take(fds.len()).zip(3..) {
+        // SAFETY: as above; the copy on 3 to 6 must stay open through exec, so it is never closed
         // here, and dup2 leaves it without close-on-exec.
         let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
         let kept = unsafe { nix::unistd::dup2_raw(borrowed, to) }?;
         std::mem::forget(kept);
     }
     Ok(())
+}
+
+/// Marks every descriptor from `first` up close-on-exec, in a child between fork and exec
+/// (async-signal-safe). Marked, not closed: the standard library's own pipe that reports a failed exec
+/// is among them.
+fn close_on_exec_from(first: RawFd) {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    // SAFETY: close_range and fcntl take plain integers, on descriptors this process holds.
+    unsafe {
+        let all = libc::c_uint::MAX;
+        if libc::syscall(
+            libc::SYS_close_range,
+            first as libc::c_uint,
+            all,
+            CLOSE_RANGE_CLOEXEC,
+        ) == 0
+        {
+            return;
+        }
+        // Before Linux 5.11: one at a time, up to the limit on descriptors.
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        let most = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+            limit.rlim_cur.min(1 << 20) as RawFd
+        } else {
+            1024
+        };
+        for fd in first..most {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+}
+
+/// The box's seccomp filter in a file of its own, read from the start, for bubblewrap's `--seccomp`.
+fn seccomp_file() -> std::io::Result<Option<OwnedFd>> {
+    let Some(bytes) = super::seccomp::bytes() else {
+        return Ok(None);
+    };
+    let fd =
+        nix::sys::memfd::memfd_create(c"ovai-seccomp", nix::sys::memfd::MFdFlags::MFD_CLOEXEC)?;
+    let mut file = std::fs::File::from(fd);
+    std::io::Write::write_all(&mut file, &bytes)?;
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0))?;
+    Ok(Some(OwnedFd::from(file)))
 }
 
 /// Writes the embedded host shim where the child will run it.

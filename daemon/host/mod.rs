@@ -18,6 +18,8 @@ pub mod process;
 pub mod protocol;
 pub mod rows;
 pub mod sandbox;
+#[cfg(target_os = "linux")]
+pub mod seccomp;
 pub mod supervisor;
 #[cfg(target_os = "linux")]
 pub mod userns;

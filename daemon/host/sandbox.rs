@@ -13,6 +13,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+/// Where bubblewrap reads the box's seccomp filter (`host::seccomp`), beside the protocol's fds 3 to 5.
+pub const SECCOMP_FD: i32 = 6;
+
 /// What `hostIsolation` in openovai.json asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wanted {
@@ -226,10 +229,17 @@ fn base_args(unshare_user: bool) -> Vec<&'static str> {
 /// (on Linux; declared here so the command line is the same everywhere).
 #[derive(Debug, Default, clap::Args)]
 pub struct BoxPlan {
-    /// Where the box may write (the instance, the temporary folders); everything else is read-only.
-    /// Each is bound onto itself, so none can be renamed from inside.
+    /// Where the box may write (the temporary folders); everything else is read-only. Each is bound
+    /// onto itself, so none can be renamed from inside.
     #[arg(long)]
     pub writable: Vec<PathBuf>,
+    /// A folder bound read-only onto itself after those (the instance's root: nothing can be added,
+    /// renamed or removed right in it)…
+    #[arg(long)]
+    pub frozen: Option<PathBuf>,
+    /// …and the folders in it where the box may write all the same (the instance's own folders).
+    #[arg(long = "writable-inside")]
+    pub writable_inside: Vec<PathBuf>,
     /// A folder seen empty and read-only (`.ovai/`)…
     #[arg(long)]
     pub hide: Option<PathBuf>,
@@ -256,20 +266,68 @@ pub struct Secrets {
     pub desks_dir: PathBuf,
     /// Other files no plugin may read: the HTTP endpoint's TLS key.
     pub files: Vec<PathBuf>,
-    /// The instance's root: writable in the box, with the temporary folders; the rest is read-only.
+    /// Folders a plugin may read but never change: the TLS files' (a key swapped there would be served
+    /// at the next start).
+    pub fixed: Vec<PathBuf>,
+    /// The instance's root: its own entries are read-only in the box, its folders writable (but those
+    /// above), with the temporary folders; the rest of the machine is read-only.
     pub root: PathBuf,
 }
 
+/// What coding agents read, as settings, instructions or hooks, in every folder above the one they start
+/// in (a desk): at the instance's root these stay read-only in the box, there or not. The root's own
+/// entries are read-only there, so none of them can be made; of those that are folders, none is bound
+/// writable.
+pub const READ_BY_CLIENTS: &[&str] = &[
+    ".git",
+    ".claude",
+    "CLAUDE.md",
+    "CLAUDE.local.md",
+    "AGENTS.md",
+    "AGENTS.override.md",
+    "GEMINI.md",
+    ".gemini",
+    ".codex",
+    "opencode.json",
+    "opencode.jsonc",
+    ".opencode",
+    ".mcp.json",
+];
+
 impl Secrets {
-    /// Where plugins may write: the instance (but its desks, below) and the temporary folders.
-    fn writable(&self) -> Vec<PathBuf> {
-        let mut paths = vec![self.root.clone(), PathBuf::from("/tmp")];
+    /// The temporary folders, where plugins may write (one inside the instance is its folders' to say).
+    fn temp_dirs(&self) -> Vec<PathBuf> {
+        let mut paths = vec![PathBuf::from("/tmp")];
         if let Some(tmp) = std::env::var_os("TMPDIR").filter(|t| !t.is_empty()) {
             paths.push(PathBuf::from(tmp));
         }
-        paths.retain(|p| p.is_dir());
+        paths.retain(|p| p.is_dir() && !p.starts_with(&self.root));
         paths.dedup();
         paths
+    }
+
+    /// The instance's folders a plugin may write in: each folder right in the root as the host starts
+    /// (not a link, which is followed where it leads), but `.ovai/`, `desks/`, those coding agents read,
+    /// and those `kept` read-only (the binary's, the TLS files').
+    fn writable_in_root(&self, kept: &[PathBuf]) -> Vec<PathBuf> {
+        let private = self.private_dir.file_name();
+        let desks = self.desks_dir.file_name();
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&self.root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter(|e| {
+                let name = e.file_name();
+                Some(name.as_os_str()) != private
+                    && Some(name.as_os_str()) != desks
+                    && !READ_BY_CLIENTS.iter().any(|n| name == *n)
+            })
+            .map(|e| e.path())
+            .filter(|p| !kept.iter().any(|k| k == p || p.starts_with(k)))
+            .collect();
+        dirs.sort();
+        dirs
     }
 
     /// Every secret file there is now: each desk's `.mcp.json` and the others named; and the service
@@ -306,13 +364,18 @@ impl Isolation {
         shim: &Path,
         secrets: &Secrets,
     ) -> (PathBuf, Vec<String>) {
+        let kept = read_only(secrets);
         match self {
             Isolation::None { .. } => (node.to_path_buf(), node_args.to_vec()),
             Isolation::Userns { exe } => {
                 let mut args: Vec<String> = vec!["host-box".into()];
                 let path = |flag: &str, p: &Path| [flag.to_string(), p.display().to_string()];
-                for p in secrets.writable() {
+                for p in secrets.temp_dirs() {
                     args.extend(path("--writable", &p));
+                }
+                args.extend(path("--frozen", &secrets.root));
+                for p in secrets.writable_in_root(&kept) {
+                    args.extend(path("--writable-inside", &p));
                 }
                 if secrets.desks_dir.is_dir() {
                     args.extend(path("--read-only", &secrets.desks_dir));
@@ -322,8 +385,8 @@ impl Isolation {
                 for file in secrets.masked() {
                     args.extend(path("--mask", &file));
                 }
-                for p in read_only(secrets) {
-                    args.extend(path("--read-only", &p));
+                for p in &kept {
+                    args.extend(path("--read-only", p));
                 }
                 args.push("--".into());
                 args.push(node.display().to_string());
@@ -338,22 +401,34 @@ impl Isolation {
                     .into_iter()
                     .map(String::from)
                     .collect();
-                for p in secrets.writable() {
+                let bind = |args: &mut Vec<String>, how: &str, p: &Path| {
                     let p = p.display().to_string();
-                    args.extend(["--bind".into(), p.clone(), p]);
+                    args.extend([how.to_string(), p.clone(), p]);
+                };
+                for p in secrets.temp_dirs() {
+                    bind(&mut args, "--bind", &p);
+                }
+                // The root's own entries read-only, so that nothing can be added there (what coding
+                // agents read in every folder above a desk among it), its own folders writable again.
+                bind(&mut args, "--ro-bind", &secrets.root);
+                for p in secrets.writable_in_root(&kept) {
+                    bind(&mut args, "--bind", &p);
                 }
                 // The desks, whole, before the masks inside them (bubblewrap binds from the outside view):
                 // sessions run there outside the box, and read what is in them as settings, instructions
                 // (CLAUDE.md) or hooks (`.git/`), existing yet or not. A mount point, `desks/` cannot be
                 // renamed to put another in its place either.
                 if secrets.desks_dir.is_dir() {
-                    let d = secrets.desks_dir.display().to_string();
-                    args.extend(["--ro-bind".into(), d.clone(), d]);
+                    bind(&mut args, "--ro-bind", &secrets.desks_dir);
                 }
-                let private = secrets.private_dir.display().to_string();
-                args.extend(["--tmpfs".into(), private]);
-                let shim = shim.display().to_string();
-                args.extend(["--ro-bind".into(), shim.clone(), shim]);
+                // What runs outside the box later must not be rewritten from inside it: the ovai binary
+                // (a session's bridge, the service), Claude Code's own settings, the user's service units,
+                // the TLS files. Bound before the masks: a bind from the outside view would undo one.
+                for p in &kept {
+                    bind(&mut args, "--ro-bind", p);
+                }
+                args.extend(["--tmpfs".into(), secrets.private_dir.display().to_string()]);
+                bind(&mut args, "--ro-bind", shim);
                 for file in secrets.masked() {
                     args.extend([
                         "--ro-bind".into(),
@@ -361,12 +436,11 @@ impl Isolation {
                         file.display().to_string(),
                     ]);
                 }
-                // What runs outside the box later must not be rewritten from inside it: the ovai binary
-                // (a session's bridge, the service), the desks' Claude Code settings (their hooks run in
-                // the sessions), Claude Code's own settings, and the user's service units.
-                for path in read_only(secrets) {
-                    let p = path.display().to_string();
-                    args.extend(["--ro-bind".into(), p.clone(), p]);
+                // Node starts in the root as the box sees it (a working directory from before the binds
+                // would reach past them with a relative path).
+                args.extend(["--chdir".into(), secrets.root.display().to_string()]);
+                if super::seccomp::program().is_some() {
+                    args.extend(["--seccomp".into(), SECCOMP_FD.to_string()]);
                 }
                 args.push("--".into());
                 args.push(node.display().to_string());
@@ -407,8 +481,8 @@ impl Isolation {
 }
 
 /// What a plugin may read but never change, where it exists now: the ovai binary's folder (a file bound
-/// alone is undone by renaming the folder around it), openovai.json (its box setting), the desks, the
-/// instance's `.git/` (hooks), and the user's Claude Code and service settings.
+/// alone is undone by renaming the folder around it), openovai.json (its box setting), the instance's
+/// `.git/` (hooks), the TLS files' folders, and the user's Claude Code and service settings.
 fn read_only(secrets: &Secrets) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = Vec::new();
     if let Ok(exe) = std::env::current_exe() {
@@ -423,6 +497,7 @@ fn read_only(secrets: &Secrets) -> Vec<PathBuf> {
     paths.push(secrets.root.join(crate::instance::CONFIG_FILE));
     // Git runs what a repository's hooks and config name, outside the box, at the next commit.
     paths.push(secrets.root.join(".git"));
+    paths.extend(secrets.fixed.iter().cloned());
 
     if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
         let home = PathBuf::from(home);

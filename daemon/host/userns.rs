@@ -97,6 +97,10 @@ fn make(plan: &Plan) -> Result<i32, String> {
         })
         .collect::<Result<_, _>>()?;
 
+    // The working directory as a path: once the mounts are made it is entered again through them (the
+    // directory entered before would reach past every one of them with a relative path).
+    let cwd = std::env::current_dir()
+        .map_err(|e| format!("the working directory is unreadable ({e})"))?;
     // Read-only everywhere, then writable again where the plan says.
     set_attr(
         Path::new("/"),
@@ -105,8 +109,20 @@ fn make(plan: &Plan) -> Result<i32, String> {
         0,
     )?;
     for path in &plan.writable {
+        writable(path)?;
+    }
+    if let Some(frozen) = &plan.frozen {
+        bind(frozen, frozen)?;
+        seal(frozen, MsFlags::empty())?;
+    }
+    for path in &plan.writable_inside {
+        writable(path)?;
+    }
+    // Before the masks and the hidden folder: a read-only bind of a folder holding one would not undo it
+    // here, but the order is bubblewrap's, where it would.
+    for path in &plan.read_only {
         bind(path, path)?;
-        set_attr(path, 0, 0, MOUNT_ATTR_RDONLY)?;
+        seal(path, MsFlags::empty())?;
     }
     if let Some(dir) = &plan.hide {
         hide(dir, &kept)?;
@@ -115,11 +131,13 @@ fn make(plan: &Plan) -> Result<i32, String> {
         bind(Path::new("/dev/null"), file)?;
         seal(file, MsFlags::MS_NOEXEC)?;
     }
-    for path in &plan.read_only {
-        bind(path, path)?;
-        seal(path, MsFlags::empty())?;
-    }
     drop(kept);
+    std::env::set_current_dir(&cwd).map_err(|e| {
+        format!(
+            "the working directory {} could not be entered in the box ({e})",
+            cwd.display()
+        )
+    })?;
 
     // SAFETY: `ovai host-box` is single-threaded (it runs before any runtime or thread is started), so
     // the child may run ordinary code after fork.
@@ -138,6 +156,7 @@ fn make(plan: &Plan) -> Result<i32, String> {
 /// The box's first process: mounts its own /proc, starts the program and reaps every orphan until the
 /// program ends, then ends the box (the kernel kills what is left when this process exits).
 fn first_process(program: &CString, argv: &[CString]) -> i32 {
+    let filter = super::seccomp::program();
     if let Err(e) = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL) {
         eprintln!("ovai host-box: could not tie the box to its parent ({e})");
         return CANNOT;
@@ -171,6 +190,12 @@ fn first_process(program: &CString, argv: &[CString]) -> i32 {
             }
             if let Err(why) = drop_privileges() {
                 eprintln!("ovai host-box: {why}");
+                return CANNOT;
+            }
+            if let Some(program) = &filter
+                && let Err(e) = super::seccomp::install(program)
+            {
+                eprintln!("ovai host-box: the box's seccomp filter could not be installed ({e})");
                 return CANNOT;
             }
             let e = nix::unistd::execvp(program, argv).err();
@@ -318,6 +343,12 @@ fn hide(dir: &Path, kept: &[(std::fs::File, &PathBuf)]) -> Result<(), String> {
         None::<&str>,
     )
     .map_err(|e| format!("{} could not be made read-only ({e})", dir.display()))
+}
+
+/// `path` bound onto itself and writable (it cannot be renamed from inside).
+fn writable(path: &Path) -> Result<(), String> {
+    bind(path, path)?;
+    set_attr(path, 0, 0, MOUNT_ATTR_RDONLY)
 }
 
 fn bind(source: &Path, target: &Path) -> Result<(), String> {

@@ -3,9 +3,6 @@
 //! with the time, seat, tool, milliseconds and outcome, and never the arguments or the answer.
 
 use std::collections::VecDeque;
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
@@ -138,40 +135,12 @@ impl CallLog {
         let (tx, rx) = std::sync::mpsc::channel::<String>();
         let writing = path.clone();
         std::thread::spawn(move || {
-            let mut file: Option<File> = None;
-            for line in rx {
-                if let Err(e) = append(&writing, &mut file, &line) {
-                    tracing::warn!(path = %writing.display(), error = %e, "the call log cannot be written");
-                    file = None;
-                }
+            let mut file = crate::files::Appender::new(&writing, ROTATE_AT_BYTES);
+            for mut line in rx {
+                line.push('\n');
+                file.append_or_say(line.as_bytes());
             }
         });
         Self { path, tx }
     }
-}
-
-fn append(path: &PathBuf, file: &mut Option<File>, line: &str) -> std::io::Result<()> {
-    if file.is_none() {
-        *file = Some(open(path)?);
-    }
-    let size = file
-        .as_ref()
-        .and_then(|f| f.metadata().ok())
-        .map_or(0, |m| m.len());
-    if size > 0 && size + line.len() as u64 + 1 > ROTATE_AT_BYTES {
-        std::fs::rename(path, path.with_extension("jsonl.1"))?;
-        *file = Some(open(path)?);
-    }
-    match file.as_mut() {
-        Some(f) => writeln!(f, "{line}"),
-        None => Ok(()),
-    }
-}
-
-fn open(path: &PathBuf) -> std::io::Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
 }

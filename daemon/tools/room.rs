@@ -6,9 +6,7 @@
 //! it, and control characters in it are shown escaped, so no message can look like another, or like
 //! another seat's.
 
-use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -243,17 +241,25 @@ fn shown_message(m: &Message) -> String {
     s
 }
 
+/// room.jsonl, opened relative to a descriptor of its folder and never through a link (`files::Folder`).
+fn open_in_root<T>(
+    path: &Path,
+    how: impl FnOnce(&crate::files::Folder, &str) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    let folder = crate::files::Folder::open(path.parent().unwrap_or(Path::new(".")))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    how(&folder, &name)
+}
+
 /// Appends one message as one line, always on a line of its own; a failed append leaves the file as it
 /// was.
 fn append(path: &Path, msg: &Message) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(msg).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    let mut f = OpenOptions::new()
-        .create(true)
-        .read(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)?;
+    let mut f = open_in_root(path, |folder, name| folder.append(name))?;
     let before = f.metadata()?.len();
     if before > 0 {
         let mut last = [0u8; 1];
@@ -275,10 +281,8 @@ fn append(path: &Path, msg: &Message) -> std::io::Result<()> {
 
 /// The last `n` messages, reading the file from its end in time proportional to the answer.
 fn tail(path: &Path, n: usize, max_bytes: usize) -> std::io::Result<Tail> {
-    let mut f = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Tail::default()),
-        Err(e) => return Err(e),
+    let Some(mut f) = open_in_root(path, |folder, name| folder.read(name))? else {
+        return Ok(Tail::default());
     };
     let len = f.metadata()?.len();
     let budget = (n as u64) * SCAN_PER_MESSAGE + BLOCK;
@@ -396,7 +400,7 @@ mod tests {
         let path = dir.path().join("room.jsonl");
         append(&path, &msg(1)).unwrap();
         // A crash mid-append left half a line; junk too long to be a message sits before it.
-        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
         f.write_all(&vec![0u8; 300 * 1024]).unwrap();
         f.write_all(b"\n{\"at\":\"t\",\"seat\":\"s\",\"te").unwrap();
         drop(f);

@@ -48,6 +48,9 @@ impl Instance {
             .arg(&root)
             .assert()
             .success();
+        // A folder of the operator's, where plugins in the tests leave what they note: the root's own
+        // entries are read-only in the plugin host's box.
+        std::fs::create_dir(root.join("work")).expect("the work folder");
         Self { dir, root }
     }
 

@@ -27,6 +27,7 @@ pub fn acceptor(files: &TlsFiles, root: &Path) -> Result<TlsAcceptor, String> {
             cert_path.display()
         ));
     }
+    refuse_if_others_read(&key_path)?;
     let key = PrivateKeyDer::from_pem_file(&key_path).map_err(|e| {
         format!(
             "The TLS key {} (\"http\".\"tls\".\"key\") could not be read as a PEM private key: {e}.",
@@ -47,4 +48,29 @@ pub fn acceptor(files: &TlsFiles, root: &Path) -> Result<TlsAcceptor, String> {
             )
         })?;
     Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// A key that others on this machine can read is no longer the endpoint's alone: refused, saying how to
+/// make it so.
+fn refuse_if_others_read(key: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(key)
+        .map_err(|e| {
+            format!(
+                "The TLS key {} (\"http\".\"tls\".\"key\") could not be read: {e}.",
+                key.display()
+            )
+        })?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "The TLS key {} can be read by users other than its owner (mode {:o}): anybody who can read it \
+             can pose as this server. Make it the owner's alone (chmod 600 {}) and start again.",
+            key.display(),
+            mode & 0o777,
+            key.display()
+        ));
+    }
+    Ok(())
 }
