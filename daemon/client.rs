@@ -25,6 +25,11 @@ pub enum ClientError {
     Io(#[from] std::io::Error),
     #[error("The ovai server answered something this client cannot read: {0}.")]
     Protocol(String),
+    #[error(
+        "The ovai server for {root} went away before it answered (it was stopped, or it crashed); \
+         `ovai status` says whether one runs now."
+    )]
+    WentAway { root: String },
 }
 
 /// Connects to the instance's daemon; a missing socket or a refused connect means none runs.
@@ -264,6 +269,9 @@ pub fn control_because<T: DeserializeOwned>(
     if line.is_empty() {
         sent?;
         read?;
+        return Err(ClientError::WentAway {
+            root: inst.root.display().to_string(),
+        });
     }
     let reply: Reply<T> = serde_json::from_str(line.trim())
         .map_err(|e| ClientError::Protocol(format!("{e} in {line:?}")))?;

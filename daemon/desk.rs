@@ -30,6 +30,14 @@ pub fn settings_file(desk: &Path) -> PathBuf {
     desk.join(".claude").join("settings.local.json")
 }
 
+/// The files of a desk that hold its seat's secret, where they are.
+pub fn secret_files(desk: &Path) -> Vec<PathBuf> {
+    [mcp_json(desk)]
+        .into_iter()
+        .filter(|p| p.is_file())
+        .collect()
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DeskError {
     #[error(

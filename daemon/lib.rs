@@ -37,6 +37,7 @@ pub mod legs;
 pub mod lines;
 pub mod maps;
 pub mod names;
+pub mod permissions;
 pub mod plugins;
 pub mod process_start;
 pub mod runtime_log;

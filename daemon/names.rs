@@ -64,11 +64,8 @@ pub fn is_loopback_name(name: &str) -> bool {
 /// terminal or a log cannot be rewritten by it: a file name, a description, a room message. Newlines stay
 /// when `keep_newlines` (the caller sets the lines off itself); tabs always stay.
 pub fn escape_controls(s: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
-    // Beside the control characters: what a renderer takes for a line break (U+2028, U+2029) or lets
-    // run text backwards or unseen (bidirectional overrides, zero-width characters, the BOM).
-    let invisible = |c: char| matches!(c, '\u{2028}' | '\u{2029}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}');
     let needs =
-        |c: char| (c.is_control() || invisible(c)) && c != '\t' && !(keep_newlines && c == '\n');
+        |c: char| (c.is_control() || unseen(c)) && c != '\t' && !(keep_newlines && c == '\n');
     // Most text is printable ASCII, told by its bytes alone: what needs escaping is an ASCII control
     // character or a character of more than one byte. (`index` shows every tool's first line with this on
     // each call, and the walk over chars cost it a quarter of its work.)
@@ -87,6 +84,23 @@ pub fn escape_controls(s: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str
     std::borrow::Cow::Owned(out)
 }
 
+/// Beside the control characters, what a reader does not see but a model reads, or a renderer takes
+/// for something else: a line break (U+2028, U+2029), every format character (general category Cf:
+/// bidirectional overrides, zero-width characters, the BOM, the soft hyphen, the invisible operators,
+/// the tag characters U+E0000 to U+E007F), and the fillers and joiners that show as nothing.
+pub fn unseen(c: char) -> bool {
+    matches!(c as u32,
+        0x2028 | 0x2029
+        // Cf, as Unicode 16 has it.
+        | 0x00AD | 0x0600..=0x0605 | 0x061C | 0x06DD | 0x070F | 0x0890..=0x0891 | 0x08E2 | 0x180E
+        | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F | 0xFEFF
+        | 0xFFF9..=0xFFFB | 0x110BD | 0x110CD | 0x13430..=0x1343F | 0x1BCA0..=0x1BCA3
+        | 0x1D173..=0x1D17A | 0xE0000..=0xE007F
+        // Shown as nothing though not Cf: the combining grapheme joiner, the Hangul fillers, the
+        // supplementary variation selectors (which carry bytes past any reader).
+        | 0x034F | 0x115F | 0x1160 | 0x3164 | 0xFFA0 | 0xE0100..=0xE01EF)
+}
+
 /// 2048 as "2,048": how a count is written for people.
 pub fn thousands(n: usize) -> String {
     let digits = n.to_string();
@@ -98,6 +112,19 @@ pub fn thousands(n: usize) -> String {
         out.push(c);
     }
     out
+}
+
+/// How a name reads to a person: in lower case, with the letters and digits that look alike in many
+/// fonts taken as one (l, I and 1; O and 0). Two names that read the same are one name to whoever reads
+/// them.
+pub fn look(name: &str) -> String {
+    name.chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            'i' | '1' => 'l',
+            '0' => 'o',
+            c => c,
+        })
+        .collect()
 }
 
 pub fn is_valid(name: &str) -> bool {
@@ -184,6 +211,26 @@ mod tests {
             escape_controls("x\u{85}y\u{2028}z\u{202e}é", false),
             "x\\u{85}y\\u{2028}z\\u{202e}é"
         );
+        // Every format character and the tags: a word joiner, an Arabic letter mark, a soft hyphen, a
+        // tag letter, an interlinear annotation.
+        for c in [
+            '\u{2060}',
+            '\u{2064}',
+            '\u{61c}',
+            '\u{180e}',
+            '\u{ad}',
+            '\u{34f}',
+            '\u{fff9}',
+            '\u{206a}',
+            '\u{e0041}',
+            '\u{e007f}',
+            '\u{e0100}',
+        ] {
+            let text = format!("a{c}b");
+            let shown = escape_controls(&text, false);
+            assert_eq!(shown, format!("a{}b", c.escape_default()), "{:x}", c as u32);
+        }
+        assert_eq!(escape_controls("ünï 😀 日本", false), "ünï 😀 日本");
     }
 
     #[test]

@@ -46,6 +46,11 @@ pub enum SeatError {
          the two would share one desk. Pick another name."
     )]
     CaseClash { name: String, existing: String },
+    #[error(
+        "There is already a seat called {existing}, and {name} reads the same (l, I and 1 look alike, and so do O \
+         and 0): whoever reads the room, index or a log could take one for the other. Pick another name."
+    )]
+    LookAlike { name: String, existing: String },
     #[error("There is no seat called {name}{near}. The seats are: {known}.")]
     Unknown {
         name: String,
@@ -156,6 +161,13 @@ impl SeatBook {
         }
         if let Some(existing) = self.names().find(|s| s.eq_ignore_ascii_case(name)) {
             return Err(SeatError::CaseClash {
+                name: name.into(),
+                existing: existing.into(),
+            });
+        }
+        let looks = names::look(name);
+        if let Some(existing) = self.names().find(|s| names::look(s) == looks) {
+            return Err(SeatError::LookAlike {
                 name: name.into(),
                 existing: existing.into(),
             });

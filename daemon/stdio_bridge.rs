@@ -610,6 +610,7 @@ impl Bridge {
                 }
                 Err(ClientError::NoServer { .. })
                 | Err(ClientError::Io(_))
+                | Err(ClientError::WentAway { .. })
                 | Err(ClientError::Protocol(_)) => {}
                 Err(refused @ (ClientError::Refused { .. } | ClientError::NotDone(_))) => {
                     return Err(self.give_up(stdout, &refused.to_string()));

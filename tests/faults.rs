@@ -264,6 +264,34 @@ fn a_memory_blow_up_is_capped_and_said() {
     );
 }
 
+/// What a plugin prints reaches the daemon's stderr with its control characters escaped: a carriage
+/// return cannot hide what came before it on the operator's terminal, nor an escape sequence act there.
+#[test]
+fn a_plugins_output_reaches_the_daemons_stderr_escaped() {
+    let inst = instance(&[], json!({}));
+    inst.write_plugin(
+        "prints.mjs",
+        r#"export const description = "Prints what a terminal would act on.";
+export const inputSchema = { type: "object" };
+export function run() { console.error("shown\rhidden \u001b[2Jcleared \u001b]52;c;eA==\u0007"); console.log("out\rput"); return { text: "printed" }; }
+"#,
+    );
+    let mut d = inst.start();
+    assert_eq!(
+        fault_call(&inst, &mut d, "prints", json!({})),
+        ("printed".to_string(), false)
+    );
+    let stderr = d.stderr.clone();
+    assert!(d.stop().success());
+    let log = std::fs::read_to_string(stderr).unwrap();
+    assert!(
+        log.contains("shown\\rhidden \\u{1b}[2Jcleared \\u{1b}]52;c;eA==\\u{7}"),
+        "{log}"
+    );
+    assert!(log.contains("out\\rput"), "{log}");
+    assert!(!log.contains('\r') && !log.contains('\u{7}'), "{log:?}");
+}
+
 #[test]
 fn megabytes_on_stdout_and_stderr_are_drained_not_buffered() {
     let inst = instance(&["fault-flood"], json!({}));

@@ -815,6 +815,34 @@ fn one_address_cannot_take_every_place() {
     assert!(got.contains("from 127.0.0.1"), "{got}");
 }
 
+/// Connections that hold no seat's secret (a plugin's, anybody's on 127.0.0.1, where a TLS proxy puts
+/// every remote seat) cannot keep a seat out: a request that presents a secret finds a place whatever
+/// they hold, and they give theirs up, the oldest first.
+#[test]
+fn connections_with_no_secret_cannot_keep_a_seat_out() {
+    let inst = Instance::new();
+    inst.fixture("echo.mjs");
+    inst.add_seat("w1");
+    inst.set_config(json!({ "maxConnections": 20, "http": { "listen": "127.0.0.1:0" } }));
+    let d = inst.start();
+    let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
+    // Every place of the address (16), and then every place in all (20), held by connections that say
+    // nothing, or ask without a token.
+    let mut idle: Vec<std::net::TcpStream> = (0..16).map(|_| raw(&http, "")).collect();
+    let asked = "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 2\r\n\r\n{}";
+    let mut asking: Vec<std::net::TcpStream> = (0..8).map(|_| raw(&http, asked)).collect();
+    for _ in 0..3 {
+        let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+        s.initialize();
+        assert_eq!(
+            s.call("echo", json!({ "n": 1 })),
+            (r#"w1: {"n":1}"#.to_string(), false)
+        );
+    }
+    idle.clear();
+    asking.clear();
+}
+
 /// What a session sends over HTTP gets the answers it gets over the socket, in the same words: a body
 /// that is not JSON or not a request, and a known method whose params do not fit.
 #[test]

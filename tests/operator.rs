@@ -39,6 +39,26 @@ fn stop_drains_and_waits_and_says_when_nothing_runs() {
     );
 }
 
+/// A row that something else wrote into runtime.log (a terminal's clipboard write, a carriage return
+/// that hides what came before it, bytes that are not UTF-8) is shown escaped, never played on the
+/// terminal.
+#[test]
+fn logs_show_control_characters_escaped() {
+    let inst = Instance::new();
+    std::fs::write(
+        inst.root.join("runtime.log"),
+        b"2026-01-01T00:00:00.000Z host \x1b]52;c;cHduZWQ=\x07copied\rhidden \xff\n".as_slice(),
+    )
+    .unwrap();
+    let out = inst.cmd().args(["logs", "-n", "1"]).output().unwrap();
+    assert!(out.status.success());
+    let shown = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        shown,
+        "2026-01-01T00:00:00.000Z host \\u{1b}]52;c;cHduZWQ=\\u{7}copied\\rhidden \u{fffd}\n"
+    );
+}
+
 #[test]
 fn logs_print_the_latest_rows_across_the_rotated_file_and_follow() {
     let inst = Instance::new();
@@ -650,4 +670,100 @@ fn status_says_a_daemon_is_starting_while_it_reads_plugins() {
     assert!(!inst.root.join(".ovai/starting.json").exists());
     inst.cmd().arg("stop").assert().success();
     let _ = serve.wait();
+}
+
+/// A daemon that dies while `ovai restart` waits for it is said to have gone away, not to have answered
+/// something unreadable.
+#[test]
+fn a_daemon_that_dies_during_a_restart_is_said_to_have_gone_away() {
+    let inst = Instance::new();
+    inst.write_plugin(
+        "slow-import.mjs",
+        r#"import { appendFileSync } from "node:fs";
+appendFileSync(`${process.cwd()}/work/imports`, "one\n");
+await new Promise((done) => setTimeout(done, 2000));
+export const description = "Takes a while to import.";
+export const inputSchema = { type: "object" };
+export function run() { return { text: "ok" }; }
+"#,
+    );
+    let mut d = inst.start();
+    let restart = std::process::Command::new(OVAI)
+        .args(["restart", "--root"])
+        .arg(&inst.root)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the restart to import the file", || {
+        let n = std::fs::read_to_string(inst.root.join("work/imports"))
+            .unwrap_or_default()
+            .lines()
+            .count();
+        (n >= 2).then_some(())
+    });
+    let _ = d.child.kill();
+    let _ = d.child.wait();
+    let out = restart.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(said.contains("went away before it answered"), "{said}");
+    assert!(!said.contains("cannot read"), "{said}");
+}
+
+/// What `umask 000` leaves (plugins/, the desks and openovai.json writable by every user, a seat's secret
+/// readable by them) is said by `ovai check`, `ovai status` and `ovai serve`, with the command that
+/// mends each.
+#[test]
+fn permissions_that_let_other_users_in_are_said() {
+    use std::os::unix::fs::PermissionsExt;
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    inst.write_plugin(
+        "echo.mjs",
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/plugins/echo.mjs"),
+        )
+        .unwrap(),
+    );
+    let mode = |p: &str, m: u32| {
+        std::fs::set_permissions(inst.root.join(p), std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    mode("plugins", 0o777);
+    mode("openovai.json", 0o666);
+    mode("desks", 0o777);
+    mode("desks/w1/.mcp.json", 0o644);
+    let wanted = [
+        "plugins can be changed by every user of this machine (mode 777): any of them could add a tool",
+        "openovai.json can be changed by every user of this machine (mode 666)",
+        "desks can be changed by every user of this machine (mode 777)",
+        "desks/w1/.mcp.json can be read by users other than its owner (mode 644): it holds a seat's secret. Run `chmod 600 ",
+    ];
+    let out = inst.cmd().arg("check").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    for w in wanted {
+        assert!(said.contains(w), "check: {w}\n{said}");
+    }
+    let d = inst.start();
+    let rows = inst.rows("server").join("\n");
+    for w in wanted {
+        assert!(rows.contains(w), "runtime.log: {w}\n{rows}");
+    }
+    let out = inst.cmd().arg("status").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    for w in wanted {
+        assert!(said.contains(w), "status: {w}\n{said}");
+    }
+    mode("plugins", 0o755);
+    mode("openovai.json", 0o644);
+    mode("desks", 0o755);
+    mode("desks/w1/.mcp.json", 0o600);
+    let out = inst.cmd().arg("status").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !said.contains("every user of this machine") && !said.contains("other than its owner"),
+        "{said}"
+    );
+    drop(d);
 }

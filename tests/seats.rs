@@ -228,3 +228,29 @@ fn a_secret_two_seats_share_opens_neither_and_a_missing_book_says_how_to_rebuild
             "seats.json is missing, and there are desks. `ovai seat rebuild`",
         ));
 }
+
+/// A seat whose name reads the same as another's (I for l, 1 for l, 0 for O) is refused: a person
+/// reading the room or a log would take one for the other.
+#[test]
+fn a_seat_name_that_reads_like_another_is_refused() {
+    let inst = Instance::new();
+    inst.add_seat("w0");
+    for (name, existing) in [
+        ("Iead", "lead"),
+        ("IeaD", "lead"),
+        ("wO", "w0"),
+        ("wo", "w0"),
+    ] {
+        let out = inst.cmd().args(["seat", "add", name]).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name} was taken beside {existing}");
+        assert!(
+            said.contains(&format!(
+                "There is already a seat called {existing}, and {name} reads the same"
+            )),
+            "{said}"
+        );
+        assert!(!inst.root.join("desks").join(name).exists());
+    }
+    inst.add_seat("lean");
+}

@@ -17,6 +17,9 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
     for warning in &config.warnings {
         println!("{warning}");
     }
+    for said in crate::permissions::too_open(inst) {
+        println!("{said}");
+    }
     let dir = inst.plugins_dir();
     let found = if files.is_empty() {
         load::scan(&dir).map_err(fail(exit::FAILED))?

@@ -12,8 +12,8 @@ pub fn run(inst: &Instance, n: usize, follow: bool) -> Result<(), Failure> {
     let old = path.with_extension("log.1");
     let mut rows: Vec<String> = Vec::new();
     for file in [&old, &path] {
-        if let Ok(text) = std::fs::read_to_string(file) {
-            rows.extend(text.lines().map(str::to_string));
+        if let Ok(bytes) = std::fs::read(file) {
+            rows.extend(String::from_utf8_lossy(&bytes).lines().map(str::to_string));
         }
     }
     if rows.is_empty() && !path.exists() && !follow {
@@ -24,14 +24,14 @@ pub fn run(inst: &Instance, n: usize, follow: bool) -> Result<(), Failure> {
         return Ok(());
     }
     for row in &rows[rows.len().saturating_sub(n)..] {
-        println!("{row}");
+        show(row.as_bytes());
     }
     if !follow {
         return Ok(());
     }
     let mut at = std::fs::metadata(&path).map_or(0, |m| m.len());
     let mut ino = inode(&path);
-    let mut partial = String::new();
+    let mut partial = Vec::new();
     loop {
         std::thread::sleep(Duration::from_millis(200));
         let now = inode(&path);
@@ -51,7 +51,7 @@ fn inode(path: &std::path::Path) -> Option<u64> {
 }
 
 /// Prints the whole rows after byte `from`; returns where it stopped.
-fn print_from(path: &std::path::Path, from: u64, partial: &mut String) -> Result<u64, Failure> {
+fn print_from(path: &std::path::Path, from: u64, partial: &mut Vec<u8>) -> Result<u64, Failure> {
     let Ok(mut f) = std::fs::File::open(path) else {
         return Ok(from);
     };
@@ -65,12 +65,17 @@ fn print_from(path: &std::path::Path, from: u64, partial: &mut String) -> Result
             exit::FAILED,
         )
     })?;
-    let mut text = String::new();
-    let _ = f.read_to_string(&mut text);
-    partial.push_str(&text);
-    while let Some(end) = partial.find('\n') {
-        println!("{}", &partial[..end]);
+    let _ = f.read_to_end(partial);
+    while let Some(end) = partial.iter().position(|b| *b == b'\n') {
+        show(&partial[..end]);
         partial.drain(..=end);
     }
     Ok(len)
+}
+
+/// A row as a terminal may show it: the daemon writes its rows escaped, but anything else that wrote to
+/// the file (by hand, or a plugin of a host without a box) could have put a terminal's commands there.
+fn show(row: &[u8]) {
+    let row = String::from_utf8_lossy(row);
+    println!("{}", crate::names::escape_controls(&row, false));
 }

@@ -72,10 +72,12 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         }
         Err(e) => return Err(fail(exit::FAILED)(e)),
     };
+    let too_open = crate::permissions::too_open(inst);
     if as_json {
         let mut doc = serde_json::to_value(&v).unwrap_or_default();
         if let Some(o) = doc.as_object_mut() {
             o.insert("running".into(), json!(true));
+            o.insert("tooOpen".into(), json!(too_open));
         }
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         return Ok(());
@@ -97,6 +99,9 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         respawned(v.host.respawns)
     );
     println!("{}", v.host.isolation);
+    for said in &too_open {
+        println!("{said}");
+    }
     if let Some(url) = &v.http {
         println!("Seats on other machines: {url} (the seat's secret as a bearer token).");
     }

@@ -104,7 +104,10 @@ pub async fn drain(
             Ok(n) => n,
         };
         let text = String::from_utf8_lossy(&buf);
-        let line = text.trim_end_matches(['\n', '\r']);
+        // Read on the operator's terminal: nothing in it may act there (an escape sequence, a carriage
+        // return over what came before it).
+        let raw = text.trim_end_matches('\n');
+        let line = crate::names::escape_controls(raw.strip_suffix('\r').unwrap_or(raw), false);
         let cut = if n > buf.len() { " …(cut)" } else { "" };
         if throttle.admit() {
             tracing::info!(target: "ovai::plugin_output", pid, stream = which, "{line}{cut}");

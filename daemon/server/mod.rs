@@ -226,6 +226,10 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     for warning in &config.warnings {
         log.row(Topic::Server, warning);
     }
+    for said in crate::permissions::too_open(&inst) {
+        tracing::warn!("{said}");
+        log.row(Topic::Server, &said);
+    }
     let call_log = config.call_log.then(|| inst.call_log());
     let ids = Arc::new(AtomicU64::new(1));
     let extending = service_manager::extend_start();

@@ -400,7 +400,10 @@ mod tests {
         let path = dir.path().join("room.jsonl");
         append(&path, &msg(1)).unwrap();
         // A crash mid-append left half a line; junk too long to be a message sits before it.
-        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
         f.write_all(&vec![0u8; 300 * 1024]).unwrap();
         f.write_all(b"\n{\"at\":\"t\",\"seat\":\"s\",\"te").unwrap();
         drop(f);

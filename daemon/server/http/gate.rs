@@ -180,6 +180,9 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
         Ok(caller) => caller,
         Err(r) => return *r,
     };
+    if let Some(place) = request.extensions().get::<Arc<super::serve::Place>>() {
+        place.seat_seen();
+    }
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)

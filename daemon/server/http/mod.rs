@@ -10,7 +10,7 @@ mod gate;
 mod limits;
 mod owners;
 mod plain;
-mod serve;
+pub mod serve;
 pub mod settings;
 mod tls;
 mod unreadable;

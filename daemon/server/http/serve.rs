@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -37,6 +37,7 @@ pub async fn accept(
 ) {
     let open = Arc::new(AtomicUsize::new(0));
     let by_address: Counts<IpAddr> = Arc::default();
+    let places = Places::default();
     loop {
         let (tcp, peer) = tokio::select! {
             a = listener.accept() => match a {
@@ -55,47 +56,71 @@ pub async fn accept(
         let max = daemon.current().config.max_connections;
         // One address cannot take every place: the others' clients still get in.
         let per_address = (max / 8).max(16);
-        let Some(from) = admit(&by_address, peer.ip(), per_address) else {
-            turn_away(
-                &daemon,
-                &tcp,
-                format!(
-                    "this server holds {per_address} HTTP connections from {} already, the most one address may hold; \
-                     close some and try again",
-                    peer.ip()
-                ),
-            );
-            continue;
+        // Full, for the address or in all: a connection on which no request has shown a seat's secret
+        // gives its place up, the oldest first, so that connections holding no secret (a plugin's,
+        // anybody's) never keep a seat out. Only seats' own connections fill the server.
+        let from = match admit(&by_address, peer.ip(), per_address) {
+            Some(from) => from,
+            None if places.close_oldest_unseated(Some(peer.ip())) => {
+                Counted::add(&by_address, &mut lock(&by_address), peer.ip())
+            }
+            None => {
+                turn_away(
+                    &daemon,
+                    &tcp,
+                    format!(
+                        "this server holds {per_address} HTTP connections from {} already, the most one address may \
+                         hold; close some and try again",
+                        peer.ip()
+                    ),
+                );
+                continue;
+            }
         };
-        let Some(admitted) = Admitted::new(&open, max) else {
-            turn_away(
-                &daemon,
-                &tcp,
-                format!(
-                    "this server holds {max} HTTP connections already, its limit (maxConnections in \
-                     openovai.json); try again in a moment"
-                ),
-            );
-            continue;
+        let admitted = match Admitted::new(&open, max) {
+            Some(admitted) => admitted,
+            None if places.close_oldest_unseated(None) => Admitted::over(&open),
+            None => {
+                turn_away(
+                    &daemon,
+                    &tcp,
+                    format!(
+                        "this server holds {max} HTTP connections already, its limit (maxConnections in \
+                         openovai.json); try again in a moment"
+                    ),
+                );
+                continue;
+            }
         };
+        let place = places.add(peer.ip());
         // An answer is written in pieces (head, events): without TCP_NODELAY, Nagle's algorithm holds
         // the last piece for the client's delayed ACK, 40 ms a call.
         let _ = tcp.set_nodelay(true);
         let app = app.clone();
         let stop = stop.clone();
         let tls = tls.clone();
+        let places = places.clone();
         daemon.tasks.spawn(async move {
             let _admitted = (admitted, from);
-            match tls {
-                None => serve(tcp, app, stop).await,
-                Some(acceptor) => {
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                        Ok(Ok(stream)) => serve(stream, app, stop).await,
-                        Ok(Err(e)) => tracing::debug!(error = %e, "a TLS handshake failed"),
-                        Err(_) => tracing::debug!("a TLS handshake took too long"),
+            let closed = place.close.clone();
+            let app = app.layer(axum::Extension(place.clone()));
+            let served = async {
+                match tls {
+                    None => serve(tcp, app, stop).await,
+                    Some(acceptor) => {
+                        match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                            Ok(Ok(stream)) => serve(stream, app, stop).await,
+                            Ok(Err(e)) => tracing::debug!(error = %e, "a TLS handshake failed"),
+                            Err(_) => tracing::debug!("a TLS handshake took too long"),
+                        }
                     }
                 }
+            };
+            tokio::select! {
+                _ = served => {}
+                _ = closed.cancelled() => tracing::debug!("an HTTP connection with no seat gave its place up"),
             }
+            places.remove(&place);
         });
     }
 }
@@ -117,6 +142,59 @@ where
         _ = stop.cancelled() => {
             conn.as_mut().graceful_shutdown();
             let _ = conn.await;
+        }
+    }
+}
+
+/// An HTTP connection as the accept loop knows it: whether a request on it has shown a seat's secret,
+/// and how to close it to make room for one that may.
+pub struct Place {
+    ip: IpAddr,
+    seated: AtomicBool,
+    close: CancellationToken,
+}
+
+impl Place {
+    /// A request on this connection presented a seat's secret: it keeps its place.
+    pub fn seat_seen(&self) {
+        self.seated.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The open connections, oldest first.
+#[derive(Clone, Default)]
+struct Places(Arc<std::sync::Mutex<Vec<Arc<Place>>>>);
+
+impl Places {
+    fn add(&self, ip: IpAddr) -> Arc<Place> {
+        let place = Arc::new(Place {
+            ip,
+            seated: AtomicBool::new(false),
+            close: CancellationToken::new(),
+        });
+        lock(&self.0).push(place.clone());
+        place
+    }
+
+    fn remove(&self, place: &Arc<Place>) {
+        lock(&self.0).retain(|p| !Arc::ptr_eq(p, place));
+    }
+
+    /// Closes the oldest connection (of `ip`, when given) on which no seat has shown itself; false when
+    /// there is none.
+    fn close_oldest_unseated(&self, ip: Option<IpAddr>) -> bool {
+        let mut all = lock(&self.0);
+        let found = all.iter().position(|p| {
+            !p.seated.load(Ordering::Relaxed)
+                && ip.is_none_or(|ip| p.ip == ip)
+                && !p.close.is_cancelled()
+        });
+        match found {
+            Some(i) => {
+                all.remove(i).close.cancel();
+                true
+            }
+            None => false,
         }
     }
 }
