@@ -139,6 +139,11 @@ pub fn host_ended(file: &str, end: &HostEnd) -> Outcome {
             next,
         } => (rows::hung(after.as_secs(), exit, at.as_deref()), *next),
         HostEnd::Deaf { exit, next } => (rows::deaf(exit), *next),
+        HostEnd::OverBound {
+            exit,
+            exceeded,
+            next,
+        } => (rows::over_bound(exceeded, exit), *next),
         HostEnd::Replaced => {
             return Outcome::Refused(format!(
                 "{file} did not answer: the seats changed while it ran, and its plugin host, which could have \

@@ -31,6 +31,8 @@ pub struct Generation {
     pub node: String,
     /// The box its host runs in, or why none.
     pub isolation: sandbox::Isolation,
+    /// What that box may hold.
+    pub bounds: crate::host::bounds::Bounds,
     /// What each candidate held when it was read, to tell which files changed since.
     snapshot: Snapshot,
     /// The file names this reading serves.
@@ -61,6 +63,10 @@ pub fn launch(inst: &Instance, config: &Config, shim: &Path) -> Result<Launch, N
             root: inst.root.clone(),
             files: tls_files(inst, config, false),
             fixed: tls_files(inst, config, true),
+        },
+        bounds: crate::host::bounds::Bounds {
+            memory_mb: config.host_max_memory_mb,
+            processes: config.host_max_processes,
         },
     })
 }
@@ -127,6 +133,7 @@ pub async fn build(
     let served = plugins.iter().map(|p| format!("{}.mjs", p.name)).collect();
     let node = process.node.clone();
     let isolation = launch.isolation.clone();
+    let bounds = launch.bounds.clone();
     let host = Host::supervise(
         process,
         ids.clone(),
@@ -148,6 +155,7 @@ pub async fn build(
         host,
         node,
         isolation,
+        bounds,
         snapshot,
         served,
     })

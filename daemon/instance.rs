@@ -179,8 +179,10 @@ pub struct Config {
     pub import_timeout: Duration,
     /// The largest `{ text }` (in bytes) passed on to a caller.
     pub max_answer_bytes: usize,
-    /// The plugin host's V8 heap limit, in MB (`--max-old-space-size`).
+    /// What the plugin host's whole box may hold, in MB (and V8's heap limit, `--max-old-space-size`).
     pub host_max_memory_mb: u64,
+    /// How many processes and threads the plugin host's box may hold at once (`hostMaxProcesses`).
+    pub host_max_processes: u64,
     /// How long the host may leave a heartbeat unanswered (a plugin blocking its event loop) before it is
     /// killed and restarted.
     pub host_hang: Duration,
@@ -210,6 +212,7 @@ pub const SETTINGS: &[&str] = &[
     "importTimeoutSeconds",
     "maxAnswerBytes",
     "hostMaxMemoryMB",
+    "hostMaxProcesses",
     "hostHangSeconds",
     "shutdownGraceSeconds",
     "sessionQueueBytes",
@@ -238,6 +241,9 @@ pub const DEFAULT_CALL_TIMEOUT_S: u64 = 60;
 pub const DEFAULT_IMPORT_TIMEOUT_S: u64 = 10;
 pub const DEFAULT_MAX_ANSWER_BYTES: usize = 1024 * 1024;
 pub const DEFAULT_HOST_MAX_MEMORY_MB: u64 = 1024;
+/// Node holds about a dozen threads by itself; a plugin that starts a few processes of its own stays far
+/// below this, and a fork bomb reaches it at once.
+pub const DEFAULT_HOST_MAX_PROCESSES: u64 = 512;
 pub const DEFAULT_HOST_HANG_S: u64 = 10;
 pub const DEFAULT_SHUTDOWN_GRACE_S: u64 = 10;
 pub const DEFAULT_SESSION_QUEUE_BYTES: usize = 8 * 1024 * 1024;
@@ -294,6 +300,7 @@ impl Config {
         let max_answer_bytes =
             positive_int(map, "maxAnswerBytes", DEFAULT_MAX_ANSWER_BYTES as u64)? as usize;
         let host_max_memory_mb = positive_int(map, "hostMaxMemoryMB", DEFAULT_HOST_MAX_MEMORY_MB)?;
+        let host_max_processes = positive_int(map, "hostMaxProcesses", DEFAULT_HOST_MAX_PROCESSES)?;
         let host_hang = seconds(map, "hostHangSeconds", DEFAULT_HOST_HANG_S)?;
         let shutdown_grace = seconds(map, "shutdownGraceSeconds", DEFAULT_SHUTDOWN_GRACE_S)?;
         let session_queue_bytes =
@@ -372,6 +379,7 @@ impl Config {
             import_timeout,
             max_answer_bytes,
             host_max_memory_mb,
+            host_max_processes,
             host_hang,
             shutdown_grace,
             plugin_env,

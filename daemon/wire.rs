@@ -212,6 +212,9 @@ pub struct HostStatus {
     pub down: Option<String>,
     /// The box it runs in (or why none), in words.
     pub isolation: String,
+    /// What its box may hold, and how that is held, in words.
+    #[serde(default)]
+    pub bounds: String,
     /// For each tool the live host does not answer (a file a new host did not import), the sentence
     /// its callers are refused with.
     #[serde(default)]

@@ -292,6 +292,80 @@ export function run() { console.error("shown\rhidden \u001b[2Jcleared \u001b]52;
     assert!(!log.contains('\r') && !log.contains('\u{7}'), "{log:?}");
 }
 
+/// Memory a plugin takes outside V8's heap (Buffers) counts against the box's bound all the same: the
+/// host is ended, and the caller told why, in words naming the setting.
+#[test]
+fn memory_outside_the_heap_is_bounded_too() {
+    let inst = instance(&[], json!({ "hostMaxMemoryMB": 64 }));
+    inst.write_plugin(
+        "buffers.mjs",
+        r#"export const description = "Holds Buffers, far past the heap's bound.";
+export const inputSchema = { type: "object" };
+export async function run() {
+  const kept = [];
+  for (let i = 0; i < 48; i++) kept.push(Buffer.alloc(32 << 20, 1));
+  await new Promise((done) => setTimeout(done, 5000));
+  return { text: `held ${kept.length * 32} MB` };
+}
+"#,
+    );
+    let mut d = inst.start();
+    let bounds = d.status().unwrap()["host"]["bounds"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        bounds.starts_with(
+            "The plugin host's box may hold 64 MB (hostMaxMemoryMB) and 128 MB for Node itself"
+        ),
+        "{bounds}"
+    );
+    let (text, refused) = fault_call(&inst, &mut d, "buffers", json!({}));
+    assert!(refused, "{text}");
+    assert!(
+        text.starts_with("plugins/buffers.mjs did not answer: the plugin host used more memory than its box may hold (64 MB, hostMaxMemoryMB in openovai.json, and 128 MB for Node itself) and was ended ("),
+        "{text}"
+    );
+}
+
+/// A plugin that starts processes without end (a fork bomb) reaches the box's bound on processes: the
+/// host is ended, naming the file whose call was running, and the machine keeps its processes.
+#[test]
+fn processes_past_the_bound_end_the_host_naming_the_file() {
+    let inst = instance(&[], json!({ "hostMaxProcesses": 64 }));
+    inst.write_plugin(
+        "forks.mjs",
+        r#"import { spawn } from "node:child_process";
+export const description = "Starts processes without end.";
+export const inputSchema = { type: "object" };
+export async function run() {
+  let started = 0;
+  for (let i = 0; i < 200; i++) {
+    try { spawn("sleep", ["30"], { stdio: "ignore" }).on("error", () => {}); started++; } catch {}
+  }
+  await new Promise((done) => setTimeout(done, 5000));
+  return { text: `started ${started}` };
+}
+"#,
+    );
+    let mut d = inst.start();
+    let (text, refused) = fault_call(&inst, &mut d, "forks", json!({}));
+    assert!(refused, "{text}");
+    assert!(
+        text.starts_with("plugins/forks.mjs did not answer: the plugin host started more processes than its box may hold (64 processes and threads, hostMaxProcesses in openovai.json) and was ended ("),
+        "{text}"
+    );
+    let row = inst
+        .rows("host")
+        .into_iter()
+        .find(|r| r.contains("started more processes than its box may hold"))
+        .unwrap();
+    assert!(
+        row.contains("the calls in flight to plugins/forks.mjs were answered with a refusal"),
+        "{row}"
+    );
+}
+
 #[test]
 fn megabytes_on_stdout_and_stderr_are_drained_not_buffered() {
     let inst = instance(&["fault-flood"], json!({}));

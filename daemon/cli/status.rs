@@ -99,6 +99,7 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         respawned(v.host.respawns)
     );
     println!("{}", v.host.isolation);
+    println!("{}", v.host.bounds);
     for said in &too_open {
         println!("{said}");
     }

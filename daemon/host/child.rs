@@ -34,6 +34,8 @@ pub struct Launch {
     pub isolation: super::sandbox::Isolation,
     /// Where the secrets are that the box hides.
     pub secrets: super::sandbox::Secrets,
+    /// What the box may hold.
+    pub bounds: super::bounds::Bounds,
 }
 
 pub fn node_program() -> PathBuf {
@@ -51,6 +53,8 @@ pub struct Spawned {
     /// The daemon's end of the socket the host's watcher thread reads on fd 5 (`where_held`).
     pub watch: std::os::unix::net::UnixStream,
     pub pid: u32,
+    /// Its control group, where one could be made (else the daemon looks at the box from outside).
+    pub group: Option<super::bounds::HostGroup>,
 }
 
 /// Checks `node --version` before anything is started, so a missing or old Node is one sentence at
@@ -133,6 +137,11 @@ impl Launch {
             host_watch.as_raw_fd(),
         ];
         fds.extend(filter.as_ref().map(|f| f.as_raw_fd()));
+        let group = self.bounds.group();
+        let join = group
+            .as_ref()
+            .map(super::bounds::HostGroup::join_fds)
+            .unwrap_or_default();
 
         let node_args = [
             format!("--max-old-space-size={}", self.max_memory_mb),
@@ -155,6 +164,8 @@ impl Launch {
         // (dup2, fcntl, close, prctl, sched_getscheduler, sched_setscheduler) on descriptors it owns.
         unsafe {
             cmd.pre_exec(move || {
+                // Its control group before anything else: whatever it starts is counted from the first.
+                super::bounds::join(&join)?;
                 put_on_fds(&fds)?;
                 // Nothing else the daemon holds or inherited reaches the host: a descriptor its own
                 // parent left open would be a way out of the box.
@@ -181,6 +192,7 @@ impl Launch {
             channel,
             watch,
             pid,
+            group,
         })
     }
 

@@ -29,6 +29,12 @@ pub enum HostEnd {
     },
     /// It stopped reading what the daemon sends it (a plugin closed its protocol pipe) and was killed.
     Deaf { exit: Exit, next: Next },
+    /// Its box went past a bound (memory, processes) and it was ended.
+    OverBound {
+        exit: Exit,
+        exceeded: super::bounds::Exceeded,
+        next: Next,
+    },
     /// Its generation was retired and the call outlived the time it was given.
     Retired(Retirement),
     /// It was replaced at once by a new host, because a seat's secret changed.

@@ -121,6 +121,10 @@ impl Calls {
     }
 }
 
+/// The heartbeat's pace while no call is in flight: an idle instance wakes for it twice every this
+/// long, the daemon and its host once each.
+pub const IDLE_PING_EVERY: std::time::Duration = std::time::Duration::from_secs(4);
+
 /// How many call keys are drawn from the OS at once.
 const KEY_BATCH: usize = 64;
 
@@ -225,6 +229,9 @@ pub struct Link {
     ended_at: Mutex<Vec<String>>,
     /// Wakes the deadline sweeper: a first deadline to wait for, or the link's end.
     sweep: Arc<tokio::sync::Notify>,
+    /// The heartbeat waits at its idle pace, to be woken by the first call that comes.
+    beat_idle: std::sync::atomic::AtomicBool,
+    busy: tokio::sync::Notify,
 }
 
 impl Drop for Link {
@@ -283,6 +290,8 @@ impl Link {
             stray_rows: Mutex::new(StrayRows::default()),
             ended_at: Mutex::new(Vec::new()),
             sweep: Arc::new(tokio::sync::Notify::new()),
+            beat_idle: std::sync::atomic::AtomicBool::new(false),
+            busy: tokio::sync::Notify::new(),
         });
         tokio::spawn(sweep_deadlines(Arc::downgrade(&link), link.sweep.clone()));
         let reader = tokio::spawn(read_lines(link.clone(), read, max_line));
@@ -323,7 +332,33 @@ impl Link {
         let (tx, rx) = oneshot::channel();
         let key = calls.fresh_key();
         calls.wait(id, file, key, Reply::Task(tx), progress);
+        drop(calls);
+        self.a_call_came();
         Some((rx, key))
+    }
+
+    /// A call was registered: a heartbeat waiting at its idle pace is woken to its faster one (the first
+    /// call only; one load a call besides).
+    fn a_call_came(&self) {
+        if self.beat_idle.load(Ordering::Relaxed) && self.beat_idle.swap(false, Ordering::AcqRel) {
+            self.busy.notify_one();
+        }
+    }
+
+    /// The heartbeat's idle wait: true when a call came before IDLE_PING_EVERY passed.
+    pub async fn idle_beat(&self) -> bool {
+        self.beat_idle.store(true, Ordering::Release);
+        let woken = tokio::select! {
+            _ = tokio::time::sleep(IDLE_PING_EVERY) => false,
+            _ = self.busy.notified() => true,
+        };
+        self.beat_idle.store(false, Ordering::Release);
+        woken
+    }
+
+    /// Whether any call waits on this link.
+    pub fn has_calls(&self) -> bool {
+        !lock(&self.calls).waiting.is_empty()
     }
 
     /// A key for a call about to be registered with `expect_settled`.
@@ -353,6 +388,7 @@ impl Link {
         if wake {
             self.sweep.notify_one();
         }
+        self.a_call_came();
         Ok(())
     }
 

@@ -9,6 +9,7 @@
 //! it, and `rows` words the host's runtime.log rows. Plugin code never runs in the daemon.
 
 pub mod blame;
+pub mod bounds;
 pub mod child;
 pub mod ending;
 pub mod import;

@@ -115,6 +115,9 @@ pub struct HostProcess {
     watch: Watch,
     /// Its end was waited for and its group killed: the pid may be another's by now.
     ended: bool,
+    /// What its box may hold, and its control group where it has one.
+    bounds: super::bounds::Bounds,
+    group: Option<super::bounds::HostGroup>,
 }
 
 /// A host given up on before its end was waited for (an import cut short by a restart or shutdown) takes
@@ -186,7 +189,8 @@ pub enum Together {
 
 impl HostProcess {
     pub async fn start(launch: &Launch, init: &HostInit) -> Result<Self, StartError> {
-        let spawned = launch.spawn()?;
+        let mut spawned = launch.spawn()?;
+        let group = spawned.group.take();
         let mut child = spawned.child;
         let pid = spawned.pid;
         let watch = Watch::new(spawned.watch);
@@ -221,6 +225,8 @@ impl HostProcess {
             boxed: launch.isolation.is_boxed(),
             watch,
             ended: false,
+            bounds: launch.bounds.clone(),
+            group,
         };
         // A box that fails to set up exits at once: that is seen then, not READY_TIMEOUT later (something
         // else may still hold fd 4 open).
@@ -404,6 +410,14 @@ impl HostProcess {
     /// Whether the host said it ran out of heap.
     pub fn ran_out_of_memory(&self) -> bool {
         lock(&self.tail).ran_out_of_memory()
+    }
+
+    /// How to look at its box's counts: its control group's, or its processes as the daemon sees them.
+    pub fn look(&self) -> super::bounds::Look {
+        match &self.group {
+            Some(group) => group.look(&self.bounds),
+            None => super::bounds::Look::tree(&self.bounds, self.pid),
+        }
     }
 
     fn tail(&self) -> Vec<String> {

@@ -44,6 +44,11 @@ pub fn what_happened(exit: &Exit, out_of_memory: Option<u64>) -> String {
     }
 }
 
+/// A host whose box went past a bound.
+pub fn over_bound(exceeded: &super::bounds::Exceeded, exit: &Exit) -> String {
+    format!("{exceeded} and was ended ({exit})")
+}
+
 pub fn deaf(exit: &Exit) -> String {
     format!(
         "stopped reading what the daemon sends it (a plugin closed its protocol pipe, fd 3) and was killed ({exit})"

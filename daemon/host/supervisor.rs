@@ -14,6 +14,7 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::blame;
+use super::bounds::{Exceeded, Look};
 use super::child::Launch;
 use super::ending::{DownCause, HostEnd, Next, NoHost, NotReimported, RetireWhy, Retirement};
 use super::import::{Imported, ToImport, import_all};
@@ -25,7 +26,8 @@ use super::where_held::shown;
 use crate::runtime_log::{RuntimeLog, Topic};
 use crate::sync::lock;
 
-/// The heartbeat: a ping this often; a host that leaves one unanswered for `hostHangSeconds` is killed.
+/// The heartbeat: a ping this often while calls are in flight; a host that leaves one unanswered for
+/// `hostHangSeconds` is killed.
 const PING_EVERY: Duration = Duration::from_millis(500);
 /// Respawn backoff: the first respawn after FIRST_BACKOFF, doubling per crash in the window, capped.
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
@@ -316,13 +318,15 @@ async fn run(
     let mut named: std::collections::HashMap<usize, VecDeque<Instant>> = Default::default();
     loop {
         let link = process.link.clone();
+        let look = process.look();
         // How it ended: (exit, what the rows say, out of memory, hung after).
         let ended = tokio::select! {
-            exit = process.wait_exit() => {
-                let oom = process.ran_out_of_memory().then_some(job.launch.max_memory_mb);
-                (rows::what_happened(&exit, oom), Ending::Stopped(exit, oom))
-            }
-            _ = heartbeat(&link, job.hang_after) => {
+            exit = process.wait_exit() => stopped(&process, &look, &job, exit),
+            beat = heartbeat(&link, job.hang_after, &look) => {
+                if let Beat::Over(over) = beat {
+                    let exit = process.kill().await;
+                    (rows::over_bound(&over, &exit), Ending::Over(exit, over))
+                } else {
                 let frames = process.held_at().await;
                 let at = shown(&frames, Path::new(&job.init.plugins_dir));
                 // A file left out already runs on as a module of another: the next one out is named.
@@ -334,6 +338,7 @@ async fn run(
                 );
                 let exit = process.kill().await;
                 (rows::hung(job.hang_after.as_secs(), &exit, at.as_deref()), Ending::Hung(exit, at, held))
+                }
             }
             // Writing to it failed. A host that died makes its pipe fail too: its exit, if it comes at
             // once, is the reason; a host still running stopped reading, and waits for nothing now.
@@ -341,8 +346,7 @@ async fn run(
                 match tokio::time::timeout(EXIT_FIRST, process.ended()).await {
                     Ok(()) => {
                         let exit = process.wait_exit().await;
-                        let oom = process.ran_out_of_memory().then_some(job.launch.max_memory_mb);
-                        (rows::what_happened(&exit, oom), Ending::Stopped(exit, oom))
+                        stopped(&process, &look, &job, exit)
                     }
                     Err(_) => {
                         let exit = process.kill().await;
@@ -427,6 +431,11 @@ async fn run(
                 next,
             },
             Ending::Deaf(exit) => HostEnd::Deaf { exit, next },
+            Ending::Over(exit, exceeded) => HostEnd::OverBound {
+                exit,
+                exceeded,
+                next,
+            },
         });
         let files = process.link.fail_all(&end);
         job.log.row(
@@ -583,6 +592,23 @@ fn note(times: &mut VecDeque<Instant>, now: Instant, window: Duration) {
     }
 }
 
+/// How a host that ended by itself ended: past a bound of its box (its control group had a process
+/// killed for memory), out of V8's heap, or otherwise.
+fn stopped(
+    process: &HostProcess,
+    look: &Look,
+    job: &Supervision,
+    exit: super::process::Exit,
+) -> (String, Ending) {
+    if let Some(over) = look.exceeded() {
+        return (rows::over_bound(&over, &exit), Ending::Over(exit, over));
+    }
+    let oom = process
+        .ran_out_of_memory()
+        .then_some(job.launch.max_memory_mb);
+    (rows::what_happened(&exit, oom), Ending::Stopped(exit, oom))
+}
+
 /// How a host's life ended, before it is known what comes next.
 enum Ending {
     Stopped(super::process::Exit, Option<u64>),
@@ -590,6 +616,8 @@ enum Ending {
     /// each one's place), innermost first.
     Hung(super::process::Exit, Option<String>, Vec<(usize, String)>),
     Deaf(super::process::Exit),
+    /// Past a bound of its box, and ended for it.
+    Over(super::process::Exit, Exceeded),
 }
 
 /// The served file, by position, that the next host does not import, and why. The host names the files
@@ -616,7 +644,7 @@ fn culprit(
                 Some(exit),
             )
         }
-        Ending::Deaf(_) => return None,
+        Ending::Deaf(_) | Ending::Over(..) => return None,
     };
     let called = |i: usize| {
         job.files
@@ -657,22 +685,44 @@ async fn stay_down(
     let _ = state.send(HostState::Retired);
 }
 
-/// Pings on its own schedule, and resolves when the host has sent nothing well-formed (a pong, an answer)
-/// for `hang_after`: a plugin blocking its event loop.
-async fn heartbeat(link: &Link, hang_after: Duration) {
+/// What the heartbeat found.
+enum Beat {
+    /// The host has left a ping unanswered for `hang_after`.
+    Hung,
+    /// Its box went past a bound.
+    Over(Exceeded),
+}
+
+/// Pings the host every PING_EVERY while calls are in flight and every IDLE_PING_EVERY while none is (an
+/// idle instance wakes nobody for it), and looks at its box each time. Resolves when the host has left a
+/// ping unanswered for `hang_after` (a plugin blocking its event loop), or its box went past a bound.
+async fn heartbeat(link: &Link, hang_after: Duration, look: &Look) -> Beat {
     let mut n = 0u64;
-    // When the host was last seen to have said something: at the latest, the look that saw its count move.
-    let (mut heard, mut since) = (link.heard(), Instant::now());
+    let mut heard = link.heard();
+    // The first ping sent since the host last said something, while it has said nothing since.
+    let mut unanswered: Option<Instant> = None;
     loop {
-        tokio::time::sleep(PING_EVERY).await;
+        if !link.has_calls() {
+            // The first call to come starts the faster beat at once.
+            if link.idle_beat().await {
+                continue;
+            }
+        } else {
+            tokio::time::sleep(PING_EVERY).await;
+        }
+        if let Some(over) = look.exceeded() {
+            return Beat::Over(over);
+        }
         let now = link.heard();
         if now != heard {
-            (heard, since) = (now, Instant::now());
-        } else if since.elapsed() >= hang_after {
-            return;
+            heard = now;
+            unanswered = None;
+        } else if unanswered.is_some_and(|sent| sent.elapsed() >= hang_after) {
+            return Beat::Hung;
         }
         n += 1;
         link.send(&ToHost::Ping { n });
+        unanswered.get_or_insert_with(Instant::now);
     }
 }
 

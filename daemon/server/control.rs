@@ -149,6 +149,7 @@ pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
             respawns: generation.host.respawns(),
             down: generation.host.down().map(|c| crate::answer::down(&c)),
             isolation: generation.isolation.describe(),
+            bounds: generation.bounds.describe(),
             not_answering: generation
                 .host
                 .not_answering()

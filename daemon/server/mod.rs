@@ -253,6 +253,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     };
     log.rows(Topic::Plugins, &first.rows);
     let isolation = first.isolation.describe();
+    let bounds = first.bounds.describe();
     let boxed = first.isolation.is_boxed();
     let tools = first.tools.entries().len();
     let node = first.node.clone();
@@ -272,6 +273,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         ),
     );
     log.row(Topic::Server, &isolation);
+    log.row(Topic::Server, &bounds);
     if nix::unistd::geteuid().is_root() {
         let said = if boxed {
             "ovai serve runs as root, so a plugin reads whatever root may read outside what its box hides \

@@ -1,0 +1,445 @@
+//! What a plugin host may hold, whole box and all: memory (`hostMaxMemoryMB`: Buffers, native memory and
+//! the processes it starts count, not only V8's heap) and processes (`hostMaxProcesses`: every process and
+//! thread in its box). Where the daemon can make a control group (as root, or in a subtree delegated to
+//! its user), each host gets one of its own and the kernel holds the bounds; elsewhere the daemon looks at
+//! the box's processes at each heartbeat and ends a host that went past them. Either way a host past a
+//! bound is ended, naming the files whose calls were running, and `ovai status` says which way is used.
+
+use std::fs::File;
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The bounds of one generation's hosts.
+#[derive(Debug, Clone)]
+pub struct Bounds {
+    /// `hostMaxMemoryMB`: V8's heap, and with NODE_ITSELF_MB the whole box.
+    pub memory_mb: u64,
+    /// `hostMaxProcesses`: processes and threads in the box.
+    pub processes: u64,
+}
+
+/// What Node holds besides its heap (its code, its threads' stacks, its own buffers), on top of
+/// `hostMaxMemoryMB` in the box's bound: a plugin that fills its heap is told so by V8, in its words.
+pub const NODE_ITSELF_MB: u64 = 128;
+
+/// A bound a host went past.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exceeded {
+    Memory { mb: u64 },
+    Processes { most: u64 },
+}
+
+impl std::fmt::Display for Exceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exceeded::Memory { mb } => write!(
+                f,
+                "used more memory than its box may hold ({mb} MB, hostMaxMemoryMB in openovai.json, and \
+                 {NODE_ITSELF_MB} MB for Node itself)"
+            ),
+            Exceeded::Processes { most } => write!(
+                f,
+                "started more processes than its box may hold ({most} processes and threads, \
+                 hostMaxProcesses in openovai.json)"
+            ),
+        }
+    }
+}
+
+/// Where control groups can be made for hosts, found once per process.
+#[derive(Debug)]
+enum Groups {
+    /// cgroup v2: the folder new groups go in, with memory and pids control.
+    Unified(PathBuf),
+    /// cgroup v1: a folder in each of the memory and pids hierarchies (either may be missing).
+    Legacy {
+        memory: Option<PathBuf>,
+        pids: Option<PathBuf>,
+    },
+    /// None: why.
+    None(String),
+}
+
+fn groups() -> &'static Groups {
+    static FOUND: OnceLock<Groups> = OnceLock::new();
+    FOUND.get_or_init(find_groups)
+}
+
+fn find_groups() -> Groups {
+    if !cfg!(target_os = "linux") {
+        return Groups::None("control groups exist on Linux only".into());
+    }
+    let Ok(mine) = std::fs::read_to_string("/proc/self/cgroup") else {
+        return Groups::None("/proc/self/cgroup cannot be read".into());
+    };
+    let mut memory = None;
+    let mut pids = None;
+    let mut unified = None;
+    for line in mine.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let path = path.trim_start_matches('/');
+        if controllers.is_empty() {
+            unified = Some(path.to_string());
+        }
+        for c in controllers.split(',') {
+            match c {
+                "memory" => memory = Some(Path::new("/sys/fs/cgroup/memory").join(path)),
+                "pids" => pids = Some(Path::new("/sys/fs/cgroup/pids").join(path)),
+                _ => {}
+            }
+        }
+    }
+    let writable =
+        |p: &Path| p.is_dir() && nix::unistd::access(p, nix::unistd::AccessFlags::W_OK).is_ok();
+    if memory.is_some() || pids.is_some() {
+        let memory = memory.filter(|p| writable(p));
+        let pids = pids.filter(|p| writable(p));
+        if memory.is_some() || pids.is_some() {
+            return Groups::Legacy { memory, pids };
+        }
+        return Groups::None("this user may not make control groups here".into());
+    }
+    let Some(path) = unified else {
+        return Groups::None("this process is in no control group".into());
+    };
+    let dir = Path::new("/sys/fs/cgroup").join(path);
+    if !writable(&dir) {
+        return Groups::None("this user may not make control groups here".into());
+    }
+    match unified_controllers(&dir) {
+        Ok(()) => Groups::Unified(dir),
+        Err(why) => Groups::None(why),
+    }
+}
+
+/// Makes memory and pids control reach the groups made in `dir` (cgroup v2), where they do not yet.
+fn unified_controllers(dir: &Path) -> Result<(), String> {
+    let enabled = std::fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
+    if enabled.split_whitespace().any(|c| c == "memory")
+        && enabled.split_whitespace().any(|c| c == "pids")
+    {
+        return Ok(());
+    }
+    std::fs::write(dir.join("cgroup.subtree_control"), "+memory +pids").map_err(|e| {
+        format!(
+            "memory and process control cannot be turned on for the groups of {} ({e})",
+            dir.display()
+        )
+    })
+}
+
+impl Bounds {
+    /// How the bounds are held, in words for `ovai status` and runtime.log.
+    pub fn describe(&self) -> String {
+        let (memory, processes) = (self.memory_mb, self.processes);
+        match groups() {
+            Groups::None(why) => format!(
+                "The plugin host's box may hold {memory} MB (hostMaxMemoryMB) and {NODE_ITSELF_MB} MB for \
+                 Node itself, and {processes} processes and threads (hostMaxProcesses), looked at by the \
+                 daemon at each heartbeat (no control group: {why}); a host past either is ended."
+            ),
+            _ => format!(
+                "The plugin host's box may hold {memory} MB (hostMaxMemoryMB) and {NODE_ITSELF_MB} MB for \
+                 Node itself, and {processes} processes and threads (hostMaxProcesses), held by a control \
+                 group of its own; a host past either is ended."
+            ),
+        }
+    }
+
+    /// A control group for one new host, its bounds written, or `None` where none can be made.
+    pub fn group(&self) -> Option<HostGroup> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let name = format!(
+            "ovai-host-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let made = match groups() {
+            Groups::None(_) => return None,
+            Groups::Unified(dir) => {
+                let dir = dir.join(&name);
+                HostGroup::make(
+                    vec![dir.clone()],
+                    &[
+                        (dir.join("memory.max"), self.box_bytes().to_string()),
+                        (dir.join("memory.swap.max"), "0".into()),
+                        (dir.join("pids.max"), self.processes.to_string()),
+                    ],
+                )
+            }
+            Groups::Legacy { memory, pids } => {
+                let memory = memory.as_ref().map(|d| d.join(&name));
+                let pids = pids.as_ref().map(|d| d.join(&name));
+                let mut limits = Vec::new();
+                if let Some(m) = &memory {
+                    limits.push((
+                        m.join("memory.limit_in_bytes"),
+                        self.box_bytes().to_string(),
+                    ));
+                }
+                if let Some(p) = &pids {
+                    limits.push((p.join("pids.max"), self.processes.to_string()));
+                }
+                HostGroup::make(memory.into_iter().chain(pids).collect(), &limits)
+            }
+        };
+        match made {
+            Ok(group) => Some(group),
+            Err(e) => {
+                tracing::warn!("a control group for the plugin host could not be made: {e}");
+                None
+            }
+        }
+    }
+
+    /// A host's box, looked at from outside (where it has no control group): past a bound or not.
+    pub fn look_at(&self, pid: u32) -> Option<Exceeded> {
+        let (bytes, tasks) = box_usage(pid);
+        if tasks > self.processes {
+            return Some(Exceeded::Processes {
+                most: self.processes,
+            });
+        }
+        (bytes > self.box_bytes()).then_some(Exceeded::Memory { mb: self.memory_mb })
+    }
+
+    /// The whole box's memory bound, in bytes.
+    fn box_bytes(&self) -> u64 {
+        (self.memory_mb + NODE_ITSELF_MB) << 20
+    }
+}
+
+/// One host's control groups (one for v2; one per hierarchy for v1): joined by the host's first process
+/// between fork and exec, taken away once it has ended.
+pub struct HostGroup {
+    dirs: Vec<PathBuf>,
+    /// Each group's `cgroup.procs`, open for writing, for the join.
+    procs: Vec<File>,
+}
+
+impl HostGroup {
+    fn make(dirs: Vec<PathBuf>, limits: &[(PathBuf, String)]) -> std::io::Result<Self> {
+        let mut made = Self {
+            dirs: Vec::new(),
+            procs: Vec::new(),
+        };
+        for dir in dirs {
+            std::fs::create_dir(&dir)?;
+            made.dirs.push(dir.clone());
+            made.procs.push(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(dir.join("cgroup.procs"))?,
+            );
+        }
+        for (file, value) in limits {
+            // memory.swap.max is there only where swap is accounted: its absence is no failure.
+            match std::fs::write(file, value) {
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::NotFound
+                        && file.ends_with("memory.swap.max") => {}
+                other => other?,
+            }
+        }
+        Ok(made)
+    }
+
+    /// The descriptors the host's first process writes "0" to, between fork and exec, to join.
+    pub fn join_fds(&self) -> Vec<RawFd> {
+        self.procs.iter().map(AsRawFd::as_raw_fd).collect()
+    }
+
+    /// How to look at this group's counts, apart from it.
+    pub fn look(&self, bounds: &Bounds) -> Look {
+        Look {
+            bounds: bounds.clone(),
+            of: Of::Groups(self.dirs.clone()),
+        }
+    }
+}
+
+/// How the daemon looks at one host's box, at each heartbeat.
+#[derive(Debug, Clone)]
+pub struct Look {
+    bounds: Bounds,
+    of: Of,
+}
+
+#[derive(Debug, Clone)]
+enum Of {
+    /// Its control groups, which count for it.
+    Groups(Vec<PathBuf>),
+    /// Its first process: the daemon counts what is under it.
+    Tree(u32),
+}
+
+impl Look {
+    /// A box with no control group, looked at through its first process.
+    pub fn tree(bounds: &Bounds, pid: u32) -> Self {
+        Self {
+            bounds: bounds.clone(),
+            of: Of::Tree(pid),
+        }
+    }
+
+    /// A bound the box went past, if any.
+    pub fn exceeded(&self) -> Option<Exceeded> {
+        match &self.of {
+            Of::Groups(dirs) => counted_past(dirs, &self.bounds),
+            Of::Tree(pid) => self.bounds.look_at(*pid),
+        }
+    }
+}
+
+/// Past a bound, as the groups count: the processes' (the kernel refused a fork for it), or the
+/// memory's (the kernel killed a process of the box for it).
+fn counted_past(dirs: &[PathBuf], bounds: &Bounds) -> Option<Exceeded> {
+    {
+        for dir in dirs {
+            if counted(&dir.join("pids.events"), "max") > 0 {
+                return Some(Exceeded::Processes {
+                    most: bounds.processes,
+                });
+            }
+            let oom = counted(&dir.join("memory.events"), "oom_kill")
+                + counted(&dir.join("memory.oom_control"), "oom_kill");
+            if oom > 0 {
+                return Some(Exceeded::Memory {
+                    mb: bounds.memory_mb,
+                });
+            }
+        }
+        None
+    }
+}
+
+/// Joins the groups whose `cgroup.procs` are `fds`: async-signal-safe, for between fork and exec.
+pub fn join(fds: &[RawFd]) -> std::io::Result<()> {
+    for fd in fds {
+        // SAFETY: writing two bytes from a static buffer to a descriptor this process holds.
+        if unsafe { libc::write(*fd, b"0\n".as_ptr().cast(), 2) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+impl Drop for HostGroup {
+    /// The host's processes have ended by now (its box's end waits for all of them), but the kernel may
+    /// take a moment to let the group go: tried again for a second, off the daemon's thread.
+    fn drop(&mut self) {
+        let dirs = std::mem::take(&mut self.dirs);
+        self.procs.clear();
+        let gone = |dirs: &mut Vec<PathBuf>| dirs.retain(|d| std::fs::remove_dir(d).is_err());
+        let mut left = dirs;
+        gone(&mut left);
+        if left.is_empty() {
+            return;
+        }
+        std::thread::spawn(move || {
+            for _ in 0..20 {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                gone(&mut left);
+                if left.is_empty() {
+                    return;
+                }
+            }
+            tracing::debug!(
+                ?left,
+                "control groups of an ended plugin host could not be taken away"
+            );
+        });
+    }
+}
+
+/// The count after `key` in a cgroup events file (`max 3`, `oom_kill 1`); 0 where there is none.
+fn counted(file: &Path, key: &str) -> u64 {
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|text| {
+            text.lines().find_map(|l| {
+                let (k, n) = l.split_once(' ')?;
+                (k == key).then(|| n.trim().parse().ok()).flatten()
+            })
+        })
+        .unwrap_or(0)
+}
+
+/// The resident bytes and the tasks (processes and threads) of `pid` and everything under it.
+fn box_usage(pid: u32) -> (u64, u64) {
+    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .unwrap_or(4096) as u64;
+    let (mut bytes, mut tasks) = (0u64, 0u64);
+    let mut todo = vec![pid];
+    let mut seen = 0usize;
+    while let Some(p) = todo.pop() {
+        seen += 1;
+        // A box past any sensible count is past the bound already: the walk stops there.
+        if seen > 1 << 16 {
+            break;
+        }
+        if let Ok(statm) = std::fs::read_to_string(format!("/proc/{p}/statm")) {
+            let resident: u64 = statm
+                .split_whitespace()
+                .nth(1)
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(0);
+            bytes += resident * page;
+        }
+        let Ok(threads) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for t in threads.flatten() {
+            tasks += 1;
+            if let Ok(children) = std::fs::read_to_string(t.path().join("children")) {
+                todo.extend(
+                    children
+                        .split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    (bytes, tasks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_and_its_children_are_counted() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let (bytes, tasks) = box_usage(std::process::id());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(tasks >= 2, "{tasks}");
+        assert!(bytes > 1 << 20, "{bytes}");
+        let small = Bounds {
+            memory_mb: 1,
+            processes: 1,
+        };
+        assert!(small.look_at(std::process::id()).is_some());
+    }
+
+    #[test]
+    fn an_events_file_is_read_by_its_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("memory.events");
+        std::fs::write(&file, "low 0\nhigh 0\nmax 4\noom 1\noom_kill 2\n").unwrap();
+        assert_eq!(counted(&file, "oom_kill"), 2);
+        assert_eq!(counted(&file, "max"), 4);
+        assert_eq!(counted(&dir.path().join("none"), "max"), 0);
+    }
+}
