@@ -283,3 +283,91 @@ fn a_remote_desk_copied_elsewhere_calls_over_http_with_no_prompt() {
     let results = api.tool_results();
     assert_eq!(result_text(&results[0]), "stamp from far", "{results:?}");
 }
+
+/// Everything Claude Code wrote on `ovai mcp`'s stdin, through a tap put in the desk's `.mcp.json`.
+fn tapped_session(inst: &Instance, seat: &str, script: Vec<Step>, prompt: &str) -> Vec<Value> {
+    let desk = inst.root.join("desks").join(seat);
+    let tap = inst.root.join("work/tap.sh");
+    let lines = inst.root.join("work/tapped.jsonl");
+    std::fs::write(&tap, "#!/bin/sh\ntee -a \"$OVAI_TAP\" | \"$OVAI_BIN\" mcp\n").unwrap();
+    let mcp = desk.join(".mcp.json");
+    let mut entry: Value = serde_json::from_str(&std::fs::read_to_string(&mcp).unwrap()).unwrap();
+    let server = &mut entry["mcpServers"]["openovai"];
+    server["command"] = json!("sh");
+    server["args"] = json!([tap.display().to_string()]);
+    server["env"]["OVAI_TAP"] = json!(lines.display().to_string());
+    server["env"]["OVAI_BIN"] = json!(OVAI);
+    std::fs::write(&mcp, entry.to_string()).unwrap();
+    let api = MessagesApi::start(script);
+    let (result, _) = Claude::start(&desk, &api, prompt).finish();
+    no_denials(&result);
+    std::fs::read_to_string(&lines)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A line with what changes from call to call taken out: its id, the tool, its arguments, Claude Code's
+/// tool-use id and the progress token. What stays is its shape: its keys, their order, its `_meta`.
+fn shape(line: &Value) -> String {
+    let mut line = line.clone();
+    line["id"] = json!(0);
+    if line["method"] == "tools/call" {
+        let params = &mut line["params"];
+        params["name"] = json!("");
+        params["arguments"] = json!({});
+        let meta = &mut params["_meta"];
+        meta["claudecode/toolUseId"] = json!("");
+        meta["progressToken"] = json!(0);
+    }
+    line.to_string()
+}
+
+/// What the benchmark sends as Claude Code's lines (examples/bench/lines/) is what a real Claude Code
+/// writes on `ovai mcp`'s stdin, read through a tap: its opening and its calls, each with its `_meta` and
+/// its keys in its order. When Claude Code changes them, this fails, and the fixture is taken again.
+#[test]
+fn the_benchmark_sends_what_claude_code_writes() {
+    let inst = Instance::with_plugins(&[("stamp.mjs", STAMP)]);
+    inst.add_seat("w1");
+    let _d = inst.start();
+    let tapped = tapped_session(
+        &inst,
+        "w1",
+        vec![
+            Step::Tool("mcp__openovai__stamp", json!({})),
+            Step::Tool("mcp__openovai__stamp", json!({})),
+            Step::Text("Stamped."),
+        ],
+        "Stamp twice, please.",
+    );
+    let fixture = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/bench/lines/claude-code-2.1.328.jsonl"),
+    )
+    .unwrap();
+    let fixture: Vec<Value> = fixture
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let opening = fixture.len() - 1;
+    let tapped_shapes: Vec<String> = tapped.iter().map(shape).collect();
+    let fixture_shapes: Vec<String> = fixture.iter().map(shape).collect();
+    assert_eq!(
+        tapped_shapes[..opening],
+        fixture_shapes[..opening],
+        "Claude Code opens its session otherwise now: {tapped:#?}"
+    );
+    let calls: Vec<&String> = tapped_shapes
+        .iter()
+        .filter(|s| s.contains(r#""method":"tools/call""#))
+        .collect();
+    assert_eq!(calls.len(), 2, "{tapped:#?}");
+    for call in calls {
+        assert_eq!(call, &fixture_shapes[opening], "Claude Code writes its calls otherwise now");
+    }
+    // Its progress token is its request's id, as the benchmark writes it.
+    for call in tapped.iter().filter(|l| l["method"] == "tools/call") {
+        assert_eq!(call["params"]["_meta"]["progressToken"], call["id"], "{call}");
+    }
+}
