@@ -33,7 +33,7 @@ pub mod files;
 pub mod generation;
 pub mod host;
 pub mod instance;
-pub mod legs;
+pub mod jsonrpc;
 pub mod lines;
 pub mod maps;
 pub mod names;

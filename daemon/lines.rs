@@ -16,8 +16,6 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc};
 use tokio_util::codec::Decoder;
 
-use crate::legs::Step;
-
 #[derive(Debug, PartialEq, Eq)]
 pub enum Line {
     Text(String),
@@ -229,9 +227,7 @@ async fn write_batched<W: AsyncWrite + Unpin>(
                 Err(_) => break,
             }
         }
-        crate::legs::mark(Step::Writing);
         let written = write_counted(&mut write, &batch).await;
-        crate::legs::mark(Step::Written);
         waiting.bytes.fetch_sub(batch.len(), Ordering::Relaxed);
         waiting.written.notify_waiters();
         if written < batch.len() {

@@ -7,7 +7,7 @@
 //! nowhere else: the tests never assert on time.
 //!
 //! Usage (scripts/bench passes these): bench OVAI NODE BASELINE_SCRIPT WORK_DIR [--runs N] [--json FILE]
-//! [--quick] [--hops | --cpu | --growth | --k1 | --throughput | --floor | --http-only | --scaling | --legs |
+//! [--quick] [--hops | --cpu | --growth | --k1 | --throughput | --floor | --http-only | --scaling |
 //! --host-alone]; `--help` says what each does.
 
 use std::collections::{BTreeMap, HashMap};
@@ -77,18 +77,14 @@ struct Args {
     /// Instead of the cases: how cost grows with sessions, plugins and calls in flight at a restart.
     #[arg(long, group = "mode")]
     scaling: bool,
-    /// Instead of the cases: where a K=1 plugin call's time goes inside the daemon, leg by leg
-    /// (`OVAI_LEGS`).
-    #[arg(long, group = "mode")]
-    legs: bool,
     /// Instead of the cases: N sessions of `ovai mcp` calling the echo plugin (4 in flight each; 32 for
     /// one session) in rounds of 80,000 calls (100,000 for one session), the figures of each round
     /// printed, for `--seconds`: a load to profile (`perf record -p`, `perf sched record`) with the pids
     /// it prints. Every session's thread ends with its round, so rounds have short gaps between them.
     #[arg(long, value_name = "N", group = "mode", value_parser = clap::value_parser!(u64).range(1..=1024))]
     load: Option<u64>,
-    /// How long `--load` runs, in seconds; then it stops its daemon and sessions and exits.
-    #[arg(long, default_value_t = 30, requires = "load")]
+    /// How long `--load` runs, or `--idle` counts, in seconds.
+    #[arg(long, default_value_t = 30)]
     seconds: u64,
     /// How many calls each `--load` session keeps in flight, in place of 4 (32 for one session); rounds
     /// are then 20,000 × K calls (at most 100,000) over all sessions: `--load 1 --in-flight 1` is k1's load.
@@ -99,6 +95,14 @@ struct Args {
     /// daemon's, in front of a minimal responder) in place of ovai's, to profile beside them.
     #[arg(long = "on-floor", requires = "load")]
     on_floor: bool,
+    /// Only the case of calls made at an agent's pace: one call, then a pause of 0.2 to 2 s (a model's turn),
+    /// 50 calls, as Claude Code writes them.
+    #[arg(long, group = "mode")]
+    paced: bool,
+    /// Only the idle case: how often the daemon and its plugin host wake up a second with no call in
+    /// flight, over `--seconds` (30): with no session, and with a session as Claude Code leaves it open.
+    #[arg(long, group = "mode")]
+    idle: bool,
     /// Instead of the cases: host.mjs alone, driven over its fds 3 and 4 as the daemon drives it, beside a
     /// minimal Node process speaking the same protocol: what the host's own code costs a call.
     #[arg(long = "host-alone", group = "mode")]
@@ -177,8 +181,6 @@ fn main() {
         Some("--throughput")
     } else if args.floor {
         Some("--floor")
-    } else if args.legs {
-        Some("--legs")
     } else if args.host_alone {
         Some("--host-alone")
     } else {
@@ -188,7 +190,7 @@ fn main() {
     // rather than Node waiting for a script on its stdin.
     let alone = matches!(
         mode,
-        Some("--growth" | "--scaling" | "--legs" | "--host-alone" | "--floor")
+        Some("--growth" | "--scaling" | "--host-alone" | "--floor")
     );
     if args.load.is_none() && !alone && !setup.baseline.is_file() {
         eprintln!(
@@ -248,12 +250,22 @@ fn main() {
         floor_cpu_per_call(&setup, 20000);
         return;
     }
-    if mode == Some("--scaling") {
-        scaling(&setup, &one);
+    if args.paced {
+        cases.push(alternate(
+            "k1_paced",
+            runs.min(3),
+            || paced_calls(&setup, &one, true),
+            || paced_calls(&setup, &one, false),
+        ));
+        print_table(&machine(), &cases);
         return;
     }
-    if mode == Some("--legs") {
-        legs(&setup, &one);
+    if args.idle {
+        idle(&setup, &one, Duration::from_secs(args.seconds));
+        return;
+    }
+    if mode == Some("--scaling") {
+        scaling(&setup, &one);
         return;
     }
     if mode == Some("--host-alone") {
@@ -289,6 +301,8 @@ fn main() {
     }
     if mode == Some("--k1") {
         cases.push(k1_case("k1", &setup, &one, "p0000", false));
+        cases.push(k1_shaped("k1_ts", &setup, &one, Shape::TsSdk));
+        cases.push(k1_shaped("k1_bare", &setup, &one, Shape::Bare));
         cases.push(k1_case("builtin_k1", &setup, &one, "index", false));
         let floors = floor_cases(&setup, runs);
         print_table(&machine(), &cases);
@@ -296,6 +310,8 @@ fn main() {
         return;
     }
     cases.push(k1_case("k1", &setup, &one, "p0000", false));
+    cases.push(k1_shaped("k1_ts", &setup, &one, Shape::TsSdk));
+    cases.push(k1_shaped("k1_bare", &setup, &one, Shape::Bare));
     let mut floors = floor_cases(&setup, runs);
     cases.push(alternate(
         "attach",
@@ -401,6 +417,17 @@ fn k1_case(name: &'static str, setup: &Setup, inst: &Instance, tool: &str, direc
         setup.runs,
         || calls(setup, inst, 5000, 1, tool),
         || baseline_calls(setup, inst, 5000, 1),
+    )
+}
+
+/// One call at a time through `ovai mcp`, written as a client of `shape` writes it, against the baseline
+/// fed the same lines.
+fn k1_shaped(name: &'static str, setup: &Setup, inst: &Instance, shape: Shape) -> Case {
+    alternate(
+        name,
+        setup.runs,
+        || ovai_calls_shaped(setup, inst, 5000, 1, "p0000", shape),
+        || baseline_calls_shaped(setup, inst, 5000, 1, shape),
     )
 }
 
@@ -759,6 +786,103 @@ struct Client {
     /// The server process, for a stdio server (none for a direct socket connection).
     child: Option<Child>,
     mcp: McpClient<BufReader<Box<dyn Read + Send>>, Box<dyn Write + Send>>,
+    /// How its calls are written.
+    shape: Shape,
+}
+
+/// How a client writes its calls: as Claude Code 2.1.328 does (2026-07-28, `_meta` on every call, the id
+/// last), as the TypeScript SDK's `callTool` with `onprogress` does (2025-11-25, a progress token), or
+/// bare (no `_meta`, the id first: what no client sends, kept beside them for comparison).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Shape {
+    ClaudeCode,
+    TsSdk,
+    Bare,
+}
+
+const CLAUDE_CODE_LINES: &str = include_str!("bench/lines/claude-code-2.1.328.jsonl");
+const TS_SDK_LINES: &str = include_str!("bench/lines/ts-sdk-1.32.2.jsonl");
+
+/// A call line of a fixture, cut where what changes from call to call goes: the tool, its arguments, the
+/// tool-use id (Claude Code's), the progress token and the id.
+struct Template {
+    pieces: Vec<(String, Slot)>,
+    end: String,
+}
+
+#[derive(Clone, Copy)]
+enum Slot {
+    Tool,
+    Arguments,
+    ToolUse,
+    Id,
+}
+
+impl Template {
+    fn of(shape: Shape) -> Self {
+        let fixture = match shape {
+            Shape::ClaudeCode => CLAUDE_CODE_LINES,
+            Shape::TsSdk => TS_SDK_LINES,
+            Shape::Bare => {
+                r#"{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"","arguments":{}}}"#
+            }
+        };
+        let call = fixture
+            .lines()
+            .find(|l| l.contains(r#""method":"tools/call""#))
+            .expect("a call in the fixture");
+        let mut v: Value = serde_json::from_str(call).expect("a fixture line");
+        v["id"] = json!("\u{1}I");
+        v["params"]["name"] = json!("\u{1}T");
+        v["params"]["arguments"] = json!("\u{1}A");
+        if let Some(meta) = v["params"].get_mut("_meta") {
+            if meta.get("claudecode/toolUseId").is_some() {
+                meta["claudecode/toolUseId"] = json!("\u{1}U");
+            }
+            if meta.get("progressToken").is_some() {
+                meta["progressToken"] = json!("\u{1}I");
+            }
+        }
+        let text = v.to_string();
+        let mut pieces = Vec::new();
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("\"\\u0001") {
+            let slot = match &rest[at + 7..at + 8] {
+                "T" => Slot::Tool,
+                "A" => Slot::Arguments,
+                "U" => Slot::ToolUse,
+                _ => Slot::Id,
+            };
+            pieces.push((rest[..at].to_string(), slot));
+            rest = &rest[at + 9..];
+        }
+        Self {
+            pieces,
+            end: format!("{rest}\n"),
+        }
+    }
+
+    /// The call line with `id`, to `tool`, with `arguments` (JSON text).
+    fn write(&self, out: &mut Vec<u8>, id: u64, tool: &str, arguments: &str) {
+        for (text, slot) in &self.pieces {
+            out.extend_from_slice(text.as_bytes());
+            match slot {
+                Slot::Tool => {
+                    out.push(b'"');
+                    out.extend_from_slice(tool.as_bytes());
+                    out.push(b'"');
+                }
+                Slot::Arguments => out.extend_from_slice(arguments.as_bytes()),
+                Slot::ToolUse => {
+                    let _ = write!(out, "\"toolu_{id}\"");
+                }
+                Slot::Id => {
+                    let _ = write!(out, "{id}");
+                }
+            }
+        }
+        out.extend_from_slice(self.end.as_bytes());
+    }
 }
 
 impl Client {
@@ -786,6 +910,7 @@ impl Client {
         Self {
             child: None,
             mcp: McpClient::new(BufReader::with_capacity(1 << 16, reader), Box::new(sock)),
+            shape: Shape::Bare,
         }
     }
 
@@ -801,6 +926,7 @@ impl Client {
         Self {
             child: Some(child),
             mcp: McpClient::new(BufReader::with_capacity(1 << 16, stdout), stdin),
+            shape: Shape::Bare,
         }
     }
 
@@ -850,6 +976,42 @@ impl Client {
             .expect("initialize is answered");
     }
 
+    /// Opens the session as a client of `shape` does, and writes its calls so from then on. Claude Code
+    /// opens ovai's sessions at 2026-07-28 with its own lines (no `initialize`; its `subscriptions/listen`
+    /// stays open); a server that speaks no 2026-07-28 (the baseline) is initialised as the TypeScript SDK
+    /// does, and then sent the same calls.
+    fn open(&mut self, shape: Shape, speaks_2026: bool) {
+        self.shape = shape;
+        if shape != Shape::ClaudeCode || !speaks_2026 {
+            self.initialize();
+            return;
+        }
+        let (reader, writer, _) = self.mcp.raw();
+        let opening: Vec<&str> = CLAUDE_CODE_LINES
+            .lines()
+            .filter(|l| !l.contains(r#""method":"tools/call""#))
+            .collect();
+        for line in &opening {
+            writer
+                .write_all(line.as_bytes())
+                .expect("the server takes input");
+            writer.write_all(b"\n").expect("the server takes input");
+        }
+        writer.flush().expect("the server takes input");
+        // Every opening request is answered but the listen, which stays open.
+        let mut answered = 0;
+        let mut line = Vec::new();
+        while answered < opening.len() - 1 {
+            line.clear();
+            if reader.read_until(b'\n', &mut line).unwrap_or(0) == 0 {
+                panic!("the server closed as the session opened");
+            }
+            if reply_of(&line).is_some() || line.windows(7).any(|w| w == b"\"id\":\"s") {
+                answered += 1;
+            }
+        }
+    }
+
     /// `total` calls with `k` in flight; returns each call's latency and the wall time, and the failures.
     ///
     /// The driver shares the machine with the server it measures, and ovai's three processes use both
@@ -863,26 +1025,27 @@ impl Client {
         let mut latencies = Vec::with_capacity(total);
         let mut failed = 0;
         let mut sent = 0;
-        let mut request: Vec<u8> = Vec::with_capacity(256);
+        let mut request: Vec<u8> = Vec::with_capacity(1024);
         let mut answer: Vec<u8> = Vec::with_capacity(4096);
+        let template = Template::of(self.shape);
+        let mut arguments = String::new();
         let started = Instant::now();
         while latencies.len() < total {
             while sent < total && sent_at.len() < k {
                 let id = *next_id;
                 *next_id += 1;
                 request.clear();
+                arguments.clear();
                 // The built-in index takes no arguments; the echo plugins take a number.
                 if tool == "index" {
-                    let _ = writeln!(
-                        request,
-                        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"{tool}\",\"arguments\":{{}}}}}}"
-                    );
+                    arguments.push_str("{}");
                 } else {
-                    let _ = writeln!(
-                        request,
-                        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"{tool}\",\"arguments\":{{\"i\":{sent}}}}}}}"
+                    let _ = std::fmt::Write::write_fmt(
+                        &mut arguments,
+                        format_args!("{{\"i\":{sent}}}"),
                     );
                 }
+                template.write(&mut request, id, tool, &arguments);
                 writer
                     .write_all(&request)
                     .and_then(|()| writer.flush())
@@ -952,61 +1115,23 @@ fn latency_figures(mut lat: Vec<Duration>, wall: Duration, failed: usize) -> Fig
 // Cases
 
 fn ovai_calls(setup: &Setup, inst: &Instance, n: usize, k: usize, tool: &str) -> Figures {
+    ovai_calls_shaped(setup, inst, n, k, tool, Shape::ClaudeCode)
+}
+
+fn ovai_calls_shaped(
+    setup: &Setup,
+    inst: &Instance,
+    n: usize,
+    k: usize,
+    tool: &str,
+    shape: Shape,
+) -> Figures {
     let (_d, _) = Daemon::start(setup, inst);
     let mut c = Client::ovai(setup, inst);
-    c.initialize();
+    c.open(shape, true);
     c.calls(tool, setup.warm_up(n), k);
     let (lat, wall, failed) = c.calls(tool, setup.calls(n), k);
     latency_figures(lat, wall, failed)
-}
-
-/// Where a K=1 plugin call's time goes inside the daemon: the daemon notes each step (`OVAI_LEGS`)
-/// over calls through the bridge, each run's legs are medians over its calls, and the table shows the
-/// median of the runs' medians.
-fn legs(setup: &Setup, inst: &Instance) {
-    let mut runs: Vec<ovai::legs::Summary> = Vec::new();
-    for run in 0..setup.runs {
-        let file = setup.work.join(format!("legs-{run}.txt"));
-        let _ = std::fs::remove_file(&file);
-        {
-            let (_d, _) = Daemon::start_with_env(setup, inst, &[("OVAI_LEGS", file.as_os_str())]);
-            let mut c = Client::ovai(setup, inst);
-            c.initialize();
-            c.calls("p0000", setup.warm_up(20_000), 1);
-            c.calls("p0000", setup.calls(20_000), 1);
-        }
-        let text =
-            std::fs::read_to_string(&file).expect("the daemon wrote its steps when it stopped");
-        match ovai::legs::summarise(&ovai::legs::read(&text), setup.warm_up(20_000)) {
-            Some(s) => runs.push(s),
-            None => eprintln!(
-                "run {run}: no call took one waking for its request and one for its answer"
-            ),
-        }
-    }
-    let Some(first) = runs.first() else { return };
-    let over = match runs.len() {
-        1 => format!("the median over {} calls", first.calls),
-        n => format!(
-            "the median of {n} runs' medians, each over about {} calls",
-            first.calls / 1000 * 1000
-        ),
-    };
-    println!("a plugin call at K=1 inside the daemon, µs: {over}");
-    println!(
-        "each row is its own leg's median, so the rows do not add up to the last two exactly\n"
-    );
-    for (i, (name, _)) in first.legs.iter().enumerate() {
-        let mut us: Vec<f64> = runs
-            .iter()
-            .filter_map(|r| r.legs.get(i).map(|l| l.1))
-            .collect();
-        us.sort_by(f64::total_cmp);
-        println!("  {name:<40} {:>7.2}", us[us.len() / 2]);
-        if i == 7 {
-            println!();
-        }
-    }
 }
 
 /// How cost grows: sessions (calls/s, p99, the daemon's CPU per call), plugins (start-up), and calls in
@@ -1290,8 +1415,18 @@ fn direct_calls(setup: &Setup, inst: &Instance, n: usize, k: usize, tool: &str) 
 }
 
 fn baseline_calls(setup: &Setup, inst: &Instance, n: usize, k: usize) -> Figures {
+    baseline_calls_shaped(setup, inst, n, k, Shape::ClaudeCode)
+}
+
+fn baseline_calls_shaped(
+    setup: &Setup,
+    inst: &Instance,
+    n: usize,
+    k: usize,
+    shape: Shape,
+) -> Figures {
     let mut c = Client::baseline(setup, inst);
-    c.initialize();
+    c.open(shape, false);
     c.calls("p0000", setup.warm_up(n), k);
     let (lat, wall, failed) = c.calls("p0000", setup.calls(n), k);
     latency_figures(lat, wall, failed)
@@ -1392,12 +1527,12 @@ fn sessions_settled(clients: &mut [Client], per: usize, k: usize) -> Figures {
     sessions(clients, per, k)
 }
 
-/// `n` sessions of `ovai mcp`, initialised.
+/// `n` sessions of `ovai mcp`, opened as Claude Code opens them.
 fn ovai_clients(setup: &Setup, inst: &Instance, n: usize) -> Vec<Client> {
     (0..n)
         .map(|_| {
             let mut c = Client::ovai(setup, inst);
-            c.initialize();
+            c.open(Shape::ClaudeCode, true);
             c
         })
         .collect()
@@ -1407,7 +1542,7 @@ fn baseline_sessions(setup: &Setup, inst: &Instance, n: usize, k: usize, per: us
     let mut clients: Vec<Client> = (0..n)
         .map(|_| {
             let mut c = Client::baseline(setup, inst);
-            c.initialize();
+            c.open(Shape::ClaudeCode, false);
             c
         })
         .collect();
@@ -1697,6 +1832,73 @@ fn floor_sessions_calls(setup: &Setup, n: usize, k: usize, per: usize, node: boo
     f
 }
 
+/// One session calling at an agent's pace: a call, then a pause drawn from 0.2 to 2 s (the same pauses
+/// each run), as Claude Code writes its calls; ovai's, or the baseline's fed the same lines.
+fn paced_calls(setup: &Setup, inst: &Instance, ovai: bool) -> Figures {
+    let _d = ovai.then(|| Daemon::start(setup, inst));
+    let mut c = if ovai {
+        Client::ovai(setup, inst)
+    } else {
+        Client::baseline(setup, inst)
+    };
+    c.open(Shape::ClaudeCode, ovai);
+    c.calls("p0000", setup.warm_up(5000), 1);
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut lat = Vec::new();
+    let started = Instant::now();
+    for _ in 0..setup.calls(50).min(50) {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::thread::sleep(Duration::from_millis(200 + seed % 1800));
+        let (one, _, failed) = c.calls("p0000", 1, 1);
+        assert_eq!(failed, 0, "a paced call failed");
+        lat.extend(one);
+    }
+    latency_figures(lat, started.elapsed(), 0)
+}
+
+/// Wake-ups a second of each process of an idle instance, over `for_how_long`: its context switches
+/// (voluntary and not, every thread's), with no session, then with one session opened as Claude Code
+/// opens it and left waiting on its `subscriptions/listen`.
+fn idle(setup: &Setup, inst: &Instance, for_how_long: Duration) {
+    let (d, _) = Daemon::start(setup, inst);
+    let host = node_in(status(setup, inst)["host"]["pid"].as_u64().unwrap_or(0) as u32);
+    std::thread::sleep(Duration::from_secs(2));
+    let count = |pid: u32| -> u64 {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+            .flat_map(|s| {
+                s.lines()
+                    .filter_map(|l| {
+                        l.strip_prefix("voluntary_ctxt_switches:")
+                            .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
+                            .and_then(|n| n.trim().parse::<u64>().ok())
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .sum()
+    };
+    let measure = |what: &str| {
+        let (d0, h0) = (count(d.pid()), count(host));
+        std::thread::sleep(for_how_long);
+        let (d1, h1) = (count(d.pid()), count(host));
+        let secs = for_how_long.as_secs_f64();
+        let (dw, hw) = ((d1 - d0) as f64 / secs, (h1 - h0) as f64 / secs);
+        println!(
+            "idle, {what}: daemon {dw:.2} wake-ups/s, plugin host {hw:.2}/s, together {:.2}/s (over {secs:.0} s)",
+            dw + hw
+        );
+    };
+    measure("no session");
+    let mut c = Client::ovai(setup, inst);
+    c.open(Shape::ClaudeCode, true);
+    measure("one session as Claude Code leaves it (its listen stream open)");
+}
+
 /// From spawning `ovai mcp` to `tools/list` answered: what a session's start costs.
 fn ovai_attach(setup: &Setup, inst: &Instance) -> Figures {
     let (_d, _) = Daemon::start(setup, inst);
@@ -1704,8 +1906,8 @@ fn ovai_attach(setup: &Setup, inst: &Instance) -> Figures {
     for _ in 0..20 {
         let started = Instant::now();
         let mut c = Client::ovai(setup, inst);
-        c.initialize();
-        assert!(c.request("tools/list", json!({})));
+        // Claude Code's opening ends with its tools/list.
+        c.open(Shape::ClaudeCode, true);
         all.push(ms(started.elapsed()));
     }
     medians(&all)

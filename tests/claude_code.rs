@@ -289,7 +289,11 @@ fn tapped_session(inst: &Instance, seat: &str, script: Vec<Step>, prompt: &str) 
     let desk = inst.root.join("desks").join(seat);
     let tap = inst.root.join("work/tap.sh");
     let lines = inst.root.join("work/tapped.jsonl");
-    std::fs::write(&tap, "#!/bin/sh\ntee -a \"$OVAI_TAP\" | \"$OVAI_BIN\" mcp\n").unwrap();
+    std::fs::write(
+        &tap,
+        "#!/bin/sh\ntee -a \"$OVAI_TAP\" | \"$OVAI_BIN\" mcp\n",
+    )
+    .unwrap();
     let mcp = desk.join(".mcp.json");
     let mut entry: Value = serde_json::from_str(&std::fs::read_to_string(&mcp).unwrap()).unwrap();
     let server = &mut entry["mcpServers"]["openovai"];
@@ -343,7 +347,8 @@ fn the_benchmark_sends_what_claude_code_writes() {
         "Stamp twice, please.",
     );
     let fixture = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/bench/lines/claude-code-2.1.328.jsonl"),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/bench/lines/claude-code-2.1.328.jsonl"),
     )
     .unwrap();
     let fixture: Vec<Value> = fixture
@@ -364,10 +369,16 @@ fn the_benchmark_sends_what_claude_code_writes() {
         .collect();
     assert_eq!(calls.len(), 2, "{tapped:#?}");
     for call in calls {
-        assert_eq!(call, &fixture_shapes[opening], "Claude Code writes its calls otherwise now");
+        assert_eq!(
+            call, &fixture_shapes[opening],
+            "Claude Code writes its calls otherwise now"
+        );
     }
     // Its progress token is its request's id, as the benchmark writes it.
     for call in tapped.iter().filter(|l| l["method"] == "tools/call") {
-        assert_eq!(call["params"]["_meta"]["progressToken"], call["id"], "{call}");
+        assert_eq!(
+            call["params"]["_meta"]["progressToken"], call["id"],
+            "{call}"
+        );
     }
 }

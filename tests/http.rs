@@ -1110,3 +1110,87 @@ fn a_request_hyper_cannot_read_is_answered_in_json_rpc_words() {
         );
     }
 }
+
+/// A request whose id is already in flight in its session is refused under that id, as on the socket:
+/// rmcp would run it a second time and leave the first unanswered.
+#[test]
+fn an_id_already_in_flight_in_a_session_is_refused_as_on_the_socket() {
+    let (inst, _d, http) = serving(json!({}));
+    inst.write_plugin(
+        "gate.mjs",
+        r#"import { existsSync, writeFileSync } from "node:fs";
+export const description = "Waits at a gate the test opens, counting its runs.";
+export const inputSchema = { type: "object" };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+export async function run(args, { root }) {
+  writeFileSync(`${root}/work/gate-${Date.now()}-${Math.random()}`, "");
+  for (let i = 0; i < 3000 && !existsSync(`${root}/work/gate.go`); i++) await sleep(10);
+  return { text: "through" };
+}
+"#,
+    );
+    inst.cmd().arg("restart").assert().success();
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize();
+    let body = json!({ "jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": { "name": "gate", "arguments": {} } });
+    let first = {
+        let mut other = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+        other.session = s.session.clone();
+        let s = other;
+        let body = body.clone();
+        std::thread::spawn(move || s.post("tools/call", Some("gate"), &body).answer(77))
+    };
+    let runs = |inst: &Instance| {
+        std::fs::read_dir(inst.root.join("work"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("gate-"))
+            .count()
+    };
+    wait_until("the first call to run", || (runs(&inst) == 1).then_some(()));
+    let second = s.post("tools/call", Some("gate"), &body).json();
+    assert_eq!(second["id"], 77, "{second}");
+    assert_eq!(second["error"]["code"], -32600, "{second}");
+    assert!(
+        second["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("a request with the id 77 is already in flight in this session"),
+        "{second}"
+    );
+    std::fs::write(inst.root.join("work/gate.go"), "").unwrap();
+    let answer = first.join().unwrap();
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "through",
+        "{answer}"
+    );
+    assert_eq!(runs(&inst), 1, "the plugin ran once");
+    // Its answer given, the id is free again.
+    assert_eq!(s.call("gate", json!({})), ("through".to_string(), false));
+}
+
+/// What a body takes once read is bounded as a line's is: one that would take too much is refused with
+/// 413 in words before rmcp reads it.
+#[test]
+fn a_body_that_would_take_too_much_once_read_is_refused_in_words() {
+    let (inst, _d, http) = serving(json!({}));
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize();
+    let heavy = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"echo","arguments":{{"a":[{}[]]}}}}}}"#,
+        "[[]],".repeat(700_000)
+    );
+    let h = s.headers("tools/call", Some("echo"));
+    let refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let r = http.request("POST", &refs, &heavy);
+    assert_eq!(r.status, 413);
+    let v = r.json();
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("MB once read, more than the 64 MB this server reads for one request"),
+        "{v}"
+    );
+    assert!(!s.call("echo", json!({})).1);
+}

@@ -1101,3 +1101,55 @@ export function run() {
         assert_eq!(v["plain"], "plain", "{v}");
     }
 }
+
+/// A check that takes a schema of thousands of patterns over a large array is done where it holds no other
+/// seat: another seat's calls are answered all the while.
+#[test]
+fn a_schema_that_is_slow_to_check_holds_no_other_seat() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    let patterns: Vec<String> = (0..300)
+        .map(|i| format!(r#"{{ "type": "string", "pattern": "^x{{{i}}}z$" }}"#))
+        .collect();
+    inst.write_plugin(
+        "picky.mjs",
+        &format!(
+            r#"export const description = "Takes strings of thousands of shapes.";
+export const inputSchema = {{ type: "object", properties: {{ s: {{ type: "array", description: "Strings.", items: {{ anyOf: [{}] }} }} }} }};
+export function run() {{ return {{ text: "fits" }}; }}
+"#,
+            patterns.join(",")
+        ),
+    );
+    let _d = inst.start();
+    let mut lead = inst.session("lead");
+    let mut w1 = inst.session("w1");
+    lead.initialize();
+    w1.initialize();
+    let strings: Vec<&str> = vec!["yyy"; 20_000];
+    let id = lead.send_request(
+        "tools/call",
+        json!({ "name": "picky", "arguments": { "s": strings } }),
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(lead.response(id));
+    });
+    let mut answered_meanwhile = 0;
+    let answer = loop {
+        if let Ok(answer) = rx.try_recv() {
+            break answer;
+        }
+        assert!(!w1.call("index", json!({})).1);
+        answered_meanwhile += 1;
+    };
+    let (text, refused) = text_of(&answer);
+    assert!(
+        refused && text.contains("do not fit the inputSchema of picky"),
+        "{text}"
+    );
+    assert!(
+        answered_meanwhile >= 5,
+        "another seat's calls waited for the check: {answered_meanwhile} answered meanwhile"
+    );
+}

@@ -183,3 +183,90 @@ fn a_report_reaches_the_caller_while_the_plugin_is_still_busy() {
     std::fs::write(&flag, "").unwrap();
     assert_eq!(text_of(&s.response(id)), ("stopped".to_string(), false));
 }
+
+/// A progress token is bounded as an id is: a long one is refused in words, before anything runs.
+#[test]
+fn a_progress_token_past_its_bound_is_refused_in_words() {
+    let inst = Instance::with_plugins(&[("reporter.mjs", REPORTER)]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let id = s.send_request(
+        "tools/call",
+        json!({ "name": "reporter", "arguments": {}, "_meta": { "progressToken": "p".repeat(2000) } }),
+    );
+    let answer = s.response(id);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(
+        answer["error"]["message"].as_str().unwrap().contains(
+            "params._meta.progressToken is 2000 bytes long; a progress token is at most 1024 bytes"
+        ),
+        "{answer}"
+    );
+}
+
+/// Reports a session leaves unread count against what it may leave unread (`sessionQueueBytes`), as its
+/// answers do: past it they are dropped (a later report supersedes them), and every answer still comes.
+#[test]
+fn progress_a_session_does_not_read_is_dropped_and_no_answer_is() {
+    const CHATTY: &str = r#"
+import { writeFileSync } from "node:fs";
+export const description = "Reports long progress for a while.";
+export const inputSchema = { type: "object", properties: { n: { type: "integer" } } };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+export async function run({ n }, { progress, root }) {
+  const words = "w".repeat(1000);
+  const until = Date.now() + 4000;
+  for (let i = 0; Date.now() < until; i++) { progress(`${i} ${words}`, { progress: i }); await sleep(5); }
+  writeFileSync(`${root}/work/done-${n}`, "");
+  return { text: `done ${n}` };
+}
+"#;
+    let inst = Instance::with_plugins(&[("chatty.mjs", CHATTY)]);
+    inst.set_config(json!({ "sessionQueueBytes": 65536 }));
+    let _d = inst.start();
+    let ovai = ovai::instance::Instance::at(inst.root.clone());
+    let mut sock = ovai::client::connect(&ovai).unwrap();
+    ovai::client::hello_seat(&ovai, &mut sock, &inst.secret("lead"), PATIENCE).unwrap();
+    let mut mcp =
+        ovai::client::McpClient::new(std::io::BufReader::new(sock.try_clone().unwrap()), sock);
+    mcp.initialize("tests").unwrap();
+    let calls = 32;
+    let ids: Vec<u64> = (0..calls)
+        .map(|n| {
+            mcp.send_request(
+                "tools/call",
+                json!({ "name": "chatty", "arguments": { "n": n }, "_meta": { "progressToken": n } }),
+            )
+            .unwrap()
+        })
+        .collect();
+    // Nothing is read until every call has run to its end.
+    wait_until("every call to run to its end", || {
+        (0..calls)
+            .all(|n| inst.root.join(format!("work/done-{n}")).exists())
+            .then_some(())
+    });
+    let (mut answers, mut reported) = (0, 0usize);
+    while answers < ids.len() {
+        let v = mcp.next_message().unwrap();
+        if is_progress(&v) {
+            reported += v.to_string().len();
+        } else if ids.contains(&v["id"].as_u64().unwrap_or(0)) {
+            assert!(
+                v["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("done "),
+                "{v}"
+            );
+            answers += 1;
+        }
+    }
+    // Each call reported about 400 KB over its four seconds, paced to about 40 KB: 1.3 MB in all, where the
+    // session may leave 64 KB unread (and the socket holds a few hundred KB more).
+    assert!(
+        reported < 700_000,
+        "{reported} bytes of progress were kept for a session that did not read"
+    );
+}

@@ -61,8 +61,10 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
         "[".repeat(200),
         "]".repeat(200)
     );
+    // Nested past what the daemon reads, in a request whose envelope it reads: answered under its id.
     raw(&mut s, format!("{deep}\n").as_bytes());
-    let e = error_for(&mut s, Value::Null);
+    let e = error_for(&mut s, json!(500));
+    assert_eq!(e["code"], -32602, "{e}");
     assert!(
         e["message"]
             .as_str()
@@ -1170,13 +1172,13 @@ fn every_request_the_daemon_took_down_is_answered_once_however_its_id_is_spelled
     let mut s = inst.session("lead");
     s.initialize();
     let dir = inst.root.display().to_string();
-    // A number past f64's range: the daemon cannot read the line, so it answers with `id: null`, and
-    // nothing else answers it again.
+    // A number past f64's range in the arguments: the daemon reads the envelope, and answers under its
+    // id that the arguments are not readable; nothing else answers it again.
     raw(
         &mut s,
         b"{\"jsonrpc\":\"2.0\",\"id\":20,\"method\":\"tools/call\",\"params\":{\"name\":\"waits\",\"arguments\":{\"n\":1e400}}}\n",
     );
-    assert_eq!(error_for(&mut s, Value::Null)["code"], -32700);
+    assert_eq!(error_for(&mut s, json!(20))["code"], -32602);
     // An id in float form on a line refused at once is refused under the integer it stands for.
     raw(
         &mut s,
@@ -1208,8 +1210,8 @@ fn every_request_the_daemon_took_down_is_answered_once_however_its_id_is_spelled
     wait_until("the five calls to run", || {
         (probe.call("runs", json!({})).0 == "5").then_some(())
     });
-    // A cancellation rmcp does not read as one (its reason is not a string) cancels nothing: the call
-    // runs on, and is answered below.
+    // A cancellation is read by its requestId alone (a reason that is not a string does not keep it
+    // from being one): the call stops, and neither the daemon nor the bridge answers it.
     raw(
         &mut s,
         b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":12,\"reason\":5}}\n",
@@ -1220,7 +1222,7 @@ fn every_request_the_daemon_took_down_is_answered_once_however_its_id_is_spelled
     close_and_take_the_daemon_down(
         &mut s,
         &d,
-        &[json!(2), json!(0), json!("\u{fffd}x"), json!(5), json!(12)],
+        &[json!(2), json!(0), json!("\u{fffd}x"), json!(5)],
     );
 }
 
@@ -1260,7 +1262,7 @@ fn tool_calls_written_id_last_are_answered_once_when_the_daemon_goes() {
         )
     };
     raw(&mut s, call("40", "1e400").as_bytes());
-    assert_eq!(error_for(&mut s, Value::Null)["code"], -32700);
+    assert_eq!(error_for(&mut s, json!(40))["code"], -32602);
     raw(&mut s, call("\"ts-1\"", "1").as_bytes());
     raw(&mut s, call("41", "2").as_bytes());
     wait_until("the two calls to run", || {
@@ -1277,4 +1279,46 @@ fn tool_calls_written_id_last_are_answered_once_when_the_daemon_goes() {
         inst.root.join("work/aborted-2").exists().then_some(())
     });
     close_and_take_the_daemon_down(&mut s, &d, &[json!("ts-1")]);
+}
+
+/// What a request's arguments take once read is bounded, not only their text: a line of a few MiB of
+/// `[[]],` (about a hundred times its size once read) is refused in words, under its id, and the daemon
+/// holds none of it after.
+#[test]
+fn arguments_that_would_take_too_much_once_read_are_refused_in_words() {
+    let inst = Instance::with_plugins(&[("slow.mjs", SLOW)]);
+    let d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let heavy = format!(
+        r#"{{"jsonrpc":"2.0","id":900,"method":"tools/call","params":{{"name":"slow","arguments":{{"a":[{}[]]}}}}}}"#,
+        "[[]],".repeat(1 << 20)
+    );
+    let before = rss_mb(d.pid());
+    for _ in 0..2 {
+        raw(&mut s, format!("{heavy}\n").as_bytes());
+        let e = error_for(&mut s, json!(900));
+        assert_eq!(e["code"], -32602, "{e}");
+        assert!(
+            e["message"].as_str().unwrap().contains("would take about")
+                && e["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("MB once read, more than the 64 MB"),
+            "{e}"
+        );
+    }
+    let after = rss_mb(d.pid());
+    assert!(
+        after - before < 200.0,
+        "the daemon grew from {before} MB to {after} MB"
+    );
+    // Arguments under the bound, however many values they hold, are read and checked as ever.
+    let fits = format!(
+        r#"{{"jsonrpc":"2.0","id":901,"method":"tools/call","params":{{"name":"slow","arguments":{{"a":[{}1]}}}}}}"#,
+        "1,".repeat(200_000)
+    );
+    raw(&mut s, format!("{fits}\n").as_bytes());
+    let r = s.recv_where(|m| m["id"] == 901);
+    assert_eq!(text_of(&r), ("slow done".to_string(), false));
 }

@@ -12,7 +12,6 @@ use futures::StreamExt;
 use tokio::sync::oneshot;
 use tokio_util::codec::FramedRead;
 
-use crate::legs::Step;
 use crate::lines::{CappedLines, Line, Outbox};
 use crate::sync::lock;
 
@@ -42,21 +41,14 @@ struct Waiting {
     file: Arc<str>,
     /// What the answer must carry to be this call's.
     key: u64,
-    reply: Reply,
-    /// Where the call's progress reports go, when its caller asked for them; the latest replaces the last.
-    progress: Option<tokio::sync::watch::Sender<Option<Progress>>>,
+    /// Told how the call ended, on whichever of the link's tasks learns it (the reader's, the
+    /// supervisor's, the deadline sweeper's).
+    settle: Box<dyn Settle>,
+    /// Where the call's progress reports go, when its caller asked for them.
+    progress: Option<Arc<dyn Progressed>>,
 }
 
-/// Who hears how a call ends.
-enum Reply {
-    /// A task waiting on the receiver (`host::call`), with its own deadline and cancellation.
-    Task(oneshot::Sender<CallEnd>),
-    /// A call with no task of its own (`server::direct`): told on whichever of the link's tasks learns
-    /// the end (the reader's, the supervisor's, the deadline sweeper's), its deadline kept here.
-    Settle(Box<dyn Settle>),
-}
-
-/// How a call with no task of its own ended.
+/// How a call ended.
 pub enum End {
     Call(CallEnd),
     /// Its deadline passed; the host was told to stop it.
@@ -65,11 +57,16 @@ pub enum End {
     Cancelled,
 }
 
-/// A call waiting on a link with no task of its own. A task per call cost a spawn, its future moved
-/// twice, two polls, a timer and a channel: about as much of the daemon's work on a call as the rest
-/// together. Told exactly once how it ended; never while the link's own locks are held.
+/// Who hears how a call ends: the call itself, which needs no task of its own to wait (a task per call
+/// cost about as much of the daemon's work on a call as the rest together), or a task waiting on a
+/// channel. Told exactly once; never while the link's own locks are held.
 pub trait Settle: Send {
     fn end(self: Box<Self>, how: End);
+}
+
+/// Where a call's progress reports go, as they come; never while the link's own locks are held.
+pub trait Progressed: Send + Sync {
+    fn report(self: Arc<Self>, report: Progress);
 }
 
 /// The calls waiting on a link, and whether it still takes new ones.
@@ -130,26 +127,11 @@ const KEY_BATCH: usize = 64;
 
 impl Calls {
     /// Notes a call as waiting on this link, and its file as one this host was sent a call of.
-    fn wait(
-        &mut self,
-        id: u64,
-        file: Arc<str>,
-        key: u64,
-        reply: Reply,
-        progress: Option<tokio::sync::watch::Sender<Option<Progress>>>,
-    ) {
-        if !self.called.contains(&file) {
-            self.called.insert(file.clone());
+    fn wait(&mut self, id: u64, waiting: Waiting) {
+        if !self.called.contains(&waiting.file) {
+            self.called.insert(waiting.file.clone());
         }
-        self.waiting.insert(
-            id,
-            Waiting {
-                file,
-                key,
-                reply,
-                progress,
-            },
-        );
+        self.waiting.insert(id, waiting);
     }
 
     /// Drops the deadlines at the front whose calls have ended; the first one still waiting, if any.
@@ -190,12 +172,9 @@ impl Calls {
                 break;
             }
             if let Some((_, id)) = self.deadlines.pop_front()
-                && let Some(Waiting {
-                    reply: Reply::Settle(s),
-                    ..
-                }) = self.waiting.remove(&id)
+                && let Some(w) = self.waiting.remove(&id)
             {
-                due.push((id, s));
+                due.push((id, w.settle));
             }
         }
         due
@@ -312,29 +291,7 @@ impl Link {
 
     /// Queues a message's line (`ToHost::line`) for the host.
     pub fn send_line(&self, line: Vec<u8>) -> bool {
-        let sent = self.out.send(line).is_ok();
-        crate::legs::mark(Step::ToHost);
-        sent
-    }
-
-    /// Registers a call: its answer (or the host's end) arrives on the receiver, and the key is what the
-    /// call must carry to the host. `None` once the link's host has ended and its calls were answered.
-    pub fn expect_answer(
-        &self,
-        id: u64,
-        file: Arc<str>,
-        progress: Option<tokio::sync::watch::Sender<Option<Progress>>>,
-    ) -> Option<(oneshot::Receiver<CallEnd>, u64)> {
-        let mut calls = lock(&self.calls);
-        if calls.closed {
-            return None;
-        }
-        let (tx, rx) = oneshot::channel();
-        let key = calls.fresh_key();
-        calls.wait(id, file, key, Reply::Task(tx), progress);
-        drop(calls);
-        self.a_call_came();
-        Some((rx, key))
+        self.out.send(line).is_ok()
     }
 
     /// A call was registered: a heartbeat waiting at its idle pace is woken to its faster one (the first
@@ -366,23 +323,30 @@ impl Link {
         self.fresh_key()
     }
 
-    /// Registers a call with no task of its own, its line made with `key`: `settle` hears how it ends,
-    /// and `deadline` is kept here. Gives `settle` back once the link's host has ended and its calls
-    /// were answered.
-    pub fn expect_settled<S: Settle + 'static>(
+    /// Registers a call, its line made with `key`: `settle` hears how it ends, `progress` (when its caller
+    /// asked) its reports, and `deadline` is kept here. Gives `settle` back once the link's host has ended
+    /// and its calls were answered.
+    pub fn expect<S: Settle + 'static>(
         &self,
         id: u64,
         file: Arc<str>,
         key: u64,
         deadline: Instant,
         settle: Box<S>,
+        progress: Option<Arc<dyn Progressed>>,
     ) -> Result<(), Box<S>> {
         let wake = {
             let mut calls = lock(&self.calls);
             if calls.closed {
                 return Err(settle);
             }
-            calls.wait(id, file, key, Reply::Settle(settle), None);
+            let waiting = Waiting {
+                file,
+                key,
+                settle,
+                progress,
+            };
+            calls.wait(id, waiting);
             calls.note_deadline(id, deadline)
         };
         if wake {
@@ -392,23 +356,9 @@ impl Link {
         Ok(())
     }
 
-    /// Takes back a call with no task of its own that is still waiting (to stop it): its settle, which
-    /// has not been told anything.
+    /// Takes back a call that is still waiting (to stop it): its settle, which has not been told anything.
     pub fn withdraw(&self, id: u64) -> Option<Box<dyn Settle>> {
-        let mut calls = lock(&self.calls);
-        match calls.waiting.get(&id) {
-            Some(Waiting {
-                reply: Reply::Settle(_),
-                ..
-            }) => match calls.waiting.remove(&id) {
-                Some(Waiting {
-                    reply: Reply::Settle(s),
-                    ..
-                }) => Some(s),
-                _ => None,
-            },
-            _ => None,
-        }
+        lock(&self.calls).waiting.remove(&id).map(|w| w.settle)
     }
 
     /// The deadline sweeper's look: the calls now due are taken out and told, each host told to stop
@@ -435,11 +385,6 @@ impl Link {
     /// Whether this host was ever sent a call of `file` (`plugins/x.mjs`).
     pub fn was_called(&self, file: &str) -> bool {
         lock(&self.calls).called.contains(file)
-    }
-
-    /// Forgets a call the daemon gave up on; true when it was still waiting.
-    pub fn forget(&self, id: u64) -> bool {
-        lock(&self.calls).waiting.remove(&id).is_some()
     }
 
     /// The key a load's report must carry, and where the report arrives.
@@ -513,7 +458,7 @@ impl Link {
             } else {
                 CallEnd::HostStopped(why.clone())
             };
-            w.reply.tell(end);
+            w.settle.end(End::Call(end));
         }
         files
     }
@@ -598,10 +543,10 @@ impl Link {
         self.heard.fetch_add(1, Ordering::Relaxed);
         match msg {
             FromHost::Answer(a) => {
-                let reply = {
+                let settle = {
                     let mut calls = lock(&self.calls);
                     match calls.waiting.get(&a.id) {
-                        Some(w) if w.key == a.key => calls.waiting.remove(&a.id).map(|w| w.reply),
+                        Some(w) if w.key == a.key => calls.waiting.remove(&a.id).map(|w| w.settle),
                         Some(_) => {
                             tracing::warn!(
                                 pid = self.pid,
@@ -613,17 +558,18 @@ impl Link {
                         None => None,
                     }
                 };
-                if let Some(reply) = reply {
-                    crate::legs::mark(Step::Delivered);
-                    reply.tell(CallEnd::Answered(a));
+                if let Some(settle) = settle {
+                    settle.end(End::Call(CallEnd::Answered(a)));
                 }
             }
             FromHost::Progress(p) => {
-                if let Some(w) = lock(&self.calls).waiting.get(&p.id)
-                    && w.key == p.key
-                    && let Some(tx) = &w.progress
-                {
-                    tx.send_replace(Some(p));
+                let to = lock(&self.calls)
+                    .waiting
+                    .get(&p.id)
+                    .filter(|w| w.key == p.key)
+                    .and_then(|w| w.progress.clone());
+                if let Some(to) = to {
+                    to.report(p);
                 }
             }
             FromHost::Loaded(l) => {
@@ -663,17 +609,6 @@ impl Link {
     }
 }
 
-impl Reply {
-    fn tell(self, end: CallEnd) {
-        match self {
-            Reply::Task(tx) => {
-                let _ = tx.send(end);
-            }
-            Reply::Settle(s) => s.end(End::Call(end)),
-        }
-    }
-}
-
 /// Ends the task-less calls whose deadline passed, sleeping until the next one; ends with the link.
 async fn sweep_deadlines(link: std::sync::Weak<Link>, wake: Arc<tokio::sync::Notify>) {
     loop {
@@ -708,7 +643,6 @@ async fn read_lines(link: Arc<Link>, read: ReadHalf, max_line: usize) {
                         );
                         refuse_damaged(&link, &line[..skipped]);
                     }
-                    crate::legs::mark(Step::HostLine);
                     link.deliver(msg);
                 }
                 None => {
@@ -874,6 +808,25 @@ mod tests {
         (Box::new(Told(tx)), rx)
     }
 
+    /// A call registered as a task waiting on a channel registers it: its end, and its key.
+    fn waiter(
+        link: &Link,
+        id: u64,
+        file: Arc<str>,
+    ) -> Option<(tokio::sync::oneshot::Receiver<End>, u64)> {
+        struct Waits(tokio::sync::oneshot::Sender<End>);
+        impl Settle for Waits {
+            fn end(self: Box<Self>, how: End) {
+                let _ = self.0.send(how);
+            }
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let key = link.call_key();
+        link.expect(id, file, key, far(), Box::new(Waits(tx)), None)
+            .ok()
+            .map(|()| (rx, key))
+    }
+
     fn far() -> Instant {
         Instant::now() + std::time::Duration::from_secs(3600)
     }
@@ -885,7 +838,7 @@ mod tests {
         let (settle, mut heard) = told();
         let key = link.call_key();
         assert!(
-            link.expect_settled(7, Arc::from("plugins/p.mjs"), key, far(), settle)
+            link.expect(7, Arc::from("plugins/p.mjs"), key, far(), settle, None)
                 .is_ok()
         );
         let wire = format!(
@@ -915,7 +868,7 @@ mod tests {
         let deadline = Instant::now() + std::time::Duration::from_secs(30);
         let key = link.call_key();
         assert!(
-            link.expect_settled(3, Arc::from("plugins/p.mjs"), key, deadline, settle)
+            link.expect(3, Arc::from("plugins/p.mjs"), key, deadline, settle, None)
                 .is_ok()
         );
         assert_eq!(heard.recv().await.as_deref(), Some("expired"));
@@ -936,7 +889,7 @@ mod tests {
         let (first, mut first_heard) = told();
         let soon = Instant::now() + std::time::Duration::from_secs(1);
         assert!(
-            link.expect_settled(1, Arc::from("plugins/p.mjs"), 1, soon, first)
+            link.expect(1, Arc::from("plugins/p.mjs"), 1, soon, first, None)
                 .is_ok()
         );
         assert_eq!(first_heard.recv().await.as_deref(), Some("expired"));
@@ -945,7 +898,7 @@ mod tests {
         let (second, mut second_heard) = told();
         let later = Instant::now() + std::time::Duration::from_secs(2);
         assert!(
-            link.expect_settled(2, Arc::from("plugins/p.mjs"), 2, later, second)
+            link.expect(2, Arc::from("plugins/p.mjs"), 2, later, second, None)
                 .is_ok()
         );
         assert_eq!(second_heard.recv().await.as_deref(), Some("expired"));
@@ -957,7 +910,7 @@ mod tests {
         let (link, _host, _) = link();
         let (late, mut late_heard) = told();
         assert!(
-            link.expect_settled(1, Arc::from("plugins/p.mjs"), 1, far(), late)
+            link.expect(1, Arc::from("plugins/p.mjs"), 1, far(), late, None)
                 .is_ok()
         );
         // The sweeper sleeps until the first deadline; a second, sooner, must wake it.
@@ -965,7 +918,7 @@ mod tests {
         let (soon, mut soon_heard) = told();
         let at = Instant::now() + std::time::Duration::from_secs(2);
         assert!(
-            link.expect_settled(2, Arc::from("plugins/p.mjs"), 2, at, soon)
+            link.expect(2, Arc::from("plugins/p.mjs"), 2, at, soon, None)
                 .is_ok()
         );
         assert_eq!(soon_heard.recv().await.as_deref(), Some("expired"));
@@ -979,7 +932,7 @@ mod tests {
         let (link, mut host, reader) = link();
         let (settle, mut heard) = told();
         assert!(
-            link.expect_settled(9, Arc::from("plugins/p.mjs"), 5, far(), settle)
+            link.expect(9, Arc::from("plugins/p.mjs"), 5, far(), settle, None)
                 .is_ok()
         );
         let back = link.withdraw(9).expect("it was waiting");
@@ -1000,14 +953,14 @@ mod tests {
         reader.await.expect("the reader ends");
         let (settle, mut heard) = told();
         assert!(
-            link.expect_settled(4, Arc::from("plugins/p.mjs"), 8, far(), settle)
+            link.expect(4, Arc::from("plugins/p.mjs"), 8, far(), settle, None)
                 .is_ok()
         );
         let _ = link.send_line(
             ToHost::Call {
                 id: 4,
                 tool: "p",
-                args: &serde_json::json!({}),
+                args: "{}",
                 seat: "s",
                 role: "Worker",
                 progress: false,
@@ -1021,7 +974,7 @@ mod tests {
         assert_eq!(heard.recv().await.as_deref(), Some("not received"));
         let (late, _) = told();
         assert!(
-            link.expect_settled(5, Arc::from("plugins/p.mjs"), 9, far(), late)
+            link.expect(5, Arc::from("plugins/p.mjs"), 9, far(), late, None)
                 .is_err(),
             "a link whose calls were answered for its end takes no more"
         );
@@ -1032,13 +985,13 @@ mod tests {
         let (link, _host, _) = link();
         let (long, _long_heard) = told();
         assert!(
-            link.expect_settled(1, Arc::from("plugins/p.mjs"), 1, far(), long)
+            link.expect(1, Arc::from("plugins/p.mjs"), 1, far(), long, None)
                 .is_ok()
         );
         for id in 2..10_000u64 {
             let (settle, _) = told();
             assert!(
-                link.expect_settled(id, Arc::from("plugins/p.mjs"), id, far(), settle)
+                link.expect(id, Arc::from("plugins/p.mjs"), id, far(), settle, None)
                     .is_ok()
             );
             assert!(link.withdraw(id).is_some());
@@ -1054,20 +1007,16 @@ mod tests {
     async fn each_call_gets_its_own_random_key() {
         let (link, _host, _) = link();
         let file: Arc<str> = Arc::from("plugins/p.mjs");
-        let (_, first) = link
-            .expect_answer(7, file.clone(), None)
-            .expect("the link takes calls");
-        link.forget(7);
-        let (_, again) = link
-            .expect_answer(7, file.clone(), None)
-            .expect("the link takes calls");
+        let (_, first) = waiter(&link, 7, file.clone()).expect("the link takes calls");
+        link.withdraw(7);
+        let (_, again) = waiter(&link, 7, file.clone()).expect("the link takes calls");
         assert_ne!(first, again, "a key is not a function of the call's id");
         assert!(
             first < 1 << 53 && again < 1 << 53,
             "keys fit a JavaScript number"
         );
         let keys: std::collections::HashSet<u64> = (100..300)
-            .map(|id| link.expect_answer(id, file.clone(), None).expect("taken").1)
+            .map(|id| waiter(&link, id, file.clone()).expect("taken").1)
             .collect();
         assert_eq!(keys.len(), 200, "keys of different calls differ");
     }
@@ -1078,8 +1027,8 @@ mod tests {
         use std::io::Write;
         let (link, mut host, reader) = link();
         let file: Arc<str> = Arc::from("plugins/p.mjs");
-        let (broken, key) = link.expect_answer(3, file.clone(), None).expect("taken");
-        let (forged, _) = link.expect_answer(4, file, None).expect("taken");
+        let (broken, key) = waiter(&link, 3, file.clone()).expect("taken");
+        let (forged, _) = waiter(&link, 4, file).expect("taken");
         // Junk lands inside call 3's answer; call 4's "answer" carries a key it guessed.
         let wire = format!(
             "{{\"t\":\"answer\",\"id\":3,\"key\":{key},\"text\":\"ab{nul}junk\"junk\"}}\n\
@@ -1087,7 +1036,7 @@ mod tests {
             nul = '\u{0}'
         );
         host.write_all(wire.as_bytes()).expect("written");
-        let Ok(CallEnd::Answered(answer)) = broken.await else {
+        let Ok(End::Call(CallEnd::Answered(answer))) = broken.await else {
             panic!("the broken answer reaches its caller");
         };
         assert!(answer.damaged && answer.id == 3 && answer.text().is_none());
@@ -1096,7 +1045,10 @@ mod tests {
         reader.await.expect("the reader ends");
         let end = link.fail_all(&Arc::new(HostEnd::Replaced));
         assert_eq!(end.len(), 1, "call 4 was still waiting when its host ended");
-        assert!(matches!(forged.await, Ok(CallEnd::HostStopped(_))));
+        assert!(matches!(
+            forged.await,
+            Ok(End::Call(CallEnd::HostStopped(_)))
+        ));
     }
 
     #[tokio::test(flavor = "current_thread")]
@@ -1104,7 +1056,7 @@ mod tests {
         use std::io::Write;
         let (link, mut host, reader) = link();
         let file: Arc<str> = Arc::from("plugins/p.mjs");
-        let (call, key) = link.expect_answer(5, file, None).expect("taken");
+        let (call, key) = waiter(&link, 5, file).expect("taken");
         // The host dies in the middle of writing the answer.
         let cut = format!("{{\"t\":\"answer\",\"id\":5,\"key\":{key},\"text\":\"the first half");
         host.write_all(cut.as_bytes()).expect("written");
@@ -1112,7 +1064,7 @@ mod tests {
         reader.await.expect("the reader ends");
         link.fail_all(&Arc::new(HostEnd::Replaced));
         assert!(
-            matches!(call.await, Ok(CallEnd::HostStopped(_))),
+            matches!(call.await, Ok(End::Call(CallEnd::HostStopped(_)))),
             "the call is answered for its host's end"
         );
     }
@@ -1121,12 +1073,15 @@ mod tests {
     async fn a_link_whose_calls_were_answered_for_its_end_takes_no_more() {
         let (link, _host, _) = link();
         let file: Arc<str> = Arc::from("plugins/p.mjs");
-        let (waiting, _) = link.expect_answer(1, file.clone(), None).expect("taken");
+        let (waiting, _) = waiter(&link, 1, file.clone()).expect("taken");
         let files = link.fail_all(&Arc::new(HostEnd::Replaced));
         assert_eq!(files, vec![file.clone()]);
-        assert!(matches!(waiting.await, Ok(CallEnd::HostStopped(_))));
+        assert!(matches!(
+            waiting.await,
+            Ok(End::Call(CallEnd::HostStopped(_)))
+        ));
         assert!(
-            link.expect_answer(2, file, None).is_none(),
+            waiter(&link, 2, file).is_none(),
             "a call registered after the end would wait for its deadline"
         );
     }

@@ -29,11 +29,10 @@ pub mod where_held;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use ending::{HostEnd, NoHost, NotReimported};
-use link::CallEnd;
+use link::{CallEnd, End};
 use protocol::Answer;
 use protocol::ToHost;
 pub use supervisor::{CallGuard, Host};
@@ -49,12 +48,13 @@ pub struct CallRequest<'a> {
     pub tool: &'a str,
     /// `plugins/NAME.mjs`, for every sentence about this call.
     pub file: &'a Arc<str>,
-    /// The arguments, already checked against the tool's schema (a JSON object).
-    pub args: &'a Value,
+    /// The arguments as the caller wrote them (a JSON object), checked against the tool's schema: sent
+    /// on as they are.
+    pub args: &'a str,
     pub seat: &'a str,
     pub role: &'a str,
     /// Where the plugin's progress reports go, when the caller asked for them.
-    pub progress: Option<tokio::sync::watch::Sender<Option<protocol::Progress>>>,
+    pub progress: Option<Arc<dyn link::Progressed>>,
 }
 
 /// How a plugin call ended; `answer` puts it into the caller's words.
@@ -74,8 +74,8 @@ pub enum Ended {
     Cancelled,
 }
 
-/// Runs one call to its end: an answer, the host's end, the deadline, or the caller's cancellation. The
-/// caller holds the host's [`supervisor::CallGuard`] for the whole call.
+/// Runs one call to its end, in the caller's task: an answer, the host's end, the deadline, or the
+/// caller's cancellation. The caller holds the host's [`supervisor::CallGuard`] for the whole call.
 pub async fn call(
     host: &Arc<Host>,
     req: CallRequest<'_>,
@@ -98,84 +98,89 @@ pub async fn call_from(
     // A host that ended without ever being sent the call: it runs on the host started next, once (a
     // second such end is the host's to answer for).
     let mut gone = gone;
+    let due = tokio::time::Instant::from_std(started) + deadline;
     loop {
-        let (link, id, rx) = loop {
-            let left = deadline.saturating_sub(started.elapsed());
-            if left.is_zero() {
-                return Ended::Deadline(deadline);
-            }
-            let link = tokio::select! {
-                l = host.link_other_than(gone.as_ref(), RESPAWN_PATIENCE.min(left)) => l,
-                _ = cancel.cancelled() => return Ended::Cancelled,
-            };
-            let link = match link {
-                Ok(link) => link,
-                Err(why) => return Ended::NotRun(why),
-            };
-            if let Some(why) = link.unavailable(req.tool) {
-                return Ended::NotReimported(why);
-            }
-            let id = host.next_id();
-            if let Some((rx, key)) = link.expect_answer(id, req.file.clone(), req.progress.clone())
-                && link.send(&ToHost::Call {
-                    id,
-                    tool: req.tool,
-                    args: req.args,
-                    seat: req.seat,
-                    role: req.role,
-                    progress: req.progress.is_some(),
-                    key,
-                })
-            {
-                break (link, id, rx);
-            }
-            // The host ended between the look-up and the send, and never saw the call.
-            link.forget(id);
+        let left = deadline.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return Ended::Deadline(deadline);
+        }
+        let link = tokio::select! {
+            l = host.link_other_than(gone.as_ref(), RESPAWN_PATIENCE.min(left)) => l,
+            _ = cancel.cancelled() => return Ended::Cancelled,
+        };
+        let ready = match link {
+            Ok(link) => match prepare_on(host, link, &req) {
+                Ok(ready) => ready,
+                Err(why) => return Ended::NotReimported(why),
+            },
+            Err(why) => return Ended::NotRun(why),
+        };
+        let (link, id) = (ready.link.clone(), ready.id);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if ready.send(due, Box::new(Waiter(tx))).is_err() {
+            // The host ended between the look-up and the registration, and never saw the call.
             if gone.is_some() {
                 return Ended::NotRun(NoHost::Ended);
             }
             gone = Some(link);
-        };
-        let left = deadline.saturating_sub(started.elapsed());
-        tokio::select! {
-            end = rx => match end {
-                Ok(CallEnd::Answered(a)) => return Ended::Answered(a),
-                Ok(CallEnd::HostStopped(why)) => return Ended::HostEnded(why),
-                // Its line never reached the host whole (the pipe failed under it).
-                Ok(CallEnd::NotReceived) => {
-                    if gone.is_some() {
-                        return Ended::NotRun(NoHost::Ended);
-                    }
-                    gone = Some(link);
-                }
-                // The link is dropped only after it has answered every call it held.
-                Err(_) => return Ended::NotRun(NoHost::Ended),
-            },
-            _ = tokio::time::sleep(left) => {
-                if link.forget(id) {
-                    link.send(&ToHost::Cancel { id, why: "the call took longer than its deadline" });
-                }
-                return Ended::Deadline(deadline);
-            }
+            continue;
+        }
+        let end = tokio::select! {
+            end = rx => end,
             _ = cancel.cancelled() => {
-                if link.forget(id) {
+                if link.withdraw(id).is_some() {
                     link.send(&ToHost::Cancel { id, why: "the caller cancelled the call" });
                 }
                 return Ended::Cancelled;
             }
+        };
+        match end {
+            Ok(End::Call(CallEnd::Answered(a))) => return Ended::Answered(a),
+            Ok(End::Call(CallEnd::HostStopped(why))) => return Ended::HostEnded(why),
+            // Its line never reached the host whole (the pipe failed under it).
+            Ok(End::Call(CallEnd::NotReceived)) => {
+                if gone.is_some() {
+                    return Ended::NotRun(NoHost::Ended);
+                }
+                gone = Some(link);
+            }
+            Ok(End::Expired) => return Ended::Deadline(deadline),
+            Ok(End::Cancelled) => return Ended::Cancelled,
+            // The link is dropped only after it has answered every call it held.
+            Err(_) => return Ended::NotRun(NoHost::Ended),
         }
+    }
+}
+
+/// A task waiting for its call's end on a channel.
+struct Waiter(tokio::sync::oneshot::Sender<End>);
+
+impl link::Settle for Waiter {
+    fn end(self: Box<Self>, how: End) {
+        let _ = self.0.send(how);
     }
 }
 
 /// Makes a call's line for the live host, for a call with no task waiting on it (`Ready::send`). `Busy`
 /// when no host is up now (the call takes the waiting way, which waits for one), `Refused` when the live
 /// host does not serve the tool.
-pub fn prepare_settled(host: &Arc<Host>, req: &CallRequest<'_>) -> Prepared {
+pub fn prepare(host: &Arc<Host>, req: &CallRequest<'_>) -> Prepared {
     let Some(link) = host.live_link() else {
         return Prepared::Busy;
     };
+    match prepare_on(host, link, req) {
+        Ok(ready) => Prepared::Ready(ready),
+        Err(why) => Prepared::Refused(why),
+    }
+}
+
+fn prepare_on(
+    host: &Arc<Host>,
+    link: Arc<link::Link>,
+    req: &CallRequest<'_>,
+) -> Result<Ready, NotReimported> {
     if let Some(why) = link.unavailable(req.tool) {
-        return Prepared::Refused(why);
+        return Err(why);
     }
     let id = host.next_id();
     let key = link.call_key();
@@ -185,20 +190,21 @@ pub fn prepare_settled(host: &Arc<Host>, req: &CallRequest<'_>) -> Prepared {
         args: req.args,
         seat: req.seat,
         role: req.role,
-        progress: false,
+        progress: req.progress.is_some(),
         key,
     }
     .line();
-    Prepared::Ready(Ready {
+    Ok(Ready {
         link,
         id,
         key,
         file: req.file.clone(),
         line,
+        progress: req.progress.clone(),
     })
 }
 
-/// What `prepare_settled` found.
+/// What `prepare` found.
 pub enum Prepared {
     Ready(Ready),
     Busy,
@@ -212,6 +218,7 @@ pub struct Ready {
     key: u64,
     file: Arc<str>,
     line: Vec<u8>,
+    progress: Option<Arc<dyn link::Progressed>>,
 }
 
 impl Ready {
@@ -232,12 +239,18 @@ impl Ready {
         deadline: tokio::time::Instant,
         settle: Box<S>,
     ) -> Result<(), Box<S>> {
-        self.link
-            .expect_settled(self.id, self.file, self.key, deadline, settle)?;
+        self.link.expect(
+            self.id,
+            self.file,
+            self.key,
+            deadline,
+            settle,
+            self.progress,
+        )?;
         if !self.link.send_line(self.line)
             && let Some(settle) = self.link.withdraw(self.id)
         {
-            settle.end(link::End::Call(CallEnd::NotReceived));
+            settle.end(End::Call(CallEnd::NotReceived));
         }
         Ok(())
     }
@@ -269,7 +282,7 @@ mod tests {
         std::thread::spawn(move || {
             let mut line = String::new();
             BufReader::new(&end).read_line(&mut line).expect("a line");
-            let call: Value = serde_json::from_str(&line).expect("a message");
+            let call: serde_json::Value = serde_json::from_str(&line).expect("a message");
             assert_eq!(call["t"], "call", "{line}");
             let answer = serde_json::json!({ "t": "answer", "id": call["id"], "key": call["key"], "text": text });
             (&end)
@@ -280,7 +293,7 @@ mod tests {
         })
     }
 
-    fn request<'a>(file: &'a Arc<str>, args: &'a Value) -> CallRequest<'a> {
+    fn request<'a>(file: &'a Arc<str>, args: &'a str) -> CallRequest<'a> {
         CallRequest {
             tool: "p",
             file,
@@ -301,17 +314,12 @@ mod tests {
         let host = supervisor::Host::watching(watched);
         let (next, next_end) = link(2);
         let host_side = answer_first_call(next_end, "ran on the next host");
-        let (file, args) = (Arc::<str>::from("plugins/p.mjs"), serde_json::json!({}));
+        let (file, args) = (Arc::<str>::from("plugins/p.mjs"), "{}");
         let cancel = CancellationToken::new();
         // Polled first, the call finds the ended link, turns from it and waits for another; then the next
         // host comes up.
         let (end, ()) = tokio::join!(
-            call(
-                &host,
-                request(&file, &args),
-                Duration::from_secs(5),
-                &cancel
-            ),
+            call(&host, request(&file, args), Duration::from_secs(5), &cancel),
             async {
                 let _ = state.send(HostState::Up(next.clone()));
             }

@@ -34,7 +34,10 @@ pub enum ToHost<'a> {
     Call {
         id: u64,
         tool: &'a str,
-        args: &'a Value,
+        /// The arguments as the caller wrote them (one JSON object, checked against the tool's schema):
+        /// the line carries the text as it is.
+        #[serde(skip)]
+        args: &'a str,
         seat: &'a str,
         role: &'a str,
         /// The caller asked for progress (its request carried a progress token).
@@ -56,12 +59,58 @@ pub enum ToHost<'a> {
 
 impl ToHost<'_> {
     pub fn line(&self) -> Vec<u8> {
+        if let ToHost::Call {
+            id,
+            tool,
+            args,
+            seat,
+            role,
+            progress,
+            key,
+        } = self
+        {
+            return call_line(*id, tool, args, seat, role, *progress, *key);
+        }
         // Serialising these types cannot fail: every field is a string, a number or a JSON value.
         let mut s = Vec::with_capacity(256);
         let _ = serde_json::to_writer(&mut s, self);
         s.push(b'\n');
         s
     }
+}
+
+/// A call's line, its arguments written as the caller wrote them (they were read whole to be checked:
+/// they are one JSON value).
+fn call_line(
+    id: u64,
+    tool: &str,
+    args: &str,
+    seat: &str,
+    role: &str,
+    progress: bool,
+    key: u64,
+) -> Vec<u8> {
+    let mut s = Vec::with_capacity(args.len() + 128);
+    let string = |s: &mut Vec<u8>, text: &str| {
+        let _ = serde_json::to_writer(&mut *s, text);
+    };
+    s.extend_from_slice(b"{\"t\":\"call\",\"id\":");
+    s.extend_from_slice(id.to_string().as_bytes());
+    s.extend_from_slice(b",\"tool\":");
+    string(&mut s, tool);
+    s.extend_from_slice(b",\"args\":");
+    s.extend_from_slice(args.as_bytes());
+    s.extend_from_slice(b",\"seat\":");
+    string(&mut s, seat);
+    s.extend_from_slice(b",\"role\":");
+    string(&mut s, role);
+    if progress {
+        s.extend_from_slice(b",\"progress\":true");
+    }
+    s.extend_from_slice(b",\"key\":");
+    s.extend_from_slice(key.to_string().as_bytes());
+    s.extend_from_slice(b"}\n");
+    s
 }
 
 #[derive(Debug, Deserialize)]

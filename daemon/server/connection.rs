@@ -270,7 +270,7 @@ pub async fn handle(
     };
     let transport = SessionTransport::new(reader, write, hangup, queue_bytes)
         .with_call_deadline(call_timeout)
-        .with_direct_calls(service.clone(), ct.clone());
+        .with_calls(service.clone(), ct.clone());
     match service.serve_with_ct(transport, ct).await {
         Ok(running) => {
             daemon

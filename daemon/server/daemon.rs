@@ -50,6 +50,8 @@ pub struct Daemon {
     pub refusals: Refusals,
     /// Each tool's calls since the start, and the opt-in call log.
     pub figures: super::figures::Figures,
+    /// What requests may hold once read, per seat and in all, and the threads that check large arguments.
+    pub budget: super::arguments::Budget,
     /// Fired by `ovai stop`: the accept loop ends and the daemon drains as on SIGTERM.
     pub stop: CancellationToken,
     /// The HTTP endpoint's gate, when it listens: a removed or re-keyed seat's sessions are closed there.
@@ -139,6 +141,7 @@ impl Daemon {
             waiting_hellos: super::connection::WaitingHellos::default(),
             refusals: Refusals::default(),
             figures: super::figures::Figures::default(),
+            budget: super::arguments::Budget::default(),
             stop: CancellationToken::new(),
             http: std::sync::OnceLock::new(),
             http_stop: CancellationToken::new(),

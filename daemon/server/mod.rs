@@ -1,17 +1,18 @@
 //! `ovai serve`: the daemon. Claims the instance (one daemon per root), binds the socket, loads the first
 //! generation, then accepts connections until SIGTERM/SIGINT; SIGHUP is `ovai restart`.
 
+pub mod arguments;
 pub mod awake;
+pub mod calls;
 pub mod connection;
 pub mod control;
 pub mod daemon;
 pub mod descriptors;
-pub mod direct;
 pub mod figures;
 pub mod held;
 pub mod http;
-pub mod jsonrpc;
 pub mod leader;
+pub mod params;
 pub mod progress;
 pub mod restart_row;
 pub mod service_manager;
@@ -33,7 +34,6 @@ use tokio::signal::unix::{SignalKind, signal};
 use crate::generation;
 use crate::host::ending::RetireWhy;
 use crate::instance::{ConfigError, Instance};
-use crate::legs::Step;
 use crate::plugins::load::LoadError;
 use crate::runtime_log::{RuntimeLog, Topic};
 use crate::seats::{self, SeatError};
@@ -95,7 +95,6 @@ pub fn serve(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     ) {
         tracing::warn!("{said}");
     }
-    let legs = crate::legs::start_if_asked();
     let most =
         awake::most_from(std::env::var("OVAI_AWAKE_US").ok().as_deref()).unwrap_or_else(|bad| {
             tracing::warn!("{bad}");
@@ -104,22 +103,11 @@ pub fn serve(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     let awake = Arc::new(awake::Awake::new(most));
     let mut runtime = tokio::runtime::Builder::new_current_thread();
     runtime.enable_all();
-    let timed = legs.is_some();
-    if timed || awake.on() {
+    if awake.on() {
         let (before, after) = (awake.clone(), awake.clone());
         runtime
-            .on_thread_park(move || {
-                before.before_sleep();
-                if timed {
-                    crate::legs::mark(Step::Sleeps);
-                }
-            })
-            .on_thread_unpark(move || {
-                if timed {
-                    crate::legs::mark(Step::Woke);
-                }
-                after.after_sleep();
-            });
+            .on_thread_park(move || before.before_sleep())
+            .on_thread_unpark(move || after.after_sleep());
     }
     let rt = runtime
         .build()
@@ -133,11 +121,7 @@ pub fn serve(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         }
         awake.found(epolls);
     }
-    let served = rt.block_on(run(inst, http_listen));
-    if let Some(legs) = legs {
-        legs.finish();
-    }
-    served
+    rt.block_on(run(inst, http_listen))
 }
 
 /// `"http"` from openovai.json, with `--http ADDR` in place of its address.

@@ -1,65 +1,127 @@
 //! A plugin's progress reports on their way to the caller: `notifications/progress` for the token the
 //! call carried, at most one every PACE (the latest report waiting wins, so a plugin in a loop cannot
-//! flood a session), and never once the call has its answer.
+//! flood a session), never once the call has its answer, and never past what a session may leave
+//! unread (`sessionQueueBytes`): a report that would go past it is dropped, as a later one would
+//! supersede it. Never an answer is dropped.
 
-use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::RoleServer;
-use rmcp::model::{ProgressNotificationParam, ProgressToken};
-use rmcp::service::Peer;
-use tokio::sync::watch;
+use rmcp::model::{
+    Notification, ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage,
+    ServerNotification,
+};
 use tokio::time::Instant;
 
+use super::transport::Answers;
+use crate::host::link::Progressed;
 use crate::host::protocol::Progress;
+use crate::sync::lock;
 
 /// At most ten reports a second reach one call's caller.
 const PACE: Duration = Duration::from_millis(100);
 /// The longest progress message passed on, in characters.
 const MAX_MESSAGE_CHARS: usize = 1000;
 
-/// Runs `call` to its end, passing the plugin's progress reports (from `reports`) on to the caller meanwhile.
-pub async fn relay<T>(
-    call: impl Future<Output = T>,
-    mut reports: watch::Receiver<Option<Progress>>,
-    peer: &Peer<RoleServer>,
+/// One call's reports, paced, on their way out.
+pub struct Relay {
     token: ProgressToken,
-) -> T {
-    tokio::pin!(call);
-    let mut last_sent: Option<Instant> = None;
-    let mut sent = 0u32;
-    // MCP asks that progress grow with every notification: a report that does not is sent just above
-    // the last one, so a client that checks never sees it fall.
-    let mut last_value = f64::NEG_INFINITY;
-    loop {
-        tokio::select! {
-            biased;
-            end = &mut call => return end,
-            changed = reports.changed() => {
-                if changed.is_err() {
-                    // The host side is gone; only the answer is left to wait for.
-                    return call.await;
+    to: To,
+    state: Mutex<State>,
+}
+
+/// Where the notifications go.
+pub enum To {
+    /// A socket session's outbox, as lines.
+    Lines(Arc<Answers>),
+    /// The task answering an HTTP request, which passes them to rmcp in order, before the answer.
+    Channel(tokio::sync::mpsc::UnboundedSender<ProgressNotificationParam>),
+}
+
+#[derive(Default)]
+struct State {
+    last_sent: Option<Instant>,
+    /// The latest report that came within PACE of the last one sent.
+    waiting: Option<Progress>,
+    /// A timer will send `waiting` at the end of the pace.
+    armed: bool,
+    sent: u32,
+    last_value: Option<f64>,
+    /// The call has its answer: nothing more goes out.
+    closed: bool,
+}
+
+impl Relay {
+    pub fn new(token: ProgressToken, to: To) -> Arc<Self> {
+        Arc::new(Self {
+            token,
+            to,
+            state: Mutex::default(),
+        })
+    }
+
+    /// The call has its answer (or is gone): no report goes out after this.
+    pub fn close(&self) {
+        lock(&self.state).closed = true;
+    }
+
+    /// Sends `report` now (the pace allows it), under the lock that orders it with the others.
+    fn send(&self, state: &mut State, report: &Progress) {
+        state.sent += 1;
+        let mut note = notification(&self.token, report, state.sent);
+        // MCP asks that progress grow with every notification: a report that does not is sent just above
+        // the last one, so a client that checks never sees it fall.
+        if let Some(last) = state.last_value
+            && note.progress <= last
+        {
+            note.progress = last + (last.abs() * 1e-9).max(1e-9);
+        }
+        state.last_value = Some(note.progress);
+        state.last_sent = Some(Instant::now());
+        match &self.to {
+            To::Lines(answers) => {
+                let msg = ServerJsonRpcMessage::notification(
+                    ServerNotification::ProgressNotification(Notification::new(note)),
+                );
+                if let Ok(line) = serde_json::to_vec(&msg) {
+                    answers.notify(line);
                 }
             }
-        }
-        if let Some(at) = last_sent {
-            tokio::select! {
-                biased;
-                end = &mut call => return end,
-                _ = tokio::time::sleep_until(at + PACE) => {}
+            To::Channel(tx) => {
+                let _ = tx.send(note);
             }
         }
-        let Some(report) = reports.borrow_and_update().clone() else {
-            continue;
-        };
-        sent += 1;
-        let mut note = notification(&token, &report, sent);
-        if note.progress <= last_value {
-            note.progress = last_value + (last_value.abs() * 1e-9).max(1e-9);
+    }
+}
+
+impl Progressed for Relay {
+    fn report(self: Arc<Self>, report: Progress) {
+        let mut state = lock(&self.state);
+        if state.closed {
+            return;
         }
-        last_value = note.progress;
-        let _ = peer.notify_progress(note).await;
-        last_sent = Some(Instant::now());
+        let due = state.last_sent.map(|at| at + PACE);
+        if due.is_none_or(|due| due <= Instant::now()) {
+            self.send(&mut state, &report);
+            return;
+        }
+        state.waiting = Some(report);
+        if state.armed {
+            return;
+        }
+        state.armed = true;
+        let relay = self.clone();
+        let at = due.unwrap_or_else(Instant::now);
+        tokio::spawn(async move {
+            tokio::time::sleep_until(at).await;
+            let mut state = lock(&relay.state);
+            state.armed = false;
+            if let Some(report) = state.waiting.take()
+                && !state.closed
+            {
+                relay.send(&mut state, &report);
+            }
+        });
     }
 }
 

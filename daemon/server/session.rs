@@ -9,22 +9,23 @@ use std::sync::Arc;
 use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressToken, ServerCapabilities,
-    ServerConfig,
+    ListToolsResult, PaginatedRequestParams, ProgressToken, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::arguments::{self, Refusal};
 use super::daemon::Daemon;
 use super::figures::Outcome as Counted;
+use super::progress::{Relay, To};
 use super::sessions::Owned;
 use crate::answer::{self, Outcome};
 use crate::generation::Generation;
 use crate::host::{self, CallGuard, CallRequest};
 use crate::runtime_log::timestamp;
-use crate::tools::{Kind, index, schema};
+use crate::tools::{Kind, index};
 
 /// What index shows may be this old; who may connect is always decided afresh.
 const INDEX_BOOK_AGE: std::time::Duration = std::time::Duration::from_secs(1);
@@ -121,78 +122,74 @@ impl SeatService {
         &self.seat
     }
 
-    /// Whether a call may run now: admitted (counted in on its generation), an outcome when it is
-    /// answered without running (the server is shutting down, the arguments do not fit), or a protocol
-    /// error for a tool this server does not have.
-    pub fn admit(&self, name: &str, args: &Value) -> Result<Result<Admitted, Outcome>, ErrorData> {
+    /// Whether a call of `name` may run now: admitted (counted in on its generation), an outcome when it is
+    /// answered without running (the server is shutting down), or a protocol error for a tool this
+    /// server does not have. Its arguments are checked next (`server::arguments`).
+    pub fn enter_call(&self, name: &str) -> Result<Result<Admitted, Outcome>, ErrorData> {
         let Some((generation, guard)) = self.enter() else {
             return Ok(Err(answer::shutting_down(name)));
         };
-        let Some(entry) = generation.tools.get(name) else {
+        if generation.tools.get(name).is_none() {
             return Err(ErrorData::invalid_params(
                 answer::unknown_tool(name, generation.tools.names()),
                 None,
             ));
-        };
+        }
         if self.daemon.closing.is_cancelled() {
             return Ok(Err(answer::shutting_down(name)));
-        }
-        if let Err(why) = schema::check(&entry.validator, name, args) {
-            return Ok(Err(Outcome::Refused(why)));
         }
         Ok(Ok(Admitted { generation, guard }))
     }
 
-    /// Runs a call to its outcome. Each kind of tool has its own function: the future of a call holds
-    /// only its own kind's state, and a plugin call's (the common one) stays small enough to move cheaply.
-    async fn run(
+    /// Checks arguments too large to check on the daemon's thread, on a thread of their own, taking a
+    /// share of what requests may hold once read (`cost`; none when it was taken for them already, as
+    /// the HTTP endpoint does for the whole request).
+    pub async fn check_apart(
         &self,
+        admitted: &Admitted,
         name: &str,
-        args: Value,
-        ct: &CancellationToken,
-        progress_to: Option<(ProgressToken, &Peer<RoleServer>)>,
-        host_stopped: &mut bool,
-    ) -> Result<Outcome, ErrorData> {
-        // Over HTTP the secret was checked as the request arrived; a seat removed or re-keyed since (the
-        // request's body may have taken its time) runs nothing more.
-        if let Via::Http { secret_hash, .. } = &self.via
-            && !Box::pin(self.still_mine(secret_hash)).await
-        {
-            return Ok(Outcome::Refused(format!(
-                "{name} was not run: the seat {} was removed or given a new secret as this call arrived",
-                self.seat
-            )));
-        }
-        Ok(match self.admit(name, &args)? {
-            Err(outcome) => outcome,
-            Ok(admitted) => {
-                self.run_admitted(name, &args, admitted, ct, progress_to, host_stopped)
+        args: Arc<str>,
+        cost: usize,
+    ) -> Result<(), Refusal> {
+        let _share = if cost > 0 {
+            Some(
+                self.daemon
+                    .budget
+                    .share(&self.seat, cost)
                     .await
-            }
-        })
+                    .map_err(Refusal::Params)?,
+            )
+        } else {
+            None
+        };
+        arguments::check_apart(&self.daemon.budget, admitted.generation.clone(), name, args).await
     }
 
-    /// Runs an admitted call to its outcome.
+    /// Runs an admitted call, its arguments checked, to its outcome. Each kind of tool has its own
+    /// function: the future of a call holds only its own kind's state.
     pub async fn run_admitted(
         &self,
         name: &str,
-        args: &Value,
+        args: &Arc<str>,
         admitted: Admitted,
         ct: &CancellationToken,
-        progress_to: Option<(ProgressToken, &Peer<RoleServer>)>,
+        progress: Option<Arc<Relay>>,
         host_stopped: &mut bool,
     ) -> Outcome {
         let Admitted {
             generation,
             guard: _in_flight,
         } = admitted;
-        // The generation's table does not change: the entry admit found is there.
+        // The generation's table does not change: the entry `enter_call` found is there.
         let Some(entry) = generation.tools.get(name) else {
             return answer::shutting_down(name);
         };
         match &entry.kind {
             Kind::Index => Box::pin(self.index(&generation)).await,
-            Kind::Room => Box::pin(self.room(&generation, args, ct)).await,
+            Kind::Room => {
+                let args: Value = serde_json::from_str(args).unwrap_or_default();
+                Box::pin(self.room(&generation, &args, ct)).await
+            }
             Kind::Plugin { file } => {
                 let role = generation.config.role_of(&self.seat);
                 let request = CallRequest {
@@ -201,26 +198,13 @@ impl SeatService {
                     args,
                     seat: &self.seat,
                     role: role.as_str(),
-                    progress: None,
+                    progress: progress.map(|r| r as _),
                 };
                 let (timeout, max) = (
                     generation.config.call_timeout,
                     generation.config.max_answer_bytes,
                 );
-                let ended = match progress_to {
-                    None => host::call(&generation.host, request, timeout, ct).await,
-                    Some((token, peer)) => {
-                        Box::pin(with_progress(
-                            &generation.host,
-                            request,
-                            timeout,
-                            ct,
-                            token,
-                            peer,
-                        ))
-                        .await
-                    }
-                };
+                let ended = host::call(&generation.host, request, timeout, ct).await;
                 *host_stopped = matches!(ended, host::Ended::HostEnded(_));
                 answer::plugin(file, ended, max)
             }
@@ -303,21 +287,6 @@ impl SeatService {
             Err(e) => answer::room_failed(&e),
         }
     }
-}
-
-/// A plugin call whose caller asked for progress: the plugin's reports go on to it as they come.
-async fn with_progress(
-    host: &Arc<host::Host>,
-    mut request: CallRequest<'_>,
-    timeout: std::time::Duration,
-    ct: &CancellationToken,
-    token: ProgressToken,
-    peer: &Peer<RoleServer>,
-) -> host::Ended {
-    let (tx, reports) = tokio::sync::watch::channel(None);
-    request.progress = Some(tx);
-    let call = host::call(host, request, timeout, ct);
-    super::progress::relay(call, reports, peer, token).await
 }
 
 impl ServerHandler for SeatService {
@@ -423,68 +392,125 @@ impl ServerHandler for SeatService {
         ))
     }
 
+    /// Over HTTP, rmcp runs each request in a task of its own and has read its params: the call takes the
+    /// socket's route from here (`server::calls`), its progress passed to rmcp in order, before its
+    /// answer.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let progress_to = context
-            .meta
-            .get_progress_token()
-            .map(|token| (token, &context.peer));
-        let args = request.arguments.unwrap_or_default();
-        // Boxed: rmcp moves each request's future into a task of its own, and a pointer moves cheaply.
-        Box::pin(self.answer_call(&request.name, args, &context.ct, progress_to))
-            .await
-            .map(Into::into)
+        let token = context.meta.get_progress_token();
+        if let Some(ProgressToken(rmcp::model::NumberOrString::String(s))) = &token
+            && s.len() > crate::jsonrpc::MAX_ID_BYTES
+        {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "Invalid params: params._meta.progressToken is {} bytes long; a progress token is at most {} bytes",
+                    s.len(),
+                    crate::jsonrpc::MAX_ID_BYTES
+                ),
+                None,
+            ));
+        }
+        let args: Arc<str> = serde_json::to_string(&request.arguments.unwrap_or_default())
+            .unwrap_or_else(|_| "{}".into())
+            .into();
+        let name = request.name;
+        let outcome = Box::pin(self.http_outcome(&name, args, token, &context)).await?;
+        Ok(result_of(&name, &outcome).into())
     }
 }
 
 impl SeatService {
-    /// A `tools/call`'s result: what rmcp's handler answers, and what a plain call the session transport
-    /// takes itself (`server::direct`) answers, the same way.
-    pub async fn answer_call(
+    /// An HTTP call's outcome, counted.
+    async fn http_outcome(
         &self,
         name: &str,
-        args: JsonObject,
-        ct: &CancellationToken,
-        progress_to: Option<(ProgressToken, &Peer<RoleServer>)>,
-    ) -> Result<CallToolResult, ErrorData> {
-        Ok(
-            match self.call_outcome(name, args, ct, progress_to).await? {
-                Outcome::Text(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-                Outcome::Json(json) => {
-                    CallToolResult::success(vec![ContentBlock::text(answer::json_text(&json))])
-                }
-                Outcome::Refused(why) => CallToolResult::error(vec![ContentBlock::text(why)]),
-                Outcome::Cancelled => CallToolResult::error(vec![ContentBlock::text(
-                    answer::cancelled(name, &timestamp(std::time::SystemTime::now())),
-                )]),
-            },
-        )
-    }
-
-    /// Runs a call and counts it; what it ended in, before it is put as MCP's result.
-    pub async fn call_outcome(
-        &self,
-        name: &str,
-        args: JsonObject,
-        ct: &CancellationToken,
-        progress_to: Option<(ProgressToken, &Peer<RoleServer>)>,
+        args: Arc<str>,
+        token: Option<ProgressToken>,
+        context: &RequestContext<RoleServer>,
     ) -> Result<Outcome, ErrorData> {
         let started = std::time::Instant::now();
+        // The secret was checked as the request arrived; a seat removed or re-keyed since (the request's
+        // body may have taken its time) runs nothing more.
+        if let Via::Http { secret_hash, .. } = &self.via
+            && !Box::pin(self.still_mine(secret_hash)).await
+        {
+            return Ok(Outcome::Refused(format!(
+                "{name} was not run: the seat {} was removed or given a new secret as this call arrived",
+                self.seat
+            )));
+        }
+        let admitted = match self.enter_call(name)? {
+            Ok(admitted) => admitted,
+            Err(outcome) => {
+                self.record(name, started, &outcome, false);
+                return Ok(outcome);
+            }
+        };
+        let checked = match arguments::check_here(&admitted.generation, name, &args) {
+            Some(checked) => checked,
+            // The endpoint took the request's share of what requests may hold as it read the body.
+            None => Box::pin(self.check_apart(&admitted, name, args.clone(), 0)).await,
+        };
+        match checked {
+            Ok(()) => {}
+            Err(Refusal::Params(why)) => {
+                return Err(ErrorData::invalid_params(
+                    format!("Invalid params: {why}"),
+                    None,
+                ));
+            }
+            Err(Refusal::Tool(why)) => {
+                let outcome = Outcome::Refused(why);
+                self.record(name, started, &outcome, false);
+                return Ok(outcome);
+            }
+        }
+        let (tx, mut notes) = tokio::sync::mpsc::unbounded_channel();
+        let relay = token.map(|t| Relay::new(t, To::Channel(tx)));
         let mut host_stopped = false;
-        let outcome = self
-            .run(
+        let outcome = {
+            let call = self.run_admitted(
                 name,
-                Value::Object(args),
-                ct,
-                progress_to,
+                &args,
+                admitted,
+                &context.ct,
+                relay.clone(),
                 &mut host_stopped,
-            )
-            .await?;
+            );
+            tokio::pin!(call);
+            loop {
+                tokio::select! {
+                    biased;
+                    outcome = &mut call => break outcome,
+                    Some(note) = notes.recv() => {
+                        let _ = context.peer.notify_progress(note).await;
+                    }
+                }
+            }
+        };
+        if let Some(relay) = &relay {
+            relay.close();
+        }
         self.record(name, started, &outcome, host_stopped);
         Ok(outcome)
+    }
+}
+
+/// A call's outcome as rmcp's result (rmcp writes it; over the socket `calls::answer_line` does).
+fn result_of(name: &str, outcome: &Outcome) -> CallToolResult {
+    match outcome {
+        Outcome::Text(text) => CallToolResult::success(vec![ContentBlock::text(text.clone())]),
+        Outcome::Json(json) => {
+            CallToolResult::success(vec![ContentBlock::text(answer::json_text(json))])
+        }
+        Outcome::Refused(why) => CallToolResult::error(vec![ContentBlock::text(why.clone())]),
+        Outcome::Cancelled => CallToolResult::error(vec![ContentBlock::text(answer::cancelled(
+            name,
+            &timestamp(std::time::SystemTime::now()),
+        ))]),
     }
 }
 

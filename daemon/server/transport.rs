@@ -1,17 +1,16 @@
 //! The MCP transport of a seat's connection: newline-delimited JSON-RPC, as rmcp's own async read/write
 //! transport does it, with these differences:
 //!
-//! - Every line gets its answer (`server::jsonrpc`): one that is not JSON, not UTF-8, over the length cap,
-//!   or JSON of the wrong shape is answered as JSON-RPC says, and the session stays open.
+//! - Every line is read once by `jsonrpc::read`, the rules the bridge reads by too: a line that is no
+//!   message is answered as JSON-RPC says and the session stays open; a request is answered under its id,
+//!   exactly once, whatever its params hold.
 //! - A request whose id is already in flight on this session is answered `-32600` naming the id; the
 //!   first goes on.
-//! - Answers wait in an outbox bounded in bytes (`sessionQueueBytes`): past the bound, the session's
-//!   requests are not read until it drains, so a session that never reads cannot hold the daemon's memory.
-//! - The common `tools/call` line (no `_meta`, a plain id) is read into a small struct: rmcp's generic
-//!   parse goes through serde's untagged and flattened enums, which buffer the message and build an error
-//!   for each variant tried. Once the session is initialised the call does not go to rmcp at all:
-//!   `server::direct` runs it and its answer goes straight into the outbox. Every other line takes
-//!   rmcp's own parse and path.
+//! - Every `tools/call` takes the daemon's own call path (`server::calls`), whatever its shape; every other
+//!   message goes to rmcp.
+//! - Answers and notifications wait in an outbox bounded in bytes (`sessionQueueBytes`): past the bound,
+//!   the session's requests are not read until it drains (and a progress report that would go past it is
+//!   dropped), so a session that never reads cannot hold the daemon's memory.
 //! - A request cancelled in the last 5 s still counts against the 64 in flight: its plugin may run on.
 //!   At 64 the session is still read (`server::held`): a cancellation is acted on at once, and other
 //!   lines wait, bounded, for room.
@@ -27,50 +26,48 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use rmcp::model::{
-    CallToolRequestParams, ClientJsonRpcMessage, ClientNotification, ClientRequest, GetMeta,
-    JsonObject, JsonRpcRequest, NumberOrString, ProtocolVersion, Request, ServerJsonRpcMessage,
+    ClientJsonRpcMessage, ClientRequest, ErrorData, GetMeta, NumberOrString, ProtocolVersion,
+    ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
-use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::io::AsyncRead;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
-use super::direct::Direct;
+use super::calls::{Call, Calls};
 use super::held::Held;
-use super::jsonrpc::{self, INVALID_REQUEST, PARSE_ERROR};
+use super::params::{self, INLINE};
 use super::session::SeatService;
-use crate::legs::Step;
+use crate::jsonrpc::{
+    self, INVALID_PARAMS, INVALID_REQUEST, MAX_LINE, PARSE_ERROR, Read as Message,
+};
 use crate::lines::{CappedLines, Line, Outbox};
 use crate::sync::lock;
 use crate::unix_io::{Hangup, WriteHalf};
 
-/// The longest line a session may send: generous for arguments, bounded for the daemon (each connection
-/// may hold one partial line this long).
-pub const MAX_LINE: usize = 16 * 1024 * 1024;
 /// Requests of one session read and not yet answered (or cancelled within CANCELLED_HOLD): past this, its
 /// next requests wait (`server::held`). With the outbox's bound, what one session can make the daemon
 /// hold is bounded however fast it sends.
 pub const MAX_IN_FLIGHT: usize = 64;
+/// The longest request rmcp is given (anything but a `tools/call`, whose arguments are bounded by what they
+/// take once read): none of them needs more.
+const MAX_OTHER: usize = 1024 * 1024;
 
 pub struct SessionTransport<R> {
     lines: FramedRead<R, CappedLines>,
     answers: Arc<Answers>,
     /// The task writing what is queued; `close` waits for it, so the last answers reach the wire.
     writer: Option<tokio::task::JoinHandle<()>>,
-    /// Past this many bytes of unsent answers, the session's requests wait.
-    queue_limit: usize,
     /// Ids of requests the session cancelled, and until when they may still be winding down (a handler
     /// runs on after its cancellation; an id reused meanwhile would be confused with it).
     cancelled: Vec<(NumberOrString, std::time::Instant)>,
-    /// Plain calls taken here rather than by rmcp, once the session is initialised.
-    direct: Option<Direct>,
-    /// An `initialize` went to rmcp.
-    initializing: bool,
-    /// ... and then `notifications/initialized`: the handshake is done.
-    initialized: bool,
+    /// The session's `tools/call`s.
+    calls: Option<Calls>,
+    /// How the session began, for its calls: with `initialize`, or with 2026-07-28's `_meta`.
+    lifecycle: Lifecycle,
     /// A request that starts the session went to rmcp. Before it rmcp ends the session at any
     /// notification, so none is passed on (a notification is never answered; `notifications/initialized`
     /// sent before `initialize` is a client's slip, not a reason to drop it).
@@ -88,6 +85,17 @@ pub struct SessionTransport<R> {
     hangup: Option<Hangup>,
 }
 
+/// How a session began, which decides what its calls must carry.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lifecycle {
+    /// Not yet: a call needs 2026-07-28's `_meta` (which begins it).
+    None,
+    /// With `initialize` (a revision before 2026-07-28): calls need no `_meta`.
+    Handshake,
+    /// With a request of 2026-07-28: every call carries the `_meta` that revision asks for.
+    Inline,
+}
+
 /// What the transport and the calls it runs itself share: the way out, and the requests not yet answered.
 pub struct Answers {
     out: Mutex<Option<Outbox>>,
@@ -95,6 +103,8 @@ pub struct Answers {
     in_flight: Mutex<crate::maps::Set<NumberOrString>>,
     /// Woken when an answer goes out, for a receive waiting on MAX_IN_FLIGHT.
     answered: tokio::sync::Notify,
+    /// Past this many bytes of unsent lines, the session's requests wait, and notifications are dropped.
+    limit: usize,
 }
 
 impl Answers {
@@ -112,17 +122,6 @@ impl Answers {
             })
     }
 
-    /// Queues the answer to request `id` if it is still in flight (not cancelled meanwhile), freeing the id.
-    pub fn answer(&self, id: &NumberOrString, msg: &ServerJsonRpcMessage) {
-        if !lock(&self.in_flight).remove(id) {
-            return;
-        }
-        self.answered.notify_one();
-        let _ = serde_json::to_vec(msg)
-            .map_err(std::io::Error::other)
-            .and_then(|line| self.queue_line(line));
-    }
-
     /// Queues the answer line made for request `id` if it is still in flight, freeing the id.
     pub fn answer_line(&self, id: &NumberOrString, line: Vec<u8>) {
         if !lock(&self.in_flight).remove(id) {
@@ -132,7 +131,18 @@ impl Answers {
         let _ = self.queue_line(line);
     }
 
-    /// Queues a message; an answer frees its request's id.
+    /// Queues a notification (a progress report) unless the session has left more than it may unread:
+    /// then it is dropped, as a later one supersedes it.
+    pub fn notify(&self, line: Vec<u8>) {
+        let full = lock(&self.out)
+            .as_ref()
+            .is_none_or(|o| o.queued() > self.limit);
+        if !full {
+            let _ = self.queue_line(line);
+        }
+    }
+
+    /// Queues a message of rmcp's; an answer frees its request's id.
     pub fn queue(&self, msg: &ServerJsonRpcMessage) -> Result<(), std::io::Error> {
         if let Some(said) = method_not_found_in_words(msg) {
             return self.queue(&said);
@@ -165,7 +175,7 @@ fn method_not_found_in_words(msg: &ServerJsonRpcMessage) -> Option<ServerJsonRpc
         return None;
     }
     let mut said = e.clone();
-    said.error.message = jsonrpc::method_not_found_words(&e.error.message).into();
+    said.error.message = params::method_not_found_words(&e.error.message).into();
     Some(ServerJsonRpcMessage::Error(said))
 }
 
@@ -178,8 +188,6 @@ const CLIENT_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 const CANCELLED_HOLD: std::time::Duration = std::time::Duration::from_secs(5);
 /// At most this many cancelled ids are remembered; the oldest goes first.
 const CANCELLED_KEPT: usize = 64;
-/// The longest id a request may carry, in bytes as written.
-pub const MAX_ID_BYTES: usize = 1024;
 
 impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     /// `hangup` tells a client that died from one that only closed its side (`None`: calls run on).
@@ -191,13 +199,12 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 out: Mutex::new(Some(out)),
                 in_flight: Mutex::default(),
                 answered: tokio::sync::Notify::new(),
+                limit: queue_limit,
             }),
             writer: Some(writer),
-            queue_limit,
             cancelled: Vec::new(),
-            direct: None,
-            initializing: false,
-            initialized: false,
+            calls: None,
+            lifecycle: Lifecycle::None,
             begun: false,
             closed_at: None,
             held: Held::default(),
@@ -213,10 +220,10 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
         self
     }
 
-    /// Plain `tools/call`s of an initialised session are answered by `service` here (`server::direct`);
-    /// `session` is the token that ends the session.
-    pub fn with_direct_calls(mut self, service: SeatService, session: CancellationToken) -> Self {
-        self.direct = Some(Direct::new(service, session));
+    /// The session's `tools/call`s are answered by `service` (`server::calls`); `session` is the token
+    /// that ends the session.
+    pub fn with_calls(mut self, service: SeatService, session: CancellationToken) -> Self {
+        self.calls = Some(Calls::new(service, session));
         self
     }
 
@@ -228,27 +235,27 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     /// one. At the cap the session is read on into `held`, so that a cancellation is acted on at once;
     /// a call cancelled in the last seconds counts against the cap too, as its plugin may not have
     /// stopped, and calling and cancelling at once must not start plugins without end.
-    async fn next_line(&mut self) -> Option<Next> {
+    async fn next_line(&mut self) -> Option<String> {
         loop {
             let out = self.answers.outbox();
             if self.client_died(out.as_ref()) {
                 return None;
             }
             if let Some(out) = out
-                && out.queued() > self.queue_limit
+                && out.queued() > self.answers.limit
             {
                 // The session is not reading its answers: act on nothing more of it until it does.
-                out.drained_to(self.queue_limit).await;
+                out.drained_to(self.answers.limit).await;
                 continue;
             }
             self.forget_wound_down();
             if self.has_room() {
                 if let Some(line) = self.held.pop() {
-                    return Some(Next::Line(line));
+                    return Some(line);
                 }
                 if !self.input_ended {
                     match self.read_line().await {
-                        Read::Line(line) => return Some(Next::Line(line)),
+                        Read::Line(line) => return Some(line),
                         Read::Answered => {}
                         Read::End => self.input_ended = true,
                     }
@@ -278,14 +285,14 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                     Read::End => self.input_ended = true,
                     Read::Answered => {}
                     Read::Line(line) => match cancellation(&line) {
-                        Some((msg, id)) => {
+                        Some(id) => {
                             // One held with an id in flight is a duplicate, refused in its turn.
-                            if let Some(id) = id
-                                && !lock(&self.answers.in_flight).contains(&id)
+                            if let Some(id) = &id
+                                && !lock(&self.answers.in_flight).contains(id)
                             {
-                                self.held.cancel(&id);
+                                self.held.cancel(id);
                             }
-                            return Some(Next::Cancel(Box::new(msg)));
+                            return Some(line);
                         }
                         None => self.held.push(line),
                     },
@@ -323,8 +330,8 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             self.held = Held::default();
             self.input_ended = true;
             self.closed_at = Some(std::time::Instant::now());
-            if let Some(direct) = &self.direct {
-                direct.end_session();
+            if let Some(calls) = &self.calls {
+                calls.end_session();
             }
         }
         died
@@ -362,7 +369,6 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 None => return Read::End,
             };
             if !line.trim().is_empty() {
-                crate::legs::mark(Step::SessionLine);
                 return Read::Line(line);
             }
         }
@@ -382,90 +388,217 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     }
 
     /// Notes a request's id as in flight; `false` (after answering it) when that id cannot be taken.
-    fn admit_request(&mut self, id: &NumberOrString) -> bool {
-        if let NumberOrString::String(text) = id
-            && text.len() > MAX_ID_BYTES
-        {
-            let _ = self.queue_line(jsonrpc::error(
-                &Value::Null,
-                INVALID_REQUEST,
-                &format!(
-                    "Invalid request: an id of {} bytes; ids are at most {MAX_ID_BYTES} bytes",
-                    text.len()
-                ),
-            ));
-            return false;
-        }
+    fn admit_id(&mut self, id: &NumberOrString) -> bool {
         self.forget_wound_down();
         let winding_down = self.cancelled.iter().any(|(c, _)| c == id);
         if !winding_down && lock(&self.answers.in_flight).insert(id.clone()) {
             return true;
         }
-        let id = serde_json::to_value(id).unwrap_or(Value::Null);
-        if winding_down {
-            let _ = self.queue_line(jsonrpc::error(
-                &id,
-                INVALID_REQUEST,
-                &format!(
-                    "Invalid request: the id {id} belongs to a request this session cancelled, which may still \
-                     be winding down; send it again with an id of its own"
-                ),
-            ));
-            return false;
-        }
-        let _ = self.queue_line(jsonrpc::error(
-            &id,
-            INVALID_REQUEST,
-            &format!(
-                "Invalid request: a request with the id {id} is already in flight on this session; \
-                 each request in flight needs an id of its own"
-            ),
-        ));
+        let shown = jsonrpc::key_of(id);
+        let why = if winding_down {
+            format!(
+                "Invalid request: the id {shown} belongs to a request this session cancelled, which may still \
+                 be winding down; send it again with an id of its own"
+            )
+        } else {
+            format!(
+                "Invalid request: a request with the id {shown} is already in flight on this session; each \
+                 request in flight needs an id of its own"
+            )
+        };
+        let _ = self.queue_line(jsonrpc::error_under(id, INVALID_REQUEST, &why));
         false
     }
 
-    /// Notes what a message changes (an id in flight, a cancellation); `false` when it was answered here
-    /// and goes no further.
-    fn admit(&mut self, msg: &ClientJsonRpcMessage) -> bool {
-        match msg {
-            ClientJsonRpcMessage::Request(r) => {
-                let admitted = self.admit_request(&r.id);
-                if admitted && matches!(r.request, ClientRequest::InitializeRequest(_)) {
-                    self.initializing = true;
+    /// A cancellation: the request it names gets no answer, its id is free again (once it has wound
+    /// down), and a call of the session's own is stopped.
+    fn cancel(&mut self, id: Option<NumberOrString>) {
+        let Some(id) = id else { return };
+        if !lock(&self.answers.in_flight).remove(&id) {
+            return;
+        }
+        if let Some(calls) = &self.calls {
+            calls.cancel(&id);
+        }
+        if self.cancelled.len() == CANCELLED_KEPT {
+            self.cancelled.remove(0);
+        }
+        self.cancelled
+            .push((id, std::time::Instant::now() + CANCELLED_HOLD));
+        self.answers.answered.notify_one();
+    }
+
+    /// Acts on one line: what rmcp is to read, if anything.
+    fn act_on(&mut self, line: &str) -> Option<ClientJsonRpcMessage> {
+        let text = jsonrpc::mended(line);
+        match jsonrpc::read(&text, "line") {
+            Message::Bad(answer, _) => {
+                if let Some(answer) = answer {
+                    let _ = self.queue_line(answer);
                 }
-                if admitted && (self.initializing || starts_session(&r.request)) {
-                    self.begun = true;
-                }
-                admitted
+                None
             }
-            ClientJsonRpcMessage::Notification(n) => {
-                match &n.notification {
-                    // A cancelled request gets no answer: its id is free again.
-                    ClientNotification::CancelledNotification(c) => {
-                        if let Some(id) = &c.params.request_id
-                            && lock(&self.answers.in_flight).remove(id)
-                        {
-                            if let Some(direct) = &self.direct {
-                                direct.cancel(id);
-                            }
-                            if self.cancelled.len() == CANCELLED_KEPT {
-                                self.cancelled.remove(0);
-                            }
-                            self.cancelled
-                                .push((id.clone(), std::time::Instant::now() + CANCELLED_HOLD));
-                            self.answers.answered.notify_one();
-                        }
-                    }
-                    // rmcp takes no other request before this (the handshake); from here on a plain
-                    // call may be taken here.
-                    ClientNotification::InitializedNotification(_) => {
-                        self.initialized = self.initializing;
-                    }
-                    _ => {}
+            Message::Response(_) => None,
+            Message::Notification(n) => {
+                if n.method == "notifications/cancelled" {
+                    self.cancel(jsonrpc::cancelled_request(n.params));
                 }
-                true
+                if !self.begun {
+                    tracing::debug!(method = %n.method, "a notification before the session began was dropped");
+                    return None;
+                }
+                serde_json::from_str(&text).ok()
             }
-            _ => true,
+            Message::Request(r) => {
+                if !self.admit_id(&r.id) {
+                    return None;
+                }
+                if r.method == "tools/call" {
+                    self.take_call(r);
+                    return None;
+                }
+                if text.len() > MAX_OTHER {
+                    let why = format!(
+                        "Invalid request: a {} request of {} bytes; this server reads at most {} KiB of any request \
+                         but tools/call",
+                        jsonrpc::clip(&r.method),
+                        text.len(),
+                        MAX_OTHER >> 10
+                    );
+                    self.answers
+                        .answer_line(&r.id, jsonrpc::error_under(&r.id, INVALID_REQUEST, &why));
+                    return None;
+                }
+                let msg = match params::for_rmcp(&text, &r) {
+                    Ok(msg) => msg,
+                    Err(answer) => {
+                        self.answers.answer_line(&r.id, answer);
+                        return None;
+                    }
+                };
+                self.begins(&r, msg)
+            }
+        }
+    }
+
+    /// A request for rmcp: passed on, and the session's beginning noted; or, before it began, answered
+    /// here when it cannot begin it.
+    fn begins(
+        &mut self,
+        r: &jsonrpc::Request<'_>,
+        msg: ClientJsonRpcMessage,
+    ) -> Option<ClientJsonRpcMessage> {
+        let ClientJsonRpcMessage::Request(request) = &msg else {
+            return Some(msg);
+        };
+        let initialize = matches!(request.request, ClientRequest::InitializeRequest(_));
+        // Before the session begins rmcp answers such a request by naming 2026-07-28's `_meta` keys,
+        // which says nothing to a client that forgot its `initialize`.
+        if !self.begun
+            && !initialize
+            && !matches!(
+                request.request,
+                ClientRequest::PingRequest(_) | ClientRequest::DiscoverRequest(_)
+            )
+            && request.request.get_meta().protocol_version().is_none()
+        {
+            let line = jsonrpc::error_under(
+                &r.id,
+                INVALID_REQUEST,
+                "Invalid request: this session has not begun: send \"initialize\" first (or, from MCP \
+                 2026-07-28 on, give each request the _meta keys io.modelcontextprotocol/protocolVersion and \
+                 io.modelcontextprotocol/clientCapabilities)",
+            );
+            self.answers.answer_line(&r.id, line);
+            return None;
+        }
+        if initialize {
+            self.begun = true;
+            self.lifecycle = Lifecycle::Handshake;
+        } else if starts_session(&request.request) {
+            self.begun = true;
+            if self.lifecycle == Lifecycle::None
+                && !matches!(request.request, ClientRequest::DiscoverRequest(_))
+            {
+                self.lifecycle = Lifecycle::Inline;
+            }
+        }
+        Some(msg)
+    }
+
+    /// A `tools/call`, taken by the session's call path after the checks rmcp makes of any request: its
+    /// params, and what the session's beginning asks of its `_meta`.
+    fn take_call(&mut self, r: jsonrpc::Request<'_>) {
+        let refuse = |answers: &Answers, code: i64, why: String| {
+            answers.answer_line(&r.id, jsonrpc::error_under(&r.id, code, &why));
+        };
+        let call = match params::call(r.params) {
+            Ok(call) => call,
+            Err(why) => {
+                return refuse(
+                    &self.answers,
+                    INVALID_PARAMS,
+                    format!("Invalid params: {why}"),
+                );
+            }
+        };
+        let modern = match (&call.version, self.lifecycle) {
+            (Some(version), _) => {
+                let known = ProtocolVersion::KNOWN_VERSIONS
+                    .iter()
+                    .any(|v| v.as_str() == version.as_str());
+                if !known {
+                    let error = ErrorData::unsupported_protocol_version(
+                        serde_json::from_value(Value::String(version.clone()))
+                            .unwrap_or(ProtocolVersion::V_2026_07_28),
+                        ProtocolVersion::KNOWN_VERSIONS,
+                    );
+                    let line =
+                        serde_json::to_vec(&ServerJsonRpcMessage::error(error, Some(r.id.clone())))
+                            .unwrap_or_default();
+                    return self.answers.answer_line(&r.id, line);
+                }
+                let modern = version.as_str() >= INLINE;
+                if modern && !call.missing.is_empty() {
+                    return refuse(
+                        &self.answers,
+                        INVALID_PARAMS,
+                        params::missing_words(&call.missing),
+                    );
+                }
+                if modern && self.lifecycle == Lifecycle::None {
+                    self.lifecycle = Lifecycle::Inline;
+                }
+                modern
+            }
+            (None, Lifecycle::Handshake) => false,
+            (None, Lifecycle::Inline) => {
+                return refuse(
+                    &self.answers,
+                    INVALID_PARAMS,
+                    params::missing_words(&call.missing),
+                );
+            }
+            (None, Lifecycle::None) => {
+                return refuse(
+                    &self.answers,
+                    INVALID_REQUEST,
+                    "Invalid request: this session has not begun: send \"initialize\" first (or, from MCP \
+                     2026-07-28 on, give each request the _meta keys io.modelcontextprotocol/protocolVersion and \
+                     io.modelcontextprotocol/clientCapabilities)"
+                        .into(),
+                );
+            }
+        };
+        let call = Call {
+            id: r.id,
+            name: call.name.into_owned(),
+            args: Arc::from(call.arguments.map_or("{}", RawValue::get)),
+            progress: call.progress,
+            modern,
+        };
+        if let Some(calls) = &mut self.calls {
+            calls.take(call, &self.answers);
         }
     }
 }
@@ -477,78 +610,27 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
         &mut self,
         item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        // An initialize answered with a revision: the handshake is done, whatever the client sent first.
+        if let ServerJsonRpcMessage::Response(r) = &item
+            && matches!(r.result, ServerResult::InitializeResult(_))
+        {
+            self.lifecycle = Lifecycle::Handshake;
+        }
         std::future::ready(self.answers.queue(&item))
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
-            let line = match self.next_line().await? {
-                Next::Line(line) => line,
-                Next::Cancel(msg) => {
-                    if self.begun && self.admit(&msg) {
-                        return Some(*msg);
-                    }
-                    continue;
-                }
-            };
-            let msg = match fast_call(&line) {
-                Some(call) if self.initialized && self.direct.is_some() => {
-                    if self.admit_request(&call.id)
-                        && let Some(direct) = &mut self.direct
-                    {
-                        direct.take(call.id, call.name, call.arguments, &self.answers);
-                    }
-                    // Taken, or refused and answered by admit_request: rmcp never sees it.
-                    continue;
-                }
-                Some(call) => call.into_message(),
-                None => match jsonrpc::take(&line, "line") {
-                    jsonrpc::Taken::Message(msg) => *msg,
-                    jsonrpc::Taken::Answered(answer) => {
-                        if let Some(answer) = answer {
-                            let _ = self.queue_line(answer);
-                        }
-                        continue;
-                    }
-                },
-            };
-            if let ClientJsonRpcMessage::Notification(n) = &msg
-                && !self.begun
-            {
-                tracing::debug!(?n, "a notification before the session began was dropped");
-                continue;
-            }
-            // Before the session begins rmcp answers such a request by naming 2026-07-28's `_meta` keys,
-            // which says nothing to a client that forgot its `initialize`.
-            if let ClientJsonRpcMessage::Request(r) = &msg
-                && !self.begun
-                && !matches!(
-                    r.request,
-                    ClientRequest::InitializeRequest(_)
-                        | ClientRequest::PingRequest(_)
-                        | ClientRequest::DiscoverRequest(_)
-                )
-                && r.request.get_meta().protocol_version().is_none()
-            {
-                let id = serde_json::to_value(&r.id).unwrap_or(Value::Null);
-                let _ = self.queue_line(jsonrpc::error(
-                    &id,
-                    INVALID_REQUEST,
-                    "Invalid request: this session has not begun: send \"initialize\" first (or, from MCP \
-                     2026-07-28 on, give each request the _meta keys io.modelcontextprotocol/protocolVersion \
-                     and io.modelcontextprotocol/clientCapabilities)",
-                ));
-                continue;
-            }
-            if self.admit(&msg) {
+            let line = self.next_line().await?;
+            if let Some(msg) = self.act_on(&line) {
                 return Some(msg);
             }
         }
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        if let Some(direct) = &self.direct {
-            direct.wind_down(self.closed_at).await;
+        if let Some(calls) = &self.calls {
+            calls.wind_down(self.closed_at).await;
         }
         // Dropping the outbox ends the writer task once it has written what was queued.
         lock(&self.answers.out).take();
@@ -568,28 +650,18 @@ enum Read {
     End,
 }
 
-/// What `next_line` hands on.
-enum Next {
-    /// A line to act on in its turn.
-    Line(String),
-    /// A cancellation read while the session waited for room: acted on now.
-    Cancel(Box<ClientJsonRpcMessage>),
-}
-
-/// A `notifications/cancelled` line, with the id it cancels.
-fn cancellation(line: &str) -> Option<(ClientJsonRpcMessage, Option<NumberOrString>)> {
+/// Whether a line is a `notifications/cancelled`, and the id it cancels (as the daemon reads it).
+fn cancellation(line: &str) -> Option<Option<NumberOrString>> {
     if !line.contains("notifications/cancelled") {
         return None;
     }
-    let msg = serde_json::from_str::<ClientJsonRpcMessage>(line).ok()?;
-    let ClientJsonRpcMessage::Notification(n) = &msg else {
-        return None;
-    };
-    let ClientNotification::CancelledNotification(c) = &n.notification else {
-        return None;
-    };
-    let id = c.params.request_id.clone();
-    Some((msg, id))
+    let text = jsonrpc::mended(line);
+    match jsonrpc::read(&text, "line") {
+        Message::Notification(n) if n.method == "notifications/cancelled" => {
+            Some(jsonrpc::cancelled_request(n.params))
+        }
+        _ => None,
+    }
 }
 
 async fn sleep_until(at: Option<std::time::Instant>) {
@@ -597,31 +669,6 @@ async fn sleep_until(at: Option<std::time::Instant>) {
         Some(at) => tokio::time::sleep_until(at.into()).await,
         None => std::future::pending().await,
     }
-}
-
-/// The shape of almost every call a session makes, read without rmcp's generic machinery.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FastCall<'a> {
-    jsonrpc: &'a str,
-    id: FastId<'a>,
-    method: &'a str,
-    params: FastParams,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum FastId<'a> {
-    Number(i64),
-    String(&'a str),
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FastParams {
-    name: String,
-    #[serde(default)]
-    arguments: Option<JsonObject>,
 }
 
 /// Whether rmcp starts a session (of 2026-07-28 or later, without a handshake) with this request: it
@@ -634,94 +681,4 @@ fn starts_session(request: &ClientRequest) -> bool {
         && meta
             .protocol_version()
             .is_some_and(|v| ProtocolVersion::KNOWN_VERSIONS.contains(&v))
-}
-
-/// A plain `tools/call`, read.
-struct PlainCall {
-    id: NumberOrString,
-    name: String,
-    arguments: JsonObject,
-    /// Whether the line carried `arguments` (rmcp's message says so).
-    had_arguments: bool,
-}
-
-impl PlainCall {
-    /// rmcp's message for it, exactly as rmcp's own parse builds it.
-    fn into_message(self) -> ClientJsonRpcMessage {
-        let mut params = CallToolRequestParams::new(self.name);
-        params.arguments = self.had_arguments.then_some(self.arguments);
-        let request = ClientRequest::CallToolRequest(Request::new(params));
-        ClientJsonRpcMessage::Request(JsonRpcRequest::new(self.id, request))
-    }
-}
-
-/// A plain `tools/call` line, read; `None` for anything else (rmcp parses those).
-fn fast_call(line: &str) -> Option<PlainCall> {
-    // An object only: serde reads a struct from an array too, by position, and an array is no request.
-    if !line.trim_start().starts_with('{') || !line.contains("\"tools/call\"") {
-        return None;
-    }
-    let call: FastCall<'_> = serde_json::from_str(line).ok()?;
-    if call.jsonrpc != "2.0" || call.method != "tools/call" {
-        return None;
-    }
-    let id = match call.id {
-        FastId::Number(n) => NumberOrString::Number(n),
-        FastId::String(s) => NumberOrString::String(s.into()),
-    };
-    Some(PlainCall {
-        id,
-        name: call.params.name,
-        had_arguments: call.params.arguments.is_some(),
-        arguments: call.params.arguments.unwrap_or_default(),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_method_not_served_is_named_for_what_it_is() {
-        assert_eq!(
-            jsonrpc::method_not_found_words("ping"),
-            "Method not found: ping is not served under the protocol revision this session speaks"
-        );
-        assert!(jsonrpc::method_not_found_words("resources/list").starts_with(
-            "Method not found: this server does not serve resources/list; it serves initialize, ping"
-        ));
-    }
-
-    /// The fast path builds exactly what rmcp's own parse builds.
-    #[test]
-    fn fast_calls_equal_rmcp_parse() {
-        for line in [
-            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"i":1,"s":"x\"y"}}}"#,
-            r#"{"method":"tools/call","params":{"name":"echo"},"id":"abc","jsonrpc":"2.0"}"#,
-        ] {
-            let fast = fast_call(line)
-                .expect("the fast path takes it")
-                .into_message();
-            let slow: ClientJsonRpcMessage = serde_json::from_str(line).unwrap();
-            assert_eq!(
-                serde_json::to_value(&fast).unwrap(),
-                serde_json::to_value(&slow).unwrap(),
-                "{line}"
-            );
-        }
-    }
-
-    #[test]
-    fn anything_unusual_takes_rmcps_parse() {
-        for line in [
-            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":1}}}"#,
-            r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}"#,
-            r#"{"jsonrpc":"2.0","id":"a\"b","method":"tools/call","params":{"name":"echo"}}"#,
-            r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"echo"}}"#,
-            r#"{"jsonrpc":"1.0","id":7,"method":"tools/call","params":{"name":"echo"}}"#,
-            r#"["2.0",8,"tools/call",{"name":"echo"}]"#,
-        ] {
-            assert!(fast_call(line).is_none(), "{line}");
-        }
-    }
 }

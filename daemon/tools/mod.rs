@@ -38,6 +38,9 @@ pub struct Entry {
     pub summary: String,
     pub kind: Kind,
     pub validator: jsonschema::Validator,
+    /// How much a check against its schema costs for each byte of arguments, roughly: the schema's
+    /// length as JSON text (a schema of two thousand patterns checks each value two thousand times).
+    pub weight: usize,
 }
 
 /// A description's first line, its control characters shown escaped.
@@ -65,6 +68,7 @@ impl ToolTable {
     pub fn new(plugins: Vec<PluginTool>) -> Self {
         let mut pairs: Vec<(Entry, Tool)> = builtins();
         for p in plugins {
+            let weight = serde_json::to_string(&p.schema).map_or(0, |s| s.len());
             let tool = Tool::new(p.name.clone(), p.description.clone(), p.schema);
             pairs.push((
                 Entry {
@@ -73,6 +77,7 @@ impl ToolTable {
                     description: p.description,
                     kind: Kind::Plugin { file: p.file },
                     validator: p.validator,
+                    weight,
                 },
                 tool,
             ));
@@ -133,6 +138,7 @@ fn builtin(
         jsonschema::validator_for(&json!({"type": "object"}))
             .expect("the empty object schema compiles")
     });
+    let weight = schema.to_string().len();
     let object = match schema {
         Value::Object(o) => o,
         _ => JsonObject::new(),
@@ -146,6 +152,7 @@ fn builtin(
             description: description.into(),
             kind,
             validator,
+            weight,
         },
         tool,
     )

@@ -1,28 +1,42 @@
-//! A POST's body read before rmcp sees it, so that a body rmcp cannot take is answered as a line is on
-//! the socket (`server::jsonrpc`): rmcp answers a body it cannot parse with `415` and a line of its own,
-//! and a known method whose params do not fit as an unknown method. Such a body gets the JSON-RPC error
-//! the socket gives, under the request's id where one can be read (`200`), else with `id: null` (`400`);
-//! a notification, `202` and nothing. A request for a method this server does not serve gets `-32601`
-//! naming what it does serve, as on the socket (rmcp's own says only the method's name).
+//! A POST's body read before rmcp sees it, by the rules a line on the socket is read by
+//! (`jsonrpc::read`): a body that is no message gets the JSON-RPC error the socket gives, under the
+//! request's id where one can be read (`200`), else with `id: null` (`400`); a notification, `202` and
+//! nothing. A request for a method this server does not serve gets `-32601` naming what it does serve
+//! (rmcp's own says only the method's name); a `tools/call` whose params do not fit gets `-32602` in the
+//! socket's words; a request whose id is in flight in its session already gets `-32600`, as on the
+//! socket. A large body takes a share of what requests may hold once read (`server::arguments`), kept
+//! until its answer is written.
 
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use rmcp::model::ClientJsonRpcMessage;
 use serde_json::Value;
 
 use super::MAX_BODY_BYTES;
+use super::owners::{IdInFlight, Owners};
+use crate::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Read};
+use crate::server::arguments::{self, Share};
 use crate::server::daemon::Daemon;
-use crate::server::jsonrpc::{self, Taken};
+use crate::server::params;
 
-/// The request with its body read, or the answer it gets instead. `in_session`: it carries the id of a
-/// session of its caller's (checked by the gate), so rmcp's own checks would pass it to the method.
+/// What a request holds while it is answered.
+#[derive(Default)]
+pub struct Held {
+    pub share: Option<Share>,
+    pub id: Option<IdInFlight>,
+}
+
+/// The request with its body read, and what it holds while answered; or the answer it gets instead.
+/// `session`: the id of a session of its caller's (checked by the gate), so rmcp's own checks would pass
+/// it to the method.
 pub async fn checked(
     daemon: &Daemon,
+    owners: &Owners,
+    seat: &str,
     request: Request,
-    in_session: bool,
-) -> Result<Request, Response> {
+    session: Option<&str>,
+) -> Result<(Request, Held), Response> {
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
         Ok(bytes) => bytes,
@@ -35,32 +49,76 @@ pub async fn checked(
             "Parse error: the body is not UTF-8",
         ))));
     };
-    match jsonrpc::take(text, "body") {
-        // Half a surrogate pair is taken as U+FFFD, as over the socket: rmcp is given the mended body.
-        Taken::Message(msg) => {
-            // What the session's service serves is exactly the known methods. Outside a session rmcp
-            // answers first what is missing (the session, or a 2026-07-28 request's own headers).
-            if in_session
-                && let ClientJsonRpcMessage::Request(r) = &*msg
-                && !jsonrpc::is_known_method(r.request.method())
-            {
-                let method: String = r.request.method().chars().take(100).collect();
-                return Err(answered(Some(jsonrpc::error(
-                    &serde_json::to_value(&r.id).unwrap_or_default(),
-                    jsonrpc::METHOD_NOT_FOUND,
-                    &jsonrpc::method_not_found_words(&crate::names::escape_controls(
-                        &method, false,
-                    )),
-                ))));
-            }
-            let body = match jsonrpc::well_formed(text) {
-                Some(fixed) => Body::from(fixed),
-                None => Body::from(bytes),
-            };
-            Ok(Request::from_parts(parts, body))
+    let mended = jsonrpc::mended(text);
+    let mut held = Held::default();
+    if let Read::Request(r) = jsonrpc::read(&mended, "body") {
+        let refuse =
+            |code: i64, why: String| answered(Some(jsonrpc::error_under(&r.id, code, &why)));
+        // What the session's service serves is exactly the known methods. Outside a session rmcp
+        // answers first what is missing (the session, or a 2026-07-28 request's own headers).
+        if session.is_some() && !params::is_known_method(&r.method) {
+            return Err(refuse(
+                METHOD_NOT_FOUND,
+                params::method_not_found_words(&r.method),
+            ));
         }
-        Taken::Answered(answer) => Err(answered(answer)),
+        if r.method == "tools/call" {
+            if let Err(why) = params::call(r.params) {
+                return Err(refuse(INVALID_PARAMS, format!("Invalid params: {why}")));
+            }
+        } else if let Err(answer) = params::for_rmcp(&mended, &r) {
+            return Err(answered(Some(answer)));
+        }
+        if let Some(session) = session {
+            match owners.take_id(session, &r.key()) {
+                Some(id) => held.id = Some(id),
+                None => {
+                    return Err(refuse(
+                        INVALID_REQUEST,
+                        format!(
+                            "Invalid request: a request with the id {} is already in flight in this session; each \
+                             request in flight needs an id of its own",
+                            r.key()
+                        ),
+                    ));
+                }
+            }
+        }
+    } else if let Read::Bad(answer, _) = jsonrpc::read(&mended, "body") {
+        return Err(answered(answer));
+    } else if serde_json::from_str::<rmcp::model::ClientJsonRpcMessage>(&mended).is_err() {
+        // A notification (or an answer) rmcp cannot read: nothing is answered, as on the socket.
+        return Err(answered(None));
     }
+    if arguments::needs_share(&mended) {
+        let cost = arguments::cost(&mended);
+        if cost > arguments::MAX_READ {
+            let why = arguments::too_large("The request's body", cost);
+            return Err(super::gate::refuse(
+                daemon,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                why,
+                None,
+            ));
+        }
+        match daemon.budget.share(seat, cost).await {
+            Ok(share) => held.share = Some(share),
+            Err(why) => {
+                let mut r = super::gate::refuse(daemon, StatusCode::TOO_MANY_REQUESTS, why, None);
+                r.headers_mut().insert(
+                    header::RETRY_AFTER,
+                    axum::http::HeaderValue::from_static("1"),
+                );
+                return Err(r);
+            }
+        }
+    }
+    // Half a surrogate pair is taken as U+FFFD, as over the socket: rmcp is given the mended body.
+    let body = match mended {
+        std::borrow::Cow::Owned(fixed) => Body::from(fixed),
+        std::borrow::Cow::Borrowed(_) => Body::from(bytes),
+    };
+    Ok((Request::from_parts(parts, body), held))
 }
 
 fn answered(answer: Option<Vec<u8>>) -> Response {

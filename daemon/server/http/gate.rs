@@ -239,13 +239,14 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
     let seat = caller.seat.clone();
     let hash = caller.secret_hash.clone();
     let request = with_body_deadline(request, &gate.bodies);
-    let request = if method == Method::POST {
-        match super::body::checked(&gate.daemon, request, in_use.is_some()).await {
-            Ok(request) => request,
+    let (request, held) = if method == Method::POST {
+        let session = session.as_deref().filter(|_| in_use.is_some());
+        match super::body::checked(&gate.daemon, &gate.owners, &seat, request, session).await {
+            Ok(checked) => checked,
             Err(answer) => return answer,
         }
     } else {
-        request
+        (request, super::body::Held::default())
     };
     let response = CALLER.scope(caller, next.run(request)).await;
     let mut response = super::plain::reworded(&gate.daemon, response).await;
@@ -264,7 +265,7 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
     // The stream is counted until its body is dropped: written out, or its client gone.
     let (parts, body) = response.into_parts();
     let body = Body::from_stream(body.into_data_stream().map(move |chunk| {
-        let _held = (&stream, &in_use);
+        let _held = (&stream, &in_use, &held);
         chunk
     }));
     Response::from_parts(parts, body)

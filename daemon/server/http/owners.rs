@@ -20,6 +20,8 @@ struct Owner {
     seen: Instant,
     /// Requests and streams of it being answered now.
     open: usize,
+    /// The ids of its requests being answered now (as their answers write them).
+    ids: HashSet<String>,
 }
 
 #[derive(Default)]
@@ -44,6 +46,21 @@ impl Drop for InUse {
     }
 }
 
+/// A request's id, taken in its session for as long as the request is answered.
+pub struct IdInFlight {
+    map: Arc<Mutex<HashMap<String, Owner>>>,
+    session: String,
+    key: String,
+}
+
+impl Drop for IdInFlight {
+    fn drop(&mut self) {
+        if let Some(o) = lock(&self.map).get_mut(&self.session) {
+            o.ids.remove(&self.key);
+        }
+    }
+}
+
 /// What a request's session id says about the request.
 pub enum Check {
     Mine,
@@ -54,6 +71,21 @@ pub enum Check {
 }
 
 impl Owners {
+    /// Takes a request's id in its session for as long as the guard lives; `None` when a request of
+    /// the session with that id is being answered already.
+    pub fn take_id(&self, session: &str, key: &str) -> Option<IdInFlight> {
+        let mut map = lock(&self.map);
+        let owner = map.get_mut(session)?;
+        if !owner.ids.insert(key.to_string()) {
+            return None;
+        }
+        Some(IdInFlight {
+            map: self.map.clone(),
+            session: session.to_string(),
+            key: key.to_string(),
+        })
+    }
+
     pub fn check(&self, id: &str, hash: &str) -> Check {
         match lock(&self.map).get(id) {
             Some(o) if o.hash == hash => Check::Mine,
@@ -72,6 +104,7 @@ impl Owners {
                 since: now,
                 seen: now,
                 open: 0,
+                ids: HashSet::new(),
             },
         );
     }

@@ -54,7 +54,7 @@ fn worded(status: &str, sentence: &str) -> Vec<u8> {
     let body = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
-        "error": { "code": crate::server::jsonrpc::INVALID_REQUEST, "message": sentence },
+        "error": { "code": crate::jsonrpc::INVALID_REQUEST, "message": sentence },
     })
     .to_string();
     format!(

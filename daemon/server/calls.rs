@@ -1,38 +1,52 @@
-//! Plain `tools/call`s on a socket session, answered without rmcp's per-request machinery.
+//! Every `tools/call` of a socket session, from its params to its answer line: the one route a call
+//! takes, whatever shape it comes in (a progress token, 2026-07-28's `_meta`, none).
 //!
-//! rmcp gives every request two cancellation tokens, a map entry, a task for the handler, a trip through a
-//! channel back to its service loop and a second task to send the answer. For the call a session makes
-//! most (a `tools/call` with no `_meta`, once the session is initialised) that is most of what the daemon
-//! does besides the call itself: the session transport hands such a call here instead, and its answer goes
-//! straight into the session's outbox. A plugin call whose host is up has no task of its own at all: it is
-//! sent to the host as it is read, and its answer made (`answer_line`) on the link's reader as it arrives.
-//! Everything rmcp promised still holds: a `notifications/cancelled` stops the call and it is not
-//! answered, the end of the session cancels what still runs (at once when the session is ended or its
-//! client died; when the client closed only its side, the transport waits for its calls, each bounded by
-//! its deadline, and this stops whatever is left 5 s after that), and every other message still takes
-//! rmcp's path.
+//! A call is taken as it is read. A plugin call whose host is up has no task of its own: its line goes
+//! to the host at once, and its answer line is made (once) and queued on the link's reader as the answer
+//! arrives; its progress reports go out the same way (`server::progress`). A task per call cost about as
+//! much of the daemon's work as the rest of the call. What has to wait (a host being started, `room`'s
+//! file, arguments too large to check on the daemon's one thread) runs as a task. A
+//! `notifications/cancelled` stops a call and it is not answered; the end of the session stops what
+//! still runs (at once when the session is ended or its client died; when the client closed only its
+//! side, the transport waits for its calls, each bounded by its deadline, and this stops whatever is
+//! left 5 s after that). Over HTTP rmcp owns the transport and runs each request in a task;
+//! `SeatService::call_tool` takes the call through the same checks, the same host call and the same
+//! outcome.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{JsonObject, NumberOrString, ServerJsonRpcMessage};
-use serde_json::Value;
+use rmcp::model::{NumberOrString, ProgressToken};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::arguments::{self, Refusal};
+use super::progress::{Relay, To};
 use super::session::{Admitted, SeatService};
 use super::transport::Answers;
 use crate::answer::Outcome;
 use crate::host::link::{CallEnd, End, Link, Settle};
 use crate::host::{self, CallRequest, Ended, Prepared};
-use crate::legs::Step;
+use crate::jsonrpc::{self, INVALID_PARAMS};
 use crate::sync::lock;
 use crate::tools::Kind;
 
 /// How long calls may run on once the transport is done with a session, as rmcp gives its own.
 const WIND_DOWN: Duration = Duration::from_secs(5);
 
-pub struct Direct {
+/// A call, as read from its line.
+pub struct Call {
+    pub id: NumberOrString,
+    pub name: String,
+    /// The arguments as the client wrote them (`{}` when it gave none): checked, and sent on as they are.
+    pub args: Arc<str>,
+    pub progress: Option<ProgressToken>,
+    /// Asked under 2026-07-28 or later: its result says `resultType`.
+    pub modern: bool,
+}
+
+/// One socket session's calls.
+pub struct Calls {
     shared: Arc<Shared>,
     next: u64,
     /// Ends the task that stops the calls with no task of their own when the session's token is
@@ -48,7 +62,7 @@ struct Shared {
     /// The calls running: id → (which call it is, how to stop it). An id a cancelled call left may be
     /// taken again while that call winds down, so each call knows itself by its number.
     running: Mutex<crate::maps::Map<NumberOrString, (u64, Stop)>>,
-    /// The calls that run as tasks: the built-ins, and a plugin call whose host is not up as it arrives.
+    /// The calls that run as tasks.
     tasks: TaskTracker,
     /// Woken as each plugin call with no task of its own ends.
     settled: tokio::sync::Notify,
@@ -59,10 +73,10 @@ enum Stop {
     /// Its task's token.
     Task(CancellationToken),
     /// A plugin call with no task of its own: withdrawn from its host's link, under its id there.
-    Link(Arc<Link>, u64),
+    Link(Arc<Link>, u64, Option<Arc<Relay>>),
 }
 
-impl Direct {
+impl Calls {
     pub fn new(service: SeatService, session: CancellationToken) -> Self {
         let shared = Arc::new(Shared {
             service,
@@ -92,82 +106,87 @@ impl Direct {
         }
     }
 
-    /// Runs the call; its answer goes to `answers` unless it is cancelled first. A plugin call whose host
-    /// is up is sent to it here and now, with no task of its own: its answer is made and queued on the
-    /// link's reader as it arrives. Everything else runs in a task.
-    pub fn take(
-        &mut self,
-        id: NumberOrString,
-        name: String,
-        args: JsonObject,
-        answers: &Arc<Answers>,
-    ) {
-        crate::legs::mark(Step::CallTaken);
+    /// Runs the call; its answer goes to `answers` unless it is cancelled first.
+    pub fn take(&mut self, call: Call, answers: &Arc<Answers>) {
         self.next += 1;
         let number = self.next;
         let started = Instant::now();
-        let args = Value::Object(args);
         let shared = &self.shared;
-        crate::legs::mark(Step::CallStarted);
-        let admitted = match shared.service.admit(&name, &args) {
+        let admitted = match shared.service.enter_call(&call.name) {
             Ok(Ok(admitted)) => admitted,
-            Ok(Err(outcome)) => return shared.answer_now(&id, &name, started, &outcome, answers),
+            Ok(Err(outcome)) => return shared.answer_now(&call, started, &outcome, answers),
             Err(error) => {
-                tracing::warn!(%id, ?error, "response error");
-                answers.answer(&id, &ServerJsonRpcMessage::error(error, Some(id.clone())));
-                return;
+                let line = jsonrpc::error_under(&call.id, i64::from(error.code.0), &error.message);
+                return answers.answer_line(&call.id, line);
             }
         };
+        if arguments::needs_share(&call.args) {
+            let cost = arguments::cost(&call.args);
+            if cost > arguments::MAX_READ {
+                let why = arguments::too_large("The arguments", cost);
+                return shared.refuse(&call, Refusal::Params(why), answers);
+            }
+            return self.spawn(call, number, admitted, started, answers, Some(cost));
+        }
+        match arguments::check_here(&admitted.generation, &call.name, &call.args) {
+            Some(Ok(())) => {}
+            Some(Err(refusal)) => return shared.refuse(&call, refusal, answers),
+            None => return self.spawn(call, number, admitted, started, answers, Some(0)),
+        }
         let generation = admitted.generation.clone();
-        let file = match generation.tools.get(&name).map(|e| &e.kind) {
+        let file = match generation.tools.get(&call.name).map(|e| &e.kind) {
             Some(Kind::Plugin { file }) => file.clone(),
             Some(Kind::Index) => match shared.service.index_now(&generation) {
                 Some(outcome) => {
                     drop(admitted);
-                    return shared.answer_now(&id, &name, started, &outcome, answers);
+                    return shared.answer_now(&call, started, &outcome, answers);
                 }
-                None => return self.spawn(id, number, name, args, admitted, started, answers),
+                None => return self.spawn(call, number, admitted, started, answers, None),
             },
-            _ => return self.spawn(id, number, name, args, admitted, started, answers),
+            _ => return self.spawn(call, number, admitted, started, answers, None),
         };
         let config = &generation.config;
         let (timeout, max) = (config.call_timeout, config.max_answer_bytes);
+        let relay = call
+            .progress
+            .clone()
+            .map(|token| Relay::new(token, To::Lines(answers.clone())));
         let prepared = {
             let role = config.role_of(shared.service.seat());
             let request = CallRequest {
-                tool: &name,
+                tool: &call.name,
                 file: &file,
-                args: &args,
+                args: &call.args,
                 seat: shared.service.seat(),
                 role: role.as_str(),
-                progress: None,
+                progress: relay.clone().map(|r| r as _),
             };
-            host::prepare_settled(&generation.host, &request)
+            host::prepare(&generation.host, &request)
         };
         let prepared = match prepared {
             Prepared::Ready(prepared) => prepared,
-            Prepared::Busy => {
-                return self.spawn(id, number, name, args, admitted, started, answers);
-            }
+            Prepared::Busy => return self.spawn(call, number, admitted, started, answers, None),
             Prepared::Refused(why) => {
                 let outcome = crate::answer::plugin(&file, Ended::NotReimported(why), max);
-                return shared.answer_now(&id, &name, started, &outcome, answers);
+                return shared.answer_now(&call, started, &outcome, answers);
             }
         };
         let (link, on_host) = (prepared.link().clone(), prepared.id());
-        lock(&shared.running).insert(id.clone(), (number, Stop::Link(link, on_host)));
+        lock(&shared.running).insert(
+            call.id.clone(),
+            (number, Stop::Link(link, on_host, relay.clone())),
+        );
         let plain = Box::new(Plain {
             shared: shared.clone(),
             answers: answers.clone(),
-            id,
+            call,
             number,
-            name,
             file,
-            args,
             admitted,
             started,
             timeout,
             max,
+            relay,
         });
         if let Err(plain) = prepared.send(tokio::time::Instant::from_std(started) + timeout, plain)
         {
@@ -177,43 +196,64 @@ impl Direct {
         }
     }
 
-    /// Runs a call in a task of its own.
-    #[allow(clippy::too_many_arguments)]
+    /// Runs a call in a task of its own: its arguments checked apart first when `apart` gives what they
+    /// cost once read (none: checked already).
     fn spawn(
         &self,
-        id: NumberOrString,
+        call: Call,
         number: u64,
-        name: String,
-        args: Value,
         admitted: Admitted,
         started: Instant,
         answers: &Arc<Answers>,
+        apart: Option<usize>,
     ) {
         let ct = self.shared.session.child_token();
-        lock(&self.shared.running).insert(id.clone(), (number, Stop::Task(ct.clone())));
+        lock(&self.shared.running).insert(call.id.clone(), (number, Stop::Task(ct.clone())));
         let shared = self.shared.clone();
         let answers = answers.clone();
         self.shared.tasks.spawn(async move {
+            let service = &shared.service;
+            if let Some(cost) = apart {
+                let checked = tokio::select! {
+                    checked = service.check_apart(&admitted, &call.name, call.args.clone(), cost) => checked,
+                    // Stopped while its arguments were checked: answered as any call stopped so.
+                    _ = ct.cancelled() => {
+                        if shared.release(&call.id, number) {
+                            shared.answer_now(&call, started, &Outcome::Cancelled, &answers);
+                        }
+                        return;
+                    }
+                };
+                if let Err(refusal) = checked {
+                    if shared.release(&call.id, number) {
+                        shared.refuse(&call, refusal, &answers);
+                    }
+                    return;
+                }
+            }
+            let relay = call
+                .progress
+                .clone()
+                .map(|token| Relay::new(token, To::Lines(answers.clone())));
             let mut host_stopped = false;
-            let outcome = Box::pin(shared.service.run_admitted(
-                &name,
-                &args,
+            let outcome = Box::pin(service.run_admitted(
+                &call.name,
+                &call.args,
                 admitted,
                 &ct,
-                None,
+                relay.clone(),
                 &mut host_stopped,
             ))
             .await;
-            crate::legs::mark(Step::Answered);
-            shared
-                .service
-                .record(&name, started, &outcome, host_stopped);
+            if let Some(relay) = &relay {
+                relay.close();
+            }
+            service.record(&call.name, started, &outcome, host_stopped);
             // Cancelled (by the client, or at the end of the session): no answer, and the id may already
             // be another call's.
-            if shared.release(&id, number) {
-                answers.answer_line(&id, answer_line(&id, &outcome, &name));
+            if shared.release(&call.id, number) {
+                answers.answer_line(&call.id, answer_line(&call, &outcome));
             }
-            crate::legs::mark(Step::AnswerQueued);
         });
     }
 
@@ -241,7 +281,7 @@ impl Direct {
         }
     }
 
-    /// Ends the session (its client died): its calls stop at once, rmcp's handlers with them.
+    /// Ends the session (its client died): its calls stop at once.
     pub fn end_session(&self) {
         self.shared.session.cancel();
         self.shared.withdraw_plain(CANCELLED);
@@ -255,7 +295,7 @@ impl Direct {
     }
 }
 
-impl Drop for Direct {
+impl Drop for Calls {
     fn drop(&mut self) {
         self.gone.cancel();
         self.stop_all();
@@ -270,7 +310,10 @@ impl Stop {
     fn stop(self, why: &str) {
         match self {
             Stop::Task(ct) => ct.cancel(),
-            Stop::Link(link, on_host) => {
+            Stop::Link(link, on_host, relay) => {
+                if let Some(relay) = relay {
+                    relay.close();
+                }
                 if let Some(settle) = link.withdraw(on_host) {
                     link.send(&host::protocol::ToHost::Cancel { id: on_host, why });
                     settle.end(End::Cancelled);
@@ -282,16 +325,26 @@ impl Stop {
 
 impl Shared {
     /// Answers a call that ended as it was taken (refused, or a built-in that needed no task), and counts it.
-    fn answer_now(
-        &self,
-        id: &NumberOrString,
-        name: &str,
-        started: Instant,
-        outcome: &Outcome,
-        answers: &Answers,
-    ) {
-        self.service.record(name, started, outcome, false);
-        answers.answer_line(id, answer_line(id, outcome, name));
+    fn answer_now(&self, call: &Call, started: Instant, outcome: &Outcome, answers: &Answers) {
+        self.service.record(&call.name, started, outcome, false);
+        answers.answer_line(&call.id, answer_line(call, outcome));
+    }
+
+    /// Answers a call whose arguments were not taken.
+    fn refuse(&self, call: &Call, refusal: Refusal, answers: &Answers) {
+        match refusal {
+            Refusal::Tool(why) => {
+                self.answer_now(call, Instant::now(), &Outcome::Refused(why), answers);
+            }
+            Refusal::Params(why) => {
+                let line = jsonrpc::error_under(
+                    &call.id,
+                    INVALID_PARAMS,
+                    &format!("Invalid params: {why}"),
+                );
+                answers.answer_line(&call.id, line);
+            }
+        }
     }
 
     /// Stops every call with no task of its own (they go unanswered).
@@ -347,16 +400,14 @@ impl Shared {
 struct Plain {
     shared: Arc<Shared>,
     answers: Arc<Answers>,
-    id: NumberOrString,
+    call: Call,
     number: u64,
-    name: String,
     file: Arc<str>,
-    /// Kept for the next host, should this one end without receiving the call.
-    args: Value,
     admitted: Admitted,
     started: Instant,
     timeout: Duration,
     max: usize,
+    relay: Option<Arc<Relay>>,
 }
 
 impl Settle for Plain {
@@ -371,15 +422,15 @@ impl Settle for Plain {
             End::Expired => Ended::Deadline(self.timeout),
             End::Cancelled => Ended::Cancelled,
         };
-        self.finish(ended);
+        (*self).finish(ended);
     }
 }
 
 impl Plain {
     /// The link this call was sent to, while it is still running.
     fn link_sent_to(&self) -> Option<Arc<Link>> {
-        match lock(&self.shared.running).get(&self.id) {
-            Some((n, Stop::Link(link, _))) if *n == self.number => Some(link.clone()),
+        match lock(&self.shared.running).get(&self.call.id) {
+            Some((n, Stop::Link(link, ..))) if *n == self.number => Some(link.clone()),
             _ => None,
         }
     }
@@ -391,7 +442,7 @@ impl Plain {
         let ct = shared.session.child_token();
         let still_running = {
             let mut running = lock(&shared.running);
-            match running.get_mut(&self.id) {
+            match running.get_mut(&self.call.id) {
                 Some((n, stop)) if *n == self.number => {
                     *stop = Stop::Task(ct.clone());
                     true
@@ -400,18 +451,18 @@ impl Plain {
             }
         };
         if !still_running {
-            return self.finish(Ended::Cancelled);
+            return (*self).finish(Ended::Cancelled);
         }
         shared.tasks.spawn(async move {
             let generation = self.admitted.generation.clone();
             let role = generation.config.role_of(self.shared.service.seat());
             let request = CallRequest {
-                tool: &self.name,
+                tool: &self.call.name,
                 file: &self.file,
-                args: &self.args,
+                args: &self.call.args,
                 seat: self.shared.service.seat(),
                 role: role.as_str(),
-                progress: None,
+                progress: self.relay.clone().map(|r| r as _),
             };
             let ended = host::call_from(
                 &generation.host,
@@ -422,51 +473,50 @@ impl Plain {
                 &ct,
             )
             .await;
-            self.finish(ended);
+            (*self).finish(ended);
         });
         // Tells a wind-down waiting on plain calls that this one is a task now.
         shared.settled.notify_waiters();
     }
 
-    fn finish(self: Box<Self>, ended: Ended) {
-        crate::legs::mark(Step::Answered);
+    fn finish(self, ended: Ended) {
+        if let Some(relay) = &self.relay {
+            relay.close();
+        }
         let host_stopped = matches!(ended, Ended::HostEnded(_));
         let outcome = crate::answer::plugin(&self.file, ended, self.max);
         let Plain {
             shared,
             answers,
-            id,
+            call,
             number,
-            name,
             admitted,
             started,
             ..
-        } = *self;
+        } = self;
         shared
             .service
-            .record(&name, started, &outcome, host_stopped);
+            .record(&call.name, started, &outcome, host_stopped);
         drop(admitted);
         // Cancelled (by the client, or at the end of the session): no answer, and the id may already be
         // another call's.
-        if shared.release(&id, number) {
-            answers.answer_line(&id, answer_line(&id, &outcome, &name));
+        if shared.release(&call.id, number) {
+            answers.answer_line(&call.id, answer_line(&call, &outcome));
         }
         shared.settled.notify_waiters();
-        crate::legs::mark(Step::AnswerQueued);
     }
 }
 
-/// The answer's line, written as rmcp writes a `CallToolResult` of one text block for a session whose
-/// revision is before 2026-07-28 (the only kind that comes here: it began with `initialize`), without
-/// building rmcp's message and walking its serde for every call.
-fn answer_line(id: &NumberOrString, outcome: &Outcome, name: &str) -> Vec<u8> {
+/// The answer's line, written as rmcp writes a `CallToolResult` of one text block (with `resultType`
+/// first for a call of 2026-07-28 or later), without building rmcp's message and walking its serde.
+pub fn answer_line(call: &Call, outcome: &Outcome) -> Vec<u8> {
     let cancelled;
     let (text, is_error) = match outcome {
         Outcome::Json(json) => {
-            let mut line = Vec::with_capacity(json.len() + 96);
+            let mut line = Vec::with_capacity(json.len() + 128);
             answer_line_into(
                 &mut line,
-                id,
+                call,
                 |line| line.extend_from_slice(json.as_bytes()),
                 false,
             );
@@ -476,28 +526,32 @@ fn answer_line(id: &NumberOrString, outcome: &Outcome, name: &str) -> Vec<u8> {
         Outcome::Refused(why) => (why.as_str(), true),
         Outcome::Cancelled => {
             cancelled = crate::answer::cancelled(
-                name,
+                &call.name,
                 &crate::runtime_log::timestamp(std::time::SystemTime::now()),
             );
             (cancelled.as_str(), true)
         }
     };
-    let mut line = Vec::with_capacity(text.len() + 96);
-    answer_line_into(&mut line, id, |line| write_json_str(line, text), is_error);
+    let mut line = Vec::with_capacity(text.len() + 128);
+    answer_line_into(&mut line, call, |line| write_json_str(line, text), is_error);
     line
 }
 
 /// The line of a one-text result, the text written by `text` as a JSON string.
 fn answer_line_into(
     line: &mut Vec<u8>,
-    id: &NumberOrString,
+    call: &Call,
     text: impl FnOnce(&mut Vec<u8>),
     is_error: bool,
 ) {
     line.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     // Writing into memory cannot fail; an id is a number or a string, as rmcp writes it.
-    let _ = serde_json::to_writer(&mut *line, id);
-    line.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
+    let _ = serde_json::to_writer(&mut *line, &call.id);
+    line.extend_from_slice(br#","result":{"#);
+    if call.modern {
+        line.extend_from_slice(br#""resultType":"complete","#);
+    }
+    line.extend_from_slice(br#""content":[{"type":"text","text":"#);
     text(line);
     line.extend_from_slice(if is_error {
         br#"}],"isError":true}}"#.as_slice()
@@ -565,10 +619,21 @@ fn write_json_str(line: &mut Vec<u8>, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmcp::model::{CallToolResult, ContentBlock, ServerResult};
+    use rmcp::model::{CallToolResult, ContentBlock, ServerJsonRpcMessage, ServerResult};
 
-    /// What rmcp's own path writes for the same outcome.
-    fn rmcp_line(id: &NumberOrString, outcome: &Outcome) -> Vec<u8> {
+    fn call(id: NumberOrString, modern: bool) -> Call {
+        Call {
+            id,
+            name: "echo".into(),
+            args: Arc::from("{}"),
+            progress: None,
+            modern,
+        }
+    }
+
+    /// What rmcp's own path writes for the same outcome, for a session of 2025 (`modern` false) or a
+    /// request of 2026-07-28.
+    fn rmcp_line(id: &NumberOrString, outcome: &Outcome, modern: bool) -> Vec<u8> {
         let text = match outcome {
             Outcome::Text(t) => CallToolResult::success(vec![ContentBlock::text(t.clone())]),
             Outcome::Json(j) => {
@@ -578,7 +643,9 @@ mod tests {
             Outcome::Cancelled => unreachable!("its text carries the time"),
         };
         let mut result = ServerResult::CallToolResult(text);
-        result.strip_result_type_for_legacy_peer();
+        if !modern {
+            result.strip_result_type_for_legacy_peer();
+        }
         result.strip_non_object_output_for_legacy_peer();
         serde_json::to_vec(&ServerJsonRpcMessage::response(result, id.clone())).unwrap()
     }
@@ -629,21 +696,23 @@ mod tests {
                 .map(|t| Outcome::Json(serde_json::to_string(t).unwrap())),
         );
         outcomes.push(Outcome::Refused("plugins/x.mjs threw: boom".into()));
-        for id in &ids {
-            for outcome in &outcomes {
-                let ours = answer_line(id, outcome, "echo");
-                assert_eq!(
-                    String::from_utf8(ours).unwrap(),
-                    String::from_utf8(rmcp_line(id, outcome)).unwrap(),
-                    "{id:?} {outcome:?}"
-                );
+        for modern in [false, true] {
+            for id in &ids {
+                for outcome in &outcomes {
+                    let ours = answer_line(&call(id.clone(), modern), outcome);
+                    assert_eq!(
+                        String::from_utf8(ours).unwrap(),
+                        String::from_utf8(rmcp_line(id, outcome, modern)).unwrap(),
+                        "{id:?} {outcome:?} {modern}"
+                    );
+                }
             }
         }
     }
 
     #[test]
     fn a_cancelled_outcome_is_answered_as_an_error_naming_the_tool() {
-        let line = answer_line(&NumberOrString::Number(3), &Outcome::Cancelled, "slow");
+        let line = answer_line(&call(NumberOrString::Number(3), false), &Outcome::Cancelled);
         let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
         assert_eq!(v["id"], 3);
         assert_eq!(v["result"]["isError"], true);
@@ -651,7 +720,7 @@ mod tests {
             v["result"]["content"][0]["text"]
                 .as_str()
                 .unwrap()
-                .contains("slow")
+                .contains("echo")
         );
     }
 }

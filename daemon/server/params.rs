@@ -1,0 +1,443 @@
+//! A request's params, read as its method wants them, and what is wrong with them in words: `-32602`
+//! under the request's id (`jsonrpc::read` found it; everything from here on answers under it). A
+//! `tools/call`'s are read here, for the daemon's one call path; every other request is read by rmcp.
+
+use std::borrow::Cow;
+
+use rmcp::model::{ClientCapabilities, ClientJsonRpcMessage, ClientRequest, ProgressToken};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::jsonrpc::{self, INVALID_PARAMS, MAX_ID_BYTES, Members, Request};
+
+/// The revision from which every request carries its own protocol version and client capabilities.
+pub const INLINE: &str = "2026-07-28";
+
+/// A `tools/call`'s params, as the call path takes them.
+pub struct CallParams<'a> {
+    pub name: Cow<'a, str>,
+    /// The arguments as the client wrote them (an object), or none.
+    pub arguments: Option<&'a RawValue>,
+    pub progress: Option<ProgressToken>,
+    /// The protocol revision its `_meta` names.
+    pub version: Option<String>,
+    /// What 2026-07-28 asks of every request's `_meta` and it lacks (or carries in a shape rmcp cannot
+    /// read), as rmcp names them.
+    pub missing: Vec<&'static str>,
+    /// W3C trace context, when the caller passes it on.
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
+}
+
+/// Reads a `tools/call`'s params; the words of `-32602` when they do not fit.
+pub fn call(params: Option<&RawValue>) -> Result<CallParams<'_>, String> {
+    let Some(params) = params.filter(|p| p.get() != "null") else {
+        return Err(
+            "tools/call has no params; it takes {\"name\": TOOL, \"arguments\": {…}}".into(),
+        );
+    };
+    let found =
+        jsonrpc::members(params.get(), ["name", "arguments", "_meta"]).map_err(|e| match e {
+            Members::NotAnObject(kind) => format!(
+                "the params of tools/call are {kind}, not an object with \"name\" and \"arguments\""
+            ),
+            Members::NotJson(why) => format!("the params of tools/call do not fit: {why}"),
+        })?;
+    if let Some(key) = found.twice {
+        return Err(format!(
+            "the params of tools/call give \"{}\" more than once; give it once",
+            jsonrpc::clip(&key)
+        ));
+    }
+    let [name, arguments, meta] = found.values;
+    let name = match name {
+        None => return Err("params.name is missing; it names the tool to call".into()),
+        Some(raw) => match serde_json::from_str::<Cow<'_, str>>(raw.get()) {
+            Ok(name) if raw.get().starts_with('"') => name,
+            _ => {
+                return Err(format!(
+                    "params.name is {}, not a string naming the tool",
+                    kind_of(raw)
+                ));
+            }
+        },
+    };
+    let arguments = match arguments {
+        None => None,
+        Some(raw) if raw.get() == "null" => None,
+        Some(raw) if raw.get().starts_with('{') => Some(raw),
+        Some(raw) => {
+            return Err(format!(
+                "params.arguments is {}, not an object",
+                kind_of(raw)
+            ));
+        }
+    };
+    let mut read = CallParams {
+        name,
+        arguments,
+        progress: None,
+        version: None,
+        missing: Vec::new(),
+        traceparent: None,
+        tracestate: None,
+    };
+    let meta = meta.filter(|m| m.get() != "null");
+    let Some(meta) = meta else {
+        read.missing = MISSING.to_vec();
+        return Ok(read);
+    };
+    let found = jsonrpc::members(
+        meta.get(),
+        [
+            "progressToken",
+            "io.modelcontextprotocol/protocolVersion",
+            "io.modelcontextprotocol/clientCapabilities",
+            "traceparent",
+            "tracestate",
+        ],
+    )
+    .map_err(|_| format!("params._meta is {}, not an object", kind_of(meta)))?;
+    let [progress, version, capabilities, traceparent, tracestate] = found.values;
+    // As rmcp reads them: a value of another kind is as good as none.
+    read.progress = progress.and_then(|p| serde_json::from_str::<ProgressToken>(p.get()).ok());
+    if let Some(ProgressToken(rmcp::model::NumberOrString::String(s))) = &read.progress
+        && s.len() > MAX_ID_BYTES
+    {
+        return Err(format!(
+            "params._meta.progressToken is {} bytes long; a progress token is at most {MAX_ID_BYTES} bytes",
+            s.len()
+        ));
+    }
+    read.version = version.and_then(|v| serde_json::from_str::<String>(v.get()).ok());
+    if read.version.is_none() {
+        read.missing.push(MISSING[0]);
+    }
+    if capabilities.is_none_or(|c| serde_json::from_str::<ClientCapabilities>(c.get()).is_err()) {
+        read.missing.push(MISSING[1]);
+    }
+    let context = |v: Option<&RawValue>| {
+        v.and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+            .filter(|v| v.len() <= 512)
+    };
+    read.traceparent = context(traceparent);
+    read.tracestate = context(tracestate);
+    Ok(read)
+}
+
+/// The `_meta` keys 2026-07-28 asks of every request, as rmcp names them.
+const MISSING: [&str; 2] = [
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientCapabilities",
+];
+
+/// rmcp's words for a request whose `_meta` lacks what 2026-07-28 asks of it.
+pub fn missing_words(missing: &[&str]) -> String {
+    format!(
+        "request _meta is missing or has malformed required fields: {}",
+        missing.join(", ")
+    )
+}
+
+fn kind_of(raw: &RawValue) -> &'static str {
+    match raw.get().as_bytes().first() {
+        Some(b'{') => "an object",
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
+    }
+}
+
+/// Any request but a `tools/call`, as rmcp reads it (`text` is the whole line, mended); the answer under
+/// its id when its params do not fit.
+pub fn for_rmcp(text: &str, request: &Request<'_>) -> Result<ClientJsonRpcMessage, Vec<u8>> {
+    let refused = |why: String| {
+        jsonrpc::error_under(
+            &request.id,
+            INVALID_PARAMS,
+            &format!("Invalid params: {why}"),
+        )
+    };
+    match serde_json::from_str::<ClientJsonRpcMessage>(text) {
+        Ok(ClientJsonRpcMessage::Request(r)) if matches!(&r.request, ClientRequest::CustomRequest(c) if is_known_method(&c.method)) =>
+        {
+            // rmcp takes a known method whose params do not fit for one it does not know.
+            Err(refused(problem(&request.method, request.params)))
+        }
+        Ok(msg) => Ok(msg),
+        Err(e) => {
+            let text = e.to_string();
+            if text.contains("recursion limit") {
+                return Err(refused(format!(
+                    "the params of {} are nested more than 128 levels deep",
+                    jsonrpc::clip(&request.method)
+                )));
+            }
+            if let Some(key) = text
+                .strip_prefix("duplicate field `")
+                .and_then(|t| t.split('`').next())
+            {
+                return Err(refused(format!(
+                    "the params of {} give \"{key}\" more than once; give it once",
+                    jsonrpc::clip(&request.method)
+                )));
+            }
+            Err(refused(problem(&request.method, request.params)))
+        }
+    }
+}
+
+/// What is wrong with the params of a known method, as far as this server can tell.
+fn problem(method: &str, params: Option<&RawValue>) -> String {
+    let Some(params) = params.map(|p| serde_json::from_str::<Value>(p.get())) else {
+        return params_problem(method, None).unwrap_or_else(|| {
+            format!(
+                "the params of {} do not fit what it takes",
+                jsonrpc::clip(method)
+            )
+        });
+    };
+    match params {
+        Err(e) => format!(
+            "the params of {} are not readable: {e}",
+            jsonrpc::clip(method)
+        ),
+        Ok(params) => params_problem(method, Some(&params))
+            .or_else(|| typed_problem(method, &params))
+            .unwrap_or_else(|| {
+                format!(
+                    "the params of {} do not fit what it takes",
+                    jsonrpc::clip(method)
+                )
+            }),
+    }
+}
+
+/// Methods this server serves: a request for one of them that rmcp could not read had params that did
+/// not fit.
+pub fn is_known_method(method: &str) -> bool {
+    matches!(
+        method,
+        "initialize"
+            | "ping"
+            | "tools/list"
+            | "tools/call"
+            | "server/discover"
+            | "subscriptions/listen"
+    )
+}
+
+/// `-32601`'s message: the method, and what this server serves instead.
+pub fn method_not_found_words(method: &str) -> String {
+    let method = jsonrpc::clip(method);
+    if is_known_method(&method) {
+        format!(
+            "Method not found: {method} is not served under the protocol revision this session speaks"
+        )
+    } else {
+        format!(
+            "Method not found: this server does not serve {method}; it serves initialize, ping, tools/list and \
+             tools/call (and from 2026-07-28 on, server/discover and subscriptions/listen)"
+        )
+    }
+}
+
+/// Which field of a known method's params does not fit, as far as this server can tell.
+fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
+    let p = match params {
+        None | Some(Value::Null) if method == "initialize" => {
+            return Some(
+                "initialize has no params; it takes protocolVersion, capabilities and clientInfo"
+                    .into(),
+            );
+        }
+        None | Some(Value::Null) => return None,
+        Some(Value::Object(p)) => p,
+        Some(other) => {
+            return Some(format!(
+                "the params of {method} are {}, not an object",
+                kind(other)
+            ));
+        }
+    };
+    if let Some(meta) = p.get("_meta")
+        && !meta.is_object()
+        && !meta.is_null()
+    {
+        return Some(format!("params._meta is {}, not an object", kind(meta)));
+    }
+    match method {
+        "initialize" => field(p, "params", "protocolVersion", Value::is_string, "a string")
+            .or_else(|| field(p, "params", "capabilities", Value::is_object, "an object"))
+            .or_else(|| field(p, "params", "clientInfo", Value::is_object, "an object"))
+            .or_else(|| {
+                let info = p.get("clientInfo").and_then(Value::as_object)?;
+                field(
+                    info,
+                    "params.clientInfo",
+                    "name",
+                    Value::is_string,
+                    "a string",
+                )
+                .or_else(|| {
+                    field(
+                        info,
+                        "params.clientInfo",
+                        "version",
+                        Value::is_string,
+                        "a string",
+                    )
+                })
+            }),
+        _ => None,
+    }
+}
+
+/// Where reading the params as rmcp reads them stops, for what the checks above do not name (a nested
+/// field: `params.capabilities.roots.listChanged`), with serde's words for what it found there.
+fn typed_problem(method: &str, params: &Value) -> Option<String> {
+    fn read_as<T: serde::de::DeserializeOwned>(params: &Value) -> Option<String> {
+        let e = serde_path_to_error::deserialize::<_, T>(params).err()?;
+        // serde quotes what it found whole, and a path holds the keys of maps a client names: neither
+        // is sent back whole.
+        let clipped = |mut text: String| {
+            if let Some((cut, _)) = text.char_indices().nth(MAX_WORDS) {
+                text.truncate(cut);
+                text.push('…');
+            }
+            text
+        };
+        let path = clipped(e.path().to_string());
+        let words = clipped(e.into_inner().to_string());
+        Some(match path.as_str() {
+            "." => format!("the params do not fit: {words}"),
+            _ => format!("params.{path} does not fit: {words}"),
+        })
+    }
+    const MAX_WORDS: usize = 200;
+    match method {
+        "initialize" => read_as::<rmcp::model::InitializeRequestParams>(params),
+        "tools/list" => read_as::<rmcp::model::PaginatedRequestParams>(params),
+        _ => None,
+    }
+}
+
+/// A required field that is missing or not what `fits` takes (`wanted`, in words).
+fn field(
+    object: &serde_json::Map<String, Value>,
+    at: &str,
+    name: &str,
+    fits: fn(&Value) -> bool,
+    wanted: &str,
+) -> Option<String> {
+    match object.get(name) {
+        None => Some(format!("{at}.{name} is missing")),
+        Some(v) if fits(v) => None,
+        Some(v) => Some(format!("{at}.{name} is {}, not {wanted}", kind(v))),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    crate::instance::json_kind(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call_of(params: &str) -> Result<String, String> {
+        let raw: Box<RawValue> = serde_json::from_str(params).unwrap();
+        call(Some(&raw)).map(|c| {
+            format!(
+                "{} {} {:?} {:?} {:?}",
+                c.name,
+                c.arguments.map_or("-", |a| a.get()),
+                c.progress,
+                c.version,
+                c.missing
+            )
+        })
+    }
+
+    #[test]
+    fn a_calls_params_are_read_as_claude_code_writes_them() {
+        let line = include_str!("../../examples/bench/lines/claude-code-2.1.328.jsonl")
+            .lines()
+            .last()
+            .unwrap();
+        let v: Value = serde_json::from_str(line).unwrap();
+        let read = call_of(&v["params"].to_string()).unwrap();
+        assert_eq!(
+            read,
+            r#"stamp {} Some(ProgressToken(Number(2))) Some("2026-07-28") []"#
+        );
+        assert_eq!(
+            call_of(r#"{"name":"echo","arguments":{"a":1},"_meta":{"progressToken":"p"}}"#)
+                .unwrap(),
+            r#"echo {"a":1} Some(ProgressToken(String("p"))) None ["io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities"]"#
+        );
+    }
+
+    #[test]
+    fn params_that_do_not_fit_are_named() {
+        for (params, words) in [
+            (
+                r#"{"name":5}"#,
+                "params.name is a number, not a string naming the tool",
+            ),
+            (
+                r#"{"name":"e","arguments":[1]}"#,
+                "params.arguments is an array, not an object",
+            ),
+            (r#"{"arguments":{}}"#, "params.name is missing"),
+            (
+                r#"{"name":"a","arguments":{},"name":"b"}"#,
+                r#"give "name" more than once"#,
+            ),
+            (r#"[1]"#, "the params of tools/call are an array"),
+            (
+                r#"{"name":"e","_meta":5}"#,
+                "params._meta is a number, not an object",
+            ),
+        ] {
+            let why = call_of(params).unwrap_err();
+            assert!(why.contains(words), "{params}: {why}");
+        }
+        let long = json!({ "name": "e", "_meta": { "progressToken": "p".repeat(2000) } });
+        assert!(
+            call_of(&long.to_string())
+                .unwrap_err()
+                .contains("progressToken is 2000 bytes long")
+        );
+        // Inside the arguments a key given twice is the plugin's business: the last one counts.
+        assert!(call_of(r#"{"name":"e","arguments":{"a":1,"a":2}}"#).is_ok());
+    }
+
+    #[test]
+    fn a_long_string_where_it_does_not_fit_is_not_sent_back_whole() {
+        let long = "x".repeat(10_000);
+        let params = json!({ "protocolVersion": "2025-11-25", "capabilities": { "roots": { "listChanged": long } }, "clientInfo": { "name": "t", "version": "1" } });
+        let why = typed_problem("initialize", &params).unwrap();
+        assert!(
+            why.starts_with(
+                "params.capabilities.roots.listChanged does not fit: invalid type: string \"xxx"
+            ),
+            "{why}"
+        );
+        assert!(why.ends_with('…') && why.len() < 400, "{why}");
+    }
+
+    #[test]
+    fn a_method_not_served_is_named_for_what_it_is() {
+        assert_eq!(
+            method_not_found_words("ping"),
+            "Method not found: ping is not served under the protocol revision this session speaks"
+        );
+        assert!(method_not_found_words("resources/list").starts_with(
+            "Method not found: this server does not serve resources/list; it serves initialize, ping"
+        ));
+    }
+}
