@@ -145,9 +145,6 @@ fn main() {
         Some("--floor-relay-threads") => {
             return floor::relay(&argv[2..], false, floor::copy_on_threads);
         }
-        Some("--floor-relay-awake") => {
-            return floor::relay(&argv[2..], false, floor::copy_both_ways_awake);
-        }
         Some("--floor-relay-batch") => {
             return floor::relay(&argv[2..], false, floor::copy_on_threads_batched);
         }
@@ -232,15 +229,21 @@ fn main() {
     }
     if mode == Some("--cpu") {
         let (d, _) = Daemon::start(&setup, &one);
-        for (tool, k) in [("p0000", 1), ("p0000", 32), ("index", 1)] {
+        for (tool, k, shape) in [
+            ("p0000", 1, Shape::ClaudeCode),
+            ("p0000", 32, Shape::ClaudeCode),
+            ("p0000", 32, Shape::Bare),
+            ("index", 1, Shape::ClaudeCode),
+        ] {
+            eprintln!("{shape:?}:");
             let mut c = Client::ovai(&setup, &one);
-            c.initialize();
+            c.open(shape, true);
             c.calls(tool, setup.warm_up(20000), k);
             cpu_per_call(&setup, &one, &d, &mut c, tool, 20000, k);
         }
         for k in [1, 32] {
             let mut c = Client::baseline(&setup, &one);
-            c.initialize();
+            c.open(Shape::ClaudeCode, false);
             c.calls("p0000", setup.warm_up(20000), k);
             let pids = [("baseline", c.pid())];
             let _ =
@@ -367,17 +370,15 @@ fn main() {
             }
             let mut case =
                 json!({ "ovai": figures_json(o), "baseline": figures_json(b), "ratio": ratio });
-            for (awake, key) in [(false, "ratio_to_floor"), (true, "ratio_to_awake_floor")] {
-                let figure = if o.contains_key("p50_us") && !matches!(*name, "k32" | "sessions16") {
-                    "p50_us"
-                } else {
-                    "calls_per_s"
-                };
-                if let Some(floor) = floor_of(name, awake, &floors)
-                    && let (Some(v), Some(f)) = (o.get(figure), floor.get(figure))
-                {
-                    case[key] = json!({ figure: round(v / f, 3) });
-                }
+            let figure = if o.contains_key("p50_us") && !matches!(*name, "k32" | "sessions16") {
+                "p50_us"
+            } else {
+                "calls_per_s"
+            };
+            if let Some(floor) = floor_of(name, &floors)
+                && let (Some(v), Some(f)) = (o.get(figure), floor.get(figure))
+            {
+                case["ratio_to_floor"] = json!({ figure: round(v / f, 3) });
             }
             out.insert(name.to_string(), case);
         }
@@ -480,20 +481,6 @@ fn floor_cases(setup: &Setup, runs: usize) -> Vec<(&'static str, Figures)> {
             "floor_builtin_k1",
             repeat("floor_builtin_k1", runs, || floor_calls(setup, 1, 5000)),
         ),
-        // The two floors above with the relay in the daemon's place waiting for its next read awake
-        // first, as the daemon does (`server::awake`): the same chain, waiting as ovai's does.
-        (
-            "floor_chain_awake_k1",
-            repeat("floor_chain_awake_k1", runs, || {
-                floor_calls_over(setup, &["--floor-relay", "--floor-relay-awake"], 5000)
-            }),
-        ),
-        (
-            "floor_builtin_awake_k1",
-            repeat("floor_builtin_awake_k1", runs, || {
-                floor_calls_over(setup, &["--floor-relay-awake"], 5000)
-            }),
-        ),
         // Not a floor any ratio is taken against: the chain of floor_chain_k1 with a minimal Node process
         // answering in the host's place (what a Node host costs by itself, behind relays that cost nothing).
         (
@@ -534,20 +521,13 @@ fn repeat(name: &'static str, runs: usize, mut case: impl FnMut() -> Figures) ->
     medians(&all)
 }
 
-/// The floor a case is held against: the chain of minimal processes with its process count; `awake`: the
-/// same chain with the relay in the daemon's place waiting awake, as the daemon does.
-fn floor_of<'a>(
-    case: &str,
-    awake: bool,
-    floors: &'a [(&'static str, Figures)],
-) -> Option<&'a Figures> {
-    let floor = match (case, awake) {
-        ("k1", false) => "floor_chain_k1",
-        ("k1", true) => "floor_chain_awake_k1",
-        ("builtin_k1", false) => "floor_builtin_k1",
-        ("builtin_k1", true) => "floor_builtin_awake_k1",
-        ("k32", false) => "floor_chain_k32",
-        ("sessions16", false) => "floor_sessions16",
+/// The floor a case is held against: the chain of minimal processes with its process count.
+fn floor_of<'a>(case: &str, floors: &'a [(&'static str, Figures)]) -> Option<&'a Figures> {
+    let floor = match case {
+        "k1" => "floor_chain_k1",
+        "builtin_k1" => "floor_builtin_k1",
+        "k32" => "floor_chain_k32",
+        "sessions16" => "floor_sessions16",
         _ => return None,
     };
     floors.iter().find(|(n, _)| *n == floor).map(|(_, f)| f)
@@ -558,8 +538,7 @@ fn print_floors(cases: &[(&'static str, Figures, Figures)], floors: &[(&'static 
         "\nthe floor: minimal Rust processes (std and one poll loop) with ovai's process counts\n\
          (floor_chain_node_k1: the chain with a minimal Node process answering in the host's place;\n\
          floor_chain_socket_k1: with a Unix socket for the first hop, as the bridge's fallback;\n\
-         floor_chain_threads_k1: floor_chain_k1 with the first relay a thread each way, as ovai's bridge;\n\
-         floor_chain_awake_k1, floor_builtin_awake_k1: the relay in the daemon's place waits awake first, as the daemon)\n"
+         floor_chain_threads_k1: floor_chain_k1 with the first relay a thread each way, as ovai's bridge)\n"
     );
     for (name, f) in floors {
         println!(
@@ -576,7 +555,7 @@ fn print_floors(cases: &[(&'static str, Figures, Figures)], floors: &[(&'static 
         if let ("k32" | "sessions16", Some(v), Some(f), Some(bv)) = (
             *name,
             o.get("calls_per_s"),
-            per_s(floor_of(name, false, floors)),
+            per_s(floor_of(name, floors)),
             b.get("calls_per_s"),
         ) {
             println!(
@@ -589,19 +568,16 @@ fn print_floors(cases: &[(&'static str, Figures, Figures)], floors: &[(&'static 
             continue;
         }
         let p50 = |f: Option<&Figures>| f.and_then(|f| f.get("p50_us").copied());
-        let (Some(v), Some(f), Some(fa), Some(bv)) = (
+        let (Some(v), Some(f), Some(bv)) = (
             o.get("p50_us"),
-            p50(floor_of(name, false, floors)),
-            p50(floor_of(name, true, floors)),
+            p50(floor_of(name, floors)),
             b.get("p50_us"),
         ) else {
             continue;
         };
         println!(
-            "{name}: p50 {v:.1} µs = {:.2} × its floor ({f:.1} µs), {:.2} × its floor waiting awake \
-             ({fa:.1} µs), {:.2} × the baseline ({bv:.1} µs)",
+            "{name}: p50 {v:.1} µs = {:.2} × its floor ({f:.1} µs), {:.2} × the baseline ({bv:.1} µs)",
             v / f,
-            v / fa,
             v / bv
         );
     }
@@ -1864,7 +1840,9 @@ fn paced_calls(setup: &Setup, inst: &Instance, ovai: bool) -> Figures {
 fn idle(setup: &Setup, inst: &Instance, for_how_long: Duration) {
     let (d, _) = Daemon::start(setup, inst);
     let host = node_in(status(setup, inst)["host"]["pid"].as_u64().unwrap_or(0) as u32);
-    std::thread::sleep(Duration::from_secs(2));
+    // Node's own threads settle first: V8 collects and compiles in the background for some seconds
+    // after a start (about 70 wake-ups between 5 and 10 s after it, then none).
+    std::thread::sleep(Duration::from_secs(15));
     let count = |pid: u32| -> u64 {
         std::fs::read_dir(format!("/proc/{pid}/task"))
             .into_iter()
@@ -2183,7 +2161,6 @@ mod floor {
     use std::os::fd::{AsFd, FromRawFd, OwnedFd};
     use std::os::unix::net::UnixStream;
     use std::process::{Command, Stdio};
-    use std::time::Duration;
 
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
@@ -2433,24 +2410,11 @@ mod floor {
         }
     }
 
-    pub fn copy_both_ways(to_child: File, from_child: File) {
-        copy_both_ways_waiting(to_child, from_child, Duration::ZERO)
-    }
-
-    /// The relay that waits for its next read awake first, as the daemon does (`server::awake`).
-    pub fn copy_both_ways_awake(to_child: File, from_child: File) {
-        copy_both_ways_waiting(to_child, from_child, ovai::server::awake::DEFAULT)
-    }
-
-    fn copy_both_ways_waiting(mut to_child: File, mut from_child: File, awake_for: Duration) {
+    pub fn copy_both_ways(mut to_child: File, mut from_child: File) {
         let mut stdin = std::io::stdin();
         let mut stdout = std::io::stdout();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
-            if !awake_for.is_zero() {
-                let both = [stdin.as_fd(), from_child.as_fd()];
-                ovai::server::awake::wait(&both, awake_for, awake_for * 2);
-            }
             let mut fds = [
                 PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
                 PollFd::new(from_child.as_fd(), PollFlags::POLLIN),

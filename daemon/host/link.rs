@@ -118,9 +118,10 @@ impl Calls {
     }
 }
 
-/// The heartbeat's pace while no call is in flight: an idle instance wakes for it twice every this
-/// long, the daemon and its host once each.
-pub const IDLE_PING_EVERY: std::time::Duration = std::time::Duration::from_secs(4);
+/// The heartbeat's pace while no call is in flight. The host wakes once for each ping, the daemon about
+/// four times (tokio's timer wheel wakes at each level a long sleep cascades through, then the pong):
+/// at 4 s that was one wake-up a second together; at 10 s, 0.5 (`scripts/bench --idle`).
+pub const IDLE_PING_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How many call keys are drawn from the OS at once.
 const KEY_BATCH: usize = 64;

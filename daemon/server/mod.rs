@@ -2,7 +2,6 @@
 //! generation, then accepts connections until SIGTERM/SIGINT; SIGHUP is `ovai restart`.
 
 pub mod arguments;
-pub mod awake;
 pub mod calls;
 pub mod connection;
 pub mod control;
@@ -95,32 +94,10 @@ pub fn serve(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     ) {
         tracing::warn!("{said}");
     }
-    let most =
-        awake::most_from(std::env::var("OVAI_AWAKE_US").ok().as_deref()).unwrap_or_else(|bad| {
-            tracing::warn!("{bad}");
-            awake::DEFAULT
-        });
-    let awake = Arc::new(awake::Awake::new(most));
-    let mut runtime = tokio::runtime::Builder::new_current_thread();
-    runtime.enable_all();
-    if awake.on() {
-        let (before, after) = (awake.clone(), awake.clone());
-        runtime
-            .on_thread_park(move || before.before_sleep())
-            .on_thread_unpark(move || after.after_sleep());
-    }
-    let rt = runtime
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
         .build()
         .map_err(io_err("starting the runtime for", &inst.root))?;
-    if awake.on() {
-        let epolls = rt.block_on(async { awake::runtime_epolls() });
-        if epolls.is_empty() {
-            tracing::info!(
-                "the runtime's epoll was not found: the daemon sleeps as soon as it is idle"
-            );
-        }
-        awake.found(epolls);
-    }
     rt.block_on(run(inst, http_listen))
 }
 

@@ -19,6 +19,9 @@ pub fn spawn(daemon: Arc<Daemon>) {
     let dir = daemon.inst.plugins_dir();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if event.as_ref().is_ok_and(|e| !says_a_change(e)) {
+            return;
+        }
         let _ = tx.send(event);
     })
     .and_then(|mut w| w.watch(&dir, RecursiveMode::NonRecursive).map(|()| w));
@@ -93,6 +96,18 @@ pub fn spawn(daemon: Arc<Daemon>) {
     });
 }
 
+/// Whether an event may mean a file changed. Opening and reading are not changes, and are not only
+/// other processes': reading plugins/ after a change opens the folder and its files, and heard as events
+/// that would read it again, every QUIET, for as long as the daemon ran.
+fn says_a_change(event: &notify::Event) -> bool {
+    use notify::event::{AccessKind, AccessMode};
+    match event.kind {
+        notify::EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        notify::EventKind::Access(_) => false,
+        _ => true,
+    }
+}
+
 fn cannot_watch(e: &notify::Error) -> String {
     let why = match &e.kind {
         notify::ErrorKind::MaxFilesWatch => {
@@ -104,4 +119,23 @@ fn cannot_watch(e: &notify::Error) -> String {
     format!(
         "plugins/ cannot be watched for changes: {why}. Files saved there are not reported in this log; `ovai status` still lists them."
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind};
+    use notify::{Event, EventKind};
+
+    use super::says_a_change;
+
+    #[test]
+    fn reading_a_file_is_not_a_change_and_writing_one_is() {
+        let of = |kind| says_a_change(&Event::new(kind));
+        assert!(!of(EventKind::Access(AccessKind::Open(AccessMode::Any))));
+        assert!(!of(EventKind::Access(AccessKind::Close(AccessMode::Read))));
+        assert!(of(EventKind::Access(AccessKind::Close(AccessMode::Write))));
+        assert!(of(EventKind::Modify(ModifyKind::Any)));
+        assert!(of(EventKind::Create(CreateKind::File)));
+        assert!(of(EventKind::Remove(notify::event::RemoveKind::Any)));
+    }
 }
