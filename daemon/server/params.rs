@@ -29,8 +29,13 @@ pub struct CallParams<'a> {
     pub tracestate: Option<String>,
 }
 
-/// Reads a `tools/call`'s params; the words of `-32602` when they do not fit.
-pub fn call(params: Option<&RawValue>) -> Result<CallParams<'_>, String> {
+/// Reads a `tools/call`'s params; the words of `-32602` when they do not fit. `known` is the text of the
+/// last client capabilities the session's calls carried that rmcp reads: a client sends the same ones
+/// with every call, and reading them is most of a call's reading (issue 41).
+pub fn call<'a>(
+    params: Option<&'a RawValue>,
+    known: &mut Option<Box<str>>,
+) -> Result<CallParams<'a>, String> {
     let Some(params) = params.filter(|p| p.get() != "null") else {
         return Err(
             "tools/call has no params; it takes {\"name\": TOOL, \"arguments\": {…}}".into(),
@@ -113,8 +118,10 @@ pub fn call(params: Option<&RawValue>) -> Result<CallParams<'_>, String> {
     if read.version.is_none() {
         read.missing.push(MISSING[0]);
     }
-    if capabilities.is_none_or(|c| serde_json::from_str::<ClientCapabilities>(c.get()).is_err()) {
-        read.missing.push(MISSING[1]);
+    match capabilities.map(RawValue::get) {
+        Some(c) if known.as_deref() == Some(c) => {}
+        Some(c) if serde_json::from_str::<ClientCapabilities>(c).is_ok() => *known = Some(c.into()),
+        _ => read.missing.push(MISSING[1]),
     }
     let context = |v: Option<&RawValue>| {
         v.and_then(|v| serde_json::from_str::<String>(v.get()).ok())

@@ -83,6 +83,8 @@ pub struct SessionTransport<R> {
     input_ended: bool,
     /// To tell a client that died from one that only closed its side.
     hangup: Option<Hangup>,
+    /// The client capabilities its calls last carried that were read whole (`params::call`).
+    capabilities: Option<Box<str>>,
 }
 
 /// How a session began, which decides what its calls must carry.
@@ -210,6 +212,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             held: Held::default(),
             input_ended: false,
             hangup,
+            capabilities: None,
             closing_grace: CLOSING_GRACE,
         }
     }
@@ -532,7 +535,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
         let refuse = |answers: &Answers, code: i64, why: String| {
             answers.answer_line(&r.id, jsonrpc::error_under(&r.id, code, &why));
         };
-        let call = match params::call(r.params) {
+        let call = match params::call(r.params, &mut self.capabilities) {
             Ok(call) => call,
             Err(why) => {
                 return refuse(

@@ -63,7 +63,7 @@ pub async fn checked(
             ));
         }
         if r.method == "tools/call" {
-            if let Err(why) = params::call(r.params) {
+            if let Err(why) = params::call(r.params, &mut None) {
                 return Err(refuse(INVALID_PARAMS, format!("Invalid params: {why}")));
             }
         } else if let Err(answer) = params::for_rmcp(&mended, &r) {
