@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crate::host::Ended;
 use crate::host::ending::{DownCause, HostEnd, Next, NoHost, RetireWhy};
+use crate::host::host_rows as rows;
 use crate::host::protocol::{Answer, Thrown};
-use crate::host::rows;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -20,11 +20,6 @@ pub enum Outcome {
     Refused(String),
     /// The caller cancelled; MCP sends no answer for it.
     Cancelled,
-}
-
-/// The text of an `Outcome::Json`, read back (serde_json read it as a JSON string already).
-pub fn json_text(json: &str) -> String {
-    serde_json::from_str(json).unwrap_or_default()
 }
 
 /// What the caller of a plugin reads, however its call ended.
@@ -57,7 +52,7 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
         if json.len().saturating_sub(2) <= max_answer_bytes {
             return Outcome::Json(json);
         }
-        a.text = Some(json_text(&json));
+        a.text = Some(crate::host::protocol::json_text(&json));
     }
     // The host checks the size; bytes a plugin wrote to fd 4 inside a string can still add to it.
     if let Some(text) = a.text {

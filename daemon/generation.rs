@@ -78,12 +78,12 @@ fn tls_files(inst: &Instance, config: &Config, folders: bool) -> Vec<std::path::
     if !folders {
         return named
             .map(|t| inst.root.join(&t.key))
-            .chain(crate::server::http::served_key())
+            .chain(crate::instance::http::served_key())
             .collect();
     }
     let mut dirs: Vec<std::path::PathBuf> = named
         .flat_map(|t| [inst.root.join(&t.cert), inst.root.join(&t.key)])
-        .chain(crate::server::http::served_key())
+        .chain(crate::instance::http::served_key())
         .filter_map(|f| f.parent().map(Path::to_path_buf))
         .filter(|d| d != &inst.root && d.is_dir())
         .collect();

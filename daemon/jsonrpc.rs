@@ -300,8 +300,8 @@ pub fn members<'a, const N: usize>(
     text: &'a str,
     names: [&str; N],
 ) -> Result<Found<'a, N>, Members> {
-    struct Of<'n, const N: usize>(&'n [&'n str; N]);
-    impl<'de, const N: usize> Visitor<'de> for Of<'_, N> {
+    struct MembersOf<'n, const N: usize>(&'n [&'n str; N]);
+    impl<'de, const N: usize> Visitor<'de> for MembersOf<'_, N> {
         type Value = Found<'de, N>;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("an object")
@@ -345,7 +345,7 @@ pub fn members<'a, const N: usize>(
     }
     let mut de = serde_json::Deserializer::from_str(text);
     let found = de
-        .deserialize_map(Of(&names))
+        .deserialize_map(MembersOf(&names))
         .and_then(|found| de.end().map(|()| found))
         .map_err(|e| Members::NotJson(e.to_string()))?;
     Ok(found)

@@ -19,33 +19,34 @@
 //! 5. `answer`: every way the call can end, in the words the caller reads.
 //!
 //! Beside the route: `plugins` decides which files in plugins/ a generation serves (the checks before
-//! import, `host::import`, and one runtime.log row per file in `plugins::rows`); `runtime_log` writes
+//! import, `host::import`, and one runtime.log row per file in `plugins::plugin_rows`); `runtime_log` writes
 //! the rows people read; `instance` finds the root and reads openovai.json; `cli` is the command line,
 //! with `client`, the synchronous client of the socket; `names`, `files`, `digest`, `lines`, `sync`,
 //! `sched` and `process_start` are the small shared pieces.
 
-pub mod answer;
+// The layers, top first: a module names only those below it (tests/layers.rs).
 pub mod cli;
-pub mod client;
-pub mod desk;
-pub mod digest;
-pub mod files;
+pub mod server;
 pub mod generation;
+pub mod answer;
+pub mod plugins;
 pub mod host;
-pub mod instance;
+pub mod tools;
+pub mod seats;
+pub mod permissions;
+pub mod desk;
+pub mod stdio_bridge;
+pub mod client;
 pub mod jsonrpc;
+pub mod instance;
+pub mod runtime_log;
+pub mod files;
+pub mod wire;
+pub mod unix_io;
+pub mod process_start;
+pub mod sched;
 pub mod lines;
+pub mod sync;
 pub mod maps;
 pub mod names;
-pub mod permissions;
-pub mod plugins;
-pub mod process_start;
-pub mod runtime_log;
-pub mod sched;
-pub mod seats;
-pub mod server;
-pub mod stdio_bridge;
-pub mod sync;
-pub mod tools;
-pub mod unix_io;
-pub mod wire;
+pub mod digest;

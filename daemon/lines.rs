@@ -138,7 +138,7 @@ fn text(bytes: &[u8], lossy: bool) -> Line {
 
 /// The bytes queued in an outbox and not yet written.
 #[derive(Default)]
-struct Waiting {
+struct Queued {
     bytes: AtomicUsize,
     written: Notify,
     /// Once a write failed: every line whose end was not written, in order (none of them reached the
@@ -150,7 +150,7 @@ struct Waiting {
 #[derive(Clone)]
 pub struct Outbox {
     tx: mpsc::UnboundedSender<Vec<u8>>,
-    waiting: Arc<Waiting>,
+    waiting: Arc<Queued>,
 }
 
 /// The connection's writer is gone (its peer closed, or it was closed here).
@@ -164,7 +164,7 @@ impl Outbox {
         write: W,
     ) -> (Self, tokio::task::JoinHandle<()>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let waiting = Arc::new(Waiting::default());
+        let waiting = Arc::new(Queued::default());
         let writer = tokio::spawn(write_batched(write, rx, waiting.clone()));
         (Self { tx, waiting }, writer)
     }
@@ -215,7 +215,7 @@ impl Outbox {
 async fn write_batched<W: AsyncWrite + Unpin>(
     mut write: W,
     mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
-    waiting: Arc<Waiting>,
+    waiting: Arc<Queued>,
 ) {
     let mut batch: Vec<u8> = Vec::new();
     while let Some(first) = rx.recv().await {

@@ -269,18 +269,18 @@ pub fn rebuild(inst: &Instance) -> Result<Rebuilt, SeatError> {
 /// replaced, which every write does (a rename), so a removed or rotated seat is seen at once.
 #[derive(Default)]
 pub struct SeatCache {
-    last: std::sync::Mutex<Option<(Stamp, Read)>>,
+    last: std::sync::Mutex<Option<(BookStamp, BookRead)>>,
     /// When the file was last looked at, for readers that can take a book a moment old (`index`).
     checked: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 /// seats.json as read: the book, or why it cannot be read.
-pub type Read = Arc<Result<SeatBook, SeatError>>;
+pub type BookRead = Arc<Result<SeatBook, SeatError>>;
 
 /// What tells one version of seats.json from another: its inode, size and modification time.
-type Stamp = Option<(u64, u64, Option<SystemTime>)>;
+type BookStamp = Option<(u64, u64, Option<SystemTime>)>;
 
-fn stamp(path: &Path) -> Stamp {
+fn stamp(path: &Path) -> BookStamp {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path).ok()?;
     Some((m.ino(), m.len(), m.modified().ok()))
@@ -288,7 +288,7 @@ fn stamp(path: &Path) -> Stamp {
 
 impl SeatCache {
     /// The book as read at most `age` ago (for showing, never for deciding who connects).
-    pub async fn recent(&self, inst: &Instance, age: std::time::Duration) -> Read {
+    pub async fn recent(&self, inst: &Instance, age: std::time::Duration) -> BookRead {
         match self.read_within(age) {
             Some(book) => book,
             None => self.get(inst).await,
@@ -296,7 +296,7 @@ impl SeatCache {
     }
 
     /// The book, when it was read at most `age` ago; otherwise `recent` reads it.
-    pub fn read_within(&self, age: std::time::Duration) -> Option<Read> {
+    pub fn read_within(&self, age: std::time::Duration) -> Option<BookRead> {
         let fresh = crate::sync::lock(&self.checked).is_some_and(|t| t.elapsed() < age);
         if !fresh {
             return None;
@@ -312,7 +312,7 @@ impl SeatCache {
     }
 
     /// The book as the file is now.
-    pub async fn get(&self, inst: &Instance) -> Read {
+    pub async fn get(&self, inst: &Instance) -> BookRead {
         *crate::sync::lock(&self.checked) = Some(std::time::Instant::now());
         let path = inst.seats_file();
         let inst = inst.clone();

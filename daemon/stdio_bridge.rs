@@ -109,7 +109,7 @@ impl Target {
 
     /// Connects, waiting up to `connect` for a daemon that is not running yet; the client's first
     /// request waits in the pipe meanwhile and is answered once connected. A refusal is final at once.
-    fn connect_patiently(&self) -> Result<Link, ClientError> {
+    fn connect_patiently(&self) -> Result<DaemonEnd, ClientError> {
         let deadline = Instant::now() + self.connect;
         let mut wait = Duration::from_millis(20);
         loop {
@@ -122,7 +122,7 @@ impl Target {
         }
     }
 
-    fn connect(&self) -> Result<Link, ClientError> {
+    fn connect(&self) -> Result<DaemonEnd, ClientError> {
         let mut stream = client::connect(&self.inst)?;
         match client::hello_seat_over_pipes(
             &self.inst,
@@ -130,12 +130,12 @@ impl Target {
             &self.secret,
             WELCOME_PATIENCE,
         )? {
-            Some(pipes) => Ok(Link {
+            Some(pipes) => Ok(DaemonEnd {
                 up: pipes.write,
                 down: Down::Pipe(pipes.read),
                 _socket: Some(stream),
             }),
-            None => Ok(Link {
+            None => Ok(DaemonEnd {
                 up: std::os::fd::OwnedFd::from(stream.try_clone()?).into(),
                 down: Down::Socket(stream),
                 _socket: None,
@@ -146,7 +146,7 @@ impl Target {
 
 /// The daemon's end of the session: two pipes its welcome handed over, or the socket itself (a daemon
 /// that makes none).
-struct Link {
+struct DaemonEnd {
     up: File,
     down: Down,
     /// Kept open, unused, beside the pipes: the daemon tells this process's death (the socket closes
@@ -334,8 +334,8 @@ impl Bridge {
         })
     }
 
-    fn relay(self: Arc<Self>, link: Link) -> i32 {
-        let Link {
+    fn relay(self: Arc<Self>, link: DaemonEnd) -> i32 {
+        let DaemonEnd {
             up,
             mut down,
             _socket: mut socket,
@@ -517,8 +517,12 @@ impl Bridge {
     }
 
     /// Re-establishes the session on a new daemon, then lets the client's queued lines through.
-    fn resume(&self, link: Link, stdout: &mut File) -> Result<(Down, Option<UnixStream>), String> {
-        let Link {
+    fn resume(
+        &self,
+        link: DaemonEnd,
+        stdout: &mut File,
+    ) -> Result<(Down, Option<UnixStream>), String> {
+        let DaemonEnd {
             mut up,
             down,
             _socket: socket,

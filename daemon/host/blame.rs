@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::import::ToImport;
+use super::protocol::ToImport;
 use super::where_held::Frame;
 
 /// The files among `files` on a held stack, innermost first, each by position with its own place there

@@ -259,7 +259,7 @@ impl HostGroup {
     pub fn look(&self, bounds: &Bounds) -> Look {
         Look {
             bounds: bounds.clone(),
-            of: Of::Groups(self.dirs.clone()),
+            of: Watched::Groups(self.dirs.clone()),
         }
     }
 }
@@ -268,11 +268,11 @@ impl HostGroup {
 #[derive(Debug, Clone)]
 pub struct Look {
     bounds: Bounds,
-    of: Of,
+    of: Watched,
 }
 
 #[derive(Debug, Clone)]
-enum Of {
+enum Watched {
     /// Its control groups, which count for it.
     Groups(Vec<PathBuf>),
     /// Its first process: the daemon counts what is under it.
@@ -284,15 +284,15 @@ impl Look {
     pub fn tree(bounds: &Bounds, pid: u32) -> Self {
         Self {
             bounds: bounds.clone(),
-            of: Of::Tree(pid),
+            of: Watched::Tree(pid),
         }
     }
 
     /// A bound the box went past, if any.
     pub fn exceeded(&self) -> Option<Exceeded> {
         match &self.of {
-            Of::Groups(dirs) => counted_past(dirs, &self.bounds),
-            Of::Tree(pid) => self.bounds.look_at(*pid),
+            Watched::Groups(dirs) => counted_past(dirs, &self.bounds),
+            Watched::Tree(pid) => self.bounds.look_at(*pid),
         }
     }
 }

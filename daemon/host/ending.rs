@@ -1,11 +1,119 @@
 //! Why a host, or a call on it, ended: typed causes that travel from the supervisor to the edges, where
-//! `answer` (what a caller reads) and `host::rows` (what runtime.log says) put them into words.
+//! `answer` (what a caller reads) and `host::host_rows` (what runtime.log says) put them into words.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::process::{Exit, StartError};
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+
+use nix::sys::signal::Signal;
+
+use super::child::SpawnError;
+use super::protocol::PROTOCOL;
 use super::protocol::Thrown;
+
+/// How long a new host may take to say `ready`.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How a process ended, as the log rows and refusals say it: "exit code 3", "signal SIGKILL".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(String),
+    /// The wait itself failed: why.
+    Unreadable(String),
+    Unknown,
+}
+
+impl Exit {
+    pub fn of(status: ExitStatus) -> Self {
+        if let Some(code) = status.code() {
+            Exit::Code(code)
+        } else if let Some(sig) = status.signal() {
+            Exit::Signal(match Signal::try_from(sig) {
+                Ok(s) => s.as_str().to_string(),
+                Err(_) => sig.to_string(),
+            })
+        } else {
+            Exit::Unknown
+        }
+    }
+
+    pub(super) fn of_wait(r: std::io::Result<ExitStatus>, boxed: bool) -> Self {
+        match r {
+            Ok(s) => Exit::of(s).unboxed(boxed),
+            Err(e) => Exit::Unreadable(e.to_string()),
+        }
+    }
+
+    /// bubblewrap ends with 128 + N when what it runs was killed by signal N: say the signal.
+    fn unboxed(self, boxed: bool) -> Self {
+        match self {
+            Exit::Code(c) if boxed && (129..=128 + 64).contains(&c) => {
+                match Signal::try_from(c - 128) {
+                    Ok(s) => Exit::Signal(s.as_str().to_string()),
+                    Err(_) => Exit::Code(c),
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::Code(c) => write!(f, "exit code {c}"),
+            Exit::Signal(s) => write!(f, "signal {s}"),
+            Exit::Unreadable(e) => write!(f, "an end that could not be read: {e}"),
+            Exit::Unknown => f.write_str("an unknown end"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    #[error("the plugin host stopped before it was ready ({exit}){tail}", tail = tail_clause(.tail))]
+    Exited { exit: Exit, tail: Vec<String> },
+    #[error("the plugin host did not say it was ready within {} s{tail}", READY_TIMEOUT.as_secs(), tail = tail_clause(.tail))]
+    Silent { tail: Vec<String> },
+    #[error(
+        "the plugin host speaks protocol {got} and this ovai speaks {PROTOCOL}; .ovai/host.mjs is from another version of ovai"
+    )]
+    Protocol { got: u32 },
+}
+
+impl StartError {
+    /// A failure that may pass by itself (out of descriptors or processes for a moment), as opposed to
+    /// one that will fail the same way every time (no Node, a broken shim).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StartError::Spawn(SpawnError::Io { source, .. }) => source
+                .raw_os_error()
+                .map(nix::errno::Errno::from_raw)
+                .is_some_and(|e| {
+                    matches!(
+                        e,
+                        nix::errno::Errno::EMFILE
+                            | nix::errno::Errno::ENFILE
+                            | nix::errno::Errno::EAGAIN
+                            | nix::errno::Errno::ENOMEM
+                    )
+                }),
+            _ => false,
+        }
+    }
+}
+
+fn tail_clause(tail: &[String]) -> String {
+    match tail.last() {
+        Some(last) => format!("; its last words on stderr: {last}"),
+        None => String::new(),
+    }
+}
 
 /// Why the calls in flight on a host lost it.
 #[derive(Debug, Clone)]

@@ -19,15 +19,10 @@ use std::time::Duration;
 
 use super::blame;
 use super::child::Launch;
-use super::process::{Exit, HostInit, HostProcess, StartError, Together};
+use super::ending::{Exit, StartError};
+use super::process::{HostInit, HostProcess, Together};
 use super::protocol::Loaded;
-
-/// A file to import: the tool's name, and the module's absolute path.
-#[derive(Debug, Clone)]
-pub struct ToImport {
-    pub name: String,
-    pub path: String,
-}
+use super::protocol::ToImport;
 
 /// How importing one file ended.
 pub enum Imported {

@@ -16,8 +16,8 @@ use crate::lines::{CappedLines, Line, Outbox};
 use crate::sync::lock;
 
 use super::ending::{HostEnd, NotReimported};
+use super::host_rows as rows;
 use super::protocol::{Answer, FromHost, Loaded, Progress, Stray, ToHost};
-use super::rows;
 use crate::runtime_log::{RuntimeLog, Topic};
 
 /// The longest protocol line read from the host: an answer is capped well below this by maxAnswerBytes
@@ -37,7 +37,7 @@ pub enum CallEnd {
 }
 
 /// A call in flight: who to tell, and which file it runs, so a crash can name it.
-struct Waiting {
+struct WaitingCall {
     file: Arc<str>,
     /// What the answer must carry to be this call's.
     key: u64,
@@ -71,8 +71,8 @@ pub trait Progressed: Send + Sync {
 
 /// The calls waiting on a link, and whether it still takes new ones.
 #[derive(Default)]
-struct Calls {
-    waiting: crate::maps::Map<u64, Waiting>,
+struct LinkCalls {
+    waiting: crate::maps::Map<u64, WaitingCall>,
     /// Set when the link answered everything it held because its host ended: a call registered after
     /// that would wait for its deadline, so it is turned away to find the next host.
     closed: bool,
@@ -91,7 +91,7 @@ struct Calls {
     armed: Option<Instant>,
 }
 
-impl Calls {
+impl LinkCalls {
     /// A fresh random key: each call's own, so the keys of other calls say nothing about it.
     fn fresh_key(&mut self) -> u64 {
         let key = match self.keys.pop() {
@@ -126,9 +126,9 @@ pub const IDLE_PING_EVERY: std::time::Duration = std::time::Duration::from_secs(
 /// How many call keys are drawn from the OS at once.
 const KEY_BATCH: usize = 64;
 
-impl Calls {
+impl LinkCalls {
     /// Notes a call as waiting on this link, and its file as one this host was sent a call of.
-    fn wait(&mut self, id: u64, waiting: Waiting) {
+    fn wait(&mut self, id: u64, waiting: WaitingCall) {
         if !self.called.contains(&waiting.file) {
             self.called.insert(waiting.file.clone());
         }
@@ -184,7 +184,7 @@ impl Calls {
 
 pub struct Link {
     out: Outbox,
-    calls: Mutex<Calls>,
+    calls: Mutex<LinkCalls>,
     /// Loads waiting on a report: id → the key the report must carry, and who waits.
     loads: Mutex<HashMap<u64, (u64, oneshot::Sender<Loaded>)>>,
     /// Sent in `init` and carried by every `stray`.
@@ -252,7 +252,7 @@ impl Link {
         // The writer ends when the link (its one sender) is dropped, or the host is gone.
         let (out, _writer) = Outbox::start(write);
         let (ready_tx, ready_rx) = oneshot::channel();
-        let mut calls = Calls::default();
+        let mut calls = LinkCalls::default();
         let host_key = calls.fresh_key();
         let link = Arc::new(Self {
             out,
@@ -341,7 +341,7 @@ impl Link {
             if calls.closed {
                 return Err(settle);
             }
-            let waiting = Waiting {
+            let waiting = WaitingCall {
                 file,
                 key,
                 settle,
@@ -440,7 +440,7 @@ impl Link {
     /// once each.
     pub fn fail_all(&self, why: &Arc<HostEnd>) -> Vec<Arc<str>> {
         let unsent = self.unsent_calls();
-        let waiting: Vec<(u64, Waiting)> = {
+        let waiting: Vec<(u64, WaitingCall)> = {
             let mut calls = lock(&self.calls);
             calls.closed = true;
             calls.waiting.drain().collect()
@@ -1109,7 +1109,7 @@ mod tests {
         // The common answer's text stays the JSON string it came as, and reads back as the enum reads it.
         let json = fast.text_json.as_deref().expect("kept as it came");
         assert_eq!(json, r#""a \"b\" é""#);
-        assert_eq!(Some(crate::answer::json_text(json)), slow.text);
+        assert_eq!(Some(crate::host::protocol::json_text(json)), slow.text);
         assert!(fast.text.is_none());
     }
 
@@ -1133,7 +1133,7 @@ mod tests {
             let read = a
                 .text_json
                 .as_deref()
-                .map(crate::answer::json_text)
+                .map(crate::host::protocol::json_text)
                 .or(a.text);
             assert_eq!(read, slow.text, "{line}");
             if kept {

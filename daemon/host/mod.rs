@@ -8,23 +8,23 @@
 //! a host or a call on it ended, `where_held` asks a host that stopped answering where a plugin holds
 //! it, and `rows` words the host's runtime.log rows. Plugin code never runs in the daemon.
 
-pub mod blame;
-pub mod bounds;
-pub mod child;
-pub mod ending;
-pub mod import;
-pub mod link;
-pub mod output;
-pub mod process;
-pub mod protocol;
-pub mod rows;
-pub mod sandbox;
-#[cfg(target_os = "linux")]
-pub mod seccomp;
 pub mod supervisor;
 #[cfg(target_os = "linux")]
 pub mod userns;
+pub mod import;
+pub mod blame;
+pub mod process;
+pub mod link;
+pub mod output;
 pub mod where_held;
+pub mod host_rows;
+pub mod ending;
+pub mod child;
+pub mod bounds;
+pub mod protocol;
+pub mod sandbox;
+#[cfg(target_os = "linux")]
+pub mod seccomp;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

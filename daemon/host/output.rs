@@ -19,7 +19,7 @@ const MAX_LOG_LINES_PER_S: u32 = 100;
 
 /// What the host last said on stderr, for the row that reports its end.
 #[derive(Default)]
-pub struct Tail {
+pub struct StderrTail {
     lines: VecDeque<String>,
     /// Node's `FATAL ERROR: …` line, kept apart: a native stack trace follows it and would push it out.
     fatal: Option<String>,
@@ -31,7 +31,7 @@ pub struct Tail {
 /// How the host says a plugin ended it, before the place: `… with process.reallyExit(7) (at plugins/x.mjs:4:28)`.
 const ENDED: &str = "ovai host: a plugin ended the plugin host with ";
 
-impl Tail {
+impl StderrTail {
     /// The host's line saying which plugin ended it, else a fatal error if it printed one, else its
     /// last line that says something.
     pub fn last_words(&self) -> Option<String> {
@@ -77,7 +77,7 @@ pub async fn drain(
     stream: impl AsyncRead + Unpin,
     pid: u32,
     which: &'static str,
-    tail: Option<Arc<Mutex<Tail>>>,
+    tail: Option<Arc<Mutex<StderrTail>>>,
 ) {
     let mut reader = BufReader::new(stream);
     let mut buf = Vec::new();
@@ -203,8 +203,8 @@ async fn read_line_capped<R: AsyncRead + Unpin>(
 mod tests {
     use super::*;
 
-    fn tail(lines: &[&str]) -> Tail {
-        let mut t = Tail::default();
+    fn tail(lines: &[&str]) -> StderrTail {
+        let mut t = StderrTail::default();
         for l in lines {
             t.push((*l).to_string());
         }

@@ -2,8 +2,6 @@
 //! and finally waited for or killed with its whole process group.
 
 use std::collections::HashMap;
-use std::os::unix::process::ExitStatusExt;
-use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,18 +14,15 @@ use tokio::process::Child;
 use tokio::task::JoinHandle;
 
 use super::child::{Launch, MIN_NODE_MAJOR, SpawnError, node_major};
-use super::import::ToImport;
+use super::ending::{Exit, READY_TIMEOUT, StartError};
 use super::link::{Link, max_line_len};
-use super::output::{self, Tail};
-use super::protocol::{Loaded, PROTOCOL, ToHost};
+use super::output::{self, StderrTail};
+use super::protocol::{Loaded, PROTOCOL, ToHost, ToImport};
 use super::where_held::{Frame, Watch};
 use crate::sync::lock;
 
 /// How often a host importing files together is asked whether its event loop turns.
 const ASK_EVERY: Duration = Duration::from_millis(100);
-
-/// How long a new host may take to say `ready`.
-const READY_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// What every call's context shares, sent once to each new process.
 #[derive(Clone)]
@@ -42,62 +37,6 @@ pub struct HostInit {
     pub strays: super::link::StrayBook,
 }
 
-/// How a process ended, as the log rows and refusals say it: "exit code 3", "signal SIGKILL".
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Exit {
-    Code(i32),
-    Signal(String),
-    /// The wait itself failed: why.
-    Unreadable(String),
-    Unknown,
-}
-
-impl Exit {
-    pub fn of(status: ExitStatus) -> Self {
-        if let Some(code) = status.code() {
-            Exit::Code(code)
-        } else if let Some(sig) = status.signal() {
-            Exit::Signal(match Signal::try_from(sig) {
-                Ok(s) => s.as_str().to_string(),
-                Err(_) => sig.to_string(),
-            })
-        } else {
-            Exit::Unknown
-        }
-    }
-
-    fn of_wait(r: std::io::Result<ExitStatus>, boxed: bool) -> Self {
-        match r {
-            Ok(s) => Exit::of(s).unboxed(boxed),
-            Err(e) => Exit::Unreadable(e.to_string()),
-        }
-    }
-
-    /// bubblewrap ends with 128 + N when what it runs was killed by signal N: say the signal.
-    fn unboxed(self, boxed: bool) -> Self {
-        match self {
-            Exit::Code(c) if boxed && (129..=128 + 64).contains(&c) => {
-                match Signal::try_from(c - 128) {
-                    Ok(s) => Exit::Signal(s.as_str().to_string()),
-                    Err(_) => Exit::Code(c),
-                }
-            }
-            other => other,
-        }
-    }
-}
-
-impl std::fmt::Display for Exit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Exit::Code(c) => write!(f, "exit code {c}"),
-            Exit::Signal(s) => write!(f, "signal {s}"),
-            Exit::Unreadable(e) => write!(f, "an end that could not be read: {e}"),
-            Exit::Unknown => f.write_str("an unknown end"),
-        }
-    }
-}
-
 pub struct HostProcess {
     child: Child,
     pub link: Arc<Link>,
@@ -108,7 +47,7 @@ pub struct HostProcess {
     /// The Node version the host reported.
     pub node: String,
     /// The last lines the host wrote to stderr.
-    tail: Arc<Mutex<Tail>>,
+    tail: Arc<Mutex<StderrTail>>,
     /// It runs in a bubblewrap box (whose exit codes stand for the host's signals).
     boxed: bool,
     /// Its watcher thread's socket, which says where a held main thread is.
@@ -127,49 +66,6 @@ impl Drop for HostProcess {
         if !self.ended {
             self.kill_group(Signal::SIGKILL);
         }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error(transparent)]
-    Spawn(#[from] SpawnError),
-    #[error("the plugin host stopped before it was ready ({exit}){tail}", tail = tail_clause(.tail))]
-    Exited { exit: Exit, tail: Vec<String> },
-    #[error("the plugin host did not say it was ready within {} s{tail}", READY_TIMEOUT.as_secs(), tail = tail_clause(.tail))]
-    Silent { tail: Vec<String> },
-    #[error(
-        "the plugin host speaks protocol {got} and this ovai speaks {PROTOCOL}; .ovai/host.mjs is from another version of ovai"
-    )]
-    Protocol { got: u32 },
-}
-
-impl StartError {
-    /// A failure that may pass by itself (out of descriptors or processes for a moment), as opposed to
-    /// one that will fail the same way every time (no Node, a broken shim).
-    pub fn is_transient(&self) -> bool {
-        match self {
-            StartError::Spawn(SpawnError::Io { source, .. }) => source
-                .raw_os_error()
-                .map(nix::errno::Errno::from_raw)
-                .is_some_and(|e| {
-                    matches!(
-                        e,
-                        nix::errno::Errno::EMFILE
-                            | nix::errno::Errno::ENFILE
-                            | nix::errno::Errno::EAGAIN
-                            | nix::errno::Errno::ENOMEM
-                    )
-                }),
-            _ => false,
-        }
-    }
-}
-
-fn tail_clause(tail: &[String]) -> String {
-    match tail.last() {
-        Some(last) => format!("; its last words on stderr: {last}"),
-        None => String::new(),
     }
 }
 
@@ -194,7 +90,7 @@ impl HostProcess {
         let mut child = spawned.child;
         let pid = spawned.pid;
         let watch = Watch::new(spawned.watch);
-        let tail = Arc::new(Mutex::new(Tail::default()));
+        let tail = Arc::new(Mutex::new(StderrTail::default()));
         let mut readers = Vec::new();
         if let Some(out) = child.stdout.take() {
             readers.push(tokio::spawn(output::drain(out, pid, "stdout", None)));

@@ -131,11 +131,11 @@ pub enum FromHost {
     Stray(Stray),
     /// A plugin is ending the host (`process.kill`, `abort`, `reallyExit`): where it asked, said just
     /// before the end.
-    Ended(Ended),
+    Ended(EndedReport),
 }
 
 #[derive(Debug, Deserialize)]
-pub struct Ended {
+pub struct EndedReport {
     /// The host's key, as `init` gave it: a plugin writing to fd 4 cannot say this for another file.
     #[serde(default)]
     pub key: u64,
@@ -267,7 +267,19 @@ impl Answer {
     pub fn text(&self) -> Option<String> {
         self.text_json
             .as_deref()
-            .map(crate::answer::json_text)
+            .map(json_text)
             .or_else(|| self.text.clone())
     }
+}
+
+/// The text of a JSON string as written (`text_json`), read back.
+pub fn json_text(json: &str) -> String {
+    serde_json::from_str(json).unwrap_or_default()
+}
+
+/// A file to import: the tool's name, and the module's absolute path.
+#[derive(Debug, Clone)]
+pub struct ToImport {
+    pub name: String,
+    pub path: String,
 }

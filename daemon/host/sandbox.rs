@@ -13,40 +13,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::instance::IsolationWanted;
+
 /// Where bubblewrap reads the box's seccomp filter (`host::seccomp`), beside the protocol's fds 3 to 5.
 pub const SECCOMP_FD: i32 = 6;
-
-/// What `hostIsolation` in openovai.json asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wanted {
-    Auto,
-    Bwrap,
-    Userns,
-    None,
-}
-
-impl Wanted {
-    pub fn parse(text: &str) -> Result<Self, String> {
-        match text {
-            "auto" => Ok(Wanted::Auto),
-            "bwrap" => Ok(Wanted::Bwrap),
-            "userns" => Ok(Wanted::Userns),
-            "none" => Ok(Wanted::None),
-            other => Err(format!(
-                "is {other:?}; it takes \"auto\", \"bwrap\", \"userns\" or \"none\""
-            )),
-        }
-    }
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Wanted::Auto => "auto",
-            Wanted::Bwrap => "bwrap",
-            Wanted::Userns => "userns",
-            Wanted::None => "none",
-        }
-    }
-}
 
 /// The isolation a host gets, decided once per process.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,27 +34,27 @@ pub enum Isolation {
     "hostIsolation is \"{wanted}\" in openovai.json, and {why}. {what_to_do}",
     wanted = .wanted.as_str(),
     what_to_do = match .wanted {
-        Wanted::Bwrap => "Install bubblewrap (apt-get install bubblewrap), or set hostIsolation to \"auto\", \"userns\" or \"none\".",
+        IsolationWanted::Bwrap => "Install bubblewrap (apt-get install bubblewrap), or set hostIsolation to \"auto\", \"userns\" or \"none\".",
         _ => "Set hostIsolation to \"auto\" (bubblewrap where installed, else this box where the kernel allows it) or \"none\".",
     }
 )]
 pub struct NoBox {
-    wanted: Wanted,
+    wanted: IsolationWanted,
     why: String,
 }
 
 /// The isolation `wanted` gives on this machine.
-pub fn decide(wanted: Wanted) -> Result<Isolation, NoBox> {
+pub fn decide(wanted: IsolationWanted) -> Result<Isolation, NoBox> {
     let no_box = |why: &String| NoBox {
         wanted,
         why: why.clone(),
     };
     match wanted {
-        Wanted::None => Ok(Isolation::None {
+        IsolationWanted::None => Ok(Isolation::None {
             why: "hostIsolation is \"none\" in openovai.json".into(),
         }),
         // ovai's own box is tried only where bubblewrap's cannot be made.
-        Wanted::Auto => Ok(match probe() {
+        IsolationWanted::Auto => Ok(match probe() {
             Ok(bwrap) => bwrap.clone(),
             Err(no_bwrap) => match probe_userns() {
                 Ok(own) => own.clone(),
@@ -93,8 +63,8 @@ pub fn decide(wanted: Wanted) -> Result<Isolation, NoBox> {
                 },
             },
         }),
-        Wanted::Bwrap => probe().clone().map_err(|why| no_box(&why)),
-        Wanted::Userns => probe_userns().clone().map_err(|why| no_box(&why)),
+        IsolationWanted::Bwrap => probe().clone().map_err(|why| no_box(&why)),
+        IsolationWanted::Userns => probe_userns().clone().map_err(|why| no_box(&why)),
     }
 }
 

@@ -17,11 +17,12 @@ use super::blame;
 use super::bounds::{Exceeded, Look};
 use super::child::Launch;
 use super::ending::{DownCause, HostEnd, Next, NoHost, NotReimported, RetireWhy, Retirement};
-use super::import::{Imported, ToImport, import_all};
+use super::host_rows as rows;
+use super::import::{Imported, import_all};
 use super::link::Link;
 use super::process::{HostInit, HostProcess};
 use super::protocol::ToHost;
-use super::rows;
+use super::protocol::ToImport;
 use super::where_held::shown;
 use crate::runtime_log::{RuntimeLog, Topic};
 use crate::sync::lock;
@@ -478,12 +479,12 @@ async fn start_when_settled(
     seats: &mut watch::Receiver<SeatPhase>,
     mut first_wait: Duration,
     left_out: &[(usize, NotReimported)],
-) -> Result<HostProcess, Stop> {
+) -> Result<HostProcess, NoNewHost> {
     loop {
         tokio::select! {
             _ = seats.wait_for(|p| !p.holding) => {}
             _ = tokio::time::sleep(HOLD_AT_MOST) => {}
-            _ = host.retire.cancelled() => return Err(Stop::Retired),
+            _ = host.retire.cancelled() => return Err(NoNewHost::Retired),
         }
         seats.mark_unchanged();
         host.starting.store(true, Ordering::SeqCst);
@@ -504,18 +505,18 @@ async fn start_when_settled(
 }
 
 /// Why no new host came up.
-enum Stop {
+enum NoNewHost {
     Retired,
     Down(DownCause),
 }
 
-impl Stop {
+impl NoNewHost {
     async fn end(self, job: &Supervision, state: &watch::Sender<HostState>, host: &Host) {
         match self {
-            Stop::Retired => {
+            NoNewHost::Retired => {
                 let _ = state.send(HostState::Retired);
             }
-            Stop::Down(cause) => stay_down(cause, job, state, host).await,
+            NoNewHost::Down(cause) => stay_down(cause, job, state, host).await,
         }
     }
 }
@@ -528,11 +529,11 @@ async fn respawn_until_up(
     host: &Host,
     first_wait: Duration,
     left_out: &[(usize, NotReimported)],
-) -> Result<HostProcess, Stop> {
+) -> Result<HostProcess, NoNewHost> {
     if !first_wait.is_zero() {
         tokio::select! {
             _ = tokio::time::sleep(first_wait) => {}
-            _ = host.retire.cancelled() => return Err(Stop::Retired),
+            _ = host.retire.cancelled() => return Err(NoNewHost::Retired),
         }
     }
     let mut wait = FIRST_BACKOFF;
@@ -543,7 +544,7 @@ async fn respawn_until_up(
         // the import timeout): the host being started is dropped, and its group killed with it.
         let respawned = tokio::select! {
             r = respawn(job, ids, left_out) => r,
-            _ = host.retire.cancelled() => return Err(Stop::Retired),
+            _ = host.retire.cancelled() => return Err(NoNewHost::Retired),
         };
         match respawned {
             Ok((next, not_served)) => {
@@ -554,14 +555,12 @@ async fn respawn_until_up(
             }
             // A host that ends before it is ready ran no plugin: its box could not be set up, as when a
             // desk's .mcp.json it was to hide went away meanwhile. The next try lists the files again.
-            Err(e @ super::process::StartError::Exited { .. })
-                if early_exits < EARLY_EXIT_TRIES =>
-            {
+            Err(e @ super::ending::StartError::Exited { .. }) if early_exits < EARLY_EXIT_TRIES => {
                 early_exits += 1;
                 tracing::warn!(error = %e, "a new plugin host ended before it was ready; trying again");
                 tokio::select! {
                     _ = tokio::time::sleep(wait) => {}
-                    _ = host.retire.cancelled() => return Err(Stop::Retired),
+                    _ = host.retire.cancelled() => return Err(NoNewHost::Retired),
                 }
                 wait = (wait * 2).min(MAX_BACKOFF);
             }
@@ -572,11 +571,11 @@ async fn respawn_until_up(
                 }
                 tokio::select! {
                     _ = tokio::time::sleep(wait) => {}
-                    _ = host.retire.cancelled() => return Err(Stop::Retired),
+                    _ = host.retire.cancelled() => return Err(NoNewHost::Retired),
                 }
                 wait = (wait * 2).min(MAX_BACKOFF);
             }
-            Err(e) => return Err(Stop::Down(DownCause::CannotRespawn(Arc::new(e)))),
+            Err(e) => return Err(NoNewHost::Down(DownCause::CannotRespawn(Arc::new(e)))),
         }
     }
 }
@@ -598,7 +597,7 @@ fn stopped(
     process: &HostProcess,
     look: &Look,
     job: &Supervision,
-    exit: super::process::Exit,
+    exit: super::ending::Exit,
 ) -> (String, Ending) {
     if let Some(over) = look.exceeded() {
         return (rows::over_bound(&over, &exit), Ending::Over(exit, over));
@@ -611,13 +610,13 @@ fn stopped(
 
 /// How a host's life ended, before it is known what comes next.
 enum Ending {
-    Stopped(super::process::Exit, Option<u64>),
+    Stopped(super::ending::Exit, Option<u64>),
     /// Killed for not answering: where it was held, and the served files on its stack (by position, with
     /// each one's place), innermost first.
-    Hung(super::process::Exit, Option<String>, Vec<(usize, String)>),
-    Deaf(super::process::Exit),
+    Hung(super::ending::Exit, Option<String>, Vec<(usize, String)>),
+    Deaf(super::ending::Exit),
     /// Past a bound of its box, and ended for it.
-    Over(super::process::Exit, Exceeded),
+    Over(super::ending::Exit, Exceeded),
 }
 
 /// The served file, by position, that the next host does not import, and why. The host names the files
@@ -734,7 +733,7 @@ async fn respawn(
     job: &Supervision,
     ids: &AtomicU64,
     left_out: &[(usize, NotReimported)],
-) -> Result<(HostProcess, usize), super::process::StartError> {
+) -> Result<(HostProcess, usize), super::ending::StartError> {
     let now = hashes(job.files.iter()).await;
     let mut not_served = 0;
     let mut same = Vec::new();
@@ -786,7 +785,7 @@ async fn hashes<'a>(files: impl Iterator<Item = &'a ServedFile>) -> Vec<Option<S
     tokio::task::spawn_blocking(move || {
         paths
             .iter()
-            .map(|p| crate::plugins::stale::hash_file(std::path::Path::new(p)))
+            .map(|p| crate::digest::hash_file(std::path::Path::new(p)))
             .collect()
     })
     .await

@@ -30,7 +30,7 @@ pub struct Frame {
 }
 
 #[derive(Deserialize)]
-struct Answer {
+struct WhereAnswer {
     #[serde(rename = "where")]
     key: u64,
     frames: Vec<Frame>,
@@ -79,7 +79,7 @@ async fn ask(stream: &mut UnixStream, key: u64) -> std::io::Result<Vec<Frame>> {
     let mut line = Vec::new();
     while next_line(&mut reader, &mut line).await? {
         // Anything else on the socket (a plugin can write to fd 5 too) is not the answer.
-        if let Ok(a) = serde_json::from_slice::<Answer>(&line)
+        if let Ok(a) = serde_json::from_slice::<WhereAnswer>(&line)
             && a.key == key
         {
             return Ok(a.frames);

@@ -10,12 +10,14 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use super::candidates::{self, Candidate};
-use super::rows;
+use super::plugin_rows as rows;
 use super::stale::Snapshot;
 use crate::host::child::Launch;
-use crate::host::import::{Imported, ToImport, import_all};
-use crate::host::process::{HostInit, HostProcess, StartError};
+use crate::host::ending::StartError;
+use crate::host::import::{Imported, import_all};
+use crate::host::process::{HostInit, HostProcess};
 use crate::host::protocol::Loaded;
+use crate::host::protocol::ToImport;
 use crate::host::supervisor::ServedFile;
 use crate::tools::{BUILTINS, PluginTool, schema};
 

@@ -11,12 +11,12 @@ use crate::tools::BUILTINS;
 /// What each candidate held when it was read: file name → its size and time, and the SHA-256 of its
 /// bytes (`None` if unreadable). A file whose size and time are as they were is not read again.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Snapshot(BTreeMap<String, (Stamp, Option<String>)>);
+pub struct Snapshot(BTreeMap<String, (FileStamp, Option<String>)>);
 
 /// A file's size and modification time, as far as they can be read.
-type Stamp = Option<(u64, Option<std::time::SystemTime>)>;
+type FileStamp = Option<(u64, Option<std::time::SystemTime>)>;
 
-fn stamp(path: &Path) -> Stamp {
+fn stamp(path: &Path) -> FileStamp {
     let m = std::fs::metadata(path).ok()?;
     Some((m.len(), m.modified().ok()))
 }
@@ -28,7 +28,10 @@ impl Snapshot {
                 .iter()
                 .map(|c| {
                     let path = dir.join(c.file());
-                    (c.file().to_string(), (stamp(&path), hash_file(&path)))
+                    (
+                        c.file().to_string(),
+                        (stamp(&path), crate::digest::hash_file(&path)),
+                    )
                 })
                 .collect(),
         )
@@ -44,15 +47,9 @@ impl Snapshot {
         let path = dir.join(file);
         match self.0.get(file) {
             Some((was, hash)) if was.is_some() && *was == stamp(&path) => hash.clone(),
-            _ => hash_file(&path),
+            _ => crate::digest::hash_file(&path),
         }
     }
-}
-
-/// The SHA-256 of a file's bytes now, as `Snapshot` takes it.
-pub fn hash_file(path: &Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
-    Some(crate::digest::sha256_hex(&bytes))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,7 +139,7 @@ pub fn changes(
 
 /// The state a change leaves a file in, so one burst of saves is reported once.
 pub fn fingerprint(dir: &Path, change: &Change) -> Option<String> {
-    hash_file(&dir.join(change.file()))
+    crate::digest::hash_file(&dir.join(change.file()))
 }
 
 #[cfg(test)]

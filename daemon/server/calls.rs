@@ -20,10 +20,10 @@ use rmcp::model::{NumberOrString, ProgressToken};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::answers::Answers;
 use super::arguments::{self, Refusal};
 use super::progress::{Relay, To};
-use super::session::{Admitted, SeatService};
-use super::transport::Answers;
+use super::session::{AdmittedCall, SeatService};
 use crate::answer::Outcome;
 use crate::host::link::{CallEnd, End, Link, Settle};
 use crate::host::{self, CallRequest, Ended, Prepared};
@@ -61,7 +61,7 @@ struct Shared {
     session: CancellationToken,
     /// The calls running: id → (which call it is, how to stop it). An id a cancelled call left may be
     /// taken again while that call winds down, so each call knows itself by its number.
-    running: Mutex<crate::maps::Map<NumberOrString, (u64, Stop)>>,
+    running: Mutex<crate::maps::Map<NumberOrString, (u64, StopBy)>>,
     /// The calls that run as tasks.
     tasks: TaskTracker,
     /// Woken as each plugin call with no task of its own ends.
@@ -69,7 +69,7 @@ struct Shared {
 }
 
 /// How a running call is stopped.
-enum Stop {
+enum StopBy {
     /// Its task's token.
     Task(CancellationToken),
     /// A plugin call with no task of its own: withdrawn from its host's link, under its id there.
@@ -174,7 +174,7 @@ impl Calls {
         let (link, on_host) = (prepared.link().clone(), prepared.id());
         lock(&shared.running).insert(
             call.id.clone(),
-            (number, Stop::Link(link, on_host, relay.clone())),
+            (number, StopBy::Link(link, on_host, relay.clone())),
         );
         let plain = Box::new(Plain {
             shared: shared.clone(),
@@ -202,13 +202,13 @@ impl Calls {
         &self,
         call: Call,
         number: u64,
-        admitted: Admitted,
+        admitted: AdmittedCall,
         started: Instant,
         answers: &Arc<Answers>,
         apart: Option<usize>,
     ) {
         let ct = self.shared.session.child_token();
-        lock(&self.shared.running).insert(call.id.clone(), (number, Stop::Task(ct.clone())));
+        lock(&self.shared.running).insert(call.id.clone(), (number, StopBy::Task(ct.clone())));
         let shared = self.shared.clone();
         let answers = answers.clone();
         self.shared.tasks.spawn(async move {
@@ -288,7 +288,8 @@ impl Calls {
     }
 
     fn stop_all(&self) {
-        let all: Vec<(NumberOrString, (u64, Stop))> = lock(&self.shared.running).drain().collect();
+        let all: Vec<(NumberOrString, (u64, StopBy))> =
+            lock(&self.shared.running).drain().collect();
         for (_, (_, stop)) in all {
             stop.stop("the caller's session closed, and the call had not answered 5 s later");
         }
@@ -305,12 +306,12 @@ impl Drop for Calls {
 /// Why a call its caller (or its session's end) stopped is stopped, as its signal says.
 const CANCELLED: &str = "the caller cancelled the call";
 
-impl Stop {
+impl StopBy {
     /// Stops the call, which then goes unanswered (its entry is gone from `running`).
     fn stop(self, why: &str) {
         match self {
-            Stop::Task(ct) => ct.cancel(),
-            Stop::Link(link, on_host, relay) => {
+            StopBy::Task(ct) => ct.cancel(),
+            StopBy::Link(link, on_host, relay) => {
                 if let Some(relay) = relay {
                     relay.close();
                 }
@@ -349,11 +350,11 @@ impl Shared {
 
     /// Stops every call with no task of its own (they go unanswered).
     fn withdraw_plain(&self, why: &str) {
-        let withdrawn: Vec<Stop> = {
+        let withdrawn: Vec<StopBy> = {
             let mut running = lock(&self.running);
             let plain: Vec<NumberOrString> = running
                 .iter()
-                .filter(|(_, (_, stop))| matches!(stop, Stop::Link(..)))
+                .filter(|(_, (_, stop))| matches!(stop, StopBy::Link(..)))
                 .map(|(id, _)| id.clone())
                 .collect();
             plain
@@ -385,7 +386,7 @@ impl Shared {
             settled.as_mut().enable();
             let plain = lock(&self.running)
                 .values()
-                .any(|(_, stop)| matches!(stop, Stop::Link(..)));
+                .any(|(_, stop)| matches!(stop, StopBy::Link(..)));
             if !plain && self.tasks.is_empty() {
                 return;
             }
@@ -403,7 +404,7 @@ struct Plain {
     call: Call,
     number: u64,
     file: Arc<str>,
-    admitted: Admitted,
+    admitted: AdmittedCall,
     started: Instant,
     timeout: Duration,
     max: usize,
@@ -430,7 +431,7 @@ impl Plain {
     /// The link this call was sent to, while it is still running.
     fn link_sent_to(&self) -> Option<Arc<Link>> {
         match lock(&self.shared.running).get(&self.call.id) {
-            Some((n, Stop::Link(link, ..))) if *n == self.number => Some(link.clone()),
+            Some((n, StopBy::Link(link, ..))) if *n == self.number => Some(link.clone()),
             _ => None,
         }
     }
@@ -444,7 +445,7 @@ impl Plain {
             let mut running = lock(&shared.running);
             match running.get_mut(&self.call.id) {
                 Some((n, stop)) if *n == self.number => {
-                    *stop = Stop::Task(ct.clone());
+                    *stop = StopBy::Task(ct.clone());
                     true
                 }
                 _ => false,
@@ -636,9 +637,9 @@ mod tests {
     fn rmcp_line(id: &NumberOrString, outcome: &Outcome, modern: bool) -> Vec<u8> {
         let text = match outcome {
             Outcome::Text(t) => CallToolResult::success(vec![ContentBlock::text(t.clone())]),
-            Outcome::Json(j) => {
-                CallToolResult::success(vec![ContentBlock::text(crate::answer::json_text(j))])
-            }
+            Outcome::Json(j) => CallToolResult::success(vec![ContentBlock::text(
+                crate::host::protocol::json_text(j),
+            )]),
             Outcome::Refused(w) => CallToolResult::error(vec![ContentBlock::text(w.clone())]),
             Outcome::Cancelled => unreachable!("its text carries the time"),
         };

@@ -23,9 +23,9 @@ use crate::wire::{self, Hello, Welcome};
 const HELLO_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// A connection counted against `maxConnections` for as long as it is handled.
-pub struct Admitted(Arc<AtomicUsize>);
+pub struct ConnectionSlot(Arc<AtomicUsize>);
 
-impl Admitted {
+impl ConnectionSlot {
     /// Counts one more connection, unless `max` are open already.
     pub fn new(open: &Arc<AtomicUsize>, max: usize) -> Option<Self> {
         let mut now = open.load(Ordering::Relaxed);
@@ -41,7 +41,7 @@ impl Admitted {
     }
 }
 
-impl Admitted {
+impl ConnectionSlot {
     /// Counts one more connection past the cap: one waiting for its hello was just told to go.
     pub fn over(open: &Arc<AtomicUsize>) -> Self {
         open.fetch_add(1, Ordering::Relaxed);
@@ -49,41 +49,7 @@ impl Admitted {
     }
 }
 
-/// Connections that have not said who they are yet, oldest first: when the cap is reached, the oldest
-/// gives up its place to the newest.
-#[derive(Default)]
-pub struct WaitingHellos {
-    queue: std::sync::Mutex<std::collections::VecDeque<(u64, CancellationToken)>>,
-    next: std::sync::atomic::AtomicU64,
-}
-
-impl WaitingHellos {
-    /// Registered by the accept loop as it admits the connection, before its task runs: a newcomer
-    /// accepted right after finds it here to take its place.
-    pub fn add(&self) -> (u64, CancellationToken) {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let token = CancellationToken::new();
-        crate::sync::lock(&self.queue).push_back((id, token.clone()));
-        (id, token)
-    }
-
-    fn done(&self, id: u64) {
-        crate::sync::lock(&self.queue).retain(|(i, _)| *i != id);
-    }
-
-    /// Tells the oldest connection still waiting for its hello to go; false when there is none.
-    pub fn evict_oldest(&self) -> bool {
-        match crate::sync::lock(&self.queue).pop_front() {
-            Some((_, token)) => {
-                token.cancel();
-                true
-            }
-            None => false,
-        }
-    }
-}
-
-impl Drop for Admitted {
+impl Drop for ConnectionSlot {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
@@ -112,7 +78,7 @@ const EVICTED: &str = "the server holds as many connections as maxConnections al
 pub async fn handle(
     daemon: Arc<Daemon>,
     stream: UnixStream,
-    _admitted: Admitted,
+    _admitted: ConnectionSlot,
     (waiting, evicted): (u64, CancellationToken),
 ) {
     let (read, mut write) = match crate::unix_io::split_tokio(stream) {

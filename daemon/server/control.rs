@@ -159,7 +159,7 @@ pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
                         Some(crate::tools::Kind::Plugin { file }) => file.to_string(),
                         _ => format!("plugins/{name}.mjs"),
                     };
-                    crate::host::rows::not_reimported(&file, &why)
+                    crate::host::host_rows::not_reimported(&file, &why)
                 })
                 .collect(),
         },

@@ -26,7 +26,7 @@ pub struct Daemon {
     current: RwLock<Arc<Generation>>,
     /// Generations a restart replaced, still finishing the calls they hold; shutdown waits for them.
     retiring: Mutex<Vec<Arc<Generation>>>,
-    pub sessions: Sessions,
+    pub sessions: Arc<Sessions>,
     /// seats.json, read again only when it was replaced.
     pub seats: SeatCache,
     pub room: Room,
@@ -45,7 +45,7 @@ pub struct Daemon {
     /// Connections open now, counted against `maxConnections`.
     pub connections: Arc<AtomicUsize>,
     /// Connections that have not said who they are yet, oldest first.
-    pub waiting_hellos: super::connection::WaitingHellos,
+    pub waiting_hellos: WaitingHellos,
     /// Refused connections, logged as a count rather than a line each.
     pub refusals: Refusals,
     /// Each tool's calls since the start, and the opt-in call log.
@@ -127,7 +127,7 @@ impl Daemon {
             log,
             current: RwLock::new(Arc::new(first)),
             retiring: Mutex::new(Vec::new()),
-            sessions: Sessions::default(),
+            sessions: Arc::default(),
             seats: SeatCache::default(),
             room,
             started: Instant::now(),
@@ -138,7 +138,7 @@ impl Daemon {
             closing: CancellationToken::new(),
             tasks: TaskTracker::new(),
             connections: Arc::new(AtomicUsize::new(0)),
-            waiting_hellos: super::connection::WaitingHellos::default(),
+            waiting_hellos: WaitingHellos::default(),
             refusals: Refusals::default(),
             figures: super::figures::Figures::default(),
             budget: super::arguments::Budget::default(),
@@ -331,5 +331,39 @@ impl Daemon {
             );
         }
         Ok(ended)
+    }
+}
+
+/// Connections that have not said who they are yet, oldest first: when the cap is reached, the oldest
+/// gives up its place to the newest.
+#[derive(Default)]
+pub struct WaitingHellos {
+    queue: std::sync::Mutex<std::collections::VecDeque<(u64, CancellationToken)>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl WaitingHellos {
+    /// Registered by the accept loop as it admits the connection, before its task runs: a newcomer
+    /// accepted right after finds it here to take its place.
+    pub fn add(&self) -> (u64, CancellationToken) {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let token = CancellationToken::new();
+        crate::sync::lock(&self.queue).push_back((id, token.clone()));
+        (id, token)
+    }
+
+    pub fn done(&self, id: u64) {
+        crate::sync::lock(&self.queue).retain(|(i, _)| *i != id);
+    }
+
+    /// Tells the oldest connection still waiting for its hello to go; false when there is none.
+    pub fn evict_oldest(&self) -> bool {
+        match crate::sync::lock(&self.queue).pop_front() {
+            Some((_, token)) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
     }
 }

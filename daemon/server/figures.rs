@@ -19,7 +19,7 @@ const ROTATE_AT_BYTES: u64 = crate::runtime_log::ROTATE_AT_BYTES;
 
 /// How a call ended, as the figures and the call log count it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Tally {
     Text,
     Refused,
     /// Refused because its plugin host stopped under it.
@@ -27,13 +27,13 @@ pub enum Outcome {
     Cancelled,
 }
 
-impl Outcome {
+impl Tally {
     fn as_str(self) -> &'static str {
         match self {
-            Outcome::Text => "text",
-            Outcome::Refused => "refused",
-            Outcome::HostStopped => "host stopped",
-            Outcome::Cancelled => "cancelled",
+            Tally::Text => "text",
+            Tally::Refused => "refused",
+            Tally::HostStopped => "host stopped",
+            Tally::Cancelled => "cancelled",
         }
     }
 }
@@ -69,7 +69,7 @@ impl Figures {
         }
     }
 
-    pub fn record(&self, seat: &str, tool: &str, took: Duration, outcome: Outcome) {
+    pub fn record(&self, seat: &str, tool: &str, took: Duration, outcome: Tally) {
         let ms = took.as_secs_f64() * 1e3;
         {
             let mut tools = lock(&self.tools);
@@ -79,8 +79,8 @@ impl Figures {
                 None => tools.entry(tool.to_string()).or_default(),
             };
             t.calls += 1;
-            t.refusals += u64::from(matches!(outcome, Outcome::Refused | Outcome::HostStopped));
-            t.host_stops += u64::from(outcome == Outcome::HostStopped);
+            t.refusals += u64::from(matches!(outcome, Tally::Refused | Tally::HostStopped));
+            t.host_stops += u64::from(outcome == Tally::HostStopped);
             if t.recent.len() == KEPT {
                 t.recent.pop_front();
             }

@@ -1,24 +1,25 @@
 //! `ovai serve`: the daemon. Claims the instance (one daemon per root), binds the socket, loads the first
 //! generation, then accepts connections until SIGTERM/SIGINT; SIGHUP is `ovai restart`.
 
-pub mod arguments;
-pub mod calls;
+pub mod http;
 pub mod connection;
 pub mod control;
-pub mod daemon;
-pub mod descriptors;
-pub mod figures;
-pub mod held;
-pub mod http;
-pub mod leader;
-pub mod params;
+pub mod watch;
+pub mod transport;
+pub mod backlog;
+pub mod calls;
+pub mod session;
 pub mod progress;
+pub mod answers;
+pub mod params;
+pub mod daemon;
+pub mod arguments;
+pub mod sessions;
+pub mod figures;
+pub mod leader;
 pub mod restart_row;
 pub mod service_manager;
-pub mod session;
-pub mod sessions;
-pub mod transport;
-pub mod watch;
+pub mod descriptors;
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
@@ -105,7 +106,7 @@ pub fn serve(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
 fn http_settings(
     config: &crate::instance::Config,
     listen: Option<&str>,
-) -> Result<Option<http::settings::HttpSettings>, ServeError> {
+) -> Result<Option<crate::instance::http::HttpSettings>, ServeError> {
     let Some(listen) = listen else {
         if let Some(settings) = &config.http {
             settings
@@ -117,12 +118,12 @@ fn http_settings(
         }
         return Ok(config.http.clone());
     };
-    let addr = http::settings::parse_listen(listen)
+    let addr = crate::instance::http::parse_listen(listen)
         .map_err(|why| ServeError::Http(format!("--http is {why}.")))?;
     let mut settings = config
         .http
         .clone()
-        .unwrap_or_else(|| http::settings::HttpSettings::listening_on(addr));
+        .unwrap_or_else(|| crate::instance::http::HttpSettings::listening_on(addr));
     settings.listen = addr;
     settings.listen_named = true;
     settings
@@ -315,7 +316,7 @@ async fn accept_until_stopped(daemon: &Arc<Daemon>, listener: &UnixListener) -> 
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let max = daemon.current().config.max_connections;
-                    match connection::Admitted::new(&daemon.connections, max) {
+                    match connection::ConnectionSlot::new(&daemon.connections, max) {
                         Some(admitted) => {
                             let waiting = daemon.waiting_hellos.add();
                             daemon.tasks.spawn(connection::handle(daemon.clone(), stream, admitted, waiting));
@@ -323,7 +324,7 @@ async fn accept_until_stopped(daemon: &Arc<Daemon>, listener: &UnixListener) -> 
                         // Full: a connection that has not said who it is yet gives up its place to this
                         // one, so connections that say nothing cannot lock out sessions and commands.
                         None if daemon.waiting_hellos.evict_oldest() => {
-                            let admitted = connection::Admitted::over(&daemon.connections);
+                            let admitted = connection::ConnectionSlot::over(&daemon.connections);
                             let waiting = daemon.waiting_hellos.add();
                             daemon.tasks.spawn(connection::handle(daemon.clone(), stream, admitted, waiting));
                         }

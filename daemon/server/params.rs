@@ -357,7 +357,7 @@ mod tests {
 
     fn call_of(params: &str) -> Result<String, String> {
         let raw: Box<RawValue> = serde_json::from_str(params).unwrap();
-        call(Some(&raw)).map(|c| {
+        call(Some(&raw), &mut None).map(|c| {
             format!(
                 "{} {} {:?} {:?} {:?}",
                 c.name,

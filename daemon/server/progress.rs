@@ -13,7 +13,7 @@ use rmcp::model::{
 };
 use tokio::time::Instant;
 
-use super::transport::Answers;
+use super::answers::Answers;
 use crate::host::link::Progressed;
 use crate::host::protocol::Progress;
 use crate::sync::lock;

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::arguments::{self, Refusal};
 use super::daemon::Daemon;
-use super::figures::Outcome as Counted;
+use super::figures::Tally;
 use super::progress::{Relay, To};
 use super::sessions::Owned;
 use crate::answer::{self, Outcome};
@@ -125,7 +125,7 @@ impl SeatService {
     /// Whether a call of `name` may run now: admitted (counted in on its generation), an outcome when it is
     /// answered without running (the server is shutting down), or a protocol error for a tool this
     /// server does not have. Its arguments are checked next (`server::arguments`).
-    pub fn enter_call(&self, name: &str) -> Result<Result<Admitted, Outcome>, ErrorData> {
+    pub fn enter_call(&self, name: &str) -> Result<Result<AdmittedCall, Outcome>, ErrorData> {
         let Some((generation, guard)) = self.enter() else {
             return Ok(Err(answer::shutting_down(name)));
         };
@@ -138,7 +138,7 @@ impl SeatService {
         if self.daemon.closing.is_cancelled() {
             return Ok(Err(answer::shutting_down(name)));
         }
-        Ok(Ok(Admitted { generation, guard }))
+        Ok(Ok(AdmittedCall { generation, guard }))
     }
 
     /// Checks arguments too large to check on the daemon's thread, on a thread of their own, taking a
@@ -146,7 +146,7 @@ impl SeatService {
     /// the HTTP endpoint does for the whole request).
     pub async fn check_apart(
         &self,
-        admitted: &Admitted,
+        admitted: &AdmittedCall,
         name: &str,
         args: Arc<str>,
         cost: usize,
@@ -171,12 +171,12 @@ impl SeatService {
         &self,
         name: &str,
         args: &Arc<str>,
-        admitted: Admitted,
+        admitted: AdmittedCall,
         ct: &CancellationToken,
         progress: Option<Arc<Relay>>,
         host_stopped: &mut bool,
     ) -> Outcome {
-        let Admitted {
+        let AdmittedCall {
             generation,
             guard: _in_flight,
         } = admitted;
@@ -220,10 +220,10 @@ impl SeatService {
         host_stopped: bool,
     ) {
         let counted = match outcome {
-            Outcome::Text(_) | Outcome::Json(_) => Counted::Text,
-            Outcome::Refused(_) if host_stopped => Counted::HostStopped,
-            Outcome::Refused(_) => Counted::Refused,
-            Outcome::Cancelled => Counted::Cancelled,
+            Outcome::Text(_) | Outcome::Json(_) => Tally::Text,
+            Outcome::Refused(_) if host_stopped => Tally::HostStopped,
+            Outcome::Refused(_) => Tally::Refused,
+            Outcome::Cancelled => Tally::Cancelled,
         };
         self.daemon
             .figures
@@ -246,7 +246,7 @@ impl SeatService {
         Some(self.index_of(generation, &book))
     }
 
-    fn index_of(&self, generation: &Generation, book: &crate::seats::Read) -> Outcome {
+    fn index_of(&self, generation: &Generation, book: &crate::seats::BookRead) -> Outcome {
         let counts = self.daemon.sessions.count_by_seat();
         let seats = match book.as_ref() {
             Ok(book) => Ok(book
@@ -324,7 +324,12 @@ impl ServerHandler for SeatService {
             Via::Http { secret_hash, .. } => {
                 // The stream is the session: registered while it is open, ended when its seat goes.
                 let ended = CancellationToken::new();
-                let registered = Owned::open(&self.daemon, &self.seat, secret_hash, ended.clone());
+                let registered = Owned::open(
+                    &self.daemon.sessions,
+                    &self.seat,
+                    secret_hash,
+                    ended.clone(),
+                );
                 // The seat may have changed between the gate's look-up and this registration (a change
                 // ends the streams registered then): look again now that this one is registered.
                 if !self.still_mine(secret_hash).await {
@@ -365,7 +370,12 @@ impl ServerHandler for SeatService {
             return;
         }
         let ended = CancellationToken::new();
-        let registered = Owned::open(&self.daemon, &self.seat, secret_hash, ended.clone());
+        let registered = Owned::open(
+            &self.daemon.sessions,
+            &self.seat,
+            secret_hash,
+            ended.clone(),
+        );
         self.daemon
             .sessions
             .set_peer(registered.id, context.peer.clone());
@@ -503,9 +513,9 @@ impl SeatService {
 fn result_of(name: &str, outcome: &Outcome) -> CallToolResult {
     match outcome {
         Outcome::Text(text) => CallToolResult::success(vec![ContentBlock::text(text.clone())]),
-        Outcome::Json(json) => {
-            CallToolResult::success(vec![ContentBlock::text(answer::json_text(json))])
-        }
+        Outcome::Json(json) => CallToolResult::success(vec![ContentBlock::text(
+            crate::host::protocol::json_text(json),
+        )]),
         Outcome::Refused(why) => CallToolResult::error(vec![ContentBlock::text(why.clone())]),
         Outcome::Cancelled => CallToolResult::error(vec![ContentBlock::text(answer::cancelled(
             name,
@@ -515,7 +525,7 @@ fn result_of(name: &str, outcome: &Outcome) -> CallToolResult {
 }
 
 /// A call counted in on the generation it runs on, its arguments checked.
-pub struct Admitted {
+pub struct AdmittedCall {
     pub generation: Arc<Generation>,
     pub guard: CallGuard,
 }

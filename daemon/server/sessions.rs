@@ -11,7 +11,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::sync::lock;
 
-struct Entry {
+struct SessionEntry {
     seat: String,
     /// The hash of the secret the session presented, so a seat removed and added again (a new secret)
     /// ends the sessions of the old one.
@@ -24,7 +24,7 @@ struct Entry {
 
 #[derive(Default)]
 pub struct Sessions {
-    map: Mutex<HashMap<u64, Entry>>,
+    map: Mutex<HashMap<u64, SessionEntry>>,
     next: AtomicU64,
 }
 
@@ -51,23 +51,21 @@ pub trait RemoteSessions: Send + Sync {
 /// A registration that owns its way back to the registry: an HTTP session's, which lives in rmcp's session
 /// worker rather than in a connection task. Dropping it removes the entry and fires its token.
 pub struct Owned {
-    daemon: std::sync::Arc<super::daemon::Daemon>,
+    sessions: std::sync::Arc<Sessions>,
     pub id: u64,
     ct: CancellationToken,
 }
 
 impl Owned {
     pub fn open(
-        daemon: &std::sync::Arc<super::daemon::Daemon>,
+        sessions: &std::sync::Arc<Sessions>,
         seat: &str,
         secret_hash: &str,
         ct: CancellationToken,
     ) -> Self {
-        let id = daemon
-            .sessions
-            .insert(seat, secret_hash.to_string(), ct.clone());
+        let id = sessions.insert(seat, secret_hash.to_string(), ct.clone());
         Self {
-            daemon: daemon.clone(),
+            sessions: sessions.clone(),
             id,
             ct,
         }
@@ -76,13 +74,13 @@ impl Owned {
 
 impl Drop for Owned {
     fn drop(&mut self) {
-        self.daemon.sessions.lock().remove(&self.id);
+        self.sessions.lock().remove(&self.id);
         self.ct.cancel();
     }
 }
 
 impl Sessions {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Entry>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, SessionEntry>> {
         lock(&self.map)
     }
 
@@ -95,7 +93,7 @@ impl Sessions {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.lock().insert(
             id,
-            Entry {
+            SessionEntry {
                 seat: seat.to_string(),
                 secret_hash,
                 ct,

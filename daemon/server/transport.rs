@@ -12,7 +12,7 @@
 //!   the session's requests are not read until it drains (and a progress report that would go past it is
 //!   dropped), so a session that never reads cannot hold the daemon's memory.
 //! - A request cancelled in the last 5 s still counts against the 64 in flight: its plugin may run on.
-//!   At 64 the session is still read (`server::held`): a cancellation is acted on at once, and other
+//!   At 64 the session is still read (`server::backlog`): a cancellation is acted on at once, and other
 //!   lines wait, bounded, for room.
 //! - A client that closed only its writing side (the bridge, when its own client closes its input) is
 //!   still reading: its calls run to their end and are answered. One that died (its socket closed whole,
@@ -37,8 +37,9 @@ use tokio::io::AsyncRead;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
+use super::answers::Answers;
+use super::backlog::Backlog;
 use super::calls::{Call, Calls};
-use super::held::Held;
 use super::params::{self, INLINE};
 use super::session::SeatService;
 use crate::jsonrpc::{
@@ -49,7 +50,7 @@ use crate::sync::lock;
 use crate::unix_io::{Hangup, WriteHalf};
 
 /// Requests of one session read and not yet answered (or cancelled within CANCELLED_HOLD): past this, its
-/// next requests wait (`server::held`). With the outbox's bound, what one session can make the daemon
+/// next requests wait (`server::backlog`). With the outbox's bound, what one session can make the daemon
 /// hold is bounded however fast it sends.
 pub const MAX_IN_FLIGHT: usize = 64;
 /// The longest request rmcp is given (anything but a `tools/call`, whose arguments are bounded by what they
@@ -78,7 +79,7 @@ pub struct SessionTransport<R> {
     /// How long calls may run on after the client closed its side: their deadline, and a little.
     closing_grace: std::time::Duration,
     /// Lines read while the session had all it may have in flight.
-    held: Held,
+    backlog: Backlog,
     /// The session's input has ended (what is held is still acted on).
     input_ended: bool,
     /// To tell a client that died from one that only closed its side.
@@ -96,89 +97,6 @@ enum Lifecycle {
     Handshake,
     /// With a request of 2026-07-28: every call carries the `_meta` that revision asks for.
     Inline,
-}
-
-/// What the transport and the calls it runs itself share: the way out, and the requests not yet answered.
-pub struct Answers {
-    out: Mutex<Option<Outbox>>,
-    /// The ids of the requests read and not yet answered.
-    in_flight: Mutex<crate::maps::Set<NumberOrString>>,
-    /// Woken when an answer goes out, for a receive waiting on MAX_IN_FLIGHT.
-    answered: tokio::sync::Notify,
-    /// Past this many bytes of unsent lines, the session's requests wait, and notifications are dropped.
-    limit: usize,
-}
-
-impl Answers {
-    fn queue_line(&self, mut line: Vec<u8>) -> Result<(), std::io::Error> {
-        line.push(b'\n');
-        lock(&self.out)
-            .as_ref()
-            .ok_or(())
-            .and_then(|o| o.send(line).map_err(|_| ()))
-            .map_err(|()| {
-                std::io::Error::new(
-                    std::io::ErrorKind::BrokenPipe,
-                    "the session's connection is closed",
-                )
-            })
-    }
-
-    /// Queues the answer line made for request `id` if it is still in flight, freeing the id.
-    pub fn answer_line(&self, id: &NumberOrString, line: Vec<u8>) {
-        if !lock(&self.in_flight).remove(id) {
-            return;
-        }
-        self.answered.notify_one();
-        let _ = self.queue_line(line);
-    }
-
-    /// Queues a notification (a progress report) unless the session has left more than it may unread:
-    /// then it is dropped, as a later one supersedes it.
-    pub fn notify(&self, line: Vec<u8>) {
-        let full = lock(&self.out)
-            .as_ref()
-            .is_none_or(|o| o.queued() > self.limit);
-        if !full {
-            let _ = self.queue_line(line);
-        }
-    }
-
-    /// Queues a message of rmcp's; an answer frees its request's id.
-    pub fn queue(&self, msg: &ServerJsonRpcMessage) -> Result<(), std::io::Error> {
-        if let Some(said) = method_not_found_in_words(msg) {
-            return self.queue(&said);
-        }
-        let id = match msg {
-            ServerJsonRpcMessage::Response(r) => Some(&r.id),
-            ServerJsonRpcMessage::Error(e) => e.id.as_ref(),
-            _ => None,
-        };
-        if let Some(id) = id
-            && lock(&self.in_flight).remove(id)
-        {
-            self.answered.notify_one();
-        }
-        self.queue_line(serde_json::to_vec(msg).map_err(std::io::Error::other)?)
-    }
-
-    fn outbox(&self) -> Option<Outbox> {
-        lock(&self.out).clone()
-    }
-}
-
-/// rmcp answers a method it does not serve with `-32601` and the bare method name as the message: said as
-/// a sentence instead, which names what the server does serve.
-fn method_not_found_in_words(msg: &ServerJsonRpcMessage) -> Option<ServerJsonRpcMessage> {
-    let ServerJsonRpcMessage::Error(e) = msg else {
-        return None;
-    };
-    if e.error.code != rmcp::model::ErrorCode::METHOD_NOT_FOUND || e.error.message.contains(' ') {
-        return None;
-    }
-    let mut said = e.clone();
-    said.error.message = params::method_not_found_words(&e.error.message).into();
-    Some(ServerJsonRpcMessage::Error(said))
 }
 
 /// What calls get beyond their deadline to answer, once the client closed its side.
@@ -209,7 +127,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             lifecycle: Lifecycle::None,
             begun: false,
             closed_at: None,
-            held: Held::default(),
+            backlog: Backlog::default(),
             input_ended: false,
             hangup,
             capabilities: None,
@@ -235,7 +153,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     }
 
     /// The next line to act on: one held while the session was at its cap, once there is room, or a new
-    /// one. At the cap the session is read on into `held`, so that a cancellation is acted on at once;
+    /// one. At the cap the session is read on into `backlog`, so that a cancellation is acted on at once;
     /// a call cancelled in the last seconds counts against the cap too, as its plugin may not have
     /// stopped, and calling and cancelling at once must not start plugins without end.
     async fn next_line(&mut self) -> Option<String> {
@@ -253,14 +171,14 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             }
             self.forget_wound_down();
             if self.has_room() {
-                if let Some(line) = self.held.pop() {
+                if let Some(line) = self.backlog.pop() {
                     return Some(line);
                 }
                 if !self.input_ended {
                     match self.read_line().await {
-                        Read::Line(line) => return Some(line),
-                        Read::Answered => {}
-                        Read::End => self.input_ended = true,
+                        LineRead::Line(line) => return Some(line),
+                        LineRead::Answered => {}
+                        LineRead::End => self.input_ended = true,
                     }
                     continue;
                 }
@@ -275,7 +193,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 continue;
             }
             let wound_down = self.cancelled.first().map(|(_, until)| *until);
-            let read_on = !self.input_ended && self.held.has_room();
+            let read_on = !self.input_ended && self.backlog.has_room();
             let closing_over = self.closed_at.map(|at| at + self.closing_grace);
             tokio::select! {
                 _ = answered => {}
@@ -285,19 +203,19 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 // would go unseen: look.
                 _ = tokio::time::sleep(CLIENT_CHECK), if !read_on => {}
                 read = self.read_line(), if read_on => match read {
-                    Read::End => self.input_ended = true,
-                    Read::Answered => {}
-                    Read::Line(line) => match cancellation(&line) {
+                    LineRead::End => self.input_ended = true,
+                    LineRead::Answered => {}
+                    LineRead::Line(line) => match cancellation(&line) {
                         Some(id) => {
                             // One held with an id in flight is a duplicate, refused in its turn.
                             if let Some(id) = &id
                                 && !lock(&self.answers.in_flight).contains(id)
                             {
-                                self.held.cancel(id);
+                                self.backlog.cancel(id);
                             }
                             return Some(line);
                         }
-                        None => self.held.push(line),
+                        None => self.backlog.push(line),
                     },
                 },
             }
@@ -314,7 +232,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
 
     /// Whether `next_line` has something to do now rather than wait.
     fn can_go_on(&mut self) -> bool {
-        if self.input_ended && self.held.is_empty() {
+        if self.input_ended && self.backlog.is_empty() {
             return self.closing_done();
         }
         self.has_room()
@@ -326,11 +244,11 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     /// ended or is not being read, so a session in full flow pays nothing.
     fn client_died(&mut self, out: Option<&Outbox>) -> bool {
         let unwritable = out.is_some_and(Outbox::is_closed);
-        let look = self.input_ended || !self.held.has_room();
+        let look = self.input_ended || !self.backlog.has_room();
         let died = unwritable || (look && self.hangup.as_ref().is_some_and(Hangup::peer_gone));
         if died {
             tracing::debug!("a session's client died: its calls are stopped");
-            self.held = Held::default();
+            self.backlog = Backlog::default();
             self.input_ended = true;
             self.closed_at = Some(std::time::Instant::now());
             if let Some(calls) = &self.calls {
@@ -342,7 +260,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
 
     /// The next line with something on it. One too long or not UTF-8 is answered here, and the caller
     /// looks at the session's bounds again before reading on.
-    async fn read_line(&mut self) -> Read {
+    async fn read_line(&mut self) -> LineRead {
         loop {
             let line = match self.lines.next().await {
                 Some(Ok(Line::Text(line))) => line,
@@ -355,7 +273,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                             MAX_LINE >> 20
                         ),
                     ));
-                    return Read::Answered;
+                    return LineRead::Answered;
                 }
                 Some(Ok(Line::NotUtf8)) => {
                     let _ = self.queue_line(jsonrpc::error(
@@ -363,16 +281,16 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                         PARSE_ERROR,
                         "Parse error: the line is not UTF-8",
                     ));
-                    return Read::Answered;
+                    return LineRead::Answered;
                 }
                 Some(Err(e)) => {
                     tracing::debug!(error = %e, "reading a session failed");
-                    return Read::End;
+                    return LineRead::End;
                 }
-                None => return Read::End,
+                None => return LineRead::End,
             };
             if !line.trim().is_empty() {
-                return Read::Line(line);
+                return LineRead::Line(line);
             }
         }
     }
@@ -645,7 +563,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
 }
 
 /// What `read_line` read.
-enum Read {
+enum LineRead {
     Line(String),
     /// A line that could not be read was answered.
     Answered,

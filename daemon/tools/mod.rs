@@ -30,7 +30,7 @@ pub enum Kind {
     },
 }
 
-pub struct Entry {
+pub struct TableEntry {
     pub name: String,
     pub description: String,
     /// The description's first line with its control characters shown escaped, as `index` shows it on
@@ -58,7 +58,7 @@ pub struct PluginTool {
 }
 
 pub struct ToolTable {
-    entries: Vec<Entry>,
+    entries: Vec<TableEntry>,
     by_name: crate::maps::Map<String, usize>,
     /// The `tools/list` answer, built once per generation rather than per request.
     listed: Vec<Tool>,
@@ -66,12 +66,12 @@ pub struct ToolTable {
 
 impl ToolTable {
     pub fn new(plugins: Vec<PluginTool>) -> Self {
-        let mut pairs: Vec<(Entry, Tool)> = builtins();
+        let mut pairs: Vec<(TableEntry, Tool)> = builtins();
         for p in plugins {
             let weight = serde_json::to_string(&p.schema).map_or(0, |s| s.len());
             let tool = Tool::new(p.name.clone(), p.description.clone(), p.schema);
             pairs.push((
-                Entry {
+                TableEntry {
                     name: p.name,
                     summary: summary_of(&p.description),
                     description: p.description,
@@ -83,7 +83,7 @@ impl ToolTable {
             ));
         }
         pairs.sort_by(|a, b| a.0.name.as_bytes().cmp(b.0.name.as_bytes()));
-        let (entries, listed): (Vec<Entry>, Vec<Tool>) = pairs.into_iter().unzip();
+        let (entries, listed): (Vec<TableEntry>, Vec<Tool>) = pairs.into_iter().unzip();
         let by_name = entries
             .iter()
             .enumerate()
@@ -96,11 +96,11 @@ impl ToolTable {
         }
     }
 
-    pub fn get(&self, name: &str) -> Option<&Entry> {
+    pub fn get(&self, name: &str) -> Option<&TableEntry> {
         self.by_name.get(name).map(|i| &self.entries[*i])
     }
 
-    pub fn entries(&self) -> &[Entry] {
+    pub fn entries(&self) -> &[TableEntry] {
         &self.entries
     }
 
@@ -113,7 +113,7 @@ impl ToolTable {
     }
 }
 
-fn builtins() -> Vec<(Entry, Tool)> {
+fn builtins() -> Vec<(TableEntry, Tool)> {
     vec![
         builtin(
             "index",
@@ -132,7 +132,7 @@ fn builtin(
     description: &str,
     schema: Value,
     read_only: bool,
-) -> (Entry, Tool) {
+) -> (TableEntry, Tool) {
     // The built-in schemas are constants of this file; they compile, and a test says so.
     let validator = jsonschema::validator_for(&schema).unwrap_or_else(|_| {
         jsonschema::validator_for(&json!({"type": "object"}))
@@ -146,7 +146,7 @@ fn builtin(
     let tool = Tool::new(name.to_string(), description.to_string(), object)
         .with_annotations(ToolAnnotations::new().read_only(read_only));
     (
-        Entry {
+        TableEntry {
             name: name.into(),
             summary: summary_of(description),
             description: description.into(),

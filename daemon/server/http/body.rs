@@ -22,7 +22,7 @@ use crate::server::params;
 
 /// What a request holds while it is answered.
 #[derive(Default)]
-pub struct Held {
+pub struct RequestHolds {
     pub share: Option<Share>,
     pub id: Option<IdInFlight>,
 }
@@ -36,7 +36,7 @@ pub async fn checked(
     seat: &str,
     request: Request,
     session: Option<&str>,
-) -> Result<(Request, Held), Response> {
+) -> Result<(Request, RequestHolds), Response> {
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
         Ok(bytes) => bytes,
@@ -50,7 +50,7 @@ pub async fn checked(
         ))));
     };
     let mended = jsonrpc::mended(text);
-    let mut held = Held::default();
+    let mut held = RequestHolds::default();
     if let Read::Request(r) = jsonrpc::read(&mended, "body") {
         let refuse =
             |code: i64, why: String| answered(Some(jsonrpc::error_under(&r.id, code, &why)));
@@ -94,7 +94,7 @@ pub async fn checked(
         let cost = arguments::cost(&mended);
         if cost > arguments::MAX_READ {
             let why = arguments::too_large("The request's body", cost);
-            return Err(super::gate::refuse(
+            return Err(super::refusal::refuse(
                 daemon,
                 StatusCode::PAYLOAD_TOO_LARGE,
                 why,
@@ -104,7 +104,8 @@ pub async fn checked(
         match daemon.budget.share(seat, cost).await {
             Ok(share) => held.share = Some(share),
             Err(why) => {
-                let mut r = super::gate::refuse(daemon, StatusCode::TOO_MANY_REQUESTS, why, None);
+                let mut r =
+                    super::refusal::refuse(daemon, StatusCode::TOO_MANY_REQUESTS, why, None);
                 r.headers_mut().insert(
                     header::RETRY_AFTER,
                     axum::http::HeaderValue::from_static("1"),
@@ -155,5 +156,5 @@ fn unread(daemon: &Daemon, e: &axum::Error) -> Response {
             format!("the request's body could not be read: {inner}"),
         )
     };
-    super::gate::refuse(daemon, status, why, None)
+    super::refusal::refuse(daemon, status, why, None)
 }

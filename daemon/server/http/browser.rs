@@ -4,7 +4,7 @@
 
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 
-use super::settings::HttpSettings;
+use crate::instance::http::HttpSettings;
 
 pub struct Browsers {
     origins: Vec<String>,

@@ -23,12 +23,10 @@ use super::MAX_BODY_BYTES;
 use super::browser::Browsers;
 use super::limits::{Bodies, Streams, with_body_deadline};
 use super::owners::{Check, Owners, SESSIONS_PER_SEAT};
-use super::settings::HttpSettings;
+use super::refusal::{NO_SUCH_SESSION, refuse};
+use crate::instance::http::HttpSettings;
 use crate::seats::hash_secret;
 use crate::server::daemon::Daemon;
-
-pub const NO_SUCH_SESSION: &str = "this server holds no MCP session with that id (it ended, idled out, or the \
-                                   server started again): initialize a new session";
 
 /// Who is calling, for the one request being handled: read by the factory that makes its `SeatService`.
 #[derive(Clone)]
@@ -246,7 +244,7 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
             Err(answer) => return answer,
         }
     } else {
-        (request, super::body::Held::default())
+        (request, super::body::RequestHolds::default())
     };
     let response = CALLER.scope(caller, next.run(request)).await;
     let mut response = super::plain::reworded(&gate.daemon, response).await;
@@ -394,34 +392,6 @@ fn bearer(headers: &HeaderMap) -> Result<String, String> {
         );
     }
     Ok(token.to_string())
-}
-
-/// A refusal: the status, a JSON-RPC error body with the sentence, and the challenge for a 401.
-pub(super) fn refuse(
-    daemon: &Daemon,
-    status: StatusCode,
-    why: String,
-    challenge: Option<&'static str>,
-) -> Response {
-    daemon.refusals.note(&why);
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": { "code": -32001, "message": why },
-    });
-    let mut response = (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response();
-    if let Some(challenge) = challenge {
-        response.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static(challenge),
-        );
-    }
-    response
 }
 
 /// Any path but `/mcp`.

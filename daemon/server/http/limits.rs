@@ -33,12 +33,12 @@ impl Bodies {
 }
 
 /// One body's share of the bytes in flight, given back when its stream is dropped (parsed, or failed).
-struct Held {
+struct BodyShare {
     bytes: usize,
     in_flight: Arc<AtomicUsize>,
 }
 
-impl Drop for Held {
+impl Drop for BodyShare {
     fn drop(&mut self) {
         self.in_flight.fetch_sub(self.bytes, Ordering::SeqCst);
     }
@@ -125,7 +125,7 @@ pub fn with_body_deadline(request: Request, bodies: &Bodies) -> Request {
     }
     let deadline = tokio::time::Instant::now() + BODY_TIMEOUT;
     let (parts, body) = request.into_parts();
-    let held = Held {
+    let held = BodyShare {
         bytes: 0,
         in_flight: bodies.in_flight.clone(),
     };

@@ -4,15 +4,15 @@
 //! A request passes `gate` first (its `Origin`, its token, its session's owner, the stream limits) and only
 //! then reaches rmcp's `StreamableHttpService`, which makes a `SeatService` for the seat the token named.
 
-mod body;
-mod browser;
 mod gate;
-mod limits;
-mod owners;
+mod body;
 mod plain;
 pub mod serve;
-pub mod settings;
 mod tls;
+mod browser;
+mod owners;
+mod refusal;
+mod limits;
 mod unreadable;
 
 use std::net::SocketAddr;
@@ -25,7 +25,7 @@ use tokio::net::TcpListener;
 
 use super::daemon::Daemon;
 use super::session::SeatService;
-use settings::HttpSettings;
+use crate::instance::http::HttpSettings;
 
 /// The largest request body. Smaller than the socket's line limit: a remote client is anybody with a
 /// token, and a parsed message takes many times its size in memory.
@@ -56,18 +56,10 @@ pub struct Bound {
     pub addr: SocketAddr,
 }
 
-/// The TLS key the endpoint serves with, once bound: hidden from every plugin host's box, whatever a
-/// later openovai.json says.
-static SERVED_KEY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-
-pub fn served_key() -> Option<std::path::PathBuf> {
-    SERVED_KEY.get().cloned()
-}
-
 /// Binds the address (and reads the certificate) before the first load, so a mistake stops the start.
 pub async fn bind(settings: &HttpSettings, root: &std::path::Path) -> Result<Bound, HttpError> {
     if let Some(tls) = &settings.tls {
-        let _ = SERVED_KEY.set(root.join(&tls.key));
+        crate::instance::http::serving_key(root.join(&tls.key));
     }
     let tls = match &settings.tls {
         Some(files) => Some(tls::acceptor(files, root).map_err(HttpError::Tls)?),

@@ -6,7 +6,6 @@ use axum::http::{HeaderMap, header};
 use axum::response::Response;
 use rmcp::model::ProtocolVersion;
 
-use super::gate;
 use crate::server::daemon::Daemon;
 
 /// rmcp's plain-text answers are a line; more than this is not one of them.
@@ -22,7 +21,7 @@ pub async fn reworded(daemon: &Daemon, response: Response) -> Response {
         .await
         .map(|b| String::from_utf8_lossy(&b).trim().to_string())
         .unwrap_or_default();
-    let mut said = gate::refuse(daemon, parts.status, sentence(&text), None);
+    let mut said = super::refusal::refuse(daemon, parts.status, sentence(&text), None);
     // A 405 says which methods are allowed.
     if let Some(allow) = parts.headers.get(header::ALLOW) {
         said.headers_mut().insert(header::ALLOW, allow.clone());
@@ -72,7 +71,7 @@ fn sentence(text: &str) -> String {
         return "the body must be sent with Content-Type: application/json".into();
     }
     if text == "Not Found: Session not found" {
-        return gate::NO_SUCH_SESSION.into();
+        return super::refusal::NO_SUCH_SESSION.into();
     }
     if text == "Method Not Allowed" {
         return "this endpoint takes POST (a message), GET (a session's stream) and DELETE (the end of a session)"

@@ -16,7 +16,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use super::limits::{Counted, Counts};
-use crate::server::connection::Admitted;
+use crate::server::connection::ConnectionSlot;
 use crate::server::daemon::Daemon;
 use crate::sync::lock;
 
@@ -77,9 +77,9 @@ pub async fn accept(
                 continue;
             }
         };
-        let admitted = match Admitted::new(&open, max) {
+        let admitted = match ConnectionSlot::new(&open, max) {
             Some(admitted) => admitted,
-            None if places.close_oldest_unseated(None) => Admitted::over(&open),
+            None if places.close_oldest_unseated(None) => ConnectionSlot::over(&open),
             None => {
                 turn_away(
                     &daemon,

@@ -8,7 +8,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use super::settings::TlsFiles;
+use crate::instance::http::TlsFiles;
 
 pub fn acceptor(files: &TlsFiles, root: &Path) -> Result<TlsAcceptor, String> {
     let cert_path = root.join(&files.cert);

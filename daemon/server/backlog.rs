@@ -13,13 +13,13 @@ const MAX_LINES: usize = 64;
 const MAX_BYTES: usize = 1024 * 1024;
 
 #[derive(Default)]
-pub struct Held {
+pub struct Backlog {
     /// Each line with its id, when it is a request (read once: a cancellation looks through them all).
     lines: VecDeque<(Option<NumberOrString>, String)>,
     bytes: usize,
 }
 
-impl Held {
+impl Backlog {
     /// Whether another line may be read and held.
     pub fn has_room(&self) -> bool {
         self.lines.len() < MAX_LINES && self.bytes < MAX_BYTES
@@ -69,7 +69,7 @@ mod tests {
 
     #[test]
     fn a_cancelled_request_leaves_the_others_in_order() {
-        let mut held = Held::default();
+        let mut held = Backlog::default();
         held.push(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#.into());
         held.push(r#"{"jsonrpc":"2.0","method":"notifications/x","params":{"id":2}}"#.into());
         held.push(r#"{"jsonrpc":"2.0","id":"2","method":"ping"}"#.into());
@@ -86,7 +86,7 @@ mod tests {
 
     #[test]
     fn a_line_that_is_no_request_is_not_cancelled_but_answered() {
-        let mut held = Held::default();
+        let mut held = Backlog::default();
         // An array is no request: it gets its refusal, whatever is cancelled.
         held.push(r#"[71,"ping"]"#.into());
         held.push(r#"{"jsonrpc":"2.0","id":72,"method":"ping","result":1}"#.into());

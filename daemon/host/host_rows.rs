@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use super::ending::Exit;
 use super::ending::{DownCause, Next, NotReimported};
-use super::process::Exit;
 
 /// A host that ended with calls in flight (or none), and what comes next.
 pub fn stopped(
@@ -119,7 +119,7 @@ pub fn respawned(pid: u32, not_served: usize) -> String {
     }
 }
 
-pub fn respawn_delayed(e: &super::process::StartError) -> String {
+pub fn respawn_delayed(e: &super::ending::StartError) -> String {
     format!(
         "A new plugin host could not be started for now ({e}); it is tried again until it starts. Calls wait for it within their deadline."
     )

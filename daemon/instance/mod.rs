@@ -7,6 +7,40 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub mod http;
+
+/// What `hostIsolation` in openovai.json asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IsolationWanted {
+    Auto,
+    Bwrap,
+    Userns,
+    None,
+}
+
+impl IsolationWanted {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "auto" => Ok(IsolationWanted::Auto),
+            "bwrap" => Ok(IsolationWanted::Bwrap),
+            "userns" => Ok(IsolationWanted::Userns),
+            "none" => Ok(IsolationWanted::None),
+            other => Err(format!(
+                "is {other:?}; it takes \"auto\", \"bwrap\", \"userns\" or \"none\""
+            )),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IsolationWanted::Auto => "auto",
+            IsolationWanted::Bwrap => "bwrap",
+            IsolationWanted::Userns => "userns",
+            IsolationWanted::None => "none",
+        }
+    }
+}
+
 use serde_json::{Map, Value};
 
 use crate::names;
@@ -195,11 +229,11 @@ pub struct Config {
     /// Connections the daemon holds at once, sessions and control requests together (`maxConnections`).
     pub max_connections: usize,
     /// The box the plugin host runs in (`hostIsolation`: "auto", "bwrap", "userns" or "none").
-    pub host_isolation: crate::host::sandbox::Wanted,
+    pub host_isolation: IsolationWanted,
     /// Whether each call gets a line in calls.jsonl (`callLog`).
     pub call_log: bool,
     /// The Streamable HTTP endpoint for seats on other machines (`http`), if any.
-    pub http: Option<crate::server::http::settings::HttpSettings>,
+    pub http: Option<http::HttpSettings>,
     /// Keys that look like a misspelt setting, each as a sentence (runtime.log and `ovai check` say them).
     pub warnings: Vec<String>,
 }
@@ -308,9 +342,9 @@ impl Config {
         let max_connections =
             positive_int(map, "maxConnections", DEFAULT_MAX_CONNECTIONS as u64)? as usize;
         let host_isolation = match map.get("hostIsolation") {
-            None | Some(Value::Null) => crate::host::sandbox::Wanted::Auto,
+            None | Some(Value::Null) => IsolationWanted::Auto,
             Some(Value::String(s)) => {
-                crate::host::sandbox::Wanted::parse(s).map_err(|problem| ConfigError::Bad {
+                IsolationWanted::parse(s).map_err(|problem| ConfigError::Bad {
                     key: "hostIsolation",
                     problem,
                 })?
@@ -325,11 +359,12 @@ impl Config {
                 });
             }
         };
-        let http = crate::server::http::settings::parse(map.get("http").unwrap_or(&Value::Null))
-            .map_err(|problem| ConfigError::Bad {
+        let http = http::parse(map.get("http").unwrap_or(&Value::Null)).map_err(|problem| {
+            ConfigError::Bad {
                 key: "http",
                 problem,
-            })?;
+            }
+        })?;
         let warnings = map
             .keys()
             .filter_map(|k| {

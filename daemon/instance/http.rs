@@ -10,6 +10,19 @@ pub const DEFAULT_STREAMS_PER_SEAT: usize = 32;
 /// How long a session (2025-11-25 and before) may go without a request while it holds no stream.
 pub const DEFAULT_SESSION_IDLE_SECS: u64 = 300;
 
+/// The TLS key the endpoint serves with, once bound: hidden from every plugin host's box, whatever a
+/// later openovai.json says.
+static SERVED_KEY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Notes the key the endpoint now serves with (the first one stays: it is the one bound).
+pub fn serving_key(key: PathBuf) {
+    let _ = SERVED_KEY.set(key);
+}
+
+pub fn served_key() -> Option<PathBuf> {
+    SERVED_KEY.get().cloned()
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpSettings {
     /// The address the endpoint listens on (`http.listen`, or `ovai serve --http`).

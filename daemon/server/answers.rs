@@ -1,0 +1,94 @@
+//! The way out of one session: its answers and notifications, queued in order on its outbox, and the ids
+//! of its requests not yet answered (each answered once). Shared by the transport, the calls it runs
+//! itself and their progress.
+
+use std::sync::Mutex;
+
+use rmcp::model::{NumberOrString, ServerJsonRpcMessage};
+
+use super::params;
+use crate::lines::Outbox;
+use crate::sync::lock;
+
+/// What the transport and the calls it runs itself share: the way out, and the requests not yet answered.
+pub struct Answers {
+    pub(super) out: Mutex<Option<Outbox>>,
+    /// The ids of the requests read and not yet answered.
+    pub(super) in_flight: Mutex<crate::maps::Set<NumberOrString>>,
+    /// Woken when an answer goes out, for a receive waiting on MAX_IN_FLIGHT.
+    pub(super) answered: tokio::sync::Notify,
+    /// Past this many bytes of unsent lines, the session's requests wait, and notifications are dropped.
+    pub(super) limit: usize,
+}
+
+impl Answers {
+    pub(super) fn queue_line(&self, mut line: Vec<u8>) -> Result<(), std::io::Error> {
+        line.push(b'\n');
+        lock(&self.out)
+            .as_ref()
+            .ok_or(())
+            .and_then(|o| o.send(line).map_err(|_| ()))
+            .map_err(|()| {
+                std::io::Error::new(
+                    std::io::ErrorKind::BrokenPipe,
+                    "the session's connection is closed",
+                )
+            })
+    }
+
+    /// Queues the answer line made for request `id` if it is still in flight, freeing the id.
+    pub fn answer_line(&self, id: &NumberOrString, line: Vec<u8>) {
+        if !lock(&self.in_flight).remove(id) {
+            return;
+        }
+        self.answered.notify_one();
+        let _ = self.queue_line(line);
+    }
+
+    /// Queues a notification (a progress report) unless the session has left more than it may unread:
+    /// then it is dropped, as a later one supersedes it.
+    pub fn notify(&self, line: Vec<u8>) {
+        let full = lock(&self.out)
+            .as_ref()
+            .is_none_or(|o| o.queued() > self.limit);
+        if !full {
+            let _ = self.queue_line(line);
+        }
+    }
+
+    /// Queues a message of rmcp's; an answer frees its request's id.
+    pub fn queue(&self, msg: &ServerJsonRpcMessage) -> Result<(), std::io::Error> {
+        if let Some(said) = method_not_found_in_words(msg) {
+            return self.queue(&said);
+        }
+        let id = match msg {
+            ServerJsonRpcMessage::Response(r) => Some(&r.id),
+            ServerJsonRpcMessage::Error(e) => e.id.as_ref(),
+            _ => None,
+        };
+        if let Some(id) = id
+            && lock(&self.in_flight).remove(id)
+        {
+            self.answered.notify_one();
+        }
+        self.queue_line(serde_json::to_vec(msg).map_err(std::io::Error::other)?)
+    }
+
+    pub(super) fn outbox(&self) -> Option<Outbox> {
+        lock(&self.out).clone()
+    }
+}
+
+/// rmcp answers a method it does not serve with `-32601` and the bare method name as the message: said as
+/// a sentence instead, which names what the server does serve.
+fn method_not_found_in_words(msg: &ServerJsonRpcMessage) -> Option<ServerJsonRpcMessage> {
+    let ServerJsonRpcMessage::Error(e) = msg else {
+        return None;
+    };
+    if e.error.code != rmcp::model::ErrorCode::METHOD_NOT_FOUND || e.error.message.contains(' ') {
+        return None;
+    }
+    let mut said = e.clone();
+    said.error.message = params::method_not_found_words(&e.error.message).into();
+    Some(ServerJsonRpcMessage::Error(said))
+}
