@@ -104,9 +104,10 @@ fn invisible(c: char) -> bool {
 }
 
 pub fn threw(file: &str, t: &Thrown) -> String {
+    let message = crate::names::escape_controls(&t.message, false);
     match &t.at {
-        Some(at) => format!("{file} threw at {at}: {}", t.message),
-        None => format!("{file} threw: {}", t.message),
+        Some(at) => format!("{file} threw at {at}: {message}"),
+        None => format!("{file} threw: {message}"),
     }
 }
 

@@ -2,6 +2,9 @@ use clap::Parser;
 use std::io::IsTerminal;
 
 fn main() {
+    // `COMPLETE=bash ovai …`: the shell asking for completions (`ovai completions`); answered, then exit.
+    clap_complete::CompleteEnv::with_factory(<ovai::cli::Cli as clap::CommandFactory>::command)
+        .complete();
     let cli = ovai::cli::Cli::parse();
     // A command whose output is cut short (`ovai status | head`) ends quietly, as command-line tools do.
     // The daemon and the bridge keep Rust's default of ignoring SIGPIPE: a peer that goes away is an

@@ -119,7 +119,7 @@ impl<T> Reply<T> {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RestartReply {
     pub generation: u64,
-    /// The plugins rows of the new reading.
+    /// openovai.json's warnings (a key misspelt), then the plugins rows of the new reading.
     pub rows: Vec<String>,
     /// Whether the tool list differs from the one before (and list_changed was sent).
     pub changed: bool,

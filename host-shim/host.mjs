@@ -1157,8 +1157,33 @@ function importFailure(err, file) {
   return { message: headline(err), at };
 }
 
-/** The first line of an error as String() gives it ("TypeError: x is not a function"). */
+/**
+ * The first line of an error as String() gives it ("TypeError: x is not a function"), and those of the
+ * errors it gives as its `cause`, three at most: "TypeError: fetch failed" says little, its cause
+ * "connect ECONNREFUSED 127.0.0.1:18642" says what went wrong. A cause is read only where it is a plain
+ * own value: a getter there is the plugin's code, and is not run.
+ */
 function headline(err) {
+  let text = firstLine(err);
+  let at = err;
+  let causes = 0;
+  while (causes < 3 && text.length <= 1000) {
+    let next;
+    try {
+      const own = at !== null && typeof at === "object" ? getOwn(at, "cause") : undefined;
+      if (own === undefined || !hasOwn(own, "value") || own.value === undefined || own.value === at) break;
+      next = own.value;
+    } catch {
+      break;
+    }
+    text += ` (cause: ${firstLine(next)}`;
+    causes++;
+    at = next;
+  }
+  return clip(text, 1000) + ")".repeat(causes);
+}
+
+function firstLine(err) {
   let text;
   try {
     text = err instanceof ErrorCtor ? toText(err) : describe(err);
@@ -1166,7 +1191,7 @@ function headline(err) {
     text = "an error that cannot be shown";
   }
   const end = textIndexOf(text, "\n");
-  return clip(end < 0 ? text : textSlice(text, 0, end), 500);
+  return clip(end < 0 ? text : textSlice(text, 0, end), 300);
 }
 
 /**

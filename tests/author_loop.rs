@@ -88,7 +88,7 @@ fn the_scaffold_passes_check_and_is_served_after_restart_to_the_leader_only() {
         .args(["check", "plugins/ci-status.mjs"])
         .assert()
         .success()
-        .stdout("This instance serves a tool of its own: ci-status\n");
+        .stdout("This instance would serve a tool of its own: ci-status\n");
     inst.cmd()
         .arg("restart")
         .assert()
@@ -161,13 +161,13 @@ fn check_prints_the_rows_a_restart_would_write_and_touches_no_daemon() {
         .arg("check")
         .assert()
         .code(1)
-        .stdout("plugins/broken.mjs is not served: it does not export inputSchema or run\nThis instance serves a tool of its own: good\n")
+        .stdout("plugins/broken.mjs would not be served: it does not export inputSchema or run\nThis instance would serve a tool of its own: good\n")
         .stderr("ovai: 1 of the 2 files checked would not be served.\n");
     inst.cmd()
         .args(["check", "good"])
         .assert()
         .success()
-        .stdout("This instance serves a tool of its own: good\n");
+        .stdout("This instance would serve a tool of its own: good\n");
     inst.cmd()
         .args(["check", "good.mjs", "plugins/broken.mjs"])
         .assert()

@@ -67,11 +67,18 @@ fn init_with_examples_writes_them() {
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "Wrote the example plugins: ci-status.mjs, freeze.mjs, whoami.mjs.",
+            "Wrote the example plugins: freeze.mjs, last-build.mjs, whoami.mjs.",
         ));
-    for f in ["ci-status.mjs", "freeze.mjs", "whoami.mjs"] {
+    for f in ["last-build.mjs", "freeze.mjs", "whoami.mjs"] {
         assert!(dir.path().join("plugins").join(f).is_file());
     }
+    // The seed's own walk-through comes next, and the examples leave its name free.
+    ovai()
+        .args(["plugin", "ci-status", "--root"])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Wrote plugins/ci-status.mjs"));
 }
 
 #[test]

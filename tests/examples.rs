@@ -1,4 +1,4 @@
-//! The example plugins that ship in plugins/, served by a real daemon: ci-status against a real HTTP
+//! The example plugins that ship in plugins/, served by a real daemon: last-build against a real HTTP
 //! server on loopback, whoami, and freeze (the Leader's alone).
 
 mod common;
@@ -9,7 +9,7 @@ use std::net::TcpListener;
 
 fn with_examples() -> Instance {
     let inst = Instance::new();
-    for f in ["ci-status.mjs", "freeze.mjs", "whoami.mjs"] {
+    for f in ["last-build.mjs", "freeze.mjs", "whoami.mjs"] {
         let src = std::fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("plugins")
@@ -60,7 +60,7 @@ fn fake_ci(answers: Vec<(u16, &'static str)>) -> (String, std::sync::mpsc::Recei
 }
 
 #[test]
-fn ci_status_answers_from_ci_and_refuses_in_words() {
+fn last_build_answers_from_ci_and_refuses_in_words() {
     let inst = with_examples();
     let (url, asked) = fake_ci(vec![
         (
@@ -75,7 +75,7 @@ fn ci_status_answers_from_ci_and_refuses_in_words() {
     let mut s = inst.session("w1");
     s.initialize();
     assert_eq!(
-        s.call("ci-status", json!({ "branch": "feature/login" })),
+        s.call("last-build", json!({ "branch": "feature/login" })),
         (
             "feature/login: passed, build #41, log at https://ci/41 (asked by w1)".to_string(),
             false
@@ -86,22 +86,22 @@ fn ci_status_answers_from_ci_and_refuses_in_words() {
         "/api/builds?branch=feature%2Flogin&limit=1"
     );
     assert_eq!(
-        s.call("ci-status", json!({ "branch": "main" })),
+        s.call("last-build", json!({ "branch": "main" })),
         ("no build of main on CI yet".to_string(), false)
     );
     assert_eq!(
-        s.call("ci-status", json!({ "branch": "main" })),
+        s.call("last-build", json!({ "branch": "main" })),
         ("CI answered 503 for main".to_string(), true)
     );
     // Refused before anything leaves the machine.
     assert_eq!(
-        s.call("ci-status", json!({ "branch": "-rf; x" })),
+        s.call("last-build", json!({ "branch": "-rf; x" })),
         (
             "-rf; x is not a branch name this tool asks CI about".to_string(),
             true
         )
     );
-    let (text, refused) = s.call("ci-status", json!({}));
+    let (text, refused) = s.call("last-build", json!({}));
     assert!(
         refused && text.contains("\"branch\" is a required property"),
         "{text}"
@@ -109,12 +109,12 @@ fn ci_status_answers_from_ci_and_refuses_in_words() {
 }
 
 #[test]
-fn ci_status_refuses_without_a_ci_or_when_it_cannot_be_reached() {
+fn last_build_refuses_without_a_ci_or_when_it_cannot_be_reached() {
     let inst = with_examples();
     let d = inst.start();
     let mut s = inst.session("w1");
     s.initialize();
-    let (text, refused) = s.call("ci-status", json!({ "branch": "main" }));
+    let (text, refused) = s.call("last-build", json!({ "branch": "main" }));
     assert!(refused);
     assert_eq!(
         text,
@@ -133,7 +133,7 @@ fn ci_status_refuses_without_a_ci_or_when_it_cannot_be_reached() {
     let mut s = inst.session("w1");
     s.initialize();
     assert_eq!(
-        s.call("ci-status", json!({ "branch": "main" })),
+        s.call("last-build", json!({ "branch": "main" })),
         (
             format!("CI at http://127.0.0.1:{port} could not be reached: ECONNREFUSED"),
             true
@@ -215,7 +215,7 @@ fn the_demo_runs_the_whole_path_and_cleans_up() {
         .clone();
     let out = String::from_utf8(out).unwrap();
     for want in [
-        "runtime.log: plugins This instance serves a tool of its own: ci-status",
+        "runtime.log: plugins This instance serves a tool of its own: last-build",
         "runtime.log: plugins This instance serves a tool of its own: whoami",
         "== tools/list",
         "  whoami: Who is calling",

@@ -54,6 +54,66 @@ fn a_sync_throw_is_a_refusal_naming_the_file() {
 }
 
 #[test]
+fn a_thrown_errors_causes_are_said_bounded_escaped_and_no_getter_is_run() {
+    // A port nothing listens on: fetch fails, and only its cause says why.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let inst = Instance::with_plugins(&[
+        (
+            "fetches.mjs",
+            &format!(
+                "export const description = 'Fetches.';\nexport const inputSchema = {{ type: 'object' }};\n\
+                 export async function run() {{ await fetch('http://127.0.0.1:{port}/'); return {{ text: 'no' }}; }}\n"
+            ),
+        ),
+        (
+            "chains.mjs",
+            "export const description = 'Throws a chain.';\nexport const inputSchema = { type: 'object' };\n\
+             export function run() {\n\
+               let e = new Error('five');\n\
+               for (const w of ['four', 'three\\u001b[31m', 'two', 'one']) e = new Error(w, { cause: e });\n\
+               throw new Error('top', { cause: e });\n\
+             }\n",
+        ),
+        (
+            "lures.mjs",
+            "export const description = 'Throws a cause behind a getter.';\nexport const inputSchema = { type: 'object' };\n\
+             export function run() {\n\
+               const lure = new Error('lure');\n\
+               Object.defineProperty(lure, 'cause', { get() { return new Error('from the getter'); } });\n\
+               throw lure;\n\
+             }\n",
+        ),
+    ]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let (text, refused) = s.call("fetches", json!({}));
+    assert!(refused);
+    assert!(
+        text.contains(&format!(
+            "TypeError: fetch failed (cause: Error: connect ECONNREFUSED 127.0.0.1:{port})"
+        )),
+        "{text}"
+    );
+    let (text, refused) = s.call("chains", json!({}));
+    assert!(refused);
+    // Three causes at most, a control character escaped.
+    assert!(
+        text.ends_with(
+            "Error: top (cause: Error: one (cause: Error: two (cause: Error: three\\u{1b}[31m)))"
+        ),
+        "{text}"
+    );
+    let (text, refused) = s.call("lures", json!({}));
+    assert!(refused);
+    assert!(text.ends_with(": Error: lure"), "{text}");
+}
+
+#[test]
 fn an_async_rejection_is_a_refusal_naming_the_file() {
     let inst = instance(&["fault-reject"], json!({}));
     let mut d = inst.start();

@@ -331,12 +331,17 @@ fn completions_version_and_service_uninstall_work() {
         .args(["completions", "bash"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("_ovai()"));
+        .stdout(
+            predicate::str::contains("_clap_complete_ovai")
+                .and(predicate::str::contains(" ovai\n")),
+        );
     ovai()
         .args(["completions", "fish"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("complete -c ovai"));
+        .stdout(predicate::str::contains(
+            "complete --keep-order --exclusive --command ovai",
+        ));
     ovai()
         .arg("version")
         .assert()
@@ -407,6 +412,44 @@ fn completions_version_and_service_uninstall_work() {
             "{cmd} in --help: {help}"
         );
     }
+}
+
+/// What a shell is offered, asked as the script `ovai completions fish` wires it to ask.
+fn offered(inst: &Instance, words: &[&str]) -> Vec<String> {
+    let out = ovai()
+        .env("COMPLETE", "fish")
+        .env("OVAI_ROOT", &inst.root)
+        .arg("--")
+        .arg("ovai")
+        .args(words)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split('\t').next().unwrap_or("").to_string())
+        .filter(|w| !w.starts_with('-'))
+        .collect()
+}
+
+#[test]
+fn completion_offers_the_instances_tools_and_seats_and_not_host_box() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    std::fs::write(inst.root.join("plugins/ci-status.mjs"), "").unwrap();
+    std::fs::write(inst.root.join("plugins/not_a_tool.mjs"), "").unwrap();
+    let tools = offered(&inst, &["call", ""]);
+    for t in ["ci-status", "index", "room"] {
+        assert!(tools.contains(&t.to_string()), "{t} in {tools:?}");
+    }
+    assert!(!tools.iter().any(|t| t == "not_a_tool"), "{tools:?}");
+    let seats = offered(&inst, &["call", "index", "--seat", ""]);
+    assert_eq!(seats, ["lead", "w1"]);
+    assert_eq!(offered(&inst, &["seat", "remove", ""]), ["lead", "w1"]);
+    let commands = offered(&inst, &[""]);
+    assert!(commands.contains(&"call".to_string()), "{commands:?}");
+    assert!(!commands.iter().any(|c| c == "host-box"), "{commands:?}");
 }
 
 #[test]
@@ -530,6 +573,10 @@ fn near_misses_of_settings_are_named_and_a_broken_config_is_said_once_rightly() 
         "{:?}",
         inst.rows("server")
     );
+    // A restart prints them too, before the plugins rows.
+    inst.cmd().arg("restart").assert().success().stdout(
+        predicate::str::starts_with(near).and(predicate::str::contains("Restarted: generation 2")),
+    );
     std::fs::write(inst.root.join("openovai.json"), "{ \"user\": ").unwrap();
     let out = inst.cmd().arg("restart").output().unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -541,7 +588,7 @@ fn near_misses_of_settings_are_named_and_a_broken_config_is_said_once_rightly() 
             && !err.contains("refused the connection"),
         "{err}"
     );
-    assert!(inst.rows("server").iter().any(|r| r.starts_with("A restart asked by `ovai restart` failed, and generation 1 goes on serving: openovai.json does not parse")));
+    assert!(inst.rows("server").iter().any(|r| r.starts_with("A restart asked by `ovai restart` failed, and generation 2 goes on serving: openovai.json does not parse")));
 }
 
 #[test]

@@ -81,7 +81,7 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
     let verdicts = result?;
     for (c, v) in &verdicts {
         for row in v.rows(c.file()) {
-            println!("{row}");
+            println!("{}", crate::plugins::plugin_rows::as_checked(&row));
         }
     }
     let refused = verdicts

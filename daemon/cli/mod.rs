@@ -13,10 +13,12 @@ mod service;
 mod status;
 mod stop;
 mod tools;
+mod complete;
 
 use std::path::PathBuf;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{Parser, Subcommand};
+use clap_complete::engine::ArgValueCandidates;
 
 use crate::instance::{self, Instance};
 
@@ -24,11 +26,13 @@ use crate::instance::{self, Instance};
 #[command(
     name = "ovai",
     version,
-    about = "The server behind an openovai workspace: its tools, and tools of your own from plugins/, served to every seat over MCP."
+    about = "The server behind an openovai workspace: its tools, and tools of your own from plugins/, served to every seat over MCP.",
+    after_help = "Every command works on one instance: the one --root names, else OVAI_ROOT, else the nearest \
+                  folder above the working directory holding openovai.json, else the instance this binary sits \
+                  in (ROOT/bin/ovai).\n\nExample: ovai init ~/workspace && cd ~/workspace && ovai serve"
 )]
 pub struct Cli {
-    /// The instance's root (else OVAI_ROOT, else the nearest folder above holding openovai.json, else the
-    /// instance this binary sits in, as ROOT/bin/ovai).
+    /// Use the instance at DIR (see `ovai --help` for how it is found without).
     #[arg(long, global = true, value_name = "DIR")]
     pub root: Option<PathBuf>,
     #[command(subcommand)]
@@ -38,6 +42,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Make an instance: openovai.json, plugins/, desks/, .ovai/ and the Leader's seat.
+    #[command(after_help = "Example: ovai init ~/workspace --leader lead")]
     Init {
         /// Where (default: the working directory).
         dir: Option<PathBuf>,
@@ -47,11 +52,12 @@ pub enum Command {
         /// The Leader's seat name (default: lead).
         #[arg(long)]
         leader: Option<String>,
-        /// Also write the example plugins (ci-status, freeze, whoami) into plugins/.
+        /// Also write the example plugins (last-build, freeze, whoami) into plugins/.
         #[arg(long)]
         examples: bool,
     },
     /// Run the daemon in the foreground (for a terminal, systemd or launchd). SIGHUP restarts, SIGTERM stops.
+    #[command(after_help = "Example: ovai serve --http 127.0.0.1:7777")]
     Serve {
         /// Also serve MCP over Streamable HTTP at ADDR/mcp (such as 127.0.0.1:7777), for seats on other
         /// machines; in place of openovai.json's "http"."listen".
@@ -59,37 +65,48 @@ pub enum Command {
         http: Option<String>,
     },
     /// Ask the running daemon to finish its calls and exit, and wait until it has.
+    #[command(after_help = "Example: ovai stop")]
     Stop,
     /// The stdio bridge an MCP client starts from a seat's desk (reads OVAI_SECRET and OVAI_ROOT).
+    #[command(
+        after_help = "Example: OVAI_SECRET=… ovai mcp   (a desk's .mcp.json runs it; you do not)"
+    )]
     Mcp,
     /// Write plugins/NAME.mjs from the scaffold (never over an existing file).
+    #[command(after_help = "Example: ovai plugin ci-status")]
     Plugin {
         /// The tool's name: a letter, then letters, digits and hyphens, up to 32.
         name: String,
     },
     /// What a restart would make of plugins/ (or of the files named), without touching a running server.
     /// Exits 1 if any would not be served.
+    #[command(after_help = "Example: ovai check plugins/ci-status.mjs")]
     Check {
         /// Files in plugins/ (plugins/x.mjs, x.mjs or x); all of plugins/ when none is named.
         files: Vec<String>,
     },
     /// Read plugins/ and openovai.json again without dropping a session; prints the plugins rows.
+    #[command(after_help = "Example: ovai restart")]
     Restart,
     /// What the running daemon serves, to whom, and how each tool's calls went (exit 3 when none runs).
+    #[command(after_help = "Example: ovai status --json")]
     Status {
         /// Print JSON, for scripts.
         #[arg(long)]
         json: bool,
     },
     /// The tools served now: each one's description, schema, and what it costs every session each turn.
+    #[command(after_help = "Example: ovai tools ci-status")]
     Tools {
         /// One tool only.
+        #[arg(add = ArgValueCandidates::new(complete::tools))]
         name: Option<String>,
         /// Print JSON, for scripts.
         #[arg(long)]
         json: bool,
     },
     /// runtime.log's latest rows (the rotated file too), and with -f the new ones as they come.
+    #[command(after_help = "Example: ovai logs -f")]
     Logs {
         /// Keep printing rows as they are written, like tail -f.
         #[arg(short, long)]
@@ -99,34 +116,41 @@ pub enum Command {
         lines: usize,
     },
     /// Add, list, remove, re-key or rebuild seats.
+    #[command(after_help = "Example: ovai seat add w1")]
     Seat {
         #[command(subcommand)]
         action: SeatAction,
     },
     /// Call a tool from a terminal as a seat, through the same socket a session uses.
+    #[command(after_help = "Example: ovai call ci-status '{\"branch\": \"main\"}' --seat lead")]
     Call {
         /// The tool's name.
+        #[arg(add = ArgValueCandidates::new(complete::tools))]
         tool: String,
         /// The arguments, as a JSON object (default {}); `-` reads them from standard input.
         json: Option<String>,
         /// Call as this seat (its secret is read from desks/SEAT/.mcp.json); else OVAI_SECRET.
-        #[arg(long)]
+        #[arg(long, add = ArgValueCandidates::new(complete::seats))]
         seat: Option<String>,
     },
     /// Run ovai as a service of the system's manager (a systemd user unit, or a launchd agent).
+    #[command(after_help = "Example: ovai service install")]
     Service {
         #[command(subcommand)]
         action: ServiceAction,
     },
     /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = "Example: echo 'source <(ovai completions bash)' >> ~/.bashrc")]
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
     },
     /// Print ovai's version.
+    #[command(after_help = "Example: ovai version")]
     Version,
     /// Run the whole path once on the example plugins: a temporary instance, a real daemon, a seat
     /// connected through `ovai mcp`, tools/list and calls. Prints what happens and cleans up.
+    #[command(after_help = "Example: ovai demo")]
     Demo,
     /// The plugin host's box of ovai's own (hostIsolation "userns"): started by the daemon, never by hand.
     #[command(name = "host-box", hide = true)]
@@ -181,11 +205,13 @@ pub enum SeatAction {
     /// Forget a seat; its sessions are ended. Its desk stays. The Leader's seat is refused.
     Remove {
         /// The seat's name.
+        #[arg(add = ArgValueCandidates::new(complete::seats))]
         name: String,
     },
     /// Give a seat a new secret (written to its desk); the old one opens nothing from then on.
     Rotate {
         /// The seat's name.
+        #[arg(add = ArgValueCandidates::new(complete::seats))]
         name: String,
         /// Point the desk at this HTTP endpoint from now on (a remote seat keeps its URL without it).
         #[arg(long)]
@@ -280,10 +306,7 @@ pub fn run(cli: Cli) -> i32 {
                 }
             })
         }
-        Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "ovai", &mut std::io::stdout());
-            Ok(())
-        }
+        Command::Completions { shell } => complete::registration(shell).map_err(fail(exit::FAILED)),
         Command::Version => {
             println!("ovai {}", env!("CARGO_PKG_VERSION"));
             Ok(())

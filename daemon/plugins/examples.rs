@@ -2,8 +2,11 @@
 
 /// (file name, source) of each example, sorted by file name.
 pub const EXAMPLES: &[(&str, &str)] = &[
-    ("ci-status.mjs", include_str!("../../plugins/ci-status.mjs")),
     ("freeze.mjs", include_str!("../../plugins/freeze.mjs")),
+    (
+        "last-build.mjs",
+        include_str!("../../plugins/last-build.mjs"),
+    ),
     ("whoami.mjs", include_str!("../../plugins/whoami.mjs")),
 ];
 

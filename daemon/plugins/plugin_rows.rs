@@ -8,6 +8,14 @@ pub fn served(name: &str) -> String {
     format!("This instance serves a tool of its own: {name}")
 }
 
+/// A row as `ovai check` prints it: what a restart would do, since the check serves nothing itself.
+pub fn as_checked(row: &str) -> String {
+    if let Some(name) = row.strip_prefix("This instance serves a tool of its own: ") {
+        return format!("This instance would serve a tool of its own: {name}");
+    }
+    row.replacen(" is not served: ", " would not be served: ", 1)
+}
+
 /// Claude Code shows a session at most this many characters of a tool's description (and of the
 /// server's instructions).
 pub const CLIENT_DESCRIPTION_CHARS: usize = 2048;

@@ -212,7 +212,13 @@ impl Daemon {
         );
         let reply = RestartReply {
             generation: next.number,
-            rows: next.rows.clone(),
+            rows: next
+                .config
+                .warnings
+                .iter()
+                .chain(&next.rows)
+                .cloned()
+                .collect(),
             changed,
         };
         self.figures
