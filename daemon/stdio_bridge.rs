@@ -195,6 +195,14 @@ struct Session {
 }
 
 impl Session {
+    /// The client is gone and nothing it asked waits for an answer but streams (`subscriptions/listen`),
+    /// which never end by themselves: the bridge has nothing left to do.
+    fn finished(&self) -> bool {
+        self.client_done && self.pending.keys().all(|k| self.listens.contains_key(k))
+    }
+}
+
+impl Session {
     /// Every request waiting for its answer.
     fn pending(&mut self) -> &mut HashMap<String, Pending> {
         &mut self.pending
@@ -261,6 +269,8 @@ struct Upstream {
 
 struct Bridge {
     target: Target,
+    /// Held while a write to the client is under way, so an exit never cuts a line in two.
+    writing: Mutex<()>,
     session: Mutex<Session>,
     upstream: Mutex<Upstream>,
     /// The replayed `initialize`'s id, as it stands in a line of JSON.
@@ -328,6 +338,7 @@ impl Bridge {
         let replay_id = format!("{REPLAY_ID}-{:016x}", u64::from_le_bytes(random));
         Arc::new(Self {
             target,
+            writing: Mutex::new(()),
             session: Mutex::new(Session::default()),
             upstream: Mutex::new(Upstream::default()),
             replay_key: Value::String(replay_id).to_string(),
@@ -401,11 +412,25 @@ impl Bridge {
             batch.clear();
             ends.clear();
         }
-        lock(&self.session).client_done = true;
+        let finished = {
+            let mut s = lock(&self.session);
+            s.client_done = true;
+            s.finished()
+        };
+        if finished {
+            self.exit();
+        }
         if let Some(up) = lock(&self.upstream).stream.take() {
             // Half-close: the daemon sees end-of-input and finishes what it holds; answers still flow back.
             close_writing(up);
         }
+    }
+
+    /// Ends the bridge once its client is gone and owed nothing: the daemon sees the connection close
+    /// and ends the session (a seat's listen stream would otherwise keep it, and the seat, for minutes).
+    fn exit(&self) -> ! {
+        let _writing = lock(&self.writing);
+        std::process::exit(0)
     }
 
     fn note_request(&self, line: &[u8]) {
@@ -422,10 +447,15 @@ impl Bridge {
         loop {
             if !out.is_empty() && !has_line(input.buffer()) {
                 // Everything that arrived together goes to the client in one write.
+                let _writing = lock(&self.writing);
                 if stdout.write_all(&out).is_err() {
                     return;
                 }
                 out.clear();
+                drop(_writing);
+                if lock(&self.session).finished() {
+                    self.exit();
+                }
             }
             line.clear();
             match input.read_until(b'\n', &mut line) {

@@ -1,7 +1,6 @@
 //! The official MCP conformance suite (npm @modelcontextprotocol/conformance, pinned in scripts/test-tools)
-//! against `ovai serve`'s HTTP endpoint. The suite sends no headers of its own, so a local proxy adds the
-//! seat's bearer token to each request. The scenarios run are those that need no tools of the suite's own
-//! making; the README lists the others and why they do not apply.
+//! against `ovai serve`'s HTTP endpoint, every scenario 2025-11-25 and 2026-07-28 require. The suite sends
+//! no headers of its own, so a local proxy adds the seat's bearer token to each request.
 
 mod common;
 use common::http::{BearerProxy, Http};
@@ -9,16 +8,6 @@ use common::*;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::Command;
-
-/// The scenarios that test a server in general, with no fixture tools, prompts or resources of the suite.
-const SCENARIOS: &[&str] = &[
-    "server-initialize",
-    "ping",
-    "tools-list",
-    "dns-rebinding-protection",
-    "server-sse-polling",
-    "server-sse-multiple-streams",
-];
 
 fn tools_dir() -> PathBuf {
     let cache = std::env::var_os("OVAI_TEST_TOOLS")
@@ -43,23 +32,11 @@ fn tools_dir() -> PathBuf {
     dir
 }
 
-fn run_scenario(modules: &std::path::Path, url: &str, scenario: &str) -> (bool, String) {
-    let out = Command::new(modules.join("node/bin/node"))
-        .arg(modules.join(".bin/conformance"))
-        .args(["server", "--url", url, "--scenario", scenario])
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the conformance suite runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
+/// What the suite expects of a server at each revision, run whole: every scenario a revision requires,
+/// with the expected failures in tests/fixtures/conformance-expected-failures.yml (each says why it does
+/// not apply to ovai). Anything else that fails, fails the test; so does an expected failure that passes.
 #[test]
-fn the_official_conformance_suite_passes_its_general_server_scenarios() {
+fn the_suite_passes_what_2025_11_25_and_2026_07_28_require() {
     let modules = tools_dir();
     let inst = Instance::new();
     inst.set_config(json!({ "http": { "listen": "127.0.0.1:0" } }));
@@ -68,21 +45,38 @@ fn the_official_conformance_suite_passes_its_general_server_scenarios() {
     let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
     let proxy = BearerProxy::start(http.addr, &inst.secret("lead"));
     let url = format!("http://localhost:{}/mcp", proxy.addr.port());
-    let only = std::env::var("OVAI_CONFORMANCE_SCENARIOS").ok();
-    let scenarios: Vec<&str> = match &only {
-        Some(list) => list.split(',').collect(),
-        None => SCENARIOS.to_vec(),
-    };
+    let expected = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/conformance-expected-failures.yml");
     let mut failed = Vec::new();
-    for scenario in scenarios {
-        let (ok, text) = run_scenario(&modules, &url, scenario);
-        eprintln!(
-            "--- {scenario}: {}\n{text}",
-            if ok { "passed" } else { "FAILED" }
+    for revision in ["2025-11-25", "2026-07-28"] {
+        let out = Command::new(modules.join("node/bin/node"))
+            .arg(modules.join(".bin/conformance"))
+            .args(["server", "--url", &url, "--requirements", revision])
+            .args(
+                std::env::var("OVAI_CONFORMANCE_OUT")
+                    .map(|o| vec!["-o".to_string(), format!("{o}/{revision}")])
+                    .unwrap_or_default(),
+            )
+            .arg("--expected-failures")
+            .arg(&expected)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("the conformance suite runs");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
         );
-        if !ok {
-            failed.push(scenario);
+        eprintln!(
+            "--- requirements {revision}: exit {:?}\n{text}",
+            out.status.code()
+        );
+        if !out.status.success() {
+            failed.push(revision);
         }
     }
-    assert!(failed.is_empty(), "scenarios that failed: {failed:?}");
+    assert!(
+        failed.is_empty(),
+        "the suite failed at {failed:?} (its output is above)"
+    );
 }

@@ -1194,3 +1194,82 @@ fn a_body_that_would_take_too_much_once_read_is_refused_in_words() {
     );
     assert!(!s.call("echo", json!({})).1);
 }
+
+/// Whether an SSE body holds an event whose data is empty (a priming event).
+fn has_priming(sse: &str) -> bool {
+    sse.split("\n\n").any(|event| {
+        event.lines().any(|l| l.starts_with("data:"))
+            && event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .all(|d| d.trim().is_empty())
+    })
+}
+
+#[test]
+fn priming_events_go_only_to_clients_of_2025_11_25_and_later() {
+    let (inst, _d, http) = serving(json!({}));
+    // As Gemini CLI: initialize at 2025-06-18, then requests with no MCP-Protocol-Version header.
+    let mut old = HttpSeat::new(&http, &inst.secret("lead"), "2025-06-18");
+    old.initialize();
+    let body = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {} });
+    let headers: Vec<(String, String)> = old
+        .headers("tools/list", None)
+        .into_iter()
+        .filter(|(k, _)| k != "mcp-protocol-version")
+        .collect();
+    let refs: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let r = http.request("POST", &refs, &body.to_string());
+    assert_eq!(r.status, 200);
+    let sse = r.text();
+    assert!(sse.contains("\"tools\""), "{sse}");
+    assert!(!has_priming(&sse), "{sse}");
+    // A client of 2025-11-25 gets its priming event, to resume from.
+    let mut new = HttpSeat::new(&http, &inst.secret("lead"), "2025-11-25");
+    new.initialize();
+    let (_, r) = new.send("tools/list", json!({}));
+    let sse = r.text();
+    assert!(sse.contains("\"tools\"") && has_priming(&sse), "{sse}");
+}
+
+#[test]
+fn from_2026_07_28_a_method_not_served_and_initialize_are_404_in_words() {
+    let (inst, _d, http) = serving(json!({}));
+    let mut s = HttpSeat::new(&http, &inst.secret("lead"), "2026-07-28");
+    let (_, r) = s.send("prompts/list", json!({}));
+    assert_eq!(r.status, 404);
+    let v = r.json();
+    assert_eq!(v["error"]["code"], -32601, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Method not found: this server does not serve prompts/list; it serves"),
+        "{v}"
+    );
+    let (_, r) = s.send(
+        "initialize",
+        json!({ "protocolVersion": "2026-07-28", "capabilities": {}, "clientInfo": { "name": "x", "version": "1" } }),
+    );
+    assert_eq!(r.status, 404);
+    let v = r.json();
+    assert_eq!(v["error"]["code"], -32601, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("initialize is gone from MCP 2026-07-28 on"),
+        "{v}"
+    );
+    // A listen for notifications this server never sends is acknowledged, not refused.
+    let (_, mut r) = s.send(
+        "subscriptions/listen",
+        json!({ "notifications": { "promptsListChanged": true } }),
+    );
+    assert_eq!(r.status, 200);
+    let ack = r.next_message().unwrap();
+    assert!(ack.get("error").is_none(), "{ack}");
+}

@@ -171,3 +171,81 @@ export function run() { runs += 1; return { text: `runs: ${runs}` }; }
     let (text, refused) = s.call("room", json!({ "say": 5 }));
     assert!(refused && text.contains("at /say"), "{text}");
 }
+
+/// Claude Code keeps a `subscriptions/listen` stream open for the whole session. When it goes (its end of
+/// the bridge's stdin closes), the bridge ends, and with it the seat's session, not minutes later.
+#[test]
+fn a_bridge_ends_with_its_client_though_a_listen_stream_is_open() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    let lines = include_str!("../examples/bench/lines/claude-code-2.1.328.jsonl");
+    for line in lines.lines().take(2) {
+        s.send(&serde_json::from_str::<Value>(line).unwrap());
+    }
+    s.recv_where(|v| v["id"] == "server-discover-probe-1");
+    let sessions = || {
+        let out = inst
+            .cmd()
+            .args(["seat", "list", "--json"])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["seats"][0]["sessions"].as_u64()
+    };
+    wait_until("the seat in a session", || {
+        (sessions() == Some(1)).then_some(())
+    });
+    s.close_input();
+    // Far less than the minute and more it stayed before; no figure of speed is asserted.
+    let gone = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = s.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < gone,
+            "ovai mcp is still up 20 s after its client closed its input"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    wait_until("the seat out of its session", || {
+        (sessions().unwrap_or(0) == 0).then_some(())
+    });
+}
+
+/// Over the socket too, a 2026-07-28 request for a method not served is told what is served, and
+/// `initialize` carrying 2026-07-28's `_meta` is a method that revision no longer has.
+#[test]
+fn a_2026_07_28_request_gets_ovais_words_for_a_method_not_served() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": { "name": "t", "version": "1" },
+    });
+    let r = s.request("prompts/list", json!({ "_meta": meta }));
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Method not found: this server does not serve prompts/list"),
+        "{r}"
+    );
+    let r = s.request(
+        "initialize",
+        json!({ "_meta": meta, "protocolVersion": "2026-07-28", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }),
+    );
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("initialize is gone"),
+        "{r}"
+    );
+}

@@ -236,6 +236,30 @@ pub fn is_known_method(method: &str) -> bool {
     )
 }
 
+/// Whether a request is made under 2026-07-28 or later by its own `_meta` (revisions are dates).
+pub fn modern_meta(params: Option<&RawValue>) -> bool {
+    params
+        .and_then(|p| jsonrpc::members(p.get(), ["_meta"]).ok())
+        .and_then(|found| found.values[0])
+        .and_then(|meta| {
+            jsonrpc::members(meta.get(), ["io.modelcontextprotocol/protocolVersion"]).ok()
+        })
+        .and_then(|found| found.values[0])
+        .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+        .is_some_and(|v| v.as_str() >= INLINE)
+}
+
+/// `-32601` for a method gone from the revision a request is made under: `initialize` from 2026-07-28
+/// on, where every request carries what it said.
+pub fn removed_words(method: &str) -> Option<String> {
+    (method == "initialize").then(|| {
+        "Method not found: initialize is gone from MCP 2026-07-28 on; each request carries the protocol \
+         version and client capabilities in its _meta instead (or send initialize without them, as a \
+         2025-11-25 client)"
+            .to_string()
+    })
+}
+
 /// `-32601`'s message: the method, and what this server serves instead.
 pub fn method_not_found_words(method: &str) -> String {
     let method = jsonrpc::clip(method);

@@ -309,8 +309,13 @@ impl ServerHandler for SeatService {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        (requested.tools_list_changed == Some(true))
-            .then(|| SubscriptionFilter::builder().tools_list_changed().build())
+        // Always acknowledged: a listen for what this server never sends (prompts, resources) is an open
+        // stream that stays quiet, not a method this server lacks.
+        Some(if requested.tools_list_changed == Some(true) {
+            SubscriptionFilter::builder().tools_list_changed().build()
+        } else {
+            SubscriptionFilter::builder().build()
+        })
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {

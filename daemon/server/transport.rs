@@ -43,7 +43,7 @@ use super::calls::{Call, Calls};
 use super::params::{self, INLINE};
 use super::session::SeatService;
 use crate::jsonrpc::{
-    self, INVALID_PARAMS, INVALID_REQUEST, MAX_LINE, PARSE_ERROR, Read as Message,
+    self, INVALID_PARAMS, INVALID_REQUEST, MAX_LINE, METHOD_NOT_FOUND, PARSE_ERROR, Read as Message,
 };
 use crate::lines::{CappedLines, Line, Outbox};
 use crate::sync::lock;
@@ -376,6 +376,13 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 }
                 if r.method == "tools/call" {
                     self.take_call(r);
+                    return None;
+                }
+                if let Some(why) =
+                    params::removed_words(&r.method).filter(|_| params::modern_meta(r.params))
+                {
+                    self.answers
+                        .answer_line(&r.id, jsonrpc::error_under(&r.id, METHOD_NOT_FOUND, &why));
                     return None;
                 }
                 if text.len() > MAX_OTHER {

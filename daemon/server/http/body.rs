@@ -25,6 +25,8 @@ use crate::server::params;
 pub struct RequestHolds {
     pub share: Option<Share>,
     pub id: Option<IdInFlight>,
+    /// The revision an `initialize` asks for, which its answer's stream is written for.
+    pub asked: Option<String>,
 }
 
 /// The request with its body read, and what it holds while answered; or the answer it gets instead.
@@ -56,11 +58,42 @@ pub async fn checked(
             |code: i64, why: String| answered(Some(jsonrpc::error_under(&r.id, code, &why)));
         // What the session's service serves is exactly the known methods. Outside a session rmcp
         // answers first what is missing (the session, or a 2026-07-28 request's own headers).
+        // From 2026-07-28 on a method not served is a 404 (rmcp's answer, in words here): one this server
+        // lacks, and `initialize`, gone from that revision.
+        let modern = parts
+            .headers
+            .get("mcp-protocol-version")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v >= params::INLINE)
+            || params::modern_meta(r.params);
+        let gone = match params::removed_words(&r.method) {
+            Some(why) if modern => Some(why),
+            _ if modern && !params::is_known_method(&r.method) => {
+                Some(params::method_not_found_words(&r.method))
+            }
+            _ => None,
+        };
+        if let Some(why) = gone {
+            let answer = jsonrpc::error_under(&r.id, METHOD_NOT_FOUND, &why);
+            return Err((
+                StatusCode::NOT_FOUND,
+                [(header::CONTENT_TYPE, "application/json")],
+                answer,
+            )
+                .into_response());
+        }
         if session.is_some() && !params::is_known_method(&r.method) {
             return Err(refuse(
                 METHOD_NOT_FOUND,
                 params::method_not_found_words(&r.method),
             ));
+        }
+        if r.method == "initialize" {
+            held.asked = r
+                .params
+                .and_then(|p| jsonrpc::members(p.get(), ["protocolVersion"]).ok())
+                .and_then(|found| found.values[0])
+                .and_then(|v| serde_json::from_str::<String>(v.get()).ok());
         }
         if r.method == "tools/call" {
             if let Err(why) = params::call(r.params, &mut None) {

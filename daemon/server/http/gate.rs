@@ -234,6 +234,13 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
         }
     };
     let method = request.method().clone();
+    // The revision the request is made under, as a header names it (every request after `initialize`
+    // should carry it); without one, a client of a revision before the header was asked for.
+    let revision = request
+        .headers()
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let seat = caller.seat.clone();
     let hash = caller.secret_hash.clone();
     let request = with_body_deadline(request, &gate.bodies);
@@ -260,13 +267,41 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
         }
         _ => {}
     }
+    // SSE priming events (empty data, for a client to resume from) go only to clients of 2025-11-25 or
+    // later, as the TS SDK's server does: older clients parse every event's data as JSON, and Gemini CLI
+    // (2025-06-18) drops the server at the first one.
+    let primes = revision
+        .as_deref()
+        .or(held.asked.as_deref())
+        .is_some_and(|v| v >= "2025-11-25");
     // The stream is counted until its body is dropped: written out, or its client gone.
     let (parts, body) = response.into_parts();
-    let body = Body::from_stream(body.into_data_stream().map(move |chunk| {
+    let body = Body::from_stream(body.into_data_stream().filter_map(move |chunk| {
         let _held = (&stream, &in_use, &held);
-        chunk
+        let drop = !primes && chunk.as_ref().is_ok_and(|c| is_priming(c));
+        std::future::ready((!drop).then_some(chunk))
     }));
     Response::from_parts(parts, body)
+}
+
+/// Whether an SSE frame is one event whose data is empty: a priming event, not a message.
+fn is_priming(frame: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(frame) else {
+        return false;
+    };
+    let mut data = None;
+    for line in text.lines() {
+        if let Some(d) = line.strip_prefix("data:") {
+            data = Some(data.unwrap_or(true) && d.trim().is_empty());
+        } else if !(line.is_empty()
+            || line.starts_with("id:")
+            || line.starts_with("retry:")
+            || line.starts_with("event:"))
+        {
+            return false;
+        }
+    }
+    data == Some(true)
 }
 
 /// The seat whose secret `secret` is, or the refusal.
