@@ -15,7 +15,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use crate::desk::{self, Reach};
-use crate::instance::Instance;
+use crate::instance::{Client, Instance};
 use crate::names;
 
 /// The contents of `.ovai/seats.json`.
@@ -72,6 +72,8 @@ pub enum SeatError {
     },
     #[error(transparent)]
     Desk(Box<crate::desk::DeskError>),
+    #[error("{0} Nothing was changed.")]
+    Config(String),
     #[error(transparent)]
     File(#[from] crate::files::FileError),
     #[error("{what} {}: {source}", path.display())]
@@ -372,6 +374,7 @@ pub fn ensure_private_dir(inst: &Instance) -> Result<(), SeatError> {
 /// asks again under the book's lock.
 pub fn precheck_add(inst: &Instance, name: &str, url: Option<&str>) -> Result<(), SeatError> {
     check_name(name)?;
+    desk_clients(inst)?;
     SeatBook::load(inst)?.check_new(name)?;
     if let Some(url) = url {
         desk::check_url(url)?;
@@ -390,6 +393,7 @@ pub fn precheck_existing(
         return Err(book.unknown(name));
     }
     if let Some(url) = rotate {
+        desk_clients(inst)?;
         let desk = inst.desk(name);
         desk::check_writable(&desk)?;
         if let Some(url) = url.map(str::to_string).or_else(|| desk::url_in(&desk)) {
@@ -440,6 +444,8 @@ pub fn add(
         None => Reach::Bridge { exe: ovai_exe },
     };
     let mcp_json = desk::write_server_entry(inst, &desk, &reach, &secret)?;
+    let clients = desk_clients(inst)?;
+    warnings.extend(desk::clients::write(inst, &desk, &reach, &secret, &clients));
     book.seats.insert(
         name.into(),
         SeatRecord {
@@ -448,11 +454,28 @@ pub fn add(
         },
     );
     book.save(inst)?;
-    match desk::approve(&desk) {
-        Ok(w) => warnings.extend(w),
-        Err(e) => warnings.push(e.to_string()),
+    if clients.contains(&Client::ClaudeCode) {
+        match desk::approve(&desk) {
+            Ok(w) => warnings.extend(w),
+            Err(e) => warnings.push(e.to_string()),
+        }
+    }
+    if let Err(why) = desk::git::keep_out(&desk) {
+        warnings.push(format!(
+            "{why}: the desk's files that hold the secret are not kept out of git"
+        ));
     }
     Ok(AddedSeat { mcp_json, warnings })
+}
+
+/// The clients a desk is made for, as openovai.json's `"clients"` says: all of them where it says
+/// nothing, or cannot be read at all (the command that reads it says why); what is wrong with the key.
+pub fn desk_clients(inst: &Instance) -> Result<Vec<Client>, SeatError> {
+    let raw = std::fs::read_to_string(inst.root.join(crate::instance::CONFIG_FILE))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    crate::instance::clients(raw.as_ref().and_then(|v| v.get("clients")))
+        .map_err(|e| SeatError::Config(e.to_string()))
 }
 
 /// Gives a seat a new secret: written to its desk, its hash into seats.json in the same step, so the old
@@ -484,8 +507,21 @@ pub fn rotate(
         None => Reach::Bridge { exe: ovai_exe },
     };
     let path = desk::write_server_entry(inst, &desk, &reach, &secret)?;
+    let mut warning = warning.into_iter().collect::<Vec<_>>();
+    warning.extend(desk::clients::write(
+        inst,
+        &desk,
+        &reach,
+        &secret,
+        &desk_clients(inst)?,
+    ));
+    if let Err(why) = desk::git::keep_out(&desk) {
+        warning.push(format!(
+            "{why}: the desk's files that hold the secret are not kept out of git"
+        ));
+    }
     book.save(inst)?;
-    Ok((path, warning))
+    Ok((path, (!warning.is_empty()).then(|| warning.join(" "))))
 }
 
 /// Forgets a seat: its hash leaves seats.json, and its entries leave the desk's `.mcp.json` and Claude
@@ -500,6 +536,7 @@ pub fn remove(inst: &Instance, name: &str) -> Result<(), SeatError> {
     let desk = inst.desk(name);
     desk::remove_server_entry(&desk)?;
     desk::unapprove(&desk)?;
+    desk::clients::remove(&desk)?;
     Ok(())
 }
 

@@ -116,3 +116,186 @@ fn an_mcp_json_that_does_not_parse_is_never_overwritten() {
         .success()
         .stdout(predicate::str::contains("w5").not());
 }
+
+/// The files that hold a seat's secret at a desk, for every client ovai makes desks for.
+const SECRET_FILES: [&str; 4] = [
+    ".mcp.json",
+    ".gemini/settings.json",
+    ".codex/config.toml",
+    "opencode.json",
+];
+
+#[test]
+fn a_desk_is_made_for_each_client_and_rotate_and_remove_keep_them_right() {
+    let inst = Instance::new();
+    let out = inst.cmd().args(["seat", "add", "w1"]).output().unwrap();
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("Claude Code, Gemini CLI, Codex or opencode started there are w1"),
+        "{said}"
+    );
+    assert!(said.contains("`ovai seat trust w1`"), "{said}");
+    let desk = inst.root.join("desks/w1");
+    let secret = inst.secret("w1");
+    for f in SECRET_FILES {
+        let path = desk.join(f);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(text.contains(&secret), "{f}: {text}");
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600,
+            "{f}"
+        );
+    }
+    let gemini = read_json(&desk.join(".gemini/settings.json"));
+    assert_eq!(gemini["mcpServers"]["openovai"]["trust"], true);
+    assert_eq!(gemini["mcpServers"]["openovai"]["args"], json!(["mcp"]));
+    let opencode = read_json(&desk.join("opencode.json"));
+    assert_eq!(opencode["mcp"]["openovai"]["type"], "local");
+    assert_eq!(opencode["mcp"]["openovai"]["command"][1], "mcp");
+    assert!(
+        std::fs::read_to_string(desk.join(".codex/config.toml"))
+            .unwrap()
+            .contains("default_tools_approval_mode = \"approve\"")
+    );
+    // A new secret reaches every file; the old one is in none.
+    inst.cmd().args(["seat", "rotate", "w1"]).assert().success();
+    let rotated = inst.secret("w1");
+    assert_ne!(rotated, secret);
+    for f in SECRET_FILES {
+        let text = std::fs::read_to_string(desk.join(f)).unwrap();
+        assert!(
+            text.contains(&rotated) && !text.contains(&secret),
+            "{f}: {text}"
+        );
+    }
+    inst.cmd().args(["seat", "remove", "w1"]).assert().success();
+    for f in SECRET_FILES {
+        assert!(
+            !desk.join(f).exists(),
+            "{f} stays after the seat is removed"
+        );
+    }
+}
+
+#[test]
+fn clients_in_openovai_json_choose_which_files_a_desk_gets() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "clients": ["claude-code", "opencode"] }));
+    let out = inst.cmd().args(["seat", "add", "w1"]).output().unwrap();
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(!said.contains("seat trust"), "{said}");
+    let desk = inst.root.join("desks/w1");
+    assert!(desk.join("opencode.json").is_file() && desk.join(".mcp.json").is_file());
+    assert!(!desk.join(".gemini").exists() && !desk.join(".codex").exists());
+    inst.set_config(json!({ "clients": ["claude", "cursor"] }));
+    inst.cmd()
+        .args(["seat", "add", "w2"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "In openovai.json, \"clients\" lists \"claude\", which is not a client ovai makes desks for; it takes \"claude-code\", \"gemini-cli\", \"codex\", \"opencode\"",
+        ));
+}
+
+/// `git add -A` in a desk, as a Worker whose desk is a checkout would, and what it staged.
+fn staged(desk: &std::path::Path) -> Vec<String> {
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(desk)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .expect("git runs (apt-get install git)");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["add", "-A"]);
+    git(&["diff", "--cached", "--name-only"])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn git_init(dir: &std::path::Path) {
+    let out = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("git runs (apt-get install git)");
+    assert!(out.status.success());
+}
+
+#[test]
+fn no_file_holding_the_secret_is_staged_by_git_add_all() {
+    let inst = Instance::new();
+    // A desk that becomes a repository after the seat is made.
+    inst.add_seat("w1");
+    let desk = inst.root.join("desks/w1");
+    std::fs::write(desk.join("notes.md"), "work\n").unwrap();
+    git_init(&desk);
+    let files = staged(&desk);
+    assert!(files.contains(&"notes.md".to_string()), "{files:?}");
+    for f in SECRET_FILES {
+        assert!(!files.contains(&f.to_string()), "{f} staged: {files:?}");
+    }
+    // A desk that is a checkout already: its repository's exclude file takes the lines, and nothing of the
+    // person's own changes.
+    let desk = inst.root.join("desks/w2");
+    std::fs::create_dir_all(&desk).unwrap();
+    git_init(&desk);
+    inst.add_seat("w2");
+    assert!(!desk.join(".gitignore").exists());
+    let files = staged(&desk);
+    for f in SECRET_FILES {
+        assert!(!files.iter().any(|s| s == f), "{f} staged: {files:?}");
+    }
+    assert!(files.iter().all(|f| f.starts_with(".claude/")), "{files:?}");
+}
+
+#[test]
+fn seat_trust_writes_gemini_and_codex_trust_into_the_home_merged() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    let home = tempfile::tempdir_in("/tmp").unwrap();
+    std::fs::create_dir_all(home.path().join(".codex")).unwrap();
+    std::fs::write(home.path().join(".codex/config.toml"), "model = \"o9\"\n").unwrap();
+    let desk = inst.root.join("desks/w1");
+    let out = inst
+        .cmd()
+        .args(["seat", "trust", "w1"])
+        .env("HOME", home.path())
+        .env_remove("CODEX_HOME")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("Gemini CLI trusts") && said.contains("Codex trusts"),
+        "{said}"
+    );
+    let folders = read_json(&home.path().join(".gemini/trustedFolders.json"));
+    assert_eq!(folders[desk.display().to_string()], "TRUST_FOLDER");
+    let codex = std::fs::read_to_string(home.path().join(".codex/config.toml")).unwrap();
+    assert!(codex.starts_with("model = \"o9\""), "{codex}");
+    assert!(
+        codex.contains(&format!(
+            "[projects.\"{}\"]\ntrust_level = \"trusted\"",
+            desk.display()
+        )),
+        "{codex}"
+    );
+    inst.cmd()
+        .args(["seat", "trust", "nobody"])
+        .env("HOME", home.path())
+        .assert()
+        .code(1);
+}

@@ -417,8 +417,16 @@ fn a_desk_for_a_remote_seat_reaches_the_endpoint_and_survives_rotate_and_rebuild
     assert!(out.status.success());
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
-        said.contains("bearer_token_env_var = \"OVAI_SECRET\"") && said.contains(&url),
+        said.contains(&url) && said.contains("`codex exec --trust` once there"),
         "{said}"
+    );
+    // Codex's own file in the desk reaches the endpoint with the token and approves the tools.
+    let codex = std::fs::read_to_string(inst.root.join("desks/far/.codex/config.toml")).unwrap();
+    assert!(
+        codex.contains(&format!("url = \"{url}\""))
+            && codex.contains("Authorization = \"Bearer ")
+            && codex.contains("default_tools_approval_mode = \"approve\""),
+        "{codex}"
     );
     let mcp_json = inst.root.join("desks/far/.mcp.json");
     use std::os::unix::fs::PermissionsExt;

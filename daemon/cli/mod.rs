@@ -220,6 +220,14 @@ pub enum SeatAction {
     /// Make .ovai/seats.json again from the secrets in the desks' .mcp.json files (after it was lost or
     /// broken), so nobody has to re-key a desk.
     Rebuild,
+    /// Trust a seat's desk where Gemini CLI and Codex look, in your home (~/.gemini/trustedFolders.json,
+    /// ~/.codex/config.toml): entries added, nothing replaced. Without it they ignore the desk's settings.
+    #[command(after_help = "Example: ovai seat trust w1")]
+    Trust {
+        /// The seat's name.
+        #[arg(add = ArgValueCandidates::new(complete::seats))]
+        name: String,
+    },
 }
 
 /// The exit codes of the command line.

@@ -13,7 +13,7 @@ use crate::wire::{ControlOp, SeatsReply, StatusReply};
 pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
     // A command that writes the desks' secrets ends the boxed plugin hosts first; if it fails, they are
     // started again at once rather than after the hold's own limit.
-    let writes = !matches!(action, SeatAction::List { .. });
+    let writes = !matches!(action, SeatAction::List { .. } | SeatAction::Trust { .. });
     if writes {
         precheck(inst, &action)?;
         hold_hosts(inst)?;
@@ -25,20 +25,37 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
     result
 }
 
-/// What the operator does with a remote seat's desk, and the same for Codex, whose config takes the token
-/// from an environment variable.
+/// The clients a desk is made for, in words.
+fn client_names(clients: &[crate::instance::Client]) -> String {
+    let names: Vec<&str> = clients.iter().map(|c| c.name()).collect();
+    match names.split_last() {
+        None => "an MCP client reading .mcp.json".into(),
+        Some((last, [])) => (*last).into(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+/// What the operator does with a remote seat's desk.
 fn remote_desk(inst: &Instance, name: &str, url: &str) {
     let desk = inst.desk(name);
+    let clients =
+        seats::desk_clients(inst).unwrap_or_else(|_| crate::instance::Client::ALL.to_vec());
     println!(
-        "Its desk is {desk}: copy the folder to the seat's machine (it holds the secret: scp -r, never a chat). An MCP \
-         client started there reads .mcp.json and reaches {url} as {name}.",
+        "Its desk is {desk}: copy the folder to the seat's machine (it holds the secret: scp -r, never a chat). {} \
+         started there reach{} {url} as {name}.",
+        client_names(&clients),
+        if clients.len() == 1 { "es" } else { "" },
         desk = desk.display()
     );
-    println!(
-        "For Codex on that machine, in ~/.codex/config.toml:\n  [mcp_servers.openovai]\n  url = \"{url}\"\n  \
-         bearer_token_env_var = \"OVAI_SECRET\"\nwith OVAI_SECRET set to the token after \"Bearer \" in {}.",
-        desk.join(".mcp.json").display()
-    );
+    if clients.contains(&crate::instance::Client::GeminiCli)
+        || clients.contains(&crate::instance::Client::Codex)
+    {
+        println!(
+            "On that machine, trust the folder for Gemini CLI (add it to ~/.gemini/trustedFolders.json as \
+             \"TRUST_FOLDER\") and for Codex (`codex exec --trust` once there), or run `ovai seat trust {name}` \
+             there if ovai and the instance are there too."
+        );
+    }
 }
 
 fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
@@ -56,11 +73,48 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             }
             tell_daemon(inst, &format!("`ovai seat add {name}`"))?;
             match &url {
-                None => println!(
-                    "Its desk is {}: an MCP client started there reads .mcp.json and is {name}.",
-                    inst.desk(&name).display()
-                ),
+                None => {
+                    let clients = seats::desk_clients(inst)
+                        .unwrap_or_else(|_| crate::instance::Client::ALL.to_vec());
+                    println!(
+                        "Its desk is {}: {} started there {} {name}.",
+                        inst.desk(&name).display(),
+                        client_names(&clients),
+                        if clients.len() == 1 { "is" } else { "are" }
+                    );
+                    if let Some(line) = crate::desk::clients::trust_line(&name, &clients) {
+                        println!("{line}");
+                    }
+                }
                 Some(url) => remote_desk(inst, &name, url),
+            }
+            Ok(())
+        }
+        SeatAction::Trust { name } => {
+            let book = SeatBook::load(inst).map_err(fail(exit::FAILED))?;
+            if !book.names().any(|n| n == name) {
+                return Err(Failure::new(book.unknown(&name).to_string(), exit::FAILED));
+            }
+            let home = std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(std::path::PathBuf::from)
+                .ok_or_else(|| {
+                    Failure::new(
+                        "HOME is not set, so there is no home to write the trust into.",
+                        exit::FAILED,
+                    )
+                })?;
+            let clients = seats::desk_clients(inst).map_err(fail(exit::FAILED))?;
+            let (gemini, codex) = crate::desk::clients::homes(&home);
+            let said = crate::desk::clients::trust(&inst.desk(&name), (&gemini, &codex), &clients)
+                .map_err(fail(exit::FAILED))?;
+            if said.is_empty() {
+                println!(
+                    "No client this instance makes desks for keeps its trust in your home (\"clients\" in openovai.json)."
+                );
+            }
+            for line in said {
+                println!("{line}");
             }
             Ok(())
         }
@@ -172,7 +226,7 @@ fn precheck(inst: &Instance, action: &SeatAction) -> Result<(), Failure> {
             seats::precheck_existing(inst, name, Some(url.as_deref()))
         }
         SeatAction::Remove { name } => seats::precheck_existing(inst, name, None),
-        SeatAction::List { .. } | SeatAction::Rebuild => Ok(()),
+        SeatAction::List { .. } | SeatAction::Rebuild | SeatAction::Trust { .. } => Ok(()),
     }
     .map_err(fail(exit::FAILED))
 }

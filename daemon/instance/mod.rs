@@ -234,6 +234,8 @@ pub struct Config {
     pub call_log: bool,
     /// The Streamable HTTP endpoint for seats on other machines (`http`), if any.
     pub http: Option<http::HttpSettings>,
+    /// The coding agents a desk is made for (`clients`): each gets its own file there.
+    pub clients: Vec<Client>,
     /// Keys that look like a misspelt setting, each as a sentence (runtime.log and `ovai check` say them).
     pub warnings: Vec<String>,
 }
@@ -255,7 +257,86 @@ pub const SETTINGS: &[&str] = &[
     "callLog",
     "pluginEnv",
     "http",
+    "clients",
 ];
+
+/// A coding agent a seat's session may run, whose files a desk gets (`"clients"` in openovai.json).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Client {
+    ClaudeCode,
+    GeminiCli,
+    Codex,
+    Opencode,
+}
+
+impl Client {
+    pub const ALL: [Client; 4] = [
+        Client::ClaudeCode,
+        Client::GeminiCli,
+        Client::Codex,
+        Client::Opencode,
+    ];
+
+    /// The name openovai.json gives it.
+    pub fn key(self) -> &'static str {
+        match self {
+            Client::ClaudeCode => "claude-code",
+            Client::GeminiCli => "gemini-cli",
+            Client::Codex => "codex",
+            Client::Opencode => "opencode",
+        }
+    }
+
+    /// The name people know it by.
+    pub fn name(self) -> &'static str {
+        match self {
+            Client::ClaudeCode => "Claude Code",
+            Client::GeminiCli => "Gemini CLI",
+            Client::Codex => "Codex",
+            Client::Opencode => "opencode",
+        }
+    }
+}
+
+/// `"clients"`'s value read, or what is wrong with it.
+pub fn clients(value: Option<&Value>) -> Result<Vec<Client>, ConfigError> {
+    let takes = || {
+        Client::ALL
+            .iter()
+            .map(|c| format!("\"{}\"", c.key()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match value {
+        None | Some(Value::Null) => Ok(Client::ALL.to_vec()),
+        Some(Value::Array(items)) => {
+            let mut out = Vec::new();
+            for item in items {
+                let found = item
+                    .as_str()
+                    .and_then(|s| Client::ALL.into_iter().find(|c| c.key() == s));
+                match found {
+                    Some(c) if !out.contains(&c) => out.push(c),
+                    Some(_) => {}
+                    None => {
+                        return Err(ConfigError::Bad {
+                            key: "clients",
+                            problem: format!(
+                                "lists {item}, which is not a client ovai makes desks for; it takes {}",
+                                takes()
+                            ),
+                        });
+                    }
+                }
+            }
+            Ok(out)
+        }
+        Some(other) => Err(ConfigError::Bad {
+            key: "clients",
+            problem: format!("is {}, not a list such as [{}]", json_kind(other), takes()),
+        }),
+    }
+}
 
 /// The setting `key` is a near miss of, if any: the same but for case, or a few letters apart.
 fn near_miss(key: &str) -> Option<&'static str> {
@@ -376,6 +457,7 @@ impl Config {
                 })
             })
             .collect();
+        let clients = clients(map.get("clients"))?;
         let call_log = match map.get("callLog") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
@@ -410,6 +492,7 @@ impl Config {
         Ok(Self {
             user,
             leader,
+            clients,
             call_timeout,
             import_timeout,
             max_answer_bytes,

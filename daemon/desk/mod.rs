@@ -1,5 +1,6 @@
-//! A seat's desk: the folder its session works in, and the two files ovai writes there for the session's
-//! MCP client.
+//! A seat's desk: the folder its session works in, and the files ovai writes there for the session's
+//! client: Claude Code's here, Gemini CLI's, Codex's and opencode's in `clients` (which of them is
+//! `"clients"` in openovai.json), and the lines that keep the secret out of git in `git`.
 //!
 //! - `.mcp.json` says how to reach this server, with the seat's secret (mode 0600). Other servers a person
 //!   configured there are kept.
@@ -9,6 +10,9 @@
 //!   with no approval prompt and no permission popup. It is merged, never replaced.
 //!
 //! A file a person broke is never overwritten: it is named, with its line and column, and left as it is.
+
+pub mod clients;
+pub mod git;
 
 use std::path::{Path, PathBuf};
 
@@ -32,8 +36,8 @@ pub fn settings_file(desk: &Path) -> PathBuf {
 
 /// The files of a desk that hold its seat's secret, where they are.
 pub fn secret_files(desk: &Path) -> Vec<PathBuf> {
-    [mcp_json(desk)]
-        .into_iter()
+    std::iter::once(mcp_json(desk))
+        .chain(clients::secret_files(desk))
         .filter(|p| p.is_file())
         .collect()
 }
