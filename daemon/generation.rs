@@ -40,6 +40,16 @@ pub struct Generation {
 }
 
 impl Generation {
+    /// How many files of plugins/ this reading serves, and how many it does not (by their rows).
+    pub fn plugin_counts(&self) -> (usize, usize) {
+        let not_served = self
+            .rows
+            .iter()
+            .filter(|r| r.contains(" is not served"))
+            .count();
+        (self.served.len(), not_served)
+    }
+
     /// The files in plugins/ that differ from this reading; `Err` when plugins/ cannot be read.
     pub fn stale(&self, inst: &Instance) -> std::io::Result<Vec<Change>> {
         stale::changes(&inst.plugins_dir(), &self.snapshot, &|f| {

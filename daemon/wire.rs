@@ -200,6 +200,9 @@ pub struct StatusReply {
     /// The Streamable HTTP endpoint's URL, when the daemon listens for seats on other machines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<String>,
+    /// Where Prometheus reads the figures, when `"metrics"` is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -106,6 +106,9 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     if let Some(url) = &v.http {
         println!("Seats on other machines: {url} (the seat's secret as a bearer token).");
     }
+    if let Some(url) = &v.metrics {
+        println!("Metrics: {url} (Prometheus's text).");
+    }
     println!("Tools: {}.", v.tools.join(", "));
     let not_served: Vec<&String> = v
         .rows

@@ -115,6 +115,44 @@ fn tail_clause(tail: &[String]) -> String {
     }
 }
 
+/// Hosts ended since the daemon started, by cause, over every generation: for the operator's metrics.
+static ENDS: [std::sync::atomic::AtomicU64; 4] =
+    [const { std::sync::atomic::AtomicU64::new(0) }; 4];
+/// New hosts started in place of one that ended, over every generation.
+static RESPAWNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Why a host ended, as the metrics name it.
+#[derive(Debug, Clone, Copy)]
+pub enum EndCause {
+    /// It stopped by itself (a plugin ended it, it ran out of memory, something killed it).
+    Stopped = 0,
+    /// It left the heartbeat unanswered and was killed.
+    Hung = 1,
+    /// Its protocol pipe closed and it was ended.
+    Deaf = 2,
+    /// Its box went past a bound and it was ended.
+    OverBound = 3,
+}
+
+const CAUSES: [&str; 4] = ["stopped", "hung", "deaf", "over_bound"];
+
+pub fn count_end(cause: EndCause) {
+    ENDS[cause as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+pub fn count_respawn() {
+    RESPAWNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// (cause, hosts ended for it) for each cause, and the respawns, since the daemon started.
+pub fn counts() -> ([(&'static str, u64); 4], u64) {
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    (
+        std::array::from_fn(|i| (CAUSES[i], load(&ENDS[i]))),
+        load(&RESPAWNS),
+    )
+}
+
 /// Why the calls in flight on a host lost it.
 #[derive(Debug, Clone)]
 pub enum HostEnd {

@@ -418,6 +418,12 @@ async fn run(
             Next::Respawn
         };
         let (what, ending) = ended;
+        super::ending::count_end(match &ending {
+            Ending::Stopped(..) => super::ending::EndCause::Stopped,
+            Ending::Hung(..) => super::ending::EndCause::Hung,
+            Ending::Deaf(..) => super::ending::EndCause::Deaf,
+            Ending::Over(..) => super::ending::EndCause::OverBound,
+        });
         let end = Arc::new(match ending {
             Ending::Stopped(exit, out_of_memory) => HostEnd::Stopped {
                 exit,
@@ -549,6 +555,7 @@ async fn respawn_until_up(
         match respawned {
             Ok((next, not_served)) => {
                 host.respawns.fetch_add(1, Ordering::Relaxed);
+                super::ending::count_respawn();
                 job.log
                     .row(Topic::Host, &rows::respawned(next.pid, not_served));
                 return Ok(next);

@@ -236,6 +236,8 @@ pub struct Config {
     pub http: Option<http::HttpSettings>,
     /// The coding agents a desk is made for (`clients`): each gets its own file there.
     pub clients: Vec<Client>,
+    /// Where Prometheus's text is served (`metrics.listen`), if anywhere.
+    pub metrics: Option<std::net::SocketAddr>,
     /// Keys that look like a misspelt setting, each as a sentence (runtime.log and `ovai check` say them).
     pub warnings: Vec<String>,
 }
@@ -258,7 +260,54 @@ pub const SETTINGS: &[&str] = &[
     "pluginEnv",
     "http",
     "clients",
+    "metrics",
 ];
+
+/// `"metrics": {"listen": ADDR, "insecure": true}`: the address Prometheus scrapes, loopback unless
+/// `insecure` says another on purpose (its labels name seats and tools).
+fn metrics_listen(value: Option<&Value>) -> Result<Option<std::net::SocketAddr>, ConfigError> {
+    let bad = |problem: String| ConfigError::Bad {
+        key: "metrics",
+        problem,
+    };
+    let map = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err(bad(format!(
+                "is {}, not an object such as {{\"listen\": \"127.0.0.1:9464\"}}",
+                json_kind(other)
+            )));
+        }
+    };
+    if let Some(key) = map.keys().find(|k| *k != "listen" && *k != "insecure") {
+        return Err(bad(format!(
+            "has \"{key}\", which ovai does not read there; it takes \"listen\" and \"insecure\""
+        )));
+    }
+    let Some(Value::String(listen)) = map.get("listen") else {
+        return Err(bad(
+            "has no \"listen\": name the address, such as \"127.0.0.1:9464\"".into(),
+        ));
+    };
+    let addr = http::parse_listen(listen).map_err(|e| bad(format!("has \"listen\": {e}")))?;
+    let insecure = match map.get("insecure") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(bad(format!(
+                "has \"insecure\": {other}, and it takes true or false"
+            )));
+        }
+    };
+    if !addr.ip().is_loopback() && !insecure {
+        return Err(bad(format!(
+            "listens on {addr}, which other machines reach, and its figures name seats and tools: use a loopback \
+             address, or say \"insecure\": true to mean it"
+        )));
+    }
+    Ok(Some(addr))
+}
 
 /// A coding agent a seat's session may run, whose files a desk gets (`"clients"` in openovai.json).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -458,6 +507,7 @@ impl Config {
             })
             .collect();
         let clients = clients(map.get("clients"))?;
+        let metrics = metrics_listen(map.get("metrics"))?;
         let call_log = match map.get("callLog") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
@@ -493,6 +543,7 @@ impl Config {
             user,
             leader,
             clients,
+            metrics,
             call_timeout,
             import_timeout,
             max_answer_bytes,

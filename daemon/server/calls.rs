@@ -23,7 +23,7 @@ use tokio_util::task::TaskTracker;
 use super::answers::Answers;
 use super::arguments::{self, Refusal};
 use super::progress::{Relay, To};
-use super::session::{AdmittedCall, SeatService};
+use super::session::{AdmittedCall, How, SeatService};
 use crate::answer::Outcome;
 use crate::host::link::{CallEnd, End, Link, Settle};
 use crate::host::{self, CallRequest, Ended, Prepared};
@@ -235,20 +235,20 @@ impl Calls {
                 .progress
                 .clone()
                 .map(|token| Relay::new(token, To::Lines(answers.clone())));
-            let mut host_stopped = false;
+            let mut how = How::Ran;
             let outcome = Box::pin(service.run_admitted(
                 &call.name,
                 &call.args,
                 admitted,
                 &ct,
                 relay.clone(),
-                &mut host_stopped,
+                &mut how,
             ))
             .await;
             if let Some(relay) = &relay {
                 relay.close();
             }
-            service.record(&call.name, started, &outcome, host_stopped);
+            service.record(&call.name, started, &outcome, how);
             // Cancelled (by the client, or at the end of the session): no answer, and the id may already
             // be another call's.
             if shared.release(&call.id, number) {
@@ -327,7 +327,7 @@ impl StopBy {
 impl Shared {
     /// Answers a call that ended as it was taken (refused, or a built-in that needed no task), and counts it.
     fn answer_now(&self, call: &Call, started: Instant, outcome: &Outcome, answers: &Answers) {
-        self.service.record(&call.name, started, outcome, false);
+        self.service.record(&call.name, started, outcome, How::Ran);
         answers.answer_line(&call.id, answer_line(call, outcome));
     }
 
@@ -484,7 +484,7 @@ impl Plain {
         if let Some(relay) = &self.relay {
             relay.close();
         }
-        let host_stopped = matches!(ended, Ended::HostEnded(_));
+        let how = How::of(&ended);
         let outcome = crate::answer::plugin(&self.file, ended, self.max);
         let Plain {
             shared,
@@ -495,9 +495,7 @@ impl Plain {
             started,
             ..
         } = self;
-        shared
-            .service
-            .record(&call.name, started, &outcome, host_stopped);
+        shared.service.record(&call.name, started, &outcome, how);
         drop(admitted);
         // Cancelled (by the client, or at the end of the session): no answer, and the id may already be
         // another call's.

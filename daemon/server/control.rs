@@ -137,6 +137,7 @@ pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
     };
     StatusReply {
         http: crate::sync::lock(&daemon.http_url).clone(),
+        metrics: crate::sync::lock(&daemon.metrics_url).clone(),
         root: daemon.inst.root.display().to_string(),
         pid: std::process::id(),
         started_at: daemon.started_at.clone(),

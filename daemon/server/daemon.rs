@@ -50,6 +50,8 @@ pub struct Daemon {
     pub refusals: Refusals,
     /// Each tool's calls since the start, and the opt-in call log.
     pub figures: super::figures::Figures,
+    /// Prometheus's figures, when `"metrics"` asked for them at the start.
+    pub metrics: std::sync::OnceLock<Arc<super::metrics::Metrics>>,
     /// What requests may hold once read, per seat and in all, and the threads that check large arguments.
     pub budget: super::arguments::Budget,
     /// Fired by `ovai stop`: the accept loop ends and the daemon drains as on SIGTERM.
@@ -60,6 +62,8 @@ pub struct Daemon {
     pub http_stop: CancellationToken,
     /// The HTTP endpoint's URL, when it listens (`ovai status`).
     pub http_url: Mutex<Option<String>>,
+    /// The metrics endpoint's URL, when it listens (`ovai status`).
+    pub metrics_url: Mutex<Option<String>>,
     /// Seat changes asked for (holds and their ends), and whether one is being written now: a generation
     /// built meanwhile by a restart was not held, and is held or replaced once it is in place.
     seat_changes: AtomicU64,
@@ -141,11 +145,13 @@ impl Daemon {
             waiting_hellos: WaitingHellos::default(),
             refusals: Refusals::default(),
             figures: super::figures::Figures::default(),
+            metrics: std::sync::OnceLock::new(),
             budget: super::arguments::Budget::default(),
             stop: CancellationToken::new(),
             http: std::sync::OnceLock::new(),
             http_stop: CancellationToken::new(),
             http_url: Mutex::new(None),
+            metrics_url: Mutex::new(None),
             seat_changes: AtomicU64::new(0),
             seats_holding: std::sync::atomic::AtomicBool::new(false),
         }

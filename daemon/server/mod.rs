@@ -2,6 +2,7 @@
 //! generation, then accepts connections until SIGTERM/SIGINT; SIGHUP is `ovai restart`.
 
 pub mod http;
+pub mod metrics_http;
 pub mod connection;
 pub mod control;
 pub mod watch;
@@ -15,6 +16,7 @@ pub mod params;
 pub mod daemon;
 pub mod arguments;
 pub mod sessions;
+pub mod metrics;
 pub mod figures;
 pub mod leader;
 pub mod restart_row;
@@ -71,6 +73,11 @@ pub enum ServeError {
     Http(String),
     #[error(transparent)]
     HttpBind(#[from] http::HttpError),
+    #[error(
+        "The metrics endpoint cannot listen on {addr} (openovai.json's \"metrics\".\"listen\"): {why}. Pick a free \
+         address, or take \"metrics\" out, and start again."
+    )]
+    Metrics { addr: String, why: String },
 }
 
 fn io_err<'a>(
@@ -179,6 +186,19 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         None => None,
     };
 
+    let metrics_bound = match config.metrics {
+        Some(addr) => match metrics_http::bind(addr) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                let _ = std::fs::remove_file(&socket);
+                return Err(ServeError::Metrics {
+                    addr: addr.to_string(),
+                    why: e.to_string(),
+                });
+            }
+        },
+        None => None,
+    };
     let log = Arc::new(RuntimeLog::new(inst.runtime_log()));
     descriptors::raise_limit(
         &log,
@@ -259,6 +279,24 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         bound.serve(&daemon);
     }
     daemon.figures.set_call_log(call_log);
+    if let Some(listener) = metrics_bound {
+        match metrics_http::serve(&daemon, listener) {
+            Ok(addr) => {
+                let url = format!("http://{addr}/metrics");
+                log.row(
+                    Topic::Server,
+                    &format!("Prometheus reads this server's figures at {url}."),
+                );
+                *lock(&daemon.metrics_url) = Some(url);
+            }
+            Err(e) => log.row(
+                Topic::Server,
+                &format!(
+                    "The metrics endpoint could not start ({e}); the server goes on without it."
+                ),
+            ),
+        }
+    }
 
     watch::spawn(daemon.clone());
     service_manager::ready(&format!("serving {tools} tools"));

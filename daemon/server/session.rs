@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::arguments::{self, Refusal};
 use super::daemon::Daemon;
 use super::figures::Tally;
+use super::metrics::CallOutcome;
 use super::progress::{Relay, To};
 use super::sessions::Owned;
 use crate::answer::{self, Outcome};
@@ -174,7 +175,7 @@ impl SeatService {
         admitted: AdmittedCall,
         ct: &CancellationToken,
         progress: Option<Arc<Relay>>,
-        host_stopped: &mut bool,
+        how: &mut How,
     ) -> Outcome {
         let AdmittedCall {
             generation,
@@ -205,29 +206,33 @@ impl SeatService {
                     generation.config.max_answer_bytes,
                 );
                 let ended = host::call(&generation.host, request, timeout, ct).await;
-                *host_stopped = matches!(ended, host::Ended::HostEnded(_));
+                *how = How::of(&ended);
                 answer::plugin(file, ended, max)
             }
         }
     }
 
     /// Counts a call that started at `started` in the figures `ovai status` shows.
-    pub fn record(
-        &self,
-        name: &str,
-        started: std::time::Instant,
-        outcome: &Outcome,
-        host_stopped: bool,
-    ) {
+    pub fn record(&self, name: &str, started: std::time::Instant, outcome: &Outcome, how: How) {
+        let host_stopped = how == How::HostStopped;
         let counted = match outcome {
             Outcome::Text(_) | Outcome::Json(_) => Tally::Text,
             Outcome::Refused(_) if host_stopped => Tally::HostStopped,
             Outcome::Refused(_) => Tally::Refused,
             Outcome::Cancelled => Tally::Cancelled,
         };
-        self.daemon
-            .figures
-            .record(&self.seat, name, started.elapsed(), counted);
+        let took = started.elapsed();
+        self.daemon.figures.record(&self.seat, name, took, counted);
+        if let Some(metrics) = self.daemon.metrics.get() {
+            let outcome = match (outcome, how) {
+                (Outcome::Text(_) | Outcome::Json(_), _) => CallOutcome::Text,
+                (Outcome::Cancelled, _) => CallOutcome::Cancelled,
+                (Outcome::Refused(_), How::HostStopped) => CallOutcome::Error,
+                (Outcome::Refused(_), How::TimedOut) => CallOutcome::TimedOut,
+                (Outcome::Refused(_), How::Ran) => CallOutcome::Refused,
+            };
+            metrics.call(&self.seat, name, took, outcome);
+        }
     }
 
     async fn index(&self, generation: &Generation) -> Outcome {
@@ -460,7 +465,7 @@ impl SeatService {
         let admitted = match self.enter_call(name)? {
             Ok(admitted) => admitted,
             Err(outcome) => {
-                self.record(name, started, &outcome, false);
+                self.record(name, started, &outcome, How::Ran);
                 return Ok(outcome);
             }
         };
@@ -479,22 +484,16 @@ impl SeatService {
             }
             Err(Refusal::Tool(why)) => {
                 let outcome = Outcome::Refused(why);
-                self.record(name, started, &outcome, false);
+                self.record(name, started, &outcome, How::Ran);
                 return Ok(outcome);
             }
         }
         let (tx, mut notes) = tokio::sync::mpsc::unbounded_channel();
         let relay = token.map(|t| Relay::new(t, To::Channel(tx)));
-        let mut host_stopped = false;
+        let mut how = How::Ran;
         let outcome = {
-            let call = self.run_admitted(
-                name,
-                &args,
-                admitted,
-                &context.ct,
-                relay.clone(),
-                &mut host_stopped,
-            );
+            let call =
+                self.run_admitted(name, &args, admitted, &context.ct, relay.clone(), &mut how);
             tokio::pin!(call);
             loop {
                 tokio::select! {
@@ -509,7 +508,7 @@ impl SeatService {
         if let Some(relay) = &relay {
             relay.close();
         }
-        self.record(name, started, &outcome, host_stopped);
+        self.record(name, started, &outcome, how);
         Ok(outcome)
     }
 }
@@ -526,6 +525,25 @@ fn result_of(name: &str, outcome: &Outcome) -> CallToolResult {
             name,
             &timestamp(std::time::SystemTime::now()),
         ))]),
+    }
+}
+
+/// How a plugin call ended besides its outcome, for the figures: run to its end, its host ended under
+/// it, or its deadline came.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum How {
+    Ran,
+    HostStopped,
+    TimedOut,
+}
+
+impl How {
+    pub fn of(ended: &host::Ended) -> How {
+        match ended {
+            host::Ended::HostEnded(_) => How::HostStopped,
+            host::Ended::Deadline(_) => How::TimedOut,
+            _ => How::Ran,
+        }
     }
 }
 

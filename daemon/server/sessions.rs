@@ -13,6 +13,8 @@ use crate::sync::lock;
 
 struct SessionEntry {
     seat: String,
+    /// "socket" or "http", for the operator's metrics.
+    transport: &'static str,
     /// The hash of the secret the session presented, so a seat removed and added again (a new secret)
     /// ends the sessions of the old one.
     secret_hash: String,
@@ -63,7 +65,7 @@ impl Owned {
         secret_hash: &str,
         ct: CancellationToken,
     ) -> Self {
-        let id = sessions.insert(seat, secret_hash.to_string(), ct.clone());
+        let id = sessions.insert(seat, "http", secret_hash.to_string(), ct.clone());
         Self {
             sessions: sessions.clone(),
             id,
@@ -85,16 +87,23 @@ impl Sessions {
     }
 
     pub fn open(&self, seat: &str, secret_hash: String, ct: CancellationToken) -> Registered<'_> {
-        let id = self.insert(seat, secret_hash, ct);
+        let id = self.insert(seat, "socket", secret_hash, ct);
         Registered { sessions: self, id }
     }
 
-    fn insert(&self, seat: &str, secret_hash: String, ct: CancellationToken) -> u64 {
+    fn insert(
+        &self,
+        seat: &str,
+        transport: &'static str,
+        secret_hash: String,
+        ct: CancellationToken,
+    ) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.lock().insert(
             id,
             SessionEntry {
                 seat: seat.to_string(),
+                transport,
                 secret_hash,
                 ct,
                 peer: None,
@@ -108,6 +117,15 @@ impl Sessions {
         if let Some(e) = self.lock().get_mut(&id) {
             e.peer = Some(peer);
         }
+    }
+
+    /// Sessions open now by (seat, transport).
+    pub fn count_by_seat_and_transport(&self) -> HashMap<(String, &'static str), usize> {
+        let mut counts = HashMap::new();
+        for e in self.lock().values() {
+            *counts.entry((e.seat.clone(), e.transport)).or_insert(0) += 1;
+        }
+        counts
     }
 
     pub fn count_by_seat(&self) -> HashMap<String, usize> {

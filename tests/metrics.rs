@@ -1,0 +1,142 @@
+//! The operator's metrics: `"metrics": {"listen": …}` serves Prometheus's text, a real Prometheus
+//! (Debian's, installed by scripts/test) scrapes it, and a query through its HTTP API reads back a call
+//! the test made. Without the setting there is no listener.
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+
+const ECHO: &str = r#"
+export const description = "Echoes.";
+export const inputSchema = { type: "object", properties: {}, additionalProperties: false };
+export function run(args, { seat }) { return { text: `echo for ${seat}` }; }
+"#;
+
+/// A free loopback port (taken and given back: Prometheus binds it itself).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A GET on loopback, the body.
+fn get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(PATIENCE)).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.0 200")
+        .then(|| body.to_string())
+        .or_else(|| head.starts_with("HTTP/1.1 200").then(|| body.to_string()))
+}
+
+#[test]
+fn a_real_prometheus_scrapes_the_calls_made() {
+    let prometheus = which("prometheus").expect(
+        "Prometheus is not installed: scripts/test installs Debian's prometheus with apt-get where it runs as \
+         root (apt-get install prometheus)",
+    );
+    let inst = Instance::with_plugins(&[("echo.mjs", ECHO)]);
+    inst.add_seat("w1");
+    inst.set_config(json!({ "metrics": { "listen": "127.0.0.1:0" } }));
+    let d = inst.start();
+    let url = d.status().unwrap()["metrics"]
+        .as_str()
+        .expect("ovai status names the metrics endpoint")
+        .to_string();
+    let target = url
+        .strip_prefix("http://")
+        .and_then(|u| u.strip_suffix("/metrics"))
+        .unwrap()
+        .to_string();
+    let mut s = inst.session("w1");
+    s.initialize();
+    for _ in 0..3 {
+        assert_eq!(
+            s.call("echo", json!({})),
+            ("echo for w1".to_string(), false)
+        );
+    }
+    // The text itself: calls by tool, seat and outcome, the conventions' histogram, the session open.
+    let port: u16 = target.rsplit(':').next().unwrap().parse().unwrap();
+    let text = get(port, "/metrics").expect("/metrics answers");
+    assert!(
+        text.contains(r#"ovai_calls_total{tool="echo",seat="w1",outcome="text"} 3"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"mcp_server_operation_duration_seconds_count{mcp_method_name="tools/call",gen_ai_tool_name="echo",error_type=""} 3"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"ovai_sessions_open{seat="w1",transport="socket"} 1"#),
+        "{text}"
+    );
+    assert!(text.contains(r#"ovai_plugins{state="served"} 1"#), "{text}");
+    assert!(!text.contains(&inst.secret("w1")));
+
+    let work = tempfile::tempdir_in("/tmp").unwrap();
+    let config = work.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: ovai\n    static_configs:\n      - targets: ['{target}']\n"
+        ),
+    )
+    .unwrap();
+    let web = free_port();
+    let mut prom = std::process::Command::new(prometheus)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            work.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{web}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(
+            std::fs::File::create(work.path().join("prometheus.log"))
+                .map(std::process::Stdio::from)
+                .unwrap(),
+        )
+        .spawn()
+        .expect("prometheus starts");
+    let query = "/api/v1/query?query=ovai_calls_total%7Btool%3D%22echo%22%2Cseat%3D%22w1%22%7D";
+    let value = wait_until("Prometheus to have scraped the calls", || {
+        let body = get(web, query)?;
+        let v: Value = serde_json::from_str(&body).ok()?;
+        let result = v["data"]["result"].as_array()?.first()?.clone();
+        result["value"][1].as_str().map(str::to_string)
+    });
+    let _ = prom.kill();
+    let _ = prom.wait();
+    assert_eq!(value, "3");
+}
+
+#[test]
+fn without_the_setting_nothing_listens() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let status = d.status().unwrap();
+    assert!(status.get("metrics").is_none(), "{status}");
+    inst.set_config(json!({ "metrics": { "listen": "0.0.0.0:9464" } }));
+    inst.cmd()
+        .arg("check")
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "\"metrics\" listens on 0.0.0.0:9464, which other machines reach",
+        ));
+}
+
+fn which(name: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
