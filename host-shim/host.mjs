@@ -927,7 +927,7 @@ function otherExports(ns) {
 
 // Every answer and progress report carries the call's key, which the daemon checks: a plugin writing to
 // fd 4 by hand cannot answer another call, since it never sees a key.
-async function call({ id, tool, args, seat, role, progress, key }) {
+async function call({ id, tool, args, seat, role, progress, key, traceparent }) {
   try {
     const entry = tool in tools ? tools[tool] : undefined;
     if (entry === undefined) {
@@ -935,6 +935,7 @@ async function call({ id, tool, args, seat, role, progress, key }) {
       return;
     }
     const running = new Running();
+    if (typeof traceparent === "string") running.traceparent = traceparent;
     mapSet(calls, id, running);
     const report = progress === true ? progressOf(id, key) : noProgress;
     let answer;
@@ -1006,6 +1007,8 @@ class Running {
   controller = null;
   reason = undefined;
   aborted = false;
+  /** The call's W3C trace context, or null: what `context.traceparent` gives. */
+  traceparent = null;
   signal() {
     if (this.controller === null) {
       this.controller = new AbortCtl();
@@ -1040,6 +1043,10 @@ class Context {
   }
   get signal() {
     return this.#running.signal();
+  }
+  /** The call's W3C trace context (`00-…`), for the plugin's own requests to pass on; null when none. */
+  get traceparent() {
+    return this.#running.traceparent;
   }
 }
 delete Context.prototype.constructor;

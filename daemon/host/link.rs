@@ -966,6 +966,7 @@ mod tests {
                 role: "Worker",
                 progress: false,
                 key: 8,
+                traceparent: None,
             }
             .line(),
         );

@@ -55,6 +55,8 @@ pub struct CallRequest<'a> {
     pub role: &'a str,
     /// Where the plugin's progress reports go, when the caller asked for them.
     pub progress: Option<Arc<dyn link::Progressed>>,
+    /// The call's W3C trace context, for the plugin to pass on.
+    pub traceparent: Option<&'a str>,
 }
 
 /// How a plugin call ended; `answer` puts it into the caller's words.
@@ -192,6 +194,7 @@ fn prepare_on(
         role: req.role,
         progress: req.progress.is_some(),
         key,
+        traceparent: req.traceparent,
     }
     .line();
     Ok(Ready {
@@ -301,6 +304,7 @@ mod tests {
             seat: "s",
             role: "Worker",
             progress: None,
+            traceparent: None,
         }
     }
 

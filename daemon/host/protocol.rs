@@ -46,6 +46,9 @@ pub enum ToHost<'a> {
         /// Echoed in the answer and progress of this call only: what a plugin writes to fd 4 by hand
         /// cannot pass for another call's answer.
         key: u64,
+        /// The call's W3C trace context, for the plugin to pass on (`context.traceparent`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        traceparent: Option<&'a str>,
     },
     /// Fire the call's AbortSignal; the host sends no answer for it afterwards.
     Cancel {
@@ -59,17 +62,8 @@ pub enum ToHost<'a> {
 
 impl ToHost<'_> {
     pub fn line(&self) -> Vec<u8> {
-        if let ToHost::Call {
-            id,
-            tool,
-            args,
-            seat,
-            role,
-            progress,
-            key,
-        } = self
-        {
-            return call_line(*id, tool, args, seat, role, *progress, *key);
+        if let ToHost::Call { .. } = self {
+            return call_line(self);
         }
         // Serialising these types cannot fail: every field is a string, a number or a JSON value.
         let mut s = Vec::with_capacity(256);
@@ -81,15 +75,20 @@ impl ToHost<'_> {
 
 /// A call's line, its arguments written as the caller wrote them (they were read whole to be checked:
 /// they are one JSON value).
-fn call_line(
-    id: u64,
-    tool: &str,
-    args: &str,
-    seat: &str,
-    role: &str,
-    progress: bool,
-    key: u64,
-) -> Vec<u8> {
+fn call_line(call: &ToHost<'_>) -> Vec<u8> {
+    let ToHost::Call {
+        id,
+        tool,
+        args,
+        seat,
+        role,
+        progress,
+        key,
+        traceparent,
+    } = *call
+    else {
+        return Vec::new();
+    };
     let mut s = Vec::with_capacity(args.len() + 128);
     let string = |s: &mut Vec<u8>, text: &str| {
         let _ = serde_json::to_writer(&mut *s, text);
@@ -109,6 +108,10 @@ fn call_line(
     }
     s.extend_from_slice(b",\"key\":");
     s.extend_from_slice(key.to_string().as_bytes());
+    if let Some(tp) = traceparent {
+        s.extend_from_slice(b",\"traceparent\":");
+        string(&mut s, tp);
+    }
     s.extend_from_slice(b"}\n");
     s
 }

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use rmcp::model::{NumberOrString, ServerJsonRpcMessage};
 
 use super::params;
+use super::traces::RequestSpan;
 use crate::lines::Outbox;
 use crate::sync::lock;
 
@@ -19,6 +20,8 @@ pub struct Answers {
     pub(super) answered: tokio::sync::Notify,
     /// Past this many bytes of unsent lines, the session's requests wait, and notifications are dropped.
     pub(super) limit: usize,
+    /// The spans of requests other than calls, when traces are on: ended as each is answered.
+    pub(super) spans: Mutex<crate::maps::Map<NumberOrString, RequestSpan>>,
 }
 
 impl Answers {
@@ -41,6 +44,9 @@ impl Answers {
         if !lock(&self.in_flight).remove(id) {
             return;
         }
+        self.end_span(id, || {
+            memchr::memmem::find(&line, b"\"error\":").map(|_| "answered with an error".to_string())
+        });
         self.answered.notify_one();
         let _ = self.queue_line(line);
     }
@@ -70,8 +76,28 @@ impl Answers {
             && lock(&self.in_flight).remove(id)
         {
             self.answered.notify_one();
+            self.end_span(id, || match msg {
+                ServerJsonRpcMessage::Error(e) => Some(e.error.message.to_string()),
+                _ => None,
+            });
         }
         self.queue_line(serde_json::to_vec(msg).map_err(std::io::Error::other)?)
+    }
+
+    /// Ends the span of the request answered under `id`, if it has one, failed when `failure` says so.
+    fn end_span(&self, id: &NumberOrString, failure: impl FnOnce() -> Option<String>) {
+        let span = {
+            let mut spans = lock(&self.spans);
+            if spans.is_empty() {
+                return;
+            }
+            spans.remove(id)
+        };
+        if let Some(mut span) = span
+            && let Some(why) = failure()
+        {
+            span.failed(&why);
+        }
     }
 
     pub(super) fn outbox(&self) -> Option<Outbox> {

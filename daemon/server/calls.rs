@@ -24,6 +24,7 @@ use super::answers::Answers;
 use super::arguments::{self, Refusal};
 use super::progress::{Relay, To};
 use super::session::{AdmittedCall, How, SeatService};
+use super::traces::{HostSpan, RequestSpan};
 use crate::answer::Outcome;
 use crate::host::link::{CallEnd, End, Link, Settle};
 use crate::host::{self, CallRequest, Ended, Prepared};
@@ -43,6 +44,36 @@ pub struct Call {
     pub progress: Option<ProgressToken>,
     /// Asked under 2026-07-28 or later: its result says `resultType`.
     pub modern: bool,
+    /// Its span, when traces are on; ended with the call.
+    pub span: Mutex<Option<RequestSpan>>,
+    /// The W3C trace context its caller passed on, if any.
+    pub traceparent: Option<String>,
+}
+
+impl Call {
+    /// Ends the call's span, saying how a call that did not answer with text failed.
+    fn end_span(&self, outcome: &Outcome) {
+        if let Some(mut span) = lock(&self.span).take() {
+            match outcome {
+                Outcome::Refused(why) => span.failed(why),
+                Outcome::Cancelled => span.failed("cancelled"),
+                Outcome::Text(_) | Outcome::Json(_) => {}
+            }
+        }
+    }
+
+    /// The host part's span (when traces are on) and the trace context the plugin gets: that span's, or
+    /// the caller's own.
+    pub fn host_trace(&self) -> (Option<HostSpan>, Option<String>) {
+        let host = lock(&self.span)
+            .as_ref()
+            .and_then(|s| s.host_part(&self.name));
+        let traceparent = host
+            .as_ref()
+            .map(HostSpan::traceparent)
+            .or_else(|| self.traceparent.clone());
+        (host, traceparent)
+    }
 }
 
 /// One socket session's calls.
@@ -106,6 +137,11 @@ impl Calls {
         }
     }
 
+    /// The seat whose calls these are.
+    pub fn seat(&self) -> &str {
+        self.shared.service.seat()
+    }
+
     /// Runs the call; its answer goes to `answers` unless it is cancelled first.
     pub fn take(&mut self, call: Call, answers: &Arc<Answers>) {
         self.next += 1;
@@ -151,6 +187,7 @@ impl Calls {
             .progress
             .clone()
             .map(|token| Relay::new(token, To::Lines(answers.clone())));
+        let (host_span, traceparent) = call.host_trace();
         let prepared = {
             let role = config.role_of(shared.service.seat());
             let request = CallRequest {
@@ -160,6 +197,7 @@ impl Calls {
                 seat: shared.service.seat(),
                 role: role.as_str(),
                 progress: relay.clone().map(|r| r as _),
+                traceparent: traceparent.as_deref(),
             };
             host::prepare(&generation.host, &request)
         };
@@ -187,6 +225,7 @@ impl Calls {
             timeout,
             max,
             relay,
+            host_span,
         });
         if let Err(plain) = prepared.send(tokio::time::Instant::from_std(started) + timeout, plain)
         {
@@ -235,20 +274,20 @@ impl Calls {
                 .progress
                 .clone()
                 .map(|token| Relay::new(token, To::Lines(answers.clone())));
-            let mut how = How::Ran;
-            let outcome = Box::pin(service.run_admitted(
+            let (outcome, how) = Box::pin(service.run_admitted(
                 &call.name,
                 &call.args,
                 admitted,
                 &ct,
                 relay.clone(),
-                &mut how,
+                &|| call.host_trace(),
             ))
             .await;
             if let Some(relay) = &relay {
                 relay.close();
             }
             service.record(&call.name, started, &outcome, how);
+            call.end_span(&outcome);
             // Cancelled (by the client, or at the end of the session): no answer, and the id may already
             // be another call's.
             if shared.release(&call.id, number) {
@@ -328,6 +367,7 @@ impl Shared {
     /// Answers a call that ended as it was taken (refused, or a built-in that needed no task), and counts it.
     fn answer_now(&self, call: &Call, started: Instant, outcome: &Outcome, answers: &Answers) {
         self.service.record(&call.name, started, outcome, How::Ran);
+        call.end_span(outcome);
         answers.answer_line(&call.id, answer_line(call, outcome));
     }
 
@@ -338,6 +378,9 @@ impl Shared {
                 self.answer_now(call, Instant::now(), &Outcome::Refused(why), answers);
             }
             Refusal::Params(why) => {
+                if let Some(mut span) = lock(&call.span).take() {
+                    span.failed(&why);
+                }
                 let line = jsonrpc::error_under(
                     &call.id,
                     INVALID_PARAMS,
@@ -409,6 +452,8 @@ struct Plain {
     timeout: Duration,
     max: usize,
     relay: Option<Arc<Relay>>,
+    /// The host part's span, when traces are on.
+    host_span: Option<HostSpan>,
 }
 
 impl Settle for Plain {
@@ -457,6 +502,11 @@ impl Plain {
         shared.tasks.spawn(async move {
             let generation = self.admitted.generation.clone();
             let role = generation.config.role_of(self.shared.service.seat());
+            let traceparent = self
+                .host_span
+                .as_ref()
+                .map(HostSpan::traceparent)
+                .or_else(|| self.call.traceparent.clone());
             let request = CallRequest {
                 tool: &self.call.name,
                 file: &self.file,
@@ -464,6 +514,7 @@ impl Plain {
                 seat: self.shared.service.seat(),
                 role: role.as_str(),
                 progress: self.relay.clone().map(|r| r as _),
+                traceparent: traceparent.as_deref(),
             };
             let ended = host::call_from(
                 &generation.host,
@@ -493,8 +544,13 @@ impl Plain {
             number,
             admitted,
             started,
+            host_span,
             ..
         } = self;
+        if let (Some(mut span), Outcome::Refused(why)) = (host_span, &outcome) {
+            span.failed(why);
+        }
+        call.end_span(&outcome);
         shared.service.record(&call.name, started, &outcome, how);
         drop(admitted);
         // Cancelled (by the client, or at the end of the session): no answer, and the id may already be
@@ -622,6 +678,8 @@ mod tests {
 
     fn call(id: NumberOrString, modern: bool) -> Call {
         Call {
+            span: Mutex::new(None),
+            traceparent: None,
             id,
             name: "echo".into(),
             args: Arc::from("{}"),

@@ -54,7 +54,7 @@ pub struct Metrics {
     host_respawns: Gauge,
     plugins: Family<StateLabels, Gauge>,
     generation: Gauge,
-    pub spans_dropped: Counter,
+    spans_dropped: Counter,
     resident: Gauge,
     cpu_seconds: Gauge<f64, std::sync::atomic::AtomicU64>,
     open_fds: Gauge,
@@ -239,6 +239,12 @@ impl Metrics {
                 .set(n as i64);
         }
         self.host_respawns.set(respawns as i64);
+        let dropped = super::traces::dropped();
+        if let Some(more) = dropped.checked_sub(self.spans_dropped.get())
+            && more > 0
+        {
+            self.spans_dropped.inc_by(more);
+        }
         self.generation.set(now.generation as i64);
         let (served, not_served) = now.plugins;
         self.plugins

@@ -17,6 +17,7 @@ pub mod daemon;
 pub mod arguments;
 pub mod sessions;
 pub mod metrics;
+pub mod traces;
 pub mod figures;
 pub mod leader;
 pub mod restart_row;
@@ -200,6 +201,9 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         None => None,
     };
     let log = Arc::new(RuntimeLog::new(inst.runtime_log()));
+    if let Some(said) = traces::start(&log) {
+        log.row(Topic::Server, &said);
+    }
     descriptors::raise_limit(
         &log,
         config.max_connections,

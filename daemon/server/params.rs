@@ -236,16 +236,20 @@ pub fn is_known_method(method: &str) -> bool {
     )
 }
 
-/// Whether a request is made under 2026-07-28 or later by its own `_meta` (revisions are dates).
-pub fn modern_meta(params: Option<&RawValue>) -> bool {
+/// A string member of a request's `_meta`, if it has one (at most 512 bytes).
+pub fn meta_string(params: Option<&RawValue>, key: &str) -> Option<String> {
     params
         .and_then(|p| jsonrpc::members(p.get(), ["_meta"]).ok())
         .and_then(|found| found.values[0])
-        .and_then(|meta| {
-            jsonrpc::members(meta.get(), ["io.modelcontextprotocol/protocolVersion"]).ok()
-        })
+        .and_then(|meta| jsonrpc::members(meta.get(), [key]).ok())
         .and_then(|found| found.values[0])
         .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+        .filter(|v| v.len() <= 512)
+}
+
+/// Whether a request is made under 2026-07-28 or later by its own `_meta` (revisions are dates).
+pub fn modern_meta(params: Option<&RawValue>) -> bool {
+    meta_string(params, "io.modelcontextprotocol/protocolVersion")
         .is_some_and(|v| v.as_str() >= INLINE)
 }
 

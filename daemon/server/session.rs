@@ -22,6 +22,7 @@ use super::figures::Tally;
 use super::metrics::CallOutcome;
 use super::progress::{Relay, To};
 use super::sessions::Owned;
+use super::traces::HostSpan;
 use crate::answer::{self, Outcome};
 use crate::generation::Generation;
 use crate::host::{self, CallGuard, CallRequest};
@@ -175,24 +176,25 @@ impl SeatService {
         admitted: AdmittedCall,
         ct: &CancellationToken,
         progress: Option<Arc<Relay>>,
-        how: &mut How,
-    ) -> Outcome {
+        trace: &(dyn Fn() -> (Option<HostSpan>, Option<String>) + Sync),
+    ) -> (Outcome, How) {
         let AdmittedCall {
             generation,
             guard: _in_flight,
         } = admitted;
         // The generation's table does not change: the entry `enter_call` found is there.
         let Some(entry) = generation.tools.get(name) else {
-            return answer::shutting_down(name);
+            return (answer::shutting_down(name), How::Ran);
         };
         match &entry.kind {
-            Kind::Index => Box::pin(self.index(&generation)).await,
+            Kind::Index => (Box::pin(self.index(&generation)).await, How::Ran),
             Kind::Room => {
                 let args: Value = serde_json::from_str(args).unwrap_or_default();
-                Box::pin(self.room(&generation, &args, ct)).await
+                (Box::pin(self.room(&generation, &args, ct)).await, How::Ran)
             }
             Kind::Plugin { file } => {
                 let role = generation.config.role_of(&self.seat);
+                let (mut host_span, traceparent) = trace();
                 let request = CallRequest {
                     tool: name,
                     file,
@@ -200,14 +202,19 @@ impl SeatService {
                     seat: &self.seat,
                     role: role.as_str(),
                     progress: progress.map(|r| r as _),
+                    traceparent: traceparent.as_deref(),
                 };
                 let (timeout, max) = (
                     generation.config.call_timeout,
                     generation.config.max_answer_bytes,
                 );
                 let ended = host::call(&generation.host, request, timeout, ct).await;
-                *how = How::of(&ended);
-                answer::plugin(file, ended, max)
+                let how = How::of(&ended);
+                let outcome = answer::plugin(file, ended, max);
+                if let (Some(span), Outcome::Refused(why)) = (&mut host_span, &outcome) {
+                    span.failed(why);
+                }
+                (outcome, how)
             }
         }
     }
@@ -490,15 +497,25 @@ impl SeatService {
         }
         let (tx, mut notes) = tokio::sync::mpsc::unbounded_channel();
         let relay = token.map(|t| Relay::new(t, To::Channel(tx)));
-        let mut how = How::Ran;
-        let outcome = {
-            let call =
-                self.run_admitted(name, &args, admitted, &context.ct, relay.clone(), &mut how);
+        let span = std::sync::Mutex::new(self.http_span(name, context));
+        let incoming = trace_header(context, "traceparent");
+        let trace = || {
+            let host = crate::sync::lock(&span)
+                .as_ref()
+                .and_then(|s| s.host_part(name));
+            let tp = host
+                .as_ref()
+                .map(HostSpan::traceparent)
+                .or_else(|| incoming.clone());
+            (host, tp)
+        };
+        let (outcome, how) = {
+            let call = self.run_admitted(name, &args, admitted, &context.ct, relay.clone(), &trace);
             tokio::pin!(call);
             loop {
                 tokio::select! {
                     biased;
-                    outcome = &mut call => break outcome,
+                    ended = &mut call => break ended,
                     Some(note) = notes.recv() => {
                         let _ = context.peer.notify_progress(note).await;
                     }
@@ -509,8 +526,66 @@ impl SeatService {
             relay.close();
         }
         self.record(name, started, &outcome, how);
+        if let Some(mut span) = crate::sync::lock(&span).take() {
+            match &outcome {
+                Outcome::Refused(why) => span.failed(why),
+                Outcome::Cancelled => span.failed("cancelled"),
+                Outcome::Text(_) | Outcome::Json(_) => {}
+            }
+        }
         Ok(outcome)
     }
+
+    /// The span of a `tools/call` over HTTP, its parent from the request's `_meta` or its header.
+    fn http_span(
+        &self,
+        name: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<crate::server::traces::RequestSpan> {
+        crate::server::traces::tracer()?;
+        let header = |h: &str| {
+            context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|p| p.headers.get(h))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let traceparent = trace_header(context, "traceparent");
+        let tracestate = trace_header(context, "tracestate");
+        crate::server::traces::RequestSpan::start(&crate::server::traces::Request {
+            method: "tools/call",
+            tool: Some(name),
+            id: Some(match &context.id {
+                rmcp::model::NumberOrString::Number(n) => n.to_string(),
+                rmcp::model::NumberOrString::String(s) => s.to_string(),
+            }),
+            seat: &self.seat,
+            session: header("mcp-session-id"),
+            version: header("mcp-protocol-version").as_deref(),
+            transport: "tcp",
+            traceparent: traceparent.as_deref(),
+            tracestate: tracestate.as_deref(),
+        })
+    }
+}
+
+/// W3C trace context for a request over HTTP: its `_meta`'s, else its header's.
+fn trace_header(context: &RequestContext<RoleServer>, key: &str) -> Option<String> {
+    context
+        .meta
+        .get(key)
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+        .or_else(|| {
+            context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|p| p.headers.get(key))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        })
+        .filter(|v| v.len() <= 512)
 }
 
 /// A call's outcome as rmcp's result (rmcp writes it; over the socket `calls::answer_line` does).

@@ -42,6 +42,7 @@ use super::backlog::Backlog;
 use super::calls::{Call, Calls};
 use super::params::{self, INLINE};
 use super::session::SeatService;
+use super::traces::{self, RequestSpan};
 use crate::jsonrpc::{
     self, INVALID_PARAMS, INVALID_REQUEST, MAX_LINE, METHOD_NOT_FOUND, PARSE_ERROR, Read as Message,
 };
@@ -120,6 +121,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 in_flight: Mutex::default(),
                 answered: tokio::sync::Notify::new(),
                 limit: queue_limit,
+                spans: Mutex::default(),
             }),
             writer: Some(writer),
             cancelled: Vec::new(),
@@ -397,6 +399,26 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                         .answer_line(&r.id, jsonrpc::error_under(&r.id, INVALID_REQUEST, &why));
                     return None;
                 }
+                if let Some(calls) = &self.calls
+                    && traces::tracer().is_some()
+                    && let Some(span) = RequestSpan::start(&traces::Request {
+                        method: &r.method,
+                        tool: None,
+                        id: Some(jsonrpc::key_of(&r.id)),
+                        seat: calls.seat(),
+                        session: None,
+                        version: params::meta_string(
+                            r.params,
+                            "io.modelcontextprotocol/protocolVersion",
+                        )
+                        .as_deref(),
+                        transport: "unix",
+                        traceparent: params::meta_string(r.params, "traceparent").as_deref(),
+                        tracestate: params::meta_string(r.params, "tracestate").as_deref(),
+                    })
+                {
+                    lock(&self.answers.spans).insert(r.id.clone(), span);
+                }
                 let msg = match params::for_rmcp(&text, &r) {
                     Ok(msg) => msg,
                     Err(answer) => {
@@ -518,12 +540,27 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 );
             }
         };
+        let span = self.calls.as_ref().and_then(|calls| {
+            RequestSpan::start(&traces::Request {
+                method: "tools/call",
+                tool: Some(&call.name),
+                id: Some(jsonrpc::key_of(&r.id)),
+                seat: calls.seat(),
+                session: None,
+                version: call.version.as_deref(),
+                transport: "unix",
+                traceparent: call.traceparent.as_deref(),
+                tracestate: call.tracestate.as_deref(),
+            })
+        });
         let call = Call {
             id: r.id,
             name: call.name.into_owned(),
             args: Arc::from(call.arguments.map_or("{}", RawValue::get)),
             progress: call.progress,
             modern,
+            span: Mutex::new(span),
+            traceparent: call.traceparent,
         };
         if let Some(calls) = &mut self.calls {
             calls.take(call, &self.answers);

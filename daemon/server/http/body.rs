@@ -27,6 +27,8 @@ pub struct RequestHolds {
     pub id: Option<IdInFlight>,
     /// The revision an `initialize` asks for, which its answer's stream is written for.
     pub asked: Option<String>,
+    /// The span of a request other than a call, when traces are on: ended when its answer is written.
+    pub span: Option<crate::server::traces::RequestSpan>,
 }
 
 /// The request with its body read, and what it holds while answered; or the answer it gets instead.
@@ -94,6 +96,32 @@ pub async fn checked(
                 .and_then(|p| jsonrpc::members(p.get(), ["protocolVersion"]).ok())
                 .and_then(|found| found.values[0])
                 .and_then(|v| serde_json::from_str::<String>(v.get()).ok());
+        }
+        if r.method != "tools/call" && crate::server::traces::tracer().is_some() {
+            let header = |h: &str| {
+                parts
+                    .headers
+                    .get(h)
+                    .and_then(|v| v.to_str().ok())
+                    .filter(|v| v.len() <= 512)
+                    .map(str::to_string)
+            };
+            let traceparent =
+                params::meta_string(r.params, "traceparent").or_else(|| header("traceparent"));
+            let tracestate =
+                params::meta_string(r.params, "tracestate").or_else(|| header("tracestate"));
+            held.span =
+                crate::server::traces::RequestSpan::start(&crate::server::traces::Request {
+                    method: &r.method,
+                    tool: None,
+                    id: Some(r.key()),
+                    seat,
+                    session: header("mcp-session-id"),
+                    version: header("mcp-protocol-version").as_deref(),
+                    transport: "tcp",
+                    traceparent: traceparent.as_deref(),
+                    tracestate: tracestate.as_deref(),
+                });
         }
         if r.method == "tools/call" {
             if let Err(why) = params::call(r.params, &mut None) {

@@ -244,7 +244,7 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
     let seat = caller.seat.clone();
     let hash = caller.secret_hash.clone();
     let request = with_body_deadline(request, &gate.bodies);
-    let (request, held) = if method == Method::POST {
+    let (request, mut held) = if method == Method::POST {
         let session = session.as_deref().filter(|_| in_use.is_some());
         match super::body::checked(&gate.daemon, &gate.owners, &seat, request, session).await {
             Ok(checked) => checked,
@@ -270,6 +270,11 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
     // SSE priming events (empty data, for a client to resume from) go only to clients of 2025-11-25 or
     // later, as the TS SDK's server does: older clients parse every event's data as JSON, and Gemini CLI
     // (2025-06-18) drops the server at the first one.
+    if !response.status().is_success()
+        && let Some(span) = held.span.as_mut()
+    {
+        span.failed(&format!("answered HTTP {}", response.status()));
+    }
     let primes = revision
         .as_deref()
         .or(held.asked.as_deref())

@@ -1,0 +1,351 @@
+//! Traces for the operator's tools, on when `OTEL_EXPORTER_OTLP_ENDPOINT` (or `…_TRACES_ENDPOINT`) is in
+//! the daemon's environment: every request a session makes is a span named as the OpenTelemetry semantic
+//! conventions for MCP name it (`tools/call ci-status`), with their attributes and the seat; a plugin
+//! call has a child span for its host's part. A `traceparent` in the request's `_meta` (or its HTTP
+//! header) makes the span its child. Spans are exported over OTLP/HTTP in batches from a thread of their
+//! own, through a bounded queue: an exporter that is down or slow costs no call anything; what the queue
+//! cannot hold is dropped, counted, and said once in runtime.log.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use opentelemetry::trace::{
+    Span as _, SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider as _,
+};
+use opentelemetry::{Context, KeyValue};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{
+    SdkTracerProvider, SpanData, SpanExporter as _, SpanProcessor, Tracer,
+};
+
+use crate::runtime_log::{RuntimeLog, Topic};
+
+/// Spans the queue holds before it drops new ones.
+const QUEUE: usize = 2048;
+/// Spans sent in one export.
+const BATCH: usize = 512;
+/// The longest a span waits in the queue when fewer than a batch came.
+const EVERY: Duration = Duration::from_secs(1);
+
+static TRACER: OnceLock<Tracer> = OnceLock::new();
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Spans dropped since the start because the queue was full.
+pub fn dropped() -> u64 {
+    DROPPED.load(Ordering::Relaxed)
+}
+
+/// The tracer, when traces are on.
+pub fn tracer() -> Option<&'static Tracer> {
+    TRACER.get()
+}
+
+/// Turns traces on if the environment names an OTLP endpoint; the sentence for runtime.log.
+pub fn start(log: &Arc<RuntimeLog>) -> Option<String> {
+    let endpoint = [
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+    ]
+    .iter()
+    .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))?;
+    if endpoint
+        .trim_start()
+        .to_ascii_lowercase()
+        .starts_with("https://")
+    {
+        return Some(format!(
+            "Traces are not exported: OTEL_EXPORTER_OTLP_ENDPOINT is {endpoint}, and ovai exports over plain HTTP \
+             only; point it at a collector on this machine (http://127.0.0.1:4318), which may forward over TLS."
+        ));
+    }
+    let service = std::env::var("OTEL_SERVICE_NAME")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| "ovai".into());
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Queued>(QUEUE);
+    let said = Arc::new(AtomicBool::new(false));
+    let processor = Bounded {
+        tx,
+        log: log.clone(),
+        said: said.clone(),
+    };
+    let thread_log = log.clone();
+    let shown = endpoint.clone();
+    let spawned = std::thread::Builder::new()
+        .name("ovai-traces".into())
+        .spawn(move || export_loop(&rx, &thread_log, &shown));
+    if let Err(e) = spawned {
+        return Some(format!(
+            "Traces are not exported: their thread could not start ({e})."
+        ));
+    }
+    let provider = SdkTracerProvider::builder()
+        .with_span_processor(processor)
+        .with_resource(
+            Resource::builder()
+                .with_service_name(service.clone())
+                .build(),
+        )
+        .build();
+    let _ = TRACER.set(provider.tracer("ovai"));
+    // The provider is kept for the daemon's life: dropping it would shut its processor down.
+    std::mem::forget(provider);
+    Some(format!(
+        "Traces go to {endpoint} over OTLP/HTTP, as the service {service}."
+    ))
+}
+
+enum Queued {
+    Span(Box<SpanData>),
+    Resource(Resource),
+}
+
+/// The processor: hands each ended span to the export thread, or drops it when the queue is full.
+struct Bounded {
+    tx: SyncSender<Queued>,
+    log: Arc<RuntimeLog>,
+    said: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Bounded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Bounded")
+    }
+}
+
+impl SpanProcessor for Bounded {
+    fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &Context) {}
+
+    fn on_end(&self, span: SpanData) {
+        if let Err(TrySendError::Full(_)) = self.tx.try_send(Queued::Span(Box::new(span))) {
+            DROPPED.fetch_add(1, Ordering::Relaxed);
+            if !self.said.swap(true, Ordering::Relaxed) {
+                self.log.row(
+                    Topic::Server,
+                    &format!(
+                        "Trace spans are being dropped: the exporter has not kept up with {QUEUE} of them (its \
+                         collector is down or slow). Calls go on; ovai_spans_dropped_total counts what is lost."
+                    ),
+                );
+            }
+        }
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        Ok(())
+    }
+
+    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
+        Ok(())
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        let _ = self.tx.try_send(Queued::Resource(resource.clone()));
+    }
+}
+
+/// The export thread: batches what the queue brings and sends it, saying the first failure in a row
+/// once, and the recovery.
+fn export_loop(rx: &Receiver<Queued>, log: &RuntimeLog, endpoint: &str) {
+    use opentelemetry_otlp::WithExportConfig;
+    let built = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_timeout(Duration::from_secs(5))
+        .build();
+    let mut exporter = match built {
+        Ok(e) => e,
+        Err(e) => {
+            log.row(
+                Topic::Server,
+                &format!("Traces are not exported: the OTLP exporter for {endpoint} could not be made ({e})."),
+            );
+            // Drained and dropped, so that nothing waits on a queue nobody reads.
+            while rx.recv().is_ok() {}
+            return;
+        }
+    };
+    let mut failing = false;
+    let mut batch: Vec<SpanData> = Vec::with_capacity(BATCH);
+    loop {
+        let first = match rx.recv() {
+            Ok(q) => q,
+            Err(_) => return,
+        };
+        let mut take = |q: Queued, batch: &mut Vec<SpanData>| match q {
+            Queued::Span(s) => batch.push(*s),
+            Queued::Resource(r) => exporter.set_resource(&r),
+        };
+        take(first, &mut batch);
+        let until = std::time::Instant::now() + EVERY;
+        while batch.len() < BATCH {
+            match rx.recv_timeout(until.saturating_duration_since(std::time::Instant::now())) {
+                Ok(q) => take(q, &mut batch),
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        if batch.is_empty() {
+            continue;
+        }
+        let sent = futures::executor::block_on(exporter.export(std::mem::take(&mut batch)));
+        match (sent, failing) {
+            (Err(e), false) => {
+                failing = true;
+                log.row(
+                    Topic::Server,
+                    &format!("Traces could not be exported to {endpoint} ({e}); calls go on, and the spans of this batch are lost."),
+                );
+            }
+            (Ok(()), true) => {
+                failing = false;
+                log.row(Topic::Server, &format!("Traces reach {endpoint} again."));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A request's span, ended (with its status) when dropped.
+pub struct RequestSpan {
+    span: opentelemetry_sdk::trace::Span,
+    cx: Context,
+}
+
+impl std::fmt::Debug for RequestSpan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RequestSpan")
+    }
+}
+
+/// What a request's span is made of.
+pub struct Request<'a> {
+    pub method: &'a str,
+    /// The tool, for a `tools/call`.
+    pub tool: Option<&'a str>,
+    pub id: Option<String>,
+    pub seat: &'a str,
+    pub session: Option<String>,
+    pub version: Option<&'a str>,
+    pub transport: &'static str,
+    /// W3C trace context the caller passed on.
+    pub traceparent: Option<&'a str>,
+    pub tracestate: Option<&'a str>,
+}
+
+/// The parent context a `traceparent` (and `tracestate`) name, if they are well formed.
+fn parent_of(traceparent: Option<&str>, tracestate: Option<&str>) -> Context {
+    use opentelemetry::propagation::TextMapPropagator;
+    let Some(tp) = traceparent else {
+        return Context::new();
+    };
+    let mut carrier = std::collections::HashMap::new();
+    carrier.insert("traceparent".to_string(), tp.to_string());
+    if let Some(ts) = tracestate {
+        carrier.insert("tracestate".to_string(), ts.to_string());
+    }
+    opentelemetry_sdk::propagation::TraceContextPropagator::new().extract(&carrier)
+}
+
+impl RequestSpan {
+    /// A request's span, when traces are on.
+    pub fn start(r: &Request<'_>) -> Option<Self> {
+        let tracer = tracer()?;
+        let name = match r.tool {
+            Some(tool) => format!("{} {tool}", r.method),
+            None => r.method.to_string(),
+        };
+        let mut attributes = vec![
+            KeyValue::new("mcp.method.name", r.method.to_string()),
+            KeyValue::new("ovai.seat", r.seat.to_string()),
+            KeyValue::new("network.transport", r.transport),
+        ];
+        if let Some(tool) = r.tool {
+            attributes.push(KeyValue::new("gen_ai.tool.name", tool.to_string()));
+            attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+        }
+        if let Some(id) = &r.id {
+            attributes.push(KeyValue::new("jsonrpc.request.id", id.clone()));
+        }
+        if let Some(session) = &r.session {
+            attributes.push(KeyValue::new("mcp.session.id", session.clone()));
+        }
+        if let Some(version) = r.version {
+            attributes.push(KeyValue::new("mcp.protocol.version", version.to_string()));
+        }
+        let parent = parent_of(r.traceparent, r.tracestate);
+        let span = tracer
+            .span_builder(name)
+            .with_kind(SpanKind::Server)
+            .with_attributes(attributes)
+            .start_with_context(tracer, &parent);
+        let cx = parent.with_remote_span_context(span.span_context().clone());
+        Some(Self { span, cx })
+    }
+
+    /// The failure a refusal or an error is, in words.
+    pub fn failed(&mut self, why: &str) {
+        self.span.set_status(Status::error(why.to_string()));
+    }
+
+    /// The child span for a plugin call's host part.
+    pub fn host_part(&self, tool: &str) -> Option<HostSpan> {
+        let tracer = tracer()?;
+        let span = tracer
+            .span_builder(format!("host {tool}"))
+            .with_kind(SpanKind::Internal)
+            .with_attributes(vec![KeyValue::new("gen_ai.tool.name", tool.to_string())])
+            .start_with_context(tracer, &self.cx);
+        Some(HostSpan { span })
+    }
+}
+
+impl Drop for RequestSpan {
+    fn drop(&mut self) {
+        self.span.end();
+    }
+}
+
+/// A plugin call's host part: from the line sent to the host to its answer.
+pub struct HostSpan {
+    span: opentelemetry_sdk::trace::Span,
+}
+
+impl HostSpan {
+    /// The W3C trace context a plugin passes on: this span's.
+    pub fn traceparent(&self) -> String {
+        let c = self.span.span_context();
+        format!(
+            "00-{}-{}-{:02x}",
+            c.trace_id(),
+            c.span_id(),
+            c.trace_flags().to_u8()
+        )
+    }
+
+    pub fn failed(&mut self, why: &str) {
+        self.span.set_status(Status::error(why.to_string()));
+    }
+}
+
+impl Drop for HostSpan {
+    fn drop(&mut self) {
+        self.span.end();
+    }
+}
+
+/// The `traceparent` a span's context carries (for the HTTP path, which keeps the context alone).
+pub fn traceparent_of(cx: &Context) -> Option<String> {
+    let span = cx.span();
+    let c = span.span_context();
+    c.is_valid().then(|| {
+        format!(
+            "00-{}-{}-{:02x}",
+            c.trace_id(),
+            c.span_id(),
+            c.trace_flags().to_u8()
+        )
+    })
+}

@@ -1,0 +1,264 @@
+//! Traces: with `OTEL_EXPORTER_OTLP_ENDPOINT` in the daemon's environment, every request a session makes
+//! is a span as the OpenTelemetry semantic conventions for MCP name it, exported over OTLP/HTTP; a call
+//! has a child span for its host's part, whose context the plugin reads as `context.traceparent`; a
+//! `traceparent` in `_meta` makes the call's span its child; a refusal sets the span's status in words.
+//! A collector that does not answer costs no call anything: what the queue cannot hold is counted.
+
+mod common;
+use common::*;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message;
+use serde_json::json;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::sync::{Arc, Mutex};
+
+const TOOLS: &[(&str, &str)] = &[
+    (
+        "echo.mjs",
+        r#"
+export const description = "Says the trace context it was given.";
+export const inputSchema = { type: "object", properties: {}, additionalProperties: false };
+export function run(args, context) { return { text: `traceparent ${context.traceparent}` }; }
+"#,
+    ),
+    (
+        "nope.mjs",
+        r#"
+export const description = "Refuses.";
+export const inputSchema = { type: "object", properties: {}, additionalProperties: false };
+export function run() { return { refused: "not today" }; }
+"#,
+    ),
+];
+
+/// A small OTLP/HTTP receiver: every span posted to /v1/traces, decoded, with its resource's service
+/// name. `answer`: false for one that reads requests and never answers (a collector that hangs).
+struct Receiver {
+    port: u16,
+    spans: Arc<Mutex<Vec<(String, Span)>>>,
+}
+
+impl Receiver {
+    fn start(answer: bool) -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let into = spans.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { return };
+                let into = into.clone();
+                std::thread::spawn(move || serve(conn, &into, answer));
+            }
+        });
+        Self { port, spans }
+    }
+
+    fn spans(&self) -> Vec<(String, Span)> {
+        self.spans.lock().unwrap().clone()
+    }
+}
+
+fn serve(conn: std::net::TcpStream, into: &Mutex<Vec<(String, Span)>>, answer: bool) {
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut conn = conn;
+    loop {
+        let mut length = 0usize;
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = l.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                length = v.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0u8; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        if !answer {
+            // Holds the connection, and never answers.
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+            return;
+        }
+        if let Ok(request) = ExportTraceServiceRequest::decode(body.as_slice()) {
+            let mut spans = into.lock().unwrap();
+            for rs in request.resource_spans {
+                let service = rs
+                    .resource
+                    .as_ref()
+                    .and_then(|r| attr(&r.attributes, "service.name"))
+                    .unwrap_or_default();
+                for ss in rs.scope_spans {
+                    for span in ss.spans {
+                        spans.push((service.clone(), span));
+                    }
+                }
+            }
+        }
+        let _ = conn.write_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n",
+        );
+    }
+}
+
+fn attr(attributes: &[KeyValue], key: &str) -> Option<String> {
+    attributes.iter().find(|kv| kv.key == key).and_then(|kv| {
+        match kv.value.as_ref().and_then(|v: &AnyValue| v.value.as_ref()) {
+            Some(any_value::Value::StringValue(s)) => Some(s.clone()),
+            Some(any_value::Value::IntValue(i)) => Some(i.to_string()),
+            _ => None,
+        }
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn every_request_is_a_span_and_a_call_follows_its_callers_trace_into_the_plugin() {
+    let receiver = Receiver::start(true);
+    let inst = Instance::with_plugins(TOOLS);
+    inst.add_seat("w1");
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let _d = Daemon::start_with_env(
+        &inst,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_SERVICE_NAME", "ovai-test"),
+        ],
+    );
+    let mut s = inst.session("w1");
+    s.initialize();
+    s.tool_names();
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let parent = "00f067aa0ba902b7";
+    let r = s.request(
+        "tools/call",
+        json!({ "name": "echo", "arguments": {}, "_meta": { "traceparent": format!("00-{trace}-{parent}-01") } }),
+    );
+    let (text, refused) = text_of(&r);
+    assert!(!refused);
+    let (refusal, refused) = s.call("nope", json!({}));
+    assert!(refused && refusal.contains("not today"), "{refusal}");
+    let spans = wait_until("the spans to reach the collector", || {
+        let spans = receiver.spans();
+        let names: Vec<&str> = spans.iter().map(|(_, s)| s.name.as_str()).collect();
+        ([
+            "tools/list",
+            "tools/call echo",
+            "host echo",
+            "tools/call nope",
+        ]
+        .iter()
+        .all(|n| names.contains(n)))
+        .then_some(spans)
+    });
+    let find = |name: &str| {
+        spans
+            .iter()
+            .find(|(_, s)| s.name == name)
+            .map(|(service, s)| (service.clone(), s.clone()))
+            .unwrap()
+    };
+    let (service, call) = find("tools/call echo");
+    assert_eq!(service, "ovai-test");
+    // The caller's trace: the same trace, the caller's span its parent.
+    assert_eq!(hex(&call.trace_id), trace);
+    assert_eq!(hex(&call.parent_span_id), parent);
+    for (key, want) in [
+        ("mcp.method.name", "tools/call"),
+        ("gen_ai.tool.name", "echo"),
+        ("ovai.seat", "w1"),
+        ("mcp.protocol.version", ""),
+    ] {
+        if want.is_empty() {
+            continue;
+        }
+        assert_eq!(
+            attr(&call.attributes, key).as_deref(),
+            Some(want),
+            "{key}: {call:?}"
+        );
+    }
+    assert!(
+        attr(&call.attributes, "jsonrpc.request.id").is_some(),
+        "{call:?}"
+    );
+    // The host's part is its child, and the plugin was given that part's context.
+    let (_, host) = find("host echo");
+    assert_eq!(host.trace_id, call.trace_id);
+    assert_eq!(host.parent_span_id, call.span_id);
+    assert_eq!(
+        text,
+        format!("traceparent 00-{trace}-{}-01", hex(&host.span_id))
+    );
+    // A refusal is an error, in words.
+    let (_, nope) = find("tools/call nope");
+    let status = nope.status.unwrap();
+    assert_eq!(status.code, 2, "{status:?}");
+    assert!(status.message.contains("not today"), "{status:?}");
+    // A call without a traceparent starts its own trace.
+    assert_ne!(hex(&nope.trace_id), trace);
+    let (_, list) = find("tools/list");
+    assert_eq!(attr(&list.attributes, "ovai.seat").as_deref(), Some("w1"));
+}
+
+#[test]
+fn a_collector_that_never_answers_costs_no_call_and_what_is_dropped_is_counted() {
+    let receiver = Receiver::start(false);
+    let inst = Instance::with_plugins(TOOLS);
+    inst.set_config(json!({ "metrics": { "listen": "127.0.0.1:0" } }));
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let d = Daemon::start_with_env(&inst, &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)]);
+    let mut s = inst.session("lead");
+    s.initialize();
+    // More spans than the queue holds, while the exporter waits on its first batch.
+    let ids: Vec<u64> = (0..3000)
+        .map(|_| s.send_request("tools/call", json!({ "name": "nope", "arguments": {} })))
+        .collect();
+    for id in ids {
+        let (text, refused) = text_of(&s.response(id));
+        assert!(refused && text.contains("not today"), "{text}");
+    }
+    let metrics = d.status().unwrap()["metrics"].as_str().unwrap().to_string();
+    let port: u16 = metrics
+        .trim_start_matches("http://")
+        .split(['/', ':'])
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let dropped = wait_until("the dropped spans to be counted", || {
+        let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        conn.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").ok()?;
+        let mut text = String::new();
+        conn.read_to_string(&mut text).ok()?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("ovai_spans_dropped_total "))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|n| *n > 0)
+    });
+    assert!(dropped > 0);
+    let rows = inst.rows("server").join("\n");
+    assert!(rows.contains("Trace spans are being dropped"), "{rows}");
+    assert_eq!(
+        rows.matches("Trace spans are being dropped").count(),
+        1,
+        "said once: {rows}"
+    );
+}
