@@ -77,6 +77,30 @@ impl RuntimeLog {
 }
 
 /// RFC 3339 in UTC with milliseconds: `2026-11-29T12:00:00.123Z`.
+/// The last `n` rows of runtime.log at `path`, read from its end (at most 64 KiB of it).
+pub fn latest(path: &std::path::Path, n: usize) -> Vec<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let len = f.metadata().map_or(0, |m| m.len());
+    let from = len.saturating_sub(64 * 1024);
+    let mut bytes = Vec::new();
+    if f.seek(SeekFrom::Start(from)).is_err() || f.read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<&str> = text.lines().collect();
+    if from > 0 && !lines.is_empty() {
+        // The first line read may be the end of a row cut in two.
+        lines.remove(0);
+    }
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| crate::names::escape_controls(l, false).into_owned())
+        .collect()
+}
+
 pub fn timestamp(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }

@@ -71,6 +71,16 @@ pub enum ControlOp {
     Stop,
     /// The tools served now, each as `tools/list` sends it (`ovai tools`).
     Tools,
+    /// A one-time link to the status page (`ovai web`).
+    Web,
+}
+
+/// The daemon's answer to `Web`: the page's one-time URL.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WebReply {
+    pub url: String,
+    /// How long the link is good for, in seconds.
+    pub seconds: u64,
 }
 
 /// The daemon's answer to a seat's hello.

@@ -13,6 +13,7 @@ mod service;
 mod status;
 mod stop;
 mod tools;
+mod web;
 mod complete;
 
 use std::path::PathBuf;
@@ -139,6 +140,9 @@ pub enum Command {
         #[command(subcommand)]
         action: ServiceAction,
     },
+    /// Print a one-time link to the running server's status page (\"web\" in openovai.json turns it on).
+    #[command(after_help = "Example: ovai web   (then open the link it prints within a minute)")]
+    Web,
     /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
     #[command(after_help = "Example: echo 'source <(ovai completions bash)' >> ~/.bashrc")]
     Completions {
@@ -314,6 +318,7 @@ pub fn run(cli: Cli) -> i32 {
                 }
             })
         }
+        Command::Web => find(root).and_then(|inst| web::run(&inst)),
         Command::Completions { shell } => complete::registration(shell).map_err(fail(exit::FAILED)),
         Command::Version => {
             println!("ovai {}", env!("CARGO_PKG_VERSION"));

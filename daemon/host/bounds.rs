@@ -372,7 +372,8 @@ fn counted(file: &Path, key: &str) -> u64 {
 }
 
 /// The resident bytes and the tasks (processes and threads) of `pid` and everything under it.
-fn box_usage(pid: u32) -> (u64, u64) {
+/// (resident bytes, tasks) of a process and everything under it.
+pub fn box_usage(pid: u32) -> (u64, u64) {
     let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
         .ok()
         .flatten()

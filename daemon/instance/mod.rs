@@ -238,6 +238,9 @@ pub struct Config {
     pub clients: Vec<Client>,
     /// Where Prometheus's text is served (`metrics.listen`), if anywhere.
     pub metrics: Option<std::net::SocketAddr>,
+    /// The operator's status page (`web`), if on: its own loopback address, or none for the HTTP
+    /// endpoint's listener.
+    pub web: Option<Option<std::net::SocketAddr>>,
     /// Keys that look like a misspelt setting, each as a sentence (runtime.log and `ovai check` say them).
     pub warnings: Vec<String>,
 }
@@ -261,7 +264,50 @@ pub const SETTINGS: &[&str] = &[
     "http",
     "clients",
     "metrics",
+    "web",
 ];
+
+/// `"web": {"listen": ADDR}` (its own loopback address) or `"web": {"onHttp": true}` (at /web on the HTTP
+/// endpoint, whose TLS then covers it).
+fn web(value: Option<&Value>) -> Result<Option<Option<std::net::SocketAddr>>, ConfigError> {
+    let bad = |problem: String| ConfigError::Bad {
+        key: "web",
+        problem,
+    };
+    let map = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err(bad(format!(
+                "is {}, not an object such as {{\"listen\": \"127.0.0.1:7780\"}} or {{\"onHttp\": true}}",
+                json_kind(other)
+            )));
+        }
+    };
+    if let Some(key) = map.keys().find(|k| *k != "listen" && *k != "onHttp") {
+        return Err(bad(format!(
+            "has \"{key}\", which ovai does not read there; it takes \"listen\" or \"onHttp\""
+        )));
+    }
+    match (map.get("listen"), map.get("onHttp")) {
+        (Some(Value::String(listen)), None | Some(Value::Bool(false))) => {
+            let addr = http::parse_listen(listen).map_err(|e| bad(format!("has \"listen\": {e}")))?;
+            if !addr.ip().is_loopback() {
+                return Err(bad(format!(
+                    "listens on {addr}, which other machines reach, and the page's own address has no TLS: use a \
+                     loopback address, or \"onHttp\": true to serve it on the HTTP endpoint with its TLS"
+                )));
+            }
+            Ok(Some(Some(addr)))
+        }
+        (None, Some(Value::Bool(true))) => Ok(Some(None)),
+        _ => Err(bad(
+            "takes either \"listen\": \"127.0.0.1:PORT\" (an address of its own) or \"onHttp\": true (on the HTTP \
+             endpoint), one of them"
+                .into(),
+        )),
+    }
+}
 
 /// `"metrics": {"listen": ADDR, "insecure": true}`: the address Prometheus scrapes, loopback unless
 /// `insecure` says another on purpose (its labels name seats and tools).
@@ -508,6 +554,7 @@ impl Config {
             .collect();
         let clients = clients(map.get("clients"))?;
         let metrics = metrics_listen(map.get("metrics"))?;
+        let web = web(map.get("web"))?;
         let call_log = match map.get("callLog") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
@@ -544,6 +591,7 @@ impl Config {
             leader,
             clients,
             metrics,
+            web,
             call_timeout,
             import_timeout,
             max_answer_bytes,

@@ -56,6 +56,16 @@ pub async fn handle(
                     pid: std::process::id(),
                 }))
             }
+            Some(ControlOp::Web) => match daemon.web.get().and_then(|w| w.link()) {
+                Some(url) => wire::line(&Reply::done(wire::WebReply {
+                    url,
+                    seconds: super::web_keys::LINK_FOR.as_secs(),
+                })),
+                None => refused(
+                    "the status page is off: add \"web\": {\"listen\": \"127.0.0.1:7780\"} (or {\"onHttp\": true}) to \
+                     openovai.json and start the server again",
+                ),
+            },
             Some(ControlOp::Tools) => wire::line(&Reply::done(ToolsReply {
                 tools: daemon
                     .current()

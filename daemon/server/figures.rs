@@ -47,10 +47,27 @@ struct Tool {
     recent: VecDeque<f64>,
 }
 
+/// One of the latest calls, for the status page: never its arguments or its answer.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RecentCall {
+    pub at: String,
+    pub seat: String,
+    pub tool: String,
+    pub ms: f64,
+    pub outcome: &'static str,
+}
+
+/// The latest calls kept for the status page.
+const RECENT: usize = 50;
+
 #[derive(Default)]
 pub struct Figures {
     tools: Mutex<crate::maps::Map<String, Tool>>,
     log: Mutex<Option<CallLog>>,
+    /// The latest calls, newest last.
+    recent: Mutex<VecDeque<RecentCall>>,
+    /// Each seat's calls and refusals today (UTC): (day, calls, refusals).
+    today: Mutex<crate::maps::Map<String, (u64, u64, u64)>>,
 }
 
 struct CallLog {
@@ -86,6 +103,34 @@ impl Figures {
             }
             t.recent.push_back(ms);
         }
+        let day = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() / 86_400);
+        {
+            let mut today = lock(&self.today);
+            let t = match today.get_mut(seat) {
+                Some(t) => t,
+                None => today.entry(seat.to_string()).or_default(),
+            };
+            if t.0 != day {
+                *t = (day, 0, 0);
+            }
+            t.1 += 1;
+            t.2 += u64::from(matches!(outcome, Tally::Refused | Tally::HostStopped));
+        }
+        {
+            let mut recent = lock(&self.recent);
+            if recent.len() == RECENT {
+                recent.pop_front();
+            }
+            recent.push_back(RecentCall {
+                at: crate::runtime_log::timestamp(SystemTime::now()),
+                seat: seat.to_string(),
+                tool: tool.to_string(),
+                ms: (ms * 10.0).round() / 10.0,
+                outcome: outcome.as_str(),
+            });
+        }
         if let Some(log) = lock(&self.log).as_ref() {
             let line = json!({
                 "at": crate::runtime_log::timestamp(SystemTime::now()),
@@ -95,6 +140,22 @@ impl Figures {
                 "outcome": outcome.as_str(),
             });
             let _ = log.tx.send(line.to_string());
+        }
+    }
+
+    /// The latest calls, newest first.
+    pub fn recent(&self) -> Vec<RecentCall> {
+        lock(&self.recent).iter().rev().cloned().collect()
+    }
+
+    /// A seat's calls and refusals today (UTC).
+    pub fn today(&self, seat: &str) -> (u64, u64) {
+        let day = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() / 86_400);
+        match lock(&self.today).get(seat) {
+            Some((d, calls, refusals)) if *d == day => (*calls, *refusals),
+            _ => (0, 0),
         }
     }
 

@@ -2,6 +2,7 @@
 //! generation, then accepts connections until SIGTERM/SIGINT; SIGHUP is `ovai restart`.
 
 pub mod http;
+pub mod web;
 pub mod metrics_http;
 pub mod connection;
 pub mod control;
@@ -14,6 +15,7 @@ pub mod progress;
 pub mod answers;
 pub mod params;
 pub mod daemon;
+pub mod web_keys;
 pub mod arguments;
 pub mod sessions;
 pub mod metrics;
@@ -74,6 +76,8 @@ pub enum ServeError {
     Http(String),
     #[error(transparent)]
     HttpBind(#[from] http::HttpError),
+    #[error("{0}")]
+    Web(String),
     #[error(
         "The metrics endpoint cannot listen on {addr} (openovai.json's \"metrics\".\"listen\"): {why}. Pick a free \
          address, or take \"metrics\" out, and start again."
@@ -187,6 +191,29 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         None => None,
     };
 
+    let web_bound = match config.web {
+        Some(Some(addr)) => match std::net::TcpListener::bind(addr)
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        {
+            Ok(l) => Some(l),
+            Err(e) => {
+                let _ = std::fs::remove_file(&socket);
+                return Err(ServeError::Web(format!(
+                    "The status page cannot listen on {addr} (openovai.json's \"web\".\"listen\"): {e}. Pick a free \
+                     address, or take \"web\" out, and start again."
+                )));
+            }
+        },
+        Some(None) if http_settings.is_none() => {
+            let _ = std::fs::remove_file(&socket);
+            return Err(ServeError::Web(
+                "openovai.json's \"web\" asks for the status page on the HTTP endpoint (\"onHttp\": true), and there is \
+                 none: add \"http\": {\"listen\": …}, or give \"web\" a \"listen\" address of its own, and start again."
+                    .into(),
+            ));
+        }
+        _ => None,
+    };
     let metrics_bound = match config.metrics {
         Some(addr) => match metrics_http::bind(addr) {
             Ok(l) => Some(l),
@@ -271,6 +298,10 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         tracing::warn!("{said}");
         log.row(Topic::Server, said);
     }
+    let web_on_http = matches!(&daemon.current().config.web, Some(None));
+    if web_on_http || web_bound.is_some() {
+        let _ = daemon.web.set(web_keys::Web::default());
+    }
     if let Some(bound) = http_bound {
         log.row(
             Topic::Server,
@@ -280,7 +311,41 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
             ),
         );
         *lock(&daemon.http_url) = Some(bound.url());
+        if web_on_http && let Some(web) = daemon.web.get() {
+            let base = bound.url().trim_end_matches("/mcp").to_string();
+            *lock(&web.base) = Some(format!("{base}/web/"));
+        }
         bound.serve(&daemon);
+    }
+    if let Some(listener) = web_bound {
+        match tokio::net::TcpListener::from_std(listener) {
+            Ok(listener) => {
+                let addr = listener
+                    .local_addr()
+                    .map(|a| a.to_string())
+                    .unwrap_or_default();
+                if let Some(web) = daemon.web.get() {
+                    *lock(&web.base) = Some(format!("http://{addr}/web/"));
+                }
+                let app = web::router(daemon.clone());
+                let closing = daemon.closing.clone();
+                daemon.tasks.spawn(async move {
+                    let served = axum::serve(listener, app)
+                        .with_graceful_shutdown(async move { closing.cancelled().await });
+                    if let Err(e) = served.await {
+                        tracing::warn!("the status page stopped: {e}");
+                    }
+                });
+                log.row(
+                    Topic::Server,
+                    &format!("The status page is served at http://{addr}/web/: `ovai web` prints a link to it."),
+                );
+            }
+            Err(e) => log.row(
+                Topic::Server,
+                &format!("The status page could not start ({e}); the server goes on without it."),
+            ),
+        }
     }
     daemon.figures.set_call_log(call_log);
     if let Some(listener) = metrics_bound {

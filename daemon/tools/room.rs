@@ -158,6 +158,13 @@ impl Room {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// The last `n` messages, oldest first (read off the daemon's thread by the caller).
+    pub fn recent(path: &Path, n: usize) -> Vec<Message> {
+        tail(path, n, 1 << 20)
+            .map(|t| t.messages)
+            .unwrap_or_default()
+    }
 }
 
 fn render(seat: &str, said: bool, last: usize, tail: &RoomTail, max_bytes: usize) -> String {

@@ -133,10 +133,15 @@ impl Bound {
         let _ = daemon
             .http
             .set(gate.clone() as Arc<dyn super::sessions::RemoteSessions>);
-        let app = Router::new()
+        let mut app = Router::new()
             .route_service("/mcp", service)
             .fallback(gate::not_here)
             .layer(axum::middleware::from_fn_with_state(gate, gate::admit));
+        // The operator's status page, beside the seats' endpoint and outside its bearer check: it has a
+        // check of its own (`server::web`).
+        if daemon.web.get().is_some() {
+            app = app.merge(super::web::router(daemon.clone()));
+        }
         let stop = daemon.http_stop.clone();
         daemon.tasks.spawn(serve::accept(
             self.listener,

@@ -1,0 +1,288 @@
+//! The operator's status page: read-only and live, at `/web/` on its own loopback address (`"web":
+//! {"listen": …}`) or on the HTTP endpoint (`"web": {"onHttp": true}`), never on by default.
+//!
+//! Who may read it: whoever holds the control secret, through `ovai web`, which asks the daemon for a
+//! link with a one-time token (a minute, one use). The page trades it for an HttpOnly, SameSite=Strict
+//! cookie and forgets it; every data request needs the cookie. No token appears in the page, in a URL
+//! after the exchange, or in a log. A strict Content-Security-Policy (scripts and styles from the page's
+//! own files only, no framing), and a request from another Origin is refused.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::daemon::Daemon;
+
+const INDEX: &str = include_str!("index.html");
+const SCRIPT: &str = include_str!("app.js");
+const STYLE: &str = include_str!("style.css");
+
+use super::web_keys::{COOKIE, SESSION_FOR};
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+                   connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// The page's routes, under `/web`.
+pub fn router(daemon: Arc<Daemon>) -> Router {
+    Router::new()
+        .route("/web/", axum::routing::get(index))
+        .route("/web/login", axum::routing::get(login))
+        .route(
+            "/web/app.js",
+            axum::routing::get(|| async { asset("text/javascript; charset=utf-8", SCRIPT) }),
+        )
+        .route(
+            "/web/style.css",
+            axum::routing::get(|| async { asset("text/css; charset=utf-8", STYLE) }),
+        )
+        .route("/web/api/state", axum::routing::get(state))
+        .route("/web/api/events", axum::routing::get(events))
+        .route(
+            "/web",
+            axum::routing::get(|| async { redirect("/web/", None) }),
+        )
+        .layer(axum::middleware::from_fn(guard))
+        .with_state(daemon)
+}
+
+/// Every answer carries the policy; a request from another Origin is refused.
+async fn guard(request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string);
+    let origin = request
+        .headers()
+        .get(header::ORIGIN)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string);
+    let foreign = match (&origin, &host) {
+        (Some(o), Some(h)) => {
+            let bare = o
+                .strip_prefix("http://")
+                .or_else(|| o.strip_prefix("https://"))
+                .unwrap_or(o);
+            bare != h
+        }
+        (Some(_), None) => true,
+        _ => false,
+    };
+    let mut response = if foreign {
+        words(
+            StatusCode::FORBIDDEN,
+            "This page answers only itself: a request from another origin is refused.",
+        )
+    } else {
+        next.run(request).await
+    };
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+fn words(status: StatusCode, sentence: &str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        format!("{sentence}\n"),
+    )
+        .into_response()
+}
+
+fn asset(kind: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, kind)], body).into_response()
+}
+
+fn redirect(to: &'static str, cookie: Option<String>) -> Response {
+    let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response();
+    if let Some(c) = cookie
+        && let Ok(v) = HeaderValue::from_str(&format!(
+            "{COOKIE}={c}; HttpOnly; SameSite=Strict; Path=/web; Max-Age={}",
+            SESSION_FOR.as_secs()
+        ))
+    {
+        r.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    r
+}
+
+const NO_COOKIE: &str = "This is ovai's status page. It opens from a link `ovai web` prints on the server's \
+                         machine (good for a minute, and for one use): run it there and open the link.";
+
+async fn login(State(daemon): State<Arc<Daemon>>, uri: Uri) -> Response {
+    let Some(web) = daemon.web.get() else {
+        return words(StatusCode::NOT_FOUND, "The status page is off.");
+    };
+    let token = uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("t="));
+    match token.filter(|t| t.len() == 64).and_then(|t| web.redeem(t)) {
+        Some(cookie) => redirect("/web/", Some(cookie)),
+        None => words(
+            StatusCode::UNAUTHORIZED,
+            "This link was used already, or is more than a minute old: run `ovai web` again for a new one.",
+        ),
+    }
+}
+
+async fn index(State(daemon): State<Arc<Daemon>>, headers: HeaderMap) -> Response {
+    match daemon.web.get() {
+        Some(web) if web.admits(&headers) => {
+            ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], INDEX).into_response()
+        }
+        _ => words(StatusCode::UNAUTHORIZED, NO_COOKIE),
+    }
+}
+
+async fn state(State(daemon): State<Arc<Daemon>>, headers: HeaderMap) -> Response {
+    if !daemon.web.get().is_some_and(|w| w.admits(&headers)) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(header::CONTENT_TYPE, "application/json")],
+            json!({ "error": NO_COOKIE }).to_string(),
+        )
+            .into_response();
+    }
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        snapshot(&daemon).await.to_string(),
+    )
+        .into_response()
+}
+
+/// The state once a second as server-sent events, while the cookie is good and the page reads.
+async fn events(State(daemon): State<Arc<Daemon>>, headers: HeaderMap) -> Response {
+    if !daemon.web.get().is_some_and(|w| w.admits(&headers)) {
+        return words(StatusCode::UNAUTHORIZED, NO_COOKIE);
+    }
+    let closing = daemon.closing.clone();
+    let headers = Arc::new(headers);
+    let stream = futures::stream::unfold((daemon, true), move |(daemon, first)| {
+        let closing = closing.clone();
+        let headers = headers.clone();
+        async move {
+            if !first {
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = closing.cancelled() => return None,
+                }
+            }
+            if !daemon.web.get().is_some_and(|w| w.admits(&headers)) {
+                return None;
+            }
+            let event = format!("data: {}\n\n", snapshot(&daemon).await);
+            Some((
+                Ok::<_, std::io::Error>(bytes::Bytes::from(event)),
+                (daemon, false),
+            ))
+        }
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// What the page shows, read now: seats, tools, the host, the latest calls, the room and the log.
+async fn snapshot(daemon: &Arc<Daemon>) -> Value {
+    let status = super::control::status(daemon).await;
+    let generation = daemon.current();
+    let by_transport = daemon.sessions.count_by_seat_and_transport();
+    let seats: Vec<Value> = status
+        .seats
+        .iter()
+        .map(|s| {
+            let (calls, refusals) = daemon.figures.today(&s.name);
+            let transports: Vec<&str> = by_transport
+                .iter()
+                .filter(|((seat, _), n)| seat == &s.name && **n > 0)
+                .map(|((_, t), _)| *t)
+                .collect();
+            json!({
+                "name": s.name, "role": s.role, "sessions": s.sessions,
+                "over": transports, "calls": calls, "refusals": refusals,
+            })
+        })
+        .collect();
+    let tools: Vec<Value> = generation
+        .tools
+        .listed()
+        .iter()
+        .map(|t| {
+            let kind = match generation.tools.get(&t.name).map(|e| &e.kind) {
+                Some(crate::tools::Kind::Plugin { file }) => file.to_string(),
+                _ => "built-in".to_string(),
+            };
+            json!({ "name": t.name, "kind": kind, "bytes": super::restart_row::bytes(t) })
+        })
+        .collect();
+    let not_served: Vec<&String> = generation
+        .rows
+        .iter()
+        .filter(|r| r.contains(" is not served"))
+        .collect();
+    let (ends, respawns) = crate::host::ending::counts();
+    let memory = status
+        .host
+        .pid
+        .map(|pid| crate::host::bounds::box_usage(pid).0);
+    let inst = daemon.inst.clone();
+    let (room, log) = tokio::task::spawn_blocking(move || {
+        let room: Vec<Value> = crate::tools::room::Room::recent(&inst.room_file(), 20)
+            .into_iter()
+            .map(|m| {
+                json!({
+                    "at": m.at,
+                    "seat": crate::names::escape_controls(&m.seat, false),
+                    "text": crate::names::escape_controls(&m.text, true),
+                })
+            })
+            .collect();
+        (room, crate::runtime_log::latest(&inst.runtime_log(), 30))
+    })
+    .await
+    .unwrap_or_default();
+    json!({
+        "root": daemon.inst.root.display().to_string(),
+        "generation": generation.number,
+        "since": daemon.started_at,
+        "seats": seats,
+        "tools": tools,
+        "notServed": not_served,
+        "host": {
+            "pid": status.host.pid, "box": status.host.isolation, "bounds": status.host.bounds,
+            "memoryBytes": memory, "respawns": respawns,
+            "ends": ends.iter().map(|(c, n)| json!({ "cause": c, "count": n })).collect::<Vec<_>>(),
+            "down": status.host.down,
+        },
+        "calls": daemon.figures.recent(),
+        "room": room,
+        "log": log,
+    })
+}

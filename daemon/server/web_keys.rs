@@ -1,0 +1,85 @@
+//! Who may read the status page: the one-time links `ovai web` gets (through the control socket, so
+//! from whoever holds the control secret) and the cookies they are traded for.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderMap, header};
+
+use crate::sync::lock;
+
+/// How long a link `ovai web` prints is good for.
+pub const LINK_FOR: Duration = Duration::from_secs(60);
+/// How long the page's cookie lasts.
+pub const SESSION_FOR: Duration = Duration::from_secs(12 * 3600);
+pub const COOKIE: &str = "ovai_web";
+
+/// The page's tokens and cookies, and where it is served.
+#[derive(Default)]
+pub struct Web {
+    /// One-time tokens from `ovai web`, until when each is good.
+    links: Mutex<HashMap<String, Instant>>,
+    /// Cookies given for a token, until when each is good.
+    sessions: Mutex<HashMap<String, Instant>>,
+    /// The page's base URL (`http://127.0.0.1:PORT/web/`).
+    pub base: Mutex<Option<String>>,
+}
+
+impl Web {
+    /// A new one-time link to the page, if it is served.
+    pub fn link(&self) -> Option<String> {
+        let base = lock(&self.base).clone()?;
+        let token = random_hex();
+        if token.is_empty() {
+            return None;
+        }
+        let mut links = lock(&self.links);
+        let now = Instant::now();
+        links.retain(|_, until| *until > now);
+        links.insert(token.clone(), now + LINK_FOR);
+        Some(format!("{base}login?t={token}"))
+    }
+
+    pub fn redeem(&self, token: &str) -> Option<String> {
+        let until = lock(&self.links).remove(token)?;
+        if until < Instant::now() {
+            return None;
+        }
+        let cookie = random_hex();
+        let mut sessions = lock(&self.sessions);
+        let now = Instant::now();
+        sessions.retain(|_, until| *until > now);
+        sessions.insert(cookie.clone(), now + SESSION_FOR);
+        Some(cookie)
+    }
+
+    pub fn admits(&self, headers: &HeaderMap) -> bool {
+        let Some(cookie) = cookie_of(headers) else {
+            return false;
+        };
+        lock(&self.sessions)
+            .get(&cookie)
+            .is_some_and(|until| *until > Instant::now())
+    }
+}
+
+fn random_hex() -> String {
+    let mut bytes = [0u8; 32];
+    // Without the OS's randomness no token is made that could be guessed: the link is refused below.
+    if getrandom::fill(&mut bytes).is_err() {
+        return String::new();
+    }
+    crate::digest::hex(&bytes)
+}
+
+fn cookie_of(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == COOKIE)
+        .map(|(_, v)| v.to_string())
+}

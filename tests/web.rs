@@ -1,0 +1,279 @@
+//! The operator's status page, in a real browser: Debian's Chromium (installed by scripts/test), headless,
+//! driven over its DevTools protocol. `ovai web`'s one-time link opens the page; the seats and tools are
+//! on it; a call the test makes appears without a reload; the link does not open it twice; the data
+//! needs the page's cookie. A screenshot is left in the test's output folder for a person to look at.
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+const ECHO: &str = r#"
+export const description = "Echoes.";
+export const inputSchema = { type: "object", properties: {}, additionalProperties: false };
+export function run(args, { seat }) { return { text: `echo for ${seat}` }; }
+"#;
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// A GET on loopback: (status line, body), with `cookie` if given.
+fn get(url: &str, cookie: Option<&str>) -> (String, String) {
+    try_get(url, cookie).unwrap_or_else(|| panic!("GET {url} found no server"))
+}
+
+fn try_get(url: &str, cookie: Option<&str>) -> Option<(String, String)> {
+    use std::io::BufRead;
+    let rest = url.strip_prefix("http://")?;
+    let (authority, path) = rest.split_at(rest.find('/')?);
+    let mut s = std::net::TcpStream::connect(authority).ok()?;
+    s.set_read_timeout(Some(PATIENCE)).ok()?;
+    let cookie = cookie
+        .map(|c| format!("Cookie: {c}\r\n"))
+        .unwrap_or_default();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n{cookie}\r\n"
+    )
+    .ok()?;
+    // Chromium keeps the connection open whatever is asked: the body is as long as its header says.
+    let mut reader = std::io::BufReader::new(s);
+    let mut status = String::new();
+    reader.read_line(&mut status).ok()?;
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            break;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':')
+            && k.eq_ignore_ascii_case("content-length")
+        {
+            length = v.trim().parse::<usize>().ok();
+        }
+    }
+    let mut body = Vec::new();
+    match length {
+        Some(n) => {
+            body.resize(n, 0);
+            reader.read_exact(&mut body).ok()?;
+        }
+        None => {
+            reader.read_to_end(&mut body).ok()?;
+        }
+    }
+    Some((
+        status.trim_end().to_string(),
+        String::from_utf8_lossy(&body).into_owned(),
+    ))
+}
+
+/// A headless Chromium and the WebSocket of its one page.
+struct Browser {
+    child: std::process::Child,
+    _profile: tempfile::TempDir,
+    socket: tungstenite::WebSocket<std::net::TcpStream>,
+    next: u64,
+}
+
+impl Browser {
+    fn open(url: &str) -> Self {
+        let chromium = which("chromium").expect(
+            "Chromium is not installed: scripts/test installs Debian's chromium with apt-get where it runs as root \
+             (apt-get install chromium)",
+        );
+        let profile = tempfile::tempdir_in("/tmp").unwrap();
+        let child = std::process::Command::new(chromium)
+            .args([
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-dev-shm-usage",
+                "--remote-debugging-port=0",
+                "--window-size=1280,1100",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg(url)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("chromium starts");
+        let port: u16 = wait_until("Chromium's DevTools port", || {
+            let text = std::fs::read_to_string(profile.path().join("DevToolsActivePort")).ok()?;
+            text.lines().next()?.trim().parse().ok()
+        });
+        let ws = wait_until("Chromium's page", || {
+            let (status, body) = try_get(&format!("http://127.0.0.1:{port}/json/list"), None)?;
+            if !status.contains("200") {
+                return None;
+            }
+            let pages: Value = serde_json::from_str(&body).ok()?;
+            pages.as_array()?.iter().find_map(|p| {
+                (p["type"] == "page")
+                    .then(|| p["webSocketDebuggerUrl"].as_str().map(str::to_string))
+                    .flatten()
+            })
+        });
+        let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        let (socket, _) = tungstenite::client(ws.as_str(), stream).expect("the DevTools WebSocket");
+        Self {
+            child,
+            _profile: profile,
+            socket,
+            next: 1,
+        }
+    }
+
+    /// Sends a DevTools command and returns its result.
+    fn command(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        self.socket
+            .send(tungstenite::Message::text(
+                json!({ "id": id, "method": method, "params": params }).to_string(),
+            ))
+            .unwrap();
+        loop {
+            let msg = self.socket.read().expect("a DevTools message");
+            let Ok(text) = msg.to_text() else { continue };
+            let v: Value = serde_json::from_str(text).unwrap_or_default();
+            if v["id"] == id {
+                return v["result"].clone();
+            }
+        }
+    }
+
+    /// What a JavaScript expression evaluates to in the page, as a string.
+    fn eval(&mut self, expression: &str) -> String {
+        let r = self.command(
+            "Runtime.evaluate",
+            json!({ "expression": expression, "returnByValue": true }),
+        );
+        r["result"]["value"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn base64(text: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let digits: Vec<u8> = text.bytes().filter_map(value).collect();
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, d)| n | (u32::from(*d) << (18 - 6 * i)));
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&bytes[..chunk.len().saturating_sub(1)]);
+    }
+    out
+}
+
+#[test]
+fn the_status_page_shows_the_instance_live_in_a_real_browser() {
+    let inst = Instance::with_plugins(&[("echo.mjs", ECHO)]);
+    inst.add_seat("w1");
+    inst.set_config(json!({ "web": { "listen": "127.0.0.1:0" } }));
+    let _d = inst.start();
+    let out = inst.cmd().arg("web").output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let url = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert!(url.contains("/web/login?t="), "{url}");
+    let base = url.split("login?").next().unwrap().to_string();
+
+    let mut browser = Browser::open(&url);
+    let text = wait_until("the seats and tools on the page", || {
+        let text = browser.eval("document.body.innerText");
+        (text.contains("w1") && text.contains("echo") && text.contains("plugins/echo.mjs"))
+            .then_some(text)
+    });
+    assert!(text.contains("lead") && text.contains("Leader"), "{text}");
+    // After the exchange the page's own URL carries no token.
+    let href = browser.eval("location.href");
+    assert!(href.ends_with("/web/") && !href.contains("t="), "{href}");
+
+    // A call made now appears without a reload.
+    let mut s = inst.session("w1");
+    s.initialize();
+    assert_eq!(
+        s.call("echo", json!({})),
+        ("echo for w1".to_string(), false)
+    );
+    let calls = wait_until("the call on the page", || {
+        let calls = browser.eval("document.getElementById('calls').innerText");
+        calls.contains("echo").then_some(calls)
+    });
+    assert!(calls.contains("w1") && calls.contains("text"), "{calls}");
+    let seats = browser.eval("document.getElementById('seats').innerText");
+    assert!(seats.contains("yes (socket)"), "{seats}");
+    // The room's words, escaped as the room escapes them, never read as markup.
+    let (said, refused) = s.call("room", json!({ "say": "<b>hi</b> \u{1b}[31m team" }));
+    assert!(!refused, "{said}");
+    let room = wait_until("the room on the page", || {
+        let room = browser.eval("document.getElementById('room').innerText");
+        room.contains("team").then_some(room)
+    });
+    assert!(room.contains("w1: <b>hi</b> \\u{1b}[31m team"), "{room}");
+    assert_eq!(
+        browser.eval("String(document.querySelectorAll('#room b').length)"),
+        "0"
+    );
+
+    // A screenshot, for a person to look at.
+    let shot = browser.command("Page.captureScreenshot", json!({ "format": "png" }));
+    let png = base64(shot["data"].as_str().unwrap_or_default());
+    assert!(png.starts_with(b"\x89PNG"), "a PNG");
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-status.png");
+    std::fs::write(&path, &png).unwrap();
+    eprintln!("the status page as Chromium drew it: {}", path.display());
+
+    // The link opens the page once only; the data needs the page's cookie.
+    let (status, body) = get(&url, None);
+    assert!(status.contains("401"), "{status}");
+    assert!(body.contains("used already"), "{body}");
+    let (status, _) = get(&format!("{base}api/state"), None);
+    assert!(status.contains("401"), "{status}");
+    let (status, _) = get(&format!("{base}api/state"), Some("ovai_web=not-a-cookie"));
+    assert!(status.contains("401"), "{status}");
+    let (status, _) = get(&base, None);
+    assert!(status.contains("401"), "{status}");
+}
+
+#[test]
+fn the_page_is_off_unless_asked_for() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    inst.cmd()
+        .arg("web")
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("the status page is off"));
+}
