@@ -109,6 +109,17 @@ impl Browser {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("chromium starts");
+        // Killed if anything below fails, before the browser is ours to drop.
+        struct Guard(Option<std::process::Child>);
+        impl Drop for Guard {
+            fn drop(&mut self) {
+                if let Some(mut c) = self.0.take() {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+            }
+        }
+        let mut guard = Guard(Some(child));
         let port: u16 = wait_until("Chromium's DevTools port", || {
             let text = std::fs::read_to_string(profile.path().join("DevToolsActivePort")).ok()?;
             text.lines().next()?.trim().parse().ok()
@@ -128,6 +139,7 @@ impl Browser {
         let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream.set_read_timeout(Some(PATIENCE)).unwrap();
         let (socket, _) = tungstenite::client(ws.as_str(), stream).expect("the DevTools WebSocket");
+        let child = guard.0.take().expect("the browser");
         Self {
             child,
             _profile: profile,
