@@ -183,6 +183,15 @@ fn hides_secrets(kind: Box_) {
         std::fs::read_to_string(inst.root.join("work/written-by-plugin.txt")).unwrap(),
         "ok"
     );
+    // Every client's file that holds the secret, not only Claude Code's.
+    for file in [
+        ".gemini/settings.json",
+        ".codex/config.toml",
+        "opencode.json",
+    ] {
+        let (text, _) = s.call("reads", json!({ "path": format!("desks/lead/{file}") }));
+        assert_eq!(text, "EACCES | -", "desks/lead/{file}: {text}");
+    }
     let (text, _) = s.call("reads", json!({ "path": ".ovai/control.secret" }));
     assert_eq!(text, "ENOENT | -", "the private folder is empty in the box");
     let (text, _) = s.call("reads", json!({ "path": "openovai.json" }));
@@ -198,8 +207,15 @@ fn hides_secrets(kind: Box_) {
             .any(|r| r.contains("was replaced because the seats changed"))
             .then_some(())
     });
-    let (text, _) = s.call("reads", json!({ "path": "desks/w2/.mcp.json" }));
-    assert_eq!(text, "EACCES | -", "{text}");
+    for file in [
+        ".mcp.json",
+        ".gemini/settings.json",
+        ".codex/config.toml",
+        "opencode.json",
+    ] {
+        let (text, _) = s.call("reads", json!({ "path": format!("desks/w2/{file}") }));
+        assert_eq!(text, "EACCES | -", "desks/w2/{file}: {text}");
+    }
     // A seat re-keyed while the host runs (its .mcp.json replaced by a rename): the new secret is hidden.
     inst.cmd().args(["seat", "rotate", "w1"]).assert().success();
     wait_until("the host to be replaced again", || {
@@ -211,8 +227,15 @@ fn hides_secrets(kind: Box_) {
             >= 2)
             .then_some(())
     });
-    let (text, _) = s.call("reads", json!({ "path": "desks/w1/.mcp.json" }));
-    assert_eq!(text, "EACCES | -", "{text}");
+    for file in [
+        ".mcp.json",
+        ".gemini/settings.json",
+        ".codex/config.toml",
+        "opencode.json",
+    ] {
+        let (text, _) = s.call("reads", json!({ "path": format!("desks/w1/{file}") }));
+        assert_eq!(text, "EACCES | -", "desks/w1/{file}: {text}");
+    }
     drop(d);
 }
 
@@ -659,10 +682,12 @@ setInterval(() => {
   let desks = [];
   try { desks = readdirSync(`${root}/desks`); } catch {}
   for (const d of desks) {
-    try {
-      const text = readFileSync(`${root}/desks/${d}/.mcp.json`, "utf8");
-      if (text.includes("OVAI_SECRET") || text.includes("Bearer")) appendFileSync(`${root}/work/leaks.txt`, `${d}\n`);
-    } catch {}
+    for (const f of [".mcp.json", ".gemini/settings.json", ".codex/config.toml", "opencode.json"]) {
+      try {
+        const text = readFileSync(`${root}/desks/${d}/${f}`, "utf8");
+        if (text.includes("OVAI_SECRET") || text.includes("Bearer")) appendFileSync(`${root}/work/leaks.txt`, `${d}/${f}\n`);
+      } catch {}
+    }
   }
 }, 1);
 export function run() { return { text: "watching" }; }

@@ -425,21 +425,21 @@ impl Isolation {
         match self {
             Isolation::Bwrap { .. } => "The plugin host runs in a bubblewrap box: its own process namespace (it cannot \
                 signal the daemon or anything outside, and everything it starts ends with it) and a view of the \
-                files without the seats' secrets (.ovai/ and desks/*/.mcp.json), in which the ovai binary and \
+                files without the seats' secrets (.ovai/ and each desk's files that hold one), in which the ovai binary and \
                 the Claude Code and service settings cannot be changed. Plugins keep the network and the \
                 instance's other files."
                 .into(),
             Isolation::Userns { .. } => "The plugin host runs in a box of ovai's own, made from Linux namespaces \
                 (bubblewrap is not used): its own process namespace (it cannot signal the daemon or anything \
                 outside, and everything it starts ends with it) and a view of the files without the seats' \
-                secrets (.ovai/ and desks/*/.mcp.json), in which the ovai binary and the Claude Code and service \
+                secrets (.ovai/ and each desk's files that hold one), in which the ovai binary and the Claude Code and service \
                 settings cannot be changed; no capabilities. Plugins keep the network and the instance's other \
                 files."
                 .into(),
             Isolation::None { why } => format!(
                 "The plugin host runs without a box ({why}): only a process group of its own, so a plugin can \
                  signal the daemon, leave processes behind in a session of their own, and read the seats' \
-                 secrets (desks/*/.mcp.json) and the control secret. Install bubblewrap (apt-get install \
+                 secrets (each desk's .mcp.json and other client files) and the control secret. Install bubblewrap (apt-get install \
                  bubblewrap) and set hostIsolation to \"auto\" to box it."
             ),
         }
@@ -482,14 +482,14 @@ fn read_only(secrets: &Secrets) -> Vec<PathBuf> {
     paths
 }
 
-/// Every `desks/*/.mcp.json` there is now.
+/// Every file in `desks/*/` that holds a seat's secret there is now: each client's (`.mcp.json`,
+/// `.gemini/settings.json`, `.codex/config.toml`, `opencode.json`).
 fn desk_secrets(desks: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(desks)
         .into_iter()
         .flatten()
         .flatten()
-        .map(|e| e.path().join(".mcp.json"))
-        .filter(|p| p.is_file())
+        .flat_map(|e| crate::desk::secret_files(&e.path()))
         .collect();
     files.sort();
     files
