@@ -417,7 +417,8 @@ fn a_desk_for_a_remote_seat_reaches_the_endpoint_and_survives_rotate_and_rebuild
     assert!(out.status.success());
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
-        said.contains(&url) && said.contains("`codex exec --trust` once there"),
+        said.contains(&url)
+            && said.contains("`codex exec --trust --skip-git-repo-check` once there"),
         "{said}"
     );
     // Codex's own file in the desk reaches the endpoint with the token and approves the tools.

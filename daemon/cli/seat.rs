@@ -52,7 +52,7 @@ fn remote_desk(inst: &Instance, name: &str, url: &str) {
     {
         println!(
             "On that machine, trust the folder for Gemini CLI (add it to ~/.gemini/trustedFolders.json as \
-             \"TRUST_FOLDER\") and for Codex (`codex exec --trust` once there), or run `ovai seat trust {name}` \
+             \"TRUST_FOLDER\") and for Codex (`codex exec --trust --skip-git-repo-check` once there, outside a git work tree), or run `ovai seat trust {name}` \
              there if ovai and the instance are there too."
         );
     }

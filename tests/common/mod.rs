@@ -4,8 +4,11 @@
 
 #![allow(dead_code)]
 
+pub mod gemini_api;
 pub mod http;
 pub mod messages_api;
+pub mod responses_api;
+pub mod standin;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
