@@ -2,10 +2,9 @@
 //! writes straight away and waits for room only when the peer has stopped reading.
 //!
 //! Why not tokio's own halves: they register the socket for reading and writing at once, and a Unix
-//! socket signals "writable" every time its peer reads what was written. At one call at a time that is
-//! one wake-up of the daemon's thread for nothing per message in each direction (measured with strace:
-//! an `epoll_wait` returning only EPOLLOUT after every `sendto`), which costs the kernel's wake-up path
-//! each time. Registered for reading alone, the thread wakes only when there is something to read.
+//! socket signals "writable" every time its peer reads what was written: a wake-up of the daemon's
+//! thread for nothing per message. Registered for reading alone, it wakes only when there is something
+//! to read.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};

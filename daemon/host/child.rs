@@ -3,9 +3,7 @@
 //! and killed if the daemon dies.
 //!
 //! Why two pipes and not one socket pair: a message through a pipe costs the kernel less than one
-//! through a Unix socket (no buffer allocated and charged per write): the floor's relays measured it at
-//! about 5 µs a call at one call at a time (docs/performance-log.md, "Where a K=1 call goes, and the
-//! pipes").
+//! through a Unix socket (no buffer allocated and charged per write).
 
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
