@@ -267,6 +267,34 @@ pub const SETTINGS: &[&str] = &[
     "web",
 ];
 
+/// The object a listener's setting (`key`) holds, with no keys but `takes`; `None` when it is absent.
+fn listener_object<'a>(
+    key: &'static str,
+    value: Option<&'a Value>,
+    takes: &[&str],
+    example: &str,
+) -> Result<Option<&'a serde_json::Map<String, Value>>, ConfigError> {
+    let bad = |problem: String| ConfigError::Bad { key, problem };
+    let map = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err(bad(format!(
+                "is {}, not an object such as {example}",
+                json_kind(other)
+            )));
+        }
+    };
+    if let Some(k) = map.keys().find(|k| !takes.contains(&k.as_str())) {
+        let takes: Vec<String> = takes.iter().map(|t| format!("\"{t}\"")).collect();
+        return Err(bad(format!(
+            "has \"{k}\", which ovai does not read there; it takes {}",
+            takes.join(" and ")
+        )));
+    }
+    Ok(Some(map))
+}
+
 /// `"web": {"listen": ADDR}` (its own loopback address) or `"web": {"onHttp": true}` (at /web on the HTTP
 /// endpoint, whose TLS then covers it).
 fn web(value: Option<&Value>) -> Result<Option<Option<std::net::SocketAddr>>, ConfigError> {
@@ -274,21 +302,10 @@ fn web(value: Option<&Value>) -> Result<Option<Option<std::net::SocketAddr>>, Co
         key: "web",
         problem,
     };
-    let map = match value {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Object(map)) => map,
-        Some(other) => {
-            return Err(bad(format!(
-                "is {}, not an object such as {{\"listen\": \"127.0.0.1:7780\"}} or {{\"onHttp\": true}}",
-                json_kind(other)
-            )));
-        }
+    let example = "{\"listen\": \"127.0.0.1:7780\"} or {\"onHttp\": true}";
+    let Some(map) = listener_object("web", value, &["listen", "onHttp"], example)? else {
+        return Ok(None);
     };
-    if let Some(key) = map.keys().find(|k| *k != "listen" && *k != "onHttp") {
-        return Err(bad(format!(
-            "has \"{key}\", which ovai does not read there; it takes \"listen\" or \"onHttp\""
-        )));
-    }
     match (map.get("listen"), map.get("onHttp")) {
         (Some(Value::String(listen)), None | Some(Value::Bool(false))) => {
             let addr = http::parse_listen(listen).map_err(|e| bad(format!("has \"listen\": {e}")))?;
@@ -316,21 +333,10 @@ fn metrics_listen(value: Option<&Value>) -> Result<Option<std::net::SocketAddr>,
         key: "metrics",
         problem,
     };
-    let map = match value {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Object(map)) => map,
-        Some(other) => {
-            return Err(bad(format!(
-                "is {}, not an object such as {{\"listen\": \"127.0.0.1:9464\"}}",
-                json_kind(other)
-            )));
-        }
+    let example = "{\"listen\": \"127.0.0.1:9464\"}";
+    let Some(map) = listener_object("metrics", value, &["listen", "insecure"], example)? else {
+        return Ok(None);
     };
-    if let Some(key) = map.keys().find(|k| *k != "listen" && *k != "insecure") {
-        return Err(bad(format!(
-            "has \"{key}\", which ovai does not read there; it takes \"listen\" and \"insecure\""
-        )));
-    }
     let Some(Value::String(listen)) = map.get("listen") else {
         return Err(bad(
             "has no \"listen\": name the address, such as \"127.0.0.1:9464\"".into(),

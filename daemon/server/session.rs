@@ -543,14 +543,7 @@ impl SeatService {
         context: &RequestContext<RoleServer>,
     ) -> Option<crate::server::traces::RequestSpan> {
         crate::server::traces::tracer()?;
-        let header = |h: &str| {
-            context
-                .extensions
-                .get::<axum::http::request::Parts>()
-                .and_then(|p| p.headers.get(h))
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        };
+        let header = |h: &str| header_of(context, h);
         let traceparent = trace_header(context, "traceparent");
         let tracestate = trace_header(context, "tracestate");
         crate::server::traces::RequestSpan::start(&crate::server::traces::Request {
@@ -577,15 +570,18 @@ fn trace_header(context: &RequestContext<RoleServer>, key: &str) -> Option<Strin
         .get(key)
         .and_then(|v| v.as_str())
         .map(str::to_string)
-        .or_else(|| {
-            context
-                .extensions
-                .get::<axum::http::request::Parts>()
-                .and_then(|p| p.headers.get(key))
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        })
+        .or_else(|| header_of(context, key))
         .filter(|v| v.len() <= 512)
+}
+
+/// A header of the HTTP request a request came in, if it came over HTTP.
+fn header_of(context: &RequestContext<RoleServer>, name: &str) -> Option<String> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.headers.get(name))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
 }
 
 /// A call's outcome as rmcp's result (rmcp writes it; over the socket `calls::answer_line` does).
