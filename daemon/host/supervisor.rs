@@ -30,7 +30,9 @@ use crate::sync::lock;
 /// The heartbeat: a ping this often while calls are in flight; a host that leaves one unanswered for
 /// `hostHangSeconds` is killed.
 const PING_EVERY: Duration = Duration::from_millis(500);
-/// Respawn backoff: the first respawn after FIRST_BACKOFF, doubling per crash in the window, capped.
+/// Respawn backoff: the first stop in the window is respawned at once (its callers wait on it), the
+/// next after FIRST_BACKOFF, doubling per stop, capped: a host that dies at once over and over is not
+/// restarted in a spin.
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// How many times a new host that ends before it is ready is started again before the host stays down.
@@ -462,9 +464,12 @@ async fn run(
             };
             return stay_down(cause, &job, &state, &host).await;
         }
-        let backoff = FIRST_BACKOFF
-            .saturating_mul(1 << stops.len().saturating_sub(1).min(16))
-            .min(MAX_BACKOFF);
+        let backoff = match stops.len() {
+            0 | 1 => Duration::ZERO,
+            n => FIRST_BACKOFF
+                .saturating_mul(1 << (n - 2).min(16))
+                .min(MAX_BACKOFF),
+        };
         match start_when_settled(&job, &ids, &host, &mut seats, backoff, &left_out).await {
             Ok(next) => {
                 process = next;
