@@ -50,11 +50,18 @@ struct Tool {
 /// One of the latest calls, for the status page: never its arguments or its answer.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct RecentCall {
-    pub at: String,
+    /// When it ended, written as runtime.log writes times (only when the page asks: not on the call's
+    /// path).
+    #[serde(serialize_with = "as_timestamp")]
+    pub at: SystemTime,
     pub seat: String,
     pub tool: String,
     pub ms: f64,
     pub outcome: &'static str,
+}
+
+fn as_timestamp<S: serde::Serializer>(at: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&crate::runtime_log::timestamp(*at))
 }
 
 /// The latest calls kept for the status page.
@@ -103,7 +110,8 @@ impl Figures {
             }
             t.recent.push_back(ms);
         }
-        let day = SystemTime::now()
+        let now = SystemTime::now();
+        let day = now
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() / 86_400);
         {
@@ -124,7 +132,7 @@ impl Figures {
                 recent.pop_front();
             }
             recent.push_back(RecentCall {
-                at: crate::runtime_log::timestamp(SystemTime::now()),
+                at: now,
                 seat: seat.to_string(),
                 tool: tool.to_string(),
                 ms: (ms * 10.0).round() / 10.0,
@@ -133,7 +141,7 @@ impl Figures {
         }
         if let Some(log) = lock(&self.log).as_ref() {
             let line = json!({
-                "at": crate::runtime_log::timestamp(SystemTime::now()),
+                "at": crate::runtime_log::timestamp(now),
                 "seat": seat,
                 "tool": tool,
                 "ms": (ms * 1000.0).round() / 1000.0,
