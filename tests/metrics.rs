@@ -133,6 +133,70 @@ fn without_the_setting_nothing_listens() {
         ));
 }
 
+/// Connections left open with half a request, by anybody on this machine, on the metrics' and the
+/// status page's own listeners: the daemon holds a bounded number of them (it once held every one, until
+/// it ran out of descriptors and stopped answering its seats), and both still answer a new request.
+#[test]
+fn half_open_connections_cannot_take_the_daemons_descriptors() {
+    use std::io::Write;
+    let inst = Instance::with_plugins(&[("echo.mjs", ECHO)]);
+    let web = free_port();
+    inst.set_config(json!({
+        "metrics": { "listen": "127.0.0.1:0" },
+        "web": { "listen": format!("127.0.0.1:{web}") },
+    }));
+    let d = inst.start();
+    let url = d.status().unwrap()["metrics"].as_str().unwrap().to_string();
+    let metrics: u16 = url
+        .trim_end_matches("/metrics")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let fds = || {
+        std::fs::read_dir(format!("/proc/{}/fd", d.pid()))
+            .unwrap()
+            .count()
+    };
+    let before = fds();
+    let mut held = Vec::new();
+    for port in [metrics, web] {
+        for _ in 0..250 {
+            let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            c.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+            held.push(c);
+        }
+        // Accepted in order: once this one is answered, every connection before it was taken.
+        assert!(answers(port), "port {port} answers a request beside them");
+    }
+    let during = fds();
+    assert!(
+        during < before + 100,
+        "the daemon held {during} descriptors with 500 half-open connections (it had {before})"
+    );
+    assert!(answers(metrics) && answers(web));
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("echo", json!({})),
+        ("echo for lead".to_string(), false)
+    );
+    drop(held);
+}
+
+/// Whether a request on loopback `port` gets an answer (of any status).
+fn answers(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(PATIENCE));
+    let _ = write!(s, "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    let mut head = [0u8; 9];
+    s.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.")
+}
+
 fn which(name: &str) -> Option<std::path::PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)

@@ -15,18 +15,13 @@ pub fn bind(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener
     Ok(listener)
 }
 
-/// Serves `/metrics` on `listener` until the daemon closes; its address.
-pub fn serve(
-    daemon: &Arc<Daemon>,
-    listener: std::net::TcpListener,
-) -> std::io::Result<std::net::SocketAddr> {
-    let listener = tokio::net::TcpListener::from_std(listener)?;
-    let bound = listener.local_addr()?;
+/// What `/metrics` answers (and every other path); the figures' store is set up here.
+pub fn app(daemon: &Arc<Daemon>) -> axum::Router {
     let _ = daemon
         .metrics
         .set(Arc::new(super::metrics::Metrics::default()));
     let for_route = daemon.clone();
-    let app = axum::Router::new()
+    axum::Router::new()
         .route(
             "/metrics",
             axum::routing::get(move || {
@@ -57,15 +52,5 @@ pub fn serve(
                 StatusCode::NOT_FOUND,
                 "This is ovai's metrics endpoint: Prometheus reads /metrics.\n",
             )
-        });
-    let closing = daemon.closing.clone();
-    daemon.tasks.spawn(async move {
-        let served = axum::serve(listener, app).with_graceful_shutdown(async move {
-            closing.cancelled().await;
-        });
-        if let Err(e) = served.await {
-            tracing::warn!("the metrics endpoint stopped: {e}");
-        }
-    });
-    Ok(bound)
+        })
 }

@@ -328,14 +328,9 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
                     *lock(&web.base) = Some(format!("http://{addr}/web/"));
                 }
                 let app = web::router(daemon.clone());
-                let closing = daemon.closing.clone();
-                daemon.tasks.spawn(async move {
-                    let served = axum::serve(listener, app)
-                        .with_graceful_shutdown(async move { closing.cancelled().await });
-                    if let Err(e) = served.await {
-                        tracing::warn!("the status page stopped: {e}");
-                    }
-                });
+                daemon
+                    .tasks
+                    .spawn(http::serve::accept_operator(listener, app, daemon.clone()));
                 log.row(
                     Topic::Server,
                     &format!("The status page is served at http://{addr}/web/: `ovai web` prints a link to it."),
@@ -349,7 +344,15 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     }
     daemon.figures.set_call_log(call_log);
     if let Some(listener) = metrics_bound {
-        match metrics_http::serve(&daemon, listener) {
+        let served = tokio::net::TcpListener::from_std(listener).and_then(|listener| {
+            let addr = listener.local_addr()?;
+            let app = metrics_http::app(&daemon);
+            daemon
+                .tasks
+                .spawn(http::serve::accept_operator(listener, app, daemon.clone()));
+            Ok(addr)
+        });
+        match served {
             Ok(addr) => {
                 let url = format!("http://{addr}/metrics");
                 log.row(

@@ -125,6 +125,55 @@ pub async fn accept(
     }
 }
 
+/// Open connections the status page's and the metrics' own listeners each hold at most: a browser or
+/// two and a Prometheus need a few.
+const OPERATOR_CONNECTIONS: usize = 32;
+
+/// Accepts on an operator's listener (the status page's, the metrics') until the daemon closes: each
+/// connection with the same time limit on its request head as the endpoint's, and at most
+/// OPERATOR_CONNECTIONS open, the oldest closed to make room, so that connections left open by anybody
+/// on this machine cannot take the daemon's descriptors (nor keep the operator out for long).
+pub async fn accept_operator(listener: TcpListener, app: Router, daemon: Arc<Daemon>) {
+    let places = Places::default();
+    let open = Arc::new(AtomicUsize::new(0));
+    loop {
+        let tcp = tokio::select! {
+            a = listener.accept() => match a {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accepting a connection to the status page or metrics failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = daemon.closing.cancelled() => return,
+        };
+        if open.load(Ordering::Relaxed) >= OPERATOR_CONNECTIONS {
+            places.close_oldest_unseated(None);
+        }
+        let place = places.add(
+            tcp.peer_addr()
+                .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip()),
+        );
+        let _ = tcp.set_nodelay(true);
+        let (app, stop, places, open) = (
+            app.clone(),
+            daemon.closing.clone(),
+            places.clone(),
+            open.clone(),
+        );
+        open.fetch_add(1, Ordering::Relaxed);
+        daemon.tasks.spawn(async move {
+            tokio::select! {
+                _ = serve(tcp, app, stop) => {}
+                _ = place.close.cancelled() => {}
+            }
+            places.remove(&place);
+            open.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+}
+
 async fn serve<I>(io: I, app: Router, stop: CancellationToken)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
