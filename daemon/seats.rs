@@ -439,12 +439,13 @@ pub fn add(
     let secret = new_secret().map_err(io("drawing a secret for", &inst.seats_file()))?;
     let desk = inst.desk(name);
     std::fs::create_dir_all(&desk).map_err(io("making the desk", &desk))?;
+    let clients = desk_clients(inst)?;
+    desk::check_for_secret(&desk, &clients)?;
     let reach = match url {
         Some(url) => Reach::Url { url },
         None => Reach::Bridge { exe: ovai_exe },
     };
     let mcp_json = desk::write_server_entry(inst, &desk, &reach, &secret)?;
-    let clients = desk_clients(inst)?;
     warnings.extend(desk::clients::write(inst, &desk, &reach, &secret, &clients));
     book.seats.insert(
         name.into(),
@@ -502,19 +503,15 @@ pub fn rotate(
         Some(url) => desk::check_url(url)?,
         None => None,
     };
+    let clients = desk_clients(inst)?;
+    desk::check_for_secret(&desk, &clients)?;
     let reach = match url {
         Some(url) => Reach::Url { url },
         None => Reach::Bridge { exe: ovai_exe },
     };
     let path = desk::write_server_entry(inst, &desk, &reach, &secret)?;
     let mut warning = warning.into_iter().collect::<Vec<_>>();
-    warning.extend(desk::clients::write(
-        inst,
-        &desk,
-        &reach,
-        &secret,
-        &desk_clients(inst)?,
-    ));
+    warning.extend(desk::clients::write(inst, &desk, &reach, &secret, &clients));
     if let Err(why) = desk::git::keep_out(&desk) {
         warning.push(format!(
             "{why}: the desk's files that hold the secret are not kept out of git"

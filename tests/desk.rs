@@ -261,6 +261,116 @@ fn no_file_holding_the_secret_is_staged_by_git_add_all() {
     assert!(files.iter().all(|f| f.starts_with(".claude/")), "{files:?}");
 }
 
+/// Where a seat's secret would leave the desk or reach git, `seat add` and `seat rotate` write nothing
+/// and say why: a client file the desk's repository tracks (ignore lines do nothing for it), a client's
+/// folder that is a link out of the desk, a `.gitignore` that is a link. `seat remove` touches nothing
+/// behind a link, and the plugin host's box starts beside such a desk.
+#[test]
+fn a_secret_is_never_written_where_it_would_leave_the_desk_or_reach_git() {
+    let inst = Instance::new();
+    let outside = tempfile::tempdir_in("/tmp").unwrap();
+    let git = |dir: &std::path::Path, args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .expect("git runs (apt-get install git)");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let secret_in = |path: &std::path::Path| {
+        std::fs::read_to_string(path)
+            .is_ok_and(|t| t.contains("OVAI_SECRET") || t.contains("Bearer"))
+    };
+
+    // The repository tracks .mcp.json (its own servers, committed).
+    let desk = inst.root.join("desks/w3");
+    std::fs::create_dir_all(&desk).unwrap();
+    git_init(&desk);
+    let mine = "{\"mcpServers\":{\"github\":{\"command\":\"gh\"}}}\n";
+    std::fs::write(desk.join(".mcp.json"), mine).unwrap();
+    git(&desk, &["add", "-A"]);
+    git(&desk, &["commit", "-qm", "mine"]);
+    inst.cmd()
+        .args(["seat", "add", "w3"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(".mcp.json in "))
+        .stderr(predicates::str::contains(
+            "is tracked by git: a seat's secret written there would go out with the next commit. \
+             Untrack it with `git rm --cached .mcp.json` there",
+        ));
+    assert_eq!(
+        std::fs::read_to_string(desk.join(".mcp.json")).unwrap(),
+        mine
+    );
+    assert!(
+        !std::fs::read_to_string(inst.root.join(".ovai/seats.json"))
+            .unwrap_or_default()
+            .contains("\"w3\"")
+    );
+    // Untracked, as the sentence says: the seat is made, and nothing of it is staged.
+    git(&desk, &["rm", "-q", "--cached", ".mcp.json"]);
+    git(&desk, &["commit", "-qm", "untrack"]);
+    inst.cmd().args(["seat", "add", "w3"]).assert().success();
+    assert!(staged(&desk).iter().all(|f| f.starts_with(".claude/")));
+
+    // Codex's folder is a link out of the desk.
+    let desk = inst.root.join("desks/w6");
+    std::fs::create_dir_all(&desk).unwrap();
+    std::os::unix::fs::symlink(outside.path(), desk.join(".codex")).unwrap();
+    inst.cmd()
+        .args(["seat", "add", "w6"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(
+            ".codex is a symbolic link: a seat's secret is written only into the desk itself",
+        ));
+    assert!(!outside.path().join("config.toml").exists());
+
+    // The .gitignore is a link.
+    let desk = inst.root.join("desks/w9");
+    std::fs::create_dir_all(&desk).unwrap();
+    let theirs = outside.path().join("ignore");
+    std::fs::write(&theirs, "target/\n").unwrap();
+    std::os::unix::fs::symlink(&theirs, desk.join(".gitignore")).unwrap();
+    inst.cmd()
+        .args(["seat", "add", "w9"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(".gitignore is a symbolic link"));
+    assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "target/\n");
+
+    // A seat whose Gemini folder became a link later: rotate refuses, remove leaves what is behind it,
+    // and the box still starts, hiding the file the link leads to.
+    inst.add_seat("w7");
+    let desk = inst.root.join("desks/w7");
+    let moved = outside.path().join("gemini");
+    std::fs::rename(desk.join(".gemini"), &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, desk.join(".gemini")).unwrap();
+    let d = inst.start();
+    assert!(
+        d.status().unwrap()["host"]["pid"].as_u64().is_some(),
+        "the plugin host runs beside a desk with a linked folder"
+    );
+    inst.cmd()
+        .args(["seat", "rotate", "w7"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(".gemini is a symbolic link"));
+    inst.cmd().args(["seat", "remove", "w7"]).assert().success();
+    assert!(
+        secret_in(&moved.join("settings.json")),
+        "what is behind the link is left as it was"
+    );
+    assert!(!secret_in(&desk.join(".mcp.json")));
+}
+
 #[test]
 fn seat_trust_writes_gemini_and_codex_trust_into_the_home_merged() {
     let inst = Instance::new();

@@ -235,6 +235,9 @@ fn write_codex(path: &Path, reach: &Reach<'_>, secret: &str, root: &Path) -> Res
 /// file left with nothing in it goes.
 pub fn remove(desk: &Path) -> Result<(), DeskError> {
     for (_, path, [outer, name]) in json_files(desk) {
+        if super::through_link(desk, &path) {
+            continue;
+        }
         let Doc::Object(mut doc) = read_doc(&path)? else {
             continue;
         };
@@ -259,7 +262,8 @@ pub fn remove(desk: &Path) -> Result<(), DeskError> {
         }
     }
     let path = codex_file(desk);
-    if let Ok(Some(mut doc)) = read_toml(&path)
+    if !super::through_link(desk, &path)
+        && let Ok(Some(mut doc)) = read_toml(&path)
         && let Some(servers) = doc.get_mut("mcp_servers").and_then(|s| s.as_table_mut())
         && servers.remove(SERVER_NAME).is_some()
     {

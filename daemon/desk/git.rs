@@ -38,6 +38,62 @@ fn ignore_file(desk: &Path) -> PathBuf {
     desk.join(".gitignore")
 }
 
+/// Why a seat's secret may not be written into the desk's files `rel` (relative to the desk) as git is
+/// there: the file that keeps them out of git is a link (its lines would be written elsewhere), or the
+/// repository tracks one of them (ignore lines do nothing for a tracked file: the secret would go out
+/// with the next commit). `None` where it may, or where git is not installed to be asked.
+pub fn why_not_for_secret(desk: &Path, rel: &[&str]) -> Option<String> {
+    let file = ignore_file(desk);
+    if file.is_symlink() {
+        return Some(format!(
+            "{} is a symbolic link: ovai adds the lines that keep the desk's secret files out of git only to a \
+             file of the desk's own. Replace the link with a regular file and run the command again; nothing \
+             was changed.",
+            file.display()
+        ));
+    }
+    let existing: Vec<&str> = rel
+        .iter()
+        .copied()
+        .filter(|r| desk.join(r).is_file())
+        .collect();
+    if existing.is_empty() {
+        return None;
+    }
+    // No hook and no fsmonitor: asking git must not run anything of the repository's.
+    let out = std::process::Command::new("git")
+        .args(["-c", "core.fsmonitor=false", "ls-files", "-z", "--"])
+        .args(&existing)
+        .current_dir(desk)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let tracked: Vec<String> = out
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect();
+    if tracked.is_empty() {
+        return None;
+    }
+    let (verb, them) = if tracked.len() == 1 {
+        ("is", "it")
+    } else {
+        ("are", "them")
+    };
+    Some(format!(
+        "{} in {} {verb} tracked by git: a seat's secret written there would go out with the next commit. \
+         Untrack {them} with `git rm --cached {}` there (the file stays), commit that, and run the command \
+         again; nothing was changed.",
+        tracked.join(", "),
+        desk.display(),
+        tracked.join(" ")
+    ))
+}
+
 /// Adds the patterns that are missing. `Ok(None)` when all are there already.
 pub fn keep_out(desk: &Path) -> Result<Option<PathBuf>, String> {
     let file = ignore_file(desk);

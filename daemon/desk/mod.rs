@@ -42,8 +42,58 @@ pub fn secret_files(desk: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The desk's files (relative to it) that hold the secret for these clients (`.mcp.json` always: `ovai
+/// call --seat` reads it).
+fn secret_paths(clients: &[crate::instance::Client]) -> Vec<&'static str> {
+    use crate::instance::Client;
+    let mut rel = vec![".mcp.json"];
+    for (client, path) in [
+        (Client::GeminiCli, ".gemini/settings.json"),
+        (Client::Codex, ".codex/config.toml"),
+        (Client::Opencode, "opencode.json"),
+    ] {
+        if clients.contains(&client) {
+            rel.push(path);
+        }
+    }
+    rel
+}
+
+/// Refuses, before anything is written, a desk where a seat's secret would leave it or reach git: a
+/// client's folder that is a symbolic link (the secret would be written wherever it points, and the
+/// plugin host's box could not hide it), or what `git::why_not_for_secret` finds.
+pub fn check_for_secret(desk: &Path, clients: &[crate::instance::Client]) -> Result<(), DeskError> {
+    let rel = secret_paths(clients);
+    for r in &rel {
+        if let Some((folder, _)) = r.split_once('/')
+            && desk.join(folder).is_symlink()
+        {
+            return Err(DeskError::Unsafe(format!(
+                "{} is a symbolic link: a seat's secret is written only into the desk itself, never through a \
+                 link. Make it a folder of the desk's own (or take that client out of openovai.json's \
+                 \"clients\") and run the command again; nothing was changed.",
+                desk.join(folder).display()
+            )));
+        }
+    }
+    match git::why_not_for_secret(desk, &rel) {
+        Some(why) => Err(DeskError::Unsafe(why)),
+        None => Ok(()),
+    }
+}
+
+/// Whether `path` in `desk` is reached through a folder that is a symbolic link: such a file is not the
+/// desk's, and is neither written nor removed.
+pub fn through_link(desk: &Path, path: &Path) -> bool {
+    path.parent()
+        .filter(|p| *p != desk)
+        .is_some_and(Path::is_symlink)
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DeskError {
+    #[error("{0}")]
+    Unsafe(String),
     #[error(
         "{} does not parse ({message} at line {line}, column {column}), and it holds the MCP servers of that desk: it was left as it is. Fix it (or move it away) and run the command again.",
         path.display()

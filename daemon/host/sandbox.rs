@@ -490,7 +490,10 @@ fn desk_secrets(desks: &Path) -> Vec<PathBuf> {
         .flatten()
         .flatten()
         .flat_map(|e| crate::desk::secret_files(&e.path()))
+        // Where a desk's file is reached through a link, the box hides the file it leads to.
+        .filter_map(|p| p.canonicalize().ok())
         .collect();
     files.sort();
+    files.dedup();
     files
 }
