@@ -317,7 +317,10 @@ fn tls_in_the_daemon_with_a_key_no_plugin_can_read() {
         cert.signing_key.serialize_pem(),
     )
     .unwrap();
-    inst.set_config(json!({ "http": { "listen": "127.0.0.1:0", "tls": { "cert": "tls/cert.pem", "key": "tls/key.pem" } } }));
+    inst.set_config(json!({
+        "http": { "listen": "127.0.0.1:0", "tls": { "cert": "tls/cert.pem", "key": "tls/key.pem" } },
+        "web": { "onHttp": true },
+    }));
     // A key others can read is refused, in words saying how to mend it.
     let out = inst.cmd().arg("serve").timeout(PATIENCE).output().unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
@@ -385,6 +388,17 @@ export function run(args, { root }) {
     }
     let (text, _) = s.call("reads", json!({ "path": "tls/cert.pem" }));
     assert!(text.starts_with("-----BEGIN"), "{text}");
+    // The status page beside it: its cookie is never sent without TLS.
+    let out = inst.cmd().arg("web").output().unwrap();
+    let link = String::from_utf8_lossy(&out.stdout).to_string();
+    let login = &link[link.find("/web/login?t=").expect("ovai web prints a link")..];
+    let answer = http.request_at(login.trim(), "GET", &[], "");
+    assert_eq!(answer.status, 303);
+    let cookie = answer.header("set-cookie").unwrap_or_default().to_string();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.ends_with("; Secure"),
+        "{cookie}"
+    );
     if boxed {
         let (text, _) = s.call("swaps", json!({}));
         assert_eq!(text, r#"{"write":"EROFS","rename":"EROFS"}"#);

@@ -289,3 +289,21 @@ fn the_page_is_off_unless_asked_for() {
         .code(1)
         .stderr(predicates::str::contains("the status page is off"));
 }
+
+/// On an HTTP endpoint other machines reach in plain HTTP, the page's link and cookie would cross the
+/// network in clear: the server does not start so, and says what to do instead.
+#[test]
+fn the_page_is_not_served_in_clear_to_the_network() {
+    let inst = Instance::new();
+    inst.set_config(json!({
+        "http": { "listen": "0.0.0.0:0", "insecure": true },
+        "web": { "onHttp": true },
+    }));
+    let out = inst.cmd().arg("serve").timeout(PATIENCE).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("would cross the network in clear") && said.contains("Give the endpoint TLS"),
+        "{said}"
+    );
+}

@@ -212,6 +212,20 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
                     .into(),
             ));
         }
+        Some(None)
+            if http_settings
+                .as_ref()
+                .is_some_and(|h| h.tls.is_none() && !h.listen.ip().is_loopback()) =>
+        {
+            let _ = std::fs::remove_file(&socket);
+            return Err(ServeError::Web(
+                "openovai.json's \"web\" asks for the status page on the HTTP endpoint (\"onHttp\": true), which other \
+                 machines reach over plain HTTP: the page's one-time link and its cookie would cross the network in \
+                 clear. Give the endpoint TLS (\"http\": {\"tls\": …}), or give \"web\" a \"listen\" address of its \
+                 own on loopback, and start again."
+                    .into(),
+            ));
+        }
         _ => None,
     };
     let metrics_bound = match config.metrics {

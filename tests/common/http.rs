@@ -43,6 +43,17 @@ impl Http {
     }
 
     pub fn request(&self, method: &str, headers: &[(&str, &str)], body: &str) -> Response {
+        self.request_at("/mcp", method, headers, body)
+    }
+
+    /// A request for another path of the same server (the status page's, `/web/…`).
+    pub fn request_at(
+        &self,
+        path: &str,
+        method: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Response {
         let tcp = TcpStream::connect(self.addr).expect("the HTTP endpoint takes connections");
         tcp.set_read_timeout(Some(PATIENCE)).unwrap();
         let mut io: Box<dyn Io> = match &self.tls {
@@ -58,7 +69,7 @@ impl Http {
             }
         };
         let mut head = format!(
-            "{method} /mcp HTTP/1.1\r\nhost: {}\r\nconnection: close\r\ncontent-length: {}\r\n",
+            "{method} {path} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\ncontent-length: {}\r\n",
             self.host,
             body.len()
         );

@@ -25,6 +25,7 @@ const SCRIPT: &str = include_str!("app.js");
 const STYLE: &str = include_str!("style.css");
 
 use super::web_keys::{COOKIE, SESSION_FOR};
+use crate::sync::lock;
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
                    connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
@@ -45,7 +46,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .route("/web/api/events", axum::routing::get(events))
         .route(
             "/web",
-            axum::routing::get(|| async { redirect("/web/", None) }),
+            axum::routing::get(|| async { redirect("/web/", None, false) }),
         )
         .layer(axum::middleware::from_fn(guard))
         .with_state(daemon)
@@ -113,12 +114,14 @@ fn asset(kind: &'static str, body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, kind)], body).into_response()
 }
 
-fn redirect(to: &'static str, cookie: Option<String>) -> Response {
+/// `secure`: the page is served over TLS, and the cookie is never sent without it.
+fn redirect(to: &'static str, cookie: Option<String>, secure: bool) -> Response {
     let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response();
     if let Some(c) = cookie
         && let Ok(v) = HeaderValue::from_str(&format!(
-            "{COOKIE}={c}; HttpOnly; SameSite=Strict; Path=/web; Max-Age={}",
-            SESSION_FOR.as_secs()
+            "{COOKIE}={c}; HttpOnly; SameSite=Strict; Path=/web; Max-Age={}{}",
+            SESSION_FOR.as_secs(),
+            if secure { "; Secure" } else { "" }
         ))
     {
         r.headers_mut().insert(header::SET_COOKIE, v);
@@ -139,7 +142,12 @@ async fn login(State(daemon): State<Arc<Daemon>>, uri: Uri) -> Response {
         .split('&')
         .find_map(|kv| kv.strip_prefix("t="));
     match token.filter(|t| t.len() == 64).and_then(|t| web.redeem(t)) {
-        Some(cookie) => redirect("/web/", Some(cookie)),
+        Some(cookie) => {
+            let secure = lock(&web.base)
+                .as_deref()
+                .is_some_and(|b| b.starts_with("https:"));
+            redirect("/web/", Some(cookie), secure)
+        }
         None => words(
             StatusCode::UNAUTHORIZED,
             "This link was used already, or is more than a minute old: run `ovai web` again for a new one.",
