@@ -262,3 +262,33 @@ fn a_collector_that_never_answers_costs_no_call_and_what_is_dropped_is_counted()
         "said once: {rows}"
     );
 }
+
+/// An endpoint that carries a user and password: the exporter gets them, and runtime.log (which the
+/// status page shows) names the collector without them, its failures too.
+#[test]
+fn an_endpoints_credentials_are_never_written_in_runtime_log() {
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = nobody.local_addr().unwrap().port();
+    drop(nobody);
+    let inst = Instance::with_plugins(TOOLS);
+    let endpoint = format!("http://ann:s3cret-pass@127.0.0.1:{port}");
+    let _d = Daemon::start_with_env(&inst, &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)]);
+    let mut s = inst.session("lead");
+    s.initialize();
+    let (text, refused) =
+        text_of(&s.request("tools/call", json!({ "name": "nope", "arguments": {} })));
+    assert!(refused, "{text}");
+    let rows = wait_until("the failed export to be said", || {
+        let rows = inst.rows("server").join("\n");
+        rows.contains("Traces could not be exported")
+            .then_some(rows)
+    });
+    assert!(
+        rows.contains(&format!("Traces go to http://…@127.0.0.1:{port}")),
+        "{rows}"
+    );
+    assert!(
+        !rows.contains("s3cret-pass") && !rows.contains("ann:"),
+        "{rows}"
+    );
+}

@@ -51,6 +51,8 @@ pub fn start(log: &Arc<RuntimeLog>) -> Option<String> {
     ]
     .iter()
     .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))?;
+    let raw = endpoint;
+    let endpoint = without_userinfo(&raw, &raw);
     if endpoint
         .trim_start()
         .to_ascii_lowercase()
@@ -73,10 +75,9 @@ pub fn start(log: &Arc<RuntimeLog>) -> Option<String> {
         said: said.clone(),
     };
     let thread_log = log.clone();
-    let shown = endpoint.clone();
     let spawned = std::thread::Builder::new()
         .name("ovai-traces".into())
-        .spawn(move || export_loop(&rx, &thread_log, &shown));
+        .spawn(move || export_loop(&rx, &thread_log, &raw));
     if let Err(e) = spawned {
         return Some(format!(
             "Traces are not exported: their thread could not start ({e})."
@@ -147,10 +148,25 @@ impl SpanProcessor for Bounded {
     }
 }
 
+/// `text` with the user and password `endpoint` carries (`http://user:pass@host`) hidden: runtime.log,
+/// and the status page that shows it, are read by more people than the collector's credentials are for.
+fn without_userinfo(text: &str, endpoint: &str) -> String {
+    let authority = endpoint
+        .split_once("://")
+        .map_or(endpoint, |(_, rest)| rest);
+    let authority = authority.split('/').next().unwrap_or(authority);
+    match authority.rsplit_once('@') {
+        Some((userinfo, _)) if !userinfo.is_empty() => text.replace(&format!("{userinfo}@"), "…@"),
+        _ => text.to_string(),
+    }
+}
+
 /// The export thread: batches what the queue brings and sends it, saying the first failure in a row
-/// once, and the recovery.
-fn export_loop(rx: &Receiver<Queued>, log: &RuntimeLog, endpoint: &str) {
+/// once, and the recovery. `raw` is the endpoint as given (what is said hides its credentials).
+fn export_loop(rx: &Receiver<Queued>, log: &RuntimeLog, raw: &str) {
     use opentelemetry_otlp::WithExportConfig;
+    let endpoint = without_userinfo(raw, raw);
+    let hide = |e: String| without_userinfo(&e, raw);
     let built = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_timeout(Duration::from_secs(5))
@@ -160,7 +176,10 @@ fn export_loop(rx: &Receiver<Queued>, log: &RuntimeLog, endpoint: &str) {
         Err(e) => {
             log.row(
                 Topic::Server,
-                &format!("Traces are not exported: the OTLP exporter for {endpoint} could not be made ({e})."),
+                &format!(
+                    "Traces are not exported: the OTLP exporter for {endpoint} could not be made ({}).",
+                    hide(e.to_string())
+                ),
             );
             // Drained and dropped, so that nothing waits on a queue nobody reads.
             while rx.recv().is_ok() {}
@@ -196,7 +215,10 @@ fn export_loop(rx: &Receiver<Queued>, log: &RuntimeLog, endpoint: &str) {
                 failing = true;
                 log.row(
                     Topic::Server,
-                    &format!("Traces could not be exported to {endpoint} ({e}); calls go on, and the spans of this batch are lost."),
+                    &format!(
+                        "Traces could not be exported to {endpoint} ({}); calls go on, and the spans of this batch are lost.",
+                        hide(e.to_string())
+                    ),
                 );
             }
             (Ok(()), true) => {
