@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::mem::ManuallyDrop;
-use std::os::fd::FromRawFd;
+use std::os::fd::{AsFd, FromRawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -424,6 +424,28 @@ impl Bridge {
             // Half-close: the daemon sees end-of-input and finishes what it holds; answers still flow back.
             close_writing(up);
         }
+        self.exit_once_unread();
+    }
+
+    /// With its input ended and answers still owed, a client may still be reading them (a pipe of
+    /// requests); once nobody is (stdout's reader closed: the client is gone), the bridge ends at once
+    /// rather than with the last call, and the daemon, seeing the connection close, stops those calls.
+    fn exit_once_unread(&self) {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        let stdout = std::io::stdout();
+        loop {
+            // No event asked for: poll(2) reports only the error and hang-up it always reports.
+            let mut fds = [PollFd::new(stdout.as_fd(), PollFlags::empty())];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(_) => return,
+            }
+            let gone = PollFlags::POLLERR | PollFlags::POLLHUP | PollFlags::POLLNVAL;
+            if fds[0].revents().is_some_and(|r| r.intersects(gone)) {
+                self.exit();
+            }
+        }
     }
 
     /// Ends the bridge once its client is gone and owed nothing: the daemon sees the connection close
@@ -828,7 +850,6 @@ struct WaitForData<'a>(&'a UnixStream);
 impl Read for WaitForData<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-        use std::os::fd::AsFd;
         loop {
             let mut fds = [PollFd::new(self.0.as_fd(), PollFlags::POLLIN)];
             match poll(&mut fds, PollTimeout::NONE) {

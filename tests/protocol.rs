@@ -215,6 +215,57 @@ fn a_bridge_ends_with_its_client_though_a_listen_stream_is_open() {
     });
 }
 
+/// A client that is gone (its ends of the bridge's stdin and stdout both closed) while a call of its runs:
+/// the bridge ends then, not when the call does (up to its deadline), and the daemon stops the call.
+#[test]
+fn a_bridge_ends_when_its_client_is_gone_though_a_call_runs() {
+    use std::io::{BufRead, Write};
+    let inst = Instance::with_plugins(&[(
+        "waits.mjs",
+        r#"export const description = "Waits until stopped.";
+export const inputSchema = { type: "object" };
+export function run(args, { signal }) {
+  return new Promise((resolve) => signal.addEventListener("abort", () => resolve({ text: "stopped" })));
+}"#,
+    )]);
+    inst.set_config(json!({ "callTimeoutSeconds": 600 }));
+    let _d = inst.start();
+    let mut bridge = bridge_command(&inst.root, Some(&inst.secret("lead")))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = bridge.stdin.take().unwrap();
+    let mut output = std::io::BufReader::new(bridge.stdout.take().unwrap());
+    for line in [
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"waits","arguments":{}}}),
+    ] {
+        writeln!(input, "{line}").unwrap();
+    }
+    let mut first = String::new();
+    output.read_line(&mut first).unwrap();
+    assert!(first.contains("\"id\":1"), "{first}");
+    wait_until("the seat in a session", || {
+        let out = inst.cmd().args(["seat", "list", "--json"]).output().ok()?;
+        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+        (v["seats"][0]["sessions"].as_u64() == Some(1)).then_some(())
+    });
+    drop(input);
+    drop(output);
+    // Far less than the call's deadline (600 s); no figure of speed is asserted.
+    let gone = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while bridge.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < gone,
+            "ovai mcp is still up 20 s after its client went, with a call of 600 s to run"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Over the socket too, a 2026-07-28 request for a method not served is told what is served, and
 /// `initialize` carrying 2026-07-28's `_meta` is a method that revision no longer has.
 #[test]
