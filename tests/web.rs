@@ -307,3 +307,50 @@ fn the_page_is_not_served_in_clear_to_the_network() {
         "{said}"
     );
 }
+
+/// A request naming another host (a DNS-rebinding page's), two hosts, or an origin that is not the page's
+/// own (another scheme included) is refused in words; the page's loopback aliases are its own.
+#[test]
+fn the_page_answers_only_at_its_own_address() {
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = nobody.local_addr().unwrap().port();
+    drop(nobody);
+    let inst = Instance::new();
+    inst.set_config(json!({ "web": { "listen": format!("127.0.0.1:{port}") } }));
+    let _d = inst.start();
+    let ask = |headers: &str| {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(PATIENCE)).unwrap();
+        write!(
+            s,
+            "GET /web/api/state HTTP/1.1\r\n{headers}connection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        let _ = s.read_to_string(&mut text);
+        text
+    };
+    let own = ask(&format!("Host: 127.0.0.1:{port}\r\n"));
+    assert!(own.starts_with("HTTP/1.1 401"), "{own}");
+    let alias = ask(&format!("Host: localhost:{port}\r\n"));
+    assert!(alias.starts_with("HTTP/1.1 401"), "{alias}");
+    for headers in [
+        format!("Host: evil.example:{port}\r\n"),
+        format!("Host: 127.0.0.1:{port}\r\nHost: evil.example\r\n"),
+        format!("Host: 127.0.0.1:{}\r\n", port + 1),
+    ] {
+        let text = ask(&headers);
+        assert!(
+            text.starts_with("HTTP/1.1 403")
+                && text.contains("a request naming another host is refused"),
+            "{headers}: {text}"
+        );
+    }
+    let text = ask(&format!(
+        "Host: 127.0.0.1:{port}\r\nOrigin: https://127.0.0.1:{port}\r\n"
+    ));
+    assert!(
+        text.starts_with("HTTP/1.1 403") && text.contains("another origin"),
+        "{text}"
+    );
+}

@@ -48,38 +48,60 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
             "/web",
             axum::routing::get(|| async { redirect("/web/", None, false) }),
         )
-        .layer(axum::middleware::from_fn(guard))
+        .layer(axum::middleware::from_fn_with_state(daemon.clone(), guard))
         .with_state(daemon)
 }
 
-/// Every answer carries the policy; a request from another Origin is refused.
-async fn guard(request: Request, next: Next) -> Response {
-    let host = request
+/// Every answer carries the policy. A request is refused that names another host than the page's (a
+/// DNS-rebinding page's, or any but the one `ovai web` links to and its loopback aliases), or comes from
+/// another origin.
+async fn guard(State(daemon): State<Arc<Daemon>>, request: Request, next: Next) -> Response {
+    let hosts: Vec<&str> = request
         .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .map(str::to_string);
+        .get_all(header::HOST)
+        .iter()
+        .filter_map(|h| h.to_str().ok())
+        .collect();
+    let base = daemon
+        .web
+        .get()
+        .and_then(|w| lock(&w.base).clone())
+        .unwrap_or_default();
+    let (scheme, authority) = base
+        .split_once("://")
+        .map(|(s, rest)| (s, rest.split('/').next().unwrap_or(rest)))
+        .unwrap_or(("http", ""));
+    let ours = |host: &str| {
+        if host.eq_ignore_ascii_case(authority) {
+            return true;
+        }
+        // The loopback names of the same port, when the page is on loopback.
+        let port = |a: &str| a.rsplit_once(':').map(|(_, p)| p.to_string());
+        let name = authority.rsplit_once(':').map_or(authority, |(n, _)| n);
+        let loopback = ["127.0.0.1", "localhost", "[::1]"];
+        loopback.contains(&name)
+            && port(host) == port(authority)
+            && loopback.iter().any(|l| {
+                host.rsplit_once(':')
+                    .is_some_and(|(n, _)| n.eq_ignore_ascii_case(l))
+            })
+    };
     let origin = request
         .headers()
         .get(header::ORIGIN)
         .and_then(|h| h.to_str().ok())
         .map(str::to_string);
-    let foreign = match (&origin, &host) {
-        (Some(o), Some(h)) => {
-            let bare = o
-                .strip_prefix("http://")
-                .or_else(|| o.strip_prefix("https://"))
-                .unwrap_or(o);
-            bare != h
-        }
-        (Some(_), None) => true,
-        _ => false,
+    let refused = match hosts[..] {
+        [host] if ours(host) => origin
+            .filter(|o| *o != format!("{scheme}://{host}"))
+            .map(|_| "This page answers only itself: a request from another origin is refused."),
+        _ => Some(
+            "This page answers only at the address `ovai web` links to: a request naming another host is \
+             refused.",
+        ),
     };
-    let mut response = if foreign {
-        words(
-            StatusCode::FORBIDDEN,
-            "This page answers only itself: a request from another origin is refused.",
-        )
+    let mut response = if let Some(why) = refused {
+        words(StatusCode::FORBIDDEN, why)
     } else {
         next.run(request).await
     };
