@@ -391,8 +391,11 @@ export function run(args, { root }) {
     // The status page beside it: its cookie is never sent without TLS.
     let out = inst.cmd().arg("web").output().unwrap();
     let link = String::from_utf8_lossy(&out.stdout).to_string();
-    let login = &link[link.find("/web/login?t=").expect("ovai web prints a link")..];
-    let answer = http.request_at(login.trim(), "GET", &[], "");
+    let login = link[link.find("/web/login?t=").expect("ovai web prints a link")..]
+        .split_whitespace()
+        .next()
+        .unwrap();
+    let answer = http.request_at(login, "GET", &[], "");
     assert_eq!(answer.status, 303);
     let cookie = answer.header("set-cookie").unwrap_or_default().to_string();
     assert!(

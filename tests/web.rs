@@ -273,7 +273,7 @@ fn the_status_page_shows_the_instance_live_in_a_real_browser() {
     assert!(body.contains("used already"), "{body}");
     let (status, _) = get(&format!("{base}api/state"), None);
     assert!(status.contains("401"), "{status}");
-    let (status, _) = get(&format!("{base}api/state"), Some("ovai_web=not-a-cookie"));
+    let (status, _) = get(&format!("{base}api/state"), Some("ovai_web_1=not-a-cookie"));
     assert!(status.contains("401"), "{status}");
     let (status, _) = get(&base, None);
     assert!(status.contains("401"), "{status}");
@@ -318,18 +318,19 @@ fn the_page_answers_only_at_its_own_address() {
     let inst = Instance::new();
     inst.set_config(json!({ "web": { "listen": format!("127.0.0.1:{port}") } }));
     let _d = inst.start();
-    let ask = |headers: &str| {
+    let ask_at = |path: &str, headers: &str| {
         let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(PATIENCE)).unwrap();
         write!(
             s,
-            "GET /web/api/state HTTP/1.1\r\n{headers}connection: close\r\n\r\n"
+            "GET {path} HTTP/1.1\r\n{headers}connection: close\r\n\r\n"
         )
         .unwrap();
         let mut text = String::new();
         let _ = s.read_to_string(&mut text);
         text
     };
+    let ask = |headers: &str| ask_at("/web/api/state", headers);
     let own = ask(&format!("Host: 127.0.0.1:{port}\r\n"));
     assert!(own.starts_with("HTTP/1.1 401"), "{own}");
     let alias = ask(&format!("Host: localhost:{port}\r\n"));
@@ -353,4 +354,24 @@ fn the_page_answers_only_at_its_own_address() {
         text.starts_with("HTTP/1.1 403") && text.contains("another origin"),
         "{text}"
     );
+    // The cookie is named for the page's port: two instances' pages on 127.0.0.1 keep theirs apart.
+    let out = inst.cmd().arg("web").output().unwrap();
+    let link = String::from_utf8_lossy(&out.stdout).to_string();
+    let login = link[link.find("/web/login?t=").unwrap()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let answer = ask_at(&login, &format!("Host: 127.0.0.1:{port}\r\n"));
+    let set = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .unwrap_or_else(|| panic!("{answer}"));
+    let (name, value) = set.split(';').next().unwrap().split_once('=').unwrap();
+    assert_eq!(name, format!("ovai_web_{port}"));
+    let with = |cookie: &str| ask(&format!("Host: 127.0.0.1:{port}\r\nCookie: {cookie}\r\n"));
+    let read = with(&format!("ovai_web_1=x; {name}={value}"));
+    assert!(read.starts_with("HTTP/1.1 200"), "{read}");
+    let other = with(&format!("ovai_web_1={value}"));
+    assert!(other.starts_with("HTTP/1.1 401"), "{other}");
 }

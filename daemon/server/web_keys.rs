@@ -13,7 +13,9 @@ use crate::sync::lock;
 pub const LINK_FOR: Duration = Duration::from_secs(60);
 /// How long the page's cookie lasts.
 pub const SESSION_FOR: Duration = Duration::from_secs(12 * 3600);
-pub const COOKIE: &str = "ovai_web";
+/// The cookie's name begins so, and ends with the page's port: browsers keep cookies by host, not by
+/// port, and two instances' pages on 127.0.0.1 would otherwise replace each other's.
+const COOKIE: &str = "ovai_web";
 
 /// The page's tokens and cookies, and where it is served.
 #[derive(Default)]
@@ -54,13 +56,25 @@ impl Web {
         Some(cookie)
     }
 
+    /// The name of this page's cookie (`ovai_web_7780`).
+    pub fn cookie_name(&self) -> String {
+        let base = lock(&self.base).clone().unwrap_or_default();
+        let port = base
+            .split_once("://")
+            .and_then(|(_, rest)| rest.split('/').next())
+            .and_then(|a| a.rsplit_once(':'))
+            .map_or("", |(_, p)| p)
+            .to_string();
+        format!("{COOKIE}_{port}")
+    }
+
     pub fn admits(&self, headers: &HeaderMap) -> bool {
-        let Some(cookie) = cookie_of(headers) else {
-            return false;
-        };
-        lock(&self.sessions)
-            .get(&cookie)
-            .is_some_and(|until| *until > Instant::now())
+        let name = self.cookie_name();
+        let sessions = lock(&self.sessions);
+        let now = Instant::now();
+        cookies(headers)
+            .filter(|(k, _)| *k == name)
+            .any(|(_, v)| sessions.get(&v).is_some_and(|until| *until > now))
     }
 }
 
@@ -73,13 +87,12 @@ fn random_hex() -> String {
     crate::digest::hex(&bytes)
 }
 
-fn cookie_of(headers: &HeaderMap) -> Option<String> {
+fn cookies(headers: &HeaderMap) -> impl Iterator<Item = (String, String)> + '_ {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|kv| kv.trim().split_once('='))
-        .find(|(k, _)| *k == COOKIE)
-        .map(|(_, v)| v.to_string())
+        .map(|(k, v)| (k.to_string(), v.to_string()))
 }

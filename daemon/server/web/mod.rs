@@ -24,7 +24,7 @@ const INDEX: &str = include_str!("index.html");
 const SCRIPT: &str = include_str!("app.js");
 const STYLE: &str = include_str!("style.css");
 
-use super::web_keys::{COOKIE, SESSION_FOR};
+use super::web_keys::SESSION_FOR;
 use crate::sync::lock;
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
                    connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -136,12 +136,13 @@ fn asset(kind: &'static str, body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, kind)], body).into_response()
 }
 
-/// `secure`: the page is served over TLS, and the cookie is never sent without it.
-fn redirect(to: &'static str, cookie: Option<String>, secure: bool) -> Response {
+/// `cookie`: its name and value; `secure`: the page is served over TLS, and the cookie is never sent
+/// without it.
+fn redirect(to: &'static str, cookie: Option<(String, String)>, secure: bool) -> Response {
     let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response();
-    if let Some(c) = cookie
+    if let Some((name, c)) = cookie
         && let Ok(v) = HeaderValue::from_str(&format!(
-            "{COOKIE}={c}; HttpOnly; SameSite=Strict; Path=/web; Max-Age={}{}",
+            "{name}={c}; HttpOnly; SameSite=Strict; Path=/web; Max-Age={}{}",
             SESSION_FOR.as_secs(),
             if secure { "; Secure" } else { "" }
         ))
@@ -168,7 +169,7 @@ async fn login(State(daemon): State<Arc<Daemon>>, uri: Uri) -> Response {
             let secure = lock(&web.base)
                 .as_deref()
                 .is_some_and(|b| b.starts_with("https:"));
-            redirect("/web/", Some(cookie), secure)
+            redirect("/web/", Some((web.cookie_name(), cookie)), secure)
         }
         None => words(
             StatusCode::UNAUTHORIZED,
