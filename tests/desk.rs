@@ -132,7 +132,7 @@ fn a_desk_is_made_for_each_client_and_rotate_and_remove_keep_them_right() {
     assert!(out.status.success());
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
-        said.contains("Claude Code, Gemini CLI, Codex or opencode started there are w1"),
+        said.contains("Claude Code, Gemini CLI, Codex or opencode started there acts as w1"),
         "{said}"
     );
     assert!(said.contains("`ovai seat trust w1`"), "{said}");
@@ -198,6 +198,27 @@ fn clients_in_openovai_json_choose_which_files_a_desk_gets() {
         .stderr(predicate::str::contains(
             "In openovai.json, \"clients\" lists \"claude\", which is not a client ovai makes desks for; it takes \"claude-code\", \"gemini-cli\", \"codex\", \"opencode\"",
         ));
+    // Codex alone: the trust step names Codex and its file only, here and for a remote desk.
+    inst.set_config(json!({ "clients": ["codex"] }));
+    for (seat, url) in [("w3", None), ("w4", Some("https://ovai.example/mcp"))] {
+        let mut cmd = inst.cmd();
+        cmd.args(["seat", "add", seat]);
+        if let Some(url) = url {
+            cmd.args(["--url", url]);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success());
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(!said.contains("Gemini") && said.contains("Codex"), "{said}");
+        if url.is_none() {
+            assert!(
+                said.contains("Codex started there acts as w3.")
+                    && said.contains("Codex reads a desk's settings only in a folder you trust")
+                    && said.contains("(~/.codex/config.toml)"),
+                "{said}"
+            );
+        }
+    }
 }
 
 /// `git add -A` in a desk, as a Worker whose desk is a checkout would, and what it staged.

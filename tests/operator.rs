@@ -781,6 +781,9 @@ fn permissions_that_let_other_users_in_are_said() {
     mode("openovai.json", 0o666);
     mode("desks", 0o777);
     mode("desks/w1/.mcp.json", 0o644);
+    // A client's file of the person's own, which holds no secret of ours, is not said to hold one.
+    std::fs::write(inst.root.join("desks/w1/opencode.json"), "{ not json").unwrap();
+    mode("desks/w1/opencode.json", 0o644);
     let wanted = [
         "plugins can be changed by every user of this machine (mode 777): any of them could add a tool",
         "openovai.json can be changed by every user of this machine (mode 666)",
@@ -792,6 +795,7 @@ fn permissions_that_let_other_users_in_are_said() {
     for w in wanted {
         assert!(said.contains(w), "check: {w}\n{said}");
     }
+    assert!(!said.contains("opencode.json can be read"), "{said}");
     let d = inst.start();
     let rows = inst.rows("server").join("\n");
     for w in wanted {

@@ -47,13 +47,20 @@ fn remote_desk(inst: &Instance, name: &str, url: &str) {
         if clients.len() == 1 { "es" } else { "" },
         desk = desk.display()
     );
-    if clients.contains(&crate::instance::Client::GeminiCli)
-        || clients.contains(&crate::instance::Client::Codex)
-    {
+    let mut steps = Vec::new();
+    if clients.contains(&crate::instance::Client::GeminiCli) {
+        steps.push("for Gemini CLI (add it to ~/.gemini/trustedFolders.json as \"TRUST_FOLDER\")");
+    }
+    if clients.contains(&crate::instance::Client::Codex) {
+        steps.push(
+            "for Codex (`codex exec --trust --skip-git-repo-check` once there, outside a git work tree)",
+        );
+    }
+    if !steps.is_empty() {
         println!(
-            "On that machine, trust the folder for Gemini CLI (add it to ~/.gemini/trustedFolders.json as \
-             \"TRUST_FOLDER\") and for Codex (`codex exec --trust --skip-git-repo-check` once there, outside a git work tree), or run `ovai seat trust {name}` \
-             there if ovai and the instance are there too."
+            "On that machine, trust the folder {}, or run `ovai seat trust {name}` there if ovai and the \
+             instance are there too.",
+            steps.join(" and ")
         );
     }
 }
@@ -77,10 +84,10 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                     let clients = seats::desk_clients(inst)
                         .unwrap_or_else(|_| crate::instance::Client::ALL.to_vec());
                     println!(
-                        "Its desk is {}: {} started there {} {name}.",
+                        // Joined by "or": the verb agrees with each alone.
+                        "Its desk is {}: {} started there acts as {name}.",
                         inst.desk(&name).display(),
                         client_names(&clients),
-                        if clients.len() == 1 { "is" } else { "are" }
                     );
                     if let Some(line) = crate::desk::clients::trust_line(&name, &clients) {
                         println!("{line}");

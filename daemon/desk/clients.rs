@@ -391,16 +391,23 @@ pub fn trust(
 
 /// The one line `seat add` prints for the trust that lives in the person's home, if any client asks it.
 pub fn trust_line(seat: &str, clients: &[Client]) -> Option<String> {
-    let asking: Vec<&str> = [Client::GeminiCli, Client::Codex]
-        .into_iter()
-        .filter(|c| clients.contains(c))
-        .map(Client::name)
-        .collect();
+    let asking: Vec<(&str, &str)> = [
+        (Client::GeminiCli, "~/.gemini/trustedFolders.json"),
+        (Client::Codex, "~/.codex/config.toml"),
+    ]
+    .into_iter()
+    .filter(|(c, _)| clients.contains(c))
+    .map(|(c, file)| (c.name(), file))
+    .collect();
     (!asking.is_empty()).then(|| {
+        let names: Vec<&str> = asking.iter().map(|(n, _)| *n).collect();
+        let files: Vec<&str> = asking.iter().map(|(_, f)| *f).collect();
         format!(
-            "{} read a desk's settings only in a folder you trust: `ovai seat trust {seat}` writes that into your \
-             home (~/.gemini/trustedFolders.json, ~/.codex/config.toml).",
-            asking.join(" and ")
+            "{} {} a desk's settings only in a folder you trust: `ovai seat trust {seat}` writes that into your \
+             home ({}).",
+            names.join(" and "),
+            if names.len() == 1 { "reads" } else { "read" },
+            files.join(", ")
         )
     })
 }
