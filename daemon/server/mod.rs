@@ -169,6 +169,16 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     crate::files::write_private(&inst.control_secret(), control_secret.as_bytes())
         .map_err(SeatError::from)?;
     std::fs::create_dir_all(inst.plugins_dir()).map_err(io_err("making", &inst.plugins_dir()))?;
+    // Best effort: without it `ovai status` waits for the answer instead of saying the server starts.
+    // Written before the socket is bound, so that no status finds the socket and not the marker.
+    let starting = serde_json::json!({
+        "pid": std::process::id(),
+        "started": crate::process_start::of(std::process::id()),
+        "since": crate::runtime_log::timestamp(std::time::SystemTime::now()),
+    });
+    let _ = crate::files::write_private(&inst.starting_marker(), starting.to_string().as_bytes());
+    // Gone however the start ends: a start that fails leaves no marker behind.
+    let _starting = RemovedOnDrop(inst.starting_marker());
 
     // Bound before the first load: a client that connects meanwhile waits in the backlog and is answered
     // once the tools are known, instead of being told no server runs.
@@ -260,13 +270,6 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     let call_log = config.call_log.then(|| inst.call_log());
     let ids = Arc::new(AtomicU64::new(1));
     let extending = service_manager::extend_start();
-    // Best effort: without it `ovai status` waits for the answer instead of saying the server starts.
-    let starting = serde_json::json!({
-        "pid": std::process::id(),
-        "started": crate::process_start::of(std::process::id()),
-        "since": crate::runtime_log::timestamp(std::time::SystemTime::now()),
-    });
-    let _ = crate::files::write_private(&inst.starting_marker(), starting.to_string().as_bytes());
     let built = generation::build(&inst, config, 1, &ids, &log).await;
     let _ = std::fs::remove_file(inst.starting_marker());
     extending.cancel();
@@ -392,6 +395,15 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     let _ = std::fs::remove_file(&socket);
     shut_down(&daemon, why).await;
     Ok(())
+}
+
+/// A file that goes when this is dropped.
+struct RemovedOnDrop(std::path::PathBuf);
+
+impl Drop for RemovedOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Holds `.ovai/serve.lock` for the daemon's life: the lock, not the socket file, says a daemon runs.
