@@ -125,6 +125,22 @@ pub async fn admit(State(gate): State<Arc<Gate>>, request: Request, next: Next) 
     response
 }
 
+/// The endpoint's Host rules for what it serves beside `/mcp` (the status page, which has its own
+/// cookie in place of a bearer token): one Host, and one this server answers to.
+pub async fn host_checked(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    let n = request.headers().get_all(header::HOST).iter().count();
+    if n > 1 {
+        let why = format!(
+            "this request carries {n} Host headers, and this server takes exactly one: send one"
+        );
+        return refuse(&gate.daemon, StatusCode::BAD_REQUEST, why, None);
+    }
+    if let Some(why) = gate.browsers.host_refused(request.headers()) {
+        return refuse(&gate.daemon, StatusCode::FORBIDDEN, why, None);
+    }
+    next.run(request).await
+}
+
 async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Response {
     // Two of a header that decides who may ask, in what name, in which session or how the body is read
     // are two answers to one question: a proxy in front may have checked the other one.

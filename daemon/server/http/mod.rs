@@ -136,11 +136,17 @@ impl Bound {
         let mut app = Router::new()
             .route_service("/mcp", service)
             .fallback(gate::not_here)
-            .layer(axum::middleware::from_fn_with_state(gate, gate::admit));
+            .layer(axum::middleware::from_fn_with_state(
+                gate.clone(),
+                gate::admit,
+            ));
         // The operator's status page, beside the seats' endpoint and outside its bearer check: it has a
         // check of its own (`server::web`).
         if daemon.web.get().is_some() {
-            app = app.merge(super::web::router(daemon.clone()));
+            let page = super::web::router(daemon.clone()).layer(
+                axum::middleware::from_fn_with_state(gate.clone(), gate::host_checked),
+            );
+            app = app.merge(page);
         }
         let stop = daemon.http_stop.clone();
         daemon.tasks.spawn(serve::accept(

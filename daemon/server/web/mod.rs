@@ -52,9 +52,9 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .with_state(daemon)
 }
 
-/// Every answer carries the policy. A request is refused that names another host than the page's (a
-/// DNS-rebinding page's, or any but the one `ovai web` links to and its loopback aliases), or comes from
-/// another origin.
+/// Every answer carries the policy. A request is refused that names a host the page does not answer to
+/// (as a DNS-rebinding page's does: on its own listener, only loopback names; on the HTTP endpoint, the
+/// endpoint's own rules, checked there), or comes from another origin.
 async fn guard(State(daemon): State<Arc<Daemon>>, request: Request, next: Next) -> Response {
     let hosts: Vec<&str> = request
         .headers()
@@ -62,29 +62,10 @@ async fn guard(State(daemon): State<Arc<Daemon>>, request: Request, next: Next) 
         .iter()
         .filter_map(|h| h.to_str().ok())
         .collect();
-    let base = daemon
-        .web
-        .get()
-        .and_then(|w| lock(&w.base).clone())
-        .unwrap_or_default();
-    let (scheme, authority) = base
-        .split_once("://")
-        .map(|(s, rest)| (s, rest.split('/').next().unwrap_or(rest)))
-        .unwrap_or(("http", ""));
+    let on_http = matches!(daemon.current().config.web, Some(None));
     let ours = |host: &str| {
-        if host.eq_ignore_ascii_case(authority) {
-            return true;
-        }
-        // The loopback names of the same port, when the page is on loopback.
-        let port = |a: &str| a.rsplit_once(':').map(|(_, p)| p.to_string());
-        let name = authority.rsplit_once(':').map_or(authority, |(n, _)| n);
-        let loopback = ["127.0.0.1", "localhost", "[::1]"];
-        loopback.contains(&name)
-            && port(host) == port(authority)
-            && loopback.iter().any(|l| {
-                host.rsplit_once(':')
-                    .is_some_and(|(n, _)| n.eq_ignore_ascii_case(l))
-            })
+        on_http
+            || crate::names::is_loopback_name(crate::names::host_name(&host.to_ascii_lowercase()))
     };
     let origin = request
         .headers()
@@ -93,7 +74,12 @@ async fn guard(State(daemon): State<Arc<Daemon>>, request: Request, next: Next) 
         .map(str::to_string);
     let refused = match hosts[..] {
         [host] if ours(host) => origin
-            .filter(|o| *o != format!("{scheme}://{host}"))
+            .filter(|o| {
+                let bare = o
+                    .strip_prefix("http://")
+                    .or_else(|| o.strip_prefix("https://"));
+                bare.is_none_or(|b| !b.eq_ignore_ascii_case(host))
+            })
             .map(|_| "This page answers only itself: a request from another origin is refused."),
         _ => Some(
             "This page answers only at the address `ovai web` links to: a request naming another host is \
