@@ -438,9 +438,9 @@ pub fn add(
     };
     let secret = new_secret().map_err(io("drawing a secret for", &inst.seats_file()))?;
     let desk = inst.desk(name);
-    std::fs::create_dir_all(&desk).map_err(io("making the desk", &desk))?;
     let clients = desk_clients(inst)?;
     desk::check_for_secret(&desk, &clients)?;
+    std::fs::create_dir_all(&desk).map_err(io("making the desk", &desk))?;
     let reach = match url {
         Some(url) => Reach::Url { url },
         None => Reach::Bridge { exe: ovai_exe },

@@ -432,7 +432,14 @@ impl Bridge {
     /// rather than with the last call, and the daemon, seeing the connection close, stops those calls.
     fn exit_once_unread(&self) {
         use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use nix::sys::stat::{SFlag, fstat};
         let stdout = std::io::stdout();
+        // Only a pipe or a socket says its reader is gone; some systems' poll(2) calls a terminal or
+        // /dev/null invalid, which is no client's end.
+        let kind = fstat(&stdout).map(|st| SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT);
+        if !kind.is_ok_and(|k| k == SFlag::S_IFIFO || k == SFlag::S_IFSOCK) {
+            return;
+        }
         loop {
             // No event asked for: poll(2) reports only the error and hang-up it always reports.
             let mut fds = [PollFd::new(stdout.as_fd(), PollFlags::empty())];

@@ -317,8 +317,10 @@ fn a_secret_is_never_written_where_it_would_leave_the_desk_or_reach_git() {
     std::fs::write(desk.join(".mcp.json"), mine).unwrap();
     git(&desk, &["add", "-A"]);
     git(&desk, &["commit", "-qm", "mine"]);
+    // The operator's shell may point git elsewhere (inside a hook): the desk's own repository decides.
     inst.cmd()
         .args(["seat", "add", "w3"])
+        .env("GIT_INDEX_FILE", "/nonexistent/index")
         .assert()
         .failure()
         .stderr(predicates::str::contains(".mcp.json in "))
@@ -340,6 +342,32 @@ fn a_secret_is_never_written_where_it_would_leave_the_desk_or_reach_git() {
     git(&desk, &["commit", "-qm", "untrack"]);
     inst.cmd().args(["seat", "add", "w3"]).assert().success();
     assert!(staged(&desk).iter().all(|f| f.starts_with(".claude/")));
+
+    // Tracked, and deleted from the work tree: writing it would bring it back, secret and all.
+    let desk = inst.root.join("desks/w5");
+    std::fs::create_dir_all(&desk).unwrap();
+    git_init(&desk);
+    std::fs::write(desk.join("opencode.json"), "{}\n").unwrap();
+    git(&desk, &["add", "-A"]);
+    git(&desk, &["commit", "-qm", "mine"]);
+    std::fs::remove_file(desk.join("opencode.json")).unwrap();
+    inst.cmd()
+        .args(["seat", "add", "w5"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("opencode.json in "));
+    assert!(!desk.join("opencode.json").exists());
+    // A repository git cannot read says so, and nothing is written.
+    let desk = inst.root.join("desks/w8");
+    std::fs::create_dir_all(&desk).unwrap();
+    git_init(&desk);
+    std::fs::write(desk.join(".git/index"), "garbage").unwrap();
+    inst.cmd()
+        .args(["seat", "add", "w8"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("git could not say whether"));
+    assert!(!desk.join(".mcp.json").exists());
 
     // Codex's folder is a link out of the desk.
     let desk = inst.root.join("desks/w6");

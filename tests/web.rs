@@ -335,6 +335,9 @@ fn the_page_answers_only_at_its_own_address() {
     assert!(own.starts_with("HTTP/1.1 401"), "{own}");
     let alias = ask(&format!("Host: localhost:{port}\r\n"));
     assert!(alias.starts_with("HTTP/1.1 401"), "{alias}");
+    // Any loopback address the page may listen on is its own.
+    let other = ask(&format!("Host: 127.0.0.2:{port}\r\n"));
+    assert!(other.starts_with("HTTP/1.1 401"), "{other}");
     for headers in [
         format!("Host: evil.example:{port}\r\n"),
         format!("Host: 127.0.0.1:{port}\r\nHost: evil.example\r\n"),

@@ -52,24 +52,40 @@ pub fn why_not_for_secret(desk: &Path, rel: &[&str]) -> Option<String> {
             file.display()
         ));
     }
-    let existing: Vec<&str> = rel
-        .iter()
-        .copied()
-        .filter(|r| desk.join(r).is_file())
-        .collect();
-    if existing.is_empty() {
-        return None;
+    // Every path, on disk or not: a tracked file deleted from the work tree is written back by `seat add`.
+    // The operator's GIT_* variables (set inside a hook or an alias) would point git elsewhere; no hook
+    // and no fsmonitor: asking git must not run anything of the repository's.
+    let mut git = std::process::Command::new("git");
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("GIT_") {
+            git.env_remove(key);
+        }
     }
-    // No hook and no fsmonitor: asking git must not run anything of the repository's.
-    let out = std::process::Command::new("git")
+    let out = match git
         .args(["-c", "core.fsmonitor=false", "ls-files", "-z", "--"])
-        .args(&existing)
+        .args(rel)
         .current_dir(desk)
         .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
         .output()
-        .ok()
-        .filter(|o| o.status.success())?;
+    {
+        Ok(out) => out,
+        // No git here: nobody commits with it.
+        Err(_) => return None,
+    };
+    if !out.status.success() {
+        let said = String::from_utf8_lossy(&out.stderr);
+        if said.contains("not a git repository") {
+            return None;
+        }
+        let said = said.lines().next().unwrap_or("").trim();
+        return Some(format!(
+            "git could not say whether {} in {} is tracked ({}): a seat's secret is written only where git \
+             keeps it out. Make `git ls-files` work there and run the command again; nothing was changed.",
+            rel.join(", "),
+            desk.display(),
+            crate::names::escape_controls(&said.chars().take(300).collect::<String>(), false)
+        ));
+    }
     let tracked: Vec<String> = out
         .stdout
         .split(|b| *b == 0)

@@ -344,7 +344,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
                 if let Some(web) = daemon.web.get() {
                     *lock(&web.base) = Some(format!("http://{addr}/web/"));
                 }
-                let app = web::router(daemon.clone());
+                let app = web::router(daemon.clone(), false);
                 daemon
                     .tasks
                     .spawn(http::serve::accept_operator(listener, app, daemon.clone()));

@@ -151,11 +151,12 @@ impl SpanProcessor for Bounded {
 /// `text` with the user and password `endpoint` carries (`http://user:pass@host`) hidden: runtime.log,
 /// and the status page that shows it, are read by more people than the collector's credentials are for.
 fn without_userinfo(text: &str, endpoint: &str) -> String {
-    let authority = endpoint
+    // The last `@` ends the credentials, whatever they hold (a `/` in a password included); one in the
+    // path only hides more.
+    let rest = endpoint
         .split_once("://")
         .map_or(endpoint, |(_, rest)| rest);
-    let authority = authority.split('/').next().unwrap_or(authority);
-    match authority.rsplit_once('@') {
+    match rest.rsplit_once('@') {
         Some((userinfo, _)) if !userinfo.is_empty() => text.replace(&format!("{userinfo}@"), "…@"),
         _ => text.to_string(),
     }
@@ -370,4 +371,19 @@ pub fn traceparent_of(cx: &Context) -> Option<String> {
             c.trace_flags().to_u8()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_userinfo;
+
+    #[test]
+    fn credentials_are_hidden_whatever_they_hold() {
+        let e = "http://ann:pa/ss@127.0.0.1:4318";
+        assert_eq!(without_userinfo(e, e), "http://…@127.0.0.1:4318");
+        let said = format!("error sending request for url ({e}/v1/traces)");
+        assert!(!without_userinfo(&said, e).contains("pa/ss"));
+        let plain = "http://127.0.0.1:4318";
+        assert_eq!(without_userinfo(plain, plain), plain);
+    }
 }

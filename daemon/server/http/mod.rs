@@ -143,7 +143,7 @@ impl Bound {
         // The operator's status page, beside the seats' endpoint and outside its bearer check: it has a
         // check of its own (`server::web`).
         if daemon.web.get().is_some() {
-            let page = super::web::router(daemon.clone()).layer(
+            let page = super::web::router(daemon.clone(), true).layer(
                 axum::middleware::from_fn_with_state(gate.clone(), gate::host_checked),
             );
             app = app.merge(page);

@@ -30,7 +30,9 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
                    connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// The page's routes, under `/web`.
-pub fn router(daemon: Arc<Daemon>) -> Router {
+/// `on_http`: the page is served on the HTTP endpoint (whose gate checks the Host), not on a listener of
+/// its own; fixed with the listener, whatever a later openovai.json says.
+pub fn router(daemon: Arc<Daemon>, on_http: bool) -> Router {
     Router::new()
         .route("/web/", axum::routing::get(index))
         .route("/web/login", axum::routing::get(login))
@@ -48,24 +50,30 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
             "/web",
             axum::routing::get(|| async { redirect("/web/", None, false) }),
         )
-        .layer(axum::middleware::from_fn_with_state(daemon.clone(), guard))
+        .layer(axum::middleware::from_fn_with_state(on_http, guard))
         .with_state(daemon)
 }
 
 /// Every answer carries the policy. A request is refused that names a host the page does not answer to
 /// (as a DNS-rebinding page's does: on its own listener, only loopback names; on the HTTP endpoint, the
 /// endpoint's own rules, checked there), or comes from another origin.
-async fn guard(State(daemon): State<Arc<Daemon>>, request: Request, next: Next) -> Response {
+async fn guard(State(on_http): State<bool>, request: Request, next: Next) -> Response {
     let hosts: Vec<&str> = request
         .headers()
         .get_all(header::HOST)
         .iter()
         .filter_map(|h| h.to_str().ok())
         .collect();
-    let on_http = matches!(daemon.current().config.web, Some(None));
     let ours = |host: &str| {
+        let host = host.to_ascii_lowercase();
+        let name = crate::names::host_name(&host);
         on_http
-            || crate::names::is_loopback_name(crate::names::host_name(&host.to_ascii_lowercase()))
+            || crate::names::is_loopback_name(name)
+            || name
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
     };
     let origin = request
         .headers()
