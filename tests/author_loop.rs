@@ -122,7 +122,7 @@ fn the_scaffold_passes_check_and_is_served_after_restart_to_the_leader_only() {
 fn the_scaffold_works_from_root_bin_ovai() {
     let inst = Instance::new();
     std::fs::create_dir(inst.root.join("bin")).unwrap();
-    std::fs::copy(OVAI, inst.root.join("bin/ovai")).unwrap();
+    copy_ovai(&inst.root.join("bin/ovai"));
     let elsewhere = tempfile::tempdir_in("/tmp").unwrap();
     assert_cmd::Command::new(inst.root.join("bin/ovai"))
         .env_remove("OVAI_ROOT")

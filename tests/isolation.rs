@@ -544,7 +544,7 @@ fn ovais_own_box_holds_for_an_unprivileged_user() {
     let root = dir.path();
     std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o777)).unwrap();
     let exe = root.join("ovai");
-    std::fs::copy(OVAI, &exe).unwrap();
+    copy_ovai(&exe);
     for (path, text) in [
         (".ovai/control.secret", "secret"),
         (".ovai/host.mjs", "the shim"),

@@ -295,6 +295,20 @@ fn count_up_rows(root: &Path) -> usize {
 
 /// Polls `poll` until it gives a value. PATIENCE is not a speed requirement: it only turns a server that
 /// never gets there into a failed test instead of a hung one.
+/// A copy of the ovai binary at `to`, ready to run. Another test's thread that forks while the copy is
+/// open for writing holds it open in its child until that child execs, and running the copy meanwhile
+/// fails with ETXTBSY: it is run once until it no longer does.
+pub fn copy_ovai(to: &Path) {
+    std::fs::copy(OVAI, to).unwrap();
+    wait_until(
+        "the copied binary to be free to run",
+        || match Command::new(to).arg("--version").output() {
+            Err(e) if e.raw_os_error() == Some(26) => None,
+            _ => Some(()),
+        },
+    );
+}
+
 pub fn wait_until<T>(what: &str, mut poll: impl FnMut() -> Option<T>) -> T {
     let give_up = Instant::now() + PATIENCE;
     loop {
