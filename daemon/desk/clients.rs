@@ -13,16 +13,23 @@ use serde_json::{Map, Value, json};
 use super::{DeskError, Doc, Reach, SERVER_NAME, read_doc, write_doc};
 use crate::instance::{Client, Instance};
 
+/// Where each of these clients keeps the file that holds the seat's secret, relative to the desk.
+pub const SECRET_FILES: [(Client, &str); 3] = [
+    (Client::GeminiCli, ".gemini/settings.json"),
+    (Client::Codex, ".codex/config.toml"),
+    (Client::Opencode, "opencode.json"),
+];
+
 pub fn gemini_file(desk: &Path) -> PathBuf {
-    desk.join(".gemini").join("settings.json")
+    desk.join(SECRET_FILES[0].1)
 }
 
 pub fn codex_file(desk: &Path) -> PathBuf {
-    desk.join(".codex").join("config.toml")
+    desk.join(SECRET_FILES[1].1)
 }
 
 pub fn opencode_file(desk: &Path) -> PathBuf {
-    desk.join("opencode.json")
+    desk.join(SECRET_FILES[2].1)
 }
 
 /// The JSON clients' files, and where in each the server's entry sits.
@@ -289,7 +296,7 @@ pub fn remove(desk: &Path) -> Result<(), DeskError> {
 
 /// The files of these clients in a desk that hold the seat's secret.
 pub fn secret_files(desk: &Path) -> Vec<PathBuf> {
-    vec![gemini_file(desk), codex_file(desk), opencode_file(desk)]
+    SECRET_FILES.iter().map(|(_, f)| desk.join(f)).collect()
 }
 
 /// Where Gemini CLI and Codex keep their settings for the person whose home is `home`: `~/.gemini`, and

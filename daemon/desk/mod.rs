@@ -45,18 +45,11 @@ pub fn secret_files(desk: &Path) -> Vec<PathBuf> {
 /// The desk's files (relative to it) that hold the secret for these clients (`.mcp.json` always: `ovai
 /// call --seat` reads it).
 fn secret_paths(clients: &[crate::instance::Client]) -> Vec<&'static str> {
-    use crate::instance::Client;
-    let mut rel = vec![".mcp.json"];
-    for (client, path) in [
-        (Client::GeminiCli, ".gemini/settings.json"),
-        (Client::Codex, ".codex/config.toml"),
-        (Client::Opencode, "opencode.json"),
-    ] {
-        if clients.contains(&client) {
-            rel.push(path);
-        }
-    }
-    rel
+    let theirs = clients::SECRET_FILES
+        .iter()
+        .filter(|(c, _)| clients.contains(c))
+        .map(|(_, f)| *f);
+    std::iter::once(".mcp.json").chain(theirs).collect()
 }
 
 /// Refuses, before anything is written, a desk where a seat's secret would leave it or reach git: a

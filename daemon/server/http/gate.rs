@@ -128,12 +128,8 @@ pub async fn admit(State(gate): State<Arc<Gate>>, request: Request, next: Next) 
 /// The endpoint's Host rules for what it serves beside `/mcp` (the status page, which has its own
 /// cookie in place of a bearer token): one Host, and one this server answers to.
 pub async fn host_checked(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
-    let n = request.headers().get_all(header::HOST).iter().count();
-    if n > 1 {
-        let why = format!(
-            "this request carries {n} Host headers, and this server takes exactly one: send one"
-        );
-        return refuse(&gate.daemon, StatusCode::BAD_REQUEST, why, None);
+    if let Some(refused) = given_twice(&gate, request.headers(), &[("host", "Host")]) {
+        return refused;
     }
     if let Some(why) = gate.browsers.host_refused(request.headers()) {
         return refuse(&gate.daemon, StatusCode::FORBIDDEN, why, None);
@@ -141,23 +137,30 @@ pub async fn host_checked(State(gate): State<Arc<Gate>>, request: Request, next:
     next.run(request).await
 }
 
+/// The refusal of a request that gives one of these headers (name, as written) more than once.
+fn given_twice(gate: &Gate, headers: &HeaderMap, names: &[(&str, &str)]) -> Option<Response> {
+    let (n, written) = names
+        .iter()
+        .map(|(name, written)| (headers.get_all(*name).iter().count(), *written))
+        .find(|(n, _)| *n > 1)?;
+    let why = format!(
+        "this request carries {n} {written} headers, and this server takes exactly one: send one"
+    );
+    Some(refuse(&gate.daemon, StatusCode::BAD_REQUEST, why, None))
+}
+
 async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Response {
     // Two of a header that decides who may ask, in what name, in which session or how the body is read
     // are two answers to one question: a proxy in front may have checked the other one.
-    for (name, written) in [
+    let once = [
         ("host", "Host"),
         ("authorization", "Authorization"),
         ("content-type", "Content-Type"),
         (SESSION_HEADER, "Mcp-Session-Id"),
         ("mcp-protocol-version", "MCP-Protocol-Version"),
-    ] {
-        let n = request.headers().get_all(name).iter().count();
-        if n > 1 {
-            let why = format!(
-                "this request carries {n} {written} headers, and this server takes exactly one: send one"
-            );
-            return refuse(&gate.daemon, StatusCode::BAD_REQUEST, why, None);
-        }
+    ];
+    if let Some(refused) = given_twice(gate, request.headers(), &once) {
+        return refused;
     }
     if let Some(why) = gate.browsers.host_refused(request.headers()) {
         return refuse(&gate.daemon, StatusCode::FORBIDDEN, why, None);
