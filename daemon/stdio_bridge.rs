@@ -361,8 +361,11 @@ impl Bridge {
             if lock(&self.session).client_done {
                 // The client sent all it will: nothing goes to a next daemon, but whatever this one left
                 // unanswered still gets an answer.
-                let cut: Vec<(String, Pending)> = lock(&self.session).pending().drain().collect();
-                answer_interrupted(&mut stdout, cut);
+                self.answer_taken(
+                    &mut stdout,
+                    || lock(&self.session).pending().drain().collect(),
+                    interrupted_answer,
+                );
                 return 0;
             }
             match self.reconnect(&mut stdout) {
@@ -462,69 +465,105 @@ impl Bridge {
         std::process::exit(0)
     }
 
+    /// Answers the requests `take` removes from those waiting, each as `answer` says, and holds off an
+    /// exit until every answer is out: an exit that saw nothing waiting would otherwise cut them off.
+    fn answer_taken(
+        &self,
+        stdout: &mut File,
+        take: impl FnOnce() -> Vec<(String, Pending)>,
+        answer: impl Fn(&str, &Pending) -> Value,
+    ) {
+        let _writing = lock(&self.writing);
+        let mut out = Vec::new();
+        for (id, p) in take() {
+            let line = answer(&id, &p).to_string();
+            for _ in 0..=p.more {
+                out.extend_from_slice(line.as_bytes());
+                out.push(b'\n');
+            }
+        }
+        let _ = stdout.write_all(&out);
+    }
+
+    /// Writes `lines` to the client as one, where no exit cuts them.
+    fn write_out(&self, stdout: &mut File, lines: &[u8]) {
+        let _writing = lock(&self.writing);
+        let _ = stdout.write_all(lines);
+    }
+
     fn note_request(&self, line: &[u8]) {
         if let Some(noted) = read_request(line) {
             lock(&self.session).apply(line, noted);
         }
     }
 
-    /// Daemon → client until the daemon's side closes.
+    /// Daemon → client until the daemon's side closes. An answer's request waits until the answer is
+    /// written: the bridge may end once nothing waits, and must not end with an answer unwritten.
     fn read_daemon(&self, down: &mut Down, stdout: &mut File) {
         let mut input = BufReader::with_capacity(64 * 1024, down);
         let mut line = Vec::new();
         let mut out = Vec::new();
+        // The ids the lines in `out` answer.
+        let mut answered: Vec<String> = Vec::new();
         loop {
             if !out.is_empty() && !has_line(input.buffer()) {
                 // Everything that arrived together goes to the client in one write.
-                let _writing = lock(&self.writing);
-                if stdout.write_all(&out).is_err() {
-                    return;
-                }
+                let written = {
+                    let _writing = lock(&self.writing);
+                    stdout.write_all(&out).is_ok()
+                };
                 out.clear();
-                drop(_writing);
-                if lock(&self.session).finished() {
+                if self.settle_answers(&mut answered) && written {
                     self.exit();
+                }
+                if !written {
+                    return;
                 }
             }
             line.clear();
             match input.read_until(b'\n', &mut line) {
                 Ok(0) | Err(_) => {
-                    let _ = stdout.write_all(&out);
+                    self.write_out(stdout, &out);
+                    self.settle_answers(&mut answered);
                     return;
                 }
                 Ok(_) => {}
             }
-            let read;
             let key = match response_id(&line).and_then(|id| std::str::from_utf8(id).ok()) {
-                Some(id) => Some(id),
-                None => {
-                    read = answered_key(&line);
-                    read.as_deref()
-                }
+                Some(id) => Some(id.to_owned()),
+                None => answered_key(&line),
             };
             if let Some(key) = key {
                 if key == self.replay_key {
                     continue;
                 }
-                let mut s = lock(&self.session);
-                // A refusal of a second request under an id in flight leaves the first one's entry.
-                if let Some(p) = s.settle_answer(key) {
-                    if p.method == "initialize" {
-                        s.initialize_answered = true;
-                    }
-                    if !s.listens.is_empty() {
-                        s.listens.remove(key);
-                    }
-                }
+                answered.push(key);
             }
             out.extend_from_slice(&line);
         }
     }
 
+    /// The requests these answers are for wait no more; true once the bridge has nothing left to do.
+    fn settle_answers(&self, answered: &mut Vec<String>) -> bool {
+        let mut s = lock(&self.session);
+        for key in answered.drain(..) {
+            // A refusal of a second request under an id in flight leaves the first one's entry.
+            if let Some(p) = s.settle_answer(&key) {
+                if p.method == "initialize" {
+                    s.initialize_answered = true;
+                }
+                if !s.listens.is_empty() {
+                    s.listens.remove(&key);
+                }
+            }
+        }
+        s.finished()
+    }
+
     /// After the daemon's side closed: answer what was in flight, then find a daemon again.
     fn reconnect(&self, stdout: &mut File) -> Result<(Down, Option<UnixStream>), i32> {
         let root = self.target.inst.root.display().to_string();
-        let interrupted = {
+        let interrupted = || {
             let mut up = lock(&self.upstream);
             up.stream = None;
             let mut s = lock(&self.session);
@@ -538,7 +577,7 @@ impl Bridge {
             s.pending.extend(kept);
             cut
         };
-        answer_interrupted(stdout, interrupted);
+        self.answer_taken(stdout, interrupted, interrupted_answer);
         let deadline = Instant::now() + self.target.reconnect;
         let mut wait = Duration::from_millis(50);
         loop {
@@ -636,9 +675,10 @@ impl Bridge {
             .keys()
             .map(|k| parse_id(k))
             .collect();
+        let mut told = Vec::new();
         for id in &listen_ids {
             let _ = writeln!(
-                stdout,
+                told,
                 "{}",
                 json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed",
                         "params": { "_meta": { "io.modelcontextprotocol/subscriptionId": id } } })
@@ -646,11 +686,12 @@ impl Bridge {
         }
         if listen_ids.is_empty() && replay.is_some() {
             let _ = writeln!(
-                stdout,
+                told,
                 "{}",
                 json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" })
             );
         }
+        self.write_out(stdout, &told);
         Ok((down, socket))
     }
 
@@ -659,16 +700,11 @@ impl Bridge {
         // Queued requests were noted as pending when they were read (cancelled ones forgotten since):
         // each is answered once.
         drop(std::mem::take(&mut lock(&self.upstream).queued));
-        let ids: HashMap<String, Pending> = lock(&self.session).pending().drain().collect();
-        for (id, p) in ids {
-            for _ in 0..=p.more {
-                let _ = writeln!(
-                    stdout,
-                    "{}",
-                    json!({ "jsonrpc": "2.0", "id": parse_id(&id), "error": { "code": -32000, "message": why } })
-                );
-            }
-        }
+        self.answer_taken(
+            stdout,
+            || lock(&self.session).pending().drain().collect(),
+            |id, _| json!({ "jsonrpc": "2.0", "id": parse_id(id), "error": { "code": -32000, "message": why } }),
+        );
         eprintln!("ovai mcp: {why}");
         1
     }
@@ -770,16 +806,6 @@ fn response_id(line: &[u8]) -> Option<&[u8]> {
 
 /// The answer to a request the daemon took with it when it went away, in the shape of the revision the
 /// request was sent under.
-/// Tells the client that each of these requests was cut off with the daemon that had it.
-fn answer_interrupted(stdout: &mut File, cut: Vec<(String, Pending)>) {
-    for (id, p) in cut {
-        let answer = interrupted_answer(&id, &p);
-        for _ in 0..=p.more {
-            let _ = writeln!(stdout, "{answer}");
-        }
-    }
-}
-
 fn interrupted_answer(id: &str, p: &Pending) -> Value {
     let id = parse_id(id);
     if p.method == "tools/call" {

@@ -1322,3 +1322,101 @@ fn arguments_that_would_take_too_much_once_read_are_refused_in_words() {
     let r = s.recv_where(|m| m["id"] == 901);
     assert_eq!(text_of(&r), ("slow done".to_string(), false));
 }
+
+/// The bridge answers each request the daemon took down with it, even while the client closes its
+/// input and reads slowly: its exit waits for those answers, and never cuts one in two. (Once it cut
+/// them off: the answers were taken from what waited, the bridge then saw nothing waiting and exited.)
+#[test]
+fn what_the_daemon_took_down_is_answered_whole_however_slowly_the_client_reads() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let inst = Instance::new();
+    let d = inst.start();
+    // A client of its own, which reads the bridge's stdout only when it chooses.
+    let mut bridge = bridge_command(&inst.root, Some(&inst.secret("lead")))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = bridge.stdin.take().unwrap();
+    let mut output = BufReader::new(bridge.stdout.take().unwrap());
+    input
+        .write_all(concat!(
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","#,
+            r#""capabilities":{},"clientInfo":{"name":"slow-reader","version":"1"}}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "\n"
+        ).as_bytes())
+        .unwrap();
+    let mut line = String::new();
+    output.read_line(&mut line).unwrap();
+    assert!(line.contains("serverInfo"), "{line}");
+    // Far more answers than the bridge's stdout holds: writing them blocks until the client reads.
+    signal(d.pid(), libc::SIGSTOP);
+    let ids = 1000..2000u64;
+    let pings: String = ids
+        .clone()
+        .map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n"))
+        .collect();
+    input.write_all(pings.as_bytes()).unwrap();
+    // Once the bridge has taken them all in, they are the daemon's, and are answered as taken down.
+    let pid = bridge.id();
+    wait_until("the bridge to read every ping", || {
+        (unread(&input) == 0 && blocked_in(pid, "read", 0)).then_some(())
+    });
+    signal(d.pid(), libc::SIGKILL);
+    wait_until(
+        "the bridge to be blocked writing answers to its client",
+        || blocked_in(pid, "write", 1).then_some(()),
+    );
+    drop(input);
+    let mut answered = std::collections::BTreeMap::<u64, u32>::new();
+    for line in output.lines() {
+        let line = line.unwrap();
+        let m: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let message = m["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("went away"), "{m}");
+        *answered.entry(m["id"].as_u64().unwrap()).or_default() += 1;
+    }
+    let missing: Vec<u64> = ids
+        .clone()
+        .filter(|id| !answered.contains_key(id))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} unanswered, from {:?}",
+        missing.len(),
+        missing.first()
+    );
+    assert!(answered.values().all(|&n| n == 1), "answered twice");
+    assert!(wait_exit(&mut bridge).success());
+}
+
+/// Whether a thread of process `pid` waits in read(2) or write(2) on `fd`, as /proc says.
+fn blocked_in(pid: u32, call: &str, fd: u8) -> bool {
+    let number = match (call, cfg!(target_arch = "aarch64")) {
+        ("read", false) => "0",
+        ("write", false) => "1",
+        ("read", true) => "63",
+        _ => "64",
+    };
+    let fd = format!("{fd:#x}");
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|t| {
+        let now = std::fs::read_to_string(t.path().join("syscall")).unwrap_or_default();
+        let mut fields = now.split_whitespace();
+        fields.next() == Some(number) && fields.next() == Some(fd.as_str())
+    })
+}
+
+/// How many bytes written into this pipe wait to be read.
+fn unread(pipe: &impl std::os::fd::AsRawFd) -> i32 {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer it is given.
+    unsafe { libc::ioctl(pipe.as_raw_fd(), libc::FIONREAD, &mut n) };
+    n
+}
