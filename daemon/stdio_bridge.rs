@@ -269,7 +269,8 @@ struct Upstream {
 
 struct Bridge {
     target: Target,
-    /// Held while a write to the client is under way, so an exit never cuts a line in two.
+    /// Held while a write to the client is under way, so an exit never cuts a line in two; and from
+    /// taking requests off those waiting to writing their answers, so nothing waiting means nothing owed.
     writing: Mutex<()>,
     session: Mutex<Session>,
     upstream: Mutex<Upstream>,
@@ -513,21 +514,19 @@ impl Bridge {
                     stdout.write_all(&out).is_ok()
                 };
                 out.clear();
-                if self.settle_answers(&mut answered) && written {
+                // Done once nothing is owed; and once the client stopped reading (its stdout closed),
+                // as nothing more reaches it: the daemon, seeing the connection close, stops its calls.
+                if self.settle_answers(&mut answered) || !written {
                     self.exit();
-                }
-                if !written {
-                    return;
                 }
             }
             line.clear();
-            match input.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => {
-                    self.write_out(stdout, &out);
-                    self.settle_answers(&mut answered);
-                    return;
-                }
-                Ok(_) => {}
+            // The daemon's side closed. A line it cut off in going (its last, unended) is no answer:
+            // the client never sees half a line, and that line's request is answered as interrupted.
+            if input.read_until(b'\n', &mut line).is_err() || !line.ends_with(b"\n") {
+                self.write_out(stdout, &out);
+                self.settle_answers(&mut answered);
+                return;
             }
             let key = match response_id(&line).and_then(|id| std::str::from_utf8(id).ok()) {
                 Some(id) => Some(id.to_owned()),

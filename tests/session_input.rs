@@ -1323,39 +1323,87 @@ fn arguments_that_would_take_too_much_once_read_are_refused_in_words() {
     assert_eq!(text_of(&r), ("slow done".to_string(), false));
 }
 
-/// The bridge answers each request the daemon took down with it, even while the client closes its
-/// input and reads slowly: its exit waits for those answers, and never cuts one in two. (Once it cut
-/// them off: the answers were taken from what waited, the bridge then saw nothing waiting and exited.)
-#[test]
-fn what_the_daemon_took_down_is_answered_whole_however_slowly_the_client_reads() {
-    use std::io::{BufRead, BufReader};
+/// `ovai mcp` for `seat` under a client of the test's own, which reads the bridge's stdout only when it
+/// chooses; the session is initialized.
+fn slow_reader(
+    inst: &Instance,
+    seat: &str,
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    std::io::BufReader<std::process::ChildStdout>,
+) {
+    use std::io::BufRead;
     use std::process::Stdio;
-    let inst = Instance::new();
-    let d = inst.start();
-    // A client of its own, which reads the bridge's stdout only when it chooses.
-    let mut bridge = bridge_command(&inst.root, Some(&inst.secret("lead")))
+    let mut bridge = bridge_command(&inst.root, Some(&inst.secret(seat)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut input = bridge.stdin.take().unwrap();
-    let mut output = BufReader::new(bridge.stdout.take().unwrap());
+    let mut output = std::io::BufReader::new(bridge.stdout.take().unwrap());
     input
-        .write_all(concat!(
-            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","#,
-            r#""capabilities":{},"clientInfo":{"name":"slow-reader","version":"1"}}}"#,
-            "\n",
-            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-            "\n"
-        ).as_bytes())
+        .write_all(
+            concat!(
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","#,
+                r#""capabilities":{},"clientInfo":{"name":"slow-reader","version":"1"}}}"#,
+                "\n",
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                "\n"
+            )
+            .as_bytes(),
+        )
         .unwrap();
     let mut line = String::new();
     output.read_line(&mut line).unwrap();
     assert!(line.contains("serverInfo"), "{line}");
-    // Far more answers than the bridge's stdout holds: writing them blocks until the client reads.
-    signal(d.pid(), libc::SIGSTOP);
-    let ids = 1000..2000u64;
+    (bridge, input, output)
+}
+
+/// Every line left on the bridge's stdout, each of which must be whole JSON.
+fn lines_to_the_end(output: impl std::io::BufRead) -> Vec<Value> {
+    output
+        .lines()
+        .map(|line| {
+            let line = line.unwrap();
+            serde_json::from_str(&line).unwrap_or_else(|e| {
+                let start: String = line.chars().take(200).collect();
+                panic!("{e}: {start}…")
+            })
+        })
+        .collect()
+}
+
+/// Stops process `pid` and waits until every thread of it has stopped: until then one of them may
+/// still run.
+fn stop(pid: u32) {
+    signal(pid, libc::SIGSTOP);
+    wait_until("the process to stop", || {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        tasks
+            .flatten()
+            .all(|t| {
+                let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+                // The state follows the command's closing parenthesis.
+                stat.rsplit_once(") ")
+                    .is_some_and(|(_, rest)| rest.starts_with('T'))
+            })
+            .then_some(())
+    });
+}
+
+/// The bridge answers each request the daemon took down with it, even while the client closes its
+/// input and reads slowly: its exit waits for those answers, and never cuts one in two. (Once it cut
+/// them off: the answers were taken from what waited, the bridge then saw nothing waiting and exited.)
+#[test]
+fn what_the_daemon_took_down_is_answered_whole_however_slowly_the_client_reads() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let (mut bridge, mut input, output) = slow_reader(&inst, "lead");
+    // More answers than the bridge's stdout holds: writing them blocks until the client reads.
+    stop(d.pid());
+    let ids = 1000..1500u64;
     let pings: String = ids
         .clone()
         .map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n"))
@@ -1373,9 +1421,7 @@ fn what_the_daemon_took_down_is_answered_whole_however_slowly_the_client_reads()
     );
     drop(input);
     let mut answered = std::collections::BTreeMap::<u64, u32>::new();
-    for line in output.lines() {
-        let line = line.unwrap();
-        let m: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    for m in lines_to_the_end(output) {
         let message = m["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains("went away"), "{m}");
         *answered.entry(m["id"].as_u64().unwrap()).or_default() += 1;
@@ -1392,6 +1438,97 @@ fn what_the_daemon_took_down_is_answered_whole_however_slowly_the_client_reads()
     );
     assert!(answered.values().all(|&n| n == 1), "answered twice");
     assert!(wait_exit(&mut bridge).success());
+}
+
+/// A daemon that goes in the middle of writing an answer leaves half a line: the client never sees
+/// it, and the call is answered as taken down with the daemon.
+#[test]
+fn an_answer_the_daemon_cut_off_in_going_is_not_passed_on_and_its_call_is_answered() {
+    let big = r#"
+import { existsSync } from "node:fs";
+export const description = "A big answer, once work/go exists.";
+export const inputSchema = { type: "object" };
+export async function run(args, context) {
+  while (!existsSync(`${context.root}/work/go`)) await new Promise((r) => setTimeout(r, 10));
+  return { text: "x".repeat(256 * 1024) };
+}
+"#;
+    let inst = Instance::with_plugins(&[("big.mjs", big)]);
+    let d = inst.start();
+    let (mut bridge, mut input, output) = slow_reader(&inst, "lead");
+    input
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"big\",\"arguments\":{}}}\n")
+        .unwrap();
+    let pid = bridge.id();
+    wait_until("the bridge to pass the call on", || {
+        (unread(&input) == 0 && blocked_in(pid, "read", 0)).then_some(())
+    });
+    // The bridge stops reading; the daemon fills the pipe with the first part of the answer.
+    stop(pid);
+    let from_daemon = daemons_pipe(pid);
+    std::fs::write(inst.root.join("work/go"), "").unwrap();
+    wait_until(
+        "the daemon to fill the pipe with part of the answer",
+        || (unread(&from_daemon) == pipe_size(&from_daemon)).then_some(()),
+    );
+    signal(d.pid(), libc::SIGKILL);
+    wait_gone(d.pid());
+    signal(pid, libc::SIGCONT);
+    drop(input);
+    let lines = lines_to_the_end(output);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["id"], 7);
+    let (text, is_error) = text_of(&lines[0]);
+    assert!(is_error && text.contains("went away"), "{}", lines[0]);
+    assert!(wait_exit(&mut bridge).success());
+}
+
+/// A client that closes the bridge's stdout is gone, even with its input still open: the bridge ends
+/// when it cannot write an answer, rather than take the broken write for a daemon gone and start again.
+#[test]
+fn the_bridge_ends_once_its_client_stops_reading_with_its_input_still_open() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let (mut bridge, mut input, output) = slow_reader(&inst, "lead");
+    drop(output);
+    input
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+        .unwrap();
+    wait_exit(&mut bridge);
+    // The daemon saw the session end with it.
+    wait_until("the seat's session to end", || {
+        let status = d.status()?;
+        (status["seats"][0]["sessions"] == 0).then_some(())
+    });
+    drop(input);
+}
+
+/// The read end of the pipe process `pid` reads the daemon from (its one pipe read past stdin),
+/// opened anew.
+fn daemons_pipe(pid: u32) -> std::fs::File {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap();
+    let fd = fds
+        .flatten()
+        .filter_map(|f| f.file_name().to_str()?.parse::<u32>().ok())
+        .find(|&fd| {
+            let to = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).unwrap_or_default();
+            let info =
+                std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).unwrap_or_default();
+            let flags = info
+                .lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+                .unwrap_or(1);
+            fd > 2 && to.to_string_lossy().starts_with("pipe:") && flags & 3 == 0
+        })
+        .expect("the bridge reads the daemon from a pipe");
+    std::fs::File::open(format!("/proc/{pid}/fd/{fd}")).unwrap()
+}
+
+/// How many bytes this pipe holds at most.
+fn pipe_size(pipe: &impl std::os::fd::AsRawFd) -> i32 {
+    // SAFETY: F_GETPIPE_SZ reads nothing through memory.
+    unsafe { libc::fcntl(pipe.as_raw_fd(), libc::F_GETPIPE_SZ) }
 }
 
 /// Whether a thread of process `pid` waits in read(2) or write(2) on `fd`, as /proc says.
