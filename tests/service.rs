@@ -325,7 +325,7 @@ fn an_initialize_the_daemon_took_with_it_is_replayed_to_the_next_one_and_answere
         s.request("ping", json!({})).get("result").is_some(),
         "connected"
     );
-    signal(d.pid(), libc::SIGSTOP);
+    freeze(d.pid());
     let id = s.send_request(
         "initialize",
         json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "tests", "version": "1" } }),

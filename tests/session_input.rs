@@ -1375,24 +1375,6 @@ fn lines_to_the_end(output: impl std::io::BufRead) -> Vec<Value> {
         .collect()
 }
 
-/// Stops process `pid` and waits until every thread of it has stopped: until then one of them may
-/// still run.
-fn stop(pid: u32) {
-    signal(pid, libc::SIGSTOP);
-    wait_until("the process to stop", || {
-        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
-        tasks
-            .flatten()
-            .all(|t| {
-                let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
-                // The state follows the command's closing parenthesis.
-                stat.rsplit_once(") ")
-                    .is_some_and(|(_, rest)| rest.starts_with('T'))
-            })
-            .then_some(())
-    });
-}
-
 /// The bridge answers each request the daemon took down with it, even while the client closes its
 /// input and reads slowly: its exit waits for those answers, and never cuts one in two. (Once it cut
 /// them off: the answers were taken from what waited, the bridge then saw nothing waiting and exited.)
@@ -1402,7 +1384,7 @@ fn what_the_daemon_took_down_is_answered_whole_however_slowly_the_client_reads()
     let d = inst.start();
     let (mut bridge, mut input, output) = slow_reader(&inst, "lead");
     // More answers than the bridge's stdout holds: writing them blocks until the client reads.
-    stop(d.pid());
+    freeze(d.pid());
     let ids = 1000..1500u64;
     let pings: String = ids
         .clone()
@@ -1464,7 +1446,7 @@ export async function run(args, context) {
         (unread(&input) == 0 && blocked_in(pid, "read", 0)).then_some(())
     });
     // The bridge stops reading; the daemon fills the pipe with the first part of the answer.
-    stop(pid);
+    freeze(pid);
     let from_daemon = daemons_pipe(pid);
     std::fs::write(inst.root.join("work/go"), "").unwrap();
     wait_until(

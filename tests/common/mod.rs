@@ -333,6 +333,24 @@ pub fn signal(pid: u32, sig: i32) {
     }
 }
 
+/// Stops process `pid` and waits until every thread of it has stopped: until then one of them may
+/// still run.
+pub fn freeze(pid: u32) {
+    signal(pid, libc::SIGSTOP);
+    wait_until("the process to stop", || {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        tasks
+            .flatten()
+            .all(|t| {
+                let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+                // The state follows the command's closing parenthesis.
+                stat.rsplit_once(") ")
+                    .is_some_and(|(_, rest)| rest.starts_with('T'))
+            })
+            .then_some(())
+    });
+}
+
 pub fn process_alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
     if unsafe { libc::kill(pid as i32, 0) } != 0 {
