@@ -213,7 +213,7 @@ impl Session {
         let Noted {
             method,
             key,
-            modern,
+            revision,
             cancels,
         } = noted;
         // A notification has no id, and a message with one is a request whatever its method says: the
@@ -239,7 +239,7 @@ impl Session {
         if method == "subscriptions/listen" && !self.listens.contains_key(&key) {
             self.listens.insert(key.clone(), line.to_vec());
         }
-        note(&mut self.pending, key, Pending::new(method, modern));
+        note(&mut self.pending, key, Pending::new(method, revision));
     }
 
     /// The daemon answered under `key`: the request that answer is for waits no more. Given back when
@@ -254,8 +254,8 @@ impl Session {
 struct Noted {
     method: String,
     key: Option<String>,
-    /// Sent under 2026-07-28 or later (its interrupted answer says `resultType`).
-    modern: bool,
+    /// The revision it was sent under.
+    revision: Revision,
     /// For a cancellation: the request it cancels.
     cancels: Option<String>,
 }
@@ -282,19 +282,47 @@ struct Bridge {
 #[derive(Debug, Clone)]
 struct Pending {
     method: std::borrow::Cow<'static, str>,
-    /// Sent under protocol 2026-07-28 or later, whose results carry `resultType`.
-    modern: bool,
+    revision: Revision,
     /// How many more requests under the same id wait for their answers: a client that sends an id
     /// still in flight is refused under it, and that refusal must not count as the first one's answer.
     more: u32,
 }
 
 impl Pending {
-    fn new(method: impl Into<std::borrow::Cow<'static, str>>, modern: bool) -> Self {
+    fn new(method: impl Into<std::borrow::Cow<'static, str>>, revision: Revision) -> Self {
         Self {
             method: method.into(),
-            modern,
+            revision,
             more: 0,
+        }
+    }
+}
+
+/// Whether a call was sent under 2026-07-28 or later, whose results carry `resultType`. A call's params
+/// are read for it only when the daemon goes away with the call: reading Claude Code's `_meta` on every
+/// call was a quarter of the bridge's time, for an answer it almost never makes.
+#[derive(Debug, Clone)]
+enum Revision {
+    Known(bool),
+    /// A call's params, kept up to `KEPT_PARAMS` bytes.
+    InParams(Box<str>),
+}
+
+/// The largest params kept to be read later; larger ones are read at once.
+const KEPT_PARAMS: usize = 16 * 1024;
+
+impl Revision {
+    fn of_call(params: Option<&serde_json::value::RawValue>) -> Self {
+        match params {
+            Some(p) if p.get().len() <= KEPT_PARAMS => Revision::InParams(p.get().into()),
+            p => Revision::Known(is_modern(p.map(|p| p.get()))),
+        }
+    }
+
+    fn is_modern(&self) -> bool {
+        match self {
+            Revision::Known(modern) => *modern,
+            Revision::InParams(params) => is_modern(Some(params)),
         }
     }
 }
@@ -726,7 +754,11 @@ fn read_request(line: &[u8]) -> Option<Noted> {
     let text = jsonrpc::mended(std::str::from_utf8(body).ok()?);
     match jsonrpc::read(&text, "line") {
         Message::Request(r) => Some(Noted {
-            modern: r.method == "tools/call" && is_modern(r.params),
+            revision: if r.method == "tools/call" {
+                Revision::of_call(r.params)
+            } else {
+                Revision::Known(false)
+            },
             method: r.method.to_string(),
             key: Some(r.key()),
             cancels: None,
@@ -738,14 +770,14 @@ fn read_request(line: &[u8]) -> Option<Noted> {
                 .map(|id| jsonrpc::key_of(&id)),
             method: n.method.into_owned(),
             key: None,
-            modern: false,
+            revision: Revision::Known(false),
         }),
         // Answered at once, and under its id when it has one: an answer a daemon going away would
         // leave unsent all the same.
         Message::Bad(_, Some(id)) => Some(Noted {
             method: "request".into(),
             key: Some(jsonrpc::key_of(&id)),
-            modern: false,
+            revision: Revision::Known(false),
             cancels: None,
         }),
         Message::Response(_) | Message::Bad(_, None) => None,
@@ -753,9 +785,9 @@ fn read_request(line: &[u8]) -> Option<Noted> {
 }
 
 /// Whether a request's `_meta` names 2026-07-28 or later (revisions are dates, so they sort as text).
-fn is_modern(params: Option<&serde_json::value::RawValue>) -> bool {
+fn is_modern(params: Option<&str>) -> bool {
     let revision = || {
-        let meta = jsonrpc::members(params?.get(), ["_meta"]).ok()?.values[0]?;
+        let meta = jsonrpc::members(params?, ["_meta"]).ok()?.values[0]?;
         let version = jsonrpc::members(meta.get(), ["io.modelcontextprotocol/protocolVersion"])
             .ok()?
             .values[0]?;
@@ -812,7 +844,7 @@ fn interrupted_answer(id: &str, p: &Pending) -> Value {
             "content": [{ "type": "text", "text": "The ovai server went away (it was stopped or it crashed) while this call was in flight, so it has no answer; nothing was retried. Call it again if it is still wanted." }],
             "isError": true
         });
-        if p.modern {
+        if p.revision.is_modern() {
             result["resultType"] = json!("complete");
         }
         json!({ "jsonrpc": "2.0", "id": id, "result": result })
@@ -991,10 +1023,20 @@ mod tests {
             .last()
             .unwrap();
         let noted = read_request(line.as_bytes()).unwrap();
-        assert!(noted.modern);
+        assert!(noted.revision.is_modern());
         assert_eq!(noted.key.as_deref(), Some("2"));
         let bare = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"e","_meta":{"progressToken":3}}}"#;
-        assert!(!read_request(bare).unwrap().modern);
+        assert!(!read_request(bare).unwrap().revision.is_modern());
+        // Params too large to keep are read at once, to the same answer.
+        for (version, modern) in [("2026-07-28", true), ("2025-11-25", false)] {
+            let big = format!(
+                r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{"name":"e","arguments":{{"a":"{}"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"{version}"}}}}}}"#,
+                "x".repeat(KEPT_PARAMS)
+            );
+            let noted = read_request(big.as_bytes()).unwrap();
+            assert!(matches!(noted.revision, Revision::Known(_)));
+            assert_eq!(noted.revision.is_modern(), modern, "{version}");
+        }
     }
 
     #[test]
@@ -1053,8 +1095,16 @@ mod tests {
     #[test]
     fn a_second_request_under_an_id_in_flight_does_not_take_the_first_ones_answer() {
         let mut pending = HashMap::new();
-        note(&mut pending, "5".into(), Pending::new("tools/call", false));
-        note(&mut pending, "5".into(), Pending::new("tools/call", false));
+        note(
+            &mut pending,
+            "5".into(),
+            Pending::new("tools/call", Revision::Known(false)),
+        );
+        note(
+            &mut pending,
+            "5".into(),
+            Pending::new("tools/call", Revision::Known(false)),
+        );
         // The second is refused under the same id: the first still waits.
         assert!(settle(&mut pending, "5").is_none());
         assert!(pending.contains_key("5"));
