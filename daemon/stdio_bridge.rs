@@ -411,7 +411,7 @@ impl Bridge {
     fn read_client(&self) {
         // SAFETY: fd 0 is this process's stdin for its whole life; ManuallyDrop keeps it open.
         let stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
-        let mut input = BufReader::with_capacity(64 * 1024, &*stdin);
+        let mut input = BufReader::with_capacity(64 * 1024, Blocking(&stdin));
         // The lines that arrived together, one after another, and where each ends.
         let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
         let mut ends: Vec<usize> = Vec::new();
@@ -511,13 +511,13 @@ impl Bridge {
                 out.push(b'\n');
             }
         }
-        let _ = stdout.write_all(&out);
+        let _ = Blocking(stdout).write_all(&out);
     }
 
     /// Writes `lines` to the client as one, where no exit cuts them.
     fn write_out(&self, stdout: &mut File, lines: &[u8]) {
         let _writing = lock(&self.writing);
-        let _ = stdout.write_all(lines);
+        let _ = Blocking(stdout).write_all(lines);
     }
 
     fn note_request(&self, line: &[u8]) {
@@ -539,7 +539,7 @@ impl Bridge {
                 // Everything that arrived together goes to the client in one write.
                 let written = {
                     let _writing = lock(&self.writing);
-                    stdout.write_all(&out).is_ok()
+                    Blocking(stdout).write_all(&out).is_ok()
                 };
                 out.clear();
                 // Done once nothing is owed; and once the client stopped reading (its stdout closed),
@@ -734,6 +734,51 @@ impl Bridge {
         );
         eprintln!("ovai mcp: {why}");
         1
+    }
+}
+
+/// The client's stdin or stdout, which it may hand over non-blocking (a descriptor it shares with
+/// another process): a read or write that would block waits for the descriptor, rather than be taken
+/// for the client's end.
+struct Blocking<'a>(&'a File);
+
+impl Blocking<'_> {
+    fn wait(&self, event: nix::poll::PollFlags) -> std::io::Result<()> {
+        use nix::poll::{PollFd, PollTimeout, poll};
+        match poll(&mut [PollFd::new(self.0.as_fd(), event)], PollTimeout::NONE) {
+            Ok(_) | Err(nix::errno::Errno::EINTR) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl Read for Blocking<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            match (&*self.0).read(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    self.wait(nix::poll::PollFlags::POLLIN)?
+                }
+                done => return done,
+            }
+        }
+    }
+}
+
+impl Write for Blocking<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        loop {
+            match (&*self.0).write(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    self.wait(nix::poll::PollFlags::POLLOUT)?
+                }
+                done => return done,
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

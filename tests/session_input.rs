@@ -1343,18 +1343,7 @@ fn slow_reader(
         .unwrap();
     let mut input = bridge.stdin.take().unwrap();
     let mut output = std::io::BufReader::new(bridge.stdout.take().unwrap());
-    input
-        .write_all(
-            concat!(
-                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","#,
-                r#""capabilities":{},"clientInfo":{"name":"slow-reader","version":"1"}}}"#,
-                "\n",
-                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-                "\n"
-            )
-            .as_bytes(),
-        )
-        .unwrap();
+    input.write_all(INITIALIZE).unwrap();
     let mut line = String::new();
     output.read_line(&mut line).unwrap();
     assert!(line.contains("serverInfo"), "{line}");
@@ -1485,6 +1474,94 @@ fn the_bridge_ends_once_its_client_stops_reading_with_its_input_still_open() {
     drop(input);
 }
 
+/// Makes one end of a pipe not block, as a client handing over a descriptor it shares may have it.
+fn non_blocking(end: &impl std::os::fd::AsRawFd) {
+    // SAFETY: F_GETFL and F_SETFL read and set the descriptor's flags, nothing in memory.
+    unsafe {
+        let flags = libc::fcntl(end.as_raw_fd(), libc::F_GETFL);
+        assert!(libc::fcntl(end.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) == 0);
+    }
+}
+
+/// A stdout that does not block fills up when the client is slow to read: the bridge waits for room,
+/// rather than lose what it owes (a failed write once ended it, half a line written).
+#[test]
+fn a_stdout_that_does_not_block_gets_every_answer_once_the_client_reads() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let (read, write) = std::io::pipe().unwrap();
+    non_blocking(&write);
+    let mut bridge = bridge_command(&inst.root, Some(&inst.secret("lead")))
+        .stdin(std::process::Stdio::piped())
+        .stdout(write)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = bridge.stdin.take().unwrap();
+    let ids = 1..=2000u64;
+    let pings: String = ids
+        .clone()
+        .map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n"))
+        .collect();
+    input
+        .write_all(&[INITIALIZE, pings.as_bytes()].concat())
+        .unwrap();
+    // Its stdin still open, the bridge waits in poll(2) only for room on its stdout.
+    let pid = bridge.id();
+    wait_until(
+        "the bridge to wait for room on its stdout, or to end",
+        || (blocked_in(pid, "poll", 1) || bridge.try_wait().ok().flatten().is_some()).then_some(()),
+    );
+    drop(input);
+    let lines = lines_to_the_end(std::io::BufReader::new(read));
+    let mut answered: Vec<u64> = lines.iter().filter_map(|m| m["id"].as_u64()).collect();
+    answered.sort_unstable();
+    let all: Vec<u64> = std::iter::once(0).chain(ids).collect();
+    assert_eq!(answered, all);
+    assert!(
+        lines.iter().all(|m| m.get("result").is_some()),
+        "{:?}",
+        lines.first()
+    );
+    assert!(wait_exit(&mut bridge).success());
+}
+
+/// A stdin that does not block has, now and then, nothing to read yet: the bridge waits for more,
+/// rather than take it for the client's end (it once ended after the first request's answer).
+#[test]
+fn a_stdin_that_does_not_block_is_read_as_lines_come_not_taken_for_its_end() {
+    use std::io::BufRead;
+    let inst = Instance::new();
+    let _d = inst.start();
+    let (read, mut write) = std::io::pipe().unwrap();
+    non_blocking(&read);
+    let mut bridge = bridge_command(&inst.root, Some(&inst.secret("lead")))
+        .stdin(read)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut output = std::io::BufReader::new(bridge.stdout.take().unwrap());
+    let mut line = String::new();
+    write.write_all(INITIALIZE).unwrap();
+    output.read_line(&mut line).unwrap();
+    assert!(line.contains("serverInfo"), "{line}");
+    for id in 1..=3 {
+        write
+            .write_all(
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n").as_bytes(),
+            )
+            .unwrap();
+        line.clear();
+        output.read_line(&mut line).unwrap();
+        let answer: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        assert_eq!(answer["id"], id);
+        assert!(answer.get("result").is_some(), "{answer}");
+    }
+    drop(write);
+    assert!(wait_exit(&mut bridge).success());
+}
+
 /// The read end of the pipe process `pid` reads the daemon from (its one pipe read past stdin),
 /// opened anew.
 fn daemons_pipe(pid: u32) -> std::fs::File {
@@ -1513,13 +1590,17 @@ fn pipe_size(pipe: &impl std::os::fd::AsRawFd) -> i32 {
     unsafe { libc::fcntl(pipe.as_raw_fd(), libc::F_GETPIPE_SZ) }
 }
 
-/// Whether a thread of process `pid` waits in read(2) or write(2) on `fd`, as /proc says.
+/// Whether a thread of process `pid` waits in read(2) or write(2) on `fd`, or in poll(2), as /proc
+/// says.
 fn blocked_in(pid: u32, call: &str, fd: u8) -> bool {
-    let number = match (call, cfg!(target_arch = "aarch64")) {
-        ("read", false) => "0",
-        ("write", false) => "1",
-        ("read", true) => "63",
-        _ => "64",
+    let arm = cfg!(target_arch = "aarch64");
+    let numbers: &[&str] = match (call, arm) {
+        ("read", false) => &["0"],
+        ("write", false) => &["1"],
+        ("poll", false) => &["7", "271"],
+        ("read", true) => &["63"],
+        ("write", true) => &["64"],
+        _ => &["73"],
     };
     let fd = format!("{fd:#x}");
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
@@ -1528,7 +1609,8 @@ fn blocked_in(pid: u32, call: &str, fd: u8) -> bool {
     tasks.flatten().any(|t| {
         let now = std::fs::read_to_string(t.path().join("syscall")).unwrap_or_default();
         let mut fields = now.split_whitespace();
-        fields.next() == Some(number) && fields.next() == Some(fd.as_str())
+        fields.next().is_some_and(|n| numbers.contains(&n))
+            && (call == "poll" || fields.next() == Some(fd.as_str()))
     })
 }
 
