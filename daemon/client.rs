@@ -30,6 +30,39 @@ pub enum ClientError {
          `ovai status` says whether one runs now."
     )]
     WentAway { root: String },
+    #[error(
+        "The ovai server for {root} took the connection and said nothing within {seconds} s: it is \
+         stopped or stuck; `ovai status` says whether it answers, and restarting it (`ovai stop`, then \
+         `ovai serve`) ends that."
+    )]
+    Silent { root: String, seconds: u64 },
+}
+
+impl ClientError {
+    /// Whether trying again may succeed with a server starting or coming back: there was none, or the
+    /// one there went (its connection reset) before it answered. A refusal, a failure to reach the
+    /// socket at all (its permissions) and a server that said something this client cannot read are
+    /// final.
+    pub fn may_pass(&self) -> bool {
+        use std::io::ErrorKind::*;
+        match self {
+            ClientError::NoServer { .. }
+            | ClientError::WentAway { .. }
+            | ClientError::Silent { .. } => true,
+            ClientError::Io(e) => matches!(
+                e.kind(),
+                ConnectionReset
+                    | ConnectionAborted
+                    | BrokenPipe
+                    | UnexpectedEof
+                    | NotFound
+                    | ConnectionRefused
+            ),
+            ClientError::Protocol(_) | ClientError::Refused { .. } | ClientError::NotDone(_) => {
+                false
+            }
+        }
+    }
 }
 
 /// Connects to the instance's daemon; a missing socket or a refused connect means none runs.
@@ -201,6 +234,17 @@ fn read_welcome(
     };
     let line = match read {
         Ok(line) if !line.is_empty() => line,
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            return Err(ClientError::Silent {
+                root: inst.root.display().to_string(),
+                seconds: patience.as_secs(),
+            });
+        }
         other => {
             sent?;
             other?
@@ -208,9 +252,9 @@ fn read_welcome(
     };
     stream.set_read_timeout(None)?;
     if line.is_empty() {
-        return Err(ClientError::Protocol(
-            "the connection closed before the server said who this is".into(),
-        ));
+        return Err(ClientError::WentAway {
+            root: inst.root.display().to_string(),
+        });
     }
     let welcome: Welcome =
         serde_json::from_str(&line).map_err(|e| ClientError::Protocol(e.to_string()))?;

@@ -107,14 +107,15 @@ impl Target {
         })
     }
 
-    /// Connects, waiting up to `connect` for a daemon that is not running yet; the client's first
-    /// request waits in the pipe meanwhile and is answered once connected. A refusal is final at once.
+    /// Connects, waiting up to `connect` for a daemon that is not running yet, or for the next one when
+    /// the one there went as it took the connection (a session started during a restart); the client's
+    /// first request waits in the pipe meanwhile and is answered once connected. A refusal is final.
     fn connect_patiently(&self) -> Result<DaemonEnd, ClientError> {
         let deadline = Instant::now() + self.connect;
         let mut wait = Duration::from_millis(20);
         loop {
             match self.connect() {
-                Err(ClientError::NoServer { .. }) if Instant::now() < deadline => {}
+                Err(e) if e.may_pass() && Instant::now() < deadline => {}
                 other => return other,
             }
             std::thread::sleep(wait.min(deadline.saturating_duration_since(Instant::now())));
@@ -463,26 +464,11 @@ impl Bridge {
     /// requests); once nobody is (stdout's reader closed: the client is gone), the bridge ends at once
     /// rather than with the last call, and the daemon, seeing the connection close, stops those calls.
     fn exit_once_unread(&self) {
-        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-        use nix::sys::stat::{SFlag, fstat};
-        let stdout = std::io::stdout();
-        // Only a pipe or a socket says its reader is gone; some systems' poll(2) calls a terminal or
-        // /dev/null invalid, which is no client's end.
-        let kind = fstat(&stdout).map(|st| SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT);
-        if !kind.is_ok_and(|k| k == SFlag::S_IFIFO || k == SFlag::S_IFSOCK) {
-            return;
-        }
         loop {
-            // No event asked for: poll(2) reports only the error and hang-up it always reports.
-            let mut fds = [PollFd::new(stdout.as_fd(), PollFlags::empty())];
-            match poll(&mut fds, PollTimeout::NONE) {
-                Ok(_) => {}
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(_) => return,
-            }
-            let gone = PollFlags::POLLERR | PollFlags::POLLHUP | PollFlags::POLLNVAL;
-            if fds[0].revents().is_some_and(|r| r.intersects(gone)) {
-                self.exit();
+            match reader_gone(nix::poll::PollTimeout::NONE) {
+                Some(true) => self.exit(),
+                Some(false) => {}
+                None => return,
             }
         }
     }
@@ -614,13 +600,8 @@ impl Bridge {
                         .resume(link, stdout)
                         .map_err(|e| self.give_up(stdout, &e));
                 }
-                Err(ClientError::NoServer { .. })
-                | Err(ClientError::Io(_))
-                | Err(ClientError::WentAway { .. })
-                | Err(ClientError::Protocol(_)) => {}
-                Err(refused @ (ClientError::Refused { .. } | ClientError::NotDone(_))) => {
-                    return Err(self.give_up(stdout, &refused.to_string()));
-                }
+                Err(e) if e.may_pass() => {}
+                Err(e) => return Err(self.give_up(stdout, &e.to_string())),
             }
             let done = {
                 let mut s = lock(&self.session);
@@ -628,6 +609,10 @@ impl Bridge {
             };
             if done {
                 return Err(0);
+            }
+            // A client gone meanwhile is owed nothing more.
+            if reader_gone(nix::poll::PollTimeout::ZERO) == Some(true) {
+                self.exit();
             }
             if Instant::now() >= deadline {
                 let why = format!(
@@ -637,7 +622,9 @@ impl Bridge {
                 return Err(self.give_up(stdout, &why));
             }
             std::thread::sleep(wait.min(deadline.saturating_duration_since(Instant::now())));
-            wait = (wait * 2).min(Duration::from_secs(2));
+            // A failed connect costs microseconds: trying often finds the next daemon, and notices a
+            // client gone, within a fifth of a second.
+            wait = (wait * 2).min(Duration::from_millis(200));
         }
     }
 
@@ -735,6 +722,27 @@ impl Bridge {
         eprintln!("ovai mcp: {why}");
         1
     }
+}
+
+/// Whether the reader of the bridge's stdout is gone (the client), waiting up to `timeout` for that;
+/// `None` where that cannot be told. Only a pipe or a socket says its reader is gone; some systems'
+/// poll(2) calls a terminal or /dev/null invalid, which is no client's end.
+fn reader_gone(timeout: nix::poll::PollTimeout) -> Option<bool> {
+    use nix::poll::{PollFd, PollFlags, poll};
+    use nix::sys::stat::{SFlag, fstat};
+    let stdout = std::io::stdout();
+    let kind = fstat(&stdout).map(|st| SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT);
+    if !kind.is_ok_and(|k| k == SFlag::S_IFIFO || k == SFlag::S_IFSOCK) {
+        return None;
+    }
+    // No event asked for: poll(2) reports only the error and hang-up it always reports.
+    let mut fds = [PollFd::new(stdout.as_fd(), PollFlags::empty())];
+    match poll(&mut fds, timeout) {
+        Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+        Err(_) => return None,
+    }
+    let gone = PollFlags::POLLERR | PollFlags::POLLHUP | PollFlags::POLLNVAL;
+    Some(fds[0].revents().is_some_and(|r| r.intersects(gone)))
 }
 
 /// The client's stdin or stdout, which it may hand over non-blocking (a descriptor it shares with

@@ -1474,6 +1474,90 @@ fn the_bridge_ends_once_its_client_stops_reading_with_its_input_still_open() {
     drop(input);
 }
 
+/// `ovai mcp` for the Leader, its stdin and stdout the test's, started with nothing sent yet.
+fn bridge_alone(inst: &Instance) -> std::process::Child {
+    bridge_command(&inst.root, Some(&inst.secret("lead")))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The first line the bridge writes once `lines` are sent to it.
+fn first_answer(bridge: &mut std::process::Child, lines: &[u8]) -> Value {
+    use std::io::BufRead;
+    bridge.stdin.as_mut().unwrap().write_all(lines).unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(bridge.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+}
+
+/// A session started as the daemon goes (it took the connection, then died: a restart) waits for the
+/// next daemon as for one not there yet, and is served by it; it once failed at once ("connection reset").
+#[test]
+fn a_session_started_as_the_daemon_goes_is_served_by_the_next_one() {
+    let inst = Instance::new();
+    let d = inst.start();
+    freeze(d.pid());
+    let mut bridge = bridge_alone(&inst);
+    let pid = bridge.id();
+    wait_until("the bridge to wait for the daemon's welcome", || {
+        blocked_in(pid, "recvmsg", 0).then_some(())
+    });
+    let gone = d.pid();
+    signal(gone, libc::SIGKILL);
+    drop(d);
+    wait_gone(gone);
+    let _d = inst.start();
+    let answer = first_answer(&mut bridge, INITIALIZE);
+    assert_eq!(
+        answer["result"]["serverInfo"]["name"], "openovai",
+        "{answer}"
+    );
+    drop(bridge.stdin.take());
+    assert!(wait_exit(&mut bridge).success());
+}
+
+/// A daemon that takes the connection and never answers it (stopped) is said in words, after the
+/// bridge's patience for a daemon loading its plugins; it once was an errno ("Resource temporarily
+/// unavailable").
+#[test]
+fn a_daemon_that_takes_the_connection_and_says_nothing_is_said_in_words() {
+    let inst = Instance::new();
+    let d = inst.start();
+    freeze(d.pid());
+    let mut bridge = bridge_alone(&inst);
+    let answer = first_answer(&mut bridge, INITIALIZE);
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("took the connection and said nothing within 60 s")
+            && message.contains("ovai status"),
+        "{answer}"
+    );
+    assert_eq!(answer["id"], 0);
+    assert!(!wait_exit(&mut bridge).success());
+    signal(d.pid(), libc::SIGCONT);
+}
+
+/// A client gone while the bridge waits for its daemon to come back is owed nothing: the bridge ends
+/// then, as a client's bridge, rather than when it gives up on the daemon (30 s later, saying so).
+#[test]
+fn a_client_gone_while_the_bridge_waits_for_a_daemon_ends_it_at_once() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let (mut bridge, input, output) = slow_reader(&inst, "lead");
+    let gone = d.pid();
+    signal(gone, libc::SIGKILL);
+    drop(d);
+    wait_gone(gone);
+    drop(output);
+    assert!(wait_exit(&mut bridge).success());
+    drop(input);
+}
+
 /// Makes one end of a pipe not block, as a client handing over a descriptor it shares may have it.
 fn non_blocking(end: &impl std::os::fd::AsRawFd) {
     // SAFETY: F_GETFL and F_SETFL read and set the descriptor's flags, nothing in memory.
@@ -1590,16 +1674,18 @@ fn pipe_size(pipe: &impl std::os::fd::AsRawFd) -> i32 {
     unsafe { libc::fcntl(pipe.as_raw_fd(), libc::F_GETPIPE_SZ) }
 }
 
-/// Whether a thread of process `pid` waits in read(2) or write(2) on `fd`, or in poll(2), as /proc
-/// says.
+/// Whether a thread of process `pid` waits in read(2) or write(2) on `fd`, or in poll(2) or
+/// recvmsg(2) on any, as /proc says.
 fn blocked_in(pid: u32, call: &str, fd: u8) -> bool {
     let arm = cfg!(target_arch = "aarch64");
     let numbers: &[&str] = match (call, arm) {
         ("read", false) => &["0"],
         ("write", false) => &["1"],
         ("poll", false) => &["7", "271"],
+        ("recvmsg", false) => &["47"],
         ("read", true) => &["63"],
         ("write", true) => &["64"],
+        ("recvmsg", true) => &["212"],
         _ => &["73"],
     };
     let fd = format!("{fd:#x}");
@@ -1610,7 +1696,7 @@ fn blocked_in(pid: u32, call: &str, fd: u8) -> bool {
         let now = std::fs::read_to_string(t.path().join("syscall")).unwrap_or_default();
         let mut fields = now.split_whitespace();
         fields.next().is_some_and(|n| numbers.contains(&n))
-            && (call == "poll" || fields.next() == Some(fd.as_str()))
+            && (matches!(call, "poll" | "recvmsg") || fields.next() == Some(fd.as_str()))
     })
 }
 
