@@ -32,8 +32,8 @@ pub enum ClientError {
     WentAway { root: String },
     #[error(
         "The ovai server for {root} took the connection and said nothing within {seconds} s: it is \
-         stopped or stuck; `ovai status` says whether it answers, and restarting it (`ovai stop`, then \
-         `ovai serve`) ends that."
+         stopped or stuck. If it stays so, end its process (`pgrep -af 'ovai serve'` finds it; `ovai \
+         stop` cannot reach it) and start it again with `ovai serve`: sessions reconnect."
     )]
     Silent { root: String, seconds: u64 },
 }
@@ -49,15 +49,9 @@ impl ClientError {
             ClientError::NoServer { .. }
             | ClientError::WentAway { .. }
             | ClientError::Silent { .. } => true,
-            ClientError::Io(e) => matches!(
-                e.kind(),
-                ConnectionReset
-                    | ConnectionAborted
-                    | BrokenPipe
-                    | UnexpectedEof
-                    | NotFound
-                    | ConnectionRefused
-            ),
+            ClientError::Io(e) => {
+                matches!(e.kind(), ConnectionReset | ConnectionAborted | BrokenPipe)
+            }
             ClientError::Protocol(_) | ClientError::Refused { .. } | ClientError::NotDone(_) => {
                 false
             }
@@ -240,10 +234,7 @@ fn read_welcome(
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
             ) =>
         {
-            return Err(ClientError::Silent {
-                root: inst.root.display().to_string(),
-                seconds: patience.as_secs(),
-            });
+            return Err(silent(inst, patience));
         }
         other => {
             sent?;
@@ -265,6 +256,14 @@ fn read_welcome(
         ));
     }
     Ok(welcome)
+}
+
+/// A server that took the connection and said nothing for `patience`.
+fn silent(inst: &Instance, patience: Duration) -> ClientError {
+    ClientError::Silent {
+        root: inst.root.display().to_string(),
+        seconds: patience.as_secs(),
+    }
 }
 
 fn refused(inst: &Instance, why: String) -> ClientError {
@@ -302,15 +301,24 @@ pub fn control_because<T: DeserializeOwned>(
     let mut stream = connect(inst)?;
     // A daemon that never answers is a failure with a sentence, not a command that hangs: a restart may
     // import many plugins, everything else answers at once.
-    stream.set_read_timeout(Some(match op {
+    let patience = match op {
         ControlOp::Restart => Duration::from_secs(600),
         _ => Duration::from_secs(60),
-    }))?;
+    };
+    stream.set_read_timeout(Some(patience))?;
     // As for a seat: a connection turned away has its answer waiting even if the hello did not go out.
     let sent = stream.write_all(wire::line(&Hello::control(&secret, op, why)).as_bytes());
     let mut line = String::new();
     let read = BufReader::new(stream).read_line(&mut line);
     if line.is_empty() {
+        if let Err(e) = &read
+            && matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            )
+        {
+            return Err(silent(inst, patience));
+        }
         sent?;
         read?;
         return Err(ClientError::WentAway {

@@ -594,15 +594,17 @@ impl Bridge {
         let deadline = Instant::now() + self.target.reconnect;
         let mut wait = Duration::from_millis(50);
         loop {
-            match self.target.connect() {
+            // A daemon there and silent is said as such if none answers in time.
+            let silent = match self.target.connect() {
                 Ok(link) => {
                     return self
                         .resume(link, stdout)
                         .map_err(|e| self.give_up(stdout, &e));
                 }
-                Err(e) if e.may_pass() => {}
+                Err(e @ ClientError::Silent { .. }) => Some(e.to_string()),
+                Err(e) if e.may_pass() => None,
                 Err(e) => return Err(self.give_up(stdout, &e.to_string())),
-            }
+            };
             let done = {
                 let mut s = lock(&self.session);
                 s.client_done && s.pending().is_empty()
@@ -615,10 +617,10 @@ impl Bridge {
                 self.exit();
             }
             if Instant::now() >= deadline {
-                let why = format!(
+                let why = silent.unwrap_or_else(|| format!(
                     "the ovai server for {root} went away and none came back within {} s; start it with `ovai serve`, then restart this session",
                     self.target.reconnect.as_secs()
-                );
+                ));
                 return Err(self.give_up(stdout, &why));
             }
             std::thread::sleep(wait.min(deadline.saturating_duration_since(Instant::now())));
@@ -931,13 +933,14 @@ fn with_id(line: &[u8], id: &Value) -> Vec<u8> {
 /// Says why on stderr, answers the client's first request with the same sentence, and exits 1.
 fn fail(sentence: &str) -> i32 {
     eprintln!("ovai mcp: {sentence}");
-    let stdin = std::io::stdin();
-    if stdin.is_terminal() {
+    if std::io::stdin().is_terminal() {
         return 1;
     }
+    // SAFETY: fd 0 is this process's stdin for its whole life; ManuallyDrop keeps it open.
+    let stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
     // Notifications get no answer; the first request does. A client that sends nothing is not waited on
     // past end-of-input.
-    for line in stdin.lock().lines().take(64) {
+    for line in BufReader::new(Blocking(&stdin)).lines().take(64) {
         let Ok(line) = line else { break };
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
             continue;
@@ -950,9 +953,9 @@ fn fail(sentence: &str) -> i32 {
             "id": id,
             "error": { "code": -32000, "message": sentence }
         });
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{answer}");
-        let _ = out.flush();
+        // SAFETY: fd 1 is this process's stdout for its whole life; ManuallyDrop keeps it open.
+        let stdout = ManuallyDrop::new(unsafe { File::from_raw_fd(1) });
+        let _ = Blocking(&stdout).write_all(format!("{answer}\n").as_bytes());
         break;
     }
     1

@@ -1350,9 +1350,14 @@ fn slow_reader(
     (bridge, input, output)
 }
 
-/// Every line left on the bridge's stdout, each of which must be whole JSON.
-fn lines_to_the_end(output: impl std::io::BufRead) -> Vec<Value> {
-    output
+/// Every line left on the bridge's stdout, each of which must be whole JSON; a bridge that neither
+/// writes nor ends fails the test rather than hang it.
+fn lines_to_the_end<R: std::io::Read + Send + 'static>(
+    output: std::io::BufReader<R>,
+) -> Vec<Value> {
+    use std::io::{BufRead, Read};
+    let held = std::io::Cursor::new(output.buffer().to_vec());
+    std::io::BufReader::new(held.chain(TimedReader::new(output.into_inner())))
         .lines()
         .map(|line| {
             let line = line.unwrap();
@@ -1475,8 +1480,9 @@ fn the_bridge_ends_once_its_client_stops_reading_with_its_input_still_open() {
 }
 
 /// `ovai mcp` for the Leader, its stdin and stdout the test's, started with nothing sent yet.
-fn bridge_alone(inst: &Instance) -> std::process::Child {
+fn bridge_alone(inst: &Instance, env: &[(&str, &str)]) -> std::process::Child {
     bridge_command(&inst.root, Some(&inst.secret("lead")))
+        .envs(env.iter().copied())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -1489,9 +1495,14 @@ fn first_answer(bridge: &mut std::process::Child, lines: &[u8]) -> Value {
     use std::io::BufRead;
     bridge.stdin.as_mut().unwrap().write_all(lines).unwrap();
     let mut line = String::new();
-    std::io::BufReader::new(bridge.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    // Longer than the bridge's patience for a daemon's welcome (60 s).
+    let patience = std::time::Duration::from_secs(120);
+    std::io::BufReader::new(TimedReader::with_patience(
+        bridge.stdout.take().unwrap(),
+        patience,
+    ))
+    .read_line(&mut line)
+    .unwrap();
     serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
 }
 
@@ -1502,7 +1513,8 @@ fn a_session_started_as_the_daemon_goes_is_served_by_the_next_one() {
     let inst = Instance::new();
     let d = inst.start();
     freeze(d.pid());
-    let mut bridge = bridge_alone(&inst);
+    // Time enough for the next daemon to start on a busy machine.
+    let mut bridge = bridge_alone(&inst, &[("OVAI_CONNECT_SECONDS", "60")]);
     let pid = bridge.id();
     wait_until("the bridge to wait for the daemon's welcome", || {
         blocked_in(pid, "recvmsg", 0).then_some(())
@@ -1529,17 +1541,72 @@ fn a_daemon_that_takes_the_connection_and_says_nothing_is_said_in_words() {
     let inst = Instance::new();
     let d = inst.start();
     freeze(d.pid());
-    let mut bridge = bridge_alone(&inst);
+    let mut bridge = bridge_alone(&inst, &[]);
     let answer = first_answer(&mut bridge, INITIALIZE);
     let message = answer["error"]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains("took the connection and said nothing within 60 s")
-            && message.contains("ovai status"),
+            && message.contains("start it again with `ovai serve`"),
         "{answer}"
     );
     assert_eq!(answer["id"], 0);
     assert!(!wait_exit(&mut bridge).success());
     signal(d.pid(), libc::SIGCONT);
+}
+
+/// `ovai status` before a daemon that takes the connection and says nothing says so in words, as the
+/// bridge does; it once printed an errno ("Resource temporarily unavailable").
+#[test]
+fn status_before_a_daemon_that_says_nothing_says_so_in_words() {
+    let inst = Instance::new();
+    let d = inst.start();
+    freeze(d.pid());
+    let out = inst
+        .cmd()
+        .arg("status")
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    signal(d.pid(), libc::SIGCONT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("took the connection and said nothing within 60 s")
+            && stderr.contains("pgrep -af 'ovai serve'"),
+        "{stderr}"
+    );
+}
+
+/// A bridge that cannot connect answers the client's first request in words, even from a stdin that
+/// does not block (it once read nothing there, and ended without an answer).
+#[test]
+fn a_refused_bridge_answers_its_first_request_from_a_stdin_that_does_not_block() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let (read, mut write) = std::io::pipe().unwrap();
+    non_blocking(&read);
+    let mut bridge = bridge_command(&inst.root, Some("not-a-seats-secret"))
+        .stdin(read)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = bridge.id();
+    wait_until(
+        "the bridge to wait for its first request, or to end",
+        || (blocked_in(pid, "poll", 0) || bridge.try_wait().ok().flatten().is_some()).then_some(()),
+    );
+    let _ = write.write_all(INITIALIZE);
+    let mut line = String::new();
+    let _ = std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(TimedReader::new(bridge.stdout.take().unwrap())),
+        &mut line,
+    );
+    let answer: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    assert_eq!(answer["id"], 0, "{answer}");
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    drop(write);
+    assert!(!wait_exit(&mut bridge).success());
 }
 
 /// A client gone while the bridge waits for its daemon to come back is owed nothing: the bridge ends
@@ -1625,7 +1692,7 @@ fn a_stdin_that_does_not_block_is_read_as_lines_come_not_taken_for_its_end() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut output = std::io::BufReader::new(bridge.stdout.take().unwrap());
+    let mut output = std::io::BufReader::new(TimedReader::new(bridge.stdout.take().unwrap()));
     let mut line = String::new();
     write.write_all(INITIALIZE).unwrap();
     output.read_line(&mut line).unwrap();

@@ -386,10 +386,19 @@ pub struct TimedReader {
     rx: mpsc::Receiver<Vec<u8>>,
     chunk: Vec<u8>,
     at: usize,
+    patience: Duration,
 }
 
 impl TimedReader {
-    pub fn new(mut from: impl std::io::Read + Send + 'static) -> Self {
+    pub fn new(from: impl std::io::Read + Send + 'static) -> Self {
+        Self::with_patience(from, PATIENCE)
+    }
+
+    /// As `new`, waiting up to `patience` for each read.
+    pub fn with_patience(
+        mut from: impl std::io::Read + Send + 'static,
+        patience: Duration,
+    ) -> Self {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut buf = vec![0u8; 64 * 1024];
@@ -408,6 +417,7 @@ impl TimedReader {
             rx,
             chunk: Vec::new(),
             at: 0,
+            patience,
         }
     }
 }
@@ -415,7 +425,7 @@ impl TimedReader {
 impl std::io::Read for TimedReader {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
         if self.at == self.chunk.len() {
-            match self.rx.recv_timeout(PATIENCE) {
+            match self.rx.recv_timeout(self.patience) {
                 Ok(chunk) => {
                     self.chunk = chunk;
                     self.at = 0;
@@ -423,7 +433,7 @@ impl std::io::Read for TimedReader {
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     return Err(std::io::Error::new(
                         std::io::ErrorKind::TimedOut,
-                        format!("nothing arrived within {} s", PATIENCE.as_secs()),
+                        format!("nothing arrived within {} s", self.patience.as_secs()),
                     ));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(0),
