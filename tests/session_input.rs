@@ -1490,10 +1490,12 @@ fn bridge_alone(inst: &Instance, env: &[(&str, &str)]) -> std::process::Child {
         .unwrap()
 }
 
-/// The first line the bridge writes once `lines` are sent to it.
+/// The first line the bridge writes once `lines` are sent to it (when the test holds its stdin).
 fn first_answer(bridge: &mut std::process::Child, lines: &[u8]) -> Value {
     use std::io::BufRead;
-    bridge.stdin.as_mut().unwrap().write_all(lines).unwrap();
+    if let Some(stdin) = bridge.stdin.as_mut() {
+        stdin.write_all(lines).unwrap();
+    }
     let mut line = String::new();
     // Longer than the bridge's patience for a daemon's welcome (60 s).
     let patience = std::time::Duration::from_secs(120);
@@ -1583,26 +1585,14 @@ fn status_before_a_daemon_that_says_nothing_says_so_in_words() {
 fn a_refused_bridge_answers_its_first_request_from_a_stdin_that_does_not_block() {
     let inst = Instance::new();
     let _d = inst.start();
-    let (read, mut write) = std::io::pipe().unwrap();
-    non_blocking(&read);
-    let mut bridge = bridge_command(&inst.root, Some("not-a-seats-secret"))
-        .stdin(read)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut bridge, mut write) = bridge_on_non_blocking_stdin(&inst, "not-a-seats-secret");
     let pid = bridge.id();
     wait_until(
         "the bridge to wait for its first request, or to end",
         || (blocked_in(pid, "poll", 0) || bridge.try_wait().ok().flatten().is_some()).then_some(()),
     );
     let _ = write.write_all(INITIALIZE);
-    let mut line = String::new();
-    let _ = std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(TimedReader::new(bridge.stdout.take().unwrap())),
-        &mut line,
-    );
-    let answer: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    let answer = first_answer(&mut bridge, b"");
     assert_eq!(answer["id"], 0, "{answer}");
     assert_eq!(answer["error"]["code"], -32000, "{answer}");
     drop(write);
@@ -1684,14 +1674,7 @@ fn a_stdin_that_does_not_block_is_read_as_lines_come_not_taken_for_its_end() {
     use std::io::BufRead;
     let inst = Instance::new();
     let _d = inst.start();
-    let (read, mut write) = std::io::pipe().unwrap();
-    non_blocking(&read);
-    let mut bridge = bridge_command(&inst.root, Some(&inst.secret("lead")))
-        .stdin(read)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut bridge, mut write) = bridge_on_non_blocking_stdin(&inst, &inst.secret("lead"));
     let mut output = std::io::BufReader::new(TimedReader::new(bridge.stdout.take().unwrap()));
     let mut line = String::new();
     write.write_all(INITIALIZE).unwrap();
@@ -1711,6 +1694,23 @@ fn a_stdin_that_does_not_block_is_read_as_lines_come_not_taken_for_its_end() {
     }
     drop(write);
     assert!(wait_exit(&mut bridge).success());
+}
+
+/// `ovai mcp` presenting `secret`, its stdin a pipe that does not block (the test writes into the
+/// other end, given back), its stdout piped.
+fn bridge_on_non_blocking_stdin(
+    inst: &Instance,
+    secret: &str,
+) -> (std::process::Child, std::io::PipeWriter) {
+    let (read, write) = std::io::pipe().unwrap();
+    non_blocking(&read);
+    let bridge = bridge_command(&inst.root, Some(secret))
+        .stdin(read)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    (bridge, write)
 }
 
 /// The read end of the pipe process `pid` reads the daemon from (its one pipe read past stdin),
