@@ -300,35 +300,25 @@ pub fn members<'a, const N: usize>(
     text: &'a str,
     names: [&str; N],
 ) -> Result<Found<'a, N>, Members> {
-    struct MembersOf<'n, const N: usize>(&'n [&'n str; N]);
-    impl<'de, const N: usize> Visitor<'de> for MembersOf<'_, N> {
-        type Value = Found<'de, N>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("an object")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut found = Found {
-                values: [None; N],
-                twice: None,
-            };
-            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                match self.0.iter().position(|n| *n == key) {
-                    Some(at) => {
-                        let value: &'de RawValue = map.next_value()?;
-                        if found.values[at].is_some() {
-                            found.twice.get_or_insert(key);
-                        } else {
-                            found.values[at] = Some(value);
-                        }
-                    }
-                    None => {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-            }
-            Ok(found)
-        }
-    }
+    members_within(text, names, None::<(usize, [&str; 0])>).map(|(found, _)| found)
+}
+
+/// A member read for its own members (`members_within`).
+pub enum Inner<'a, const M: usize> {
+    /// Not given (or given as `null`).
+    None,
+    Object(Found<'a, M>),
+    /// Another kind of value: what it is ("an array").
+    Other(&'static str),
+}
+
+/// `members`, with the member `names[at]` read for its own members `inner` in the same pass, rather than
+/// as written (`values[at]` is then `None`): a call's `_meta`, read with its params, is read once.
+pub fn members_within<'a, const N: usize, const M: usize>(
+    text: &'a str,
+    names: [&str; N],
+    inner: Option<(usize, [&str; M])>,
+) -> Result<(Found<'a, N>, Inner<'a, M>), Members> {
     let first = text.trim_start().as_bytes().first().copied();
     if first != Some(b'{') {
         // Read whole before it is called anything: what is not JSON is a parse error.
@@ -344,11 +334,106 @@ pub fn members<'a, const N: usize>(
         }));
     }
     let mut de = serde_json::Deserializer::from_str(text);
+    let visitor = MembersOf {
+        names: &names,
+        inner: inner.as_ref().map(|(at, names)| (*at, names)),
+    };
     let found = de
-        .deserialize_map(MembersOf(&names))
+        .deserialize_map(visitor)
         .and_then(|found| de.end().map(|()| found))
         .map_err(|e| Members::NotJson(e.to_string()))?;
     Ok(found)
+}
+
+struct MembersOf<'n, const N: usize, const M: usize> {
+    names: &'n [&'n str; N],
+    inner: Option<(usize, &'n [&'n str; M])>,
+}
+
+impl<'de, const N: usize, const M: usize> Visitor<'de> for MembersOf<'_, N, M> {
+    type Value = (Found<'de, N>, Inner<'de, M>);
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = Found {
+            values: [None; N],
+            twice: None,
+        };
+        let (mut inner, mut inner_seen) = (Inner::None, false);
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match (self.names.iter().position(|n| *n == key), self.inner) {
+                (Some(at), Some((of, names))) if at == of => {
+                    let value = map.next_value_seed(InnerSeed(names))?;
+                    if inner_seen {
+                        found.twice.get_or_insert(key);
+                    } else {
+                        (inner, inner_seen) = (value, true);
+                    }
+                }
+                (Some(at), _) => {
+                    let value: &'de RawValue = map.next_value()?;
+                    if found.values[at].is_some() {
+                        found.twice.get_or_insert(key);
+                    } else {
+                        found.values[at] = Some(value);
+                    }
+                }
+                (None, _) => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok((found, inner))
+    }
+}
+
+/// Reads a member for its own members, or names the kind of value it is instead.
+struct InnerSeed<'n, const M: usize>(&'n [&'n str; M]);
+
+impl<'de, const M: usize> serde::de::DeserializeSeed<'de> for InnerSeed<'_, M> {
+    type Value = Inner<'de, M>;
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+        de.deserialize_any(self)
+    }
+}
+
+impl<'de, const M: usize> Visitor<'de> for InnerSeed<'_, M> {
+    type Value = Inner<'de, M>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        let visitor = MembersOf::<M, 0> {
+            names: self.0,
+            inner: None,
+        };
+        visitor
+            .visit_map(map)
+            .map(|(found, _)| Inner::Object(found))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Inner::Other("an array"))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Inner::None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Inner::Other("a string"))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Inner::Other("a boolean"))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Inner::Other("a number"))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Inner::Other("a number"))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Inner::Other("a number"))
+    }
 }
 
 fn not_json(why: &str, unit: &str) -> String {

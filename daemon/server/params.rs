@@ -8,7 +8,7 @@ use rmcp::model::{ClientCapabilities, ClientJsonRpcMessage, ClientRequest, Progr
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::jsonrpc::{self, INVALID_PARAMS, MAX_ID_BYTES, Members, Request};
+use crate::jsonrpc::{self, INVALID_PARAMS, Inner, MAX_ID_BYTES, Members, Request};
 
 /// The revision from which every request carries its own protocol version and client capabilities.
 pub const INLINE: &str = "2026-07-28";
@@ -41,20 +41,25 @@ pub fn call<'a>(
             "tools/call has no params; it takes {\"name\": TOOL, \"arguments\": {…}}".into(),
         );
     };
-    let found =
-        jsonrpc::members(params.get(), ["name", "arguments", "_meta"]).map_err(|e| match e {
-            Members::NotAnObject(kind) => format!(
-                "the params of tools/call are {kind}, not an object with \"name\" and \"arguments\""
-            ),
-            Members::NotJson(why) => format!("the params of tools/call do not fit: {why}"),
-        })?;
+    // The `_meta` is read with the params, in one pass: on Claude Code's calls it is most of the line.
+    let (found, meta) = jsonrpc::members_within(
+        params.get(),
+        ["name", "arguments", "_meta"],
+        Some((2, META)),
+    )
+    .map_err(|e| match e {
+        Members::NotAnObject(kind) => format!(
+            "the params of tools/call are {kind}, not an object with \"name\" and \"arguments\""
+        ),
+        Members::NotJson(why) => format!("the params of tools/call do not fit: {why}"),
+    })?;
     if let Some(key) = found.twice {
         return Err(format!(
             "the params of tools/call give \"{}\" more than once; give it once",
             jsonrpc::clip(&key)
         ));
     }
-    let [name, arguments, meta] = found.values;
+    let [name, arguments, _] = found.values;
     let name = match name {
         None => return Err("params.name is missing; it names the tool to call".into()),
         Some(raw) => match serde_json::from_str::<Cow<'_, str>>(raw.get()) {
@@ -87,22 +92,14 @@ pub fn call<'a>(
         traceparent: None,
         tracestate: None,
     };
-    let meta = meta.filter(|m| m.get() != "null");
-    let Some(meta) = meta else {
-        read.missing = MISSING.to_vec();
-        return Ok(read);
+    let found = match meta {
+        Inner::None => {
+            read.missing = MISSING.to_vec();
+            return Ok(read);
+        }
+        Inner::Other(kind) => return Err(format!("params._meta is {kind}, not an object")),
+        Inner::Object(found) => found,
     };
-    let found = jsonrpc::members(
-        meta.get(),
-        [
-            "progressToken",
-            "io.modelcontextprotocol/protocolVersion",
-            "io.modelcontextprotocol/clientCapabilities",
-            "traceparent",
-            "tracestate",
-        ],
-    )
-    .map_err(|_| format!("params._meta is {}, not an object", kind_of(meta)))?;
     let [progress, version, capabilities, traceparent, tracestate] = found.values;
     // As rmcp reads them: a value of another kind is as good as none.
     read.progress = progress.and_then(|p| serde_json::from_str::<ProgressToken>(p.get()).ok());
@@ -131,6 +128,15 @@ pub fn call<'a>(
     read.tracestate = context(tracestate);
     Ok(read)
 }
+
+/// The members of a call's `_meta` the daemon reads.
+const META: [&str; 5] = [
+    "progressToken",
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientCapabilities",
+    "traceparent",
+    "tracestate",
+];
 
 /// The `_meta` keys 2026-07-28 asks of every request, as rmcp names them.
 const MISSING: [&str; 2] = [
@@ -238,11 +244,11 @@ pub fn is_known_method(method: &str) -> bool {
 
 /// A string member of a request's `_meta`, if it has one (at most 512 bytes).
 pub fn meta_string(params: Option<&RawValue>, key: &str) -> Option<String> {
-    params
-        .and_then(|p| jsonrpc::members(p.get(), ["_meta"]).ok())
-        .and_then(|found| found.values[0])
-        .and_then(|meta| jsonrpc::members(meta.get(), [key]).ok())
-        .and_then(|found| found.values[0])
+    let (_, meta) = jsonrpc::members_within(params?.get(), ["_meta"], Some((0, [key]))).ok()?;
+    let Inner::Object(found) = meta else {
+        return None;
+    };
+    found.values[0]
         .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
         .filter(|v| v.len() <= 512)
 }
@@ -414,6 +420,16 @@ mod tests {
                 .unwrap(),
             r#"echo {"a":1} Some(ProgressToken(String("p"))) None ["io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities"]"#
         );
+        // A `_meta` of null is none; a member of `_meta` given twice is read as given first.
+        assert_eq!(
+            call_of(r#"{"_meta":null,"name":"echo"}"#).unwrap(),
+            r#"echo - None None ["io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities"]"#
+        );
+        assert_eq!(
+            call_of(r#"{"name":"e","_meta":{"progressToken":"a","x":[{}],"progressToken":"b"}}"#)
+                .unwrap(),
+            r#"e - Some(ProgressToken(String("a"))) None ["io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities"]"#
+        );
     }
 
     #[test]
@@ -436,6 +452,22 @@ mod tests {
             (
                 r#"{"name":"e","_meta":5}"#,
                 "params._meta is a number, not an object",
+            ),
+            (
+                r#"{"name":"e","_meta":[{"progressToken":1},[2]]}"#,
+                "params._meta is an array, not an object",
+            ),
+            (
+                r#"{"name":"e","_meta":"x\"y"}"#,
+                "params._meta is a string, not an object",
+            ),
+            (
+                r#"{"name":"e","_meta":false}"#,
+                "params._meta is a boolean, not an object",
+            ),
+            (
+                r#"{"name":"e","_meta":{},"_meta":{}}"#,
+                r#"give "_meta" more than once"#,
             ),
         ] {
             let why = call_of(params).unwrap_err();
