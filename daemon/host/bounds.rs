@@ -64,7 +64,42 @@ enum Groups {
 
 fn groups() -> &'static Groups {
     static FOUND: OnceLock<Groups> = OnceLock::new();
-    FOUND.get_or_init(find_groups)
+    FOUND.get_or_init(|| {
+        let found = find_groups();
+        match &found {
+            Groups::Unified(dir) => take_away_stale(dir),
+            Groups::Legacy { memory, pids } => {
+                memory
+                    .iter()
+                    .chain(pids)
+                    .for_each(|dir| take_away_stale(dir));
+            }
+            Groups::None(_) => {}
+        }
+        found
+    })
+}
+
+/// Takes away the hosts' groups in `dir` that daemons no longer running left (one killed cannot take
+/// its own away): each is named after its daemon's pid, and the kernel takes away only a group with no
+/// process left in it.
+fn take_away_stale(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("ovai-host-"))
+            .and_then(|rest| rest.split('-').next())
+        else {
+            continue;
+        };
+        if !pid.is_empty() && !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
 }
 
 fn find_groups() -> Groups {
@@ -230,7 +265,15 @@ impl HostGroup {
             procs: Vec::new(),
         };
         for dir in dirs {
-            std::fs::create_dir(&dir)?;
+            match std::fs::create_dir(&dir) {
+                // Left by an earlier process that had this pid (a daemon killed before it took its
+                // groups away): the kernel takes away only a group with no process left in it.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    std::fs::remove_dir(&dir)?;
+                    std::fs::create_dir(&dir)?;
+                }
+                other => other?,
+            }
             made.dirs.push(dir.clone());
             made.procs.push(
                 std::fs::OpenOptions::new()
@@ -432,6 +475,61 @@ mod tests {
             processes: 1,
         };
         assert!(small.look_at(std::process::id()).is_some());
+    }
+
+    #[test]
+    fn a_group_an_earlier_process_left_under_the_same_name_is_made_anew() {
+        let bounds = Bounds {
+            memory_mb: 64,
+            processes: 64,
+        };
+        let Some(first) = bounds.group() else {
+            eprintln!("not run: {}", bounds.describe());
+            return;
+        };
+        // As a daemon killed before it took its groups away leaves them, for the next process that
+        // gets its pid.
+        let dirs = first.dirs.clone();
+        std::mem::forget(first);
+        let again = HostGroup::make(dirs.clone(), &[]).expect("made anew");
+        assert_eq!(again.dirs, dirs);
+        drop(again);
+        assert!(dirs.iter().all(|d| !d.exists()), "{dirs:?}");
+    }
+
+    #[test]
+    fn groups_left_by_daemons_no_longer_running_are_taken_away() {
+        let bounds = Bounds {
+            memory_mb: 64,
+            processes: 64,
+        };
+        let Some(mine) = bounds.group() else {
+            eprintln!("not run: {}", bounds.describe());
+            return;
+        };
+        let mut ended = std::process::Command::new("true").spawn().unwrap();
+        ended.wait().unwrap();
+        let parents: Vec<PathBuf> = mine
+            .dirs
+            .iter()
+            .filter_map(|d| d.parent())
+            .map(Into::into)
+            .collect();
+        let stale: Vec<PathBuf> = parents
+            .iter()
+            .map(|p| p.join(format!("ovai-host-{}-1", ended.id())))
+            .collect();
+        for dir in &stale {
+            std::fs::create_dir(dir).unwrap();
+        }
+        for parent in &parents {
+            take_away_stale(parent);
+        }
+        assert!(stale.iter().all(|d| !d.exists()), "{stale:?}");
+        assert!(
+            mine.dirs.iter().all(|d| d.exists()),
+            "a running daemon's own stays"
+        );
     }
 
     #[test]
