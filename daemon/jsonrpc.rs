@@ -119,16 +119,31 @@ pub fn mended(line: &str) -> Cow<'_, str> {
 /// Reads one message (a `line` on the socket, a `body` over HTTP: `unit` says which, for the words of
 /// an answer), already `mended`.
 pub fn read<'a>(text: &'a str, unit: &str) -> Read<'a> {
-    let found = match members(text, ENVELOPE) {
-        Ok(found) => found,
-        Err(Members::NotJson(why)) => {
-            return Read::Bad(
+    read_within(text, unit, None::<Leaf>).0
+}
+
+/// `read`, with the params read by `params` in the same pass rather than as written (`params` of the
+/// message is then `None`): a call's, whose `_meta` is most of a line.
+pub fn read_within<'a, S: Visitor<'a> + Copy>(
+    text: &'a str,
+    unit: &str,
+    params: Option<S>,
+) -> (Read<'a>, Inner<S::Value>) {
+    let envelope = Within {
+        names: &ENVELOPE,
+        inner: params.map(|within| (3, within)),
+    };
+    match object(text, envelope) {
+        Ok((found, params)) => (judged(found), params),
+        Err(Members::NotJson(why)) => (
+            Read::Bad(
                 Some(error(&Value::Null, PARSE_ERROR, &not_json(&why, unit))),
                 None,
-            );
-        }
-        Err(Members::NotAnObject(kind)) => {
-            return Read::Bad(
+            ),
+            Inner::None,
+        ),
+        Err(Members::NotAnObject(kind)) => (
+            Read::Bad(
                 Some(error(
                     &Value::Null,
                     INVALID_REQUEST,
@@ -137,9 +152,14 @@ pub fn read<'a>(text: &'a str, unit: &str) -> Read<'a> {
                     ),
                 )),
                 None,
-            );
-        }
-    };
+            ),
+            Inner::None,
+        ),
+    }
+}
+
+/// What a message whose members were read is, by the rules above.
+fn judged(found: Found<'_, 6>) -> Read<'_> {
     let [jsonrpc, id, method, params, result, fault] = found.values;
     let id = id.map(|raw| (raw, read_id(raw)));
     let has_method = method.is_some();
@@ -300,25 +320,36 @@ pub fn members<'a, const N: usize>(
     text: &'a str,
     names: [&str; N],
 ) -> Result<Found<'a, N>, Members> {
-    members_within(text, names, None::<(usize, [&str; 0])>).map(|(found, _)| found)
+    let flat = Within {
+        names: &names,
+        inner: None::<(usize, Leaf)>,
+    };
+    object(text, flat).map(|(found, _)| found)
 }
 
-/// A member read for its own members (`members_within`).
-pub enum Inner<'a, const M: usize> {
+/// How an object is read: its members `names` as written, but for the one at `inner`'s index, which is
+/// read for its own members in the same pass (by `inner`'s own `Within`).
+#[derive(Clone, Copy)]
+pub struct Within<'n, const N: usize, S> {
+    pub names: &'n [&'n str; N],
+    pub inner: Option<(usize, S)>,
+}
+
+/// A `Within` with no member read for its own.
+#[derive(Clone, Copy)]
+pub struct Leaf;
+
+/// A member read for its own members (`Within`).
+pub enum Inner<V> {
     /// Not given (or given as `null`).
     None,
-    Object(Found<'a, M>),
+    Object(V),
     /// Another kind of value: what it is ("an array").
     Other(&'static str),
 }
 
-/// `members`, with the member `names[at]` read for its own members `inner` in the same pass, rather than
-/// as written (`values[at]` is then `None`): a call's `_meta`, read with its params, is read once.
-pub fn members_within<'a, const N: usize, const M: usize>(
-    text: &'a str,
-    names: [&str; N],
-    inner: Option<(usize, [&str; M])>,
-) -> Result<(Found<'a, N>, Inner<'a, M>), Members> {
+/// The object `text`, read as `within` says.
+pub fn object<'a, V: Visitor<'a>>(text: &'a str, within: V) -> Result<V::Value, Members> {
     let first = text.trim_start().as_bytes().first().copied();
     if first != Some(b'{') {
         // Read whole before it is called anything: what is not JSON is a parse error.
@@ -334,24 +365,13 @@ pub fn members_within<'a, const N: usize, const M: usize>(
         }));
     }
     let mut de = serde_json::Deserializer::from_str(text);
-    let visitor = MembersOf {
-        names: &names,
-        inner: inner.as_ref().map(|(at, names)| (*at, names)),
-    };
-    let found = de
-        .deserialize_map(visitor)
+    de.deserialize_map(within)
         .and_then(|found| de.end().map(|()| found))
-        .map_err(|e| Members::NotJson(e.to_string()))?;
-    Ok(found)
+        .map_err(|e| Members::NotJson(e.to_string()))
 }
 
-struct MembersOf<'n, const N: usize, const M: usize> {
-    names: &'n [&'n str; N],
-    inner: Option<(usize, &'n [&'n str; M])>,
-}
-
-impl<'de, const N: usize, const M: usize> Visitor<'de> for MembersOf<'_, N, M> {
-    type Value = (Found<'de, N>, Inner<'de, M>);
+impl<'de, const N: usize, S: Visitor<'de> + Copy> Visitor<'de> for Within<'_, N, S> {
+    type Value = (Found<'de, N>, Inner<S::Value>);
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("an object")
     }
@@ -363,8 +383,8 @@ impl<'de, const N: usize, const M: usize> Visitor<'de> for MembersOf<'_, N, M> {
         let (mut inner, mut inner_seen) = (Inner::None, false);
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
             match (self.names.iter().position(|n| *n == key), self.inner) {
-                (Some(at), Some((of, names))) if at == of => {
-                    let value = map.next_value_seed(InnerSeed(names))?;
+                (Some(at), Some((of, within))) if at == of => {
+                    let value = map.next_value_seed(InnerSeed(within))?;
                     if inner_seen {
                         found.twice.get_or_insert(key);
                     } else {
@@ -388,29 +408,30 @@ impl<'de, const N: usize, const M: usize> Visitor<'de> for MembersOf<'_, N, M> {
     }
 }
 
-/// Reads a member for its own members, or names the kind of value it is instead.
-struct InnerSeed<'n, const M: usize>(&'n [&'n str; M]);
+impl Visitor<'_> for Leaf {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("nothing: no member is read for its own")
+    }
+}
 
-impl<'de, const M: usize> serde::de::DeserializeSeed<'de> for InnerSeed<'_, M> {
-    type Value = Inner<'de, M>;
+/// Reads a member for its own members, or names the kind of value it is instead.
+struct InnerSeed<S>(S);
+
+impl<'de, S: Visitor<'de>> serde::de::DeserializeSeed<'de> for InnerSeed<S> {
+    type Value = Inner<S::Value>;
     fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
         de.deserialize_any(self)
     }
 }
 
-impl<'de, const M: usize> Visitor<'de> for InnerSeed<'_, M> {
-    type Value = Inner<'de, M>;
+impl<'de, S: Visitor<'de>> Visitor<'de> for InnerSeed<S> {
+    type Value = Inner<S::Value>;
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("any value")
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        let visitor = MembersOf::<M, 0> {
-            names: self.0,
-            inner: None,
-        };
-        visitor
-            .visit_map(map)
-            .map(|(found, _)| Inner::Object(found))
+        self.0.visit_map(map).map(Inner::Object)
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}

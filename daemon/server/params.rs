@@ -8,7 +8,9 @@ use rmcp::model::{ClientCapabilities, ClientJsonRpcMessage, ClientRequest, Progr
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::jsonrpc::{self, INVALID_PARAMS, Inner, MAX_ID_BYTES, Members, Request};
+use crate::jsonrpc::{
+    self, Found, INVALID_PARAMS, Inner, Leaf, MAX_ID_BYTES, Members, Request, Within,
+};
 
 /// The revision from which every request carries its own protocol version and client capabilities.
 pub const INLINE: &str = "2026-07-28";
@@ -29,30 +31,68 @@ pub struct CallParams<'a> {
     pub tracestate: Option<String>,
 }
 
-/// Reads a `tools/call`'s params; the words of `-32602` when they do not fit. `known` is the text of the
-/// last client capabilities the session's calls carried that rmcp reads: a client sends the same ones
-/// with every call, and reading them is most of a call's reading (issue 41).
+/// How a call's params are read: name and arguments as written, `_meta` for its own members, in one
+/// pass (with the line's envelope, `jsonrpc::read_within`): on Claude Code's calls `_meta` is most of
+/// the line.
+pub const CALL: Within<'static, 3, Within<'static, 5, Leaf>> = Within {
+    names: &["name", "arguments", "_meta"],
+    inner: Some((
+        2,
+        Within {
+            names: &[
+                "progressToken",
+                "io.modelcontextprotocol/protocolVersion",
+                "io.modelcontextprotocol/clientCapabilities",
+                "traceparent",
+                "tracestate",
+            ],
+            inner: None,
+        },
+    )),
+};
+
+/// A call's params as `CALL` reads them.
+pub type CallRead<'a> = Inner<(Found<'a, 3>, Inner<(Found<'a, 5>, Inner<()>)>)>;
+
+/// Reads a `tools/call`'s params, as written; the words of `-32602` when they do not fit. `known` as for
+/// `call_read`.
 pub fn call<'a>(
     params: Option<&'a RawValue>,
     known: &mut Option<Box<str>>,
 ) -> Result<CallParams<'a>, String> {
-    let Some(params) = params.filter(|p| p.get() != "null") else {
-        return Err(
-            "tools/call has no params; it takes {\"name\": TOOL, \"arguments\": {…}}".into(),
-        );
+    let read = match params.filter(|p| p.get() != "null") {
+        None => Inner::None,
+        Some(params) => match jsonrpc::object(params.get(), CALL) {
+            Ok(found) => Inner::Object(found),
+            Err(Members::NotAnObject(kind)) => Inner::Other(kind),
+            Err(Members::NotJson(why)) => {
+                return Err(format!("the params of tools/call do not fit: {why}"));
+            }
+        },
     };
-    // The `_meta` is read with the params, in one pass: on Claude Code's calls it is most of the line.
-    let (found, meta) = jsonrpc::members_within(
-        params.get(),
-        ["name", "arguments", "_meta"],
-        Some((2, META)),
-    )
-    .map_err(|e| match e {
-        Members::NotAnObject(kind) => format!(
-            "the params of tools/call are {kind}, not an object with \"name\" and \"arguments\""
-        ),
-        Members::NotJson(why) => format!("the params of tools/call do not fit: {why}"),
-    })?;
+    call_read(read, known)
+}
+
+/// A `tools/call`'s params as `CALL` read them; the words of `-32602` when they do not fit. `known` is
+/// the text of the last client capabilities the session's calls carried that rmcp reads: a client sends
+/// the same ones with every call, and reading them is most of a call's reading (issue 41).
+pub fn call_read<'a>(
+    read: CallRead<'a>,
+    known: &mut Option<Box<str>>,
+) -> Result<CallParams<'a>, String> {
+    let (found, meta) = match read {
+        Inner::None => {
+            return Err(
+                "tools/call has no params; it takes {\"name\": TOOL, \"arguments\": {…}}".into(),
+            );
+        }
+        Inner::Other(kind) => {
+            return Err(format!(
+                "the params of tools/call are {kind}, not an object with \"name\" and \"arguments\""
+            ));
+        }
+        Inner::Object(found) => found,
+    };
     if let Some(key) = found.twice {
         return Err(format!(
             "the params of tools/call give \"{}\" more than once; give it once",
@@ -98,7 +138,7 @@ pub fn call<'a>(
             return Ok(read);
         }
         Inner::Other(kind) => return Err(format!("params._meta is {kind}, not an object")),
-        Inner::Object(found) => found,
+        Inner::Object((found, _)) => found,
     };
     let [progress, version, capabilities, traceparent, tracestate] = found.values;
     // As rmcp reads them: a value of another kind is as good as none.
@@ -128,15 +168,6 @@ pub fn call<'a>(
     read.tracestate = context(tracestate);
     Ok(read)
 }
-
-/// The members of a call's `_meta` the daemon reads.
-const META: [&str; 5] = [
-    "progressToken",
-    "io.modelcontextprotocol/protocolVersion",
-    "io.modelcontextprotocol/clientCapabilities",
-    "traceparent",
-    "tracestate",
-];
 
 /// The `_meta` keys 2026-07-28 asks of every request, as rmcp names them.
 const MISSING: [&str; 2] = [
@@ -244,8 +275,17 @@ pub fn is_known_method(method: &str) -> bool {
 
 /// A string member of a request's `_meta`, if it has one (at most 512 bytes).
 pub fn meta_string(params: Option<&RawValue>, key: &str) -> Option<String> {
-    let (_, meta) = jsonrpc::members_within(params?.get(), ["_meta"], Some((0, [key]))).ok()?;
-    let Inner::Object(found) = meta else {
+    let meta = Within {
+        names: &["_meta"],
+        inner: Some((
+            0,
+            Within {
+                names: &[key],
+                inner: None::<(usize, Leaf)>,
+            },
+        )),
+    };
+    let (_, Inner::Object((found, _))) = jsonrpc::object(params?.get(), meta).ok()? else {
         return None;
     };
     found.values[0]
@@ -430,6 +470,58 @@ mod tests {
                 .unwrap(),
             r#"e - Some(ProgressToken(String("a"))) None ["io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities"]"#
         );
+    }
+
+    #[test]
+    fn a_call_read_with_its_envelope_is_read_as_its_params_alone_are() {
+        let cc = include_str!("../../examples/bench/lines/claude-code-2.1.328.jsonl")
+            .lines()
+            .last()
+            .unwrap();
+        let shown = |c: Result<CallParams<'_>, String>| match c {
+            Ok(c) => format!(
+                "{} {} {:?} {:?} {:?} {:?}",
+                c.name,
+                c.arguments.map_or("-", |a| a.get()),
+                c.progress,
+                c.version,
+                c.missing,
+                c.traceparent
+            ),
+            Err(why) => why,
+        };
+        let mut lines = vec![cc.to_string()];
+        for params in [
+            "",
+            r#","params":null"#,
+            r#","params":[1,{"name":"e"}]"#,
+            r#","params":"e""#,
+            r#","params":{"name":"e","arguments":{"a":[1]},"_meta":{"progressToken":"p","traceparent":"00-x"}}"#,
+            r#","params":{"_meta":{"x":{"y":[{}]},"progressToken":7},"arguments":null,"name":"e"}"#,
+            r#","params":{"name":"e","_meta":[1]}"#,
+            r#","params":{"name":"e","_meta":null}"#,
+            r#","params":{"name":"e","_meta":{},"_meta":{}}"#,
+            r#","params":{"name":5}"#,
+        ] {
+            lines.push(format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call"{params}}}"#
+            ));
+        }
+        for line in &lines {
+            let (jsonrpc::Read::Request(r), read) = jsonrpc::read_within(line, "line", Some(CALL))
+            else {
+                panic!("{line}");
+            };
+            let jsonrpc::Read::Request(alone) = jsonrpc::read(line, "line") else {
+                panic!("{line}");
+            };
+            assert_eq!(r.key(), alone.key());
+            assert_eq!(
+                shown(call_read(read, &mut None)),
+                shown(call(alone.params, &mut None)),
+                "{line}"
+            );
+        }
     }
 
     #[test]

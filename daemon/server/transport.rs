@@ -1,9 +1,9 @@
 //! The MCP transport of a seat's connection: newline-delimited JSON-RPC, as rmcp's own async read/write
 //! transport does it, with these differences:
 //!
-//! - Every line is read once by `jsonrpc::read`, the rules the bridge reads by too: a line that is no
-//!   message is answered as JSON-RPC says and the session stays open; a request is answered under its id,
-//!   exactly once, whatever its params hold.
+//! - Every line is read by `jsonrpc::read`, the rules the bridge reads by too (a `tools/call`'s with its
+//!   params, in one pass: `read_within`): a line that is no message is answered as JSON-RPC says and the
+//!   session stays open; a request is answered under its id, exactly once, whatever its params hold.
 //! - A request whose id is already in flight on this session is answered `-32600` naming the id; the
 //!   first goes on.
 //! - Every `tools/call` takes the daemon's own call path (`server::calls`), whatever its shape; every other
@@ -354,6 +354,17 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     /// Acts on one line: what rmcp is to read, if anything.
     fn act_on(&mut self, line: &str) -> Option<ClientJsonRpcMessage> {
         let text = jsonrpc::mended(line);
+        // A call's params are read with its envelope, in one pass; any other line is read again, with its
+        // params as written, for rmcp (or for words where the params read as a call's do not fit).
+        if let (Message::Request(r), read) = jsonrpc::read_within(&text, "line", Some(params::CALL))
+            && r.method == "tools/call"
+        {
+            if self.admit_id(&r.id) {
+                let call = params::call_read(read, &mut self.capabilities);
+                self.take_call(r.id, call);
+            }
+            return None;
+        }
         match jsonrpc::read(&text, "line") {
             Message::Bad(answer, _) => {
                 if let Some(answer) = answer {
@@ -377,7 +388,8 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                     return None;
                 }
                 if r.method == "tools/call" {
-                    self.take_call(r);
+                    let call = params::call(r.params, &mut self.capabilities);
+                    self.take_call(r.id, call);
                     return None;
                 }
                 if let Some(why) =
@@ -478,11 +490,11 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
 
     /// A `tools/call`, taken by the session's call path after the checks rmcp makes of any request: its
     /// params, and what the session's beginning asks of its `_meta`.
-    fn take_call(&mut self, r: jsonrpc::Request<'_>) {
+    fn take_call(&mut self, id: NumberOrString, call: Result<params::CallParams<'_>, String>) {
         let refuse = |answers: &Answers, code: i64, why: String| {
-            answers.answer_line(&r.id, jsonrpc::error_under(&r.id, code, &why));
+            answers.answer_line(&id, jsonrpc::error_under(&id, code, &why));
         };
-        let call = match params::call(r.params, &mut self.capabilities) {
+        let call = match call {
             Ok(call) => call,
             Err(why) => {
                 return refuse(
@@ -504,9 +516,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                         ProtocolVersion::KNOWN_VERSIONS,
                     );
                     let line =
-                        serde_json::to_vec(&ServerJsonRpcMessage::error(error, Some(r.id.clone())))
+                        serde_json::to_vec(&ServerJsonRpcMessage::error(error, Some(id.clone())))
                             .unwrap_or_default();
-                    return self.answers.answer_line(&r.id, line);
+                    return self.answers.answer_line(&id, line);
                 }
                 let modern = version.as_str() >= INLINE;
                 if modern && !call.missing.is_empty() {
@@ -544,7 +556,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             RequestSpan::start(&traces::Request {
                 method: "tools/call",
                 tool: Some(&call.name),
-                id: Some(jsonrpc::key_of(&r.id)),
+                id: Some(jsonrpc::key_of(&id)),
                 seat: calls.seat(),
                 session: None,
                 version: call.version.as_deref(),
@@ -554,7 +566,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             })
         });
         let call = Call {
-            id: r.id,
+            id,
             name: call.name.into_owned(),
             args: Arc::from(call.arguments.map_or("{}", RawValue::get)),
             progress: call.progress,
