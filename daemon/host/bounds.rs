@@ -66,37 +66,54 @@ fn groups() -> &'static Groups {
     static FOUND: OnceLock<Groups> = OnceLock::new();
     FOUND.get_or_init(|| {
         let found = find_groups();
-        match &found {
-            Groups::Unified(dir) => take_away_stale(dir),
-            Groups::Legacy { memory, pids } => {
-                memory
-                    .iter()
-                    .chain(pids)
-                    .for_each(|dir| take_away_stale(dir));
-            }
-            Groups::None(_) => {}
-        }
+        let dirs: Vec<PathBuf> = match &found {
+            Groups::Unified(dir) => vec![dir.clone()],
+            Groups::Legacy { memory, pids } => memory.iter().chain(pids).cloned().collect(),
+            Groups::None(_) => Vec::new(),
+        };
+        // Before this process makes a group of its own, so that any named after its pid are leftovers
+        // (a thousand take about 20 ms).
+        dirs.iter().for_each(|dir| take_away_stale(dir));
         found
     })
 }
 
+/// The start of the names of the hosts' groups of this PID namespace's daemons: `ovai-host-NS-`, NS the
+/// namespace's inode, so that a daemon in another one (whose pids this one cannot see) is told apart.
+fn namespace_prefix() -> String {
+    let namespace = std::fs::read_link("/proc/self/ns/pid")
+        .ok()
+        .and_then(|link| {
+            let link = link.to_string_lossy().into_owned();
+            let inode = link.strip_prefix("pid:[")?.strip_suffix(']')?;
+            inode.parse::<u64>().ok()
+        })
+        .unwrap_or(0);
+    format!("ovai-host-{namespace}-")
+}
+
+/// The start of the names of this process's hosts' groups: `ovai-host-NS-PID-`.
+fn group_prefix() -> String {
+    format!("{}{}-", namespace_prefix(), std::process::id())
+}
+
 /// Takes away the hosts' groups in `dir` that daemons no longer running left (one killed cannot take
-/// its own away): each is named after its daemon's pid, and the kernel takes away only a group with no
-/// process left in it.
+/// its own away): those of this PID namespace whose daemon's pid is not running, or is this process's
+/// own (asked before it makes any). The kernel takes away only a group with no process left in it.
 fn take_away_stale(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
+    let namespace = namespace_prefix();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("ovai-host-"))
-            .and_then(|rest| rest.split('-').next())
-        else {
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(&namespace)) else {
             continue;
         };
-        if !pid.is_empty() && !Path::new("/proc").join(pid).exists() {
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == std::process::id() || !Path::new("/proc").join(pid.to_string()).exists() {
             let _ = std::fs::remove_dir(entry.path());
         }
     }
@@ -190,11 +207,7 @@ impl Bounds {
     /// A control group for one new host, its bounds written, or `None` where none can be made.
     pub fn group(&self) -> Option<HostGroup> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        let name = format!(
-            "ovai-host-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
+        let name = format!("{}{}", group_prefix(), NEXT.fetch_add(1, Ordering::Relaxed));
         let made = match groups() {
             Groups::None(_) => return None,
             Groups::Unified(dir) => {
@@ -499,37 +512,55 @@ mod tests {
 
     #[test]
     fn groups_left_by_daemons_no_longer_running_are_taken_away() {
-        let bounds = Bounds {
-            memory_mb: 64,
-            processes: 64,
-        };
-        let Some(mine) = bounds.group() else {
-            eprintln!("not run: {}", bounds.describe());
-            return;
+        let parents: Vec<PathBuf> = match groups() {
+            Groups::Unified(dir) => vec![dir.clone()],
+            Groups::Legacy { memory, pids } => memory.iter().chain(pids).cloned().collect(),
+            Groups::None(why) => return eprintln!("not run: {why}"),
         };
         let mut ended = std::process::Command::new("true").spawn().unwrap();
         ended.wait().unwrap();
-        let parents: Vec<PathBuf> = mine
-            .dirs
-            .iter()
-            .filter_map(|d| d.parent())
-            .map(Into::into)
-            .collect();
-        let stale: Vec<PathBuf> = parents
-            .iter()
-            .map(|p| p.join(format!("ovai-host-{}-1", ended.id())))
-            .collect();
-        for dir in &stale {
+        let mut running = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let ns = namespace_prefix();
+        let named =
+            |name: String| -> Vec<PathBuf> { parents.iter().map(|p| p.join(&name)).collect() };
+        let stale = [
+            named(format!("{ns}{}-1", ended.id())),
+            // This process's own, left by an earlier one with its pid: it has made none of them yet.
+            named(format!("{}7", group_prefix())),
+        ];
+        let kept = [
+            named(format!("{ns}{}-1", running.id())),
+            // Another PID namespace's daemon: its pid means nothing here.
+            named(format!(
+                "ovai-host-1{ns_tail}{}-1",
+                ended.id(),
+                ns_tail = &ns["ovai-host-".len()..]
+            )),
+            named(format!("{ns}test-1")),
+        ];
+        for dir in stale.iter().chain(&kept).flatten() {
             std::fs::create_dir(dir).unwrap();
         }
         for parent in &parents {
             take_away_stale(parent);
         }
-        assert!(stale.iter().all(|d| !d.exists()), "{stale:?}");
-        assert!(
-            mine.dirs.iter().all(|d| d.exists()),
-            "a running daemon's own stays"
-        );
+        let left: Vec<bool> = stale
+            .iter()
+            .chain(&kept)
+            .flatten()
+            .map(|d| d.exists())
+            .collect();
+        for dir in kept.iter().flatten() {
+            let _ = std::fs::remove_dir(dir);
+        }
+        let _ = running.kill();
+        let _ = running.wait();
+        let stale_count = stale.iter().flatten().count();
+        assert!(left[..stale_count].iter().all(|l| !l), "{stale:?}");
+        assert!(left[stale_count..].iter().all(|l| *l), "{kept:?}");
     }
 
     #[test]
