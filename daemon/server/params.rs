@@ -65,8 +65,18 @@ pub fn call<'a>(
         Some(params) => match jsonrpc::object(params.get(), CALL) {
             Ok(found) => Inner::Object(found),
             Err(Members::NotAnObject(kind)) => Inner::Other(kind),
+            // JSON all the same (it was read as written): a `_meta` that is a number past what a float
+            // holds, which is no object to read members of. Named as any other number is.
             Err(Members::NotJson(why)) => {
-                return Err(format!("the params of tools/call do not fit: {why}"));
+                match jsonrpc::members(params.get(), ["name", "arguments", "_meta"]) {
+                    Ok(mut found) => {
+                        let meta = found.values[2]
+                            .take()
+                            .map_or(Inner::None, |m| Inner::Other(kind_of(m)));
+                        Inner::Object((found, meta))
+                    }
+                    Err(_) => return Err(format!("the params of tools/call do not fit: {why}")),
+                }
             }
         },
     };
@@ -557,6 +567,11 @@ mod tests {
                 r#"{"name":"e","_meta":false}"#,
                 "params._meta is a boolean, not an object",
             ),
+            (
+                r#"{"name":"e","_meta":-1e400}"#,
+                "params._meta is a number, not an object",
+            ),
+            (r#"{"_meta":1e999}"#, "params.name is missing"),
             (
                 r#"{"name":"e","_meta":{},"_meta":{}}"#,
                 r#"give "_meta" more than once"#,
