@@ -172,6 +172,21 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
         "{e}"
     );
 
+    // A request but a call past 1 MiB is refused under its id, unread; a call that long is read.
+    let mut long = br#"{"jsonrpc":"2.0","id":702,"method":"tools/list","params":{"pad":""#.to_vec();
+    long.extend(std::iter::repeat_n(b'x', 2 * 1024 * 1024));
+    long.extend(b"\"}}\n");
+    raw(&mut s, &long);
+    let e = error_for(&mut s, json!(702));
+    assert_eq!(e["code"], -32600, "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("this server reads at most 1024 KiB of any request but tools/call"),
+        "{e}"
+    );
+
     // Requests the daemon answers with `id: null`, since it cannot take their id: the bridge, which reads
     // ids for itself, must not wait for an answer under theirs (it would invent one when the client
     // quits, saying the server went away).

@@ -357,13 +357,21 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
         // A call's params are read with its envelope, in one pass; any other line is read again, with its
         // params as written, for rmcp (or for words where the params read as a call's do not fit).
         if let (Message::Request(r), read) = jsonrpc::read_within(&text, "line", Some(params::CALL))
-            && r.method == "tools/call"
         {
-            if self.admit_id(&r.id) {
-                let call = params::call_read(read, &mut self.capabilities);
-                self.take_call(r.id, call);
+            if r.method == "tools/call" {
+                if self.admit_id(&r.id) {
+                    let call = params::call_read(read, &mut self.capabilities);
+                    self.take_call(r.id, call);
+                }
+                return None;
             }
-            return None;
+            // Past what any other request may be: refused as below, without reading it again.
+            if text.len() > MAX_OTHER && r.method != "initialize" {
+                if self.admit_id(&r.id) {
+                    self.refuse_long(&r.id, &r.method, text.len());
+                }
+                return None;
+            }
         }
         match jsonrpc::read(&text, "line") {
             Message::Bad(answer, _) => {
@@ -400,15 +408,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                     return None;
                 }
                 if text.len() > MAX_OTHER {
-                    let why = format!(
-                        "Invalid request: a {} request of {} bytes; this server reads at most {} KiB of any request \
-                         but tools/call",
-                        jsonrpc::clip(&r.method),
-                        text.len(),
-                        MAX_OTHER >> 10
-                    );
-                    self.answers
-                        .answer_line(&r.id, jsonrpc::error_under(&r.id, INVALID_REQUEST, &why));
+                    self.refuse_long(&r.id, &r.method, text.len());
                     return None;
                 }
                 if let Some(calls) = &self.calls
@@ -441,6 +441,18 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 self.begins(&r, msg)
             }
         }
+    }
+
+    /// Refuses a request (not a call) longer than any but a call may be.
+    fn refuse_long(&self, id: &NumberOrString, method: &str, len: usize) {
+        let why = format!(
+            "Invalid request: a {} request of {len} bytes; this server reads at most {} KiB of any request \
+             but tools/call",
+            jsonrpc::clip(method),
+            MAX_OTHER >> 10
+        );
+        self.answers
+            .answer_line(id, jsonrpc::error_under(id, INVALID_REQUEST, &why));
     }
 
     /// A request for rmcp: passed on, and the session's beginning noted; or, before it began, answered
