@@ -66,16 +66,22 @@ fn groups() -> &'static Groups {
     static FOUND: OnceLock<Groups> = OnceLock::new();
     FOUND.get_or_init(|| {
         let found = find_groups();
-        let dirs: Vec<PathBuf> = match &found {
+        // Before this process makes a group of its own, so that any named after its pid are leftovers
+        // (a thousand take about 20 ms).
+        found.dirs().iter().for_each(|dir| take_away_stale(dir));
+        found
+    })
+}
+
+impl Groups {
+    /// The folders hosts' groups are made in.
+    fn dirs(&self) -> Vec<PathBuf> {
+        match self {
             Groups::Unified(dir) => vec![dir.clone()],
             Groups::Legacy { memory, pids } => memory.iter().chain(pids).cloned().collect(),
             Groups::None(_) => Vec::new(),
-        };
-        // Before this process makes a group of its own, so that any named after its pid are leftovers
-        // (a thousand take about 20 ms).
-        dirs.iter().for_each(|dir| take_away_stale(dir));
-        found
-    })
+        }
+    }
 }
 
 /// The start of the names of the hosts' groups of this PID namespace's daemons: `ovai-host-NS-`, NS the
@@ -512,11 +518,10 @@ mod tests {
 
     #[test]
     fn groups_left_by_daemons_no_longer_running_are_taken_away() {
-        let parents: Vec<PathBuf> = match groups() {
-            Groups::Unified(dir) => vec![dir.clone()],
-            Groups::Legacy { memory, pids } => memory.iter().chain(pids).cloned().collect(),
-            Groups::None(why) => return eprintln!("not run: {why}"),
-        };
+        if let Groups::None(why) = groups() {
+            return eprintln!("not run: {why}");
+        }
+        let parents = groups().dirs();
         let mut ended = std::process::Command::new("true").spawn().unwrap();
         ended.wait().unwrap();
         let mut running = std::process::Command::new("sleep")

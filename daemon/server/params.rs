@@ -285,20 +285,11 @@ pub fn is_known_method(method: &str) -> bool {
 
 /// A string member of a request's `_meta`, if it has one (at most 512 bytes).
 pub fn meta_string(params: Option<&RawValue>, key: &str) -> Option<String> {
-    let meta = Within {
-        names: &["_meta"],
-        inner: Some((
-            0,
-            Within {
-                names: &[key],
-                inner: None::<(usize, Leaf)>,
-            },
-        )),
-    };
-    let (_, Inner::Object((found, _))) = jsonrpc::object(params?.get(), meta).ok()? else {
-        return None;
-    };
-    found.values[0]
+    params
+        .and_then(|p| jsonrpc::members(p.get(), ["_meta"]).ok())
+        .and_then(|found| found.values[0])
+        .and_then(|meta| jsonrpc::members(meta.get(), [key]).ok())
+        .and_then(|found| found.values[0])
         .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
         .filter(|v| v.len() <= 512)
 }
