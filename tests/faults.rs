@@ -209,10 +209,8 @@ fn a_promise_that_never_settles_meets_its_deadline_and_its_signal_fires() {
             true
         )
     );
-    let note = inst.root.join("work/aborted-deadline");
-    wait_until("the plugin's note", || note.exists().then_some(()));
     assert_eq!(
-        std::fs::read_to_string(note).unwrap(),
+        note_of(&inst, "aborted-deadline"),
         "the call took longer than its deadline"
     );
 }
@@ -230,10 +228,8 @@ fn a_cancelled_call_fires_its_signal_and_gets_no_answer() {
     // Once the echo after it is answered, the call has reached the host.
     assert!(!s.call("echo", json!({})).1);
     s.send(&json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id, "reason": "user pressed stop" } }));
-    let note = inst.root.join("work/aborted-cancel");
-    wait_until("the plugin's note", || note.exists().then_some(()));
     assert_eq!(
-        std::fs::read_to_string(note).unwrap(),
+        note_of(&inst, "aborted-cancel"),
         "the caller cancelled the call"
     );
     s.request("tools/list", json!({}));
@@ -259,11 +255,9 @@ fn a_call_in_flight_when_its_seat_is_removed_is_stopped_at_once() {
     // Once the echo after it is answered, the call has reached the host.
     assert!(!w1.call("echo", json!({})).1);
     inst.cmd().args(["seat", "remove", "w1"]).assert().success();
-    let note = inst.root.join("work/aborted-removed");
-    wait_until("the plugin's note", || note.exists().then_some(()));
     // Not the words of a session that closed and was given 5 s: it was stopped as its session ended.
     assert_eq!(
-        std::fs::read_to_string(note).unwrap(),
+        note_of(&inst, "aborted-removed"),
         "the caller cancelled the call"
     );
 }
@@ -912,4 +906,15 @@ fn errors_left_behind_that_name_no_place_are_told_apart_by_their_words() {
         2,
         "{rows:#?}"
     );
+}
+
+/// The note a fixture plugin leaves in work/ once its signal fires. The file is made, then written: a test
+/// that read it as soon as it existed could read it empty.
+fn note_of(inst: &Instance, name: &str) -> String {
+    let path = inst.root.join("work").join(name);
+    wait_until("the plugin's note", || {
+        std::fs::read_to_string(&path)
+            .ok()
+            .filter(|note| !note.is_empty())
+    })
 }
