@@ -26,10 +26,19 @@ fn main() {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("OVAI_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+    let log = tracing_subscriber::fmt()
         .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(filter)
-        .init();
-    std::process::exit(ovai::cli::run(cli));
+        .with_env_filter(filter);
+    // The daemon's tracing is written by a thread of its own: a stderr nobody reads must not stop it.
+    let held = matches!(cli.command, ovai::cli::Command::Serve { .. })
+        .then(ovai::stderr_log::StderrLog::start);
+    match &held {
+        Some(held) => log.with_writer(held.clone()).init(),
+        None => log.with_writer(std::io::stderr).init(),
+    }
+    let code = ovai::cli::run(cli);
+    if let Some(held) = held {
+        held.finish(std::time::Duration::from_secs(1));
+    }
+    std::process::exit(code);
 }

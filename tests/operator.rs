@@ -818,3 +818,65 @@ fn permissions_that_let_other_users_in_are_said() {
     );
     drop(d);
 }
+
+/// A supervisor that captured the daemon's stderr and never reads it, or a terminal paused with Ctrl-S:
+/// once that pipe is full the daemon goes on answering (its tracing waits in a thread of its own), and
+/// what waited is written once somebody reads again.
+#[test]
+fn a_stderr_nobody_reads_does_not_stop_the_daemon() {
+    let files: Vec<(String, &str)> = (0..30).map(|i| (format!("echo{i:02}.mjs"), TOOL)).collect();
+    let plugins: Vec<(&str, &str)> = files.iter().map(|(f, s)| (f.as_str(), *s)).collect();
+    let inst = Instance::with_plugins(&plugins);
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    // The smallest pipe the system makes: a restart's rows (one for each tool) fill it.
+    let _ = nix::fcntl::fcntl(&writer, nix::fcntl::FcntlArg::F_SETPIPE_SZ(4096));
+    let mut daemon = Ended(
+        std::process::Command::new(OVAI)
+            .args(["serve", "--root"])
+            .arg(&inst.root)
+            .env_remove("OVAI_ROOT")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(writer)
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("ovai serve to answer", || {
+        inst.cmd().arg("status").ok().ok().map(|_| ())
+    });
+    for _ in 0..6 {
+        inst.cmd().arg("restart").assert().success();
+    }
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("echo29", json!({ "branch": "main" })),
+        ("main for lead".to_string(), false)
+    );
+    drop(s);
+    // Somebody reads again: the daemon ends, and every row it held was written.
+    let reading = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut reader, &mut text);
+        text
+    });
+    signal(daemon.0.id(), libc::SIGTERM);
+    assert!(wait_exit(&mut daemon.0).success());
+    let text = reading.join().unwrap();
+    assert_eq!(
+        text.matches("Restarted, asked by `ovai restart`").count(),
+        6,
+        "{text}"
+    );
+    assert!(!text.contains("were dropped"), "{text}");
+}
+
+/// A daemon started by hand, killed if the test fails before it is stopped.
+struct Ended(std::process::Child);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
