@@ -22,12 +22,6 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&sha256(bytes))
 }
 
-/// The SHA-256 of a file's bytes now, in hex.
-pub fn hash_file(path: &std::path::Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
-    Some(sha256_hex(&bytes))
-}
-
 #[cfg(test)]
 mod tests {
     #[test]

@@ -68,6 +68,62 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
     Ok(())
 }
 
+/// The largest file of plugins/ the daemon reads (to fingerprint it) or serves.
+pub const MAX_PLUGIN_BYTES: u64 = 64 * 1024 * 1024;
+
+/// What a file type is in words when it is not a regular file ("a FIFO"), or `None` for a file.
+pub fn not_a_file(kind: std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_file() {
+        None
+    } else if kind.is_dir() {
+        Some("a folder")
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else {
+        Some("a device")
+    }
+}
+
+/// The SHA-256 (hex) of the regular file at `path` (followed through links), or `None` for anything else:
+/// one that cannot be read, one past MAX_PLUGIN_BYTES, and what is not a file. Anyone who can write in
+/// plugins/ can leave a FIFO there, whose open would wait for a writer for ever, or a link to /dev/zero,
+/// which never ends: the type is checked before the open, and again on what was opened.
+pub fn fingerprint(path: &Path) -> Option<String> {
+    use sha2::Digest;
+    use std::io::Read;
+    let regular = |m: std::fs::Metadata| {
+        (not_a_file(m.file_type()).is_none() && m.len() <= MAX_PLUGIN_BYTES).then_some(())
+    };
+    regular(std::fs::metadata(path).ok()?)?;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .ok()?;
+    regular(file.metadata().ok()?)?;
+    let mut hash = sha2::Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut read = 0u64;
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                read += n as u64;
+                if read > MAX_PLUGIN_BYTES {
+                    return None;
+                }
+                hash.update(&buf[..n]);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some(crate::digest::hex(&hash.finalize()))
+}
+
 /// A folder held open: the files the daemon writes in the instance's root are opened relative to it,
 /// never through a link, and a name that holds something else than a regular file (a link a plugin left
 /// there, a FIFO, a folder) is refused in words rather than written through.
@@ -126,17 +182,7 @@ impl Folder {
             other => std::io::Error::from(other),
         })?;
         let file = std::fs::File::from(fd);
-        let kind = file.metadata()?.file_type();
-        if !kind.is_file() {
-            let what = if kind.is_dir() {
-                "a folder"
-            } else if std::os::unix::fs::FileTypeExt::is_fifo(&kind) {
-                "a FIFO"
-            } else if std::os::unix::fs::FileTypeExt::is_socket(&kind) {
-                "a socket"
-            } else {
-                "a device"
-            };
+        if let Some(what) = not_a_file(file.metadata()?.file_type()) {
             return Err(self.not_a_file(name, what));
         }
         // O_NONBLOCK was for the open: reads and writes of the file itself wait as usual.

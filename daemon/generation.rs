@@ -127,8 +127,19 @@ pub async fn build(
         ..host_init(inst, &config)
     };
     let plugins_dir = inst.plugins_dir();
-    let found = load::scan(&plugins_dir)?;
-    let snapshot = Snapshot::take(&plugins_dir, &found);
+    // Reading and hashing every file is blocking work: off the daemon's thread, which serves the
+    // sessions meanwhile (a restart).
+    let dir = plugins_dir.clone();
+    let (found, snapshot) = tokio::task::spawn_blocking(move || {
+        let found = load::scan(&dir)?;
+        let snapshot = Snapshot::take(&dir, &found);
+        Ok::<_, LoadError>((found, snapshot))
+    })
+    .await
+    .map_err(|e| LoadError::Scan {
+        dir: plugins_dir.display().to_string(),
+        source: std::io::Error::other(e.to_string()),
+    })??;
     let mut loaded = load::load(
         &plugins_dir,
         found,

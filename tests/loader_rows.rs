@@ -883,3 +883,38 @@ fn a_file_removed_while_it_was_being_read_is_not_served_and_says_so() {
         ]
     );
 }
+
+/// Anyone who can write in plugins/ (a seat's agent, a plugin: the box keeps the folder writable) can
+/// leave there something that is not a file. A FIFO waits for a writer for ever and /dev/zero never ends:
+/// neither is read, and each gets a row. A file past what a plugin file may be is not read either.
+#[test]
+fn a_fifo_a_device_or_a_huge_file_in_plugins_is_named_and_stops_nothing() {
+    let inst = Instance::with_plugins(&[("echo.mjs", &good("echo"))]);
+    let plugins = inst.root.join("plugins");
+    nix::unistd::mkfifo(&plugins.join("pipe.mjs"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", plugins.join("zero.mjs")).unwrap();
+    // Sparse: 65 MiB on no disk at all.
+    std::fs::File::create(plugins.join("vast.mjs"))
+        .unwrap()
+        .set_len(65 * 1024 * 1024)
+        .unwrap();
+    let d = inst.start();
+    let expected = [
+        "This instance serves a tool of its own: echo",
+        "plugins/pipe.mjs is not served: it is a FIFO, not a file. A tool is a file of JavaScript; remove it (rm plugins/pipe.mjs)",
+        "plugins/vast.mjs is not served: it is 68,157,440 bytes, more than the 67,108,864 a plugin file may be; put the bulk in a module it imports from a folder in plugins/",
+        "plugins/zero.mjs is not served: it is a device, not a file. A tool is a file of JavaScript; remove it (rm plugins/zero.mjs)",
+    ];
+    assert_eq!(inst.rows("plugins"), expected);
+    assert_calls(&inst, "echo", "echo");
+    // One more, while it runs: the watcher and a restart read around it too.
+    nix::unistd::mkfifo(&plugins.join("later.mjs"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    inst.cmd().arg("restart").assert().success();
+    let rows = inst.rows("plugins");
+    assert!(
+        rows.contains(&"plugins/later.mjs is not served: it is a FIFO, not a file. A tool is a file of JavaScript; remove it (rm plugins/later.mjs)".to_string()),
+        "{rows:#?}"
+    );
+    assert_calls(&inst, "echo", "echo");
+    assert!(d.status().is_some());
+}

@@ -797,7 +797,7 @@ async fn hashes<'a>(files: impl Iterator<Item = &'a ServedFile>) -> Vec<Option<S
     tokio::task::spawn_blocking(move || {
         paths
             .iter()
-            .map(|p| crate::digest::hash_file(std::path::Path::new(p)))
+            .map(|p| crate::files::fingerprint(std::path::Path::new(p)))
             .collect()
     })
     .await

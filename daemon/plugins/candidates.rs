@@ -1,9 +1,9 @@
 //! Which files in plugins/ are candidates, in the order their rows are written, with the checks made
-//! before anything is read: the name, and a clash with a built-in tool.
+//! before anything is read: the name, a clash with a built-in tool, and that it is a file of a sane size.
 
 use std::path::Path;
 
-use crate::names;
+use crate::{files, names};
 
 /// The endings that look like a tool but are not one: they get a row saying only .mjs files are tools.
 const NOT_MODULES: &[&str] = &["js", "cjs", "mts", "ts"];
@@ -26,6 +26,16 @@ pub enum Candidate {
     NotModule {
         file: String,
     },
+    /// Not a regular file (followed through links): `what` it is, "a FIFO".
+    NotAFile {
+        file: String,
+        what: &'static str,
+    },
+    /// Past `files::MAX_PLUGIN_BYTES`.
+    TooLarge {
+        file: String,
+        bytes: u64,
+    },
     /// Its name differs from another file's only in case.
     CaseClash {
         file: String,
@@ -41,6 +51,8 @@ impl Candidate {
             | Candidate::BadName { file, .. }
             | Candidate::Builtin { file, .. }
             | Candidate::CaseClash { file, .. }
+            | Candidate::NotAFile { file, .. }
+            | Candidate::TooLarge { file, .. }
             | Candidate::NotModule { file } => file,
         }
     }
@@ -59,15 +71,32 @@ pub fn scan(dir: &Path, builtins: &[&str]) -> std::io::Result<Vec<Candidate>> {
         let entry = entry?;
         // Follows a symlink: a link to a directory is a directory. A dangling link is left to the import
         // to report, since it looks like a tool file.
-        if std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()) {
+        let meta = std::fs::metadata(entry.path()).ok();
+        if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) {
             continue;
         }
-        files.push(entry.file_name().to_string_lossy().into_owned());
+        files.push((entry.file_name().to_string_lossy().into_owned(), meta));
     }
-    files.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    files.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     let found: Vec<Candidate> = files
         .into_iter()
-        .filter_map(|f| classify(f, builtins))
+        .filter_map(|(f, meta)| {
+            let found = classify(f, builtins)?;
+            // What is not a file is never read nor imported: a FIFO would wait for a writer for ever.
+            Some(match meta {
+                Some(m) if let Some(what) = files::not_a_file(m.file_type()) => {
+                    Candidate::NotAFile {
+                        file: found.file().to_string(),
+                        what,
+                    }
+                }
+                Some(m) if m.len() > files::MAX_PLUGIN_BYTES => Candidate::TooLarge {
+                    file: found.file().to_string(),
+                    bytes: m.len(),
+                },
+                _ => found,
+            })
+        })
         .collect();
     Ok(apart_in_case(found))
 }

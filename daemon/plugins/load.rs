@@ -144,6 +144,12 @@ pub async fn load(
                 Candidate::BadName { file, name } => Verdict::NotServed(rows::bad_name(file, name)),
                 Candidate::Builtin { file, name } => Verdict::NotServed(rows::builtin(file, name)),
                 Candidate::NotModule { file } => Verdict::NotServed(rows::not_module(file)),
+                Candidate::NotAFile { file, what } => {
+                    Verdict::NotServed(rows::not_a_file(file, what))
+                }
+                Candidate::TooLarge { file, bytes } => {
+                    Verdict::NotServed(rows::too_large(file, *bytes))
+                }
                 Candidate::CaseClash { file, name, other } => {
                     Verdict::NotServed(rows::case_clash(file, name, other))
                 }

@@ -118,6 +118,29 @@ pub fn removed_while_read(file: &str) -> String {
     )
 }
 
+pub fn not_a_file(file: &str, what: &str) -> String {
+    not_served(
+        file,
+        format!(
+            "it is {what}, not a file. A tool is a file of JavaScript; remove it (rm plugins/{})",
+            names::escape_controls(file, false)
+        ),
+    )
+}
+
+pub fn too_large(file: &str, bytes: u64) -> String {
+    let shown = |n: u64| names::thousands(usize::try_from(n).unwrap_or(usize::MAX));
+    not_served(
+        file,
+        format!(
+            "it is {} bytes, more than the {} a plugin file may be; put the bulk in a module it imports \
+             from a folder in plugins/",
+            shown(bytes),
+            shown(crate::files::MAX_PLUGIN_BYTES)
+        ),
+    )
+}
+
 pub fn not_module(file: &str) -> String {
     not_served(file, "only .mjs files are tools")
 }

@@ -30,7 +30,7 @@ impl Snapshot {
                     let path = dir.join(c.file());
                     (
                         c.file().to_string(),
-                        (stamp(&path), crate::digest::hash_file(&path)),
+                        (stamp(&path), crate::files::fingerprint(&path)),
                     )
                 })
                 .collect(),
@@ -47,7 +47,7 @@ impl Snapshot {
         let path = dir.join(file);
         match self.0.get(file) {
             Some((was, hash)) if was.is_some() && *was == stamp(&path) => hash.clone(),
-            _ => crate::digest::hash_file(&path),
+            _ => crate::files::fingerprint(&path),
         }
     }
 }
@@ -139,7 +139,7 @@ pub fn changes(
 
 /// The state a change leaves a file in, so one burst of saves is reported once.
 pub fn fingerprint(dir: &Path, change: &Change) -> Option<String> {
-    crate::digest::hash_file(&dir.join(change.file()))
+    crate::files::fingerprint(&dir.join(change.file()))
 }
 
 #[cfg(test)]
