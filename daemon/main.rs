@@ -33,7 +33,15 @@ fn main() {
     let held = matches!(cli.command, ovai::cli::Command::Serve { .. })
         .then(ovai::stderr_log::StderrLog::start);
     match &held {
-        Some(held) => log.with_writer(held.clone()).init(),
+        Some(held) => {
+            log.with_writer(held.clone()).init();
+            // A panic's words too: the default hook writes to stderr where it is.
+            std::panic::set_hook(Box::new(|info| {
+                let thread = std::thread::current();
+                let name = thread.name().unwrap_or("<unnamed>");
+                ovai::stderr_log::say(&format!("thread '{name}' {info}\n"));
+            }));
+        }
         None => log.with_writer(std::io::stderr).init(),
     }
     let code = ovai::cli::run(cli);

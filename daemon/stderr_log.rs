@@ -7,16 +7,20 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// What waits for a stderr that is not being read: thousands of lines.
 const HELD_BYTES: usize = 1024 * 1024;
 
+/// The daemon's log once `start` made it: what `say` writes through.
+static STARTED: OnceLock<StderrLog> = OnceLock::new();
+
 /// Where the daemon's tracing goes: `tracing_subscriber::fmt().with_writer(log.clone())`.
 #[derive(Clone)]
 pub struct StderrLog {
-    tx: Sender<Vec<u8>>,
+    /// `None` when the thread could not start: lines are then written at once, as before there was one.
+    tx: Option<Sender<Vec<u8>>>,
     shared: Arc<Shared>,
 }
 
@@ -25,6 +29,7 @@ struct Shared {
     /// The bytes sent and not yet written, at most `limit`.
     held: AtomicUsize,
     limit: usize,
+    /// Lines dropped since the last one that got through, which then says so.
     dropped: AtomicU64,
     sent: AtomicU64,
     /// How many lines the thread has written (or failed to), with its condition to wait on.
@@ -33,9 +38,11 @@ struct Shared {
 }
 
 impl StderrLog {
-    /// Starts the thread that writes to stderr.
+    /// Starts the thread that writes to stderr; `say` writes through it from then on.
     pub fn start() -> Self {
-        Self::writing_to(std::io::stderr(), HELD_BYTES)
+        let log = Self::writing_to(std::io::stderr(), HELD_BYTES);
+        let _ = STARTED.set(log.clone());
+        log
     }
 
     fn writing_to(mut out: impl Write + Send + 'static, limit: usize) -> Self {
@@ -52,34 +59,25 @@ impl StderrLog {
         let thread = std::thread::Builder::new()
             .name("stderr".into())
             .spawn(move || {
-                let mut said = 0;
                 for line in rx {
-                    let dropped = mine.dropped.load(Ordering::Relaxed);
-                    if dropped > said {
-                        let n = dropped - said;
-                        let (lines, were) = if n == 1 { ("line", "was") } else { ("lines", "were") };
-                        let _ = writeln!(
-                            out,
-                            "ovai serve: {n} {lines} of this log {were} dropped while its stderr was not read."
-                        );
-                        said = dropped;
-                    }
                     let _ = out.write_all(&line);
                     mine.held.fetch_sub(line.len(), Ordering::Relaxed);
                     *crate::sync::lock(&mine.written) += 1;
                     mine.wrote.notify_all();
                 }
             });
-        if let Err(e) = thread {
-            // Without the thread nothing is written: said once, where it can still be read.
-            eprintln!("ovai serve: its log's thread could not start ({e}); stderr stays empty.");
+        Self {
+            tx: thread.is_ok().then_some(tx),
+            shared,
         }
-        Self { tx, shared }
     }
 
     /// Waits until what was logged so far is written, for at most `patience`: a stderr nobody reads must
-    /// not keep the daemon from ending.
+    /// not keep the daemon from ending. Lines dropped since the last written one are said first.
     pub fn finish(&self, patience: Duration) {
+        if self.shared.dropped.load(Ordering::Relaxed) > 0 {
+            self.send(Vec::new());
+        }
         let target = self.shared.sent.load(Ordering::Acquire);
         let until = Instant::now() + patience;
         let mut written = crate::sync::lock(&self.shared.written);
@@ -92,6 +90,53 @@ impl StderrLog {
                 Ok((guard, _)) => guard,
                 Err(poisoned) => poisoned.into_inner().0,
             };
+        }
+    }
+
+    /// Sends one line (or, empty, only the notice of what was dropped before it), or drops it.
+    fn send(&self, mut text: Vec<u8>) {
+        let Some(tx) = &self.tx else {
+            let _ = std::io::stderr().write_all(&text);
+            return;
+        };
+        let shared = &self.shared;
+        let len = text.len();
+        // An empty line is only the notice, which always goes.
+        if len > 0 && shared.held.fetch_add(len, Ordering::Relaxed) + len > shared.limit {
+            shared.held.fetch_sub(len, Ordering::Relaxed);
+            shared.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        // The gap is said where it is: before the first line that got through after it.
+        let lost = shared.dropped.swap(0, Ordering::Relaxed);
+        if lost > 0 {
+            let (lines, were) = if lost == 1 {
+                ("line", "was")
+            } else {
+                ("lines", "were")
+            };
+            let notice = format!(
+                "ovai serve: {lost} {lines} of this log {were} dropped here: its stderr was not read fast enough.\n"
+            );
+            shared.held.fetch_add(notice.len(), Ordering::Relaxed);
+            text.splice(0..0, notice.into_bytes());
+        }
+        if text.is_empty() {
+            return;
+        }
+        shared.sent.fetch_add(1, Ordering::Release);
+        if tx.send(text).is_err() {
+            shared.sent.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
+
+/// Writes `text` to stderr: through the daemon's log once it started (`ovai serve`), else at once.
+pub fn say(text: &str) {
+    match STARTED.get() {
+        Some(log) => log.send(text.as_bytes().to_vec()),
+        None => {
+            let _ = std::io::stderr().write_all(text.as_bytes());
         }
     }
 }
@@ -115,18 +160,8 @@ impl Write for Line<'_> {
 
 impl Drop for Line<'_> {
     fn drop(&mut self) {
-        if self.text.is_empty() {
-            return;
-        }
-        let shared = &self.log.shared;
-        let len = self.text.len();
-        if shared.held.fetch_add(len, Ordering::Relaxed) + len > shared.limit {
-            shared.held.fetch_sub(len, Ordering::Relaxed);
-            shared.dropped.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        if self.log.tx.send(std::mem::take(&mut self.text)).is_ok() {
-            shared.sent.fetch_add(1, Ordering::Release);
+        if !self.text.is_empty() {
+            self.log.send(std::mem::take(&mut self.text));
         }
     }
 }
@@ -148,7 +183,7 @@ mod tests {
     use std::io::Read;
 
     #[test]
-    fn lines_past_what_is_held_are_dropped_counted_and_said_once_the_reader_is_back() {
+    fn lines_past_what_is_held_are_dropped_and_the_gap_is_said_where_it_is() {
         let (mut reader, writer) = std::io::pipe().unwrap();
         // A full pipe nobody reads yet: the thread waits on its first write.
         let size = nix::fcntl::fcntl(&writer, nix::fcntl::FcntlArg::F_GETPIPE_SZ).unwrap();
@@ -164,27 +199,27 @@ mod tests {
         for n in 0..20 {
             say(&format!("line {n}\n"));
         }
-        let dropped = log.shared.dropped.load(Ordering::Relaxed);
-        assert_eq!(dropped, 16);
-        // The reader comes back: what was held is written, and the next line says what was lost.
+        assert_eq!(log.shared.dropped.load(Ordering::Relaxed), 16);
+        // The reader comes back and the four are written; the next line says what was lost before it.
         let mut got = vec![0u8; full.len()];
         reader.read_exact(&mut got).unwrap();
-        log.finish(Duration::from_secs(60));
+        while log.shared.held.load(Ordering::Relaxed) > 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         say("after\n");
+        // A line dropped after the last that got through (longer than all the room) is said at the end.
+        say(&format!("{}\n", "y".repeat(40)));
         log.finish(Duration::from_secs(60));
         drop(log);
         // The thread holds the writing end until its channel closes, once every logger is gone.
         let mut rest = String::new();
         reader.read_to_string(&mut rest).unwrap();
-        let kept = rest.lines().filter(|l| l.starts_with("line ")).count() as u64;
-        assert_eq!(kept + dropped, 20, "{rest}");
-        // Each notice counts what was dropped since the one before (more may go while one is written).
-        let said: Vec<u64> = rest
-            .lines()
-            .filter_map(|l| l.strip_prefix("ovai serve: "))
-            .filter_map(|l| l.split(' ').next()?.parse().ok())
-            .collect();
-        assert_eq!(said.iter().sum::<u64>(), dropped, "{rest}");
-        assert!(rest.ends_with("after\n"), "{rest}");
+        assert_eq!(
+            rest,
+            "line 0\nline 1\nline 2\nline 3\n\
+             ovai serve: 16 lines of this log were dropped here: its stderr was not read fast enough.\n\
+             after\n\
+             ovai serve: 1 line of this log was dropped here: its stderr was not read fast enough.\n"
+        );
     }
 }

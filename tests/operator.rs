@@ -829,7 +829,8 @@ fn a_stderr_nobody_reads_does_not_stop_the_daemon() {
     let inst = Instance::with_plugins(&plugins);
     let (mut reader, writer) = std::io::pipe().unwrap();
     // The smallest pipe the system makes: a restart's rows (one for each tool) fill it.
-    let _ = nix::fcntl::fcntl(&writer, nix::fcntl::FcntlArg::F_SETPIPE_SZ(4096));
+    let size = nix::fcntl::fcntl(&writer, nix::fcntl::FcntlArg::F_SETPIPE_SZ(4096)).unwrap();
+    assert!(size <= 16 * 1024, "{size}");
     let mut daemon = Ended(
         std::process::Command::new(OVAI)
             .args(["serve", "--root"])

@@ -347,7 +347,8 @@ pub fn run(cli: Cli) -> i32 {
     match result {
         Ok(()) => 0,
         Err(f) => {
-            eprintln!("ovai: {}", f.sentence);
+            // Through the daemon's log when it runs one: its stderr may be a pipe nobody reads.
+            crate::stderr_log::say(&format!("ovai: {}\n", f.sentence));
             f.code
         }
     }
