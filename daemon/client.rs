@@ -292,12 +292,16 @@ pub fn control_because<T: DeserializeOwned>(
     op: ControlOp,
     why: Option<&str>,
 ) -> Result<T, ClientError> {
-    let secret = std::fs::read_to_string(inst.control_secret()).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ClientError::NoServer {
-            root: inst.root.display().to_string(),
-        },
-        _ => ClientError::Io(e),
-    })?;
+    let secret =
+        crate::files::read_regular(&inst.control_secret(), 4096).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => ClientError::NoServer {
+                root: inst.root.display().to_string(),
+            },
+            _ => ClientError::Io(std::io::Error::new(
+                e.kind(),
+                format!("{} cannot be read: {e}", inst.control_secret().display()),
+            )),
+        })?;
     let mut stream = connect(inst)?;
     // A daemon that never answers is a failure with a sentence, not a command that hangs: a restart may
     // import many plugins, everything else answers at once.

@@ -87,23 +87,68 @@ pub fn not_a_file(kind: std::fs::FileType) -> Option<&'static str> {
     }
 }
 
+/// The most the daemon reads of a file of its own it reads whole (openovai.json, seats.json): past this
+/// it is refused in words.
+pub const MAX_READ_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The regular file at `path` (followed through links), open for reading, if it is at most `max` bytes;
+/// anything else is refused in words ("it is a FIFO, not a file"), for the caller to put after the path. Anyone with a shell here, or a plugin in plugins/, can leave a FIFO
+/// where a file was, whose open would wait for a writer for ever, or a link to /dev/zero, which never
+/// ends: the type is checked before the open (made with O_NONBLOCK), and again on what was opened.
+pub fn open_regular(path: &Path, max: u64) -> std::io::Result<std::fs::File> {
+    let check = |m: std::fs::Metadata| {
+        let refused = |why: String| {
+            std::io::Error::new(std::io::ErrorKind::InvalidData, format!("it is {why}"))
+        };
+        if let Some(what) = not_a_file(m.file_type()) {
+            return Err(refused(format!("{what}, not a file")));
+        }
+        if m.len() > max {
+            return Err(refused(format!(
+                "{} bytes, more than the {} it may be",
+                crate::names::thousands(usize::try_from(m.len()).unwrap_or(usize::MAX)),
+                crate::names::thousands(usize::try_from(max).unwrap_or(usize::MAX))
+            )));
+        }
+        Ok(())
+    };
+    check(std::fs::metadata(path)?)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    check(file.metadata()?)?;
+    // O_NONBLOCK was for the open: a regular file's reads never wait on it anyway.
+    let _ = nix::fcntl::fcntl(
+        &file,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
+    );
+    Ok(file)
+}
+
+/// The text of the regular file at `path`, of at most `max` bytes (see `open_regular`).
+pub fn read_regular(path: &Path, max: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    open_regular(path, max)?
+        .take(max.saturating_add(1))
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > max {
+        // It grew after it was looked at.
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("it is longer than the {max} bytes it may be"),
+        ));
+    }
+    Ok(text)
+}
+
 /// The SHA-256 (hex) of the regular file at `path` (followed through links), or `None` for anything else:
-/// one that cannot be read, one past MAX_PLUGIN_BYTES, and what is not a file. Anyone who can write in
-/// plugins/ can leave a FIFO there, whose open would wait for a writer for ever, or a link to /dev/zero,
-/// which never ends: the type is checked before the open, and again on what was opened.
+/// one that cannot be read, one past MAX_PLUGIN_BYTES, and what is not a file (`open_regular`).
 pub fn fingerprint(path: &Path) -> Option<String> {
     use sha2::Digest;
     use std::io::Read;
-    let regular = |m: std::fs::Metadata| {
-        (not_a_file(m.file_type()).is_none() && m.len() <= MAX_PLUGIN_BYTES).then_some(())
-    };
-    regular(std::fs::metadata(path).ok()?)?;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .ok()?;
-    regular(file.metadata().ok()?)?;
+    let mut file = open_regular(path, MAX_PLUGIN_BYTES).ok()?;
     let mut hash = sha2::Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut read = 0u64;

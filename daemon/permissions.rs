@@ -67,7 +67,7 @@ pub fn too_open(inst: &Instance) -> Vec<String> {
     for desk in entries(&inst.desks_dir()) {
         // A client's file that holds no secret of ours (one that did not parse, left alone) is not one.
         for file in crate::desk::secret_files(&desk) {
-            let holds = std::fs::read_to_string(&file)
+            let holds = crate::files::read_regular(&file, crate::files::MAX_READ_BYTES)
                 .is_ok_and(|t| t.contains("OVAI_SECRET") || t.contains("Bearer "));
             if holds {
                 secret(&file, "a seat's secret");

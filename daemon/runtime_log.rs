@@ -80,7 +80,7 @@ impl RuntimeLog {
 /// The last `n` rows of runtime.log at `path`, read from its end (at most 64 KiB of it).
 pub fn latest(path: &std::path::Path, n: usize) -> Vec<String> {
     use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut f) = std::fs::File::open(path) else {
+    let Ok(mut f) = crate::files::open_regular(path, u64::MAX) else {
         return Vec::new();
     };
     let len = f.metadata().map_or(0, |m| m.len());

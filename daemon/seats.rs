@@ -122,7 +122,7 @@ impl SeatBook {
     /// Reads `.ovai/seats.json`; an instance without one has no seats yet.
     pub fn load(inst: &Instance) -> Result<Self, SeatError> {
         let path = inst.seats_file();
-        match std::fs::read_to_string(&path) {
+        match crate::files::read_regular(&path, crate::files::MAX_READ_BYTES) {
             Ok(text) => Self::parse(&path, &text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(e) => Err(io("reading", &path)(e)),
@@ -202,7 +202,7 @@ impl SeatBook {
     /// as seats.json.previous when that one is sound.
     fn save(&self, inst: &Instance) -> Result<(), SeatError> {
         let path = inst.seats_file();
-        if let Ok(before) = std::fs::read_to_string(&path)
+        if let Ok(before) = crate::files::read_regular(&path, crate::files::MAX_READ_BYTES)
             && Self::parse(&path, &before).is_ok()
         {
             crate::files::write_private(&inst.seats_previous(), before.as_bytes())?;

@@ -881,3 +881,70 @@ impl Drop for Ended {
         let _ = self.0.wait();
     }
 }
+
+/// A FIFO or a link to /dev/zero where a file of the daemon's was: each read of it is refused in words at
+/// once, and the daemon goes on serving (an open of a FIFO waits for a writer for ever, /dev/zero never
+/// ends). Put back, the file is read again.
+#[test]
+fn files_the_daemon_reads_that_are_not_files_are_refused_in_words() {
+    let inst = Instance::with_plugins(&[("echo.mjs", TOOL)]);
+    let d = inst.start();
+    // What was there is kept aside while something else takes its place.
+    let fifo = |path: &std::path::Path| {
+        std::fs::rename(path, path.with_extension("kept")).unwrap();
+        nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    };
+    let zero = |path: &std::path::Path| {
+        std::fs::rename(path, path.with_extension("kept")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", path).unwrap();
+    };
+    let put_back = |path: &std::path::Path| {
+        std::fs::remove_file(path).unwrap();
+        std::fs::rename(path.with_extension("kept"), path).unwrap();
+    };
+    // openovai.json, at a restart the service manager asks for (SIGHUP).
+    let config = inst.root.join("openovai.json");
+    for (swap, what) in [
+        (&fifo as &dyn Fn(&std::path::Path), "a FIFO"),
+        (&zero, "a device"),
+    ] {
+        swap(&config);
+        signal(d.pid(), libc::SIGHUP);
+        let said = format!("openovai.json cannot be read: it is {what}, not a file");
+        wait_until("the refused restart's row", || {
+            inst.rows("server")
+                .iter()
+                .any(|r| r.contains(&said))
+                .then_some(())
+        });
+        // `ovai status` itself needs the file back to find the instance.
+        put_back(&config);
+        assert!(d.status().is_some(), "the daemon answers");
+    }
+    // seats.json, read as each session connects.
+    let seats = inst.root.join(".ovai/seats.json");
+    fifo(&seats);
+    let (_s, refused) = inst.try_session(&inst.secret("lead"));
+    assert!(
+        refused.to_string().contains("it is a FIFO, not a file"),
+        "{refused}"
+    );
+    put_back(&seats);
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("echo", json!({ "branch": "main" })),
+        ("main for lead".to_string(), false)
+    );
+    // runtime.log, as `ovai logs` reads it.
+    let log = inst.root.join("runtime.log");
+    fifo(&log);
+    inst.cmd()
+        .arg("logs")
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "runtime.log cannot be read: it is a FIFO, not a file.",
+        ));
+    put_back(&log);
+}

@@ -12,9 +12,21 @@ pub fn run(inst: &Instance, n: usize, follow: bool) -> Result<(), Failure> {
     let old = path.with_extension("log.1");
     let mut rows: Vec<String> = Vec::new();
     for file in [&old, &path] {
-        if let Ok(bytes) = std::fs::read(file) {
-            rows.extend(String::from_utf8_lossy(&bytes).lines().map(str::to_string));
+        let mut bytes = Vec::new();
+        match crate::files::open_regular(file, crate::files::MAX_READ_BYTES) {
+            Ok(mut f) => {
+                let _ = f.read_to_end(&mut bytes);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            // A FIFO or a link to a device where the log was: said, never waited on.
+            Err(e) => {
+                return Err(Failure::new(
+                    format!("{} cannot be read: {e}.", file.display()),
+                    exit::FAILED,
+                ));
+            }
         }
+        rows.extend(String::from_utf8_lossy(&bytes).lines().map(str::to_string));
     }
     if rows.is_empty() && !path.exists() && !follow {
         println!(
@@ -52,7 +64,7 @@ fn inode(path: &std::path::Path) -> Option<u64> {
 
 /// Prints the whole rows after byte `from`; returns where it stopped.
 fn print_from(path: &std::path::Path, from: u64, partial: &mut Vec<u8>) -> Result<u64, Failure> {
-    let Ok(mut f) = std::fs::File::open(path) else {
+    let Ok(mut f) = crate::files::open_regular(path, u64::MAX) else {
         return Ok(from);
     };
     let len = f.metadata().map_or(0, |m| m.len());

@@ -12,13 +12,13 @@ use crate::wire::{ControlOp, StatusReply};
 
 /// A daemon that is still reading plugins/ at its start: its pid and since when (it answers nobody yet).
 fn starting(inst: &Instance) -> Option<(u64, String)> {
-    let text = std::fs::read_to_string(inst.starting_marker()).ok()?;
+    let text = crate::files::read_regular(&inst.starting_marker(), 4096).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     let pid = v["pid"].as_u64()?;
     // A marker left by a daemon that died while starting says nothing: the one that holds serve.lock
     // (its pid written there) must be the one that wrote it, and alive. The lock itself is not taken,
     // not even for a moment: a daemon starting then would find it held.
-    let holder: u64 = std::fs::read_to_string(inst.serve_lock())
+    let holder: u64 = crate::files::read_regular(&inst.serve_lock(), 4096)
         .ok()?
         .trim()
         .parse()

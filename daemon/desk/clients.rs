@@ -157,7 +157,7 @@ fn left_alone(client: Client, path: &Path, why: &str) -> String {
 
 /// Reads a TOML file into a document to edit: absent is empty; one that does not parse is said.
 fn read_toml(path: &Path) -> Result<Option<toml_edit::DocumentMut>, String> {
-    match std::fs::read_to_string(path) {
+    match crate::files::read_regular(path, crate::files::MAX_READ_BYTES) {
         Ok(text) => text.parse::<toml_edit::DocumentMut>().map(Some).map_err(|e| {
             format!(
                 "{} was left as it is: it does not parse ({}). Fix it and run the command again.",

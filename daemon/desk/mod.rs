@@ -139,7 +139,7 @@ enum Doc {
 }
 
 fn read_doc(path: &Path) -> Result<Doc, DeskError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::files::read_regular(path, crate::files::MAX_READ_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Doc::Absent),
         Err(e) => return Err(io_err("reading", path)(e)),

@@ -115,10 +115,13 @@ impl Instance {
     /// Reads openovai.json as it is now.
     pub fn read_config(&self) -> Result<Config, ConfigError> {
         let path = self.config_file();
-        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
-            path: path.clone(),
-            source,
-        })?;
+        let text =
+            crate::files::read_regular(&path, crate::files::MAX_READ_BYTES).map_err(|source| {
+                ConfigError::Read {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
         Config::parse(&text)
     }
 }
