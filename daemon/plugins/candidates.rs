@@ -66,7 +66,7 @@ pub fn scan(dir: &Path, builtins: &[&str]) -> std::io::Result<Vec<Candidate>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
-    let mut files = Vec::new();
+    let mut seen = Vec::new();
     for entry in entries {
         let entry = entry?;
         // Follows a symlink: a link to a directory is a directory. A dangling link is left to the import
@@ -75,10 +75,10 @@ pub fn scan(dir: &Path, builtins: &[&str]) -> std::io::Result<Vec<Candidate>> {
         if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) {
             continue;
         }
-        files.push((entry.file_name().to_string_lossy().into_owned(), meta));
+        seen.push((entry.file_name().to_string_lossy().into_owned(), meta));
     }
-    files.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    let found: Vec<Candidate> = files
+    seen.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let found: Vec<Candidate> = seen
         .into_iter()
         .filter_map(|(f, meta)| {
             let found = classify(f, builtins)?;
