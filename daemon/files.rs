@@ -92,9 +92,10 @@ pub fn not_a_file(kind: std::fs::FileType) -> Option<&'static str> {
 pub const MAX_READ_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The regular file at `path` (followed through links), open for reading, if it is at most `max` bytes;
-/// anything else is refused in words ("it is a FIFO, not a file"), for the caller to put after the path. Anyone with a shell here, or a plugin in plugins/, can leave a FIFO
-/// where a file was, whose open would wait for a writer for ever, or a link to /dev/zero, which never
-/// ends: the type is checked before the open (made with O_NONBLOCK), and again on what was opened.
+/// anything else is refused in words ("it is a FIFO, not a file"), for the caller to put after the
+/// path. Anyone with a shell here, or a plugin in plugins/, can leave a FIFO where a file was, whose open
+/// would wait for a writer for ever, or a link to /dev/zero, which never ends: the type is checked
+/// before the open (made with O_NONBLOCK), and again on what was opened.
 pub fn open_regular(path: &Path, max: u64) -> std::io::Result<std::fs::File> {
     let check = |m: std::fs::Metadata| {
         let refused = |why: String| {
@@ -137,7 +138,10 @@ pub fn read_regular(path: &Path, max: u64) -> std::io::Result<String> {
         // It grew after it was looked at.
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            format!("it is longer than the {max} bytes it may be"),
+            format!(
+                "it is longer than the {} bytes it may be",
+                crate::names::thousands(usize::try_from(max).unwrap_or(usize::MAX))
+            ),
         ));
     }
     Ok(text)
