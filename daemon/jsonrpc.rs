@@ -292,11 +292,13 @@ fn read_id(raw: &RawValue) -> Result<NumberOrString, IdProblem> {
 }
 
 /// A JSON string's text; `None` for any other value.
-fn as_string(raw: &RawValue) -> Option<Cow<'_, str>> {
+/// A string value, borrowed from the line unless it has escapes.
+pub fn as_string(raw: &RawValue) -> Option<Cow<'_, str>> {
     if !raw.get().starts_with('"') {
         return None;
     }
-    serde_json::from_str::<Cow<'_, str>>(raw.get()).ok()
+    serde::de::DeserializeSeed::deserialize(Key, &mut serde_json::Deserializer::from_str(raw.get()))
+        .ok()
 }
 
 /// What `members` found: each named member's value as written, and the first member given twice.
@@ -381,7 +383,7 @@ impl<'de, const N: usize, S: Visitor<'de> + Copy> Visitor<'de> for Within<'_, N,
             twice: None,
         };
         let (mut inner, mut inner_seen) = (Inner::None, false);
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(key) = map.next_key_seed(Key)? {
             match (self.names.iter().position(|n| *n == key), self.inner) {
                 (Some(at), Some((of, within))) if at == of => {
                     let value = map.next_value_seed(InnerSeed(within))?;
@@ -405,6 +407,30 @@ impl<'de, const N: usize, S: Visitor<'de> + Copy> Visitor<'de> for Within<'_, N,
             }
         }
         Ok((found, inner))
+    }
+}
+
+/// A member's name or a string, borrowed from the line unless it has escapes: serde's own `Cow<str>`
+/// always copies, an allocation per member of every request.
+struct Key;
+
+impl<'de> serde::de::DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+        de.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a member's name")
+    }
+    fn visit_borrowed_str<E>(self, name: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(name))
+    }
+    fn visit_str<E>(self, name: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(name.to_owned()))
     }
 }
 
@@ -564,6 +590,20 @@ mod tests {
         ] {
             assert_eq!(key(line).as_deref(), Some(id), "{line}");
         }
+    }
+
+    #[test]
+    fn names_and_strings_with_escapes_are_read_as_their_text() {
+        let line = r#"{"json\u0072pc":"2.0","\u0069d":4,"method":"tools\/list","para\u006ds":{}}"#;
+        let Read::Request(r) = read(line, "line") else {
+            panic!("{line}");
+        };
+        assert_eq!((r.key(), &*r.method), ("4".to_string(), "tools/list"));
+        assert!(matches!(r.method, Cow::Owned(_)) && r.params.is_some());
+        let Read::Request(r) = read(r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#, "line") else {
+            panic!("a ping");
+        };
+        assert!(matches!(r.method, Cow::Borrowed("ping")));
     }
 
     #[test]

@@ -153,7 +153,12 @@ fn every_request_is_a_span_and_a_call_follows_its_callers_trace_into_the_plugin(
     );
     let (text, refused) = text_of(&r);
     assert!(!refused);
-    let (refusal, refused) = s.call("nope", json!({}));
+    // A string id, to see it written as the conventions write one: without its quotes.
+    s.send(
+        &json!({ "jsonrpc": "2.0", "id": "call-7", "method": "tools/call",
+                    "params": { "name": "nope", "arguments": {} } }),
+    );
+    let (refusal, refused) = text_of(&s.recv_where(|m| m["id"] == "call-7"));
     assert!(refused && refusal.contains("not today"), "{refusal}");
     let spans = wait_until("the spans to reach the collector", || {
         let spans = receiver.spans();
@@ -195,10 +200,8 @@ fn every_request_is_a_span_and_a_call_follows_its_callers_trace_into_the_plugin(
             "{key}: {call:?}"
         );
     }
-    assert!(
-        attr(&call.attributes, "jsonrpc.request.id").is_some(),
-        "{call:?}"
-    );
+    let id = attr(&call.attributes, "jsonrpc.request.id");
+    assert!(id.is_some_and(|id| id.parse::<u64>().is_ok()), "{call:?}");
     // The host's part is its child, and the plugin was given that part's context.
     let (_, host) = find("host echo");
     assert_eq!(host.trace_id, call.trace_id);
@@ -212,6 +215,10 @@ fn every_request_is_a_span_and_a_call_follows_its_callers_trace_into_the_plugin(
     let status = nope.status.unwrap();
     assert_eq!(status.code, 2, "{status:?}");
     assert!(status.message.contains("not today"), "{status:?}");
+    assert_eq!(
+        attr(&nope.attributes, "jsonrpc.request.id").as_deref(),
+        Some("call-7")
+    );
     // A call without a traceparent starts its own trace.
     assert_ne!(hex(&nope.trace_id), trace);
     let (_, list) = find("tools/list");

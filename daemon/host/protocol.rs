@@ -4,6 +4,8 @@
 //! The host reports facts; every sentence a person reads is made on this side (plugins/rows.rs for the
 //! log, host/answer.rs for refusals), so the wording lives in one language and one place.
 
+use std::io::Write as _;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -94,7 +96,7 @@ fn call_line(call: &ToHost<'_>) -> Vec<u8> {
         let _ = serde_json::to_writer(&mut *s, text);
     };
     s.extend_from_slice(b"{\"t\":\"call\",\"id\":");
-    s.extend_from_slice(id.to_string().as_bytes());
+    let _ = write!(s, "{id}");
     s.extend_from_slice(b",\"tool\":");
     string(&mut s, tool);
     s.extend_from_slice(b",\"args\":");
@@ -107,7 +109,7 @@ fn call_line(call: &ToHost<'_>) -> Vec<u8> {
         s.extend_from_slice(b",\"progress\":true");
     }
     s.extend_from_slice(b",\"key\":");
-    s.extend_from_slice(key.to_string().as_bytes());
+    let _ = write!(s, "{key}");
     if let Some(tp) = traceparent {
         s.extend_from_slice(b",\"traceparent\":");
         string(&mut s, tp);

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use serde_json::json;
@@ -40,6 +40,8 @@ impl Tally {
 
 #[derive(Default)]
 struct Tool {
+    /// The name, shared with the latest calls: a call copies no string.
+    name: Arc<str>,
     calls: u64,
     refusals: u64,
     host_stops: u64,
@@ -54,10 +56,16 @@ pub struct RecentCall {
     /// path).
     #[serde(serialize_with = "as_timestamp")]
     pub at: SystemTime,
-    pub seat: String,
-    pub tool: String,
+    #[serde(serialize_with = "as_str")]
+    pub seat: Arc<str>,
+    #[serde(serialize_with = "as_str")]
+    pub tool: Arc<str>,
     pub ms: f64,
     pub outcome: &'static str,
+}
+
+fn as_str<S: serde::Serializer>(text: &Arc<str>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(text)
 }
 
 fn as_timestamp<S: serde::Serializer>(at: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
@@ -73,8 +81,16 @@ pub struct Figures {
     log: Mutex<Option<CallLog>>,
     /// The latest calls, newest last.
     recent: Mutex<VecDeque<RecentCall>>,
-    /// Each seat's calls and refusals today (UTC): (day, calls, refusals).
-    today: Mutex<crate::maps::Map<String, (u64, u64, u64)>>,
+    /// Each seat's calls and refusals today (UTC), and its name shared with the latest calls.
+    today: Mutex<crate::maps::Map<String, Today>>,
+}
+
+#[derive(Default)]
+struct Today {
+    seat: Arc<str>,
+    day: u64,
+    calls: u64,
+    refusals: u64,
 }
 
 struct CallLog {
@@ -95,12 +111,15 @@ impl Figures {
 
     pub fn record(&self, seat: &str, tool: &str, took: Duration, outcome: Tally) {
         let ms = took.as_secs_f64() * 1e3;
-        {
+        let tool_name = {
             let mut tools = lock(&self.tools);
             // The name is copied once, the first time the tool is called.
             let t = match tools.get_mut(tool) {
                 Some(t) => t,
-                None => tools.entry(tool.to_string()).or_default(),
+                None => tools.entry(tool.to_string()).or_insert_with(|| Tool {
+                    name: tool.into(),
+                    ..Tool::default()
+                }),
             };
             t.calls += 1;
             t.refusals += u64::from(matches!(outcome, Tally::Refused | Tally::HostStopped));
@@ -109,23 +128,28 @@ impl Figures {
                 t.recent.pop_front();
             }
             t.recent.push_back(ms);
-        }
+            t.name.clone()
+        };
         let now = SystemTime::now();
         let day = now
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() / 86_400);
-        {
+        let seat_name = {
             let mut today = lock(&self.today);
             let t = match today.get_mut(seat) {
                 Some(t) => t,
-                None => today.entry(seat.to_string()).or_default(),
+                None => today.entry(seat.to_string()).or_insert_with(|| Today {
+                    seat: seat.into(),
+                    ..Today::default()
+                }),
             };
-            if t.0 != day {
-                *t = (day, 0, 0);
+            if t.day != day {
+                (t.day, t.calls, t.refusals) = (day, 0, 0);
             }
-            t.1 += 1;
-            t.2 += u64::from(matches!(outcome, Tally::Refused | Tally::HostStopped));
-        }
+            t.calls += 1;
+            t.refusals += u64::from(matches!(outcome, Tally::Refused | Tally::HostStopped));
+            t.seat.clone()
+        };
         {
             let mut recent = lock(&self.recent);
             if recent.len() == RECENT {
@@ -133,8 +157,8 @@ impl Figures {
             }
             recent.push_back(RecentCall {
                 at: now,
-                seat: seat.to_string(),
-                tool: tool.to_string(),
+                seat: seat_name,
+                tool: tool_name,
                 ms: (ms * 10.0).round() / 10.0,
                 outcome: outcome.as_str(),
             });
@@ -162,7 +186,7 @@ impl Figures {
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() / 86_400);
         match lock(&self.today).get(seat) {
-            Some((d, calls, refusals)) if *d == day => (*calls, *refusals),
+            Some(t) if t.day == day => (t.calls, t.refusals),
             _ => (0, 0),
         }
     }

@@ -22,7 +22,7 @@ pub struct CallParams<'a> {
     pub arguments: Option<&'a RawValue>,
     pub progress: Option<ProgressToken>,
     /// The protocol revision its `_meta` names.
-    pub version: Option<String>,
+    pub version: Option<Cow<'a, str>>,
     /// What 2026-07-28 asks of every request's `_meta` and it lacks (or carries in a shape rmcp cannot
     /// read), as rmcp names them.
     pub missing: Vec<&'static str>,
@@ -112,9 +112,9 @@ pub fn call_read<'a>(
     let [name, arguments, _] = found.values;
     let name = match name {
         None => return Err("params.name is missing; it names the tool to call".into()),
-        Some(raw) => match serde_json::from_str::<Cow<'_, str>>(raw.get()) {
-            Ok(name) if raw.get().starts_with('"') => name,
-            _ => {
+        Some(raw) => match jsonrpc::as_string(raw) {
+            Some(name) => name,
+            None => {
                 return Err(format!(
                     "params.name is {}, not a string naming the tool",
                     kind_of(raw)
@@ -161,7 +161,7 @@ pub fn call_read<'a>(
             s.len()
         ));
     }
-    read.version = version.and_then(|v| serde_json::from_str::<String>(v.get()).ok());
+    read.version = version.and_then(jsonrpc::as_string);
     if read.version.is_none() {
         read.missing.push(MISSING[0]);
     }

@@ -549,10 +549,7 @@ impl SeatService {
         crate::server::traces::RequestSpan::start(&crate::server::traces::Request {
             method: "tools/call",
             tool: Some(name),
-            id: Some(match &context.id {
-                rmcp::model::NumberOrString::Number(n) => n.to_string(),
-                rmcp::model::NumberOrString::String(s) => s.to_string(),
-            }),
+            id: Some(&context.id),
             seat: &self.seat,
             session: header("mcp-session-id"),
             version: header("mcp-protocol-version").as_deref(),

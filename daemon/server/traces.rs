@@ -248,7 +248,7 @@ pub struct Request<'a> {
     pub method: &'a str,
     /// The tool, for a `tools/call`.
     pub tool: Option<&'a str>,
-    pub id: Option<String>,
+    pub id: Option<&'a rmcp::model::NumberOrString>,
     pub seat: &'a str,
     pub session: Option<String>,
     pub version: Option<&'a str>,
@@ -289,8 +289,13 @@ impl RequestSpan {
             attributes.push(KeyValue::new("gen_ai.tool.name", tool.to_string()));
             attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
         }
-        if let Some(id) = &r.id {
-            attributes.push(KeyValue::new("jsonrpc.request.id", id.clone()));
+        if let Some(id) = r.id {
+            // As the semantic conventions write it: a string id without its quotes.
+            let id = match id {
+                rmcp::model::NumberOrString::Number(n) => n.to_string(),
+                rmcp::model::NumberOrString::String(s) => s.to_string(),
+            };
+            attributes.push(KeyValue::new("jsonrpc.request.id", id));
         }
         if let Some(session) = &r.session {
             attributes.push(KeyValue::new("mcp.session.id", session.clone()));

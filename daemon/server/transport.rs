@@ -416,7 +416,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                     && let Some(span) = RequestSpan::start(&traces::Request {
                         method: &r.method,
                         tool: None,
-                        id: Some(jsonrpc::key_of(&r.id)),
+                        id: Some(&r.id),
                         seat: calls.seat(),
                         session: None,
                         version: params::meta_string(
@@ -520,10 +520,10 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             (Some(version), _) => {
                 let known = ProtocolVersion::KNOWN_VERSIONS
                     .iter()
-                    .any(|v| v.as_str() == version.as_str());
+                    .any(|v| v.as_str() == version);
                 if !known {
                     let error = ErrorData::unsupported_protocol_version(
-                        serde_json::from_value(Value::String(version.clone()))
+                        serde_json::from_value(Value::String(version.to_string()))
                             .unwrap_or(ProtocolVersion::V_2026_07_28),
                         ProtocolVersion::KNOWN_VERSIONS,
                     );
@@ -532,7 +532,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                             .unwrap_or_default();
                     return self.answers.answer_line(&id, line);
                 }
-                let modern = version.as_str() >= INLINE;
+                let modern = **version >= *INLINE;
                 if modern && !call.missing.is_empty() {
                     return refuse(
                         &self.answers,
@@ -568,7 +568,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             RequestSpan::start(&traces::Request {
                 method: "tools/call",
                 tool: Some(&call.name),
-                id: Some(jsonrpc::key_of(&id)),
+                id: Some(&id),
                 seat: calls.seat(),
                 session: None,
                 version: call.version.as_deref(),

@@ -114,7 +114,7 @@ pub async fn checked(
                 crate::server::traces::RequestSpan::start(&crate::server::traces::Request {
                     method: &r.method,
                     tool: None,
-                    id: Some(r.key()),
+                    id: Some(&r.id),
                     seat,
                     session: header("mcp-session-id"),
                     version: header("mcp-protocol-version").as_deref(),
