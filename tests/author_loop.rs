@@ -30,7 +30,7 @@ fn the_scaffold_refuses_each_bad_name_and_writes_nothing() {
         inst.cmd()
             .args(["plugin", "--", name])
             .assert()
-            .code(1)
+            .code(2)
             .stderr(
                 predicate::str::contains(format!("cannot be a tool name: {why}"))
                     .and(predicate::str::contains("Nothing was written.")),
@@ -340,7 +340,11 @@ fn list_changed_is_sent_exactly_when_the_list_changed() {
 #[test]
 fn a_file_saved_after_the_last_read_gets_one_row_and_shows_in_status() {
     let tool = "export const description = 'd';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'as read' }; }";
-    let inst = Instance::with_plugins(&[("saved.mjs", tool), ("gone.mjs", tool)]);
+    let inst = Instance::with_plugins(&[
+        ("saved.mjs", tool),
+        ("gone.mjs", tool),
+        ("broken.mjs", "export const description = 'd';"),
+    ]);
     let d = inst.start();
     std::fs::remove_file(inst.root.join("plugins/gone.mjs")).unwrap();
     let edited = tool.replace("as read", "as edited");
@@ -368,6 +372,32 @@ fn a_file_saved_after_the_last_read_gets_one_row_and_shows_in_status() {
             .and(predicate::str::contains("New since the last read (`ovai restart` reads them): plugins/zz-new.mjs."))
             .and(predicate::str::contains("Removed since the last read (`ovai restart` stops serving them): plugins/gone.mjs.")),
     );
+    // Calling or asking for a tool whose file is not served says why, and what to do: the likeliest
+    // slip is a new file before `ovai restart`.
+    let new = "There is no tool called zz-new here: plugins/zz-new.mjs appeared after the last read and is not served yet: `ovai restart` serves it.";
+    inst.cmd()
+        .args(["call", "zz-new", "--seat", "lead"])
+        .assert()
+        .code(2)
+        .stderr(format!("ovai: {new}\n"));
+    inst.cmd()
+        .args(["tools", "zz-new"])
+        .assert()
+        .code(1)
+        .stderr(format!("ovai: {new}\n"));
+    for args in [
+        &["call", "broken", "--seat", "lead"][..],
+        &["tools", "broken"],
+    ] {
+        inst.cmd().args(args).assert().stderr(
+            predicate::str::starts_with(
+                "ovai: There is no tool called broken here: plugins/broken.mjs is not served: ",
+            )
+            .and(predicate::str::ends_with(
+                "Fix the file, then `ovai check plugins/broken.mjs` and `ovai restart`.\n",
+            )),
+        );
+    }
     // Nothing was re-read by itself.
     assert_eq!(
         inst.cmd()
@@ -447,10 +477,13 @@ fn status_json_says_what_the_daemon_serves_and_to_whom() {
 #[test]
 fn restart_without_a_daemon_says_how_to_start_one() {
     let inst = Instance::new();
-    inst.cmd().arg("restart").assert().code(1).stderr(format!(
-        "ovai: No ovai server is running for {}: start one there with `ovai serve`.\n",
-        inst.root.display()
-    ));
+    // A connection problem, as operations.md says: exit 2, for every command that needs the daemon.
+    for command in ["restart", "tools", "web"] {
+        inst.cmd().arg(command).assert().code(2).stderr(format!(
+            "ovai: No ovai server is running for {}: start one there with `ovai serve`.\n",
+            inst.root.display()
+        ));
+    }
 }
 
 #[test]

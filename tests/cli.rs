@@ -92,7 +92,7 @@ fn seat_names_follow_the_tool_name_rule() {
         inst.cmd()
             .args(["seat", "add", name])
             .assert()
-            .code(1)
+            .code(2)
             .stderr(
                 predicate::str::contains("cannot be a seat name: it".to_string())
                     .and(predicate::str::contains(why)),
@@ -373,4 +373,35 @@ fn output_cut_short_ends_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(out.status.signal(), Some(libc::SIGPIPE));
+}
+
+#[test]
+fn the_help_of_every_command_reads_as_plain_text() {
+    let top = assert_cmd::Command::new(OVAI)
+        .arg("--help")
+        .output()
+        .unwrap();
+    let top = String::from_utf8(top.stdout).unwrap();
+    // Each command named in the top help, with its own help.
+    let commands: Vec<&str> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(
+        commands.contains(&"web") && commands.contains(&"call"),
+        "{top}"
+    );
+    for command in commands {
+        let out = assert_cmd::Command::new(OVAI)
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        for help in [&top, &*text] {
+            assert!(!help.contains("\\\""), "a backslash before a quote: {help}");
+        }
+    }
 }

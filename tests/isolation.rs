@@ -841,10 +841,16 @@ export async function run({ ms }) { await new Promise((r) => setTimeout(r, ms));
             "There is no seat called nosuch",
         ),
     ] {
+        // A name no seat can have is a usage problem; the rest are refusals.
+        let code = if said.contains("cannot be a seat name") {
+            2
+        } else {
+            1
+        };
         inst.cmd()
             .args(&args)
             .assert()
-            .code(1)
+            .code(code)
             .stderr(predicate::str::contains(said));
     }
     let (text, is_error) = text_of(&s.response(id));

@@ -322,7 +322,7 @@ fn tools_show_what_each_costs_a_turn_and_call_reads_stdin_and_suggests_from_the_
         .args(["call", "broken", "--seat", "lead"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("there is no tool called broken here: plugins/broken.mjs is not served: it does not export description or inputSchema; its run is a number, not a function"));
+        .stderr(predicate::str::contains("There is no tool called broken here: plugins/broken.mjs is not served: it does not export description or inputSchema; its run is a number, not a function"));
 }
 
 #[test]

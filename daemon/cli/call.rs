@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::client::{self, McpClient};
 use crate::instance;
-use crate::wire::{ControlOp, StatusReply, ToolsReply};
+use crate::wire::{ControlOp, ToolsReply};
 
 const USAGE: i32 = 2;
 
@@ -79,12 +79,7 @@ fn call(
     let result = mcp
         .request("tools/call", json!({ "name": tool, "arguments": args }))
         .map_err(|e| e.to_string())?
-        .map_err(|e| match not_served(&inst, tool) {
-            Some(row) => format!(
-                "there is no tool called {tool} here: {row}. Fix the file, then `ovai check plugins/{tool}.mjs` and `ovai restart`"
-            ),
-            None => e.message,
-        })?;
+        .map_err(|e| super::why_no_tool(&inst, tool).unwrap_or(e.message))?;
     Ok(client::call_text(&result))
 }
 
@@ -118,13 +113,6 @@ fn seat_secret(inst: &instance::Instance, name: &str) -> Result<String, String> 
     } else {
         unknown.to_string()
     })
-}
-
-/// The row that says why plugins/TOOL.mjs is not served, when that is why there is no such tool.
-fn not_served(inst: &instance::Instance, tool: &str) -> Option<String> {
-    let status: StatusReply = client::control(inst, ControlOp::Status).ok()?;
-    let prefix = format!("plugins/{tool}.mjs is not served: ");
-    status.rows.iter().find(|r| r.starts_with(&prefix)).cloned()
 }
 
 /// Arguments that fit the tool's own schema, as an example: what it requires, or all it takes.

@@ -140,7 +140,7 @@ pub enum Command {
         #[command(subcommand)]
         action: ServiceAction,
     },
-    /// Print a one-time link to the running server's status page (\"web\" in openovai.json turns it on).
+    /// Print a one-time link to the running server's status page ("web" in openovai.json turns it on).
     #[command(after_help = "Example: ovai web   (then open the link it prints within a minute)")]
     Web,
     /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
@@ -191,7 +191,7 @@ pub enum ServiceAction {
 
 #[derive(Subcommand, Debug)]
 pub enum SeatAction {
-    /// Make a seat: its secret, desks/NAME/.mcp.json, and the desk's Claude Code settings.
+    /// Make a seat: its secret, and its desk desks/NAME/ with a file for each coding agent.
     Add {
         /// The seat's name: a letter, then letters, digits and hyphens, up to 32.
         name: String,
@@ -257,6 +257,39 @@ impl Failure {
             code,
         }
     }
+}
+
+/// A control operation's failure: what the daemon could not do exits 1, not reaching it (or not
+/// understanding it) 2, as operations.md says.
+pub fn unreached(e: crate::client::ClientError) -> Failure {
+    let code = match e {
+        crate::client::ClientError::NotDone(_) => exit::FAILED,
+        _ => exit::USAGE,
+    };
+    Failure::new(e, code)
+}
+
+/// Why the running daemon serves no tool TOOL, when a file in plugins/ is why: it was not served (its
+/// row), or it came after the last read. `ovai call` and `ovai tools` say the same.
+pub fn why_no_tool(inst: &Instance, tool: &str) -> Option<String> {
+    use crate::wire::{ControlOp, StatusReply};
+    let status: StatusReply = crate::client::control(inst, ControlOp::Status).ok()?;
+    let file = format!("plugins/{tool}.mjs");
+    let why = if status.new_files.contains(&file) {
+        format!(
+            "{file} appeared after the last read and is not served yet: `ovai restart` serves it"
+        )
+    } else {
+        let row = status.rows.iter().find(|r| {
+            r.strip_prefix(&file)
+                .is_some_and(|r| r.starts_with(" is not served: "))
+        })?;
+        format!(
+            "{}. Fix the file, then `ovai check {file}` and `ovai restart`",
+            row.trim_end_matches('.')
+        )
+    };
+    Some(format!("There is no tool called {tool} here: {why}."))
 }
 
 /// Turns an error into a failure with exit code `code`: `.map_err(fail(exit::FAILED))?`.

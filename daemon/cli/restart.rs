@@ -1,6 +1,6 @@
 //! `ovai restart`: read plugins/ and openovai.json again in the running daemon, and print the plugins rows.
 
-use super::{Failure, exit, fail};
+use super::{Failure, unreached};
 use crate::client;
 use crate::instance::Instance;
 use crate::wire::{ControlOp, RestartReply};
@@ -13,7 +13,7 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
         "`ovai restart`"
     };
     let r: RestartReply =
-        client::control_because(inst, ControlOp::Restart, Some(why)).map_err(fail(exit::FAILED))?;
+        client::control_because(inst, ControlOp::Restart, Some(why)).map_err(unreached)?;
     for row in &r.rows {
         println!("{row}");
     }

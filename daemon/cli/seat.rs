@@ -68,8 +68,7 @@ fn remote_desk(inst: &Instance, name: &str, url: &str) {
 fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
     match action {
         SeatAction::Add { name, url } => {
-            let added =
-                seats::add(inst, &name, &own_exe()?, url.as_deref()).map_err(fail(exit::FAILED))?;
+            let added = seats::add(inst, &name, &own_exe()?, url.as_deref()).map_err(refused)?;
             let role = inst
                 .read_config()
                 .map(|c| c.role_of(&name).to_string())
@@ -235,7 +234,16 @@ fn precheck(inst: &Instance, action: &SeatAction) -> Result<(), Failure> {
         SeatAction::Remove { name } => seats::precheck_existing(inst, name, None),
         SeatAction::List { .. } | SeatAction::Rebuild | SeatAction::Trust { .. } => Ok(()),
     }
-    .map_err(fail(exit::FAILED))
+    .map_err(refused)
+}
+
+/// A seat command's refusal: a name no seat can have is a usage problem (exit 2), the rest exit 1.
+fn refused(e: seats::SeatError) -> Failure {
+    let code = match e {
+        seats::SeatError::BadName { .. } => exit::USAGE,
+        _ => exit::FAILED,
+    };
+    Failure::new(e, code)
 }
 
 /// Asks a running daemon to end its boxed plugin hosts before the desks' secrets are written (a box hides

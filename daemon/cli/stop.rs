@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Failure, exit, fail};
+use super::{Failure, exit, unreached};
 use crate::client::{self, ClientError};
 use crate::instance::Instance;
 use crate::wire::{ControlOp, StopReply};
@@ -15,7 +15,7 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
             println!("No ovai server is running for {root}; there is nothing to stop.");
             return Ok(());
         }
-        Err(e) => return Err(fail(exit::FAILED)(e)),
+        Err(e) => return Err(unreached(e)),
     };
     let grace = inst
         .read_config()

@@ -1,14 +1,14 @@
 //! `ovai tools [NAME]`: the tools the running daemon serves now, each with its description, its schema,
 //! and what it costs every session each turn (the UTF-8 bytes of its entry as `tools/list` sends it).
 
-use super::{Failure, exit, fail};
+use super::{Failure, exit, unreached};
 use crate::client;
 use crate::instance::Instance;
 use crate::names::thousands;
 use crate::wire::{ControlOp, ToolsReply};
 
 pub fn run(inst: &Instance, name: Option<&str>, json: bool) -> Result<(), Failure> {
-    let reply: ToolsReply = client::control(inst, ControlOp::Tools).map_err(fail(exit::FAILED))?;
+    let reply: ToolsReply = client::control(inst, ControlOp::Tools).map_err(unreached)?;
     let tools: Vec<_> = match name {
         None => reply.tools,
         Some(n) => {
@@ -20,13 +20,13 @@ pub fn run(inst: &Instance, name: Option<&str>, json: bool) -> Result<(), Failur
                 .collect();
             if found.is_empty() {
                 let names: Vec<&str> = reply.tools.iter().map(|t| t.name.as_str()).collect();
-                return Err(Failure::new(
+                let why = super::why_no_tool(inst, n).unwrap_or_else(|| {
                     format!(
-                        "The server has no tool called {n}; it serves {}. `ovai status` lists the files in plugins/ that are not served, and why.",
+                        "There is no tool called {n} on this server; the tools are {}.",
                         names.join(", ")
-                    ),
-                    exit::FAILED,
-                ));
+                    )
+                });
+                return Err(Failure::new(why, exit::FAILED));
             }
             found
         }

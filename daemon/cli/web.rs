@@ -1,13 +1,13 @@
 //! `ovai web`: a one-time link to the running server's status page (good for a minute, for one use),
 //! asked for through the control socket, so only whoever holds the control secret gets one.
 
-use super::{Failure, exit, fail};
+use super::{Failure, unreached};
 use crate::client;
 use crate::instance::Instance;
 use crate::wire::{ControlOp, WebReply};
 
 pub fn run(inst: &Instance) -> Result<(), Failure> {
-    let reply: WebReply = client::control(inst, ControlOp::Web).map_err(fail(exit::FAILED))?;
+    let reply: WebReply = client::control(inst, ControlOp::Web).map_err(unreached)?;
     println!("{}", reply.url);
     eprintln!(
         "Open it within {} s, once: the page then keeps a cookie of its own for 12 hours.",
