@@ -22,8 +22,8 @@
 //! import, `host::import`, and one runtime.log row per file in `plugins::plugin_rows`); `runtime_log` writes
 //! the rows people read; `instance` finds the root and reads openovai.json; `cli` is the command line,
 //! with `client`, the synchronous client of the socket; `stderr_log` writes the daemon's tracing from a thread
-//! of its own; `names`, `files`, `digest`, `lines`, `sync`, `sched` and `process_start` are the small
-//! shared pieces.
+//! of its own; `names`, `files`, `digest`, `lines`, `sync`, `memory`, `sched` and `process_start` are the
+//! small shared pieces.
 
 // The layers, top first: a module names only those below it (tests/layers.rs).
 pub mod cli;
@@ -49,6 +49,7 @@ pub mod sched;
 pub mod lines;
 pub mod stderr_log;
 pub mod sync;
+pub mod memory;
 pub mod maps;
 pub mod names;
 pub mod digest;

@@ -75,7 +75,7 @@ impl Drop for Share {
             }
         }
         drop(seats);
-        give_back_memory();
+        crate::memory::give_back();
     }
 }
 
@@ -209,19 +209,9 @@ fn check(generation: &Generation, tool: &str, text: &str) -> Result<(), Refusal>
     let checked = crate::tools::schema::check(&entry.validator, tool, &args).map_err(Refusal::Tool);
     if text.len() > SMALL_TEXT {
         drop(args);
-        give_back_memory();
+        crate::memory::give_back();
     }
     checked
-}
-
-/// Large arguments read and dropped leave their memory with the allocator unless it is asked to give it
-/// back to the system.
-pub fn give_back_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free heap pages to the system; it touches no live allocation.
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }
 
 #[cfg(test)]

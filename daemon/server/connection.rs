@@ -248,17 +248,8 @@ pub async fn handle(
     }
     tracing::debug!(seat, id = registered.id, "session ended");
     drop(registered);
-    give_back_memory();
-}
-
-/// A session that ended may have held megabytes of answers (up to sessionQueueBytes): glibc keeps freed
-/// memory for the process unless asked to give it back, so the daemon asks once a session is gone.
-fn give_back_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free heap pages to the system; it touches no live allocation.
-    unsafe {
-        libc::malloc_trim(0);
-    }
+    // It may have held megabytes of answers (up to sessionQueueBytes).
+    crate::memory::give_back();
 }
 
 async fn read_hello(reader: &mut BufReader<ReadHalf>) -> Result<Hello, String> {
