@@ -355,6 +355,34 @@ export function run() { setTimeout(() => writeSync(4, "garbage-without-newline")
     assert_eq!(d.host_pid(), host, "{:?}", inst.rows("host"));
 }
 
+/// Each line: 200 messages' openings nested in one another (`{"t":"pong","p":"…","a":{"t":…`), a place a
+/// reader that resyncs on every `{"t":"` tries again, each try buffering 128 levels before it fails.
+const NESTED_JUNK: &str = r#"import { writeSync } from "node:fs";
+export const description = "Writes lines of nested message openings to the protocol pipe.";
+export const inputSchema = { type: "object" };
+export function run() {
+  const pad = "a".repeat(3000);
+  let open = "", close = "";
+  for (let i = 0; i < 200; i++) { open += `{"t":"pong","p":"${pad}","a":`; close += "}"; }
+  const line = open + "1" + close + "\n";
+  for (let i = 0; i < 20; i++) writeSync(4, line);
+  return { text: "written" };
+}
+"#;
+
+#[test]
+fn lines_of_nested_message_openings_do_not_hold_the_daemon() {
+    let inst = boxed();
+    inst.write_plugin("nested.mjs", NESTED_JUNK);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    // Before, each line held the daemon's thread for seconds: twenty of them outlasted PATIENCE.
+    assert_eq!(s.call("nested", json!({})), ("written".to_string(), false));
+    assert_eq!(s.call("echo", json!({})), ("lead: {}".to_string(), false));
+    inst.cmd().arg("status").assert().success();
+}
+
 #[test]
 fn bytes_that_are_not_utf8_on_the_protocol_pipe_lose_no_other_answer() {
     let inst = boxed();

@@ -672,8 +672,14 @@ async fn read_lines(link: Arc<Link>, read: ReadHalf, max_line: usize) {
     }
 }
 
+/// Places a message may start at that are tried, from the line's end: junk a plugin wrote to fd 4 comes
+/// before the host's message, so the message is a suffix, found first unless its own text holds such a
+/// place. Every place tried costs a read of the rest of the line, so a line of nested openings
+/// (`{"t":"pong","a":{"t":…`) cannot make the daemon's thread read it hundreds of times.
+const RESYNC_TRIES: usize = 4;
+
 /// A protocol message, read from the start of `line` or, when junk came before it (a plugin writing to
-/// fd 4), from the last place a message starts; with how many bytes were skipped.
+/// fd 4), from one of the last places a message starts; with how many bytes were skipped.
 fn parse_resyncing(line: &str) -> Option<(FromHost, usize)> {
     // The host writes an answer's tag first: read it straight into its struct (which passes over the tag),
     // without the detour an internally tagged enum takes (every field buffered, then read again).
@@ -688,9 +694,10 @@ fn parse_resyncing(line: &str) -> Option<(FromHost, usize)> {
     if let Ok(msg) = serde_json::from_str::<FromHost>(line) {
         return Some((msg, 0));
     }
-    line.match_indices("{\"t\":\"")
+    line.rmatch_indices("{\"t\":\"")
         .map(|(at, _)| at)
         .filter(|at| *at > 0)
+        .take(RESYNC_TRIES)
         .find_map(|at| {
             serde_json::from_str::<FromHost>(&line[at..])
                 .ok()
