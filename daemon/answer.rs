@@ -229,16 +229,23 @@ pub fn cancelled(tool: &str, at: &str) -> String {
 /// The JSON-RPC error message for a call to a tool this server does not have.
 pub fn unknown_tool<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> String {
     let names: Vec<&str> = names.collect();
-    // A name that is not a plain word (empty, spaces, controls) is shown quoted and escaped.
+    // A name that is not a plain word (empty, spaces, controls) is shown quoted and escaped, and a long
+    // one clipped: the message is no echo chamber for what a session sends.
+    let clipped: String = name.chars().take(100).collect();
     let plain = !name.is_empty()
+        && clipped.len() == name.len()
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     let shown = if plain {
         name.to_string()
     } else {
-        let clipped: String = name.chars().take(100).collect();
-        crate::names::escape_controls(&format!("{clipped:?}"), false).into_owned()
+        let more = if clipped.len() < name.len() {
+            "…"
+        } else {
+            ""
+        };
+        crate::names::escape_controls(&format!("{clipped:?}{more}"), false).into_owned()
     };
     format!(
         "There is no tool called {shown} on this server; the tools are {}.",

@@ -44,6 +44,7 @@ fn main() {
         }
         None => log.with_writer(std::io::stderr).init(),
     }
+    ovai::tools::schema::quiet_when_spent();
     let code = ovai::cli::run(cli);
     if let Some(held) = held {
         held.finish(std::time::Duration::from_secs(1));

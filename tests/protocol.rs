@@ -172,6 +172,79 @@ export function run() { runs += 1; return { text: `runs: ${runs}` }; }
     assert!(refused && text.contains("at /say"), "{text}");
 }
 
+/// A tree of files and folders: the usual recursive schema, where every level of the arguments doubles
+/// the errors a full naming would walk (each branch of the `oneOf` descends into the children).
+const TREE: &str = r##"
+export const description = "Files and folders as a tree.";
+export const inputSchema = { type: "object",
+  $defs: { entry: { description: "a file or a folder", oneOf: [
+    { type: "object", required: ["file"], properties: { file: { type: "string", description: "name" }, children: { type: "array", description: "none", items: { $ref: "#/$defs/entry" } } } },
+    { type: "object", required: ["folder"], properties: { folder: { type: "string", description: "name" }, children: { type: "array", description: "entries", items: { $ref: "#/$defs/entry" } } } } ] } },
+  properties: { root: { $ref: "#/$defs/entry" } }, required: ["root"] };
+export function run() { return { text: "ran" }; }
+"##;
+
+#[test]
+fn naming_what_arguments_break_takes_bounded_work_and_says_little() {
+    let inst = Instance::with_plugins(&[
+        ("tree.mjs", TREE),
+        (
+            "short.mjs",
+            r#"
+export const description = "Takes a short word.";
+export const inputSchema = { type: "object", properties: { w: { type: "string", maxLength: 3, pattern: "^x+$", description: "A word." } } };
+export function run() { return { text: "ran" }; }
+"#,
+        ),
+    ]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let tree = |depth: usize, leaf: Value| {
+        let mut n = leaf;
+        for _ in 0..depth {
+            n = json!({ "folder": "f", "children": [n] });
+        }
+        json!({ "root": n })
+    };
+    // A few levels: named as ever.
+    let (text, refused) = s.call("tree", tree(2, json!({ "file": 5 })));
+    assert!(
+        refused && text.contains("is not valid under any of the schemas"),
+        "{text}"
+    );
+    assert_eq!(
+        s.call("tree", tree(40, json!({ "file": "a" }))),
+        ("ran".to_string(), false)
+    );
+    // Forty levels: naming them all would take 2^40 steps, which held the daemon's thread for good.
+    let (text, refused) = s.call("tree", tree(40, json!({ "file": 5 })));
+    assert_eq!(
+        (text.as_str(), refused),
+        (
+            "The arguments do not fit the inputSchema of tree, so it was not run; naming where would take \
+             too long (its schema branches at every level of them). Call it again with arguments that fit.",
+            true
+        )
+    );
+    assert_eq!(
+        s.call("short", json!({ "w": "x" })),
+        ("ran".to_string(), false)
+    );
+    // A long value is shown clipped in each violation, not once per violation in full.
+    let long = "y".repeat(100_000);
+    let (text, refused) = s.call("short", json!({ "w": long }));
+    assert!(refused && text.contains("at /w: \"yyy"), "{}", &text[..200]);
+    assert!(text.len() < 2_000, "{} bytes", text.len());
+    // So is a tool name made of plain letters.
+    let r = s.request(
+        "tools/call",
+        json!({ "name": "n".repeat(100_000), "arguments": {} }),
+    );
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(message.len() < 2_000, "{} bytes", message.len());
+}
+
 /// Claude Code keeps a `subscriptions/listen` stream open for the whole session. When it goes (its end of
 /// the bridge's stdin closes), the bridge ends, and with it the seat's session, not minutes later.
 #[test]

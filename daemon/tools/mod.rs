@@ -8,7 +8,7 @@ pub mod schema;
 use std::sync::Arc;
 
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The server's own tools; a plugin cannot take these names.
 pub const BUILTINS: &[&str] = &["index", "room"];
@@ -37,7 +37,7 @@ pub struct TableEntry {
     /// every call.
     pub summary: String,
     pub kind: Kind,
-    pub validator: jsonschema::Validator,
+    pub validator: crate::tools::schema::Checker,
     /// How much a check against its schema costs for each byte of arguments, roughly: the schema's
     /// length as JSON text (a schema of two thousand patterns checks each value two thousand times).
     pub weight: usize,
@@ -53,7 +53,7 @@ pub struct PluginTool {
     pub name: String,
     pub description: String,
     pub schema: JsonObject,
-    pub validator: jsonschema::Validator,
+    pub validator: crate::tools::schema::Checker,
     pub file: Arc<str>,
 }
 
@@ -134,10 +134,7 @@ fn builtin(
     read_only: bool,
 ) -> (TableEntry, Tool) {
     // The built-in schemas are constants of this file; they compile, and a test says so.
-    let validator = jsonschema::validator_for(&schema).unwrap_or_else(|_| {
-        jsonschema::validator_for(&json!({"type": "object"}))
-            .expect("the empty object schema compiles")
-    });
+    let validator = schema::Checker::builtin(&schema);
     let weight = schema.to_string().len();
     let object = match schema {
         Value::Object(o) => o,

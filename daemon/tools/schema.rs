@@ -188,8 +188,127 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
     w.out
 }
 
+/// A tool's schema, compiled twice: once to check arguments, and once with a step counted at every
+/// subschema it visits, to name what refused arguments break within a budget. Naming walks every branch
+/// (a `oneOf` of two that recurse doubles the walk at every level of the arguments) and jsonschema has
+/// no budget of its own.
+pub struct Checker {
+    checks: jsonschema::Validator,
+    names: Option<Box<jsonschema::Validator>>,
+}
+
+impl std::fmt::Debug for Checker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Checker")
+    }
+}
+
+impl Checker {
+    /// A built-in's schema, a constant of this crate (a test says each compiles).
+    pub fn builtin(schema: &Value) -> Self {
+        let checks = jsonschema::validator_for(schema).unwrap_or_else(|_| {
+            jsonschema::validator_for(&serde_json::json!({"type": "object"}))
+                .expect("the empty object schema compiles")
+        });
+        Self {
+            checks,
+            names: options().build(&stepped(schema)).ok().map(Box::new),
+        }
+    }
+}
+
+fn options() -> jsonschema::ValidationOptions<'static> {
+    // Patterns run on the daemon's thread for every call: a linear-time engine, so no argument can stall
+    // it (a pattern that needs backtracking, such as a backreference, is refused here instead).
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .with_pattern_options(jsonschema::PatternOptions::regex())
+        .with_keyword(STEP, |_, _, _| Ok(Box::new(Step)))
+}
+
+/// The keyword `stepped` adds to every subschema; unknown to any schema a plugin could give.
+const STEP: &str = "x-ovai-naming-step";
+
+/// Subschema visits naming may take: a few milliseconds; a schema and arguments of any ordinary size
+/// take far fewer.
+const NAMING_STEPS: u32 = 50_000;
+
+thread_local! {
+    /// The steps naming has left on this thread, while it runs.
+    static STEPS_LEFT: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
+}
+
+/// What unwinds out of a naming that spent its steps: the only way to stop a jsonschema walk midway.
+pub struct Spent;
+
+/// Keeps a spent naming's unwinding out of the panic hook's words (it is caught where it starts).
+pub fn quiet_when_spent() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if info.payload().downcast_ref::<Spent>().is_none() {
+            previous(info);
+        }
+    }));
+}
+
+struct Step;
+
+impl Step {
+    fn step() {
+        STEPS_LEFT.with(|left| match left.get() {
+            Some(0) => std::panic::panic_any(Spent),
+            Some(n) => left.set(Some(n - 1)),
+            None => {}
+        });
+    }
+}
+
+impl<'i> jsonschema::Keyword<'i> for Step {
+    fn validate(&self, _: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
+        Self::step();
+        Ok(())
+    }
+    fn is_valid(&self, _: &'i Value) -> bool {
+        Self::step();
+        true
+    }
+}
+
+/// `schema` with `STEP` in every object that may be a subschema: all but the values of `const`, `enum`,
+/// `default` and `examples`, the names lists and maps that hold no schemas, and (rather than the maps of
+/// `properties` and the like, where it would name a property) the schemas in those maps.
+fn stepped(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => {
+            let mut out = serde_json::Map::with_capacity(map.len() + 1);
+            out.insert(STEP.into(), Value::Bool(true));
+            for (key, value) in map {
+                let value = match key.as_str() {
+                    "const" | "enum" | "default" | "examples" | "required"
+                    | "dependentRequired" | "discriminator" | "$vocabulary" => value.clone(),
+                    "properties" | "patternProperties" | "$defs" | "definitions"
+                    | "dependentSchemas" => match value {
+                        Value::Object(schemas) => Value::Object(
+                            schemas
+                                .iter()
+                                .map(|(k, v)| (k.clone(), stepped(v)))
+                                .collect(),
+                        ),
+                        other => other.clone(),
+                    },
+                    _ => stepped(value),
+                };
+                out.insert(key.clone(), value);
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(stepped).collect()),
+        other => other.clone(),
+    }
+}
+
 /// Why a plugin's inputSchema cannot be served, as the end of its runtime.log row.
-pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
+pub fn compile(schema: &Value) -> Result<Checker, String> {
     let Value::Object(root) = schema else {
         return Err("its inputSchema is not an object schema: it is not an object".into());
     };
@@ -216,13 +335,7 @@ pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
             "its inputSchema refers to {r} outside itself; a tool's schema must stand on its own (a $ref starts with #)"
         ));
     }
-    // Patterns run on the daemon's thread for every call: a linear-time engine, so no argument can stall
-    // it (a pattern that needs backtracking, such as a backreference, is refused here instead).
-    jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .with_pattern_options(jsonschema::PatternOptions::regex())
-        .build(schema)
-        .map_err(|e| {
+    let checks = options().build(schema).map_err(|e| {
             // Where in the plugin's schema: the instance path when the schema failed the meta-schema,
             // the keyword's own path when it failed to compile.
             let at = match e.instance_path().to_string() {
@@ -240,7 +353,11 @@ pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
             } else {
                 format!("its inputSchema is not a valid JSON schema (at {at}): {e}")
             }
-        })
+        })?;
+    Ok(Checker {
+        checks,
+        names: options().build(&stepped(schema)).ok().map(Box::new),
+    })
 }
 
 /// The first `$ref` that leaves the document: the daemon never fetches a URL or reads a file for a schema.
@@ -267,26 +384,21 @@ fn external_ref(v: &Value) -> Option<String> {
 /// At most this many violations are named in one refusal.
 const MAX_NAMED: usize = 5;
 
+/// A violation is shown in at most this many characters: its words quote the value that broke it.
+const MAX_SHOWN_CHARS: usize = 300;
+
 /// `Err` with a sentence naming what the arguments break, for the caller to fix and call again.
-pub fn check(validator: &jsonschema::Validator, tool: &str, args: &Value) -> Result<(), String> {
+pub fn check(checker: &Checker, tool: &str, args: &Value) -> Result<(), String> {
     // The common case costs one walk of the arguments; naming the violations is for the rare one.
-    if validator.is_valid(args) {
+    if checker.checks.is_valid(args) {
         return Ok(());
     }
-    let mut problems: Vec<String> = Vec::new();
-    let mut more = 0;
-    for e in validator.iter_errors(args) {
-        if problems.len() == MAX_NAMED {
-            more += 1;
-            continue;
-        }
-        let at = e.instance_path().to_string();
-        problems.push(if at.is_empty() {
-            e.to_string()
-        } else {
-            format!("at {at}: {e}")
-        });
-    }
+    let Some((problems, more)) = checker.names.as_ref().and_then(|names| name(names, args)) else {
+        return Err(format!(
+            "The arguments do not fit the inputSchema of {tool}, so it was not run; naming where would take \
+             too long (its schema branches at every level of them). Call it again with arguments that fit."
+        ));
+    };
     if problems.is_empty() {
         return Ok(());
     }
@@ -299,6 +411,34 @@ pub fn check(validator: &jsonschema::Validator, tool: &str, args: &Value) -> Res
     }
     s.push_str(". Call it again with arguments that fit.");
     Err(s)
+}
+
+/// The first violations, clipped, and how many more; none if naming them spent its steps.
+fn name(names: &jsonschema::Validator, args: &Value) -> Option<(Vec<String>, usize)> {
+    STEPS_LEFT.with(|left| left.set(Some(NAMING_STEPS)));
+    let named = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut problems: Vec<String> = Vec::new();
+        let mut more = 0;
+        for e in names.iter_errors(args) {
+            if problems.len() == MAX_NAMED {
+                more += 1;
+                continue;
+            }
+            let at = e.instance_path().to_string();
+            let said = if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("at {at}: {e}")
+            };
+            problems.push(match said.char_indices().nth(MAX_SHOWN_CHARS) {
+                Some((cut, _)) => format!("{}…", &said[..cut]),
+                None => said,
+            });
+        }
+        (problems, more)
+    }));
+    STEPS_LEFT.with(|left| left.set(None));
+    named.ok()
 }
 
 #[cfg(test)]
