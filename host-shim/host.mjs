@@ -59,6 +59,7 @@ const bytesOf = Buffer.from;
 const push = uncurry(Array.prototype.push);
 const textIndexOf = uncurry(String.prototype.indexOf);
 const textSlice = uncurry(String.prototype.slice);
+const charCodeAt = uncurry(String.prototype.charCodeAt);
 const abortWith = uncurry(AbortController.prototype.abort);
 const signalOf = uncurry(Object.getOwnPropertyDescriptor(AbortController.prototype, "signal").get);
 const protoOf = Object.getPrototypeOf;
@@ -909,8 +910,36 @@ async function load({ id, name, file, key }) {
     send({ t: "loaded", id, key, ok: false, tooBig: bytes });
     return;
   }
+  // A line the daemon reads nests at most 128 deep: a schema past that would not reach it at all.
+  const depth = nesting(schemaText);
+  if (depth > MAX_SCHEMA_DEPTH) {
+    send({ t: "loaded", id, key, ok: false, tooDeep: depth });
+    return;
+  }
   tools[name] = freeze({ __proto__: null, file, run: values.run });
   send({ t: "loaded", id, key, ok: true, description: values.description, inputSchema: parse(schemaText) });
+}
+
+/** How deep a schema may nest as JSON (its objects and arrays): the daemon reads it in a line. */
+const MAX_SCHEMA_DEPTH = 100;
+
+/** How deep JSON text nests its objects and arrays. */
+function nesting(text) {
+  let depth = 0;
+  let most = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = charCodeAt(text, i);
+    if (inString) {
+      if (c === 92) i++;
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 || c === 91) {
+      depth++;
+      if (depth > most) most = depth;
+    } else if (c === 125 || c === 93) depth--;
+  }
+  return most;
 }
 
 /** A few of the module's other export names, clipped: the daemon looks among them for a misspelling. */

@@ -2,6 +2,8 @@
 
 mod common;
 use common::*;
+use predicates::prelude::*;
+use serde_json::json;
 
 const GOOD: &str = r#"
 export const description = "Says hello.";
@@ -373,6 +375,44 @@ fn a_schema_that_is_not_an_object_schema_says_so() {
         "plugins/g-uncallable.mjs is not served: its inputSchema requires \"b\", which is not among its properties, and its additionalProperties is false, so no call could pass it"
     );
     assert_eq!(rows.len(), 8);
+}
+
+#[test]
+fn a_schema_nested_deeper_than_the_daemon_reads_says_so_at_once() {
+    // 63 levels of properties nest 127 deep as JSON: past what a protocol line may nest, it was taken
+    // for an import that never finished, and said so after importTimeoutSeconds.
+    let nested = |levels: usize| {
+        let mut s = "{ type: 'object', description: 'leaf' }".to_string();
+        for _ in 0..levels {
+            s = format!("{{ type: 'object', description: 'level', properties: {{ a: {s} }} }}");
+        }
+        s
+    };
+    let plugin = |levels: usize| {
+        format!(
+            "export const description = 'd';\nexport const inputSchema = {};\nexport function run() {{ return {{ text: 'ran' }}; }}",
+            nested(levels)
+        )
+    };
+    let inst = Instance::with_plugins(&[("deep.mjs", &plugin(63)), ("fine.mjs", &plugin(40))]);
+    inst.set_config(json!({ "importTimeoutSeconds": 600 }));
+    inst.cmd()
+        .args(["check", "plugins/deep.mjs"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "plugins/deep.mjs would not be served: its inputSchema nests 127 levels deep, more than the 100 this server reads; flatten it",
+        ));
+    let _d = inst.start();
+    let rows = inst.rows("plugins");
+    assert!(
+        rows.contains(&"plugins/deep.mjs is not served: its inputSchema nests 127 levels deep, more than the 100 this server reads; flatten it".to_string()),
+        "{rows:?}"
+    );
+    assert!(
+        rows.contains(&"This instance serves a tool of its own: fine".to_string()),
+        "{rows:?}"
+    );
 }
 
 #[test]

@@ -200,6 +200,9 @@ pub struct Loaded {
     /// The description and inputSchema together are this many bytes, more than maxAnswerBytes.
     #[serde(default)]
     pub too_big: Option<u64>,
+    /// The inputSchema nests this many levels deep as JSON, more than a line the daemon reads may.
+    #[serde(default)]
+    pub too_deep: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]

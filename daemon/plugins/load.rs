@@ -193,6 +193,14 @@ fn judge(file: &str, name: &str, l: Loaded, max_answer_bytes: usize) -> Verdict 
             ),
         ));
     }
+    if let Some(depth) = l.too_deep {
+        return Verdict::NotServed(rows::schema(
+            file,
+            &format!(
+                "its inputSchema nests {depth} levels deep, more than the {MAX_SCHEMA_DEPTH} this server reads; flatten it"
+            ),
+        ));
+    }
     if let Some(why) = &l.schema_json {
         return Verdict::NotServed(rows::schema(
             file,
@@ -224,6 +232,10 @@ fn judge(file: &str, name: &str, l: Loaded, max_answer_bytes: usize) -> Verdict 
         file: Arc::from(format!("plugins/{file}")),
     })
 }
+
+/// How deep an inputSchema may nest as JSON: the host refuses deeper ones (its MAX_SCHEMA_DEPTH), since
+/// the line that carries one nests at most 128 levels (serde_json's limit).
+const MAX_SCHEMA_DEPTH: u64 = 100;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
