@@ -104,20 +104,27 @@ pub fn scan(dir: &Path, builtins: &[&str]) -> std::io::Result<Vec<Candidate>> {
 /// Tools whose names differ only in case are served neither: one could pass itself off as the other,
 /// and on a disk that ignores case the two are one file.
 fn apart_in_case(found: Vec<Candidate>) -> Vec<Candidate> {
-    let modules: Vec<(String, String)> = found
-        .iter()
-        .filter_map(|c| match c {
-            Candidate::Module { file, name } => Some((name.to_ascii_lowercase(), file.clone())),
-            _ => None,
-        })
-        .collect();
+    // By name in lower case, each name's files in the order found: a lookup each, not a pass over all
+    // (a plugin writing thousands of files made every scan quadratic).
+    let mut by_lower: crate::maps::Map<String, Vec<String>> = crate::maps::Map::default();
+    for c in &found {
+        if let Candidate::Module { file, name } = c {
+            by_lower
+                .entry(name.to_ascii_lowercase())
+                .or_default()
+                .push(file.clone());
+        }
+    }
     found
         .into_iter()
         .map(|c| match c {
             Candidate::Module { file, name } => {
                 let lower = name.to_ascii_lowercase();
-                match modules.iter().find(|(l, f)| *l == lower && *f != file) {
-                    Some((_, other)) => Candidate::CaseClash {
+                let other = by_lower
+                    .get(&lower)
+                    .and_then(|files| files.iter().find(|f| **f != file));
+                match other {
+                    Some(other) => Candidate::CaseClash {
                         file,
                         name,
                         other: other.clone(),

@@ -112,25 +112,27 @@ pub fn changes(
 ) -> std::io::Result<Vec<Change>> {
     // A folder that cannot be read is an error to report, never every file removed.
     let found = candidates::scan(dir, BUILTINS)?;
-    let now: BTreeMap<String, Option<String>> = found
-        .iter()
-        .map(|c| (c.file().to_string(), snapshot.digest_now(dir, c.file())))
-        .collect();
+    // Only files that were read are read again: a new one is new whatever it holds (hashing every new
+    // file on every `ovai status` let a plugin's big files make each one take seconds).
+    let now: std::collections::BTreeSet<&str> = found.iter().map(Candidate::file).collect();
     let mut out = Vec::new();
     for (file, (_, then)) in &snapshot.0 {
-        match now.get(file) {
-            Some(hash) if hash == then => {}
-            Some(_) => out.push(Change::Changed {
-                file: file.clone(),
-                served: served(file),
-            }),
-            None if served(file) => out.push(Change::Removed { file: file.clone() }),
-            None => {}
+        if now.contains(file.as_str()) {
+            if snapshot.digest_now(dir, file) != *then {
+                out.push(Change::Changed {
+                    file: file.clone(),
+                    served: served(file),
+                });
+            }
+        } else if served(file) {
+            out.push(Change::Removed { file: file.clone() });
         }
     }
-    for file in now.keys() {
+    for file in now {
         if !snapshot.0.contains_key(file) {
-            out.push(Change::Appeared { file: file.clone() });
+            out.push(Change::Appeared {
+                file: file.to_string(),
+            });
         }
     }
     out.sort_by(|a, b| a.file().as_bytes().cmp(b.file().as_bytes()));
