@@ -485,7 +485,9 @@ impl<'de, S: Visitor<'de>> Visitor<'de> for InnerSeed<S> {
 
 fn not_json(why: &str, unit: &str) -> String {
     if why.contains("recursion limit") {
-        return format!("Parse error: the {unit} is nested more than 128 levels deep");
+        return format!(
+            "Parse error: the {unit} is nested deeper than 127 levels, the most this server reads"
+        );
     }
     format!("Parse error: the {unit} is not JSON ({why})")
 }

@@ -405,3 +405,50 @@ fn the_help_of_every_command_reads_as_plain_text() {
         }
     }
 }
+
+#[test]
+fn call_shows_a_plugins_control_characters_escaped_on_a_terminal_only() {
+    let inst = Instance::with_plugins(&[(
+        "esc.mjs",
+        r#"
+export const description = "Answers with terminal escapes.";
+export const inputSchema = { type: "object", properties: { refuse: { type: "boolean", description: "Refuse." } } };
+export function run({ refuse }) {
+  const said = "\x1b]0;owned\x07\x1b[2Jline one\nline two";
+  return refuse ? { refused: said } : { text: said };
+}
+"#,
+    )]);
+    let _d = inst.start();
+    // Piped, as a script reads it: the text as the plugin wrote it.
+    let out = inst
+        .cmd()
+        .args(["call", "esc", "--seat", "lead"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "\x1b]0;owned\x07\x1b[2Jline one\nline two\n"
+    );
+    // On a terminal (script(1) gives it one), no plugin rewrites the screen: shown escaped.
+    for (args, code) in [("'{}'", 0), ("'{\"refuse\":true}'", 1)] {
+        let command = format!(
+            "{} --root {} call esc {args} --seat lead",
+            std::fs::canonicalize(OVAI).unwrap().display(),
+            inst.root.display()
+        );
+        let out = std::process::Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env_remove("OVAI_ROOT")
+            .output()
+            .expect("script(1), from util-linux, runs");
+        let shown = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{shown}");
+        assert!(!shown.contains('\x1b'), "{shown:?}");
+        assert!(
+            shown.contains("\\u{1b}]0;owned\\u{7}\\u{1b}[2Jline one"),
+            "{shown:?}"
+        );
+        assert!(shown.contains("line two"), "{shown:?}");
+    }
+}

@@ -69,9 +69,26 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
         e["message"]
             .as_str()
             .unwrap()
-            .contains("nested more than 128 levels"),
+            .contains("params.arguments are nested deeper than 127 levels"),
         "{e}"
     );
+    // The bound, exactly: arguments 127 levels deep are read (and refused by the schema if at all), 128
+    // are not.
+    for (id, levels) in [(501, 127usize), (502, 128)] {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"slow","arguments":{{"a":{}1{}}}}}}}"#,
+            "[".repeat(levels - 1),
+            "]".repeat(levels - 1)
+        );
+        raw(&mut s, format!("{line}\n").as_bytes());
+        let r = s.recv_where(|m| m["id"] == id);
+        let said = r.to_string();
+        assert_eq!(
+            said.contains("nested deeper than 127"),
+            levels == 128,
+            "{levels}: {said}"
+        );
+    }
 
     let cases = [
         (json!({}), "params.name is missing"),

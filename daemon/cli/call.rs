@@ -1,7 +1,7 @@
 //! `ovai call TOOL [JSON]`: try a tool from a terminal, as a seat, through the socket a session uses.
 //! Exit 0 for a text answer (on stdout), 1 for a refusal (on stderr), 2 for a usage or connection problem.
 
-use std::io::BufReader;
+use std::io::{BufReader, IsTerminal};
 use std::path::Path;
 use std::time::Duration;
 
@@ -16,17 +16,27 @@ const USAGE: i32 = 2;
 pub fn run(root: Option<&Path>, tool: &str, args: Option<&str>, seat: Option<&str>) -> i32 {
     match call(root, tool, args, seat) {
         Ok((text, false)) => {
-            println!("{text}");
+            println!("{}", shown(&text, std::io::stdout().is_terminal()));
             0
         }
         Ok((text, true)) => {
-            eprintln!("{text}");
+            eprintln!("{}", shown(&text, std::io::stderr().is_terminal()));
             1
         }
         Err(sentence) => {
             eprintln!("ovai: {sentence}");
             USAGE
         }
+    }
+}
+
+/// A plugin's words as printed: escaped on a terminal (no plugin rewrites the screen or its title),
+/// as written when a program reads them.
+fn shown(text: &str, terminal: bool) -> std::borrow::Cow<'_, str> {
+    if terminal {
+        crate::names::escape_controls(text, true)
+    } else {
+        text.into()
     }
 }
 

@@ -201,7 +201,8 @@ fn check(generation: &Generation, tool: &str, text: &str) -> Result<(), Refusal>
     let args: Value = serde_json::from_str(text).map_err(|e| {
         let why = e.to_string();
         Refusal::Params(if why.contains("recursion limit") {
-            "params.arguments are nested more than 128 levels deep".to_string()
+            "params.arguments are nested deeper than 127 levels, the most this server reads"
+                .to_string()
         } else {
             format!("params.arguments are not readable: {why}")
         })

@@ -343,9 +343,11 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
                 p => p,
             };
             if at.ends_with("/pattern") || at.contains("/patternProperties") {
+                // The regex crate does not say apart a slip (`([a-`) from what it leaves out on purpose
+                // (backreferences): the row says what it reads.
                 format!(
-                    "its inputSchema has a pattern this server cannot check in linear time (at {at}: {e}); patterns \
-                     are checked with the regex crate's syntax, without backreferences or lookaround"
+                    "its inputSchema has a pattern this server cannot read (at {at}: {e}); patterns are read with \
+                     the regex crate's syntax, which checks in linear time and has no backreferences or lookaround"
                 )
             } else if at.is_empty() {
                 // No place to point at (a $ref to nothing): the error names what is wrong.
@@ -505,7 +507,16 @@ mod tests {
         let e = compile(&json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "^(a|a)*\\1b$"}}}))
             .unwrap_err();
         assert!(
-            e.contains("cannot check in linear time") && e.contains("/properties/a/pattern"),
+            e.contains("a pattern this server cannot read") && e.contains("/properties/a/pattern"),
+            "{e}"
+        );
+        // A slip in the pattern is said in the same words, not taken for a backtracking one.
+        let e = compile(
+            &json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "([a-"}}}),
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("cannot read (at /properties/a/pattern") && !e.contains("cannot check in"),
             "{e}"
         );
         assert!(compile(&json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "^[a-z]+$"}}})).is_ok());
