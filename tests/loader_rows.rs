@@ -928,6 +928,29 @@ fn a_file_removed_while_it_was_being_read_is_not_served_and_says_so() {
 /// leave there something that is not a file. A FIFO waits for a writer for ever and /dev/zero never ends:
 /// neither is read, and each gets a row. A file past what a plugin file may be is not read either.
 #[test]
+fn a_link_that_leads_to_no_file_is_named_as_one() {
+    let inst = Instance::with_plugins(&[("echo.mjs", &good("echo"))]);
+    let plugins = inst.root.join("plugins");
+    std::os::unix::fs::symlink(plugins.join("gone.js"), plugins.join("dangling.mjs")).unwrap();
+    std::os::unix::fs::symlink(plugins.join("loop.mjs"), plugins.join("loop.mjs")).unwrap();
+    // Before, the host's import said it: "Cannot find module … imported from …/.ovai/host.mjs".
+    inst.cmd()
+        .args(["check"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("plugins/dangling.mjs would not be served: it is a link that leads to no file, not a file."));
+    let _d = inst.start();
+    let rows = inst.rows("plugins");
+    for file in ["dangling", "loop"] {
+        let row = format!(
+            "plugins/{file}.mjs is not served: it is a link that leads to no file, not a file. A tool is a file of JavaScript; remove it (rm plugins/{file}.mjs)"
+        );
+        assert!(rows.contains(&row), "{rows:?}");
+    }
+    assert_calls(&inst, "echo", "echo");
+}
+
+#[test]
 fn a_fifo_a_device_or_a_huge_file_in_plugins_is_named_and_stops_nothing() {
     let inst = Instance::with_plugins(&[("echo.mjs", &good("echo"))]);
     let plugins = inst.root.join("plugins");

@@ -58,6 +58,19 @@ impl Candidate {
     }
 }
 
+/// What an entry of plugins/ is, as far as its metadata (through links) says.
+enum Found {
+    Meta(std::fs::Metadata),
+    /// A link to nothing, or one of a loop of links.
+    LinkToNothing,
+    /// Its metadata cannot be read (its permissions): the import says why.
+    Unknown,
+}
+
+fn leads_nowhere(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ELOOP)
+}
+
 /// The candidates directly in `dir`, sorted by file name bytes so two machines write the same rows.
 /// Directories (shared code) and notes are never candidates. A missing folder holds none.
 pub fn scan(dir: &Path, builtins: &[&str]) -> std::io::Result<Vec<Candidate>> {
@@ -69,12 +82,16 @@ pub fn scan(dir: &Path, builtins: &[&str]) -> std::io::Result<Vec<Candidate>> {
     let mut seen = Vec::new();
     for entry in entries {
         let entry = entry?;
-        // Follows a symlink: a link to a directory is a directory. A dangling link is left to the import
-        // to report, since it looks like a tool file.
-        let meta = std::fs::metadata(entry.path()).ok();
-        if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) {
-            continue;
-        }
+        // Follows a symlink: a link to a directory is a directory, and a link that leads nowhere (to
+        // nothing, or round in a loop) is named as one rather than imported.
+        let meta = match std::fs::metadata(entry.path()) {
+            Ok(m) if m.is_dir() => continue,
+            Ok(m) => Found::Meta(m),
+            Err(e) if leads_nowhere(&e) && entry.file_type().is_ok_and(|t| t.is_symlink()) => {
+                Found::LinkToNothing
+            }
+            Err(_) => Found::Unknown,
+        };
         seen.push((entry.file_name().to_string_lossy().into_owned(), meta));
     }
     seen.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
@@ -84,13 +101,17 @@ pub fn scan(dir: &Path, builtins: &[&str]) -> std::io::Result<Vec<Candidate>> {
             let found = classify(f, builtins)?;
             // What is not a file is never read nor imported: a FIFO would wait for a writer for ever.
             Some(match meta {
-                Some(m) if let Some(what) = files::not_a_file(m.file_type()) => {
+                Found::LinkToNothing => Candidate::NotAFile {
+                    file: found.file().to_string(),
+                    what: "a link that leads to no file",
+                },
+                Found::Meta(m) if let Some(what) = files::not_a_file(m.file_type()) => {
                     Candidate::NotAFile {
                         file: found.file().to_string(),
                         what,
                     }
                 }
-                Some(m) if m.len() > files::MAX_PLUGIN_BYTES => Candidate::TooLarge {
+                Found::Meta(m) if m.len() > files::MAX_PLUGIN_BYTES => Candidate::TooLarge {
                     file: found.file().to_string(),
                     bytes: m.len(),
                 },
