@@ -186,13 +186,32 @@ export function run() { return { text: "ran" }; }
 
 #[test]
 fn naming_what_arguments_break_takes_bounded_work_and_says_little() {
+    // Definitions that each refer to the next twice: a string at the end is checked 2^26 times, and
+    // held the daemon's thread for seconds though the arguments fit.
+    let mut defs = String::new();
+    for i in 0..26 {
+        defs.push_str(&format!(
+            "d{i}: {{ allOf: [{{ $ref: '#/$defs/d{n}' }}, {{ $ref: '#/$defs/d{n}' }}] }}, ",
+            n = i + 1
+        ));
+    }
+    let dag = format!(
+        "export const description = 'Rejoins.';\nexport const inputSchema = {{ type: 'object', $defs: {{ {defs}d26: {{ type: 'string' }} }}, properties: {{ s: {{ description: 's', $ref: '#/$defs/d0' }} }} }};\nexport function run() {{ return {{ text: 'ran' }}; }}"
+    );
+    let rows = r#"
+export const description = "Takes rows.";
+export const inputSchema = { type: "object", properties: { rows: { type: "array", description: "rows", items: { type: "object", properties: { a: { type: "integer", description: "a" } } } } } };
+export function run() { return { text: "ran" }; }
+"#;
     let inst = Instance::with_plugins(&[
+        ("dag.mjs", &dag),
+        ("rows.mjs", rows),
         ("tree.mjs", TREE),
         (
             "short.mjs",
             r#"
 export const description = "Takes a short word.";
-export const inputSchema = { type: "object", properties: { w: { type: "string", maxLength: 3, pattern: "^x+$", description: "A word." } } };
+export const inputSchema = { type: "object", properties: { w: { type: "string", maxLength: 3, pattern: "^x+$", description: "A word." }, n: { not: { type: "string" }, description: "Not a word." } } };
 export function run() { return { text: "ran" }; }
 "#,
         ),
@@ -223,7 +242,7 @@ export function run() { return { text: "ran" }; }
         (text.as_str(), refused),
         (
             "The arguments do not fit the inputSchema of tree, so it was not run; naming where would take \
-             too long (its schema branches at every level of them). Call it again with arguments that fit.",
+             too long. Call it again with arguments that fit.",
             true
         )
     );
@@ -231,10 +250,38 @@ export function run() { return { text: "ran" }; }
         s.call("short", json!({ "w": "x" })),
         ("ran".to_string(), false)
     );
+    let (text, refused) = s.call("dag", json!({ "s": "x" }));
+    assert_eq!(
+        (text.as_str(), refused),
+        (
+            "The arguments could not be checked against the inputSchema of dag in reasonable time, so it \
+             was not run: its schema has each value checked over and over. Send simpler arguments, or ask \
+             for a simpler schema.",
+            true
+        )
+    );
+    // Large flat arguments with one slip are named, whatever their size: the budget grows with them.
+    let mut many: Vec<Value> = (0..20_000).map(|i| json!({ "a": i })).collect();
+    many[19_999] = json!({ "a": "x" });
+    let (text, refused) = s.call("rows", json!({ "rows": many }));
+    assert!(
+        refused && text.contains("at /rows/19999/a: \"x\" is not of type \"integer\""),
+        "{text}"
+    );
+    // A violation quotes the schema as the plugin wrote it.
+    let (text, refused) = s.call("short", json!({ "n": "x" }));
+    assert!(
+        refused && text.contains(r#"at /n: {"type":"string"} is not allowed for "x""#),
+        "{text}"
+    );
     // A long value is shown clipped in each violation, not once per violation in full.
     let long = "y".repeat(100_000);
     let (text, refused) = s.call("short", json!({ "w": long }));
-    assert!(refused && text.contains("at /w: \"yyy"), "{}", &text[..200]);
+    assert!(
+        refused && text.contains("at /w: \"yyy"),
+        "{}",
+        text.chars().take(200).collect::<String>()
+    );
     assert!(text.len() < 2_000, "{} bytes", text.len());
     // So is a tool name made of plain letters.
     let r = s.request(

@@ -207,7 +207,8 @@ fn check(generation: &Generation, tool: &str, text: &str) -> Result<(), Refusal>
             format!("params.arguments are not readable: {why}")
         })
     })?;
-    let checked = crate::tools::schema::check(&entry.validator, tool, &args).map_err(Refusal::Tool);
+    let checked = crate::tools::schema::check(&entry.validator, tool, &args, text.len())
+        .map_err(Refusal::Tool);
     if text.len() > SMALL_TEXT {
         drop(args);
         crate::memory::give_back();

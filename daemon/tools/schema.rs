@@ -188,13 +188,12 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
     w.out
 }
 
-/// A tool's schema, compiled twice: once to check arguments, and once with a step counted at every
-/// subschema it visits, to name what refused arguments break within a budget. Naming walks every branch
-/// (a `oneOf` of two that recurse doubles the walk at every level of the arguments) and jsonschema has
-/// no budget of its own.
+/// A tool's schema, compiled with a keyword of ours in every subschema that charges each visit to a
+/// budget: jsonschema has none of its own, and a schema whose `$ref`s branch and rejoin, or whose
+/// `oneOf` recurses, can make one small value be checked millions of times (naming what it breaks walks
+/// every branch at every level of the arguments).
 pub struct Checker {
-    checks: jsonschema::Validator,
-    names: Option<Box<jsonschema::Validator>>,
+    validator: Box<jsonschema::Validator>,
 }
 
 impl std::fmt::Debug for Checker {
@@ -206,13 +205,12 @@ impl std::fmt::Debug for Checker {
 impl Checker {
     /// A built-in's schema, a constant of this crate (a test says each compiles).
     pub fn builtin(schema: &Value) -> Self {
-        let checks = jsonschema::validator_for(schema).unwrap_or_else(|_| {
-            jsonschema::validator_for(&serde_json::json!({"type": "object"}))
-                .expect("the empty object schema compiles")
-        });
+        let validator = options()
+            .build(&stepped(schema))
+            .or_else(|_| options().build(&stepped(&serde_json::json!({"type": "object"}))))
+            .expect("the empty object schema compiles");
         Self {
-            checks,
-            names: options().build(&stepped(schema)).ok().map(Box::new),
+            validator: Box::new(validator),
         }
     }
 }
@@ -227,21 +225,22 @@ fn options() -> jsonschema::ValidationOptions<'static> {
 }
 
 /// The keyword `stepped` adds to every subschema; unknown to any schema a plugin could give.
-const STEP: &str = "x-ovai-naming-step";
+const STEP: &str = "x-ovai-step";
 
-/// Subschema visits naming may take: a few milliseconds; a schema and arguments of any ordinary size
-/// take far fewer.
-const NAMING_STEPS: u32 = 50_000;
+/// The steps a check (or the naming after it) may take: this many, and four for each byte of the
+/// arguments, so large flat arguments are named as ever while a walk that multiplies stops within
+/// milliseconds.
+const BASE_STEPS: u64 = 50_000;
 
 thread_local! {
-    /// The steps naming has left on this thread, while it runs.
-    static STEPS_LEFT: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
+    /// The steps a walk has left on this thread, while it runs.
+    static STEPS_LEFT: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
 }
 
-/// What unwinds out of a naming that spent its steps: the only way to stop a jsonschema walk midway.
+/// What unwinds out of a walk that spent its steps: the only way to stop a jsonschema walk midway.
 pub struct Spent;
 
-/// Keeps a spent naming's unwinding out of the panic hook's words (it is caught where it starts).
+/// Keeps a spent walk's unwinding out of the panic hook's words (it is caught where it starts).
 pub fn quiet_when_spent() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -254,22 +253,32 @@ pub fn quiet_when_spent() {
 struct Step;
 
 impl Step {
-    fn step() {
-        STEPS_LEFT.with(|left| match left.get() {
-            Some(0) => std::panic::panic_any(Spent),
-            Some(n) => left.set(Some(n - 1)),
-            None => {}
+    /// A visit costs more the larger the value its keywords read (a pattern reads a whole string).
+    fn step(instance: &Value) {
+        let cost = 1 + match instance {
+            Value::String(s) => s.len() as u64 / 256,
+            Value::Array(items) => items.len() as u64 / 64,
+            Value::Object(members) => members.len() as u64 / 64,
+            _ => 0,
+        };
+        STEPS_LEFT.with(|left| {
+            if let Some(n) = left.get() {
+                match n.checked_sub(cost) {
+                    Some(rest) => left.set(Some(rest)),
+                    None => std::panic::panic_any(Spent),
+                }
+            }
         });
     }
 }
 
 impl<'i> jsonschema::Keyword<'i> for Step {
-    fn validate(&self, _: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
-        Self::step();
+    fn validate(&self, instance: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
+        Self::step(instance);
         Ok(())
     }
-    fn is_valid(&self, _: &'i Value) -> bool {
-        Self::step();
+    fn is_valid(&self, instance: &'i Value) -> bool {
+        Self::step(instance);
         true
     }
 }
@@ -356,10 +365,12 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
                 format!("its inputSchema is not a valid JSON schema (at {at}): {e}")
             }
         })?;
-    Ok(Checker {
-        checks,
-        names: options().build(&stepped(schema)).ok().map(Box::new),
-    })
+    // Errors were said from the schema as written; what serves is the one with the budget's keyword.
+    let validator = options()
+        .build(&stepped(schema))
+        .map(Box::new)
+        .unwrap_or_else(|_| Box::new(checks));
+    Ok(Checker { validator })
 }
 
 /// The first `$ref` that leaves the document: the daemon never fetches a URL or reads a file for a schema.
@@ -390,16 +401,32 @@ const MAX_NAMED: usize = 5;
 const MAX_SHOWN_CHARS: usize = 300;
 
 /// `Err` with a sentence naming what the arguments break, for the caller to fix and call again.
-pub fn check(checker: &Checker, tool: &str, args: &Value) -> Result<(), String> {
+/// `text_len`: the arguments' length as written, which the budget grows with.
+pub fn check(checker: &Checker, tool: &str, args: &Value, text_len: usize) -> Result<(), String> {
+    let steps = BASE_STEPS.saturating_add(4u64.saturating_mul(text_len as u64));
+    let validator = &checker.validator;
     // The common case costs one walk of the arguments; naming the violations is for the rare one.
-    if checker.checks.is_valid(args) {
-        return Ok(());
+    match within(steps, || validator.is_valid(args)) {
+        Walk::Done(true) => return Ok(()),
+        Walk::Done(false) => {}
+        Walk::Spent => {
+            return Err(format!(
+                "The arguments could not be checked against the inputSchema of {tool} in reasonable time, so \
+                 it was not run: its schema has each value checked over and over. Send simpler arguments, or \
+                 ask for a simpler schema."
+            ));
+        }
+        Walk::Failed => return Err(failed(tool)),
     }
-    let Some((problems, more)) = checker.names.as_ref().and_then(|names| name(names, args)) else {
-        return Err(format!(
-            "The arguments do not fit the inputSchema of {tool}, so it was not run; naming where would take \
-             too long (its schema branches at every level of them). Call it again with arguments that fit."
-        ));
+    let (problems, more) = match within(steps, || name(validator, args)) {
+        Walk::Done(named) => named,
+        Walk::Spent => {
+            return Err(format!(
+                "The arguments do not fit the inputSchema of {tool}, so it was not run; naming where would take \
+                 too long. Call it again with arguments that fit."
+            ));
+        }
+        Walk::Failed => return Err(failed(tool)),
     };
     if problems.is_empty() {
         return Ok(());
@@ -415,32 +442,58 @@ pub fn check(checker: &Checker, tool: &str, args: &Value) -> Result<(), String> 
     Err(s)
 }
 
-/// The first violations, clipped, and how many more; none if naming them spent its steps.
-fn name(names: &jsonschema::Validator, args: &Value) -> Option<(Vec<String>, usize)> {
-    STEPS_LEFT.with(|left| left.set(Some(NAMING_STEPS)));
-    let named = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut problems: Vec<String> = Vec::new();
-        let mut more = 0;
-        for e in names.iter_errors(args) {
-            if problems.len() == MAX_NAMED {
-                more += 1;
-                continue;
-            }
-            let at = e.instance_path().to_string();
-            let said = if at.is_empty() {
-                e.to_string()
-            } else {
-                format!("at {at}: {e}")
-            };
-            problems.push(match said.char_indices().nth(MAX_SHOWN_CHARS) {
-                Some((cut, _)) => format!("{}…", &said[..cut]),
-                None => said,
-            });
-        }
-        (problems, more)
-    }));
+fn failed(tool: &str) -> String {
+    format!(
+        "The arguments could not be checked against the inputSchema of {tool}: the schema checker failed \
+         on them, so it was not run. Call it again with other arguments."
+    )
+}
+
+enum Walk<T> {
+    Done(T),
+    /// Its steps ran out.
+    Spent,
+    /// It panicked (a fault in the checker, said in the daemon's log by the panic hook).
+    Failed,
+}
+
+/// `walk` with `steps` to take on this thread.
+fn within<T>(steps: u64, walk: impl FnOnce() -> T) -> Walk<T> {
+    STEPS_LEFT.with(|left| left.set(Some(steps)));
+    let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(walk));
     STEPS_LEFT.with(|left| left.set(None));
-    named.ok()
+    match done {
+        Ok(v) => Walk::Done(v),
+        Err(payload) if payload.downcast_ref::<Spent>().is_some() => Walk::Spent,
+        Err(_) => Walk::Failed,
+    }
+}
+
+/// The first violations, clipped (the budget's keyword taken out of the schemas they quote), and how
+/// many more.
+fn name(validator: &jsonschema::Validator, args: &Value) -> (Vec<String>, usize) {
+    let mut problems: Vec<String> = Vec::new();
+    let mut more = 0;
+    for e in validator.iter_errors(args) {
+        if problems.len() == MAX_NAMED {
+            more += 1;
+            continue;
+        }
+        let at = e.instance_path().to_string();
+        let said = if at.is_empty() {
+            e.to_string()
+        } else {
+            format!("at {at}: {e}")
+        };
+        let said = said
+            .replace(&format!("\"{STEP}\":true,"), "")
+            .replace(&format!("\"{STEP}\":true"), "");
+        problems.push(match said.char_indices().nth(MAX_SHOWN_CHARS) {
+            Some((cut, _)) => format!("{}…", &said[..cut]),
+            None => said,
+        });
+    }
+    (problems, more)
 }
 
 #[cfg(test)]
@@ -530,7 +583,15 @@ mod tests {
             "t": {"type": "string", "format": "date-time"}
         }}))
         .unwrap();
-        assert!(check(&v, "x", &json!({"e": "not an address", "t": "yesterday"})).is_ok());
+        assert!(
+            check(
+                &v,
+                "x",
+                &json!({"e": "not an address", "t": "yesterday"}),
+                0
+            )
+            .is_ok()
+        );
     }
 
     #[test]
@@ -581,12 +642,12 @@ mod tests {
             "additionalProperties": false
         }))
         .unwrap();
-        assert!(check(&v, "ci", &json!({"branch": "main"})).is_ok());
-        let e = check(&v, "ci", &json!({})).unwrap_err();
+        assert!(check(&v, "ci", &json!({"branch": "main"}), 0).is_ok());
+        let e = check(&v, "ci", &json!({}), 0).unwrap_err();
         assert!(e.contains("\"branch\" is a required property"), "{e}");
-        let e = check(&v, "ci", &json!({"branch": 5})).unwrap_err();
+        let e = check(&v, "ci", &json!({"branch": 5}), 0).unwrap_err();
         assert!(e.contains("at /branch"), "{e}");
-        let e = check(&v, "ci", &json!({"branch": "x", "extra": 1})).unwrap_err();
+        let e = check(&v, "ci", &json!({"branch": "x", "extra": 1}), 0).unwrap_err();
         assert!(e.contains("extra"), "{e}");
     }
 }
