@@ -383,7 +383,7 @@ fn a_file_saved_after_the_last_read_gets_one_row_and_shows_in_status() {
     inst.cmd()
         .args(["tools", "zz-new"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(format!("ovai: {new}\n"));
     for args in [
         &["call", "broken", "--seat", "lead"][..],

@@ -924,15 +924,34 @@ fn a_file_removed_while_it_was_being_read_is_not_served_and_says_so() {
     );
 }
 
-/// Anyone who can write in plugins/ (a seat's agent, a plugin: the box keeps the folder writable) can
-/// leave there something that is not a file. A FIFO waits for a writer for ever and /dev/zero never ends:
-/// neither is read, and each gets a row. A file past what a plugin file may be is not read either.
+#[test]
+fn junk_before_a_loaded_line_whose_schema_holds_t_members_loses_nothing() {
+    // The junk a plugin writes to fd 4 at import stands before the host's `loaded` line, whose schema
+    // holds objects that open as messages do (`{"t":"v0"}`): they are not taken for the message.
+    let plugin = r#"import { writeSync } from "node:fs";
+writeSync(4, "junk");
+export const description = "Tagged examples.";
+export const inputSchema = { type: "object", properties: { p: { type: "object", description: "p",
+  examples: [{ t: "v0" }, { t: "v1" }, { t: "v2" }, { t: "v3" }, { t: "v4" }] } } };
+export function run() { return { text: "ran" }; }
+"#;
+    let inst = Instance::with_plugins(&[("tagged.mjs", plugin)]);
+    let _d = inst.start();
+    let rows = inst.rows("plugins");
+    assert!(
+        rows.contains(&"This instance serves a tool of its own: tagged".to_string()),
+        "{rows:?}"
+    );
+}
+
 #[test]
 fn a_link_that_leads_to_no_file_is_named_as_one() {
     let inst = Instance::with_plugins(&[("echo.mjs", &good("echo"))]);
     let plugins = inst.root.join("plugins");
     std::os::unix::fs::symlink(plugins.join("gone.js"), plugins.join("dangling.mjs")).unwrap();
     std::os::unix::fs::symlink(plugins.join("loop.mjs"), plugins.join("loop.mjs")).unwrap();
+    // Through a file, as if it were a folder.
+    std::os::unix::fs::symlink(plugins.join("echo.mjs/x"), plugins.join("through.mjs")).unwrap();
     // Before, the host's import said it: "Cannot find module … imported from …/.ovai/host.mjs".
     inst.cmd()
         .args(["check"])
@@ -941,7 +960,7 @@ fn a_link_that_leads_to_no_file_is_named_as_one() {
         .stdout(predicate::str::contains("plugins/dangling.mjs would not be served: it is a link that leads to no file, not a file."));
     let _d = inst.start();
     let rows = inst.rows("plugins");
-    for file in ["dangling", "loop"] {
+    for file in ["dangling", "loop", "through"] {
         let row = format!(
             "plugins/{file}.mjs is not served: it is a link that leads to no file, not a file. A tool is a file of JavaScript; remove it (rm plugins/{file}.mjs)"
         );
@@ -950,6 +969,9 @@ fn a_link_that_leads_to_no_file_is_named_as_one() {
     assert_calls(&inst, "echo", "echo");
 }
 
+/// Anyone who can write in plugins/ (a seat's agent, a plugin: the box keeps the folder writable) can
+/// leave there something that is not a file. A FIFO waits for a writer for ever and /dev/zero never ends:
+/// neither is read, and each gets a row. A file past what a plugin file may be is not read either.
 #[test]
 fn a_fifo_a_device_or_a_huge_file_in_plugins_is_named_and_stops_nothing() {
     let inst = Instance::with_plugins(&[("echo.mjs", &good("echo"))]);

@@ -26,7 +26,8 @@ pub fn run(inst: &Instance, name: Option<&str>, json: bool) -> Result<(), Failur
                         names.join(", ")
                     )
                 });
-                return Err(Failure::new(why, exit::FAILED));
+                // As `ovai call` says it: asked for something that is not there.
+                return Err(Failure::new(why, exit::USAGE));
             }
             found
         }

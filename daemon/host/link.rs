@@ -675,8 +675,20 @@ async fn read_lines(link: Arc<Link>, read: ReadHalf, max_line: usize) {
 /// Places a message may start at that are tried, from the line's end: junk a plugin wrote to fd 4 comes
 /// before the host's message, so the message is a suffix, found first unless its own text holds such a
 /// place. Every place tried costs a read of the rest of the line, so a line of nested openings
-/// (`{"t":"pong","a":{"t":…`) cannot make the daemon's thread read it hundreds of times.
+/// (`{"t":"pong","a":{"t":…`) cannot make the daemon's thread read it hundreds of times. Only places
+/// that open with a tag the host writes count, so a schema's own `{"t": "v"}` objects are passed over.
 const RESYNC_TRIES: usize = 4;
+
+/// The openings of the messages the host writes (`FromHost`'s tags).
+const OPENINGS: [&str; 7] = [
+    "{\"t\":\"ready\"",
+    "{\"t\":\"loaded\"",
+    "{\"t\":\"answer\"",
+    "{\"t\":\"progress\"",
+    "{\"t\":\"pong\"",
+    "{\"t\":\"stray\"",
+    "{\"t\":\"ended\"",
+];
 
 /// A protocol message, read from the start of `line` or, when junk came before it (a plugin writing to
 /// fd 4), from one of the last places a message starts; with how many bytes were skipped.
@@ -696,7 +708,7 @@ fn parse_resyncing(line: &str) -> Option<(FromHost, usize)> {
     }
     line.rmatch_indices("{\"t\":\"")
         .map(|(at, _)| at)
-        .filter(|at| *at > 0)
+        .filter(|at| *at > 0 && OPENINGS.iter().any(|o| line[*at..].starts_with(o)))
         .take(RESYNC_TRIES)
         .find_map(|at| {
             serde_json::from_str::<FromHost>(&line[at..])

@@ -68,7 +68,11 @@ enum Found {
 }
 
 fn leads_nowhere(e: &std::io::Error) -> bool {
-    e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ELOOP)
+    e.kind() == std::io::ErrorKind::NotFound
+        || matches!(
+            e.raw_os_error(),
+            Some(libc::ELOOP | libc::ENOTDIR | libc::ENAMETOOLONG)
+        )
 }
 
 /// The candidates directly in `dir`, sorted by file name bytes so two machines write the same rows.

@@ -139,9 +139,15 @@ pub fn changes(
     Ok(out)
 }
 
-/// The state a change leaves a file in, so one burst of saves is reported once.
+/// The state a change leaves a file in, so one burst of saves is reported once. A new file's size and
+/// time: it is new whatever it holds, and hashing every new file at every burst let a plugin's big
+/// files keep the watcher busy.
 pub fn fingerprint(dir: &Path, change: &Change) -> Option<String> {
-    crate::files::fingerprint(&dir.join(change.file()))
+    let path = dir.join(change.file());
+    match change {
+        Change::Appeared { .. } => stamp(&path).map(|s| format!("{s:?}")),
+        _ => crate::files::fingerprint(&path),
+    }
 }
 
 #[cfg(test)]

@@ -225,7 +225,7 @@ pub fn for_rmcp(text: &str, request: &Request<'_>) -> Result<ClientJsonRpcMessag
             let text = e.to_string();
             if text.contains("recursion limit") {
                 return Err(refused(format!(
-                    "the params of {} are nested deeper than 127 levels, the most this server reads",
+                    "the params of {} nest too deep: a message nests at most 127 levels, the params among them",
                     jsonrpc::clip(&request.method)
                 )));
             }
