@@ -158,6 +158,16 @@ pub fn read_within<'a, S: Visitor<'a> + Copy>(
     }
 }
 
+/// The id a line over the cap is refused under, judged from its skeleton (`skim`) by the rules of every
+/// other line: a request's, or the id of one refused for another reason, where this server takes it.
+pub fn overlong_id(skeleton: Option<&str>) -> Option<NumberOrString> {
+    match read(&mended(skeleton?), "line") {
+        Read::Request(r) => Some(r.id),
+        Read::Bad(_, id) => id,
+        Read::Notification(_) | Read::Response(_) => None,
+    }
+}
+
 /// What a message whose members were read is, by the rules above.
 fn judged(found: Found<'_, 6>) -> Read<'_> {
     let [jsonrpc, id, method, params, result, fault] = found.values;

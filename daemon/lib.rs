@@ -22,7 +22,7 @@
 //! import, `host::import`, and one runtime.log row per file in `plugins::plugin_rows`); `runtime_log` writes
 //! the rows people read; `instance` finds the root and reads openovai.json; `cli` is the command line,
 //! with `client`, the synchronous client of the socket; `stderr_log` writes the daemon's tracing from a thread
-//! of its own; `names`, `files`, `digest`, `lines`, `sync`, `memory`, `sched` and `process_start` are the
+//! of its own; `names`, `files`, `digest`, `lines`, `skim`, `sync`, `memory`, `sched` and `process_start` are the
 //! small shared pieces.
 
 // The layers, top first: a module names only those below it (tests/layers.rs).
@@ -47,6 +47,7 @@ pub mod unix_io;
 pub mod process_start;
 pub mod sched;
 pub mod lines;
+pub mod skim;
 pub mod stderr_log;
 pub mod memory;
 pub mod sync;

@@ -16,11 +16,14 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc};
 use tokio_util::codec::Decoder;
 
+use crate::skim::Skim;
+
 #[derive(Debug, PartialEq, Eq)]
 pub enum Line {
     Text(String),
-    /// A line longer than the cap; its bytes were dropped as they came.
-    TooLong,
+    /// A line longer than the cap; its bytes were dropped as they came, skimmed for the members that
+    /// say what it was (`skim`), where the reader skims.
+    TooLong(Option<String>),
     /// A line whose bytes are not UTF-8.
     NotUtf8,
 }
@@ -33,6 +36,10 @@ pub struct CappedLines {
     discarding: bool,
     /// Bytes that are not UTF-8 become U+FFFD instead of making the line `NotUtf8`.
     lossy: bool,
+    /// Whether a line over the cap is skimmed (a session's are; the host's are its own, or junk).
+    skims: bool,
+    /// The line over the cap being skimmed.
+    skim: Option<Skim>,
 }
 
 impl CappedLines {
@@ -42,6 +49,8 @@ impl CappedLines {
             searched: 0,
             discarding: false,
             lossy: false,
+            skims: true,
+            skim: None,
         }
     }
 
@@ -52,6 +61,7 @@ impl CappedLines {
     pub fn lossy(max: usize) -> Self {
         Self {
             lossy: true,
+            skims: false,
             ..Self::new(max)
         }
     }
@@ -73,8 +83,9 @@ impl Decoder for CappedLines {
             Some(end) if self.discarding => {
                 self.searched = 0;
                 self.discarding = false;
+                let line = self.skimmed(&buf[..end]);
                 buf.advance(end + 1);
-                Some(Line::TooLong)
+                Some(line)
             }
             Some(end) => {
                 self.searched = 0;
@@ -82,6 +93,7 @@ impl Decoder for CappedLines {
                 Some(text(&line[..end], self.lossy))
             }
             None if self.discarding => {
+                self.skim_on(buf);
                 buf.clear();
                 None
             }
@@ -89,13 +101,16 @@ impl Decoder for CappedLines {
                 // Over the cap: drop it up to its end if that is here already, else as it comes, and
                 // say so at its end.
                 self.searched = 0;
+                self.skim = self.skims.then(Skim::default);
                 match memchr::memchr(b'\n', &buf[look_to..]) {
                     Some(at) => {
+                        let line = self.skimmed(&buf[..look_to + at]);
                         buf.advance(look_to + at + 1);
-                        Some(Line::TooLong)
+                        Some(line)
                     }
                     None => {
                         self.discarding = true;
+                        self.skim_on(buf);
                         buf.clear();
                         None
                     }
@@ -116,7 +131,7 @@ impl Decoder for CappedLines {
         if self.discarding {
             self.discarding = false;
             buf.clear();
-            return Ok(Some(Line::TooLong));
+            return Ok(Some(self.skimmed(&[])));
         }
         if buf.is_empty() || self.lossy {
             buf.clear();
@@ -124,6 +139,20 @@ impl Decoder for CappedLines {
         }
         let line = buf.split_to(buf.len());
         Ok(Some(text(&line, self.lossy)))
+    }
+}
+
+impl CappedLines {
+    fn skim_on(&mut self, bytes: &[u8]) {
+        if let Some(skim) = &mut self.skim {
+            skim.feed(bytes);
+        }
+    }
+
+    /// The line over the cap, ending with `last`.
+    fn skimmed(&mut self, last: &[u8]) -> Line {
+        self.skim_on(last);
+        Line::TooLong(self.skim.take().and_then(Skim::finish))
     }
 }
 
@@ -294,13 +323,13 @@ mod tests {
             lines(10, &input),
             [
                 Line::Text("ok".into()),
-                Line::TooLong,
+                Line::TooLong(None),
                 Line::NotUtf8,
                 Line::Text("after".into()),
                 Line::Text("last".into()),
             ]
         );
-        assert_eq!(lines(10, &[b'y'; 30]), [Line::TooLong]);
+        assert_eq!(lines(10, &[b'y'; 30]), [Line::TooLong(None)]);
         assert_eq!(
             lines(10, b"0123456789\n"),
             [Line::Text("0123456789".into())]
@@ -308,10 +337,33 @@ mod tests {
         // Arriving at once, the end of a long line and the next line are both in the buffer.
         let mut codec = CappedLines::new(10);
         let mut buf = BytesMut::from(&b"xxxxxxxxxxxxxxxxxxxxxxxxx\nnext\n"[..]);
-        assert_eq!(codec.decode(&mut buf).unwrap(), Some(Line::TooLong));
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(Line::TooLong(None)));
         assert_eq!(
             codec.decode(&mut buf).unwrap(),
             Some(Line::Text("next".into()))
         );
+    }
+
+    #[test]
+    fn a_long_line_is_skimmed_for_its_id_however_it_comes() {
+        let line =
+            br#"{"method":"tools/call","params":{"s":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"},"id":7}"#;
+        let skeleton = Some(r#"{"method":"tools/call","id":7}"#.to_string());
+        let mut input = line.to_vec();
+        input.extend_from_slice(b"\r\nnext\n");
+        let want = [Line::TooLong(skeleton.clone()), Line::Text("next".into())];
+        assert_eq!(lines(20, &input), want);
+        let mut codec = CappedLines::new(20);
+        let mut buf = BytesMut::from(&input[..]);
+        let got = [
+            codec.decode(&mut buf).unwrap(),
+            codec.decode(&mut buf).unwrap(),
+        ];
+        assert_eq!(got.map(Option::unwrap), want);
+        // Unended at the end of input, and never on the host's channel.
+        assert_eq!(lines(20, line), [Line::TooLong(skeleton)]);
+        let mut codec = CappedLines::lossy(20);
+        let mut buf = BytesMut::from(&input[..]);
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(Line::TooLong(None)));
     }
 }

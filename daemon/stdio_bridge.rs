@@ -802,10 +802,18 @@ pub fn waits_for(line: &[u8]) -> Option<String> {
 /// does not wait on (one the daemon answers at once, with `id: null`, or cannot read at all; a response).
 fn read_request(line: &[u8]) -> Option<Noted> {
     let body = line.strip_suffix(b"\n").unwrap_or(line);
-    let body = body.strip_suffix(b"\r").unwrap_or(body);
+    // Over the cap as the daemon's reader counts it (a `\r` before the newline with it), the line is
+    // skipped there, and refused under the id its skeleton gives, if any.
     if body.len() > MAX_LINE {
-        return None;
+        let id = jsonrpc::overlong_id(crate::skim::skeleton(body).as_deref())?;
+        return Some(Noted {
+            method: "request".into(),
+            key: Some(jsonrpc::key_of(&id)),
+            revision: Revision::Known(false),
+            cancels: None,
+        });
     }
+    let body = body.strip_suffix(b"\r").unwrap_or(body);
     let text = jsonrpc::mended(std::str::from_utf8(body).ok()?);
     match jsonrpc::read(&text, "line") {
         Message::Request(r) => Some(Noted {

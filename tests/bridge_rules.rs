@@ -141,6 +141,36 @@ fn lines() -> Vec<(u64, Vec<u8>)> {
         line.extend_from_slice(b"\xff\"}}");
         line
     });
+    // Lines over the cap, which the daemon skips unread but for the members that say what they were.
+    let pad = "x".repeat(ovai::jsonrpc::MAX_LINE);
+    for long in [
+        r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"index","arguments":{"pad":"PAD"}},"id":N}"#,
+        r#"{"jsonrpc":"2.0","id":"sN","method":"ping","params":{"pad":"PAD"}}"#,
+        r#"{"jsonrpc":"2.0","id":N,"id":N,"method":"ping","params":{"pad":"PAD"}}"#,
+        r#"{"jsonrpc":"2.0","method":"ping","params":{"pad":"PAD","id":N}}"#,
+        r#"{"jsonrpc":"2.0","id":N,"result":{"pad":"PAD"}}"#,
+        r#"{"jsonrpc":"1.0","\u0069d":N,"params":["PAD"],"method":5}"#,
+        r#"{"jsonrpc":"2.0","id":N 1,"method":"ping","params":{"pad":"PAD"}}"#,
+        r#"{"jsonrpc":"2.0","id":N,"method":"ping","params":{"pad":"PAD"}"#,
+        r#"["PAD",{"jsonrpc":"2.0","id":N,"method":"ping"}]"#,
+    ] {
+        next(&|n| {
+            long.replace('N', &n.to_string())
+                .replace("PAD", &pad)
+                .into_bytes()
+        });
+    }
+    // Exactly at the cap, and one byte over it with the `\r` a client may end it with.
+    for end in [&b""[..], b"\r"] {
+        next(&|n| {
+            let head = format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"ping","params":{{"pad":""#);
+            let mut line = head.into_bytes();
+            line.resize(ovai::jsonrpc::MAX_LINE - 3, b'x');
+            line.extend_from_slice(b"\"}}");
+            line.extend_from_slice(end);
+            line
+        });
+    }
     out
 }
 
@@ -240,7 +270,7 @@ fn the_bridge_waits_for_an_answer_exactly_when_the_daemon_sends_one() {
         if daemon != bridge {
             wrong.push(format!(
                 "{}: the daemon answered under {daemon:?}, the bridge waits under {bridge:?}",
-                String::from_utf8_lossy(line)
+                String::from_utf8_lossy(&line[..line.len().min(300)])
             ));
         }
     }

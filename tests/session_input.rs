@@ -176,7 +176,8 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
         b"{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":5}\n",
     );
 
-    // A line over the 16 MiB cap is skipped and said so.
+    // A line over the 16 MiB cap is skipped and said so: under its id, wherever the id is, when it is
+    // a request (a client waits for that answer), with `id: null` when it is not one.
     let mut long = vec![b'x'; 16 * 1024 * 1024 + 10];
     long.push(b'\n');
     raw(&mut s, &long);
@@ -185,9 +186,39 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
         e["message"]
             .as_str()
             .unwrap()
-            .contains("longer than 16 MiB"),
+            .contains("longer than 16 MiB was skipped; send less in one request"),
         "{e}"
     );
+    let pad = "x".repeat(16 * 1024 * 1024);
+    for (line, id) in [
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{pad}"}}}},"id":"last"}}"#
+            ),
+            json!("last"),
+        ),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":700,"method":"ping","params":{{"pad":"{pad}"}}}}"#),
+            json!(700),
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":703,"id":704,"method":"ping","params":{{"pad":"{pad}"}}}}"#
+            ),
+            Value::Null,
+        ),
+    ] {
+        raw(&mut s, format!("{line}\n").as_bytes());
+        let e = error_for(&mut s, id.clone());
+        assert_eq!(e["code"], -32600, "{id}: {e}");
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("longer than 16 MiB"),
+            "{e}"
+        );
+    }
 
     // A request but a call past 1 MiB is refused under its id, unread; a call that long is read.
     let mut long = br#"{"jsonrpc":"2.0","id":702,"method":"tools/list","params":{"pad":""#.to_vec();
@@ -207,16 +238,6 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
     // Requests the daemon answers with `id: null`, since it cannot take their id: the bridge, which reads
     // ids for itself, must not wait for an answer under theirs (it would invent one when the client
     // quits, saying the server went away).
-    let mut long = br#"{"jsonrpc":"2.0","id":700,"method":"ping","params":{"pad":""#.to_vec();
-    long.extend(std::iter::repeat_n(b'x', 16 * 1024 * 1024));
-    long.extend(b"\"}}\n");
-    raw(&mut s, &long);
-    assert!(
-        error_for(&mut s, Value::Null)["message"]
-            .as_str()
-            .unwrap()
-            .contains("longer than 16 MiB")
-    );
     raw(
         &mut s,
         b"{\"jsonrpc\":\"2.0\",\"id\":701,\"method\":\"ping\",\"params\":{\"x\":\"\xff\"}}\n",

@@ -657,7 +657,7 @@ async fn read_lines(link: Arc<Link>, read: ReadHalf, max_line: usize) {
                     "the plugin host sent a protocol line that is not UTF-8; it was dropped"
                 );
             }
-            Ok(Line::TooLong) => {
+            Ok(Line::TooLong(_)) => {
                 tracing::warn!(
                     pid = link.pid,
                     max_line,

@@ -266,15 +266,15 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
         loop {
             let line = match self.lines.next().await {
                 Some(Ok(Line::Text(line))) => line,
-                Some(Ok(Line::TooLong)) => {
-                    let _ = self.queue_line(jsonrpc::error(
-                        &Value::Null,
-                        INVALID_REQUEST,
-                        &format!(
-                            "Invalid request: a line longer than {} MiB was skipped",
-                            MAX_LINE >> 20
-                        ),
-                    ));
+                Some(Ok(Line::TooLong(skeleton))) => {
+                    let words = format!(
+                        "Invalid request: a line longer than {} MiB was skipped; send less in one request",
+                        MAX_LINE >> 20
+                    );
+                    let _ = self.queue_line(match jsonrpc::overlong_id(skeleton.as_deref()) {
+                        Some(id) => jsonrpc::error_under(&id, INVALID_REQUEST, &words),
+                        None => jsonrpc::error(&Value::Null, INVALID_REQUEST, &words),
+                    });
                     return LineRead::Answered;
                 }
                 Some(Ok(Line::NotUtf8)) => {

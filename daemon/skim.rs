@@ -1,0 +1,327 @@
+//! What is kept of a line too long to read: its top-level members that say whether it is a request and
+//! under which id (`jsonrpc`, `id`, `method`, `result`, `error`), as its bytes go by, in a small object
+//! of their own (the skeleton). A session's reader (`lines`) and `ovai mcp` skim the same bytes, and
+//! `jsonrpc::overlong_id` judges the skeleton by the rules of every other line: a client whose request
+//! is over the cap gets its refusal under its id, wherever in the line the id is, rather than waiting.
+
+/// The members kept; every other one is passed over.
+const KEPT: [&[u8]; 5] = [b"jsonrpc", b"id", b"method", b"result", b"error"];
+/// A kept value longer than this is kept as a placeholder of its meaning (ids are at most 1 KiB).
+const MAX_VALUE: usize = 4096;
+/// A member's name longer than this is none of the kept ones.
+const MAX_NAME: usize = 16;
+/// More kept members than this, and the line is not followed further (a message gives each once).
+const MAX_KEPT: usize = 16;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum At {
+    /// Before the object opens.
+    Start,
+    /// Where a member's name opens; `first` where the object may also close, empty.
+    Name { first: bool },
+    /// In a member's name (a string).
+    InName,
+    /// After a name, before its colon.
+    Colon,
+    /// In a member's value; `depth` counts the arrays and objects open in it.
+    Value { depth: u32 },
+    /// After the object closed: only whitespace may follow.
+    Done,
+    /// Not an object this can follow: no skeleton.
+    Lost,
+}
+
+pub struct Skim {
+    at: At,
+    in_string: bool,
+    escaped: bool,
+    name: Vec<u8>,
+    /// The kept member whose value is being read, if this one is kept.
+    keeping: Option<usize>,
+    value: Vec<u8>,
+    skeleton: Vec<u8>,
+    kept: usize,
+}
+
+impl Default for Skim {
+    fn default() -> Self {
+        Self {
+            at: At::Start,
+            in_string: false,
+            escaped: false,
+            name: Vec::new(),
+            keeping: None,
+            value: Vec::new(),
+            skeleton: b"{".to_vec(),
+            kept: 0,
+        }
+    }
+}
+
+/// The skeleton of a whole line (`ovai mcp`, which holds its lines whole).
+pub fn skeleton(line: &[u8]) -> Option<String> {
+    let mut skim = Skim::default();
+    skim.feed(line);
+    skim.finish()
+}
+
+impl Skim {
+    /// The next bytes of the line. Linear in them: a string's bytes are passed over with `memchr`.
+    pub fn feed(&mut self, mut bytes: &[u8]) {
+        while let Some(&b) = bytes.first() {
+            match self.at {
+                At::Lost => return,
+                At::Done => {
+                    if !bytes.iter().all(|b| json_space(*b)) {
+                        self.at = At::Lost;
+                    }
+                    return;
+                }
+                _ => {}
+            }
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                    self.take(&bytes[..1]);
+                    bytes = &bytes[1..];
+                    continue;
+                }
+                match memchr::memchr2(b'"', b'\\', bytes) {
+                    None => {
+                        self.take(bytes);
+                        return;
+                    }
+                    Some(i) => {
+                        self.take(&bytes[..i]);
+                        if bytes[i] == b'\\' {
+                            self.escaped = true;
+                            self.take(b"\\");
+                        } else {
+                            self.in_string = false;
+                            self.string_closed();
+                        }
+                        bytes = &bytes[i + 1..];
+                    }
+                }
+                continue;
+            }
+            bytes = &bytes[1..];
+            self.step(b);
+        }
+    }
+
+    /// The skeleton: the kept members as a JSON object, or `None` for a line that is not one object.
+    pub fn finish(self) -> Option<String> {
+        if self.at != At::Done {
+            return None;
+        }
+        let mut skeleton = self.skeleton;
+        skeleton.push(b'}');
+        String::from_utf8(skeleton).ok()
+    }
+
+    /// One byte outside any string.
+    fn step(&mut self, b: u8) {
+        self.at = match (self.at, b) {
+            (At::Value { depth }, _) => self.in_value(depth, b),
+            (at, _) if json_space(b) => at,
+            (At::Start, b'{') => At::Name { first: true },
+            (At::Name { .. }, b'"') => {
+                self.in_string = true;
+                self.name.clear();
+                At::InName
+            }
+            (At::Name { first: true }, b'}') => At::Done,
+            (At::Colon, b':') => {
+                self.keeping = self.kept_member();
+                self.value.clear();
+                At::Value { depth: 0 }
+            }
+            _ => At::Lost,
+        };
+    }
+
+    /// One byte of a member's value, outside any string in it.
+    fn in_value(&mut self, depth: u32, b: u8) -> At {
+        match b {
+            b',' | b'}' if depth == 0 => match (self.member_read(), b) {
+                (false, _) => At::Lost,
+                (true, b',') => At::Name { first: false },
+                (true, _) => At::Done,
+            },
+            b']' if depth == 0 => At::Lost,
+            _ => {
+                self.take(&[b]);
+                match b {
+                    b'"' => {
+                        self.in_string = true;
+                        At::Value { depth }
+                    }
+                    b'{' | b'[' => At::Value { depth: depth + 1 },
+                    b'}' | b']' => At::Value { depth: depth - 1 },
+                    _ => At::Value { depth },
+                }
+            }
+        }
+    }
+
+    /// A string's closing quote.
+    fn string_closed(&mut self) {
+        match self.at {
+            At::InName => self.at = At::Colon,
+            _ => self.take(b"\""),
+        }
+    }
+
+    /// String bytes, or any byte of a value: kept where they are the name or a kept value, up to one
+    /// byte past its bound (which then says it was longer).
+    fn take(&mut self, bytes: &[u8]) {
+        let (kept, bound) = match self.at {
+            At::InName => (&mut self.name, MAX_NAME),
+            At::Value { .. } if self.keeping.is_some() => (&mut self.value, MAX_VALUE),
+            _ => return,
+        };
+        let room = (bound + 1).saturating_sub(kept.len());
+        kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    /// Which kept member the name just read is (escapes read as a JSON reader reads them).
+    fn kept_member(&self) -> Option<usize> {
+        if self.name.len() > MAX_NAME {
+            return None;
+        }
+        let name: String = if self.name.contains(&b'\\') {
+            let mut quoted = Vec::with_capacity(self.name.len() + 2);
+            quoted.push(b'"');
+            quoted.extend_from_slice(&self.name);
+            quoted.push(b'"');
+            serde_json::from_slice(&quoted).ok()?
+        } else {
+            String::from_utf8(self.name.clone()).ok()?
+        };
+        KEPT.iter().position(|k| *k == name.as_bytes())
+    }
+
+    /// A member's value ended: a kept one goes into the skeleton. False where the line is lost.
+    fn member_read(&mut self) -> bool {
+        let Some(which) = self.keeping.take() else {
+            return true;
+        };
+        let value = trim_space(&self.value);
+        if value.is_empty() || self.kept == MAX_KEPT {
+            return false;
+        }
+        self.kept += 1;
+        if self.kept > 1 {
+            self.skeleton.push(b',');
+        }
+        self.skeleton.push(b'"');
+        self.skeleton.extend_from_slice(KEPT[which]);
+        self.skeleton.extend_from_slice(b"\":");
+        if value.len() > MAX_VALUE {
+            // Too long to be an id this server takes; any value at all for the others, which only
+            // decide whether there is an id to answer under.
+            let placeholder: &[u8] = if KEPT[which] == b"id" { b"null" } else { b"0" };
+            self.skeleton.extend_from_slice(placeholder);
+        } else {
+            self.skeleton.extend_from_slice(value);
+        }
+        true
+    }
+}
+
+/// JSON's whitespace (not the form feed `u8::is_ascii_whitespace` also takes).
+fn json_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+fn trim_space(bytes: &[u8]) -> &[u8] {
+    let start = bytes
+        .iter()
+        .position(|b| !json_space(*b))
+        .unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !json_space(*b))
+        .map_or(start, |e| e + 1);
+    &bytes[start..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sk(line: &str) -> Option<String> {
+        skeleton(line.as_bytes())
+    }
+
+    #[test]
+    fn the_kept_members_are_kept_wherever_they_are() {
+        let pad = "x".repeat(10_000);
+        assert_eq!(
+            sk(&format!(
+                r#"{{"params":{{"a":["{pad}",{{"id":1}}]}},"jsonrpc":"2.0","method":"tools/call","id":7}}"#
+            ))
+            .as_deref(),
+            Some(r#"{"jsonrpc":"2.0","method":"tools/call","id":7}"#)
+        );
+        assert_eq!(
+            sk(r#" { "id" : "a\"b" , "\u0069d" : [1, 2] , "x":null } "#).as_deref(),
+            Some(r#"{"id":"a\"b","id":[1, 2]}"#)
+        );
+        assert_eq!(sk("{}").as_deref(), Some("{}"));
+    }
+
+    #[test]
+    fn fed_in_pieces_it_reads_the_same() {
+        let line = br#"{"method":"ping","params":{"s":"a\\\"}{["},"id":"k\"1"}"#;
+        let whole = skeleton(line);
+        assert_eq!(whole.as_deref(), Some(r#"{"method":"ping","id":"k\"1"}"#));
+        for cut in 1..line.len() {
+            let mut skim = Skim::default();
+            skim.feed(&line[..cut]);
+            skim.feed(&line[cut..]);
+            assert_eq!(skim.finish(), whole, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn a_long_kept_value_becomes_a_placeholder() {
+        let long = "i".repeat(MAX_VALUE + 1);
+        assert_eq!(
+            sk(&format!(r#"{{"id":"{long}","method":"{long}"}}"#)).as_deref(),
+            Some(r#"{"id":null,"method":0}"#)
+        );
+        let fits = format!("\"{}\"", "i".repeat(MAX_VALUE - 2));
+        assert_eq!(
+            sk(&format!(r#"{{"id":{fits}}}"#)),
+            Some(format!(r#"{{"id":{fits}}}"#))
+        );
+        assert_eq!(
+            sk(&format!(r#"{{"id":{fits}9}}"#)).as_deref(),
+            Some(r#"{"id":null}"#)
+        );
+        // Kept as written, for `jsonrpc` to judge: this is no JSON.
+        assert_eq!(sk(r#"{"id":1 2}"#).as_deref(), Some(r#"{"id":1 2}"#));
+    }
+
+    #[test]
+    fn what_is_not_one_object_has_no_skeleton() {
+        for line in [
+            "",
+            "[1]",
+            r#"{"id":1"#,
+            r#"{"id":1,}"#,
+            r#"{"id":}"#,
+            r#"{"id" 1}"#,
+            r#"{"id":1]"#,
+            r#"{"id":1} x"#,
+            r#"{"id":1}{"#,
+            r#"{"a":"unclosed}"#,
+        ] {
+            assert_eq!(sk(line), None, "{line}");
+        }
+        let many: Vec<String> = (0..=MAX_KEPT).map(|n| format!(r#""id":{n}"#)).collect();
+        assert_eq!(sk(&format!("{{{}}}", many.join(","))), None);
+    }
+}
