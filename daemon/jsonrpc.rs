@@ -158,14 +158,33 @@ pub fn read_within<'a, S: Visitor<'a> + Copy>(
     }
 }
 
-/// The id a line over the cap is refused under, judged from its skeleton (`skim`) by the rules of every
-/// other line: a request's, or the id of one refused for another reason, where this server takes it.
-pub fn overlong_id(skeleton: Option<&str>) -> Option<NumberOrString> {
-    match read(&mended(skeleton?), "line") {
-        Read::Request(r) => Some(r.id),
-        Read::Bad(_, id) => id,
-        Read::Notification(_) | Read::Response(_) => None,
+/// How a line over the cap is answered, judged from its skeleton (`skim`) by the rules of every other
+/// line: under the id of a request (or of one refused for another reason, where this server takes it);
+/// with `id: null` when it is no message at all; not at all when it is a notification or a response.
+pub enum Overlong {
+    Under(NumberOrString),
+    Null,
+    Unanswered,
+}
+
+pub fn overlong(skeleton: Option<&str>) -> Overlong {
+    let Some(skeleton) = skeleton else {
+        return Overlong::Null;
+    };
+    match read(&mended(skeleton), "line") {
+        Read::Request(r) => Overlong::Under(r.id),
+        Read::Bad(_, Some(id)) => Overlong::Under(id),
+        Read::Bad(Some(_), None) => Overlong::Null,
+        Read::Bad(None, None) | Read::Notification(_) | Read::Response(_) => Overlong::Unanswered,
     }
+}
+
+/// What a line over the cap is refused with.
+pub fn overlong_words() -> String {
+    format!(
+        "Invalid request: a line longer than {} MiB was skipped; send less in one request",
+        MAX_LINE >> 20
+    )
 }
 
 /// What a message whose members were read is, by the rules above.

@@ -1,21 +1,25 @@
 //! What is kept of a line too long to read: its top-level members that say whether it is a request and
-//! under which id (`jsonrpc`, `id`, `method`, `result`, `error`), as its bytes go by, in a small object
-//! of their own (the skeleton). A session's reader (`lines`) and `ovai mcp` skim the same bytes, and
-//! `jsonrpc::overlong_id` judges the skeleton by the rules of every other line: a client whose request
-//! is over the cap gets its refusal under its id, wherever in the line the id is, rather than waiting.
+//! under which id (`jsonrpc`, `id`, `method`, `result`, `error`), as its bytes go by, in a small
+//! object of their own (the skeleton). A session's reader (`lines`) and `ovai mcp` skim the same
+//! bytes, and `jsonrpc::overlong` judges the skeleton by the rules of every other line: a client whose
+//! request is over the cap gets its refusal under its id, wherever in the line the id is, rather than
+//! waiting. The rest of the line is only followed (strings, nesting), not checked: a line with a
+//! request's shape is answered as one. As for any line, the first value of a member counts, and the
+//! first member given twice decides (looked for among the first `MAX_NAMES`).
 
-/// The members kept; every other one is passed over.
-const KEPT: [&[u8]; 5] = [b"jsonrpc", b"id", b"method", b"result", b"error"];
+/// The members kept, as written.
+const KEPT: [&str; 5] = ["jsonrpc", "id", "method", "result", "error"];
 /// A kept value longer than this is kept as a placeholder of its meaning (ids are at most 1 KiB).
 const MAX_VALUE: usize = 4096;
-/// A member's name longer than this is none of the kept ones.
-const MAX_NAME: usize = 16;
-/// More kept members than this, and the line is not followed further (a message gives each once).
-const MAX_KEPT: usize = 16;
+/// A member's name longer than this (`jsonrpc` with every letter escaped is 42) is not compared.
+const MAX_NAME: usize = 48;
+/// Names past this many members are not compared with those before.
+const MAX_NAMES: usize = 256;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
 enum At {
     /// Before the object opens.
+    #[default]
     Start,
     /// Where a member's name opens; `first` where the object may also close, empty.
     Name { first: bool },
@@ -24,13 +28,14 @@ enum At {
     /// After a name, before its colon.
     Colon,
     /// In a member's value; `depth` counts the arrays and objects open in it.
-    Value { depth: u32 },
+    Value { depth: u64 },
     /// After the object closed: only whitespace may follow.
     Done,
     /// Not an object this can follow: no skeleton.
     Lost,
 }
 
+#[derive(Default)]
 pub struct Skim {
     at: At,
     in_string: bool,
@@ -39,23 +44,16 @@ pub struct Skim {
     /// The kept member whose value is being read, if this one is kept.
     keeping: Option<usize>,
     value: Vec<u8>,
+    /// Whitespace came after the value's last byte (kept as one space if more of the value follows).
+    spaced: bool,
+    /// The kept members, written out: each one's first value.
     skeleton: Vec<u8>,
-    kept: usize,
-}
-
-impl Default for Skim {
-    fn default() -> Self {
-        Self {
-            at: At::Start,
-            in_string: false,
-            escaped: false,
-            name: Vec::new(),
-            keeping: None,
-            value: Vec::new(),
-            skeleton: b"{".to_vec(),
-            kept: 0,
-        }
-    }
+    kept: [bool; KEPT.len()],
+    /// The names read so far (up to `MAX_NAMES`), until one comes twice.
+    names: Vec<String>,
+    members: usize,
+    /// The first name given twice.
+    twice: Option<String>,
 }
 
 /// The skeleton of a whole line (`ovai mcp`, which holds its lines whole).
@@ -115,7 +113,16 @@ impl Skim {
         if self.at != At::Done {
             return None;
         }
-        let mut skeleton = self.skeleton;
+        let mut skeleton = b"{".to_vec();
+        // The first name given twice is given twice here too, first: whichever it is, it decides.
+        if let Some(name) = self.twice {
+            let quoted = serde_json::to_string(&name).ok()?;
+            skeleton.extend_from_slice(format!("{quoted}:0,{quoted}:0").as_bytes());
+            if !self.skeleton.is_empty() {
+                skeleton.push(b',');
+            }
+        }
+        skeleton.extend_from_slice(&self.skeleton);
         skeleton.push(b'}');
         String::from_utf8(skeleton).ok()
     }
@@ -133,8 +140,9 @@ impl Skim {
             }
             (At::Name { first: true }, b'}') => At::Done,
             (At::Colon, b':') => {
-                self.keeping = self.kept_member();
+                self.keeping = self.name_read();
                 self.value.clear();
+                self.spaced = false;
                 At::Value { depth: 0 }
             }
             _ => At::Lost,
@@ -142,7 +150,7 @@ impl Skim {
     }
 
     /// One byte of a member's value, outside any string in it.
-    fn in_value(&mut self, depth: u32, b: u8) -> At {
+    fn in_value(&mut self, depth: u64, b: u8) -> At {
         match b {
             b',' | b'}' if depth == 0 => match (self.member_read(), b) {
                 (false, _) => At::Lost,
@@ -150,7 +158,17 @@ impl Skim {
                 (true, _) => At::Done,
             },
             b']' if depth == 0 => At::Lost,
+            // Around the value: not part of it, but kept as one space between two of its tokens, so
+            // that `1 2` stays what it is.
+            _ if depth == 0 && json_space(b) => {
+                self.spaced = true;
+                At::Value { depth }
+            }
             _ => {
+                if self.spaced && !self.value.is_empty() {
+                    self.take(b" ");
+                }
+                self.spaced = false;
                 self.take(&[b]);
                 match b {
                     b'"' => {
@@ -176,17 +194,19 @@ impl Skim {
     /// String bytes, or any byte of a value: kept where they are the name or a kept value, up to one
     /// byte past its bound (which then says it was longer).
     fn take(&mut self, bytes: &[u8]) {
-        let (kept, bound) = match self.at {
-            At::InName => (&mut self.name, MAX_NAME),
-            At::Value { .. } if self.keeping.is_some() => (&mut self.value, MAX_VALUE),
+        let (kept, bound) = match (self.at, self.keeping) {
+            (At::InName, _) => (&mut self.name, MAX_NAME),
+            (At::Value { .. }, Some(_)) => (&mut self.value, MAX_VALUE),
             _ => return,
         };
         let room = (bound + 1).saturating_sub(kept.len());
         kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
-    /// Which kept member the name just read is (escapes read as a JSON reader reads them).
-    fn kept_member(&self) -> Option<usize> {
+    /// A member's name was read: which kept member it is, if any (escapes read as a JSON reader reads
+    /// them), noting it among the names read for one given twice.
+    fn name_read(&mut self) -> Option<usize> {
+        self.members += 1;
         if self.name.len() > MAX_NAME {
             return None;
         }
@@ -199,7 +219,15 @@ impl Skim {
         } else {
             String::from_utf8(self.name.clone()).ok()?
         };
-        KEPT.iter().position(|k| *k == name.as_bytes())
+        let kept = KEPT.iter().position(|k| *k == name);
+        if self.twice.is_none() && self.members <= MAX_NAMES {
+            if self.names.contains(&name) {
+                self.twice = Some(name);
+            } else {
+                self.names.push(name);
+            }
+        }
+        kept
     }
 
     /// A member's value ended: a kept one goes into the skeleton. False where the line is lost.
@@ -207,24 +235,27 @@ impl Skim {
         let Some(which) = self.keeping.take() else {
             return true;
         };
-        let value = trim_space(&self.value);
-        if value.is_empty() || self.kept == MAX_KEPT {
+        // Nothing between the colon and what ends the value: no JSON. (An unkept value's emptiness is
+        // not seen: the line is answered as if it had one.)
+        if self.value.is_empty() {
             return false;
         }
-        self.kept += 1;
-        if self.kept > 1 {
+        if std::mem::replace(&mut self.kept[which], true) {
+            return true;
+        }
+        if !self.skeleton.is_empty() {
             self.skeleton.push(b',');
         }
         self.skeleton.push(b'"');
-        self.skeleton.extend_from_slice(KEPT[which]);
+        self.skeleton.extend_from_slice(KEPT[which].as_bytes());
         self.skeleton.extend_from_slice(b"\":");
-        if value.len() > MAX_VALUE {
+        if self.value.len() > MAX_VALUE {
             // Too long to be an id this server takes; any value at all for the others, which only
             // decide whether there is an id to answer under.
-            let placeholder: &[u8] = if KEPT[which] == b"id" { b"null" } else { b"0" };
+            let placeholder: &[u8] = if KEPT[which] == "id" { b"null" } else { b"0" };
             self.skeleton.extend_from_slice(placeholder);
         } else {
-            self.skeleton.extend_from_slice(value);
+            self.skeleton.extend_from_slice(&self.value);
         }
         true
     }
@@ -233,18 +264,6 @@ impl Skim {
 /// JSON's whitespace (not the form feed `u8::is_ascii_whitespace` also takes).
 fn json_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
-}
-
-fn trim_space(bytes: &[u8]) -> &[u8] {
-    let start = bytes
-        .iter()
-        .position(|b| !json_space(*b))
-        .unwrap_or(bytes.len());
-    let end = bytes
-        .iter()
-        .rposition(|b| !json_space(*b))
-        .map_or(start, |e| e + 1);
-    &bytes[start..end]
 }
 
 #[cfg(test)]
@@ -267,7 +286,21 @@ mod tests {
         );
         assert_eq!(
             sk(r#" { "id" : "a\"b" , "\u0069d" : [1, 2] , "x":null } "#).as_deref(),
-            Some(r#"{"id":"a\"b","id":[1, 2]}"#)
+            Some(r#"{"id":0,"id":0,"id":"a\"b"}"#)
+        );
+        // Whitespace around a value is none of it, however much of it there is.
+        let spaces = " ".repeat(MAX_VALUE * 2);
+        assert_eq!(
+            sk(&format!(
+                r#"{{"id":{spaces}7{spaces},"method":{spaces}"m"{spaces}}}"#
+            ))
+            .as_deref(),
+            Some(r#"{"id":7,"method":"m"}"#)
+        );
+        // Names with every letter escaped.
+        assert_eq!(
+            sk(r#"{"\u006a\u0073\u006f\u006e\u0072\u0070\u0063":"2.0"}"#).as_deref(),
+            Some(r#"{"jsonrpc":"2.0"}"#)
         );
         assert_eq!(sk("{}").as_deref(), Some("{}"));
     }
@@ -303,6 +336,7 @@ mod tests {
         );
         // Kept as written, for `jsonrpc` to judge: this is no JSON.
         assert_eq!(sk(r#"{"id":1 2}"#).as_deref(), Some(r#"{"id":1 2}"#));
+        assert_eq!(sk(r#"{"id":[1, 2]}"#).as_deref(), Some(r#"{"id":[1, 2]}"#));
     }
 
     #[test]
@@ -321,7 +355,28 @@ mod tests {
         ] {
             assert_eq!(sk(line), None, "{line}");
         }
-        let many: Vec<String> = (0..=MAX_KEPT).map(|n| format!(r#""id":{n}"#)).collect();
-        assert_eq!(sk(&format!("{{{}}}", many.join(","))), None);
+    }
+
+    #[test]
+    fn the_first_name_given_twice_is_given_twice_first() {
+        assert_eq!(
+            sk(r#"{"x":1,"id":1,"x":2,"id":2}"#).as_deref(),
+            Some(r#"{"x":0,"x":0,"id":1}"#)
+        );
+        assert_eq!(
+            sk(r#"{"id":1,"x":1,"id":2,"x":2}"#).as_deref(),
+            Some(r#"{"id":0,"id":0,"id":1}"#)
+        );
+        let many: Vec<&str> = (0..20).map(|_| r#""jsonrpc":"2.0""#).collect();
+        assert_eq!(
+            sk(&format!(r#"{{{},"id":7,"method":"ping"}}"#, many.join(","))).as_deref(),
+            Some(r#"{"jsonrpc":0,"jsonrpc":0,"jsonrpc":"2.0","id":7,"method":"ping"}"#)
+        );
+        // Past the first `MAX_NAMES` members, names are not compared.
+        let many: Vec<String> = (0..MAX_NAMES).map(|n| format!(r#""m{n}":0"#)).collect();
+        assert_eq!(
+            sk(&format!(r#"{{{},"id":7,"id":8}}"#, many.join(","))).as_deref(),
+            Some(r#"{"id":7}"#)
+        );
     }
 }

@@ -27,6 +27,8 @@ use crate::instance::{self, Instance};
 use crate::jsonrpc::{self, MAX_LINE, Read as Message};
 use crate::sync::lock;
 
+/// The room kept for the client's lines that arrive together.
+const BATCH_ROOM: usize = 64 * 1024;
 /// How long the bridge waits for the daemon's welcome: a daemon still loading many plugins answers late.
 const WELCOME_PATIENCE: Duration = Duration::from_secs(60);
 /// How long the bridge waits for a daemon to come back (`OVAI_RECONNECT_SECONDS` overrides it).
@@ -414,7 +416,7 @@ impl Bridge {
         let stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
         let mut input = BufReader::with_capacity(64 * 1024, Blocking(&stdin));
         // The lines that arrived together, one after another, and where each ends.
-        let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
+        let mut batch: Vec<u8> = Vec::with_capacity(BATCH_ROOM);
         let mut ends: Vec<usize> = Vec::new();
         loop {
             match input.read_until(b'\n', &mut batch) {
@@ -444,6 +446,12 @@ impl Bridge {
             }
             batch.clear();
             ends.clear();
+            // A line of megabytes (one over the daemon's cap is relayed whole all the same) leaves its
+            // room behind: given back, not kept for the small lines that follow.
+            if batch.capacity() > BATCH_ROOM {
+                batch = Vec::with_capacity(BATCH_ROOM);
+                crate::memory::give_back();
+            }
         }
         let finished = {
             let mut s = lock(&self.session);
@@ -805,9 +813,13 @@ fn read_request(line: &[u8]) -> Option<Noted> {
     // Over the cap as the daemon's reader counts it (a `\r` before the newline with it), the line is
     // skipped there, and refused under the id its skeleton gives, if any.
     if body.len() > MAX_LINE {
-        let id = jsonrpc::overlong_id(crate::skim::skeleton(body).as_deref())?;
+        let jsonrpc::Overlong::Under(id) =
+            jsonrpc::overlong(crate::skim::skeleton(body).as_deref())
+        else {
+            return None;
+        };
         return Some(Noted {
-            method: "request".into(),
+            method: OVERLONG.into(),
             key: Some(jsonrpc::key_of(&id)),
             revision: Revision::Known(false),
             cancels: None,
@@ -898,11 +910,20 @@ fn response_id(line: &[u8]) -> Option<&[u8]> {
         .then_some(&rest[..end])
 }
 
+/// What a request over the line cap is noted as: the daemon refuses it unread, and so does the bridge
+/// should the daemon go away first.
+const OVERLONG: &str = "(a line over the cap)";
+
 /// The answer to a request the daemon took with it when it went away, in the shape of the revision the
 /// request was sent under.
 fn interrupted_answer(id: &str, p: &Pending) -> Value {
     let id = parse_id(id);
-    if p.method == "tools/call" {
+    if p.method == OVERLONG {
+        json!({ "jsonrpc": "2.0", "id": id, "error": {
+            "code": jsonrpc::INVALID_REQUEST,
+            "message": jsonrpc::overlong_words(),
+        }})
+    } else if p.method == "tools/call" {
         let mut result = json!({
             "content": [{ "type": "text", "text": "The ovai server went away (it was stopped or it crashed) while this call was in flight, so it has no answer; nothing was retried. Call it again if it is still wanted." }],
             "isError": true
@@ -914,7 +935,10 @@ fn interrupted_answer(id: &str, p: &Pending) -> Value {
     } else {
         json!({ "jsonrpc": "2.0", "id": id, "error": {
             "code": -32000,
-            "message": format!("The ovai server went away (it was stopped or it crashed) while this {} request was in flight; send it again.", p.method)
+            "message": format!(
+                "The ovai server went away (it was stopped or it crashed) while this {} was in flight; send it again.",
+                if p.method == "request" { "request".to_string() } else { format!("{} request", p.method) }
+            )
         }})
     }
 }
@@ -1101,6 +1125,42 @@ mod tests {
             assert!(matches!(noted.revision, Revision::Known(_)));
             assert_eq!(noted.revision.is_modern(), modern, "{version}");
         }
+    }
+
+    #[test]
+    fn a_request_over_the_cap_is_refused_as_the_daemon_refuses_it() {
+        let over = |head: &str, tail: &str| {
+            let mut line = head.as_bytes().to_vec();
+            line.resize(MAX_LINE + 1, b'x');
+            line.extend_from_slice(tail.as_bytes());
+            line
+        };
+        let line = over(
+            r#"{"jsonrpc":"2.0","method":"ping","params":{"pad":""#,
+            r#""},"id":"last"}"#,
+        );
+        let noted = read_request(&line).unwrap();
+        assert_eq!(noted.key.as_deref(), Some(r#""last""#));
+        let answer = interrupted_answer(r#""last""#, &Pending::new(noted.method, noted.revision));
+        assert_eq!(answer["id"], "last");
+        assert_eq!(answer["error"]["code"], jsonrpc::INVALID_REQUEST);
+        assert_eq!(answer["error"]["message"], jsonrpc::overlong_words());
+        // A notification over the cap is not waited for; the daemon does not answer it either.
+        let line = over(
+            r#"{"jsonrpc":"2.0","method":"x/y","params":{"pad":""#,
+            r#""}}"#,
+        );
+        assert!(read_request(&line).is_none());
+        // A line refused at once is named once in the answer a daemon going away leaves to the bridge.
+        let noted = read_request(br#"{"jsonrpc":"1.0","id":5,"method":"ping"}"#).unwrap();
+        let answer = interrupted_answer("5", &Pending::new(noted.method, noted.revision));
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("while this request was in flight"),
+            "{answer}"
+        );
     }
 
     #[test]

@@ -153,9 +153,16 @@ fn lines() -> Vec<(u64, Vec<u8>)> {
         r#"{"jsonrpc":"2.0","id":N 1,"method":"ping","params":{"pad":"PAD"}}"#,
         r#"{"jsonrpc":"2.0","id":N,"method":"ping","params":{"pad":"PAD"}"#,
         r#"["PAD",{"jsonrpc":"2.0","id":N,"method":"ping"}]"#,
+        r#"{"jsonrpc":"2.0","id":SPN,"method":SP"ping"SP,"params":{"pad":"PAD"}}"#,
+        r#"{"jsonrpc":"2.0","id":N,"\u0072\u0065\u0073\u0075\u006c\u0074":{"pad":"PAD"}}"#,
+        r#"{"x":1,"id":N,"x":2,"id":N,"method":"ping","params":{"pad":"PAD"}}"#,
+        r#"{"id":N,"x":1,"id":N,"x":2,"method":"ping","params":{"pad":"PAD"}}"#,
+        r#"{JSONRPC,"id":N,"method":"ping","params":{"pad":"PAD"}}"#,
     ] {
         next(&|n| {
             long.replace('N', &n.to_string())
+                .replace("SP", &" ".repeat(5000))
+                .replace("JSONRPC", &[r#""jsonrpc":"2.0""#; 20].join(","))
                 .replace("PAD", &pad)
                 .into_bytes()
         });

@@ -219,6 +219,39 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
             "{e}"
         );
     }
+    // A notification over the cap is not answered, as no notification is.
+    raw(
+        &mut s,
+        format!(r#"{{"jsonrpc":"2.0","method":"notifications/x","params":{{"pad":"{pad}"}}}}"#)
+            .as_bytes(),
+    );
+    raw(
+        &mut s,
+        b"\n{\"jsonrpc\":\"2.0\",\"id\":\"after\",\"method\":\"ping\"}\n",
+    );
+    let next = s.recv_where(|m| m["id"] == "after" || m["id"].is_null());
+    assert_eq!(next["id"], "after", "{next}");
+    // The bridge gives back the room a line of 64 MiB took once it has gone on to the next.
+    let mut long = br#"{"jsonrpc":"2.0","id":"big","method":"ping","params":{"pad":""#.to_vec();
+    long.resize(64 << 20, b'x');
+    long.extend(b"\"}}\n");
+    raw(&mut s, &long);
+    error_for(&mut s, json!("big"));
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"id\":\"after-big\",\"method\":\"ping\"}\n",
+    );
+    s.recv_where(|m| m["id"] == "after-big");
+    let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id())).unwrap();
+    let rss: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
+        .unwrap();
+    assert!(
+        rss < 32 * 1024,
+        "ovai mcp holds {rss} kB after a 64 MiB line"
+    );
 
     // A request but a call past 1 MiB is refused under its id, unread; a call that long is read.
     let mut long = br#"{"jsonrpc":"2.0","id":702,"method":"tools/list","params":{"pad":""#.to_vec();
