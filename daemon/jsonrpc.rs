@@ -179,12 +179,18 @@ pub fn overlong(skeleton: Option<&str>) -> Overlong {
     }
 }
 
-/// What a line over the cap is refused with.
-pub fn overlong_words() -> String {
-    format!(
+/// The answer to a line over the cap (none for a notification or a response), as the daemon and
+/// `ovai mcp` both give it.
+pub fn overlong_answer(skeleton: Option<&str>) -> Option<Vec<u8>> {
+    let words = format!(
         "Invalid request: a line longer than {} MiB was skipped; send less in one request",
         MAX_LINE >> 20
-    )
+    );
+    match overlong(skeleton) {
+        Overlong::Under(id) => Some(error_under(&id, INVALID_REQUEST, &words)),
+        Overlong::Null => Some(error(&Value::Null, INVALID_REQUEST, &words)),
+        Overlong::Unanswered => None,
+    }
 }
 
 /// What a message whose members were read is, by the rules above.

@@ -42,6 +42,7 @@ const REPLAY_ID: &str = "ovai-bridge-replay";
 
 pub fn run() -> i32 {
     relay_in_batches();
+    own_mappings();
     let target = match Target::from_env() {
         Ok(t) => t,
         Err(sentence) => return fail(&sentence),
@@ -49,6 +50,17 @@ pub fn run() -> i32 {
     match target.connect_patiently() {
         Ok(link) => Bridge::new(target).relay(link),
         Err(e) => fail(&e.to_string()),
+    }
+}
+
+/// Every allocation of a megabyte or more (a client's long line) is a mapping of its own, unmapped when
+/// it is dropped. glibc otherwise raises that bound to the largest block freed, and the next long line
+/// lands in a thread's heap, whose free top it keeps (24 MB held for good after three lines of 15 MiB).
+fn own_mappings() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets the allocator's parameters; no other thread has started yet.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
 }
 
@@ -419,38 +431,35 @@ impl Bridge {
         let mut batch: Vec<u8> = Vec::with_capacity(BATCH_ROOM);
         let mut ends: Vec<usize> = Vec::new();
         loop {
-            match input.read_until(b'\n', &mut batch) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => ends.push(batch.len()),
-            }
-            if has_line(input.buffer()) {
+            let over = match read_capped(&mut input, &mut batch) {
+                Ok(Got::End) | Err(_) => break,
+                Ok(Got::Line) => {
+                    ends.push(batch.len());
+                    None
+                }
+                Ok(Got::Over(skeleton)) => Some(skeleton),
+            };
+            if over.is_none() && has_line(input.buffer()) {
                 continue;
             }
-            // Everything that arrived together goes on in one write. Noting the requests and choosing
-            // between sending and queueing happen under the upstream lock, as `reconnect` drains what is
-            // pending under it: a request is either in flight on the old daemon or queued for the next.
-            let mut up = lock(&self.upstream);
-            for line in lines_of(&batch, &ends) {
-                self.note_request(line);
-            }
-            match up.stream.as_mut() {
-                // A failed write means the daemon just went: what it may have read it may have run, so
-                // these stay in flight and are answered as interrupted, never sent to the next daemon.
-                Some(s) => {
-                    let _ = s.write_all(&batch);
-                }
-                // No daemon now: kept for the next one, which is the first to see them.
-                None => up
-                    .queued
-                    .extend(lines_of(&batch, &ends).map(<[u8]>::to_vec)),
+            if !batch.is_empty() {
+                self.send_on(&batch, &ends);
             }
             batch.clear();
             ends.clear();
-            // A line of megabytes (one over the daemon's cap is relayed whole all the same) leaves its
-            // room behind: given back, not kept for the small lines that follow.
+            // A line of megabytes leaves its room behind: given back (`own_mappings`), not kept for
+            // the small lines that follow.
             if batch.capacity() > BATCH_ROOM {
                 batch = Vec::with_capacity(BATCH_ROOM);
-                crate::memory::give_back();
+            }
+            // A line over the daemon's cap is answered here as the daemon answers one, rather than
+            // held whole and sent on to be skipped there.
+            if let Some(answer) =
+                over.and_then(|skeleton| jsonrpc::overlong_answer(skeleton.as_deref()))
+            {
+                // SAFETY: fd 1 is this process's stdout for its whole life; ManuallyDrop keeps it open.
+                let mut stdout = ManuallyDrop::new(unsafe { File::from_raw_fd(1) });
+                self.write_out(&mut stdout, &[answer.as_slice(), b"\n"].concat());
             }
         }
         let finished = {
@@ -466,6 +475,25 @@ impl Bridge {
             close_writing(up);
         }
         self.exit_once_unread();
+    }
+
+    /// Sends the lines that arrived together on in one write. Noting the requests and choosing between
+    /// sending and queueing happen under the upstream lock, as `reconnect` drains what is pending under
+    /// it: a request is either in flight on the old daemon or queued for the next.
+    fn send_on(&self, batch: &[u8], ends: &[usize]) {
+        let mut up = lock(&self.upstream);
+        for line in lines_of(batch, ends) {
+            self.note_request(line);
+        }
+        match up.stream.as_mut() {
+            // A failed write means the daemon just went: what it may have read it may have run, so
+            // these stay in flight and are answered as interrupted, never sent to the next daemon.
+            Some(s) => {
+                let _ = s.write_all(batch);
+            }
+            // No daemon now: kept for the next one, which is the first to see them.
+            None => up.queued.extend(lines_of(batch, ends).map(<[u8]>::to_vec)),
+        }
     }
 
     /// With its input ended and answers still owed, a client may still be reading them (a pipe of
@@ -800,9 +828,17 @@ impl Write for Blocking<'_> {
     }
 }
 
-/// The id the bridge waits for an answer under after the client sent `line` (its key, as the daemon's
-/// answer writes it), if any: what `tests/bridge_rules.rs` holds against what a daemon answers.
-pub fn waits_for(line: &[u8]) -> Option<String> {
+/// The id the client gets an answer under after sending `line` (its key, as the answer writes it), if
+/// any: waited for from the daemon, or for a line over the cap given by the bridge itself. What
+/// `tests/bridge_rules.rs` holds against what a daemon answers.
+pub fn answered_under(line: &[u8]) -> Option<String> {
+    let body = line.strip_suffix(b"\n").unwrap_or(line);
+    if body.len() > MAX_LINE {
+        return match jsonrpc::overlong(crate::skim::skeleton(body).as_deref()) {
+            jsonrpc::Overlong::Under(id) => Some(jsonrpc::key_of(&id)),
+            _ => None,
+        };
+    }
     read_request(line)?.key
 }
 
@@ -810,20 +846,10 @@ pub fn waits_for(line: &[u8]) -> Option<String> {
 /// does not wait on (one the daemon answers at once, with `id: null`, or cannot read at all; a response).
 fn read_request(line: &[u8]) -> Option<Noted> {
     let body = line.strip_suffix(b"\n").unwrap_or(line);
-    // Over the cap as the daemon's reader counts it (a `\r` before the newline with it), the line is
-    // skipped there, and refused under the id its skeleton gives, if any.
+    // Over the cap (as the daemon's reader counts it, a `\r` before the newline with it), a line is
+    // answered by the bridge itself (`read_capped`), never sent on.
     if body.len() > MAX_LINE {
-        let jsonrpc::Overlong::Under(id) =
-            jsonrpc::overlong(crate::skim::skeleton(body).as_deref())
-        else {
-            return None;
-        };
-        return Some(Noted {
-            method: OVERLONG.into(),
-            key: Some(jsonrpc::key_of(&id)),
-            revision: Revision::Known(false),
-            cancels: None,
-        });
+        return None;
     }
     let body = body.strip_suffix(b"\r").unwrap_or(body);
     let text = jsonrpc::mended(std::str::from_utf8(body).ok()?);
@@ -888,6 +914,53 @@ fn lines_of<'a>(batch: &'a [u8], ends: &'a [usize]) -> impl Iterator<Item = &'a 
         .map(move |(from, to)| &batch[from..to])
 }
 
+/// What `read_capped` read.
+enum Got {
+    /// A line, appended to the batch (with its newline, unless input ended before one).
+    Line,
+    /// A line over the daemon's cap, dropped as it came, and its skeleton (`skim`).
+    Over(Option<String>),
+    /// The end of input.
+    End,
+}
+
+/// The client's next line into `batch`, counted as the daemon's reader counts it (a `\r` before the
+/// newline with it); one over the cap is skimmed and dropped as it comes, so a line that never ends
+/// costs the bridge no memory.
+fn read_capped(input: &mut impl BufRead, batch: &mut Vec<u8>) -> std::io::Result<Got> {
+    let start = batch.len();
+    let mut skim: Option<crate::skim::Skim> = None;
+    loop {
+        let buf = input.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(match skim {
+                Some(skim) => Got::Over(skim.finish()),
+                None if batch.len() > start => Got::Line,
+                None => Got::End,
+            });
+        }
+        let newline = memchr::memchr(b'\n', buf);
+        let upto = newline.unwrap_or(buf.len());
+        if skim.is_none() && batch.len() - start + upto > MAX_LINE {
+            let mut s = crate::skim::Skim::default();
+            s.feed(&batch[start..]);
+            batch.truncate(start);
+            skim = Some(s);
+        }
+        match &mut skim {
+            Some(s) => s.feed(&buf[..upto]),
+            None => batch.extend_from_slice(&buf[..newline.map_or(upto, |at| at + 1)]),
+        }
+        input.consume(newline.map_or(upto, |at| at + 1));
+        if newline.is_some() {
+            return Ok(match skim {
+                Some(skim) => Got::Over(skim.finish()),
+                None => Got::Line,
+            });
+        }
+    }
+}
+
 /// Whether a whole line is already buffered (so reading it will not wait).
 fn has_line(buffered: &[u8]) -> bool {
     buffered.contains(&b'\n')
@@ -910,20 +983,11 @@ fn response_id(line: &[u8]) -> Option<&[u8]> {
         .then_some(&rest[..end])
 }
 
-/// What a request over the line cap is noted as: the daemon refuses it unread, and so does the bridge
-/// should the daemon go away first.
-const OVERLONG: &str = "(a line over the cap)";
-
 /// The answer to a request the daemon took with it when it went away, in the shape of the revision the
 /// request was sent under.
 fn interrupted_answer(id: &str, p: &Pending) -> Value {
     let id = parse_id(id);
-    if p.method == OVERLONG {
-        json!({ "jsonrpc": "2.0", "id": id, "error": {
-            "code": jsonrpc::INVALID_REQUEST,
-            "message": jsonrpc::overlong_words(),
-        }})
-    } else if p.method == "tools/call" {
+    if p.method == "tools/call" {
         let mut result = json!({
             "content": [{ "type": "text", "text": "The ovai server went away (it was stopped or it crashed) while this call was in flight, so it has no answer; nothing was retried. Call it again if it is still wanted." }],
             "isError": true
@@ -1128,7 +1192,7 @@ mod tests {
     }
 
     #[test]
-    fn a_request_over_the_cap_is_refused_as_the_daemon_refuses_it() {
+    fn a_line_over_the_cap_is_answered_by_the_bridge_as_the_daemon_answers_it() {
         let over = |head: &str, tail: &str| {
             let mut line = head.as_bytes().to_vec();
             line.resize(MAX_LINE + 1, b'x');
@@ -1139,18 +1203,27 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":"ping","params":{"pad":""#,
             r#""},"id":"last"}"#,
         );
-        let noted = read_request(&line).unwrap();
-        assert_eq!(noted.key.as_deref(), Some(r#""last""#));
-        let answer = interrupted_answer(r#""last""#, &Pending::new(noted.method, noted.revision));
+        assert!(read_request(&line).is_none());
+        assert_eq!(answered_under(&line).as_deref(), Some(r#""last""#));
+        let mut input = std::io::Cursor::new([line.as_slice(), b"\r\n{}\n"].concat());
+        let mut batch = Vec::new();
+        let Ok(Got::Over(skeleton)) = read_capped(&mut input, &mut batch) else {
+            panic!("not read as over the cap");
+        };
+        assert!(batch.is_empty());
+        let answer: Value =
+            serde_json::from_slice(&jsonrpc::overlong_answer(skeleton.as_deref()).unwrap())
+                .unwrap();
         assert_eq!(answer["id"], "last");
         assert_eq!(answer["error"]["code"], jsonrpc::INVALID_REQUEST);
-        assert_eq!(answer["error"]["message"], jsonrpc::overlong_words());
-        // A notification over the cap is not waited for; the daemon does not answer it either.
+        assert!(matches!(read_capped(&mut input, &mut batch), Ok(Got::Line)));
+        assert_eq!(batch, b"{}\n");
+        // A notification over the cap is answered by nobody.
         let line = over(
             r#"{"jsonrpc":"2.0","method":"x/y","params":{"pad":""#,
             r#""}}"#,
         );
-        assert!(read_request(&line).is_none());
+        assert_eq!(answered_under(&line), None);
         // A line refused at once is named once in the answer a daemon going away leaves to the bridge.
         let noted = read_request(br#"{"jsonrpc":"1.0","id":5,"method":"ping"}"#).unwrap();
         let answer = interrupted_answer("5", &Pending::new(noted.method, noted.revision));

@@ -1,7 +1,7 @@
 //! The bridge waits for an answer under an id exactly when the daemon sends one: the same generated lines
 //! (ids of every kind and spelling, members given twice or missing, every order of the members, params of
 //! every shape, nesting past any parser's limit, half surrogate pairs, bytes that are not UTF-8) go to a
-//! real daemon's socket and through what `ovai mcp` notes (`stdio_bridge::waits_for`). A bridge that waits
+//! real daemon's socket and through what `ovai mcp` notes (`stdio_bridge::answered_under`). A bridge that waits
 //! for an answer the daemon never sends leaves its client waiting for ever when the daemon goes away; one
 //! that does not wait for one the daemon sends answers nothing for it then.
 
@@ -227,7 +227,7 @@ fn the_bridge_waits_for_an_answer_exactly_when_the_daemon_sends_one() {
     // The number each line carries, and the key the bridge waits for after it.
     let waits: HashMap<u64, Option<String>> = lines
         .iter()
-        .map(|(n, l)| (*n, ovai::stdio_bridge::waits_for(l)))
+        .map(|(n, l)| (*n, ovai::stdio_bridge::answered_under(l)))
         .collect();
     let mut answered: HashMap<u64, Vec<String>> = HashMap::new();
     let mut read_until =

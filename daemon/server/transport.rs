@@ -44,8 +44,7 @@ use super::params::{self, INLINE};
 use super::session::SeatService;
 use super::traces::{self, RequestSpan};
 use crate::jsonrpc::{
-    self, INVALID_PARAMS, INVALID_REQUEST, MAX_LINE, METHOD_NOT_FOUND, Overlong, PARSE_ERROR,
-    Read as Message,
+    self, INVALID_PARAMS, INVALID_REQUEST, MAX_LINE, METHOD_NOT_FOUND, PARSE_ERROR, Read as Message,
 };
 use crate::lines::{CappedLines, Line, Outbox};
 use crate::sync::lock;
@@ -268,16 +267,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             let line = match self.lines.next().await {
                 Some(Ok(Line::Text(line))) => line,
                 Some(Ok(Line::TooLong(skeleton))) => {
-                    let words = jsonrpc::overlong_words();
-                    let answer = match jsonrpc::overlong(skeleton.as_deref()) {
-                        Overlong::Under(id) => jsonrpc::error_under(&id, INVALID_REQUEST, &words),
-                        Overlong::Null => jsonrpc::error(&Value::Null, INVALID_REQUEST, &words),
-                        Overlong::Unanswered => {
-                            tracing::debug!(
-                                "a notification or response over the line cap was skipped"
-                            );
-                            continue;
-                        }
+                    let Some(answer) = jsonrpc::overlong_answer(skeleton.as_deref()) else {
+                        tracing::debug!("a notification or response over the line cap was skipped");
+                        continue;
                     };
                     let _ = self.queue_line(answer);
                     return LineRead::Answered;
