@@ -931,7 +931,11 @@ fn read_capped(input: &mut impl BufRead, batch: &mut Vec<u8>) -> std::io::Result
     let start = batch.len();
     let mut skim: Option<crate::skim::Skim> = None;
     loop {
-        let buf = input.fill_buf()?;
+        let buf = match input.fill_buf() {
+            // A signal's handler ran: read again, as `read_until` does.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => other?,
+        };
         if buf.is_empty() {
             return Ok(match skim {
                 Some(skim) => Got::Over(skim.finish()),
