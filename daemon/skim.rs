@@ -210,21 +210,21 @@ impl Skim {
         if self.name.len() > MAX_NAME {
             return None;
         }
-        let name: String = if self.name.contains(&b'\\') {
+        let name: std::borrow::Cow<str> = if self.name.contains(&b'\\') {
             let mut quoted = Vec::with_capacity(self.name.len() + 2);
             quoted.push(b'"');
             quoted.extend_from_slice(&self.name);
             quoted.push(b'"');
-            serde_json::from_slice(&quoted).ok()?
+            serde_json::from_slice::<String>(&quoted).ok()?.into()
         } else {
-            String::from_utf8(self.name.clone()).ok()?
+            std::str::from_utf8(&self.name).ok()?.into()
         };
         let kept = KEPT.iter().position(|k| *k == name);
         if self.twice.is_none() && self.members <= MAX_NAMES {
-            if self.names.contains(&name) {
-                self.twice = Some(name);
+            if self.names.iter().any(|n| *n == name) {
+                self.twice = Some(name.into_owned());
             } else {
-                self.names.push(name);
+                self.names.push(name.into_owned());
             }
         }
         kept
