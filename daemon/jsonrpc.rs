@@ -160,21 +160,33 @@ pub fn read_within<'a, S: Visitor<'a> + Copy>(
 
 /// How a line over the cap is answered, judged from its skeleton (`skim`) by the rules of every other
 /// line: under the id of a request (or of one refused for another reason, where this server takes it);
-/// with `id: null` when it is no message at all; not at all when it is a notification or a response.
+/// with the id echoed as written (`null` when it has none, or is no JSON object) where it cannot be
+/// taken; not at all when it is a notification, a response or blank.
 pub enum Overlong {
     Under(NumberOrString),
-    Null,
+    Echoed(String),
     Unanswered,
 }
 
 pub fn overlong(skeleton: Option<&str>) -> Overlong {
     let Some(skeleton) = skeleton else {
-        return Overlong::Null;
+        return Overlong::Echoed("null".into());
     };
+    if skeleton.is_empty() {
+        return Overlong::Unanswered;
+    }
     match read(&mended(skeleton), "line") {
         Read::Request(r) => Overlong::Under(r.id),
         Read::Bad(_, Some(id)) => Overlong::Under(id),
-        Read::Bad(Some(_), None) => Overlong::Null,
+        Read::Bad(Some(answer), None) => {
+            #[derive(serde::Deserialize)]
+            struct Answered<'a> {
+                #[serde(borrow)]
+                id: &'a RawValue,
+            }
+            let raw = serde_json::from_slice::<Answered>(&answer).map(|a| a.id.get().to_string());
+            Overlong::Echoed(raw.unwrap_or_else(|_| "null".into()))
+        }
         Read::Bad(None, None) | Read::Notification(_) | Read::Response(_) => Overlong::Unanswered,
     }
 }
@@ -188,7 +200,7 @@ pub fn overlong_answer(skeleton: Option<&str>) -> Option<Vec<u8>> {
     );
     match overlong(skeleton) {
         Overlong::Under(id) => Some(error_under(&id, INVALID_REQUEST, &words)),
-        Overlong::Null => Some(error(&Value::Null, INVALID_REQUEST, &words)),
+        Overlong::Echoed(raw) => Some(error_raw_id(&raw, INVALID_REQUEST, &words)),
         Overlong::Unanswered => None,
     }
 }
@@ -564,6 +576,90 @@ mod tests {
         match read(&mended(line), "line") {
             Read::Request(r) => Some(r.key()),
             _ => None,
+        }
+    }
+
+    #[test]
+    fn a_line_over_the_cap_is_answered_as_its_skeleton_reads() {
+        let answered = |skeleton: Option<&str>| {
+            overlong_answer(skeleton)
+                .map(|a| serde_json::from_slice::<Value>(&a).unwrap()["id"].clone())
+        };
+        assert_eq!(
+            answered(Some(r#"{"jsonrpc":"2.0","method":"ping","id":7}"#)),
+            Some(json(7))
+        );
+        assert_eq!(
+            answered(Some(r#"{"id":0,"id":0,"id":7,"method":"ping"}"#)),
+            Some(Value::Null)
+        );
+        // An id this server cannot take comes back as written, as it does for any line.
+        let raw =
+            |skeleton: &str| String::from_utf8(overlong_answer(Some(skeleton)).unwrap()).unwrap();
+        assert!(raw(r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#).contains(r#""id":1.5,"#));
+        assert!(
+            raw(r#"{"jsonrpc":"2.0","id":99999999999999999999,"method":"ping"}"#)
+                .contains(r#""id":99999999999999999999,"#)
+        );
+        // No object at all: null; a notification, a response or a blank line: no answer.
+        assert_eq!(answered(None), Some(Value::Null));
+        assert_eq!(answered(Some(r#"{"jsonrpc":"2.0","method":"x/y"}"#)), None);
+        assert_eq!(
+            answered(Some(r#"{"jsonrpc":"2.0","id":7,"result":0}"#)),
+            None
+        );
+        assert_eq!(answered(Some("")), None);
+    }
+
+    #[test]
+    fn a_line_over_the_cap_is_answered_under_the_id_it_would_be_under_the_cap() {
+        // The id an answer carries, as written; `None` for no answer.
+        let id_of = |answer: Option<Vec<u8>>| {
+            answer.map(|a| {
+                let v: std::collections::HashMap<String, Box<RawValue>> =
+                    serde_json::from_slice(&a).unwrap();
+                v["id"].get().to_string()
+            })
+        };
+        let under = |line: &str| match read(&mended(line), "line") {
+            Read::Request(r) => Some(r.key()),
+            Read::Bad(answer, _) => id_of(answer),
+            Read::Notification(_) | Read::Response(_) => None,
+        };
+        let members: Vec<String> = (0..300).map(|n| format!(r#""m{n}":0"#)).collect();
+        let shapes = [
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"a":["PAD"]},"id":7}"#.to_string(),
+            r#"{"x":1,"x":2,"jsonrpc":"2.0","id":7,"id":8,"method":"ping","params":"PAD"}"#.into(),
+            r#"{"x":1,"x":2,"jsonrpc":"2.0","id":7,"result":1,"result":"PAD"}"#.into(),
+            r#"{"params":1,"jsonrpc":"2.0","id":7,"params":"PAD","method":"ping"}"#.into(),
+            format!(
+                r#"{{{},"jsonrpc":"2.0","id":7,"id":8,"method":"ping","p":"PAD"}}"#,
+                members.join(",")
+            ),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":"{}","method":"ping","p":"PAD"}}"#,
+                "\\u0061".repeat(700)
+            ),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":7.{},"method":"ping","p":"PAD"}}"#,
+                "0".repeat(5000)
+            ),
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"ping","p":"PAD"}"#.into(),
+            r#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping","p":"PAD"}"#.into(),
+            r#"{"jsonrpc":"1.0","\u0069d":7,"method":5,"p":"PAD"}"#.into(),
+            r#"{"jsonrpc":"2.0","method":"x/y","params":"PAD"}"#.into(),
+            r#"{"jsonrpc":"2.0","id":7,"\u0072\u0065\u0073\u0075\u006c\u0074":"PAD"}"#.into(),
+            r#"["PAD"]"#.into(),
+        ];
+        for shape in shapes {
+            let line = shape.replace("PAD", "x");
+            let skeleton = crate::skim::skeleton(line.as_bytes());
+            assert_eq!(
+                id_of(overlong_answer(skeleton.as_deref())),
+                under(&line),
+                "{}",
+                clip(&line)
+            );
         }
     }
 

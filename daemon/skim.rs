@@ -3,18 +3,18 @@
 //! object of their own (the skeleton). A session's reader (`lines`) and `ovai mcp` skim the same
 //! bytes, and `jsonrpc::overlong` judges the skeleton by the rules of every other line: a client whose
 //! request is over the cap gets its refusal under its id, wherever in the line the id is, rather than
-//! waiting. The rest of the line is only followed (strings, nesting), not checked: a line with a
-//! request's shape is answered as one. As for any line, the first value of a member counts, and the
-//! first member given twice decides (looked for among the first `MAX_NAMES`).
+//! waiting. As for any line, a member's first value counts, and the first of the envelope's members
+//! given twice decides. The rest of the line is only followed (strings, nesting), not checked: a line
+//! with a request's shape is answered as one.
 
-/// The members kept, as written.
-const KEPT: [&str; 5] = ["jsonrpc", "id", "method", "result", "error"];
-/// A kept value longer than this is kept as a placeholder of its meaning (ids are at most 1 KiB).
-const MAX_VALUE: usize = 4096;
-/// A member's name longer than this (`jsonrpc` with every letter escaped is 42) is not compared.
+/// The envelope's members, as `jsonrpc::read` reads them; all but `params` are kept as written.
+const ENVELOPE: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
+const PARAMS: usize = 3;
+/// A kept value longer than this is kept as a placeholder of its meaning: an id of 1 KiB, every
+/// character of it escaped, fits.
+const MAX_VALUE: usize = 16 * 1024;
+/// A member's name longer than this (`jsonrpc` with every letter escaped is 42) is none of them.
 const MAX_NAME: usize = 48;
-/// Names past this many members are not compared with those before.
-const MAX_NAMES: usize = 256;
 
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
 enum At {
@@ -41,19 +41,16 @@ pub struct Skim {
     in_string: bool,
     escaped: bool,
     name: Vec<u8>,
-    /// The kept member whose value is being read, if this one is kept.
-    keeping: Option<usize>,
+    /// The envelope's member whose value is being read, if this one is, and whether for the first time.
+    keeping: Option<(usize, bool)>,
     value: Vec<u8>,
     /// Whitespace came after the value's last byte (kept as one space if more of the value follows).
     spaced: bool,
     /// The kept members, written out: each one's first value.
     skeleton: Vec<u8>,
-    kept: [bool; KEPT.len()],
-    /// The names read so far (up to `MAX_NAMES`), until one comes twice.
-    names: Vec<String>,
-    members: usize,
-    /// The first name given twice.
-    twice: Option<String>,
+    /// The envelope's members read so far, and the first given twice.
+    seen: [bool; ENVELOPE.len()],
+    twice: Option<usize>,
 }
 
 /// The skeleton of a whole line (`ovai mcp`, which holds its lines whole).
@@ -108,16 +105,18 @@ impl Skim {
         }
     }
 
-    /// The skeleton: the kept members as a JSON object, or `None` for a line that is not one object.
+    /// The skeleton: the kept members as a JSON object; empty for a line of whitespace (no message, as
+    /// any blank line); `None` for a line that is not one object.
     pub fn finish(self) -> Option<String> {
-        if self.at != At::Done {
-            return None;
+        match self.at {
+            At::Done => {}
+            At::Start => return Some(String::new()),
+            _ => return None,
         }
         let mut skeleton = b"{".to_vec();
-        // The first name given twice is given twice here too, first: whichever it is, it decides.
-        if let Some(name) = self.twice {
-            let quoted = serde_json::to_string(&name).ok()?;
-            skeleton.extend_from_slice(format!("{quoted}:0,{quoted}:0").as_bytes());
+        // The first member given twice is given twice here too, first: it decides.
+        if let Some(which) = self.twice {
+            skeleton.extend_from_slice(format!("\"{0}\":0,\"{0}\":0", ENVELOPE[which]).as_bytes());
             if !self.skeleton.is_empty() {
                 skeleton.push(b',');
             }
@@ -196,17 +195,16 @@ impl Skim {
     fn take(&mut self, bytes: &[u8]) {
         let (kept, bound) = match (self.at, self.keeping) {
             (At::InName, _) => (&mut self.name, MAX_NAME),
-            (At::Value { .. }, Some(_)) => (&mut self.value, MAX_VALUE),
+            (At::Value { .. }, Some((which, _))) if which != PARAMS => (&mut self.value, MAX_VALUE),
             _ => return,
         };
         let room = (bound + 1).saturating_sub(kept.len());
         kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
-    /// A member's name was read: which kept member it is, if any (escapes read as a JSON reader reads
-    /// them), noting it among the names read for one given twice.
-    fn name_read(&mut self) -> Option<usize> {
-        self.members += 1;
+    /// A member's name was read: which of the envelope's it is, if any (escapes read as a JSON reader
+    /// reads them), and whether it comes for the first time.
+    fn name_read(&mut self) -> Option<(usize, bool)> {
         if self.name.len() > MAX_NAME {
             return None;
         }
@@ -219,40 +217,45 @@ impl Skim {
         } else {
             std::str::from_utf8(&self.name).ok()?.into()
         };
-        let kept = KEPT.iter().position(|k| *k == name);
-        if self.twice.is_none() && self.members <= MAX_NAMES {
-            if self.names.iter().any(|n| *n == name) {
-                self.twice = Some(name.into_owned());
-            } else {
-                self.names.push(name.into_owned());
-            }
+        let which = ENVELOPE.iter().position(|n| *n == name)?;
+        let first = !std::mem::replace(&mut self.seen[which], true);
+        if !first {
+            self.twice.get_or_insert(which);
         }
-        kept
+        Some((which, first))
     }
 
-    /// A member's value ended: a kept one goes into the skeleton. False where the line is lost.
+    /// A member's value ended: a kept one goes into the skeleton the first time. False where the line
+    /// is lost.
     fn member_read(&mut self) -> bool {
-        let Some(which) = self.keeping.take() else {
+        let Some((which, first)) = self.keeping.take() else {
             return true;
         };
+        if which == PARAMS {
+            return true;
+        }
         // Nothing between the colon and what ends the value: no JSON. (An unkept value's emptiness is
         // not seen: the line is answered as if it had one.)
         if self.value.is_empty() {
             return false;
         }
-        if std::mem::replace(&mut self.kept[which], true) {
+        if !first {
             return true;
         }
         if !self.skeleton.is_empty() {
             self.skeleton.push(b',');
         }
         self.skeleton.push(b'"');
-        self.skeleton.extend_from_slice(KEPT[which].as_bytes());
+        self.skeleton.extend_from_slice(ENVELOPE[which].as_bytes());
         self.skeleton.extend_from_slice(b"\":");
         if self.value.len() > MAX_VALUE {
             // Too long to be an id this server takes; any value at all for the others, which only
             // decide whether there is an id to answer under.
-            let placeholder: &[u8] = if KEPT[which] == "id" { b"null" } else { b"0" };
+            let placeholder: &[u8] = if ENVELOPE[which] == "id" {
+                b"null"
+            } else {
+                b"0"
+            };
             self.skeleton.extend_from_slice(placeholder);
         } else {
             self.skeleton.extend_from_slice(&self.value);
@@ -342,7 +345,6 @@ mod tests {
     #[test]
     fn what_is_not_one_object_has_no_skeleton() {
         for line in [
-            "",
             "[1]",
             r#"{"id":1"#,
             r#"{"id":1,}"#,
@@ -358,25 +360,21 @@ mod tests {
     }
 
     #[test]
-    fn the_first_name_given_twice_is_given_twice_first() {
+    fn the_first_member_of_the_envelope_given_twice_is_given_twice_first() {
         assert_eq!(
-            sk(r#"{"x":1,"id":1,"x":2,"id":2}"#).as_deref(),
-            Some(r#"{"x":0,"x":0,"id":1}"#)
-        );
-        assert_eq!(
-            sk(r#"{"id":1,"x":1,"id":2,"x":2}"#).as_deref(),
+            sk(r#"{"x":1,"x":2,"id":1,"params":{},"id":2,"params":[]}"#).as_deref(),
             Some(r#"{"id":0,"id":0,"id":1}"#)
         );
-        let many: Vec<&str> = (0..20).map(|_| r#""jsonrpc":"2.0""#).collect();
+        assert_eq!(
+            sk(r#"{"params":1,"id":1,"params":2,"id":2}"#).as_deref(),
+            Some(r#"{"params":0,"params":0,"id":1}"#)
+        );
+        let many: Vec<&str> = (0..300).map(|_| r#""jsonrpc":"2.0""#).collect();
         assert_eq!(
             sk(&format!(r#"{{{},"id":7,"method":"ping"}}"#, many.join(","))).as_deref(),
             Some(r#"{"jsonrpc":0,"jsonrpc":0,"jsonrpc":"2.0","id":7,"method":"ping"}"#)
         );
-        // Past the first `MAX_NAMES` members, names are not compared.
-        let many: Vec<String> = (0..MAX_NAMES).map(|n| format!(r#""m{n}":0"#)).collect();
-        assert_eq!(
-            sk(&format!(r#"{{{},"id":7,"id":8}}"#, many.join(","))).as_deref(),
-            Some(r#"{"id":7}"#)
-        );
+        // A line of whitespace is no message.
+        assert_eq!(sk(" \r\t ").as_deref(), Some(""));
     }
 }

@@ -949,6 +949,7 @@ fn read_capped(input: &mut impl BufRead, batch: &mut Vec<u8>) -> std::io::Result
             let mut s = crate::skim::Skim::default();
             s.feed(&batch[start..]);
             batch.truncate(start);
+            batch.shrink_to(start.max(BATCH_ROOM));
             skim = Some(s);
         }
         match &mut skim {
@@ -1039,10 +1040,17 @@ fn fail(sentence: &str) -> i32 {
     // SAFETY: fd 0 is this process's stdin for its whole life; ManuallyDrop keeps it open.
     let stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
     // Notifications get no answer; the first request does. A client that sends nothing is not waited on
-    // past end-of-input.
-    for line in BufReader::new(Blocking(&stdin)).lines().take(64) {
-        let Ok(line) = line else { break };
-        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+    // past end-of-input. A line over the cap is read for its skeleton only.
+    let mut input = BufReader::new(Blocking(&stdin));
+    let mut line = Vec::new();
+    for _ in 0..64 {
+        line.clear();
+        let read = match read_capped(&mut input, &mut line) {
+            Ok(Got::End) | Err(_) => break,
+            Ok(Got::Line) => serde_json::from_slice::<Value>(&line),
+            Ok(Got::Over(skeleton)) => serde_json::from_str(skeleton.as_deref().unwrap_or("")),
+        };
+        let Ok(msg) = read else {
             continue;
         };
         let Some(id) = msg.get("id").filter(|_| msg.get("method").is_some()) else {

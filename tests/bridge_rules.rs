@@ -158,11 +158,18 @@ fn lines() -> Vec<(u64, Vec<u8>)> {
         r#"{"x":1,"id":N,"x":2,"id":N,"method":"ping","params":{"pad":"PAD"}}"#,
         r#"{"id":N,"x":1,"id":N,"x":2,"method":"ping","params":{"pad":"PAD"}}"#,
         r#"{JSONRPC,"id":N,"method":"ping","params":{"pad":"PAD"}}"#,
+        r#"{"x":1,"x":2,"jsonrpc":"2.0","id":N,"id":N,"method":"ping","params":{"pad":"PAD"}}"#,
+        r#"{"x":1,"x":2,"jsonrpc":"2.0","id":N,"result":1,"result":{"pad":"PAD"}}"#,
+        r#"{"jsonrpc":"2.0","params":1,"id":N,"params":{"pad":"PAD"},"id":N,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":N.ZEROS,"method":"ping","params":{"pad":"PAD"}}"#,
+        r#"{"jsonrpc":"2.0","id":"sNESCAPED","method":"ping","params":{"pad":"PAD"}}"#,
     ] {
         next(&|n| {
             long.replace('N', &n.to_string())
                 .replace("SP", &" ".repeat(5000))
-                .replace("JSONRPC", &[r#""jsonrpc":"2.0""#; 20].join(","))
+                .replace("JSONRPC", &[r#""jsonrpc":"2.0""#; 300].join(","))
+                .replace("ZEROS", &"0".repeat(5000))
+                .replace("ESCAPED", &"\\u0061".repeat(1000))
                 .replace("PAD", &pad)
                 .into_bytes()
         });

@@ -229,7 +229,22 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
             "{e}"
         );
     }
-    // A notification over the cap is not answered, as no notification is.
+    // An id this server cannot take is echoed as written, as for any line.
+    raw(
+        &mut s,
+        format!(r#"{{"jsonrpc":"2.0","id":1.5,"method":"ping","params":{{"pad":"{pad}"}}}}"#)
+            .as_bytes(),
+    );
+    raw(&mut s, b"\n");
+    assert!(
+        error_for(&mut s, json!(1.5))["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than 16 MiB")
+    );
+    // A notification, or a line of whitespace, over the cap is not answered, as no such line is.
+    raw(&mut s, " ".repeat(17 << 20).as_bytes());
+    raw(&mut s, b"\n");
     raw(
         &mut s,
         format!(r#"{{"jsonrpc":"2.0","method":"notifications/x","params":{{"pad":"{pad}"}}}}"#)
