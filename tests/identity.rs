@@ -4,6 +4,7 @@
 mod common;
 use common::*;
 use serde_json::json;
+use std::io::Write;
 
 const ECHO_CTX: &str = r#"
 export const description = "Echoes the caller's seat and role.";
@@ -122,6 +123,39 @@ fn no_server_is_answered_with_an_error_and_a_sentence() {
     );
     assert!(msg.contains("ovai serve"), "{msg}");
     assert!(stderr.contains(msg), "{stderr}");
+}
+
+#[test]
+fn with_no_server_a_line_over_the_cap_is_answered_unheld() {
+    let inst = Instance::new();
+    let mut cmd = bridge_command(&inst.root, Some(&inst.secret("lead")));
+    cmd.env("OVAI_CONNECT_SECONDS", "1");
+    let mut s = Session::spawn_command(cmd);
+    let bridge = s.child.id();
+    let rss = || {
+        let status = std::fs::read_to_string(format!("/proc/{bridge}/status")).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok())
+            .unwrap()
+    };
+    let mut line = br#"{"jsonrpc":"2.0","method":"ping","params":{"pad":""#.to_vec();
+    line.resize(64 << 20, b'x');
+    s.writer().write_all(&line).unwrap();
+    s.writer().flush().unwrap();
+    // All but what the pipe holds has been read by now, and at most the cap of it held (a debug
+    // build's bridge alone holds about 20 MB; the cap is 16 MiB).
+    let during = rss();
+    assert!(
+        during < 30 * 1024,
+        "ovai mcp held {during} kB reading a line of 64 MiB"
+    );
+    s.writer().write_all(b"\"},\"id\":9}\n").unwrap();
+    s.writer().flush().unwrap();
+    let r = s.recv_where(|m| m["id"] == 9);
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(msg.starts_with("No ovai server is running for"), "{msg}");
 }
 
 #[test]
