@@ -6,16 +6,15 @@ fn main() {
     clap_complete::CompleteEnv::with_factory(<ovai::cli::Cli as clap::CommandFactory>::command)
         .complete();
     let cli = ovai::cli::Cli::parse();
-    // A command whose output is cut short (`ovai status | head`) ends quietly, as command-line tools do.
-    // The daemon and the bridge keep Rust's default of ignoring SIGPIPE: a peer that goes away is an
-    // error they answer, not a reason to die.
+    // A command whose output is cut short (`ovai status | head`) ends quietly, as command-line tools do:
+    // by SIGPIPE, once a print meets a stdout nobody reads. Only then: SIGPIPE stays ignored, as Rust
+    // leaves it, so a daemon that closes the socket or a plugin host that ends mid-check is an error the
+    // command says in words, not a silent death (`ovai check` died so, exit 141, when its host did).
     if !matches!(
         cli.command,
         ovai::cli::Command::Serve { .. } | ovai::cli::Command::Mcp | ovai::cli::Command::Demo
     ) {
-        use nix::sys::signal::{SigHandler, Signal, signal};
-        // SAFETY: setting a signal's disposition to its default before any thread is started.
-        let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
+        end_when_unread();
     }
     // Operators read the daemon's tracing on stderr; other commands only warn there. stdout of `ovai mcp`
     // belongs to the protocol, so nothing is ever logged to it.
@@ -50,4 +49,25 @@ fn main() {
         held.finish(std::time::Duration::from_secs(1));
     }
     std::process::exit(code);
+}
+
+/// A print to a stdout nobody reads (`println!` panics on it, SIGPIPE being ignored) ends the command by
+/// SIGPIPE, as it would have ended had SIGPIPE not been ignored.
+fn end_when_unread() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let said = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if said.starts_with("failed printing to stdout") && said.contains("Broken pipe") {
+            use nix::sys::signal::{SigHandler, Signal, raise, signal};
+            // SAFETY: the default disposition, set just before the signal it is for.
+            let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
+            let _ = raise(Signal::SIGPIPE);
+        }
+        previous(info);
+    }));
 }

@@ -376,6 +376,51 @@ fn output_cut_short_ends_quietly() {
 }
 
 #[test]
+fn a_plugin_host_that_stops_reading_mid_check_is_said_in_words() {
+    let inst = Instance::with_plugins(&[(
+        "echo.mjs",
+        "export const description = \"Echoes.\";\nexport const inputSchema = { type: \"object\" };\nexport function run() { return { text: \"x\" }; }\n",
+    )]);
+    // A "Node" that says it is ready, then closes its protocol input: `ovai check`'s next line meets a
+    // pipe nobody reads.
+    let protocol =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/host-shim/host.mjs"))
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("const PROTOCOL = "))
+            .map(|v| v.trim_end_matches(';').to_string())
+            .unwrap();
+    let node = inst.root.join("deaf-node");
+    std::fs::write(
+        &node,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo v20.11.0; exit 0; fi\nexec 3<&-\n\
+             printf '{{\"t\":\"ready\",\"v\":{protocol},\"node\":\"v20.11.0\",\"pid\":%s}}\\n' $$ >&4\nsleep 2\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&node, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = inst
+        .cmd()
+        .arg("check")
+        .env("OVAI_NODE", &node)
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), None, "ovai check died by a signal");
+    assert_eq!(out.status.code(), Some(1));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("plugins/echo.mjs would not be served: importing it stopped the plugin host"),
+        "{said}"
+    );
+}
+
+#[test]
 fn the_help_of_every_command_reads_as_plain_text() {
     let top = assert_cmd::Command::new(OVAI)
         .arg("--help")
