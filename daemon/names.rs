@@ -60,6 +60,20 @@ pub fn is_loopback_name(name: &str) -> bool {
     matches!(name, "localhost" | "127.0.0.1" | "[::1]")
 }
 
+/// Whether a Host header's authority names this machine's loopback: `localhost`, or any loopback
+/// address (`127.0.0.2`, `[::1]`), with or without a port. What a page a DNS-rebinding site loads in the
+/// browser names is its own host instead.
+pub fn is_loopback_authority(authority: &str) -> bool {
+    let authority = authority.to_ascii_lowercase();
+    let name = host_name(&authority);
+    is_loopback_name(name)
+        || name
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// `s` with its control characters shown escaped (`\r`, `\u{1b}`), so that what a person reads in a
 /// terminal or a log cannot be rewritten by it: a file name, a description, a room message. Newlines stay
 /// when `keep_newlines` (the caller sets the lines off itself); tabs always stay.

@@ -117,6 +117,53 @@ fn a_real_prometheus_scrapes_the_calls_made() {
     assert_eq!(value, "3");
 }
 
+/// A page the operator's browser loads may point a name of its own at 127.0.0.1 (DNS rebinding): the
+/// seats' and tools' names are not read through it.
+#[test]
+fn a_request_naming_another_host_is_refused() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "metrics": { "listen": "127.0.0.1:0" } }));
+    let d = inst.start();
+    let url = d.status().unwrap()["metrics"].as_str().unwrap().to_string();
+    let authority = url
+        .strip_prefix("http://")
+        .and_then(|u| u.strip_suffix("/metrics"))
+        .unwrap()
+        .to_string();
+    let ask = |headers: &str| {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&authority).unwrap();
+        s.set_read_timeout(Some(PATIENCE)).unwrap();
+        write!(
+            s,
+            "GET /metrics HTTP/1.1\r\n{headers}connection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        let _ = s.read_to_string(&mut text);
+        text
+    };
+    let port = authority.rsplit_once(':').unwrap().1;
+    for own in [
+        format!("Host: {authority}\r\n"),
+        format!("Host: localhost:{port}\r\n"),
+    ] {
+        let text = ask(&own);
+        assert!(text.starts_with("HTTP/1.1 200"), "{own}: {text}");
+    }
+    for other in [
+        format!("Host: rebind.evil.example:{port}\r\nOrigin: https://evil.example\r\n"),
+        format!("Host: {authority}\r\nHost: evil.example\r\n"),
+    ] {
+        let text = ask(&other);
+        assert!(
+            text.starts_with("HTTP/1.1 403") && text.contains("refuses one naming another host"),
+            "{other}: {text}"
+        );
+        assert!(!text.contains("ovai_"), "{text}");
+    }
+}
+
 #[test]
 fn without_the_setting_nothing_listens() {
     let inst = Instance::new();

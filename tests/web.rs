@@ -378,6 +378,39 @@ fn the_page_answers_only_at_its_own_address() {
     assert!(other.starts_with("HTTP/1.1 401"), "{other}");
 }
 
+/// A page with a listener of its own is not served on the HTTP endpoint too (where it would be open to
+/// whoever reaches that, in clear when the endpoint is `insecure`).
+#[test]
+fn a_page_with_its_own_address_is_not_on_the_http_endpoint() {
+    let inst = Instance::new();
+    inst.set_config(
+        json!({ "http": { "listen": "127.0.0.1:0" }, "web": { "listen": "127.0.0.1:0" } }),
+    );
+    let d = inst.start();
+    let url = d.status().unwrap()["http"].as_str().unwrap().to_string();
+    let authority = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    for path in ["/web/api/state", "/web/", "/web/login?t=x"] {
+        let mut s = std::net::TcpStream::connect(&authority).unwrap();
+        s.set_read_timeout(Some(PATIENCE)).unwrap();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {authority}\r\nconnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        let _ = s.read_to_string(&mut text);
+        // The endpoint's own refusal of a request without a seat's secret, not the page's.
+        assert!(
+            text.starts_with("HTTP/1.1 401")
+                && text.contains("the seat's secret as a bearer token"),
+            "{path}: {text}"
+        );
+    }
+}
+
 /// On the HTTP endpoint, the page keeps the endpoint's own Host rules: a name made to point at it (DNS
 /// rebinding) is refused there as it is at /mcp, and two Host headers are too.
 #[test]

@@ -15,13 +15,14 @@ pub fn bind(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener
     Ok(listener)
 }
 
-/// What `/metrics` answers (and every other path); the figures' store is set up here.
-pub fn app(daemon: &Arc<Daemon>) -> axum::Router {
+/// What `/metrics` answers (and every other path); the figures' store is set up here. On `loopback`,
+/// only a request naming a loopback host is answered.
+pub fn app(daemon: &Arc<Daemon>, loopback: bool) -> axum::Router {
     let _ = daemon
         .metrics
         .set(Arc::new(super::metrics::Metrics::default()));
     let for_route = daemon.clone();
-    axum::Router::new()
+    let app = axum::Router::new()
         .route(
             "/metrics",
             axum::routing::get(move || {
@@ -52,5 +53,32 @@ pub fn app(daemon: &Arc<Daemon>) -> axum::Router {
                 StatusCode::NOT_FOUND,
                 "This is ovai's metrics endpoint: Prometheus reads /metrics.\n",
             )
-        })
+        });
+    if loopback {
+        app.layer(axum::middleware::from_fn(loopback_only))
+    } else {
+        app
+    }
+}
+
+/// On loopback, a request naming another host is refused, so that a page the operator's browser loads
+/// cannot read the seats' and tools' names by pointing a name of its own at 127.0.0.1 (DNS rebinding).
+async fn loopback_only(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let mut hosts = request.headers().get_all(header::HOST).iter();
+    let ours = match (hosts.next().map(|h| h.to_str()), hosts.next()) {
+        (Some(Ok(host)), None) => crate::names::is_loopback_authority(host),
+        _ => false,
+    };
+    if ours {
+        return next.run(request).await;
+    }
+    (
+        StatusCode::FORBIDDEN,
+        "This is ovai's metrics endpoint, on loopback: it answers a request naming 127.0.0.1, localhost or \
+         another loopback address, and refuses one naming another host.\n",
+    )
+        .into_response()
 }

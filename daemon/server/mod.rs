@@ -363,7 +363,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     if let Some(listener) = metrics_bound {
         let served = tokio::net::TcpListener::from_std(listener).and_then(|listener| {
             let addr = listener.local_addr()?;
-            let app = metrics_http::app(&daemon);
+            let app = metrics_http::app(&daemon, addr.ip().is_loopback());
             daemon
                 .tasks
                 .spawn(http::serve::accept_operator(listener, app, daemon.clone()));

@@ -140,9 +140,11 @@ impl Bound {
                 gate.clone(),
                 gate::admit,
             ));
-        // The operator's status page, beside the seats' endpoint and outside its bearer check: it has a
+        // The operator's status page, when asked for here (`"onHttp": true`; one with a listener of its
+        // own is not served here too), beside the seats' endpoint and outside its bearer check: it has a
         // check of its own (`server::web`).
-        if daemon.web.get().is_some() {
+        let page_here = matches!(&daemon.current().config.web, Some(None));
+        if page_here && daemon.web.get().is_some() {
             let page = super::web::router(daemon.clone(), true).layer(
                 axum::middleware::from_fn_with_state(gate.clone(), gate::host_checked),
             );

@@ -64,17 +64,7 @@ async fn guard(State(on_http): State<bool>, request: Request, next: Next) -> Res
         .iter()
         .filter_map(|h| h.to_str().ok())
         .collect();
-    let ours = |host: &str| {
-        let host = host.to_ascii_lowercase();
-        let name = crate::names::host_name(&host);
-        on_http
-            || crate::names::is_loopback_name(name)
-            || name
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
-    };
+    let ours = |host: &str| on_http || crate::names::is_loopback_authority(host);
     let origin = request
         .headers()
         .get(header::ORIGIN)
