@@ -164,6 +164,31 @@ fn a_request_naming_another_host_is_refused() {
     }
 }
 
+/// The endpoints are set at the start: a restart that changes one says so to whoever asked for it.
+#[test]
+fn a_restart_says_the_endpoints_wait_for_the_next_start() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "metrics": { "listen": "127.0.0.1:0" } }));
+    let _d = inst.start();
+    inst.set_config(json!({
+        "metrics": { "listen": "127.0.0.1:19464" },
+        "web": { "listen": "127.0.0.1:0" }
+    }));
+    let out = inst.cmd().arg("restart").output().unwrap();
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stdout);
+    for (name, what) in [
+        ("metrics", "the metrics endpoint"),
+        ("web", "the status page"),
+    ] {
+        let row = format!(
+            "openovai.json's \"{name}\" changed; {what} keeps its settings until ovai serve starts again."
+        );
+        assert!(said.contains(&row), "{said}");
+        assert!(inst.rows("server").iter().any(|r| r.contains(&row)));
+    }
+}
+
 #[test]
 fn without_the_setting_nothing_listens() {
     let inst = Instance::new();

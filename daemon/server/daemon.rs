@@ -208,11 +208,23 @@ impl Daemon {
         for warning in &next.config.warnings {
             self.log.row(Topic::Server, warning);
         }
-        if next.config.http != old.config.http {
-            self.log.row(
-                Topic::Server,
-                "openovai.json's \"http\" changed; the HTTP endpoint keeps its settings until ovai serve starts again.",
-            );
+        // Set at the start: a restart that changes one says it waits for the next, in runtime.log and
+        // to whoever asked for the restart.
+        let start_only: Vec<String> = [
+            ("http", "the HTTP endpoint", next.config.http != old.config.http),
+            ("web", "the status page", next.config.web != old.config.web),
+            ("metrics", "the metrics endpoint", next.config.metrics != old.config.metrics),
+        ]
+        .into_iter()
+        .filter(|(_, _, changed)| *changed)
+        .map(|(name, what, _)| {
+            format!(
+                "openovai.json's \"{name}\" changed; {what} keeps its settings until ovai serve starts again."
+            )
+        })
+        .collect();
+        for row in &start_only {
+            self.log.row(Topic::Server, row);
         }
         let changed = next.tools.listed() != old.tools.listed();
         self.log.row(
@@ -225,6 +237,7 @@ impl Daemon {
                 .config
                 .warnings
                 .iter()
+                .chain(&start_only)
                 .chain(&next.rows)
                 .cloned()
                 .collect(),

@@ -69,6 +69,8 @@ async fn loopback_only(
 ) -> axum::response::Response {
     let mut hosts = request.headers().get_all(header::HOST).iter();
     let ours = match (hosts.next().map(|h| h.to_str()), hosts.next()) {
+        // No Host at all (HTTP/1.0, a script): no browser's request.
+        (None, _) => true,
         (Some(Ok(host)), None) => crate::names::is_loopback_authority(host),
         _ => false,
     };
