@@ -213,6 +213,9 @@ pub struct StatusReply {
     /// Where Prometheus reads the figures, when `"metrics"` is on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<String>,
+    /// Where the status page is, when `"web"` is on (`ovai web` prints a link that opens it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

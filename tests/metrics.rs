@@ -174,6 +174,10 @@ fn a_restart_says_the_endpoints_wait_for_the_next_start() {
         "metrics": { "listen": "127.0.0.1:19464" },
         "web": { "listen": "127.0.0.1:0" }
     }));
+    let status = inst.cmd().arg("status").output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains("Metrics: http://127.0.0.1:"), "{status}");
+    assert!(!status.contains("Status page:"), "{status}");
     let out = inst.cmd().arg("restart").output().unwrap();
     assert!(out.status.success());
     let said = String::from_utf8_lossy(&out.stdout);

@@ -387,6 +387,16 @@ fn a_page_with_its_own_address_is_not_on_the_http_endpoint() {
         json!({ "http": { "listen": "127.0.0.1:0" }, "web": { "listen": "127.0.0.1:0" } }),
     );
     let d = inst.start();
+    // `ovai status` says where the page is.
+    let page = d.status().unwrap()["web"].as_str().unwrap().to_string();
+    let status = inst.cmd().arg("status").output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains(&format!(
+            "Status page: {page} (`ovai web` prints a link that opens it)."
+        )),
+        "{status}"
+    );
     let url = d.status().unwrap()["http"].as_str().unwrap().to_string();
     let authority = url
         .trim_start_matches("http://")

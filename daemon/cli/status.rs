@@ -109,6 +109,9 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     if let Some(url) = &v.metrics {
         println!("Metrics: {url} (Prometheus's text).");
     }
+    if let Some(url) = &v.web {
+        println!("Status page: {url} (`ovai web` prints a link that opens it).");
+    }
     println!("Tools: {}.", v.tools.join(", "));
     let not_served: Vec<&String> = v
         .rows

@@ -148,6 +148,10 @@ pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
     StatusReply {
         http: crate::sync::lock(&daemon.http_url).clone(),
         metrics: crate::sync::lock(&daemon.metrics_url).clone(),
+        web: daemon
+            .web
+            .get()
+            .and_then(|web| crate::sync::lock(&web.base).clone()),
         root: daemon.inst.root.display().to_string(),
         pid: std::process::id(),
         started_at: daemon.started_at.clone(),
