@@ -784,6 +784,12 @@ fn a_page_of_a_listed_origin_gets_its_preflight_and_reads_its_answers() {
             .unwrap()
             .contains("\"hosts\"")
     );
+    // A loopback address is no name a page can point elsewhere: one the endpoint may listen on too.
+    let mut other_loopback = http.clone();
+    other_loopback.host = format!("127.0.0.2:{}", http.addr.port());
+    let r = other_loopback.request("POST", &refs, &body.to_string());
+    let status = r.status;
+    assert_eq!(status, 200, "{}", r.text());
 }
 
 /// Waits at a gate the test opens, having said it started.

@@ -40,7 +40,7 @@ impl Browsers {
             return None;
         }
         Some(format!(
-            "this server does not answer to the host name {:?}: it answers to localhost, 127.0.0.1 and [::1]{}. A \
+            "this server does not answer to the host name {:?}: it answers to localhost and loopback addresses{}. A \
              name made to point at it (DNS rebinding) is refused; list the names clients use in openovai.json's \
              \"http\".\"hosts\"",
             crate::names::escape_controls(&host.chars().take(200).collect::<String>(), false),
@@ -52,9 +52,11 @@ impl Browsers {
         ))
     }
 
+    /// A loopback name or address (no name a rebinding page points elsewhere is one: `127.0.0.2`, the
+    /// address an endpoint may listen on, is), or a listed one.
     fn answers_to(&self, host: &str) -> bool {
         let name = crate::names::host_name(host);
-        crate::names::is_loopback_name(name)
+        crate::names::is_loopback_authority(host)
             || self.hosts.iter().any(|h| h.eq_ignore_ascii_case(name))
     }
 
