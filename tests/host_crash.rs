@@ -412,6 +412,12 @@ fn a_plugin_whose_calls_end_the_host_again_and_again_is_left_out_before_every_to
         let host = d.host_pid();
         assert_eq!(s.call("a", json!({})), ("armed".to_string(), false));
         wait_until("the host to end", || (!process_alive(host)).then_some(()));
+        // The next host: a call made before the daemon has seen the end goes to the one that ended.
+        wait_until("a new plugin host", || {
+            d.status()
+                .and_then(|s| s["host"]["pid"].as_u64())
+                .filter(|pid| *pid != u64::from(host))
+        });
         assert_eq!(s.call("echo", json!({})), ("{}".to_string(), false));
     }
     let left = "plugins/a.mjs is not answering calls since its plugin host was respawned: it ended or held the plugin host 3 times within 600 s, the last at plugins/a.mjs:3:";
