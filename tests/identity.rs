@@ -132,14 +132,7 @@ fn with_no_server_a_line_over_the_cap_is_answered_unheld() {
     cmd.env("OVAI_CONNECT_SECONDS", "1");
     let mut s = Session::spawn_command(cmd);
     let bridge = s.child.id();
-    let rss = || {
-        let status = std::fs::read_to_string(format!("/proc/{bridge}/status")).unwrap();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok())
-            .unwrap()
-    };
+    let rss = || rss_kb(bridge);
     let mut line = br#"{"jsonrpc":"2.0","method":"ping","params":{"pad":""#.to_vec();
     line.resize(64 << 20, b'x');
     s.writer().write_all(&line).unwrap();

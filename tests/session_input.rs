@@ -30,14 +30,7 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
     let mut s = inst.session("lead");
     s.initialize();
     let bridge = s.child.id();
-    let rss = || {
-        let status = std::fs::read_to_string(format!("/proc/{bridge}/status")).unwrap();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok())
-            .unwrap()
-    };
+    let rss = || rss_kb(bridge);
     let before = rss();
 
     raw(&mut s, b"this is not json\n");
@@ -394,13 +387,7 @@ fn direct(inst: &Instance, seat: &str) -> std::os::unix::net::UnixStream {
 }
 
 fn rss_mb(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|kb| kb.parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
+    rss_kb(pid) as f64 / 1024.0
 }
 
 /// A small deterministic generator (xorshift), so a failure can be run again as it was.

@@ -351,6 +351,16 @@ pub fn freeze(pid: u32) {
     });
 }
 
+/// A process's resident memory, in kB (`VmRSS` in /proc).
+pub fn rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
+        .unwrap()
+}
+
 pub fn process_alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
     if unsafe { libc::kill(pid as i32, 0) } != 0 {
