@@ -829,12 +829,31 @@ fn a_call_in_flight_over_http_finishes_across_ovai_restart() {
     }
 }
 
+/// One of this machine's addresses other than loopback, as another machine on the network would
+/// reach it: the address the route to the outside goes from (no packet is sent).
+fn this_machines_network_address() -> std::net::IpAddr {
+    let udp = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    udp.connect("192.0.2.1:9")
+        .or_else(|_| udp.connect("10.255.255.1:9"))
+        .expect("this test needs an IPv4 network interface other than loopback");
+    let ip = udp.local_addr().unwrap().ip();
+    assert!(!ip.is_loopback() && !ip.is_unspecified(), "{ip}");
+    ip
+}
+
 #[test]
 fn one_address_cannot_take_every_place() {
     let inst = Instance::new();
-    inst.set_config(json!({ "maxConnections": 128, "http": { "listen": "127.0.0.1:0" } }));
+    inst.set_config(json!({
+        "maxConnections": 128,
+        "http": { "listen": "0.0.0.0:0", "insecure": true }
+    }));
     let d = inst.start();
-    let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
+    // The URL names this machine by its host name: its port is what counts here.
+    let url = d.status().unwrap()["http"].as_str().unwrap().to_string();
+    let port = url.trim_end_matches("/mcp").rsplit(':').next().unwrap();
+    let ip = this_machines_network_address();
+    let http = Http::at(&format!("http://{ip}:{port}/mcp"));
     // 128 places, 16 of them for any one address: held here by 16 open streams.
     let mut streams = Vec::new();
     for _ in 0..16 {
@@ -844,7 +863,108 @@ fn one_address_cannot_take_every_place() {
     }
     let got = read_all(raw(&http, ""));
     assert!(got.starts_with("HTTP/1.1 503"), "{got}");
-    assert!(got.contains("from 127.0.0.1"), "{got}");
+    assert!(got.contains(&format!("from {ip}")), "{got}");
+}
+
+/// Connections from this machine (a TLS proxy in front of every remote seat, a local client) are held
+/// only to the total: an eighth of the places would be two busy seats' worth, and any 127.x address is
+/// another address anyway.
+#[test]
+fn this_machines_own_connections_are_held_only_to_the_total() {
+    let inst = Instance::new();
+    inst.fixture("echo.mjs");
+    inst.add_seat("w1");
+    inst.set_config(json!({ "maxConnections": 128, "http": { "listen": "127.0.0.1:0" } }));
+    let d = inst.start();
+    let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
+    // Two seats' streams, more than the 16 one address other than loopback may hold.
+    let mut streams = Vec::new();
+    for seat in ["lead", "w1"] {
+        for _ in 0..12 {
+            let mut s = HttpSeat::new(&http, &inst.secret(seat), "2025-11-25");
+            s.initialize();
+            streams.push(s.open_changes());
+        }
+    }
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2026-07-28");
+    s.initialize();
+    assert_eq!(
+        s.call("echo", json!({ "n": 1 })),
+        (r#"w1: {"n":1}"#.to_string(), false)
+    );
+}
+
+/// A connection from `from` (an address of this machine), with `text` written on it.
+fn raw_from(http: &Http, from: std::net::Ipv4Addr, text: &str) -> std::net::TcpStream {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, SockaddrIn, bind, connect, socket};
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let std::net::SocketAddr::V4(to) = http.addr else {
+        panic!("an IPv4 endpoint")
+    };
+    let fd = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .unwrap();
+    bind(
+        fd.as_raw_fd(),
+        &SockaddrIn::from(std::net::SocketAddrV4::new(from, 0)),
+    )
+    .unwrap();
+    connect(fd.as_raw_fd(), &SockaddrIn::from(to)).unwrap();
+    let mut t = std::net::TcpStream::from(fd);
+    t.set_read_timeout(Some(PATIENCE)).unwrap();
+    t.write_all(text.as_bytes()).unwrap();
+    t
+}
+
+/// When every place is taken, the connection that gives its place up is one of the address holding the
+/// most: a flood of connections that say nothing cannot close a seat's new one whose request comes late
+/// (a TLS handshake, a slow link) because it is the oldest.
+#[test]
+fn a_flood_gives_up_its_own_places_before_a_late_seats() {
+    use std::io::Write;
+    let inst = Instance::new();
+    inst.fixture("echo.mjs");
+    inst.set_config(json!({ "maxConnections": 20, "http": { "listen": "127.0.0.1:0" } }));
+    let d = inst.start();
+    let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
+    let mut late = raw_from(&http, std::net::Ipv4Addr::new(127, 0, 0, 2), "");
+    // An answer to a later connection: the accept loop has taken the seat's.
+    let asked = format!(
+        "GET /mcp HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\r\n",
+        http.host
+    );
+    assert!(read_all(raw(&http, &asked)).starts_with("HTTP/1.1 401"));
+    // Every place and more, from three other addresses.
+    let flood: Vec<std::net::TcpStream> = (0..30u8)
+        .map(|i| {
+            raw_from(
+                &http,
+                std::net::Ipv4Addr::new(127, 0, 0, [1, 3, 4][usize::from(i % 3)]),
+                "",
+            )
+        })
+        .collect();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\nauthorization: Bearer {}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        http.host,
+        inst.secret("lead"),
+        body.len()
+    );
+    // Written now, as a request whose head came late; on a closed connection it may fail.
+    let _ = late.write_all(head.as_bytes());
+    let got = read_all(late);
+    assert!(
+        got.starts_with("HTTP/1.1 200"),
+        "the late seat's connection was closed: {got:?}"
+    );
+    drop(flood);
 }
 
 /// Connections that hold no seat's secret (a plugin's, anybody's on 127.0.0.1, where a TLS proxy puts
@@ -858,8 +978,7 @@ fn connections_with_no_secret_cannot_keep_a_seat_out() {
     inst.set_config(json!({ "maxConnections": 20, "http": { "listen": "127.0.0.1:0" } }));
     let d = inst.start();
     let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
-    // Every place of the address (16), and then every place in all (20), held by connections that say
-    // nothing, or ask without a token.
+    // Every place (20) and more, held by connections that say nothing, or ask without a token.
     let mut idle: Vec<std::net::TcpStream> = (0..16).map(|_| raw(&http, "")).collect();
     let asked = "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 2\r\n\r\n{}";
     let mut asking: Vec<std::net::TcpStream> = (0..8).map(|_| raw(&http, asked)).collect();

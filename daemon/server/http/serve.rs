@@ -54,24 +54,32 @@ pub async fn accept(
             _ = daemon.closing.cancelled() => return,
         };
         let max = daemon.current().config.max_connections;
-        // One address cannot take every place: the others' clients still get in.
-        let per_address = (max / 8).max(16);
+        // An IPv4 client of a listener on [::] is ::ffff:a.b.c.d: named as itself.
+        let ip = peer.ip().to_canonical();
+        // One address cannot take every place: the others' clients still get in. This machine's own are
+        // held only to the total: a TLS proxy here carries every remote seat, and any 127.x address is
+        // another address anyway.
+        let per_address = if ip.is_loopback() {
+            usize::MAX
+        } else {
+            (max / 8).max(16)
+        };
         // Full, for the address or in all: a connection on which no request has shown a seat's secret
-        // gives its place up, the oldest first, so that connections holding no secret (a plugin's,
-        // anybody's) never keep a seat out. Only seats' own connections fill the server.
-        let from = match admit(&by_address, peer.ip(), per_address) {
+        // gives its place up, the oldest first (of the address holding the most), so that connections
+        // holding no secret (a plugin's, anybody's) never keep a seat out. Only seats' own connections
+        // fill the server.
+        let from = match admit(&by_address, ip, per_address) {
             Some(from) => from,
-            None if places.close_oldest_unseated(Some(peer.ip())) => {
-                Counted::add(&by_address, &mut lock(&by_address), peer.ip())
+            None if places.close_oldest_unseated(Some(ip)) => {
+                Counted::add(&by_address, &mut lock(&by_address), ip)
             }
             None => {
                 turn_away(
                     &daemon,
                     &tcp,
                     format!(
-                        "this server holds {per_address} HTTP connections from {} already, the most one address may \
-                         hold; close some and try again",
-                        peer.ip()
+                        "this server holds {per_address} HTTP connections from {ip} already, the most one address \
+                         may hold; close some and try again"
                     ),
                 );
                 continue;
@@ -92,7 +100,7 @@ pub async fn accept(
                 continue;
             }
         };
-        let place = places.add(peer.ip());
+        let place = places.add(ip);
         // An answer is written in pieces (head, events): without TCP_NODELAY, Nagle's algorithm holds
         // the last piece for the client's delayed ACK, 40 ms a call.
         let _ = tcp.set_nodelay(true);
@@ -229,15 +237,21 @@ impl Places {
         lock(&self.0).retain(|p| !Arc::ptr_eq(p, place));
     }
 
-    /// Closes the oldest connection (of `ip`, when given) on which no seat has shown itself; false when
-    /// there is none.
+    /// Closes the oldest connection on which no seat has shown itself, of `ip` when given, else of the
+    /// address holding the most such: a flood gives up its own places, not those of a seat whose request
+    /// comes late. False when there is none.
     fn close_oldest_unseated(&self, ip: Option<IpAddr>) -> bool {
         let mut all = lock(&self.0);
-        let found = all.iter().position(|p| {
-            !p.seated.load(Ordering::Relaxed)
-                && ip.is_none_or(|ip| p.ip == ip)
-                && !p.close.is_cancelled()
+        let unseated =
+            |p: &Arc<Place>| !p.seated.load(Ordering::Relaxed) && !p.close.is_cancelled();
+        let ip = ip.or_else(|| {
+            let mut held: std::collections::HashMap<IpAddr, usize> = Default::default();
+            for p in all.iter().filter(|p| unseated(p)) {
+                *held.entry(p.ip).or_default() += 1;
+            }
+            held.into_iter().max_by_key(|(_, n)| *n).map(|(ip, _)| ip)
         });
+        let found = all.iter().position(|p| unseated(p) && ip == Some(p.ip));
         match found {
             Some(i) => {
                 all.remove(i).close.cancel();
