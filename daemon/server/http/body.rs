@@ -200,8 +200,14 @@ fn answered(answer: Option<Vec<u8>>) -> Response {
 
 /// A body that could not be read whole: too long, too slow, or more than the server reads at once.
 fn unread(daemon: &Daemon, e: &axum::Error) -> Response {
+    let (status, why) = unread_words(e);
+    super::refusal::refuse(daemon, status, why, None)
+}
+
+/// The status and the sentence for a body that could not be read whole.
+fn unread_words(e: &axum::Error) -> (StatusCode, String) {
     let inner = e.to_string();
-    let (status, why) = if inner.contains("length limit exceeded") {
+    if inner.contains("length limit exceeded") {
         (
             StatusCode::PAYLOAD_TOO_LARGE,
             format!(
@@ -211,11 +217,59 @@ fn unread(daemon: &Daemon, e: &axum::Error) -> Response {
         )
     } else if inner.starts_with("the server is reading") {
         (StatusCode::SERVICE_UNAVAILABLE, inner)
+    } else if inner.starts_with(super::limits::BODY_LATE) {
+        // 408 tells a client that may retry that the fault was only the time its body took.
+        (
+            StatusCode::REQUEST_TIMEOUT,
+            format!("{inner}: send it again, whole"),
+        )
     } else {
         (
             StatusCode::BAD_REQUEST,
             format!("the request's body could not be read: {inner}"),
         )
-    };
-    super::refusal::refuse(daemon, status, why, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+
+    /// A body whose first bytes come and whose rest never does.
+    fn stalled() -> Request {
+        let first = futures::stream::once(async {
+            Ok::<_, std::io::Error>(bytes::Bytes::from_static(b"{\"jsonrpc\""))
+        });
+        let body = Body::from_stream(first.chain(futures::stream::pending()));
+        Request::post("/mcp").body(body).unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_does_not_arrive_in_time_is_408_in_words() {
+        let bodies = super::super::limits::Bodies::new(1 << 20);
+        let request = super::super::limits::with_body_deadline(stalled(), &bodies);
+        let e = axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES)
+            .await
+            .unwrap_err();
+        let (status, why) = unread_words(&e);
+        assert_eq!(status, StatusCode::REQUEST_TIMEOUT, "{why}");
+        assert_eq!(
+            why,
+            "the request's body did not arrive within 30 s: send it again, whole"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_body_past_the_limit_is_413_in_words() {
+        let big = Request::post("/mcp")
+            .body(Body::from(vec![b' '; MAX_BODY_BYTES + 1]))
+            .unwrap();
+        let e = axum::body::to_bytes(big.into_body(), MAX_BODY_BYTES)
+            .await
+            .unwrap_err();
+        let (status, why) = unread_words(&e);
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{why}");
+        assert!(why.contains("more than the 4 MiB"), "{why}");
+    }
 }

@@ -16,6 +16,8 @@ use crate::sync::lock;
 
 /// How long a request's body may take to arrive, all of it.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How a body past BODY_TIMEOUT is said, for the answer to tell it apart.
+pub const BODY_LATE: &str = "the request's body did not arrive within";
 
 /// Bytes of request bodies read and not yet let go of, over all requests.
 pub struct Bodies {
@@ -159,10 +161,7 @@ pub fn with_body_deadline(request: Request, bodies: &Bodies) -> Request {
                 Err(_) => Some((
                     Err(axum::Error::new(std::io::Error::new(
                         std::io::ErrorKind::TimedOut,
-                        format!(
-                            "the request's body did not arrive within {} s",
-                            BODY_TIMEOUT.as_secs()
-                        ),
+                        format!("{BODY_LATE} {} s", BODY_TIMEOUT.as_secs()),
                     ))),
                     (chunks, true, held),
                 )),
