@@ -566,3 +566,110 @@ fn a_check_stopped_from_outside_says_so_and_leaves_no_shim_behind() {
     );
     assert!(!own.exists(), "the check's shim was left behind");
 }
+
+const TOOL: &str = "export const description = 'd';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'ok' }; }";
+
+/// `ovai check FILE` says of a file what a restart would: the checks that look at plugins/ as a whole
+/// (a name that differs from another only in case) and at what the file is (a FIFO, a link to nothing,
+/// its size) are made as for a check of everything.
+#[test]
+fn check_of_one_file_says_what_a_restart_would_of_it() {
+    let inst = Instance::with_plugins(&[("deploy.mjs", TOOL), ("Deploy.mjs", TOOL)]);
+    let dir = inst.root.join("plugins");
+    nix::unistd::mkfifo(&dir.join("fifo.mjs"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::os::unix::fs::symlink(dir.join("nowhere"), dir.join("dangling.mjs")).unwrap();
+    std::fs::File::create(dir.join("huge.mjs"))
+        .unwrap()
+        .set_len(70 << 20)
+        .unwrap();
+    for (file, words) in [
+        (
+            "plugins/Deploy.mjs",
+            "differs from plugins/deploy.mjs only in case",
+        ),
+        ("fifo.mjs", "it is a FIFO, not a file"),
+        ("dangling", "it is a link that leads to no file"),
+        (
+            "huge.mjs",
+            "it is 73,400,320 bytes, more than the 67,108,864",
+        ),
+    ] {
+        let out = inst.cmd().args(["check", file]).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{file}: {stdout}");
+        assert!(stdout.contains(words), "{file}: {stdout}");
+    }
+}
+
+/// Hidden files (an editor's lock, `.#x.mjs`, and its temporary copies) are nobody's tool: no row, no
+/// complaint from check. An ending in another case is said, as `.js` is.
+#[test]
+fn hidden_files_are_no_tools_and_an_ending_in_capitals_is_said() {
+    let inst =
+        Instance::with_plugins(&[("a.mjs", TOOL), (".a.tmp.mjs", TOOL), ("Upper.MJS", TOOL)]);
+    let dir = inst.root.join("plugins");
+    std::os::unix::fs::symlink("root@box.1234:1700000000", dir.join(".#a.mjs")).unwrap();
+    let out = inst.cmd().arg("check").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout,
+        "plugins/Upper.MJS would not be served: only .mjs files are tools\nThis instance would serve a tool of its own: a\n"
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let d = inst.start();
+    std::fs::write(dir.join(".b.tmp.mjs"), TOOL).unwrap();
+    std::fs::write(dir.join("b.mjs"), TOOL).unwrap();
+    wait_for_row(
+        &inst,
+        "plugins/b.mjs appeared after the last read and is not served yet; `ovai restart` reads it",
+    );
+    assert_eq!(d.status().unwrap()["newFiles"], json!(["plugins/b.mjs"]));
+    assert!(
+        !inst.rows("plugins").iter().any(|r| r.contains("plugins/.")),
+        "{:?}",
+        inst.rows("plugins")
+    );
+}
+
+/// plugins/ moved away (or removed) is said, and so is refused by a restart and a check; made again,
+/// it is watched again.
+#[test]
+fn plugins_gone_is_said_and_made_again_is_watched_again() {
+    let inst = Instance::with_plugins(&[("a.mjs", TOOL)]);
+    let d = inst.start();
+    let dir = inst.root.join("plugins");
+    std::fs::rename(&dir, inst.root.join("plugins-away")).unwrap();
+    wait_for_row(
+        &inst,
+        "plugins/ is gone (removed, or moved away); the plugins read last are still served. Put it back, or make it again (mkdir plugins), then `ovai restart`.",
+    );
+    let out = inst.cmd().arg("restart").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("plugins is gone (removed, or moved away)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("goes on serving what it read before"),
+        "{said}"
+    );
+    let out = inst.cmd().arg("check").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("plugins is gone (removed, or moved away)")
+    );
+    assert_eq!(d.status().unwrap()["generation"], 1);
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("fresh.mjs"), TOOL).unwrap();
+    wait_for_row(
+        &inst,
+        "plugins/fresh.mjs appeared after the last read and is not served yet; `ovai restart` reads it",
+    );
+    inst.cmd().arg("restart").assert().success();
+    std::fs::write(dir.join("fresh2.mjs"), TOOL).unwrap();
+    wait_for_row(
+        &inst,
+        "plugins/fresh2.mjs appeared after the last read and is not served yet; `ovai restart` reads it",
+    );
+}

@@ -7,10 +7,9 @@ use std::sync::atomic::AtomicU64;
 use super::{Failure, exit, fail};
 use crate::generation;
 use crate::instance::Instance;
-use crate::plugins::candidates::{self, Candidate};
+use crate::plugins::candidates::Candidate;
 use crate::plugins::load::{self, Verdict};
 use crate::seats;
-use crate::tools::BUILTINS;
 
 pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
     let config = inst.read_config().map_err(super::config_failure)?;
@@ -21,12 +20,15 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
         println!("{said}");
     }
     let dir = inst.plugins_dir();
+    // Named files are judged as the whole folder's read judges them (a name that differs from
+    // another's only in case, a FIFO, a size), so check says of a file what a restart would.
+    let all = load::scan(&dir).map_err(fail(exit::FAILED))?;
     let found = if files.is_empty() {
-        load::scan(&dir).map_err(fail(exit::FAILED))?
+        all
     } else {
         files
             .iter()
-            .map(|f| named(&dir, f))
+            .map(|f| named(&dir, f, &all))
             .collect::<Result<Vec<_>, _>>()?
     };
     seats::ensure_private_dir(inst).map_err(fail(exit::FAILED))?;
@@ -167,8 +169,9 @@ fn sweep_shims(private: &Path) {
     }
 }
 
-/// A file named on the command line, as a candidate of plugins/: `plugins/x.mjs`, `x.mjs` or `x`.
-fn named(dir: &Path, arg: &str) -> Result<Candidate, Failure> {
+/// A file named on the command line, as a candidate of plugins/ (`all`): `plugins/x.mjs`, `x.mjs` or
+/// `x`.
+fn named(dir: &Path, arg: &str, all: &[Candidate]) -> Result<Candidate, Failure> {
     let path = Path::new(arg);
     let file = path
         .file_name()
@@ -200,18 +203,23 @@ fn named(dir: &Path, arg: &str) -> Result<Candidate, Failure> {
             2,
         ));
     }
-    if !dir.join(&file).is_file() {
+    if let Some(found) = all.iter().find(|c| c.file() == file) {
+        return Ok(found.clone());
+    }
+    // Not a link either: nothing there.
+    if std::fs::symlink_metadata(dir.join(&file)).is_err() {
         return Err(Failure::new(
             format!("plugins/{file} does not exist; `ovai plugin NAME` makes a new one."),
             2,
         ));
     }
-    candidates::classify(file.clone(), BUILTINS).ok_or_else(|| {
-        Failure::new(
-            format!(
-                "plugins/{file} is not a tool file (only .mjs files are); restart gives it no row."
-            ),
-            2,
-        )
-    })
+    let why = if file.starts_with('.') {
+        "is hidden (its name starts with a dot), and no hidden file is a tool"
+    } else {
+        "is not a tool file (only .mjs files are)"
+    };
+    Err(Failure::new(
+        format!("plugins/{file} {why}; restart gives it no row."),
+        2,
+    ))
 }

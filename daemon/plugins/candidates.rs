@@ -5,8 +5,9 @@ use std::path::Path;
 
 use crate::{files, names};
 
-/// The endings that look like a tool but are not one: they get a row saying only .mjs files are tools.
-const NOT_MODULES: &[&str] = &["js", "cjs", "mts", "ts"];
+/// The endings that look like a tool but are not one, in any case but `.mjs`'s own: they get a row
+/// saying only .mjs files are tools.
+const NOT_MODULES: &[&str] = &["mjs", "js", "cjs", "mts", "ts"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Candidate {
@@ -76,13 +77,10 @@ fn leads_nowhere(e: &std::io::Error) -> bool {
 }
 
 /// The candidates directly in `dir`, sorted by file name bytes so two machines write the same rows.
-/// Directories (shared code) and notes are never candidates. A missing folder holds none.
+/// Directories (shared code), notes and hidden files are never candidates. A missing folder is an
+/// error, as an unreadable one is: read as holding none, it would stop every tool without a word.
 pub fn scan(dir: &Path, builtins: &[&str]) -> std::io::Result<Vec<Candidate>> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
+    let entries = std::fs::read_dir(dir)?;
     let mut seen = Vec::new();
     for entry in entries {
         let entry = entry?;
@@ -126,6 +124,15 @@ pub fn scan(dir: &Path, builtins: &[&str]) -> std::io::Result<Vec<Candidate>> {
     Ok(apart_in_case(found))
 }
 
+/// What is wrong with the plugins folder `dir` when it cannot be listed, after its name.
+pub fn folder_trouble(e: &std::io::Error, dir: &str) -> String {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        format!("is gone (removed, or moved away): put it back, or make it again (mkdir {dir})")
+    } else {
+        format!("cannot be read: {e}")
+    }
+}
+
 /// Tools whose names differ only in case are served neither: one could pass itself off as the other,
 /// and on a disk that ignores case the two are one file.
 fn apart_in_case(found: Vec<Candidate>) -> Vec<Candidate> {
@@ -162,13 +169,15 @@ fn apart_in_case(found: Vec<Candidate>) -> Vec<Candidate> {
         .collect()
 }
 
-/// The candidate a file name makes, or `None` for a note.
+/// The candidate a file name makes, or `None` for a note or a hidden file (an editor's lock, `.#x.mjs`,
+/// or its copy being saved: nobody's tool, and no row for them).
 pub fn classify(file: String, builtins: &[&str]) -> Option<Candidate> {
-    let (stem, ext) = match file.rsplit_once('.') {
-        Some((stem, ext)) if !stem.is_empty() => (stem, ext),
-        _ => return None,
-    };
-    if NOT_MODULES.contains(&ext) {
+    if file.starts_with('.') {
+        return None;
+    }
+    let (stem, ext) = file.rsplit_once('.')?;
+    // `.MJS` is not `.mjs` to the module loader's rules, and would otherwise go without a word.
+    if ext != "mjs" && NOT_MODULES.iter().any(|m| m.eq_ignore_ascii_case(ext)) {
         return Some(Candidate::NotModule { file });
     }
     if ext != "mjs" {
@@ -207,7 +216,10 @@ mod tests {
         assert_eq!(c("README.md"), None);
         assert_eq!(c("notes"), None);
         assert_eq!(c(".mjs"), None);
-        assert!(matches!(c(".hidden.mjs"), Some(Candidate::BadName { .. })));
+        assert_eq!(c(".hidden.mjs"), None);
+        assert_eq!(c(".#x.mjs"), None);
+        assert!(matches!(c("X.MJS"), Some(Candidate::NotModule { .. })));
+        assert!(matches!(c("x.Ts"), Some(Candidate::NotModule { .. })));
     }
 
     #[test]

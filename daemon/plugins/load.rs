@@ -241,7 +241,7 @@ const MAX_SCHEMA_DEPTH: u64 = 100;
 pub enum LoadError {
     #[error(transparent)]
     NoBox(#[from] crate::host::sandbox::NoBox),
-    #[error("{dir} cannot be read: {source}")]
+    #[error("{dir} {}", candidates::folder_trouble(source, dir))]
     Scan { dir: String, source: std::io::Error },
     #[error(transparent)]
     Start(#[from] StartError),

@@ -140,7 +140,11 @@ pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
             )
         }
         Err(e) => (
-            vec![format!("plugins/ itself, which cannot be read ({e})")],
+            vec![if e.kind() == std::io::ErrorKind::NotFound {
+                "plugins/ itself, which is gone (removed, or moved away)".to_string()
+            } else {
+                format!("plugins/ itself, which cannot be read ({e})")
+            }],
             Vec::new(),
             Vec::new(),
         ),

@@ -14,18 +14,15 @@ use crate::runtime_log::Topic;
 /// Saves closer together than this are one burst (an editor writes, renames and touches in a row).
 const QUIET: Duration = Duration::from_millis(300);
 
+/// While plugins/ is gone (or another folder took its place), how often it is looked for: the watch
+/// was on the folder itself, and nothing is heard from there any more.
+const LOOK_AGAIN: Duration = Duration::from_secs(2);
+
 /// Starts watching; a watch that cannot be set up is a row, not a failure of the server.
 pub fn spawn(daemon: Arc<Daemon>) {
     let dir = daemon.inst.plugins_dir();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if event.as_ref().is_ok_and(|e| !says_a_change(e)) {
-            return;
-        }
-        let _ = tx.send(event);
-    })
-    .and_then(|mut w| w.watch(&dir, RecursiveMode::NonRecursive).map(|()| w));
-    let watcher = match watcher {
+    let (watcher, mut watched) = match watch(&dir, &tx) {
         Ok(w) => w,
         Err(e) => {
             daemon.log.row(Topic::Server, &cannot_watch(&e));
@@ -34,15 +31,18 @@ pub fn spawn(daemon: Arc<Daemon>) {
     };
     let tasks = daemon.tasks.clone();
     tasks.spawn(async move {
-        let _keep_alive = watcher;
+        let mut watcher = Some(watcher);
         // What was last reported for each file, for the generation it was reported against.
         let mut reported: HashMap<String, Option<String>> = HashMap::new();
         let mut reported_for = 0;
         // A folder that cannot be read is said once, not at every event.
         let mut unreadable_said = false;
         loop {
+            // Once the folder watched is not plugins/ any more, it is looked for now and then.
+            let lost = identity(&dir) != Some(watched);
             let event = tokio::select! {
                 e = rx.recv() => e,
+                _ = tokio::time::sleep(LOOK_AGAIN), if lost => Some(Ok(notify::Event::default())),
                 _ = daemon.closing.cancelled() => return,
             };
             let Some(event) = event else { return };
@@ -50,6 +50,17 @@ pub fn spawn(daemon: Arc<Daemon>) {
                 tracing::warn!(error = %e, "watching plugins/ reported an error");
             }
             while let Ok(Some(_)) = tokio::time::timeout(QUIET, rx.recv()).await {}
+            if identity(&dir).is_some_and(|now| now != watched) {
+                // Made again (or a link to another folder): the new one is watched, and read below.
+                drop(watcher.take());
+                match watch(&dir, &tx) {
+                    Ok((w, id)) => (watcher, watched) = (Some(w), id),
+                    Err(e) => daemon.log.row(Topic::Server, &cannot_watch(&e)),
+                }
+            } else if lost && unreadable_said {
+                // Still gone, and said so: nothing new to read.
+                continue;
+            }
             let generation = daemon.current();
             if generation.number != reported_for {
                 reported.clear();
@@ -85,15 +96,48 @@ pub fn spawn(daemon: Arc<Daemon>) {
                 }
                 Err(e) if !unreadable_said => {
                     unreadable_said = true;
-                    rows.push(format!(
-                        "plugins/ cannot be read ({e}); the plugins read last are still served. `ovai restart` reads it once it can be read again."
-                    ));
+                    rows.push(if e.kind() == std::io::ErrorKind::NotFound {
+                        "plugins/ is gone (removed, or moved away); the plugins read last are still served. Put it \
+                         back, or make it again (mkdir plugins), then `ovai restart`."
+                            .to_string()
+                    } else {
+                        format!(
+                            "plugins/ cannot be read ({e}); the plugins read last are still served. `ovai restart` reads it once it can be read again."
+                        )
+                    });
                 }
                 Err(_) => {}
             }
             daemon.log.rows(Topic::Plugins, &rows);
         }
     });
+}
+
+/// Watches `dir` (through a link), sending what may be a change on `tx`; and the folder's identity.
+fn watch(
+    dir: &std::path::Path,
+    tx: &tokio::sync::mpsc::UnboundedSender<notify::Result<notify::Event>>,
+) -> notify::Result<(notify::RecommendedWatcher, (u64, u64))> {
+    let tx = tx.clone();
+    let mut w = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if event.as_ref().is_ok_and(|e| !says_a_change(e)) {
+            return;
+        }
+        let _ = tx.send(event);
+    })?;
+    w.watch(dir, RecursiveMode::NonRecursive)?;
+    // Taken after the watch is set: a folder made again in between is then looked for and watched anew.
+    let id = identity(dir).unwrap_or((0, 0));
+    Ok((w, id))
+}
+
+/// Which folder `dir` is now (device and inode, through a link); `None` when there is none.
+fn identity(dir: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(dir)
+        .ok()
+        .filter(|m| m.is_dir())
+        .map(|m| (m.dev(), m.ino()))
 }
 
 /// Whether an event may mean a file changed. Opening and reading are not changes, and are not only
