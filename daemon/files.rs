@@ -250,7 +250,7 @@ impl Folder {
                 "{} is {what}, not a file: ovai writes only into a file of its own there, never through \
                  something else. Remove it (rm {}); ovai makes the file again.",
                 path.display(),
-                path.display()
+                crate::names::shell_quote(&path.to_string_lossy())
             ),
         )
     }

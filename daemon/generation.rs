@@ -50,6 +50,20 @@ impl Generation {
         (self.served.len(), not_served)
     }
 
+    /// The tools both readings serve whose file's bytes differ: their new code runs from this reading
+    /// on, whatever the tool list says.
+    pub fn new_code_since(&self, before: &Generation) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .served
+            .iter()
+            .filter(|f| before.served.contains(*f))
+            .filter(|f| self.snapshot.digest(f) != before.snapshot.digest(f))
+            .map(|f| f.strip_suffix(".mjs").unwrap_or(f).to_string())
+            .collect();
+        names.sort_unstable();
+        names
+    }
+
     /// The files in plugins/ that differ from this reading; `Err` when plugins/ cannot be read.
     pub fn stale(&self, inst: &Instance) -> std::io::Result<Vec<Change>> {
         stale::changes(&inst.plugins_dir(), &self.snapshot, &|f| {

@@ -115,6 +115,19 @@ pub fn unseen(c: char) -> bool {
         | 0x034F | 0x115F | 0x1160 | 0x3164 | 0xFFA0 | 0xE0100..=0xE01EF)
 }
 
+/// A path as a shell reads it back: as it is when it holds nothing a shell treats specially, else in
+/// single quotes. Advice such as `rm plugins/x;y.mjs` must not run `y.mjs` when pasted.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+@%:,=".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 /// 2048 as "2,048": how a count is written for people.
 pub fn thousands(n: usize) -> String {
     let digits = n.to_string();
@@ -178,6 +191,19 @@ pub fn distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_is_quoted_where_a_shell_would_read_it_otherwise() {
+        assert_eq!(shell_quote("plugins/pipe.mjs"), "plugins/pipe.mjs");
+        assert_eq!(shell_quote("plugins/x;y.mjs"), "'plugins/x;y.mjs'");
+        assert_eq!(
+            shell_quote("plugins/old tool.mjs"),
+            "'plugins/old tool.mjs'"
+        );
+        assert_eq!(shell_quote("plugins/it's.mjs"), r"'plugins/it'\''s.mjs'");
+        assert_eq!(shell_quote("plugins/$(id).mjs"), "'plugins/$(id).mjs'");
+        assert_eq!(shell_quote(""), "''");
+    }
 
     #[test]
     fn good_names() {

@@ -133,6 +133,9 @@ pub struct RestartReply {
     pub rows: Vec<String>,
     /// Whether the tool list differs from the one before (and list_changed was sent).
     pub changed: bool,
+    /// The tools served before and now whose file changed: their new code runs now.
+    #[serde(default)]
+    pub new_code: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

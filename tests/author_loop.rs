@@ -605,6 +605,13 @@ fn check_of_one_file_says_what_a_restart_would_of_it() {
 /// complaint from check. An ending in another case is said, as `.js` is.
 #[test]
 fn hidden_files_are_no_tools_and_an_ending_in_capitals_is_said() {
+    // Nothing to check is said, not printed as nothing.
+    Instance::with_plugins(&[(".only-hidden.mjs", TOOL), ("notes.txt", "")])
+        .cmd()
+        .arg("check")
+        .assert()
+        .success()
+        .stdout("plugins/ holds no tool files yet; `ovai plugin NAME` writes one.\n");
     let inst =
         Instance::with_plugins(&[("a.mjs", TOOL), (".a.tmp.mjs", TOOL), ("Upper.MJS", TOOL)]);
     let dir = inst.root.join("plugins");
@@ -672,4 +679,38 @@ fn plugins_gone_is_said_and_made_again_is_watched_again() {
         &inst,
         "plugins/fresh2.mjs appeared after the last read and is not served yet; `ovai restart` reads it",
     );
+}
+
+/// A restart that serves a file's new code with the same description and schema says so: "the tool
+/// list is the same" alone read as if nothing had been taken up.
+#[test]
+fn a_restart_names_the_tools_whose_new_code_runs_now() {
+    let inst = Instance::with_plugins(&[("a.mjs", TOOL), ("b.mjs", TOOL)]);
+    let _d = inst.start();
+    inst.write_plugin("a.mjs", &TOOL.replace("'ok'", "'new'"));
+    inst.cmd().arg("restart").assert().success().stdout(
+        predicate::str::ends_with(
+            "Restarted: generation 2 serves now; the tool list is the same. New code runs for: a.\n",
+        ),
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(s.call("a", json!({})), ("new".to_string(), false));
+    let row = inst
+        .rows("server")
+        .into_iter()
+        .find(|r| r.starts_with("Restarted, asked by `ovai restart`: generation 2"))
+        .unwrap();
+    assert!(
+        row.ends_with("for every session). New code runs for: a."),
+        "{row}"
+    );
+    // Nothing new: nothing said.
+    inst.cmd()
+        .arg("restart")
+        .assert()
+        .success()
+        .stdout(predicate::str::ends_with(
+            "Restarted: generation 3 serves now; the tool list is the same.\n",
+        ));
 }

@@ -992,12 +992,13 @@ fn a_fifo_a_device_or_a_huge_file_in_plugins_is_named_and_stops_nothing() {
     ];
     assert_eq!(inst.rows("plugins"), expected);
     assert_calls(&inst, "echo", "echo");
-    // One more, while it runs: the watcher and a restart read around it too.
-    nix::unistd::mkfifo(&plugins.join("later.mjs"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    // One more, while it runs: the watcher and a restart read around it too. Its name holds what a
+    // shell would act on: the advice, pasted, removes the file and runs nothing.
+    nix::unistd::mkfifo(&plugins.join("later;id.mjs"), nix::sys::stat::Mode::S_IRWXU).unwrap();
     inst.cmd().arg("restart").assert().success();
     let rows = inst.rows("plugins");
     assert!(
-        rows.contains(&"plugins/later.mjs is not served: it is a FIFO, not a file. A tool is a file of JavaScript; remove it (rm plugins/later.mjs)".to_string()),
+        rows.contains(&"plugins/later;id.mjs is not served: it is a FIFO, not a file. A tool is a file of JavaScript; remove it (rm 'plugins/later;id.mjs')".to_string()),
         "{rows:#?}"
     );
     assert_calls(&inst, "echo", "echo");

@@ -31,6 +31,10 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
             .map(|f| named(&dir, f, &all))
             .collect::<Result<Vec<_>, _>>()?
     };
+    if found.is_empty() {
+        println!("plugins/ holds no tool files yet; `ovai plugin NAME` writes one.");
+        return Ok(());
+    }
     seats::ensure_private_dir(inst).map_err(fail(exit::FAILED))?;
     sweep_shims(&inst.private_dir());
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -22,8 +22,13 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
     } else {
         "the tool list is the same"
     };
+    let new_code = if r.new_code.is_empty() {
+        String::new()
+    } else {
+        format!(" New code runs for: {}.", r.new_code.join(", "))
+    };
     println!(
-        "Restarted: generation {} serves now; {changed}.",
+        "Restarted: generation {} serves now; {changed}.{new_code}",
         r.generation
     );
     Ok(())

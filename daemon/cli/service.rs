@@ -57,7 +57,7 @@ fn unit(inst: &Instance, manager: Manager) -> Result<Unit, Failure> {
             let path = home()?
                 .join("Library/LaunchAgents")
                 .join(format!("{label}.plist"));
-            let quoted = shell_quote(&path.display().to_string());
+            let quoted = crate::names::shell_quote(&path.display().to_string());
             Unit {
                 text: launchd_plist(inst, &ovai, node.as_deref(), &label),
                 enable: format!("launchctl bootstrap gui/$(id -u) {quoted}"),
@@ -211,16 +211,6 @@ fn xml(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
-}
-
-fn shell_quote(s: &str) -> String {
-    if s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 fn which_node() -> Option<PathBuf> {

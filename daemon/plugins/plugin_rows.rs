@@ -73,8 +73,20 @@ fn not_served(file: &str, why: impl std::fmt::Display) -> String {
     names::escape_controls(&format!("plugins/{file} is not served: {why}"), false).into_owned()
 }
 
+/// Said where a file in plugins/ looks like code for other tools to import rather than a tool.
+const SHARED_CODE: &str = "a module other tools import goes in a subfolder, such as plugins/lib/, where it is never taken for a tool";
+
 pub fn bad_name(file: &str, name: &str) -> String {
-    not_served(file, format!("{name} is not a tool name: {}", names::RULE))
+    // `_util.mjs`: "private" by a common convention, so most likely shared code.
+    let hint = if name.starts_with('_') {
+        format!("; {SHARED_CODE}")
+    } else {
+        String::new()
+    };
+    not_served(
+        file,
+        format!("{name} is not a tool name: {}{hint}", names::RULE),
+    )
 }
 
 pub fn builtin(file: &str, name: &str) -> String {
@@ -122,8 +134,8 @@ pub fn not_a_file(file: &str, what: &str) -> String {
     not_served(
         file,
         format!(
-            "it is {what}, not a file. A tool is a file of JavaScript; remove it (rm plugins/{})",
-            names::escape_controls(file, false)
+            "it is {what}, not a file. A tool is a file of JavaScript; remove it (rm {})",
+            names::shell_quote(&format!("plugins/{file}"))
         ),
     )
 }
@@ -190,6 +202,7 @@ pub fn exports(file: &str, r: &ExportsReport) -> String {
     let contract = |name: &str| EXPORTS.contains(&name);
     let missing: Vec<String> = r.missing.iter().filter(|m| contract(m)).cloned().collect();
     let mut parts = Vec::new();
+    let mut misspelt_any = false;
     if !missing.is_empty() {
         let mut part = format!("it does not export {}", listed(&missing, "or"));
         let near: Vec<String> = r
@@ -199,6 +212,7 @@ pub fn exports(file: &str, r: &ExportsReport) -> String {
             .filter(|o| missing.iter().any(|m| misspelt(m, o)))
             .map(|o| format!("{:?}", o.chars().take(64).collect::<String>()))
             .collect();
+        misspelt_any = !near.is_empty();
         if !near.is_empty() {
             part.push_str(&format!(
                 " (it exports {}: misspelt?)",
@@ -229,6 +243,9 @@ pub fn exports(file: &str, r: &ExportsReport) -> String {
         why.push_str(
             " (it has a default export, and the three must be named exports: `export const description = ...`)",
         );
+    } else if missing.len() == EXPORTS.len() && !r.others.is_empty() && !misspelt_any {
+        // None of the three, and exports of its own: shared code, most likely.
+        why.push_str(&format!(" ({SHARED_CODE})"));
     }
     not_served(file, why)
 }
@@ -271,6 +288,15 @@ mod tests {
         assert_eq!(
             exports("x.mjs", &r),
             "plugins/x.mjs is not served: it does not export description, inputSchema or run"
+        );
+        // Exports of its own and none of the three: code for other tools, in the wrong place.
+        let r = ExportsReport {
+            others: vec!["slugify".into()],
+            ..r
+        };
+        assert_eq!(
+            exports("x.mjs", &r),
+            "plugins/x.mjs is not served: it does not export description, inputSchema or run (a module other tools import goes in a subfolder, such as plugins/lib/, where it is never taken for a tool)"
         );
         let r = ExportsReport {
             missing: vec!["run".into()],
@@ -337,6 +363,10 @@ mod tests {
         assert_eq!(
             bad_name("ci_status.mjs", "ci_status"),
             "plugins/ci_status.mjs is not served: ci_status is not a tool name: a name is a letter, then letters, digits and hyphens, up to 32 of them"
+        );
+        assert_eq!(
+            bad_name("_util.mjs", "_util"),
+            "plugins/_util.mjs is not served: _util is not a tool name: a name is a letter, then letters, digits and hyphens, up to 32 of them; a module other tools import goes in a subfolder, such as plugins/lib/, where it is never taken for a tool"
         );
         assert_eq!(
             builtin("room.mjs", "room"),

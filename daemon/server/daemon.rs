@@ -227,9 +227,16 @@ impl Daemon {
             self.log.row(Topic::Server, row);
         }
         let changed = next.tools.listed() != old.tools.listed();
+        let new_code = next.new_code_since(&old);
         self.log.row(
             Topic::Server,
-            &super::restart_row::row(by, next.number, old.tools.listed(), next.tools.listed()),
+            &super::restart_row::row(
+                by,
+                next.number,
+                old.tools.listed(),
+                next.tools.listed(),
+                &new_code,
+            ),
         );
         let reply = RestartReply {
             generation: next.number,
@@ -242,6 +249,7 @@ impl Daemon {
                 .cloned()
                 .collect(),
             changed,
+            new_code,
         };
         self.figures
             .set_call_log(next.config.call_log.then(|| self.inst.call_log()));

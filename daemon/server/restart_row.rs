@@ -10,7 +10,22 @@ pub fn bytes(tool: &Tool) -> usize {
     serde_json::to_vec(tool).map_or(0, |v| v.len())
 }
 
-pub fn row(by: &str, generation: u64, before: &[Tool], after: &[Tool]) -> String {
+/// `new_code`: the tools whose file changed, served before and now (their new code runs now).
+pub fn row(
+    by: &str,
+    generation: u64,
+    before: &[Tool],
+    after: &[Tool],
+    new_code: &[String],
+) -> String {
+    let mut row = list_row(by, generation, before, after);
+    if !new_code.is_empty() {
+        row.push_str(&format!(" New code runs for: {}.", new_code.join(", ")));
+    }
+    row
+}
+
+fn list_row(by: &str, generation: u64, before: &[Tool], after: &[Tool]) -> String {
     let find = |list: &[Tool], name: &str| list.iter().find(|t| t.name == name).cloned();
     let mut added = Vec::new();
     let mut changed = Vec::new();
