@@ -599,6 +599,16 @@ fn check_of_one_file_says_what_a_restart_would_of_it() {
         assert_eq!(out.status.code(), Some(1), "{file}: {stdout}");
         assert!(stdout.contains(words), "{file}: {stdout}");
     }
+    // Called, it is refused with the row's own advice, once.
+    let _d = inst.start();
+    let out = inst
+        .cmd()
+        .args(["call", "deploy", "--seat", "lead"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("Rename one, then `ovai restart`."), "{said}");
+    assert!(!said.contains("Fix the file"), "{said}");
 }
 
 /// Hidden files (an editor's lock, `.#x.mjs`, and its temporary copies) are nobody's tool: no row, no
@@ -713,4 +723,33 @@ fn a_restart_names_the_tools_whose_new_code_runs_now() {
         .stdout(predicate::str::ends_with(
             "Restarted: generation 3 serves now; the tool list is the same.\n",
         ));
+}
+
+/// An edit undone (`git stash`, an editor's undo) is said, as the edit was: its row would otherwise stand.
+#[test]
+fn an_edit_undone_is_said_as_the_edit_was() {
+    let inst = Instance::with_plugins(&[("a.mjs", TOOL)]);
+    let d = inst.start();
+    inst.write_plugin("a.mjs", &TOOL.replace("'ok'", "'edited'"));
+    wait_for_row(
+        &inst,
+        "plugins/a.mjs changed after the last read: it is served, if at all, as it was read, and a plugin host started from now on (after a crash, or when the seats change) refuses its calls; `ovai restart` serves it as it is now",
+    );
+    inst.write_plugin("a.mjs", TOOL);
+    wait_for_row(
+        &inst,
+        "plugins/a.mjs is as it was at the last read again: nothing of it waits for `ovai restart`",
+    );
+    assert_eq!(d.status().unwrap()["stale"], json!([]));
+    // And a file that came and went.
+    inst.write_plugin("b.mjs", TOOL);
+    wait_for_row(
+        &inst,
+        "plugins/b.mjs appeared after the last read and is not served yet; `ovai restart` reads it",
+    );
+    std::fs::remove_file(inst.root.join("plugins/b.mjs")).unwrap();
+    wait_for_row(
+        &inst,
+        "plugins/b.mjs is as it was at the last read again: nothing of it waits for `ovai restart`",
+    );
 }

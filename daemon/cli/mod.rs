@@ -284,10 +284,15 @@ pub fn why_no_tool(inst: &Instance, tool: &str) -> Option<String> {
             r.strip_prefix(&file)
                 .is_some_and(|r| r.starts_with(" is not served: "))
         })?;
-        format!(
-            "{}. Fix the file, then `ovai check {file}` and `ovai restart`",
-            row.trim_end_matches('.')
-        )
+        // A row that says what to do already (rename one, then `ovai restart`) is not told twice.
+        if row.contains("`ovai restart`") {
+            row.trim_end_matches('.').to_string()
+        } else {
+            format!(
+                "{}. Fix the file, then `ovai check {file}` and `ovai restart`",
+                row.trim_end_matches('.')
+            )
+        }
     };
     Some(format!("There is no tool called {tool} here: {why}."))
 }

@@ -103,6 +103,15 @@ impl Change {
     }
 }
 
+/// The row for a file reported as changed, appeared or removed, and now as the last read left it again.
+pub fn back_as_read(file: &str) -> String {
+    crate::names::escape_controls(
+        &format!("plugins/{file} is as it was at the last read again: nothing of it waits for `ovai restart`"),
+        false,
+    )
+    .into_owned()
+}
+
 /// How plugins/ differs now from `snapshot`, sorted by file name. `served` says which files the reading
 /// serves (a removed file that was not served changes nothing).
 pub fn changes(

@@ -87,6 +87,18 @@ pub fn spawn(daemon: Arc<Daemon>) {
             match found {
                 Ok(changes) => {
                     unreadable_said = false;
+                    // A file reported and now as the last read left it (an undo, `git stash`) is said
+                    // to be so: its earlier row would otherwise stand.
+                    let mut back: Vec<String> = reported
+                        .keys()
+                        .filter(|f| !changes.iter().any(|(c, _)| c.file() == f.as_str()))
+                        .cloned()
+                        .collect();
+                    back.sort_unstable();
+                    for file in back {
+                        reported.remove(&file);
+                        rows.push(stale::back_as_read(&file));
+                    }
                     for (change, state) in changes {
                         if reported.get(change.file()) != Some(&state) {
                             rows.push(change.row());
