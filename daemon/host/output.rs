@@ -12,6 +12,8 @@ use crate::sync::lock;
 
 /// Lines of the host's stderr kept for the log row that reports its end.
 const STDERR_TAIL: usize = 8;
+/// How long before its end a line of a host's stderr may be to count among its last words.
+const LAST_WORDS: Duration = Duration::from_secs(5);
 /// A line of the host's stdout or stderr longer than this is cut: output is logs, not data.
 const MAX_LOG_LINE: usize = 4096;
 /// At most this many lines a second of each stream reach the daemon's log; a flood is counted, not copied.
@@ -20,7 +22,8 @@ const MAX_LOG_LINES_PER_S: u32 = 100;
 /// What the host last said on stderr, for the row that reports its end.
 #[derive(Default)]
 pub struct StderrTail {
-    lines: VecDeque<String>,
+    /// Each with when it came.
+    lines: VecDeque<(std::time::Instant, String)>,
     /// Node's `FATAL ERROR: …` line, kept apart: a native stack trace follows it and would push it out.
     fatal: Option<String>,
     /// The host's own line saying a plugin ended it (`process.kill`, `abort`, `reallyExit`), kept apart
@@ -39,9 +42,12 @@ impl StderrTail {
             .clone()
             .or_else(|| self.fatal.clone())
             .or_else(|| {
+                // Only what it said near its end: a warning Node printed at its start is no last word.
                 self.lines
                     .iter()
                     .rev()
+                    .take_while(|(at, _)| at.elapsed() <= LAST_WORDS)
+                    .map(|(_, l)| l)
                     .find(|l| !l.trim().is_empty())
                     .cloned()
             })
@@ -55,10 +61,14 @@ impl StderrTail {
     }
 
     pub fn lines(&self) -> Vec<String> {
-        self.lines.iter().cloned().collect()
+        self.lines.iter().map(|(_, l)| l.clone()).collect()
     }
 
     fn push(&mut self, line: String) {
+        self.push_at(std::time::Instant::now(), line);
+    }
+
+    fn push_at(&mut self, at: std::time::Instant, line: String) {
         if self.lines.len() == STDERR_TAIL {
             self.lines.pop_front();
         }
@@ -68,7 +78,7 @@ impl StderrTail {
         if line.starts_with(ENDED) {
             self.ended = Some(line.clone());
         }
-        self.lines.push_back(line);
+        self.lines.push_back((at, line));
     }
 }
 
@@ -220,6 +230,23 @@ mod tests {
         assert_eq!(
             tail(&["a last line", ""]).last_words().as_deref(),
             Some("a last line")
+        );
+    }
+
+    #[test]
+    fn what_it_said_long_before_its_end_is_no_last_word() {
+        let mut t = StderrTail::default();
+        let long_ago = std::time::Instant::now() - Duration::from_secs(60);
+        t.push_at(
+            long_ago,
+            "(Use `node --trace-warnings ...` to show where the warning was created)".into(),
+        );
+        assert_eq!(t.last_words(), None);
+        t.push("FATAL ERROR: Reached heap limit".into());
+        t.push_at(long_ago, "an older line".into());
+        assert_eq!(
+            t.last_words().as_deref(),
+            Some("FATAL ERROR: Reached heap limit")
         );
     }
 }
