@@ -125,6 +125,7 @@ pub fn host_init(inst: &Instance, config: &Config) -> HostInit {
         max_answer_bytes: config.max_answer_bytes,
         log: None,
         strays: Default::default(),
+        unread: Vec::new(),
     }
 }
 

@@ -14,6 +14,7 @@ import url from "node:url";
 import { types } from "node:util";
 import path from "node:path";
 import os from "node:os";
+import nodeModule from "node:module";
 
 const PROTOCOL = 1;
 
@@ -820,6 +821,7 @@ function onLine(line) {
       config = deepFreeze(message.config ?? {});
       maxAnswerBytes = message.maxAnswerBytes ?? maxAnswerBytes;
       hostKey = message.key ?? 0;
+      if (isArray(message.unread) && message.unread.length > 0) guardUnread(message.unread);
       break;
     case "load":
       load(message);
@@ -839,6 +841,41 @@ function onLine(line) {
       break;
     default:
       say(`ovai host: unknown message ${stringify(message.t)}`);
+  }
+}
+
+// A host started after a tool's file changed imports that file not at all (the daemon refuses its
+// calls), and a hook refuses it to any file that imports it, naming it: a new host runs no tool's code
+// nobody read. Hooks came in Node 18.19 and 20.6; before them such an import goes through.
+const registerHooks = nodeModule.register;
+const UNREAD_HOOKS = `
+let unread = {};
+export function initialize(data) { unread = data; }
+export async function load(url, context, next) {
+  const bare = url.split("?")[0].split("#")[0];
+  if (Object.hasOwn(unread, bare)) {
+    throw new Error("it imports " + unread[bare] + ", which changed after it was read, and a new host imports only what was read");
+  }
+  return next(url, context);
+}`;
+function guardUnread(files) {
+  if (typeof registerHooks !== "function") return;
+  const urls = { __proto__: null };
+  for (const file of files) {
+    if (typeof file !== "string") continue;
+    const shown = "plugins/" + pathRelative(pluginsDir, file);
+    urls[pathToFileURL(file).href] = shown;
+    // Node imports a linked file under the path it leads to.
+    try {
+      urls[pathToFileURL(fs.realpathSync(file)).href] = shown;
+    } catch {
+      // Gone since: nothing imports it.
+    }
+  }
+  try {
+    registerHooks("data:text/javascript," + encodeURIComponent(UNREAD_HOOKS), { data: { ...urls } });
+  } catch (err) {
+    complain("the guard that keeps files changed since the last read from being imported could not be set", err);
   }
 }
 

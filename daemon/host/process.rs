@@ -35,6 +35,9 @@ pub struct HostInit {
     pub log: Option<Arc<crate::runtime_log::RuntimeLog>>,
     /// The places of those errors written already: shared by the hosts of one import, fresh for each.
     pub strays: super::link::StrayBook,
+    /// Tool files changed since the generation read them: a new host imports them not at all, nor lets
+    /// another file import them.
+    pub unread: Vec<String>,
 }
 
 pub struct HostProcess {
@@ -169,6 +172,7 @@ impl HostProcess {
             config: &init.config,
             max_answer_bytes: init.max_answer_bytes,
             key: this.link.host_key(),
+            unread: &init.unread,
         });
         Ok(this)
     }

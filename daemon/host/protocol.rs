@@ -24,6 +24,9 @@ pub enum ToHost<'a> {
         max_answer_bytes: usize,
         /// Echoed in every `stray`: what a plugin writes to fd 4 by hand cannot pass for one.
         key: u64,
+        /// Files no import may load (tool files changed since they were read), as paths.
+        #[serde(skip_serializing_if = "<[String]>::is_empty")]
+        unread: &'a [String],
     },
     /// Import one file and report its three exports.
     Load {

@@ -738,8 +738,9 @@ async fn heartbeat(link: &Link, hang_after: Duration, look: &Look) -> Beat {
 }
 
 /// A new process importing the generation's files again. A plugin's file whose bytes changed (or that is
-/// gone) since it was read is not imported: a new host serves the files as they were read, or refuses
-/// them, rather than run a file nobody read (a module a plugin imports is imported as it is now). One that
+/// gone) since it was read is not imported, by the host or through another file: a new host serves the
+/// files as they were read, or refuses them, rather than run a file nobody read (a module in a subfolder
+/// a plugin imports is imported as it is now). One that
 /// no longer imports is refused by name when called (the generation's list stays as it was read).
 async fn respawn(
     job: &Supervision,
@@ -762,7 +763,16 @@ async fn respawn(
         }
     }
     let imports: Vec<ToImport> = same.iter().map(|f| f.import.clone()).collect();
-    let done = import_all(&job.launch, &job.init, &imports, ids, job.import_timeout).await?;
+    // Nor through another file that imports one (`import { run } from "./changed.mjs"`).
+    let init = HostInit {
+        unread: unread
+            .iter()
+            .filter(|(_, why)| matches!(why, NotReimported::Changed))
+            .map(|(f, _)| f.import.path.clone())
+            .collect(),
+        ..job.init.clone()
+    };
+    let done = import_all(&job.launch, &init, &imports, ids, job.import_timeout).await?;
     for (f, why) in unread {
         job.log
             .row(Topic::Host, &rows::not_reimported(&f.shown, &why));
