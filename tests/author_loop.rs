@@ -753,3 +753,32 @@ fn an_edit_undone_is_said_as_the_edit_was() {
         "plugins/b.mjs is as it was at the last read again: nothing of it waits for `ovai restart`",
     );
 }
+
+/// A checkout that changes many files at once is one row, not one for each.
+#[test]
+fn a_checkout_of_many_files_is_one_row() {
+    let files: Vec<(String, &str)> = (0..10).map(|i| (format!("t{i:02}.mjs"), TOOL)).collect();
+    let refs: Vec<(&str, &str)> = files.iter().map(|(f, t)| (f.as_str(), *t)).collect();
+    let inst = Instance::with_plugins(&refs);
+    let _d = inst.start();
+    let dir = inst.root.join("plugins");
+    for i in 0..10 {
+        std::fs::remove_file(dir.join(format!("t{i:02}.mjs"))).unwrap();
+        std::fs::write(dir.join(format!("n{i:02}.mjs")), TOOL).unwrap();
+    }
+    // Written at once, as a checkout does, they are one burst and one row; a machine that stalled the
+    // test between writes for longer than a burst's quiet may split them, never into a row a file.
+    let whole = "20 files in plugins/ changed at once: 10 appeared (plugins/n00.mjs, plugins/n01.mjs, plugins/n02.mjs, plugins/n03.mjs, plugins/n04.mjs and 5 more), 10 were removed (plugins/t00.mjs, plugins/t01.mjs, plugins/t02.mjs, plugins/t03.mjs, plugins/t04.mjs and 5 more). Until `ovai restart` what was read is served (a plugin host started from now on refuses the changed and removed ones); `ovai status` lists each.";
+    wait_until("the checkout's row", || {
+        inst.rows("plugins")
+            .iter()
+            .any(|r| r.contains(" files in plugins/ changed at once: "))
+            .then_some(())
+    });
+    let rows = inst.rows("plugins");
+    let about = &rows[10..];
+    assert!(
+        about.iter().any(|r| r == whole) || about.len() < 20,
+        "{rows:#?}"
+    );
+}

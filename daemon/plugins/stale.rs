@@ -103,6 +103,62 @@ impl Change {
     }
 }
 
+/// Past this many files in one burst (a checkout, a copy), one row says them all.
+const MAX_FILE_ROWS: usize = 8;
+
+/// The rows for one burst of changes: one a file (`back`: files as they were at the last read again),
+/// or, for more than MAX_FILE_ROWS, one for all of them.
+pub fn rows(fresh: &[Change], back: &[String]) -> Vec<String> {
+    if fresh.len() + back.len() <= MAX_FILE_ROWS {
+        return back
+            .iter()
+            .map(|f| back_as_read(f))
+            .chain(fresh.iter().map(Change::row))
+            .collect();
+    }
+    let of = |want: fn(&Change) -> bool| -> Vec<&str> {
+        fresh.iter().filter(|c| want(c)).map(Change::file).collect()
+    };
+    let total = fresh.len() + back.len();
+    let back: Vec<&str> = back.iter().map(String::as_str).collect();
+    let mut parts = Vec::new();
+    for (files, what) in [
+        (
+            of(|c| matches!(c, Change::Changed { .. })),
+            "changed after the last read",
+        ),
+        (of(|c| matches!(c, Change::Appeared { .. })), "appeared"),
+        (of(|c| matches!(c, Change::Removed { .. })), "were removed"),
+        (back, "are as they were at the last read again"),
+    ] {
+        if !files.is_empty() {
+            parts.push(format!("{} {what} ({})", files.len(), some_of(&files)));
+        }
+    }
+    let row = format!(
+        "{} files in plugins/ changed at once: {}. Until `ovai restart` what was read is served (a plugin host \
+         started from now on refuses the changed and removed ones); `ovai status` lists each.",
+        total,
+        parts.join(", ")
+    );
+    vec![crate::names::escape_controls(&row, false).into_owned()]
+}
+
+/// A few of `files`, and how many more.
+fn some_of(files: &[&str]) -> String {
+    const SHOWN: usize = 5;
+    let mut shown = files
+        .iter()
+        .take(SHOWN)
+        .map(|f| format!("plugins/{f}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if files.len() > SHOWN {
+        shown.push_str(&format!(" and {} more", files.len() - SHOWN));
+    }
+    shown
+}
+
 /// The row for a file reported as changed, appeared or removed, and now as the last read left it again.
 pub fn back_as_read(file: &str) -> String {
     crate::names::escape_controls(

@@ -89,22 +89,27 @@ pub fn spawn(daemon: Arc<Daemon>) {
                     unreadable_said = false;
                     // A file reported and now as the last read left it (an undo, `git stash`) is said
                     // to be so: its earlier row would otherwise stand.
-                    let mut back: Vec<String> = reported
-                        .keys()
-                        .filter(|f| !changes.iter().any(|(c, _)| c.file() == f.as_str()))
-                        .cloned()
-                        .collect();
+                    let mut back: Vec<String> = {
+                        let now: std::collections::HashSet<&str> =
+                            changes.iter().map(|(c, _)| c.file()).collect();
+                        reported
+                            .keys()
+                            .filter(|f| !now.contains(f.as_str()))
+                            .cloned()
+                            .collect()
+                    };
                     back.sort_unstable();
-                    for file in back {
-                        reported.remove(&file);
-                        rows.push(stale::back_as_read(&file));
+                    for file in &back {
+                        reported.remove(file);
                     }
+                    let mut fresh = Vec::new();
                     for (change, state) in changes {
                         if reported.get(change.file()) != Some(&state) {
-                            rows.push(change.row());
                             reported.insert(change.file().to_string(), state);
+                            fresh.push(change);
                         }
                     }
+                    rows = stale::rows(&fresh, &back);
                 }
                 Err(e) if !unreadable_said => {
                     unreadable_said = true;
