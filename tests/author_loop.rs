@@ -782,3 +782,19 @@ fn a_checkout_of_many_files_is_one_row() {
         "{rows:#?}"
     );
 }
+
+/// A plugin that is a link to a file elsewhere (a team's shared checkout) is watched where it leads.
+#[test]
+fn an_edit_where_a_linked_plugin_leads_is_said() {
+    let inst = Instance::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let remote = elsewhere.path().join("remote.mjs");
+    std::fs::write(&remote, TOOL).unwrap();
+    std::os::unix::fs::symlink(&remote, inst.root.join("plugins/linked.mjs")).unwrap();
+    let _d = inst.start();
+    std::fs::write(&remote, TOOL.replace("'ok'", "'edited'")).unwrap();
+    wait_for_row(
+        &inst,
+        "plugins/linked.mjs changed after the last read: it is served, if at all, as it was read, and a plugin host started from now on (after a crash, or when the seats change) refuses its calls; `ovai restart` serves it as it is now",
+    );
+}

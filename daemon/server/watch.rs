@@ -1,7 +1,7 @@
 //! Watches plugins/ and says in runtime.log when a file there no longer matches what is served: one row
 //! per changed file per burst of saves. Nothing is re-read by itself; `ovai restart` does that.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +32,9 @@ pub fn spawn(daemon: Arc<Daemon>) {
     let tasks = daemon.tasks.clone();
     tasks.spawn(async move {
         let mut watcher = Some(watcher);
+        // Where plugins/' links lead, watched too: an edit there is an edit of the plugin.
+        let mut linked = linked_files(&dir);
+        let mut outside = watch_links(&linked, &tx);
         // What was last reported for each file, for the generation it was reported against.
         let mut reported: HashMap<String, Option<String>> = HashMap::new();
         let mut reported_for = 0;
@@ -60,6 +63,12 @@ pub fn spawn(daemon: Arc<Daemon>) {
             } else if lost && unreadable_said {
                 // Still gone, and said so: nothing new to read.
                 continue;
+            }
+            let now_linked = linked_files(&dir);
+            if now_linked != linked {
+                drop(outside.take());
+                outside = watch_links(&now_linked, &tx);
+                linked = now_linked;
             }
             let generation = daemon.current();
             if generation.number != reported_for {
@@ -146,6 +155,52 @@ fn watch(
     // Taken after the watch is set: a folder made again in between is then looked for and watched anew.
     let id = identity(dir).unwrap_or((0, 0));
     Ok((w, id))
+}
+
+/// How many folders outside plugins/ its links may have watched: a plugin writing links to every
+/// folder of the disk cannot take the system's watches.
+const MAX_LINKED_FOLDERS: usize = 16;
+
+/// The files outside plugins/ that its links (directly in it) lead to.
+fn linked_files(dir: &std::path::Path) -> HashSet<std::path::PathBuf> {
+    let Ok(real_dir) = std::fs::canonicalize(dir) else {
+        return HashSet::new();
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return HashSet::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_symlink()))
+        .filter_map(|e| std::fs::canonicalize(e.path()).ok())
+        .filter(|t| t.is_file() && t.parent() != Some(real_dir.as_path()))
+        .collect()
+}
+
+/// A watch on the folders of `files`, sending on only what may be a change of one of them.
+fn watch_links(
+    files: &HashSet<std::path::PathBuf>,
+    tx: &tokio::sync::mpsc::UnboundedSender<notify::Result<notify::Event>>,
+) -> Option<notify::RecommendedWatcher> {
+    if files.is_empty() {
+        return None;
+    }
+    let wanted = files.clone();
+    let tx = tx.clone();
+    let mut w = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(e) = &event
+            && (!says_a_change(e) || !e.paths.iter().any(|p| wanted.contains(p)))
+        {
+            return;
+        }
+        let _ = tx.send(event);
+    })
+    .ok()?;
+    let folders: HashSet<&std::path::Path> = files.iter().filter_map(|f| f.parent()).collect();
+    for folder in folders.into_iter().take(MAX_LINKED_FOLDERS) {
+        let _ = w.watch(folder, RecursiveMode::NonRecursive);
+    }
+    Some(w)
 }
 
 /// Which folder `dir` is now (device and inode, through a link); `None` when there is none.
