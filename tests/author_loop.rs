@@ -599,6 +599,22 @@ fn check_of_one_file_says_what_a_restart_would_of_it() {
         assert_eq!(out.status.code(), Some(1), "{file}: {stdout}");
         assert!(stdout.contains(words), "{file}: {stdout}");
     }
+    // Named twice, checked once; the folder itself is all of it; a name of no file is said.
+    inst.cmd()
+        .args(["check", "fifo.mjs", "plugins/fifo.mjs"])
+        .assert()
+        .code(1)
+        .stderr("ovai: 1 of the 1 files checked would not be served.\n");
+    let out = inst.cmd().args(["check", "plugins/"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("5 of the 5 files checked"),
+        "{out:?}"
+    );
+    inst.cmd()
+        .args(["check", ".."])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("\"..\" is not a file in plugins/"));
     // Called, it is refused with the row's own advice, once.
     let _d = inst.start();
     let out = inst
@@ -679,6 +695,7 @@ fn plugins_gone_is_said_and_made_again_is_watched_again() {
     assert_eq!(d.status().unwrap()["generation"], 1);
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("fresh.mjs"), TOOL).unwrap();
+    wait_for_row(&inst, "plugins/ is there again, and can be read.");
     wait_for_row(
         &inst,
         "plugins/fresh.mjs appeared after the last read and is not served yet; `ovai restart` reads it",
@@ -768,7 +785,7 @@ fn a_checkout_of_many_files_is_one_row() {
     }
     // Written at once, as a checkout does, they are one burst and one row; a machine that stalled the
     // test between writes for longer than a burst's quiet may split them, never into a row a file.
-    let whole = "20 files in plugins/ changed at once: 10 appeared (plugins/n00.mjs, plugins/n01.mjs, plugins/n02.mjs, plugins/n03.mjs, plugins/n04.mjs and 5 more), 10 were removed (plugins/t00.mjs, plugins/t01.mjs, plugins/t02.mjs, plugins/t03.mjs, plugins/t04.mjs and 5 more). Until `ovai restart` what was read is served (a plugin host started from now on refuses the changed and removed ones); `ovai status` lists each.";
+    let whole = "20 files in plugins/ changed at once: 10 appeared (plugins/n00.mjs, plugins/n01.mjs, plugins/n02.mjs, plugins/n03.mjs, plugins/n04.mjs and 5 more), 10 were removed (plugins/t00.mjs, plugins/t01.mjs, plugins/t02.mjs, plugins/t03.mjs, plugins/t04.mjs and 5 more); until `ovai restart` what was read is served (a plugin host started from now on refuses the changed and removed ones); `ovai status` lists each.";
     wait_until("the checkout's row", || {
         inst.rows("plugins")
             .iter()
@@ -796,5 +813,55 @@ fn an_edit_where_a_linked_plugin_leads_is_said() {
     wait_for_row(
         &inst,
         "plugins/linked.mjs changed after the last read: it is served, if at all, as it was read, and a plugin host started from now on (after a crash, or when the seats change) refuses its calls; `ovai restart` serves it as it is now",
+    );
+}
+
+/// `rm -rf plugins && mkdir plugins`: the folder made again may have the removed one's inode number (ext4
+/// gives it back at once), and is watched all the same.
+#[test]
+fn plugins_removed_and_made_again_at_once_is_watched_again() {
+    let inst = Instance::with_plugins(&[("a.mjs", TOOL)]);
+    let _d = inst.start();
+    let dir = inst.root.join("plugins");
+    for round in 0..3 {
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("a.mjs"), TOOL).unwrap();
+        let file = format!("new{round}.mjs");
+        std::fs::write(dir.join(&file), TOOL).unwrap();
+        wait_for_row(
+            &inst,
+            &format!(
+                "plugins/{file} appeared after the last read and is not served yet; `ovai restart` reads it"
+            ),
+        );
+    }
+}
+
+/// A plugins/ that is a link, pointed at another folder: what that folder holds is said.
+#[test]
+fn a_plugins_link_pointed_elsewhere_is_followed() {
+    let inst = Instance::with_plugins(&[("a.mjs", TOOL)]);
+    let dir = inst.root.join("plugins");
+    let first = inst.root.join("plugins-1");
+    std::fs::rename(&dir, &first).unwrap();
+    std::os::unix::fs::symlink("plugins-1", &dir).unwrap();
+    let _d = inst.start();
+    let second = inst.root.join("plugins-2");
+    std::fs::create_dir(&second).unwrap();
+    std::fs::write(second.join("a.mjs"), TOOL).unwrap();
+    std::fs::write(second.join("b.mjs"), TOOL).unwrap();
+    let swap = inst.root.join("plugins.new");
+    std::os::unix::fs::symlink("plugins-2", &swap).unwrap();
+    std::fs::rename(&swap, &dir).unwrap();
+    wait_for_row(
+        &inst,
+        "plugins/b.mjs appeared after the last read and is not served yet; `ovai restart` reads it",
+    );
+    // And edits in the folder it leads to now are heard.
+    std::fs::write(second.join("c.mjs"), TOOL).unwrap();
+    wait_for_row(
+        &inst,
+        "plugins/c.mjs appeared after the last read and is not served yet; `ovai restart` reads it",
     );
 }

@@ -23,13 +23,24 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
     // Named files are judged as the whole folder's read judges them (a name that differs from
     // another's only in case, a FIFO, a size), so check says of a file what a restart would.
     let all = load::scan(&dir).map_err(fail(exit::FAILED))?;
-    let found = if files.is_empty() {
+    // `ovai check plugins` is a check of all of it.
+    let whole = |f: &String| {
+        let p = Path::new(f);
+        p == Path::new("plugins")
+            || (p.is_dir() && crate::instance::absolute(p) == crate::instance::absolute(&dir))
+    };
+    let found = if files.is_empty() || files.iter().all(whole) {
         all
     } else {
-        files
-            .iter()
-            .map(|f| named(&dir, f, &all))
-            .collect::<Result<Vec<_>, _>>()?
+        let mut found: Vec<Candidate> = Vec::new();
+        for f in files {
+            let c = named(&dir, f, &all)?;
+            // Named twice, checked once.
+            if !found.iter().any(|seen| seen.file() == c.file()) {
+                found.push(c);
+            }
+        }
+        found
     };
     if found.is_empty() {
         println!("plugins/ holds no tool files yet; `ovai plugin NAME` writes one.");
@@ -177,10 +188,15 @@ fn sweep_shims(private: &Path) {
 /// `x`.
 fn named(dir: &Path, arg: &str, all: &[Candidate]) -> Result<Candidate, Failure> {
     let path = Path::new(arg);
-    let file = path
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let Some(file) = path.file_name().map(|f| f.to_string_lossy().into_owned()) else {
+        // '', '.', '..': no file's name.
+        return Err(Failure::new(
+            format!(
+                "{arg:?} is not a file in plugins/; ovai check names plugins/NAME.mjs, NAME.mjs or NAME."
+            ),
+            2,
+        ));
+    };
     let file = if !file.contains('.') && !dir.join(&file).exists() {
         format!("{file}.mjs")
     } else {

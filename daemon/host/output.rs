@@ -12,8 +12,9 @@ use crate::sync::lock;
 
 /// Lines of the host's stderr kept for the log row that reports its end.
 const STDERR_TAIL: usize = 8;
-/// How long before its end a line of a host's stderr may be to count among its last words.
-const LAST_WORDS: Duration = Duration::from_secs(5);
+/// How long before its end (or before it stopped answering) a line of a host's stderr may be to count
+/// among its last words.
+pub const LAST_WORDS: Duration = Duration::from_secs(5);
 /// A line of the host's stdout or stderr longer than this is cut: output is logs, not data.
 const MAX_LOG_LINE: usize = 4096;
 /// At most this many lines a second of each stream reach the daemon's log; a flood is counted, not copied.
@@ -37,7 +38,7 @@ const ENDED: &str = "ovai host: a plugin ended the plugin host with ";
 impl StderrTail {
     /// The host's line saying which plugin ended it, else a fatal error if it printed one, else its
     /// last line that says something.
-    pub fn last_words(&self) -> Option<String> {
+    pub fn last_words(&self, within: Duration) -> Option<String> {
         self.ended
             .clone()
             .or_else(|| self.fatal.clone())
@@ -46,7 +47,7 @@ impl StderrTail {
                 self.lines
                     .iter()
                     .rev()
-                    .take_while(|(at, _)| at.elapsed() <= LAST_WORDS)
+                    .take_while(|(at, _)| at.elapsed() <= within)
                     .map(|(_, l)| l)
                     .find(|l| !l.trim().is_empty())
                     .cloned()
@@ -226,9 +227,9 @@ mod tests {
         let said = "ovai host: a plugin ended the plugin host with process.reallyExit(3) (at plugins/a.mjs:4:28)";
         // abort's native trace after it, and a blank line, do not push it out.
         let t = tail(&[said, "Native stack:", "  #0 0x1 node::Abort()", ""]);
-        assert_eq!(t.last_words().as_deref(), Some(said));
+        assert_eq!(t.last_words(LAST_WORDS).as_deref(), Some(said));
         assert_eq!(
-            tail(&["a last line", ""]).last_words().as_deref(),
+            tail(&["a last line", ""]).last_words(LAST_WORDS).as_deref(),
             Some("a last line")
         );
     }
@@ -241,12 +242,22 @@ mod tests {
             long_ago,
             "(Use `node --trace-warnings ...` to show where the warning was created)".into(),
         );
-        assert_eq!(t.last_words(), None);
+        assert_eq!(t.last_words(LAST_WORDS), None);
         t.push("FATAL ERROR: Reached heap limit".into());
         t.push_at(long_ago, "an older line".into());
         assert_eq!(
-            t.last_words().as_deref(),
+            t.last_words(LAST_WORDS).as_deref(),
             Some("FATAL ERROR: Reached heap limit")
+        );
+        // A host that stopped answering said its last words before the 10 s it was given.
+        let mut t = StderrTail::default();
+        let before_the_hang = std::time::Instant::now() - Duration::from_secs(12);
+        t.push_at(before_the_hang, "about to parse the 2 GB file".into());
+        assert_eq!(t.last_words(LAST_WORDS), None);
+        assert_eq!(
+            t.last_words(LAST_WORDS + Duration::from_secs(10))
+                .as_deref(),
+            Some("about to parse the 2 GB file")
         );
     }
 }

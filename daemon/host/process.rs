@@ -297,8 +297,8 @@ impl HostProcess {
     }
 
     /// The host's last words on stderr: which plugin ended it, a fatal error, or its last line.
-    pub fn last_words(&self) -> Option<String> {
-        lock(&self.tail).last_words()
+    pub fn last_words(&self, within: Duration) -> Option<String> {
+        lock(&self.tail).last_words(within)
     }
 
     /// Where the host's main thread is held, innermost first: for a host that stopped answering, just

@@ -447,9 +447,14 @@ async fn run(
             },
         });
         let files = process.link.fail_all(&end);
+        // A hung host said its last words before it stopped answering.
+        let within = match &*end {
+            HostEnd::Hung { after, .. } => super::output::LAST_WORDS + *after,
+            _ => super::output::LAST_WORDS,
+        };
         job.log.row(
             Topic::Host,
-            &rows::stopped(process.pid, &what, &files, next, process.last_words()),
+            &rows::stopped(process.pid, &what, &files, next, process.last_words(within)),
         );
         if let Next::StaysDown { stops, window } = next {
             let last_at = match &*end {

@@ -126,8 +126,13 @@ pub fn scan(dir: &Path, builtins: &[&str]) -> std::io::Result<Vec<Candidate>> {
 
 /// What is wrong with the plugins folder `dir` when it cannot be listed, after its name.
 pub fn folder_trouble(e: &std::io::Error, dir: &str) -> String {
+    let mkdir = format!("mkdir {}", crate::names::shell_quote(dir));
     if e.kind() == std::io::ErrorKind::NotFound {
-        format!("is gone (removed, or moved away): put it back, or make it again (mkdir {dir})")
+        format!("is gone (removed, or moved away): put it back, or make it again ({mkdir})")
+    } else if e.raw_os_error() == Some(libc::ENOTDIR) {
+        format!(
+            "is not a folder (a file took its place): move the file away and make it again ({mkdir})"
+        )
     } else {
         format!("cannot be read: {e}")
     }

@@ -122,23 +122,41 @@ pub fn rows(fresh: &[Change], back: &[String]) -> Vec<String> {
     let total = fresh.len() + back.len();
     let back: Vec<&str> = back.iter().map(String::as_str).collect();
     let mut parts = Vec::new();
-    for (files, what) in [
+    for (files, one, more) in [
         (
             of(|c| matches!(c, Change::Changed { .. })),
             "changed after the last read",
+            "changed after the last read",
         ),
-        (of(|c| matches!(c, Change::Appeared { .. })), "appeared"),
-        (of(|c| matches!(c, Change::Removed { .. })), "were removed"),
-        (back, "are as they were at the last read again"),
+        (
+            of(|c| matches!(c, Change::Appeared { .. })),
+            "appeared",
+            "appeared",
+        ),
+        (
+            of(|c| matches!(c, Change::Removed { .. })),
+            "was removed",
+            "were removed",
+        ),
+        (
+            back,
+            "is as it was at the last read again",
+            "are as they were at the last read again",
+        ),
     ] {
         if !files.is_empty() {
+            let what = if files.len() == 1 { one } else { more };
             parts.push(format!("{} {what} ({})", files.len(), some_of(&files)));
         }
     }
+    let then = if fresh.is_empty() {
+        "nothing of them waits for `ovai restart`"
+    } else {
+        "until `ovai restart` what was read is served (a plugin host started from now on refuses the changed \
+         and removed ones); `ovai status` lists each"
+    };
     let row = format!(
-        "{} files in plugins/ changed at once: {}. Until `ovai restart` what was read is served (a plugin host \
-         started from now on refuses the changed and removed ones); `ovai status` lists each.",
-        total,
+        "{total} files in plugins/ changed at once: {}; {then}.",
         parts.join(", ")
     );
     vec![crate::names::escape_controls(&row, false).into_owned()]

@@ -40,28 +40,53 @@ pub fn spawn(daemon: Arc<Daemon>) {
         let mut reported_for = 0;
         // A folder that cannot be read is said once, not at every event.
         let mut unreadable_said = false;
+        // The folder watched was itself removed or moved away: its watch hears nothing more, even if a
+        // folder made in its place has its inode number again.
+        let mut watch_ended = false;
         loop {
-            // Once the folder watched is not plugins/ any more, it is looked for now and then.
-            let lost = identity(&dir) != Some(watched);
+            // Once the folder watched is not plugins/ any more, it is looked for now and then; and a
+            // plugins/ that is a link, whose change of target is heard nowhere, now and then too.
+            let lost = watch_ended || identity(&dir) != Some(watched);
+            let look = if lost {
+                Some(LOOK_AGAIN)
+            } else if is_link(&dir) {
+                Some(LOOK_AT_LINK)
+            } else {
+                None
+            };
             let event = tokio::select! {
                 e = rx.recv() => e,
-                _ = tokio::time::sleep(LOOK_AGAIN), if lost => Some(Ok(notify::Event::default())),
+                _ = tokio::time::sleep(look.unwrap_or_default()), if look.is_some() => None,
                 _ = daemon.closing.cancelled() => return,
             };
-            let Some(event) = event else { return };
-            if let Err(e) = event {
-                tracing::warn!(error = %e, "watching plugins/ reported an error");
+            let looked = event.is_none();
+            let mut events: Vec<notify::Result<notify::Event>> = event.into_iter().collect();
+            while let Ok(Some(e)) = tokio::time::timeout(QUIET, rx.recv()).await {
+                events.push(e);
             }
-            while let Ok(Some(_)) = tokio::time::timeout(QUIET, rx.recv()).await {}
-            if identity(&dir).is_some_and(|now| now != watched) {
+            for event in &events {
+                match event {
+                    Ok(e) if ends_the_watch(e, &dir) => watch_ended = true,
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "watching plugins/ reported an error"),
+                }
+            }
+            let here = identity(&dir);
+            let back = here.is_some() && (watch_ended || here != Some(watched));
+            if back {
                 // Made again (or a link to another folder): the new one is watched, and read below.
                 drop(watcher.take());
+                watch_ended = false;
                 match watch(&dir, &tx) {
                     Ok((w, id)) => (watcher, watched) = (Some(w), id),
-                    Err(e) => daemon.log.row(Topic::Server, &cannot_watch(&e)),
+                    Err(e) => {
+                        // Not tried again until plugins/ changes again: one row, not one every look.
+                        watched = here.unwrap_or_default();
+                        daemon.log.row(Topic::Server, &cannot_watch(&e));
+                    }
                 }
-            } else if lost && unreadable_said {
-                // Still gone, and said so: nothing new to read.
+            } else if looked && (!lost || unreadable_said) {
+                // A look that found nothing new (the link leads where it led; still gone, and said so).
                 continue;
             }
             let now_linked = linked_files(&dir);
@@ -95,7 +120,9 @@ pub fn spawn(daemon: Arc<Daemon>) {
             let mut rows = Vec::new();
             match found {
                 Ok(changes) => {
-                    unreadable_said = false;
+                    if std::mem::take(&mut unreadable_said) {
+                        rows.push("plugins/ is there again, and can be read.".to_string());
+                    }
                     // A file reported and now as the last read left it (an undo, `git stash`) is said
                     // to be so: its earlier row would otherwise stand.
                     let mut back: Vec<String> = {
@@ -118,18 +145,24 @@ pub fn spawn(daemon: Arc<Daemon>) {
                             fresh.push(change);
                         }
                     }
-                    rows = stale::rows(&fresh, &back);
+                    rows.extend(stale::rows(&fresh, &back));
                 }
                 Err(e) if !unreadable_said => {
                     unreadable_said = true;
-                    rows.push(if e.kind() == std::io::ErrorKind::NotFound {
-                        "plugins/ is gone (removed, or moved away); the plugins read last are still served. Put it \
-                         back, or make it again (mkdir plugins), then `ovai restart`."
-                            .to_string()
-                    } else {
-                        format!(
+                    rows.push(match e.raw_os_error() {
+                        _ if e.kind() == std::io::ErrorKind::NotFound => {
+                            "plugins/ is gone (removed, or moved away); the plugins read last are still served. \
+                             Put it back, or make it again (mkdir plugins), then `ovai restart`."
+                                .to_string()
+                        }
+                        Some(libc::ENOTDIR) => {
+                            "plugins/ is not a folder (a file took its place); the plugins read last are still \
+                             served. Make it a folder again, then `ovai restart`."
+                                .to_string()
+                        }
+                        _ => format!(
                             "plugins/ cannot be read ({e}); the plugins read last are still served. `ovai restart` reads it once it can be read again."
-                        )
+                        ),
                     });
                 }
                 Err(_) => {}
@@ -139,11 +172,30 @@ pub fn spawn(daemon: Arc<Daemon>) {
     });
 }
 
+/// How often a plugins/ that is a link is looked at, to see where it leads.
+const LOOK_AT_LINK: Duration = Duration::from_secs(5);
+
+/// Whether `dir` is a link (to the folder that holds the plugins).
+fn is_link(dir: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// Whether an event says the folder watched was itself removed or moved: its watch is over.
+fn ends_the_watch(event: &notify::Event, dir: &std::path::Path) -> bool {
+    use notify::event::{EventKind, ModifyKind};
+    matches!(
+        event.kind,
+        EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
+    ) && event.paths.iter().any(|p| p == dir)
+}
+
 /// Watches `dir` (through a link), sending what may be a change on `tx`; and the folder's identity.
 fn watch(
     dir: &std::path::Path,
     tx: &tokio::sync::mpsc::UnboundedSender<notify::Result<notify::Event>>,
 ) -> notify::Result<(notify::RecommendedWatcher, (u64, u64))> {
+    // Taken before the watch: a folder put in its place meanwhile is then another, and watched anew.
+    let id = identity(dir).unwrap_or((0, 0));
     let tx = tx.clone();
     let mut w = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         if event.as_ref().is_ok_and(|e| !says_a_change(e)) {
@@ -152,8 +204,6 @@ fn watch(
         let _ = tx.send(event);
     })?;
     w.watch(dir, RecursiveMode::NonRecursive)?;
-    // Taken after the watch is set: a folder made again in between is then looked for and watched anew.
-    let id = identity(dir).unwrap_or((0, 0));
     Ok((w, id))
 }
 

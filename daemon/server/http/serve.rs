@@ -23,6 +23,10 @@ use crate::sync::lock;
 /// How long a client has to send a request's head, from the moment the connection waits for one (its
 /// start, or the end of the previous answer on a kept-alive connection).
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection that has shown no seat's secret keeps its place however full the server is: it
+/// may be a seat's whose request is on its way (a TLS handshake, a slow link). A newcomer that finds only
+/// such connections is refused (503, Retry-After), and gets in once a flood's have aged past it.
+const SEAT_GRACE: Duration = Duration::from_secs(2);
 /// How long a client has to finish its TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -65,12 +69,12 @@ pub async fn accept(
             (max / 8).max(16)
         };
         // Full, for the address or in all: a connection on which no request has shown a seat's secret
-        // gives its place up, the oldest first (of the address holding the most), so that connections
-        // holding no secret (a plugin's, anybody's) never keep a seat out. Only seats' own connections
-        // fill the server.
+        // and that is past SEAT_GRACE gives its place up, the oldest first: connections holding no secret
+        // (a plugin's, anybody's) keep a seat out for at most SEAT_GRACE, and never close a seat's own
+        // whose request is on its way. Only seats' own connections fill the server.
         let from = match admit(&by_address, ip, per_address) {
             Some(from) => from,
-            None if places.close_oldest_unseated(Some(ip)) => {
+            None if places.close_oldest_unseated(Some(ip), SEAT_GRACE) => {
                 Counted::add(&by_address, &mut lock(&by_address), ip)
             }
             None => {
@@ -87,7 +91,7 @@ pub async fn accept(
         };
         let admitted = match ConnectionSlot::new(&open, max) {
             Some(admitted) => admitted,
-            None if places.close_oldest_unseated(None) => ConnectionSlot::over(&open),
+            None if places.close_oldest_unseated(None, SEAT_GRACE) => ConnectionSlot::over(&open),
             None => {
                 turn_away(
                     &daemon,
@@ -157,7 +161,7 @@ pub async fn accept_operator(listener: TcpListener, app: Router, daemon: Arc<Dae
             _ = daemon.closing.cancelled() => return,
         };
         if open.load(Ordering::Relaxed) >= OPERATOR_CONNECTIONS {
-            places.close_oldest_unseated(None);
+            places.close_oldest_unseated(None, Duration::ZERO);
         }
         let place = places.add(
             tcp.peer_addr()
@@ -207,6 +211,7 @@ where
 /// and how to close it to make room for one that may.
 pub struct Place {
     ip: IpAddr,
+    since: std::time::Instant,
     seated: AtomicBool,
     close: CancellationToken,
 }
@@ -226,6 +231,7 @@ impl Places {
     fn add(&self, ip: IpAddr) -> Arc<Place> {
         let place = Arc::new(Place {
             ip,
+            since: std::time::Instant::now(),
             seated: AtomicBool::new(false),
             close: CancellationToken::new(),
         });
@@ -237,21 +243,16 @@ impl Places {
         lock(&self.0).retain(|p| !Arc::ptr_eq(p, place));
     }
 
-    /// Closes the oldest connection on which no seat has shown itself, of `ip` when given, else of the
-    /// address holding the most such: a flood gives up its own places, not those of a seat whose request
-    /// comes late. False when there is none.
-    fn close_oldest_unseated(&self, ip: Option<IpAddr>) -> bool {
+    /// Closes the oldest connection on which no seat has shown itself (of `ip`, when given) and that
+    /// has been open for `grace` at least; false when there is none.
+    fn close_oldest_unseated(&self, ip: Option<IpAddr>, grace: Duration) -> bool {
         let mut all = lock(&self.0);
-        let unseated =
-            |p: &Arc<Place>| !p.seated.load(Ordering::Relaxed) && !p.close.is_cancelled();
-        let ip = ip.or_else(|| {
-            let mut held: std::collections::HashMap<IpAddr, usize> = Default::default();
-            for p in all.iter().filter(|p| unseated(p)) {
-                *held.entry(p.ip).or_default() += 1;
-            }
-            held.into_iter().max_by_key(|(_, n)| *n).map(|(ip, _)| ip)
+        let found = all.iter().position(|p| {
+            !p.seated.load(Ordering::Relaxed)
+                && !p.close.is_cancelled()
+                && ip.is_none_or(|ip| p.ip == ip)
+                && p.since.elapsed() >= grace
         });
-        let found = all.iter().position(|p| unseated(p) && ip == Some(p.ip));
         match found {
             Some(i) => {
                 all.remove(i).close.cancel();
