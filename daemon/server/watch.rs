@@ -1,5 +1,7 @@
-//! Watches plugins/ and says in runtime.log when a file there no longer matches what is served: one row
-//! per changed file per burst of saves. Nothing is re-read by itself; `ovai restart` does that.
+//! Watches plugins/ (and where its links lead) and says in runtime.log when a file there no longer
+//! matches what is served, or does again: one row per changed file per burst of saves, one row for a
+//! burst of many. It follows plugins/ removed, moved or made again. Nothing is re-read by itself; `ovai
+//! restart` does that.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -126,7 +128,7 @@ pub fn spawn(daemon: Arc<Daemon>) {
                     // A file reported and now as the last read left it (an undo, `git stash`) is said
                     // to be so: its earlier row would otherwise stand.
                     let mut back: Vec<String> = {
-                        let now: std::collections::HashSet<&str> =
+                        let now: HashSet<&str> =
                             changes.iter().map(|(c, _)| c.file()).collect();
                         reported
                             .keys()
