@@ -47,10 +47,21 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
              host's protocol pipe (fd 4), most likely by a plugin, landed inside it, and the answer is lost."
         ));
     }
+    // An answer that shows nothing would reach the caller as silence.
+    let empty_text = || {
+        Outcome::Refused(format!(
+            "{file} answered a {{ text }} that is empty: a tool answers {{ text }} with what to tell the \
+             caller, or {{ refused }} with why not."
+        ))
+    };
     if let Some(json) = a.text_json.take() {
         // Its escapes make it no shorter than its text: within the cap so, it is within it unescaped.
         if json.len().saturating_sub(2) <= max_answer_bytes {
-            return Outcome::Json(json);
+            return if shows_nothing(&json) {
+                empty_text()
+            } else {
+                Outcome::Json(json)
+            };
         }
         a.text = Some(crate::host::protocol::json_text(&json));
     }
@@ -58,6 +69,8 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
     if let Some(text) = a.text {
         return if text.len() > max_answer_bytes {
             too_big(text.len())
+        } else if text.chars().all(invisible) {
+            empty_text()
         } else {
             Outcome::Text(text)
         };
@@ -94,6 +107,17 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
     Outcome::Refused(format!(
         "{file} answered {what}: a tool answers {{ text }} or {{ refused }}, with a string in it."
     ))
+}
+
+/// Whether a JSON string (quotes and all) shows nothing: decided by its first character where that is
+/// a letter, digit or mark (any real answer), else read whole.
+fn shows_nothing(json: &str) -> bool {
+    match json.as_bytes().get(1) {
+        Some(b) if b.is_ascii_graphic() && *b != b'\\' && *b != b'"' => false,
+        _ => crate::host::protocol::json_text(json)
+            .chars()
+            .all(invisible),
+    }
 }
 
 /// A character that shows nothing: space, a control, or a zero-width mark.
@@ -288,6 +312,38 @@ mod tests {
         assert!(
             unknown_tool("a\nb c", tools()).starts_with("There is no tool called \"a\\nb c\" on")
         );
+    }
+
+    #[test]
+    fn an_empty_text_is_said_in_words_as_silence_never_reaches_the_model() {
+        let empty = "plugins/x.mjs answered a { text } that is empty: a tool answers { text } with what to tell the caller, or { refused } with why not.";
+        for said in ["", "  \n", "\u{200B}", "\u{FEFF} \t", "\u{0}"] {
+            let as_text = Answer {
+                text: Some(said.into()),
+                ..Answer::default()
+            };
+            let as_json = Answer {
+                text_json: Some(serde_json::to_string(said).unwrap()),
+                ..Answer::default()
+            };
+            for a in [as_text, as_json] {
+                assert_eq!(
+                    from_host("plugins/x.mjs", a, 100),
+                    Outcome::Refused(empty.into()),
+                    "{said:?}"
+                );
+            }
+        }
+        for said in ["0", " ok", "\u{2705}", "\n."] {
+            let a = Answer {
+                text_json: Some(serde_json::to_string(said).unwrap()),
+                ..Answer::default()
+            };
+            assert!(
+                matches!(from_host("plugins/x.mjs", a, 100), Outcome::Json(_)),
+                "{said:?}"
+            );
+        }
     }
 
     #[test]

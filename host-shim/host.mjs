@@ -38,6 +38,7 @@ const spawnSync = childProcess.spawnSync;
 const pathToFileURL = url.pathToFileURL;
 const fileURLToPath = url.fileURLToPath;
 const AbortCtl = AbortController;
+const DOMExceptionCtor = DOMException;
 const ErrorCtor = Error;
 const captureStack = Error.captureStackTrace;
 const isArray = Array.isArray;
@@ -158,6 +159,8 @@ const heldFrom = (start) => new Bytes(heldMemory, start, HELD_BYTES - start);
 const encodeInto = uncurry(TextEncoder.prototype.encodeInto);
 const encode = uncurry(TextEncoder.prototype.encode);
 const getOwn = Object.getOwnPropertyDescriptor;
+const trimEnd = uncurry(String.prototype.trimEnd);
+const joinWith = uncurry(Array.prototype.join);
 const asyncIterator = Symbol.asyncIterator;
 const iterator = Symbol.iterator;
 const encoder = new TextEncoder();
@@ -833,7 +836,8 @@ function onLine(line) {
       if (inFlight(message.id)) {
         const running = mapGet(calls, message.id);
         settle(message.id);
-        running.abort(new ErrorCtor(message.why ?? "the call was cancelled"));
+        // Named as Node's own reasons are, so `err.name === "AbortError"` (or "TimeoutError") holds.
+        running.abort(new DOMExceptionCtor(toText(message.why ?? "the call was cancelled"), message.timeout === true ? "TimeoutError" : "AbortError"));
       }
       break;
     case "ping":
@@ -1256,15 +1260,56 @@ function headline(err) {
   return clip(text, 1000) + ")".repeat(causes);
 }
 
+/**
+ * An error as String() gives it ("TypeError: x is not a function"), every line of its message (a failed
+ * command's output follows its first line), and the first lines of an AggregateError's own errors.
+ */
 function firstLine(err) {
   let text;
   try {
     text = err instanceof ErrorCtor ? toText(err) : describe(err);
   } catch {
-    text = "an error that cannot be shown";
+    text = ownMessage(err) ?? "an error that cannot be shown";
   }
-  const end = textIndexOf(text, "\n");
-  return clip(end < 0 ? text : textSlice(text, 0, end), 300);
+  text = clip(trimEnd(text), 1000);
+  const inner = ownErrors(err);
+  if (inner.length > 0) text += ` (errors: ${joinWith(inner, "; ")})`;
+  return text;
+}
+
+/** An error's own `message`, where it is a plain string (no getter is run); else null. */
+function ownMessage(err) {
+  try {
+    const own = err !== null && typeof err === "object" ? getOwn(err, "message") : undefined;
+    return own !== undefined && typeof own.value === "string" ? own.value : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The first lines of an AggregateError's own `errors` (three, and how many more), read as data only. */
+function ownErrors(err) {
+  const named = [];
+  try {
+    const own = err !== null && typeof err === "object" ? getOwn(err, "errors") : undefined;
+    const all = own !== undefined && isArray(own.value) ? own.value : [];
+    const count = all.length;
+    for (let i = 0; i < count && i < 3; i++) {
+      const slot = getOwn(all, i);
+      const one = slot !== undefined && hasOwn(slot, "value") ? slot.value : undefined;
+      let words;
+      try {
+        words = one instanceof ErrorCtor ? toText(one) : describe(one);
+      } catch {
+        words = ownMessage(one) ?? "an error that cannot be shown";
+      }
+      push(named, clip(trimEnd(words), 200));
+    }
+    if (count > 3) push(named, `and ${count - 3} more`);
+  } catch {
+    // A Proxy that throws: the errors go unnamed.
+  }
+  return named;
 }
 
 /**
@@ -1272,7 +1317,13 @@ function firstLine(err) {
  * imports from plugins/ (shared code); null where Node gives no place.
  */
 function location(err, file) {
-  const stack = err instanceof Error && typeof err.stack === "string" ? err.stack : "";
+  let stack = "";
+  try {
+    // A getter on `stack` is the plugin's code: the error is still shown, with no place.
+    if (err instanceof Error && typeof err.stack === "string") stack = err.stack;
+  } catch {
+    stack = "";
+  }
   const own = pathToFileURL(file).href;
   const shared = pluginsDir ? pathToFileURL(pluginsDir).href + "/" : null;
   let sharedAt = null;

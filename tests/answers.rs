@@ -21,7 +21,13 @@ fn answering(expr: &str) -> String {
 fn each_answer_shape_reaches_the_caller_in_words() {
     let cases: Vec<(&str, String, &str, bool)> = vec![
         ("text", answering("{ text: 'all good' }"), "all good", false),
-        ("empty-text", answering("{ text: '' }"), "", false),
+        // Silence never reaches the model: an empty text is said in words, as an empty refusal is.
+        (
+            "empty-text",
+            answering("{ text: ' \\n' }"),
+            "plugins/empty-text.mjs answered a { text } that is empty: a tool answers { text } with what to tell the caller, or { refused } with why not.",
+            true,
+        ),
         (
             "refused",
             answering("{ refused: 'not on a Sunday' }"),
@@ -100,6 +106,33 @@ fn each_answer_shape_reaches_the_caller_in_words() {
                 "export async function run() {\n  await null;\n  throw new Error('CI is down');\n}",
             ),
             "plugins/rejects.mjs threw at 5:9: Error: CI is down",
+            true,
+        ),
+        // A failed command's output follows the first line of its message: all of it is shown.
+        (
+            "throws-lines",
+            plugin(
+                "export function run() {\n  throw new Error(\"Command failed: ls /x\\nls: cannot access '/x': No such file or directory\\n\");\n}",
+            ),
+            "plugins/throws-lines.mjs threw at 4:9: Error: Command failed: ls /x\\nls: cannot access '/x': No such file or directory",
+            true,
+        ),
+        // Promise.any's error holds the reasons in its own `errors`.
+        (
+            "throws-many",
+            plugin(
+                "export function run() {\n  throw new AggregateError([new Error('mirror one down'), new TypeError('mirror two bad')], 'both mirrors failed');\n}",
+            ),
+            "plugins/throws-many.mjs threw at 4:9: AggregateError: both mirrors failed (errors: Error: mirror one down; TypeError: mirror two bad)",
+            true,
+        ),
+        // A getter on `stack` is the plugin's: not run, and the words are still shown.
+        (
+            "stack-getter",
+            plugin(
+                "export function run() {\n  const e = new Error('real words');\n  Object.defineProperty(e, 'stack', { get() { throw new Error('x'); } });\n  throw e;\n}",
+            ),
+            "plugins/stack-getter.mjs threw: Error: real words",
             true,
         ),
         (
@@ -258,8 +291,11 @@ fn a_text_of_every_kind_of_character_reaches_the_caller_exactly() {
                 "{ text: Array.from({ length: 128 }, (_, i) => String.fromCharCode(i)).join('') + '\\u2028\\u2029 é 😀 \\ud800 end' }",
             ),
         ),
-        // 600 newlines: 1,200 bytes as the host writes them, 600 as text, within a cap of 1,000.
-        ("escapes.mjs", &answering("{ text: '\\n'.repeat(600) }")),
+        // 599 newlines and a dot: 1,199 bytes as the host writes them, 600 as text, within a cap of 1,000.
+        (
+            "escapes.mjs",
+            &answering("{ text: '\\n'.repeat(599) + '.' }"),
+        ),
         ("over.mjs", &answering("{ text: '\\n'.repeat(1001) }")),
     ]);
     inst.set_config(json!({ "maxAnswerBytes": 1000 }));
@@ -271,7 +307,10 @@ fn a_text_of_every_kind_of_character_reaches_the_caller_exactly() {
         s.call("chars", json!({})),
         (format!("{ascii}\u{2028}\u{2029} é 😀 \u{fffd} end"), false)
     );
-    assert_eq!(s.call("escapes", json!({})), ("\n".repeat(600), false));
+    assert_eq!(
+        s.call("escapes", json!({})),
+        ("\n".repeat(599) + ".", false)
+    );
     assert_eq!(
         s.call("over", json!({})),
         (

@@ -211,7 +211,7 @@ fn a_promise_that_never_settles_meets_its_deadline_and_its_signal_fires() {
     );
     assert_eq!(
         note_of(&inst, "aborted-deadline"),
-        "the call took longer than its deadline"
+        "TimeoutError: the call took longer than its deadline"
     );
 }
 
@@ -230,7 +230,7 @@ fn a_cancelled_call_fires_its_signal_and_gets_no_answer() {
     s.send(&json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id, "reason": "user pressed stop" } }));
     assert_eq!(
         note_of(&inst, "aborted-cancel"),
-        "the caller cancelled the call"
+        "AbortError: the caller cancelled the call"
     );
     s.request("tools/list", json!({}));
     assert!(
@@ -258,7 +258,7 @@ fn a_call_in_flight_when_its_seat_is_removed_is_stopped_at_once() {
     // Not the words of a session that closed and was given 5 s: it was stopped as its session ended.
     assert_eq!(
         note_of(&inst, "aborted-removed"),
-        "the caller cancelled the call"
+        "AbortError: the caller cancelled the call"
     );
 }
 

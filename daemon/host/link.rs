@@ -377,6 +377,7 @@ impl Link {
             self.send(&ToHost::Cancel {
                 id,
                 why: "the call took longer than its deadline",
+                timeout: true,
             });
             settle.end(End::Expired);
         }
@@ -898,7 +899,7 @@ mod tests {
             .expect("joined");
         assert_eq!(
             line,
-            "{\"t\":\"cancel\",\"id\":3,\"why\":\"the call took longer than its deadline\"}\n"
+            "{\"t\":\"cancel\",\"id\":3,\"why\":\"the call took longer than its deadline\",\"timeout\":true}\n"
         );
         assert_eq!(link.calls_waiting(), 0);
     }

@@ -131,7 +131,11 @@ pub async fn call_from(
             end = rx => end,
             _ = cancel.cancelled() => {
                 if link.withdraw(id).is_some() {
-                    link.send(&ToHost::Cancel { id, why: "the caller cancelled the call" });
+                    link.send(&ToHost::Cancel {
+                        id,
+                        why: "the caller cancelled the call",
+                        timeout: false,
+                    });
                 }
                 return Ended::Cancelled;
             }

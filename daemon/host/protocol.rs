@@ -59,6 +59,10 @@ pub enum ToHost<'a> {
     Cancel {
         id: u64,
         why: &'a str,
+        /// Past its deadline (the reason a plugin's signal gives is then a TimeoutError, not an
+        /// AbortError, as Node's own are named).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        timeout: bool,
     },
     Ping {
         n: u64,

@@ -355,7 +355,11 @@ impl StopBy {
                     relay.close();
                 }
                 if let Some(settle) = link.withdraw(on_host) {
-                    link.send(&host::protocol::ToHost::Cancel { id: on_host, why });
+                    link.send(&host::protocol::ToHost::Cancel {
+                        id: on_host,
+                        why,
+                        timeout: false,
+                    });
                     settle.end(End::Cancelled);
                 }
             }
