@@ -213,6 +213,11 @@ fn a_promise_that_never_settles_meets_its_deadline_and_its_signal_fires() {
         note_of(&inst, "aborted-deadline"),
         "TimeoutError: the call took longer than its deadline"
     );
+    // Its author reads of it in runtime.log, once a host however often it happens.
+    assert!(fault_call(&inst, &mut d, "fault-never", json!({ "tag": "again" })).1);
+    let said = "A call to plugins/fault-never.mjs reached its deadline (callTimeoutSeconds in openovai.json) and was given up; its code runs on in the plugin host unless it stops at its signal. Said once a host.";
+    let rows = inst.rows("host");
+    assert_eq!(rows.iter().filter(|r| *r == said).count(), 1, "{rows:#?}");
 }
 
 #[test]

@@ -166,7 +166,7 @@ impl LinkCalls {
     }
 
     /// Takes out the task-less calls whose deadline is `now` or before.
-    fn due(&mut self, now: Instant) -> Vec<(u64, Box<dyn Settle>)> {
+    fn due(&mut self, now: Instant) -> Vec<(u64, Arc<str>, Box<dyn Settle>)> {
         let mut due = Vec::new();
         while let Some(at) = self.first_deadline() {
             if at > now {
@@ -175,7 +175,7 @@ impl LinkCalls {
             if let Some((_, id)) = self.deadlines.pop_front()
                 && let Some(w) = self.waiting.remove(&id)
             {
-                due.push((id, w.settle));
+                due.push((id, w.file, w.settle));
             }
         }
         due
@@ -203,6 +203,8 @@ pub struct Link {
     /// Where errors left behind outside a call are written, and the places written so far.
     log: Option<Arc<RuntimeLog>>,
     strays: StrayBook,
+    /// The files a call of which was given up at its deadline, each said once.
+    timed_out: Mutex<std::collections::HashSet<Arc<str>>>,
     stray_rows: Mutex<StrayRows>,
     /// The places in plugins/ on the stack when the host said, under its key, a plugin is ending it,
     /// innermost first.
@@ -267,6 +269,7 @@ impl Link {
             ponged: std::sync::atomic::AtomicBool::new(false),
             log,
             strays,
+            timed_out: Mutex::default(),
             stray_rows: Mutex::new(StrayRows::default()),
             ended_at: Mutex::new(Vec::new()),
             sweep: Arc::new(tokio::sync::Notify::new()),
@@ -373,13 +376,25 @@ impl Link {
             calls.armed = next;
             (due, next)
         };
-        for (id, settle) in due {
+        for (id, file, settle) in due {
             self.send(&ToHost::Cancel {
                 id,
                 why: "the call took longer than its deadline",
                 timeout: true,
             });
             settle.end(End::Expired);
+            // Its author learns of it once a host: code that does not stop at its signal runs on.
+            if let Some(log) = &self.log
+                && lock(&self.timed_out).insert(file.clone())
+            {
+                log.row(
+                    Topic::Host,
+                    &format!(
+                        "A call to {file} reached its deadline (callTimeoutSeconds in openovai.json) and was given up; \
+                         its code runs on in the plugin host unless it stops at its signal. Said once a host."
+                    ),
+                );
+            }
         }
         next
     }
