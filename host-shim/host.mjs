@@ -1213,7 +1213,10 @@ function describe(value) {
   }
   if (keys.includes("text") && keys.includes("refused")) return "an object with both text and refused";
   if (keys.length === 1 && (keys[0] === "text" || keys[0] === "refused")) {
-    return `{ ${keys[0]} } holding ${kindWithArticle(value[keys[0]])}, not a string`;
+    const held = value[keys[0]];
+    // `{ refused: new Error("no access") }`: its words are shown, so the caller still reads them.
+    if (held instanceof ErrorCtor) return `{ ${keys[0]} } holding an error (${headline(held)}), not a string`;
+    return `{ ${keys[0]} } holding ${kindWithArticle(held)}, not a string`;
   }
   const shown = keys.slice(0, 5).join(", ") + (keys.length > 5 ? ", …" : "");
   if (keys.includes("text") || keys.includes("refused")) return `an object with the keys ${shown}`;

@@ -135,6 +135,13 @@ fn each_answer_shape_reaches_the_caller_in_words() {
             "plugins/stack-getter.mjs threw: Error: real words",
             true,
         ),
+        // An error where its words were meant: still a refusal in words, and they are in it.
+        (
+            "refuses-error",
+            answering("{ refused: new Error('no access to main') }"),
+            "plugins/refuses-error.mjs answered { refused } holding an error (Error: no access to main), not a string: a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
         (
             "throws-string",
             plugin("export function run() { throw 'oops'; }"),
