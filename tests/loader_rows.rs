@@ -157,7 +157,7 @@ fn import_failures_name_the_error_and_where() {
     );
     assert_eq!(
         rows[4],
-        "plugins/throws.mjs is not served: importing it failed: Error: no config here (at 2:7)"
+        "plugins/throws.mjs is not served: importing it failed: Error: no config here\\nsecond line (at 2:7)"
     );
     assert_eq!(rows.len(), 5);
 }
