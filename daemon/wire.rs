@@ -168,6 +168,9 @@ pub struct ToolFigures {
     pub refusals: u64,
     /// Calls whose plugin host stopped under them.
     pub host_stops: u64,
+    /// Calls refused for a fault of the tool's code: it threw, answered wrongly, or ran past its deadline.
+    #[serde(default)]
+    pub failures: u64,
     pub p50_ms: f64,
     pub p99_ms: f64,
 }

@@ -203,6 +203,10 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
     let inst = Instance::with_plugins(&[
         ("echo.mjs", TOOL),
         ("broken.mjs", "export const description = 'x';"),
+        (
+            "throws.mjs",
+            "export const description = 'x';\nexport const inputSchema = { type: 'object' };\nexport function run() { throw new Error('bug'); }",
+        ),
     ]);
     let out = inst.cmd().args(["status", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(3));
@@ -228,12 +232,17 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
     s.initialize();
     assert!(!s.call("echo", json!({ "branch": "main" })).1);
     assert!(s.call("echo", json!({})).1);
+    assert!(s.call("throws", json!({})).1);
+    // A refusal for the caller's arguments is not the tool's fault; a throw is, and its author reads so.
     inst.cmd().arg("status").assert().success().stdout(
         predicate::str::contains(
             "\nplugins/broken.mjs is not served: it does not export inputSchema or run\n",
         )
         .and(predicate::str::contains(
-            "Calls to echo: 2 (1 refused, 0 when its host stopped); p50 ",
+            "Calls to echo: 2 (1 refused, 0 when its host stopped, 0 failed in the tool's code); p50 ",
+        ))
+        .and(predicate::str::contains(
+            "Calls to throws: 1 (1 refused, 0 when its host stopped, 1 failed in the tool's code); p50 ",
         )),
     );
     let v = d.status().unwrap();

@@ -158,11 +158,12 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     }
     for f in &v.figures {
         println!(
-            "Calls to {}: {} ({} refused, {} when its host stopped); p50 {} ms, p99 {} ms.",
+            "Calls to {}: {} ({} refused, {} when its host stopped, {} failed in the tool's code); p50 {} ms, p99 {} ms.",
             f.name,
             thousands(f.calls as usize),
             thousands(f.refusals as usize),
             thousands(f.host_stops as usize),
+            thousands(f.failures as usize),
             f.p50_ms,
             f.p99_ms
         );

@@ -45,6 +45,7 @@ struct Tool {
     calls: u64,
     refusals: u64,
     host_stops: u64,
+    failures: u64,
     /// The latest durations, in ms.
     recent: VecDeque<f64>,
 }
@@ -109,7 +110,8 @@ impl Figures {
         }
     }
 
-    pub fn record(&self, seat: &str, tool: &str, took: Duration, outcome: Tally) {
+    /// `failed`: refused for a fault of the tool's code (a throw, a wrong answer, its deadline).
+    pub fn record(&self, seat: &str, tool: &str, took: Duration, outcome: Tally, failed: bool) {
         let ms = took.as_secs_f64() * 1e3;
         let tool_name = {
             let mut tools = lock(&self.tools);
@@ -124,6 +126,7 @@ impl Figures {
             t.calls += 1;
             t.refusals += u64::from(matches!(outcome, Tally::Refused | Tally::HostStopped));
             t.host_stops += u64::from(outcome == Tally::HostStopped);
+            t.failures += u64::from(failed);
             if t.recent.len() == KEPT {
                 t.recent.pop_front();
             }
@@ -212,6 +215,7 @@ impl Figures {
                     calls: t.calls,
                     refusals: t.refusals,
                     host_stops: t.host_stops,
+                    failures: t.failures,
                     p50_ms: pick(0.5),
                     p99_ms: pick(0.99),
                 }

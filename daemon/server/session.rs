@@ -229,14 +229,19 @@ impl SeatService {
             Outcome::Cancelled => Tally::Cancelled,
         };
         let took = started.elapsed();
-        self.daemon.figures.record(&self.seat, name, took, counted);
+        // The tool's own fault, told apart from its refusals and the caller's: what its author fixes.
+        let failed =
+            matches!(how, How::Failed | How::TimedOut) && matches!(outcome, Outcome::Refused(_));
+        self.daemon
+            .figures
+            .record(&self.seat, name, took, counted, failed);
         if let Some(metrics) = self.daemon.metrics.get() {
             let outcome = match (outcome, how) {
                 (Outcome::Text(_) | Outcome::Json(_), _) => CallOutcome::Text,
                 (Outcome::Cancelled, _) => CallOutcome::Cancelled,
                 (Outcome::Refused(_), How::HostStopped) => CallOutcome::Error,
                 (Outcome::Refused(_), How::TimedOut) => CallOutcome::TimedOut,
-                (Outcome::Refused(_), How::Ran) => CallOutcome::Refused,
+                (Outcome::Refused(_), How::Ran | How::Failed) => CallOutcome::Refused,
             };
             metrics.call(&self.seat, name, took, outcome);
         }
@@ -603,6 +608,9 @@ pub enum How {
     Ran,
     HostStopped,
     TimedOut,
+    /// Its code failed: it threw, answered something other than `{ text }` or `{ refused }`, or could
+    /// not be run (its file did not import again).
+    Failed,
 }
 
 impl How {
@@ -610,6 +618,12 @@ impl How {
         match ended {
             host::Ended::HostEnded(_) => How::HostStopped,
             host::Ended::Deadline(_) => How::TimedOut,
+            host::Ended::Answered(a)
+                if a.text.is_none() && a.text_json.is_none() && a.refused.is_none() =>
+            {
+                How::Failed
+            }
+            host::Ended::NotReimported(_) => How::Failed,
             _ => How::Ran,
         }
     }
