@@ -103,7 +103,11 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
             "{file} is not loaded in the plugin host; run `ovai restart` to load it again."
         ));
     }
-    let what = a.bad.unwrap_or_else(|| "something unreadable".into());
+    // The plugin's words (an error's message, in `{ refused: new Error(…) }`) are shown escaped.
+    let what = a.bad.map_or_else(
+        || "something unreadable".into(),
+        |b| crate::names::escape_controls(&b, false).into_owned(),
+    );
     Outcome::Refused(format!(
         "{file} answered {what}: a tool answers {{ text }} or {{ refused }}, with a string in it."
     ))
@@ -120,11 +124,21 @@ fn shows_nothing(json: &str) -> bool {
     }
 }
 
-/// A character that shows nothing: space, a control, or a zero-width mark.
+/// A character that shows nothing: space, a control, a format character or a filler (`names::unseen`),
+/// or the blank Braille pattern.
 fn invisible(c: char) -> bool {
-    c.is_whitespace()
-        || c.is_control()
-        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}')
+    c.is_whitespace() || c.is_control() || crate::names::unseen(c) || c == '\u{2800}'
+}
+
+/// Whether the host's answer is the tool's own words, a text or a refusal with something in it:
+/// anything else is a fault of the tool's code (`ovai status` counts it so).
+pub fn own_words(a: &Answer) -> bool {
+    match (&a.text_json, &a.text, &a.refused) {
+        (Some(json), _, _) => !shows_nothing(json),
+        (None, Some(text), _) => !text.chars().all(invisible),
+        (None, None, Some(refused)) => !refused.chars().all(invisible),
+        (None, None, None) => false,
+    }
 }
 
 pub fn threw(file: &str, t: &Thrown) -> String {
@@ -317,7 +331,17 @@ mod tests {
     #[test]
     fn an_empty_text_is_said_in_words_as_silence_never_reaches_the_model() {
         let empty = "plugins/x.mjs answered a { text } that is empty: a tool answers { text } with what to tell the caller, or { refused } with why not.";
-        for said in ["", "  \n", "\u{200B}", "\u{FEFF} \t", "\u{0}"] {
+        for said in [
+            "",
+            "  \n",
+            "\u{200B}",
+            "\u{FEFF} \t",
+            "\u{0}",
+            "\u{3164}",
+            "\u{AD}\u{202E}",
+            "\u{2800}",
+            "\u{E0020}",
+        ] {
             let as_text = Answer {
                 text: Some(said.into()),
                 ..Answer::default()
@@ -334,7 +358,9 @@ mod tests {
                 );
             }
         }
-        for said in ["0", " ok", "\u{2705}", "\n."] {
+        for said in [
+            "0", " ok", "\u{2705}", "\n.", "\u{5B57}", "\u{A0}x", "\u{301}",
+        ] {
             let a = Answer {
                 text_json: Some(serde_json::to_string(said).unwrap()),
                 ..Answer::default()

@@ -71,6 +71,8 @@ impl RuntimeLog {
             .unwrap_or_else(|p| p.into_inner())
             .append_or_say(text.as_bytes());
         for s in sentences {
+            // The operator's copy is one line too.
+            let s = crate::names::escape_controls(s, false);
             tracing::info!(topic = topic.as_str(), "{s}");
         }
     }

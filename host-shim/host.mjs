@@ -666,7 +666,8 @@ const logError = console.error;
 const logTo = console;
 function say(text) {
   try {
-    apply(logError, logTo, [text]);
+    // One line of stderr: the daemon reads it by lines, and a message's own newlines would split it.
+    apply(logError, logTo, [apply(replaceAll, toText(text), [/\r?\n|\r/g, "\\n"])]);
   } catch {
     // Nothing is left to say it with.
   }
@@ -1243,7 +1244,19 @@ function importFailure(err, file) {
  * "connect ECONNREFUSED 127.0.0.1:18642" says what went wrong. A cause is read only where it is a plain
  * own value: a getter there is the plugin's code, and is not run.
  */
+// How deep headline is within itself: an error whose errors or cause hold it again (or an object
+// holding it as its refused) would otherwise be described for ever.
+let describing = 0;
 function headline(err) {
+  if (describing >= 2) return "…";
+  describing++;
+  try {
+    return headlineOnce(err);
+  } finally {
+    describing--;
+  }
+}
+function headlineOnce(err) {
   let text = firstLine(err);
   let at = err;
   let causes = 0;

@@ -138,8 +138,17 @@ fn each_answer_shape_reaches_the_caller_in_words() {
         // An error where its words were meant: still a refusal in words, and they are in it.
         (
             "refuses-error",
-            answering("{ refused: new Error('no access to main') }"),
-            "plugins/refuses-error.mjs answered { refused } holding an error (Error: no access to main), not a string: a tool answers { text } or { refused }, with a string in it.",
+            answering("{ refused: new Error('no access\\nto \\u001b[31mmain') }"),
+            "plugins/refuses-error.mjs answered { refused } holding an error (Error: no access\\nto \\u{1b}[31mmain), not a string: a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
+        // An error whose errors hold it again is described a bounded way down, and at once.
+        (
+            "cyclic",
+            plugin(
+                "export function run() {\n  const w = { refused: null };\n  const e = new AggregateError([w, w], 'x');\n  w.refused = e;\n  throw e;\n}",
+            ),
+            "plugins/cyclic.mjs threw at 5:13: AggregateError: x (errors: { refused } holding an error (AggregateError: x (errors: { refused } holding an error (…), not a string; { refused } holding an error (…), not a string)), not a string; { refused } holding an error (AggregateError: x (errors: { refused } holding an error (…), not a string; { refused } holding an error (…), not a string)), not a string)",
             true,
         ),
         (

@@ -215,9 +215,12 @@ fn a_promise_that_never_settles_meets_its_deadline_and_its_signal_fires() {
     );
     // Its author reads of it in runtime.log, once a host however often it happens.
     assert!(fault_call(&inst, &mut d, "fault-never", json!({ "tag": "again" })).1);
-    let said = "A call to plugins/fault-never.mjs reached its deadline (callTimeoutSeconds in openovai.json) and was given up; its code runs on in the plugin host unless it stops at its signal. Said once a host.";
+    let said = format!(
+        "A call to plugins/fault-never.mjs reached its deadline (callTimeoutSeconds in openovai.json) and was given up; if its code does not stop at its signal, it runs on in the plugin host (pid {}). Said once a file for each host.",
+        d.host_pid()
+    );
     let rows = inst.rows("host");
-    assert_eq!(rows.iter().filter(|r| *r == said).count(), 1, "{rows:#?}");
+    assert_eq!(rows.iter().filter(|r| **r == said).count(), 1, "{rows:#?}");
 }
 
 #[test]
@@ -332,7 +335,7 @@ fn a_plugins_output_reaches_the_daemons_stderr_escaped() {
         "prints.mjs",
         r#"export const description = "Prints what a terminal would act on.";
 export const inputSchema = { type: "object" };
-export function run() { console.error("shown\rhidden \u001b[2Jcleared \u001b]52;c;eA==\u0007"); console.log("out\rput"); return { text: "printed" }; }
+export function run() { console.error("shown\rhidden \u001b[2Jcleared \u001b]52;c;eA==\u0007"); console.log("out\rput"); setTimeout(() => { throw new Error("stray one\nstray two"); }, 1); return { text: "printed" }; }
 "#,
     );
     let mut d = inst.start();
@@ -340,9 +343,22 @@ export function run() { console.error("shown\rhidden \u001b[2Jcleared \u001b]52;
         fault_call(&inst, &mut d, "prints", json!({})),
         ("printed".to_string(), false)
     );
+    // An error's second line stays on its row's line: in the host's own words, and in the copy of
+    // runtime.log's row.
+    wait_until("the stray error's row", || {
+        inst.rows("host")
+            .iter()
+            .any(|r| r.contains("stray one\\nstray two"))
+            .then_some(())
+    });
     let stderr = d.stderr.clone();
     assert!(d.stop().success());
     let log = std::fs::read_to_string(stderr).unwrap();
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("stray two") && !l.contains("stray one")),
+        "{log}"
+    );
     assert!(
         log.contains("shown\\rhidden \\u{1b}[2Jcleared \\u{1b}]52;c;eA==\\u{7}"),
         "{log}"

@@ -207,6 +207,10 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
             "throws.mjs",
             "export const description = 'x';\nexport const inputSchema = { type: 'object' };\nexport function run() { throw new Error('bug'); }",
         ),
+        (
+            "silent.mjs",
+            "export const description = 'x';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: ' ' }; }",
+        ),
     ]);
     let out = inst.cmd().args(["status", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(3));
@@ -233,6 +237,7 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
     assert!(!s.call("echo", json!({ "branch": "main" })).1);
     assert!(s.call("echo", json!({})).1);
     assert!(s.call("throws", json!({})).1);
+    assert!(s.call("silent", json!({})).1);
     // A refusal for the caller's arguments is not the tool's fault; a throw is, and its author reads so.
     inst.cmd().arg("status").assert().success().stdout(
         predicate::str::contains(
@@ -243,6 +248,9 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
         ))
         .and(predicate::str::contains(
             "Calls to throws: 1 (1 refused, 0 when its host stopped, 1 failed in the tool's code); p50 ",
+        ))
+        .and(predicate::str::contains(
+            "Calls to silent: 1 (1 refused, 0 when its host stopped, 1 failed in the tool's code); p50 ",
         )),
     );
     let v = d.status().unwrap();

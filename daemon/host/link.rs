@@ -226,6 +226,9 @@ impl Drop for Link {
 /// it (which ran the same files), have named: each once.
 pub type StrayBook = Arc<Mutex<std::collections::HashSet<String>>>;
 
+/// How many files' deadlines a host's log rows name; one more row says the rest are not.
+const MAX_TIMEOUT_ROWS: usize = 16;
+
 /// How many places this host's rows named, and whether it said it stops there.
 #[derive(Default)]
 struct StrayRows {
@@ -383,17 +386,31 @@ impl Link {
                 timeout: true,
             });
             settle.end(End::Expired);
-            // Its author learns of it once a host: code that does not stop at its signal runs on.
-            if let Some(log) = &self.log
-                && lock(&self.timed_out).insert(file.clone())
-            {
-                log.row(
-                    Topic::Host,
-                    &format!(
-                        "A call to {file} reached its deadline (callTimeoutSeconds in openovai.json) and was given up; \
-                         its code runs on in the plugin host unless it stops at its signal. Said once a host."
-                    ),
-                );
+            // Its author learns of it, once a file for each host (the first 16 files): code that does not
+            // stop at its signal runs on.
+            if let Some(log) = &self.log {
+                let said = {
+                    let mut seen = lock(&self.timed_out);
+                    if seen.len() > MAX_TIMEOUT_ROWS || !seen.insert(file.clone()) {
+                        None
+                    } else if seen.len() > MAX_TIMEOUT_ROWS {
+                        Some(format!(
+                            "Calls to more plugins reached their deadline on the plugin host (pid {}); no more \
+                             is said of them until a new host starts.",
+                            self.pid
+                        ))
+                    } else {
+                        Some(format!(
+                            "A call to {file} reached its deadline (callTimeoutSeconds in openovai.json) and was \
+                             given up; if its code does not stop at its signal, it runs on in the plugin host (pid \
+                             {}). Said once a file for each host.",
+                            self.pid
+                        ))
+                    }
+                };
+                if let Some(row) = said {
+                    log.row(Topic::Host, &row);
+                }
             }
         }
         next

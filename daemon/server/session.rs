@@ -618,11 +618,7 @@ impl How {
         match ended {
             host::Ended::HostEnded(_) => How::HostStopped,
             host::Ended::Deadline(_) => How::TimedOut,
-            host::Ended::Answered(a)
-                if a.text.is_none() && a.text_json.is_none() && a.refused.is_none() =>
-            {
-                How::Failed
-            }
+            host::Ended::Answered(a) if !crate::answer::own_words(a) => How::Failed,
             host::Ended::NotReimported(_) => How::Failed,
             _ => How::Ran,
         }
