@@ -1238,15 +1238,15 @@ function importFailure(err, file) {
   return { message: headline(err), at };
 }
 
-/**
- * The first line of an error as String() gives it ("TypeError: x is not a function"), and those of the
- * errors it gives as its `cause`, three at most: "TypeError: fetch failed" says little, its cause
- * "connect ECONNREFUSED 127.0.0.1:18642" says what went wrong. A cause is read only where it is a plain
- * own value: a getter there is the plugin's code, and is not run.
- */
 // How deep headline is within itself: an error whose errors or cause hold it again (or an object
 // holding it as its refused) would otherwise be described for ever.
 let describing = 0;
+/**
+ * An error as String() gives it ("TypeError: x is not a function"), and the same of the errors it gives
+ * as its `cause`, three at most: "TypeError: fetch failed" says little, its cause "connect ECONNREFUSED
+ * 127.0.0.1:18642" says what went wrong. A cause is read only where it is a plain own value: a getter
+ * there is the plugin's code, and is not run.
+ */
 function headline(err) {
   if (describing >= 2) return "…";
   describing++;
@@ -1257,7 +1257,7 @@ function headline(err) {
   }
 }
 function headlineOnce(err) {
-  let text = firstLine(err);
+  let text = errorWords(err);
   let at = err;
   let causes = 0;
   while (causes < 3 && text.length <= 1000) {
@@ -1269,7 +1269,7 @@ function headlineOnce(err) {
     } catch {
       break;
     }
-    text += ` (cause: ${firstLine(next)}`;
+    text += ` (cause: ${errorWords(next)}`;
     causes++;
     at = next;
   }
@@ -1280,7 +1280,7 @@ function headlineOnce(err) {
  * An error as String() gives it ("TypeError: x is not a function"), every line of its message (a failed
  * command's output follows its first line), and the first lines of an AggregateError's own errors.
  */
-function firstLine(err) {
+function errorWords(err) {
   let text;
   try {
     text = err instanceof ErrorCtor ? toText(err) : describe(err);
@@ -1303,7 +1303,10 @@ function ownMessage(err) {
   }
 }
 
-/** The first lines of an AggregateError's own `errors` (three, and how many more), read as data only. */
+/**
+ * The words of an AggregateError's own `errors` (three, and how many more); the array is read as data (no
+ * getter on it is run), each error as String() gives it.
+ */
 function ownErrors(err) {
   const named = [];
   try {
