@@ -1305,7 +1305,7 @@ function ownMessage(err) {
 
 /**
  * The words of an AggregateError's own `errors` (three, and how many more); the array is read as data (no
- * getter on it is run), each error as String() gives it.
+ * getter on it is run), each error as headline gives it.
  */
 function ownErrors(err) {
   const named = [];
@@ -1318,7 +1318,8 @@ function ownErrors(err) {
       const one = slot !== undefined && hasOwn(slot, "value") ? slot.value : undefined;
       let words;
       try {
-        words = one instanceof ErrorCtor ? toText(one) : describe(one);
+        // Each with its cause: `Promise.any` over fetches says "fetch failed", its cause why.
+        words = one instanceof ErrorCtor ? headline(one) : describe(one);
       } catch {
         words = ownMessage(one) ?? "an error that cannot be shown";
       }

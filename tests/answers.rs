@@ -121,9 +121,9 @@ fn each_answer_shape_reaches_the_caller_in_words() {
         (
             "throws-many",
             plugin(
-                "export function run() {\n  throw new AggregateError([new Error('mirror one down'), new TypeError('mirror two bad')], 'both mirrors failed');\n}",
+                "export function run() {\n  throw new AggregateError([new Error('mirror one down', { cause: new Error('connect ECONNREFUSED') }), new TypeError('mirror two bad')], 'both mirrors failed');\n}",
             ),
-            "plugins/throws-many.mjs threw at 4:9: AggregateError: both mirrors failed (errors: Error: mirror one down; TypeError: mirror two bad)",
+            "plugins/throws-many.mjs threw at 4:9: AggregateError: both mirrors failed (errors: Error: mirror one down (cause: Error: connect ECONNREFUSED); TypeError: mirror two bad)",
             true,
         ),
         // A getter on `stack` is the plugin's: not run, and the words are still shown.
