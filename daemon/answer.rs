@@ -69,7 +69,7 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
     if let Some(text) = a.text {
         return if text.len() > max_answer_bytes {
             too_big(text.len())
-        } else if text.chars().all(invisible) {
+        } else if blank(&text) {
             empty_text()
         } else {
             Outcome::Text(text)
@@ -78,7 +78,7 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
     if let Some(refused) = a.refused {
         return if refused.len() > max_answer_bytes {
             too_big(refused.len())
-        } else if refused.chars().all(invisible) {
+        } else if blank(&refused) {
             // A refusal is words the caller acts on: an empty one would reach it as silence.
             Outcome::Refused(format!(
                 "{file} refused without saying why (its {{ refused }} is empty)."
@@ -118,16 +118,15 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
 fn shows_nothing(json: &str) -> bool {
     match json.as_bytes().get(1) {
         Some(b) if b.is_ascii_graphic() && *b != b'\\' && *b != b'"' => false,
-        _ => crate::host::protocol::json_text(json)
-            .chars()
-            .all(invisible),
+        _ => blank(&crate::host::protocol::json_text(json)),
     }
 }
 
-/// A character that shows nothing: space, a control, a format character or a filler (`names::unseen`),
-/// or the blank Braille pattern.
-fn invisible(c: char) -> bool {
-    c.is_whitespace() || c.is_control() || crate::names::unseen(c) || c == '\u{2800}'
+/// Whether a text shows nothing: only spaces, controls, format characters and fillers (`names::unseen`),
+/// and the blank Braille pattern.
+fn blank(text: &str) -> bool {
+    text.chars()
+        .all(|c| c.is_whitespace() || c.is_control() || crate::names::unseen(c) || c == '\u{2800}')
 }
 
 /// Whether the host's answer is the tool's own words, a text or a refusal with something in it:
@@ -135,8 +134,8 @@ fn invisible(c: char) -> bool {
 pub fn own_words(a: &Answer) -> bool {
     match (&a.text_json, &a.text, &a.refused) {
         (Some(json), _, _) => !shows_nothing(json),
-        (None, Some(text), _) => !text.chars().all(invisible),
-        (None, None, Some(refused)) => !refused.chars().all(invisible),
+        (None, Some(text), _) => !blank(text),
+        (None, None, Some(refused)) => !blank(refused),
         (None, None, None) => false,
     }
 }

@@ -124,17 +124,48 @@ pub fn scan(dir: &Path, builtins: &[&str]) -> std::io::Result<Vec<Candidate>> {
     Ok(apart_in_case(found))
 }
 
+/// How the plugins folder is not there, when listing it failed for that: gone, or a file in its place.
+/// `None` when it is there and cannot be read (its permissions).
+pub fn folder_missing(e: &std::io::Error) -> Option<FolderMissing> {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        Some(FolderMissing::Gone)
+    } else if e.raw_os_error() == Some(libc::ENOTDIR) {
+        Some(FolderMissing::FileInItsPlace)
+    } else {
+        None
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FolderMissing {
+    Gone,
+    FileInItsPlace,
+}
+
+impl FolderMissing {
+    /// What it is, after the folder's name.
+    pub fn state(self) -> &'static str {
+        match self {
+            FolderMissing::Gone => "is gone (removed, or moved away)",
+            FolderMissing::FileInItsPlace => "is not a folder (a file took its place)",
+        }
+    }
+}
+
 /// What is wrong with the plugins folder `dir` when it cannot be listed, after its name.
 pub fn folder_trouble(e: &std::io::Error, dir: &str) -> String {
     let mkdir = format!("mkdir {}", crate::names::shell_quote(dir));
-    if e.kind() == std::io::ErrorKind::NotFound {
-        format!("is gone (removed, or moved away): put it back, or make it again ({mkdir})")
-    } else if e.raw_os_error() == Some(libc::ENOTDIR) {
-        format!(
-            "is not a folder (a file took its place): move the file away and make it again ({mkdir})"
-        )
-    } else {
-        format!("cannot be read: {e}")
+    match folder_missing(e) {
+        Some(m @ FolderMissing::Gone) => {
+            format!("{}: put it back, or make it again ({mkdir})", m.state())
+        }
+        Some(m @ FolderMissing::FileInItsPlace) => {
+            format!(
+                "{}: move the file away and make it again ({mkdir})",
+                m.state()
+            )
+        }
+        None => format!("cannot be read: {e}"),
     }
 }
 

@@ -140,10 +140,9 @@ pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
             )
         }
         Err(e) => (
-            vec![if e.kind() == std::io::ErrorKind::NotFound {
-                "plugins/ itself, which is gone (removed, or moved away)".to_string()
-            } else {
-                format!("plugins/ itself, which cannot be read ({e})")
+            vec![match crate::plugins::candidates::folder_missing(&e) {
+                Some(m) => format!("plugins/ itself, which {}", m.state()),
+                None => format!("plugins/ itself, which cannot be read ({e})"),
             }],
             Vec::new(),
             Vec::new(),

@@ -10,6 +10,7 @@ use std::time::Duration;
 use notify::{RecursiveMode, Watcher};
 
 use super::daemon::Daemon;
+use crate::plugins::candidates::{self, FolderMissing};
 use crate::plugins::stale;
 use crate::runtime_log::Topic;
 
@@ -151,18 +152,16 @@ pub fn spawn(daemon: Arc<Daemon>) {
                 }
                 Err(e) if !unreadable_said => {
                     unreadable_said = true;
-                    rows.push(match e.raw_os_error() {
-                        _ if e.kind() == std::io::ErrorKind::NotFound => {
-                            "plugins/ is gone (removed, or moved away); the plugins read last are still served. \
-                             Put it back, or make it again (mkdir plugins), then `ovai restart`."
-                                .to_string()
-                        }
-                        Some(libc::ENOTDIR) => {
-                            "plugins/ is not a folder (a file took its place); the plugins read last are still \
-                             served. Make it a folder again, then `ovai restart`."
-                                .to_string()
-                        }
-                        _ => format!(
+                    rows.push(match candidates::folder_missing(&e) {
+                        Some(m) => format!(
+                            "plugins/ {}; the plugins read last are still served. {}, then `ovai restart`.",
+                            m.state(),
+                            match m {
+                                FolderMissing::Gone => "Put it back, or make it again (mkdir plugins)",
+                                FolderMissing::FileInItsPlace => "Make it a folder again",
+                            }
+                        ),
+                        None => format!(
                             "plugins/ cannot be read ({e}); the plugins read last are still served. `ovai restart` reads it once it can be read again."
                         ),
                     });
