@@ -249,6 +249,9 @@ pub struct SeatStatus {
     pub role: String,
     /// Sessions holding this seat now.
     pub sessions: usize,
+    /// HTTP sessions of it opened and never initialised (counted apart: they serve nothing yet).
+    #[serde(default)]
+    pub starting: usize,
 }
 
 /// One value as one line of JSON.

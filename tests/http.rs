@@ -666,14 +666,36 @@ fn a_seat_holds_a_bounded_number_of_sessions_and_an_uninitialised_one_ends_with_
     }
     let r = open(&mut HttpSeat::new(&http, &secret, "2025-11-25"));
     assert_eq!(r.status, 429);
+    let why = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(why.contains("64 MCP sessions"), "{why}");
+    // The limit's sentence and the operator's list both say what holds the places: sessions that were
+    // opened and never initialised, which serve no seat a tools/list_changed and were counted nowhere.
     assert!(
-        r.json()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("64 MCP sessions")
+        why.contains("64 of them never sent notifications/initialized"),
+        "{why}"
     );
     // Another seat is not held to w1's sessions.
-    HttpSeat::new(&http, &inst.secret("lead"), "2025-11-25").initialize();
+    let mut lead = HttpSeat::new(&http, &inst.secret("lead"), "2025-11-25");
+    lead.initialize();
+    let listed = inst.cmd().args(["seat", "list"]).assert().success();
+    let listed = String::from_utf8_lossy(&listed.get_output().stdout).to_string();
+    assert!(
+        listed.contains(
+            "w1: Worker, no session now; 64 HTTP sessions opened and never initialized \
+             (no notifications/initialized)"
+        ),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("lead: Leader, in a session now\n"),
+        "{listed}"
+    );
+    let status = inst.cmd().args(["status"]).assert().success();
+    let status = String::from_utf8_lossy(&status.get_output().stdout).to_string();
+    assert!(
+        status.contains("Seat w1: Worker, no session now; 64 HTTP sessions opened and never"),
+        "{status}"
+    );
     inst.cmd().args(["seat", "remove", "w1"]).assert().success();
     get.ends();
 }

@@ -7,7 +7,7 @@ use super::{Failure, SeatAction, exit, fail, own_exe};
 use crate::client::{self, ClientError};
 use crate::instance::Instance;
 use crate::seats::{self, SeatBook};
-use crate::tools::index::sessions_now;
+use crate::tools::index::sessions_and_starting;
 use crate::wire::{ControlOp, SeatsReply, StatusReply};
 
 pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
@@ -283,12 +283,13 @@ fn list(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         Err(ClientError::NoServer { .. }) => None,
         Err(e) => return Err(fail(exit::FAILED)(e)),
     };
+    // Sessions holding the seat, and its HTTP sessions never initialised.
     let now = |name: &str| {
         sessions.as_ref().map(|v| {
             v.seats
                 .iter()
                 .find(|s| s.name == name)
-                .map_or(0, |s| s.sessions)
+                .map_or((0, 0), |s| (s.sessions, s.starting))
         })
     };
     if as_json {
@@ -301,7 +302,8 @@ fn list(inst: &Instance, as_json: bool) -> Result<(), Failure> {
                     "role": config.role_of(name).as_str(),
                     "added": rec.added,
                     "desk": inst.desk(name).display().to_string(),
-                    "sessions": now(name),
+                    "sessions": now(name).map(|n| n.0),
+                    "starting": now(name).map(|n| n.1),
                 })
             })
             .collect();
@@ -323,7 +325,9 @@ fn list(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     }
     for name in book.names() {
         let role = config.role_of(name);
-        let now = now(name).map_or(String::new(), |n| format!(", {}", sessions_now(n)));
+        let now = now(name).map_or(String::new(), |(n, starting)| {
+            format!(", {}", sessions_and_starting(n, starting))
+        });
         println!("{name}: {role}{now}");
     }
     if sessions.is_none() && !book.seats.is_empty() {

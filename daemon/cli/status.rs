@@ -7,7 +7,7 @@ use super::{Failure, exit, fail};
 use crate::client::{self, ClientError};
 use crate::instance::Instance;
 use crate::names::thousands;
-use crate::tools::index::sessions_now;
+use crate::tools::index::sessions_and_starting;
 use crate::wire::{ControlOp, StatusReply};
 
 /// A daemon that is still reading plugins/ at its start: its pid and since when (it answers nobody yet).
@@ -153,7 +153,7 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
             "Seat {}: {}, {}.",
             seat.name,
             seat.role,
-            sessions_now(seat.sessions)
+            sessions_and_starting(seat.sessions, seat.starting)
         );
     }
     for f in &v.figures {

@@ -1,6 +1,7 @@
 //! Control requests from the CLI of the same instance (`ovai restart`, `ovai status`, `ovai seat`): the
 //! control secret proves the caller can read `.ovai/`, which is its owner's alone.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::unix_io::WriteHalf;
@@ -104,6 +105,10 @@ fn refused(why: &str) -> String {
 pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
     let generation = daemon.current();
     let counts = daemon.sessions.count_by_seat();
+    let starting = match daemon.http.get() {
+        Some(http) => http.starting().await,
+        None => HashMap::new(),
+    };
     let book = daemon.seats.get(&daemon.inst).await;
     let (seats, seats_error) = match book.as_ref() {
         Ok(b) => (
@@ -112,6 +117,7 @@ pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
                     name: s.to_string(),
                     role: generation.config.role_of(s).to_string(),
                     sessions: counts.get(s).copied().unwrap_or(0),
+                    starting: starting.get(s).copied().unwrap_or(0),
                 })
                 .collect(),
             None,

@@ -391,6 +391,9 @@ impl ServerHandler for SeatService {
         if crate::sync::lock(registration).is_some() {
             return;
         }
+        if let Some(http) = self.daemon.http.get() {
+            http.initialized(&id);
+        }
         let ended = CancellationToken::new();
         let registered = Owned::open(
             &self.daemon.sessions,

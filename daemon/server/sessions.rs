@@ -48,6 +48,10 @@ impl Drop for Registered<'_> {
 pub trait RemoteSessions: Send + Sync {
     fn close(&self, id: String) -> futures::future::BoxFuture<'static, ()>;
     fn end_unless(&self, still_valid: &dyn Fn(&str, &str) -> bool);
+    /// Its client sent `notifications/initialized`.
+    fn initialized(&self, id: &str);
+    /// For each seat, its sessions opened and never initialised (registered nowhere else).
+    fn starting(&self) -> futures::future::BoxFuture<'static, HashMap<String, usize>>;
 }
 
 /// A registration that owns its way back to the registry: an HTTP session's, which lives in rmcp's session

@@ -74,7 +74,25 @@ pub fn render(f: &Facts<'_>) -> String {
 }
 
 /// "no session now", "in a session now", "in 3 sessions now".
-pub fn sessions_now(n: usize) -> std::borrow::Cow<'static, str> {
+/// `sessions_now`, and the seat's HTTP sessions that were opened and never initialised: nothing else
+/// shows them, and they hold places of the seat's limit.
+pub fn sessions_and_starting(n: usize, starting: usize) -> String {
+    match starting {
+        0 => sessions_now(n).into_owned(),
+        1 => format!(
+            "{}; 1 HTTP session opened and never initialized (no notifications/initialized): it ends \
+             once idle for sessionIdleSeconds",
+            sessions_now(n)
+        ),
+        s => format!(
+            "{}; {s} HTTP sessions opened and never initialized (no notifications/initialized): each \
+             ends once idle for sessionIdleSeconds",
+            sessions_now(n)
+        ),
+    }
+}
+
+fn sessions_now(n: usize) -> std::borrow::Cow<'static, str> {
     match n {
         0 => "no session now".into(),
         1 => "in a session now".into(),

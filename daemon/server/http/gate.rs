@@ -6,7 +6,7 @@
 //!
 //! Refusals are JSON-RPC error bodies holding one sentence; a secret never appears in one, nor in a log.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -74,17 +74,20 @@ impl Gate {
 
     /// Forgets sessions rmcp no longer holds (closed, or idle past its limit).
     async fn prune(&self) {
-        let taken = Instant::now();
-        let live: HashSet<String> = self
-            .manager
-            .sessions
-            .read()
-            .await
-            .keys()
-            .map(|k| k.to_string())
-            .collect();
-        self.owners.prune(&live, taken);
+        prune(&self.manager, &self.owners).await;
     }
+}
+
+async fn prune(manager: &LocalSessionManager, owners: &Owners) {
+    let taken = Instant::now();
+    let live: HashSet<String> = manager
+        .sessions
+        .read()
+        .await
+        .keys()
+        .map(|k| k.to_string())
+        .collect();
+    owners.prune(&live, taken);
 }
 
 impl crate::server::sessions::RemoteSessions for Gate {
@@ -105,6 +108,18 @@ impl crate::server::sessions::RemoteSessions for Gate {
                 let _ = manager.close_session(&id.into()).await;
             });
         }
+    }
+
+    fn initialized(&self, id: &str) {
+        self.owners.initialized(id);
+    }
+
+    fn starting(&self) -> futures::future::BoxFuture<'static, HashMap<String, usize>> {
+        let (manager, owners) = (self.manager.clone(), self.owners.clone());
+        Box::pin(async move {
+            prune(&manager, &owners).await;
+            owners.starting()
+        })
     }
 }
 
@@ -407,10 +422,15 @@ async fn keep_session(gate: &Gate, id: &str, seat: &str, hash: &str) -> Option<R
     }
     if gate.owners.count(seat) >= SESSIONS_PER_SEAT {
         let _ = gate.manager.close_session(&id.to_string().into()).await;
+        // Sessions opened and never initialised are what a client that loops on `initialize` leaves.
+        let never = match gate.owners.starting().get(seat).copied().unwrap_or(0) {
+            0 => String::new(),
+            n => format!(" ({n} of them never sent notifications/initialized)"),
+        };
         let why = format!(
-            "the seat {seat} holds {SESSIONS_PER_SEAT} MCP sessions on this server, its limit: end one (DELETE /mcp \
-             with its Mcp-Session-Id), or let one idle out (sessionIdleSeconds in openovai.json's \"http\"), \
-             then initialize again"
+            "the seat {seat} holds {SESSIONS_PER_SEAT} MCP sessions on this server, its limit{never}: end one \
+             (DELETE /mcp with its Mcp-Session-Id), or let one idle out (sessionIdleSeconds in openovai.json's \
+             \"http\"), then initialize again"
         );
         let mut r = refuse(&gate.daemon, StatusCode::TOO_MANY_REQUESTS, why, None);
         r.headers_mut()

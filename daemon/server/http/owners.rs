@@ -22,13 +22,16 @@ struct Owner {
     open: usize,
     /// The ids of its requests being answered now (as their answers write them).
     ids: HashSet<String>,
+    /// Its client sent `notifications/initialized`: until then the session is counted apart, since
+    /// nothing else shows it (it is registered with the daemon's sessions only then).
+    initialized: bool,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Owners {
     map: Arc<Mutex<HashMap<String, Owner>>>,
     /// Past this many entries, the next record first forgets sessions rmcp no longer holds.
-    prune_at: Mutex<usize>,
+    prune_at: Arc<Mutex<usize>>,
 }
 
 /// A request or stream of a session being answered.
@@ -105,6 +108,7 @@ impl Owners {
                 seen: now,
                 open: 0,
                 ids: HashSet::new(),
+                initialized: false,
             },
         );
     }
@@ -133,6 +137,21 @@ impl Owners {
 
     pub fn count(&self, seat: &str) -> usize {
         lock(&self.map).values().filter(|o| o.seat == seat).count()
+    }
+
+    pub fn initialized(&self, id: &str) {
+        if let Some(o) = lock(&self.map).get_mut(id) {
+            o.initialized = true;
+        }
+    }
+
+    /// For each seat, its sessions opened and never initialised.
+    pub fn starting(&self) -> HashMap<String, usize> {
+        let mut by_seat = HashMap::new();
+        for o in lock(&self.map).values().filter(|o| !o.initialized) {
+            *by_seat.entry(o.seat.clone()).or_default() += 1;
+        }
+        by_seat
     }
 
     /// Whether it is time to forget dead sessions (the map doubled since the last time).
