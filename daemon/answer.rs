@@ -35,10 +35,18 @@ pub fn plugin(file: &str, ended: Ended, max_answer_bytes: usize) -> Outcome {
 }
 
 pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome {
-    let too_big = |bytes: usize| {
+    let too_big = |bytes: usize, sent: usize| {
+        let escaped = if sent > bytes {
+            format!(
+                ", which take {sent} as sent (JSON writes each control character, quote and backslash \
+                 escaped)"
+            )
+        } else {
+            String::new()
+        };
         Outcome::Refused(format!(
-            "{file} answered {bytes} bytes of text, more than the {max_answer_bytes} this server passes on \
-             (maxAnswerBytes in openovai.json sets the limit)."
+            "{file} answered {bytes} bytes of text{escaped}, more than the {max_answer_bytes} this server \
+             passes on (maxAnswerBytes in openovai.json sets the limit)."
         ))
     };
     if a.damaged {
@@ -54,21 +62,23 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
              caller, or {{ refused }} with why not."
         ))
     };
+    // An answer is measured as it is sent, escapes and all: what a session's answers in flight hold
+    // is then what the cap says, whatever their characters.
     if let Some(json) = a.text_json.take() {
-        // Its escapes make it no shorter than its text: within the cap so, it is within it unescaped.
-        if json.len().saturating_sub(2) <= max_answer_bytes {
+        let sent = json.len().saturating_sub(2);
+        if sent <= max_answer_bytes {
             return if shows_nothing(&json) {
                 empty_text()
             } else {
                 Outcome::Json(json)
             };
         }
-        a.text = Some(crate::host::protocol::json_text(&json));
+        return too_big(crate::host::protocol::json_text(&json).len(), sent);
     }
     // The host checks the size; bytes a plugin wrote to fd 4 inside a string can still add to it.
     if let Some(text) = a.text {
-        return if text.len() > max_answer_bytes {
-            too_big(text.len())
+        return if as_sent(&text) > max_answer_bytes {
+            too_big(text.len(), as_sent(&text))
         } else if blank(&text) {
             empty_text()
         } else {
@@ -76,8 +86,8 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
         };
     }
     if let Some(refused) = a.refused {
-        return if refused.len() > max_answer_bytes {
-            too_big(refused.len())
+        return if as_sent(&refused) > max_answer_bytes {
+            too_big(refused.len(), as_sent(&refused))
         } else if blank(&refused) {
             // A refusal is words the caller acts on: an empty one would reach it as silence.
             Outcome::Refused(format!(
@@ -88,7 +98,9 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
         };
     }
     if let Some(bytes) = a.too_big {
-        return too_big(usize::try_from(bytes).unwrap_or(usize::MAX));
+        let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        let sent = a.as_sent.map_or(bytes, |s| usize::try_from(s).unwrap_or(usize::MAX));
+        return too_big(bytes, sent);
     }
     if let Some(t) = a.threw {
         return Outcome::Refused(threw(file, &t));
@@ -115,6 +127,17 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
 
 /// Whether a JSON string (quotes and all) shows nothing: decided by its first character where that is
 /// a letter, digit or mark (any real answer), else read whole.
+/// A string's length as JSON writes it, less its quotes (as serde_json and JSON.stringify escape).
+fn as_sent(s: &str) -> usize {
+    s.bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..0x20 => 6,
+            _ => 1,
+        })
+        .sum()
+}
+
 fn shows_nothing(json: &str) -> bool {
     match json.as_bytes().get(1) {
         Some(b) if b.is_ascii_graphic() && *b != b'\\' && *b != b'"' => false,
@@ -310,6 +333,15 @@ pub fn room_failed(e: &crate::tools::room::RoomError) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn as_sent_is_the_length_serde_json_writes() {
+        let every: String = (0u8..128).map(char::from).collect::<String>() + "é😀\u{2028}";
+        for s in ["", "plain", "\"\\", every.as_str()] {
+            let json = serde_json::to_string(s).unwrap();
+            assert_eq!(as_sent(s), json.len() - 2, "{json}");
+        }
+    }
 
     #[test]
     fn a_tool_name_that_is_not_a_plain_word_is_shown_quoted() {

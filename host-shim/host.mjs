@@ -1177,10 +1177,14 @@ function shape(id, answer) {
     if (keys.length === 1 && (keys[0] === "text" || keys[0] === "refused")) {
       const value = answer[keys[0]];
       if (typeof value === "string") {
-        // Within the cap, a string's UTF-8 is never longer than three bytes a UTF-16 unit.
-        const bytes = value.length * 3 <= maxAnswerBytes ? 0 : byteLength(value);
-        if (bytes > maxAnswerBytes) return { t: "answer", id, tooBig: bytes };
-        return `"${keys[0]}":${stringify(value)}`;
+        // Measured as sent, escapes and all: that is what the daemon holds for a session until it reads.
+        // Within the cap as three bytes a UTF-16 unit, it is within it as UTF-8.
+        const json = stringify(value);
+        if ((json.length - 2) * 3 > maxAnswerBytes) {
+          const sent = byteLength(json) - 2;
+          if (sent > maxAnswerBytes) return { t: "answer", id, tooBig: byteLength(value), asSent: sent };
+        }
+        return `"${keys[0]}":${json}`;
       }
     }
   }

@@ -307,12 +307,15 @@ fn a_text_of_every_kind_of_character_reaches_the_caller_exactly() {
                 "{ text: Array.from({ length: 128 }, (_, i) => String.fromCharCode(i)).join('') + '\\u2028\\u2029 é 😀 \\ud800 end' }",
             ),
         ),
-        // 599 newlines and a dot: 1,199 bytes as the host writes them, 600 as text, within a cap of 1,000.
+        // An answer is measured as it is sent: 499 newlines and a dot are 999 bytes as JSON, within a
+        // cap of 1,000; a letter and 500 newlines are 1,001, and 200 NULs 1,200 (six bytes each as `\u0000`).
         (
             "escapes.mjs",
-            &answering("{ text: '\\n'.repeat(599) + '.' }"),
+            &answering("{ text: '\\n'.repeat(499) + '.' }"),
         ),
-        ("over.mjs", &answering("{ text: '\\n'.repeat(1001) }")),
+        ("over.mjs", &answering("{ text: 'a' + '\\n'.repeat(500) }")),
+        ("nuls.mjs", &answering("{ text: 'a' + '\\0'.repeat(200) }")),
+        ("refusing.mjs", &answering("{ refused: 'a' + '\\u001b'.repeat(200) }")),
     ]);
     inst.set_config(json!({ "maxAnswerBytes": 1000 }));
     let _d = inst.start();
@@ -325,12 +328,27 @@ fn a_text_of_every_kind_of_character_reaches_the_caller_exactly() {
     );
     assert_eq!(
         s.call("escapes", json!({})),
-        ("\n".repeat(599) + ".", false)
+        ("\n".repeat(499) + ".", false)
     );
+    // Escapes count: a session's answers in flight take what the cap says, whatever the characters.
     assert_eq!(
         s.call("over", json!({})),
         (
-            "plugins/over.mjs answered 1001 bytes of text, more than the 1000 this server passes on (maxAnswerBytes in openovai.json sets the limit).".to_string(),
+            "plugins/over.mjs answered 501 bytes of text, which take 1001 as sent (JSON writes each control character, quote and backslash escaped), more than the 1000 this server passes on (maxAnswerBytes in openovai.json sets the limit).".to_string(),
+            true
+        )
+    );
+    assert_eq!(
+        s.call("nuls", json!({})),
+        (
+            "plugins/nuls.mjs answered 201 bytes of text, which take 1201 as sent (JSON writes each control character, quote and backslash escaped), more than the 1000 this server passes on (maxAnswerBytes in openovai.json sets the limit).".to_string(),
+            true
+        )
+    );
+    assert_eq!(
+        s.call("refusing", json!({})),
+        (
+            "plugins/refusing.mjs answered 201 bytes of text, which take 1201 as sent (JSON writes each control character, quote and backslash escaped), more than the 1000 this server passes on (maxAnswerBytes in openovai.json sets the limit).".to_string(),
             true
         )
     );

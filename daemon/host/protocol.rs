@@ -258,9 +258,12 @@ pub struct Answer {
     pub bad: Option<String>,
     #[serde(default)]
     pub threw: Option<Thrown>,
-    /// The text was larger than maxAnswerBytes: its size in bytes.
+    /// The text was larger than maxAnswerBytes as sent: its size in bytes.
     #[serde(default)]
     pub too_big: Option<u64>,
+    /// And its size as sent, JSON escapes and all.
+    #[serde(default)]
+    pub as_sent: Option<u64>,
     /// The host has no such tool (it failed to import again after a restart).
     #[serde(default)]
     pub unknown: bool,
