@@ -26,7 +26,7 @@ pub enum Outcome {
 pub fn plugin(file: &str, ended: Ended, max_answer_bytes: usize) -> Outcome {
     match ended {
         Ended::Answered(a) => from_host(file, *a, max_answer_bytes),
-        Ended::HostEnded(end) => host_ended(file, &end),
+        Ended::HostEnded(end) => host_ended(file, &end.why, &end.in_flight),
         Ended::NotRun(why) => not_run(file, &why),
         Ended::NotReimported(why) => Outcome::Refused(rows::not_reimported(file, &why)),
         Ended::Deadline(limit) => deadline(file, limit),
@@ -99,7 +99,9 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
     }
     if let Some(bytes) = a.too_big {
         let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
-        let sent = a.as_sent.map_or(bytes, |s| usize::try_from(s).unwrap_or(usize::MAX));
+        let sent = a
+            .as_sent
+            .map_or(bytes, |s| usize::try_from(s).unwrap_or(usize::MAX));
         return too_big(bytes, sent);
     }
     if let Some(t) = a.threw {
@@ -171,9 +173,11 @@ pub fn threw(file: &str, t: &Thrown) -> String {
     }
 }
 
-/// The call's host ended while it ran.
-pub fn host_ended(file: &str, end: &HostEnd) -> Outcome {
-    let (what, next) = match end {
+/// The call's host ended while it ran, with calls to the files `in_flight`.
+pub fn host_ended(file: &str, end: &HostEnd, in_flight: &[std::sync::Arc<str>]) -> Outcome {
+    // Whose code ended the host, where it is known; else the caller is told who else ran, since
+    // "the host stopped while it ran" alone reads as its own tool's fault.
+    let (what, next, known) = match end {
         HostEnd::Stopped {
             exit,
             out_of_memory,
@@ -186,20 +190,24 @@ pub fn host_ended(file: &str, end: &HostEnd) -> Outcome {
                 Some(at) => format!("{what}, ended by a plugin at {at},"),
                 None => what,
             };
-            (what, *next)
+            (what, *next, by.is_some())
         }
         HostEnd::Hung {
             exit,
             after,
             at,
             next,
-        } => (rows::hung(after.as_secs(), exit, at.as_deref()), *next),
-        HostEnd::Deaf { exit, next } => (rows::deaf(exit), *next),
+        } => (
+            rows::hung(after.as_secs(), exit, at.as_deref()),
+            *next,
+            at.is_some(),
+        ),
+        HostEnd::Deaf { exit, next } => (rows::deaf(exit), *next, false),
         HostEnd::OverBound {
             exit,
             exceeded,
             next,
-        } => (rows::over_bound(exceeded, exit), *next),
+        } => (rows::over_bound(exceeded, exit), *next, false),
         HostEnd::Replaced => {
             return Outcome::Refused(format!(
                 "{file} did not answer: the seats changed while it ran, and its plugin host, which could have \
@@ -219,9 +227,29 @@ pub fn host_ended(file: &str, end: &HostEnd) -> Outcome {
             return Outcome::Refused(format!("{file} did not answer: {why}."));
         }
     };
+    let others: Vec<&str> = in_flight
+        .iter()
+        .map(|f| &**f)
+        .filter(|f| *f != file)
+        .collect();
+    let also = match (known, others.as_slice()) {
+        (true, _) | (_, []) => String::new(),
+        (false, [one]) => {
+            format!(", as did {one} (which of them stopped it, if either, is not known)")
+        }
+        (false, [first @ .., last]) if first.len() < 3 => format!(
+            ", as did {} and {last} (which of them stopped it, if any, is not known)",
+            first.join(", ")
+        ),
+        (false, more) => format!(
+            ", as did {} and {} more files' calls (which of them stopped it, if any, is not known)",
+            more[..3].join(", "),
+            more.len() - 3
+        ),
+    };
     let then = match next {
         Next::Respawn => {
-            "A new plugin host is being started; other tools are unaffected.".to_string()
+            "A new plugin host is being started for the next call; nothing was retried.".to_string()
         }
         Next::StaysDown { stops, window } => format!(
             "It stopped {stops} times within {} s, so it stays down until `ovai restart`: every plugin is refused until then.",
@@ -229,7 +257,7 @@ pub fn host_ended(file: &str, end: &HostEnd) -> Outcome {
         ),
     };
     Outcome::Refused(format!(
-        "{file} did not answer: the plugin host {what} while it ran. {then}"
+        "{file} did not answer: the plugin host {what} while it ran{also}. {then}"
     ))
 }
 

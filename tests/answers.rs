@@ -315,7 +315,10 @@ fn a_text_of_every_kind_of_character_reaches_the_caller_exactly() {
         ),
         ("over.mjs", &answering("{ text: 'a' + '\\n'.repeat(500) }")),
         ("nuls.mjs", &answering("{ text: 'a' + '\\0'.repeat(200) }")),
-        ("refusing.mjs", &answering("{ refused: 'a' + '\\u001b'.repeat(200) }")),
+        (
+            "refusing.mjs",
+            &answering("{ refused: 'a' + '\\u001b'.repeat(200) }"),
+        ),
     ]);
     inst.set_config(json!({ "maxAnswerBytes": 1000 }));
     let _d = inst.start();

@@ -190,7 +190,7 @@ fn a_plugin_killing_its_host_costs_a_refusal_and_a_restart() {
     assert!(refused);
     assert_eq!(
         text,
-        "plugins/fault-sigkill.mjs did not answer: the plugin host stopped (signal SIGKILL), ended by a plugin at plugins/fault-sigkill.mjs:4:11, while it ran. A new plugin host is being started; other tools are unaffected."
+        "plugins/fault-sigkill.mjs did not answer: the plugin host stopped (signal SIGKILL), ended by a plugin at plugins/fault-sigkill.mjs:4:11, while it ran. A new plugin host is being started for the next call; nothing was retried."
     );
     assert_ne!(d.host_pid(), host);
     assert!(!process_alive(host));
@@ -278,7 +278,7 @@ fn a_blocked_event_loop_is_found_by_the_heartbeat_and_the_host_restarted() {
     assert_eq!(
         fault_call(&inst, &mut d, "fault-loop", json!({})),
         (
-            "plugins/fault-loop.mjs did not answer: the plugin host stopped answering for 2 s (a plugin blocking its event loop, at plugins/fault-loop.mjs:4:3) and was killed (signal SIGKILL) while it ran. A new plugin host is being started; other tools are unaffected.".to_string(),
+            "plugins/fault-loop.mjs did not answer: the plugin host stopped answering for 2 s (a plugin blocking its event loop, at plugins/fault-loop.mjs:4:3) and was killed (signal SIGKILL) while it ran. A new plugin host is being started for the next call; nothing was retried.".to_string(),
             true
         )
     );
@@ -700,7 +700,7 @@ fn a_plugin_closing_its_hosts_protocol_pipes_costs_a_refusal_and_a_restart() {
     // The host leaves when it can no longer write to the daemon, as when the daemon is gone.
     assert_eq!(
         text,
-        "plugins/fault-close.mjs did not answer: the plugin host stopped (exit code 0) while it ran. A new plugin host is being started; other tools are unaffected."
+        "plugins/fault-close.mjs did not answer: the plugin host stopped (exit code 0) while it ran. A new plugin host is being started for the next call; nothing was retried."
     );
     assert_ne!(d.host_pid(), host);
 }

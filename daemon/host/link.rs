@@ -31,9 +31,17 @@ pub fn max_line_len(max_answer_bytes: usize) -> usize {
 pub enum CallEnd {
     Answered(Box<Answer>),
     /// The process went away (or was killed) with the call in flight: why.
-    HostStopped(Arc<HostEnd>),
+    HostStopped(Stopped),
     /// The host ended and had never been sent the call whole: it may run elsewhere.
     NotReceived,
+}
+
+/// Why a host ended, and the files of every call it may have been running then (sorted, once each):
+/// a call's caller is told who else was running, since any of them may have ended it.
+#[derive(Debug, Clone)]
+pub struct Stopped {
+    pub why: Arc<HostEnd>,
+    pub in_flight: Arc<[Arc<str>]>,
 }
 
 /// A call in flight: who to tell, and which file it runs, so a crash can name it.
@@ -486,11 +494,15 @@ impl Link {
             .collect();
         files.sort();
         files.dedup();
+        let stopped = Stopped {
+            why: why.clone(),
+            in_flight: files.iter().cloned().collect(),
+        };
         for (id, w) in waiting {
             let end = if unsent.contains(&id) {
                 CallEnd::NotReceived
             } else {
-                CallEnd::HostStopped(why.clone())
+                CallEnd::HostStopped(stopped.clone())
             };
             w.settle.end(End::Call(end));
         }

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use ending::{HostEnd, NoHost, NotReimported};
+use ending::{NoHost, NotReimported};
 use link::{CallEnd, End};
 use protocol::Answer;
 use protocol::ToHost;
@@ -65,7 +65,7 @@ pub enum Ended {
     /// The host answered for the plugin (its text, its refusal, or what it did instead).
     Answered(Box<Answer>),
     /// The host ended while the call ran.
-    HostEnded(Arc<HostEnd>),
+    HostEnded(link::Stopped),
     /// No host could take the call.
     NotRun(NoHost),
     /// The plugin's file did not import again when its host was respawned.
@@ -266,6 +266,7 @@ impl Ready {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ending::HostEnd;
     use std::io::{BufRead, BufReader, Write};
     use std::os::unix::net::UnixStream;
     use supervisor::HostState;
