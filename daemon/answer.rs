@@ -297,8 +297,9 @@ pub fn not_run(file: &str, why: &NoHost) -> Outcome {
 
 pub fn deadline(file: &str, limit: Duration) -> Outcome {
     Outcome::Refused(format!(
-        "{file} did not answer in time: the call was given up after {} s and its signal fired \
-         (callTimeoutSeconds in openovai.json sets the limit).",
+        "{file} did not answer in time: the call was given up after {} s and its signal fired, but \
+         what it started may still finish: look before calling it again (callTimeoutSeconds in \
+         openovai.json sets the limit).",
         limit.as_secs()
     ))
 }

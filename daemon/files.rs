@@ -210,6 +210,18 @@ impl Folder {
         }
     }
 
+    /// Whether `name` in this folder is `file` still (not removed, moved away or replaced).
+    pub fn holds(&self, name: &str, file: &std::fs::File) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(there) =
+            nix::sys::stat::fstatat(&self.fd, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
+        else {
+            return false;
+        };
+        file.metadata()
+            .is_ok_and(|m| m.dev() == there.st_dev && m.ino() == there.st_ino)
+    }
+
     /// Renames `from` to `to`, both in this folder (a link at either name is renamed, never followed).
     pub fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
         nix::fcntl::renameat(&self.fd, from, &self.fd, to)?;
@@ -306,7 +318,13 @@ impl Appender {
     }
 
     fn append_once(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        let (folder, file) = match self.open.take() {
+        // A file removed or moved away meanwhile (by hand, a clean-up script) is let go: rows written to it
+        // would be read by nobody.
+        let open = self
+            .open
+            .take()
+            .filter(|(folder, file)| folder.holds(&self.name, file));
+        let (folder, file) = match open {
             Some(open) => open,
             None => {
                 let folder = Folder::open(&self.folder)?;
@@ -356,5 +374,23 @@ mod private_writes {
             .filter(|n| n.ends_with(".tmp") && !n.contains(&std::process::id().to_string()))
             .collect();
         assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn a_file_removed_or_moved_away_is_made_again_at_the_next_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime.log");
+        let mut log = Appender::new(&path, 1 << 20);
+        log.append(b"one\n").unwrap();
+        std::fs::remove_file(&path).unwrap();
+        log.append(b"two\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two\n");
+        std::fs::rename(&path, dir.path().join("kept")).unwrap();
+        log.append(b"three\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "three\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("kept")).unwrap(),
+            "two\n"
+        );
     }
 }

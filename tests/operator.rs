@@ -80,31 +80,43 @@ fn logs_print_the_latest_rows_across_the_rotated_file_and_follow() {
             "2026-01-01T00:00:01.000Z server old two\n2026-01-01T00:00:02.000Z server new one\n",
         );
     let _d = inst.start();
-    let mut follow = std::process::Command::new(OVAI)
-        .args(["logs", "-f", "-n", "0", "--root"])
-        .arg(&inst.root)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = follow.stdout.take().unwrap();
-    let lines = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let sink = lines.clone();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            sink.lock().unwrap().push_str(&(l + "\n"));
-        }
-    });
+    let follow = Following::start(&inst);
     inst.cmd().arg("restart").assert().success();
-    wait_until("logs -f to print the restart's row", || {
-        lines
-            .lock()
-            .unwrap()
-            .contains("Restarted, asked by `ovai restart`")
-            .then_some(())
-    });
-    let _ = follow.kill();
-    let _ = follow.wait();
+    follow.wait_for("Restarted, asked by `ovai restart`");
+}
+
+/// runtime.log removed under a running server (by hand, or a clean-up script) is made again at the
+/// next row, and `logs -f` follows the new file without playing the rotated one as new rows.
+#[test]
+fn a_removed_runtime_log_is_made_again_and_followed() {
+    let inst = Instance::new();
+    std::fs::write(
+        inst.root.join("runtime.log.1"),
+        "2026-01-01T00:00:00.000Z server an old row of the rotated file\n",
+    )
+    .unwrap();
+    let _d = inst.start();
+    let follow = Following::start(&inst);
+    // A row before the removal, so the follower is known to hold the file.
+    inst.cmd().arg("restart").assert().success();
+    follow.wait_for("Restarted, asked by `ovai restart`");
+    std::fs::remove_file(inst.root.join("runtime.log")).unwrap();
+    inst.cmd().arg("restart").assert().success();
+    let kept = std::fs::read_to_string(inst.root.join("runtime.log")).unwrap_or_default();
+    assert!(
+        kept.contains("Restarted, asked by `ovai restart`"),
+        "{kept:?}"
+    );
+    follow.wait_for("generation 3 serves now");
+    let shown = follow.shown();
+    assert!(!shown.contains("an old row"), "{shown}");
+    inst.cmd()
+        .args(["logs", "-n", "1"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "Restarted, asked by `ovai restart`",
+        ));
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! ones as they are written (across a rotation too).
 
 use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
 use super::{Failure, exit};
@@ -41,48 +42,55 @@ pub fn run(inst: &Instance, n: usize, follow: bool) -> Result<(), Failure> {
     if !follow {
         return Ok(());
     }
-    let mut at = std::fs::metadata(&path).map_or(0, |m| m.len());
-    let mut ino = inode(&path);
+    // The file followed is held open, as `tail -F` does: once the name leads elsewhere (rotated to
+    // runtime.log.1, removed, replaced), the rest of what was held is printed, then the new file
+    // from its start.
+    let mut held = open(&path).map(|mut f| {
+        let _ = f.seek(SeekFrom::End(0));
+        f
+    });
     let mut partial = Vec::new();
     loop {
-        std::thread::sleep(Duration::from_millis(200));
-        let now = inode(&path);
-        if now != ino {
-            // Rotated: the rest of the old file, then the new one from its start.
-            print_from(&old, at, &mut partial)?;
-            at = 0;
-            ino = now;
+        if let Some(f) = held.as_mut() {
+            print_rest(f, &mut partial);
         }
-        at = print_from(&path, at, &mut partial)?;
+        let moved = match (&held, inode(&path)) {
+            (Some(f), now) => now != f.metadata().ok().map(|m| m.ino()),
+            (None, now) => now.is_some(),
+        };
+        if moved {
+            if let Some(mut f) = held.take() {
+                print_rest(&mut f, &mut partial);
+            }
+            partial.clear();
+            held = open(&path);
+            continue;
+        }
+        std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+fn open(path: &std::path::Path) -> Option<std::fs::File> {
+    crate::files::open_regular(path, u64::MAX).ok()
 }
 
 fn inode(path: &std::path::Path) -> Option<u64> {
-    use std::os::unix::fs::MetadataExt;
     std::fs::metadata(path).ok().map(|m| m.ino())
 }
 
-/// Prints the whole rows after byte `from`; returns where it stopped.
-fn print_from(path: &std::path::Path, from: u64, partial: &mut Vec<u8>) -> Result<u64, Failure> {
-    let Ok(mut f) = crate::files::open_regular(path, u64::MAX) else {
-        return Ok(from);
-    };
+/// Prints the whole rows the file holds past where it was read to.
+fn print_rest(f: &mut std::fs::File, partial: &mut Vec<u8>) {
+    // Emptied in place (`: > runtime.log`): read on from its start.
     let len = f.metadata().map_or(0, |m| m.len());
-    if len < from {
-        return Ok(len);
+    if f.stream_position().is_ok_and(|at| at > len) {
+        let _ = f.seek(SeekFrom::Start(0));
+        partial.clear();
     }
-    f.seek(SeekFrom::Start(from)).map_err(|e| {
-        Failure::new(
-            format!("{} cannot be read: {e}.", path.display()),
-            exit::FAILED,
-        )
-    })?;
     let _ = f.read_to_end(partial);
     while let Some(end) = partial.iter().position(|b| *b == b'\n') {
         show(&partial[..end]);
         partial.drain(..=end);
     }
-    Ok(len)
 }
 
 /// A row as a terminal may show it: the daemon writes its rows escaped, but anything else that wrote to
