@@ -16,6 +16,11 @@ use crate::wire::{self, ControlOp, Hello, Reply, Welcome};
 pub enum ClientError {
     #[error("No ovai server is running for {root}: start one there with `ovai serve`.")]
     NoServer { root: String },
+    #[error(
+        "The ovai server for {root} (pid {pid}) is stopping: it finishes its calls in flight, then ends. \
+         Start it again with `ovai serve` (which waits for it to end)."
+    )]
+    Stopping { root: String, pid: u64 },
     #[error("The ovai server for {root} refused the connection: {why}")]
     Refused { root: String, why: String },
     /// A control operation the daemon could not do: its sentence.
@@ -47,6 +52,7 @@ impl ClientError {
         use std::io::ErrorKind::*;
         match self {
             ClientError::NoServer { .. }
+            | ClientError::Stopping { .. }
             | ClientError::WentAway { .. }
             | ClientError::Silent { .. } => true,
             ClientError::Io(e) => {
@@ -59,15 +65,60 @@ impl ClientError {
     }
 }
 
-/// Connects to the instance's daemon; a missing socket or a refused connect means none runs.
+/// Connects to the instance's daemon; a missing socket or a refused connect means none runs, or one
+/// that is stopping.
 pub fn connect(inst: &Instance) -> Result<UnixStream, ClientError> {
     UnixStream::connect(inst.socket()).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
-            ClientError::NoServer {
-                root: inst.root.display().to_string(),
-            }
-        }
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => none_runs(inst),
         _ => ClientError::Io(e),
+    })
+}
+
+/// What a daemon that cannot be reached is: stopping, or not there.
+fn none_runs(inst: &Instance) -> ClientError {
+    let root = inst.root.display().to_string();
+    match marked(inst, &inst.stopping_marker()) {
+        Some(m) => ClientError::Stopping { root, pid: m.pid },
+        None => ClientError::NoServer { root },
+    }
+}
+
+/// A daemon's marker of where it is (starting, stopping), when the daemon that wrote it runs still.
+pub struct Marked {
+    pub pid: u64,
+    pub since: String,
+}
+
+/// The marker at `path`, believed only when the daemon holding serve.lock (its pid written there) wrote
+/// it and is alive: a marker a dead daemon left says nothing. The lock itself is not taken, not even
+/// for a moment: a daemon starting then would find it held.
+pub fn marked(inst: &Instance, path: &std::path::Path) -> Option<Marked> {
+    let text = crate::files::read_regular(path, 4096).ok()?;
+    let v: Value = serde_json::from_str(&text).ok()?;
+    let pid = v["pid"].as_u64()?;
+    let holder: u64 = crate::files::read_regular(&inst.serve_lock(), 4096)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let alive = i32::try_from(pid).ok().is_some_and(|p| {
+        matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None),
+            Ok(()) | Err(nix::errno::Errno::EPERM)
+        )
+    });
+    // And its pid, given since to another process, is that process's only if it started when the
+    // marker says (where the system says when processes start).
+    let same = match (
+        v["started"].as_u64(),
+        u32::try_from(pid).ok().and_then(crate::process_start::of),
+    ) {
+        (Some(marked), Some(now)) => marked == now,
+        _ => true,
+    };
+    (holder == pid && alive && same).then(|| Marked {
+        pid,
+        since: v["since"].as_str().unwrap_or("").to_string(),
     })
 }
 

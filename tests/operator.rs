@@ -85,6 +85,137 @@ fn logs_print_the_latest_rows_across_the_rotated_file_and_follow() {
     follow.wait_for("Restarted, asked by `ovai restart`");
 }
 
+/// A plugin call that answers once `scratch/release` exists, having said it started (the instance's root
+/// is read-only in the box; its folders are not).
+const HELD: &str = r#"
+import { existsSync, writeFileSync } from "node:fs";
+export const description = "Answers once it is let go.";
+export const inputSchema = { type: "object", properties: {} };
+export async function run(_, { root }) {
+  writeFileSync(root + "/scratch/started", "");
+  while (!existsSync(root + "/scratch/release")) await new Promise((r) => setTimeout(r, 20));
+  return { text: "let go" };
+}
+"#;
+
+/// While `ovai stop` waits for the calls in flight, the daemon is stopping, and every command says so:
+/// status is not "no server", a second stop waits with the first, and a new serve waits for the lock.
+#[test]
+fn a_stopping_server_is_said_to_be_stopping_and_a_new_one_waits_for_it() {
+    let inst = Instance::with_plugins(&[("held.mjs", HELD)]);
+    inst.set_config(json!({ "shutdownGraceSeconds": 120 }));
+    std::fs::create_dir(inst.root.join("scratch")).unwrap();
+    let mut d = inst.start();
+    let pid = d.pid();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let call = s.send_request("tools/call", json!({ "name": "held", "arguments": {} }));
+    wait_until("the call to start", || {
+        inst.root.join("scratch/started").exists().then_some(())
+    });
+    let spawn = |args: &[&str]| {
+        std::process::Command::new(OVAI)
+            .args(args)
+            .arg("--root")
+            .arg(&inst.root)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let first = spawn(&["stop"]);
+    let status = wait_until("status to say the server is stopping", || {
+        let out = inst.cmd().arg("status").output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).to_string();
+        said.contains("is stopping")
+            .then_some((out.status.code(), said))
+    });
+    assert_eq!(status.0, Some(0), "{}", status.1);
+    assert!(
+        status.1.contains(&format!("(pid {pid}) is stopping")),
+        "{}",
+        status.1
+    );
+    let json: Value = serde_json::from_slice(
+        &inst
+            .cmd()
+            .args(["status", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(json["stopping"], json!(true), "{json}");
+    let refused = inst
+        .cmd()
+        .args(["call", "held", "--seat", "lead"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr).to_string();
+    assert!(!refused.status.success());
+    assert!(said.contains("is stopping"), "{said}");
+    let second = spawn(&["stop"]);
+    let mut next = spawn(&["serve"]);
+    std::fs::write(inst.root.join("scratch/release"), "").unwrap();
+    assert_eq!(text_of(&s.response(call)), ("let go".to_string(), false));
+    let first = first.wait_with_output().unwrap();
+    assert!(first.status.success());
+    assert!(
+        String::from_utf8_lossy(&first.stdout).contains("Stopped the ovai server"),
+        "{first:?}"
+    );
+    let second = second.wait_with_output().unwrap();
+    assert!(second.status.success(), "{second:?}");
+    assert!(
+        String::from_utf8_lossy(&second.stdout).contains(&format!(
+            "(pid {pid}) was stopping already, and has stopped"
+        )),
+        "{second:?}"
+    );
+    wait_until("the old daemon to end", || (!d.is_running()).then_some(()));
+    // The new serve waited for the lock instead of failing, and serves now.
+    let up = wait_until("the new serve to answer", || {
+        let out = inst.cmd().args(["status", "--json"]).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+        (v["running"] == json!(true) && v["stopping"] != json!(true)).then_some(v)
+    });
+    assert_eq!(up["pid"], json!(next.id()), "{up}");
+    assert_eq!(next.try_wait().unwrap(), None);
+    inst.cmd().arg("stop").assert().success();
+    let next = next.wait_with_output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&next.stderr)
+            .contains(&format!("waiting for it (pid {pid}) to end")),
+        "{next:?}"
+    );
+}
+
+/// A socket removed under a running server (a clean-up of `.ovai/`) is made again: commands and sessions
+/// reach it as before, and runtime.log says what happened.
+#[test]
+fn a_removed_socket_is_made_again() {
+    let inst = Instance::with_plugins(&[("echo.mjs", TOOL)]);
+    let d = inst.start();
+    let socket = inst.root.join(".ovai/ovai.sock");
+    std::fs::remove_file(&socket).unwrap();
+    let v = wait_until("the socket to be made again", || d.status());
+    assert_eq!(v["pid"], json!(d.pid()), "{v}");
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("echo", json!({ "branch": "main" })),
+        ("main for lead".to_string(), false)
+    );
+    assert!(
+        inst.rows("server").iter().any(|r| r.starts_with(&format!(
+            "The socket {} was removed or replaced while the server ran; it is made again",
+            socket.display()
+        ))),
+        "{:?}",
+        inst.rows("server")
+    );
+}
+
 /// runtime.log removed under a running server (by hand, or a clean-up script) is made again at the
 /// next row, and `logs -f` follows the new file without playing the rotated one as new rows.
 #[test]

@@ -264,7 +264,7 @@ fn hold_hosts(inst: &Instance) -> Result<(), Failure> {
 fn tell_daemon(inst: &Instance, why: &str) -> Result<usize, Failure> {
     match client::control_because::<SeatsReply>(inst, ControlOp::Seats, Some(why)) {
         Ok(v) => Ok(v.ended.len()),
-        Err(ClientError::NoServer { .. }) => Ok(0),
+        Err(ClientError::NoServer { .. } | ClientError::Stopping { .. }) => Ok(0),
         Err(e) => Err(Failure::new(
             format!(
                 "The seats were changed, and the running server could not be told, so a session of an old secret \
@@ -280,7 +280,7 @@ fn list(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     let config = inst.read_config().map_err(super::config_failure)?;
     let sessions = match client::control::<StatusReply>(inst, ControlOp::Status) {
         Ok(v) => Some(v),
-        Err(ClientError::NoServer { .. }) => None,
+        Err(ClientError::NoServer { .. } | ClientError::Stopping { .. }) => None,
         Err(e) => return Err(fail(exit::FAILED)(e)),
     };
     // Sessions holding the seat, and its HTTP sessions never initialised.

@@ -10,39 +10,9 @@ use crate::names::thousands;
 use crate::tools::index::sessions_and_starting;
 use crate::wire::{ControlOp, StatusReply};
 
-/// A daemon that is still reading plugins/ at its start: its pid and since when (it answers nobody yet).
-fn starting(inst: &Instance) -> Option<(u64, String)> {
-    let text = crate::files::read_regular(&inst.starting_marker(), 4096).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    let pid = v["pid"].as_u64()?;
-    // A marker left by a daemon that died while starting says nothing: the one that holds serve.lock
-    // (its pid written there) must be the one that wrote it, and alive. The lock itself is not taken,
-    // not even for a moment: a daemon starting then would find it held.
-    let holder: u64 = crate::files::read_regular(&inst.serve_lock(), 4096)
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    let alive = i32::try_from(pid).ok().is_some_and(|p| {
-        matches!(
-            nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None),
-            Ok(()) | Err(nix::errno::Errno::EPERM)
-        )
-    });
-    // And its pid, given since to another process, is that process's only if it started when the
-    // marker says (where the system says when processes start).
-    let same = match (
-        v["started"].as_u64(),
-        u32::try_from(pid).ok().and_then(crate::process_start::of),
-    ) {
-        (Some(marked), Some(now)) => marked == now,
-        _ => true,
-    };
-    (holder == pid && alive && same).then(|| (pid, v["since"].as_str().unwrap_or("").to_string()))
-}
-
 pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
-    if let Some((pid, since)) = starting(inst) {
+    // A daemon still reading plugins/ at its start answers nobody yet.
+    if let Some(client::Marked { pid, since }) = client::marked(inst, &inst.starting_marker()) {
         let root = inst.root.display().to_string();
         if as_json {
             let doc = json!({ "running": true, "starting": true, "root": root, "pid": pid, "since": since });
@@ -57,6 +27,20 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     }
     let v: StatusReply = match client::control(inst, ControlOp::Status) {
         Ok(v) => v,
+        Err(ClientError::Stopping { root, pid }) => {
+            let since =
+                client::marked(inst, &inst.stopping_marker()).map_or(String::new(), |m| m.since);
+            if as_json {
+                let doc = json!({ "running": true, "stopping": true, "root": root, "pid": pid, "since": since });
+                println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            } else {
+                println!(
+                    "ovai serve for {root} (pid {pid}) is stopping since {since}: it takes no more calls, finishes \
+                     those in flight (within shutdownGraceSeconds), then ends."
+                );
+            }
+            return Ok(());
+        }
         Err(ClientError::NoServer { root }) => {
             if as_json {
                 println!(

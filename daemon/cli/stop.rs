@@ -15,33 +15,57 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
             println!("No ovai server is running for {root}; there is nothing to stop.");
             return Ok(());
         }
+        // Asked already (by another `ovai stop`, a signal): waited for all the same.
+        Err(ClientError::Stopping { root, pid }) => {
+            let pid = u32::try_from(pid).unwrap_or(u32::MAX);
+            wait_for_end(inst, pid)?;
+            println!(
+                "The ovai server for {root} (pid {pid}) was stopping already, and has stopped."
+            );
+            return Ok(());
+        }
         Err(e) => return Err(unreached(e)),
     };
-    let grace = inst
-        .read_config()
-        .map_or(Duration::from_secs(10), |c| c.shutdown_grace);
-    let deadline = Instant::now() + grace + Duration::from_secs(30);
-    while running(reply.pid) {
-        if Instant::now() > deadline {
-            return Err(Failure::new(
-                format!(
-                    "The ovai server for {} (pid {}) was asked to stop and is still running {} s later; \
-                     `kill {}` ends it (its calls in flight are then answered by their bridges).",
-                    inst.root.display(),
-                    reply.pid,
-                    (grace + Duration::from_secs(30)).as_secs(),
-                    reply.pid
-                ),
-                exit::FAILED,
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_end(inst, reply.pid)?;
     println!(
         "Stopped the ovai server for {} (pid {}).",
         inst.root.display(),
         reply.pid
     );
+    Ok(())
+}
+
+/// Waits for the daemon to end, saying so once a second has passed (its calls in flight may take up
+/// to shutdownGraceSeconds).
+fn wait_for_end(inst: &Instance, pid: u32) -> Result<(), Failure> {
+    let grace = inst
+        .read_config()
+        .map_or(Duration::from_secs(10), |c| c.shutdown_grace);
+    let start = Instant::now();
+    let deadline = start + grace + Duration::from_secs(30);
+    let mut said = false;
+    while running(pid) {
+        if Instant::now() > deadline {
+            return Err(Failure::new(
+                format!(
+                    "The ovai server for {} (pid {pid}) was asked to stop and is still running {} s later; \
+                     `kill {pid}` ends it (its calls in flight are then answered by their bridges).",
+                    inst.root.display(),
+                    (grace + Duration::from_secs(30)).as_secs(),
+                ),
+                exit::FAILED,
+            ));
+        }
+        if !said && start.elapsed() >= Duration::from_secs(1) {
+            said = true;
+            eprintln!(
+                "ovai: waiting for the server (pid {pid}) to finish its calls in flight (at most {} s, \
+                 shutdownGraceSeconds)…",
+                grace.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     Ok(())
 }
 

@@ -105,6 +105,10 @@ impl Instance {
     pub fn starting_marker(&self) -> PathBuf {
         self.private_dir().join("starting.json")
     }
+    /// Written while a stopping daemon finishes its calls, no longer taking any: every command reads it.
+    pub fn stopping_marker(&self) -> PathBuf {
+        self.private_dir().join("stopping.json")
+    }
     pub fn control_secret(&self) -> PathBuf {
         self.private_dir().join("control.secret")
     }

@@ -153,7 +153,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     }
     crate::host::child::check_node(&crate::host::child::node_program())?;
     seats::ensure_private_dir(&inst)?;
-    let _claim = claim(&inst)?;
+    let _claim = claim_once_stopped(&inst).await?;
     let socket = inst.socket();
     let socket_len = socket.as_os_str().len();
     if socket_len > MAX_SOCKET_PATH {
@@ -390,7 +390,17 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     watch::spawn(daemon.clone());
     service_manager::ready(&format!("serving {tools} tools"));
     service_manager::spawn_watchdog(&daemon.tasks, daemon.closing.clone());
-    let why = accept_until_stopped(&daemon, &listener).await;
+    let mut listener = listener;
+    let why = accept_until_stopped(&daemon, &mut listener).await;
+    // Written before the socket goes: a command that finds no socket from now on reads that the server
+    // is stopping, and `ovai serve` waits for it to end instead of being refused.
+    let stopping = serde_json::json!({
+        "pid": std::process::id(),
+        "started": crate::process_start::of(std::process::id()),
+        "since": crate::runtime_log::timestamp(std::time::SystemTime::now()),
+    });
+    let _ = crate::files::write_private(&inst.stopping_marker(), stopping.to_string().as_bytes());
+    let _stopping = RemovedOnDrop(inst.stopping_marker());
     drop(listener);
     let _ = std::fs::remove_file(&socket);
     shut_down(&daemon, why).await;
@@ -403,6 +413,37 @@ struct RemovedOnDrop(std::path::PathBuf);
 impl Drop for RemovedOnDrop {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `claim`, waiting for a daemon that holds the lock and is stopping (`ovai stop` then `ovai serve`
+/// at once, or a service manager's restart) to end, as long as it may take.
+async fn claim_once_stopped(inst: &Instance) -> Result<File, ServeError> {
+    let mut said = false;
+    let give_up = std::time::Instant::now()
+        + inst
+            .read_config()
+            .map_or(Duration::from_secs(10), |c| c.shutdown_grace)
+        + TASKS_PATIENCE
+        + Duration::from_secs(10);
+    loop {
+        match claim(inst) {
+            Err(ServeError::AlreadyServing { pid: Some(pid), .. })
+                if std::time::Instant::now() < give_up
+                    && crate::client::marked(inst, &inst.stopping_marker())
+                        .is_some_and(|m| m.pid == u64::from(pid)) =>
+            {
+                if !said {
+                    said = true;
+                    eprintln!(
+                        "ovai: the server for {} is stopping; waiting for it (pid {pid}) to end.",
+                        inst.root.display()
+                    );
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            claimed => return claimed,
+        }
     }
 }
 
@@ -435,7 +476,91 @@ fn claim(inst: &Instance) -> Result<File, ServeError> {
     Ok(file)
 }
 
-async fn accept_until_stopped(daemon: &Arc<Daemon>, listener: &UnixListener) -> &'static str {
+/// Watches the socket's folder: a socket removed or replaced under the daemon (a clean-up of `.ovai/`, a
+/// careless `rm`) would leave it running unreachable, every command saying that none runs.
+struct SocketWatch {
+    changed: Arc<tokio::sync::Notify>,
+    _watcher: Option<notify::RecommendedWatcher>,
+    /// The bound socket's device and inode.
+    bound: Option<(u64, u64)>,
+}
+
+impl SocketWatch {
+    fn new(socket: &std::path::Path) -> Self {
+        use notify::Watcher;
+        let changed = Arc::new(tokio::sync::Notify::new());
+        let told = changed.clone();
+        let watcher = socket.parent().and_then(|folder| {
+            let mut w = notify::recommended_watcher(move |_: notify::Result<notify::Event>| {
+                told.notify_one();
+            })
+            .ok()?;
+            w.watch(folder, notify::RecursiveMode::NonRecursive).ok()?;
+            Some(w)
+        });
+        if watcher.is_none() {
+            tracing::warn!(
+                "the socket's folder cannot be watched: a socket removed under the server is not made again"
+            );
+        }
+        Self {
+            changed,
+            _watcher: watcher,
+            bound: Self::identity(socket),
+        }
+    }
+
+    fn identity(socket: &std::path::Path) -> Option<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(socket)
+            .ok()
+            .map(|m| (m.dev(), m.ino()))
+    }
+
+    /// A new listener when the socket is no longer the one bound, and could be bound again.
+    fn rebound(&mut self, daemon: &Daemon) -> Option<UnixListener> {
+        let socket = daemon.inst.socket();
+        if Self::identity(&socket) == self.bound {
+            return None;
+        }
+        let _ = std::fs::remove_file(&socket);
+        let listener = UnixListener::bind(&socket).and_then(|l| {
+            std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600)).map(|()| l)
+        });
+        match listener {
+            Ok(l) => {
+                self.bound = Self::identity(&socket);
+                daemon.log.row(
+                    Topic::Server,
+                    &format!(
+                        "The socket {} was removed or replaced while the server ran; it is made again, and \
+                         sessions and commands reach the server as before.",
+                        socket.display()
+                    ),
+                );
+                Some(l)
+            }
+            Err(e) => {
+                // Said once: the next change of the folder tries again.
+                self.bound = Self::identity(&socket);
+                daemon.log.row(
+                    Topic::Server,
+                    &format!(
+                        "The socket {} was removed or replaced while the server ran, and cannot be made \
+                         again ({e}): sessions and commands cannot reach the server. Stop it (kill {}) and \
+                         start it again.",
+                        socket.display(),
+                        std::process::id()
+                    ),
+                );
+                None
+            }
+        }
+    }
+}
+
+async fn accept_until_stopped(daemon: &Arc<Daemon>, listener: &mut UnixListener) -> &'static str {
+    let mut watch = SocketWatch::new(&daemon.inst.socket());
     let (mut term, mut int, mut hup) = match (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
@@ -473,6 +598,11 @@ async fn accept_until_stopped(daemon: &Arc<Daemon>, listener: &UnixListener) -> 
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             },
+            () = watch.changed.notified() => {
+                if let Some(l) = watch.rebound(daemon) {
+                    *listener = l;
+                }
+            }
             _ = term.recv() => return "SIGTERM",
             _ = daemon.stop.cancelled() => return "`ovai stop`",
             _ = int.recv() => return "SIGINT",
