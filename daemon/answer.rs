@@ -210,8 +210,10 @@ pub fn host_ended(file: &str, end: &HostEnd, in_flight: &[std::sync::Arc<str>]) 
         } => (rows::over_bound(exceeded, exit), *next, false),
         HostEnd::Replaced => {
             return Outcome::Refused(format!(
-                "{file} did not answer: the seats changed while it ran, and its plugin host, which could have \
-                 read the new secrets, was replaced. Nothing was retried; call it again."
+                "{file} did not answer: the seats changed while it ran, and it had not finished {} s later, \
+                 when its plugin host, which could have read the new secrets, was replaced. Nothing was \
+                 retried; call it again.",
+                crate::host::supervisor::SEAT_DRAIN.as_secs()
             ));
         }
         HostEnd::Retired(r) => {

@@ -5,7 +5,7 @@
 //! its SHA-256. A connection presents the secret and is resolved to a seat by its hash, so nothing a
 //! session says later can change who it is.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -238,6 +238,7 @@ pub fn rebuild(inst: &Instance) -> Result<Rebuilt, SeatError> {
         Err(e) => return Err(io("reading", &desks)(e)),
     };
     names.sort();
+    let mut found: Vec<(String, String)> = Vec::new();
     for name in names {
         if let Some(why) = names::why_not(&name) {
             left_out.push((name, format!("its folder name is not a seat name ({why})")));
@@ -247,18 +248,44 @@ pub fn rebuild(inst: &Instance) -> Result<Rebuilt, SeatError> {
             left_out.push((name, "its .mcp.json holds no secret of this server".into()));
             continue;
         };
+        found.push((name, hash_secret(&secret)));
+    }
+    // A desk copied into another seat's folder holds the same secret, and a secret of two seats opens
+    // neither: the seat that held it keeps it (else the first by name), and the copy is left out.
+    let mut holder: HashMap<&str, &str> = HashMap::new();
+    for (name, hash) in &found {
+        let held_before = old.seats.get(name).is_some_and(|r| &r.sha256 == hash);
+        let entry = holder.entry(hash.as_str()).or_insert(name.as_str());
+        if held_before && old.seats.get(*entry).is_none_or(|r| &r.sha256 != hash) {
+            *entry = name.as_str();
+        }
+    }
+    let mut copies = Vec::new();
+    for (name, hash) in &found {
+        let keeper = holder.get(hash.as_str()).copied().unwrap_or(name.as_str());
+        if keeper != name {
+            copies.push((
+                name.clone(),
+                format!(
+                    "its .mcp.json holds the same secret as desks/{keeper} (a copied desk?): `ovai seat add \
+                     {name}` gives it a secret of its own"
+                ),
+            ));
+        }
+    }
+    let copied: HashSet<String> = copies.iter().map(|(n, _)| n.clone()).collect();
+    left_out.extend(copies);
+    left_out.sort();
+    for (name, sha256) in found {
+        if copied.contains(&name) {
+            continue;
+        }
         let added = old
             .seats
             .get(&name)
             .map(|r| r.added.clone())
             .unwrap_or_else(|| crate::runtime_log::timestamp(SystemTime::now()));
-        book.seats.insert(
-            name,
-            SeatRecord {
-                sha256: hash_secret(&secret),
-                added,
-            },
-        );
+        book.seats.insert(name, SeatRecord { sha256, added });
     }
     book.save(inst)?;
     Ok(Rebuilt {

@@ -190,6 +190,49 @@ fn a_stopping_server_is_said_to_be_stopping_and_a_new_one_waits_for_it() {
     );
 }
 
+/// A seat change replaces the boxed plugin host (a box made before could read the new secret), and the
+/// calls it runs finish first: the secret is written once they have.
+#[test]
+fn a_seat_change_lets_the_calls_in_flight_finish() {
+    let inst = Instance::with_plugins(&[("held.mjs", HELD)]);
+    std::fs::create_dir(inst.root.join("scratch")).unwrap();
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let call = s.send_request("tools/call", json!({ "name": "held", "arguments": {} }));
+    wait_until("the call to start", || {
+        inst.root.join("scratch/started").exists().then_some(())
+    });
+    let mut add = std::process::Command::new(OVAI)
+        .args(["seat", "add", "w4", "--root"])
+        .arg(&inst.root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = said.clone();
+    let err = add.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            sink.lock().unwrap().push_str(&(l + "\n"));
+        }
+    });
+    wait_until("seat add to say it waits for the call", || {
+        said.lock()
+            .unwrap()
+            .contains(
+                "ovai: waiting for the plugin calls in flight to finish before the seats change",
+            )
+            .then_some(())
+    });
+    std::fs::write(inst.root.join("scratch/release"), "").unwrap();
+    assert_eq!(text_of(&s.response(call)), ("let go".to_string(), false));
+    assert!(add.wait().unwrap().success(), "{}", said.lock().unwrap());
+    inst.session("w4").initialize();
+}
+
 /// A socket removed under a running server (a clean-up of `.ovai/`) is made again: commands and sessions
 /// reach it as before, and runtime.log says what happened.
 #[test]
@@ -291,7 +334,11 @@ fn seat_rotate_refuses_the_old_secret_ends_its_session_and_keeps_the_leader() {
         .success()
         .stdout(
             predicate::str::contains("Gave the seat lead a new secret")
-                .and(predicate::str::contains("the session holding it was ended")),
+                .and(predicate::str::contains(
+                    "the session holding it was ended (its client reads the new secret when it starts \
+                     `ovai mcp` again: a new session in the desk, or the client's own reconnect, /mcp in \
+                     Claude Code)",
+                )),
         );
     assert_ne!(inst.secret("lead"), old);
     let status = s.wait();

@@ -229,6 +229,35 @@ fn a_secret_two_seats_share_opens_neither_and_a_missing_book_says_how_to_rebuild
         ));
 }
 
+/// A desk copied to another seat's folder holds the same secret: rebuild keeps the seat that held it,
+/// leaves the copy out and says how to give it one of its own, so neither is locked out.
+#[test]
+fn a_copied_desk_is_left_out_of_a_rebuild_and_told_how_to_get_its_own_secret() {
+    let inst = Instance::new();
+    inst.add_seat("w3");
+    let from = inst.root.join("desks/w3/.mcp.json");
+    std::fs::create_dir_all(inst.root.join("desks/a9")).unwrap();
+    std::fs::copy(&from, inst.root.join("desks/a9/.mcp.json")).unwrap();
+    let out = inst.cmd().args(["seat", "rebuild"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let warned = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        warned.contains(
+            "desks/a9 was left out: its .mcp.json holds the same secret as desks/w3 (a copied desk?): \
+             `ovai seat add a9` gives it a secret of its own"
+        ),
+        "{warned}"
+    );
+    let book: serde_json::Value = read_json(&inst.root.join(".ovai/seats.json"));
+    assert!(book["seats"].get("a9").is_none(), "{book}");
+    let _d = inst.start();
+    let mut s = inst.session("w3");
+    s.initialize();
+    inst.cmd().args(["seat", "add", "a9"]).assert().success();
+    inst.session("a9").initialize();
+    inst.session("w3").initialize();
+}
+
 /// A seat whose name reads the same as another's (I for l, 1 for l, 0 for O) is refused: a person
 /// reading the room or a log would take one for the other.
 #[test]

@@ -137,8 +137,16 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                 inst.desk(&name).join(".mcp.json").display(),
                 match ended {
                     0 => String::new(),
-                    1 => ", and the session holding it was ended (its client connects again with the new one)".into(),
-                    n => format!(", and the {n} sessions holding it were ended (their clients connect again with the new one)"),
+                    // The bridge takes its secret from its environment: its client must start it again.
+                    1 => ", and the session holding it was ended (its client reads the new secret when it starts \
+                          `ovai mcp` again: a new session in the desk, or the client's own reconnect, /mcp in \
+                          Claude Code)"
+                        .into(),
+                    n => format!(
+                        ", and the {n} sessions holding it were ended (their clients read the new secret when \
+                         they start `ovai mcp` again: a new session in the desk, or the client's own reconnect, \
+                         /mcp in Claude Code)"
+                    ),
                 }
             );
             Ok(())
@@ -251,7 +259,22 @@ fn refused(e: seats::SeatError) -> Failure {
 /// not end them refuses, and the command stops there; no daemon, or one too old to know the request, has
 /// nothing to hold.
 fn hold_hosts(inst: &Instance) -> Result<(), Failure> {
-    match client::control::<SeatsReply>(inst, ControlOp::SeatsHold) {
+    // The host's calls in flight finish first (within SEAT_DRAIN): said when that takes a while.
+    let (done, waited) = std::sync::mpsc::channel::<()>();
+    let saying = std::thread::spawn(move || {
+        if waited.recv_timeout(std::time::Duration::from_secs(1))
+            == Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+        {
+            eprintln!(
+                "ovai: waiting for the plugin calls in flight to finish before the seats change (at most {} s)…",
+                crate::host::supervisor::SEAT_DRAIN.as_secs()
+            );
+        }
+    });
+    let held = client::control::<SeatsReply>(inst, ControlOp::SeatsHold);
+    let _ = done.send(());
+    let _ = saying.join();
+    match held {
         Err(ClientError::NotDone(why)) => Err(Failure::new(
             format!("The seats were not changed: {why}"),
             exit::FAILED,

@@ -476,6 +476,11 @@ impl Link {
             .count()
     }
 
+    /// How many calls wait on this link.
+    pub fn in_flight(&self) -> usize {
+        lock(&self.calls).waiting.len()
+    }
+
     /// Answers every waiting call with `why` (or, one the host was never sent whole, with
     /// `NotReceived`), and takes no more; returns the files of the calls the host may have run, sorted,
     /// once each.

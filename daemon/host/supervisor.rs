@@ -39,6 +39,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const EARLY_EXIT_TRIES: usize = 3;
 /// How long a host may be held off while the seats change, if nobody says they have.
 const HOLD_AT_MOST: Duration = Duration::from_secs(15);
+/// How long the calls a host runs may take to finish when a seat change replaces it: the new secret
+/// is written only once the host has ended, so they cannot read it.
+pub const SEAT_DRAIN: Duration = Duration::from_secs(10);
 /// This many crashes within CRASH_WINDOW is a crash loop: the host stays down until `ovai restart`.
 const CRASH_LIMIT: usize = 5;
 /// This many ends of any kind within ENDS_WINDOW is one too: a plugin ending the host from a timer ends
@@ -369,6 +372,14 @@ async fn run(
                 // until it has ended: a seat command writes the secrets once it is.
                 host.ending.store(true, Ordering::SeqCst);
                 let _ = state.send(HostState::Respawning);
+                // The calls it runs finish first (the secret is not written yet), within SEAT_DRAIN.
+                let drained = tokio::time::Instant::now() + SEAT_DRAIN;
+                while process.link.in_flight() > 0 && tokio::time::Instant::now() < drained {
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+                        () = process.ended() => break,
+                    }
+                }
                 process.kill().await;
                 host.ending.store(false, Ordering::SeqCst);
                 let files = process.link.fail_all(&Arc::new(HostEnd::Replaced));

@@ -45,7 +45,7 @@ pub async fn handle(
                     // the command, not be waited on in silence.
                     daemon.seats_changed(None).await.ok();
                     wire::line(&Reply::<SeatsReply>::refused(
-                        "a plugin host in its box did not end within 10 s, so the seats were not changed \
+                        "a plugin host in its box did not end within 20 s, so the seats were not changed \
                          (a box started before the change could read the new secret); run the command again"
                             .into(),
                     ))

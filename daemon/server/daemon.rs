@@ -320,8 +320,9 @@ impl Daemon {
             generation.host.hold();
         }
         let mut all = true;
+        let patience = crate::host::supervisor::SEAT_DRAIN + Duration::from_secs(10);
         for generation in &boxed {
-            all &= generation.host.held(Duration::from_secs(10)).await;
+            all &= generation.host.held(patience).await;
         }
         all
     }
