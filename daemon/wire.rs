@@ -250,8 +250,12 @@ pub struct SeatStatus {
     /// Sessions holding this seat now.
     pub sessions: usize,
     /// HTTP sessions of it opened and never initialised (counted apart: they serve nothing yet).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub starting: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One value as one line of JSON.
