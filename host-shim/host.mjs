@@ -60,6 +60,7 @@ const allocBytes = Buffer.allocUnsafe;
 const bytesOf = Buffer.from;
 const push = uncurry(Array.prototype.push);
 const textIndexOf = uncurry(String.prototype.indexOf);
+const textLastIndexOf = uncurry(String.prototype.lastIndexOf);
 const textSlice = uncurry(String.prototype.slice);
 const charCodeAt = uncurry(String.prototype.charCodeAt);
 const abortWith = uncurry(AbortController.prototype.abort);
@@ -68,6 +69,7 @@ const protoOf = Object.getPrototypeOf;
 const hasOwn = Object.hasOwn ?? ((o, k) => apply(Object.prototype.hasOwnProperty, o, [k]));
 const setProto = Object.setPrototypeOf;
 const defineOwn = Object.defineProperty;
+const min = Math.min;
 const isPromise = types.isPromise;
 const ObjectProto = Object.prototype;
 
@@ -119,6 +121,8 @@ let maxAnswerBytes = 1024 * 1024;
 let pluginsDir = "";
 /** plugins/ as the prefix of its files' URLs, from `init`. */
 let pluginsURL = "";
+/** The host is writing its own words: what it prints is not a plugin's. */
+let speaking = false;
 /** From `init`: carried by every `stray`, so a plugin writing to fd 4 cannot pass for one. */
 let hostKey = 0;
 
@@ -665,11 +669,15 @@ channel.on("error", () => exitHost(0));
 const logError = console.error;
 const logTo = console;
 function say(text) {
+  // The host's own words go out on stderr, however deep in a plugin's stack they are said.
+  speaking = true;
   try {
     // One line of stderr: the daemon reads it by lines, and a message's own newlines would split it.
     apply(logError, logTo, [apply(replaceAll, toText(text), [/\r?\n|\r/g, "\\n"])]);
   } catch {
     // Nothing is left to say it with.
+  } finally {
+    speaking = false;
   }
 }
 function complain(what, err) {
@@ -883,6 +891,153 @@ function guardUnread(files) {
     complain("the guard that keeps files changed since the last read from being imported could not be set", err);
   }
 }
+
+// What a plugin prints (console.log, process.stdout.write) goes to the daemon under the host's key with
+// the file whose code printed it (the first place in plugins/ on the stack, outside node_modules when
+// there is one): the operator's log names the plugin, a flood of one file is counted apart from
+// another's lines, and a line left without its end is never glued to another file's. What names no
+// file (Node's own warnings, the host's words) goes out on the stream as before.
+const PRINTED_LINES_PER_S = 100;
+const PRINTED_LINE_CHARS = 4096;
+const clock = Date.now;
+const later = setTimeout;
+const isView = ArrayBuffer.isView;
+/** For each stream and file: its second, the lines logged and dropped in it, a line not ended yet. */
+const printed = { __proto__: null };
+let printedTimer = null;
+
+function printingFile() {
+  if (pluginsURL === "") return null;
+  const holder = {};
+  let limit = 10;
+  try {
+    limit = ErrorCtor.stackTraceLimit;
+    ErrorCtor.stackTraceLimit = 64;
+    captureStack(holder, printingFile);
+  } catch {
+    return null;
+  } finally {
+    try {
+      ErrorCtor.stackTraceLimit = limit;
+    } catch {
+      // Made read-only by a plugin: the limit stays as it set it.
+    }
+  }
+  let stack = "";
+  try {
+    stack = holder.stack;
+  } catch {
+    return null;
+  }
+  const places = placesIn(typeof stack === "string" ? stack : "", 8);
+  if (places.length === 0) return null;
+  let chosen = places[0];
+  for (let i = 0; i < places.length; i++) {
+    if (!apply(includes, places[i], ["/node_modules/"])) {
+      chosen = places[i];
+      break;
+    }
+  }
+  // `plugins/REL:LINE:COLUMN` without its place.
+  const column = textLastIndexOf(chosen, ":");
+  const line = textLastIndexOf(chosen, ":", column - 1);
+  return line > 0 ? textSlice(chosen, 0, line) : chosen;
+}
+
+function printedState(stream, file) {
+  const key = stream + "\0" + file;
+  let p = printed[key];
+  if (p === undefined) {
+    p = { __proto__: null, stream, file, second: clock(), lines: 0, dropped: 0, partial: "" };
+    printed[key] = p;
+  }
+  return p;
+}
+
+function printedLine(p, text) {
+  const now = clock();
+  if (now - p.second >= 1000) rollPrinted(p, now);
+  if (p.lines >= PRINTED_LINES_PER_S) {
+    p.dropped++;
+    schedulePrinted();
+    return;
+  }
+  p.lines++;
+  const end = text.length > 0 && charCodeAt(text, text.length - 1) === 13 ? text.length - 1 : text.length;
+  try {
+    send({ t: "out", key: hostKey, file: p.file, stream: p.stream, text: textSlice(text, 0, min(end, PRINTED_LINE_CHARS)) });
+  } catch {
+    // The protocol channel is gone: the host is ending.
+  }
+}
+
+function rollPrinted(p, now) {
+  if (p.dropped > 0) {
+    try {
+      send({ t: "out", key: hostKey, file: p.file, stream: p.stream, dropped: p.dropped });
+    } catch {
+      // As above.
+    }
+  }
+  p.second = now;
+  p.lines = 0;
+  p.dropped = 0;
+}
+
+/** Within a second: lines not ended are let go, and what a flood dropped is counted once it stops. */
+function schedulePrinted() {
+  if (printedTimer !== null) return;
+  printedTimer = later(() => {
+    printedTimer = null;
+    const now = clock();
+    let more = false;
+    const keys = ownKeys(printed);
+    for (let i = 0; i < keys.length; i++) {
+      const p = printed[keys[i]];
+      if (p.partial !== "") {
+        const text = p.partial;
+        p.partial = "";
+        printedLine(p, text);
+      }
+      if (p.dropped > 0) {
+        if (now - p.second >= 1000) rollPrinted(p, now);
+        else more = true;
+      }
+    }
+    if (more) schedulePrinted();
+  }, 1000);
+}
+
+function capturePrinted(stream, name) {
+  const original = stream.write;
+  stream.write = function write(chunk, encoding, callback) {
+    const file = speaking ? null : printingFile();
+    if (file === null) return apply(original, stream, [chunk, encoding, callback]);
+    let text;
+    if (typeof chunk === "string") text = chunk;
+    else if (isView(chunk)) text = utf8Slice(bytesOf(chunk.buffer, chunk.byteOffset, chunk.byteLength), 0, chunk.byteLength);
+    else text = toText(chunk);
+    const p = printedState(name, file);
+    let start = 0;
+    for (;;) {
+      const end = textIndexOf(text, "\n", start);
+      if (end < 0) break;
+      const line = p.partial + textSlice(text, start, end);
+      p.partial = "";
+      printedLine(p, line);
+      start = end + 1;
+    }
+    if (start < text.length) {
+      p.partial = textSlice(p.partial + textSlice(text, start), 0, PRINTED_LINE_CHARS);
+      schedulePrinted();
+    }
+    const done = typeof encoding === "function" ? encoding : callback;
+    if (typeof done === "function") nextTurn(done);
+    return true;
+  };
+}
+capturePrinted(process.stdout, "stdout");
+capturePrinted(process.stderr, "stderr");
 
 send({ t: "ready", v: PROTOCOL, node: process.version, pid: process.pid });
 startSecondThread();

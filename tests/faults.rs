@@ -451,17 +451,90 @@ fn megabytes_on_stdout_and_stderr_are_drained_not_buffered() {
     );
     assert_eq!(d.status().unwrap()["host"]["respawns"], 0);
     let stderr = d.stderr.clone();
+    // The flood is counted once its second is over.
+    wait_until("the flood's count", || {
+        std::fs::read_to_string(&stderr)
+            .unwrap_or_default()
+            .contains("lines of plugin output were not logged (more than 100 a second)")
+            .then_some(())
+    });
     assert!(d.stop().success());
     let log = std::fs::read_to_string(stderr).unwrap();
-    assert!(
-        log.contains("lines of plugin output were not logged (more than 100 a second)"),
-        "the flood is counted"
-    );
     assert!(
         log.len() < 2_000_000,
         "the flood is not copied into the daemon's log: {} bytes",
         log.len()
     );
+}
+
+/// What a plugin prints is logged under its file's name, whether it prints in a call, at its import or
+/// later from a timer; one plugin's flood is counted apart and takes no other plugin's lines with it;
+/// and a line left without its end is not glued to another plugin's output.
+#[test]
+fn what_a_plugin_prints_is_logged_under_its_name_and_a_flood_is_its_own() {
+    let tool = |body: &str| {
+        format!(
+            "export const description = 'Prints.';\nexport const inputSchema = {{ type: 'object' }};\n{body}\n"
+        )
+    };
+    let inst = Instance::with_plugins(&[
+        (
+            "flood.mjs",
+            &tool(
+                "export function run() { for (let i = 0; i < 3000; i++) console.log('flood line ' + i); return { text: 'flooded' }; }",
+            ),
+        ),
+        (
+            "talk.mjs",
+            &tool(
+                "console.log('TALK at its import');\nexport function run() { console.log('TALK in a call'); console.error('TALK on stderr'); setTimeout(() => console.log('TALK from a timer'), 10); return { text: 'talked' }; }",
+            ),
+        ),
+        (
+            "part.mjs",
+            &tool(
+                "export function run() { process.stdout.write('PART with no end'); return { text: 'parted' }; }",
+            ),
+        ),
+    ]);
+    let d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(s.call("flood", json!({})), ("flooded".to_string(), false));
+    assert_eq!(s.call("part", json!({})), ("parted".to_string(), false));
+    assert_eq!(s.call("talk", json!({})), ("talked".to_string(), false));
+    let stderr = d.stderr.clone();
+    // The flood is counted once its second is over.
+    wait_until("the timer's line and the flood's count", || {
+        let log = std::fs::read_to_string(&stderr).unwrap_or_default();
+        (log.contains("TALK from a timer") && log.contains("were not logged")).then_some(())
+    });
+    assert!(d.stop().success());
+    let log = std::fs::read_to_string(stderr).unwrap();
+    let line_of = |words: &str| {
+        log.lines()
+            .find(|l| l.contains(words))
+            .unwrap_or_else(|| panic!("no line with {words:?} in {log}"))
+            .to_string()
+    };
+    for words in [
+        "TALK at its import",
+        "TALK in a call",
+        "TALK on stderr",
+        "TALK from a timer",
+    ] {
+        let line = line_of(words);
+        assert!(line.contains(r#"plugin="plugins/talk.mjs""#), "{line}");
+    }
+    assert!(line_of("TALK on stderr").contains(r#"stream="stderr""#));
+    let dropped = line_of("lines of plugin output were not logged (more than 100 a second)");
+    assert!(
+        dropped.contains(r#"plugin="plugins/flood.mjs""#),
+        "{dropped}"
+    );
+    let part = line_of("PART with no end");
+    assert!(part.contains(r#"plugin="plugins/part.mjs""#), "{part}");
+    assert!(!part.contains("TALK"), "{part}");
 }
 
 #[test]

@@ -17,13 +17,42 @@ use crate::sync::lock;
 
 use super::ending::{HostEnd, NotReimported};
 use super::host_rows as rows;
-use super::protocol::{Answer, FromHost, Loaded, Progress, Stray, ToHost};
+use super::protocol::{Answer, FromHost, Loaded, Printed, Progress, Stray, ToHost};
 use crate::runtime_log::{RuntimeLog, Topic};
 
 /// The longest protocol line read from the host: an answer is capped well below this by maxAnswerBytes
 /// (JSON escaping can at most sextuple it), so a longer line is a broken host, never a long answer.
 pub fn max_line_len(max_answer_bytes: usize) -> usize {
     max_answer_bytes.saturating_mul(6).saturating_add(64 * 1024)
+}
+
+/// A line a plugin printed, into the operator's log under its file's name (the host counts a flood
+/// per file, so one plugin's cannot drown another's lines). What comes on fd 4 is a plugin's to write
+/// too, past the key: clipped and escaped.
+fn printed(pid: u32, p: &Printed) {
+    let clip = |t: &str, n: usize| {
+        let t: String = t.chars().take(n).collect();
+        crate::names::escape_controls(&t, false).into_owned()
+    };
+    let plugin = clip(&p.file, 200);
+    let plugin = plugin.as_str();
+    let stream = if p.stream == "stderr" {
+        "stderr"
+    } else {
+        "stdout"
+    };
+    if let Some(text) = &p.text {
+        tracing::info!(target: "ovai::plugin_output", pid, plugin, stream, "{}", clip(text, 4096));
+    }
+    if let Some(n) = p.dropped {
+        tracing::warn!(
+            target: "ovai::plugin_output",
+            pid,
+            plugin,
+            stream,
+            "{n} lines of plugin output were not logged (more than 100 a second)"
+        );
+    }
 }
 
 /// How a call waiting on this link ends.
@@ -646,6 +675,8 @@ impl Link {
                 }
             }
             FromHost::Stray(s) => self.stray(s),
+            FromHost::Out(p) if p.key == self.host_key => printed(self.pid, &p),
+            FromHost::Out(_) => {}
             FromHost::Ended(e) if e.key == self.host_key => {
                 let clip = |t: String| t.chars().take(500).collect::<String>();
                 *lock(&self.ended_at) = e.places.into_iter().take(32).map(clip).collect();

@@ -144,6 +144,23 @@ pub enum FromHost {
     /// A plugin is ending the host (`process.kill`, `abort`, `reallyExit`): where it asked, said just
     /// before the end.
     Ended(EndedReport),
+    /// A line a plugin printed, or how many of its lines the host dropped in a second.
+    Out(Printed),
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Printed {
+    /// The host's key, as `init` gave it: a plugin writing to fd 4 cannot print as another file.
+    #[serde(default)]
+    pub key: u64,
+    /// `plugins/REL`: the file whose code printed it.
+    pub file: String,
+    /// "stdout" or "stderr".
+    pub stream: String,
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub dropped: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
