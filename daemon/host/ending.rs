@@ -109,7 +109,7 @@ impl StartError {
 }
 
 fn tail_clause(tail: &[String]) -> String {
-    match tail.last() {
+    match tail.iter().rev().find(|l| !l.trim().is_empty()) {
         Some(last) => format!("; its last words on stderr: {last}"),
         None => String::new(),
     }

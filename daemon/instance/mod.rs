@@ -520,16 +520,43 @@ impl Config {
         }
         let call_timeout = seconds(map, "callTimeoutSeconds", DEFAULT_CALL_TIMEOUT_S)?;
         let import_timeout = seconds(map, "importTimeoutSeconds", DEFAULT_IMPORT_TIMEOUT_S)?;
-        let max_answer_bytes =
-            positive_int(map, "maxAnswerBytes", DEFAULT_MAX_ANSWER_BYTES as u64)? as usize;
-        let host_max_memory_mb = positive_int(map, "hostMaxMemoryMB", DEFAULT_HOST_MAX_MEMORY_MB)?;
-        let host_max_processes = positive_int(map, "hostMaxProcesses", DEFAULT_HOST_MAX_PROCESSES)?;
+        let max_answer_bytes = bounded(
+            map,
+            "maxAnswerBytes",
+            DEFAULT_MAX_ANSWER_BYTES as u64,
+            (512, "a tool's description and schema must fit"),
+            1 << 30,
+        )? as usize;
+        let host_max_memory_mb = bounded(
+            map,
+            "hostMaxMemoryMB",
+            DEFAULT_HOST_MAX_MEMORY_MB,
+            (16, "Node needs that much to start"),
+            1 << 20,
+        )?;
+        let host_max_processes = bounded(
+            map,
+            "hostMaxProcesses",
+            DEFAULT_HOST_MAX_PROCESSES,
+            (32, "Node's own threads take about 16"),
+            1 << 20,
+        )?;
         let host_hang = seconds(map, "hostHangSeconds", DEFAULT_HOST_HANG_S)?;
         let shutdown_grace = seconds(map, "shutdownGraceSeconds", DEFAULT_SHUTDOWN_GRACE_S)?;
-        let session_queue_bytes =
-            positive_int(map, "sessionQueueBytes", DEFAULT_SESSION_QUEUE_BYTES as u64)? as usize;
-        let max_connections =
-            positive_int(map, "maxConnections", DEFAULT_MAX_CONNECTIONS as u64)? as usize;
+        let session_queue_bytes = bounded(
+            map,
+            "sessionQueueBytes",
+            DEFAULT_SESSION_QUEUE_BYTES as u64,
+            (1, ""),
+            1 << 40,
+        )? as usize;
+        let max_connections = bounded(
+            map,
+            "maxConnections",
+            DEFAULT_MAX_CONNECTIONS as u64,
+            (1, ""),
+            1_000_000,
+        )? as usize;
         let host_isolation = match map.get("hostIsolation") {
             None | Some(Value::Null) => IsolationWanted::Auto,
             Some(Value::String(s)) => {
@@ -683,14 +710,34 @@ fn positive_int(
     key: &'static str,
     default: u64,
 ) -> Result<u64, ConfigError> {
+    bounded(map, key, default, (1, ""), u64::MAX)
+}
+
+/// A whole-number setting from `least` (with why, where it is more than 1) to `most`: a value that
+/// cannot work is refused at the read, naming the bound, not met later as a host that cannot start.
+fn bounded(
+    map: &Map<String, Value>,
+    key: &'static str,
+    default: u64,
+    (least, why): (u64, &str),
+    most: u64,
+) -> Result<u64, ConfigError> {
+    let bad = |problem: String| Err(ConfigError::Bad { key, problem });
     match map.get(key) {
         None | Some(Value::Null) => Ok(default),
         Some(v) => match v.as_u64() {
-            Some(n) if n > 0 => Ok(n),
-            _ => Err(ConfigError::Bad {
-                key,
-                problem: format!("is {v}, and it wants a whole number above 0"),
-            }),
+            Some(n) if n < least && why.is_empty() => {
+                bad(format!("is {v}, and it wants a whole number above 0"))
+            }
+            Some(n) if n < least => bad(format!(
+                "is {n}, less than {least}, the least it takes ({why})"
+            )),
+            Some(n) if n > most => bad(format!("is {n}, more than {most}, the most it takes")),
+            Some(n) => Ok(n),
+            None if v.as_f64().is_some_and(|f| f.fract() == 0.0 && f > 0.0) => bad(format!(
+                "is {v}: write it as a whole number, without a decimal point or an exponent"
+            )),
+            None => bad(format!("is {v}, and it wants a whole number above 0")),
         },
     }
 }
@@ -766,6 +813,37 @@ mod tests {
             "\"callTimeoutSecs\", which ovai does not read: did you mean \"callTimeoutSeconds\""
         ));
         assert!(c.warnings[1].contains("\"CallTimeoutSeconds\""));
+    }
+
+    #[test]
+    fn sizes_past_what_works_are_refused_naming_the_bound() {
+        let said = |key: &str, v: &str| {
+            Config::parse(&format!(r#"{{"user":"a","leader":"b","{key}":{v}}}"#))
+                .map_or_else(|e| e.to_string(), |_| "taken".into())
+        };
+        // A host of 1 MB ended at its start with SIGTRAP and no word naming the setting.
+        assert!(
+            said("hostMaxMemoryMB", "1").contains(
+                "\"hostMaxMemoryMB\" is 1, less than 16, the least it takes (Node needs that much to start)"
+            ),
+            "{}",
+            said("hostMaxMemoryMB", "1")
+        );
+        assert!(said("hostMaxProcesses", "12").contains("less than 32, the least it takes"));
+        assert!(said("maxAnswerBytes", "10").contains("less than 512, the least it takes"));
+        assert!(
+            said("maxConnections", "100000000000")
+                .contains("is 100000000000, more than 1000000, the most it takes")
+        );
+        // A whole number written as a decimal or an exponent is said so, not called "not above 0".
+        assert!(
+            said("maxConnections", "1e12")
+                .contains("is 1000000000000.0: write it as a whole number"),
+            "{}",
+            said("maxConnections", "1e12")
+        );
+        assert_eq!(said("maxAnswerBytes", "512"), "taken");
+        assert_eq!(said("hostMaxMemoryMB", "16"), "taken");
     }
 
     #[test]
