@@ -58,6 +58,42 @@ fn init_refuses_a_directory_that_holds_an_instance() {
     );
 }
 
+/// An init that fails (a Leader's desk left there that does not parse) takes back what it made, so its
+/// "run the command again" works; and the command it prints next pastes into a shell whatever the path.
+#[test]
+fn a_failed_init_leaves_nothing_and_its_next_command_is_quoted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("my work's \"ws\"");
+    std::fs::create_dir_all(dir.join("desks/lead")).unwrap();
+    std::fs::write(dir.join("desks/lead/.mcp.json"), "keep").unwrap();
+    ovai()
+        .args(["init", "--user", "ann"])
+        .arg(&dir)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("run the command again"));
+    for made in ["openovai.json", "plugins", ".ovai"] {
+        assert!(!dir.join(made).exists(), "{made} was left behind");
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.join("desks/lead/.mcp.json")).unwrap(),
+        "keep"
+    );
+    std::fs::write(dir.join("desks/lead/.mcp.json"), "{}").unwrap();
+    let out = ovai()
+        .args(["init", "--user", "ann"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    let quoted = format!(
+        "serve --root '{}'",
+        dir.display().to_string().replace('\'', r"'\''")
+    );
+    assert!(said.contains(&quoted), "{said}");
+}
+
 #[test]
 fn init_with_examples_writes_them() {
     let dir = tempfile::tempdir_in("/tmp").unwrap();

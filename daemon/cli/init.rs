@@ -86,18 +86,36 @@ pub fn run(
         + "\n";
     // Checked by the same parser the server uses, so init never writes a file serve would refuse.
     Config::parse(&text).map_err(fail(exit::FAILED))?;
+    // What this init makes is taken back if it fails, so that running it again (as its words say) works.
+    let made: Vec<std::path::PathBuf> = [inst.plugins_dir(), inst.desks_dir(), inst.private_dir()]
+        .into_iter()
+        .filter(|d| !d.exists())
+        .collect();
+    let undo = |failure: Failure| {
+        let _ = std::fs::remove_file(inst.config_file());
+        for d in &made {
+            let _ = std::fs::remove_dir_all(d);
+        }
+        failure
+    };
     for d in [inst.plugins_dir(), inst.desks_dir()] {
         std::fs::create_dir_all(&d)
             .map_err(|e| Failure::new(format!("{} cannot be made: {e}.", d.display()), 1))?;
     }
-    seats::ensure_private_dir(&inst).map_err(fail(exit::FAILED))?;
-    std::fs::write(inst.config_file(), text).map_err(|e| {
-        Failure::new(
-            format!("{} cannot be written: {e}.", inst.config_file().display()),
-            1,
-        )
-    })?;
-    let added = seats::add(&inst, &leader, &own_exe()?, None).map_err(fail(exit::FAILED))?;
+    seats::ensure_private_dir(&inst)
+        .map_err(fail(exit::FAILED))
+        .map_err(undo)?;
+    std::fs::write(inst.config_file(), text)
+        .map_err(|e| {
+            Failure::new(
+                format!("{} cannot be written: {e}.", inst.config_file().display()),
+                1,
+            )
+        })
+        .map_err(undo)?;
+    let added = seats::add(&inst, &leader, &own_exe().map_err(undo)?, None)
+        .map_err(fail(exit::FAILED))
+        .map_err(undo)?;
     for w in &added.warnings {
         eprintln!("ovai: warning: {w}");
     }
@@ -121,7 +139,7 @@ pub fn run(
     let me = super::invoked_as();
     println!(
         "Next: `{me} serve --root {}` runs the server; `{me} seat add NAME` adds a Worker.",
-        inst.root.display()
+        names::shell_quote(&inst.root.display().to_string())
     );
     Ok(())
 }
