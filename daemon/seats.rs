@@ -218,11 +218,15 @@ pub struct Rebuilt {
     pub seats: Vec<String>,
     /// Desks that hold no secret of this server (left out), as (seat, why).
     pub left_out: Vec<(String, String)>,
+    /// Desks that started an ovai no longer there, now pointed at this one: (seat, the old program).
+    pub repointed: Vec<(String, String)>,
+    /// What could not be done in those desks, in words.
+    pub warnings: Vec<String>,
 }
 
 /// Makes seats.json again from the secrets in the desks' `.mcp.json` files: a seat for each desk whose
 /// folder is a seat name and whose `.mcp.json` holds this server's entry. Nobody has to re-key a desk.
-pub fn rebuild(inst: &Instance) -> Result<Rebuilt, SeatError> {
+pub fn rebuild(inst: &Instance, ovai_exe: &Path) -> Result<Rebuilt, SeatError> {
     let _lock = lock_book(inst)?;
     let old = SeatBook::load(inst).unwrap_or_default();
     let mut book = SeatBook::default();
@@ -287,10 +291,25 @@ pub fn rebuild(inst: &Instance) -> Result<Rebuilt, SeatError> {
             .unwrap_or_else(|| crate::runtime_log::timestamp(SystemTime::now()));
         book.seats.insert(name, SeatRecord { sha256, added });
     }
+    // A desk that starts an ovai no longer there (the binary moved) is pointed at this one, its secret
+    // kept: its client could not start the bridge at all.
+    let mut repointed = Vec::new();
+    let mut warnings = Vec::new();
+    for name in book.seats.keys() {
+        let desk = inst.desk(name);
+        let (Some(gone), Some(secret)) = (desk::command_gone(&desk), desk::secret_in(&desk)) else {
+            continue;
+        };
+        let (_, written) = write_desk(inst, &desk, &Reach::Bridge { exe: ovai_exe }, &secret)?;
+        warnings.extend(written);
+        repointed.push((name.clone(), gone));
+    }
     book.save(inst)?;
     Ok(Rebuilt {
         seats: book.seats.keys().cloned().collect(),
         left_out,
+        repointed,
+        warnings,
     })
 }
 
@@ -530,22 +549,35 @@ pub fn rotate(
         Some(url) => desk::check_url(url)?,
         None => None,
     };
-    let clients = desk_clients(inst)?;
-    desk::check_for_secret(&desk, &clients)?;
     let reach = match url {
         Some(url) => Reach::Url { url },
         None => Reach::Bridge { exe: ovai_exe },
     };
-    let path = desk::write_server_entry(inst, &desk, &reach, &secret)?;
+    let (path, written) = write_desk(inst, &desk, &reach, &secret)?;
     let mut warning = warning.into_iter().collect::<Vec<_>>();
-    warning.extend(desk::clients::write(inst, &desk, &reach, &secret, &clients));
-    if let Err(why) = desk::git::keep_out(&desk) {
+    warning.extend(written);
+    book.save(inst)?;
+    Ok((path, (!warning.is_empty()).then(|| warning.join(" "))))
+}
+
+/// Writes a desk's files for every client it is made for, with `secret`; what could not be done, in
+/// words.
+fn write_desk(
+    inst: &Instance,
+    desk: &Path,
+    reach: &Reach<'_>,
+    secret: &str,
+) -> Result<(PathBuf, Vec<String>), SeatError> {
+    let clients = desk_clients(inst)?;
+    desk::check_for_secret(desk, &clients)?;
+    let path = desk::write_server_entry(inst, desk, reach, secret)?;
+    let mut warning = desk::clients::write(inst, desk, reach, secret, &clients);
+    if let Err(why) = desk::git::keep_out(desk) {
         warning.push(format!(
             "{why}: the desk's files that hold the secret are not kept out of git"
         ));
     }
-    book.save(inst)?;
-    Ok((path, (!warning.is_empty()).then(|| warning.join(" "))))
+    Ok((path, warning))
 }
 
 /// Forgets a seat: its hash leaves seats.json, and its entries leave the desk's `.mcp.json` and Claude

@@ -258,6 +258,41 @@ fn a_copied_desk_is_left_out_of_a_rebuild_and_told_how_to_get_its_own_secret() {
     inst.session("w3").initialize();
 }
 
+/// A desk whose `.mcp.json` starts an ovai that is not there any more (the binary moved) is named by
+/// `seat list`, and `seat rebuild` points it at this ovai, keeping its secret.
+#[test]
+fn a_desk_starting_a_moved_binary_is_named_and_rebuild_points_it_here() {
+    let inst = Instance::new();
+    inst.add_seat("w3");
+    let path = inst.root.join("desks/w3/.mcp.json");
+    let mut doc: serde_json::Value = read_json(&path);
+    doc["mcpServers"]["openovai"]["command"] = json!("/gone/ovai");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    let secret = inst.secret("w3");
+    inst.cmd()
+        .args(["seat", "list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "desks/w3/.mcp.json starts /gone/ovai, which is not there (moved?): `ovai seat rebuild` points it at",
+        ));
+    inst.cmd()
+        .args(["seat", "rebuild"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "desks/w3 started /gone/ovai, which is not there: it starts",
+        ));
+    let doc: serde_json::Value = read_json(&path);
+    assert_eq!(
+        doc["mcpServers"]["openovai"]["command"],
+        json!(std::fs::canonicalize(OVAI).unwrap().display().to_string())
+    );
+    assert_eq!(inst.secret("w3"), secret, "the secret stays");
+    let _d = inst.start();
+    inst.session("w3").initialize();
+}
+
 /// A seat whose name reads the same as another's (I for l, 1 for l, 0 for O) is refused: a person
 /// reading the room or a log would take one for the other.
 #[test]

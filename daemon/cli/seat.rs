@@ -152,9 +152,13 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             Ok(())
         }
         SeatAction::Rebuild => {
-            let rebuilt = seats::rebuild(inst).map_err(fail(exit::FAILED))?;
+            let exe = own_exe()?;
+            let rebuilt = seats::rebuild(inst, &exe).map_err(fail(exit::FAILED))?;
             for (seat, why) in &rebuilt.left_out {
                 eprintln!("ovai: warning: desks/{seat} was left out: {why}.");
+            }
+            for w in &rebuilt.warnings {
+                eprintln!("ovai: warning: {w}");
             }
             println!(
                 "Rebuilt {} from the desks: {}.",
@@ -165,6 +169,12 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                     rebuilt.seats.join(", ")
                 }
             );
+            for (seat, gone) in &rebuilt.repointed {
+                println!(
+                    "desks/{seat} started {gone}, which is not there: it starts {} now (its secret is the same).",
+                    exe.display()
+                );
+            }
             if let Ok(config) = inst.read_config()
                 && !rebuilt.seats.contains(&config.leader)
             {
@@ -355,6 +365,9 @@ fn list(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     }
     if sessions.is_none() && !book.seats.is_empty() {
         println!("(No server is running, so nobody is connected.)");
+    }
+    for line in crate::desk::moved_binaries(inst, book.names()) {
+        println!("{line}");
     }
     Ok(())
 }

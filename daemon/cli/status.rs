@@ -140,6 +140,9 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
             sessions_and_starting(seat.sessions, seat.starting)
         );
     }
+    for line in crate::desk::moved_binaries(inst, v.seats.iter().map(|s| s.name.as_str())) {
+        println!("{line}");
+    }
     for f in &v.figures {
         println!(
             "Calls to {}: {} ({} refused, {} when its host stopped, {} failed in the tool's code); p50 {} ms, p99 {} ms.",

@@ -323,6 +323,34 @@ pub fn remove_server_entry(desk: &Path) -> Result<(), DeskError> {
     write_doc(&path, &doc)
 }
 
+/// The program a desk's `.mcp.json` starts for this server (a stdio entry), when it names one.
+pub fn command_in(desk: &Path) -> Option<String> {
+    let Ok(Doc::Object(doc)) = read_doc(&mcp_json(desk)) else {
+        return None;
+    };
+    let entry = doc.get("mcpServers")?.get(SERVER_NAME)?;
+    entry.get("command")?.as_str().map(str::to_string)
+}
+
+/// A desk whose `.mcp.json` starts a program that is not there (the ovai binary moved): that program.
+pub fn command_gone(desk: &Path) -> Option<String> {
+    command_in(desk).filter(|c| !Path::new(c).exists())
+}
+
+/// For each desk whose `.mcp.json` starts an ovai that is not there (the binary moved), what to do: its
+/// client cannot start the bridge at all, and says little about why.
+pub fn moved_binaries<'a>(inst: &Instance, names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    names
+        .filter_map(|name| {
+            let gone = command_gone(&inst.desk(name))?;
+            Some(format!(
+                "desks/{name}/.mcp.json starts {gone}, which is not there (moved?): `ovai seat rebuild` \
+                 points it at this ovai, keeping its secret."
+            ))
+        })
+        .collect()
+}
+
 /// The secret written in a desk's `.mcp.json`, for `ovai call --seat NAME` from a terminal.
 pub fn secret_in(desk: &Path) -> Option<String> {
     let Ok(Doc::Object(doc)) = read_doc(&mcp_json(desk)) else {
