@@ -114,6 +114,20 @@ fn the_systemd_unit_is_written_filled_in_and_verifies() {
     ] {
         assert!(unit.lines().any(|l| l == line), "{line} in:\n{unit}");
     }
+    // Where no user manager answers (root in a container, a login with none), the command printed
+    // cannot run: said, with what makes one run.
+    let reachable = std::process::Command::new("systemctl")
+        .args(["--user", "show-environment"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert_eq!(
+        said.contains("cannot run yet"),
+        !reachable,
+        "a user manager answers: {reachable}; said: {said}"
+    );
+    if !reachable {
+        assert!(said.contains("loginctl enable-linger"), "{said}");
+    }
     // Installing again updates the same file.
     assert!(installed(&inst, home.path(), &["--systemd"]).starts_with("Updated "));
     match std::process::Command::new("systemd-analyze")

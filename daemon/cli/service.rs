@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Failure, own_exe};
+use super::{Failure, exit, own_exe};
 use crate::host::child::{check_node, node_program};
 use crate::instance::Instance;
 
@@ -99,7 +99,36 @@ pub fn install(inst: &Instance, manager: Option<Manager>, print: bool) -> Result
         );
     }
     println!("Enable and start it with:\n  {}", u.enable);
+    if manager == Manager::Systemd
+        && let Err(why) = user_manager()
+    {
+        let user = std::env::var("USER").unwrap_or_else(|_| "$USER".into());
+        println!(
+            "But {why}, so that command cannot run yet: log in through a session that starts one, or run \
+             `loginctl enable-linger {user}` once (a manager then runs for {user} from boot), then run it."
+        );
+    }
     Ok(())
+}
+
+/// Whether a systemd user manager answers `systemctl --user`; if not, why, in words.
+fn user_manager() -> Result<(), String> {
+    let out = std::process::Command::new("systemctl")
+        .args(["--user", "show-environment"])
+        .stdin(std::process::Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => {
+            let said = String::from_utf8_lossy(&o.stderr);
+            let said = said.lines().next().unwrap_or("").trim();
+            Err(format!(
+                "no systemd user manager answers here (`systemctl --user`: {})",
+                if said.is_empty() { "it failed" } else { said }
+            ))
+        }
+        Err(_) => Err("systemctl is not on this PATH (does this machine run systemd?)".into()),
+    }
 }
 
 pub fn uninstall(inst: &Instance, manager: Option<Manager>, print: bool) -> Result<(), Failure> {
@@ -119,6 +148,36 @@ pub fn uninstall(inst: &Instance, manager: Option<Manager>, print: bool) -> Resu
             u.disable
         );
         return Ok(());
+    }
+    // Removed while enabled or running, its unit could no longer be disabled by name: stopped first.
+    if manager == Manager::Systemd && user_manager().is_ok() {
+        let name = u
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let state = |verb: &str| {
+            std::process::Command::new("systemctl")
+                .args(["--user", verb, &name])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .unwrap_or_default()
+        };
+        let (enabled, active) = (state("is-enabled"), state("is-active"));
+        if enabled == "enabled" || active == "active" || active == "activating" {
+            return Err(Failure::new(
+                format!(
+                    "{name} is {}: stop and disable it first with\n  {}\nthen run `ovai service uninstall` again.",
+                    if active == "inactive" {
+                        enabled
+                    } else {
+                        active
+                    },
+                    u.disable
+                ),
+                exit::FAILED,
+            ));
+        }
     }
     std::fs::remove_file(&u.path)
         .map_err(|e| Failure::new(format!("{} cannot be removed: {e}.", u.path.display()), 1))?;
