@@ -150,6 +150,43 @@ export async function run(args, { progress }) {
     );
 }
 
+/// A progress message is shown to a person on one line (a spinner, a status bar): its control characters,
+/// line breaks and bidirectional overrides are escaped, as a description's are.
+#[test]
+fn a_progress_message_reaches_the_caller_escaped() {
+    let inst = Instance::with_plugins(&[(
+        "colours.mjs",
+        r#"
+export const description = "Reports progress in terminal colours.";
+export const inputSchema = { type: "object" };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+export async function run(args, { progress }) {
+  progress("\x1b[2J\x1b[31mred\rline1\nline2\u202e", { progress: 1 });
+  await sleep(300);
+  return { text: "done" };
+}
+"#,
+    )]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let id = s.send_request(
+        "tools/call",
+        json!({ "name": "colours", "arguments": {}, "_meta": { "progressToken": "c" } }),
+    );
+    assert_eq!(text_of(&s.response(id)).0, "done");
+    let messages: Vec<String> = s
+        .backlog
+        .iter()
+        .filter(|v| is_progress(v))
+        .map(|v| v["params"]["message"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        messages,
+        vec![r"\u{1b}[2J\u{1b}[31mred\rline1\nline2\u{202e}".to_string()]
+    );
+}
+
 /// Spins synchronously (never yielding to its event loop) until the file `args.flag` exists.
 const SPINS_AFTER_REPORTING: &str = r#"
 import { existsSync } from "node:fs";

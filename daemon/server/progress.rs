@@ -133,7 +133,9 @@ fn notification(token: &ProgressToken, report: &Progress, count: u32) -> Progres
         p = p.with_total(total);
     }
     if let Some(message) = &report.message {
-        p = p.with_message(message.chars().take(MAX_MESSAGE_CHARS).collect::<String>());
+        // Shown to a person on one line (a spinner, a status bar): escaped, as a description is.
+        let clipped: String = message.chars().take(MAX_MESSAGE_CHARS).collect();
+        p = p.with_message(crate::names::escape_controls(&clipped, false).into_owned());
     }
     p
 }
