@@ -56,9 +56,17 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
         ));
     }
     // An answer that shows nothing would reach the caller as silence.
-    let empty_text = || {
+    let empty_text = |text: &str| {
+        let shown = if text.trim().is_empty() {
+            "is empty".to_string()
+        } else {
+            format!(
+                "shows nothing ({} characters, all control, format or blank ones)",
+                crate::names::thousands(text.chars().count())
+            )
+        };
         Outcome::Refused(format!(
-            "{file} answered a {{ text }} that is empty: a tool answers {{ text }} with what to tell the \
+            "{file} answered a {{ text }} that {shown}: a tool answers {{ text }} with what to tell the \
              caller, or {{ refused }} with why not."
         ))
     };
@@ -68,7 +76,7 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
         let sent = json.len().saturating_sub(2);
         if sent <= max_answer_bytes {
             return if shows_nothing(&json) {
-                empty_text()
+                empty_text(&crate::host::protocol::json_text(&json))
             } else {
                 Outcome::Json(json)
             };
@@ -80,7 +88,7 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
         return if as_sent(&text) > max_answer_bytes {
             too_big(text.len(), as_sent(&text))
         } else if blank(&text) {
-            empty_text()
+            empty_text(&text)
         } else {
             Outcome::Text(text)
         };

@@ -28,6 +28,13 @@ fn each_answer_shape_reaches_the_caller_in_words() {
             "plugins/empty-text.mjs answered a { text } that is empty: a tool answers { text } with what to tell the caller, or { refused } with why not.",
             true,
         ),
+        // Characters that show nothing (NULs, a zero-width space) are said as such, not called empty.
+        (
+            "invisible-text",
+            answering("{ text: '\\0\\0\\u200b' }"),
+            "plugins/invisible-text.mjs answered a { text } that shows nothing (3 characters, all control, format or blank ones): a tool answers { text } with what to tell the caller, or { refused } with why not.",
+            true,
+        ),
         (
             "refused",
             answering("{ refused: 'not on a Sunday' }"),
