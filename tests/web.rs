@@ -331,6 +331,10 @@ fn the_page_answers_only_at_its_own_address() {
         text
     };
     let ask = |headers: &str| ask_at("/web/api/state", headers);
+    // The page's own listener sends a bare address on to the page.
+    let root = ask_at("/", &format!("Host: 127.0.0.1:{port}\r\n"));
+    assert!(root.starts_with("HTTP/1.1 303"), "{root}");
+    assert!(root.to_lowercase().contains("location: /web/"), "{root}");
     let own = ask(&format!("Host: 127.0.0.1:{port}\r\n"));
     assert!(own.starts_with("HTTP/1.1 401"), "{own}");
     let alias = ask(&format!("Host: localhost:{port}\r\n"));

@@ -33,7 +33,17 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
 /// `on_http`: the page is served on the HTTP endpoint (whose gate checks the Host), not on a listener of
 /// its own; fixed with the listener, whatever a later openovai.json says.
 pub fn router(daemon: Arc<Daemon>, on_http: bool) -> Router {
-    Router::new()
+    let router = Router::new();
+    // On a listener of its own, the bare address is the page's too (on the HTTP endpoint it is not).
+    let router = if on_http {
+        router
+    } else {
+        router.route(
+            "/",
+            axum::routing::get(|| async { redirect("/web/", None, false) }),
+        )
+    };
+    router
         .route("/web/", axum::routing::get(index))
         .route("/web/login", axum::routing::get(login))
         .route(
