@@ -420,6 +420,7 @@ pub fn ensure_private_dir(inst: &Instance) -> Result<(), SeatError> {
 /// asks again under the book's lock.
 pub fn precheck_add(inst: &Instance, name: &str, url: Option<&str>) -> Result<(), SeatError> {
     check_name(name)?;
+    check_not_a_role(inst, name)?;
     desk_clients(inst)?;
     SeatBook::load(inst)?.check_new(name)?;
     if let Some(url) = url {
@@ -457,6 +458,23 @@ pub fn check_name(name: &str) -> Result<(), SeatError> {
         }),
         None => Ok(()),
     }
+}
+
+/// A Worker named for a role would read as that role wherever it is named (`Seat Leader: Worker`).
+fn check_not_a_role(inst: &Instance, name: &str) -> Result<(), SeatError> {
+    let leader = inst.read_config().map(|c| c.leader).unwrap_or_default();
+    let role_word = ["leader", "worker", "user"]
+        .iter()
+        .any(|r| name.eq_ignore_ascii_case(r));
+    if role_word && name != leader {
+        return Err(SeatError::BadName {
+            name: name.into(),
+            why: format!(
+                "it would read as a role, and be a Worker's seat (the Leader's is {leader})"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// What `ovai seat add` made.

@@ -293,6 +293,21 @@ fn a_desk_starting_a_moved_binary_is_named_and_rebuild_points_it_here() {
     inst.session("w3").initialize();
 }
 
+/// A Worker named for a role (`Leader`, `worker`) would read as that role wherever it is named: refused.
+#[test]
+fn a_worker_named_for_a_role_is_refused() {
+    let inst = Instance::new();
+    for name in ["Leader", "worker", "USER"] {
+        inst.cmd()
+            .args(["seat", "add", name])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!(
+                "{name:?} cannot be a seat name: it would read as a role, and be a Worker's seat (the Leader's is lead)"
+            )));
+    }
+}
+
 /// A seat whose name reads the same as another's (I for l, 1 for l, 0 for O) is refused: a person
 /// reading the room or a log would take one for the other.
 #[test]
