@@ -421,11 +421,14 @@ mod tests {
                 ..Answer::default()
             };
             for a in [as_text, as_json] {
-                assert_eq!(
-                    from_host("plugins/x.mjs", a, 100),
-                    Outcome::Refused(empty.into()),
-                    "{said:?}"
-                );
+                let said_so = match from_host("plugins/x.mjs", a, 100) {
+                    Outcome::Refused(m) if said.trim().is_empty() => m == empty,
+                    Outcome::Refused(m) => {
+                        m.starts_with("plugins/x.mjs answered a { text } that shows nothing (")
+                    }
+                    _ => false,
+                };
+                assert!(said_so, "{said:?}");
             }
         }
         for said in [

@@ -114,14 +114,9 @@ fn a_stopping_server_is_said_to_be_stopping_and_a_new_one_waits_for_it() {
         inst.root.join("scratch/started").exists().then_some(())
     });
     let spawn = |args: &[&str]| {
-        std::process::Command::new(OVAI)
-            .args(args)
-            .arg("--root")
-            .arg(&inst.root)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
+        let mut cmd = std::process::Command::new(OVAI);
+        cmd.args(args).arg("--root").arg(&inst.root);
+        Running::spawn(cmd)
     };
     let first = spawn(&["stop"]);
     let status = wait_until("status to say the server is stopping", || {
@@ -154,23 +149,23 @@ fn a_stopping_server_is_said_to_be_stopping_and_a_new_one_waits_for_it() {
     let said = String::from_utf8_lossy(&refused.stderr).to_string();
     assert!(!refused.status.success());
     assert!(said.contains("is stopping"), "{said}");
+    // A second stop waits with the first, and a new serve waits for the lock: each says so.
     let second = spawn(&["stop"]);
+    second.wait_for_stderr(&format!("waiting for the server (pid {pid})"));
     let mut next = spawn(&["serve"]);
+    next.wait_for_stderr(&format!("waiting for it (pid {pid}) to end"));
     std::fs::write(inst.root.join("scratch/release"), "").unwrap();
     assert_eq!(text_of(&s.response(call)), ("let go".to_string(), false));
-    let first = first.wait_with_output().unwrap();
-    assert!(first.status.success());
+    let (status, out, _) = first.wait();
+    assert!(status.success());
+    assert!(out.contains("Stopped the ovai server"), "{out}");
+    let (status, out, err) = second.wait();
+    assert!(status.success(), "{out} {err}");
     assert!(
-        String::from_utf8_lossy(&first.stdout).contains("Stopped the ovai server"),
-        "{first:?}"
-    );
-    let second = second.wait_with_output().unwrap();
-    assert!(second.status.success(), "{second:?}");
-    assert!(
-        String::from_utf8_lossy(&second.stdout).contains(&format!(
+        out.contains(&format!(
             "(pid {pid}) was stopping already, and has stopped"
         )),
-        "{second:?}"
+        "{out}"
     );
     wait_until("the old daemon to end", || (!d.is_running()).then_some(()));
     // The new serve waited for the lock instead of failing, and serves now.
@@ -180,14 +175,9 @@ fn a_stopping_server_is_said_to_be_stopping_and_a_new_one_waits_for_it() {
         (v["running"] == json!(true) && v["stopping"] != json!(true)).then_some(v)
     });
     assert_eq!(up["pid"], json!(next.id()), "{up}");
-    assert_eq!(next.try_wait().unwrap(), None);
+    assert!(next.running());
     inst.cmd().arg("stop").assert().success();
-    let next = next.wait_with_output().unwrap();
-    assert!(
-        String::from_utf8_lossy(&next.stderr)
-            .contains(&format!("waiting for it (pid {pid}) to end")),
-        "{next:?}"
-    );
+    assert!(next.wait().0.success());
 }
 
 /// A seat change replaces the boxed plugin host (a box made before could read the new secret), and the

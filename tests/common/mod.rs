@@ -620,6 +620,84 @@ impl Session {
     }
 }
 
+/// A command running in the background, its stdout and stderr gathered as they come; killed when
+/// dropped unless waited for.
+pub struct Running {
+    child: Option<std::process::Child>,
+    out: std::sync::Arc<std::sync::Mutex<String>>,
+    err: std::sync::Arc<std::sync::Mutex<String>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Running {
+    pub fn spawn(mut cmd: std::process::Command) -> Self {
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the command starts");
+        let gather = |stream: Box<dyn std::io::Read + Send>| {
+            let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+            let sink = text.clone();
+            let reader = std::thread::spawn(move || {
+                use std::io::BufRead;
+                for l in std::io::BufReader::new(stream)
+                    .lines()
+                    .map_while(Result::ok)
+                {
+                    sink.lock().unwrap().push_str(&(l + "\n"));
+                }
+            });
+            (text, reader)
+        };
+        let (out, r1) = gather(Box::new(child.stdout.take().expect("piped")));
+        let (err, r2) = gather(Box::new(child.stderr.take().expect("piped")));
+        Self {
+            child: Some(child),
+            out,
+            err,
+            readers: vec![r1, r2],
+        }
+    }
+
+    pub fn id(&self) -> u32 {
+        self.child.as_ref().map_or(0, std::process::Child::id)
+    }
+
+    /// Whether it still runs.
+    pub fn running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    pub fn wait_for_stderr(&self, words: &str) {
+        wait_until(&format!("{words:?} on stderr"), || {
+            self.err.lock().unwrap().contains(words).then_some(())
+        });
+    }
+
+    /// Waits for it to end: its status, stdout and stderr.
+    pub fn wait(mut self) -> (std::process::ExitStatus, String, String) {
+        let status = self.child.take().expect("running").wait().expect("waited");
+        for r in self.readers.drain(..) {
+            let _ = r.join();
+        }
+        let out = self.out.lock().unwrap().clone();
+        let err = self.err.lock().unwrap().clone();
+        (status, out, err)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// `ovai logs -f -n 0` running on an instance, its output gathered; ended when dropped (a failed
 /// assertion included).
 pub struct Following {
