@@ -94,6 +94,31 @@ fn a_failed_init_leaves_nothing_and_its_next_command_is_quoted() {
     assert!(said.contains(&quoted), "{said}");
 }
 
+/// A folder inside an instance named as the root (`OVAI_ROOT=ws/desks`) is said to be the instance's,
+/// not offered an `ovai init` that would be refused.
+#[test]
+fn a_folder_of_an_instance_named_as_the_root_points_to_the_instance() {
+    let inst = Instance::new();
+    let desks = inst.root.join("desks");
+    let out = ovai()
+        .env("OVAI_ROOT", &desks)
+        .arg("status")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success());
+    assert!(
+        said.contains(&format!(
+            "{} holds no openovai.json: it is a folder of the openovai instance at {} (named by OVAI_ROOT). Name the instance itself: --root {}.",
+            desks.display(),
+            inst.root.display(),
+            inst.root.display()
+        )),
+        "{said}"
+    );
+    assert!(!said.contains("ovai init"), "{said}");
+}
+
 #[test]
 fn init_with_examples_writes_them() {
     let dir = tempfile::tempdir_in("/tmp").unwrap();

@@ -141,6 +141,16 @@ pub enum RootError {
         "{path} holds no {CONFIG_FILE}, so it is not an openovai instance (named by {by}). Run `ovai init {path}` to make one there."
     )]
     NotAnInstance { path: String, by: &'static str },
+    #[error(
+        "{path} holds no {CONFIG_FILE}: it is a folder of the openovai instance at {root} (named by {by}). Name \
+         the instance itself: --root {quoted}.",
+        quoted = crate::names::shell_quote(root)
+    )]
+    InsideAnInstance {
+        path: String,
+        root: String,
+        by: &'static str,
+    },
     #[error("The working directory cannot be read: {0}")]
     Cwd(std::io::Error),
 }
@@ -190,13 +200,24 @@ pub fn find_root_how(explicit: Option<&Path>) -> Result<(Instance, FoundBy), Roo
 fn named(p: &Path, by: &'static str) -> Result<Instance, RootError> {
     let abs = absolute(p);
     if abs.join(CONFIG_FILE).is_file() {
-        Ok(Instance::at(abs))
-    } else {
-        Err(RootError::NotAnInstance {
-            path: abs.display().to_string(),
-            by,
-        })
+        return Ok(Instance::at(abs));
     }
+    // `init` refuses a folder inside an instance: that is not the advice to give for one.
+    if let Some(root) = abs
+        .ancestors()
+        .skip(1)
+        .find(|a| a.join(CONFIG_FILE).is_file())
+    {
+        return Err(RootError::InsideAnInstance {
+            path: abs.display().to_string(),
+            root: root.display().to_string(),
+            by,
+        });
+    }
+    Err(RootError::NotAnInstance {
+        path: abs.display().to_string(),
+        by,
+    })
 }
 
 /// An absolute, symlink-free path where the file system allows, so `context.root` is the same string for
