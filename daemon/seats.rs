@@ -218,8 +218,8 @@ pub struct Rebuilt {
     pub seats: Vec<String>,
     /// Desks that hold no secret of this server (left out), as (seat, why).
     pub left_out: Vec<(String, String)>,
-    /// Desks that started an ovai no longer there, now pointed at this one: (seat, the old program).
-    pub repointed: Vec<(String, String)>,
+    /// Desks that started an ovai no longer there, or named another root, now pointed here.
+    pub repointed: Vec<(String, desk::Stale)>,
     /// What could not be done in those desks, in words.
     pub warnings: Vec<String>,
 }
@@ -297,12 +297,12 @@ pub fn rebuild(inst: &Instance, ovai_exe: &Path) -> Result<Rebuilt, SeatError> {
     let mut warnings = Vec::new();
     for name in book.seats.keys() {
         let desk = inst.desk(name);
-        let (Some(gone), Some(secret)) = (desk::command_gone(&desk), desk::secret_in(&desk)) else {
+        let (Some(stale), Some(secret)) = (desk::stale(inst, &desk), desk::secret_in(&desk)) else {
             continue;
         };
         let (_, written) = write_desk(inst, &desk, &Reach::Bridge { exe: ovai_exe }, &secret)?;
         warnings.extend(written);
-        repointed.push((name.clone(), gone));
+        repointed.push((name.clone(), stale));
     }
     book.save(inst)?;
     Ok(Rebuilt {

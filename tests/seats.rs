@@ -289,6 +289,30 @@ fn a_desk_starting_a_moved_binary_is_named_and_rebuild_points_it_here() {
         json!(std::fs::canonicalize(OVAI).unwrap().display().to_string())
     );
     assert_eq!(inst.secret("w3"), secret, "the secret stays");
+    // The instance moved: its desks still name the old place.
+    let mut doc: serde_json::Value = read_json(&path);
+    doc["mcpServers"]["openovai"]["env"]["OVAI_ROOT"] = json!("/old/place");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    inst.cmd()
+        .args(["seat", "list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "desks/w3/.mcp.json names the instance at /old/place, not this one (moved?)",
+        ));
+    inst.cmd()
+        .args(["seat", "rebuild"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "desks/w3 named the instance at /old/place: it names {} now",
+            inst.root.display()
+        )));
+    inst.cmd()
+        .args(["seat", "list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("desks/").not());
     let _d = inst.start();
     inst.session("w3").initialize();
 }

@@ -169,11 +169,17 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                     rebuilt.seats.join(", ")
                 }
             );
-            for (seat, gone) in &rebuilt.repointed {
-                println!(
-                    "desks/{seat} started {gone}, which is not there: it starts {} now (its secret is the same).",
-                    exe.display()
-                );
+            for (seat, stale) in &rebuilt.repointed {
+                match stale {
+                    crate::desk::Stale::Gone(gone) => println!(
+                        "desks/{seat} started {gone}, which is not there: it starts {} now (its secret is the same).",
+                        exe.display()
+                    ),
+                    crate::desk::Stale::OtherRoot(other) => println!(
+                        "desks/{seat} named the instance at {other}: it names {} now (its secret is the same).",
+                        inst.root.display()
+                    ),
+                }
             }
             if let Ok(config) = inst.read_config()
                 && !rebuilt.seats.contains(&config.leader)

@@ -337,16 +337,53 @@ pub fn command_gone(desk: &Path) -> Option<String> {
     command_in(desk).filter(|c| !Path::new(c).exists())
 }
 
-/// For each desk whose `.mcp.json` starts an ovai that is not there (the binary moved), what to do: its
-/// client cannot start the bridge at all, and says little about why.
+/// What is out of date in a desk written before the binary or the instance moved.
+pub enum Stale {
+    /// It starts this program, which is not there.
+    Gone(String),
+    /// It names the instance at this other place.
+    OtherRoot(String),
+}
+
+/// Whether a desk's `.mcp.json` starts an ovai that is not there, or names another instance's root:
+/// either way its client's bridge cannot reach this instance, and says little about why.
+pub fn stale(inst: &Instance, desk: &Path) -> Option<Stale> {
+    if let Some(gone) = command_gone(desk) {
+        return Some(Stale::Gone(gone));
+    }
+    let Ok(Doc::Object(doc)) = read_doc(&mcp_json(desk)) else {
+        return None;
+    };
+    let named = doc
+        .get("mcpServers")?
+        .get(SERVER_NAME)?
+        .pointer("/env/OVAI_ROOT")?
+        .as_str()?
+        .to_string();
+    let same = match (
+        std::fs::canonicalize(&named),
+        std::fs::canonicalize(&inst.root),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => Path::new(&named) == inst.root,
+    };
+    (!same).then_some(Stale::OtherRoot(named))
+}
+
+/// For each such desk, what to do.
 pub fn moved_binaries<'a>(inst: &Instance, names: impl Iterator<Item = &'a str>) -> Vec<String> {
     names
         .filter_map(|name| {
-            let gone = command_gone(&inst.desk(name))?;
-            Some(format!(
-                "desks/{name}/.mcp.json starts {gone}, which is not there (moved?): `ovai seat rebuild` \
-                 points it at this ovai, keeping its secret."
-            ))
+            Some(match stale(inst, &inst.desk(name))? {
+                Stale::Gone(gone) => format!(
+                    "desks/{name}/.mcp.json starts {gone}, which is not there (moved?): `ovai seat rebuild` \
+                     points it at this ovai, keeping its secret."
+                ),
+                Stale::OtherRoot(other) => format!(
+                    "desks/{name}/.mcp.json names the instance at {other}, not this one (moved?): `ovai seat \
+                     rebuild` points it here, keeping its secret."
+                ),
+            })
         })
         .collect()
 }

@@ -138,7 +138,8 @@ pub enum RootError {
     )]
     NotFound { cwd: String },
     #[error(
-        "{path} holds no {CONFIG_FILE}, so it is not an openovai instance (named by {by}). Run `ovai init {path}` to make one there."
+        "{path} holds no {CONFIG_FILE}, so it is not an openovai instance (named by {by}). Run `ovai init {path}` \
+         to make one there; if the instance was moved, `ovai seat rebuild` where it is now points its desks at it."
     )]
     NotAnInstance { path: String, by: &'static str },
     #[error(
