@@ -21,6 +21,8 @@ fn main() {
     // rmcp wraps every request in info-level spans; filtered out, they cost nothing per call.
     let default = match cli.command {
         ovai::cli::Command::Serve { .. } => "info,rmcp=warn",
+        // What a plugin prints at its import is what its author debugs a failed import with.
+        ovai::cli::Command::Check { .. } => "warn,ovai::plugin_output=info",
         _ => "warn",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("OVAI_LOG")

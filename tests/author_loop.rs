@@ -572,6 +572,24 @@ const TOOL: &str = "export const description = 'd';\nexport const inputSchema = 
 /// `ovai check FILE` says of a file what a restart would: the checks that look at plugins/ as a whole
 /// (a name that differs from another only in case) and at what the file is (a FIFO, a link to nothing,
 /// its size) are made as for a check of everything.
+/// What a plugin prints while it is imported shows in `ovai check`, named by its file: an author
+/// debugging an import with console.log sees it there.
+#[test]
+fn check_shows_what_a_plugin_printed_at_its_import() {
+    let inst = Instance::with_plugins(&[(
+        "noisy.mjs",
+        "console.log('reading the token file');\nthrow new Error('no token');",
+    )]);
+    let out = inst.cmd().arg("check").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    let line = said
+        .lines()
+        .find(|l| l.contains("reading the token file"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(line.contains(r#"plugin="plugins/noisy.mjs""#), "{line}");
+}
+
 #[test]
 fn check_of_one_file_says_what_a_restart_would_of_it() {
     let inst = Instance::with_plugins(&[("deploy.mjs", TOOL), ("Deploy.mjs", TOOL)]);
