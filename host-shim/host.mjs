@@ -890,6 +890,38 @@ function guardUnread(files) {
   } catch (err) {
     complain("the guard that keeps files changed since the last read from being imported could not be set", err);
   }
+  guardRequire(urls);
+}
+
+// require() of such a file (createRequire, then require("./echo.mjs")) meets the load hook's refusal
+// as Node's own internal assertion: it is refused before, in the hook's words.
+function guardRequire(urls) {
+  const load = nodeModule._load;
+  const resolve = nodeModule._resolveFilename;
+  if (typeof load !== "function" || typeof resolve !== "function") return;
+  const paths = { __proto__: null };
+  const keys = ownKeys(urls);
+  for (let i = 0; i < keys.length; i++) {
+    try {
+      paths[fileURLToPath(keys[i])] = urls[keys[i]];
+    } catch {
+      // Not a file URL: nothing requires it.
+    }
+  }
+  nodeModule._load = function _load(request, parent, isMain) {
+    let filename = null;
+    try {
+      filename = apply(resolve, nodeModule, [request, parent, isMain]);
+    } catch {
+      // Node's own load says what is wrong with it.
+    }
+    if (typeof filename === "string" && hasOwn(paths, filename)) {
+      throw new ErrorCtor(
+        "it requires " + paths[filename] + ", which changed after it was read, and a new host imports only what was read",
+      );
+    }
+    return apply(load, this, [request, parent, isMain]);
+  };
 }
 
 // What a plugin prints (console.log, process.stdout.write) goes to the daemon under the host's key with

@@ -141,6 +141,10 @@ fn a_file_edited_after_the_read_is_not_served_by_a_new_host_and_the_rest_is() {
             "uses-echo.mjs",
             "import { run as echo } from \"./echo.mjs\";\nexport const description = \"Echoes through echo.\";\nexport const inputSchema = { type: \"object\" };\nexport function run(a, c) { return echo(a, c); }\n",
         ),
+        (
+            "requires-echo.mjs",
+            "import { createRequire } from \"node:module\";\nconst require = createRequire(import.meta.url);\nexport const description = \"Requires echo in a call.\";\nexport const inputSchema = { type: \"object\" };\nexport function run() { return { text: typeof require(\"./echo.mjs\").run }; }\n",
+        ),
     ]);
     std::fs::create_dir(inst.root.join("plugins/lib")).unwrap();
     inst.write_plugin("lib/helper.mjs", "export const said = \"as read\";\n");
@@ -185,6 +189,13 @@ fn a_file_edited_after_the_read_is_not_served_by_a_new_host_and_the_rest_is() {
     assert!(refused, "{text}");
     assert!(
         text.starts_with("plugins/uses-echo.mjs is not answering calls since its plugin host was respawned: importing it again failed: Error: it imports plugins/echo.mjs, which changed after it was read, and a new host imports only what was read"),
+        "{text}"
+    );
+    // Nor by require() in a call: refused in the same words, not Node's internal assertion.
+    let (text, refused) = s.call("requires-echo", json!({}));
+    assert!(refused, "{text}");
+    assert!(
+        text.contains("Error: it requires plugins/echo.mjs, which changed after it was read, and a new host imports only what was read"),
         "{text}"
     );
     // The unchanged file was imported again and serves on (and ends the new host, as it is written to).
