@@ -26,7 +26,7 @@ pub enum Outcome {
 pub fn plugin(file: &str, ended: Ended, max_answer_bytes: usize) -> Outcome {
     match ended {
         Ended::Answered(a) => from_host(file, *a, max_answer_bytes),
-        Ended::HostEnded(end) => host_ended(file, &end.why, &end.in_flight),
+        Ended::HostEnded(end) => host_ended(file, &end.why, end.in_flight),
         Ended::NotRun(why) => not_run(file, &why),
         Ended::NotReimported(why) => Outcome::Refused(rows::not_reimported(file, &why)),
         Ended::Deadline(limit) => deadline(file, limit),
@@ -181,10 +181,11 @@ pub fn threw(file: &str, t: &Thrown) -> String {
     }
 }
 
-/// The call's host ended while it ran, with calls to the files `in_flight`.
-pub fn host_ended(file: &str, end: &HostEnd, in_flight: &[std::sync::Arc<str>]) -> Outcome {
-    // Whose code ended the host, where it is known; else the caller is told who else ran, since
-    // "the host stopped while it ran" alone reads as its own tool's fault.
+/// The call's host ended while it ran, with `in_flight` calls on it, this one included.
+pub fn host_ended(file: &str, end: &HostEnd, in_flight: usize) -> Outcome {
+    // Whose code ended the host, where it is known; else the caller is told how many others ran, since
+    // "the host stopped while it ran" alone reads as its own tool's fault. Not which files: other
+    // seats' calls are theirs.
     let (what, next, known) = match end {
         HostEnd::Stopped {
             exit,
@@ -237,24 +238,14 @@ pub fn host_ended(file: &str, end: &HostEnd, in_flight: &[std::sync::Arc<str>]) 
             return Outcome::Refused(format!("{file} did not answer: {why}."));
         }
     };
-    let others: Vec<&str> = in_flight
-        .iter()
-        .map(|f| &**f)
-        .filter(|f| *f != file)
-        .collect();
-    let also = match (known, others.as_slice()) {
-        (true, _) | (_, []) => String::new(),
-        (false, [one]) => {
-            format!(", as did {one} (which of them stopped it, if either, is not known)")
+    let also = match (known, in_flight.saturating_sub(1)) {
+        (true, _) | (_, 0) => String::new(),
+        (false, 1) => {
+            ", with one other call in flight (which of the two stopped it, if either, is not known)"
+                .to_string()
         }
-        (false, [first @ .., last]) if first.len() < 3 => format!(
-            ", as did {} and {last} (which of them stopped it, if any, is not known)",
-            first.join(", ")
-        ),
-        (false, more) => format!(
-            ", as did {} and {} more files' calls (which of them stopped it, if any, is not known)",
-            more[..3].join(", "),
-            more.len() - 3
+        (false, n) => format!(
+            ", with {n} other calls in flight (which of them stopped it, if any, is not known)"
         ),
     };
     let then = match next {

@@ -572,3 +572,16 @@ pub fn call_text(result: &Value) -> (String, bool) {
         .unwrap_or(false);
     (text, refused)
 }
+
+/// Whether the process still runs: there, and not a zombie waiting for its parent to reap it.
+pub fn running(pid: u32) -> bool {
+    if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_err() {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => true,
+    }
+}

@@ -70,6 +70,23 @@ const hasOwn = Object.hasOwn ?? ((o, k) => apply(Object.prototype.hasOwnProperty
 const setProto = Object.setPrototypeOf;
 const defineOwn = Object.defineProperty;
 const min = Math.min;
+// V8's call sites' methods, taken before any plugin is imported: a plugin's own prepareStackTrace can
+// reach their prototype and change what a site says its file is.
+const callSiteProto = (() => {
+  const saved = Error.prepareStackTrace;
+  try {
+    Error.prepareStackTrace = (_, sites) => sites;
+    const holder = {};
+    Error.captureStackTrace(holder);
+    return Object.getPrototypeOf(holder.stack[0]);
+  } finally {
+    Error.prepareStackTrace = saved;
+  }
+})();
+const siteIsEval = uncurry(callSiteProto.isEval);
+const siteFile = uncurry(callSiteProto.getFileName);
+const siteLine = uncurry(callSiteProto.getLineNumber);
+const siteColumn = uncurry(callSiteProto.getColumnNumber);
 const isPromise = types.isPromise;
 const ObjectProto = Object.prototype;
 
@@ -552,7 +569,7 @@ function endedBy(how) {
  * call sites rather than the text of a stack a plugin can shape: code run by `eval` (which can name any
  * file in a sourceURL) is passed over. Empty when the stack cannot be read.
  */
-function placesNow() {
+function placesNow(textToo = true) {
   const places = [];
   if (!pluginsDir) return places;
   // Set as data properties of the host's own Error (V8 asks the global Error for prepareStackTrace), and
@@ -577,14 +594,14 @@ function placesNow() {
   putBack(ErrorCtor, "prepareStackTrace", saved[0]);
   putBack(ErrorCtor, "stackTraceLimit", saved[1]);
   putBack(globalObject, "Error", saved[2]);
-  if (!isArray(sites)) return placesInText();
+  if (!isArray(sites)) return textToo ? placesInText() : places;
   for (let i = 0; i < sites.length && places.length < 32; i++) {
     try {
       const site = sites[i];
-      if (site.isEval()) continue;
-      const file = site.getFileName();
+      if (siteIsEval(site)) continue;
+      const file = siteFile(site);
       if (typeof file !== "string" || !startsWith(file, pluginsURL)) continue;
-      push(places, placeOf(file, site.getLineNumber(), site.getColumnNumber()));
+      push(places, placeOf(file, siteLine(site), siteColumn(site)));
     } catch {
       // A site that cannot be read names no place.
     }
@@ -940,28 +957,8 @@ let printedTimer = null;
 
 function printingFile() {
   if (pluginsURL === "") return null;
-  const holder = {};
-  let limit = 10;
-  try {
-    limit = ErrorCtor.stackTraceLimit;
-    ErrorCtor.stackTraceLimit = 64;
-    captureStack(holder, printingFile);
-  } catch {
-    return null;
-  } finally {
-    try {
-      ErrorCtor.stackTraceLimit = limit;
-    } catch {
-      // Made read-only by a plugin: the limit stays as it set it.
-    }
-  }
-  let stack = "";
-  try {
-    stack = holder.stack;
-  } catch {
-    return null;
-  }
-  const places = placesIn(typeof stack === "string" ? stack : "", 8);
+  // From V8's call sites, not the stack's text, which a plugin shapes (prepareStackTrace, a sourceURL).
+  const places = placesNow(false);
   if (places.length === 0) return null;
   let chosen = places[0];
   for (let i = 0; i < places.length; i++) {
@@ -976,14 +973,50 @@ function printingFile() {
   return line > 0 ? textSlice(chosen, 0, line) : chosen;
 }
 
+/** At most this many lines a second from all files together, and this many files told apart. */
+const PRINTED_ALL_PER_S = 1000;
+const PRINTED_FILES = 256;
+/** This second's lines from all files, and those dropped without their file looked up. */
+const printedAll = { __proto__: null, second: 0, lines: 0, dropped: { __proto__: null, stdout: 0, stderr: 0 } };
+
 function printedState(stream, file) {
   const key = stream + "\0" + file;
   let p = printed[key];
   if (p === undefined) {
-    p = { __proto__: null, stream, file, second: clock(), lines: 0, dropped: 0, partial: "" };
+    if (ownKeys(printed).length >= PRINTED_FILES) return null;
+    p = { __proto__: null, stream, file, second: clock(), lines: 0, dropped: 0, partial: "", since: 0 };
     printed[key] = p;
   }
   return p;
+}
+
+/** Whether this second still takes a line from any file; past that, it is counted, unnamed. */
+function printedRoom(stream) {
+  const now = clock();
+  if (now - printedAll.second >= 1000) rollAll(now);
+  if (printedAll.lines >= PRINTED_ALL_PER_S) {
+    printedAll.dropped[stream]++;
+    schedulePrinted();
+    return false;
+  }
+  return true;
+}
+
+function rollAll(now) {
+  rollAllOf("stdout");
+  rollAllOf("stderr");
+  printedAll.second = now;
+  printedAll.lines = 0;
+}
+
+function rollAllOf(stream) {
+  if (printedAll.dropped[stream] === 0) return;
+  try {
+    send({ t: "out", key: hostKey, file: "", stream, dropped: printedAll.dropped[stream] });
+  } catch {
+    // The protocol channel is gone: the host is ending.
+  }
+  printedAll.dropped[stream] = 0;
 }
 
 function printedLine(p, text) {
@@ -995,11 +1028,12 @@ function printedLine(p, text) {
     return;
   }
   p.lines++;
+  printedAll.lines++;
   const end = text.length > 0 && charCodeAt(text, text.length - 1) === 13 ? text.length - 1 : text.length;
   try {
     send({ t: "out", key: hostKey, file: p.file, stream: p.stream, text: textSlice(text, 0, min(end, PRINTED_LINE_CHARS)) });
   } catch {
-    // The protocol channel is gone: the host is ending.
+    // As above.
   }
 }
 
@@ -1016,7 +1050,7 @@ function rollPrinted(p, now) {
   p.dropped = 0;
 }
 
-/** Within a second: lines not ended are let go, and what a flood dropped is counted once it stops. */
+/** Each second: a line left without its end for a second is let go, and what floods dropped is counted. */
 function schedulePrinted() {
   if (printedTimer !== null) return;
   printedTimer = later(() => {
@@ -1027,14 +1061,20 @@ function schedulePrinted() {
     for (let i = 0; i < keys.length; i++) {
       const p = printed[keys[i]];
       if (p.partial !== "") {
-        const text = p.partial;
-        p.partial = "";
-        printedLine(p, text);
+        if (now - p.since >= 1000) {
+          const text = p.partial;
+          p.partial = "";
+          printedLine(p, text);
+        } else more = true;
       }
       if (p.dropped > 0) {
         if (now - p.second >= 1000) rollPrinted(p, now);
         else more = true;
       }
+    }
+    if (printedAll.dropped.stdout + printedAll.dropped.stderr > 0) {
+      if (now - printedAll.second >= 1000) rollAll(now);
+      else more = true;
     }
     if (more) schedulePrinted();
   }, 1000);
@@ -1043,13 +1083,25 @@ function schedulePrinted() {
 function capturePrinted(stream, name) {
   const original = stream.write;
   stream.write = function write(chunk, encoding, callback) {
-    const file = speaking ? null : printingFile();
-    if (file === null) return apply(original, stream, [chunk, encoding, callback]);
+    if (speaking || pluginsURL === "") return apply(original, stream, [chunk, encoding, callback]);
+    const done = typeof encoding === "function" ? encoding : callback;
+    // A flood past what the log takes is counted before its file is looked up: looking costs a stack.
+    if (!printedRoom(name)) {
+      if (typeof done === "function") nextTurn(done);
+      return true;
+    }
+    const file = printingFile();
+    const p = file === null ? null : printedState(name, file);
+    if (p === null) return apply(original, stream, [chunk, encoding, callback]);
     let text;
-    if (typeof chunk === "string") text = chunk;
-    else if (isView(chunk)) text = utf8Slice(bytesOf(chunk.buffer, chunk.byteOffset, chunk.byteLength), 0, chunk.byteLength);
-    else text = toText(chunk);
-    const p = printedState(name, file);
+    if (typeof chunk === "string") {
+      text =
+        typeof encoding === "string" && encoding !== "utf8" && encoding !== "utf-8"
+          ? utf8Slice(bytesOf(chunk, encoding), 0, byteLength(chunk, encoding))
+          : chunk;
+    } else if (isView(chunk)) {
+      text = utf8Slice(bytesOf(chunk.buffer, chunk.byteOffset, chunk.byteLength), 0, chunk.byteLength);
+    } else text = toText(chunk);
     let start = 0;
     for (;;) {
       const end = textIndexOf(text, "\n", start);
@@ -1061,9 +1113,9 @@ function capturePrinted(stream, name) {
     }
     if (start < text.length) {
       p.partial = textSlice(p.partial + textSlice(text, start), 0, PRINTED_LINE_CHARS);
+      p.since = clock();
       schedulePrinted();
     }
-    const done = typeof encoding === "function" ? encoding : callback;
     if (typeof done === "function") nextTurn(done);
     return true;
   };

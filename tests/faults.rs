@@ -496,6 +496,13 @@ fn what_a_plugin_prints_is_logged_under_its_name_and_a_flood_is_its_own() {
                 "export function run() { process.stdout.write('PART with no end'); return { text: 'parted' }; }",
             ),
         ),
+        // A stack's text names whatever a plugin makes it name: the name comes from V8's call sites.
+        (
+            "forger.mjs",
+            &tool(
+                "export function run() { const other = new URL('./talk.mjs', import.meta.url).href; Error.prepareStackTrace = () => 'Error\\n    at x (' + other + ':1:1)'; console.log('FORGED by its stack'); Error.prepareStackTrace = undefined; (0, eval)('console.log(\"FORGED by eval\")\\n//# sourceURL=' + other); process.stdout.write('RGVjb2RlZAo=', 'base64'); return { text: 'forged' }; }",
+            ),
+        ),
     ]);
     let d = inst.start();
     let mut s = inst.session("lead");
@@ -503,11 +510,15 @@ fn what_a_plugin_prints_is_logged_under_its_name_and_a_flood_is_its_own() {
     assert_eq!(s.call("flood", json!({})), ("flooded".to_string(), false));
     assert_eq!(s.call("part", json!({})), ("parted".to_string(), false));
     assert_eq!(s.call("talk", json!({})), ("talked".to_string(), false));
+    assert_eq!(s.call("forger", json!({})), ("forged".to_string(), false));
     let stderr = d.stderr.clone();
     // The flood is counted once its second is over.
     wait_until("the timer's line and the flood's count", || {
         let log = std::fs::read_to_string(&stderr).unwrap_or_default();
-        (log.contains("TALK from a timer") && log.contains("were not logged")).then_some(())
+        (log.contains("TALK from a timer")
+            && log.contains("were not logged")
+            && log.contains("PART with no end"))
+        .then_some(())
     });
     assert!(d.stop().success());
     let log = std::fs::read_to_string(stderr).unwrap();
@@ -532,6 +543,10 @@ fn what_a_plugin_prints_is_logged_under_its_name_and_a_flood_is_its_own() {
         dropped.contains(r#"plugin="plugins/flood.mjs""#),
         "{dropped}"
     );
+    for words in ["FORGED by its stack", "FORGED by eval", "Decoded"] {
+        let line = line_of(words);
+        assert!(line.contains(r#"plugin="plugins/forger.mjs""#), "{line}");
+    }
     let part = line_of("PART with no end");
     assert!(part.contains(r#"plugin="plugins/part.mjs""#), "{part}");
     assert!(!part.contains("TALK"), "{part}");

@@ -152,6 +152,12 @@ fn a_stopping_server_is_said_to_be_stopping_and_a_new_one_waits_for_it() {
     // A second stop waits with the first, and a new serve waits for the lock: each says so.
     let second = spawn(&["stop"]);
     second.wait_for_stderr(&format!("waiting for the server (pid {pid})"));
+    // A seat change waits too: the stopping host's box would see the new secret.
+    let add = spawn(&["seat", "add", "w9"]);
+    add.wait_for_stderr(&format!(
+        "(pid {pid}) is stopping; the seats change once it has ended"
+    ));
+    assert!(!inst.root.join("desks/w9/.mcp.json").exists());
     let mut next = spawn(&["serve"]);
     next.wait_for_stderr(&format!("waiting for it (pid {pid}) to end"));
     std::fs::write(inst.root.join("scratch/release"), "").unwrap();
@@ -176,6 +182,9 @@ fn a_stopping_server_is_said_to_be_stopping_and_a_new_one_waits_for_it() {
     });
     assert_eq!(up["pid"], json!(next.id()), "{up}");
     assert!(next.running());
+    let (status, _, err) = add.wait();
+    assert!(status.success(), "{err}");
+    assert!(inst.root.join("desks/w9/.mcp.json").exists());
     inst.cmd().arg("stop").assert().success();
     assert!(next.wait().0.success());
 }

@@ -269,13 +269,22 @@ fn a_desk_starting_a_moved_binary_is_named_and_rebuild_points_it_here() {
     doc["mcpServers"]["openovai"]["command"] = json!("/gone/ovai");
     std::fs::write(&path, doc.to_string()).unwrap();
     let secret = inst.secret("w3");
+    // A bare name is the client's PATH's to find: not called gone.
+    inst.add_seat("w4");
+    let on_path = inst.root.join("desks/w4/.mcp.json");
+    let mut bare: serde_json::Value = read_json(&on_path);
+    bare["mcpServers"]["openovai"]["command"] = json!("ovai");
+    std::fs::write(&on_path, bare.to_string()).unwrap();
     inst.cmd()
         .args(["seat", "list"])
         .assert()
         .success()
-        .stdout(predicate::str::contains(
-            "desks/w3/.mcp.json starts /gone/ovai, which is not there (moved?): `ovai seat rebuild` points it at",
-        ));
+        .stdout(
+            predicate::str::contains(
+                "desks/w3/.mcp.json starts /gone/ovai, which is not there (moved?): `ovai seat rebuild` points it at",
+            )
+            .and(predicate::str::contains("desks/w4").not()),
+        );
     inst.cmd()
         .args(["seat", "rebuild"])
         .assert()

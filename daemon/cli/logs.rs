@@ -63,8 +63,9 @@ pub fn run(inst: &Instance, n: usize, follow: bool) -> Result<(), Failure> {
                 print_rest(&mut f, &mut partial);
             }
             partial.clear();
+            // Read from its start at the next turn; a name that cannot be opened (a folder put in its
+            // place) is looked at again then, never in a spin.
             held = open(&path);
-            continue;
         }
         std::thread::sleep(Duration::from_millis(200));
     }

@@ -290,6 +290,33 @@ fn hold_hosts(inst: &Instance) -> Result<(), Failure> {
     let held = client::control::<SeatsReply>(inst, ControlOp::SeatsHold);
     let _ = done.send(());
     let _ = saying.join();
+    // A stopping server's host may still run calls in a box that would see a new secret: the change
+    // waits for it to end.
+    if let Err(ClientError::Stopping { root, pid }) = &held {
+        let pid = u32::try_from(*pid).unwrap_or(u32::MAX);
+        eprintln!(
+            "ovai: the server for {root} (pid {pid}) is stopping; the seats change once it has ended…"
+        );
+        let grace = inst
+            .read_config()
+            .map_or(std::time::Duration::from_secs(10), |c| c.shutdown_grace);
+        let give_up = std::time::Instant::now() + grace + std::time::Duration::from_secs(30);
+        while client::running(pid) {
+            if std::time::Instant::now() > give_up {
+                return Err(Failure::new(
+                    format!(
+                        "The seats were not changed: the server for {root} (pid {pid}) is still stopping, and \
+                         its plugin host could read a new secret. Run the command again once it has ended \
+                         (`kill {pid}` ends it)."
+                    ),
+                    exit::FAILED,
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // A server started meanwhile (a service manager's restart) is held in its turn.
+        return hold_hosts(inst);
+    }
     match held {
         Err(ClientError::NotDone(why)) => Err(Failure::new(
             format!("The seats were not changed: {why}"),

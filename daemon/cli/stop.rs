@@ -44,7 +44,7 @@ fn wait_for_end(inst: &Instance, pid: u32) -> Result<(), Failure> {
     let start = Instant::now();
     let deadline = start + grace + Duration::from_secs(30);
     let mut said = false;
-    while running(pid) {
+    while client::running(pid) {
         if Instant::now() > deadline {
             return Err(Failure::new(
                 format!(
@@ -67,17 +67,4 @@ fn wait_for_end(inst: &Instance, pid: u32) -> Result<(), Failure> {
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(())
-}
-
-/// Whether the process still runs: there, and not a zombie waiting for its parent to reap it.
-fn running(pid: u32) -> bool {
-    if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_err() {
-        return false;
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-        Err(_) => true,
-    }
 }

@@ -334,7 +334,8 @@ pub fn command_in(desk: &Path) -> Option<String> {
 
 /// A desk whose `.mcp.json` starts a program that is not there (the ovai binary moved): that program.
 pub fn command_gone(desk: &Path) -> Option<String> {
-    command_in(desk).filter(|c| !Path::new(c).exists())
+    // A bare name (`ovai`) is found on the client's PATH: only a path written out can be gone.
+    command_in(desk).filter(|c| Path::new(c).is_absolute() && !Path::new(c).exists())
 }
 
 /// What is out of date in a desk written before the binary or the instance moved.

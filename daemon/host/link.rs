@@ -44,14 +44,22 @@ fn printed(pid: u32, p: &Printed) {
     if let Some(text) = &p.text {
         tracing::info!(target: "ovai::plugin_output", pid, plugin, stream, "{}", clip(text, 4096));
     }
-    if let Some(n) = p.dropped {
-        tracing::warn!(
+    match p.dropped {
+        // Counted before any file was looked up: all plugins together printed past what the log takes.
+        Some(n) if plugin.is_empty() => tracing::warn!(
+            target: "ovai::plugin_output",
+            pid,
+            stream,
+            "{n} lines of plugin output were not logged (more than 1000 a second from all plugins together)"
+        ),
+        Some(n) => tracing::warn!(
             target: "ovai::plugin_output",
             pid,
             plugin,
             stream,
             "{n} lines of plugin output were not logged (more than 100 a second)"
-        );
+        ),
+        None => {}
     }
 }
 
@@ -65,12 +73,12 @@ pub enum CallEnd {
     NotReceived,
 }
 
-/// Why a host ended, and the files of every call it may have been running then (sorted, once each):
-/// a call's caller is told who else was running, since any of them may have ended it.
+/// Why a host ended, and how many calls it may have been running then: a call's caller is told how
+/// many others ran, since any of them may have ended it (not which: they may be other seats').
 #[derive(Debug, Clone)]
 pub struct Stopped {
     pub why: Arc<HostEnd>,
-    pub in_flight: Arc<[Arc<str>]>,
+    pub in_flight: usize,
 }
 
 /// A call in flight: who to tell, and which file it runs, so a crash can name it.
@@ -530,7 +538,10 @@ impl Link {
         files.dedup();
         let stopped = Stopped {
             why: why.clone(),
-            in_flight: files.iter().cloned().collect(),
+            in_flight: waiting
+                .iter()
+                .filter(|(id, _)| !unsent.contains(id))
+                .count(),
         };
         for (id, w) in waiting {
             let end = if unsent.contains(&id) {

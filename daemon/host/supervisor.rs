@@ -372,8 +372,11 @@ async fn run(
                 // until it has ended: a seat command writes the secrets once it is.
                 host.ending.store(true, Ordering::SeqCst);
                 let _ = state.send(HostState::Respawning);
-                // The calls it runs finish first (the secret is not written yet), within SEAT_DRAIN.
-                let drained = tokio::time::Instant::now() + SEAT_DRAIN;
+                // Held before a seat command writes a secret, its calls finish first (the secret is not
+                // written yet), within SEAT_DRAIN. Replaced without a hold, a secret may be on disk
+                // already (two seat commands at once, a restart meanwhile): it ends at once.
+                let drain = if seats.borrow().holding { SEAT_DRAIN } else { Duration::ZERO };
+                let drained = tokio::time::Instant::now() + drain;
                 while process.link.in_flight() > 0 && tokio::time::Instant::now() < drained {
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_millis(20)) => {}
