@@ -15,6 +15,7 @@ import { types } from "node:util";
 import path from "node:path";
 import os from "node:os";
 import nodeModule from "node:module";
+import vm from "node:vm";
 
 const PROTOCOL = 1;
 
@@ -70,19 +71,16 @@ const hasOwn = Object.hasOwn ?? ((o, k) => apply(Object.prototype.hasOwnProperty
 const setProto = Object.setPrototypeOf;
 const defineOwn = Object.defineProperty;
 const min = Math.min;
-// V8's call sites' methods, taken before any plugin is imported: a plugin's own prepareStackTrace can
-// reach their prototype and change what a site says its file is.
-const callSiteProto = (() => {
-  const saved = Error.prepareStackTrace;
-  try {
-    Error.prepareStackTrace = (_, sites) => sites;
-    const holder = {};
-    Error.captureStackTrace(holder);
-    return Object.getPrototypeOf(holder.stack[0]);
-  } finally {
-    Error.prepareStackTrace = saved;
-  }
-})();
+// The stack's call sites, read in a realm of the host's own: V8 formats a stack with the Error of the
+// realm its holder was made in, so a plugin that freezes, replaces or shapes this realm's Error (its
+// prepareStackTrace, its stackTraceLimit) changes nothing here. Its frames are this realm's all the same.
+const sitesNow = vm.runInContext(
+  "(function sitesNow() { const holder = {}; Error.prepareStackTrace = (_, sites) => sites; " +
+    "Error.stackTraceLimit = 64; Error.captureStackTrace(holder, sitesNow); return holder.stack; })",
+  vm.createContext({}),
+);
+// Their methods, taken before any plugin is imported.
+const callSiteProto = Object.getPrototypeOf(sitesNow()[0]);
 const siteIsEval = uncurry(callSiteProto.isEval);
 const siteFile = uncurry(callSiteProto.getFileName);
 const siteLine = uncurry(callSiteProto.getLineNumber);
@@ -569,32 +567,16 @@ function endedBy(how) {
  * call sites rather than the text of a stack a plugin can shape: code run by `eval` (which can name any
  * file in a sourceURL) is passed over. Empty when the stack cannot be read.
  */
-function placesNow(textToo = true) {
+function placesNow() {
   const places = [];
   if (!pluginsDir) return places;
-  // Set as data properties of the host's own Error (V8 asks the global Error for prepareStackTrace), and
-  // put back as they were: a plugin's accessors there, or an Error of its own, take no part.
-  const saved = [
-    getOwn(ErrorCtor, "prepareStackTrace"),
-    getOwn(ErrorCtor, "stackTraceLimit"),
-    getOwn(globalObject, "Error"),
-  ];
-  const data = (value) => ({ __proto__: null, value, writable: true, configurable: true });
   let sites = null;
   try {
-    defineOwn(ErrorCtor, "prepareStackTrace", data((_, s) => s));
-    defineOwn(ErrorCtor, "stackTraceLimit", data(64));
-    defineOwn(globalObject, "Error", data(ErrorCtor));
-    const holder = {};
-    apply(captureStack, ErrorCtor, [holder]);
-    sites = holder.stack;
+    sites = sitesNow();
   } catch {
-    // A plugin that froze these leaves only the stack's text to read, below.
+    // A stack too deep to read names no place.
   }
-  putBack(ErrorCtor, "prepareStackTrace", saved[0]);
-  putBack(ErrorCtor, "stackTraceLimit", saved[1]);
-  putBack(globalObject, "Error", saved[2]);
-  if (!isArray(sites)) return textToo ? placesInText() : places;
+  if (!isArray(sites)) return places;
   for (let i = 0; i < sites.length && places.length < 32; i++) {
     try {
       const site = sites[i];
@@ -607,16 +589,6 @@ function placesNow(textToo = true) {
     }
   }
   return places;
-}
-
-/** Puts a property back as `descriptor` says it was (absent when undefined), if it can be. */
-function putBack(object, key, descriptor) {
-  try {
-    if (descriptor === undefined) delete object[key];
-    else defineOwn(object, key, descriptor);
-  } catch {
-    // Made fixed meanwhile: it stays as it is.
-  }
 }
 
 /** A value a plugin passed, shown on one short line whatever it is. */
@@ -958,7 +930,7 @@ let printedTimer = null;
 function printingFile() {
   if (pluginsURL === "") return null;
   // From V8's call sites, not the stack's text, which a plugin shapes (prepareStackTrace, a sourceURL).
-  const places = placesNow(false);
+  const places = placesNow();
   if (places.length === 0) return null;
   let chosen = places[0];
   for (let i = 0; i < places.length; i++) {
@@ -979,11 +951,14 @@ const PRINTED_FILES = 256;
 /** This second's lines from all files, and those dropped without their file looked up. */
 const printedAll = { __proto__: null, second: 0, lines: 0, dropped: { __proto__: null, stdout: 0, stderr: 0 } };
 
+/** A file's state, or the unnamed one's ("") once PRINTED_FILES files are told apart. */
 function printedState(stream, file) {
+  if (file !== "" && printed[stream + "\0" + file] === undefined && ownKeys(printed).length >= PRINTED_FILES) {
+    file = "";
+  }
   const key = stream + "\0" + file;
   let p = printed[key];
   if (p === undefined) {
-    if (ownKeys(printed).length >= PRINTED_FILES) return null;
     p = { __proto__: null, stream, file, second: clock(), lines: 0, dropped: 0, partial: "", since: 0 };
     printed[key] = p;
   }
@@ -1012,7 +987,7 @@ function rollAll(now) {
 function rollAllOf(stream) {
   if (printedAll.dropped[stream] === 0) return;
   try {
-    send({ t: "out", key: hostKey, file: "", stream, dropped: printedAll.dropped[stream] });
+    send({ t: "out", key: hostKey, file: "*", stream, dropped: printedAll.dropped[stream] });
   } catch {
     // The protocol channel is gone: the host is ending.
   }
@@ -1090,9 +1065,10 @@ function capturePrinted(stream, name) {
       if (typeof done === "function") nextTurn(done);
       return true;
     }
+    // What names no file (a promise job's console.log, a Worker, a frozen Error) goes to the daemon too,
+    // unnamed: never onto the host's own stream, where it would read as the host's last words.
     const file = printingFile();
-    const p = file === null ? null : printedState(name, file);
-    if (p === null) return apply(original, stream, [chunk, encoding, callback]);
+    const p = printedState(name, file === null ? "" : file);
     let text;
     if (typeof chunk === "string") {
       text =
@@ -1600,16 +1576,6 @@ function location(err, file) {
     }
   }
   return sharedAt;
-}
-
-/** Every place in plugins/ the text of a stack made now names, innermost first. */
-function placesInText() {
-  try {
-    const err = new ErrorCtor("ended");
-    return placesIn(typeof err.stack === "string" ? err.stack : "", 32);
-  } catch {
-    return [];
-  }
 }
 
 /** The first place in plugins/ an error's stack names, as `plugins/REL:LINE:COLUMN`, or null. */

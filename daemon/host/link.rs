@@ -41,16 +41,29 @@ fn printed(pid: u32, p: &Printed) {
     } else {
         "stdout"
     };
-    if let Some(text) = &p.text {
-        tracing::info!(target: "ovai::plugin_output", pid, plugin, stream, "{}", clip(text, 4096));
+    match &p.text {
+        // No file on its stack (a promise job's console.log, a Worker): said unnamed.
+        Some(text) if plugin.is_empty() => {
+            tracing::info!(target: "ovai::plugin_output", pid, stream, "{}", clip(text, 4096));
+        }
+        Some(text) => {
+            tracing::info!(target: "ovai::plugin_output", pid, plugin, stream, "{}", clip(text, 4096));
+        }
+        None => {}
     }
     match p.dropped {
         // Counted before any file was looked up: all plugins together printed past what the log takes.
-        Some(n) if plugin.is_empty() => tracing::warn!(
+        Some(n) if plugin == "*" => tracing::warn!(
             target: "ovai::plugin_output",
             pid,
             stream,
             "{n} lines of plugin output were not logged (more than 1000 a second from all plugins together)"
+        ),
+        Some(n) if plugin.is_empty() => tracing::warn!(
+            target: "ovai::plugin_output",
+            pid,
+            stream,
+            "{n} lines of plugin output naming no file were not logged (more than 100 a second)"
         ),
         Some(n) => tracing::warn!(
             target: "ovai::plugin_output",

@@ -28,8 +28,9 @@ pub struct StderrTail {
     /// Node's `FATAL ERROR: …` line, kept apart: a native stack trace follows it and would push it out.
     fatal: Option<String>,
     /// The host's own line saying a plugin ended it (`process.kill`, `abort`, `reallyExit`), kept apart
-    /// for the same reason (`abort` prints a native stack trace after it).
-    ended: Option<String>,
+    /// for the same reason (`abort` prints a native stack trace after it). With when it came: a plugin
+    /// can write the same words to fd 2, so only a line near the end counts, as for any other.
+    ended: Option<(std::time::Instant, String)>,
 }
 
 /// How the host says a plugin ended it, before the place: `… with process.reallyExit(7) (at plugins/x.mjs:4:28)`.
@@ -40,7 +41,9 @@ impl StderrTail {
     /// last line that says something.
     pub fn last_words(&self, within: Duration) -> Option<String> {
         self.ended
-            .clone()
+            .as_ref()
+            .filter(|(at, _)| at.elapsed() <= within)
+            .map(|(_, l)| l.clone())
             .or_else(|| self.fatal.clone())
             .or_else(|| {
                 // Only what it said near its end: a warning Node printed at its start is no last word.
@@ -77,7 +80,7 @@ impl StderrTail {
             self.fatal = Some(line.clone());
         }
         if line.starts_with(ENDED) {
-            self.ended = Some(line.clone());
+            self.ended = Some((at, line.clone()));
         }
         self.lines.push_back((at, line));
     }
