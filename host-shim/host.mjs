@@ -74,10 +74,13 @@ const min = Math.min;
 // The stack's call sites, read in a realm of the host's own: V8 formats a stack with the Error of the
 // realm its holder was made in, so a plugin that freezes, replaces or shapes this realm's Error (its
 // prepareStackTrace, its stackTraceLimit) changes nothing here. Its frames are this realm's all the same.
+// The realm's Error and captureStackTrace are taken once, when it is made, and its sandbox has no
+// prototype: a name looked up there could otherwise be found on this realm's Object.prototype.
 const sitesNow = vm.runInContext(
-  "(function sitesNow() { const holder = {}; Error.prepareStackTrace = (_, sites) => sites; " +
-    "Error.stackTraceLimit = 64; Error.captureStackTrace(holder, sitesNow); return holder.stack; })",
-  vm.createContext({}),
+  "(() => { const E = Error; const capture = E.captureStackTrace; const prepare = (_, sites) => sites; " +
+    "return function sitesNow() { const holder = {}; E.prepareStackTrace = prepare; E.stackTraceLimit = 64; " +
+    "capture(holder, sitesNow); return holder.stack; }; })()",
+  vm.createContext(Object.create(null)),
 );
 // Their methods, taken before any plugin is imported.
 const callSiteProto = Object.getPrototypeOf(sitesNow()[0]);
@@ -583,6 +586,9 @@ function placesNow() {
       if (siteIsEval(site)) continue;
       const file = siteFile(site);
       if (typeof file !== "string" || !startsWith(file, pluginsURL)) continue;
+      // A file of plugins/ as the host imports it has no query or fragment: one with them is code a
+      // plugin's own loader hook served under that file's name.
+      if (textIndexOf(file, "?") >= 0 || textIndexOf(file, "#") >= 0) continue;
       push(places, placeOf(file, siteLine(site), siteColumn(site)));
     } catch {
       // A site that cannot be read names no place.

@@ -503,10 +503,18 @@ fn what_a_plugin_prints_is_logged_under_its_name_and_a_flood_is_its_own() {
                 "export function run() { const other = new URL('./talk.mjs', import.meta.url).href; Error.prepareStackTrace = () => 'Error\\n    at x (' + other + ':1:1)'; console.log('FORGED by its stack'); Error.prepareStackTrace = undefined; (0, eval)('console.log(\"FORGED by eval\")\\n//# sourceURL=' + other); process.stdout.write('RGVjb2RlZAo=', 'base64'); return { text: 'forged' }; }",
             ),
         ),
+        // Nor can a plugin reach the host's own reading of the stack through Object.prototype.
+        (
+            "hider.mjs",
+            &tool(
+                "export function run() { Object.prototype.Error = { captureStackTrace(h) { h.stack = []; } }; console.log('HIDDEN by a polluted prototype'); delete Object.prototype.Error; return { text: 'hid' }; }",
+            ),
+        ),
     ]);
     let d = inst.start();
     let mut s = inst.session("lead");
     s.initialize();
+    assert_eq!(s.call("hider", json!({})), ("hid".to_string(), false));
     assert_eq!(s.call("flood", json!({})), ("flooded".to_string(), false));
     assert_eq!(s.call("part", json!({})), ("parted".to_string(), false));
     assert_eq!(s.call("talk", json!({})), ("talked".to_string(), false));
@@ -547,6 +555,8 @@ fn what_a_plugin_prints_is_logged_under_its_name_and_a_flood_is_its_own() {
         let line = line_of(words);
         assert!(line.contains(r#"plugin="plugins/forger.mjs""#), "{line}");
     }
+    let hidden = line_of("HIDDEN by a polluted prototype");
+    assert!(hidden.contains(r#"plugin="plugins/hider.mjs""#), "{hidden}");
     let part = line_of("PART with no end");
     assert!(part.contains(r#"plugin="plugins/part.mjs""#), "{part}");
     assert!(!part.contains("TALK"), "{part}");
