@@ -573,6 +573,33 @@ pub fn call_text(result: &Value) -> (String, bool) {
     (text, refused)
 }
 
+/// How long a stopping daemon may take to end: its calls' grace, and its sessions' time to finish.
+pub fn stop_patience(inst: &Instance) -> Duration {
+    inst.read_config()
+        .map_or(Duration::from_secs(10), |c| c.shutdown_grace)
+        + Duration::from_secs(30)
+}
+
+/// Waits for a stopping daemon to end, within `stop_patience`; `said` is told once a second has passed,
+/// for the command to say it waits. False when it still runs then.
+pub fn wait_for_end(inst: &Instance, pid: u32, said: impl FnOnce()) -> bool {
+    let start = std::time::Instant::now();
+    let patience = stop_patience(inst);
+    let mut said = Some(said);
+    while running(pid) {
+        if start.elapsed() > patience {
+            return false;
+        }
+        if start.elapsed() >= Duration::from_secs(1)
+            && let Some(say) = said.take()
+        {
+            say();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
 /// Whether the process still runs: there, and not a zombie waiting for its parent to reap it.
 pub fn running(pid: u32) -> bool {
     if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_err() {

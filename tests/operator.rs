@@ -80,9 +80,9 @@ fn logs_print_the_latest_rows_across_the_rotated_file_and_follow() {
             "2026-01-01T00:00:01.000Z server old two\n2026-01-01T00:00:02.000Z server new one\n",
         );
     let _d = inst.start();
-    let follow = Following::start(&inst);
+    let follow = Running::following(&inst);
     inst.cmd().arg("restart").assert().success();
-    follow.wait_for("Restarted, asked by `ovai restart`");
+    follow.wait_for_stdout("Restarted, asked by `ovai restart`");
 }
 
 /// A plugin call that answers once `scratch/release` exists, having said it started (the instance's root
@@ -202,33 +202,16 @@ fn a_seat_change_lets_the_calls_in_flight_finish() {
     wait_until("the call to start", || {
         inst.root.join("scratch/started").exists().then_some(())
     });
-    let mut add = std::process::Command::new(OVAI)
-        .args(["seat", "add", "w4", "--root"])
-        .arg(&inst.root)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let sink = said.clone();
-    let err = add.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
-            sink.lock().unwrap().push_str(&(l + "\n"));
-        }
-    });
-    wait_until("seat add to say it waits for the call", || {
-        said.lock()
-            .unwrap()
-            .contains(
-                "ovai: waiting for the plugin calls in flight to finish before the seats change",
-            )
-            .then_some(())
-    });
+    let mut cmd = std::process::Command::new(OVAI);
+    cmd.args(["seat", "add", "w4", "--root"]).arg(&inst.root);
+    let add = Running::spawn(cmd);
+    add.wait_for_stderr(
+        "ovai: waiting for the plugin calls in flight to finish before the seats change",
+    );
     std::fs::write(inst.root.join("scratch/release"), "").unwrap();
     assert_eq!(text_of(&s.response(call)), ("let go".to_string(), false));
-    assert!(add.wait().unwrap().success(), "{}", said.lock().unwrap());
+    let (status, _, err) = add.wait();
+    assert!(status.success(), "{err}");
     inst.session("w4").initialize();
 }
 
@@ -269,10 +252,10 @@ fn a_removed_runtime_log_is_made_again_and_followed() {
     )
     .unwrap();
     let _d = inst.start();
-    let follow = Following::start(&inst);
+    let follow = Running::following(&inst);
     // A row before the removal, so the follower is known to hold the file.
     inst.cmd().arg("restart").assert().success();
-    follow.wait_for("Restarted, asked by `ovai restart`");
+    follow.wait_for_stdout("Restarted, asked by `ovai restart`");
     std::fs::remove_file(inst.root.join("runtime.log")).unwrap();
     inst.cmd().arg("restart").assert().success();
     let kept = std::fs::read_to_string(inst.root.join("runtime.log")).unwrap_or_default();
@@ -280,7 +263,7 @@ fn a_removed_runtime_log_is_made_again_and_followed() {
         kept.contains("Restarted, asked by `ovai restart`"),
         "{kept:?}"
     );
-    follow.wait_for("generation 3 serves now");
+    follow.wait_for_stdout("generation 3 serves now");
     let shown = follow.shown();
     assert!(!shown.contains("an old row"), "{shown}");
     inst.cmd()

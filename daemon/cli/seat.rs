@@ -297,22 +297,15 @@ fn hold_hosts(inst: &Instance) -> Result<(), Failure> {
         eprintln!(
             "ovai: the server for {root} (pid {pid}) is stopping; the seats change once it has ended…"
         );
-        let grace = inst
-            .read_config()
-            .map_or(std::time::Duration::from_secs(10), |c| c.shutdown_grace);
-        let give_up = std::time::Instant::now() + grace + std::time::Duration::from_secs(30);
-        while client::running(pid) {
-            if std::time::Instant::now() > give_up {
-                return Err(Failure::new(
-                    format!(
-                        "The seats were not changed: the server for {root} (pid {pid}) is still stopping, and \
-                         its plugin host could read a new secret. Run the command again once it has ended \
-                         (`kill {pid}` ends it)."
-                    ),
-                    exit::FAILED,
-                ));
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
+        if !client::wait_for_end(inst, pid, || {}) {
+            return Err(Failure::new(
+                format!(
+                    "The seats were not changed: the server for {root} (pid {pid}) is still stopping, and its \
+                     plugin host could read a new secret. Run the command again once it has ended (`kill \
+                     {pid}` ends it)."
+                ),
+                exit::FAILED,
+            ));
         }
         // A server started meanwhile (a service manager's restart) is held in its turn.
         return hold_hosts(inst);

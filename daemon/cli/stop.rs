@@ -1,7 +1,7 @@
 //! `ovai stop`: the running daemon finishes its calls (within shutdownGraceSeconds), answers the rest,
 //! ends its plugin host and exits; this waits until it has.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{Failure, exit, unreached};
 use crate::client::{self, ClientError};
@@ -41,30 +41,23 @@ fn wait_for_end(inst: &Instance, pid: u32) -> Result<(), Failure> {
     let grace = inst
         .read_config()
         .map_or(Duration::from_secs(10), |c| c.shutdown_grace);
-    let start = Instant::now();
-    let deadline = start + grace + Duration::from_secs(30);
-    let mut said = false;
-    while client::running(pid) {
-        if Instant::now() > deadline {
-            return Err(Failure::new(
-                format!(
-                    "The ovai server for {} (pid {pid}) was asked to stop and is still running {} s later; \
-                     `kill {pid}` ends it (its calls in flight are then answered by their bridges).",
-                    inst.root.display(),
-                    (grace + Duration::from_secs(30)).as_secs(),
-                ),
-                exit::FAILED,
-            ));
-        }
-        if !said && start.elapsed() >= Duration::from_secs(1) {
-            said = true;
-            eprintln!(
-                "ovai: waiting for the server (pid {pid}) to finish its calls in flight (at most {} s, \
-                 shutdownGraceSeconds)…",
-                grace.as_secs()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let ended = client::wait_for_end(inst, pid, || {
+        eprintln!(
+            "ovai: waiting for the server (pid {pid}) to finish its calls in flight (at most {} s, \
+             shutdownGraceSeconds)…",
+            grace.as_secs()
+        );
+    });
+    if ended {
+        return Ok(());
     }
-    Ok(())
+    Err(Failure::new(
+        format!(
+            "The ovai server for {} (pid {pid}) was asked to stop and is still running {} s later; \
+             `kill {pid}` ends it (its calls in flight are then answered by their bridges).",
+            inst.root.display(),
+            client::stop_patience(inst).as_secs(),
+        ),
+        exit::FAILED,
+    ))
 }

@@ -171,12 +171,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     std::fs::create_dir_all(inst.plugins_dir()).map_err(io_err("making", &inst.plugins_dir()))?;
     // Best effort: without it `ovai status` waits for the answer instead of saying the server starts.
     // Written before the socket is bound, so that no status finds the socket and not the marker.
-    let starting = serde_json::json!({
-        "pid": std::process::id(),
-        "started": crate::process_start::of(std::process::id()),
-        "since": crate::runtime_log::timestamp(std::time::SystemTime::now()),
-    });
-    let _ = crate::files::write_private(&inst.starting_marker(), starting.to_string().as_bytes());
+    mark(&inst.starting_marker());
     // Gone however the start ends: a start that fails leaves no marker behind.
     let _starting = RemovedOnDrop(inst.starting_marker());
 
@@ -394,17 +389,23 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     let why = accept_until_stopped(&daemon, &mut listener).await;
     // Written before the socket goes: a command that finds no socket from now on reads that the server
     // is stopping, and `ovai serve` waits for it to end instead of being refused.
-    let stopping = serde_json::json!({
-        "pid": std::process::id(),
-        "started": crate::process_start::of(std::process::id()),
-        "since": crate::runtime_log::timestamp(std::time::SystemTime::now()),
-    });
-    let _ = crate::files::write_private(&inst.stopping_marker(), stopping.to_string().as_bytes());
+    mark(&inst.stopping_marker());
     let _stopping = RemovedOnDrop(inst.stopping_marker());
     drop(listener);
     let _ = std::fs::remove_file(&socket);
     shut_down(&daemon, why).await;
     Ok(())
+}
+
+/// Writes a marker of where this daemon is (starting, stopping), as `client::marked` reads it: its pid,
+/// when the process started (so a pid given since to another process is not believed), and since when.
+fn mark(path: &std::path::Path) {
+    let marker = serde_json::json!({
+        "pid": std::process::id(),
+        "started": crate::process_start::of(std::process::id()),
+        "since": crate::runtime_log::timestamp(std::time::SystemTime::now()),
+    });
+    let _ = crate::files::write_private(path, marker.to_string().as_bytes());
 }
 
 /// A file that goes when this is dropped.
@@ -420,12 +421,7 @@ impl Drop for RemovedOnDrop {
 /// at once, or a service manager's restart) to end, as long as it may take.
 async fn claim_once_stopped(inst: &Instance) -> Result<File, ServeError> {
     let mut said = false;
-    let give_up = std::time::Instant::now()
-        + inst
-            .read_config()
-            .map_or(Duration::from_secs(10), |c| c.shutdown_grace)
-        + TASKS_PATIENCE
-        + Duration::from_secs(10);
+    let give_up = std::time::Instant::now() + crate::client::stop_patience(inst);
     loop {
         match claim(inst) {
             Err(ServeError::AlreadyServing { pid: Some(pid), .. })

@@ -671,6 +671,25 @@ impl Running {
             .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
+    /// `ovai logs -f -n 0` on an instance.
+    pub fn following(inst: &Instance) -> Self {
+        let mut cmd = std::process::Command::new(OVAI);
+        cmd.args(["logs", "-f", "-n", "0", "--root"])
+            .arg(&inst.root);
+        Self::spawn(cmd)
+    }
+
+    /// What it printed on stdout so far.
+    pub fn shown(&self) -> String {
+        self.out.lock().unwrap().clone()
+    }
+
+    pub fn wait_for_stdout(&self, words: &str) {
+        wait_until(&format!("{words:?} on stdout"), || {
+            self.out.lock().unwrap().contains(words).then_some(())
+        });
+    }
+
     pub fn wait_for_stderr(&self, words: &str) {
         wait_until(&format!("{words:?} on stderr"), || {
             self.err.lock().unwrap().contains(words).then_some(())
@@ -695,53 +714,6 @@ impl Drop for Running {
             let _ = c.kill();
             let _ = c.wait();
         }
-    }
-}
-
-/// `ovai logs -f -n 0` running on an instance, its output gathered; ended when dropped (a failed
-/// assertion included).
-pub struct Following {
-    child: std::process::Child,
-    lines: std::sync::Arc<std::sync::Mutex<String>>,
-}
-
-impl Following {
-    pub fn start(inst: &Instance) -> Self {
-        let mut child = std::process::Command::new(OVAI)
-            .args(["logs", "-f", "-n", "0", "--root"])
-            .arg(&inst.root)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("ovai logs -f starts");
-        let out = child.stdout.take().expect("piped");
-        let lines = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let sink = lines.clone();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push_str(&(l + "\n"));
-            }
-        });
-        Self { child, lines }
-    }
-
-    /// Everything it printed so far.
-    pub fn shown(&self) -> String {
-        self.lines.lock().unwrap().clone()
-    }
-
-    pub fn wait_for(&self, words: &str) {
-        wait_until(&format!("logs -f to print {words:?}"), || {
-            self.shown().contains(words).then_some(())
-        });
-    }
-}
-
-impl Drop for Following {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
