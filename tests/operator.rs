@@ -241,6 +241,75 @@ fn a_removed_socket_is_made_again() {
     );
 }
 
+/// The whole private folder removed under a running server (`rm -rf .ovai`, a `git clean -fdx` of the
+/// workspace) is made again from what the server holds: its socket, its lock (so no second server starts),
+/// the control secret, the seats' hashed secrets and the plugin host. Nothing has to be re-keyed.
+#[test]
+fn a_removed_private_folder_is_made_again() {
+    use std::os::unix::fs::PermissionsExt;
+    let inst = Instance::with_plugins(&[("echo.mjs", TOOL)]);
+    let d = inst.start();
+    let private = inst.root.join(".ovai");
+    std::fs::remove_dir_all(&private).unwrap();
+    let v = wait_until("the private folder to be made again", || d.status());
+    assert_eq!(v["pid"], json!(d.pid()), "{v}");
+    let mode = std::fs::metadata(&private).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    // The seats' secrets, as the desks hold them, are still the seats'.
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("echo", json!({ "branch": "main" })),
+        ("main for lead".to_string(), false)
+    );
+    // The lock is held again: a second server is refused, not started beside this one.
+    inst.cmd()
+        .arg("serve")
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "Another ovai serve is already serving {} (pid {})",
+            inst.root.display(),
+            d.pid()
+        )));
+    // A restart starts a new host from the plugin host written again.
+    inst.cmd().arg("restart").assert().success();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("echo", json!({ "branch": "dev" })),
+        ("dev for lead".to_string(), false)
+    );
+    assert!(
+        inst.rows("server").iter().any(|r| r == &format!(
+            "The private folder {} was removed while the server ran; it is made again, with the control secret, \
+             the plugin host, the seats' hashed secrets, the server's lock and the socket: sessions and commands \
+             reach the server as before.",
+            private.display()
+        )),
+        "{:?}",
+        inst.rows("server")
+    );
+    // The lock alone removed is taken again too.
+    std::fs::remove_file(private.join("serve.lock")).unwrap();
+    wait_until("the lock to be taken again", || {
+        inst.rows("server")
+            .iter()
+            .any(|r| r.ends_with("serve.lock was removed while the server ran; it is made again and held, so that no second server starts."))
+            .then_some(())
+    });
+    inst.cmd()
+        .arg("serve")
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "Another ovai serve is already serving",
+        ));
+    inst.cmd().arg("stop").assert().success();
+}
+
 /// runtime.log removed under a running server (by hand, or a clean-up script) is made again at the
 /// next row, and `logs -f` follows the new file without playing the rotated one as new rows.
 #[test]

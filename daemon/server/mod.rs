@@ -6,6 +6,7 @@ pub mod web;
 pub mod metrics_http;
 pub mod connection;
 pub mod control;
+pub mod private_dir;
 pub mod watch;
 pub mod transport;
 pub mod backlog;
@@ -26,9 +27,8 @@ pub mod restart_row;
 pub mod service_manager;
 pub mod descriptors;
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::fs::File;
+use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -153,7 +153,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     }
     crate::host::child::check_node(&crate::host::child::node_program())?;
     seats::ensure_private_dir(&inst)?;
-    let _claim = claim_once_stopped(&inst).await?;
+    let claimed = claim_once_stopped(&inst).await?;
     let socket = inst.socket();
     let socket_len = socket.as_os_str().len();
     if socket_len > MAX_SOCKET_PATH {
@@ -386,7 +386,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     service_manager::ready(&format!("serving {tools} tools"));
     service_manager::spawn_watchdog(&daemon.tasks, daemon.closing.clone());
     let mut listener = listener;
-    let why = accept_until_stopped(&daemon, &mut listener).await;
+    let why = accept_until_stopped(&daemon, &mut listener, &claimed).await;
     // Written before the socket goes: a command that finds no socket from now on reads that the server
     // is stopping, and `ovai serve` waits for it to end instead of being refused.
     mark(&inst.stopping_marker());
@@ -446,117 +446,21 @@ async fn claim_once_stopped(inst: &Instance) -> Result<File, ServeError> {
 /// Holds `.ovai/serve.lock` for the daemon's life: the lock, not the socket file, says a daemon runs.
 fn claim(inst: &Instance) -> Result<File, ServeError> {
     let path = inst.serve_lock();
-    let mut file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(io_err("opening", &path))?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let mut pid = String::new();
-            let _ = file.read_to_string(&mut pid);
-            return Err(ServeError::AlreadyServing {
-                root: inst.root.display().to_string(),
-                pid: pid.trim().parse().ok(),
-            });
-        }
-        Err(std::fs::TryLockError::Error(e)) => return Err(io_err("locking", &path)(e)),
-    }
-    file.set_len(0).map_err(io_err("writing", &path))?;
-    file.rewind().map_err(io_err("writing", &path))?;
-    write!(file, "{}", std::process::id()).map_err(io_err("writing", &path))?;
-    Ok(file)
-}
-
-/// Watches the socket's folder: a socket removed or replaced under the daemon (a clean-up of `.ovai/`, a
-/// careless `rm`) would leave it running unreachable, every command saying that none runs.
-struct SocketWatch {
-    changed: Arc<tokio::sync::Notify>,
-    _watcher: Option<notify::RecommendedWatcher>,
-    /// The bound socket's device and inode.
-    bound: Option<(u64, u64)>,
-}
-
-impl SocketWatch {
-    fn new(socket: &std::path::Path) -> Self {
-        use notify::Watcher;
-        let changed = Arc::new(tokio::sync::Notify::new());
-        let told = changed.clone();
-        let watcher = socket.parent().and_then(|folder| {
-            let mut w = notify::recommended_watcher(move |_: notify::Result<notify::Event>| {
-                told.notify_one();
-            })
-            .ok()?;
-            w.watch(folder, notify::RecursiveMode::NonRecursive).ok()?;
-            Some(w)
-        });
-        if watcher.is_none() {
-            tracing::warn!(
-                "the socket's folder cannot be watched: a socket removed under the server is not made again"
-            );
-        }
-        Self {
-            changed,
-            _watcher: watcher,
-            bound: Self::identity(socket),
-        }
-    }
-
-    fn identity(socket: &std::path::Path) -> Option<(u64, u64)> {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::symlink_metadata(socket)
-            .ok()
-            .map(|m| (m.dev(), m.ino()))
-    }
-
-    /// A new listener when the socket is no longer the one bound, and could be bound again.
-    fn rebound(&mut self, daemon: &Daemon) -> Option<UnixListener> {
-        let socket = daemon.inst.socket();
-        if Self::identity(&socket) == self.bound {
-            return None;
-        }
-        let _ = std::fs::remove_file(&socket);
-        let listener = UnixListener::bind(&socket).and_then(|l| {
-            std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600)).map(|()| l)
-        });
-        match listener {
-            Ok(l) => {
-                self.bound = Self::identity(&socket);
-                daemon.log.row(
-                    Topic::Server,
-                    &format!(
-                        "The socket {} was removed or replaced while the server ran; it is made again, and \
-                         sessions and commands reach the server as before.",
-                        socket.display()
-                    ),
-                );
-                Some(l)
-            }
-            Err(e) => {
-                // Said once: the next change of the folder tries again.
-                self.bound = Self::identity(&socket);
-                daemon.log.row(
-                    Topic::Server,
-                    &format!(
-                        "The socket {} was removed or replaced while the server ran, and cannot be made \
-                         again ({e}): sessions and commands cannot reach the server. Stop it (kill {}) and \
-                         start it again.",
-                        socket.display(),
-                        std::process::id()
-                    ),
-                );
-                None
-            }
-        }
+    match private_dir::lock(&path).map_err(io_err("locking", &path))? {
+        private_dir::Lock::Held(file) => Ok(file),
+        private_dir::Lock::HeldBy(pid) => Err(ServeError::AlreadyServing {
+            root: inst.root.display().to_string(),
+            pid,
+        }),
     }
 }
 
-async fn accept_until_stopped(daemon: &Arc<Daemon>, listener: &mut UnixListener) -> &'static str {
-    let mut watch = SocketWatch::new(&daemon.inst.socket());
+async fn accept_until_stopped(
+    daemon: &Arc<Daemon>,
+    listener: &mut UnixListener,
+    held: &File,
+) -> &'static str {
+    let mut watch = private_dir::PrivateWatch::new(daemon, held);
     let (mut term, mut int, mut hup) = match (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
@@ -594,8 +498,9 @@ async fn accept_until_stopped(daemon: &Arc<Daemon>, listener: &mut UnixListener)
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             },
-            () = watch.changed.notified() => {
-                if let Some(l) = watch.rebound(daemon) {
+            () = watch.changed.notified() => watch.heard(),
+            () = watch.quiet() => {
+                if let Some(l) = watch.look(daemon) {
                     *listener = l;
                 }
             }
