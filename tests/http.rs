@@ -177,6 +177,49 @@ fn list_changed_reaches_every_version_after_ovai_restart() {
     }
 }
 
+/// A GET stream resumed with `Last-Event-ID` gets what the session sent from that event on; an id this
+/// server never gave ends the stream at once (an error would have a client retry it for ever).
+#[test]
+fn a_resumed_get_stream_replays_and_a_bogus_event_id_ends_it() {
+    let (inst, _d, http) = serving(json!({}));
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize();
+    let mut get = s.open_changes();
+    wait_until("the stream to be registered", || {
+        let status = inst.cmd().args(["status", "--json"]).output().ok()?;
+        let v: serde_json::Value = serde_json::from_slice(&status.stdout).ok()?;
+        (v["sessions"].as_u64()? >= 1).then_some(())
+    });
+    let tool = |name: &str| {
+        format!(
+            r#"export const description = "{name}."; export const inputSchema = {{ type: "object" }}; export function run() {{ return {{ text: "{name}" }}; }}"#
+        )
+    };
+    inst.write_plugin("first.mjs", &tool("first"));
+    inst.cmd().arg("restart").assert().success();
+    let (first, m) = get.next_event().expect("the first list change");
+    assert_eq!(m["method"], "notifications/tools/list_changed", "{m}");
+    let first = first.expect("the event has an id");
+    drop(get);
+    inst.write_plugin("second.mjs", &tool("second"));
+    inst.cmd().arg("restart").assert().success();
+    let mut resumed = s.resume_changes(&first);
+    assert_eq!(resumed.status, 200);
+    // rmcp replays from the event named on, that one too (its stream's first event shares its id with
+    // the priming event before it): a list change twice is harmless.
+    let (again, m) = resumed.next_event().expect("the first change is replayed");
+    assert_eq!(m["method"], "notifications/tools/list_changed", "{m}");
+    assert_eq!(again.as_deref(), Some(first.as_str()));
+    let (then, m) = resumed
+        .next_event()
+        .expect("the change after it is replayed");
+    assert_eq!(m["method"], "notifications/tools/list_changed", "{m}");
+    assert_ne!(then.as_deref(), Some(first.as_str()));
+    let mut bogus = s.resume_changes("no-such-event");
+    assert_eq!(bogus.status, 200);
+    assert!(bogus.next_event().is_none(), "a bogus id ends the stream");
+}
+
 #[test]
 fn a_removed_seat_is_refused_at_its_next_request_and_its_streams_end() {
     let (inst, _d, http) = serving(json!({}));

@@ -145,15 +145,21 @@ impl Response {
     /// The next JSON-RPC message: the body itself (application/json) or the next SSE `data:` event that
     /// holds one. None when the stream ended.
     pub fn next_message(&mut self) -> Option<Value> {
+        self.next_event().map(|(_, m)| m)
+    }
+
+    /// The next JSON-RPC message and the SSE event id it came with, if any.
+    pub fn next_event(&mut self) -> Option<(Option<String>, Value)> {
         if self
             .header("content-type")
             .is_some_and(|t| t.starts_with("application/json"))
         {
             let mut s = String::new();
             self.body.read_to_string(&mut s).ok()?;
-            return (!s.is_empty()).then(|| serde_json::from_str(&s).unwrap());
+            return (!s.is_empty()).then(|| (None, serde_json::from_str(&s).unwrap()));
         }
         let mut data = String::new();
+        let mut id = None;
         loop {
             let mut line = String::new();
             match self.body.read_line(&mut line) {
@@ -172,13 +178,17 @@ impl Response {
             let line = line.trim_end_matches(['\r', '\n']);
             if let Some(d) = line.strip_prefix("data:") {
                 data.push_str(d.trim_start());
+            } else if let Some(i) = line.strip_prefix("id:") {
+                id = Some(i.trim_start().to_string());
             } else if line.is_empty() && !data.trim().is_empty() {
                 if let Ok(v) = serde_json::from_str(&data) {
-                    return Some(v);
+                    return Some((id, v));
                 }
                 data.clear();
+                id = None;
             } else if line.is_empty() {
                 data.clear();
+                id = None;
             }
         }
     }
@@ -386,6 +396,16 @@ impl HttpSeat {
             .iter()
             .map(|t| t["name"].as_str().unwrap().to_string())
             .collect()
+    }
+
+    /// The GET stream (2025-*) resumed after the event `last`.
+    pub fn resume_changes(&mut self, last: &str) -> Response {
+        let h = self.headers("GET", None);
+        let mut refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        refs.retain(|(k, v)| *k != "content-type" && !(*k == "accept" && v.contains("json")));
+        refs.push(("accept", "text/event-stream"));
+        refs.push(("last-event-id", last));
+        self.http.request("GET", &refs, "")
     }
 
     /// Where list changes arrive: the GET stream (2025-*) or a `subscriptions/listen` stream (2026-07-28).
