@@ -241,28 +241,30 @@ fn a_removed_socket_is_made_again() {
     );
 }
 
-/// The whole private folder removed under a running server (`rm -rf .ovai`, a `git clean -fdx` of the
-/// workspace) is made again from what the server holds: its socket, its lock (so no second server starts),
-/// the control secret, the seats' hashed secrets and the plugin host. Nothing has to be re-keyed.
+/// A file of the private folder removed under a running server is made again from what it holds (the
+/// lock, so no second server starts; the control secret, so commands reach it). The folder itself
+/// removed (`rm -rf .ovai`, a `git clean -fdx`) took the seats' secrets and the plugin host's view without
+/// them: the server stops saying so, and `ovai seat rebuild` then `ovai serve` bring the seats back.
 #[test]
-fn a_removed_private_folder_is_made_again() {
+fn a_removed_private_file_is_made_again_and_a_removed_folder_stops_the_server() {
     use std::os::unix::fs::PermissionsExt;
     let inst = Instance::with_plugins(&[("echo.mjs", TOOL)]);
-    let d = inst.start();
+    let mut d = inst.start();
     let private = inst.root.join(".ovai");
-    std::fs::remove_dir_all(&private).unwrap();
-    let v = wait_until("the private folder to be made again", || d.status());
+    std::fs::remove_file(private.join("serve.lock")).unwrap();
+    std::fs::remove_file(private.join("control.secret")).unwrap();
+    wait_until("the lock to be taken again", || {
+        inst.rows("server")
+            .iter()
+            .any(|r| r.ends_with("serve.lock was removed or replaced while the server ran; it is made again and held, so that no second server starts."))
+            .then_some(())
+    });
+    let v = wait_until("the control secret to be made again", || d.status());
     assert_eq!(v["pid"], json!(d.pid()), "{v}");
-    let mode = std::fs::metadata(&private).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o700);
-    // The seats' secrets, as the desks hold them, are still the seats'.
-    let mut s = inst.session("lead");
-    s.initialize();
-    assert_eq!(
-        s.call("echo", json!({ "branch": "main" })),
-        ("main for lead".to_string(), false)
-    );
-    // The lock is held again: a second server is refused, not started beside this one.
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o777)).unwrap();
+    wait_until("the folder to be closed again", || {
+        (std::fs::metadata(&private).unwrap().permissions().mode() & 0o777 == 0o700).then_some(())
+    });
     inst.cmd()
         .arg("serve")
         .timeout(std::time::Duration::from_secs(60))
@@ -273,41 +275,31 @@ fn a_removed_private_folder_is_made_again() {
             inst.root.display(),
             d.pid()
         )));
-    // A restart starts a new host from the plugin host written again.
-    inst.cmd().arg("restart").assert().success();
+
+    let mut s = inst.session("lead");
+    s.initialize();
+    std::fs::remove_dir_all(&private).unwrap();
+    wait_until("the server to stop", || (!d.is_running()).then_some(()));
+    let rows = inst.rows("server");
+    assert!(
+        rows.iter().any(|r| r.starts_with(&format!(
+            "The private folder {} was removed or replaced while the server ran, and with it the lock",
+            private.display()
+        ))),
+        "{rows:?}"
+    );
+    assert_eq!(
+        rows.last().unwrap(),
+        "ovai serve stopped on the removal of its private folder."
+    );
+    inst.cmd().args(["seat", "rebuild"]).assert().success();
+    let _d = inst.start();
     let mut s = inst.session("lead");
     s.initialize();
     assert_eq!(
-        s.call("echo", json!({ "branch": "dev" })),
-        ("dev for lead".to_string(), false)
+        s.call("echo", json!({ "branch": "main" })),
+        ("main for lead".to_string(), false)
     );
-    assert!(
-        inst.rows("server").iter().any(|r| r == &format!(
-            "The private folder {} was removed while the server ran; it is made again, with the control secret, \
-             the plugin host, the seats' hashed secrets, the server's lock and the socket: sessions and commands \
-             reach the server as before.",
-            private.display()
-        )),
-        "{:?}",
-        inst.rows("server")
-    );
-    // The lock alone removed is taken again too.
-    std::fs::remove_file(private.join("serve.lock")).unwrap();
-    wait_until("the lock to be taken again", || {
-        inst.rows("server")
-            .iter()
-            .any(|r| r.ends_with("serve.lock was removed while the server ran; it is made again and held, so that no second server starts."))
-            .then_some(())
-    });
-    inst.cmd()
-        .arg("serve")
-        .timeout(std::time::Duration::from_secs(60))
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains(
-            "Another ovai serve is already serving",
-        ));
-    inst.cmd().arg("stop").assert().success();
 }
 
 /// runtime.log removed under a running server (by hand, or a clean-up script) is made again at the

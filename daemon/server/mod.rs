@@ -185,6 +185,8 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     let listener = UnixListener::bind(&socket).map_err(io_err("binding the socket", &socket))?;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
         .map_err(io_err("protecting the socket", &socket))?;
+    // Watched from here on: a folder removed while the plugins are read is seen too.
+    let mut watch = private_dir::PrivateWatch::new(&socket, &claimed);
     let http_bound = match &http_settings {
         Some(settings) => match http::bind(settings, &inst.root).await {
             Ok(b) => Some(b),
@@ -386,13 +388,18 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     service_manager::ready(&format!("serving {tools} tools"));
     service_manager::spawn_watchdog(&daemon.tasks, daemon.closing.clone());
     let mut listener = listener;
-    let why = accept_until_stopped(&daemon, &mut listener, &claimed).await;
+    let why = accept_until_stopped(&daemon, &mut listener, &mut watch).await;
     // Written before the socket goes: a command that finds no socket from now on reads that the server
     // is stopping, and `ovai serve` waits for it to end instead of being refused.
-    mark(&inst.stopping_marker());
-    let _stopping = RemovedOnDrop(inst.stopping_marker());
+    let _stopping = (why != FOLDER_GONE).then(|| {
+        mark(&inst.stopping_marker());
+        RemovedOnDrop(inst.stopping_marker())
+    });
     drop(listener);
-    let _ = std::fs::remove_file(&socket);
+    // Only the socket this server bound: another server may have bound its own there since.
+    if watch.bound(&socket) {
+        let _ = std::fs::remove_file(&socket);
+    }
     shut_down(&daemon, why).await;
     Ok(())
 }
@@ -455,12 +462,15 @@ fn claim(inst: &Instance) -> Result<File, ServeError> {
     }
 }
 
+/// Why a server whose private folder went stops: with no marker in a folder another server may hold.
+const FOLDER_GONE: &str = "the removal of its private folder";
+
 async fn accept_until_stopped(
     daemon: &Arc<Daemon>,
     listener: &mut UnixListener,
-    held: &File,
+    watch: &mut private_dir::PrivateWatch,
 ) -> &'static str {
-    let mut watch = private_dir::PrivateWatch::new(daemon, held);
+    let changed = watch.changed();
     let (mut term, mut int, mut hup) = match (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
@@ -498,12 +508,16 @@ async fn accept_until_stopped(
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             },
-            () = watch.changed.notified() => watch.heard(),
-            () = watch.quiet() => {
-                if let Some(l) = watch.look(daemon) {
-                    *listener = l;
+            () = changed.notified() => watch.heard(),
+            () = watch.quiet() => match watch.look(daemon) {
+                private_dir::Look::Kept => {}
+                private_dir::Look::Rebound(l) => *listener = l,
+                private_dir::Look::Gone(row) => {
+                    daemon.log.row(Topic::Server, &row);
+                    tracing::error!("{row}");
+                    return FOLDER_GONE;
                 }
-            }
+            },
             _ = term.recv() => return "SIGTERM",
             _ = daemon.stop.cancelled() => return "`ovai stop`",
             _ = int.recv() => return "SIGINT",

@@ -1,8 +1,9 @@
-//! Keeps `.ovai/` the running server's. A clean-up (`rm -rf .ovai`, a `git clean -fdx` of the workspace,
-//! a careless `rm`) would leave it running unreachable, every command saying that none runs, and its lock
-//! gone, so that a second server could start beside it. What was removed is made again from what the
-//! server holds: the folder, the socket, the lock, the control secret, the plugin host and, when the
-//! whole folder went, the seats' hashed secrets.
+//! Keeps `.ovai/` the running server's. A file of it removed under the server (a clean-up, a careless
+//! `rm`) would leave it unreachable, every command saying that none runs, or its lock gone, so that a
+//! second server could start beside it: the socket, the lock, the control secret and the plugin host
+//! are made again from what the server holds. The folder itself removed or replaced (`rm -rf .ovai`, a
+//! `git clean -fdx`) took the seats' hashed secrets and the plugin host's view without them: the server
+//! stops, saying so, rather than serve on from a folder nobody can vouch for.
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
@@ -60,58 +61,70 @@ fn identity(path: &Path) -> Identity {
         .map(|m| (m.dev(), m.ino()))
 }
 
-/// What tells one seats.json from another: its inode, size and modification time.
-type Stamp = Option<(u64, u64, i64, i64)>;
-
-fn stamp(path: &Path) -> Stamp {
-    let m = std::fs::symlink_metadata(path).ok()?;
-    Some((m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
-}
-
 pub struct PrivateWatch {
-    pub changed: Arc<tokio::sync::Notify>,
-    watcher: Option<notify::RecommendedWatcher>,
+    changed: Arc<tokio::sync::Notify>,
+    _watcher: Option<notify::RecommendedWatcher>,
     folder: Identity,
     socket: Identity,
-    /// The lock held, as it was taken at the start or since.
-    lock: Identity,
-    /// A lock taken again since the start (the first is held by the caller).
-    relocked: Option<File>,
-    /// seats.json as last read sound, and which one it was.
-    seats: (Stamp, Option<String>),
+    /// The locks held: as taken at the start, and any taken since.
+    locks: Vec<(u64, u64)>,
+    relocked: Vec<File>,
     /// When the first change not looked at yet was heard, and when to look.
     first: Option<tokio::time::Instant>,
     due: Option<tokio::time::Instant>,
 }
 
+/// What a look at the folder found.
+pub enum Look {
+    /// As it was, or made so again.
+    Kept,
+    /// The socket was bound again: this listener takes its connections.
+    Rebound(UnixListener),
+    /// The folder was removed or replaced: the server stops, with this row said.
+    Gone(String),
+}
+
 impl PrivateWatch {
-    /// Watches the daemon's private folder, whose lock `held` is.
-    pub fn new(daemon: &Daemon, held: &File) -> Self {
-        let folder = daemon.inst.private_dir();
+    /// Watches the private folder holding `socket` (bound just now), whose lock `held` is.
+    pub fn new(socket: &Path, held: &File) -> Self {
+        let folder = socket.parent().unwrap_or(Path::new("."));
         let changed = Arc::new(tokio::sync::Notify::new());
-        let mut me = Self {
-            watcher: watch(&folder, &changed),
+        Self {
+            _watcher: watch(folder, &changed),
             changed,
-            folder: identity(&folder),
-            socket: identity(&daemon.inst.socket()),
-            lock: held.metadata().ok().map(|m| (m.dev(), m.ino())),
-            relocked: None,
-            seats: (None, None),
+            folder: identity(folder),
+            socket: identity(socket),
+            locks: held
+                .metadata()
+                .ok()
+                .map(|m| (m.dev(), m.ino()))
+                .into_iter()
+                .collect(),
+            relocked: Vec::new(),
             first: None,
             due: None,
-        };
-        me.keep_seats(daemon);
-        me
+        }
     }
 
-    /// Something changed in the folder: what was removed is looked at once the change is over.
+    /// Whether the socket at `path` is still the one this watch bound (the last to remove it).
+    pub fn bound(&self, path: &Path) -> bool {
+        self.socket.is_some() && identity(path) == self.socket
+    }
+
+    /// Told of every change in the folder but reads.
+    pub fn changed(&self) -> Arc<tokio::sync::Notify> {
+        self.changed.clone()
+    }
+
+    /// Something changed in the folder: what was removed is looked at once the change is over (a file
+    /// made again in a folder being removed would fail the removal half-way).
     pub fn heard(&mut self) {
         let now = tokio::time::Instant::now();
         let first = *self.first.get_or_insert(now);
         self.due = Some((now + QUIET).min(first + MOST_QUIET));
     }
 
-    /// When the last change heard is over (a clean-up let finish, never waited for while accepting).
+    /// When the last change heard is over; never while nothing was heard.
     pub async fn quiet(&self) {
         match self.due {
             Some(due) => tokio::time::sleep_until(due).await,
@@ -119,182 +132,121 @@ impl PrivateWatch {
         }
     }
 
-    /// Makes again what was removed; a new listener when the socket had to be bound again.
-    pub fn look(&mut self, daemon: &Daemon) -> Option<UnixListener> {
+    /// Makes again what was removed from the folder, or finds the folder itself gone.
+    pub fn look(&mut self, daemon: &Daemon) -> Look {
         self.first = None;
         self.due = None;
         let inst = &daemon.inst;
         let folder = inst.private_dir();
-        if identity(&folder) == self.folder {
-            self.keep_seats(daemon);
-            let lock = self.relock(daemon);
-            let listener = self.rebind(daemon, false);
-            for (what, said) in self.restore_files(daemon, false) {
-                daemon.log.row(
-                    Topic::Server,
-                    &format!("{what} was removed while the server ran; {said}."),
-                );
-            }
-            if let Some(said) = lock {
-                daemon.log.row(
-                    Topic::Server,
-                    &format!(
-                        "{} was removed while the server ran; {said}.",
-                        inst.serve_lock().display()
-                    ),
-                );
-            }
-            return listener;
+        if identity(&folder) != self.folder {
+            return Look::Gone(format!(
+                "The private folder {} was removed or replaced while the server ran, and with it the lock that \
+                 keeps a second server from starting, the control secret and the seats' hashed secrets: the \
+                 server stops (the calls in flight finish first). Start it again with `ovai serve`; while \
+                 desks/ is there, `ovai seat rebuild` first makes the seats again from the desks, keeping their \
+                 secrets.",
+                folder.display()
+            ));
         }
-        if let Err(e) = crate::seats::ensure_private_dir(inst) {
-            // Said once: the next change tries again.
-            self.folder = identity(&folder);
+        // Opened to others (a `chmod -R` of the workspace): they could replace the socket or the host.
+        if let Ok(m) = std::fs::symlink_metadata(&folder)
+            && m.mode() & 0o077 != 0
+        {
+            let said = match crate::files::set_mode(&folder, 0o700) {
+                Ok(()) => "it is closed to them again (0700)".to_string(),
+                Err(e) => format!(
+                    "it cannot be closed to them again ({e}): run `chmod 700 {}`",
+                    folder.display()
+                ),
+            };
             daemon.log.row(
                 Topic::Server,
                 &format!(
-                    "The private folder {} was removed while the server ran, and cannot be made again ({e}): \
-                     sessions and commands cannot reach the server. Stop it (kill {}) and start it again.",
+                    "The private folder {} was opened to other users (mode {:o}) while the server ran; {said}.",
                     folder.display(),
-                    std::process::id()
+                    m.mode() & 0o7777
                 ),
             );
-            return None;
         }
-        self.folder = identity(&folder);
-        // The watch was on the folder removed, and hears nothing from the new one.
-        self.watcher = watch(&folder, &self.changed);
-        let mut made = Vec::new();
-        let mut problems = Vec::new();
-        for (what, said) in self.restore_files(daemon, true) {
-            if said.starts_with("it is made again") {
-                made.push(what);
-            } else {
-                problems.push(format!("{what}: {said}"));
-            }
+        for (what, said) in self.restore_files(daemon) {
+            daemon.log.row(
+                Topic::Server,
+                &format!("{what} was removed while the server ran; {said}."),
+            );
         }
         match self.relock(daemon) {
-            Some(said) if said.starts_with("it is made again") => {
-                made.push("the server's lock".into())
-            }
-            Some(said) => problems.push(format!("{}: {said}", inst.serve_lock().display())),
-            None => {}
+            Ok(None) => {}
+            Ok(Some(said)) => daemon.log.row(
+                Topic::Server,
+                &format!(
+                    "{} was removed or replaced while the server ran; {said}.",
+                    inst.serve_lock().display()
+                ),
+            ),
+            Err(row) => return Look::Gone(row),
         }
-        let listener = self.rebind(daemon, true);
-        if listener.is_some() {
-            made.push("the socket".into());
-        }
-        let mut row = format!(
-            "The private folder {} was removed while the server ran; it is made again, with {}",
-            folder.display(),
-            match made.split_last() {
-                None => "nothing in it".to_string(),
-                Some((last, [])) => last.clone(),
-                Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-            }
-        );
-        if problems.is_empty() {
-            row.push_str(": sessions and commands reach the server as before.");
-        } else {
-            row.push_str(&format!("; but {}.", problems.join("; ")));
-        }
-        daemon.log.row(Topic::Server, &row);
-        listener
-    }
-
-    /// Keeps seats.json as last read sound, for a folder removed whole.
-    fn keep_seats(&mut self, daemon: &Daemon) {
-        let path = daemon.inst.seats_file();
-        let now = stamp(&path);
-        if now.is_none() || now == self.seats.0 {
-            return;
-        }
-        let Ok(text) = crate::files::read_regular(&path, crate::files::MAX_READ_BYTES) else {
-            return;
-        };
-        if serde_json::from_str::<crate::seats::SeatBook>(&text).is_ok() {
-            self.seats = (now, Some(text));
+        match self.rebind(daemon) {
+            Some(l) => Look::Rebound(l),
+            None => Look::Kept,
         }
     }
 
-    /// The control secret, the plugin host and (when the folder went whole) seats.json, each written
-    /// again when missing: each as (what, what was done, in words).
-    fn restore_files(&mut self, daemon: &Daemon, whole: bool) -> Vec<(String, String)> {
+    /// The control secret and the plugin host, each written again when missing: as (the file, what was
+    /// done, in words).
+    fn restore_files(&mut self, daemon: &Daemon) -> Vec<(String, String)> {
         let inst = &daemon.inst;
         let mut said = Vec::new();
-        let missing = |p: &Path| identity(p).is_none();
         let secret = inst.control_secret();
-        if missing(&secret) {
+        if identity(&secret).is_none() {
             let done = crate::files::write_private(&secret, daemon.control_secret.as_bytes());
-            said.push(written(
-                if whole {
-                    "the control secret".into()
-                } else {
-                    secret.display().to_string()
-                },
-                done.map_err(|e| e.to_string()),
-            ));
+            said.push(written(&secret, done.map_err(|e| e.to_string())));
         }
         let shim = inst.host_shim();
-        if missing(&shim) {
+        if identity(&shim).is_none() {
             let done = crate::host::child::write_shim(&shim);
-            said.push(written(
-                if whole {
-                    "the plugin host".into()
-                } else {
-                    shim.display().to_string()
-                },
-                done.map_err(|e| e.to_string()),
-            ));
-        }
-        let seats = inst.seats_file();
-        if whole
-            && missing(&seats)
-            && let Some(text) = &self.seats.1
-        {
-            let done = crate::files::write_private(&seats, text.as_bytes());
-            said.push(written(
-                "the seats' hashed secrets".into(),
-                done.map_err(|e| e.to_string()),
-            ));
-            self.seats.0 = stamp(&seats);
+            said.push(written(&shim, done.map_err(|e| e.to_string())));
         }
         said
     }
 
-    /// Takes the lock again when serve.lock is not the file this daemon holds; what was done, in words.
-    fn relock(&mut self, daemon: &Daemon) -> Option<String> {
+    /// Takes the lock again when serve.lock is none this daemon holds: what was done, in words, or
+    /// Err with the row to stop on when another server holds it now.
+    fn relock(&mut self, daemon: &Daemon) -> Result<Option<String>, String> {
         let path = daemon.inst.serve_lock();
-        if identity(&path) == self.lock {
-            return None;
+        if identity(&path).is_some_and(|id| self.locks.contains(&id)) {
+            return Ok(None);
         }
         let pid = std::process::id();
-        Some(match lock(&path) {
+        match lock(&path) {
             Ok(Lock::Held(file)) => {
-                self.lock = file.metadata().ok().map(|m| (m.dev(), m.ino()));
-                self.relocked = Some(file);
-                "it is made again and held, so that no second server starts".into()
+                self.locks
+                    .extend(file.metadata().ok().map(|m| (m.dev(), m.ino())));
+                self.relocked.push(file);
+                Ok(Some(
+                    "it is made again and held, so that no second server starts".into(),
+                ))
             }
-            Ok(Lock::HeldBy(other)) => {
-                self.lock = identity(&path);
-                format!(
-                    "another ovai serve{} took it meanwhile, and serves this instance beside this one (pid {pid}): \
-                     stop this one (kill {pid})",
-                    other.map(|p| format!(" (pid {p})")).unwrap_or_default()
-                )
-            }
+            Ok(Lock::HeldBy(other)) => Err(format!(
+                "{} was taken meanwhile by another ovai serve{}, which serves this instance now: this one (pid \
+                 {pid}) stops (the calls in flight finish first).",
+                path.display(),
+                other.map(|p| format!(" (pid {p})")).unwrap_or_default()
+            )),
+            // Said once: a change of the folder (the thing in its place removed) tries again.
             Err(e) => {
-                self.lock = identity(&path);
-                format!(
-                    "it cannot be made again ({e}), so a second server could start: stop this one (kill {pid}) and start it again"
-                )
+                self.locks.extend(identity(&path));
+                Ok(Some(format!(
+                    "it cannot be made again ({e}), so a second server could start: remove what is at its \
+                     place, or stop this one (kill {pid}) and start it again"
+                )))
             }
-        })
+        }
     }
 
-    /// A new listener when the socket is not the one bound (or, `whole`, its folder was made again).
-    fn rebind(&mut self, daemon: &Daemon, whole: bool) -> Option<UnixListener> {
+    /// A new listener when the socket is not the one bound.
+    fn rebind(&mut self, daemon: &Daemon) -> Option<UnixListener> {
         let socket = daemon.inst.socket();
-        if !whole && identity(&socket) == self.socket {
+        if identity(&socket) == self.socket {
             return None;
         }
         let _ = std::fs::remove_file(&socket);
@@ -305,27 +257,25 @@ impl PrivateWatch {
         self.socket = identity(&socket);
         match listener {
             Ok(l) => {
-                if !whole {
-                    daemon.log.row(
-                        Topic::Server,
-                        &format!(
-                            "The socket {} was removed or replaced while the server ran; it is made again, and \
-                             sessions and commands reach the server as before.",
-                            socket.display()
-                        ),
-                    );
-                }
+                daemon.log.row(
+                    Topic::Server,
+                    &format!(
+                        "The socket {} was removed or replaced while the server ran; it is made again, and \
+                         sessions and commands reach the server as before.",
+                        socket.display()
+                    ),
+                );
                 Some(l)
             }
             Err(e) => {
+                let pid = std::process::id();
                 daemon.log.row(
                     Topic::Server,
                     &format!(
                         "The socket {} was removed or replaced while the server ran, and cannot be made \
-                         again ({e}): sessions and commands cannot reach the server. Stop it (kill {}) and \
-                         start it again.",
+                         again ({e}): sessions and commands cannot reach the server (pid {pid}). Remove what \
+                         is at its place, or stop the server (kill {pid}) and start it again.",
                         socket.display(),
-                        std::process::id()
                     ),
                 );
                 None
@@ -334,7 +284,8 @@ impl PrivateWatch {
     }
 }
 
-fn written(what: String, done: Result<(), String>) -> (String, String) {
+fn written(what: &Path, done: Result<(), String>) -> (String, String) {
+    let what = what.display().to_string();
     match done {
         Ok(()) => (what, "it is made again".into()),
         Err(e) => (what, format!("it cannot be made again ({e})")),
@@ -362,7 +313,7 @@ fn watch(folder: &Path, changed: &Arc<tokio::sync::Notify>) -> Option<notify::Re
     });
     if watcher.is_none() {
         tracing::warn!(
-            "the private folder cannot be watched: what is removed from it under the server is not made again"
+            "the private folder cannot be watched: what is removed from it under the server is not made again, nor is its removal noticed"
         );
     }
     watcher
