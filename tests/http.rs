@@ -688,7 +688,7 @@ fn a_refused_delete_keeps_the_session_its_seats_and_unknown_sessions_are_named()
 }
 
 #[test]
-fn a_seat_holds_a_bounded_number_of_sessions_and_an_uninitialised_one_ends_with_its_seat() {
+fn a_seat_holds_a_bounded_number_of_sessions_the_idle_making_room_and_its_stream_ends_with_it() {
     let (inst, _d, http) = serving(json!({}));
     let secret = inst.secret("w1");
     let open = |s: &mut HttpSeat| {
@@ -703,20 +703,28 @@ fn a_seat_holds_a_bounded_number_of_sessions_and_an_uninitialised_one_ends_with_
     first.session = r.header("mcp-session-id").map(str::to_string);
     // Never initialised, and listening: its stream ends when the seat goes.
     let mut get = first.open_changes();
+    let mut left = Vec::new();
     for _ in 1..64 {
-        let r = open(&mut HttpSeat::new(&http, &secret, "2025-11-25"));
+        let mut s = HttpSeat::new(&http, &secret, "2025-11-25");
+        let r = open(&mut s);
         assert_eq!(r.status, 200);
+        s.session = r.header("mcp-session-id").map(str::to_string);
+        left.push(s);
     }
+    // Full: a new session ends the one idle longest (a client that left without ending it), never one
+    // with a stream open; a client that comes back to the one ended is told to open another.
     let r = open(&mut HttpSeat::new(&http, &secret, "2025-11-25"));
-    assert_eq!(r.status, 429);
-    let why = r.json()["error"]["message"].as_str().unwrap().to_string();
-    assert!(why.contains("64 MCP sessions"), "{why}");
-    // The limit's sentence and the operator's list both say what holds the places: sessions that were
-    // opened and never initialised, which serve no seat a tools/list_changed and were counted nowhere.
+    assert_eq!(r.status, 200);
+    let (_, r) = left[0].send("tools/list", json!({}));
+    assert_eq!(r.status, 404);
     assert!(
-        why.contains("64 of them never sent notifications/initialized"),
-        "{why}"
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("initialize a new session")
     );
+    // The operator's list says what holds the places: sessions that were opened and never initialised,
+    // which serve no seat a tools/list_changed and were counted nowhere.
     // Another seat is not held to w1's sessions.
     let mut lead = HttpSeat::new(&http, &inst.secret("lead"), "2025-11-25");
     lead.initialize();

@@ -412,13 +412,29 @@ pub async fn close_idle(
     }
 }
 
-/// Records a new session's owner; past the seat's limit, closes it again and says so.
+/// Records a new session's owner; past the seat's limit, ends the seat's session idle longest, or, when
+/// every one is in use, closes the new one again and says so.
 async fn keep_session(gate: &Gate, id: &str, seat: &str, hash: &str) -> Option<Response> {
     if gate.owners.wants_pruning() {
         gate.prune().await;
     }
     if gate.owners.count(seat) >= SESSIONS_PER_SEAT {
         gate.prune().await;
+    }
+    // A seat's sessions past its limit are most often ones their clients left without ending them (a
+    // headless run that exited): the one idle longest makes room, and its client, if it comes back,
+    // gets 404 and opens another. One with a request or a stream open is never ended.
+    if gate.owners.count(seat) >= SESSIONS_PER_SEAT
+        && let Some(old) = gate.owners.take_longest_idle(seat)
+    {
+        tracing::info!(
+            seat,
+            "a new MCP session ends the seat's session idle longest, past its limit"
+        );
+        let manager = gate.manager.clone();
+        gate.daemon.tasks.spawn(async move {
+            let _ = manager.close_session(&old.into()).await;
+        });
     }
     if gate.owners.count(seat) >= SESSIONS_PER_SEAT {
         let _ = gate.manager.close_session(&id.to_string().into()).await;

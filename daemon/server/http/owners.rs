@@ -131,6 +131,18 @@ impl Owners {
         self.take_where(|o| o.open == 0 && o.seen.elapsed() >= idle)
     }
 
+    /// Forgets, and returns, the seat's session that has had nothing open for the longest.
+    pub fn take_longest_idle(&self, seat: &str) -> Option<String> {
+        let mut map = lock(&self.map);
+        let id = map
+            .iter()
+            .filter(|(_, o)| o.seat == seat && o.open == 0)
+            .min_by_key(|(_, o)| o.seen)
+            .map(|(id, _)| id.clone())?;
+        map.remove(&id);
+        Some(id)
+    }
+
     pub fn forget(&self, id: &str) {
         lock(&self.map).remove(id);
     }
