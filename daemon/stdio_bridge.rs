@@ -207,6 +207,9 @@ struct Session {
     listens: HashMap<String, Vec<u8>>,
     /// The client closed its side: nothing more will come, and the bridge ends with the daemon's answers.
     client_done: bool,
+    /// Why no daemon will take this session's lines again (the seat's secret changed, no daemon came
+    /// back): each request from now on is answered with it, and the bridge ends with its client.
+    refused: Option<String>,
 }
 
 impl Session {
@@ -417,7 +420,19 @@ impl Bridge {
                     down = next;
                     drop(std::mem::replace(&mut socket, next_socket));
                 }
-                Err(code) => return code,
+                Err(code) => {
+                    let s = lock(&self.session);
+                    if s.refused.is_none() || s.client_done {
+                        return code;
+                    }
+                    drop(s);
+                    // The reader answers what the client still sends, in the refusal's words (a client
+                    // shows a tool's answer to its model, where a closed connection says nothing), and
+                    // ends the bridge with the client.
+                    loop {
+                        std::thread::park();
+                    }
+                }
             }
         }
     }
@@ -491,8 +506,21 @@ impl Bridge {
             Some(s) => {
                 let _ = s.write_all(batch);
             }
-            // No daemon now: kept for the next one, which is the first to see them.
-            None => up.queued.extend(lines_of(batch, ends).map(<[u8]>::to_vec)),
+            // No daemon now: kept for the next one, which is the first to see them; or, with none to
+            // come, answered here and now.
+            None => match self.refusal() {
+                None => up.queued.extend(lines_of(batch, ends).map(<[u8]>::to_vec)),
+                Some(why) => {
+                    drop(up);
+                    // SAFETY: fd 1 is this process's stdout for its whole life; ManuallyDrop keeps it open.
+                    let mut stdout = ManuallyDrop::new(unsafe { File::from_raw_fd(1) });
+                    self.answer_taken(
+                        &mut stdout,
+                        || lock(&self.session).pending().drain().collect(),
+                        |id, p| refused_answer(id, p, &why),
+                    );
+                }
+            },
         }
     }
 
@@ -511,9 +539,15 @@ impl Bridge {
 
     /// Ends the bridge once its client is gone and owed nothing: the daemon sees the connection close
     /// and ends the session (a seat's listen stream would otherwise keep it, and the seat, for minutes).
+    /// Why no daemon will take this session's lines again, if none will.
+    fn refusal(&self) -> Option<String> {
+        lock(&self.session).refused.clone()
+    }
+
     fn exit(&self) -> ! {
+        let refused = lock(&self.session).refused.is_some();
         let _writing = lock(&self.writing);
-        std::process::exit(0)
+        std::process::exit(i32::from(refused))
     }
 
     /// Answers the requests `take` removes from those waiting, each as `answer` says, and holds off an
@@ -747,15 +781,20 @@ impl Bridge {
         Ok((down, socket))
     }
 
-    /// Answers everything still waiting with `why`, says it on stderr, and gives the exit code.
+    /// Answers everything still waiting with `why`, and everything the client sends from now on; says
+    /// it on stderr, and gives the exit code.
     fn give_up(&self, stdout: &mut File, why: &str) -> i32 {
         // Queued requests were noted as pending when they were read (cancelled ones forgotten since):
-        // each is answered once.
-        drop(std::mem::take(&mut lock(&self.upstream).queued));
+        // each is answered once, here or by the reader once `refused` is set.
+        {
+            let mut up = lock(&self.upstream);
+            up.queued.clear();
+            lock(&self.session).refused = Some(why.to_string());
+        }
         self.answer_taken(
             stdout,
             || lock(&self.session).pending().drain().collect(),
-            |id, _| json!({ "jsonrpc": "2.0", "id": parse_id(id), "error": { "code": -32000, "message": why } }),
+            |id, p| refused_answer(id, p, why),
         );
         eprintln!("ovai mcp: {why}");
         1
@@ -1009,6 +1048,34 @@ fn interrupted_answer(id: &str, p: &Pending) -> Value {
                 if p.method == "request" { "request".to_string() } else { format!("{} request", p.method) }
             )
         }})
+    }
+}
+
+/// The answer to a request no daemon will take, in the shape of the revision it was sent under: a
+/// call's is a tool's error result, which clients show their model (an error of the protocol, some
+/// only log).
+fn refused_answer(id: &str, p: &Pending, why: &str) -> Value {
+    let id = parse_id(id);
+    let why = why.trim_end_matches('.');
+    if p.method == "tools/call" {
+        // "The ovai server …" within the sentence.
+        let mut chars = why.chars();
+        let lower = match (chars.next(), chars.next()) {
+            (Some(first), Some(second)) if second.is_lowercase() => {
+                format!("{}{}", first.to_lowercase(), &why[first.len_utf8()..])
+            }
+            _ => why.to_string(),
+        };
+        let mut result = json!({
+            "content": [{ "type": "text", "text": format!("This call was not made, and no call of this session can be: {lower}.") }],
+            "isError": true
+        });
+        if p.revision.is_modern() {
+            result["resultType"] = json!("complete");
+        }
+        json!({ "jsonrpc": "2.0", "id": id, "result": result })
+    } else {
+        json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32000, "message": format!("{why}.") } })
     }
 }
 

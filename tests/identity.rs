@@ -167,16 +167,28 @@ fn a_seat_added_while_serving_connects_without_a_restart_and_a_removed_one_is_en
         .stdout(predicates::str::contains(
             "Removed the seat late, and ended its session",
         ));
-    // The session's bridge sees the server close it, tries again, is refused, and says why.
+    // The session's bridge sees the server close it, tries again, is refused, and says why: on stderr,
+    // and to the model, as the answer of every call from then on (a client that saw the connection
+    // close would say only that); it ends with its client.
+    wait_until("the bridge to be refused", || {
+        s.stderr
+            .lock()
+            .unwrap()
+            .contains(
+                "refused the connection: the secret in OVAI_SECRET is not the secret of any seat",
+            )
+            .then_some(())
+    });
+    let (text, is_error) = s.call("who", json!({}));
+    assert!(is_error);
+    assert!(
+        text.starts_with("This call was not made, and no call of this session can be: ")
+            && text.contains("the secret in OVAI_SECRET is not the secret of any seat"),
+        "{text}"
+    );
+    s.close_input();
     let status = s.wait();
     assert!(!status.success());
-    let stderr = s.stderr.lock().unwrap().clone();
-    assert!(
-        stderr.contains(
-            "refused the connection: the secret in OVAI_SECRET is not the secret of any seat"
-        ),
-        "{stderr}"
-    );
     assert!(
         inst.rows("seats")
             .contains(&"The seat late was removed; its session was ended.".to_string())

@@ -384,6 +384,10 @@ fn seat_rotate_refuses_the_old_secret_ends_its_session_and_keeps_the_leader() {
                 )),
         );
     assert_ne!(inst.secret("lead"), old);
+    // The session of the old secret was ended: its calls are answered saying why, until its client ends.
+    let (text, is_error) = s.call("echo", json!({ "branch": "main" }));
+    assert!(is_error && text.contains("is not the secret of any seat"), "{text}");
+    s.close_input();
     let status = s.wait();
     assert!(!status.success(), "the session of the old secret was ended");
     let (_stale, r) = inst.try_session(&old);

@@ -362,7 +362,7 @@ fn an_initialize_the_daemon_took_with_it_is_replayed_to_the_next_one_and_answere
 }
 
 #[test]
-fn a_bridge_whose_daemon_never_returns_answers_and_exits_with_a_sentence() {
+fn a_bridge_whose_daemon_never_returns_answers_every_call_with_a_sentence() {
     let inst = Instance::with_plugins(&[("slow.mjs", SLOW)]);
     let d = inst.start();
     let mut s = inst.session_with_env("lead", &[("OVAI_RECONNECT_SECONDS", "1")]);
@@ -373,13 +373,19 @@ fn a_bridge_whose_daemon_never_returns_answers_and_exits_with_a_sentence() {
     drop(d);
     let answer = s.response(pending);
     assert!(text_of(&answer).1);
+    let why = format!(
+        "the ovai server for {} went away and none came back within 1 s; start it with `ovai serve`",
+        inst.root.display()
+    );
+    wait_until("the bridge to give up", || {
+        s.stderr.lock().unwrap().contains(&why).then_some(())
+    });
+    // Every call from then on is answered in those words, until the client ends.
+    let (text, is_error) = s.call("room", json!({ "last": 0 }));
+    assert!(is_error && text.contains(&why), "{text}");
+    s.close_input();
     let status = s.wait();
     assert!(!status.success());
-    let stderr = s.stderr.lock().unwrap().clone();
-    assert!(
-        stderr.contains(&format!("the ovai server for {} went away and none came back within 1 s; start it with `ovai serve`", inst.root.display())),
-        "{stderr}"
-    );
 }
 
 fn fake_node(dir: &std::path::Path, says: &str) -> String {
