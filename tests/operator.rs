@@ -386,7 +386,10 @@ fn seat_rotate_refuses_the_old_secret_ends_its_session_and_keeps_the_leader() {
     assert_ne!(inst.secret("lead"), old);
     // The session of the old secret was ended: its calls are answered saying why, until its client ends.
     let (text, is_error) = s.call("echo", json!({ "branch": "main" }));
-    assert!(is_error && text.contains("is not the secret of any seat"), "{text}");
+    assert!(
+        is_error && text.contains("is not the secret of any seat"),
+        "{text}"
+    );
     s.close_input();
     let status = s.wait();
     assert!(!status.success(), "the session of the old secret was ended");
@@ -751,9 +754,14 @@ fn init_refuses_a_nested_instance_an_empty_user_and_two_places() {
         .arg(fresh.path())
         .assert()
         .success()
-        .stdout(predicate::str::contains(format!(
-            "Next: `{OVAI} serve --root"
-        )));
+        .stdout(
+            predicate::str::contains(format!("Next: `{OVAI} serve --root")).and(
+                // As `seat add` says it: Gemini CLI and Codex leave an untrusted desk's server out.
+                predicate::str::contains(
+                    "Gemini CLI and Codex read a desk's settings only in a folder you trust: `ovai seat trust lead`",
+                ),
+            ),
+        );
 }
 
 #[test]

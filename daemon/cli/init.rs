@@ -136,6 +136,12 @@ pub fn run(
             .map_err(|e| Failure::new(format!("The example plugins cannot be written: {e}."), 1))?;
         println!("Wrote the example plugins: {}.", written.join(", "));
     }
+    // As `seat add` says it: Gemini CLI and Codex leave an untrusted desk's server out.
+    let clients =
+        seats::desk_clients(&inst).unwrap_or_else(|_| crate::instance::Client::ALL.to_vec());
+    if let Some(line) = crate::desk::clients::trust_line(&leader, &clients) {
+        println!("{line}");
+    }
     let me = super::invoked_as();
     println!(
         "Next: `{me} serve --root {}` runs the server; `{me} seat add NAME` adds a Worker.",
