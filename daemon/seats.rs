@@ -74,6 +74,13 @@ pub enum SeatError {
     Desk(Box<crate::desk::DeskError>),
     #[error("{0} Nothing was changed.")]
     Config(String),
+    #[error(
+        "{} is {why}: ovai keeps the seats' and the server's secrets there, and uses no folder another user \
+         controls, nor one a link leads to. Remove it (or make it a folder of your own, mode 0700) and run the \
+         command again.",
+        path.display()
+    )]
+    NotOurs { path: PathBuf, why: String },
     #[error(transparent)]
     File(#[from] crate::files::FileError),
     #[error("{what} {}: {source}", path.display())]
@@ -408,10 +415,35 @@ fn lock_book(inst: &Instance) -> Result<BookLock, SeatError> {
     Ok(BookLock(file))
 }
 
-/// Makes `.ovai/` (mode 0700) if it is not there.
+/// Makes `.ovai/` (mode 0700) if it is not there; refuses one that is a link, or another user's.
 pub fn ensure_private_dir(inst: &Instance) -> Result<(), SeatError> {
+    use std::os::unix::fs::MetadataExt;
     let dir = inst.private_dir();
-    std::fs::create_dir_all(&dir).map_err(io("making", &dir))?;
+    match std::fs::symlink_metadata(&dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(&dir).map_err(io("making", &dir))?;
+        }
+        Err(e) => return Err(io("reading", &dir)(e)),
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(SeatError::NotOurs {
+                path: dir,
+                why: "a symbolic link".into(),
+            });
+        }
+        Ok(m) if !m.is_dir() => {
+            return Err(SeatError::NotOurs {
+                path: dir,
+                why: "no folder".into(),
+            });
+        }
+        Ok(m) if m.uid() != nix::unistd::geteuid().as_raw() => {
+            return Err(SeatError::NotOurs {
+                path: dir,
+                why: format!("another user's (uid {})", m.uid()),
+            });
+        }
+        Ok(_) => {}
+    }
     Ok(crate::files::set_mode(&dir, 0o700)?)
 }
 

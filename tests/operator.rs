@@ -261,9 +261,23 @@ fn a_removed_private_file_is_made_again_and_a_removed_folder_stops_the_server() 
     });
     let v = wait_until("the control secret to be made again", || d.status());
     assert_eq!(v["pid"], json!(d.pid()), "{v}");
-    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o777)).unwrap();
-    wait_until("the folder to be closed again", || {
-        (std::fs::metadata(&private).unwrap().permissions().mode() & 0o777 == 0o700).then_some(())
+    // A link put in the lock's place is never written through.
+    let victim = inst.root.join("victim.txt");
+    std::fs::write(&victim, "kept").unwrap();
+    std::fs::remove_file(private.join("serve.lock")).unwrap();
+    std::os::unix::fs::symlink(&victim, private.join("serve.lock")).unwrap();
+    wait_until("the link to be refused", || {
+        inst.rows("server")
+            .iter()
+            .any(|r| r.contains("serve.lock was removed or replaced while the server ran; it cannot be made again (it is a symbolic link, which ovai never makes there: remove it)"))
+            .then_some(())
+    });
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "kept");
+    std::fs::remove_file(private.join("serve.lock")).unwrap();
+    wait_until("the lock to be taken again", || {
+        std::fs::read_to_string(private.join("serve.lock"))
+            .ok()
+            .filter(|pid| pid == &d.pid().to_string())
     });
     inst.cmd()
         .arg("serve")
@@ -293,13 +307,61 @@ fn a_removed_private_file_is_made_again_and_a_removed_folder_stops_the_server() 
         "ovai serve stopped on the removal of its private folder."
     );
     inst.cmd().args(["seat", "rebuild"]).assert().success();
-    let _d = inst.start();
+    let mut d = inst.start();
     let mut s = inst.session("lead");
     s.initialize();
     assert_eq!(
         s.call("echo", json!({ "branch": "main" })),
         ("main for lead".to_string(), false)
     );
+    // Opened to other users, it is trusted no more: the server stops, and a new one draws a new secret.
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o777)).unwrap();
+    wait_until("the server to stop", || (!d.is_running()).then_some(()));
+    let rows = inst.rows("server");
+    assert!(
+        rows.iter().any(|r| r.starts_with(&format!(
+            "The private folder {} was opened to other users (mode 777",
+            private.display()
+        ))),
+        "{rows:?}"
+    );
+    assert_eq!(
+        rows.last().unwrap(),
+        "ovai serve stopped on its private folder opened to other users."
+    );
+}
+
+/// A private folder that is a link (to a folder another user may control) or no folder is refused in
+/// words, never written through.
+#[test]
+fn a_private_folder_that_is_a_link_or_no_folder_is_refused() {
+    let inst = Instance::new();
+    let private = inst.root.join(".ovai");
+    let elsewhere = tempfile::tempdir_in("/tmp").unwrap();
+    let moved = elsewhere.path().join("ovai");
+    std::fs::rename(&private, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &private).unwrap();
+    inst.cmd()
+        .arg("serve")
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "{} is a symbolic link: ovai keeps the seats' and the server's secrets there",
+            private.display()
+        )));
+    assert!(!moved.join("ovai.sock").exists());
+    std::fs::remove_file(&private).unwrap();
+    std::fs::write(&private, "").unwrap();
+    inst.cmd()
+        .arg("serve")
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "{} is no folder: ovai keeps",
+            private.display()
+        )));
 }
 
 /// runtime.log removed under a running server (by hand, or a clean-up script) is made again at the

@@ -287,5 +287,7 @@ fn seccomp_file() -> std::io::Result<Option<OwnedFd>> {
 
 /// Writes the embedded host shim where the child will run it.
 pub fn write_shim(path: &Path) -> std::io::Result<()> {
-    std::fs::write(path, super::SHIM)
+    // A new file renamed into place, never written through a link put where it goes.
+    crate::files::write_private(path, super::SHIM.as_bytes())
+        .map_err(|e| std::io::Error::other(e.to_string()))
 }

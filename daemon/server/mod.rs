@@ -187,11 +187,18 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         .map_err(io_err("protecting the socket", &socket))?;
     // Watched from here on: a folder removed while the plugins are read is seen too.
     let mut watch = private_dir::PrivateWatch::new(&socket, &claimed);
+    // A start that fails takes its socket with it, and only its own: another server may have bound its
+    // own there since.
+    let unbind = |watch: &private_dir::PrivateWatch| {
+        if watch.bound(&socket) {
+            let _ = std::fs::remove_file(&socket);
+        }
+    };
     let http_bound = match &http_settings {
         Some(settings) => match http::bind(settings, &inst.root).await {
             Ok(b) => Some(b),
             Err(e) => {
-                let _ = std::fs::remove_file(&socket);
+                unbind(&watch);
                 return Err(e.into());
             }
         },
@@ -204,7 +211,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         {
             Ok(l) => Some(l),
             Err(e) => {
-                let _ = std::fs::remove_file(&socket);
+                unbind(&watch);
                 return Err(ServeError::Web(format!(
                     "The status page cannot listen on {addr} (openovai.json's \"web\".\"listen\"): {e}. Pick a free \
                      address, or take \"web\" out, and start again."
@@ -212,7 +219,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
             }
         },
         Some(None) if http_settings.is_none() => {
-            let _ = std::fs::remove_file(&socket);
+            unbind(&watch);
             return Err(ServeError::Web(
                 "openovai.json's \"web\" asks for the status page on the HTTP endpoint (\"onHttp\": true), and there is \
                  none: add \"http\": {\"listen\": …}, or give \"web\" a \"listen\" address of its own, and start again."
@@ -224,7 +231,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
                 .as_ref()
                 .is_some_and(|h| h.tls.is_none() && !h.listen.ip().is_loopback()) =>
         {
-            let _ = std::fs::remove_file(&socket);
+            unbind(&watch);
             return Err(ServeError::Web(
                 "openovai.json's \"web\" asks for the status page on the HTTP endpoint (\"onHttp\": true), which other \
                  machines reach over plain HTTP: the page's one-time link and its cookie would cross the network in \
@@ -239,7 +246,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         Some(addr) => match metrics_http::bind(addr) {
             Ok(l) => Some(l),
             Err(e) => {
-                let _ = std::fs::remove_file(&socket);
+                unbind(&watch);
                 return Err(ServeError::Metrics {
                     addr: addr.to_string(),
                     why: e.to_string(),
@@ -273,7 +280,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     let first = match built {
         Ok(g) => g,
         Err(e) => {
-            let _ = std::fs::remove_file(&socket);
+            unbind(&watch);
             log.row(Topic::Server, &format!("ovai serve could not start: {e}"));
             return Err(e.into());
         }
@@ -391,15 +398,13 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     let why = accept_until_stopped(&daemon, &mut listener, &mut watch).await;
     // Written before the socket goes: a command that finds no socket from now on reads that the server
     // is stopping, and `ovai serve` waits for it to end instead of being refused.
-    let _stopping = (why != FOLDER_GONE).then(|| {
+    // No marker where the folder is another's (or others'), which another server may hold.
+    let _stopping = watch.holds_folder().then(|| {
         mark(&inst.stopping_marker());
         RemovedOnDrop(inst.stopping_marker())
     });
     drop(listener);
-    // Only the socket this server bound: another server may have bound its own there since.
-    if watch.bound(&socket) {
-        let _ = std::fs::remove_file(&socket);
-    }
+    unbind(&watch);
     shut_down(&daemon, why).await;
     Ok(())
 }
@@ -415,12 +420,19 @@ fn mark(path: &std::path::Path) {
     let _ = crate::files::write_private(path, marker.to_string().as_bytes());
 }
 
-/// A file that goes when this is dropped.
+/// A marker of this daemon's that goes when this is dropped: only while it is still this daemon's (its
+/// private folder may have gone meanwhile, and another server's marker be there now).
 struct RemovedOnDrop(std::path::PathBuf);
 
 impl Drop for RemovedOnDrop {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        let mine = crate::files::read_regular(&self.0, 4096)
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .is_some_and(|v| v["pid"].as_u64() == Some(u64::from(std::process::id())));
+        if mine {
+            let _ = std::fs::remove_file(&self.0);
+        }
     }
 }
 
@@ -461,9 +473,6 @@ fn claim(inst: &Instance) -> Result<File, ServeError> {
         }),
     }
 }
-
-/// Why a server whose private folder went stops: with no marker in a folder another server may hold.
-const FOLDER_GONE: &str = "the removal of its private folder";
 
 async fn accept_until_stopped(
     daemon: &Arc<Daemon>,
@@ -512,10 +521,10 @@ async fn accept_until_stopped(
             () = watch.quiet() => match watch.look(daemon) {
                 private_dir::Look::Kept => {}
                 private_dir::Look::Rebound(l) => *listener = l,
-                private_dir::Look::Gone(row) => {
+                private_dir::Look::Stop { row, why } => {
                     daemon.log.row(Topic::Server, &row);
                     tracing::error!("{row}");
-                    return FOLDER_GONE;
+                    return why;
                 }
             },
             _ = term.recv() => return "SIGTERM",

@@ -37,7 +37,15 @@ pub fn lock(path: &Path) -> std::io::Result<Lock> {
         .read(true)
         .write(true)
         .mode(0o600)
-        .open(path)?;
+        // A link put in its place is never written through (it could lead to any file of this user's).
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => std::io::Error::other(
+                "it is a symbolic link, which ovai never makes there: remove it",
+            ),
+            _ => e,
+        })?;
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
@@ -65,6 +73,7 @@ pub struct PrivateWatch {
     changed: Arc<tokio::sync::Notify>,
     _watcher: Option<notify::RecommendedWatcher>,
     folder: Identity,
+    folder_path: std::path::PathBuf,
     socket: Identity,
     /// The locks held: as taken at the start, and any taken since.
     locks: Vec<(u64, u64)>,
@@ -80,9 +89,13 @@ pub enum Look {
     Kept,
     /// The socket was bound again: this listener takes its connections.
     Rebound(UnixListener),
-    /// The folder was removed or replaced: the server stops, with this row said.
-    Gone(String),
+    /// The folder was removed, replaced or opened to others, or another server took the lock: the
+    /// server stops, with this row said, for this reason.
+    Stop { row: String, why: &'static str },
 }
+
+/// How often the folder is looked at where it cannot be watched (the system's watches all taken).
+const LOOK_AGAIN: Duration = Duration::from_secs(2);
 
 impl PrivateWatch {
     /// Watches the private folder holding `socket` (bound just now), whose lock `held` is.
@@ -93,6 +106,7 @@ impl PrivateWatch {
             _watcher: watch(folder, &changed),
             changed,
             folder: identity(folder),
+            folder_path: folder.to_path_buf(),
             socket: identity(socket),
             locks: held
                 .metadata()
@@ -111,6 +125,14 @@ impl PrivateWatch {
         self.socket.is_some() && identity(path) == self.socket
     }
 
+    /// Whether the private folder is still the one watched, and this user's alone.
+    pub fn holds_folder(&self) -> bool {
+        let Ok(m) = std::fs::symlink_metadata(&self.folder_path) else {
+            return false;
+        };
+        Some((m.dev(), m.ino())) == self.folder && m.mode() & 0o077 == 0
+    }
+
     /// Told of every change in the folder but reads.
     pub fn changed(&self) -> Arc<tokio::sync::Notify> {
         self.changed.clone()
@@ -124,11 +146,13 @@ impl PrivateWatch {
         self.due = Some((now + QUIET).min(first + MOST_QUIET));
     }
 
-    /// When the last change heard is over; never while nothing was heard.
+    /// When the last change heard is over; never while nothing was heard, but now and then where the
+    /// folder cannot be watched.
     pub async fn quiet(&self) {
-        match self.due {
-            Some(due) => tokio::time::sleep_until(due).await,
-            None => std::future::pending().await,
+        match (self.due, &self._watcher) {
+            (Some(due), _) => tokio::time::sleep_until(due).await,
+            (None, None) => tokio::time::sleep(LOOK_AGAIN).await,
+            (None, Some(_)) => std::future::pending().await,
         }
     }
 
@@ -139,34 +163,36 @@ impl PrivateWatch {
         let inst = &daemon.inst;
         let folder = inst.private_dir();
         if identity(&folder) != self.folder {
-            return Look::Gone(format!(
-                "The private folder {} was removed or replaced while the server ran, and with it the lock that \
+            return Look::Stop {
+                why: "the removal of its private folder",
+                row: format!(
+                    "The private folder {} was removed or replaced while the server ran, and with it the lock that \
                  keeps a second server from starting, the control secret and the seats' hashed secrets: the \
                  server stops (the calls in flight finish first). Start it again with `ovai serve`; while \
                  desks/ is there, `ovai seat rebuild` first makes the seats again from the desks, keeping their \
                  secrets.",
-                folder.display()
-            ));
-        }
-        // Opened to others (a `chmod -R` of the workspace): they could replace the socket or the host.
-        if let Ok(m) = std::fs::symlink_metadata(&folder)
-            && m.mode() & 0o077 != 0
-        {
-            let said = match crate::files::set_mode(&folder, 0o700) {
-                Ok(()) => "it is closed to them again (0700)".to_string(),
-                Err(e) => format!(
-                    "it cannot be closed to them again ({e}): run `chmod 700 {}`",
                     folder.display()
                 ),
             };
-            daemon.log.row(
-                Topic::Server,
-                &format!(
-                    "The private folder {} was opened to other users (mode {:o}) while the server ran; {said}.",
+        }
+        // Opened to others (a `chmod -R` of the workspace): they could have read the control secret, or
+        // put a plugin host or seats of their own there. Nothing in it is trusted again.
+        if let Ok(m) = std::fs::symlink_metadata(&folder)
+            && (m.mode() & 0o077 != 0 || m.uid() != nix::unistd::geteuid().as_raw())
+        {
+            return Look::Stop {
+                why: "its private folder opened to other users",
+                row: format!(
+                    "The private folder {} was opened to other users (mode {:o}, owner uid {}) while the server \
+                     ran: they could have read its control secret, or put files of their own there. The server \
+                     stops (the calls in flight finish first). Look at what is in it (`ls -la {}`), run `chmod \
+                     700` on it, and start the server again (`ovai serve`), which draws a new control secret.",
                     folder.display(),
-                    m.mode() & 0o7777
+                    m.mode() & 0o7777,
+                    m.uid(),
+                    folder.display()
                 ),
-            );
+            };
         }
         for (what, said) in self.restore_files(daemon) {
             daemon.log.row(
@@ -183,7 +209,12 @@ impl PrivateWatch {
                     inst.serve_lock().display()
                 ),
             ),
-            Err(row) => return Look::Gone(row),
+            Err(row) => {
+                return Look::Stop {
+                    why: "another server taking its lock",
+                    row,
+                };
+            }
         }
         match self.rebind(daemon) {
             Some(l) => Look::Rebound(l),
@@ -313,7 +344,7 @@ fn watch(folder: &Path, changed: &Arc<tokio::sync::Notify>) -> Option<notify::Re
     });
     if watcher.is_none() {
         tracing::warn!(
-            "the private folder cannot be watched: what is removed from it under the server is not made again, nor is its removal noticed"
+            "the private folder cannot be watched (the system's watches are all taken): it is looked at every 2 s"
         );
     }
     watcher
