@@ -415,6 +415,29 @@ fn lock_book(inst: &Instance) -> Result<BookLock, SeatError> {
     Ok(BookLock(file))
 }
 
+/// When seats.json is not there but desks are (the private folder removed, a `git clean`): no seat can
+/// connect, and the desks hold what makes the seats again. In words, or `None`.
+pub fn book_missing(inst: &Instance) -> Option<String> {
+    if std::fs::symlink_metadata(inst.seats_file()).is_ok() {
+        return None;
+    }
+    let desks = std::fs::read_dir(inst.desks_dir())
+        .ok()?
+        .flatten()
+        .filter(|e| e.path().join(".mcp.json").is_file())
+        .count();
+    (desks > 0).then(|| {
+        format!(
+            "{} is not there, so no seat can connect; {desks} desk{} in {} hold{} the seats' secrets: \
+             `ovai seat rebuild` makes the seats again from them.",
+            inst.seats_file().display(),
+            if desks == 1 { "" } else { "s" },
+            inst.desks_dir().display(),
+            if desks == 1 { "s" } else { "" },
+        )
+    })
+}
+
 /// Makes `.ovai/` (mode 0700) if it is not there; refuses one that is a link, or another user's.
 pub fn ensure_private_dir(inst: &Instance) -> Result<(), SeatError> {
     use std::os::unix::fs::MetadataExt;
@@ -444,7 +467,16 @@ pub fn ensure_private_dir(inst: &Instance) -> Result<(), SeatError> {
         }
         Ok(_) => {}
     }
-    Ok(crate::files::set_mode(&dir, 0o700)?)
+    crate::files::set_mode(&dir, 0o700)?;
+    // Where the instance is a checkout, `git add -A` at its root stages none of its secrets.
+    let ignore = dir.join(".gitignore");
+    if std::fs::symlink_metadata(&ignore).is_err() {
+        crate::files::write_private(
+            &ignore,
+            b"# ovai's private folder: secrets, never to be committed.\n*\n",
+        )?;
+    }
+    Ok(())
 }
 
 /// The refusals `ovai seat add NAME [--url URL]` can meet before anything is written, asked before the

@@ -50,7 +50,13 @@ fn the_scaffold_refuses_each_bad_name_and_writes_nothing() {
         "ovai: this server already has a tool called room, and ROOM differs from it only in case: a tool of that name could pass itself off as it. Pick another name; nothing was written.\n",
     );
     assert!(!inst.root.join("plugins/ROOM.mjs").exists());
-    inst.cmd().args(["plugin", "tracker"]).assert().success();
+    // Each client the desks are made for names the tool its own way, and is told so.
+    inst.cmd().args(["plugin", "tracker"]).assert().success().stdout(
+        predicates::str::contains(
+            "serves it to every seat as mcp__openovai__tracker in Claude Code, mcp_openovai_tracker in Gemini CLI, \
+             tracker (in mcp__openovai) in Codex, openovai_tracker in opencode.",
+        ),
+    );
     inst.cmd().args(["plugin", "Tracker"]).assert().code(1).stderr(
         "ovai: plugins/tracker.mjs is already there, and Tracker differs from it only in case: neither would be served (one could pass itself off as the other). Pick another name; nothing was written.\n",
     );

@@ -282,6 +282,17 @@ fn no_file_holding_the_secret_is_staged_by_git_add_all() {
     assert!(files.iter().all(|f| f.starts_with(".claude/")), "{files:?}");
 }
 
+/// An instance that is itself a checkout (`git add -A` at its root) stages nothing of its private folder:
+/// the control secret, the seats' hashes, the lock.
+#[test]
+fn the_private_folder_is_never_staged_by_git_add_all_at_the_root() {
+    let inst = Instance::new();
+    git_init(&inst.root);
+    let files = staged(&inst.root);
+    assert!(files.contains(&"openovai.json".to_string()), "{files:?}");
+    assert!(!files.iter().any(|f| f.starts_with(".ovai/")), "{files:?}");
+}
+
 /// Where a seat's secret would leave the desk or reach git, `seat add` and `seat rotate` write nothing
 /// and say why: a client file the desk's repository tracks (ignore lines do nothing for it), a client's
 /// folder that is a link out of the desk, a `.gitignore` that is a link. `seat remove` touches nothing

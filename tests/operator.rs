@@ -306,6 +306,20 @@ fn a_removed_private_file_is_made_again_and_a_removed_folder_stops_the_server() 
         rows.last().unwrap(),
         "ovai serve stopped on the removal of its private folder."
     );
+    // A server started before the rebuild says what is missing, and what makes it again.
+    let early = inst.start();
+    assert!(
+        inst.rows("seats").iter().any(|r| r
+            == &format!(
+                "{} is not there, so no seat can connect; 1 desk in {} holds the seats' secrets: `ovai seat \
+                 rebuild` makes the seats again from them.",
+                private.join("seats.json").display(),
+                inst.root.join("desks").display()
+            )),
+        "{:?}",
+        inst.rows("seats")
+    );
+    early.stop();
     inst.cmd().args(["seat", "rebuild"]).assert().success();
     let mut d = inst.start();
     let mut s = inst.session("lead");

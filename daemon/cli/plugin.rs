@@ -14,8 +14,20 @@ pub fn run(inst: &Instance, name: &str) -> Result<(), Failure> {
         Failure::new(e, code)
     })?;
     println!("Wrote plugins/{name}.mjs ({}).", path.display());
+    // Each client the desks are made for names it its own way.
+    let clients =
+        crate::seats::desk_clients(inst).unwrap_or_else(|_| crate::instance::Client::ALL.to_vec());
+    let shown: Vec<String> = clients
+        .iter()
+        .map(|c| match clients.len() {
+            1 => c.tool_name(name),
+            _ => format!("{} in {}", c.tool_name(name), c.name()),
+        })
+        .collect();
     println!(
-        "Next: edit it, check it with `ovai check plugins/{name}.mjs`, then `ovai restart` serves it to every seat as mcp__openovai__{name}."
+        "Next: edit it, check it with `ovai check plugins/{name}.mjs`, then `ovai restart` serves it to every seat \
+         as {}.",
+        shown.join(", ")
     );
     Ok(())
 }

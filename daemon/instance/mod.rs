@@ -417,6 +417,16 @@ impl Client {
         }
     }
 
+    /// What a session of this client calls the tool `tool` of ovai's server (`openovai`).
+    pub fn tool_name(self, tool: &str) -> String {
+        match self {
+            Client::ClaudeCode => format!("mcp__openovai__{tool}"),
+            Client::GeminiCli => format!("mcp_openovai_{tool}"),
+            Client::Codex => format!("{} (in mcp__openovai)", tool.replace('-', "_")),
+            Client::Opencode => format!("openovai_{tool}"),
+        }
+    }
+
     /// The name people know it by.
     pub fn name(self) -> &'static str {
         match self {

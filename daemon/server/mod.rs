@@ -267,6 +267,10 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     for warning in &config.warnings {
         log.row(Topic::Server, warning);
     }
+    if let Some(said) = seats::book_missing(&inst) {
+        tracing::warn!("{said}");
+        log.row(Topic::Seats, &said);
+    }
     for said in crate::permissions::too_open(&inst) {
         tracing::warn!("{said}");
         log.row(Topic::Server, &said);
