@@ -3,6 +3,7 @@
 //! writer), which `ovai call`, the demo, the benchmark and the tests all use.
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
@@ -41,6 +42,17 @@ pub enum ClientError {
          stop` cannot reach it) and start it again with `ovai serve`: sessions reconnect."
     )]
     Silent { root: String, seconds: u64 },
+    #[error(
+        "An ovai server (pid {pid}) holds the instance at {root}, but {what} cannot be reached: something \
+         removed it or took its place (runtime.log says which). Stop that server (`kill {pid}`) and start it \
+         again with `ovai serve`."
+    )]
+    Unreachable {
+        root: String,
+        pid: u32,
+        /// Its socket, or its control secret, and where.
+        what: String,
+    },
 }
 
 impl ClientError {
@@ -54,7 +66,8 @@ impl ClientError {
             ClientError::NoServer { .. }
             | ClientError::Stopping { .. }
             | ClientError::WentAway { .. }
-            | ClientError::Silent { .. } => true,
+            | ClientError::Silent { .. }
+            | ClientError::Unreachable { .. } => true,
             ClientError::Io(e) => {
                 matches!(e.kind(), ConnectionReset | ConnectionAborted | BrokenPipe)
             }
@@ -67,20 +80,93 @@ impl ClientError {
 
 /// Connects to the instance's daemon; a missing socket or a refused connect means none runs, or one
 /// that is stopping.
+/// Nothing is sent there unless the private folder is this user's alone and the process at the other
+/// end of the socket is this user's: a secret goes to nobody else's listener.
 pub fn connect(inst: &Instance) -> Result<UnixStream, ClientError> {
-    UnixStream::connect(inst.socket()).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => none_runs(inst),
+    if let Some(why) = inst.private_dir_unsound() {
+        return Err(ClientError::NotDone(inst.private_dir_refusal(&why)));
+    }
+    let stream = UnixStream::connect(inst.socket()).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
+            none_runs(inst, &format!("its socket {}", inst.socket().display()))
+        }
         _ => ClientError::Io(e),
-    })
+    })?;
+    let me = nix::unistd::geteuid().as_raw();
+    match nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials) {
+        Ok(peer) if peer.uid() == me => Ok(stream),
+        Ok(peer) => Err(ClientError::NotDone(format!(
+            "The socket {} is held by a process of another user (uid {}, pid {}), not by an ovai server of \
+             yours: nothing was sent there. Stop that process, and start the server again with `ovai serve`.",
+            inst.socket().display(),
+            peer.uid(),
+            peer.pid()
+        ))),
+        Err(e) => Err(ClientError::Io(std::io::Error::other(format!(
+            "who holds the socket {} cannot be told ({e})",
+            inst.socket().display()
+        )))),
+    }
 }
 
-/// What a daemon that cannot be reached is: stopping, or not there.
-fn none_runs(inst: &Instance) -> ClientError {
+/// What a daemon that cannot be reached is: stopping, holding the instance with no socket to reach it
+/// by, or not there.
+fn none_runs(inst: &Instance, what: &str) -> ClientError {
     let root = inst.root.display().to_string();
-    match marked(inst, &inst.stopping_marker()) {
-        Some(m) => ClientError::Stopping { root, pid: m.pid },
-        None => ClientError::NoServer { root },
+    if let Some(m) = marked(inst, &inst.stopping_marker()) {
+        return ClientError::Stopping { root, pid: m.pid };
     }
+    // A server starting holds the lock before it binds its socket, and marks that it starts at once
+    // after taking the lock: looked at again a moment later, it has.
+    let starting = || marked(inst, &inst.starting_marker()).is_some();
+    if starting() {
+        return ClientError::NoServer { root };
+    }
+    let holder = lock_holder(inst).filter(|pid| *pid != std::process::id());
+    // Starting, or started meanwhile (its marker gone, its socket there): not one that cannot be
+    // reached. A loaded machine may hold a start between its lock and its marker a while.
+    let bound =
+        || std::fs::symlink_metadata(inst.socket()).is_ok_and(|m| m.file_type().is_socket());
+    for _ in 0..20 {
+        if holder.is_none() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        if starting() || bound() {
+            return ClientError::NoServer { root };
+        }
+    }
+    match holder {
+        Some(pid) => ClientError::Unreachable {
+            root,
+            pid,
+            what: what.to_string(),
+        },
+        _ => ClientError::NoServer { root },
+    }
+}
+
+/// The process that holds serve.lock, as the kernel lists its locks (Linux), without taking the lock:
+/// a daemon starting then would find it held.
+fn lock_holder(inst: &Instance) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(inst.serve_lock()).ok()?;
+    let dev = m.dev();
+    let file = format!(
+        "{:02x}:{:02x}:{}",
+        nix::sys::stat::major(dev),
+        nix::sys::stat::minor(dev),
+        m.ino()
+    );
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; a waiter's line has "->" after the number.
+    locks.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            [_, "FLOCK", _, _, pid, at, ..] if *at == file => pid.parse().ok(),
+            _ => None,
+        }
+    })
 }
 
 /// A daemon's marker of where it is (starting, stopping), when the daemon that wrote it runs still.
@@ -345,9 +431,10 @@ pub fn control_because<T: DeserializeOwned>(
 ) -> Result<T, ClientError> {
     let secret =
         crate::files::read_regular(&inst.control_secret(), 4096).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => ClientError::NoServer {
-                root: inst.root.display().to_string(),
-            },
+            std::io::ErrorKind::NotFound => none_runs(
+                inst,
+                &format!("its control secret {}", inst.control_secret().display()),
+            ),
             _ => ClientError::Io(std::io::Error::new(
                 e.kind(),
                 format!("{} cannot be read: {e}", inst.control_secret().display()),

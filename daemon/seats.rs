@@ -74,13 +74,8 @@ pub enum SeatError {
     Desk(Box<crate::desk::DeskError>),
     #[error("{0} Nothing was changed.")]
     Config(String),
-    #[error(
-        "{} is {why}: ovai keeps the seats' and the server's secrets there, and uses no folder another user \
-         controls, nor one a link leads to. Remove it (or make it a folder of your own, mode 0700) and run the \
-         command again.",
-        path.display()
-    )]
-    NotOurs { path: PathBuf, why: String },
+    #[error("{0}")]
+    NotOurs(String),
     #[error(transparent)]
     File(#[from] crate::files::FileError),
     #[error("{what} {}: {source}", path.display())]
@@ -438,43 +433,26 @@ pub fn book_missing(inst: &Instance) -> Option<String> {
     })
 }
 
-/// Makes `.ovai/` (mode 0700) if it is not there; refuses one that is a link, or another user's.
+/// Makes `.ovai/` (mode 0700) if it is not there; refuses one that is a link, no folder, another user's or
+/// open to others (they could have put files of their own there).
 pub fn ensure_private_dir(inst: &Instance) -> Result<(), SeatError> {
-    use std::os::unix::fs::MetadataExt;
     let dir = inst.private_dir();
-    match std::fs::symlink_metadata(&dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(&dir).map_err(io("making", &dir))?;
-        }
-        Err(e) => return Err(io("reading", &dir)(e)),
-        Ok(m) if m.file_type().is_symlink() => {
-            return Err(SeatError::NotOurs {
-                path: dir,
-                why: "a symbolic link".into(),
-            });
-        }
-        Ok(m) if !m.is_dir() => {
-            return Err(SeatError::NotOurs {
-                path: dir,
-                why: "no folder".into(),
-            });
-        }
-        Ok(m) if m.uid() != nix::unistd::geteuid().as_raw() => {
-            return Err(SeatError::NotOurs {
-                path: dir,
-                why: format!("another user's (uid {})", m.uid()),
-            });
-        }
-        Ok(_) => {}
+    if let Some(why) = inst.private_dir_unsound() {
+        return Err(SeatError::NotOurs(inst.private_dir_refusal(&why)));
+    }
+    if std::fs::symlink_metadata(&dir).is_err() {
+        std::fs::create_dir_all(&dir).map_err(io("making", &dir))?;
     }
     crate::files::set_mode(&dir, 0o700)?;
     // Where the instance is a checkout, `git add -A` at its root stages none of its secrets.
-    let ignore = dir.join(".gitignore");
-    if std::fs::symlink_metadata(&ignore).is_err() {
-        crate::files::write_private(
-            &ignore,
-            b"# ovai's private folder: secrets, never to be committed.\n*\n",
-        )?;
+    let ignore = inst.private_gitignore();
+    if crate::files::read_regular(&ignore, 4096)
+        .ok()
+        .as_deref()
+        .map(str::as_bytes)
+        != Some(crate::instance::PRIVATE_GITIGNORE)
+    {
+        crate::files::write_private(&ignore, crate::instance::PRIVATE_GITIGNORE)?;
     }
     Ok(())
 }

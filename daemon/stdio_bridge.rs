@@ -497,6 +497,11 @@ impl Bridge {
     /// it: a request is either in flight on the old daemon or queued for the next.
     fn send_on(&self, batch: &[u8], ends: &[usize]) {
         let mut up = lock(&self.upstream);
+        // Refused for good (set under this lock): each line is answered here, in order.
+        if let Some(why) = self.refusal() {
+            drop(up);
+            return self.refuse(batch, ends, &why);
+        }
         for line in lines_of(batch, ends) {
             self.note_request(line);
         }
@@ -508,19 +513,44 @@ impl Bridge {
             }
             // No daemon now: kept for the next one, which is the first to see them; or, with none to
             // come, answered here and now.
-            None => match self.refusal() {
-                None => up.queued.extend(lines_of(batch, ends).map(<[u8]>::to_vec)),
-                Some(why) => {
-                    drop(up);
-                    // SAFETY: fd 1 is this process's stdout for its whole life; ManuallyDrop keeps it open.
-                    let mut stdout = ManuallyDrop::new(unsafe { File::from_raw_fd(1) });
-                    self.answer_taken(
-                        &mut stdout,
-                        || lock(&self.session).pending().drain().collect(),
-                        |id, p| refused_answer(id, p, &why),
-                    );
+            None => up.queued.extend(lines_of(batch, ends).map(<[u8]>::to_vec)),
+        }
+    }
+
+    /// Answers each line as no daemon will, in order: a request under its id, a line that is none
+    /// (not JSON, a batch, an id the daemon does not take) under `null`, as the daemon answers such a
+    /// line; a notification not at all. Ends the bridge once its client no longer reads.
+    fn refuse(&self, batch: &[u8], ends: &[usize], why: &str) {
+        let mut out = Vec::new();
+        for line in lines_of(batch, ends) {
+            let answer = match read_request(line) {
+                Some(Noted { key: None, .. }) => continue,
+                Some(Noted {
+                    key: Some(key),
+                    method,
+                    revision,
+                    ..
+                }) => refused_answer(&key, &Pending::new(method, revision), why),
+                None if response_id(line).is_some() || line.iter().all(u8::is_ascii_whitespace) => {
+                    continue;
                 }
-            },
+                None => refused_answer(
+                    "null",
+                    &Pending::new("request", Revision::Known(false)),
+                    why,
+                ),
+            };
+            out.extend_from_slice(answer.to_string().as_bytes());
+            out.push(b'\n');
+        }
+        // SAFETY: fd 1 is this process's stdout for its whole life; ManuallyDrop keeps it open.
+        let stdout = ManuallyDrop::new(unsafe { File::from_raw_fd(1) });
+        let written = {
+            let _writing = lock(&self.writing);
+            Blocking(&stdout).write_all(&out).is_ok()
+        };
+        if !written {
+            self.exit();
         }
     }
 
@@ -1067,7 +1097,7 @@ fn refused_answer(id: &str, p: &Pending, why: &str) -> Value {
             _ => why.to_string(),
         };
         let mut result = json!({
-            "content": [{ "type": "text", "text": format!("This call was not made, and no call of this session can be: {lower}.") }],
+            "content": [{ "type": "text", "text": format!("This call was not made, and no call of this session can be: {lower}. Start this session again to reach the server (the bridge reads the seat's secret once, at its start).") }],
             "isError": true
         });
         if p.revision.is_modern() {
@@ -1075,7 +1105,13 @@ fn refused_answer(id: &str, p: &Pending, why: &str) -> Value {
         }
         json!({ "jsonrpc": "2.0", "id": id, "result": result })
     } else {
-        json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32000, "message": format!("{why}.") } })
+        // "the ovai server …" as a sentence of its own.
+        let mut chars = why.chars();
+        let upper = chars
+            .next()
+            .map(|first| format!("{}{}", first.to_uppercase(), chars.as_str()))
+            .unwrap_or_default();
+        json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32000, "message": format!("{upper}.") } })
     }
 }
 

@@ -186,6 +186,21 @@ fn a_seat_added_while_serving_connects_without_a_restart_and_a_removed_one_is_en
             && text.contains("the secret in OVAI_SECRET is not the secret of any seat"),
         "{text}"
     );
+    assert!(text.contains("Start this session again"), "{text}");
+    // A line that is no request is answered as the daemon answers one, under null; a notification not.
+    s.send_raw(b"{not json\n");
+    s.send(&json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 99 } }));
+    s.send(&json!({ "jsonrpc": "2.0", "id": "p", "method": "ping" }));
+    let bad = s.recv_where(|m| m["id"].is_null());
+    assert_eq!(bad["error"]["code"], -32000, "{bad}");
+    let ping = s.recv_where(|m| m["id"] == "p");
+    assert!(
+        ping["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("The ovai server for "),
+        "{ping}"
+    );
     s.close_input();
     let status = s.wait();
     assert!(!status.success());

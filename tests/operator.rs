@@ -261,6 +261,13 @@ fn a_removed_private_file_is_made_again_and_a_removed_folder_stops_the_server() 
     });
     let v = wait_until("the control secret to be made again", || d.status());
     assert_eq!(v["pid"], json!(d.pid()), "{v}");
+    // Changed in place, it is written again too; and the folder's .gitignore is kept.
+    std::fs::write(private.join("control.secret"), "not the secret").unwrap();
+    std::fs::remove_file(private.join(".gitignore")).unwrap();
+    wait_until(
+        "the control secret and the .gitignore to be written again",
+        || (d.status().is_some() && private.join(".gitignore").exists()).then_some(()),
+    );
     // A link put in the lock's place is never written through.
     let victim = inst.root.join("victim.txt");
     std::fs::write(&victim, "kept").unwrap();
@@ -289,6 +296,28 @@ fn a_removed_private_file_is_made_again_and_a_removed_folder_stops_the_server() 
             inst.root.display(),
             d.pid()
         )));
+
+    // A socket something else took the place of: commands name the server that holds the instance, and
+    // how to end it, rather than saying none runs; once the thing goes, the socket is made again.
+    let socket = private.join("ovai.sock");
+    std::fs::remove_file(&socket).unwrap();
+    std::fs::create_dir(&socket).unwrap();
+    wait_until("the socket to be found taken", || {
+        inst.rows("server")
+            .iter()
+            .any(|r| r.contains("ovai.sock was removed or replaced while the server ran, and cannot be made again"))
+            .then_some(())
+    });
+    for cmd in ["status", "stop"] {
+        inst.cmd().arg(cmd).assert().failure().stderr(predicate::str::contains(format!(
+            "An ovai server (pid {}) holds the instance at {}, but its socket {} cannot be reached",
+            d.pid(),
+            inst.root.display(),
+            socket.display()
+        )));
+    }
+    std::fs::remove_dir(&socket).unwrap();
+    wait_until("the socket to be made again", || d.status());
 
     let mut s = inst.session("lead");
     s.initialize();
@@ -334,7 +363,7 @@ fn a_removed_private_file_is_made_again_and_a_removed_folder_stops_the_server() 
     let rows = inst.rows("server");
     assert!(
         rows.iter().any(|r| r.starts_with(&format!(
-            "The private folder {} was opened to other users (mode 777",
+            "The private folder {} became open to other users (mode 777) while the server ran",
             private.display()
         ))),
         "{rows:?}"
@@ -349,6 +378,7 @@ fn a_removed_private_file_is_made_again_and_a_removed_folder_stops_the_server() 
 /// words, never written through.
 #[test]
 fn a_private_folder_that_is_a_link_or_no_folder_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
     let inst = Instance::new();
     let private = inst.root.join(".ovai");
     let elsewhere = tempfile::tempdir_in("/tmp").unwrap();
@@ -366,6 +396,26 @@ fn a_private_folder_that_is_a_link_or_no_folder_is_refused() {
         )));
     assert!(!moved.join("ovai.sock").exists());
     std::fs::remove_file(&private).unwrap();
+    std::fs::rename(&moved, &private).unwrap();
+    // Opened to others, it may hold what they put there: looked at by the operator first.
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o755)).unwrap();
+    inst.cmd()
+        .arg("serve")
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "{} is open to other users (mode 755): ovai keeps",
+            private.display()
+        )));
+    inst.cmd()
+        .args(["call", "index", "--seat", "lead"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "is open to other users (mode 755)",
+        ));
+    std::fs::remove_dir_all(&private).unwrap();
     std::fs::write(&private, "").unwrap();
     inst.cmd()
         .arg("serve")
@@ -376,6 +426,58 @@ fn a_private_folder_that_is_a_link_or_no_folder_is_refused() {
             "{} is no folder: ovai keeps",
             private.display()
         )));
+}
+
+/// A secret goes to nobody else's listener: a socket held by another user's process (a folder opened
+/// once, a socket moved in) gets no hello, and the command says whose it is.
+#[test]
+fn no_secret_is_sent_to_another_users_socket() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: only root can start a listener of another user here");
+        return;
+    }
+    let inst = Instance::new();
+    let elsewhere = tempfile::tempdir_in("/tmp").unwrap();
+    std::fs::set_permissions(elsewhere.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let theirs = elsewhere.path().join("sock");
+    let mut listener = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\ns.listen()\nprint('up',flush=True)\ns.settimeout(20)\nc,_=s.accept()\nc.settimeout(2)\ntry:\n  print('got',c.recv(4096),flush=True)\nexcept Exception as e:\n  print('nothing',flush=True)\n",
+        ])
+        .arg(&theirs)
+        .stdout(std::process::Stdio::piped())
+        .uid(65534)
+        .gid(65534)
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(listener.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line.trim(), "up");
+    std::fs::rename(&theirs, inst.root.join(".ovai/ovai.sock")).unwrap();
+    // The file made ours (a folder holding another user's file is refused before any connect): the
+    // listener is still theirs.
+    std::os::unix::fs::chown(inst.root.join(".ovai/ovai.sock"), Some(0), Some(0)).unwrap();
+    inst.cmd()
+        .args(["call", "index", "--seat", "lead"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "The socket {} is held by a process of another user (uid 65534, pid {}), not by an ovai server of yours: nothing was sent there.",
+            inst.root.join(".ovai/ovai.sock").display(),
+            listener.id()
+        )));
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let _ = listener.wait();
+    // The connection is closed with nothing on it (or never written to).
+    assert!(
+        matches!(rest.trim(), "got b''" | "nothing"),
+        "the listener was sent: {rest}"
+    );
 }
 
 /// runtime.log removed under a running server (by hand, or a clean-up script) is made again at the

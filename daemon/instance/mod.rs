@@ -116,6 +116,57 @@ impl Instance {
         self.private_dir().join("host.mjs")
     }
 
+    /// The private folder's own `.gitignore`: where the instance is a checkout, `git add -A` at its root
+    /// stages none of its secrets.
+    pub fn private_gitignore(&self) -> PathBuf {
+        self.private_dir().join(".gitignore")
+    }
+
+    /// What is wrong with the private folder as it stands, in words ("a symbolic link", "another user's
+    /// (uid 65534)"), or `None` when it is a folder of this user's alone, or not there.
+    pub fn private_dir_unsound(&self) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(self.private_dir()).ok()?;
+        if m.file_type().is_symlink() {
+            Some("a symbolic link".into())
+        } else if !m.is_dir() {
+            Some("no folder".into())
+        } else if m.uid() != nix::unistd::geteuid().as_raw() {
+            Some(format!("another user's (uid {})", m.uid()))
+        } else if m.mode() & 0o077 != 0 {
+            Some(format!(
+                "open to other users (mode {:o})",
+                m.mode() & 0o7777
+            ))
+        } else {
+            // A file another user put there while it was open (a seats.json naming a secret of theirs).
+            std::fs::read_dir(self.private_dir())
+                .ok()?
+                .flatten()
+                .find_map(|e| {
+                    let uid = e.metadata().ok()?.uid();
+                    (uid != m.uid()).then(|| {
+                        format!(
+                            "holding {}, another user's (uid {uid})",
+                            e.file_name().to_string_lossy()
+                        )
+                    })
+                })
+        }
+    }
+
+    /// The refusal of a private folder that is `why` (`private_dir_unsound`).
+    pub fn private_dir_refusal(&self, why: &str) -> String {
+        let dir = self.private_dir();
+        format!(
+            "{} is {why}: ovai keeps the seats' and the server's secrets there, and uses no folder another user \
+             controls or can change, nor one a link leads to. Look at what is in it (`ls -la {}`): remove it, or \
+             make it a folder of your own with mode 0700, and run the command again.",
+            dir.display(),
+            dir.display()
+        )
+    }
+
     /// Reads openovai.json as it is now.
     pub fn read_config(&self) -> Result<Config, ConfigError> {
         let path = self.config_file();
@@ -223,6 +274,10 @@ fn named(p: &Path, by: &'static str) -> Result<Instance, RootError> {
 
 /// An absolute, symlink-free path where the file system allows, so `context.root` is the same string for
 /// every seat.
+/// What the private folder's `.gitignore` holds.
+pub const PRIVATE_GITIGNORE: &[u8] =
+    b"# ovai's private folder: secrets, never to be committed.\n*\n";
+
 pub fn absolute(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.into()))
 }

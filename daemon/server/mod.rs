@@ -154,6 +154,12 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     crate::host::child::check_node(&crate::host::child::node_program())?;
     seats::ensure_private_dir(&inst)?;
     let claimed = claim_once_stopped(&inst).await?;
+    // Best effort: without it `ovai status` waits for the answer instead of saying the server starts.
+    // Written as soon as the lock is held and before the socket is bound, so that no command finds the
+    // lock held, or the socket, and not the marker.
+    mark(&inst.starting_marker());
+    // Gone however the start ends: a start that fails leaves no marker behind.
+    let _starting = RemovedOnDrop(inst.starting_marker());
     let socket = inst.socket();
     let socket_len = socket.as_os_str().len();
     if socket_len > MAX_SOCKET_PATH {
@@ -169,11 +175,6 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     crate::files::write_private(&inst.control_secret(), control_secret.as_bytes())
         .map_err(SeatError::from)?;
     std::fs::create_dir_all(inst.plugins_dir()).map_err(io_err("making", &inst.plugins_dir()))?;
-    // Best effort: without it `ovai status` waits for the answer instead of saying the server starts.
-    // Written before the socket is bound, so that no status finds the socket and not the marker.
-    mark(&inst.starting_marker());
-    // Gone however the start ends: a start that fails leaves no marker behind.
-    let _starting = RemovedOnDrop(inst.starting_marker());
 
     // Bound before the first load: a client that connects meanwhile waits in the backlog and is answered
     // once the tools are known, instead of being told no server runs.

@@ -175,21 +175,18 @@ impl PrivateWatch {
                 ),
             };
         }
-        // Opened to others (a `chmod -R` of the workspace): they could have read the control secret, or
-        // put a plugin host or seats of their own there. Nothing in it is trusted again.
-        if let Ok(m) = std::fs::symlink_metadata(&folder)
-            && (m.mode() & 0o077 != 0 || m.uid() != nix::unistd::geteuid().as_raw())
-        {
+        // Opened to others (a `chmod -R` of the workspace), or holding another user's file: they could
+        // have read the control secret, or put a plugin host or seats of their own there. Nothing in it is
+        // trusted again.
+        if let Some(unsound) = inst.private_dir_unsound() {
             return Look::Stop {
                 why: "its private folder opened to other users",
                 row: format!(
-                    "The private folder {} was opened to other users (mode {:o}, owner uid {}) while the server \
-                     ran: they could have read its control secret, or put files of their own there. The server \
-                     stops (the calls in flight finish first). Look at what is in it (`ls -la {}`), run `chmod \
+                    "The private folder {} became {unsound} while the server ran: other users could have read \
+                     its control secret, or put files of their own there. The server stops (the calls in flight \
+                     finish first). Look at what is in it (`ls -la {}`), remove what is not yours, run `chmod \
                      700` on it, and start the server again (`ovai serve`), which draws a new control secret.",
                     folder.display(),
-                    m.mode() & 0o7777,
-                    m.uid(),
                     folder.display()
                 ),
             };
@@ -197,7 +194,7 @@ impl PrivateWatch {
         for (what, said) in self.restore_files(daemon) {
             daemon.log.row(
                 Topic::Server,
-                &format!("{what} was removed while the server ran; {said}."),
+                &format!("{what} was removed or replaced while the server ran; {said}."),
             );
         }
         match self.relock(daemon) {
@@ -227,13 +224,29 @@ impl PrivateWatch {
     fn restore_files(&mut self, daemon: &Daemon) -> Vec<(String, String)> {
         let inst = &daemon.inst;
         let mut said = Vec::new();
+        // Missing, or something else than a file in its place (a link, dangling or not): a new file.
+        let missing =
+            |p: &Path| !std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file());
         let secret = inst.control_secret();
-        if identity(&secret).is_none() {
+        // Or changed in place: commands would present a secret this server does not hold.
+        let changed = |p: &Path, want: &[u8]| {
+            crate::files::read_regular(p, 4096)
+                .ok()
+                .as_deref()
+                .map(str::as_bytes)
+                != Some(want)
+        };
+        if missing(&secret) || changed(&secret, daemon.control_secret.as_bytes()) {
             let done = crate::files::write_private(&secret, daemon.control_secret.as_bytes());
             said.push(written(&secret, done.map_err(|e| e.to_string())));
         }
+        let ignore = inst.private_gitignore();
+        if missing(&ignore) || changed(&ignore, crate::instance::PRIVATE_GITIGNORE) {
+            let done = crate::files::write_private(&ignore, crate::instance::PRIVATE_GITIGNORE);
+            said.push(written(&ignore, done.map_err(|e| e.to_string())));
+        }
         let shim = inst.host_shim();
-        if identity(&shim).is_none() {
+        if missing(&shim) {
             let done = crate::host::child::write_shim(&shim);
             said.push(written(&shim, done.map_err(|e| e.to_string())));
         }

@@ -550,6 +550,18 @@ impl Session {
         }
     }
 
+    /// Writes `bytes` as they are (a line that is not JSON, say).
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        let written = match self.mcp.writer().0.as_mut() {
+            Some(w) => w.write_all(bytes).and_then(|()| w.flush()),
+            None => Err(std::io::Error::other("the input is closed")),
+        };
+        if let Err(e) = written {
+            panic!("ovai mcp takes no more input: {e}");
+        }
+    }
+
     /// Closes the session's input, as a client does when it quits.
     pub fn close_input(&mut self) {
         self.mcp.writer().0.take();

@@ -427,7 +427,8 @@ async fn keep_session(gate: &Gate, id: &str, seat: &str, hash: &str) -> Option<R
     if gate.owners.count(seat) >= SESSIONS_PER_SEAT
         && let Some(old) = gate.owners.take_longest_idle(seat)
     {
-        tracing::info!(
+        // Not a row: a seat's client looping on `initialize` would write one a request.
+        tracing::debug!(
             seat,
             "a new MCP session ends the seat's session idle longest, past its limit"
         );
