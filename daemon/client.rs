@@ -87,20 +87,20 @@ pub fn connect(inst: &Instance) -> Result<UnixStream, ClientError> {
         return Err(ClientError::NotDone(inst.private_dir_refusal(&why)));
     }
     let stream = UnixStream::connect(inst.socket()).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
-            none_runs(inst, &format!("its socket {}", inst.socket().display()))
-        }
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => none_runs(
+            inst,
+            &format!("its socket {}", inst.socket().display()),
+            true,
+        ),
         _ => ClientError::Io(e),
     })?;
     let me = nix::unistd::geteuid().as_raw();
-    match nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials) {
-        Ok(peer) if peer.uid() == me => Ok(stream),
-        Ok(peer) => Err(ClientError::NotDone(format!(
-            "The socket {} is held by a process of another user (uid {}, pid {}), not by an ovai server of \
-             yours: nothing was sent there. Stop that process, and start the server again with `ovai serve`.",
+    match peer_uid(&stream) {
+        Ok(uid) if uid == me => Ok(stream),
+        Ok(uid) => Err(ClientError::NotDone(format!(
+            "The socket {} is held by a process of another user (uid {uid}), not by an ovai server of yours: \
+             nothing was sent there. Stop that process, and start the server again with `ovai serve`.",
             inst.socket().display(),
-            peer.uid(),
-            peer.pid()
         ))),
         Err(e) => Err(ClientError::Io(std::io::Error::other(format!(
             "who holds the socket {} cannot be told ({e})",
@@ -109,9 +109,25 @@ pub fn connect(inst: &Instance) -> Result<UnixStream, ClientError> {
     }
 }
 
+/// The user of the process at the other end of a Unix socket.
+fn peer_uid(stream: &UnixStream) -> std::io::Result<u32> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
+            .map(|c| c.uid())
+            .map_err(std::io::Error::from)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        nix::unistd::getpeereid(stream)
+            .map(|(uid, _)| uid.as_raw())
+            .map_err(std::io::Error::from)
+    }
+}
+
 /// What a daemon that cannot be reached is: stopping, holding the instance with no socket to reach it
 /// by, or not there.
-fn none_runs(inst: &Instance, what: &str) -> ClientError {
+fn none_runs(inst: &Instance, what: &str, socket: bool) -> ClientError {
     let root = inst.root.display().to_string();
     if let Some(m) = marked(inst, &inst.stopping_marker()) {
         return ClientError::Stopping { root, pid: m.pid };
@@ -132,7 +148,7 @@ fn none_runs(inst: &Instance, what: &str) -> ClientError {
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
-        if starting() || bound() {
+        if starting() || (socket && bound()) {
             return ClientError::NoServer { root };
         }
     }
@@ -147,26 +163,36 @@ fn none_runs(inst: &Instance, what: &str) -> ClientError {
 }
 
 /// The process that holds serve.lock, as the kernel lists its locks (Linux), without taking the lock:
-/// a daemon starting then would find it held.
+/// a daemon starting then would find it held. Believed only for the pid serve.lock names, alive.
 fn lock_holder(inst: &Instance) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::symlink_metadata(inst.serve_lock()).ok()?;
-    let dev = m.dev();
-    let file = format!(
-        "{:02x}:{:02x}:{}",
-        nix::sys::stat::major(dev),
-        nix::sys::stat::minor(dev),
-        m.ino()
-    );
+    let named: u32 = crate::files::read_regular(&inst.serve_lock(), 64)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    // Matched by inode: a file system's own device numbers (btrfs' subvolumes) may differ from the one
+    // the list gives.
+    let inode = format!(":{}", m.ino());
     let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; a waiter's line has "->" after the number.
-    locks.lines().find_map(|line| {
+    // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; a waiter's line has "->" after the number, and
+    // a holder outside this pid namespace is listed as pid 0.
+    let held = locks.lines().any(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        match fields.as_slice() {
-            [_, "FLOCK", _, _, pid, at, ..] if *at == file => pid.parse().ok(),
-            _ => None,
-        }
-    })
+        matches!(fields.as_slice(), [_, "FLOCK", _, _, pid, at, ..]
+            if at.ends_with(&inode) && pid.parse() == Ok(named))
+    });
+    let alive = i32::try_from(named)
+        .ok()
+        .filter(|p| *p > 0)
+        .is_some_and(|p| {
+            matches!(
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None),
+                Ok(()) | Err(nix::errno::Errno::EPERM)
+            )
+        });
+    (held && alive).then_some(named)
 }
 
 /// A daemon's marker of where it is (starting, stopping), when the daemon that wrote it runs still.
@@ -429,17 +455,36 @@ pub fn control_because<T: DeserializeOwned>(
     op: ControlOp,
     why: Option<&str>,
 ) -> Result<T, ClientError> {
-    let secret =
-        crate::files::read_regular(&inst.control_secret(), 4096).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => none_runs(
-                inst,
-                &format!("its control secret {}", inst.control_secret().display()),
-            ),
-            _ => ClientError::Io(std::io::Error::new(
-                e.kind(),
-                format!("{} cannot be read: {e}", inst.control_secret().display()),
-            )),
-        })?;
+    if let Some(why) = inst.private_dir_unsound() {
+        return Err(ClientError::NotDone(inst.private_dir_refusal(&why)));
+    }
+    let read = || crate::files::read_regular(&inst.control_secret(), 4096);
+    let mut secret = read();
+    // Removed under a server that holds the instance, it is made again within a moment.
+    if secret
+        .as_ref()
+        .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        && lock_holder(inst).is_some()
+    {
+        for _ in 0..40 {
+            std::thread::sleep(Duration::from_millis(50));
+            secret = read();
+            if secret.is_ok() {
+                break;
+            }
+        }
+    }
+    let secret = secret.map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => none_runs(
+            inst,
+            &format!("its control secret {}", inst.control_secret().display()),
+            false,
+        ),
+        _ => ClientError::Io(std::io::Error::new(
+            e.kind(),
+            format!("{} cannot be read: {e}", inst.control_secret().display()),
+        )),
+    })?;
     let mut stream = connect(inst)?;
     // A daemon that never answers is a failure with a sentence, not a command that hangs: a restart may
     // import many plugins, everything else answers at once.

@@ -441,7 +441,14 @@ pub fn ensure_private_dir(inst: &Instance) -> Result<(), SeatError> {
         return Err(SeatError::NotOurs(inst.private_dir_refusal(&why)));
     }
     if std::fs::symlink_metadata(&dir).is_err() {
-        std::fs::create_dir_all(&dir).map_err(io("making", &dir))?;
+        // Made 0700 at once: never open to others for a moment, which a bridge connecting then would
+        // refuse.
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(io("making", &dir))?;
     }
     crate::files::set_mode(&dir, 0o700)?;
     // Where the instance is a checkout, `git add -A` at its root stages none of its secrets.

@@ -6,7 +6,8 @@
 //! `isError` result for a tool call, a JSON-RPC error otherwise: never silence), reconnects with backoff,
 //! replays the client's `initialize` to the new daemon (and swallows its answer), re-opens any
 //! `subscriptions/listen` stream, and tells the client the tool list may have changed. If no daemon comes
-//! back in time, or the new one refuses the seat, it answers what is waiting and exits non-zero.
+//! back in time, or the new one refuses the seat, it answers what is waiting, and every request from then
+//! on, with why, and exits non-zero with its client.
 //!
 //! When it cannot connect at all, it still answers: the client's first request gets a JSON-RPC error
 //! carrying the sentence, the sentence goes to stderr, and it exits 1.
@@ -429,6 +430,9 @@ impl Bridge {
                     // The reader answers what the client still sends, in the refusal's words (a client
                     // shows a tool's answer to its model, where a closed connection says nothing), and
                     // ends the bridge with the client.
+                    // Once nobody reads its answers (the client gone, its stdin held by another
+                    // process), it ends all the same.
+                    self.exit_once_unread();
                     loop {
                         std::thread::park();
                     }
@@ -517,9 +521,10 @@ impl Bridge {
         }
     }
 
-    /// Answers each line as no daemon will, in order: a request under its id, a line that is none
-    /// (not JSON, a batch, an id the daemon does not take) under `null`, as the daemon answers such a
-    /// line; a notification not at all. Ends the bridge once its client no longer reads.
+    /// Answers each line as no daemon will, in order, in the refusal's words: a request under its id, a
+    /// line that is none (not JSON, a batch, an id the daemon does not take) under `null`, as the daemon
+    /// answers such a line under null; a notification not at all. Ends the bridge once its client no
+    /// longer reads.
     fn refuse(&self, batch: &[u8], ends: &[usize], why: &str) {
         let mut out = Vec::new();
         for line in lines_of(batch, ends) {
@@ -567,13 +572,14 @@ impl Bridge {
         }
     }
 
-    /// Ends the bridge once its client is gone and owed nothing: the daemon sees the connection close
-    /// and ends the session (a seat's listen stream would otherwise keep it, and the seat, for minutes).
     /// Why no daemon will take this session's lines again, if none will.
     fn refusal(&self) -> Option<String> {
         lock(&self.session).refused.clone()
     }
 
+    /// Ends the bridge once its client is gone and owed nothing: the daemon sees the connection close
+    /// and ends the session (a seat's listen stream would otherwise keep it, and the seat, for minutes).
+    /// A refused bridge ends non-zero.
     fn exit(&self) -> ! {
         let refused = lock(&self.session).refused.is_some();
         let _writing = lock(&self.writing);
@@ -694,14 +700,21 @@ impl Bridge {
         let deadline = Instant::now() + self.target.reconnect;
         let mut wait = Duration::from_millis(50);
         loop {
-            // A daemon there and silent is said as such if none answers in time.
+            // A daemon there and silent (or holding the instance unreachable) is said as such if none
+            // answers in time.
             let silent = match self.target.connect() {
-                Ok(link) => {
-                    return self
-                        .resume(link, stdout)
-                        .map_err(|e| self.give_up(stdout, &e));
+                Ok(link) => match self.resume(link, stdout) {
+                    Ok(resumed) => return Ok(resumed),
+                    // That daemon went as it was taken on: what was sent to it may have run, and is
+                    // answered as cut off; the next one is looked for.
+                    Err(_) => {
+                        self.answer_taken(stdout, interrupted, interrupted_answer);
+                        None
+                    }
+                },
+                Err(e @ (ClientError::Silent { .. } | ClientError::Unreachable { .. })) => {
+                    Some(e.to_string())
                 }
-                Err(e @ ClientError::Silent { .. }) => Some(e.to_string()),
                 Err(e) if e.may_pass() => None,
                 Err(e) => return Err(self.give_up(stdout, &e.to_string())),
             };

@@ -272,12 +272,12 @@ fn named(p: &Path, by: &'static str) -> Result<Instance, RootError> {
     })
 }
 
-/// An absolute, symlink-free path where the file system allows, so `context.root` is the same string for
-/// every seat.
 /// What the private folder's `.gitignore` holds.
 pub const PRIVATE_GITIGNORE: &[u8] =
     b"# ovai's private folder: secrets, never to be committed.\n*\n";
 
+/// An absolute, symlink-free path where the file system allows, so `context.root` is the same string for
+/// every seat.
 pub fn absolute(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| std::path::absolute(p).unwrap_or_else(|_| p.into()))
 }

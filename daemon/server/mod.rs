@@ -280,7 +280,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     let ids = Arc::new(AtomicU64::new(1));
     let extending = service_manager::extend_start();
     let built = generation::build(&inst, config, 1, &ids, &log).await;
-    let _ = std::fs::remove_file(inst.starting_marker());
+    drop(_starting);
     extending.cancel();
     let first = match built {
         Ok(g) => g,

@@ -81,6 +81,7 @@ pub struct PrivateWatch {
     /// When the first change not looked at yet was heard, and when to look.
     first: Option<tokio::time::Instant>,
     due: Option<tokio::time::Instant>,
+    looked: tokio::time::Instant,
 }
 
 /// What a look at the folder found.
@@ -117,6 +118,7 @@ impl PrivateWatch {
             relocked: Vec::new(),
             first: None,
             due: None,
+            looked: tokio::time::Instant::now(),
         }
     }
 
@@ -151,7 +153,8 @@ impl PrivateWatch {
     pub async fn quiet(&self) {
         match (self.due, &self._watcher) {
             (Some(due), _) => tokio::time::sleep_until(due).await,
-            (None, None) => tokio::time::sleep(LOOK_AGAIN).await,
+            // From the last look, whatever else woke the caller meanwhile.
+            (None, None) => tokio::time::sleep_until(self.looked + LOOK_AGAIN).await,
             (None, Some(_)) => std::future::pending().await,
         }
     }
@@ -160,6 +163,7 @@ impl PrivateWatch {
     pub fn look(&mut self, daemon: &Daemon) -> Look {
         self.first = None;
         self.due = None;
+        self.looked = tokio::time::Instant::now();
         let inst = &daemon.inst;
         let folder = inst.private_dir();
         if identity(&folder) != self.folder {
@@ -180,9 +184,9 @@ impl PrivateWatch {
         // trusted again.
         if let Some(unsound) = inst.private_dir_unsound() {
             return Look::Stop {
-                why: "its private folder opened to other users",
+                why: "its private folder found open to other users",
                 row: format!(
-                    "The private folder {} became {unsound} while the server ran: other users could have read \
+                    "The private folder {} was found {unsound} while the server ran: other users could have read \
                      its control secret, or put files of their own there. The server stops (the calls in flight \
                      finish first). Look at what is in it (`ls -la {}`), remove what is not yours, run `chmod \
                      700` on it, and start the server again (`ovai serve`), which draws a new control secret.",
@@ -191,12 +195,7 @@ impl PrivateWatch {
                 ),
             };
         }
-        for (what, said) in self.restore_files(daemon) {
-            daemon.log.row(
-                Topic::Server,
-                &format!("{what} was removed or replaced while the server ran; {said}."),
-            );
-        }
+        // The lock first: a server that lost it to another writes nothing into that one's folder.
         match self.relock(daemon) {
             Ok(None) => {}
             Ok(Some(said)) => daemon.log.row(
@@ -212,6 +211,12 @@ impl PrivateWatch {
                     row,
                 };
             }
+        }
+        for (what, said) in self.restore_files(daemon) {
+            daemon.log.row(
+                Topic::Server,
+                &format!("{what} was removed or replaced while the server ran; {said}."),
+            );
         }
         match self.rebind(daemon) {
             Some(l) => Look::Rebound(l),
