@@ -277,3 +277,42 @@ fn a_hello_of_another_version_too_long_or_never_sent_is_refused_in_words() {
         "no hello arrived within 3 s"
     );
 }
+
+/// A refused bridge whose client is gone ends, even with its stdin held open by another process (a
+/// child of the client that inherited it): nobody reads what it would answer.
+#[test]
+fn a_refused_bridge_ends_once_nobody_reads_it() {
+    use std::io::BufRead;
+    let inst = Instance::new();
+    let _d = inst.start();
+    inst.add_seat("w1");
+    let mut bridge = bridge_command(&inst.root, Some(&inst.secret("w1")))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = bridge.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(bridge.stdout.take().unwrap());
+    let stderr = bridge.stderr.take().unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } })
+    )
+    .unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("\"id\":1"), "{line}");
+    inst.cmd().args(["seat", "remove", "w1"]).assert().success();
+    let mut said = String::new();
+    std::io::BufReader::new(stderr)
+        .read_line(&mut said)
+        .unwrap();
+    assert!(said.contains("is not the secret of any seat"), "{said}");
+    // The client goes; its stdin stays open (held here).
+    drop(stdout);
+    let status = wait_exit(&mut bridge);
+    assert!(!status.success());
+    drop(stdin);
+}
