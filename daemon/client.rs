@@ -86,14 +86,43 @@ pub fn connect(inst: &Instance) -> Result<UnixStream, ClientError> {
     if let Some(why) = inst.private_dir_unsound() {
         return Err(ClientError::NotDone(inst.private_dir_refusal(&why)));
     }
-    let stream = UnixStream::connect(inst.socket()).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => none_runs(
-            inst,
-            &format!("its socket {}", inst.socket().display()),
-            true,
-        ),
-        _ => ClientError::Io(e),
-    })?;
+    let absent = |e: &std::io::Error| {
+        matches!(
+            e.kind(),
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+        )
+    };
+    let stream = match UnixStream::connect(inst.socket()) {
+        Ok(s) => s,
+        Err(e) if absent(&e) => {
+            // A server starting marks so as soon as it holds the lock, and binds its socket a moment
+            // later: it is waited for (a command then reaches it, `ovai stop` included), as is one that
+            // bound its socket meanwhile (started, or made it again).
+            let give_up = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let none = none_runs(
+                    inst,
+                    &format!("its socket {}", inst.socket().display()),
+                    true,
+                );
+                if !matches!(none, ClientError::NoServer { .. }) {
+                    return Err(none);
+                }
+                match UnixStream::connect(inst.socket()) {
+                    Ok(s) => break s,
+                    Err(e) if absent(&e) => {}
+                    Err(e) => return Err(ClientError::Io(e)),
+                }
+                if marked(inst, &inst.starting_marker()).is_none()
+                    || std::time::Instant::now() >= give_up
+                {
+                    return Err(none);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Err(e) => return Err(ClientError::Io(e)),
+    };
     let me = nix::unistd::geteuid().as_raw();
     match peer_uid(&stream) {
         Ok(uid) if uid == me => Ok(stream),

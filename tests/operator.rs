@@ -1135,7 +1135,7 @@ fn status_says_a_daemon_is_starting_while_it_reads_plugins() {
     // An import that takes a while: until it is done the daemon answers nobody, and status says why.
     let inst = Instance::with_plugins(&[(
         "slow.mjs",
-        "await new Promise((r) => setTimeout(r, 3000));\nexport const description = 'Slow to import.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'x' }; }\n",
+        "await new Promise((r) => setTimeout(r, 6000));\nexport const description = 'Slow to import.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'x' }; }\n",
     )]);
     let mut serve = std::process::Command::new(env!("CARGO_BIN_EXE_ovai"))
         .args(["serve", "--root"])
