@@ -196,11 +196,7 @@ fn none_runs(inst: &Instance, what: &str, socket: bool) -> ClientError {
 fn lock_holder(inst: &Instance) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::symlink_metadata(inst.serve_lock()).ok()?;
-    let named: u32 = crate::files::read_regular(&inst.serve_lock(), 64)
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
+    let named = lock_names(inst)?;
     // Matched by inode: a file system's own device numbers (btrfs' subvolumes) may differ from the one
     // the list gives.
     let inode = format!(":{}", m.ino());
@@ -212,16 +208,26 @@ fn lock_holder(inst: &Instance) -> Option<u32> {
         matches!(fields.as_slice(), [_, "FLOCK", _, _, pid, at, ..]
             if at.ends_with(&inode) && pid.parse() == Ok(named))
     });
-    let alive = i32::try_from(named)
+    (held && alive(named)).then_some(named)
+}
+
+/// The pid serve.lock names: the daemon that took it last.
+fn lock_names(inst: &Instance) -> Option<u32> {
+    crate::files::read_regular(&inst.serve_lock(), 64)
+        .ok()?
+        .trim()
+        .parse()
         .ok()
-        .filter(|p| *p > 0)
-        .is_some_and(|p| {
-            matches!(
-                nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None),
-                Ok(()) | Err(nix::errno::Errno::EPERM)
-            )
-        });
-    (held && alive).then_some(named)
+}
+
+/// Whether a process of this pid runs (another user's too).
+fn alive(pid: u32) -> bool {
+    i32::try_from(pid).ok().filter(|p| *p > 0).is_some_and(|p| {
+        matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None),
+            Ok(()) | Err(nix::errno::Errno::EPERM)
+        )
+    })
 }
 
 /// A daemon's marker of where it is (starting, stopping), when the daemon that wrote it runs still.
@@ -237,17 +243,8 @@ pub fn marked(inst: &Instance, path: &std::path::Path) -> Option<Marked> {
     let text = crate::files::read_regular(path, 4096).ok()?;
     let v: Value = serde_json::from_str(&text).ok()?;
     let pid = v["pid"].as_u64()?;
-    let holder: u64 = crate::files::read_regular(&inst.serve_lock(), 4096)
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    let alive = i32::try_from(pid).ok().is_some_and(|p| {
-        matches!(
-            nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None),
-            Ok(()) | Err(nix::errno::Errno::EPERM)
-        )
-    });
+    let holder = u64::from(lock_names(inst)?);
+    let alive = u32::try_from(pid).is_ok_and(alive);
     // And its pid, given since to another process, is that process's only if it started when the
     // marker says (where the system says when processes start).
     let same = match (

@@ -68,6 +68,17 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
     Ok(())
 }
 
+/// Writes `bytes` to `path` as `write_private` does, unless it is a file of its own (no link) holding
+/// them already: whether it wrote.
+pub fn keep_private(path: &Path, bytes: &[u8]) -> Result<bool, FileError> {
+    let is_file = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file());
+    let held = read_regular(path, bytes.len() as u64 + 1).ok();
+    if is_file && held.as_deref().map(str::as_bytes) == Some(bytes) {
+        return Ok(false);
+    }
+    write_private(path, bytes).map(|()| true)
+}
+
 /// The largest file of plugins/ the daemon reads (to fingerprint it) or serves.
 pub const MAX_PLUGIN_BYTES: u64 = 64 * 1024 * 1024;
 

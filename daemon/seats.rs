@@ -452,15 +452,10 @@ pub fn ensure_private_dir(inst: &Instance) -> Result<(), SeatError> {
     }
     crate::files::set_mode(&dir, 0o700)?;
     // Where the instance is a checkout, `git add -A` at its root stages none of its secrets.
-    let ignore = inst.private_gitignore();
-    if crate::files::read_regular(&ignore, 4096)
-        .ok()
-        .as_deref()
-        .map(str::as_bytes)
-        != Some(crate::instance::PRIVATE_GITIGNORE)
-    {
-        crate::files::write_private(&ignore, crate::instance::PRIVATE_GITIGNORE)?;
-    }
+    crate::files::keep_private(
+        &inst.private_gitignore(),
+        crate::instance::PRIVATE_GITIGNORE,
+    )?;
     Ok(())
 }
 

@@ -25,6 +25,15 @@ fn serving(extra: serde_json::Value) -> (Instance, Daemon, Http) {
     (inst, d, Http::at(url))
 }
 
+/// Waits until the server counts at least `n` sessions (their streams registered).
+fn sessions_registered(inst: &Instance, n: u64) {
+    wait_until(&format!("{n} sessions to be registered"), || {
+        let status = inst.cmd().args(["status", "--json"]).output().ok()?;
+        let v: serde_json::Value = serde_json::from_slice(&status.stdout).ok()?;
+        (v["sessions"].as_u64()? >= n).then_some(())
+    });
+}
+
 #[test]
 fn every_protocol_version_lists_and_calls_as_the_seat_its_token_names() {
     let (inst, _d, http) = serving(json!({}));
@@ -144,11 +153,7 @@ fn list_changed_reaches_every_version_after_ovai_restart() {
         streams.push((version, s.open_changes(), s));
     }
     // The listen streams are registered before the restart announces anything.
-    wait_until("the streams to be registered", || {
-        let status = inst.cmd().args(["status", "--json"]).output().ok()?;
-        let v: serde_json::Value = serde_json::from_slice(&status.stdout).ok()?;
-        (v["sessions"].as_u64()? >= 3).then_some(())
-    });
+    sessions_registered(&inst, 3);
     inst.write_plugin(
         "added.mjs",
         r#"export const description = "Added later."; export const inputSchema = { type: "object" }; export function run() { return { text: "added" }; }"#,
@@ -185,11 +190,7 @@ fn a_resumed_get_stream_replays_and_a_bogus_event_id_ends_it() {
     let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
     s.initialize();
     let mut get = s.open_changes();
-    wait_until("the stream to be registered", || {
-        let status = inst.cmd().args(["status", "--json"]).output().ok()?;
-        let v: serde_json::Value = serde_json::from_slice(&status.stdout).ok()?;
-        (v["sessions"].as_u64()? >= 1).then_some(())
-    });
+    sessions_registered(&inst, 1);
     let tool = |name: &str| {
         format!(
             r#"export const description = "{name}."; export const inputSchema = {{ type: "object" }}; export function run() {{ return {{ text: "{name}" }}; }}"#
@@ -229,11 +230,7 @@ fn a_removed_seat_is_refused_at_its_next_request_and_its_streams_end() {
     let mut get = old.open_changes();
     let mut new = HttpSeat::new(&http, &secret, "2026-07-28");
     let mut listen = new.open_changes();
-    wait_until("both to be registered", || {
-        let status = inst.cmd().args(["status", "--json"]).output().ok()?;
-        let v: serde_json::Value = serde_json::from_slice(&status.stdout).ok()?;
-        (v["sessions"].as_u64()? >= 2).then_some(())
-    });
+    sessions_registered(&inst, 2);
     inst.cmd().args(["seat", "remove", "w1"]).assert().success();
     get.ends();
     listen.ends();

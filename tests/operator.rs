@@ -253,12 +253,10 @@ fn a_removed_private_file_is_made_again_and_a_removed_folder_stops_the_server() 
     let private = inst.root.join(".ovai");
     std::fs::remove_file(private.join("serve.lock")).unwrap();
     std::fs::remove_file(private.join("control.secret")).unwrap();
-    wait_until("the lock to be taken again", || {
-        inst.rows("server")
-            .iter()
-            .any(|r| r.ends_with("serve.lock was removed or replaced while the server ran; it is made again and held, so that no second server starts."))
-            .then_some(())
-    });
+    inst.wait_for_row(
+        "server",
+        "serve.lock was removed or replaced while the server ran; it is made again and held, so that no second server starts.",
+    );
     let v = wait_until("the control secret to be made again", || d.status());
     assert_eq!(v["pid"], json!(d.pid()), "{v}");
     // Changed in place, it is written again too; and the folder's .gitignore is kept.
@@ -275,12 +273,10 @@ fn a_removed_private_file_is_made_again_and_a_removed_folder_stops_the_server() 
     // goes missing.
     std::os::unix::fs::symlink(&victim, private.join("link.tmp")).unwrap();
     std::fs::rename(private.join("link.tmp"), private.join("serve.lock")).unwrap();
-    wait_until("the link to be refused", || {
-        inst.rows("server")
-            .iter()
-            .any(|r| r.contains("serve.lock was removed or replaced while the server ran; it cannot be made again (it is a symbolic link, which ovai never makes there: remove it)"))
-            .then_some(())
-    });
+    inst.wait_for_row(
+        "server",
+        "serve.lock was removed or replaced while the server ran; it cannot be made again (it is a symbolic link, which ovai never makes there: remove it)",
+    );
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "kept");
     std::fs::remove_file(private.join("serve.lock")).unwrap();
     wait_until("the lock to be taken again", || {
@@ -308,12 +304,10 @@ fn a_removed_private_file_is_made_again_and_a_removed_folder_stops_the_server() 
         let _ = std::fs::remove_file(&socket);
         std::fs::create_dir(&socket).ok()
     });
-    wait_until("the socket to be found taken", || {
-        inst.rows("server")
-            .iter()
-            .any(|r| r.contains("ovai.sock was removed or replaced while the server ran, and cannot be made again"))
-            .then_some(())
-    });
+    inst.wait_for_row(
+        "server",
+        "ovai.sock was removed or replaced while the server ran, and cannot be made again",
+    );
     for cmd in ["status", "stop"] {
         inst.cmd().arg(cmd).assert().failure().stderr(predicate::str::contains(format!(
             "An ovai server (pid {}) holds the instance at {}, but its socket {} cannot be reached",
@@ -327,19 +321,24 @@ fn a_removed_private_file_is_made_again_and_a_removed_folder_stops_the_server() 
 
     let mut s = inst.session("lead");
     s.initialize();
+    // The server stops, its row saying why, and its last what it stopped on.
+    let stops = |d: &mut Daemon, why: &str, on: &str| {
+        wait_until("the server to stop", || (!d.is_running()).then_some(()));
+        let rows = inst.rows("server");
+        assert!(rows.iter().any(|r| r.starts_with(why)), "{rows:?}");
+        assert_eq!(
+            rows.last().unwrap(),
+            &format!("ovai serve stopped on {on}.")
+        );
+    };
     std::fs::remove_dir_all(&private).unwrap();
-    wait_until("the server to stop", || (!d.is_running()).then_some(()));
-    let rows = inst.rows("server");
-    assert!(
-        rows.iter().any(|r| r.starts_with(&format!(
+    stops(
+        &mut d,
+        &format!(
             "The private folder {} was removed or replaced while the server ran, and with it the lock",
             private.display()
-        ))),
-        "{rows:?}"
-    );
-    assert_eq!(
-        rows.last().unwrap(),
-        "ovai serve stopped on the removal of its private folder."
+        ),
+        "the removal of its private folder",
     );
     // A server started before the rebuild says what is missing, and what makes it again.
     let early = inst.start();
@@ -365,18 +364,13 @@ fn a_removed_private_file_is_made_again_and_a_removed_folder_stops_the_server() 
     );
     // Opened to other users, it is trusted no more: the server stops, and a new one draws a new secret.
     std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o777)).unwrap();
-    wait_until("the server to stop", || (!d.is_running()).then_some(()));
-    let rows = inst.rows("server");
-    assert!(
-        rows.iter().any(|r| r.starts_with(&format!(
+    stops(
+        &mut d,
+        &format!(
             "The private folder {} was found open to other users (mode 777) while the server ran",
             private.display()
-        ))),
-        "{rows:?}"
-    );
-    assert_eq!(
-        rows.last().unwrap(),
-        "ovai serve stopped on its private folder found open to other users."
+        ),
+        "its private folder found open to other users",
     );
 }
 

@@ -71,7 +71,7 @@ fn identity(path: &Path) -> Identity {
 
 pub struct PrivateWatch {
     changed: Arc<tokio::sync::Notify>,
-    _watcher: Option<notify::RecommendedWatcher>,
+    watcher: Option<notify::RecommendedWatcher>,
     folder: Identity,
     folder_path: std::path::PathBuf,
     socket: Identity,
@@ -104,7 +104,7 @@ impl PrivateWatch {
         let folder = socket.parent().unwrap_or(Path::new("."));
         let changed = Arc::new(tokio::sync::Notify::new());
         Self {
-            _watcher: watch(folder, &changed),
+            watcher: watch(folder, &changed),
             changed,
             folder: identity(folder),
             folder_path: folder.to_path_buf(),
@@ -151,7 +151,7 @@ impl PrivateWatch {
     /// When the last change heard is over; never while nothing was heard, but now and then where the
     /// folder cannot be watched.
     pub async fn quiet(&self) {
-        match (self.due, &self._watcher) {
+        match (self.due, &self.watcher) {
             (Some(due), _) => tokio::time::sleep_until(due).await,
             // From the last look, whatever else woke the caller meanwhile.
             (None, None) => tokio::time::sleep_until(self.looked + LOOK_AGAIN).await,
@@ -229,29 +229,21 @@ impl PrivateWatch {
     fn restore_files(&mut self, daemon: &Daemon) -> Vec<(String, String)> {
         let inst = &daemon.inst;
         let mut said = Vec::new();
-        // Missing, or something else than a file in its place (a link, dangling or not): a new file.
-        let missing =
-            |p: &Path| !std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file());
+        // Missing, something else than a file in its place (a link, dangling or not), or changed in
+        // place (commands would present a secret this server does not hold): a new file.
         let secret = inst.control_secret();
-        // Or changed in place: commands would present a secret this server does not hold.
-        let changed = |p: &Path, want: &[u8]| {
-            crate::files::read_regular(p, 4096)
-                .ok()
-                .as_deref()
-                .map(str::as_bytes)
-                != Some(want)
-        };
-        if missing(&secret) || changed(&secret, daemon.control_secret.as_bytes()) {
-            let done = crate::files::write_private(&secret, daemon.control_secret.as_bytes());
-            said.push(written(&secret, done.map_err(|e| e.to_string())));
-        }
         let ignore = inst.private_gitignore();
-        if missing(&ignore) || changed(&ignore, crate::instance::PRIVATE_GITIGNORE) {
-            let done = crate::files::write_private(&ignore, crate::instance::PRIVATE_GITIGNORE);
-            said.push(written(&ignore, done.map_err(|e| e.to_string())));
+        for (path, bytes) in [
+            (&secret, daemon.control_secret.as_bytes()),
+            (&ignore, crate::instance::PRIVATE_GITIGNORE),
+        ] {
+            match crate::files::keep_private(path, bytes) {
+                Ok(false) => {}
+                done => said.push(written(path, done.map(drop).map_err(|e| e.to_string()))),
+            }
         }
         let shim = inst.host_shim();
-        if missing(&shim) {
+        if !std::fs::symlink_metadata(&shim).is_ok_and(|m| m.file_type().is_file()) {
             let done = crate::host::child::write_shim(&shim);
             said.push(written(&shim, done.map_err(|e| e.to_string())));
         }

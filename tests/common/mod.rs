@@ -125,6 +125,16 @@ impl Instance {
             .collect()
     }
 
+    /// Waits for a row with this topic holding `part`.
+    pub fn wait_for_row(&self, topic: &str, part: &str) {
+        wait_until(&format!("a {topic} row holding {part:?}"), || {
+            self.rows(topic)
+                .iter()
+                .any(|r| r.contains(part))
+                .then_some(())
+        })
+    }
+
     /// The `host` rows, once a new host was started after the last one ended (its row is written).
     pub fn host_rows_after_respawn(&self) -> Vec<String> {
         wait_until("a new host", || {
