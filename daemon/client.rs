@@ -481,9 +481,9 @@ pub fn control_because<T: DeserializeOwned>(
     op: ControlOp,
     why: Option<&str>,
 ) -> Result<T, ClientError> {
-    if let Some(why) = inst.private_dir_unsound() {
-        return Err(ClientError::NotDone(inst.private_dir_refusal(&why)));
-    }
+    // Connected first: a server starting writes its secret before it binds its socket, so the file
+    // read then is the one of the server reached (read before, it could be the last server's).
+    let mut stream = connect(inst)?;
     let read = || crate::files::read_regular(&inst.control_secret(), 4096);
     let mut secret = read();
     // Removed under a server that holds the instance, it is made again within a moment.
@@ -511,7 +511,6 @@ pub fn control_because<T: DeserializeOwned>(
             format!("{} cannot be read: {e}", inst.control_secret().display()),
         )),
     })?;
-    let mut stream = connect(inst)?;
     // A daemon that never answers is a failure with a sentence, not a command that hangs: a restart may
     // import many plugins, everything else answers at once.
     let patience = match op {
