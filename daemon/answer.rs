@@ -316,6 +316,26 @@ pub fn cancelled(tool: &str, at: &str) -> String {
     format!("The call to {tool} was cancelled at {at}.")
 }
 
+/// The text of a call stopped because a change of its seat ended its session: `removed`, the seat went
+/// (`ovai seat remove`); else it was given a new secret (`ovai seat rotate`).
+pub fn seat_changed(tool: &str, seat: &str, removed: bool) -> String {
+    let (what, then) = if removed {
+        (
+            "was removed (`ovai seat remove`), which ends its sessions",
+            "",
+        )
+    } else {
+        (
+            "was given a new secret (`ovai seat rotate`), which ends the sessions holding the old one",
+            ", in a session started again (its client reads the new secret when it starts `ovai mcp` again)",
+        )
+    };
+    format!(
+        "The call to {tool} was stopped: the seat {seat} {what}. It may have run in part: look before calling it \
+         again{then}."
+    )
+}
+
 /// The JSON-RPC error message for a call to a tool this server does not have.
 pub fn unknown_tool<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> String {
     let names: Vec<&str> = names.collect();

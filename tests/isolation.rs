@@ -1212,3 +1212,42 @@ export function run() {{ return {{ text: "fits" }}; }}
         "another seat's calls waited for the check: {answered_meanwhile} answered meanwhile"
     );
 }
+
+/// While `seat rotate` waits for the boxed host's calls to finish, a call the session sends is held for
+/// the next host; when the session ends with the old secret, that call says why, not that it was
+/// cancelled.
+#[test]
+fn a_call_sent_while_seat_rotate_waits_says_the_seat_was_given_a_new_secret() {
+    let inst = boxed();
+    inst.write_plugin(
+        "wait.mjs",
+        "export const description = 'Waits, then answers.';\n\
+         export const inputSchema = { type: 'object', properties: { ms: { type: 'number' } } };\n\
+         export async function run({ ms }) { await new Promise((r) => setTimeout(r, ms)); return { text: 'done' }; }",
+    );
+    let _d = inst.start();
+    let mut s = inst.session("w1");
+    s.initialize();
+    let first = s.send_request(
+        "tools/call",
+        json!({ "name": "wait", "arguments": { "ms": 3000 } }),
+    );
+    // Past a second of waiting, the command says it waits.
+    let mut cmd = std::process::Command::new(OVAI);
+    cmd.args(["seat", "rotate", "w1", "--root"]).arg(&inst.root);
+    let rotate = Running::spawn(cmd);
+    rotate.wait_for_stderr("waiting for the plugin calls in flight");
+    let second = s.send_request(
+        "tools/call",
+        json!({ "name": "wait", "arguments": { "ms": 0 } }),
+    );
+    assert_eq!(text_of(&s.response(first)), ("done".to_string(), false));
+    let (text, is_error) = text_of(&s.response(second));
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("The call to wait was stopped: the seat w1 was given a new secret"),
+        "{text}"
+    );
+    let (status, _, err) = rotate.wait();
+    assert!(status.success(), "{err}");
+}

@@ -1395,3 +1395,53 @@ fn files_the_daemon_reads_that_are_not_files_are_refused_in_words() {
         ));
     put_back(&log);
 }
+
+/// A plugin that marks a file once it runs, then waits `ms` before it answers.
+const MARKS_AND_WAITS: &str = r#"
+import { writeFileSync } from "node:fs";
+export const description = "Marks a file, then waits.";
+export const inputSchema = { type: "object", properties: { mark: { type: "string" }, ms: { type: "number" } } };
+export async function run({ mark, ms }) {
+  if (mark) writeFileSync(mark, "running");
+  await new Promise((r) => setTimeout(r, ms));
+  return { text: "done" };
+}
+"#;
+
+/// A call cut off because its seat was re-keyed or removed says so: neither that its caller cancelled it
+/// nor that the server went away, which is what it was told before.
+#[test]
+fn a_call_cut_off_by_a_seat_change_says_what_changed() {
+    for (change, words) in [
+        (
+            "rotate",
+            "the seat w1 was given a new secret (`ovai seat rotate`)",
+        ),
+        ("remove", "the seat w1 was removed (`ovai seat remove`)"),
+    ] {
+        let inst = Instance::with_plugins(&[("wait.mjs", MARKS_AND_WAITS)]);
+        // Unboxed, a seat change does not wait for the host's calls: the call in flight is cut off.
+        inst.set_config(json!({ "hostIsolation": "none" }));
+        inst.add_seat("w1");
+        let _d = inst.start();
+        let mut s = inst.session("w1");
+        s.initialize();
+        let mark = inst.root.join("running");
+        let id = s.send_request(
+            "tools/call",
+            json!({ "name": "wait", "arguments": { "mark": mark, "ms": 60_000 } }),
+        );
+        wait_until("the call to run", || mark.exists().then_some(()));
+        inst.cmd().args(["seat", change, "w1"]).assert().success();
+        let (text, is_error) = text_of(&s.response(id));
+        assert!(is_error, "{change}: {text}");
+        assert!(
+            text.contains("The call to wait was stopped: ") && text.contains(words),
+            "{change}: {text}"
+        );
+        assert!(
+            text.contains("It may have run in part: look before calling it again"),
+            "{change}: {text}"
+        );
+    }
+}

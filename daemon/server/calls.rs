@@ -24,6 +24,7 @@ use super::answers::Answers;
 use super::arguments::{self, Refusal};
 use super::progress::{Relay, To};
 use super::session::{AdmittedCall, How, SeatService};
+use super::sessions::SeatChange;
 use super::traces::{HostSpan, RequestSpan};
 use crate::answer::Outcome;
 use crate::host::link::{CallEnd, End, Link, Settle};
@@ -100,6 +101,7 @@ struct Shared {
 }
 
 /// How a running call is stopped.
+#[derive(Clone)]
 enum StopBy {
     /// Its task's token.
     Task(CancellationToken),
@@ -127,7 +129,10 @@ impl Calls {
                 _ = until.cancelled() => return,
             }
             if let Some(shared) = watched.upgrade() {
-                shared.withdraw_plain(CANCELLED);
+                // Ended by a change of its seat: the calls are still answered, saying so (the client
+                // may read on); else nobody waits for their answers.
+                let answered = shared.service.ended_by().is_some();
+                shared.withdraw_plain(CANCELLED, answered);
             }
         });
         Self {
@@ -291,7 +296,7 @@ impl Calls {
             // Cancelled (by the client, or at the end of the session): no answer, and the id may already
             // be another call's.
             if shared.release(&call.id, number) {
-                answers.answer_line(&call.id, answer_line(&call, &outcome));
+                answers.answer_line(&call.id, shared.line(&call, &outcome));
             }
         });
     }
@@ -323,7 +328,7 @@ impl Calls {
     /// Ends the session (its client died): its calls stop at once.
     pub fn end_session(&self) {
         self.shared.session.cancel();
-        self.shared.withdraw_plain(CANCELLED);
+        self.shared.withdraw_plain(CANCELLED, false);
     }
 
     fn stop_all(&self) {
@@ -372,7 +377,19 @@ impl Shared {
     fn answer_now(&self, call: &Call, started: Instant, outcome: &Outcome, answers: &Answers) {
         self.service.record(&call.name, started, outcome, How::Ran);
         call.end_span(outcome);
-        answers.answer_line(&call.id, answer_line(call, outcome));
+        answers.answer_line(&call.id, self.line(call, outcome));
+    }
+
+    /// The line answering `call`: one stopped because a change of its seat ended the session says so.
+    fn line(&self, call: &Call, outcome: &Outcome) -> Vec<u8> {
+        if matches!(outcome, Outcome::Cancelled)
+            && let Some(change) = self.service.ended_by()
+        {
+            let removed = change == SeatChange::Removed;
+            let why = crate::answer::seat_changed(&call.name, self.service.seat(), removed);
+            return answer_line(call, &Outcome::Refused(why));
+        }
+        answer_line(call, outcome)
     }
 
     /// Answers a call whose arguments were not taken.
@@ -396,18 +413,21 @@ impl Shared {
     }
 
     /// Stops every call with no task of its own (they go unanswered).
-    fn withdraw_plain(&self, why: &str) {
+    /// `answered`: left in `running`, so each is answered as it ends (`Shared::line`).
+    fn withdraw_plain(&self, why: &str, answered: bool) {
         let withdrawn: Vec<StopBy> = {
             let mut running = lock(&self.running);
-            let plain: Vec<NumberOrString> = running
+            let plain = running
                 .iter()
-                .filter(|(_, (_, stop))| matches!(stop, StopBy::Link(..)))
-                .map(|(id, _)| id.clone())
-                .collect();
-            plain
-                .iter()
-                .filter_map(|id| running.remove(id).map(|(_, stop)| stop))
-                .collect()
+                .filter(|(_, (_, stop))| matches!(stop, StopBy::Link(..)));
+            if answered {
+                plain.map(|(_, (_, stop))| stop.clone()).collect()
+            } else {
+                let ids: Vec<NumberOrString> = plain.map(|(id, _)| id.clone()).collect();
+                ids.iter()
+                    .filter_map(|id| running.remove(id).map(|(_, stop)| stop))
+                    .collect()
+            }
         };
         for stop in withdrawn {
             stop.stop(why);
@@ -560,7 +580,7 @@ impl Plain {
         // Cancelled (by the client, or at the end of the session): no answer, and the id may already be
         // another call's.
         if shared.release(&call.id, number) {
-            answers.answer_line(&call.id, answer_line(&call, &outcome));
+            answers.answer_line(&call.id, shared.line(&call, &outcome));
         }
         shared.settled.notify_waiters();
     }

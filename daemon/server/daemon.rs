@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::sessions::Sessions;
+use super::sessions::{SeatChange, Sessions};
 use crate::generation::{self, Generation};
 use crate::host::ending::RetireWhy;
 use crate::instance::{ConfigError, Instance, Role};
@@ -351,16 +351,22 @@ impl Daemon {
         let book = book.as_ref().as_ref().map_err(|e| e.to_string())?;
         let still_valid =
             |seat: &str, hash: &str| book.seats.get(seat).is_some_and(|r| r.sha256 == hash);
-        let mut ended = self.sessions.end_unless(still_valid);
+        let change = |seat: &str| {
+            if book.seats.contains_key(seat) {
+                SeatChange::NewSecret
+            } else {
+                SeatChange::Removed
+            }
+        };
+        let mut ended = self.sessions.end_unless(still_valid, change);
         ended.dedup();
         if let Some(http) = self.http.get() {
             http.end_unless(&still_valid);
         }
         for seat in &ended {
-            let what = if book.seats.contains_key(seat) {
-                "was given a new secret"
-            } else {
-                "was removed"
+            let what = match change(seat) {
+                SeatChange::NewSecret => "was given a new secret",
+                SeatChange::Removed => "was removed",
             };
             self.log.row(
                 Topic::Seats,

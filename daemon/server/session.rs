@@ -21,7 +21,7 @@ use super::daemon::Daemon;
 use super::figures::Tally;
 use super::metrics::CallOutcome;
 use super::progress::{Relay, To};
-use super::sessions::Owned;
+use super::sessions::{Owned, SeatChange};
 use super::traces::HostSpan;
 use crate::answer::{self, Outcome};
 use crate::generation::Generation;
@@ -122,6 +122,14 @@ impl SeatService {
     /// The seat this session is.
     pub fn seat(&self) -> &str {
         &self.seat
+    }
+
+    /// The change of its seat that ended this session, if one did (a socket session's).
+    pub fn ended_by(&self) -> Option<SeatChange> {
+        match self.via {
+            Via::Socket { session } => self.daemon.sessions.ended_by(session),
+            Via::Http { .. } => None,
+        }
     }
 
     /// Whether a call of `name` may run now: admitted (counted in on its generation), an outcome when it is

@@ -22,6 +22,17 @@ struct SessionEntry {
     peer: Option<Peer<RoleServer>>,
     /// Open `subscriptions/listen` streams (2026-07-28), by key: where list changes go for such sessions.
     sinks: Vec<(u64, SubscriptionSink)>,
+    /// Set when a change of its seat ended it: the calls it cut off say which.
+    ended_by: Option<SeatChange>,
+}
+
+/// A change of a seat that ends the sessions holding its old secret.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SeatChange {
+    /// `ovai seat rotate` (or a desk's secret rebuilt otherwise).
+    NewSecret,
+    /// `ovai seat remove`.
+    Removed,
 }
 
 #[derive(Default)]
@@ -112,6 +123,7 @@ impl Sessions {
                 ct,
                 peer: None,
                 sinks: Vec::new(),
+                ended_by: None,
             },
         );
         id
@@ -144,17 +156,29 @@ impl Sessions {
         self.lock().len()
     }
 
-    /// Ends every session whose secret is no longer a seat's; returns the seats whose sessions ended.
-    pub fn end_unless(&self, still_valid: impl Fn(&str, &str) -> bool) -> Vec<String> {
+    /// Ends every session whose secret is no longer a seat's, by the change `change` names for its seat;
+    /// returns the seats whose sessions ended.
+    pub fn end_unless(
+        &self,
+        still_valid: impl Fn(&str, &str) -> bool,
+        change: impl Fn(&str) -> SeatChange,
+    ) -> Vec<String> {
         let mut ended = Vec::new();
-        for e in self.lock().values() {
+        for e in self.lock().values_mut() {
             if !still_valid(&e.seat, &e.secret_hash) {
+                // Set before the token fires: the calls it stops read it as they answer.
+                e.ended_by = Some(change(&e.seat));
                 e.ct.cancel();
                 ended.push(e.seat.clone());
             }
         }
         ended.sort();
         ended
+    }
+
+    /// The change of its seat that ended session `id`, if one did.
+    pub fn ended_by(&self, id: u64) -> Option<SeatChange> {
+        self.lock().get(&id).and_then(|e| e.ended_by)
     }
 
     pub fn end_all(&self) {
