@@ -899,6 +899,33 @@ fn a_call_in_flight_over_http_finishes_across_ovai_restart() {
     }
 }
 
+/// A call in flight in a session of a seat that is then re-keyed is answered saying so before the
+/// session ends (it was left with no answer: its stream just ended).
+#[test]
+fn a_call_in_flight_when_its_seat_is_re_keyed_is_answered_saying_so() {
+    let inst = Instance::new();
+    // Unboxed, a seat change does not wait for the host's calls: the call in flight is cut off.
+    inst.set_config(json!({ "http": { "listen": "127.0.0.1:0" }, "hostIsolation": "none" }));
+    inst.add_seat("w1");
+    inst.write_plugin("gate.mjs", GATE);
+    let d = inst.start();
+    let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize();
+    sessions_registered(&inst, 1);
+    let call = std::thread::spawn(move || s.call("gate", json!({})));
+    wait_until("the call to be running", || {
+        inst.root.join("work/gate.started").exists().then_some(())
+    });
+    inst.cmd().args(["seat", "rotate", "w1"]).assert().success();
+    let (text, is_error) = call.join().expect("the call is answered");
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("The call to gate was stopped: the seat w1 was given a new secret"),
+        "{text}"
+    );
+}
+
 /// One of this machine's addresses other than loopback, as another machine on the network would
 /// reach it: the address the route to the outside goes from (no packet is sent).
 fn this_machines_network_address() -> std::net::IpAddr {

@@ -24,7 +24,6 @@ use super::answers::Answers;
 use super::arguments::{self, Refusal};
 use super::progress::{Relay, To};
 use super::session::{AdmittedCall, How, SeatService};
-use super::sessions::SeatChange;
 use super::traces::{HostSpan, RequestSpan};
 use crate::answer::Outcome;
 use crate::host::link::{CallEnd, End, Link, Settle};
@@ -383,11 +382,9 @@ impl Shared {
     /// The line answering `call`: one stopped because a change of its seat ended the session says so.
     fn line(&self, call: &Call, outcome: &Outcome) -> Vec<u8> {
         if matches!(outcome, Outcome::Cancelled)
-            && let Some(change) = self.service.ended_by()
+            && let Some(cut_off) = self.service.cut_off(&call.name)
         {
-            let removed = change == SeatChange::Removed;
-            let why = crate::answer::seat_changed(&call.name, self.service.seat(), removed);
-            return answer_line(call, &Outcome::Refused(why));
+            return answer_line(call, &cut_off);
         }
         answer_line(call, outcome)
     }

@@ -124,12 +124,21 @@ impl SeatService {
         &self.seat
     }
 
-    /// The change of its seat that ended this session, if one did (a socket session's).
+    /// The change of its seat that ended this session, if one did.
     pub fn ended_by(&self) -> Option<SeatChange> {
-        match self.via {
-            Via::Socket { session } => self.daemon.sessions.ended_by(session),
-            Via::Http { .. } => None,
-        }
+        let id = match &self.via {
+            Via::Socket { session } => *session,
+            Via::Http { registration, .. } => crate::sync::lock(registration).as_ref()?.id,
+        };
+        self.daemon.sessions.ended_by(id)
+    }
+
+    /// What a call stopped because a change of its seat ended the session is answered, if one did.
+    pub fn cut_off(&self, tool: &str) -> Option<Outcome> {
+        let removed = self.ended_by()? == SeatChange::Removed;
+        Some(Outcome::Refused(answer::seat_changed(
+            tool, &self.seat, removed,
+        )))
     }
 
     /// Whether a call of `name` may run now: admitted (counted in on its generation), an outcome when it is
@@ -525,8 +534,17 @@ impl SeatService {
                 .or_else(|| incoming.clone());
             (host, tp)
         };
+        // A session of 2025-11-25 or before ends when its seat changes: its calls stop then, and are
+        // answered saying so before the session closes (`http::gate`).
+        let stop = context.ct.child_token();
+        let session_ended = match &self.via {
+            Via::Http { registration, .. } => {
+                crate::sync::lock(registration).as_ref().map(Owned::ended)
+            }
+            Via::Socket { .. } => None,
+        };
         let (outcome, how) = {
-            let call = self.run_admitted(name, &args, admitted, &context.ct, relay.clone(), &trace);
+            let call = self.run_admitted(name, &args, admitted, &stop, relay.clone(), &trace);
             tokio::pin!(call);
             loop {
                 tokio::select! {
@@ -535,8 +553,13 @@ impl SeatService {
                     Some(note) = notes.recv() => {
                         let _ = context.peer.notify_progress(note).await;
                     }
+                    () = fired(session_ended.as_ref()), if !stop.is_cancelled() => stop.cancel(),
                 }
             }
+        };
+        let outcome = match outcome {
+            Outcome::Cancelled => self.cut_off(name).unwrap_or(Outcome::Cancelled),
+            outcome => outcome,
         };
         if let Some(relay) = &relay {
             relay.close();
@@ -595,6 +618,14 @@ fn header_of(context: &RequestContext<RoleServer>, name: &str) -> Option<String>
         .and_then(|p| p.headers.get(name))
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
+}
+
+/// Resolves when `token` fires; never without one.
+async fn fired(token: Option<&CancellationToken>) {
+    match token {
+        Some(token) => token.cancelled().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// A call's outcome as rmcp's result (rmcp writes it; over the socket `calls::answer_line` does).

@@ -89,6 +89,13 @@ impl Owned {
     }
 }
 
+impl Owned {
+    /// Fired when the registration ends: the seat changed, or it was dropped.
+    pub fn ended(&self) -> CancellationToken {
+        self.ct.clone()
+    }
+}
+
 impl Drop for Owned {
     fn drop(&mut self) {
         self.sessions.lock().remove(&self.id);

@@ -40,6 +40,8 @@ tokio::task_local! {
 }
 
 const SESSION_HEADER: &str = "mcp-session-id";
+/// How long a session ended by a change of its seat waits for its stopped calls' answers to be written.
+const ENDING_ANSWERED: Duration = Duration::from_secs(2);
 
 pub struct Gate {
     daemon: Arc<Daemon>,
@@ -90,23 +92,33 @@ async fn prune(manager: &LocalSessionManager, owners: &Owners) {
     owners.prune(&live, taken);
 }
 
+/// Closes a session whose seat changed once the requests it is answering are written (the calls the change
+/// stopped say why, and its client may read on), or after ENDING_ANSWERED: its new requests are refused
+/// already, the secret being no seat's.
+async fn close_when_answered(manager: Arc<LocalSessionManager>, owners: Owners, id: String) {
+    let until = tokio::time::Instant::now() + ENDING_ANSWERED;
+    while owners.answering(&id) && tokio::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    owners.forget(&id);
+    let _ = manager.close_session(&id.into()).await;
+}
+
 impl crate::server::sessions::RemoteSessions for Gate {
     fn close(&self, id: String) -> futures::future::BoxFuture<'static, ()> {
-        self.owners.forget(&id);
-        let manager = self.manager.clone();
-        Box::pin(async move {
-            let _ = manager.close_session(&id.into()).await;
-        })
+        Box::pin(close_when_answered(
+            self.manager.clone(),
+            self.owners.clone(),
+            id,
+        ))
     }
 
     /// Closes the sessions of seats that are gone or re-keyed (initialised or not), each in a task of its
     /// own: closing waits on the session's worker, and a seat change must not.
     fn end_unless(&self, still_valid: &dyn Fn(&str, &str) -> bool) {
-        for id in self.owners.take_invalid(still_valid) {
-            let manager = self.manager.clone();
-            self.daemon.tasks.spawn(async move {
-                let _ = manager.close_session(&id.into()).await;
-            });
+        for id in self.owners.ending(still_valid) {
+            let closing = close_when_answered(self.manager.clone(), self.owners.clone(), id);
+            self.daemon.tasks.spawn(closing);
         }
     }
 

@@ -25,6 +25,8 @@ struct Owner {
     /// Its client sent `notifications/initialized`: until then the session is counted apart, since
     /// nothing else shows it (it is registered with the daemon's sessions only then).
     initialized: bool,
+    /// Its seat changed: it closes once its requests are answered.
+    ending: bool,
 }
 
 #[derive(Default, Clone)]
@@ -109,6 +111,7 @@ impl Owners {
                 open: 0,
                 ids: HashSet::new(),
                 initialized: false,
+                ending: false,
             },
         );
     }
@@ -179,9 +182,23 @@ impl Owners {
         *lock(&self.prune_at) = map.len() * 2;
     }
 
-    /// Forgets, and returns, the sessions whose secret is no longer their seat's.
-    pub fn take_invalid(&self, still_valid: impl Fn(&str, &str) -> bool) -> Vec<String> {
-        self.take_where(|o| !still_valid(&o.seat, &o.hash))
+    /// Returns the sessions whose secret is no longer their seat's (once each), still kept: the calls their
+    /// seat's change stopped are answered before they close (`answering`).
+    pub fn ending(&self, still_valid: impl Fn(&str, &str) -> bool) -> Vec<String> {
+        let mut map = lock(&self.map);
+        let mut ids = Vec::new();
+        for (id, o) in map.iter_mut() {
+            if !o.ending && !still_valid(&o.seat, &o.hash) {
+                o.ending = true;
+                ids.push(id.clone());
+            }
+        }
+        ids
+    }
+
+    /// Whether a request of session `id` is still being answered.
+    pub fn answering(&self, id: &str) -> bool {
+        lock(&self.map).get(id).is_some_and(|o| !o.ids.is_empty())
     }
 
     fn take_where(&self, gone: impl Fn(&Owner) -> bool) -> Vec<String> {
