@@ -98,6 +98,27 @@ pub fn escape_controls(s: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str
     std::borrow::Cow::Owned(out)
 }
 
+/// JSON text with every control and unseen character written as a `\u` escape: the same JSON once read,
+/// and nothing in it a terminal acts on (C1 controls, bidirectional overrides). serde_json escapes only
+/// U+0000 to U+001F; the newlines left are pretty-printing's, outside any string.
+pub fn json_for_terminal(json: String) -> String {
+    if json.bytes().all(|b| matches!(b, b' '..=b'~' | b'\n')) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if (c.is_control() && c != '\n') || unseen(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Beside the control characters, what a reader does not see but a model reads, or a renderer takes
 /// for something else: a line break (U+2028, U+2029), every format character (general category Cf:
 /// bidirectional overrides, zero-width characters, the BOM, the soft hyphen, the invisible operators,
@@ -191,6 +212,25 @@ pub fn distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_for_a_terminal_reads_back_the_same_and_holds_no_control() {
+        let doc = serde_json::json!({ "a": "x\u{9b}2J\u{202e}y\u{e0001}é\u{7f}", "b": [1, "ok"] });
+        let text = json_for_terminal(serde_json::to_string_pretty(&doc).unwrap());
+        assert!(
+            text.contains(r"x\u009b2J\u202ey\udb40\udc01é\u007f"),
+            "{text}"
+        );
+        assert!(
+            !text
+                .chars()
+                .any(|c| (c.is_control() && c != '\n') || unseen(c))
+        );
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+            doc
+        );
+    }
 
     #[test]
     fn a_path_is_quoted_where_a_shell_would_read_it_otherwise() {

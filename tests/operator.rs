@@ -1445,3 +1445,49 @@ fn a_call_cut_off_by_a_seat_change_says_what_changed() {
         );
     }
 }
+
+/// What a plugin writes into its schema reaches the operator's terminal as text: C1 controls (a
+/// terminal's CSI and OSC in one character) and bidirectional overrides are shown escaped by `ovai tools`,
+/// and written as `\u` escapes by every `--json` (the same JSON once read).
+#[test]
+fn a_plugins_schema_cannot_write_control_codes_to_the_operators_terminal() {
+    let hostile = "query\u{9d}0;TITLE\u{9c}\u{9b}2J\u{202e}evil";
+    let plugin = format!(
+        "export const description = 'Looks.';\n\
+         export const inputSchema = {{ type: 'object', properties: {{ q: {{ type: 'string', description: {} }} }} }};\n\
+         export function run() {{ return {{ text: 'ok' }}; }}",
+        serde_json::to_string(hostile).unwrap()
+    );
+    let inst = Instance::with_plugins(&[
+        ("c1.mjs", plugin.as_str()),
+        ("broken.mjs", r"throw new Error('at import \u009b2J');"),
+    ]);
+    let _d = inst.start();
+    let raw = ['\u{9b}', '\u{9c}', '\u{9d}', '\u{202e}'];
+    let out = inst.cmd().args(["tools", "c1"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains(raw), "{text:?}");
+    assert!(
+        text.contains(r"query\u{9d}0;TITLE\u{9c}\u{9b}2J\u{202e}evil"),
+        "{text}"
+    );
+    for args in [&["tools", "--json"][..], &["status", "--json"]] {
+        let out = inst.cmd().args(args).output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(!text.contains(raw), "{args:?}: {text:?}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        // The hostile text is there, escaped (status's rows are escaped as they are made).
+        assert!(
+            text.contains(r"\u009b") || text.contains(r"\\u{9b}"),
+            "{args:?}: {text}"
+        );
+        if args[0] == "tools" {
+            let tool = &v["tools"][0];
+            assert_eq!(
+                tool["entry"]["inputSchema"]["properties"]["q"]["description"], hostile,
+                "{v}"
+            );
+        }
+    }
+}

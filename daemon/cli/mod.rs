@@ -298,6 +298,13 @@ pub fn why_no_tool(inst: &Instance, tool: &str) -> Option<String> {
 }
 
 /// Turns an error into a failure with exit code `code`: `.map_err(fail(exit::FAILED))?`.
+/// Prints `doc` as pretty JSON for a person's terminal or a program: what plugins and sessions wrote into
+/// it cannot act on the terminal (`names::json_for_terminal`).
+pub fn print_json(doc: &impl serde::Serialize) {
+    let text = serde_json::to_string_pretty(doc).unwrap_or_default();
+    println!("{}", crate::names::json_for_terminal(text));
+}
+
 pub fn fail<E: std::fmt::Display>(code: i32) -> impl Fn(E) -> Failure {
     move |e| Failure::new(e, code)
 }

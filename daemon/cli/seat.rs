@@ -367,7 +367,7 @@ fn list(inst: &Instance, as_json: bool) -> Result<(), Failure> {
             })
             .collect();
         let doc = json!({ "running": sessions.is_some(), "seats": seats });
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        super::print_json(&doc);
         return Ok(());
     }
     if book.seats.is_empty() {

@@ -16,7 +16,7 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         let root = inst.root.display().to_string();
         if as_json {
             let doc = json!({ "running": true, "starting": true, "root": root, "pid": pid, "since": since });
-            println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            super::print_json(&doc);
         } else {
             println!(
                 "ovai serve for {root} (pid {pid}) is starting: it has been reading plugins/ since {since}, and \
@@ -32,7 +32,7 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
                 client::marked(inst, &inst.stopping_marker()).map_or(String::new(), |m| m.since);
             if as_json {
                 let doc = json!({ "running": true, "stopping": true, "root": root, "pid": pid, "since": since });
-                println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+                super::print_json(&doc);
             } else {
                 println!(
                     "ovai serve for {root} (pid {pid}) is stopping since {since}: it takes no more calls, finishes \
@@ -43,11 +43,7 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         }
         Err(ClientError::NoServer { root }) => {
             if as_json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&json!({ "running": false, "root": root }))
-                        .unwrap_or_default()
-                );
+                super::print_json(&json!({ "running": false, "root": root }));
             }
             return Err(Failure::new(
                 format!("No ovai server is running for {root}: `ovai serve` starts one."),
@@ -63,7 +59,7 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
             o.insert("running".into(), json!(true));
             o.insert("tooOpen".into(), json!(too_open));
         }
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        super::print_json(&doc);
         return Ok(());
     }
     println!(

@@ -33,11 +33,7 @@ pub fn run(inst: &Instance, name: Option<&str>, json: bool) -> Result<(), Failur
         }
     };
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "tools": tools }))
-                .unwrap_or_default()
-        );
+        super::print_json(&serde_json::json!({ "tools": tools }));
         return Ok(());
     }
     let total: usize = tools.iter().map(|t| t.bytes).sum();
@@ -48,9 +44,10 @@ pub fn run(inst: &Instance, name: Option<&str>, json: bool) -> Result<(), Failur
                 println!("  {line}");
             }
         }
+        let schema = serde_json::to_string(&t.entry["inputSchema"]).unwrap_or_default();
         println!(
             "  inputSchema: {}",
-            serde_json::to_string(&t.entry["inputSchema"]).unwrap_or_default()
+            crate::names::escape_controls(&schema, false)
         );
         println!();
     }
