@@ -558,3 +558,51 @@ export function run({ refuse }) {
         assert!(shown.contains("line two"), "{shown:?}");
     }
 }
+
+/// A folder whose path holds what a terminal acts on or does not show (an escape, a line break, a
+/// direction mark) is no instance's: `init` makes nothing there, and an instance moved there is refused
+/// by every command, in words that show the path escaped. Printed raw, the path rewrote the operator's
+/// terminal, and a line break in it broke the service unit `ovai service install` wrote.
+#[test]
+fn a_path_a_terminal_would_not_show_as_it_is_is_refused() {
+    let base = tempfile::tempdir().unwrap();
+    for name in [
+        "ws\u{1b}]0;TITLE\u{7}",
+        "ws\nExecStartPre=/bin/true",
+        "ws\u{202e}txt",
+    ] {
+        let dir = base.path().join(name);
+        let out = ovai().arg("init").arg(&dir).output().unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("holds a character a terminal does not show as it is"),
+            "{err}"
+        );
+        assert!(!err.contains(name), "the path is shown escaped: {err:?}");
+        assert!(!dir.exists(), "nothing was made at {dir:?}");
+    }
+    // An instance made elsewhere and moved there.
+    let made = base.path().join("ws");
+    ovai().arg("init").arg(&made).assert().success();
+    let moved = base.path().join("ws\u{1b}[2J");
+    std::fs::rename(&made, &moved).unwrap();
+    for args in [&["status"][..], &["seat", "list"], &["serve"]] {
+        let out = ovai()
+            .args(args)
+            .arg("--root")
+            .arg(&moved)
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_ne!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(
+            err.contains("holds a character a terminal does not show as it is"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !err.contains('\u{1b}') && err.contains(r"\u{1b}[2J"),
+            "{args:?}: {err:?}"
+        );
+    }
+}

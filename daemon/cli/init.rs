@@ -40,6 +40,7 @@ pub fn run(
         ));
     }
     let target = instance::absolute(&dir);
+    instance::shown_as_is(&target).map_err(|e| Failure::new(e.to_string(), exit::FAILED))?;
     if let Some(outer) = target
         .ancestors()
         .skip(1)

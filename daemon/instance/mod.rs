@@ -189,6 +189,13 @@ pub enum RootError {
     )]
     NotFound { cwd: String },
     #[error(
+        "The instance's path, {shown}, holds a character a terminal does not show as it is (a control, a line \
+         break, a direction mark, or bytes that are not UTF-8), so what ovai prints, and the desks and service \
+         unit it writes, would not name the folder. Nothing was done; move the instance to a folder whose path \
+         has none (then `ovai seat rebuild` there points its desks at it)."
+    )]
+    Unshown { shown: String },
+    #[error(
         "{path} holds no {CONFIG_FILE}, so it is not an openovai instance (named by {by}). Run `ovai init {path}` \
          to make one there; if the instance was moved, `ovai seat rebuild` where it is now points its desks at it."
     )]
@@ -225,6 +232,30 @@ pub enum FoundBy {
 
 /// `find_root`, and which of its ways found the instance.
 pub fn find_root_how(explicit: Option<&Path>) -> Result<(Instance, FoundBy), RootError> {
+    let (inst, how) = find_any_root(explicit)?;
+    shown_as_is(&inst.root)?;
+    Ok((inst, how))
+}
+
+/// Refuses a path that holds what a terminal acts on or does not show, or bytes that are not UTF-8: printed,
+/// it would rewrite a person's terminal, and written into a desk's JSON or a service unit, name another
+/// folder or break the file.
+pub fn shown_as_is(path: &Path) -> Result<(), RootError> {
+    let fine = path
+        .to_str()
+        .is_some_and(|p| !p.chars().any(|c| c.is_control() || crate::names::unseen(c)));
+    if fine {
+        return Ok(());
+    }
+    Err(RootError::Unshown { shown: shown(path) })
+}
+
+/// A path for a sentence, what a terminal would act on escaped.
+fn shown(path: &Path) -> String {
+    crate::names::escape_controls(&path.to_string_lossy(), false).into_owned()
+}
+
+fn find_any_root(explicit: Option<&Path>) -> Result<(Instance, FoundBy), RootError> {
     if let Some(p) = explicit {
         return named(p, "--root").map(|i| (i, FoundBy::Named));
     }
@@ -244,9 +275,7 @@ pub fn find_root_how(explicit: Option<&Path>) -> Result<(Instance, FoundBy), Roo
     {
         return Ok((Instance::at(root), FoundBy::Binary));
     }
-    Err(RootError::NotFound {
-        cwd: cwd.display().to_string(),
-    })
+    Err(RootError::NotFound { cwd: shown(&cwd) })
 }
 
 fn named(p: &Path, by: &'static str) -> Result<Instance, RootError> {
@@ -261,13 +290,13 @@ fn named(p: &Path, by: &'static str) -> Result<Instance, RootError> {
         .find(|a| a.join(CONFIG_FILE).is_file())
     {
         return Err(RootError::InsideAnInstance {
-            path: abs.display().to_string(),
-            root: root.display().to_string(),
+            path: shown(&abs),
+            root: shown(root),
             by,
         });
     }
     Err(RootError::NotAnInstance {
-        path: abs.display().to_string(),
+        path: shown(&abs),
         by,
     })
 }
