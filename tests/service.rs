@@ -470,3 +470,78 @@ fn a_start_that_reads_plugins_for_long_asks_the_service_manager_for_time() {
     assert!(extend.contains("STATUS=reading plugins/"), "{extend}");
     expect(&sock, "READY=1");
 }
+
+/// systemd expands `$` in a unit's command line: a root holding one is written `$$`, so the unit serves
+/// the folder named, not one made from the service's environment.
+#[test]
+fn a_root_with_a_dollar_is_written_so_systemd_reads_it_back() {
+    let base = tempfile::tempdir_in("/tmp").unwrap();
+    let root = base.path().join("a ${HOME} $b");
+    ovai().arg("init").arg(&root).assert().success();
+    let home = tempfile::tempdir_in("/tmp").unwrap();
+    ovai()
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .args(["service", "install", "--systemd", "--root"])
+        .arg(&root)
+        .assert()
+        .success();
+    let dir = home.path().join("config/systemd/user");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let unit = std::fs::read_to_string(&file).unwrap();
+    let canonical = std::fs::canonicalize(&root).unwrap().display().to_string();
+    let written = format!("\"--root\" \"{}\"", canonical.replace('$', "$$"));
+    assert!(
+        unit.lines()
+            .any(|l| l.starts_with("ExecStart=") && l.ends_with(&written)),
+        "{written} in:\n{unit}"
+    );
+}
+
+/// `service uninstall` will not remove a unit that is enabled, even where no user manager answers to
+/// say so (a `su` or ssh shell of a lingering user): its link in `*.wants/` says it, and removing the file
+/// would leave that link dangling and the unit no longer disabled by name.
+#[test]
+fn uninstall_refuses_an_enabled_unit_even_with_no_user_manager_answering() {
+    let inst = Instance::new();
+    let home = tempfile::tempdir_in("/tmp").unwrap();
+    installed(&inst, home.path(), &["--systemd"]);
+    let dir = home.path().join("config/systemd/user");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let name = file.file_name().unwrap().to_owned();
+    let wants = dir.join("default.target.wants");
+    std::fs::create_dir_all(&wants).unwrap();
+    std::os::unix::fs::symlink(&file, wants.join(&name)).unwrap();
+    let uninstall = || {
+        inst.cmd()
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .args(["service", "uninstall", "--systemd"])
+            .output()
+            .unwrap()
+    };
+    let out = uninstall();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is enabled"), "{err}");
+    assert!(err.contains("systemctl --user disable --now"), "{err}");
+    assert!(file.exists(), "the unit is kept");
+    std::fs::remove_file(wants.join(&name)).unwrap();
+    let out = uninstall();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!file.exists());
+}

@@ -149,13 +149,28 @@ pub fn uninstall(inst: &Instance, manager: Option<Manager>, print: bool) -> Resu
         );
         return Ok(());
     }
+    let name = u
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Enabled, its link in a `*.wants/` folder says so whether or not a user manager answers here (a `su`
+    // or ssh shell of a lingering user has none): removed, the file would leave the link dangling.
+    if manager == Manager::Systemd
+        && let Some(link) = enabled_by(&u.path, &name)
+    {
+        return Err(Failure::new(
+            format!(
+                "{name} is enabled ({} links to it): stop and disable it first with\n  {}\nthen run `ovai service \
+                 uninstall` again.",
+                link.display(),
+                u.disable
+            ),
+            exit::FAILED,
+        ));
+    }
     // Removed while enabled or running, its unit could no longer be disabled by name: stopped first.
     if manager == Manager::Systemd && user_manager().is_ok() {
-        let name = u
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
         let state = |verb: &str| {
             std::process::Command::new("systemctl")
                 .args(["--user", verb, &name])
@@ -257,11 +272,28 @@ fn launchd_plist(inst: &Instance, ovai: &Path, node: Option<&Path>, label: &str)
 }
 
 /// One argument of a systemd command line: quoted, with `%` (a specifier), `\` and `"` escaped.
+/// A link to the unit in a `*.wants/`, `*.requires/` or `*.upholds/` folder beside it: what enabling it
+/// made.
+fn enabled_by(unit: &Path, name: &str) -> Option<PathBuf> {
+    std::fs::read_dir(unit.parent()?)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|dir| {
+            dir.extension()
+                .is_some_and(|x| x == "wants" || x == "requires" || x == "upholds")
+        })
+        .map(|dir| dir.join(name))
+        .find(|link| link.symlink_metadata().is_ok())
+}
+
 fn systemd_quote(arg: &str) -> String {
     let escaped = arg
         .replace('\\', "\\\\")
         .replace('"', "\\\"")
-        .replace('%', "%%");
+        .replace('%', "%%")
+        // A command line's `$` names an environment variable, even within quotes.
+        .replace('$', "$$");
     format!("\"{escaped}\"")
 }
 
