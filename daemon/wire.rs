@@ -73,6 +73,15 @@ pub enum ControlOp {
     Tools,
     /// A one-time link to the status page (`ovai web`).
     Web,
+    /// End every session of the status page and every link not yet used (`ovai web --end`).
+    WebEnd,
+}
+
+/// The daemon's answer to `WebEnd`: what it ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WebEnded {
+    pub sessions: usize,
+    pub links: usize,
 }
 
 /// The daemon's answer to `Web`: the page's one-time URL.

@@ -228,9 +228,17 @@ fn the_status_page_shows_the_instance_live_in_a_real_browser() {
             .then_some(text)
     });
     assert!(text.contains("lead") && text.contains("Leader"), "{text}");
-    // After the exchange the page's own URL carries no token.
+    // After the exchange the page's own URL carries no token: it is the page's path of its own, which
+    // its cookie is scoped to.
     let href = browser.eval("location.href");
-    assert!(href.ends_with("/web/") && !href.contains("t="), "{href}");
+    let key = href
+        .strip_prefix(&format!("{base}s/"))
+        .and_then(|k| k.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("{href}"));
+    assert!(
+        key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{href}"
+    );
 
     // A call made now appears without a reload.
     let mut s = inst.session("w1");
@@ -271,12 +279,15 @@ fn the_status_page_shows_the_instance_live_in_a_real_browser() {
     let (status, body) = get(&url, None);
     assert!(status.contains("401"), "{status}");
     assert!(body.contains("used already"), "{body}");
-    let (status, _) = get(&format!("{base}api/state"), None);
+    let (status, _) = get(&format!("{href}api/state"), None);
     assert!(status.contains("401"), "{status}");
-    let (status, _) = get(&format!("{base}api/state"), Some("ovai_web_1=not-a-cookie"));
+    let (status, _) = get(&format!("{href}api/state"), Some("ovai_web_1=not-a-cookie"));
     assert!(status.contains("401"), "{status}");
-    let (status, _) = get(&base, None);
-    assert!(status.contains("401"), "{status}");
+    let (status, body) = get(&base, None);
+    assert!(
+        status.contains("401") && body.contains("run it there and open the link"),
+        "{status}"
+    );
 }
 
 #[test]
@@ -330,7 +341,7 @@ fn the_page_answers_only_at_its_own_address() {
         let _ = s.read_to_string(&mut text);
         text
     };
-    let ask = |headers: &str| ask_at("/web/api/state", headers);
+    let ask = |headers: &str| ask_at("/web/s/00000000000000000000000000000000/api/state", headers);
     // The page's own listener sends a bare address on to the page.
     let root = ask_at("/", &format!("Host: 127.0.0.1:{port}\r\n"));
     assert!(root.starts_with("HTTP/1.1 303"), "{root}");
@@ -375,11 +386,57 @@ fn the_page_answers_only_at_its_own_address() {
         .unwrap_or_else(|| panic!("{answer}"));
     let (name, value) = set.split(';').next().unwrap().split_once('=').unwrap();
     assert_eq!(name, format!("ovai_web_{port}"));
-    let with = |cookie: &str| ask(&format!("Host: 127.0.0.1:{port}\r\nCookie: {cookie}\r\n"));
-    let read = with(&format!("ovai_web_1=x; {name}={value}"));
+    // Scoped to the page's path of its own, where the login sends the browser.
+    let path = set
+        .split("; ")
+        .find_map(|a| a.strip_prefix("Path="))
+        .unwrap_or_else(|| panic!("{set}"));
+    assert!(
+        path.starts_with("/web/s/") && path.len() == "/web/s/".len() + 32,
+        "{set}"
+    );
+    assert!(
+        answer.lines().any(|l| l == format!("location: {path}/")),
+        "{answer}"
+    );
+    let with = |at: &str, cookie: &str| {
+        ask_at(
+            &format!("{at}/api/state"),
+            &format!("Host: 127.0.0.1:{port}\r\nCookie: {cookie}\r\n"),
+        )
+    };
+    let read = with(path, &format!("ovai_web_1=x; {name}={value}"));
     assert!(read.starts_with("HTTP/1.1 200"), "{read}");
-    let other = with(&format!("ovai_web_1={value}"));
+    let other = with(path, &format!("ovai_web_1={value}"));
     assert!(other.starts_with("HTTP/1.1 401"), "{other}");
+    // The cookie is good for its own path only.
+    let elsewhere = with(
+        "/web/s/00000000000000000000000000000000",
+        &format!("{name}={value}"),
+    );
+    assert!(elsewhere.starts_with("HTTP/1.1 401"), "{elsewhere}");
+    // `ovai web --end` ends every page opened, and every link not yet used.
+    let unused = inst.cmd().arg("web").output().unwrap();
+    let unused = String::from_utf8_lossy(&unused.stdout).trim().to_string();
+    let ended = inst.cmd().args(["web", "--end"]).output().unwrap();
+    let said = String::from_utf8_lossy(&ended.stdout);
+    assert!(ended.status.success(), "{said}");
+    assert!(
+        said.contains("Ended 1 page session(s) and 1 unused link(s)"),
+        "{said}"
+    );
+    let read = with(path, &format!("{name}={value}"));
+    assert!(read.starts_with("HTTP/1.1 401"), "{read}");
+    let login = &unused[unused.find("/web/login?t=").unwrap()..];
+    let answer = ask_at(login, &format!("Host: 127.0.0.1:{port}\r\n"));
+    assert!(
+        answer.starts_with("HTTP/1.1 401") && answer.contains("used already"),
+        "{answer}"
+    );
+    inst.wait_for_row(
+        "server",
+        "The status page's sessions were ended (`ovai web --end`)",
+    );
 }
 
 /// A page with a listener of its own is not served on the HTTP endpoint too (where it would be open to
@@ -458,4 +515,116 @@ fn on_the_http_endpoint_the_page_keeps_its_host_rules() {
     );
     let two = ask(&format!("Host: {authority}\r\nHost: evil.example\r\n"));
     assert!(two.starts_with("HTTP/1.1 400"), "{two}");
+}
+
+/// Browsers keep cookies by host, not by port: a page another local user serves on another port of
+/// 127.0.0.1, opened in the operator's browser, must not be sent the status page's cookie. It is
+/// scoped to a path of the page's own, which nobody else knows.
+#[test]
+fn another_port_on_the_same_host_is_not_sent_the_pages_cookie() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "web": { "listen": "127.0.0.1:0" } }));
+    let _d = inst.start();
+    let out = inst.cmd().arg("web").output().unwrap();
+    let url = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let mut browser = Browser::open(&url);
+    wait_until("the page to draw", || {
+        browser
+            .eval("document.getElementById('where').innerText")
+            .contains(inst.root.to_str().unwrap())
+            .then_some(())
+    });
+    // Another user's server on another port: a page that loads an image from under /web/.
+    let thief = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = thief.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let heard = seen.clone();
+    std::thread::spawn(move || {
+        for conn in thief.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).is_ok_and(|n| n == 1) {
+                head.push(byte[0]);
+            }
+            let head = String::from_utf8_lossy(&head).into_owned();
+            let body = "<img src=\"/web/pixel.png\"><img src=\"/web/api/state\">";
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            heard.lock().unwrap().push(head);
+        }
+    });
+    browser.command(
+        "Page.navigate",
+        json!({ "url": format!("http://127.0.0.1:{port}/") }),
+    );
+    let asked = wait_until("the other page's images to be asked for", || {
+        let seen = seen.lock().unwrap();
+        (seen.iter().filter(|h| h.starts_with("GET /web/")).count() == 2).then(|| seen.clone())
+    });
+    for head in asked {
+        assert!(!head.to_lowercase().contains("ovai_web"), "{head}");
+    }
+}
+
+/// Anybody on the machine may open connections to the page's listener, which holds 32: those make room
+/// by closing the oldest that showed no cookie, never the operator's live stream.
+#[test]
+fn connections_showing_no_cookie_cannot_cut_the_pages_live_stream() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "web": { "listen": "127.0.0.1:0" } }));
+    let _d = inst.start();
+    let out = inst.cmd().arg("web").output().unwrap();
+    let link = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let rest = link.strip_prefix("http://").unwrap();
+    let (authority, login) = rest.split_at(rest.find('/').unwrap());
+    let ask = |request: &str| {
+        let mut s = std::net::TcpStream::connect(authority).unwrap();
+        s.set_read_timeout(Some(PATIENCE)).unwrap();
+        write!(s, "{request}").unwrap();
+        s
+    };
+    let mut answer = String::new();
+    let _ = ask(&format!(
+        "GET {login} HTTP/1.1\r\nHost: {authority}\r\nconnection: close\r\n\r\n"
+    ))
+    .read_to_string(&mut answer);
+    let cookie = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .and_then(|c| c.split(';').next())
+        .unwrap_or_else(|| panic!("{answer}"))
+        .to_string();
+    let page = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("location: "))
+        .unwrap_or_else(|| panic!("{answer}"))
+        .to_string();
+    let stream = ask(&format!(
+        "GET {page}api/events HTTP/1.1\r\nHost: {authority}\r\nCookie: {cookie}\r\n\r\n"
+    ));
+    let mut events = std::io::BufReader::new(stream);
+    let mut next_event = || {
+        use std::io::BufRead;
+        loop {
+            let mut line = String::new();
+            match events.read_line(&mut line) {
+                Ok(0) | Err(_) => return false,
+                Ok(_) if line.starts_with("data: {") => return true,
+                Ok(_) => {}
+            }
+        }
+    };
+    assert!(next_event(), "the first event");
+    // Forty connections that send nothing, held open.
+    let flood: Vec<std::net::TcpStream> = (0..40)
+        .map(|_| std::net::TcpStream::connect(authority).unwrap())
+        .collect();
+    for _ in 0..3 {
+        assert!(next_event(), "the live stream was cut");
+    }
+    drop(flood);
 }

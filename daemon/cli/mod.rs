@@ -142,7 +142,12 @@ pub enum Command {
     },
     /// Print a one-time link to the running server's status page ("web" in openovai.json turns it on).
     #[command(after_help = "Example: ovai web   (then open the link it prints within a minute)")]
-    Web,
+    Web {
+        /// Instead, end every page opened so far and every link not yet used (a browser that should no
+        /// longer read the page).
+        #[arg(long)]
+        end: bool,
+    },
     /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
     #[command(after_help = "Example: echo 'source <(ovai completions bash)' >> ~/.bashrc")]
     Completions {
@@ -363,7 +368,7 @@ pub fn run(cli: Cli) -> i32 {
                 }
             })
         }
-        Command::Web => find(root).and_then(|inst| web::run(&inst)),
+        Command::Web { end } => find(root).and_then(|inst| web::run(&inst, end)),
         Command::Completions { shell } => complete::registration(shell).map_err(fail(exit::FAILED)),
         Command::Version => {
             println!("ovai {}", env!("CARGO_PKG_VERSION"));

@@ -4,9 +4,18 @@
 use super::{Failure, unreached};
 use crate::client;
 use crate::instance::Instance;
-use crate::wire::{ControlOp, WebReply};
+use crate::wire::{ControlOp, WebEnded, WebReply};
 
-pub fn run(inst: &Instance) -> Result<(), Failure> {
+pub fn run(inst: &Instance, end: bool) -> Result<(), Failure> {
+    if end {
+        let ended: WebEnded = client::control(inst, ControlOp::WebEnd).map_err(unreached)?;
+        println!(
+            "Ended {} page session(s) and {} unused link(s): a browser showing the page is refused from now on; \
+             `ovai web` prints a new link.",
+            ended.sessions, ended.links
+        );
+        return Ok(());
+    }
     let reply: WebReply = client::control(inst, ControlOp::Web).map_err(unreached)?;
     println!("{}", reply.url);
     eprintln!(

@@ -9,6 +9,7 @@ use serde::Serialize;
 use tokio::io::AsyncWriteExt;
 
 use super::daemon::Daemon;
+use crate::runtime_log::Topic;
 use crate::wire::{
     self, ControlOp, HostStatus, Reply, SeatStatus, SeatsReply, StatusReply, StopReply, ToolEntry,
     ToolsReply,
@@ -66,6 +67,17 @@ pub async fn handle(
                     "the status page is off: add \"web\": {\"listen\": \"127.0.0.1:7780\"} (or {\"onHttp\": true}) to \
                      openovai.json and start the server again",
                 ),
+            },
+            Some(ControlOp::WebEnd) => match daemon.web.get() {
+                Some(web) => {
+                    let (sessions, links) = web.end_all();
+                    daemon.log.row(
+                        Topic::Server,
+                        &format!("The status page's sessions were ended (`ovai web --end`): {sessions} session(s), {links} unused link(s)."),
+                    );
+                    wire::line(&Reply::done(wire::WebEnded { sessions, links }))
+                }
+                None => refused("the status page is off: there is nothing to end"),
             },
             Some(ControlOp::Tools) => wire::line(&Reply::done(ToolsReply {
                 tools: daemon

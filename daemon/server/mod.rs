@@ -26,6 +26,7 @@ pub mod leader;
 pub mod restart_row;
 pub mod service_manager;
 pub mod descriptors;
+pub mod places;
 
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;

@@ -22,8 +22,8 @@ const COOKIE: &str = "ovai_web";
 pub struct Web {
     /// One-time tokens from `ovai web`, until when each is good.
     links: Mutex<HashMap<String, Instant>>,
-    /// Cookies given for a token, until when each is good.
-    sessions: Mutex<HashMap<String, Instant>>,
+    /// Cookies given for a token: the page path each is scoped to, and until when it is good.
+    sessions: Mutex<HashMap<String, (String, Instant)>>,
     /// The page's base URL (`http://127.0.0.1:PORT/web/`).
     pub base: Mutex<Option<String>>,
 }
@@ -43,17 +43,35 @@ impl Web {
         Some(format!("{base}login?t={token}"))
     }
 
-    pub fn redeem(&self, token: &str) -> Option<String> {
+    /// A cookie for a good token, and the key of the page's path it is scoped to (`/web/s/KEY/`).
+    /// Browsers send a cookie to every port of its host: scoped to a path nobody else knows, the
+    /// cookie reaches no page another user serves on 127.0.0.1.
+    pub fn redeem(&self, token: &str) -> Option<(String, String)> {
         let until = lock(&self.links).remove(token)?;
         if until < Instant::now() {
             return None;
         }
-        let cookie = random_hex();
+        let (cookie, key) = (random_hex(), random_hex());
+        if cookie.is_empty() || key.is_empty() {
+            return None;
+        }
+        let key = key[..32].to_string();
         let mut sessions = lock(&self.sessions);
         let now = Instant::now();
-        sessions.retain(|_, until| *until > now);
-        sessions.insert(cookie.clone(), now + SESSION_FOR);
-        Some(cookie)
+        sessions.retain(|_, (_, until)| *until > now);
+        sessions.insert(cookie.clone(), (key.clone(), now + SESSION_FOR));
+        Some((cookie, key))
+    }
+
+    /// Ends every cookie and every link not yet used; how many of each were good.
+    pub fn end_all(&self) -> (usize, usize) {
+        let now = Instant::now();
+        let sessions = std::mem::take(&mut *lock(&self.sessions));
+        let links = std::mem::take(&mut *lock(&self.links));
+        (
+            sessions.values().filter(|(_, until)| *until > now).count(),
+            links.values().filter(|until| **until > now).count(),
+        )
     }
 
     /// The name of this page's cookie (`ovai_web_7780`).
@@ -68,13 +86,16 @@ impl Web {
         format!("{COOKIE}_{port}")
     }
 
-    pub fn admits(&self, headers: &HeaderMap) -> bool {
+    /// Whether the request carries a good cookie of the page path `key`.
+    pub fn admits(&self, headers: &HeaderMap, key: &str) -> bool {
         let name = self.cookie_name();
         let sessions = lock(&self.sessions);
         let now = Instant::now();
-        cookies(headers)
-            .filter(|(k, _)| *k == name)
-            .any(|(_, v)| sessions.get(&v).is_some_and(|until| *until > now))
+        cookies(headers).filter(|(k, _)| *k == name).any(|(_, v)| {
+            sessions
+                .get(&v)
+                .is_some_and(|(scoped, until)| scoped == key && *until > now)
+        })
     }
 }
 

@@ -224,7 +224,10 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
         Ok(caller) => caller,
         Err(r) => return *r,
     };
-    if let Some(place) = request.extensions().get::<Arc<super::serve::Place>>() {
+    if let Some(place) = request
+        .extensions()
+        .get::<Arc<crate::server::places::Place>>()
+    {
         place.seat_seen();
     }
     let declared = request

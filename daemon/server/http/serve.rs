@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::limits::{Counted, Counts};
 use crate::server::connection::ConnectionSlot;
 use crate::server::daemon::Daemon;
+use crate::server::places::Places;
 use crate::sync::lock;
 
 /// How long a client has to send a request's head, from the moment the connection waits for one (its
@@ -144,7 +145,9 @@ const OPERATOR_CONNECTIONS: usize = 32;
 /// Accepts on an operator's listener (the status page's, the metrics') until the daemon closes: each
 /// connection with the same time limit on its request head as the endpoint's, and at most
 /// OPERATOR_CONNECTIONS open, the oldest closed to make room, so that connections left open by anybody
-/// on this machine cannot take the daemon's descriptors (nor keep the operator out for long).
+/// on this machine cannot take the daemon's descriptors (nor keep the operator out for long). One that
+/// showed the page's cookie is never closed so (anybody's connections would cut the page's live
+/// stream); when every one has, a new connection is turned away.
 pub async fn accept_operator(listener: TcpListener, app: Router, daemon: Arc<Daemon>) {
     let places = Places::default();
     let open = Arc::new(AtomicUsize::new(0));
@@ -160,8 +163,21 @@ pub async fn accept_operator(listener: TcpListener, app: Router, daemon: Arc<Dae
             },
             _ = daemon.closing.cancelled() => return,
         };
-        if open.load(Ordering::Relaxed) >= OPERATOR_CONNECTIONS {
-            places.close_oldest_unseated(None, Duration::ZERO);
+        if open.load(Ordering::Relaxed) >= OPERATOR_CONNECTIONS
+            && !places.close_oldest_unseated(None, Duration::ZERO)
+        {
+            let why = format!(
+                "This listener holds {OPERATOR_CONNECTIONS} connections of the status page already, the most it \
+                 holds: close a tab of it and try again.\n"
+            );
+            let response = format!(
+                "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n\
+                 content-length: {}\r\n\r\n{why}",
+                why.len()
+            );
+            // Never waited on: a client that does not read cannot hold the accept loop.
+            let _ = tcp.try_write(response.as_bytes());
+            continue;
         }
         let place = places.add(
             tcp.peer_addr()
@@ -175,6 +191,7 @@ pub async fn accept_operator(listener: TcpListener, app: Router, daemon: Arc<Dae
             open.clone(),
         );
         open.fetch_add(1, Ordering::Relaxed);
+        let app = app.layer(axum::Extension(place.clone()));
         daemon.tasks.spawn(async move {
             tokio::select! {
                 _ = serve(tcp, app, stop) => {}
@@ -203,62 +220,6 @@ where
         _ = stop.cancelled() => {
             conn.as_mut().graceful_shutdown();
             let _ = conn.await;
-        }
-    }
-}
-
-/// An HTTP connection as the accept loop knows it: whether a request on it has shown a seat's secret,
-/// and how to close it to make room for one that may.
-pub struct Place {
-    ip: IpAddr,
-    since: std::time::Instant,
-    seated: AtomicBool,
-    close: CancellationToken,
-}
-
-impl Place {
-    /// A request on this connection presented a seat's secret: it keeps its place.
-    pub fn seat_seen(&self) {
-        self.seated.store(true, Ordering::Relaxed);
-    }
-}
-
-/// The open connections, oldest first.
-#[derive(Clone, Default)]
-struct Places(Arc<std::sync::Mutex<Vec<Arc<Place>>>>);
-
-impl Places {
-    fn add(&self, ip: IpAddr) -> Arc<Place> {
-        let place = Arc::new(Place {
-            ip,
-            since: std::time::Instant::now(),
-            seated: AtomicBool::new(false),
-            close: CancellationToken::new(),
-        });
-        lock(&self.0).push(place.clone());
-        place
-    }
-
-    fn remove(&self, place: &Arc<Place>) {
-        lock(&self.0).retain(|p| !Arc::ptr_eq(p, place));
-    }
-
-    /// Closes the oldest connection on which no seat has shown itself (of `ip`, when given) and that
-    /// has been open for `grace` at least; false when there is none.
-    fn close_oldest_unseated(&self, ip: Option<IpAddr>, grace: Duration) -> bool {
-        let mut all = lock(&self.0);
-        let found = all.iter().position(|p| {
-            !p.seated.load(Ordering::Relaxed)
-                && !p.close.is_cancelled()
-                && ip.is_none_or(|ip| p.ip == ip)
-                && p.since.elapsed() >= grace
-        });
-        match found {
-            Some(i) => {
-                all.remove(i).close.cancel();
-                true
-            }
-            None => false,
         }
     }
 }

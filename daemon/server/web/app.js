@@ -76,7 +76,7 @@ function draw(s) {
 
 async function start() {
   try {
-    const r = await fetch("/web/api/state", { credentials: "same-origin" });
+    const r = await fetch("api/state", { credentials: "same-origin" });
     if (!r.ok) {
       $("where").textContent = (await r.json()).error ?? `the server answered ${r.status}`;
       return;
@@ -86,7 +86,7 @@ async function start() {
     $("where").textContent = `the server cannot be reached: ${e}`;
     return;
   }
-  const events = new EventSource("/web/api/events");
+  const events = new EventSource("api/events");
   events.onmessage = (e) => draw(JSON.parse(e.data));
   events.onerror = () => {
     $("live").textContent = "not live: the server went away, or the page's session ended (run ovai web again)";

@@ -3,7 +3,8 @@
 //!
 //! Who may read it: whoever holds the control secret, through `ovai web`, which asks the daemon for a
 //! link with a one-time token (a minute, one use). The page trades it for an HttpOnly, SameSite=Strict
-//! cookie and forgets it; every data request needs the cookie. No token appears in the page, in a URL
+//! cookie scoped to a path of its own (`/web/s/KEY/`: browsers send a cookie to every port of its host)
+//! and forgets it; the page and its data need the cookie of their path. No token appears in the page, in a URL
 //! after the exchange, or in a log. A strict Content-Security-Policy (scripts and styles from the page's
 //! own files only, no framing), and a request from another Origin is refused.
 
@@ -12,7 +13,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::{Extension, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -24,7 +25,8 @@ const INDEX: &str = include_str!("index.html");
 const SCRIPT: &str = include_str!("app.js");
 const STYLE: &str = include_str!("style.css");
 
-use super::web_keys::SESSION_FOR;
+use super::places::Place;
+use super::web_keys::{SESSION_FOR, Web};
 use crate::sync::lock;
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
                    connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -40,11 +42,15 @@ pub fn router(daemon: Arc<Daemon>, on_http: bool) -> Router {
     } else {
         router.route(
             "/",
-            axum::routing::get(|| async { redirect("/web/", None, false) }),
+            axum::routing::get(|| async { redirect("/web/", None) }),
         )
     };
     router
-        .route("/web/", axum::routing::get(index))
+        .route(
+            "/web/",
+            axum::routing::get(|| async { words(StatusCode::UNAUTHORIZED, NO_COOKIE) }),
+        )
+        .route("/web/s/{key}/", axum::routing::get(index))
         .route("/web/login", axum::routing::get(login))
         .route(
             "/web/app.js",
@@ -54,11 +60,11 @@ pub fn router(daemon: Arc<Daemon>, on_http: bool) -> Router {
             "/web/style.css",
             axum::routing::get(|| async { asset("text/css; charset=utf-8", STYLE) }),
         )
-        .route("/web/api/state", axum::routing::get(state))
-        .route("/web/api/events", axum::routing::get(events))
+        .route("/web/s/{key}/api/state", axum::routing::get(state))
+        .route("/web/s/{key}/api/events", axum::routing::get(events))
         .route(
             "/web",
-            axum::routing::get(|| async { redirect("/web/", None, false) }),
+            axum::routing::get(|| async { redirect("/web/", None) }),
         )
         .layer(axum::middleware::from_fn_with_state(on_http, guard))
         .with_state(daemon)
@@ -130,20 +136,26 @@ fn asset(kind: &'static str, body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, kind)], body).into_response()
 }
 
-/// `cookie`: its name and value; `secure`: the page is served over TLS, and the cookie is never sent
-/// without it.
-fn redirect(to: &'static str, cookie: Option<(String, String)>, secure: bool) -> Response {
-    let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response();
-    if let Some((name, c)) = cookie
-        && let Ok(v) = HeaderValue::from_str(&format!(
-            "{name}={c}; HttpOnly; SameSite=Strict; Path=/web; Max-Age={}{}",
-            SESSION_FOR.as_secs(),
-            if secure { "; Secure" } else { "" }
-        ))
-    {
-        r.headers_mut().insert(header::SET_COOKIE, v);
+fn redirect(to: &str, cookie: Option<HeaderValue>) -> Response {
+    let mut r = StatusCode::SEE_OTHER.into_response();
+    if let Ok(to) = HeaderValue::from_str(to) {
+        r.headers_mut().insert(header::LOCATION, to);
+    }
+    if let Some(cookie) = cookie {
+        r.headers_mut().insert(header::SET_COOKIE, cookie);
     }
     r
+}
+
+/// The page's cookie: `name=value`, sent only to the page's own path; `secure`: the page is served
+/// over TLS, and the cookie is never sent without it.
+fn cookie(name: &str, value: &str, path: &str, secure: bool) -> Option<HeaderValue> {
+    HeaderValue::from_str(&format!(
+        "{name}={value}; HttpOnly; SameSite=Strict; Path={path}; Max-Age={}{}",
+        SESSION_FOR.as_secs(),
+        if secure { "; Secure" } else { "" }
+    ))
+    .ok()
 }
 
 const NO_COOKIE: &str = "This is ovai's status page. It opens from a link `ovai web` prints on the server's \
@@ -159,11 +171,13 @@ async fn login(State(daemon): State<Arc<Daemon>>, uri: Uri) -> Response {
         .split('&')
         .find_map(|kv| kv.strip_prefix("t="));
     match token.filter(|t| t.len() == 64).and_then(|t| web.redeem(t)) {
-        Some(cookie) => {
+        Some((value, key)) => {
             let secure = lock(&web.base)
                 .as_deref()
                 .is_some_and(|b| b.starts_with("https:"));
-            redirect("/web/", Some((web.cookie_name(), cookie)), secure)
+            let path = format!("/web/s/{key}");
+            let cookie = cookie(&web.cookie_name(), &value, &path, secure);
+            redirect(&format!("{path}/"), cookie)
         }
         None => words(
             StatusCode::UNAUTHORIZED,
@@ -172,17 +186,46 @@ async fn login(State(daemon): State<Arc<Daemon>>, uri: Uri) -> Response {
     }
 }
 
-async fn index(State(daemon): State<Arc<Daemon>>, headers: HeaderMap) -> Response {
+async fn index(
+    State(daemon): State<Arc<Daemon>>,
+    Path(key): Path<String>,
+    place: Option<Extension<Arc<Place>>>,
+    headers: HeaderMap,
+) -> Response {
     match daemon.web.get() {
-        Some(web) if web.admits(&headers) => {
+        Some(web) if admitted(web, &headers, &key, place) => {
             ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], INDEX).into_response()
         }
         _ => words(StatusCode::UNAUTHORIZED, NO_COOKIE),
     }
 }
 
-async fn state(State(daemon): State<Arc<Daemon>>, headers: HeaderMap) -> Response {
-    if !daemon.web.get().is_some_and(|w| w.admits(&headers)) {
+/// Whether the request holds a good cookie of the page path `key`; its connection then keeps its place
+/// on the page's listener (`http::serve::accept_operator`), whoever else connects.
+fn admitted(
+    web: &Web,
+    headers: &HeaderMap,
+    key: &str,
+    place: Option<Extension<Arc<Place>>>,
+) -> bool {
+    let admitted = web.admits(headers, key);
+    if admitted && let Some(Extension(place)) = place {
+        place.seat_seen();
+    }
+    admitted
+}
+
+async fn state(
+    State(daemon): State<Arc<Daemon>>,
+    Path(key): Path<String>,
+    place: Option<Extension<Arc<Place>>>,
+    headers: HeaderMap,
+) -> Response {
+    if !daemon
+        .web
+        .get()
+        .is_some_and(|w| admitted(w, &headers, &key, place))
+    {
         return (
             StatusCode::UNAUTHORIZED,
             [(header::CONTENT_TYPE, "application/json")],
@@ -198,15 +241,24 @@ async fn state(State(daemon): State<Arc<Daemon>>, headers: HeaderMap) -> Respons
 }
 
 /// The state once a second as server-sent events, while the cookie is good and the page reads.
-async fn events(State(daemon): State<Arc<Daemon>>, headers: HeaderMap) -> Response {
-    if !daemon.web.get().is_some_and(|w| w.admits(&headers)) {
+async fn events(
+    State(daemon): State<Arc<Daemon>>,
+    Path(key): Path<String>,
+    place: Option<Extension<Arc<Place>>>,
+    headers: HeaderMap,
+) -> Response {
+    if !daemon
+        .web
+        .get()
+        .is_some_and(|w| admitted(w, &headers, &key, place))
+    {
         return words(StatusCode::UNAUTHORIZED, NO_COOKIE);
     }
     let closing = daemon.closing.clone();
-    let headers = Arc::new(headers);
+    let (headers, key) = (Arc::new(headers), Arc::new(key));
     let stream = futures::stream::unfold((daemon, true), move |(daemon, first)| {
         let closing = closing.clone();
-        let headers = headers.clone();
+        let (headers, key) = (headers.clone(), key.clone());
         async move {
             if !first {
                 tokio::select! {
@@ -214,7 +266,7 @@ async fn events(State(daemon): State<Arc<Daemon>>, headers: HeaderMap) -> Respon
                     _ = closing.cancelled() => return None,
                 }
             }
-            if !daemon.web.get().is_some_and(|w| w.admits(&headers)) {
+            if !daemon.web.get().is_some_and(|w| w.admits(&headers, &key)) {
                 return None;
             }
             let event = format!("data: {}\n\n", snapshot(&daemon).await);
