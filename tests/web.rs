@@ -628,3 +628,47 @@ fn connections_showing_no_cookie_cannot_cut_the_pages_live_stream() {
     }
     drop(flood);
 }
+
+/// Another user who takes the page's or the metrics' port first keeps the operator from those only, not
+/// every seat from the server: it starts without them, and says so where the operator looks.
+#[test]
+fn a_taken_page_or_metrics_port_does_not_keep_the_server_from_starting() {
+    let taken_page = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_metrics = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let page = taken_page.local_addr().unwrap();
+    let metrics = taken_metrics.local_addr().unwrap();
+    let inst = Instance::with_plugins(&[("echo.mjs", ECHO)]);
+    inst.set_config(json!({
+        "web": { "listen": page.to_string() },
+        "metrics": { "listen": metrics.to_string() },
+    }));
+    let _d = inst.start();
+    let rows = inst.rows("server");
+    assert!(
+        rows.iter().any(
+            |r| r.starts_with(&format!("The status page cannot listen on {page}"))
+                && r.contains("the server goes on without it")
+        ),
+        "{rows:?}"
+    );
+    assert!(
+        rows.iter().any(|r| r
+            .starts_with(&format!("The metrics endpoint cannot listen on {metrics}"))
+            && r.contains("the server goes on without it")),
+        "{rows:?}"
+    );
+    let out = inst.cmd().arg("web").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("the status page cannot listen on {page}")),
+        "{err}"
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("echo", json!({})),
+        ("echo for lead".to_string(), false)
+    );
+    drop((taken_page, taken_metrics));
+}

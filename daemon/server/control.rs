@@ -10,6 +10,7 @@ use tokio::io::AsyncWriteExt;
 
 use super::daemon::Daemon;
 use crate::runtime_log::Topic;
+use crate::sync::lock;
 use crate::wire::{
     self, ControlOp, HostStatus, Reply, SeatStatus, SeatsReply, StatusReply, StopReply, ToolEntry,
     ToolsReply,
@@ -63,6 +64,12 @@ pub async fn handle(
                     url,
                     seconds: super::web_keys::LINK_FOR.as_secs(),
                 })),
+                None if let Some(why) = daemon.web.get().and_then(|w| lock(&w.unbound).clone()) => {
+                    refused(&format!(
+                        "{why}, so it is not served: pick a free address in openovai.json's \"web\" and start the \
+                         server again"
+                    ))
+                }
                 None => refused(
                     "the status page is off: add \"web\": {\"listen\": \"127.0.0.1:7780\"} (or {\"onHttp\": true}) to \
                      openovai.json and start the server again",

@@ -79,11 +79,6 @@ pub enum ServeError {
     HttpBind(#[from] http::HttpError),
     #[error("{0}")]
     Web(String),
-    #[error(
-        "The metrics endpoint cannot listen on {addr} (openovai.json's \"metrics\".\"listen\"): {why}. Pick a free \
-         address, or take \"metrics\" out, and start again."
-    )]
-    Metrics { addr: String, why: String },
 }
 
 fn io_err<'a>(
@@ -207,17 +202,22 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         None => None,
     };
 
+    // The page's and the metrics' listeners are the operator's conveniences: one that cannot listen (its
+    // port taken, by anybody on the machine) is said, and the server goes on for its seats.
+    let mut unbound: Vec<String> = Vec::new();
+    let mut web_unbound = None;
     let web_bound = match config.web {
         Some(Some(addr)) => match std::net::TcpListener::bind(addr)
             .and_then(|l| l.set_nonblocking(true).map(|()| l))
         {
             Ok(l) => Some(l),
             Err(e) => {
-                unbind(&watch);
-                return Err(ServeError::Web(format!(
-                    "The status page cannot listen on {addr} (openovai.json's \"web\".\"listen\"): {e}. Pick a free \
-                     address, or take \"web\" out, and start again."
-                )));
+                web_unbound = Some(format!("the status page cannot listen on {addr}: {e}"));
+                unbound.push(format!(
+                    "The status page cannot listen on {addr} (openovai.json's \"web\".\"listen\"): {e}; the server \
+                     goes on without it. Pick a free address and start the server again."
+                ));
+                None
             }
         },
         Some(None) if http_settings.is_none() => {
@@ -248,16 +248,20 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         Some(addr) => match metrics_http::bind(addr) {
             Ok(l) => Some(l),
             Err(e) => {
-                unbind(&watch);
-                return Err(ServeError::Metrics {
-                    addr: addr.to_string(),
-                    why: e.to_string(),
-                });
+                unbound.push(format!(
+                    "The metrics endpoint cannot listen on {addr} (openovai.json's \"metrics\".\"listen\"): {e}; the \
+                     server goes on without it. Pick a free address and start the server again."
+                ));
+                None
             }
         },
         None => None,
     };
     let log = Arc::new(RuntimeLog::new(inst.runtime_log()));
+    for said in &unbound {
+        tracing::warn!("{said}");
+        log.row(Topic::Server, said);
+    }
     if let Some(said) = traces::start(&log) {
         log.row(Topic::Server, &said);
     }
@@ -326,8 +330,10 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         log.row(Topic::Server, said);
     }
     let web_on_http = matches!(&daemon.current().config.web, Some(None));
-    if web_on_http || web_bound.is_some() {
-        let _ = daemon.web.set(web_keys::Web::default());
+    if web_on_http || web_bound.is_some() || web_unbound.is_some() {
+        let web = web_keys::Web::default();
+        *lock(&web.unbound) = web_unbound;
+        let _ = daemon.web.set(web);
     }
     if let Some(bound) = http_bound {
         log.row(

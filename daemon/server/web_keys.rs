@@ -26,6 +26,8 @@ pub struct Web {
     sessions: Mutex<HashMap<String, (String, Instant)>>,
     /// The page's base URL (`http://127.0.0.1:PORT/web/`).
     pub base: Mutex<Option<String>>,
+    /// Why the page is not served though asked for (its listener could not listen).
+    pub unbound: Mutex<Option<String>>,
 }
 
 impl Web {
