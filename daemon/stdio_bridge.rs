@@ -37,6 +37,8 @@ const DEFAULT_RECONNECT: Duration = Duration::from_secs(30);
 /// How long a bridge started before any daemon waits for one (`OVAI_CONNECT_SECONDS` overrides it): at
 /// boot, sessions can start before the service.
 const DEFAULT_CONNECT: Duration = Duration::from_secs(10);
+/// How often a refused session looks for a daemon that takes it again, as its client sends requests.
+const REVIVE_EVERY: Duration = Duration::from_secs(1);
 /// How the id the replayed `initialize` carries begins; a random part follows, so that no id a client
 /// sends is taken for it (its answer is recognised by it and kept from the client).
 const REPLAY_ID: &str = "ovai-bridge-replay";
@@ -208,9 +210,15 @@ struct Session {
     listens: HashMap<String, Vec<u8>>,
     /// The client closed its side: nothing more will come, and the bridge ends with the daemon's answers.
     client_done: bool,
-    /// Why no daemon will take this session's lines again (the seat's secret changed, no daemon came
-    /// back): each request from now on is answered with it, and the bridge ends with its client.
+    /// Why no daemon will take this session's lines now (the seat's secret changed, no daemon came
+    /// back): each request is answered with it, unless a daemon takes the session again (`revive`), and
+    /// the bridge ends with its client.
     refused: Option<String>,
+    /// The refusal is the server's (a secret it does not take): only a session started again, which
+    /// reads the desk's secret anew, reaches it. Else (no server came back) the next request may.
+    for_good: bool,
+    /// When a refused session last looked for a daemon.
+    looked: Option<Instant>,
 }
 
 impl Session {
@@ -394,14 +402,16 @@ impl Bridge {
     }
 
     fn relay(self: Arc<Self>, link: DaemonEnd) -> i32 {
-        let DaemonEnd {
-            up,
-            mut down,
-            _socket: mut socket,
-        } = link;
+        let DaemonEnd { up, down, _socket } = link;
         lock(&self.upstream).stream = Some(up);
         let reader = self.clone();
         std::thread::spawn(move || reader.read_client());
+        self.relay_from(down, _socket)
+    }
+
+    /// Daemon → client, and a daemon found again each time one goes, until the client is done (the exit
+    /// code) or none will take the session (then the reader answers, and this waits for the end).
+    fn relay_from(&self, mut down: Down, mut socket: Option<UnixStream>) -> i32 {
         // SAFETY: fd 1 is this process's stdout for its whole life; ManuallyDrop keeps it open.
         let mut stdout = ManuallyDrop::new(unsafe { File::from_raw_fd(1) });
         loop {
@@ -442,7 +452,7 @@ impl Bridge {
     }
 
     /// Client → daemon, line by line, noting what waits for an answer.
-    fn read_client(&self) {
+    fn read_client(self: Arc<Self>) {
         // SAFETY: fd 0 is this process's stdin for its whole life; ManuallyDrop keeps it open.
         let stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
         let mut input = BufReader::with_capacity(64 * 1024, Blocking(&stdin));
@@ -499,12 +509,16 @@ impl Bridge {
     /// Sends the lines that arrived together on in one write. Noting the requests and choosing between
     /// sending and queueing happen under the upstream lock, as `reconnect` drains what is pending under
     /// it: a request is either in flight on the old daemon or queued for the next.
-    fn send_on(&self, batch: &[u8], ends: &[usize]) {
+    fn send_on(self: &Arc<Self>, batch: &[u8], ends: &[usize]) {
         let mut up = lock(&self.upstream);
-        // Refused for good (set under this lock): each line is answered here, in order.
-        if let Some(why) = self.refusal() {
+        // Refused (set under this lock): unless a daemon takes the session again now, each line is
+        // answered here, in order.
+        if self.refusal().is_some() {
             drop(up);
-            return self.refuse(batch, ends, &why);
+            match self.revive() {
+                Ok(()) => up = lock(&self.upstream),
+                Err((why, for_good)) => return self.refuse(batch, ends, &why, for_good),
+            }
         }
         for line in lines_of(batch, ends) {
             self.note_request(line);
@@ -525,7 +539,7 @@ impl Bridge {
     /// line that is none (not JSON, a batch, an id the daemon does not take) under `null`, as the daemon
     /// answers such a line under null; a notification not at all. Ends the bridge once its client no
     /// longer reads.
-    fn refuse(&self, batch: &[u8], ends: &[usize], why: &str) {
+    fn refuse(&self, batch: &[u8], ends: &[usize], why: &str, for_good: bool) {
         let mut out = Vec::new();
         for line in lines_of(batch, ends) {
             let answer = match read_request(line) {
@@ -535,7 +549,7 @@ impl Bridge {
                     method,
                     revision,
                     ..
-                }) => refused_answer(&key, &Pending::new(method, revision), why),
+                }) => refused_answer(&key, &Pending::new(method, revision), why, for_good),
                 None if response_id(line).is_some() || line.iter().all(u8::is_ascii_whitespace) => {
                     continue;
                 }
@@ -543,6 +557,7 @@ impl Bridge {
                     "null",
                     &Pending::new("request", Revision::Known(false)),
                     why,
+                    for_good,
                 ),
             };
             out.extend_from_slice(answer.to_string().as_bytes());
@@ -572,7 +587,51 @@ impl Bridge {
         }
     }
 
-    /// Why no daemon will take this session's lines again, if none will.
+    /// A refused session looks for a daemon that takes it again, at most every REVIVE_EVERY, as its
+    /// client sends something (a server started again after the bridge gave up, seats.json made again
+    /// by `ovai seat rebuild`): found, the session goes on there, and a relay of its own reads it; else
+    /// the reason to answer with, as it is now.
+    fn revive(self: &Arc<Self>) -> Result<(), (String, bool)> {
+        let refused = || {
+            let s = lock(&self.session);
+            (s.refused.clone().unwrap_or_default(), s.for_good)
+        };
+        {
+            let mut s = lock(&self.session);
+            if s.looked.is_some_and(|at| at.elapsed() < REVIVE_EVERY) {
+                drop(s);
+                return Err(refused());
+            }
+            s.looked = Some(Instant::now());
+        }
+        let link = match self.target.connect() {
+            Ok(link) => link,
+            Err(e) if e.may_pass() => return Err(refused()),
+            Err(e) => {
+                let mut s = lock(&self.session);
+                (s.refused, s.for_good) = (Some(e.to_string()), true);
+                drop(s);
+                return Err(refused());
+            }
+        };
+        // SAFETY: fd 1 is this process's stdout for its whole life; ManuallyDrop keeps it open.
+        let mut stdout = ManuallyDrop::new(unsafe { File::from_raw_fd(1) });
+        let (down, socket) = self.resume(link, &mut stdout).map_err(|_| refused())?;
+        {
+            let _up = lock(&self.upstream);
+            lock(&self.session).refused = None;
+        }
+        eprintln!("ovai mcp: the server takes this session again.");
+        let relay = self.clone();
+        std::thread::spawn(move || {
+            let code = relay.relay_from(down, socket);
+            let _writing = lock(&relay.writing);
+            std::process::exit(code)
+        });
+        Ok(())
+    }
+
+    /// Why no daemon takes this session's lines now, if none does.
     fn refusal(&self) -> Option<String> {
         lock(&self.session).refused.clone()
     }
@@ -716,7 +775,7 @@ impl Bridge {
                     Some(e.to_string())
                 }
                 Err(e) if e.may_pass() => None,
-                Err(e) => return Err(self.give_up(stdout, &e.to_string())),
+                Err(e) => return Err(self.give_up(stdout, &e.to_string(), true)),
             };
             let done = {
                 let mut s = lock(&self.session);
@@ -731,10 +790,10 @@ impl Bridge {
             }
             if Instant::now() >= deadline {
                 let why = silent.unwrap_or_else(|| format!(
-                    "the ovai server for {root} went away and none came back within {} s; start it with `ovai serve`, then restart this session",
+                    "the ovai server for {root} went away and none came back within {} s; start it with `ovai serve`, and this session takes it up again at its next request",
                     self.target.reconnect.as_secs()
                 ));
-                return Err(self.give_up(stdout, &why));
+                return Err(self.give_up(stdout, &why, false));
             }
             std::thread::sleep(wait.min(deadline.saturating_duration_since(Instant::now())));
             // A failed connect costs microseconds: trying often finds the next daemon, and notices a
@@ -826,18 +885,26 @@ impl Bridge {
 
     /// Answers everything still waiting with `why`, and everything the client sends from now on; says
     /// it on stderr, and gives the exit code.
-    fn give_up(&self, stdout: &mut File, why: &str) -> i32 {
+    fn give_up(&self, stdout: &mut File, why: &str, for_good: bool) -> i32 {
         // Queued requests were noted as pending when they were read (cancelled ones forgotten since):
         // each is answered once, here or by the reader once `refused` is set.
         {
             let mut up = lock(&self.upstream);
             up.queued.clear();
-            lock(&self.session).refused = Some(why.to_string());
+            let mut s = lock(&self.session);
+            (s.refused, s.for_good) = (Some(why.to_string()), for_good);
+            // No revival for REVIVE_EVERY: by then this relay has seen `refused` and waits for the end
+            // (a revival before would have it take the cleared refusal for a client done, and exit).
+            s.looked = Some(Instant::now());
+            // Answered below: a daemon that takes the session again is sent no stream the client
+            // was told had ended, and the initialize is replayed as already answered.
+            s.listens.clear();
+            s.initialize_answered |= s.initialize.is_some();
         }
         self.answer_taken(
             stdout,
             || lock(&self.session).pending().drain().collect(),
-            |id, p| refused_answer(id, p, why),
+            |id, p| refused_answer(id, p, why, for_good),
         );
         eprintln!("ovai mcp: {why}");
         1
@@ -1097,7 +1164,7 @@ fn interrupted_answer(id: &str, p: &Pending) -> Value {
 /// The answer to a request no daemon will take, in the shape of the revision it was sent under: a
 /// call's is a tool's error result, which clients show their model (an error of the protocol, some
 /// only log).
-fn refused_answer(id: &str, p: &Pending, why: &str) -> Value {
+fn refused_answer(id: &str, p: &Pending, why: &str, for_good: bool) -> Value {
     let id = parse_id(id);
     let why = why.trim_end_matches('.');
     if p.method == "tools/call" {
@@ -1109,8 +1176,19 @@ fn refused_answer(id: &str, p: &Pending, why: &str) -> Value {
             }
             _ => why.to_string(),
         };
+        let text = if for_good {
+            format!(
+                "This call was not made, and no call of this session can be: {lower}. Start this session again \
+                 to reach the server (the bridge reads the seat's secret once, at its start)."
+            )
+        } else {
+            format!(
+                "This call was not made: {lower}. Once a server runs, this session takes it up again at its next \
+                 call."
+            )
+        };
         let mut result = json!({
-            "content": [{ "type": "text", "text": format!("This call was not made, and no call of this session can be: {lower}. Start this session again to reach the server (the bridge reads the seat's secret once, at its start).") }],
+            "content": [{ "type": "text", "text": text }],
             "isError": true
         });
         if p.revision.is_modern() {

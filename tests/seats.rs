@@ -366,3 +366,38 @@ fn a_seat_name_that_reads_like_another_is_refused() {
     }
     inst.add_seat("lean");
 }
+
+/// A session refused because the seat book broke while no server ran is taken up again once `ovai seat
+/// rebuild` makes the book from the desks (its secret is the seat's again): at its next call, without
+/// its client starting it again.
+#[test]
+fn a_session_refused_for_a_broken_book_goes_on_after_a_rebuild() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert!(!s.call("room", json!({ "last": 0 })).1);
+    signal(d.pid(), libc::SIGKILL);
+    drop(d);
+    std::fs::write(inst.root.join(".ovai/seats.json"), "not json").unwrap();
+    let _d = inst.start();
+    wait_until("the bridge to be refused", || {
+        s.stderr
+            .lock()
+            .unwrap()
+            .contains("seats.json does not parse")
+            .then_some(())
+    });
+    let (text, is_error) = s.call("room", json!({ "last": 0 }));
+    assert!(
+        is_error && text.contains("seats.json does not parse"),
+        "{text}"
+    );
+    inst.cmd().args(["seat", "rebuild"]).assert().success();
+    wait_until("a call to be answered again", || {
+        let (text, is_error) = s.call("room", json!({ "last": 0 }));
+        (!is_error).then_some(text)
+    });
+    s.close_input();
+    assert!(s.wait().success());
+}

@@ -380,12 +380,56 @@ fn a_bridge_whose_daemon_never_returns_answers_every_call_with_a_sentence() {
     wait_until("the bridge to give up", || {
         s.stderr.lock().unwrap().contains(&why).then_some(())
     });
-    // Every call from then on is answered in those words, until the client ends.
+    // Every call is answered in those words while no server runs, saying the session takes one up.
     let (text, is_error) = s.call("room", json!({ "last": 0 }));
     assert!(is_error && text.contains(&why), "{text}");
+    assert!(
+        text.contains("Once a server runs, this session takes it up again at its next call."),
+        "{text}"
+    );
     s.close_input();
     let status = s.wait();
     assert!(!status.success());
+}
+
+/// A session whose bridge gave up on a server that did not come back in time is taken up again by the
+/// next one, at a call made once it runs: its client (which may not restart the server's process by
+/// itself) is told the list may have changed, and calls go on. Before, it had to be started again.
+#[test]
+fn a_session_given_up_takes_a_server_started_later_up_again() {
+    let inst = Instance::with_plugins(&[("slow.mjs", SLOW)]);
+    let d = inst.start();
+    let mut s = inst.session_with_env("lead", &[("OVAI_RECONNECT_SECONDS", "1")]);
+    s.initialize();
+    assert!(!s.call("room", json!({ "last": 0 })).1);
+    signal(d.pid(), libc::SIGKILL);
+    drop(d);
+    wait_until("the bridge to give up", || {
+        s.stderr
+            .lock()
+            .unwrap()
+            .contains("none came back within 1 s")
+            .then_some(())
+    });
+    let (text, is_error) = s.call("room", json!({ "last": 0 }));
+    assert!(is_error && text.contains("none came back"), "{text}");
+    let _d = inst.start();
+    let text = wait_until("a call to be answered by the server started again", || {
+        let (text, is_error) = s.call("room", json!({ "last": 0 }));
+        (!is_error).then_some(text)
+    });
+    assert!(!text.contains("none came back"), "{text}");
+    s.recv_where(|m| m["method"] == "notifications/tools/list_changed");
+    assert!(
+        s.stderr
+            .lock()
+            .unwrap()
+            .contains("ovai mcp: the server takes this session again."),
+        "{}",
+        s.stderr.lock().unwrap()
+    );
+    s.close_input();
+    assert!(s.wait().success(), "a session taken up again ends well");
 }
 
 fn fake_node(dir: &std::path::Path, says: &str) -> String {
