@@ -317,22 +317,23 @@ pub fn cancelled(tool: &str, at: &str) -> String {
 }
 
 /// The text of a call stopped because a change of its seat ended its session: `removed`, the seat went
-/// (`ovai seat remove`); else it was given a new secret (`ovai seat rotate`).
-pub fn seat_changed(tool: &str, seat: &str, removed: bool) -> String {
-    let (what, then) = if removed {
-        (
-            "was removed (`ovai seat remove`), which ends its sessions",
-            "",
-        )
+/// (`ovai seat remove`); else it was given a new secret (`ovai seat rotate`), which a session over HTTP
+/// gets with the desk, one over the socket when its client starts `ovai mcp` again.
+pub fn seat_changed(tool: &str, seat: &str, removed: bool, over_http: bool) -> String {
+    let stopped = format!("The call to {tool} was stopped: the seat {seat}");
+    if removed {
+        return format!(
+            "{stopped} was removed (`ovai seat remove`), which ends its sessions. It may have run in part."
+        );
+    }
+    let again = if over_http {
+        "with the seat's new secret (ask the operator for its desk again: `ovai seat rotate` wrote it)"
     } else {
-        (
-            "was given a new secret (`ovai seat rotate`), which ends the sessions holding the old one",
-            ", in a session started again (its client reads the new secret when it starts `ovai mcp` again)",
-        )
+        "in a session started again (its client reads the new secret when it starts `ovai mcp` again)"
     };
     format!(
-        "The call to {tool} was stopped: the seat {seat} {what}. It may have run in part: look before calling it \
-         again{then}."
+        "{stopped} was given a new secret (`ovai seat rotate`), which ends the sessions holding the old one. \
+         It may have run in part: look before calling it again, {again}."
     )
 }
 

@@ -231,6 +231,10 @@ pub struct StatusReply {
     /// Where the status page is, when `"web"` is on (`ovai web` prints a link that opens it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub web: Option<String>,
+    /// Listeners openovai.json asks for that could not listen (the status page's, the metrics'), each
+    /// as a sentence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unserved: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

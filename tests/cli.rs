@@ -570,6 +570,7 @@ fn a_path_a_terminal_would_not_show_as_it_is_is_refused() {
         "ws\u{1b}]0;TITLE\u{7}",
         "ws\nExecStartPre=/bin/true",
         "ws\u{202e}txt",
+        "ws\tx",
     ] {
         let dir = base.path().join(name);
         let out = ovai().arg("init").arg(&dir).output().unwrap();
@@ -580,6 +581,7 @@ fn a_path_a_terminal_would_not_show_as_it_is_is_refused() {
             "{err}"
         );
         assert!(!err.contains(name), "the path is shown escaped: {err:?}");
+        assert!(err.contains("Nothing was made"), "{err}");
         assert!(!dir.exists(), "nothing was made at {dir:?}");
     }
     // An instance made elsewhere and moved there.

@@ -924,6 +924,27 @@ fn a_call_in_flight_when_its_seat_is_re_keyed_is_answered_saying_so() {
         text.contains("The call to gate was stopped: the seat w1 was given a new secret"),
         "{text}"
     );
+    // A seat over HTTP gets its new secret with its desk; it runs no `ovai mcp`.
+    assert!(
+        text.contains("ask the operator for its desk again") && !text.contains("ovai mcp"),
+        "{text}"
+    );
+    // Counted as over the socket: cancelled, no refusal of the tool's.
+    let v: serde_json::Value = serde_json::from_slice(
+        &inst
+            .cmd()
+            .args(["status", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let gate = v["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "gate");
+    assert_eq!(gate.map(|f| f["refusals"].clone()), Some(json!(0)), "{v}");
 }
 
 /// One of this machine's addresses other than loopback, as another machine on the network would

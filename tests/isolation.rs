@@ -1221,9 +1221,13 @@ fn a_call_sent_while_seat_rotate_waits_says_the_seat_was_given_a_new_secret() {
     let inst = boxed();
     inst.write_plugin(
         "wait.mjs",
-        "export const description = 'Waits, then answers.';\n\
+        "import { writeFileSync } from 'node:fs';\n\
+         export const description = 'Marks that it runs, waits, then answers.';\n\
          export const inputSchema = { type: 'object', properties: { ms: { type: 'number' } } };\n\
-         export async function run({ ms }) { await new Promise((r) => setTimeout(r, ms)); return { text: 'done' }; }",
+         export async function run({ ms }, { root }) {\n\
+           writeFileSync(`${root}/work/wait.started`, '');\n\
+           await new Promise((r) => setTimeout(r, ms)); return { text: 'done' };\n\
+         }",
     );
     let _d = inst.start();
     let mut s = inst.session("w1");
@@ -1232,14 +1236,19 @@ fn a_call_sent_while_seat_rotate_waits_says_the_seat_was_given_a_new_secret() {
         "tools/call",
         json!({ "name": "wait", "arguments": { "ms": 3000 } }),
     );
+    // In flight on the host before the seat changes, so the change waits for it.
+    wait_until("the first call to run", || {
+        inst.root.join("work/wait.started").exists().then_some(())
+    });
     // Past a second of waiting, the command says it waits.
     let mut cmd = std::process::Command::new(OVAI);
     cmd.args(["seat", "rotate", "w1", "--root"]).arg(&inst.root);
     let rotate = Running::spawn(cmd);
     rotate.wait_for_stderr("waiting for the plugin calls in flight");
+    // Held for the next host; long, so that wherever it runs it is still running when the session ends.
     let second = s.send_request(
         "tools/call",
-        json!({ "name": "wait", "arguments": { "ms": 0 } }),
+        json!({ "name": "wait", "arguments": { "ms": 60_000 } }),
     );
     assert_eq!(text_of(&s.response(first)), ("done".to_string(), false));
     let (text, is_error) = text_of(&s.response(second));

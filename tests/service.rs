@@ -523,9 +523,15 @@ fn a_root_with_a_dollar_is_written_so_systemd_reads_it_back() {
     let root = base.path().join("a ${HOME} $b");
     ovai().arg("init").arg(&root).assert().success();
     let home = tempfile::tempdir_in("/tmp").unwrap();
+    // A Node whose path holds a `$` too: `Environment=` expands nothing, so it is written as it is.
+    let node_dir = base.path().join("nd$x");
+    std::fs::create_dir(&node_dir).unwrap();
+    let node = which_node();
+    std::os::unix::fs::symlink(&node, node_dir.join("node")).unwrap();
     ovai()
         .env("HOME", home.path())
         .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("OVAI_NODE", node_dir.join("node"))
         .args(["service", "install", "--systemd", "--root"])
         .arg(&root)
         .assert()
@@ -545,6 +551,19 @@ fn a_root_with_a_dollar_is_written_so_systemd_reads_it_back() {
             .any(|l| l.starts_with("ExecStart=") && l.ends_with(&written)),
         "{written} in:\n{unit}"
     );
+    let env = format!("Environment=\"OVAI_NODE={}/node\"", node_dir.display());
+    assert!(unit.lines().any(|l| l == env), "{env} in:\n{unit}");
+}
+
+/// The `node` on this PATH, as an absolute path.
+fn which_node() -> std::path::PathBuf {
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join("node"))
+                .find(|p| p.is_file())
+        })
+        .expect("node on PATH")
 }
 
 /// `service uninstall` will not remove a unit that is enabled, even where no user manager answers to

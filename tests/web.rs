@@ -463,7 +463,11 @@ fn a_page_with_its_own_address_is_not_on_the_http_endpoint() {
         .trim_start_matches("http://")
         .trim_end_matches("/mcp")
         .to_string();
-    for path in ["/web/api/state", "/web/", "/web/login?t=x"] {
+    for path in [
+        "/web/s/00000000000000000000000000000000/api/state",
+        "/web/",
+        "/web/login?t=x",
+    ] {
         let mut s = std::net::TcpStream::connect(&authority).unwrap();
         s.set_read_timeout(Some(PATIENCE)).unwrap();
         write!(
@@ -499,15 +503,19 @@ fn on_the_http_endpoint_the_page_keeps_its_host_rules() {
         s.set_read_timeout(Some(PATIENCE)).unwrap();
         write!(
             s,
-            "GET /web/api/state HTTP/1.1\r\n{headers}connection: close\r\n\r\n"
+            "GET /web/s/00000000000000000000000000000000/api/state HTTP/1.1\r\n{headers}connection: close\r\n\r\n"
         )
         .unwrap();
         let mut text = String::new();
         let _ = s.read_to_string(&mut text);
         text
     };
+    // The page's own refusal (no cookie), not the endpoint's.
     let own = ask(&format!("Host: {authority}\r\n"));
-    assert!(own.starts_with("HTTP/1.1 401"), "{own}");
+    assert!(
+        own.starts_with("HTTP/1.1 401") && own.contains("It opens from a link `ovai web` prints"),
+        "{own}"
+    );
     let evil = ask("Host: evil.example\r\n");
     assert!(
         evil.starts_with("HTTP/1.1 403") && evil.contains("does not answer to the host name"),
@@ -570,6 +578,67 @@ fn another_port_on_the_same_host_is_not_sent_the_pages_cookie() {
     }
 }
 
+/// The page opened without a browser: its address, its cookie (`name=value`) and its own path.
+fn opened(inst: &Instance) -> (String, String, String) {
+    let out = inst.cmd().arg("web").output().unwrap();
+    let link = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let rest = link.strip_prefix("http://").unwrap();
+    let (authority, login) = rest.split_at(rest.find('/').unwrap());
+    let mut answer = String::new();
+    let _ = ask(
+        authority,
+        &format!("GET {login} HTTP/1.1\r\nHost: {authority}\r\nconnection: close\r\n\r\n"),
+    )
+    .read_to_string(&mut answer);
+    let header = |name: &str| {
+        answer
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .unwrap_or_else(|| panic!("{name} in {answer}"))
+            .to_string()
+    };
+    let cookie = header("set-cookie: ")
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    (authority.to_string(), cookie, header("location: "))
+}
+
+/// A connection to `authority` that has sent `request`.
+fn ask(authority: &str, request: &str) -> std::net::TcpStream {
+    let mut s = std::net::TcpStream::connect(authority).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    write!(s, "{request}").unwrap();
+    s
+}
+
+/// The page's live stream, read as far as its next event: false once it ended.
+struct Live(std::io::BufReader<std::net::TcpStream>);
+
+impl Live {
+    fn open(authority: &str, cookie: &str, page: &str) -> Self {
+        Self(std::io::BufReader::new(ask(
+            authority,
+            &format!(
+                "GET {page}api/events HTTP/1.1\r\nHost: {authority}\r\nCookie: {cookie}\r\n\r\n"
+            ),
+        )))
+    }
+
+    fn next_event(&mut self) -> bool {
+        use std::io::BufRead;
+        loop {
+            let mut line = String::new();
+            match self.0.read_line(&mut line) {
+                Ok(0) | Err(_) => return false,
+                Ok(_) if line.starts_with("data: {") => return true,
+                Ok(_) => {}
+            }
+        }
+    }
+}
+
 /// Anybody on the machine may open connections to the page's listener, which holds 32: those make room
 /// by closing the oldest that showed no cookie, never the operator's live stream.
 #[test]
@@ -577,56 +646,45 @@ fn connections_showing_no_cookie_cannot_cut_the_pages_live_stream() {
     let inst = Instance::new();
     inst.set_config(json!({ "web": { "listen": "127.0.0.1:0" } }));
     let _d = inst.start();
-    let out = inst.cmd().arg("web").output().unwrap();
-    let link = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    let rest = link.strip_prefix("http://").unwrap();
-    let (authority, login) = rest.split_at(rest.find('/').unwrap());
-    let ask = |request: &str| {
-        let mut s = std::net::TcpStream::connect(authority).unwrap();
-        s.set_read_timeout(Some(PATIENCE)).unwrap();
-        write!(s, "{request}").unwrap();
-        s
-    };
-    let mut answer = String::new();
-    let _ = ask(&format!(
-        "GET {login} HTTP/1.1\r\nHost: {authority}\r\nconnection: close\r\n\r\n"
-    ))
-    .read_to_string(&mut answer);
-    let cookie = answer
-        .lines()
-        .find_map(|l| l.strip_prefix("set-cookie: "))
-        .and_then(|c| c.split(';').next())
-        .unwrap_or_else(|| panic!("{answer}"))
-        .to_string();
-    let page = answer
-        .lines()
-        .find_map(|l| l.strip_prefix("location: "))
-        .unwrap_or_else(|| panic!("{answer}"))
-        .to_string();
-    let stream = ask(&format!(
-        "GET {page}api/events HTTP/1.1\r\nHost: {authority}\r\nCookie: {cookie}\r\n\r\n"
-    ));
-    let mut events = std::io::BufReader::new(stream);
-    let mut next_event = || {
-        use std::io::BufRead;
-        loop {
-            let mut line = String::new();
-            match events.read_line(&mut line) {
-                Ok(0) | Err(_) => return false,
-                Ok(_) if line.starts_with("data: {") => return true,
-                Ok(_) => {}
-            }
-        }
-    };
-    assert!(next_event(), "the first event");
+    let (authority, cookie, page) = opened(&inst);
+    let mut live = Live::open(&authority, &cookie, &page);
+    assert!(live.next_event(), "the first event");
     // Forty connections that send nothing, held open.
     let flood: Vec<std::net::TcpStream> = (0..40)
-        .map(|_| std::net::TcpStream::connect(authority).unwrap())
+        .map(|_| std::net::TcpStream::connect(&authority).unwrap())
         .collect();
     for _ in 0..3 {
-        assert!(next_event(), "the live stream was cut");
+        assert!(live.next_event(), "the live stream was cut");
     }
     drop(flood);
+}
+
+/// When every one of the listener's 32 places holds the page (its cookie shown), a newcomer is told so
+/// in words, and the page's streams go on.
+#[test]
+fn a_listener_full_of_the_pages_own_connections_turns_a_newcomer_away_in_words() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "web": { "listen": "127.0.0.1:0" } }));
+    let _d = inst.start();
+    let (authority, cookie, page) = opened(&inst);
+    let mut streams: Vec<Live> = (0..32)
+        .map(|_| Live::open(&authority, &cookie, &page))
+        .collect();
+    for live in &mut streams {
+        assert!(live.next_event(), "each stream's first event");
+    }
+    let mut answer = String::new();
+    let _ = ask(
+        &authority,
+        &format!("GET {page} HTTP/1.1\r\nHost: {authority}\r\nCookie: {cookie}\r\n\r\n"),
+    )
+    .read_to_string(&mut answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 503")
+            && answer.contains("holds 32 connections of the status page already"),
+        "{answer}"
+    );
+    assert!(streams[0].next_event() && streams[31].next_event());
 }
 
 /// Another user who takes the page's or the metrics' port first keeps the operator from those only, not
@@ -657,12 +715,22 @@ fn a_taken_page_or_metrics_port_does_not_keep_the_server_from_starting() {
             && r.contains("the server goes on without it")),
         "{rows:?}"
     );
-    let out = inst.cmd().arg("web").output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    for args in [&["web"][..], &["web", "--end"]] {
+        let out = inst.cmd().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("the status page cannot listen on {page}")),
+            "{args:?}: {err}"
+        );
+    }
+    // `ovai status` says it too, where the page's address would be.
+    let status = inst.cmd().arg("status").output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
     assert!(
-        err.contains(&format!("the status page cannot listen on {page}")),
-        "{err}"
+        status.contains(&format!("The status page cannot listen on {page}"))
+            && status.contains(&format!("The metrics endpoint cannot listen on {metrics}")),
+        "{status}"
     );
     let mut s = inst.session("lead");
     s.initialize();

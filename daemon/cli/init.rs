@@ -40,7 +40,18 @@ pub fn run(
         ));
     }
     let target = instance::absolute(&dir);
-    instance::shown_as_is(&target).map_err(|e| Failure::new(e.to_string(), exit::FAILED))?;
+    if instance::shown_as_is(&target).is_err() {
+        return Err(Failure::new(
+            format!(
+                "{} holds a character a terminal does not show as it is (a control, a line break, a direction \
+                 mark, or bytes that are not UTF-8), so what ovai prints, and the desks and service unit it \
+                 writes, would not name the folder. Nothing was made; make the instance in a folder whose path \
+                 has none.",
+                instance::shown(&target)
+            ),
+            exit::FAILED,
+        ));
+    }
     if let Some(outer) = target
         .ancestors()
         .skip(1)

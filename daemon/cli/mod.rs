@@ -302,7 +302,6 @@ pub fn why_no_tool(inst: &Instance, tool: &str) -> Option<String> {
     Some(format!("There is no tool called {tool} here: {why}."))
 }
 
-/// Turns an error into a failure with exit code `code`: `.map_err(fail(exit::FAILED))?`.
 /// Prints `doc` as pretty JSON for a person's terminal or a program: what plugins and sessions wrote into
 /// it cannot act on the terminal (`names::json_for_terminal`).
 pub fn print_json(doc: &impl serde::Serialize) {
@@ -310,6 +309,7 @@ pub fn print_json(doc: &impl serde::Serialize) {
     println!("{}", crate::names::json_for_terminal(text));
 }
 
+/// Turns an error into a failure with exit code `code`: `.map_err(fail(exit::FAILED))?`.
 pub fn fail<E: std::fmt::Display>(code: i32) -> impl Fn(E) -> Failure {
     move |e| Failure::new(e, code)
 }

@@ -154,20 +154,21 @@ pub fn uninstall(inst: &Instance, manager: Option<Manager>, print: bool) -> Resu
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let in_use = |state: &str| {
+        Failure::new(
+            format!(
+                "{name} is {state}: stop and disable it first with\n  {}\nthen run `ovai service uninstall` again.",
+                u.disable
+            ),
+            exit::FAILED,
+        )
+    };
     // Enabled, its link in a `*.wants/` folder says so whether or not a user manager answers here (a `su`
     // or ssh shell of a lingering user has none): removed, the file would leave the link dangling.
     if manager == Manager::Systemd
         && let Some(link) = enabled_by(&u.path, &name)
     {
-        return Err(Failure::new(
-            format!(
-                "{name} is enabled ({} links to it): stop and disable it first with\n  {}\nthen run `ovai service \
-                 uninstall` again.",
-                link.display(),
-                u.disable
-            ),
-            exit::FAILED,
-        ));
+        return Err(in_use(&format!("enabled ({} links to it)", link.display())));
     }
     // Removed while enabled or running, its unit could no longer be disabled by name: stopped first.
     if manager == Manager::Systemd && user_manager().is_ok() {
@@ -180,18 +181,11 @@ pub fn uninstall(inst: &Instance, manager: Option<Manager>, print: bool) -> Resu
         };
         let (enabled, active) = (state("is-enabled"), state("is-active"));
         if enabled == "enabled" || active == "active" || active == "activating" {
-            return Err(Failure::new(
-                format!(
-                    "{name} is {}: stop and disable it first with\n  {}\nthen run `ovai service uninstall` again.",
-                    if active == "inactive" {
-                        enabled
-                    } else {
-                        active
-                    },
-                    u.disable
-                ),
-                exit::FAILED,
-            ));
+            return Err(in_use(if active == "inactive" {
+                &enabled
+            } else {
+                &active
+            }));
         }
     }
     std::fs::remove_file(&u.path)
@@ -242,13 +236,13 @@ fn systemd_unit(inst: &Instance, ovai: &Path, node: Option<&Path>) -> String {
         .replace(
             "@EXEC_START@",
             &[&exe, "serve", "--root", &root]
-                .map(systemd_quote)
+                .map(systemd_exec_word)
                 .join(" "),
         )
         .replace(
             "@EXEC_RELOAD@",
             &[&exe, "restart", "--root", &root]
-                .map(systemd_quote)
+                .map(systemd_exec_word)
                 .join(" "),
         )
         .replace("@ENVIRONMENT@\n", &env)
@@ -271,7 +265,6 @@ fn launchd_plist(inst: &Instance, ovai: &Path, node: Option<&Path>, label: &str)
         .replace("@ROOT@", &xml(&inst.root.display().to_string()))
 }
 
-/// One argument of a systemd command line: quoted, with `%` (a specifier), `\` and `"` escaped.
 /// A link to the unit in a `*.wants/`, `*.requires/` or `*.upholds/` folder beside it: what enabling it
 /// made.
 fn enabled_by(unit: &Path, name: &str) -> Option<PathBuf> {
@@ -287,14 +280,19 @@ fn enabled_by(unit: &Path, name: &str) -> Option<PathBuf> {
         .find(|link| link.symlink_metadata().is_ok())
 }
 
+/// One word of a systemd setting: quoted, with `%` (a specifier), `\` and `"` escaped.
 fn systemd_quote(arg: &str) -> String {
     let escaped = arg
         .replace('\\', "\\\\")
         .replace('"', "\\\"")
-        .replace('%', "%%")
-        // A command line's `$` names an environment variable, even within quotes.
-        .replace('$', "$$");
+        .replace('%', "%%");
     format!("\"{escaped}\"")
+}
+
+/// One argument of a command line (`ExecStart=`), where `$` also names an environment variable, even
+/// within quotes: written `$$`. (`Environment=` expands none.)
+fn systemd_exec_word(arg: &str) -> String {
+    systemd_quote(&arg.replace('$', "$$"))
 }
 
 fn xml(s: &str) -> String {

@@ -92,6 +92,9 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     if let Some(url) = &v.web {
         println!("Status page: {url} (`ovai web` prints a link that opens it).");
     }
+    for said in &v.unserved {
+        println!("{said}");
+    }
     println!("Tools: {}.", v.tools.join(", "));
     let not_served: Vec<&String> = v
         .rows

@@ -45,10 +45,7 @@ pub fn run(inst: &Instance, name: Option<&str>, json: bool) -> Result<(), Failur
             }
         }
         let schema = serde_json::to_string(&t.entry["inputSchema"]).unwrap_or_default();
-        println!(
-            "  inputSchema: {}",
-            crate::names::escape_controls(&schema, false)
-        );
+        println!("  inputSchema: {}", crate::names::json_for_terminal(schema));
         println!();
     }
     if name.is_none() {

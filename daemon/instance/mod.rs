@@ -192,7 +192,8 @@ pub enum RootError {
         "The instance's path, {shown}, holds a character a terminal does not show as it is (a control, a line \
          break, a direction mark, or bytes that are not UTF-8), so what ovai prints, and the desks and service \
          unit it writes, would not name the folder. Nothing was done; move the instance to a folder whose path \
-         has none (then `ovai seat rebuild` there points its desks at it)."
+         has none (then `ovai seat rebuild` there points its desks at it). A server already running there \
+         stops with `kill PID`, its pid in .ovai/serve.lock."
     )]
     Unshown { shown: String },
     #[error(
@@ -250,9 +251,9 @@ pub fn shown_as_is(path: &Path) -> Result<(), RootError> {
     Err(RootError::Unshown { shown: shown(path) })
 }
 
-/// A path for a sentence, what a terminal would act on escaped.
-fn shown(path: &Path) -> String {
-    crate::names::escape_controls(&path.to_string_lossy(), false).into_owned()
+/// A path for a sentence, what a terminal would act on escaped (tabs too).
+pub fn shown(path: &Path) -> String {
+    crate::names::escape_controls(&path.to_string_lossy(), false).replace('\t', "\\t")
 }
 
 fn find_any_root(explicit: Option<&Path>) -> Result<(Instance, FoundBy), RootError> {

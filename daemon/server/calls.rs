@@ -130,8 +130,10 @@ impl Calls {
             if let Some(shared) = watched.upgrade() {
                 // Ended by a change of its seat: the calls are still answered, saying so (the client
                 // may read on); else nobody waits for their answers.
-                let answered = shared.service.ended_by().is_some();
-                shared.withdraw_plain(CANCELLED, answered);
+                match shared.service.ended_by() {
+                    Some(change) => shared.withdraw_plain(change.why(), true),
+                    None => shared.withdraw_plain(CANCELLED, false),
+                }
             }
         });
         Self {
@@ -350,7 +352,7 @@ impl Drop for Calls {
 const CANCELLED: &str = "the caller cancelled the call";
 
 impl StopBy {
-    /// Stops the call, which then goes unanswered (its entry is gone from `running`).
+    /// Stops the call: answered as it ends if its entry is still in `running`, else not.
     fn stop(self, why: &str) {
         match self {
             StopBy::Task(ct) => ct.cancel(),
@@ -381,12 +383,13 @@ impl Shared {
 
     /// The line answering `call`: one stopped because a change of its seat ended the session says so.
     fn line(&self, call: &Call, outcome: &Outcome) -> Vec<u8> {
-        if matches!(outcome, Outcome::Cancelled)
-            && let Some(cut_off) = self.service.cut_off(&call.name)
-        {
-            return answer_line(call, &cut_off);
+        match outcome {
+            Outcome::Cancelled => answer_line(
+                call,
+                &self.service.answered_as(&call.name, Outcome::Cancelled),
+            ),
+            outcome => answer_line(call, outcome),
         }
-        answer_line(call, outcome)
     }
 
     /// Answers a call whose arguments were not taken.
@@ -409,8 +412,8 @@ impl Shared {
         }
     }
 
-    /// Stops every call with no task of its own (they go unanswered).
-    /// `answered`: left in `running`, so each is answered as it ends (`Shared::line`).
+    /// Stops every call with no task of its own, `why` as its signal says: unanswered, or, when
+    /// `answered`, left in `running`, so each is answered as it ends (`Shared::line`).
     fn withdraw_plain(&self, why: &str, answered: bool) {
         let withdrawn: Vec<StopBy> = {
             let mut running = lock(&self.running);

@@ -64,19 +64,10 @@ pub async fn handle(
                     url,
                     seconds: super::web_keys::LINK_FOR.as_secs(),
                 })),
-                None if let Some(why) = daemon.web.get().and_then(|w| lock(&w.unbound).clone()) => {
-                    refused(&format!(
-                        "{why}, so it is not served: pick a free address in openovai.json's \"web\" and start the \
-                         server again"
-                    ))
-                }
-                None => refused(
-                    "the status page is off: add \"web\": {\"listen\": \"127.0.0.1:7780\"} (or {\"onHttp\": true}) to \
-                     openovai.json and start the server again",
-                ),
+                None => refused(&page_not_served(daemon)),
             },
             Some(ControlOp::WebEnd) => match daemon.web.get() {
-                Some(web) => {
+                Some(web) if lock(&web.base).is_some() => {
                     let (sessions, links) = web.end_all();
                     daemon.log.row(
                         Topic::Server,
@@ -84,7 +75,7 @@ pub async fn handle(
                     );
                     wire::line(&Reply::done(wire::WebEnded { sessions, links }))
                 }
-                None => refused("the status page is off: there is nothing to end"),
+                _ => refused(&page_not_served(daemon)),
             },
             Some(ControlOp::Tools) => wire::line(&Reply::done(ToolsReply {
                 tools: daemon
@@ -106,6 +97,18 @@ pub async fn handle(
     };
     let _ = write.write_all(line.as_bytes()).await;
     let _ = write.shutdown().await;
+}
+
+/// Why there is no status page to open or end.
+fn page_not_served(daemon: &Daemon) -> String {
+    match daemon.web.get().and_then(|w| lock(&w.unbound).clone()) {
+        Some(why) => format!(
+            "{why}, so it is not served: pick a free address in openovai.json's \"web\" and start the server again"
+        ),
+        None => "the status page is off: add \"web\": {\"listen\": \"127.0.0.1:7780\"} (or {\"onHttp\": true}) to \
+                 openovai.json and start the server again"
+            .into(),
+    }
 }
 
 fn reply<T: Serialize, E: std::fmt::Display>(r: Result<T, E>) -> String {
@@ -180,6 +183,7 @@ pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
             .web
             .get()
             .and_then(|web| crate::sync::lock(&web.base).clone()),
+        unserved: lock(&daemon.unserved).clone(),
         root: daemon.inst.root.display().to_string(),
         pid: std::process::id(),
         started_at: daemon.started_at.clone(),

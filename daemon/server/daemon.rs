@@ -64,6 +64,8 @@ pub struct Daemon {
     pub http_url: Mutex<Option<String>>,
     /// The metrics endpoint's URL, when it listens (`ovai status`).
     pub metrics_url: Mutex<Option<String>>,
+    /// Listeners asked for that could not listen (the status page's, the metrics'), as sentences.
+    pub unserved: Mutex<Vec<String>>,
     /// The status page's keys, when it is served.
     pub web: std::sync::OnceLock<super::web_keys::Web>,
     /// Seat changes asked for (holds and their ends), and whether one is being written now: a generation
@@ -154,6 +156,7 @@ impl Daemon {
             http_stop: CancellationToken::new(),
             http_url: Mutex::new(None),
             metrics_url: Mutex::new(None),
+            unserved: Mutex::new(Vec::new()),
             web: std::sync::OnceLock::new(),
             seat_changes: AtomicU64::new(0),
             seats_holding: std::sync::atomic::AtomicBool::new(false),

@@ -329,6 +329,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         tracing::warn!("{said}");
         log.row(Topic::Server, said);
     }
+    *lock(&daemon.unserved) = unbound;
     let web_on_http = matches!(&daemon.current().config.web, Some(None));
     if web_on_http || web_bound.is_some() || web_unbound.is_some() {
         let web = web_keys::Web::default();

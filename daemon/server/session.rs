@@ -133,12 +133,18 @@ impl SeatService {
         self.daemon.sessions.ended_by(id)
     }
 
-    /// What a call stopped because a change of its seat ended the session is answered, if one did.
-    pub fn cut_off(&self, tool: &str) -> Option<Outcome> {
-        let removed = self.ended_by()? == SeatChange::Removed;
-        Some(Outcome::Refused(answer::seat_changed(
-            tool, &self.seat, removed,
-        )))
+    /// How a call's outcome is answered: a call stopped because a change of its seat ended the session
+    /// says so (it is still counted as cancelled).
+    pub fn answered_as(&self, tool: &str, outcome: Outcome) -> Outcome {
+        match (outcome, self.ended_by()) {
+            (Outcome::Cancelled, Some(change)) => Outcome::Refused(answer::seat_changed(
+                tool,
+                &self.seat,
+                change == SeatChange::Removed,
+                matches!(self.via, Via::Http { .. }),
+            )),
+            (outcome, _) => outcome,
+        }
     }
 
     /// Whether a call of `name` may run now: admitted (counted in on its generation), an outcome when it is
@@ -557,10 +563,6 @@ impl SeatService {
                 }
             }
         };
-        let outcome = match outcome {
-            Outcome::Cancelled => self.cut_off(name).unwrap_or(Outcome::Cancelled),
-            outcome => outcome,
-        };
         if let Some(relay) = &relay {
             relay.close();
         }
@@ -572,7 +574,7 @@ impl SeatService {
                 Outcome::Text(_) | Outcome::Json(_) => {}
             }
         }
-        Ok(outcome)
+        Ok(self.answered_as(name, outcome))
     }
 
     /// The span of a `tools/call` over HTTP, its parent from the request's `_meta` or its header.

@@ -35,6 +35,20 @@ pub enum SeatChange {
     Removed,
 }
 
+impl SeatChange {
+    /// Why a call of such a session stopped, as its plugin's signal says.
+    pub fn why(self) -> &'static str {
+        match self {
+            SeatChange::NewSecret => {
+                "the caller's seat was given a new secret (`ovai seat rotate`), which ended its session"
+            }
+            SeatChange::Removed => {
+                "the caller's seat was removed (`ovai seat remove`), which ended its session"
+            }
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct Sessions {
     map: Mutex<HashMap<u64, SessionEntry>>,
@@ -87,9 +101,7 @@ impl Owned {
             ct,
         }
     }
-}
 
-impl Owned {
     /// Fired when the registration ends: the seat changed, or it was dropped.
     pub fn ended(&self) -> CancellationToken {
         self.ct.clone()

@@ -96,6 +96,10 @@ async fn prune(manager: &LocalSessionManager, owners: &Owners) {
 /// stopped say why, and its client may read on), or after ENDING_ANSWERED: its new requests are refused
 /// already, the secret being no seat's.
 async fn close_when_answered(manager: Arc<LocalSessionManager>, owners: Owners, id: String) {
+    // An initialised session's registration ends with its seat too: one of the two closes it.
+    if !owners.claim_close(&id) {
+        return;
+    }
     let until = tokio::time::Instant::now() + ENDING_ANSWERED;
     while owners.answering(&id) && tokio::time::Instant::now() < until {
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -27,6 +27,8 @@ struct Owner {
     initialized: bool,
     /// Its seat changed: it closes once its requests are answered.
     ending: bool,
+    /// Its closing has begun (from the seat's change, or its registration's end): once is enough.
+    closing: bool,
 }
 
 #[derive(Default, Clone)]
@@ -112,6 +114,7 @@ impl Owners {
                 ids: HashSet::new(),
                 initialized: false,
                 ending: false,
+                closing: false,
             },
         );
     }
@@ -194,6 +197,14 @@ impl Owners {
             }
         }
         ids
+    }
+
+    /// Takes on closing session `id`: false when that was taken on already.
+    pub fn claim_close(&self, id: &str) -> bool {
+        match lock(&self.map).get_mut(id) {
+            Some(o) => !std::mem::replace(&mut o.closing, true),
+            None => true,
+        }
     }
 
     /// Whether a request of session `id` is still being answered.
