@@ -930,21 +930,12 @@ fn a_call_in_flight_when_its_seat_is_re_keyed_is_answered_saying_so() {
         "{text}"
     );
     // Counted as over the socket: cancelled, no refusal of the tool's.
-    let v: serde_json::Value = serde_json::from_slice(
-        &inst
-            .cmd()
-            .args(["status", "--json"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
-    let gate = v["figures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == "gate");
-    assert_eq!(gate.map(|f| f["refusals"].clone()), Some(json!(0)), "{v}");
+    let gate = inst.tool_figures("gate");
+    assert_eq!(
+        (&gate["calls"], &gate["refusals"]),
+        (&json!(1), &json!(0)),
+        "{gate}"
+    );
 }
 
 /// One of this machine's addresses other than loopback, as another machine on the network would

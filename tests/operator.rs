@@ -131,15 +131,7 @@ fn a_stopping_server_is_said_to_be_stopping_and_a_new_one_waits_for_it() {
         "{}",
         status.1
     );
-    let json: Value = serde_json::from_slice(
-        &inst
-            .cmd()
-            .args(["status", "--json"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let json = inst.status_json();
     assert_eq!(json["stopping"], json!(true), "{json}");
     let refused = inst
         .cmd()
@@ -1447,21 +1439,12 @@ fn a_call_cut_off_by_a_seat_change_says_what_changed() {
             );
         }
         // Counted as the other calls a session's end stops: cancelled, no refusal of the tool's.
-        let v: Value = serde_json::from_slice(
-            &inst
-                .cmd()
-                .args(["status", "--json"])
-                .output()
-                .unwrap()
-                .stdout,
-        )
-        .unwrap();
-        let wait = v["figures"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["name"] == "wait");
-        assert_eq!(wait.map(|f| f["refusals"].clone()), Some(json!(0)), "{v}");
+        let wait = inst.tool_figures("wait");
+        assert_eq!(
+            (&wait["calls"], &wait["refusals"]),
+            (&json!(1), &json!(0)),
+            "{wait}"
+        );
     }
 }
 

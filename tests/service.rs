@@ -54,6 +54,17 @@ fn readiness_watchdog_reload_and_stopping_reach_the_service_manager() {
     expect(&sock, "STOPPING=1");
 }
 
+/// The one unit `service install` wrote under `home`.
+fn unit_file(home: &std::path::Path) -> std::path::PathBuf {
+    let dir = home.join("config/systemd/user");
+    std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("no unit in {}", dir.display()))
+}
+
 fn installed(inst: &Instance, home: &std::path::Path, args: &[&str]) -> String {
     let out = inst
         .cmd()
@@ -74,13 +85,7 @@ fn the_systemd_unit_is_written_filled_in_and_verifies() {
     let inst = Instance::new();
     let home = tempfile::tempdir_in("/tmp").unwrap();
     let said = installed(&inst, home.path(), &["--systemd"]);
-    let dir = home.path().join("config/systemd/user");
-    let file = std::fs::read_dir(&dir)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let file = unit_file(home.path());
     let name = file.file_name().unwrap().to_string_lossy().to_string();
     assert!(
         name.starts_with(&format!(
@@ -536,13 +541,7 @@ fn a_root_with_a_dollar_is_written_so_systemd_reads_it_back() {
         .arg(&root)
         .assert()
         .success();
-    let dir = home.path().join("config/systemd/user");
-    let file = std::fs::read_dir(&dir)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let file = unit_file(home.path());
     let unit = std::fs::read_to_string(&file).unwrap();
     let canonical = std::fs::canonicalize(&root).unwrap().display().to_string();
     let written = format!("\"--root\" \"{}\"", canonical.replace('$', "$$"));
@@ -574,15 +573,9 @@ fn uninstall_refuses_an_enabled_unit_even_with_no_user_manager_answering() {
     let inst = Instance::new();
     let home = tempfile::tempdir_in("/tmp").unwrap();
     installed(&inst, home.path(), &["--systemd"]);
-    let dir = home.path().join("config/systemd/user");
-    let file = std::fs::read_dir(&dir)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let file = unit_file(home.path());
     let name = file.file_name().unwrap().to_owned();
-    let wants = dir.join("default.target.wants");
+    let wants = file.parent().unwrap().join("default.target.wants");
     std::fs::create_dir_all(&wants).unwrap();
     std::os::unix::fs::symlink(&file, wants.join(&name)).unwrap();
     let uninstall = || {

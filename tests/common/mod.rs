@@ -92,6 +92,23 @@ impl Instance {
         std::fs::write(path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
     }
 
+    /// `ovai status --json`, read.
+    pub fn status_json(&self) -> Value {
+        let out = self.cmd().args(["status", "--json"]).output().unwrap();
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+    }
+
+    /// A tool's figures in `ovai status --json` (calls, refusals, …), `null` before its first call.
+    pub fn tool_figures(&self, tool: &str) -> Value {
+        let v = self.status_json();
+        v["figures"]
+            .as_array()
+            .and_then(|all| all.iter().find(|f| f["name"] == tool))
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
     pub fn cmd(&self) -> assert_cmd::Command {
         let mut c = ovai();
         c.arg("--root").arg(&self.root);

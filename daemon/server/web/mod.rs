@@ -26,7 +26,7 @@ const SCRIPT: &str = include_str!("app.js");
 const STYLE: &str = include_str!("style.css");
 
 use super::places::Place;
-use super::web_keys::{SESSION_FOR, Web};
+use super::web_keys::SESSION_FOR;
 use crate::sync::lock;
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
                    connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -192,23 +192,21 @@ async fn index(
     place: Option<Extension<Arc<Place>>>,
     headers: HeaderMap,
 ) -> Response {
-    match daemon.web.get() {
-        Some(web) if admitted(web, &headers, &key, place) => {
-            ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], INDEX).into_response()
-        }
-        _ => words(StatusCode::UNAUTHORIZED, NO_COOKIE),
+    if !admitted(&daemon, &headers, &key, place) {
+        return words(StatusCode::UNAUTHORIZED, NO_COOKIE);
     }
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], INDEX).into_response()
 }
 
 /// Whether the request holds a good cookie of the page path `key`; its connection then keeps its place
 /// on the page's listener (`http::serve::accept_operator`), whoever else connects.
 fn admitted(
-    web: &Web,
+    daemon: &Daemon,
     headers: &HeaderMap,
     key: &str,
     place: Option<Extension<Arc<Place>>>,
 ) -> bool {
-    let admitted = web.admits(headers, key);
+    let admitted = daemon.web.get().is_some_and(|w| w.admits(headers, key));
     if admitted && let Some(Extension(place)) = place {
         place.seat_seen();
     }
@@ -221,11 +219,7 @@ async fn state(
     place: Option<Extension<Arc<Place>>>,
     headers: HeaderMap,
 ) -> Response {
-    if !daemon
-        .web
-        .get()
-        .is_some_and(|w| admitted(w, &headers, &key, place))
-    {
+    if !admitted(&daemon, &headers, &key, place) {
         return (
             StatusCode::UNAUTHORIZED,
             [(header::CONTENT_TYPE, "application/json")],
@@ -247,11 +241,7 @@ async fn events(
     place: Option<Extension<Arc<Place>>>,
     headers: HeaderMap,
 ) -> Response {
-    if !daemon
-        .web
-        .get()
-        .is_some_and(|w| admitted(w, &headers, &key, place))
-    {
+    if !admitted(&daemon, &headers, &key, place) {
         return words(StatusCode::UNAUTHORIZED, NO_COOKIE);
     }
     let closing = daemon.closing.clone();
