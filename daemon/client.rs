@@ -23,7 +23,12 @@ pub enum ClientError {
     )]
     Stopping { root: String, pid: u64 },
     #[error("The ovai server for {root} refused the connection: {why}")]
-    Refused { root: String, why: String },
+    Refused {
+        root: String,
+        why: String,
+        /// Only a client started again gets in (another secret, the same binary): `Welcome::for_good`.
+        for_good: bool,
+    },
     /// A control operation the daemon could not do: its sentence.
     #[error("{0}")]
     NotDone(String),
@@ -439,10 +444,11 @@ fn read_welcome(
     let welcome: Welcome =
         serde_json::from_str(&line).map_err(|e| ClientError::Protocol(e.to_string()))?;
     if !welcome.ok {
-        return Err(refused(
-            inst,
-            welcome.error.unwrap_or_else(|| "no reason given".into()),
-        ));
+        return Err(ClientError::Refused {
+            root: inst.root.display().to_string(),
+            why: ensure_period(welcome.error.unwrap_or_else(|| "no reason given".into())),
+            for_good: welcome.for_good,
+        });
     }
     Ok(welcome)
 }
@@ -452,13 +458,6 @@ fn silent(inst: &Instance, patience: Duration) -> ClientError {
     ClientError::Silent {
         root: inst.root.display().to_string(),
         seconds: patience.as_secs(),
-    }
-}
-
-fn refused(inst: &Instance, why: String) -> ClientError {
-    ClientError::Refused {
-        root: inst.root.display().to_string(),
-        why: ensure_period(why),
     }
 }
 

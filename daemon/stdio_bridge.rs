@@ -39,6 +39,8 @@ const DEFAULT_RECONNECT: Duration = Duration::from_secs(30);
 const DEFAULT_CONNECT: Duration = Duration::from_secs(10);
 /// How often a refused session looks for a daemon that takes it again, as its client sends requests.
 const REVIVE_EVERY: Duration = Duration::from_secs(1);
+/// How long a refused session's request waits for a daemon's welcome when it looks for one.
+const REVIVE_PATIENCE: Duration = Duration::from_secs(2);
 /// How the id the replayed `initialize` carries begins; a random part follows, so that no id a client
 /// sends is taken for it (its answer is recognised by it and kept from the client).
 const REPLAY_ID: &str = "ovai-bridge-replay";
@@ -141,13 +143,13 @@ impl Target {
     }
 
     fn connect(&self) -> Result<DaemonEnd, ClientError> {
+        self.connect_within(WELCOME_PATIENCE)
+    }
+
+    /// Connects, waiting up to `patience` for the daemon's welcome.
+    fn connect_within(&self, patience: Duration) -> Result<DaemonEnd, ClientError> {
         let mut stream = client::connect(&self.inst)?;
-        match client::hello_seat_over_pipes(
-            &self.inst,
-            &mut stream,
-            &self.secret,
-            WELCOME_PATIENCE,
-        )? {
+        match client::hello_seat_over_pipes(&self.inst, &mut stream, &self.secret, patience)? {
             Some(pipes) => Ok(DaemonEnd {
                 up: pipes.write,
                 down: Down::Pipe(pipes.read),
@@ -219,6 +221,9 @@ struct Session {
     for_good: bool,
     /// When a refused session last looked for a daemon.
     looked: Option<Instant>,
+    /// How many times a refused session was taken up again: a relay that gave up tells by it that
+    /// another carries the session now.
+    era: u64,
 }
 
 impl Session {
@@ -415,6 +420,7 @@ impl Bridge {
         // SAFETY: fd 1 is this process's stdout for its whole life; ManuallyDrop keeps it open.
         let mut stdout = ManuallyDrop::new(unsafe { File::from_raw_fd(1) });
         loop {
+            let era = lock(&self.session).era;
             self.read_daemon(&mut down, &mut stdout);
             if lock(&self.session).client_done {
                 // The client sent all it will: nothing goes to a next daemon, but whatever this one left
@@ -433,6 +439,14 @@ impl Bridge {
                 }
                 Err(code) => {
                     let s = lock(&self.session);
+                    // Taken up again meanwhile (this relay slow to get here: its stderr not read): the
+                    // revival's relay carries the session on.
+                    if s.era != era {
+                        drop(s);
+                        loop {
+                            std::thread::park();
+                        }
+                    }
                     if s.refused.is_none() || s.client_done {
                         return code;
                     }
@@ -604,12 +618,19 @@ impl Bridge {
             }
             s.looked = Some(Instant::now());
         }
-        let link = match self.target.connect() {
+        // A daemon that is there and silent (stopped, stuck) holds the request a moment only.
+        let link = match self.target.connect_within(REVIVE_PATIENCE) {
             Ok(link) => link,
-            Err(e) if e.may_pass() => return Err(refused()),
+            Err(
+                ClientError::NoServer { .. }
+                | ClientError::Stopping { .. }
+                | ClientError::WentAway { .. },
+            ) => {
+                return Err(refused());
+            }
             Err(e) => {
                 let mut s = lock(&self.session);
-                (s.refused, s.for_good) = (Some(e.to_string()), true);
+                (s.refused, s.for_good) = (Some(e.to_string()), for_good(&e));
                 drop(s);
                 return Err(refused());
             }
@@ -619,15 +640,18 @@ impl Bridge {
         let (down, socket) = self.resume(link, &mut stdout).map_err(|_| refused())?;
         {
             let _up = lock(&self.upstream);
-            lock(&self.session).refused = None;
+            let mut s = lock(&self.session);
+            s.refused = None;
+            s.era += 1;
         }
-        eprintln!("ovai mcp: the server takes this session again.");
         let relay = self.clone();
         std::thread::spawn(move || {
             let code = relay.relay_from(down, socket);
             let _writing = lock(&relay.writing);
             std::process::exit(code)
         });
+        // Said aside: a stderr nobody reads must not hold the session's requests.
+        std::thread::spawn(|| eprintln!("ovai mcp: the server takes this session again."));
         Ok(())
     }
 
@@ -775,7 +799,7 @@ impl Bridge {
                     Some(e.to_string())
                 }
                 Err(e) if e.may_pass() => None,
-                Err(e) => return Err(self.give_up(stdout, &e.to_string(), true)),
+                Err(e) => return Err(self.give_up(stdout, &e.to_string(), for_good(&e))),
             };
             let done = {
                 let mut s = lock(&self.session);
@@ -790,7 +814,7 @@ impl Bridge {
             }
             if Instant::now() >= deadline {
                 let why = silent.unwrap_or_else(|| format!(
-                    "the ovai server for {root} went away and none came back within {} s; start it with `ovai serve`, and this session takes it up again at its next request",
+                    "the ovai server for {root} went away and none came back within {} s; start it with `ovai serve`",
                     self.target.reconnect.as_secs()
                 ));
                 return Err(self.give_up(stdout, &why, false));
@@ -893,17 +917,30 @@ impl Bridge {
             up.queued.clear();
             let mut s = lock(&self.session);
             (s.refused, s.for_good) = (Some(why.to_string()), for_good);
-            // No revival for REVIVE_EVERY: by then this relay has seen `refused` and waits for the end
-            // (a revival before would have it take the cleared refusal for a client done, and exit).
             s.looked = Some(Instant::now());
-            // Answered below: a daemon that takes the session again is sent no stream the client
-            // was told had ended, and the initialize is replayed as already answered.
-            s.listens.clear();
-            s.initialize_answered |= s.initialize.is_some();
+            // An initialize no daemon answered is answered below: a daemon that takes the session
+            // again is not sent it (the client sends another), nor tells the client of list changes.
+            if !s.initialize_answered {
+                (s.initialize, s.initialized) = (None, None);
+            }
+            // Listen streams stay open for a daemon that may take the session again, as when one
+            // comes back in time; refused for good, they end now, with the refusal.
+            if for_good {
+                s.listens.clear();
+            }
         }
         self.answer_taken(
             stdout,
-            || lock(&self.session).pending().drain().collect(),
+            || {
+                let mut s = lock(&self.session);
+                let s = &mut *s;
+                let (kept, cut): (Vec<_>, Vec<_>) = s
+                    .pending
+                    .drain()
+                    .partition(|(k, _)| s.listens.contains_key(k));
+                s.pending.extend(kept);
+                cut
+            },
             |id, p| refused_answer(id, p, why, for_good),
         );
         eprintln!("ovai mcp: {why}");
@@ -1183,8 +1220,7 @@ fn refused_answer(id: &str, p: &Pending, why: &str, for_good: bool) -> Value {
             )
         } else {
             format!(
-                "This call was not made: {lower}. Once a server runs, this session takes it up again at its next \
-                 call."
+                "This call was not made: {lower}. This session tries the server again at its next call."
             )
         };
         let mut result = json!({
@@ -1202,8 +1238,23 @@ fn refused_answer(id: &str, p: &Pending, why: &str, for_good: bool) -> Value {
             .next()
             .map(|first| format!("{}{}", first.to_uppercase(), chars.as_str()))
             .unwrap_or_default();
-        json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32000, "message": format!("{upper}.") } })
+        let then = if for_good {
+            ""
+        } else {
+            " This session tries the server again at its next request."
+        };
+        json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32000, "message": format!("{upper}.{then}") } })
     }
+}
+
+/// Whether a refusal holds for as long as this bridge runs: the seat's secret refused (re-keyed,
+/// removed), or a server this bridge cannot speak to (another version). Any other may be mended while
+/// the session waits (the seat book made again, a place freed, a server started).
+fn for_good(e: &ClientError) -> bool {
+    matches!(
+        e,
+        ClientError::Refused { for_good: true, .. } | ClientError::Protocol(_)
+    )
 }
 
 fn parse_id(key: &str) -> Value {

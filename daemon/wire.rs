@@ -105,6 +105,11 @@ pub struct Welcome {
     /// none could be made), the session goes on over the socket.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pipes: bool,
+    /// The refusal holds for as long as the client runs: the seat's secret itself (no seat's, or
+    /// several seats'), or another version of the binary. Any other may pass (the seat book mended, a
+    /// place freed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub for_good: bool,
 }
 
 /// A control reply: `{"ok": true, …the operation's fields}` or `{"ok": false, "error": "…"}`.

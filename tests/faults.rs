@@ -263,10 +263,11 @@ fn a_call_in_flight_when_its_seat_is_removed_is_stopped_at_once() {
     // Once the echo after it is answered, the call has reached the host.
     assert!(!w1.call("echo", json!({})).1);
     inst.cmd().args(["seat", "remove", "w1"]).assert().success();
-    // Not the words of a session that closed and was given 5 s: it was stopped as its session ended.
+    // Not the words of a session that closed and was given 5 s: it was stopped as its session ended,
+    // and its signal says why.
     assert_eq!(
         note_of(&inst, "aborted-removed"),
-        "AbortError: the caller cancelled the call"
+        "AbortError: the caller's seat was removed (`ovai seat remove`), which ended its session"
     );
 }
 

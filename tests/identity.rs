@@ -255,7 +255,8 @@ fn a_hello_of_another_version_too_long_or_never_sent_is_refused_in_words() {
     let other = raw_hello(&inst, Some(b"{\"ovai\":99,\"seatSecret\":\"x\"}\n"));
     assert_eq!(
         other,
-        json!({ "ok": false, "error": "this ovai server speaks version 1 of its socket protocol and the client speaks 99: use the same ovai binary for both" })
+        // For good: a bridge of another version does not look for this server again.
+        json!({ "ok": false, "error": "this ovai server speaks version 1 of its socket protocol and the client speaks 99: use the same ovai binary for both", "for_good": true })
     );
     let long = format!("{{\"ovai\":1,\"seatSecret\":\"{}\"}}\n", "x".repeat(9000));
     assert_eq!(

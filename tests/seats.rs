@@ -393,6 +393,12 @@ fn a_session_refused_for_a_broken_book_goes_on_after_a_rebuild() {
         is_error && text.contains("seats.json does not parse"),
         "{text}"
     );
+    // Not said to be for good: a mended book takes the session again.
+    assert!(
+        !text.contains("Start this session again")
+            && text.contains("This session tries the server again at its next call."),
+        "{text}"
+    );
     inst.cmd().args(["seat", "rebuild"]).assert().success();
     wait_until("a call to be answered again", || {
         let (text, is_error) = s.call("room", json!({ "last": 0 }));

@@ -389,7 +389,7 @@ fn a_bridge_whose_daemon_never_returns_answers_every_call_with_a_sentence() {
     let (text, is_error) = s.call("room", json!({ "last": 0 }));
     assert!(is_error && text.contains(&why), "{text}");
     assert!(
-        text.contains("Once a server runs, this session takes it up again at its next call."),
+        text.contains("This session tries the server again at its next call."),
         "{text}"
     );
     s.close_input();
@@ -600,4 +600,170 @@ fn uninstall_refuses_an_enabled_unit_even_with_no_user_manager_answering() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!file.exists());
+}
+
+/// A stderr nobody reads (a client that pipes it and never reads it) holds none of the session's
+/// requests: a session given up is taken up again and answered, and is not ended by the give-up it
+/// was slow to say.
+#[test]
+fn a_stderr_nobody_reads_holds_no_request_of_a_session_taken_up_again() {
+    let inst = Instance::new();
+    let d = inst.start();
+    // A pipe already full, which nothing reads: every write to it waits.
+    let (read_end, write_end) = nix::unistd::pipe().unwrap();
+    nix::fcntl::fcntl(
+        &write_end,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+    )
+    .unwrap();
+    while nix::unistd::write(&write_end, &[b'x'; 4096]).is_ok() {}
+    nix::fcntl::fcntl(
+        &write_end,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
+    )
+    .unwrap();
+    let mut cmd = bridge_command(&inst.root, Some(&inst.secret("lead")));
+    cmd.env("OVAI_RECONNECT_SECONDS", "1");
+    let mut s = Session::spawn_with_stderr(cmd, Some(std::process::Stdio::from(write_end)));
+    s.initialize();
+    signal(d.pid(), libc::SIGKILL);
+    drop(d);
+    // Given up (its call answered with the refusal), its relay now waits to say so on stderr.
+    let (text, is_error) = wait_until("the bridge to give up", || {
+        let (text, is_error) = s.call("room", json!({ "last": 0 }));
+        text.contains("none came back").then_some((text, is_error))
+    });
+    assert!(is_error, "{text}");
+    let _d = inst.start();
+    let text = wait_until("a call answered by the server started again", || {
+        let (text, is_error) = s.call("room", json!({ "last": 0 }));
+        (!is_error).then_some(text)
+    });
+    assert!(!text.contains("none came back"), "{text}");
+    // Its stderr read at last, the give-up said: the session goes on all the same.
+    let drain = std::thread::spawn(move || {
+        let mut f = std::fs::File::from(read_end);
+        let _ = std::io::copy(&mut f, &mut std::io::sink());
+    });
+    assert!(!s.call("room", json!({ "last": 0 })).1, "still taken");
+    s.close_input();
+    assert!(s.wait().success(), "ends well");
+    drop(drain);
+}
+
+/// A refused session that looks for a server and finds one stopped (Ctrl-Z on `ovai serve`) waits a
+/// moment for it, not a minute, and says what it found.
+#[test]
+fn a_refused_session_finding_a_stopped_server_says_so_at_once() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let mut s = inst.session_with_env("lead", &[("OVAI_RECONNECT_SECONDS", "1")]);
+    s.initialize();
+    signal(d.pid(), libc::SIGKILL);
+    drop(d);
+    wait_until("the bridge to give up", || {
+        s.stderr
+            .lock()
+            .unwrap()
+            .contains("none came back")
+            .then_some(())
+    });
+    let d = inst.start();
+    signal(d.pid(), libc::SIGSTOP);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (text, is_error) = s.call("room", json!({ "last": 0 }));
+    signal(d.pid(), libc::SIGCONT);
+    assert!(is_error, "{text}");
+    assert!(text.contains("said nothing within 2 s"), "{text}");
+}
+
+/// A 2026-07-28 session's listen stream stays open through a give-up, and a server that takes the
+/// session again re-opens it and says on it that the list may have changed.
+#[test]
+fn a_listen_stream_outlives_a_give_up_and_hears_of_the_server_taking_it_again() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let mut s = inst.session_with_env("lead", &[("OVAI_RECONNECT_SECONDS", "1")]);
+    let meta = modern_meta();
+    let listen = s.send_request(
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true }, "_meta": meta }),
+    );
+    s.recv_where(|m| m["method"] == "notifications/subscriptions/acknowledged");
+    signal(d.pid(), libc::SIGKILL);
+    drop(d);
+    wait_until("the bridge to give up", || {
+        s.stderr
+            .lock()
+            .unwrap()
+            .contains("none came back")
+            .then_some(())
+    });
+    let call = s.send_request(
+        "tools/call",
+        json!({ "name": "room", "arguments": { "last": 0 }, "_meta": meta }),
+    );
+    assert!(text_of(&s.response(call)).1);
+    let _d = inst.start();
+    wait_until("a call answered by the server started again", || {
+        let id = s.send_request(
+            "tools/call",
+            json!({ "name": "room", "arguments": { "last": 0 }, "_meta": meta }),
+        );
+        (!text_of(&s.response(id)).1).then_some(())
+    });
+    let changed = s.recv_where(|m| m["method"] == "notifications/tools/list_changed");
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        json!(listen),
+        "{changed}"
+    );
+    assert!(
+        !s.backlog.iter().any(|m| m["id"] == json!(listen)),
+        "the stream was not ended: {:?}",
+        s.backlog
+    );
+}
+
+/// An initialize no server answered before the bridge gave up is not replayed to the server that takes
+/// the session again: the client's next initialize is answered, with nothing sent before it.
+#[test]
+fn an_initialize_refused_at_a_give_up_is_not_replayed_when_a_server_takes_the_session() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let mut s = inst.session_with_env("lead", &[("OVAI_RECONNECT_SECONDS", "1")]);
+    assert!(
+        s.request("ping", json!({})).get("result").is_some(),
+        "connected"
+    );
+    signal(d.pid(), libc::SIGKILL);
+    drop(d);
+    let first = s.send_request(
+        "initialize",
+        json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }),
+    );
+    assert!(
+        s.response(first).get("error").is_some(),
+        "refused at the give-up"
+    );
+    let _d = inst.start();
+    let answer = wait_until("an initialize answered by the server started again", || {
+        let id = s.send_request(
+            "initialize",
+            json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }),
+        );
+        let r = s.response(id);
+        r.get("result").is_some().then_some(r)
+    });
+    assert_eq!(
+        answer["result"]["protocolVersion"], "2025-06-18",
+        "{answer}"
+    );
+    assert!(
+        !s.backlog
+            .iter()
+            .any(|m| m["method"] == "notifications/tools/list_changed"),
+        "nothing before the initialize's answer: {:?}",
+        s.backlog
+    );
 }

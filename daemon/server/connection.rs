@@ -65,7 +65,7 @@ pub fn turn_away(daemon: &Daemon, stream: &UnixStream, max: usize) {
     let w = Welcome {
         ok: false,
         error: Some(why),
-        pipes: false,
+        ..Welcome::default()
     };
     // Never waited on: a client that does not read cannot hold the accept loop.
     let _ = stream.try_write(wire::line(&w).as_bytes());
@@ -113,7 +113,7 @@ pub async fn handle(
         }
     };
     if hello.ovai != wire::VERSION {
-        return refuse(
+        return refuse_for_good(
             &daemon,
             &mut write,
             format!(
@@ -148,7 +148,7 @@ pub async fn handle(
             matches.join(", "),
             daemon.inst.seats_file().display()
         );
-        return refuse(&daemon, &mut write, why).await;
+        return refuse_for_good(&daemon, &mut write, why).await;
     }
     let Some(seat) = matches.first().map(|s| s.to_string()) else {
         let why = format!(
@@ -158,7 +158,7 @@ pub async fn handle(
              desks/NAME/.mcp.json)",
             daemon.inst.root.display()
         );
-        return refuse(&daemon, &mut write, why).await;
+        return refuse_for_good(&daemon, &mut write, why).await;
     };
     // The session's own pipes, when its hello offers to take them: made here, so the daemon's ends are
     // its own open files, which no client can make blocking. None made (out of descriptors): the
@@ -171,8 +171,8 @@ pub async fn handle(
     });
     let welcome = wire::line(&Welcome {
         ok: true,
-        error: None,
         pipes: pipes.is_some(),
+        ..Welcome::default()
     });
     let sent = match &pipes {
         Some(p) => {
@@ -274,11 +274,22 @@ async fn read_hello(reader: &mut BufReader<ReadHalf>) -> Result<Hello, String> {
 }
 
 async fn refuse(daemon: &Daemon, write: &mut WriteHalf, why: String) {
+    say_refused(daemon, write, why, false).await;
+}
+
+/// Refuses what only a session started again can change (the seat's secret, the binary): its bridge
+/// does not look for a server again.
+async fn refuse_for_good(daemon: &Daemon, write: &mut WriteHalf, why: String) {
+    say_refused(daemon, write, why, true).await;
+}
+
+async fn say_refused(daemon: &Daemon, write: &mut WriteHalf, why: String, for_good: bool) {
     daemon.refusals.note(&why);
     let w = Welcome {
         ok: false,
         error: Some(why),
         pipes: false,
+        for_good,
     };
     let _ = write.write_all(wire::line(&w).as_bytes()).await;
     let _ = write.shutdown().await;

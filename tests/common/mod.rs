@@ -536,29 +536,37 @@ pub fn bridge_command(root: &Path, secret: Option<&str>) -> Command {
 
 impl Session {
     /// A session over any prepared `ovai mcp` command.
-    pub fn spawn_command(mut cmd: Command) -> Self {
+    pub fn spawn_command(cmd: Command) -> Self {
+        Self::spawn_with_stderr(cmd, None)
+    }
+
+    /// A session whose bridge writes its stderr to `stderr` when given (which nothing here reads), else
+    /// to a pipe read into `Session::stderr`.
+    pub fn spawn_with_stderr(mut cmd: Command, stderr: Option<Stdio>) -> Self {
+        let read_here = stderr.is_none();
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(stderr.unwrap_or_else(Stdio::piped))
             .spawn()
             .expect("ovai mcp starts");
         let stdout = child.stdout.take().unwrap();
-        let stderr_pipe = child.stderr.take().unwrap();
         let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let sink = stderr.clone();
-        let stderr_reader = std::thread::spawn(move || {
-            for line in BufReader::new(stderr_pipe).lines() {
-                let Ok(line) = line else { break };
-                sink.lock().unwrap().push_str(&(line + "\n"));
-            }
+        let stderr_reader = child.stderr.take().filter(|_| read_here).map(|pipe| {
+            let sink = stderr.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines() {
+                    let Ok(line) = line else { break };
+                    sink.lock().unwrap().push_str(&(line + "\n"));
+                }
+            })
         });
         let input = Input(child.stdin.take());
         Self {
             child,
             mcp: McpClient::new(BufReader::new(TimedReader::new(stdout)), input),
             stderr,
-            stderr_reader: Some(stderr_reader),
+            stderr_reader,
         }
     }
 
