@@ -235,6 +235,21 @@ impl Session {
 }
 
 impl Session {
+    /// The requests a refusal answers: all waiting but the listen streams, which stay open unless
+    /// the refusal is for good (then they end too).
+    fn take_answerable(&mut self, for_good: bool) -> Vec<(String, Pending)> {
+        if for_good {
+            self.listens.clear();
+        }
+        let listens = &self.listens;
+        let (kept, cut): (Vec<_>, Vec<_>) = self
+            .pending
+            .drain()
+            .partition(|(k, _)| listens.contains_key(k));
+        self.pending.extend(kept);
+        cut
+    }
+
     /// Every request waiting for its answer.
     fn pending(&mut self) -> &mut HashMap<String, Pending> {
         &mut self.pending
@@ -442,7 +457,7 @@ impl Bridge {
                     // Taken up again meanwhile (this relay slow to get here: its stderr not read): the
                     // revival's relay carries the session on.
                     if s.era != era {
-                        drop(s);
+                        drop((s, down, socket));
                         loop {
                             std::thread::park();
                         }
@@ -557,7 +572,12 @@ impl Bridge {
         let mut out = Vec::new();
         for line in lines_of(batch, ends) {
             let answer = match read_request(line) {
-                Some(Noted { key: None, .. }) => continue,
+                // A notification is noted (a cancelled listen stream is not opened again), never
+                // answered.
+                Some(noted @ Noted { key: None, .. }) => {
+                    lock(&self.session).apply(line, noted);
+                    continue;
+                }
                 Some(Noted {
                     key: Some(key),
                     method,
@@ -612,7 +632,8 @@ impl Bridge {
         };
         {
             let mut s = lock(&self.session);
-            if s.looked.is_some_and(|at| at.elapsed() < REVIVE_EVERY) {
+            // Refused for good, only the session started again gets in, as its words say.
+            if s.for_good || s.looked.is_some_and(|at| at.elapsed() < REVIVE_EVERY) {
                 drop(s);
                 return Err(refused());
             }
@@ -621,17 +642,40 @@ impl Bridge {
         // A daemon that is there and silent (stopped, stuck) holds the request a moment only.
         let link = match self.target.connect_within(REVIVE_PATIENCE) {
             Ok(link) => link,
-            Err(
-                ClientError::NoServer { .. }
-                | ClientError::Stopping { .. }
-                | ClientError::WentAway { .. },
-            ) => {
-                return Err(refused());
-            }
             Err(e) => {
-                let mut s = lock(&self.session);
-                (s.refused, s.for_good) = (Some(e.to_string()), for_good(&e));
-                drop(s);
+                let inst = &self.target.inst;
+                // One still reading its plugins is no stuck one.
+                let why = match e {
+                    ClientError::Silent { .. }
+                        if client::marked(inst, &inst.starting_marker()).is_some() =>
+                    {
+                        format!(
+                            "the ovai server for {} is starting (reading its plugins)",
+                            inst.root.display()
+                        )
+                    }
+                    ref e => e.to_string(),
+                };
+                let now_for_good = for_good(&e);
+                let ended = {
+                    let mut s = lock(&self.session);
+                    (s.refused, s.for_good) = (Some(why.clone()), now_for_good);
+                    // Refused for good now: the listen streams kept open end, with the refusal.
+                    if now_for_good {
+                        s.take_answerable(true)
+                    } else {
+                        Vec::new()
+                    }
+                };
+                if !ended.is_empty() {
+                    // SAFETY: fd 1 is this process's stdout for its whole life; ManuallyDrop keeps it open.
+                    let mut stdout = ManuallyDrop::new(unsafe { File::from_raw_fd(1) });
+                    self.answer_taken(
+                        &mut stdout,
+                        || ended,
+                        |id, p| refused_answer(id, p, &why, true),
+                    );
+                }
                 return Err(refused());
             }
         };
@@ -650,8 +694,7 @@ impl Bridge {
             let _writing = lock(&relay.writing);
             std::process::exit(code)
         });
-        // Said aside: a stderr nobody reads must not hold the session's requests.
-        std::thread::spawn(|| eprintln!("ovai mcp: the server takes this session again."));
+        say_aside("ovai mcp: the server takes this session again.".into());
         Ok(())
     }
 
@@ -911,41 +954,36 @@ impl Bridge {
     /// it on stderr, and gives the exit code.
     fn give_up(&self, stdout: &mut File, why: &str, for_good: bool) -> i32 {
         // Queued requests were noted as pending when they were read (cancelled ones forgotten since):
-        // each is answered once, here or by the reader once `refused` is set.
-        {
-            let mut up = lock(&self.upstream);
-            up.queued.clear();
-            let mut s = lock(&self.session);
-            (s.refused, s.for_good) = (Some(why.to_string()), for_good);
-            s.looked = Some(Instant::now());
-            // An initialize no daemon answered is answered below: a daemon that takes the session
-            // again is not sent it (the client sends another), nor tells the client of list changes.
-            if !s.initialize_answered {
-                (s.initialize, s.initialized) = (None, None);
-            }
-            // Listen streams stay open for a daemon that may take the session again, as when one
-            // comes back in time; refused for good, they end now, with the refusal.
-            if for_good {
-                s.listens.clear();
-            }
-        }
+        // each is answered once, here or by the reader once `refused` is set. Set and taken in one
+        // go: a revival cannot come between them and send on a request answered here too.
         self.answer_taken(
             stdout,
             || {
+                let mut up = lock(&self.upstream);
+                up.queued.clear();
                 let mut s = lock(&self.session);
-                let s = &mut *s;
-                let (kept, cut): (Vec<_>, Vec<_>) = s
-                    .pending
-                    .drain()
-                    .partition(|(k, _)| s.listens.contains_key(k));
-                s.pending.extend(kept);
-                cut
+                (s.refused, s.for_good) = (Some(why.to_string()), for_good);
+                s.looked = Some(Instant::now());
+                // An initialize no daemon answered is answered here: a daemon that takes the session
+                // again is not sent it (the client sends another), nor tells the client of list changes.
+                if !s.initialize_answered {
+                    (s.initialize, s.initialized) = (None, None);
+                }
+                // Listen streams stay open for a daemon that may take the session again, as when one
+                // comes back in time; refused for good, they end now, with the refusal.
+                s.take_answerable(for_good)
             },
             |id, p| refused_answer(id, p, why, for_good),
         );
-        eprintln!("ovai mcp: {why}");
+        say_aside(format!("ovai mcp: {why}"));
         1
     }
+}
+
+/// Says `line` on stderr from a thread of its own: a stderr nobody reads holds no request, nor the
+/// bridge's end.
+fn say_aside(line: String) {
+    std::thread::spawn(move || eprintln!("{line}"));
 }
 
 /// Whether the reader of the bridge's stdout is gone (the client), waiting up to `timeout` for that;
@@ -1220,7 +1258,7 @@ fn refused_answer(id: &str, p: &Pending, why: &str, for_good: bool) -> Value {
             )
         } else {
             format!(
-                "This call was not made: {lower}. This session tries the server again at its next call."
+                "This call was not made: {lower}. The session looks for the server again as it calls, at most once a second."
             )
         };
         let mut result = json!({
@@ -1241,20 +1279,17 @@ fn refused_answer(id: &str, p: &Pending, why: &str, for_good: bool) -> Value {
         let then = if for_good {
             ""
         } else {
-            " This session tries the server again at its next request."
+            " The session looks for the server again at its requests, at most once a second."
         };
         json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32000, "message": format!("{upper}.{then}") } })
     }
 }
 
-/// Whether a refusal holds for as long as this bridge runs: the seat's secret refused (re-keyed,
-/// removed), or a server this bridge cannot speak to (another version). Any other may be mended while
-/// the session waits (the seat book made again, a place freed, a server started).
+/// Whether a refusal holds for as long as this bridge runs, as the daemon says: the seat's secret
+/// refused (re-keyed, removed), or another version of the binary. Any other may be mended while the
+/// session waits (the seat book made again, a place freed, a server started).
 fn for_good(e: &ClientError) -> bool {
-    matches!(
-        e,
-        ClientError::Refused { for_good: true, .. } | ClientError::Protocol(_)
-    )
+    matches!(e, ClientError::Refused { for_good: true, .. })
 }
 
 fn parse_id(key: &str) -> Value {

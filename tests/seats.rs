@@ -396,7 +396,9 @@ fn a_session_refused_for_a_broken_book_goes_on_after_a_rebuild() {
     // Not said to be for good: a mended book takes the session again.
     assert!(
         !text.contains("Start this session again")
-            && text.contains("This session tries the server again at its next call."),
+            && text.contains(
+                "The session looks for the server again as it calls, at most once a second."
+            ),
         "{text}"
     );
     inst.cmd().args(["seat", "rebuild"]).assert().success();
@@ -406,4 +408,42 @@ fn a_session_refused_for_a_broken_book_goes_on_after_a_rebuild() {
     });
     s.close_input();
     assert!(s.wait().success());
+}
+
+/// A refusal for good (the seat's secret is no seat's) says to start the session again, and holds to
+/// it: the bridge does not take the session up by itself, even once the book is mended.
+#[test]
+fn a_session_refused_for_its_secret_says_to_start_again_and_does_not_look_again() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    signal(d.pid(), libc::SIGKILL);
+    drop(d);
+    // The book names lead with another secret's hash.
+    let path = inst.root.join(".ovai/seats.json");
+    let book = std::fs::read_to_string(&path).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&book).unwrap();
+    let hash = v.to_string();
+    let theirs = hash
+        .split('"')
+        .find(|w| w.len() == 64 && w.bytes().all(|b| b.is_ascii_hexdigit()))
+        .unwrap()
+        .to_string();
+    std::fs::write(&path, book.replace(&theirs, &"0".repeat(64))).unwrap();
+    let _d = inst.start();
+    wait_until("the bridge to be refused", || {
+        s.stderr
+            .lock()
+            .unwrap()
+            .contains("is not the secret of any seat")
+            .then_some(())
+    });
+    inst.cmd().args(["seat", "rebuild"]).assert().success();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (text, is_error) = s.call("room", json!({ "last": 0 }));
+    assert!(
+        is_error && text.contains("Start this session again"),
+        "{text}"
+    );
 }

@@ -389,7 +389,7 @@ fn a_bridge_whose_daemon_never_returns_answers_every_call_with_a_sentence() {
     let (text, is_error) = s.call("room", json!({ "last": 0 }));
     assert!(is_error && text.contains(&why), "{text}");
     assert!(
-        text.contains("This session tries the server again at its next call."),
+        text.contains("The session looks for the server again as it calls, at most once a second."),
         "{text}"
     );
     s.close_input();
@@ -425,14 +425,13 @@ fn a_session_given_up_takes_a_server_started_later_up_again() {
     });
     assert!(!text.contains("none came back"), "{text}");
     s.recv_where(|m| m["method"] == "notifications/tools/list_changed");
-    assert!(
+    wait_until("the bridge to say it", || {
         s.stderr
             .lock()
             .unwrap()
-            .contains("ovai mcp: the server takes this session again."),
-        "{}",
-        s.stderr.lock().unwrap()
-    );
+            .contains("ovai mcp: the server takes this session again.")
+            .then_some(())
+    });
     s.close_input();
     assert!(s.wait().success(), "a session taken up again ends well");
 }
@@ -669,12 +668,147 @@ fn a_refused_session_finding_a_stopped_server_says_so_at_once() {
             .then_some(())
     });
     let d = inst.start();
-    signal(d.pid(), libc::SIGSTOP);
+    freeze(d.pid());
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let (text, is_error) = s.call("room", json!({ "last": 0 }));
-    signal(d.pid(), libc::SIGCONT);
     assert!(is_error, "{text}");
     assert!(text.contains("said nothing within 2 s"), "{text}");
+    // Gone again: the words are of what the session finds now, not of the server it found before.
+    signal(d.pid(), libc::SIGKILL);
+    drop(d);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (text, is_error) = s.call("room", json!({ "last": 0 }));
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("no ovai server is running for") && !text.contains("said nothing"),
+        "{text}"
+    );
+}
+
+/// A server still reading its plugins when a refused session looks for it is said to be starting,
+/// not stopped or stuck (which would have a person end it).
+#[test]
+fn a_refused_session_finding_a_starting_server_says_it_is_starting() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let mut s = inst.session_with_env("lead", &[("OVAI_RECONNECT_SECONDS", "1")]);
+    s.initialize();
+    signal(d.pid(), libc::SIGKILL);
+    drop(d);
+    wait_until("the bridge to give up", || {
+        s.stderr
+            .lock()
+            .unwrap()
+            .contains("none came back")
+            .then_some(())
+    });
+    // A plugin whose import takes a while: the server reads plugins/ before it greets anybody.
+    inst.write_plugin(
+        "slowimport.mjs",
+        "await new Promise((r) => setTimeout(r, 8000));\n\
+         export const description = 'x';\nexport const inputSchema = { type: 'object' };\n\
+         export function run() { return { text: 'x' }; }",
+    );
+    let mut cmd = std::process::Command::new(OVAI);
+    cmd.args(["serve", "--root"]).arg(&inst.root);
+    let _serving = Running::spawn(cmd);
+    wait_until("the server to be starting", || {
+        inst.root.join(".ovai/ovai.sock").exists().then_some(())
+    });
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (text, is_error) = s.call("room", json!({ "last": 0 }));
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("is starting (reading its plugins)") && !text.contains("stuck"),
+        "{text}"
+    );
+}
+
+/// A listen stream kept open through a give-up that may pass ends, with the refusal, once the refusal
+/// is for good (the seat re-keyed meanwhile); one the client cancelled while refused is not opened again.
+#[test]
+fn a_kept_listen_stream_ends_when_the_refusal_turns_out_for_good() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let mut s = inst.session_with_env("lead", &[("OVAI_RECONNECT_SECONDS", "1")]);
+    let meta = modern_meta();
+    let listen = s.send_request(
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true }, "_meta": meta }),
+    );
+    s.recv_where(|m| m["method"] == "notifications/subscriptions/acknowledged");
+    signal(d.pid(), libc::SIGKILL);
+    drop(d);
+    wait_until("the bridge to give up", || {
+        s.stderr
+            .lock()
+            .unwrap()
+            .contains("none came back")
+            .then_some(())
+    });
+    inst.cmd()
+        .args(["seat", "rotate", "lead"])
+        .assert()
+        .success();
+    let _d = inst.start();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let call = s.send_request(
+        "tools/call",
+        json!({ "name": "room", "arguments": { "last": 0 }, "_meta": meta }),
+    );
+    let (text, _) = text_of(&s.response(call));
+    assert!(text.contains("Start this session again"), "{text}");
+    let ended = s.response(listen);
+    assert!(
+        ended["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("is not the secret of any seat")),
+        "{ended}"
+    );
+}
+
+/// A listen stream the client cancels while the session is refused is not opened again when a server
+/// takes the session.
+#[test]
+fn a_listen_cancelled_while_refused_is_not_opened_again() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let mut s = inst.session_with_env("lead", &[("OVAI_RECONNECT_SECONDS", "1")]);
+    let meta = modern_meta();
+    let listen = s.send_request(
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true }, "_meta": meta }),
+    );
+    s.recv_where(|m| m["method"] == "notifications/subscriptions/acknowledged");
+    signal(d.pid(), libc::SIGKILL);
+    drop(d);
+    wait_until("the bridge to give up", || {
+        s.stderr
+            .lock()
+            .unwrap()
+            .contains("none came back")
+            .then_some(())
+    });
+    s.send(&json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": listen } }));
+    let _d = inst.start();
+    wait_until("a call answered by the server started again", || {
+        let id = s.send_request(
+            "tools/call",
+            json!({ "name": "room", "arguments": { "last": 0 }, "_meta": meta }),
+        );
+        (!text_of(&s.response(id)).1).then_some(())
+    });
+    // A round trip after: what the server sent meanwhile has arrived.
+    let ping = s.send_request("ping", json!({ "_meta": meta }));
+    let _ = s.response(ping);
+    assert!(
+        !s.backlog.iter().any(
+            |m| m["method"] == "notifications/subscriptions/acknowledged"
+                || m["method"] == "notifications/tools/list_changed"
+        ),
+        "the cancelled stream was opened again: {:?}",
+        s.backlog
+    );
 }
 
 /// A 2026-07-28 session's listen stream stays open through a give-up, and a server that takes the
