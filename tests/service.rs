@@ -436,6 +436,43 @@ fn a_session_given_up_takes_a_server_started_later_up_again() {
     assert!(s.wait().success(), "a session taken up again ends well");
 }
 
+/// A session of `lead` whose bridge gave up (`OVAI_RECONNECT_SECONDS=1`) on a server killed under it,
+/// after `begin` ran on it (an initialize, a listen stream), and what `begin` gave.
+fn given_up<T>(inst: &Instance, begin: impl FnOnce(&mut Session) -> T) -> (Session, T) {
+    let d = inst.start();
+    let mut s = inst.session_with_env("lead", &[("OVAI_RECONNECT_SECONDS", "1")]);
+    let begun = begin(&mut s);
+    signal(d.pid(), libc::SIGKILL);
+    drop(d);
+    wait_until("the bridge to give up", || {
+        s.stderr
+            .lock()
+            .unwrap()
+            .contains("none came back")
+            .then_some(())
+    });
+    (s, begun)
+}
+
+/// A call made once the bridge may look for a server again (a second after its last look), refused:
+/// its words.
+fn refused_call_after_a_look(s: &mut Session) -> String {
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (text, is_error) = s.call("room", json!({ "last": 0 }));
+    assert!(is_error, "{text}");
+    text
+}
+
+/// Opens a 2026-07-28 listen stream for list changes, acknowledged: its id.
+fn listen_for_changes(s: &mut Session) -> u64 {
+    let listen = s.send_request(
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true }, "_meta": modern_meta() }),
+    );
+    s.recv_where(|m| m["method"] == "notifications/subscriptions/acknowledged");
+    listen
+}
+
 fn fake_node(dir: &std::path::Path, says: &str) -> String {
     let path = dir.join("node");
     std::fs::write(&path, format!("#!/bin/sh\necho {says}\n")).unwrap();
@@ -655,30 +692,17 @@ fn a_stderr_nobody_reads_holds_no_request_of_a_session_taken_up_again() {
 #[test]
 fn a_refused_session_finding_a_stopped_server_says_so_at_once() {
     let inst = Instance::new();
-    let d = inst.start();
-    let mut s = inst.session_with_env("lead", &[("OVAI_RECONNECT_SECONDS", "1")]);
-    s.initialize();
-    signal(d.pid(), libc::SIGKILL);
-    drop(d);
-    wait_until("the bridge to give up", || {
-        s.stderr
-            .lock()
-            .unwrap()
-            .contains("none came back")
-            .then_some(())
+    let (mut s, ()) = given_up(&inst, |s| {
+        s.initialize();
     });
     let d = inst.start();
     freeze(d.pid());
-    std::thread::sleep(std::time::Duration::from_millis(1100));
-    let (text, is_error) = s.call("room", json!({ "last": 0 }));
-    assert!(is_error, "{text}");
+    let text = refused_call_after_a_look(&mut s);
     assert!(text.contains("said nothing within 2 s"), "{text}");
     // Gone again: the words are of what the session finds now, not of the server it found before.
     signal(d.pid(), libc::SIGKILL);
     drop(d);
-    std::thread::sleep(std::time::Duration::from_millis(1100));
-    let (text, is_error) = s.call("room", json!({ "last": 0 }));
-    assert!(is_error, "{text}");
+    let text = refused_call_after_a_look(&mut s);
     assert!(
         text.contains("no ovai server is running for") && !text.contains("said nothing"),
         "{text}"
@@ -690,17 +714,8 @@ fn a_refused_session_finding_a_stopped_server_says_so_at_once() {
 #[test]
 fn a_refused_session_finding_a_starting_server_says_it_is_starting() {
     let inst = Instance::new();
-    let d = inst.start();
-    let mut s = inst.session_with_env("lead", &[("OVAI_RECONNECT_SECONDS", "1")]);
-    s.initialize();
-    signal(d.pid(), libc::SIGKILL);
-    drop(d);
-    wait_until("the bridge to give up", || {
-        s.stderr
-            .lock()
-            .unwrap()
-            .contains("none came back")
-            .then_some(())
+    let (mut s, ()) = given_up(&inst, |s| {
+        s.initialize();
     });
     // A plugin whose import takes a while: the server reads plugins/ before it greets anybody.
     inst.write_plugin(
@@ -715,9 +730,7 @@ fn a_refused_session_finding_a_starting_server_says_it_is_starting() {
     wait_until("the server to be starting", || {
         inst.root.join(".ovai/ovai.sock").exists().then_some(())
     });
-    std::thread::sleep(std::time::Duration::from_millis(1100));
-    let (text, is_error) = s.call("room", json!({ "last": 0 }));
-    assert!(is_error, "{text}");
+    let text = refused_call_after_a_look(&mut s);
     assert!(
         text.contains("is starting (reading its plugins)") && !text.contains("stuck"),
         "{text}"
@@ -725,27 +738,12 @@ fn a_refused_session_finding_a_starting_server_says_it_is_starting() {
 }
 
 /// A listen stream kept open through a give-up that may pass ends, with the refusal, once the refusal
-/// is for good (the seat re-keyed meanwhile); one the client cancelled while refused is not opened again.
+/// is for good (the seat re-keyed meanwhile).
 #[test]
 fn a_kept_listen_stream_ends_when_the_refusal_turns_out_for_good() {
     let inst = Instance::new();
-    let d = inst.start();
-    let mut s = inst.session_with_env("lead", &[("OVAI_RECONNECT_SECONDS", "1")]);
     let meta = modern_meta();
-    let listen = s.send_request(
-        "subscriptions/listen",
-        json!({ "notifications": { "toolsListChanged": true }, "_meta": meta }),
-    );
-    s.recv_where(|m| m["method"] == "notifications/subscriptions/acknowledged");
-    signal(d.pid(), libc::SIGKILL);
-    drop(d);
-    wait_until("the bridge to give up", || {
-        s.stderr
-            .lock()
-            .unwrap()
-            .contains("none came back")
-            .then_some(())
-    });
+    let (mut s, listen) = given_up(&inst, listen_for_changes);
     inst.cmd()
         .args(["seat", "rotate", "lead"])
         .assert()
@@ -772,23 +770,8 @@ fn a_kept_listen_stream_ends_when_the_refusal_turns_out_for_good() {
 #[test]
 fn a_listen_cancelled_while_refused_is_not_opened_again() {
     let inst = Instance::new();
-    let d = inst.start();
-    let mut s = inst.session_with_env("lead", &[("OVAI_RECONNECT_SECONDS", "1")]);
     let meta = modern_meta();
-    let listen = s.send_request(
-        "subscriptions/listen",
-        json!({ "notifications": { "toolsListChanged": true }, "_meta": meta }),
-    );
-    s.recv_where(|m| m["method"] == "notifications/subscriptions/acknowledged");
-    signal(d.pid(), libc::SIGKILL);
-    drop(d);
-    wait_until("the bridge to give up", || {
-        s.stderr
-            .lock()
-            .unwrap()
-            .contains("none came back")
-            .then_some(())
-    });
+    let (mut s, listen) = given_up(&inst, listen_for_changes);
     s.send(&json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": listen } }));
     let _d = inst.start();
     wait_until("a call answered by the server started again", || {
@@ -816,23 +799,8 @@ fn a_listen_cancelled_while_refused_is_not_opened_again() {
 #[test]
 fn a_listen_stream_outlives_a_give_up_and_hears_of_the_server_taking_it_again() {
     let inst = Instance::new();
-    let d = inst.start();
-    let mut s = inst.session_with_env("lead", &[("OVAI_RECONNECT_SECONDS", "1")]);
     let meta = modern_meta();
-    let listen = s.send_request(
-        "subscriptions/listen",
-        json!({ "notifications": { "toolsListChanged": true }, "_meta": meta }),
-    );
-    s.recv_where(|m| m["method"] == "notifications/subscriptions/acknowledged");
-    signal(d.pid(), libc::SIGKILL);
-    drop(d);
-    wait_until("the bridge to give up", || {
-        s.stderr
-            .lock()
-            .unwrap()
-            .contains("none came back")
-            .then_some(())
-    });
+    let (mut s, listen) = given_up(&inst, listen_for_changes);
     let call = s.send_request(
         "tools/call",
         json!({ "name": "room", "arguments": { "last": 0 }, "_meta": meta }),
