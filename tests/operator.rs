@@ -555,13 +555,7 @@ fn seat_rotate_refuses_the_old_secret_ends_its_session_and_keeps_the_leader() {
     assert_ne!(inst.secret("lead"), old);
     // The session of the old secret was ended: once its bridge is refused, its calls are answered saying
     // why, until its client ends.
-    wait_until("the bridge to be refused", || {
-        s.stderr
-            .lock()
-            .unwrap()
-            .contains("is not the secret of any seat")
-            .then_some(())
-    });
+    s.wait_for_stderr("is not the secret of any seat");
     let (text, is_error) = s.call("echo", json!({ "branch": "main" }));
     assert!(
         is_error && text.contains("is not the secret of any seat"),

@@ -381,13 +381,7 @@ fn a_session_refused_for_a_broken_book_goes_on_after_a_rebuild() {
     drop(d);
     std::fs::write(inst.root.join(".ovai/seats.json"), "not json").unwrap();
     let _d = inst.start();
-    wait_until("the bridge to be refused", || {
-        s.stderr
-            .lock()
-            .unwrap()
-            .contains("seats.json does not parse")
-            .then_some(())
-    });
+    s.wait_for_stderr("seats.json does not parse");
     let (text, is_error) = s.call("room", json!({ "last": 0 }));
     assert!(
         is_error && text.contains("seats.json does not parse"),
@@ -423,22 +417,14 @@ fn a_session_refused_for_its_secret_says_to_start_again_and_does_not_look_again(
     // The book names lead with another secret's hash.
     let path = inst.root.join(".ovai/seats.json");
     let book = std::fs::read_to_string(&path).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&book).unwrap();
-    let hash = v.to_string();
-    let theirs = hash
+    let theirs = book
         .split('"')
         .find(|w| w.len() == 64 && w.bytes().all(|b| b.is_ascii_hexdigit()))
         .unwrap()
         .to_string();
     std::fs::write(&path, book.replace(&theirs, &"0".repeat(64))).unwrap();
     let _d = inst.start();
-    wait_until("the bridge to be refused", || {
-        s.stderr
-            .lock()
-            .unwrap()
-            .contains("is not the secret of any seat")
-            .then_some(())
-    });
+    s.wait_for_stderr("is not the secret of any seat");
     inst.cmd().args(["seat", "rebuild"]).assert().success();
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let (text, is_error) = s.call("room", json!({ "last": 0 }));

@@ -382,9 +382,7 @@ fn a_bridge_whose_daemon_never_returns_answers_every_call_with_a_sentence() {
         "the ovai server for {} went away and none came back within 1 s; start it with `ovai serve`",
         inst.root.display()
     );
-    wait_until("the bridge to give up", || {
-        s.stderr.lock().unwrap().contains(&why).then_some(())
-    });
+    s.wait_for_stderr(&why);
     // Every call is answered in those words while no server runs, saying the session takes one up.
     let (text, is_error) = s.call("room", json!({ "last": 0 }));
     assert!(is_error && text.contains(&why), "{text}");
@@ -409,13 +407,7 @@ fn a_session_given_up_takes_a_server_started_later_up_again() {
     assert!(!s.call("room", json!({ "last": 0 })).1);
     signal(d.pid(), libc::SIGKILL);
     drop(d);
-    wait_until("the bridge to give up", || {
-        s.stderr
-            .lock()
-            .unwrap()
-            .contains("none came back within 1 s")
-            .then_some(())
-    });
+    s.wait_for_stderr("none came back within 1 s");
     let (text, is_error) = s.call("room", json!({ "last": 0 }));
     assert!(is_error && text.contains("none came back"), "{text}");
     let _d = inst.start();
@@ -425,13 +417,7 @@ fn a_session_given_up_takes_a_server_started_later_up_again() {
     });
     assert!(!text.contains("none came back"), "{text}");
     s.recv_where(|m| m["method"] == "notifications/tools/list_changed");
-    wait_until("the bridge to say it", || {
-        s.stderr
-            .lock()
-            .unwrap()
-            .contains("ovai mcp: the server takes this session again.")
-            .then_some(())
-    });
+    s.wait_for_stderr("ovai mcp: the server takes this session again.");
     s.close_input();
     assert!(s.wait().success(), "a session taken up again ends well");
 }
@@ -444,13 +430,7 @@ fn given_up<T>(inst: &Instance, begin: impl FnOnce(&mut Session) -> T) -> (Sessi
     let begun = begin(&mut s);
     signal(d.pid(), libc::SIGKILL);
     drop(d);
-    wait_until("the bridge to give up", || {
-        s.stderr
-            .lock()
-            .unwrap()
-            .contains("none came back")
-            .then_some(())
-    });
+    s.wait_for_stderr("none came back");
     (s, begun)
 }
 

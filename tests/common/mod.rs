@@ -570,6 +570,13 @@ impl Session {
         }
     }
 
+    /// Waits until the bridge has said `words` on stderr.
+    pub fn wait_for_stderr(&self, words: &str) {
+        wait_until(&format!("{words:?} on the bridge's stderr"), || {
+            self.stderr.lock().unwrap().contains(words).then_some(())
+        });
+    }
+
     /// What went wrong, with what the bridge said on stderr.
     fn broke(&self, what: &str, e: ClientError) -> ! {
         panic!(
