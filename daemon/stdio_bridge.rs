@@ -27,6 +27,7 @@ use crate::client::{self, ClientError};
 use crate::instance::{self, Instance};
 use crate::jsonrpc::{self, MAX_LINE, Read as Message};
 use crate::sync::lock;
+use crate::wire;
 
 /// The room kept for the client's lines that arrive together.
 const BATCH_ROOM: usize = 64 * 1024;
@@ -437,17 +438,28 @@ impl Bridge {
         loop {
             let era = lock(&self.session).era;
             self.read_daemon(&mut down, &mut stdout);
+            // A daemon that ended the session on purpose took nothing after its last answer: what is
+            // still waiting was not made, and nothing of this session will be.
+            let farewell = socket.as_mut().and_then(farewell_on);
             if lock(&self.session).client_done {
                 // The client sent all it will: nothing goes to a next daemon, but whatever this one left
                 // unanswered still gets an answer.
-                self.answer_taken(
-                    &mut stdout,
-                    || lock(&self.session).pending().drain().collect(),
-                    interrupted_answer,
-                );
+                let take = || lock(&self.session).pending().drain().collect();
+                match &farewell {
+                    Some(why) => self
+                        .answer_taken(&mut stdout, take, |id, p| refused_answer(id, p, why, true)),
+                    None => self.answer_taken(&mut stdout, take, interrupted_answer),
+                }
                 return 0;
             }
-            match self.reconnect(&mut stdout) {
+            let next = match farewell {
+                Some(why) => {
+                    lock(&self.upstream).stream = None;
+                    Err(self.give_up(&mut stdout, &why, true))
+                }
+                None => self.reconnect(&mut stdout),
+            };
+            match next {
                 Ok((next, next_socket)) => {
                     down = next;
                     drop(std::mem::replace(&mut socket, next_socket));
@@ -979,6 +991,23 @@ impl Bridge {
         1
     }
 }
+
+/// The daemon's `Farewell` on a session's socket, read once its pipe closed: why it ended the session,
+/// when it did so on purpose. A daemon gone (the socket closed) or silent says nothing.
+fn farewell_on(socket: &mut UnixStream) -> Option<String> {
+    socket.set_read_timeout(Some(FAREWELL_PATIENCE)).ok()?;
+    let mut line = Vec::new();
+    BufReader::new(&*socket)
+        .take(wire::MAX_HELLO)
+        .read_until(b'\n', &mut line)
+        .ok()?;
+    let farewell: wire::Farewell = serde_json::from_slice(&line).ok()?;
+    Some(farewell.ended)
+}
+
+/// How long a daemon whose side of a session closed has to say why: it writes at once, as its session
+/// ends.
+const FAREWELL_PATIENCE: Duration = Duration::from_secs(2);
 
 /// Says `line` on stderr from a thread of its own: a stderr nobody reads holds no request, nor the
 /// bridge's end.

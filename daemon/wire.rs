@@ -100,8 +100,8 @@ pub struct Welcome {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// This line carries the session's two pipes (SCM_RIGHTS: the end the client writes into, then the
-    /// end it reads from), and the socket carries nothing more; the client keeps it open all the same,
-    /// as the daemon takes its closing for the client's end. Absent (an older daemon, none asked for, or
+    /// end it reads from), and the socket carries nothing more but a `Farewell`; the client keeps it
+    /// open all the same, as the daemon takes its closing for the client's end. Absent (an older daemon, none asked for, or
     /// none could be made), the session goes on over the socket.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pipes: bool,
@@ -110,6 +110,15 @@ pub struct Welcome {
     /// place freed).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub for_good: bool,
+}
+
+/// The daemon's last line on a session's socket (a session over pipes) when it ended the session on
+/// purpose, its seat re-keyed or removed: written once the session's last answer is out, after which it
+/// read nothing more. What the client sent since is answered in these words, for good.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Farewell {
+    /// Why, as a sentence's middle ("the seat w1 was removed …").
+    pub ended: String,
 }
 
 /// A control reply: `{"ok": true, …the operation's fields}` or `{"ok": false, "error": "…"}`.

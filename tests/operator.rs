@@ -1442,6 +1442,79 @@ fn a_call_cut_off_by_a_seat_change_says_what_changed() {
     }
 }
 
+/// A call sent as a seat change ends its session, before the bridge has seen the end, is answered in the
+/// seat's words (the daemon took nothing after its last answer, and says why it ended the session), not
+/// as cut off by a server that went away.
+#[test]
+fn a_call_sent_as_a_seat_change_ends_its_session_says_what_changed() {
+    const BIG: &str = r#"
+export const description = "Answers 300 KB.";
+export const inputSchema = { type: "object" };
+export function run() { return { text: "x".repeat(300000) }; }
+"#;
+    let inst = Instance::with_plugins(&[("big.mjs", BIG)]);
+    inst.add_seat("w1");
+    let _d = inst.start();
+    // The bridge's stdout is left unread until the end (a `Session` reads it as it comes): an answer
+    // larger than a pipe holds keeps the bridge's relay where it writes it out, so the session's end
+    // reaches the relay only after the next call is in.
+    let mut bridge = bridge_command(&inst.root, Some(&inst.secret("w1")))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = bridge.stdin.take().unwrap();
+    let mut call = |id: u64| {
+        use std::io::Write;
+        let line = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "big", "arguments": {},
+            "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                       "io.modelcontextprotocol/clientCapabilities": {} } } });
+        writeln!(input, "{line}").unwrap();
+    };
+    call(1);
+    wait_until("the big answer", || {
+        (inst.tool_figures("big")["calls"] == 1).then_some(())
+    });
+    inst.cmd().args(["seat", "rotate", "w1"]).assert().success();
+    call(2);
+    // The bridge's reader notes it at once; the pause only puts that before the relay goes on.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    call(3);
+    let mut output = std::io::BufReader::new(TimedReader::new(bridge.stdout.take().unwrap()));
+    let mut answer = || {
+        use std::io::BufRead;
+        let mut line = String::new();
+        output.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap()
+    };
+    let first = answer();
+    let (text, is_error) = text_of(&first);
+    assert!(
+        first["id"] == 1 && !is_error && text.len() == 300_000,
+        "{}",
+        text.len()
+    );
+    let words = "the seat w1 was given a new secret (`ovai seat rotate`), which ended this session";
+    let mut ids = Vec::new();
+    for _ in [2, 3] {
+        let a = answer();
+        ids.push(a["id"].as_u64());
+        let (text, is_error) = text_of(&a);
+        assert!(is_error, "{a}");
+        assert!(
+            text.contains("This call was not made") && text.contains(words),
+            "{text}"
+        );
+    }
+    ids.sort();
+    assert_eq!(ids, [Some(2), Some(3)]);
+    assert_eq!(inst.tool_figures("big")["calls"], 1);
+    drop(input);
+    assert!(!wait_exit(&mut bridge).success());
+}
+
 /// What a plugin writes into its schema reaches the operator's terminal as text: C1 controls (a
 /// terminal's CSI and OSC in one character) and bidirectional overrides are shown escaped by `ovai tools`,
 /// and written as `\u` escapes by every `--json` (the same JSON once read).

@@ -185,6 +185,8 @@ pub async fn handle(
         return;
     }
     let hangup = Hangup::of(&write);
+    // Over pipes, the socket carries one more line at most: why the daemon ended the session, when it did.
+    let mut farewell = None;
     let (reader, write) = match pipes {
         Some(PipePair {
             read,
@@ -196,7 +198,8 @@ pub async fn handle(
             drop((their_write, their_read));
             // The socket stays open, unread and unwatched, for as long as the session: it closes whole
             // only when the client's process is gone, which a pipe it closed its side of cannot tell.
-            drop((reader, write));
+            drop(reader);
+            farewell = Some(write);
             match crate::unix_io::pipes(read, to) {
                 Ok((read, to)) => (BufReader::new(read), to),
                 Err(e) => {
@@ -245,6 +248,15 @@ pub async fn handle(
             let _ = running.waiting().await;
         }
         Err(e) => tracing::debug!(seat, error = %e, "a session ended before it was initialised"),
+    }
+    // Ended by a change of its seat, the session answered every call it took, and reads nothing more:
+    // its bridge answers what its client sent after in these words, not as cut off by a server gone.
+    if let (Some(mut socket), Some(change)) = (farewell, daemon.sessions.ended_by(registered.id)) {
+        let line = wire::line(&wire::Farewell {
+            ended: change.ended_session(&seat),
+        });
+        let _ =
+            tokio::time::timeout(Duration::from_secs(2), socket.write_all(line.as_bytes())).await;
     }
     tracing::debug!(seat, id = registered.id, "session ended");
     drop(registered);

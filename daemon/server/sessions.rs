@@ -36,6 +36,18 @@ pub enum SeatChange {
 }
 
 impl SeatChange {
+    /// Why a session of `seat` ended, as its bridge says it to every request after (`wire::Farewell`).
+    pub fn ended_session(self, seat: &str) -> String {
+        let what = match self {
+            SeatChange::NewSecret => "was given a new secret (`ovai seat rotate`)",
+            SeatChange::Removed => "was removed (`ovai seat remove`)",
+        };
+        format!(
+            "the seat {seat} {what}, which ended this session: the secret it holds is not the secret of any \
+             seat now"
+        )
+    }
+
     /// Why a call of such a session stopped, as its plugin's signal says.
     pub fn why(self) -> &'static str {
         match self {
