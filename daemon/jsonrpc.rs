@@ -246,12 +246,16 @@ fn judged(found: Found<'_, 6>) -> Read<'_> {
         Some((raw, Err(why))) => {
             // Echoed as written: a number past 64 bits, read, would come back as another (1e+20); a
             // string past the bound is not sent back.
-            let raw = match why {
+            let echoed = match why {
                 IdProblem::TooLong(_) => "null",
-                _ => raw.get(),
+                _ => echoable(raw),
             };
             return Read::Bad(
-                Some(error_raw_id(raw, INVALID_REQUEST, &why.words(raw))),
+                Some(error_raw_id(
+                    echoed,
+                    INVALID_REQUEST,
+                    &why.words(&clip(raw.get())),
+                )),
                 None,
             );
         }
@@ -293,9 +297,19 @@ fn reply<'a>(
 ) -> Read<'a> {
     match id {
         Some((_, Ok(id))) => Read::Bad(Some(error_under(id, code, message)), Some(id.clone())),
-        Some((raw, Err(_))) => Read::Bad(Some(error_raw_id(raw.get(), code, message)), None),
+        Some((raw, Err(_))) => Read::Bad(Some(error_raw_id(echoable(raw), code, message)), None),
         None if has_method => Read::Bad(None, None),
         None => Read::Bad(Some(error(&Value::Null, code, message)), None),
+    }
+}
+
+/// An id this server does not take, as its answer echoes it: as written, unless no JSON reader would
+/// take it back (`1e400`, past any float), which is `null`.
+fn echoable(raw: &RawValue) -> &str {
+    if serde_json::from_str::<Value>(raw.get()).is_ok() {
+        raw.get()
+    } else {
+        "null"
     }
 }
 

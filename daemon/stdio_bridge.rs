@@ -1089,7 +1089,8 @@ pub fn answered_under(line: &[u8]) -> Option<String> {
     if body.len() > MAX_LINE {
         return match jsonrpc::overlong(crate::skim::skeleton(body).as_deref()) {
             jsonrpc::Overlong::Under(id) => Some(jsonrpc::key_of(&id)),
-            _ => None,
+            jsonrpc::Overlong::Echoed(raw) => Some(raw),
+            jsonrpc::Overlong::Unanswered => None,
         };
     }
     read_request(line)?.key
@@ -1105,7 +1106,20 @@ fn read_request(line: &[u8]) -> Option<Noted> {
         return None;
     }
     let body = body.strip_suffix(b"\r").unwrap_or(body);
-    let text = jsonrpc::mended(std::str::from_utf8(body).ok()?);
+    // As the daemon's reader takes a line: one that is not UTF-8 is answered at once, under null; a
+    // blank one is skipped.
+    let Ok(text) = std::str::from_utf8(body) else {
+        return Some(Noted {
+            method: "request".into(),
+            key: Some("null".into()),
+            revision: Revision::Known(false),
+            cancels: None,
+        });
+    };
+    if text.trim().is_empty() {
+        return None;
+    }
+    let text = jsonrpc::mended(text);
     match jsonrpc::read(&text, "line") {
         Message::Request(r) => Some(Noted {
             revision: if r.method == "tools/call" {
@@ -1134,7 +1148,15 @@ fn read_request(line: &[u8]) -> Option<Noted> {
             revision: Revision::Known(false),
             cancels: None,
         }),
-        Message::Response(_) | Message::Bad(_, None) => None,
+        // Answered at once under an id no request can have (`null`, `1.5`): waited for under that id as
+        // the answer writes it, so that a client that closes its input at once still gets it.
+        Message::Bad(Some(answer), None) => Some(Noted {
+            method: "request".into(),
+            key: Some(raw_id_key(&answer)?),
+            revision: Revision::Known(false),
+            cancels: None,
+        }),
+        Message::Response(_) | Message::Bad(None, None) => None,
     }
 }
 
@@ -1150,13 +1172,24 @@ fn is_modern(params: Option<&str>) -> bool {
     revision().is_some_and(|v| v.as_str() >= MODERN)
 }
 
-/// The id of an answer of the daemon's, read as the daemon reads a line.
+/// The id of an answer of the daemon's, read as the daemon reads a line: an id no request can have
+/// (`null`, `1.5`) as written.
 fn answered_key(line: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(line).ok()?;
     match jsonrpc::read(text.trim_end(), "line") {
         Message::Response(Some(id)) => Some(jsonrpc::key_of(&id)),
+        Message::Bad(..) => raw_id_key(line),
         _ => None,
     }
+}
+
+/// The id of an answer (a message with a `result` or an `error`) as written, whatever it is.
+fn raw_id_key(answer: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(answer).ok()?;
+    let [id, result, error] = jsonrpc::members(text.trim_end(), ["id", "result", "error"])
+        .ok()?
+        .values;
+    (result.is_some() || error.is_some()).then(|| id.map(|id| id.get().to_string()))?
 }
 
 /// The lines of `batch`, each ending where `ends` says.
@@ -1447,23 +1480,25 @@ mod tests {
             "{}",
             "[]",
         ] {
+            // An id rmcp does not read is refused under it as written, and waited for so.
             let rmcp = serde_json::from_str::<NumberOrString>(spelled)
-                .ok()
-                .map(|n| serde_json::to_string(&n).unwrap());
-            assert_eq!(key_of_line(spelled), rmcp, "{spelled}");
+                .map_or(spelled.to_string(), |n| serde_json::to_string(&n).unwrap());
+            assert_eq!(key_of_line(spelled), Some(rmcp), "{spelled}");
         }
+        // One past the bound is not echoed: refused under null.
         let long = format!("\"{}\"", "x".repeat(jsonrpc::MAX_ID_BYTES + 1));
-        assert_eq!(key_of_line(&long), None);
+        assert_eq!(key_of_line(&long).as_deref(), Some("null"));
     }
 
     #[test]
-    fn a_request_is_noted_whatever_its_params_hold_and_a_line_that_is_none_is_not() {
+    fn a_request_is_noted_whatever_its_params_hold_and_a_line_that_is_none_under_null() {
         let bridge = test_bridge();
         for line in [
             // Answered under their ids: whatever the params hold, the daemon reads the envelope first.
             r#"{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1e400}}}"#,
             r#"{"jsonrpc":"2.0","id":21,"method":"tools/list","params":{"x":[-1e999]}}"#,
-            // Not JSON (a raw control character in a string), an array, not UTF-8: answered with id: null.
+            // Not JSON (a raw control character in a string), an array, not UTF-8: answered with id: null,
+            // and waited for so.
             "{\"jsonrpc\":\"2.0\",\"id\":22,\"method\":\"tools/list\",\"params\":{\"x\":\"\u{1}\"}}",
             r#"[7,"ping"]"#,
             r#"  ["2.0",8,"tools/call",{"name":"slow"}]"#,
@@ -1486,7 +1521,12 @@ mod tests {
         }
         let mut keys: Vec<String> = lock(&bridge.session).pending().keys().cloned().collect();
         keys.sort();
-        assert_eq!(keys, ["\"\u{fffd}x\"", "0", "10", "11", "2", "20", "21"]);
+        assert_eq!(
+            keys,
+            ["\"\u{fffd}x\"", "0", "10", "11", "2", "20", "21", "null"]
+        );
+        // Answered under null, each: the not-JSON line, the two arrays, the line that is not UTF-8.
+        assert_eq!(lock(&bridge.session).pending()["null"].more, 3);
     }
 
     #[test]

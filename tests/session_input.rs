@@ -899,6 +899,55 @@ fn calls_past_the_cap_sent_just_before_the_client_closes_are_all_answered() {
     assert!(s.wait().success());
 }
 
+/// Lines the daemon answers under an id no request can have (null, `1.5`, `[1]`) are waited for too: a
+/// client that writes them and closes its input at once (`… | ovai mcp`) gets every answer.
+#[test]
+fn answers_under_odd_ids_reach_a_client_that_closes_its_input_at_once() {
+    use std::io::{BufRead, Read};
+    let inst = Instance::new();
+    let _d = inst.start();
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let odd = [
+        &b"not json\n"[..],
+        br#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+        b"\n",
+        br#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#,
+        b"\n\xff\n   \n",
+    ]
+    .concat();
+    for round in 0..3 {
+        let mut bridge = bridge_command(&inst.root, Some(&inst.secret("lead")))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut input = bridge.stdin.take().unwrap();
+        let mut output = std::io::BufReader::new(bridge.stdout.take().unwrap());
+        // Nothing is waited for once the ping is answered: the odd lines are all the bridge has left.
+        writeln!(input, "{ping}").unwrap();
+        let mut first = String::new();
+        output.read_line(&mut first).unwrap();
+        input.write_all(&odd).unwrap();
+        drop(input);
+        let mut rest = String::new();
+        output.read_to_string(&mut rest).unwrap();
+        let ids: Vec<String> = first
+            .lines()
+            .chain(rest.lines())
+            .map(|l| {
+                ovai::jsonrpc::members(l, ["id"])
+                    .ok()
+                    .and_then(|found| found.values[0])
+                    .map_or("none".into(), |id| id.get().to_string())
+            })
+            .collect();
+        // The blank line gets no answer, as the daemon gives it none.
+        assert_eq!(ids, ["1", "null", "1.5", "[1]", "null"], "round {round}");
+        assert!(bridge.wait().unwrap().success(), "round {round}");
+    }
+}
+
 /// Sends `lines` on a connection whose answers are never read, and gives the highest RSS the daemon
 /// reached meanwhile, watched for a few seconds or until it passes `bound` MB (while another seat is
 /// still answered).
