@@ -544,6 +544,36 @@ impl<'de, S: Visitor<'de>> Visitor<'de> for InnerSeed<S> {
     }
 }
 
+/// How deep `text` (JSON) nests its arrays and objects, counted as serde counts toward its recursion
+/// limit: a value serde reads whole (rmcp's messages) is at most `MAX_DEPTH` deep.
+pub fn depth(text: &str) -> usize {
+    let (mut now, mut most, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for b in text.bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                now += 1;
+                most = most.max(now);
+            }
+            b']' | b'}' => now = now.saturating_sub(1),
+            _ => {}
+        }
+    }
+    most
+}
+
+/// The deepest a message serde reads whole may nest (its recursion limit is 128).
+pub const MAX_DEPTH: usize = 127;
+
 fn not_json(why: &str, unit: &str) -> String {
     if why.contains("recursion limit") {
         return format!(
@@ -578,6 +608,23 @@ fn error_raw_id(raw: &str, code: i64, message: &str) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn depth_is_what_serde_reads_whole() {
+        for n in [0, 1, 5, MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, 300] {
+            let arrays = format!("{}1{}", "[".repeat(n), "]".repeat(n));
+            let objects = format!(r#"{}"[{{\"]"{}"#, r#"{"a":"#.repeat(n), "}".repeat(n));
+            for text in [&arrays, &objects] {
+                let deep = depth(text);
+                assert_eq!(deep, n, "{text}");
+                assert_eq!(
+                    serde_json::from_str::<Value>(text).is_ok(),
+                    deep <= MAX_DEPTH,
+                    "{n}"
+                );
+            }
+        }
+    }
 
     fn answer(line: &str) -> Option<Value> {
         match read(&mended(line), "line") {

@@ -1536,3 +1536,37 @@ fn from_2026_07_28_a_method_not_served_and_initialize_are_404_in_words() {
     let ack = r.next_message().unwrap();
     assert!(ack.get("error").is_none(), "{ack}");
 }
+
+/// A call whose arguments are nested past what the server reads gets the JSON-RPC error a line gets on
+/// the socket (`-32602`, in words, under its id, 200), not rmcp's parse failure as a 415.
+#[test]
+fn arguments_nested_too_deep_are_invalid_params_under_the_id() {
+    let (inst, _d, http) = serving(json!({}));
+    let nested = |n: usize| {
+        let mut v = json!(1);
+        for _ in 0..n {
+            v = json!([v]);
+        }
+        v
+    };
+    for version in VERSIONS {
+        let mut s = HttpSeat::new(&http, &inst.secret("w1"), version);
+        s.initialize();
+        let (text, is_error) = s.call("echo", json!({ "v": nested(100) }));
+        assert!(!is_error, "{version}: {text}");
+        for depth in [125, 300] {
+            let (id, mut r) = s.send(
+                "tools/call",
+                json!({ "name": "echo", "arguments": { "v": nested(depth) } }),
+            );
+            assert_eq!(r.status, 200, "{version} {depth}");
+            let a = r.answer(id);
+            assert_eq!(a["error"]["code"], -32602, "{version} {depth}: {a}");
+            let words = a["error"]["message"].as_str().unwrap();
+            assert!(
+                words.starts_with("Invalid params: ") && words.contains("nested deeper than"),
+                "{version} {depth}: {words}"
+            );
+        }
+    }
+}

@@ -127,6 +127,19 @@ pub async fn checked(
             if let Err(why) = params::call(r.params, &mut None) {
                 return Err(refuse(INVALID_PARAMS, format!("Invalid params: {why}")));
             }
+            // rmcp reads the body whole, as deep as serde reads: past that it would answer its own
+            // parse failure, as a 415.
+            if jsonrpc::depth(&mended) > jsonrpc::MAX_DEPTH {
+                return Err(refuse(
+                    INVALID_PARAMS,
+                    format!(
+                        "Invalid params: params.arguments are nested deeper than this server reads: a request \
+                         over HTTP is read whole, at most {} levels deep, the message, its params and \
+                         arguments among them",
+                        jsonrpc::MAX_DEPTH
+                    ),
+                ));
+            }
         } else if let Err(answer) = params::for_rmcp(&mended, &r) {
             return Err(answered(Some(answer)));
         }
