@@ -221,6 +221,59 @@ fn a_resumed_get_stream_replays_and_a_bogus_event_id_ends_it() {
     assert!(bogus.next_event().is_none(), "a bogus id ends the stream");
 }
 
+/// A second GET stream of a session (a client reconnecting before the server saw its first one go)
+/// takes the first one's place: the first ends, the second gets what the session sends; resumed with
+/// `Last-Event-ID` while another is open, a stream replays.
+#[test]
+fn a_second_get_stream_takes_the_first_ones_place() {
+    let (inst, _d, http) = serving(json!({}));
+    let tool = |name: &str| {
+        format!(
+            r#"export const description = "{name}."; export const inputSchema = {{ type: "object" }}; export function run() {{ return {{ text: "{name}" }}; }}"#
+        )
+    };
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize();
+    let mut first = s.open_changes();
+    sessions_registered(&inst, 1);
+    let mut second = s.open_changes();
+    // Keep-alives come every 15 s: a stream that never ends would be read for ever.
+    let within = |what: &str, read: Box<dyn FnOnce() -> bool + Send>| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(read()));
+        assert!(
+            rx.recv_timeout(PATIENCE).unwrap_or(false),
+            "{what} did not come"
+        );
+    };
+    within(
+        "the first stream's end",
+        Box::new(move || {
+            first.ends();
+            true
+        }),
+    );
+    inst.write_plugin("added.mjs", &tool("added"));
+    inst.cmd().arg("restart").assert().success();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let event = second.next_event();
+        let _ = tx.send((event, second));
+    });
+    let (event, mut second) = rx
+        .recv_timeout(PATIENCE)
+        .expect("the list change reaches the newest stream");
+    let (id, m) = event.expect("the newest stream is open");
+    assert_eq!(m["method"], "notifications/tools/list_changed", "{m}");
+    let id = id.expect("the event has an id");
+    let mut third = s.resume_changes(&id);
+    assert_eq!(third.status, 200);
+    let (again, m) = third.next_event().expect("the change is replayed");
+    assert_eq!(m["method"], "notifications/tools/list_changed", "{m}");
+    assert_eq!(again.as_deref(), Some(id.as_str()));
+    second.ends();
+}
+
 #[test]
 fn a_removed_seat_is_refused_at_its_next_request_and_its_streams_end() {
     let (inst, _d, http) = serving(json!({}));

@@ -92,6 +92,31 @@ async fn prune(manager: &LocalSessionManager, owners: &Owners) {
     owners.prune(&live, taken);
 }
 
+/// A session's GET stream opened (or resumed) while it has one open ends that one first: rmcp would give
+/// the newcomer none of the session's messages, for good, where it is a client reconnecting before the
+/// server saw its old stream go. A request's own stream resumed (`Last-Event-ID` naming one) is not it.
+async fn takes_the_stream(gate: &Gate, id: &str, headers: &axum::http::HeaderMap) {
+    let own = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains('/'));
+    if own {
+        return;
+    }
+    let handle = gate
+        .manager
+        .sessions
+        .read()
+        .await
+        .get(&rmcp::transport::common::server_side_http::SessionId::from(
+            id,
+        ))
+        .cloned();
+    if let Some(handle) = handle {
+        let _ = handle.close_standalone_sse_stream(None).await;
+    }
+}
+
 /// Closes a session whose seat changed once the requests it is answering are written (the calls the change
 /// stopped say why, and its client may read on), or after ENDING_ANSWERED: its new requests are refused
 /// already, the secret being no seat's.
@@ -306,6 +331,12 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
     } else {
         (request, super::body::RequestHolds::default())
     };
+    if method == Method::GET
+        && in_use.is_some()
+        && let Some(id) = session.as_deref()
+    {
+        takes_the_stream(gate, id, request.headers()).await;
+    }
     let response = CALLER.scope(caller, next.run(request)).await;
     let mut response = super::plain::reworded(&gate.daemon, response).await;
     match (&session, response.headers().get(SESSION_HEADER)) {
