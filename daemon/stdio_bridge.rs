@@ -33,6 +33,9 @@ use crate::wire;
 const BATCH_ROOM: usize = 64 * 1024;
 /// How long the bridge waits for the daemon's welcome: a daemon still loading many plugins answers late.
 const WELCOME_PATIENCE: Duration = Duration::from_secs(60);
+/// How long a welcome is waited for from a server still reading its plugins before the bridge looks
+/// again (and says, the first time, that it waits).
+const STARTING_LOOK: Duration = Duration::from_secs(5);
 /// How long the bridge waits for a daemon to come back (`OVAI_RECONNECT_SECONDS` overrides it).
 const DEFAULT_RECONNECT: Duration = Duration::from_secs(30);
 /// How long a bridge started before any daemon waits for one (`OVAI_CONNECT_SECONDS` overrides it): at
@@ -130,11 +133,31 @@ impl Target {
     /// Connects, waiting up to `connect` for a daemon that is not running yet, or for the next one when
     /// the one there went as it took the connection (a session started during a restart); the client's
     /// first request waits in the pipe meanwhile and is answered once connected. A refusal is final.
+    /// A server still reading its plugins (bad files can take it a minute or more) takes the connection
+    /// and answers once it serves: it is waited for as long as it reads, and said to be, never taken for
+    /// a stuck one.
     fn connect_patiently(&self) -> Result<DaemonEnd, ClientError> {
         let deadline = Instant::now() + self.connect;
         let mut wait = Duration::from_millis(20);
+        let mut told = false;
         loop {
-            match self.connect() {
+            let patience = if self.starting() {
+                STARTING_LOOK
+            } else {
+                WELCOME_PATIENCE
+            };
+            match self.connect_within(patience) {
+                Err(ClientError::Silent { .. }) if self.starting() => {
+                    if !told {
+                        eprintln!(
+                            "ovai mcp: the ovai server for {} is starting (reading its plugins); this session \
+                             waits for it (`ovai status` says how long it has been reading).",
+                            self.inst.root.display()
+                        );
+                        told = true;
+                    }
+                    continue;
+                }
                 Err(e) if e.may_pass() && Instant::now() < deadline => {}
                 other => return other,
             }
@@ -145,6 +168,11 @@ impl Target {
 
     fn connect(&self) -> Result<DaemonEnd, ClientError> {
         self.connect_within(WELCOME_PATIENCE)
+    }
+
+    /// Whether a server is reading its plugins, before it serves.
+    fn starting(&self) -> bool {
+        client::marked(&self.inst, &self.inst.starting_marker()).is_some()
     }
 
     /// Connects, waiting up to `patience` for the daemon's welcome.
@@ -658,9 +686,7 @@ impl Bridge {
                 let inst = &self.target.inst;
                 // One still reading its plugins is no stuck one.
                 let why = match e {
-                    ClientError::Silent { .. }
-                        if client::marked(inst, &inst.starting_marker()).is_some() =>
-                    {
+                    ClientError::Silent { .. } if self.target.starting() => {
                         format!(
                             "the ovai server for {} is starting (reading its plugins)",
                             inst.root.display()

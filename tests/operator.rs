@@ -1152,6 +1152,35 @@ fn status_says_a_daemon_is_starting_while_it_reads_plugins() {
     let _ = serve.wait();
 }
 
+/// A session started while the server reads its plugins waits for it, and says so: a start that takes
+/// a minute (files that hang, imported again one at a time) is no stuck server.
+#[test]
+fn a_session_waits_for_a_server_reading_its_plugins_and_says_so() {
+    let inst = Instance::with_plugins(&[(
+        "slow.mjs",
+        "await new Promise((r) => setTimeout(r, 8000));\nexport const description = 'Slow to import.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'slow' }; }\n",
+    )]);
+    let mut serve = std::process::Command::new(env!("CARGO_BIN_EXE_ovai"))
+        .args(["serve", "--root"])
+        .arg(&inst.root)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the server to be starting", || {
+        inst.root.join(".ovai/starting.json").exists().then_some(())
+    });
+    let mut s = inst.session("lead");
+    let init = s.initialize();
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    assert_eq!(s.call("slow", json!({})), ("slow".to_string(), false));
+    s.wait_for_stderr("is starting (reading its plugins); this session waits for it");
+    assert!(!s.stderr.lock().unwrap().contains("stuck"));
+    inst.cmd().arg("stop").assert().success();
+    let _ = serve.wait();
+}
+
 /// A daemon that dies while `ovai restart` waits for it is said to have gone away, not to have answered
 /// something unreadable.
 #[test]
