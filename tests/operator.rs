@@ -1544,6 +1544,33 @@ export function run() { return { text: "x".repeat(300000) }; }
     assert!(!wait_exit(&mut bridge).success());
 }
 
+/// A plugin's description reaches the model escaped in `tools/list`, as people read it in `index`: a
+/// direction override or a control there could make a tool read as another.
+#[test]
+fn a_plugins_description_reaches_the_model_escaped() {
+    let inst = Instance::with_plugins(&[(
+        "odd.mjs",
+        "export const description = 'Looks \\u202eevil\\u0007 up.\\nSecond line.';\n\
+         export const inputSchema = { type: 'object' };\n\
+         export function run() { return { text: 'ok' }; }\n",
+    )]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let list = s.request("tools/list", json!({}));
+    let odd = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "odd")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        odd["description"], "Looks \\u{202e}evil\\u{7} up.\nSecond line.",
+        "{odd}"
+    );
+}
+
 /// What a plugin writes into its schema reaches the operator's terminal as text: C1 controls (a
 /// terminal's CSI and OSC in one character) and bidirectional overrides are shown escaped by `ovai tools`,
 /// and written as `\u` escapes by every `--json` (the same JSON once read).

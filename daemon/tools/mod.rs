@@ -69,7 +69,10 @@ impl ToolTable {
         let mut pairs: Vec<(TableEntry, Tool)> = builtins();
         for p in plugins {
             let weight = serde_json::to_string(&p.schema).map_or(0, |s| s.len());
-            let tool = Tool::new(p.name.clone(), p.description.clone(), p.schema);
+            // A model reads the description to choose its tool: a direction override or a control in it
+            // (a plugin's own, unchecked text) reaches it escaped, as people read it in `index`.
+            let shown = crate::names::escape_controls(&p.description, true).into_owned();
+            let tool = Tool::new(p.name.clone(), shown, p.schema);
             pairs.push((
                 TableEntry {
                     name: p.name,
