@@ -159,6 +159,10 @@ pub struct RestartReply {
     /// The tools served before and now whose file changed: their new code runs now.
     #[serde(default)]
     pub new_code: Vec<String>,
+    /// What the restart's runtime.log row says (what changed, and what the list costs), said to the one
+    /// who asked.
+    #[serde(default)]
+    pub said: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -95,11 +95,23 @@ fn the_scaffold_passes_check_and_is_served_after_restart_to_the_leader_only() {
         .assert()
         .success()
         .stdout("This instance would serve a tool of its own: ci-status\n");
-    inst.cmd()
-        .arg("restart")
-        .assert()
-        .success()
-        .stdout("This instance serves a tool of its own: ci-status\nRestarted: generation 2 serves now; the tool list changed, and connected sessions were told.\n");
+    // It ends with what its runtime.log row says: what was added, and what the list costs now.
+    let out = inst.cmd().arg("restart").output().unwrap();
+    assert!(out.status.success());
+    let out = String::from_utf8(out.stdout).unwrap();
+    let row = inst
+        .rows("server")
+        .into_iter()
+        .find(|r| r.starts_with("Restarted, asked by `ovai restart`: generation 2"))
+        .unwrap();
+    let said = row.replace("Restarted, asked by `ovai restart`: ", "Restarted: ");
+    assert_eq!(
+        out,
+        format!(
+            "This instance serves a tool of its own: ci-status\n{said} Connected sessions were told.\n"
+        )
+    );
+    assert!(said.contains("; added: ci-status ("), "{said}");
     w1.recv_where(|m| m["method"] == "notifications/tools/list_changed");
     assert_eq!(w1.tool_names(), ["ci-status", "index", "room"]);
     assert_eq!(
@@ -320,7 +332,7 @@ fn list_changed_is_sent_exactly_when_the_list_changed() {
     };
     restart("the tool list is the same");
     inst.write_plugin("b.mjs", &tool("second"));
-    restart("the tool list changed");
+    restart("Connected sessions were told.");
     s.recv_where(list_changed);
     let n = new.recv_where(list_changed);
     assert!(
@@ -331,11 +343,11 @@ fn list_changed_is_sent_exactly_when_the_list_changed() {
     assert_eq!(names, ["a", "b", "index", "room"]);
     // A changed description is a changed list.
     inst.write_plugin("a.mjs", &tool("first, reworded"));
-    restart("the tool list changed");
+    restart("Connected sessions were told.");
     s.recv_where(list_changed);
     restart("the tool list is the same");
     std::fs::remove_file(inst.root.join("plugins/b.mjs")).unwrap();
-    restart("the tool list changed");
+    restart("Connected sessions were told.");
     s.recv_where(list_changed);
     assert_eq!(s.tool_names(), ["a", "index", "room"]);
     // Three changes, three notifications: the two restarts that changed nothing sent none.
@@ -740,9 +752,10 @@ fn a_restart_names_the_tools_whose_new_code_runs_now() {
     let _d = inst.start();
     inst.write_plugin("a.mjs", &TOOL.replace("'ok'", "'new'"));
     inst.cmd().arg("restart").assert().success().stdout(
-        predicate::str::ends_with(
-            "Restarted: generation 2 serves now; the tool list is the same. New code runs for: a.\n",
-        ),
+        predicate::str::contains("Restarted: generation 2 serves now; the tool list is the same (")
+            .and(predicate::str::ends_with(
+                "for every session). New code runs for: a.\n",
+            )),
     );
     let mut s = inst.session("lead");
     s.initialize();
@@ -757,13 +770,10 @@ fn a_restart_names_the_tools_whose_new_code_runs_now() {
         "{row}"
     );
     // Nothing new: nothing said.
-    inst.cmd()
-        .arg("restart")
-        .assert()
-        .success()
-        .stdout(predicate::str::ends_with(
-            "Restarted: generation 3 serves now; the tool list is the same.\n",
-        ));
+    inst.cmd().arg("restart").assert().success().stdout(
+        predicate::str::contains("Restarted: generation 3 serves now; the tool list is the same (")
+            .and(predicate::str::ends_with("for every session).\n")),
+    );
 }
 
 /// An edit undone (`git stash`, an editor's undo) is said, as the edit was: its row would otherwise stand.

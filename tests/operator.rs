@@ -918,21 +918,31 @@ fn init_refuses_a_nested_instance_an_empty_user_and_two_places() {
         .code(2)
         .stderr(predicate::str::contains("takes no --root"));
     assert!(!dir.path().join("openovai.json").exists());
-    // Next steps are said the way the binary was run.
+    // Next steps are said the way the binary was run, with the root: they work from where init ran.
     let fresh = tempfile::tempdir_in("/tmp").unwrap();
+    let root = fresh.path().display().to_string();
     ovai()
+        .current_dir("/")
         .arg("init")
         .arg(fresh.path())
         .assert()
         .success()
         .stdout(
-            predicate::str::contains(format!("Next: `{OVAI} serve --root")).and(
+            predicate::str::contains(format!(
+                "Next: `{OVAI} serve --root {root}` runs the server; `{OVAI} seat add NAME --root {root}` adds a Worker."
+            ))
+            .and(
                 // As `seat add` says it: Gemini CLI and Codex leave an untrusted desk's server out.
-                predicate::str::contains(
-                    "Gemini CLI and Codex read a desk's settings only in a folder you trust: `ovai seat trust lead`",
-                ),
+                predicate::str::contains(format!(
+                    "Gemini CLI and Codex read a desk's settings only in a folder you trust: `{OVAI} seat trust lead --root {root}`"
+                )),
             ),
         );
+    ovai()
+        .current_dir("/")
+        .args(["seat", "add", "w1", "--root", &root])
+        .assert()
+        .success();
 }
 
 #[test]

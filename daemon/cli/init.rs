@@ -151,13 +151,19 @@ pub fn run(
     // As `seat add` says it: Gemini CLI and Codex leave an untrusted desk's server out.
     let clients =
         seats::desk_clients(&inst).unwrap_or_else(|_| crate::instance::Client::ALL.to_vec());
-    if let Some(line) = crate::desk::clients::trust_line(&leader, &clients) {
-        println!("{line}");
-    }
+    // Said with the root: `init --root DIR` is often run from elsewhere, where a bare command finds
+    // no instance.
     let me = super::invoked_as();
+    let root = names::shell_quote(&inst.root.display().to_string());
+    if let Some(line) = crate::desk::clients::trust_line(&leader, &clients) {
+        let bare = format!("`ovai seat trust {leader}`");
+        println!(
+            "{}",
+            line.replace(&bare, &format!("`{me} seat trust {leader} --root {root}`"))
+        );
+    }
     println!(
-        "Next: `{me} serve --root {}` runs the server; `{me} seat add NAME` adds a Worker.",
-        names::shell_quote(&inst.root.display().to_string())
+        "Next: `{me} serve --root {root}` runs the server; `{me} seat add NAME --root {root}` adds a Worker."
     );
     Ok(())
 }

@@ -17,19 +17,12 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
     for row in &r.rows {
         println!("{row}");
     }
-    let changed = if r.changed {
-        "the tool list changed, and connected sessions were told"
+    // The row runtime.log has, as the one who asked it reads it.
+    let told = if r.changed {
+        " Connected sessions were told."
     } else {
-        "the tool list is the same"
+        ""
     };
-    let new_code = if r.new_code.is_empty() {
-        String::new()
-    } else {
-        format!(" New code runs for: {}.", r.new_code.join(", "))
-    };
-    println!(
-        "Restarted: generation {} serves now; {changed}.{new_code}",
-        r.generation
-    );
+    println!("{}{told}", r.said);
     Ok(())
 }

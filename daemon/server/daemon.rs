@@ -231,16 +231,17 @@ impl Daemon {
         }
         let changed = next.tools.listed() != old.tools.listed();
         let new_code = next.new_code_since(&old);
-        self.log.row(
-            Topic::Server,
-            &super::restart_row::row(
+        let row = |by| {
+            super::restart_row::row(
                 by,
                 next.number,
                 old.tools.listed(),
                 next.tools.listed(),
                 &new_code,
-            ),
-        );
+            )
+        };
+        self.log.row(Topic::Server, &row(Some(by)));
+        let said = row(None);
         let reply = RestartReply {
             generation: next.number,
             rows: next
@@ -253,6 +254,7 @@ impl Daemon {
                 .collect(),
             changed,
             new_code,
+            said,
         };
         self.figures
             .set_call_log(next.config.call_log.then(|| self.inst.call_log()));

@@ -10,9 +10,10 @@ pub fn bytes(tool: &Tool) -> usize {
     serde_json::to_vec(tool).map_or(0, |v| v.len())
 }
 
-/// `new_code`: the tools whose file changed, served before and now (their new code runs now).
+/// `new_code`: the tools whose file changed, served before and now (their new code runs now). `by`: who
+/// asked, for runtime.log; `None` for the one who asked (`ovai restart`'s own last line).
 pub fn row(
-    by: &str,
+    by: Option<&str>,
     generation: u64,
     before: &[Tool],
     after: &[Tool],
@@ -25,7 +26,7 @@ pub fn row(
     row
 }
 
-fn list_row(by: &str, generation: u64, before: &[Tool], after: &[Tool]) -> String {
+fn list_row(by: Option<&str>, generation: u64, before: &[Tool], after: &[Tool]) -> String {
     let find = |list: &[Tool], name: &str| list.iter().find(|t| t.name == name).cloned();
     let mut added = Vec::new();
     let mut changed = Vec::new();
@@ -64,7 +65,10 @@ fn list_row(by: &str, generation: u64, before: &[Tool], after: &[Tool]) -> Strin
         .map(|t| t.name.to_string())
         .collect();
     let total = |list: &[Tool]| list.iter().map(bytes).sum::<usize>();
-    let mut row = format!("Restarted, asked by {by}: generation {generation} serves now");
+    let mut row = match by {
+        Some(by) => format!("Restarted, asked by {by}: generation {generation} serves now"),
+        None => format!("Restarted: generation {generation} serves now"),
+    };
     if added.is_empty() && removed.is_empty() && changed.is_empty() {
         row.push_str(&format!(
             "; the tool list is the same ({} bytes each turn for every session).",
