@@ -672,3 +672,42 @@ export function run() { fs.writeFileSync(new URL("./crashed", import.meta.url), 
         "{host:#?}"
     );
 }
+
+/// A plugin's own `uncaughtException` handler that logs and exits (a common Node pattern) ends the host
+/// with Node's crash print, whose last line (`Node.js v20.…`) says nothing: the row gives the error's own
+/// line and the place in plugins/ its stack names.
+#[test]
+fn a_host_ended_by_a_plugins_own_fatal_handler_is_said_by_its_error() {
+    let inst = Instance::with_plugins(&[
+        (
+            "own-handler.mjs",
+            "export const description = 'Installs its own handler.';\nexport const inputSchema = { type: 'object' };\n\
+             process.on('uncaughtException', (e) => { console.error('fatal:', e.message); process.exit(1); });\n\
+             export function run() { setTimeout(() => { throw new Error('boom in timer'); }, 50); return { text: 'armed' }; }\n",
+        ),
+        ("echo.mjs", ECHO),
+    ]);
+    let mut d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let before = inst.rows("host").len();
+    assert_eq!(
+        s.call("own-handler", json!({})),
+        ("armed".to_string(), false)
+    );
+    let row = wait_until("the host's end to be written", || {
+        inst.rows("host")
+            .into_iter()
+            .skip(before)
+            .find(|r| r.starts_with("The plugin host (pid "))
+    });
+    let words = row.split("Its last words on stderr: ").nth(1).unwrap_or("");
+    assert!(!words.starts_with("Node.js v"), "{row}");
+    assert!(words.contains("process.exit(1)"), "{row}");
+    assert!(words.contains("(at plugins/own-handler.mjs:3:"), "{row}");
+    assert_eq!(
+        s.call("echo", json!({ "n": 1 })),
+        (r#"{"n":1}"#.to_string(), false)
+    );
+    assert!(d.is_running());
+}

@@ -10,8 +10,9 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 use crate::sync::lock;
 
-/// Lines of the host's stderr kept for the log row that reports its end.
-const STDERR_TAIL: usize = 8;
+/// Lines of the host's stderr kept for the log row that reports its end: Node's print of an uncaught
+/// error (its line, ten frames, its members, its version) fits.
+const STDERR_TAIL: usize = 32;
 /// How long before its end (or before it stopped answering) a line of a host's stderr may be to count
 /// among its last words.
 pub const LAST_WORDS: Duration = Duration::from_secs(5);
@@ -47,13 +48,14 @@ impl StderrTail {
             .or_else(|| self.fatal.clone())
             .or_else(|| {
                 // Only what it said near its end: a warning Node printed at its start is no last word.
-                self.lines
+                let recent: Vec<&str> = self
+                    .lines
                     .iter()
                     .rev()
                     .take_while(|(at, _)| at.elapsed() <= within)
-                    .map(|(_, l)| l)
-                    .find(|l| !l.trim().is_empty())
-                    .cloned()
+                    .map(|(_, l)| l.as_str())
+                    .collect();
+                said_last(&recent)
             })
     }
 
@@ -84,6 +86,35 @@ impl StderrTail {
         }
         self.lines.push_back((at, line));
     }
+}
+
+/// The last line of `recent` (newest first) that says something: an uncaught error as Node prints it
+/// ends with its stack and `Node.js v20.…`, which say nothing, so the error's own line is taken, with the
+/// first place in plugins/ its stack names.
+fn said_last(recent: &[&str]) -> Option<String> {
+    let frame = |l: &str| l.trim_start().starts_with("at ");
+    let blank = |l: &str| l.trim().is_empty() || l.starts_with("Node.js v");
+    let mut i = recent.iter().position(|l| !blank(l))?;
+    // The error's own members, printed after its stack (`{ code: 1 }`), back to the frame they follow.
+    if recent[i] == "}" {
+        i += recent[i..].iter().position(|l| l.ends_with('{'))?;
+    }
+    let frames = i;
+    i += recent[i..].iter().take_while(|l| frame(l)).count();
+    let line = *recent[i..].iter().find(|l| !blank(l))?;
+    // The frames printed after it, innermost first.
+    let place = recent[frames..i]
+        .iter()
+        .rev()
+        .filter(|l| !l.contains("/node_modules/"))
+        .find_map(|l| {
+            let from = l.find("/plugins/")? + 1;
+            Some(l[from..].trim_end_matches([')', ' ', '{']).to_string())
+        });
+    Some(match place {
+        Some(place) => format!("{line} (at {place})"),
+        None => line.to_string(),
+    })
 }
 
 /// Reads the host's stdout or stderr line by line into the daemon's log, keeping stderr's tail.
@@ -216,6 +247,35 @@ async fn read_line_capped<R: AsyncRead + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_s_crash_print_is_said_by_its_error_and_place() {
+        let printed = [
+            "file:///srv/ws/.ovai/host.mjs:542",
+            "  throw new PluginExit(code);",
+            "  ^",
+            "",
+            "PluginExit [Error]: process.exit(1) was called",
+            "    at process.exit (file:///srv/ws/.ovai/host.mjs:542:9)",
+            "    at process.<anonymous> (file:///srv/ws/plugins/oh.mjs:3:86)",
+            "    at process.emit (node:events:536:35)",
+            "    at process._fatalException (node:internal/process/execution:188:25) {",
+            "  code: 1",
+            "}",
+            "",
+            "Node.js v20.20.2",
+        ];
+        let recent: Vec<&str> = printed.iter().rev().copied().collect();
+        assert_eq!(
+            said_last(&recent).as_deref(),
+            Some("PluginExit [Error]: process.exit(1) was called (at plugins/oh.mjs:3:86)")
+        );
+        assert_eq!(
+            said_last(&["", "last line", "x"]).as_deref(),
+            Some("last line")
+        );
+        assert_eq!(said_last(&["Node.js v20.20.2", ""]), None);
+    }
 
     fn tail(lines: &[&str]) -> StderrTail {
         let mut t = StderrTail::default();
