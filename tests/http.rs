@@ -1623,3 +1623,114 @@ fn arguments_nested_too_deep_are_invalid_params_under_the_id() {
         }
     }
 }
+
+/// A 2026-07-28 request whose `_meta` names a protocol version of megabytes is refused in words that
+/// say its length, not echoed whole.
+#[test]
+fn a_huge_protocol_version_is_refused_not_echoed() {
+    let (inst, _d, http) = serving(json!({}));
+    let s = HttpSeat::new(&http, &inst.secret("w1"), "2026-07-28");
+    let body = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": { "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "x".repeat(1 << 20),
+        "io.modelcontextprotocol/clientCapabilities": {} } } });
+    let r = s.post("tools/list", None, &body);
+    assert_eq!(r.status, 200);
+    let text = r.text();
+    assert!(text.len() < 1000, "{} bytes", text.len());
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["id"], 7);
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("protocolVersion is 1048578 bytes long"),
+        "{v}"
+    );
+}
+
+/// A 405 says in words what its Allow header says: a 2026-07-28 client (no session, so no stream to GET)
+/// is told to POST, a 2025-* one what the endpoint takes.
+#[test]
+fn a_405_says_what_its_allow_header_says() {
+    let (inst, _d, http) = serving(json!({}));
+    let token = format!("Bearer {}", inst.secret("w1"));
+    let r = http.request(
+        "GET",
+        &[
+            ("authorization", &token),
+            ("accept", "text/event-stream"),
+            ("mcp-protocol-version", "2026-07-28"),
+        ],
+        "",
+    );
+    assert_eq!(r.status, 405);
+    assert_eq!(r.header("allow"), Some("POST"));
+    let v = r.json();
+    let words = v["error"]["message"].as_str().unwrap();
+    assert!(
+        words.contains("takes only POST from a client of MCP 2026-07-28")
+            && !words.contains("DELETE"),
+        "{words}"
+    );
+}
+
+/// A 2026-07-28 request carrying an `Mcp-Session-Id` the server does not hold is told to drop the header:
+/// there is no session to initialize from that revision on.
+#[test]
+fn a_stale_session_id_on_a_2026_request_is_told_to_go() {
+    let (inst, _d, http) = serving(json!({}));
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2026-07-28");
+    s.session = Some("no-such-session".into());
+    let (_, r) = s.send("tools/list", json!({}));
+    assert_eq!(r.status, 404);
+    let v = r.json();
+    let words = v["error"]["message"].as_str().unwrap();
+    assert!(
+        words.contains("send the request without the Mcp-Session-Id header")
+            && !words.contains("initialize"),
+        "{words}"
+    );
+}
+
+/// A body this server would not read as the client meant it is refused in words: compressed (415), or in
+/// a transfer coding it does not read (501).
+#[test]
+fn bodies_framed_or_coded_as_this_server_does_not_read_are_refused_in_words() {
+    let (inst, _d, http) = serving(json!({}));
+    let token = format!("Bearer {}", inst.secret("w1"));
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let chunked = format!("{:x}\r\n{ping}\r\n0\r\n\r\n", ping.len());
+    for (extra, body, status, words) in [
+        (
+            ("content-encoding", "gzip"),
+            ping.to_string(),
+            415,
+            "Content-Encoding",
+        ),
+        (
+            ("transfer-encoding", "gzip, chunked"),
+            chunked,
+            501,
+            "Transfer-Encoding other than chunked",
+        ),
+    ] {
+        let r = http.request(
+            "POST",
+            &[
+                ("authorization", &token),
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-protocol-version", "2025-11-25"),
+                extra,
+            ],
+            &body,
+        );
+        assert_eq!(r.status, status, "{extra:?}");
+        let v = r.json();
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(words),
+            "{extra:?}: {v}"
+        );
+    }
+}

@@ -58,6 +58,27 @@ pub async fn checked(
     if let Read::Request(r) = jsonrpc::read(&mended, "body") {
         let refuse =
             |code: i64, why: String| answered(Some(jsonrpc::error_under(&r.id, code, &why)));
+        // rmcp's words for a version that does not match echo it whole: one that is no date is refused
+        // here, its length said.
+        let version = r
+            .params
+            .and_then(|p| jsonrpc::members(p.get(), ["_meta"]).ok())
+            .and_then(|found| found.values[0])
+            .and_then(|meta| {
+                jsonrpc::members(meta.get(), ["io.modelcontextprotocol/protocolVersion"]).ok()
+            })
+            .and_then(|found| found.values[0]);
+        if let Some(v) = version.filter(|v| v.get().len() > MAX_VERSION_BYTES) {
+            return Err(refuse(
+                INVALID_PARAMS,
+                format!(
+                    "Invalid params: params._meta's io.modelcontextprotocol/protocolVersion is {} bytes long; a \
+                     protocol version is a date, such as {}",
+                    v.get().len(),
+                    params::INLINE
+                ),
+            ));
+        }
         // What the session's service serves is exactly the known methods. Outside a session rmcp
         // answers first what is missing (the session, or a 2026-07-28 request's own headers).
         // From 2026-07-28 on a method not served is a 404 (rmcp's answer, in words here): one this server
@@ -195,6 +216,9 @@ pub async fn checked(
     };
     Ok((Request::from_parts(parts, body), held))
 }
+
+/// The longest protocol version read as one (a date, quoted, with room for what a later one may add).
+const MAX_VERSION_BYTES: usize = 64;
 
 fn answered(answer: Option<Vec<u8>>) -> Response {
     let Some(answer) = answer else {

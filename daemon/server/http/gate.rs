@@ -92,6 +92,38 @@ async fn prune(manager: &LocalSessionManager, owners: &Owners) {
     owners.prune(&live, taken);
 }
 
+/// A body this server would not read as its client meant it, and why: compressed (it reads bodies as
+/// sent), or in a transfer coding other than chunked (which hyper would pass on undecoded). One framed by
+/// both Transfer-Encoding and Content-Length is read chunked by hyper, which drops the length.
+fn unread_framing(headers: &axum::http::HeaderMap) -> Option<(StatusCode, &'static str)> {
+    let said = |name| {
+        headers
+            .get_all(name)
+            .iter()
+            .flat_map(|v| v.to_str().unwrap_or("?").split(','))
+            .map(|c| c.trim().to_ascii_lowercase())
+            .filter(|c| !c.is_empty())
+            .collect::<Vec<_>>()
+    };
+    let encoding = said(header::CONTENT_ENCODING);
+    if encoding.iter().any(|c| c != "identity") {
+        return Some((
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "the body is sent with a Content-Encoding (compressed), and this server reads bodies as they are: \
+             send it without one",
+        ));
+    }
+    let transfer = said(header::TRANSFER_ENCODING);
+    if transfer.iter().any(|c| c != "chunked") {
+        return Some((
+            StatusCode::NOT_IMPLEMENTED,
+            "the body is sent in a Transfer-Encoding other than chunked, which this server does not read: send \
+             it plain or chunked",
+        ));
+    }
+    None
+}
+
 /// A session's GET stream opened (or resumed) while it has one open ends that one first: rmcp would give
 /// the newcomer none of the session's messages, for good, where it is a client reconnecting before the
 /// server saw its old stream go. A request's own stream resumed (`Last-Event-ID` naming one) is not it.
@@ -259,6 +291,9 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
     {
         place.seat_seen();
     }
+    if let Some((status, why)) = unread_framing(request.headers()) {
+        return refuse(&gate.daemon, status, why.into(), None);
+    }
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -292,12 +327,19 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
                 );
             }
             Check::Unknown => {
-                return refuse(
-                    &gate.daemon,
-                    StatusCode::NOT_FOUND,
-                    NO_SUCH_SESSION.into(),
-                    None,
-                );
+                // From 2026-07-28 on there are no sessions to initialize: the header is what is wrong.
+                let modern = request
+                    .headers()
+                    .get("mcp-protocol-version")
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|v| v >= super::super::params::INLINE);
+                let why = if modern {
+                    "this server holds no MCP session with that id, and MCP 2026-07-28 has no sessions: send \
+                     the request without the Mcp-Session-Id header"
+                } else {
+                    NO_SUCH_SESSION
+                };
+                return refuse(&gate.daemon, StatusCode::NOT_FOUND, why.into(), None);
             }
         }
     }

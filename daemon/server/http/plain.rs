@@ -21,10 +21,18 @@ pub async fn reworded(daemon: &Daemon, response: Response) -> Response {
         .await
         .map(|b| String::from_utf8_lossy(&b).trim().to_string())
         .unwrap_or_default();
-    let mut said = super::refusal::refuse(daemon, parts.status, sentence(&text), None);
-    // A 405 says which methods are allowed.
-    if let Some(allow) = parts.headers.get(header::ALLOW) {
-        said.headers_mut().insert(header::ALLOW, allow.clone());
+    let allow = parts.headers.get(header::ALLOW).cloned();
+    // A 405 says which methods are allowed, in its words as in its header: a 2026-07-28 request has
+    // no session, so no stream to GET nor session to DELETE.
+    let words = match allow.as_ref().and_then(|a| a.to_str().ok()) {
+        Some("POST") => "this endpoint takes only POST from a client of MCP 2026-07-28, which has no session: \
+                         each request is a POST, and subscriptions/listen opens a stream of list changes"
+            .to_string(),
+        _ => sentence(&text),
+    };
+    let mut said = super::refusal::refuse(daemon, parts.status, words, None);
+    if let Some(allow) = allow {
+        said.headers_mut().insert(header::ALLOW, allow);
     }
     said
 }
