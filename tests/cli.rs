@@ -608,3 +608,41 @@ fn a_path_a_terminal_would_not_show_as_it_is_is_refused() {
         );
     }
 }
+
+/// Every command's `--help` ends with an example, as docs/operations.md promises: the commands with
+/// subcommands (`seat`, `service`) and each of those too, read off the help itself.
+#[test]
+fn every_commands_help_has_an_example() {
+    let commands_in = |args: &[&str]| -> Vec<String> {
+        let out = ovai().args(args).arg("--help").output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.split("Commands:")
+            .nth(1)
+            .map(|rest| {
+                rest.lines()
+                    .skip(1)
+                    .take_while(|l| l.starts_with("  "))
+                    .filter_map(|l| l.split_whitespace().next())
+                    .filter(|c| *c != "help")
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let top = commands_in(&[]);
+    assert!(top.contains(&"seat".to_string()), "{top:?}");
+    let mut missing = Vec::new();
+    for command in &top {
+        let mut paths = vec![vec![command.clone()]];
+        for sub in commands_in(&[command.as_str()]) {
+            paths.push(vec![command.clone(), sub]);
+        }
+        for path in paths {
+            let out = ovai().args(&path).arg("--help").output().unwrap();
+            if !String::from_utf8_lossy(&out.stdout).contains("\nExample: ") {
+                missing.push(path.join(" "));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "no example in the help of: {missing:?}");
+}

@@ -292,13 +292,24 @@ fn the_status_page_shows_the_instance_live_in_a_real_browser() {
 
 #[test]
 fn the_page_is_off_unless_asked_for() {
+    use predicates::prelude::*;
     let inst = Instance::new();
     let _d = inst.start();
     inst.cmd()
         .arg("web")
         .assert()
         .code(1)
-        .stderr(predicates::str::contains("the status page is off"));
+        .stderr(predicates::str::contains(
+            "the status page is off: add \"web\"",
+        ));
+    // Asked for after the start (a restart reads it, and says the page waits for the next start): the
+    // words say only what is left to do.
+    inst.set_config(json!({ "web": { "listen": "127.0.0.1:0" } }));
+    inst.cmd().arg("restart").assert().success();
+    inst.cmd().arg("web").assert().code(1).stderr(
+        predicates::str::contains("was added after this server started")
+            .and(predicates::str::contains("add \"web\"").not()),
+    );
 }
 
 /// On an HTTP endpoint other machines reach in plain HTTP, the page's link and cookie would cross the

@@ -116,7 +116,7 @@ pub enum Command {
         #[arg(short = 'n', long, default_value_t = 20)]
         lines: usize,
     },
-    /// Add, list, remove, re-key or rebuild seats.
+    /// Add, list, remove, re-key, rebuild or trust seats.
     #[command(after_help = "Example: ovai seat add w1")]
     Seat {
         #[command(subcommand)]
@@ -169,6 +169,9 @@ pub enum Command {
 #[derive(Subcommand, Debug)]
 pub enum ServiceAction {
     /// Write the unit (or agent) for this instance where the manager looks, and say how to enable it.
+    #[command(
+        after_help = "Example: ovai service install --print   (then without --print to write it)"
+    )]
     Install {
         /// A systemd user unit (the default on Linux).
         #[arg(long, conflicts_with = "launchd")]
@@ -181,6 +184,7 @@ pub enum ServiceAction {
         print: bool,
     },
     /// Remove the unit (or agent) `install` wrote for this instance, and say how to stop it first.
+    #[command(after_help = "Example: ovai service uninstall")]
     Uninstall {
         /// A systemd user unit (the default on Linux).
         #[arg(long, conflicts_with = "launchd")]
@@ -197,6 +201,9 @@ pub enum ServiceAction {
 #[derive(Subcommand, Debug)]
 pub enum SeatAction {
     /// Make a seat: its secret, and its desk desks/NAME/ with a file for each coding agent.
+    #[command(
+        after_help = "Example: ovai seat add w1   (or, for a machine reaching this one over HTTP: ovai seat add far --url https://buildbox.example:7777/mcp)"
+    )]
     Add {
         /// The seat's name: a letter, then letters, digits and hyphens, up to 32.
         name: String,
@@ -206,18 +213,21 @@ pub enum SeatAction {
         url: Option<String>,
     },
     /// The seats, their roles, and (with a daemon running) who is connected.
+    #[command(after_help = "Example: ovai seat list")]
     List {
         /// Print JSON, for scripts.
         #[arg(long)]
         json: bool,
     },
     /// Forget a seat; its sessions are ended. Its desk stays. The Leader's seat is refused.
+    #[command(after_help = "Example: ovai seat remove w1")]
     Remove {
         /// The seat's name.
         #[arg(add = ArgValueCandidates::new(complete::seats))]
         name: String,
     },
     /// Give a seat a new secret (written to its desk); the old one opens nothing from then on.
+    #[command(after_help = "Example: ovai seat rotate w1")]
     Rotate {
         /// The seat's name.
         #[arg(add = ArgValueCandidates::new(complete::seats))]
@@ -228,6 +238,7 @@ pub enum SeatAction {
     },
     /// Make .ovai/seats.json again from the secrets in the desks' .mcp.json files (after it was lost or
     /// broken), so nobody has to re-key a desk.
+    #[command(after_help = "Example: ovai seat rebuild")]
     Rebuild,
     /// Trust a seat's desk where Gemini CLI and Codex look, in your home (~/.gemini/trustedFolders.json,
     /// ~/.codex/config.toml): entries added, nothing replaced. Without it they ignore the desk's settings.

@@ -105,6 +105,11 @@ fn page_not_served(daemon: &Daemon) -> String {
         Some(why) => format!(
             "{why}, so it is not served: pick a free address in openovai.json's \"web\" and start the server again"
         ),
+        // Read at the last restart, kept only from the start: the setting is there, the page is not yet.
+        None if daemon.current().config.web.is_some() => "the status page is off: openovai.json's \"web\" \
+                 was added after this server started, and the page is made only as it starts: start the server \
+                 again (`ovai stop`, then `ovai serve`)"
+            .into(),
         None => "the status page is off: add \"web\": {\"listen\": \"127.0.0.1:7780\"} (or {\"onHttp\": true}) to \
                  openovai.json and start the server again"
             .into(),
