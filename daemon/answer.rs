@@ -269,13 +269,15 @@ pub fn down(cause: &DownCause) -> String {
             stops,
             window,
             last_at,
+            last_called,
         } => format!(
-            "the plugin host stopped {stops} times within {} s{}, so it stays down until `ovai restart`",
+            "the plugin host stopped {stops} times within {} s{}{}, so it stays down until `ovai restart`",
             window.as_secs(),
             last_at
                 .as_ref()
                 .map(|at| format!(" (the last time from {at})"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            rows::last_called_said(last_at.as_deref(), last_called)
         ),
         DownCause::CannotRespawn(e) => format!(
             "a new plugin host could not be started ({e}), so it stays down until `ovai restart`"

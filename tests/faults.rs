@@ -677,13 +677,13 @@ fn a_crash_loop_keeps_the_host_down_until_ovai_restart() {
             "{i}: {text}"
         );
     }
-    let down = "was not run: the plugin host stopped 5 times within 60 s, so it stays down until `ovai restart`.";
+    let down = "was not run: the plugin host stopped 5 times within 60 s (no place was said; the last calls the ended hosts were sent were to plugins/fault-unnamed-kill.mjs), so it stays down until `ovai restart`.";
     assert_eq!(
         s.call("echo", json!({})),
         (format!("plugins/echo.mjs {down}"), true)
     );
     assert!(inst.rows("host").contains(
-        &"The plugin host stays down: it stopped 5 times within 60 s. Fix the plugin that ends it, then run `ovai restart`.".to_string()
+        &"The plugin host stays down: it stopped 5 times within 60 s. Fix the plugin that ends it (no place was said; the last calls the ended hosts were sent were to plugins/fault-unnamed-kill.mjs), then run `ovai restart`.".to_string()
     ));
     assert!(
         d.status().unwrap()["host"]["down"]

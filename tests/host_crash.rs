@@ -711,3 +711,53 @@ fn a_host_ended_by_a_plugins_own_fatal_handler_is_said_by_its_error() {
     );
     assert!(d.is_running());
 }
+
+/// A plugin whose processes end the host after its call was answered (no call in flight, no place in
+/// plugins/ said) is the one to look at: each host's row names the last call it was sent, and the crash
+/// loop's row names those calls' files, where "Fix the plugin that ends it" named nothing.
+#[test]
+fn a_crash_loop_with_no_place_said_names_the_last_calls() {
+    // Each call waits for the host the last end left starting.
+    let inst = Instance::with_plugins(&[
+        (
+            "spawns.mjs",
+            "import { spawn } from 'node:child_process';\nexport const description = 'Starts a process that ends the host.';\n\
+             export const inputSchema = { type: 'object' };\n\
+             export function run() { spawn('sh', ['-c', 'sleep 0.2; kill -9 $PPID'], { stdio: 'ignore' }); return { text: 'started' }; }\n",
+        ),
+        ("echo.mjs", ECHO),
+    ]);
+    let mut d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    for i in 0..8 {
+        let before = inst
+            .rows("host")
+            .iter()
+            .filter(|r| r.starts_with("The plugin host (pid "))
+            .count();
+        let (text, _) = s.call("spawns", json!({}));
+        assert_eq!(text, "started", "{i}");
+        let row = wait_until("the host's end", || {
+            inst.rows("host")
+                .into_iter()
+                .filter(|r| r.starts_with("The plugin host (pid "))
+                .nth(before)
+        });
+        assert!(
+            row.contains("with no call in flight")
+                && row.ends_with(" The last call it was sent was to plugins/spawns.mjs."),
+            "{row}"
+        );
+    }
+    let down = wait_until("the crash loop", || {
+        inst.rows("host")
+            .into_iter()
+            .find(|r| r.starts_with("The plugin host stays down: "))
+    });
+    assert_eq!(
+        down,
+        "The plugin host stays down: it stopped 8 times within 600 s. Fix the plugin that ends it (no place was said; the last calls the ended hosts were sent were to plugins/spawns.mjs), then run `ovai restart`."
+    );
+    assert!(d.is_running());
+}

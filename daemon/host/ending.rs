@@ -230,6 +230,9 @@ pub enum DownCause {
         window: Duration,
         /// Where in plugins/ the host said the last end came from, when it said.
         last_at: Option<String>,
+        /// Else the files the ended hosts were last sent a call of: an end with no call in flight (a
+        /// plugin's processes or timers) names no place, and these are where to look.
+        last_called: Vec<Arc<str>>,
     },
     CannotRespawn(Arc<StartError>),
 }

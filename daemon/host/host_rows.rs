@@ -13,6 +13,7 @@ pub fn stopped(
     files: &[Arc<str>],
     next: Next,
     last_words: Option<String>,
+    last_called: Option<&str>,
 ) -> String {
     let mut row = format!("The plugin host (pid {pid}) {what}");
     if files.is_empty() {
@@ -30,6 +31,16 @@ pub fn stopped(
     });
     if let Some(last) = last_words {
         row.push_str(&format!(" Its last words on stderr: {last}"));
+    }
+    // Ended with no call in flight, by a plugin's timer or processes: the last call it ran is where to
+    // look first.
+    if let (true, Some(file)) = (files.is_empty(), last_called) {
+        let sep = if row.ends_with(['.', '!', '?']) {
+            ""
+        } else {
+            "."
+        };
+        row.push_str(&format!("{sep} The last call it was sent was to {file}."));
     }
     row
 }
@@ -131,18 +142,33 @@ pub fn stays_down(cause: &DownCause) -> String {
             stops,
             window,
             last_at,
+            last_called,
         } => format!(
-            "The plugin host stays down: it stopped {stops} times within {} s{}. Fix the plugin that ends it, then run `ovai restart`.",
+            "The plugin host stays down: it stopped {stops} times within {} s{}. Fix the plugin that ends it{}, then run `ovai restart`.",
             window.as_secs(),
             last_at
                 .as_ref()
                 .map(|at| format!(", the last time from {at}"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            last_called_said(last_at.as_deref(), last_called)
         ),
         DownCause::CannotRespawn(e) => format!(
             "The plugin host stays down: a new one could not be started: {e}. Run `ovai restart` once that is fixed."
         ),
     }
+}
+
+/// Where to look for a crash loop's cause when no place was said: the files the ended hosts were last
+/// sent calls of.
+pub fn last_called_said(last_at: Option<&str>, last_called: &[Arc<str>]) -> String {
+    if last_at.is_some() || last_called.is_empty() {
+        return String::new();
+    }
+    let names: Vec<&str> = last_called.iter().map(|f| &**f).collect();
+    format!(
+        " (no place was said; the last calls the ended hosts were sent were to {})",
+        names.join(", ")
+    )
 }
 
 /// A served file the respawned host could not import again: the row, and the refusal its callers read.

@@ -139,6 +139,8 @@ struct LinkCalls {
     /// The files this host was sent a call of: a file it was never sent one of ended or held it with
     /// code of its import (a timer it set then), which every new host would run again.
     called: crate::maps::Set<Arc<str>>,
+    /// The file of the last call it was sent: where to look when it ends with none in flight.
+    last_called: Option<Arc<str>>,
     /// The deadlines of the calls with no task of their own, in the order they came (one generation's
     /// calls share one timeout, so that is the order they fall due); an entry whose call ended is
     /// dropped when it reaches the front.
@@ -189,6 +191,13 @@ impl LinkCalls {
     fn wait(&mut self, id: u64, waiting: WaitingCall) {
         if !self.called.contains(&waiting.file) {
             self.called.insert(waiting.file.clone());
+        }
+        if !self
+            .last_called
+            .as_ref()
+            .is_some_and(|last| Arc::ptr_eq(last, &waiting.file))
+        {
+            self.last_called = Some(waiting.file.clone());
         }
         self.waiting.insert(id, waiting);
     }
@@ -607,6 +616,11 @@ impl Link {
     /// The places in plugins/ (`plugins/x.mjs:4:28`) the host said, under its key, were on its stack
     /// when a plugin ended it, innermost first: the first is where it was ended from. Empty when it did
     /// not say.
+    /// The file of the last call this host was sent, if it was sent one.
+    pub fn last_called(&self) -> Option<Arc<str>> {
+        lock(&self.calls).last_called.clone()
+    }
+
     pub fn ended_at(&self) -> Vec<String> {
         lock(&self.ended_at).clone()
     }

@@ -314,6 +314,8 @@ async fn run(
     let mut stops: VecDeque<Instant> = VecDeque::new();
     // Every stop again, over ENDS_WINDOW.
     let mut ends: VecDeque<Instant> = VecDeque::new();
+    // The file each ended host was last sent a call of, for a crash loop no place explains.
+    let mut last_called: VecDeque<(Instant, Arc<str>)> = VecDeque::new();
     // The seats as the live host's box saw them when it started.
     let mut seats = host.seats.subscribe();
     seats.mark_unchanged();
@@ -466,20 +468,44 @@ async fn run(
             HostEnd::Hung { after, .. } => super::output::LAST_WORDS + *after,
             _ => super::output::LAST_WORDS,
         };
+        let called = process.link.last_called();
         job.log.row(
             Topic::Host,
-            &rows::stopped(process.pid, &what, &files, next, process.last_words(within)),
+            &rows::stopped(
+                process.pid,
+                &what,
+                &files,
+                next,
+                process.last_words(within),
+                called.as_deref(),
+            ),
         );
+        if let Some(file) = called {
+            last_called.push_back((now, file));
+            while last_called
+                .front()
+                .is_some_and(|(at, _)| now.duration_since(*at) > ENDS_WINDOW.max(CRASH_WINDOW))
+            {
+                last_called.pop_front();
+            }
+        }
         if let Next::StaysDown { stops, window } = next {
             let last_at = match &*end {
                 HostEnd::Stopped { by, .. } => by.clone(),
                 HostEnd::Hung { at, .. } => at.clone(),
                 _ => None,
             };
+            let mut suspects: Vec<Arc<str>> = Vec::new();
+            for (at, file) in &last_called {
+                if now.duration_since(*at) <= window && !suspects.contains(file) {
+                    suspects.push(file.clone());
+                }
+            }
             let cause = DownCause::CrashLoop {
                 stops,
                 window,
                 last_at,
+                last_called: suspects,
             };
             return stay_down(cause, &job, &state, &host).await;
         }
