@@ -1734,3 +1734,55 @@ fn bodies_framed_or_coded_as_this_server_does_not_read_are_refused_in_words() {
         );
     }
 }
+
+/// A 2025-11-25 call whose connection broke while it ran, resumed with `Last-Event-ID` after it was
+/// answered, gets its answer: rmcp alone dropped a request's events as it sent the answer, and the
+/// client got an empty stream.
+#[test]
+fn an_answer_made_while_its_client_was_away_is_replayed_on_resume() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "http": { "listen": "127.0.0.1:0" } }));
+    inst.write_plugin(
+        "slow.mjs",
+        r#"export const description = "Answers after a while."; export const inputSchema = { type: "object" }; export async function run() { await new Promise((r) => setTimeout(r, 700)); return { text: "slow done" }; }"#,
+    );
+    inst.add_seat("w1");
+    let d = inst.start();
+    let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize();
+    let (id, mut r) = s.send("tools/call", json!({ "name": "slow", "arguments": {} }));
+    assert_eq!(r.status, 200);
+    let primed = r.next_event_id().expect("the priming event's id");
+    drop(r);
+    wait_until("the call to be answered", || {
+        (inst.tool_figures("slow")["calls"] == 1).then_some(())
+    });
+    let mut resumed = s.resume_changes(&primed);
+    assert_eq!(resumed.status, 200);
+    let answer = resumed.answer(id);
+    assert_eq!(
+        text_of(&answer),
+        ("slow done".to_string(), false),
+        "{answer}"
+    );
+    // And once more, within the minute its events are kept.
+    let mut again = s.resume_changes(&primed);
+    assert_eq!(text_of(&again.answer(id)).0, "slow done");
+    // Resumed while the call still runs, the stream goes on to the answer; broken again, and resumed
+    // after, the answer is there still.
+    let (id, mut r) = s.send("tools/call", json!({ "name": "slow", "arguments": {} }));
+    let primed = r.next_event_id().expect("the priming event's id");
+    drop(r);
+    let mut resumed = s.resume_changes(&primed);
+    assert_eq!(text_of(&resumed.answer(id)).0, "slow done");
+    let (id, mut r) = s.send("tools/call", json!({ "name": "slow", "arguments": {} }));
+    let primed = r.next_event_id().expect("the priming event's id");
+    drop(r);
+    drop(s.resume_changes(&primed));
+    wait_until("the third call to be answered", || {
+        (inst.tool_figures("slow")["calls"] == 3).then_some(())
+    });
+    let mut last = s.resume_changes(&primed);
+    assert_eq!(text_of(&last.answer(id)).0, "slow done");
+}

@@ -193,6 +193,19 @@ impl Response {
         }
     }
 
+    /// The id of the stream's next event, whatever it holds (a priming event's, which holds no message).
+    pub fn next_event_id(&mut self) -> Option<String> {
+        loop {
+            let mut line = String::new();
+            if self.body.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            if let Some(id) = line.trim_end().strip_prefix("id:") {
+                return Some(id.trim().to_string());
+            }
+        }
+    }
+
     /// Reads the stream to its end, which must come (a listen stream's own answer may come first), with no
     /// list change or other notification on the way.
     pub fn ends(&mut self) {

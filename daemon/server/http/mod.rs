@@ -14,6 +14,7 @@ mod owners;
 mod refusal;
 mod limits;
 mod unreadable;
+mod resume;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -121,7 +122,7 @@ impl Bound {
                         std::io::Error::other("a request reached the MCP service without a seat")
                     })
             },
-            manager.clone(),
+            Arc::new(resume::Resumable::new(manager.clone())),
             config,
         );
         let gate = Arc::new(gate::Gate::new(daemon.clone(), &self.settings, manager));
