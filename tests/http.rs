@@ -1786,3 +1786,58 @@ fn an_answer_made_while_its_client_was_away_is_replayed_on_resume() {
     let mut last = s.resume_changes(&primed);
     assert_eq!(text_of(&last.answer(id)).0, "slow done");
 }
+
+/// One seat's client holding every connection the server takes, idle between its requests, cannot keep
+/// another seat out: a newcomer closes the idle connection of the seat that holds the most.
+#[test]
+fn one_seat_holding_every_connection_cannot_keep_another_out() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let (inst, d, http) = serving(json!({}));
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(inst.root.join("openovai.json")).unwrap())
+            .unwrap();
+    config["maxConnections"] = json!(4);
+    std::fs::write(inst.root.join("openovai.json"), config.to_string()).unwrap();
+    inst.cmd().arg("restart").assert().success();
+    let addr = d.status().unwrap()["http"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    // Four kept-alive connections of w1, each with a request answered and nothing under way.
+    let lead = inst.secret("lead");
+    let held: Vec<_> = (0..4)
+        .map(|_| {
+            let mut tcp = std::net::TcpStream::connect(&addr).unwrap();
+            tcp.set_read_timeout(Some(PATIENCE)).unwrap();
+            write!(
+                tcp,
+                "GET /mcp HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {lead}\r\naccept: text/event-stream\r\n\r\n"
+            )
+            .unwrap();
+            let mut reader = BufReader::new(tcp.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if let Some(n) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = n.trim().parse().unwrap();
+                }
+                if line.trim().is_empty() {
+                    break;
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            tcp
+        })
+        .collect();
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize();
+    assert_eq!(
+        s.call("echo", json!({ "v": 1 })),
+        (r#"w1: {"v":1}"#.to_string(), false)
+    );
+    drop(held);
+}

@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -17,6 +17,9 @@ pub struct Place {
     ip: IpAddr,
     since: std::time::Instant,
     seated: AtomicBool,
+    /// The seat whose secret its requests showed (the endpoint's), and how many of them are under way.
+    seat: std::sync::Mutex<Option<Arc<str>>>,
+    busy: AtomicUsize,
     /// Fired to close it.
     pub close: CancellationToken,
 }
@@ -25,6 +28,26 @@ impl Place {
     /// A request on this connection presented a seat's secret or the page's cookie: it keeps its place.
     pub fn seat_seen(&self) {
         self.seated.store(true, Ordering::Relaxed);
+    }
+
+    /// A request of `seat` is under way on this connection until the guard goes (with its answer).
+    pub fn working(self: &Arc<Self>, seat: &str) -> Working {
+        self.seat_seen();
+        let mut mine = lock(&self.seat);
+        if mine.as_deref() != Some(seat) {
+            *mine = Some(seat.into());
+        }
+        self.busy.fetch_add(1, Ordering::SeqCst);
+        Working(self.clone())
+    }
+}
+
+/// A request under way on a connection: it is not closed to make room while this lives.
+pub struct Working(Arc<Place>);
+
+impl Drop for Working {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -38,6 +61,8 @@ impl Places {
             ip,
             since: std::time::Instant::now(),
             seated: AtomicBool::new(false),
+            seat: std::sync::Mutex::new(None),
+            busy: AtomicUsize::new(0),
             close: CancellationToken::new(),
         });
         lock(&self.0).push(place.clone());
@@ -46,6 +71,41 @@ impl Places {
 
     pub fn remove(&self, place: &Arc<Place>) {
         lock(&self.0).retain(|p| !Arc::ptr_eq(p, place));
+    }
+
+    /// Closes the oldest idle connection (kept alive, no request under way on it) of the seat that holds
+    /// the most: one seat's clients cannot keep every other seat out by holding connections open, and a
+    /// client whose idle connection closes opens another as it next asks. False when none is idle.
+    pub fn close_idle_of_fullest_seat(&self) -> bool {
+        let mut all = lock(&self.0);
+        let mut held: std::collections::HashMap<Arc<str>, usize> = std::collections::HashMap::new();
+        for p in all.iter().filter(|p| !p.close.is_cancelled()) {
+            if let Some(seat) = lock(&p.seat).clone() {
+                *held.entry(seat).or_default() += 1;
+            }
+        }
+        let idle_of = |p: &Arc<Place>| {
+            (p.busy.load(Ordering::SeqCst) == 0 && !p.close.is_cancelled())
+                .then(|| lock(&p.seat).clone())
+                .flatten()
+        };
+        let fullest = all
+            .iter()
+            .filter_map(idle_of)
+            .max_by_key(|seat| held.get(seat).copied().unwrap_or(0));
+        let Some(fullest) = fullest else {
+            return false;
+        };
+        match all
+            .iter()
+            .position(|p| idle_of(p).is_some_and(|s| s == fullest))
+        {
+            Some(i) => {
+                all.remove(i).close.cancel();
+                true
+            }
+            None => false,
+        }
     }
 
     /// Closes the oldest connection on which nothing wanted has shown itself (of `ip`, when given) and that

@@ -285,12 +285,11 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
         Ok(caller) => caller,
         Err(r) => return *r,
     };
-    if let Some(place) = request
+    // The connection is this seat's, and busy until the answer is out: not closed to make room meanwhile.
+    let working = request
         .extensions()
         .get::<Arc<crate::server::places::Place>>()
-    {
-        place.seat_seen();
-    }
+        .map(|place| place.working(&caller.seat));
     if let Some((status, why)) = unread_framing(request.headers()) {
         return refuse(&gate.daemon, status, why.into(), None);
     }
@@ -408,7 +407,7 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
     // The stream is counted until its body is dropped: written out, or its client gone.
     let (parts, body) = response.into_parts();
     let body = Body::from_stream(body.into_data_stream().filter_map(move |chunk| {
-        let _held = (&stream, &in_use, &held);
+        let _held = (&stream, &in_use, &held, &working);
         let drop = !primes && chunk.as_ref().is_ok_and(|c| is_priming(c));
         std::future::ready((!drop).then_some(chunk))
     }));

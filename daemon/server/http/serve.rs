@@ -72,7 +72,8 @@ pub async fn accept(
         // Full, for the address or in all: a connection on which no request has shown a seat's secret
         // and that is past SEAT_GRACE gives its place up, the oldest first: connections holding no secret
         // (a plugin's, anybody's) keep a seat out for at most SEAT_GRACE, and never close a seat's own
-        // whose request is on its way. Only seats' own connections fill the server.
+        // whose request is on its way. Past the total, the seat holding the most connections gives up one
+        // it is not using (kept alive between requests): one seat cannot keep the others out.
         let from = match admit(&by_address, ip, per_address) {
             Some(from) => from,
             None if places.close_oldest_unseated(Some(ip), SEAT_GRACE) => {
@@ -92,7 +93,11 @@ pub async fn accept(
         };
         let admitted = match ConnectionSlot::new(&open, max) {
             Some(admitted) => admitted,
-            None if places.close_oldest_unseated(None, SEAT_GRACE) => ConnectionSlot::over(&open),
+            None if places.close_oldest_unseated(None, SEAT_GRACE)
+                || places.close_idle_of_fullest_seat() =>
+            {
+                ConnectionSlot::over(&open)
+            }
             None => {
                 turn_away(
                     &daemon,
