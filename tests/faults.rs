@@ -404,6 +404,30 @@ export async function run() {
     );
 }
 
+/// A file whose import takes more memory than the box holds is not served, and its row says that was
+/// memory, as a call's refusal does: "stopped the plugin host (signal SIGKILL)" said nothing to change.
+#[test]
+fn an_import_past_the_memory_bound_is_said_to_be_memory() {
+    let inst = instance(&[], json!({ "hostMaxMemoryMB": 64 }));
+    inst.write_plugin(
+        "hog.mjs",
+        r#"const kept = [];
+for (let i = 0; i < 48; i++) kept.push(Buffer.alloc(32 << 20, 1));
+export const description = "Holds Buffers at import.";
+export const inputSchema = { type: "object" };
+export function run() { return { text: String(kept.length) }; }
+"#,
+    );
+    let _d = inst.start();
+    let rows = inst.rows("plugins");
+    assert!(
+        rows.iter().any(|r| r.starts_with(
+            "plugins/hog.mjs is not served: importing it stopped the plugin host, which used more memory than its box may hold (64 MB, hostMaxMemoryMB in openovai.json, and 128 MB for Node itself) and was ended ("
+        )),
+        "{rows:#?}"
+    );
+}
+
 /// A plugin that starts processes without end (a fork bomb) reaches the box's bound on processes: the
 /// host is ended, naming the file whose call was running, and the machine keeps its processes.
 #[test]

@@ -28,8 +28,9 @@ use super::protocol::ToImport;
 pub enum Imported {
     /// The host imported it (or tried) and reported what it found.
     Reported(Box<Loaded>),
-    /// Importing it ended the host: how the host ended.
-    StoppedHost(Exit),
+    /// Importing it ended the host: how the host ended, and the bound of its box it went past, if it did
+    /// (memory, processes: the kernel's kill says nothing of why).
+    StoppedHost(Exit, Option<super::bounds::Exceeded>),
     /// Importing it took longer than the import timeout.
     Hung,
     /// Its code held the host's event loop for the import timeout, at this place (`plugins/x.mjs:3:5`).
@@ -95,7 +96,8 @@ pub async fn import_all(
                     // The host said which file ended it (its timer, say): the others go on together.
                     match culprit(&process, files, &left_out) {
                         Some(j) => {
-                            left_out.insert(j, Imported::StoppedHost(exit));
+                            let over = process.look().exceeded();
+                            left_out.insert(j, Imported::StoppedHost(exit, over));
                         }
                         None => together = false,
                     }
@@ -132,7 +134,8 @@ pub async fn import_all(
                 Together::Stopped(exit) => {
                     // A file imported before may have ended it from a timer: the host says which.
                     let j = culprit(&process, files, &left_out).unwrap_or(i);
-                    left_out.insert(j, Imported::StoppedHost(exit));
+                    let over = process.look().exceeded();
+                    left_out.insert(j, Imported::StoppedHost(exit, over));
                     continue 'hosts;
                 }
             }

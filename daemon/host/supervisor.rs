@@ -832,7 +832,7 @@ async fn respawn(
             Imported::Reported(l) if l.ok && hash.is_some() && hash == f.read_as => continue,
             Imported::Reported(l) if l.ok => NotReimported::Changed,
             Imported::Reported(l) => NotReimported::Failed(l.import.clone()),
-            Imported::StoppedHost(exit) => NotReimported::StoppedHost(exit),
+            Imported::StoppedHost(exit, _) => NotReimported::StoppedHost(exit),
             Imported::Hung => NotReimported::Hung(job.import_timeout),
             Imported::Held(at) => NotReimported::Held(job.import_timeout, at),
         };

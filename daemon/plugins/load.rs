@@ -155,8 +155,12 @@ pub async fn load(
                 }
                 Candidate::Module { file, name } => match outcomes.next() {
                     Some(Imported::Reported(l)) => judge(file, name, *l, init.max_answer_bytes),
-                    Some(Imported::StoppedHost(exit)) => {
-                        Verdict::NotServed(rows::import_stopped_host(file, &exit.to_string()))
+                    Some(Imported::StoppedHost(exit, over)) => {
+                        Verdict::NotServed(rows::import_stopped_host(
+                            file,
+                            &exit.to_string(),
+                            over.map(|o| o.to_string()).as_deref(),
+                        ))
                     }
                     Some(Imported::Held(at)) => {
                         Verdict::NotServed(rows::import_held(file, import_timeout.as_secs(), &at))

@@ -167,11 +167,16 @@ pub fn import_failed(file: &str, t: &Thrown) -> String {
     }
 }
 
-pub fn import_stopped_host(file: &str, exit: &str) -> String {
-    not_served(
-        file,
-        format!("importing it stopped the plugin host ({exit})"),
-    )
+/// `over`: the bound of its box the host went past, said as `Exceeded` says it ("used more memory than
+/// its box may hold (…)").
+pub fn import_stopped_host(file: &str, exit: &str, over: Option<&str>) -> String {
+    let why = match over {
+        Some(over) => {
+            format!("importing it stopped the plugin host, which {over} and was ended ({exit})")
+        }
+        None => format!("importing it stopped the plugin host ({exit})"),
+    };
+    not_served(file, why)
 }
 
 pub fn import_held(file: &str, seconds: u64, at: &str) -> String {
@@ -377,7 +382,7 @@ mod tests {
             "plugins/x.ts is not served: only .mjs files are tools"
         );
         assert_eq!(
-            import_stopped_host("x.mjs", "exit code 3"),
+            import_stopped_host("x.mjs", "exit code 3", None),
             "plugins/x.mjs is not served: importing it stopped the plugin host (exit code 3)"
         );
         assert_eq!(
