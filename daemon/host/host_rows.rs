@@ -173,6 +173,14 @@ pub fn last_called_said(last_at: Option<&str>, last_called: &[Arc<str>]) -> Stri
 
 /// A served file the respawned host could not import again: the row, and the refusal its callers read.
 pub fn not_reimported(shown: &str, why: &NotReimported) -> String {
+    // What it left running (a timer its import set) ends or holds a host later: `ovai check` imports it
+    // and stops before that, and passes it.
+    let later = matches!(
+        why,
+        NotReimported::HeldHost(_)
+            | NotReimported::EndedHost(..)
+            | NotReimported::Repeatedly { .. }
+    );
     let why = match why {
         NotReimported::Failed(Some(t)) => match &t.at {
             Some(at) => format!("importing it again failed: {} (at {at})", t.message),
@@ -207,7 +215,11 @@ pub fn not_reimported(shown: &str, why: &NotReimported) -> String {
                 .to_string()
         }
     };
-    format!(
-        "{shown} is not answering calls since its plugin host was respawned: {why}. Run `ovai check` and `ovai restart` to see and serve it as it is now."
-    )
+    let then = if later {
+        "Fix it, then `ovai restart` serves it again (`ovai check` imports it and stops, before what it \
+         leaves running, a timer say, would end or hold a host: it passes)"
+    } else {
+        "Run `ovai check` and `ovai restart` to see and serve it as it is now"
+    };
+    format!("{shown} is not answering calls since its plugin host was respawned: {why}. {then}.")
 }
