@@ -899,3 +899,23 @@ fn a_plugins_link_pointed_elsewhere_is_followed() {
         "plugins/c.mjs appeared after the last read and is not served yet; `ovai restart` reads it",
     );
 }
+
+/// `ovai plugin` refuses a name the server serves, as the specification says, even where its file is
+/// gone since the server read it: a new file of that name would be served as a change of that tool.
+#[test]
+fn ovai_plugin_refuses_a_name_the_server_still_serves() {
+    let inst = Instance::with_plugins(&[("renamed.mjs", TOOL)]);
+    let _d = inst.start();
+    std::fs::remove_file(inst.root.join("plugins/renamed.mjs")).unwrap();
+    inst.cmd()
+        .args(["plugin", "renamed"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "The server serves a tool called renamed already",
+        ));
+    assert!(!inst.root.join("plugins/renamed.mjs").exists());
+    inst.cmd().arg("restart").assert().success();
+    inst.cmd().args(["plugin", "renamed"]).assert().success();
+    assert!(inst.root.join("plugins/renamed.mjs").exists());
+}

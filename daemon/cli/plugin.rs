@@ -3,8 +3,26 @@
 use super::{Failure, exit};
 use crate::instance::Instance;
 use crate::plugins::scaffold;
+use crate::wire::{ControlOp, ToolsReply};
 
 pub fn run(inst: &Instance, name: &str) -> Result<(), Failure> {
+    // A name the running server serves is taken, even where its file is gone since the last read: a new
+    // file of that name would be served as a change of that tool. (With no server running, plugins/ is
+    // the list, and the scaffold checks it.)
+    let file = inst.plugins_dir().join(format!("{name}.mjs"));
+    if !file.exists()
+        && let Ok(reply) = crate::client::control::<ToolsReply>(inst, ControlOp::Tools)
+        && reply.tools.iter().any(|t| t.name == name)
+    {
+        return Err(Failure::new(
+            format!(
+                "The server serves a tool called {name} already, from plugins/{name}.mjs as it was read at its \
+                 last start or `ovai restart`; that file is gone since. Run `ovai restart` to stop serving it, \
+                 then `ovai plugin {name}`, or pick another name."
+            ),
+            exit::FAILED,
+        ));
+    }
     let path = scaffold::write(&inst.plugins_dir(), name).map_err(|e| {
         // A name no tool can have is a usage problem; the others are refusals of a good name.
         let code = match e {
