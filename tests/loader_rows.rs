@@ -73,6 +73,7 @@ fn each_candidate_gets_one_row_in_file_name_order() {
         [
             "This instance serves a tool of its own: Alpha",
             "This instance serves a tool of its own: beta",
+            "plugins/dir.mjs is not served: it is a folder (or a link to one), not a file. A tool is a file of JavaScript; rename the folder (shared code may live in any folder not named as a tool's file), or make the tool a file of that name",
             "plugins/legacy.cjs is not served: only .mjs files are tools",
             "plugins/modern.mts is not served: only .mjs files are tools",
             "plugins/old.js is not served: only .mjs files are tools",
@@ -1003,4 +1004,26 @@ fn a_fifo_a_device_or_a_huge_file_in_plugins_is_named_and_stops_nothing() {
     );
     assert_calls(&inst, "echo", "echo");
     assert!(d.status().is_some());
+}
+
+/// A folder named as a tool's file (or a link to one) is most likely a tool meant to be there: it gets a
+/// row, where it was passed over in silence; folders of shared code with other names stay unsaid.
+#[test]
+fn a_folder_named_as_a_tools_file_is_named() {
+    let inst = Instance::with_plugins(&[("echo.mjs", &good("echo"))]);
+    let plugins = inst.root.join("plugins");
+    std::fs::create_dir(plugins.join("dir.mjs")).unwrap();
+    std::fs::create_dir(plugins.join("lib")).unwrap();
+    std::os::unix::fs::symlink("lib", plugins.join("linked.mjs")).unwrap();
+    let _d = inst.start();
+    let then = "not a file. A tool is a file of JavaScript; rename the folder (shared code may live in any folder not named as a tool's file), or make the tool a file of that name";
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            format!("plugins/dir.mjs is not served: it is a folder (or a link to one), {then}"),
+            "This instance serves a tool of its own: echo".to_string(),
+            format!("plugins/linked.mjs is not served: it is a folder (or a link to one), {then}"),
+        ]
+    );
+    assert_calls(&inst, "echo", "echo");
 }

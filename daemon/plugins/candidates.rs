@@ -66,6 +66,9 @@ enum Found {
     LinkToNothing,
     /// Its metadata cannot be read (its permissions): the import says why.
     Unknown,
+    /// A folder (or a link to one) named as a tool's file: shared code is kept in folders, but one
+    /// named `x.mjs` was most likely meant to be the tool x.
+    Folder,
 }
 
 fn leads_nowhere(e: &std::io::Error) -> bool {
@@ -77,7 +80,7 @@ fn leads_nowhere(e: &std::io::Error) -> bool {
 }
 
 /// The candidates directly in `dir`, sorted by file name bytes so two machines write the same rows.
-/// Directories (shared code), notes and hidden files are never candidates. A missing folder is an
+/// Directories (shared code, unless named as a tool's file), notes and hidden files are never candidates. A missing folder is an
 /// error, as an unreadable one is: read as holding none, it would stop every tool without a word.
 pub fn scan(dir: &Path, builtins: &[&str]) -> std::io::Result<Vec<Candidate>> {
     let entries = std::fs::read_dir(dir)?;
@@ -87,6 +90,9 @@ pub fn scan(dir: &Path, builtins: &[&str]) -> std::io::Result<Vec<Candidate>> {
         // Follows a symlink: a link to a directory is a directory, and a link that leads nowhere (to
         // nothing, or round in a loop) is named as one rather than imported.
         let meta = match std::fs::metadata(entry.path()) {
+            Ok(m) if m.is_dir() && entry.file_name().as_encoded_bytes().ends_with(b".mjs") => {
+                Found::Folder
+            }
             Ok(m) if m.is_dir() => continue,
             Ok(m) => Found::Meta(m),
             Err(e) if leads_nowhere(&e) && entry.file_type().is_ok_and(|t| t.is_symlink()) => {
@@ -106,6 +112,10 @@ pub fn scan(dir: &Path, builtins: &[&str]) -> std::io::Result<Vec<Candidate>> {
                 Found::LinkToNothing => Candidate::NotAFile {
                     file: found.file().to_string(),
                     what: "a link that leads to no file",
+                },
+                Found::Folder => Candidate::NotAFile {
+                    file: found.file().to_string(),
+                    what: "a folder (or a link to one)",
                 },
                 Found::Meta(m) if let Some(what) = files::not_a_file(m.file_type()) => {
                     Candidate::NotAFile {
@@ -259,17 +269,17 @@ mod tests {
     }
 
     #[test]
-    fn scan_sorts_by_bytes_and_skips_directories() {
+    fn scan_sorts_by_bytes_and_skips_folders_of_shared_code() {
         let dir = tempfile::tempdir().unwrap();
         for f in ["b.mjs", "B.mjs", "a.mjs", "notes.txt"] {
             std::fs::write(dir.path().join(f), "").unwrap();
         }
-        std::fs::create_dir(dir.path().join("shared.mjs")).unwrap();
-        let files: Vec<String> = scan(dir.path(), &[])
-            .unwrap()
-            .iter()
-            .map(|c| c.file().to_string())
-            .collect();
-        assert_eq!(files, ["B.mjs", "a.mjs", "b.mjs"]);
+        std::fs::create_dir(dir.path().join("shared")).unwrap();
+        // Named as a tool's file, a folder is a candidate: named, never imported.
+        std::fs::create_dir(dir.path().join("meant.mjs")).unwrap();
+        let found = scan(dir.path(), &[]).unwrap();
+        let files: Vec<&str> = found.iter().map(Candidate::file).collect();
+        assert_eq!(files, ["B.mjs", "a.mjs", "b.mjs", "meant.mjs"]);
+        assert!(matches!(found[3], Candidate::NotAFile { .. }));
     }
 }

@@ -131,12 +131,17 @@ pub fn removed_while_read(file: &str) -> String {
 }
 
 pub fn not_a_file(file: &str, what: &str) -> String {
+    let path = names::shell_quote(&format!("plugins/{file}"));
+    let then = if what.starts_with("a folder") {
+        "rename the folder (shared code may live in any folder not named as a tool's file), or make the \
+         tool a file of that name"
+            .to_string()
+    } else {
+        format!("remove it (rm {path})")
+    };
     not_served(
         file,
-        format!(
-            "it is {what}, not a file. A tool is a file of JavaScript; remove it (rm {})",
-            names::shell_quote(&format!("plugins/{file}"))
-        ),
+        format!("it is {what}, not a file. A tool is a file of JavaScript; {then}"),
     )
 }
 
