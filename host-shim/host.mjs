@@ -1061,6 +1061,25 @@ function schedulePrinted() {
   }, 1000);
 }
 
+/** Lets every line left without its end go now: a file's import is reported after what it printed. */
+function letPartialsGo() {
+  const keys = ownKeys(printed);
+  for (let i = 0; i < keys.length; i++) {
+    const p = printed[keys[i]];
+    if (p.partial !== "") {
+      const text = p.partial;
+      p.partial = "";
+      printedLine(p, text);
+    }
+  }
+}
+
+/** A file's import reported, after what it printed (an `ovai check` ends at the report). */
+function sendLoaded(message) {
+  letPartialsGo();
+  send(message);
+}
+
 function capturePrinted(stream, name) {
   const original = stream.write;
   stream.write = function write(chunk, encoding, callback) {
@@ -1119,7 +1138,7 @@ async function load({ id, name, file, key }) {
   try {
     ns = await import(pathToFileURL(file).href);
   } catch (err) {
-    send({ t: "loaded", id, key, ok: false, import: importFailure(err, file) });
+    sendLoaded({ t: "loaded", id, key, ok: false, import: importFailure(err, file) });
     return;
   }
   const missing = [];
@@ -1131,7 +1150,7 @@ async function load({ id, name, file, key }) {
       value = ns[exported];
     } catch (err) {
       // An export still in its temporal dead zone (a cycle of imports) reads as a ReferenceError.
-      send({ t: "loaded", id, key, ok: false, import: importFailure(err, file) });
+      sendLoaded({ t: "loaded", id, key, ok: false, import: importFailure(err, file) });
       return;
     }
     if (value === undefined) {
@@ -1144,7 +1163,7 @@ async function load({ id, name, file, key }) {
   }
   const emptyDescription = typeof values.description === "string" && values.description.trim() === "";
   if (missing.length || wrong.length || emptyDescription) {
-    send({
+    sendLoaded({
       t: "loaded",
       id,
       key,
@@ -1163,24 +1182,24 @@ async function load({ id, name, file, key }) {
   try {
     schemaText = stringify(values.inputSchema);
   } catch (err) {
-    send({ t: "loaded", id, key, ok: false, schemaJson: headline(err) });
+    sendLoaded({ t: "loaded", id, key, ok: false, schemaJson: headline(err) });
     return;
   }
   // A tool's entry goes out on every tools/list: one larger than an answer may be is refused here, in
   // words, rather than sent as a line the daemon cannot take.
   const bytes = byteLength(values.description) + byteLength(schemaText);
   if (bytes > maxAnswerBytes) {
-    send({ t: "loaded", id, key, ok: false, tooBig: bytes });
+    sendLoaded({ t: "loaded", id, key, ok: false, tooBig: bytes });
     return;
   }
   // A line the daemon reads nests at most 128 deep: a schema past that would not reach it at all.
   const depth = nesting(schemaText);
   if (depth > MAX_SCHEMA_DEPTH) {
-    send({ t: "loaded", id, key, ok: false, tooDeep: depth });
+    sendLoaded({ t: "loaded", id, key, ok: false, tooDeep: depth });
     return;
   }
   tools[name] = freeze({ __proto__: null, file, run: values.run });
-  send({ t: "loaded", id, key, ok: true, description: values.description, inputSchema: parse(schemaText) });
+  sendLoaded({ t: "loaded", id, key, ok: true, description: values.description, inputSchema: parse(schemaText) });
 }
 
 /** How deep a schema may nest as JSON (its objects and arrays): the daemon reads it in a line. */

@@ -919,3 +919,21 @@ fn ovai_plugin_refuses_a_name_the_server_still_serves() {
     inst.cmd().args(["plugin", "renamed"]).assert().success();
     assert!(inst.root.join("plugins/renamed.mjs").exists());
 }
+
+/// A line a plugin's import printed without its end shows in `ovai check` too: check ends as the import
+/// is reported, before the second a line without its end waits for one.
+#[test]
+fn check_shows_a_line_printed_at_import_without_its_end() {
+    let inst = Instance::with_plugins(&[(
+        "partial.mjs",
+        "process.stderr.write('partial line no newline');\nexport const description = 'd';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'ok' }; }",
+    )]);
+    let out = inst
+        .cmd()
+        .args(["check", "plugins/partial.mjs"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(said.contains("partial line no newline"), "{said}");
+}
