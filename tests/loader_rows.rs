@@ -1027,3 +1027,25 @@ fn a_folder_named_as_a_tools_file_is_named() {
     );
     assert_calls(&inst, "echo", "echo");
 }
+
+/// A key of an inputSchema that looks like a slip for a JSON Schema keyword (`requried`) is ignored by
+/// every validator, so what it meant to check is not: the file is served, and a row says so. A keyword
+/// of its own (`x-units`), a value (`default`), OpenAPI's `example` and property names are not slips.
+#[test]
+fn a_schema_keyword_misspelt_is_named() {
+    let schema = r#"{ type: "object", requried: ["n"], properties: { n: { type: "number", description: "A number.", minimun: 1, "x-units": "m", default: { requried: 1 }, example: 3 }, requried: { type: "string", description: "Named so." } } }"#;
+    let inst = Instance::with_plugins(&[(
+        "slips.mjs",
+        &format!(
+            "export const description = 'd';\nexport const inputSchema = {schema};\nexport function run(a) {{ return {{ text: String(a.n) }}; }}\n"
+        ),
+    )]);
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "This instance serves a tool of its own: slips",
+            "plugins/slips.mjs: its inputSchema has requried at its top (meant required?) and minimun in n (meant minimum?), which JSON Schema does not know; a keyword it does not know is ignored, so nothing is checked by it.",
+        ]
+    );
+}

@@ -43,6 +43,10 @@ impl Verdict {
                 if !undescribed.is_empty() {
                     rows.push(rows::undescribed(file, &undescribed));
                 }
+                let slips = schema::keyword_slips(&p.schema);
+                if !slips.is_empty() {
+                    rows.push(rows::keyword_slips(file, &slips));
+                }
                 rows
             }
             Verdict::NotServed(row) => vec![row.clone()],

@@ -76,6 +76,31 @@ fn not_served(file: &str, why: impl std::fmt::Display) -> String {
 /// Said where a file in plugins/ looks like code for other tools to import rather than a tool.
 const SHARED_CODE: &str = "a module other tools import goes in a subfolder, such as plugins/lib/, where it is never taken for a tool";
 
+/// The row that follows a served file's row when its inputSchema has keys that look like slips for
+/// JSON Schema's keywords: ignored, they check nothing.
+pub fn keyword_slips(file: &str, slips: &[(String, String, &str)]) -> String {
+    let said: Vec<String> = slips
+        .iter()
+        .take(8)
+        .map(|(at, found, meant)| {
+            let at = if at.is_empty() {
+                "at its top".to_string()
+            } else {
+                format!("in {}", names::escape_controls(at, false))
+            };
+            format!(
+                "{} {at} (meant {meant}?)",
+                names::escape_controls(found, false)
+            )
+        })
+        .collect();
+    format!(
+        "plugins/{file}: its inputSchema has {}, which JSON Schema does not know; a keyword it does not know \
+         is ignored, so nothing is checked by it.",
+        listed(&said, "and")
+    )
+}
+
 pub fn bad_name(file: &str, name: &str) -> String {
     // `_util.mjs`: "private" by a common convention, so most likely shared code.
     let hint = if name.starts_with('_') {

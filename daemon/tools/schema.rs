@@ -20,6 +20,149 @@ fn required_but_forbidden(root: &serde_json::Map<String, Value>) -> Option<Strin
         .map(str::to_string)
 }
 
+/// JSON Schema's keywords (2020-12, and draft-07's `definitions` and `dependencies`), for telling a slip
+/// (`requried`) from a keyword of one's own.
+const KEYWORDS: &[&str] = &[
+    "$anchor",
+    "$comment",
+    "$defs",
+    "$id",
+    "$ref",
+    "$schema",
+    "additionalItems",
+    "additionalProperties",
+    "allOf",
+    "anyOf",
+    "const",
+    "contains",
+    "contentEncoding",
+    "contentMediaType",
+    "default",
+    "definitions",
+    "dependencies",
+    "dependentRequired",
+    "dependentSchemas",
+    "deprecated",
+    "description",
+    "else",
+    "enum",
+    "examples",
+    "exclusiveMaximum",
+    "exclusiveMinimum",
+    "format",
+    "if",
+    "items",
+    "maxContains",
+    "maximum",
+    "maxItems",
+    "maxLength",
+    "maxProperties",
+    "minContains",
+    "minimum",
+    "minItems",
+    "minLength",
+    "minProperties",
+    "multipleOf",
+    "not",
+    "oneOf",
+    "pattern",
+    "patternProperties",
+    "prefixItems",
+    "properties",
+    "propertyNames",
+    "readOnly",
+    "required",
+    "then",
+    "title",
+    "type",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "uniqueItems",
+    "writeOnly",
+];
+
+/// The keys of an inputSchema's schemas that look like slips for a JSON Schema keyword (`requried`,
+/// `additonalProperties`), each as (where, found, meant): a keyword it does not know is ignored, so what
+/// the author meant to check is not checked. Only schemas are looked into, never values (`const`,
+/// `default`, `enum`, `examples`), and the walk is bounded.
+pub fn keyword_slips(
+    schema: &serde_json::Map<String, Value>,
+) -> Vec<(String, String, &'static str)> {
+    fn meant(key: &str) -> Option<&'static str> {
+        // OpenAPI's `example` is an annotation of its own, not a slip for `examples`.
+        if KEYWORDS.contains(&key) || key.len() < 4 || key == "example" {
+            return None;
+        }
+        let lower = key.to_ascii_lowercase();
+        KEYWORDS.iter().copied().find(|k| {
+            let k_lower = k.to_ascii_lowercase();
+            lower == k_lower
+                || (lower.len().abs_diff(k.len()) <= 2
+                    && crate::names::distance(&lower, &k_lower) <= 2)
+        })
+    }
+    fn walk(
+        s: &serde_json::Map<String, Value>,
+        at: &str,
+        out: &mut Vec<(String, String, &'static str)>,
+        budget: &mut usize,
+    ) {
+        for (key, value) in s {
+            if *budget == 0 {
+                return;
+            }
+            *budget -= 1;
+            if let Some(k) = meant(key) {
+                out.push((at.to_string(), key.clone(), k));
+            }
+            let into = |name: &str| {
+                if at.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{at}.{name}")
+                }
+            };
+            match (key.as_str(), value) {
+                (
+                    "properties" | "patternProperties" | "$defs" | "definitions"
+                    | "dependentSchemas",
+                    Value::Object(each),
+                ) => {
+                    for (name, sub) in each {
+                        if let Value::Object(sub) = sub {
+                            walk(sub, &into(name), out, budget);
+                        }
+                    }
+                }
+                ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(each)) => {
+                    for (i, sub) in each.iter().enumerate() {
+                        if let Value::Object(sub) = sub {
+                            walk(sub, &into(&format!("{key}[{i}]")), out, budget);
+                        }
+                    }
+                }
+                (
+                    "items"
+                    | "additionalProperties"
+                    | "not"
+                    | "if"
+                    | "then"
+                    | "else"
+                    | "contains"
+                    | "propertyNames"
+                    | "unevaluatedProperties"
+                    | "unevaluatedItems",
+                    Value::Object(sub),
+                ) => walk(sub, &into(key), out, budget),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(schema, "", &mut out, &mut 10_000);
+    out
+}
+
 /// The properties of an inputSchema that carry no description, as a session would fill them in:
 /// `branch`, `filter.path`, `files[].name`, `tags.*` (additionalProperties), `pair[0]` (prefixItems),
 /// depth first in the schema's own order. A local `$ref` (`#/$defs/x`) is followed, and the branches of
