@@ -207,6 +207,56 @@ fn a_seat_change_lets_the_calls_in_flight_finish() {
     inst.session("w4").initialize();
 }
 
+/// A call made while a seat change waits for the calls in flight (up to 10 s) and the next host then
+/// reads its plugins waits for that host, as the docs say new calls do: it was refused after 10 s.
+#[test]
+fn a_call_made_during_a_seat_change_waits_for_the_next_host() {
+    let inst = Instance::with_plugins(&[
+        ("held.mjs", HELD),
+        ("echo.mjs", TOOL),
+        (
+            "slow-start.mjs",
+            "await new Promise((r) => setTimeout(r, 2000));\nexport const description = 'Slow to import.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'x' }; }\n",
+        ),
+    ]);
+    std::fs::create_dir(inst.root.join("scratch")).unwrap();
+    let d = inst.start();
+    let boxed = d.status().unwrap()["host"]["isolation"]
+        .as_str()
+        .unwrap()
+        .starts_with("The plugin host runs in a");
+    if !boxed {
+        // Unboxed, a seat change does not replace the host: nothing to wait for.
+        return;
+    }
+    let mut s = inst.session("lead");
+    s.initialize();
+    let held = s.send_request("tools/call", json!({ "name": "held", "arguments": {} }));
+    wait_until("the held call to start", || {
+        inst.root.join("scratch/started").exists().then_some(())
+    });
+    let mut cmd = std::process::Command::new(OVAI);
+    cmd.args(["seat", "add", "w4", "--root"]).arg(&inst.root);
+    let add = Running::spawn(cmd);
+    add.wait_for_stderr(
+        "ovai: waiting for the plugin calls in flight to finish before the seats change",
+    );
+    // Never let go: the change waits its 10 s for it, and the next host takes 2 s to read plugins/.
+    let (text, is_error) = s.call("echo", json!({ "branch": "main" }));
+    assert_eq!(
+        (text.as_str(), is_error),
+        ("main for lead", false),
+        "{text}"
+    );
+    let (text, is_error) = text_of(&s.response(held));
+    assert!(
+        is_error && text.contains("the seats changed while it ran"),
+        "{text}"
+    );
+    let (status, _, err) = add.wait();
+    assert!(status.success(), "{err}");
+}
+
 /// A socket removed under a running server (a clean-up of `.ovai/`) is made again: commands and sessions
 /// reach it as before, and runtime.log says what happened.
 #[test]

@@ -40,9 +40,6 @@ pub use supervisor::{CallGuard, Host};
 /// The host shim, embedded so a single binary is the whole install; written to `.ovai/host.mjs` at start.
 pub const SHIM: &str = include_str!("../../host-shim/host.mjs");
 
-/// How long a call waits for a respawning host before it is refused (within its own deadline).
-const RESPAWN_PATIENCE: Duration = Duration::from_secs(10);
-
 /// One call of a plugin, as the MCP session hands it over.
 pub struct CallRequest<'a> {
     pub tool: &'a str,
@@ -107,7 +104,9 @@ pub async fn call_from(
             return Ended::Deadline(deadline);
         }
         let link = tokio::select! {
-            l = host.link_other_than(gone.as_ref(), RESPAWN_PATIENCE.min(left)) => l,
+            // A host being started is waited for as long as the call may take: a seat change's drain
+            // (10 s) and the next host's reading of plugins/ can take longer than any fixed wait.
+            l = host.link_other_than(gone.as_ref(), left) => l,
             _ = cancel.cancelled() => return Ended::Cancelled,
         };
         let ready = match link {
