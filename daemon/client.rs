@@ -311,7 +311,7 @@ pub fn hello_seat(
     // A server that turns the connection away answers and closes at once, perhaps before the hello is
     // written: its answer is still there to read, and says more than the broken pipe.
     let sent = stream.write_all(wire::line(&Hello::seat(secret)).as_bytes());
-    read_welcome(inst, stream, patience, sent, None).map(drop)
+    read_welcome(inst, stream, patience, sent, None, &mut || false).map(drop)
 }
 
 /// A seat's session carried by two pipes: lines to the daemon go into `write`, its lines come out of `read`.
@@ -323,11 +323,14 @@ pub struct SeatPipes {
 /// Presents a seat's secret and offers to take two pipes for the session's lines. `None`: the daemon
 /// did not make them (an older one, or one out of descriptors), and the stream is the session, as after
 /// `hello_seat`.
+/// `keep_waiting`: asked each time `patience` passes with no welcome; true waits that long again on the
+/// same connection (a server still reading its plugins answers once it serves).
 pub fn hello_seat_over_pipes(
     inst: &Instance,
     stream: &mut UnixStream,
     secret: &str,
     patience: Duration,
+    keep_waiting: &mut dyn FnMut() -> bool,
 ) -> Result<Option<SeatPipes>, ClientError> {
     let hello = Hello {
         pipes: true,
@@ -335,7 +338,7 @@ pub fn hello_seat_over_pipes(
     };
     let sent = stream.write_all(wire::line(&hello).as_bytes());
     let mut fds = Vec::new();
-    let welcome = read_welcome(inst, stream, patience, sent, Some(&mut fds))?;
+    let welcome = read_welcome(inst, stream, patience, sent, Some(&mut fds), keep_waiting)?;
     if !welcome.pipes {
         return Ok(None);
     }
@@ -413,26 +416,32 @@ fn read_welcome(
     stream: &mut UnixStream,
     patience: Duration,
     sent: std::io::Result<()>,
-    fds: Option<&mut Vec<std::os::fd::OwnedFd>>,
+    mut fds: Option<&mut Vec<std::os::fd::OwnedFd>>,
+    keep_waiting: &mut dyn FnMut() -> bool,
 ) -> Result<Welcome, ClientError> {
     stream.set_read_timeout(Some(patience))?;
-    let read = match fds {
-        Some(fds) => read_line_receiving(stream, 64 * 1024, fds),
-        None => read_line_unbuffered(stream, 64 * 1024),
-    };
-    let line = match read {
-        Ok(line) if !line.is_empty() => line,
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ) =>
-        {
-            return Err(silent(inst, patience));
-        }
-        other => {
-            sent?;
-            other?
+    let line = loop {
+        let read = match fds.as_deref_mut() {
+            Some(fds) => read_line_receiving(stream, 64 * 1024, fds),
+            None => read_line_unbuffered(stream, 64 * 1024),
+        };
+        match read {
+            Ok(line) if !line.is_empty() => break line,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                if keep_waiting() {
+                    continue;
+                }
+                return Err(silent(inst, patience));
+            }
+            other => {
+                sent?;
+                break other?;
+            }
         }
     };
     stream.set_read_timeout(None)?;

@@ -304,9 +304,10 @@ fn reply<'a>(
 }
 
 /// An id this server does not take, as its answer echoes it: as written, unless no JSON reader would
-/// take it back (`1e400`, past any float), which is `null`.
+/// take it back (`1e400`, past any float) or it is longer than an id may be (an object of megabytes),
+/// which is `null`.
 fn echoable(raw: &RawValue) -> &str {
-    if serde_json::from_str::<Value>(raw.get()).is_ok() {
+    if raw.get().len() <= MAX_ID_BYTES && serde_json::from_str::<Value>(raw.get()).is_ok() {
         raw.get()
     } else {
         "null"

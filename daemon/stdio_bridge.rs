@@ -140,24 +140,26 @@ impl Target {
         let deadline = Instant::now() + self.connect;
         let mut wait = Duration::from_millis(20);
         let mut told = false;
+        // On the one connection, a look every STARTING_LOOK while the server says it is starting.
+        let mut still_starting = || {
+            let starting = self.starting();
+            if starting && !told {
+                eprintln!(
+                    "ovai mcp: the ovai server for {} is starting (reading its plugins); this session waits \
+                     for it (`ovai status` says how long it has been reading).",
+                    self.inst.root.display()
+                );
+                told = true;
+            }
+            starting
+        };
         loop {
             let patience = if self.starting() {
                 STARTING_LOOK
             } else {
                 WELCOME_PATIENCE
             };
-            match self.connect_within(patience) {
-                Err(ClientError::Silent { .. }) if self.starting() => {
-                    if !told {
-                        eprintln!(
-                            "ovai mcp: the ovai server for {} is starting (reading its plugins); this session \
-                             waits for it (`ovai status` says how long it has been reading).",
-                            self.inst.root.display()
-                        );
-                        told = true;
-                    }
-                    continue;
-                }
+            match self.connect_waiting(patience, &mut still_starting) {
                 Err(e) if e.may_pass() && Instant::now() < deadline => {}
                 other => return other,
             }
@@ -177,8 +179,24 @@ impl Target {
 
     /// Connects, waiting up to `patience` for the daemon's welcome.
     fn connect_within(&self, patience: Duration) -> Result<DaemonEnd, ClientError> {
+        self.connect_waiting(patience, &mut || false)
+    }
+
+    /// Connects, waiting `patience` for the daemon's welcome, and as long again each time
+    /// `keep_waiting` says to.
+    fn connect_waiting(
+        &self,
+        patience: Duration,
+        keep_waiting: &mut dyn FnMut() -> bool,
+    ) -> Result<DaemonEnd, ClientError> {
         let mut stream = client::connect(&self.inst)?;
-        match client::hello_seat_over_pipes(&self.inst, &mut stream, &self.secret, patience)? {
+        match client::hello_seat_over_pipes(
+            &self.inst,
+            &mut stream,
+            &self.secret,
+            patience,
+            keep_waiting,
+        )? {
             Some(pipes) => Ok(DaemonEnd {
                 up: pipes.write,
                 down: Down::Pipe(pipes.read),

@@ -263,15 +263,37 @@ fn a_second_get_stream_takes_the_first_ones_place() {
     let (event, mut second) = rx
         .recv_timeout(PATIENCE)
         .expect("the list change reaches the newest stream");
-    let (id, m) = event.expect("the newest stream is open");
+    let (_, m) = event.expect("the newest stream is open");
+    assert_eq!(m["method"], "notifications/tools/list_changed", "{m}");
+    // A second change, so the stream has an event past `0` to be resumed from.
+    inst.write_plugin("again.mjs", &tool("again"));
+    inst.cmd().arg("restart").assert().success();
+    let (id, m) = second.next_event().expect("the second change");
     assert_eq!(m["method"], "notifications/tools/list_changed", "{m}");
     let id = id.expect("the event has an id");
+    assert_ne!(id, "0");
     let mut third = s.resume_changes(&id);
     assert_eq!(third.status, 200);
     let (again, m) = third.next_event().expect("the change is replayed");
     assert_eq!(m["method"], "notifications/tools/list_changed", "{m}");
     assert_eq!(again.as_deref(), Some(id.as_str()));
     second.ends();
+    // A GET from `0` (the priming id every stream starts with: an EventSource reconnecting a POST's
+    // stream) does not take the live stream's place, which would take it back in turn.
+    let stale = s.resume_changes("0");
+    assert_eq!(stale.status, 200);
+    inst.write_plugin("more.mjs", &tool("more"));
+    inst.cmd().arg("restart").assert().success();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(third.next_message());
+    });
+    let m = rx
+        .recv_timeout(PATIENCE)
+        .expect("the live stream still gets the session's messages")
+        .expect("the live stream is open");
+    assert_eq!(m["method"], "notifications/tools/list_changed", "{m}");
+    drop(stale);
 }
 
 #[test]
@@ -1785,6 +1807,16 @@ fn an_answer_made_while_its_client_was_away_is_replayed_on_resume() {
     });
     let mut last = s.resume_changes(&primed);
     assert_eq!(text_of(&last.answer(id)).0, "slow done");
+    // A connection that broke without a word is written to as if it were there: its answer is kept
+    // all the same (here the client holds the connection and reads nothing more).
+    let (id, mut r) = s.send("tools/call", json!({ "name": "slow", "arguments": {} }));
+    let primed = r.next_event_id().expect("the priming event's id");
+    wait_until("the fourth call to be answered", || {
+        (inst.tool_figures("slow")["calls"] == 4).then_some(())
+    });
+    let mut elsewhere = s.resume_changes(&primed);
+    assert_eq!(text_of(&elsewhere.answer(id)).0, "slow done");
+    drop(r);
 }
 
 /// One seat's client holding every connection the server takes, idle between its requests, cannot keep

@@ -65,10 +65,15 @@ export function run() { return { text: "x".repeat(300000) }; }
 fn over_pipes(inst: &Instance) -> (std::fs::File, std::fs::File, UnixStream) {
     let ovai_inst = ovai::instance::Instance::at(inst.root.clone());
     let mut sock = ovai::client::connect(&ovai_inst).unwrap();
-    let pipes =
-        ovai::client::hello_seat_over_pipes(&ovai_inst, &mut sock, &inst.secret("lead"), PATIENCE)
-            .unwrap()
-            .expect("the daemon makes the session's pipes");
+    let pipes = ovai::client::hello_seat_over_pipes(
+        &ovai_inst,
+        &mut sock,
+        &inst.secret("lead"),
+        PATIENCE,
+        &mut || false,
+    )
+    .unwrap()
+    .expect("the daemon makes the session's pipes");
     (pipes.write, pipes.read, sock)
 }
 

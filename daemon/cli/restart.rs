@@ -17,12 +17,24 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
     for row in &r.rows {
         println!("{row}");
     }
-    // The row runtime.log has, as the one who asked it reads it.
+    // The row runtime.log has, as the one who asked it reads it (a daemon that sends none: its facts).
     let told = if r.changed {
         " Connected sessions were told."
     } else {
         ""
     };
-    println!("{}{told}", r.said);
+    if r.said.is_empty() {
+        let changed = if r.changed {
+            "the tool list changed"
+        } else {
+            "the tool list is the same"
+        };
+        println!(
+            "Restarted: generation {} serves now; {changed}.{told}",
+            r.generation
+        );
+    } else {
+        println!("{}{told}", r.said);
+    }
     Ok(())
 }

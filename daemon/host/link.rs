@@ -613,14 +613,14 @@ impl Link {
         all
     }
 
-    /// The places in plugins/ (`plugins/x.mjs:4:28`) the host said, under its key, were on its stack
-    /// when a plugin ended it, innermost first: the first is where it was ended from. Empty when it did
-    /// not say.
     /// The file of the last call this host was sent, if it was sent one.
     pub fn last_called(&self) -> Option<Arc<str>> {
         lock(&self.calls).last_called.clone()
     }
 
+    /// The places in plugins/ (`plugins/x.mjs:4:28`) the host said, under its key, were on its stack
+    /// when a plugin ended it, innermost first: the first is where it was ended from. Empty when it did
+    /// not say.
     pub fn ended_at(&self) -> Vec<String> {
         lock(&self.ended_at).clone()
     }

@@ -103,12 +103,14 @@ fn said_last(recent: &[&str]) -> Option<String> {
     i += recent[i..].iter().take_while(|l| frame(l)).count();
     let line = *recent[i..].iter().find(|l| !blank(l))?;
     // The frames printed after it, innermost first.
+    // The host's own file is in .ovai/, beside plugins/ (and a root may have "plugins" in its path: the
+    // last one is the instance's).
     let place = recent[frames..i]
         .iter()
         .rev()
-        .filter(|l| !l.contains("/node_modules/"))
+        .filter(|l| !l.contains("/node_modules/") && !l.contains("/.ovai/"))
         .find_map(|l| {
-            let from = l.find("/plugins/")? + 1;
+            let from = l.rfind("/plugins/")? + 1;
             Some(l[from..].trim_end_matches([')', ' ', '{']).to_string())
         });
     Some(match place {
@@ -268,6 +270,17 @@ mod tests {
         let recent: Vec<&str> = printed.iter().rev().copied().collect();
         assert_eq!(
             said_last(&recent).as_deref(),
+            Some("PluginExit [Error]: process.exit(1) was called (at plugins/oh.mjs:3:86)")
+        );
+        // A root with "plugins" in its path: the host's own frame is not taken for a plugin's.
+        let moved: Vec<String> = printed
+            .iter()
+            .rev()
+            .map(|l| l.replace("/srv/ws/", "/home/u/plugins/ws/"))
+            .collect();
+        let moved: Vec<&str> = moved.iter().map(String::as_str).collect();
+        assert_eq!(
+            said_last(&moved).as_deref(),
             Some("PluginExit [Error]: process.exit(1) was called (at plugins/oh.mjs:3:86)")
         );
         assert_eq!(

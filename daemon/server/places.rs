@@ -22,6 +22,8 @@ pub struct Place {
     busy: AtomicUsize,
     /// Fired to close it.
     pub close: CancellationToken,
+    /// Fired to close it once what is under way on it is answered (hyper's graceful shutdown).
+    pub wind_down: CancellationToken,
 }
 
 impl Place {
@@ -30,15 +32,19 @@ impl Place {
         self.seated.store(true, Ordering::Relaxed);
     }
 
-    /// A request of `seat` is under way on this connection until the guard goes (with its answer).
-    pub fn working(self: &Arc<Self>, seat: &str) -> Working {
+    /// A request is under way on this connection until the guard goes (with its answer).
+    pub fn working(self: &Arc<Self>) -> Working {
+        self.busy.fetch_add(1, Ordering::SeqCst);
+        Working(self.clone())
+    }
+
+    /// A request on it showed `seat`'s secret: it keeps its place, and counts as that seat's.
+    pub fn seated_as(&self, seat: &str) {
         self.seat_seen();
         let mut mine = lock(&self.seat);
         if mine.as_deref() != Some(seat) {
             *mine = Some(seat.into());
         }
-        self.busy.fetch_add(1, Ordering::SeqCst);
-        Working(self.clone())
     }
 }
 
@@ -64,6 +70,7 @@ impl Places {
             seat: std::sync::Mutex::new(None),
             busy: AtomicUsize::new(0),
             close: CancellationToken::new(),
+            wind_down: CancellationToken::new(),
         });
         lock(&self.0).push(place.clone());
         place
@@ -73,35 +80,31 @@ impl Places {
         lock(&self.0).retain(|p| !Arc::ptr_eq(p, place));
     }
 
-    /// Closes the oldest idle connection (kept alive, no request under way on it) of the seat that holds
-    /// the most: one seat's clients cannot keep every other seat out by holding connections open, and a
-    /// client whose idle connection closes opens another as it next asks. False when none is idle.
-    pub fn close_idle_of_fullest_seat(&self) -> bool {
-        let mut all = lock(&self.0);
+    /// Winds down the oldest idle connection (kept alive, no request under way on it) of the seat that
+    /// holds the most, when that is more than `share` of them: one seat's clients cannot keep every
+    /// other seat out by holding connections open, and a seat holding its fair share keeps it. A client
+    /// whose idle connection closes opens another as it next asks. False when there is none such.
+    pub fn wind_down_idle_of_fullest_seat(&self, share: usize) -> bool {
+        let all = lock(&self.0);
+        let open = |p: &&Arc<Place>| !p.close.is_cancelled() && !p.wind_down.is_cancelled();
         let mut held: std::collections::HashMap<Arc<str>, usize> = std::collections::HashMap::new();
-        for p in all.iter().filter(|p| !p.close.is_cancelled()) {
+        for p in all.iter().filter(open) {
             if let Some(seat) = lock(&p.seat).clone() {
                 *held.entry(seat).or_default() += 1;
             }
         }
-        let idle_of = |p: &Arc<Place>| {
-            (p.busy.load(Ordering::SeqCst) == 0 && !p.close.is_cancelled())
-                .then(|| lock(&p.seat).clone())
-                .flatten()
-        };
-        let fullest = all
-            .iter()
-            .filter_map(idle_of)
-            .max_by_key(|seat| held.get(seat).copied().unwrap_or(0));
-        let Some(fullest) = fullest else {
+        let Some((fullest, n)) = held.into_iter().max_by_key(|(_, n)| *n) else {
             return false;
         };
-        match all
-            .iter()
-            .position(|p| idle_of(p).is_some_and(|s| s == fullest))
-        {
-            Some(i) => {
-                all.remove(i).close.cancel();
+        if n <= share {
+            return false;
+        }
+        let idle = all.iter().filter(open).find(|p| {
+            p.busy.load(Ordering::SeqCst) == 0 && lock(&p.seat).as_ref() == Some(&fullest)
+        });
+        match idle {
+            Some(p) => {
+                p.wind_down.cancel();
                 true
             }
             None => false,

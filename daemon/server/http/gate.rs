@@ -126,13 +126,17 @@ fn unread_framing(headers: &axum::http::HeaderMap) -> Option<(StatusCode, &'stat
 
 /// A session's GET stream opened (or resumed) while it has one open ends that one first: rmcp would give
 /// the newcomer none of the session's messages, for good, where it is a client reconnecting before the
-/// server saw its old stream go. A request's own stream resumed (`Last-Event-ID` naming one) is not it.
+/// server saw its old stream go. Not so a request's own stream resumed (`Last-Event-ID` naming one), nor
+/// a GET from `0`, the id every stream's priming event has (an EventSource reconnecting a POST's stream,
+/// which would take the live stream's place every few seconds, and be taken from in turn), nor one rmcp
+/// will turn away (no `text/event-stream` accepted).
 async fn takes_the_stream(gate: &Gate, id: &str, headers: &axum::http::HeaderMap) {
-    let own = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains('/'));
-    if own {
+    let last = headers.get("last-event-id").and_then(|v| v.to_str().ok());
+    let streams = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|v| v.contains("text/event-stream")));
+    if !streams || last.is_some_and(|v| v.contains('/') || v.trim() == "0") {
         return;
     }
     let handle = gate
@@ -206,7 +210,12 @@ pub async fn admit(State(gate): State<Arc<Gate>>, request: Request, next: Next) 
                 .origin_allowed(o.to_str().unwrap_or(""), request.headers())
         })
         .cloned();
-    let mut response = check_and_run(&gate, request, next).await;
+    // Busy from the start: a connection is not wound down to make room while its request is checked.
+    let working = request
+        .extensions()
+        .get::<Arc<crate::server::places::Place>>()
+        .map(|place| place.working());
+    let mut response = check_and_run(&gate, request, next, working).await;
     if let Some(origin) = origin {
         Browsers::allow(response.headers_mut(), &origin, false);
     }
@@ -237,7 +246,14 @@ fn given_twice(gate: &Gate, headers: &HeaderMap, names: &[(&str, &str)]) -> Opti
     Some(refuse(&gate.daemon, StatusCode::BAD_REQUEST, why, None))
 }
 
-async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Response {
+/// `working`: the connection's request under way, held until the answer's body is out (an early
+/// refusal's small body goes right after this returns).
+async fn check_and_run(
+    gate: &Arc<Gate>,
+    request: Request,
+    next: Next,
+    working: Option<crate::server::places::Working>,
+) -> Response {
     // Two of a header that decides who may ask, in what name, in which session or how the body is read
     // are two answers to one question: a proxy in front may have checked the other one.
     let once = [
@@ -285,11 +301,12 @@ async fn check_and_run(gate: &Arc<Gate>, request: Request, next: Next) -> Respon
         Ok(caller) => caller,
         Err(r) => return *r,
     };
-    // The connection is this seat's, and busy until the answer is out: not closed to make room meanwhile.
-    let working = request
+    if let Some(place) = request
         .extensions()
         .get::<Arc<crate::server::places::Place>>()
-        .map(|place| place.working(&caller.seat));
+    {
+        place.seated_as(&caller.seat);
+    }
     if let Some((status, why)) = unread_framing(request.headers()) {
         return refuse(&gate.daemon, status, why.into(), None);
     }

@@ -122,7 +122,10 @@ impl Bound {
                         std::io::Error::other("a request reached the MCP service without a seat")
                     })
             },
-            Arc::new(resume::Resumable::new(manager.clone())),
+            Arc::new(resume::Resumable::new(
+                manager.clone(),
+                daemon.tasks.clone(),
+            )),
             config,
         );
         let gate = Arc::new(gate::Gate::new(daemon.clone(), &self.settings, manager));

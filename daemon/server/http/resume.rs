@@ -4,14 +4,15 @@
 //! moment it sends the answer (`tx_router.remove` on the response): a client whose connection broke while
 //! its call ran, and that resumes (as the TS SDK does, after the `retry` rmcp itself advertises) once the
 //! call is done, got an empty stream and never the answer. Here each request's stream is read by a task
-//! of its own, which passes the events on while the client reads and keeps those it could not deliver for
-//! `KEPT_FOR`, for a resume to replay.
+//! of its own, which passes the events on and keeps an answered request's events for `KEPT_FOR`, for a
+//! resume to replay: kept whether or not they seemed delivered, since a connection that broke without a
+//! word (a laptop asleep, a NAT forgetting it) takes what was written to it with it unnoticed. Bounded
+//! per session, in all, and in bytes.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::sync::lock;
 use futures::{Stream, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{
@@ -20,11 +21,17 @@ use rmcp::transport::streamable_http_server::session::local::{
 use rmcp::transport::streamable_http_server::session::{
     RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
 };
+use tokio_util::task::TaskTracker;
 
-/// How long a request's undelivered events wait for their client to resume.
+use crate::sync::lock;
+
+/// How long an answered request's events wait for their client to resume.
 const KEPT_FOR: Duration = Duration::from_secs(60);
-/// Requests whose events are kept at once, over all sessions; the oldest goes first past it.
-const MAX_KEPT: usize = 256;
+/// Requests kept of one session: its latest, past that.
+const KEPT_PER_SESSION: usize = 16;
+/// Requests kept over all sessions, and their events' bytes (as written): the oldest go first past either.
+const KEPT_IN_ALL: usize = 1024;
+const KEPT_BYTES: usize = 32 << 20;
 /// Events kept of one request (its progress, then its answer); the oldest go first past it.
 const MAX_EVENTS: usize = 64;
 /// Events passed on to a reading client before the reader waits for it.
@@ -33,13 +40,16 @@ const PASSED_ON: usize = 16;
 pub struct Resumable {
     pub inner: Arc<LocalSessionManager>,
     kept: Arc<Mutex<Kept>>,
+    /// The daemon's: a shutdown waits for the readers too.
+    tasks: TaskTracker,
 }
 
 impl Resumable {
-    pub fn new(inner: Arc<LocalSessionManager>) -> Self {
+    pub fn new(inner: Arc<LocalSessionManager>, tasks: TaskTracker) -> Self {
         Self {
             inner,
             kept: Arc::default(),
+            tasks,
         }
     }
 
@@ -51,8 +61,9 @@ impl Resumable {
     ) -> Passed {
         let (tx, rx) = tokio::sync::mpsc::channel(PASSED_ON);
         let kept = self.kept.clone();
+        let inner = self.inner.clone();
         let session = session.clone();
-        tokio::spawn(async move {
+        self.tasks.spawn(async move {
             let mut events = std::pin::pin!(events);
             let mut to = Some(tx);
             let mut request = None;
@@ -71,14 +82,28 @@ impl Resumable {
                     to = None;
                 }
             }
-            // Delivered to a client still reading, the answer needs no keeping. Otherwise (the client
-            // went, or rmcp handed the stream to a resume before the answer) what came is kept.
-            if let (Some(request), true) = (request, to.is_none() || !answered) {
-                lock(&kept).keep((session, request), seen, answered);
+            // A stream that ended unanswered (cancelled, or handed by rmcp to a resume, whose own reader
+            // keeps what comes) is not kept; nor is one of a session closed meanwhile.
+            let Some(request) = request.filter(|_| answered) else {
+                return;
+            };
+            if !inner.has_session(&session).await.unwrap_or(false) {
+                return;
             }
+            let bytes = seen.iter().map(bytes_of).sum();
+            lock(&kept).keep((session, request), seen, bytes);
         });
         Passed(rx)
     }
+}
+
+/// What an event takes kept: its message as written, and its id.
+fn bytes_of(event: &ServerSseMessage) -> usize {
+    let message = event
+        .message
+        .as_deref()
+        .map_or(0, |m| serde_json::to_vec(m).map_or(0, |v| v.len()));
+    message + event.event_id.as_ref().map_or(0, String::len) + 64
 }
 
 /// The events passed on to the client's stream.
@@ -96,65 +121,75 @@ impl Stream for Passed {
 
 #[derive(Default)]
 struct Kept {
-    streams: HashMap<(SessionId, u64), KeptStream>,
-    order: VecDeque<((SessionId, u64), Instant)>,
-}
-
-struct KeptStream {
-    events: VecDeque<ServerSseMessage>,
-    /// The answer is among them: the request is over, and a resume replays them and ends.
-    answered: bool,
+    streams: HashMap<(SessionId, u64), VecDeque<ServerSseMessage>>,
+    /// Oldest first: each request's key, when it was kept, and its bytes.
+    order: VecDeque<((SessionId, u64), Instant, usize)>,
+    bytes: usize,
 }
 
 impl Kept {
-    fn keep(&mut self, key: (SessionId, u64), events: VecDeque<ServerSseMessage>, answered: bool) {
-        self.expire();
-        while self.streams.len() >= MAX_KEPT {
-            match self.order.pop_front() {
-                Some((old, _)) => {
-                    self.streams.remove(&old);
-                }
-                None => break,
-            }
+    fn keep(&mut self, key: (SessionId, u64), events: VecDeque<ServerSseMessage>, bytes: usize) {
+        if bytes > KEPT_BYTES {
+            return;
         }
-        match self.streams.get_mut(&key) {
-            // What rmcp handed on to a resume goes on from what was kept before it.
-            Some(stream) => {
-                for event in events {
-                    if !stream.events.iter().any(|e| e.event_id == event.event_id) {
-                        if stream.events.len() == MAX_EVENTS {
-                            stream.events.pop_front();
-                        }
-                        stream.events.push_back(event);
-                    }
-                }
-                stream.answered |= answered;
-            }
-            None => {
-                self.streams
-                    .insert(key.clone(), KeptStream { events, answered });
-            }
+        self.forget(|k| *k == key);
+        let session = key.0.clone();
+        self.streams.insert(key.clone(), events);
+        self.order.push_back((key, Instant::now(), bytes));
+        self.bytes += bytes;
+        let of_session = self.order.iter().filter(|(k, ..)| k.0 == session).count();
+        if of_session > KEPT_PER_SESSION
+            && let Some(oldest) = self
+                .order
+                .iter()
+                .find(|(k, ..)| k.0 == session)
+                .map(|(k, ..)| k.clone())
+        {
+            self.forget(|k| *k == oldest);
         }
-        self.order.retain(|(k, _)| *k != key);
-        self.order.push_back((key, Instant::now()));
+        while self.order.len() > KEPT_IN_ALL || self.bytes > KEPT_BYTES {
+            self.drop_oldest();
+        }
+    }
+
+    fn drop_oldest(&mut self) {
+        if let Some((key, _, bytes)) = self.order.pop_front() {
+            self.streams.remove(&key);
+            self.bytes -= bytes;
+        }
+    }
+
+    fn forget(&mut self, which: impl Fn(&(SessionId, u64)) -> bool) {
+        let streams = &mut self.streams;
+        let mut freed = 0;
+        self.order.retain(|(k, _, bytes)| {
+            if which(k) {
+                streams.remove(k);
+                freed += bytes;
+                false
+            } else {
+                true
+            }
+        });
+        self.bytes -= freed;
     }
 
     fn expire(&mut self) {
-        while let Some((key, at)) = self.order.front()
-            && at.elapsed() > KEPT_FOR
+        while self
+            .order
+            .front()
+            .is_some_and(|(_, at, _)| at.elapsed() > KEPT_FOR)
         {
-            self.streams.remove(key);
-            self.order.pop_front();
+            self.drop_oldest();
         }
     }
 
-    /// A request's kept events from `index` on (that one too, as rmcp replays), once it was answered.
+    /// A request's kept events from `index` on (that one too, as rmcp replays).
     fn replay(&mut self, key: &(SessionId, u64), index: u64) -> Option<Vec<ServerSseMessage>> {
         self.expire();
-        let stream = self.streams.get(key).filter(|s| s.answered)?;
+        let events = self.streams.get(key)?;
         Some(
-            stream
-                .events
+            events
                 .iter()
                 .filter(|e| event_index(e).is_some_and(|(i, _)| i >= index))
                 .cloned()
@@ -163,8 +198,7 @@ impl Kept {
     }
 
     fn forget_session(&mut self, session: &SessionId) {
-        self.streams.retain(|(s, _), _| s != session);
-        self.order.retain(|((s, _), _)| s != session);
+        self.forget(|(s, _)| s == session);
     }
 }
 

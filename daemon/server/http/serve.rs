@@ -72,8 +72,8 @@ pub async fn accept(
         // Full, for the address or in all: a connection on which no request has shown a seat's secret
         // and that is past SEAT_GRACE gives its place up, the oldest first: connections holding no secret
         // (a plugin's, anybody's) keep a seat out for at most SEAT_GRACE, and never close a seat's own
-        // whose request is on its way. Past the total, the seat holding the most connections gives up one
-        // it is not using (kept alive between requests): one seat cannot keep the others out.
+        // whose request is on its way. Past the total, a seat holding more than a quarter of them gives
+        // up one it is not using (kept alive between requests): one seat cannot keep the others out.
         let from = match admit(&by_address, ip, per_address) {
             Some(from) => from,
             None if places.close_oldest_unseated(Some(ip), SEAT_GRACE) => {
@@ -94,7 +94,7 @@ pub async fn accept(
         let admitted = match ConnectionSlot::new(&open, max) {
             Some(admitted) => admitted,
             None if places.close_oldest_unseated(None, SEAT_GRACE)
-                || places.close_idle_of_fullest_seat() =>
+                || places.wind_down_idle_of_fullest_seat(max / 4) =>
             {
                 ConnectionSlot::over(&open)
             }
@@ -121,13 +121,14 @@ pub async fn accept(
         daemon.tasks.spawn(async move {
             let _admitted = (admitted, from);
             let closed = place.close.clone();
+            let wind_down = place.wind_down.clone();
             let app = app.layer(axum::Extension(place.clone()));
             let served = async {
                 match tls {
-                    None => serve(tcp, app, stop).await,
+                    None => serve(tcp, app, stop, wind_down).await,
                     Some(acceptor) => {
                         match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                            Ok(Ok(stream)) => serve(stream, app, stop).await,
+                            Ok(Ok(stream)) => serve(stream, app, stop, wind_down).await,
                             Ok(Err(e)) => tracing::debug!(error = %e, "a TLS handshake failed"),
                             Err(_) => tracing::debug!("a TLS handshake took too long"),
                         }
@@ -199,7 +200,7 @@ pub async fn accept_operator(listener: TcpListener, app: Router, daemon: Arc<Dae
         let app = app.layer(axum::Extension(place.clone()));
         daemon.tasks.spawn(async move {
             tokio::select! {
-                _ = serve(tcp, app, stop) => {}
+                _ = serve(tcp, app, stop, place.wind_down.clone()) => {}
                 _ = place.close.cancelled() => {}
             }
             places.remove(&place);
@@ -208,7 +209,9 @@ pub async fn accept_operator(listener: TcpListener, app: Router, daemon: Arc<Dae
     }
 }
 
-async fn serve<I>(io: I, app: Router, stop: CancellationToken)
+/// Serves one connection until it closes; `stop` (the daemon's) or `wind_down` (room wanted) closes it
+/// once what is under way on it is answered.
+async fn serve<I>(io: I, app: Router, stop: CancellationToken, wind_down: CancellationToken)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -223,6 +226,10 @@ where
     tokio::select! {
         _ = conn.as_mut() => {}
         _ = stop.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+        _ = wind_down.cancelled() => {
             conn.as_mut().graceful_shutdown();
             let _ = conn.await;
         }
