@@ -119,11 +119,16 @@ impl Stream for Passed {
     }
 }
 
+/// The kept requests' events. Every step is O(1) but for an occasional compaction: a request is kept
+/// for each answer an HTTP session gets.
 #[derive(Default)]
 struct Kept {
-    streams: HashMap<(SessionId, u64), VecDeque<ServerSseMessage>>,
-    /// Oldest first: each request's key, when it was kept, and its bytes.
-    order: VecDeque<((SessionId, u64), Instant, usize)>,
+    streams: HashMap<(SessionId, u64), (VecDeque<ServerSseMessage>, usize)>,
+    /// Oldest first, when each was kept; a key whose request went since (its session's cap, its
+    /// session's end) stays here until it is reached or the queue is compacted.
+    order: VecDeque<((SessionId, u64), Instant)>,
+    /// Each session's kept requests, oldest first.
+    by_session: HashMap<SessionId, VecDeque<u64>>,
     bytes: usize,
 }
 
@@ -132,62 +137,72 @@ impl Kept {
         if bytes > KEPT_BYTES {
             return;
         }
-        self.forget(|k| *k == key);
-        let session = key.0.clone();
-        self.streams.insert(key.clone(), events);
-        self.order.push_back((key, Instant::now(), bytes));
-        self.bytes += bytes;
-        let of_session = self.order.iter().filter(|(k, ..)| k.0 == session).count();
-        if of_session > KEPT_PER_SESSION
-            && let Some(oldest) = self
-                .order
-                .iter()
-                .find(|(k, ..)| k.0 == session)
-                .map(|(k, ..)| k.clone())
-        {
-            self.forget(|k| *k == oldest);
+        let (session, request) = key.clone();
+        match self.streams.insert(key.clone(), (events, bytes)) {
+            Some((_, old)) => self.bytes -= old,
+            None => {
+                self.by_session
+                    .entry(session.clone())
+                    .or_default()
+                    .push_back(request);
+                self.order.push_back((key, Instant::now()));
+            }
         }
-        while self.order.len() > KEPT_IN_ALL || self.bytes > KEPT_BYTES {
-            self.drop_oldest();
+        self.bytes += bytes;
+        let oldest_of_session = self
+            .by_session
+            .get_mut(&session)
+            .filter(|kept| kept.len() > KEPT_PER_SESSION)
+            .and_then(VecDeque::pop_front);
+        if let Some(old) = oldest_of_session {
+            self.drop_stream(&(session, old));
+        }
+        while self.streams.len() > KEPT_IN_ALL || self.bytes > KEPT_BYTES {
+            match self.order.pop_front() {
+                Some((key, _)) => self.forget(&key),
+                None => break,
+            }
+        }
+        if self.order.len() > 4 * self.streams.len() + 1024 {
+            let streams = &self.streams;
+            self.order.retain(|(k, _)| streams.contains_key(k));
         }
     }
 
-    fn drop_oldest(&mut self) {
-        if let Some((key, _, bytes)) = self.order.pop_front() {
-            self.streams.remove(&key);
+    /// Drops a request's events (its session's list is the caller's to mend).
+    fn drop_stream(&mut self, key: &(SessionId, u64)) {
+        if let Some((_, bytes)) = self.streams.remove(key) {
             self.bytes -= bytes;
         }
     }
 
-    fn forget(&mut self, which: impl Fn(&(SessionId, u64)) -> bool) {
-        let streams = &mut self.streams;
-        let mut freed = 0;
-        self.order.retain(|(k, _, bytes)| {
-            if which(k) {
-                streams.remove(k);
-                freed += bytes;
-                false
-            } else {
-                true
+    /// Drops a request's events and its place in its session's list.
+    fn forget(&mut self, key: &(SessionId, u64)) {
+        self.drop_stream(key);
+        if let Some(kept) = self.by_session.get_mut(&key.0) {
+            kept.retain(|r| *r != key.1);
+            if kept.is_empty() {
+                self.by_session.remove(&key.0);
             }
-        });
-        self.bytes -= freed;
+        }
     }
 
     fn expire(&mut self) {
         while self
             .order
             .front()
-            .is_some_and(|(_, at, _)| at.elapsed() > KEPT_FOR)
+            .is_some_and(|(_, at)| at.elapsed() > KEPT_FOR)
         {
-            self.drop_oldest();
+            if let Some((key, _)) = self.order.pop_front() {
+                self.forget(&key);
+            }
         }
     }
 
     /// A request's kept events from `index` on (that one too, as rmcp replays).
     fn replay(&mut self, key: &(SessionId, u64), index: u64) -> Option<Vec<ServerSseMessage>> {
         self.expire();
-        let events = self.streams.get(key)?;
+        let (events, _) = self.streams.get(key)?;
         Some(
             events
                 .iter()
@@ -198,7 +213,9 @@ impl Kept {
     }
 
     fn forget_session(&mut self, session: &SessionId) {
-        self.forget(|(s, _)| s == session);
+        for request in self.by_session.remove(session).unwrap_or_default() {
+            self.drop_stream(&(session.clone(), request));
+        }
     }
 }
 
@@ -298,5 +315,44 @@ impl SessionManager for Resumable {
         id: SessionId,
     ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
         self.inner.restore_session(id).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(request: u64) -> VecDeque<ServerSseMessage> {
+        VecDeque::from([ServerSseMessage::priming(
+            format!("1/{request}"),
+            Duration::from_secs(3),
+        )])
+    }
+
+    #[test]
+    fn kept_requests_are_bounded_by_session_in_all_and_by_bytes() {
+        let mut kept = Kept::default();
+        let a: SessionId = Arc::from("a");
+        let b: SessionId = Arc::from("b");
+        for r in 0..40 {
+            kept.keep((a.clone(), r), events(r), 100);
+        }
+        // Its latest 16, the oldest gone.
+        assert!(kept.replay(&(a.clone(), 23), 0).is_none());
+        assert!(kept.replay(&(a.clone(), 24), 0).is_some());
+        assert_eq!(kept.by_session[&a].len(), KEPT_PER_SESSION);
+        assert_eq!(kept.bytes, 100 * KEPT_PER_SESSION);
+        // Past the bytes of all, the oldest of any session go first.
+        kept.keep((b.clone(), 1), events(1), KEPT_BYTES - 100);
+        assert!(kept.bytes <= KEPT_BYTES);
+        assert!(kept.replay(&(b.clone(), 1), 0).is_some());
+        assert!(kept.replay(&(a.clone(), 24), 0).is_none());
+        // More than all may hold: not kept.
+        kept.keep((b.clone(), 2), events(2), KEPT_BYTES + 1);
+        assert!(kept.replay(&(b.clone(), 2), 0).is_none());
+        kept.forget_session(&b);
+        assert!(kept.replay(&(b, 1), 0).is_none());
+        let left: usize = kept.streams.values().map(|(_, n)| n).sum();
+        assert_eq!(kept.bytes, left);
     }
 }
