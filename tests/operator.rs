@@ -1177,14 +1177,7 @@ fn status_says_a_daemon_is_starting_while_it_reads_plugins() {
         "slow.mjs",
         "await new Promise((r) => setTimeout(r, 6000));\nexport const description = 'Slow to import.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'x' }; }\n",
     )]);
-    let mut serve = std::process::Command::new(env!("CARGO_BIN_EXE_ovai"))
-        .args(["serve", "--root"])
-        .arg(&inst.root)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut serve = serve_unwaited(&inst);
     let said = wait_until("status to say it is starting", || {
         let out = inst.cmd().arg("status").output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout).to_string();
@@ -1220,14 +1213,7 @@ fn a_session_waits_for_a_server_reading_its_plugins_and_says_so() {
         "slow.mjs",
         "await new Promise((r) => setTimeout(r, 8000));\nexport const description = 'Slow to import.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'slow' }; }\n",
     )]);
-    let mut serve = std::process::Command::new(env!("CARGO_BIN_EXE_ovai"))
-        .args(["serve", "--root"])
-        .arg(&inst.root)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut serve = serve_unwaited(&inst);
     wait_until("the server to be starting", || {
         inst.root.join(".ovai/starting.json").exists().then_some(())
     });
@@ -1547,12 +1533,7 @@ export function run() { return { text: "x".repeat(300000) }; }
     // The bridge's stdout is left unread until the end (a `Session` reads it as it comes): an answer
     // larger than a pipe holds keeps the bridge's relay where it writes it out, so the session's end
     // reaches the relay only after the next call is in.
-    let mut bridge = bridge_command(&inst.root, Some(&inst.secret("w1")))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut bridge = bridge_piped(&inst, "w1");
     let mut input = bridge.stdin.take().unwrap();
     let mut call = |id: u64| {
         use std::io::Write;

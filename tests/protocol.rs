@@ -350,12 +350,7 @@ export function run(args, { signal }) {
     )]);
     inst.set_config(json!({ "callTimeoutSeconds": 600 }));
     let _d = inst.start();
-    let mut bridge = bridge_command(&inst.root, Some(&inst.secret("lead")))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut bridge = bridge_piped(&inst, "lead");
     let mut input = bridge.stdin.take().unwrap();
     let mut output = std::io::BufReader::new(bridge.stdout.take().unwrap());
     for line in [

@@ -916,12 +916,7 @@ fn answers_under_odd_ids_reach_a_client_that_closes_its_input_at_once() {
     ]
     .concat();
     for round in 0..3 {
-        let mut bridge = bridge_command(&inst.root, Some(&inst.secret("lead")))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut bridge = bridge_piped(&inst, "lead");
         let mut input = bridge.stdin.take().unwrap();
         let mut output = std::io::BufReader::new(bridge.stdout.take().unwrap());
         // Nothing is waited for once the ping is answered: the odd lines are all the bridge has left.

@@ -520,6 +520,29 @@ impl std::ops::DerefMut for Session {
     }
 }
 
+/// `ovai serve` for the instance, started and not waited for: a test that looks at it as it starts.
+pub fn serve_unwaited(inst: &Instance) -> Child {
+    Command::new(OVAI)
+        .args(["serve", "--root"])
+        .arg(&inst.root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ovai serve starts")
+}
+
+/// `ovai mcp` as `seat`, its stdin and stdout piped for the test to write and read as it likes (a
+/// `Session` reads its stdout as it comes), its stderr dropped.
+pub fn bridge_piped(inst: &Instance, seat: &str) -> Child {
+    bridge_command(&inst.root, Some(&inst.secret(seat)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ovai mcp starts")
+}
+
 /// `ovai mcp` for the instance at `root`, presenting `secret` if there is one. The bridge's environment
 /// comes from the test alone, never from the shell running the tests.
 pub fn bridge_command(root: &Path, secret: Option<&str>) -> Command {
