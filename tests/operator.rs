@@ -183,15 +183,13 @@ fn a_stopping_server_is_said_to_be_stopping_and_a_new_one_waits_for_it() {
 
 /// A seat change replaces the boxed plugin host (a box made before could read the new secret), and the
 /// calls it runs finish first: the secret is written once they have.
-#[test]
-fn a_seat_change_lets_the_calls_in_flight_finish() {
-    let inst = Instance::with_plugins(&[("held.mjs", HELD)]);
-    std::fs::create_dir(inst.root.join("scratch")).unwrap();
-    let _d = inst.start();
+/// A session of lead with a `held` call running, and `ovai seat add w4` waiting for it: the session, the
+/// call's id, and the command.
+fn seat_add_waiting_on_a_held_call(inst: &Instance) -> (Session, u64, Running) {
     let mut s = inst.session("lead");
     s.initialize();
     let call = s.send_request("tools/call", json!({ "name": "held", "arguments": {} }));
-    wait_until("the call to start", || {
+    wait_until("the held call to start", || {
         inst.root.join("scratch/started").exists().then_some(())
     });
     let mut cmd = std::process::Command::new(OVAI);
@@ -200,6 +198,15 @@ fn a_seat_change_lets_the_calls_in_flight_finish() {
     add.wait_for_stderr(
         "ovai: waiting for the plugin calls in flight to finish before the seats change",
     );
+    (s, call, add)
+}
+
+#[test]
+fn a_seat_change_lets_the_calls_in_flight_finish() {
+    let inst = Instance::with_plugins(&[("held.mjs", HELD)]);
+    std::fs::create_dir(inst.root.join("scratch")).unwrap();
+    let _d = inst.start();
+    let (mut s, call, add) = seat_add_waiting_on_a_held_call(&inst);
     std::fs::write(inst.root.join("scratch/release"), "").unwrap();
     assert_eq!(text_of(&s.response(call)), ("let go".to_string(), false));
     let (status, _, err) = add.wait();
@@ -229,18 +236,7 @@ fn a_call_made_during_a_seat_change_waits_for_the_next_host() {
         // Unboxed, a seat change does not replace the host: nothing to wait for.
         return;
     }
-    let mut s = inst.session("lead");
-    s.initialize();
-    let held = s.send_request("tools/call", json!({ "name": "held", "arguments": {} }));
-    wait_until("the held call to start", || {
-        inst.root.join("scratch/started").exists().then_some(())
-    });
-    let mut cmd = std::process::Command::new(OVAI);
-    cmd.args(["seat", "add", "w4", "--root"]).arg(&inst.root);
-    let add = Running::spawn(cmd);
-    add.wait_for_stderr(
-        "ovai: waiting for the plugin calls in flight to finish before the seats change",
-    );
+    let (mut s, held, add) = seat_add_waiting_on_a_held_call(&inst);
     // Never let go: the change waits its 10 s for it, and the next host takes 2 s to read plugins/.
     let (text, is_error) = s.call("echo", json!({ "branch": "main" }));
     assert_eq!(
