@@ -88,7 +88,9 @@ pub async fn checked(
             .get("mcp-protocol-version")
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v >= params::INLINE)
-            || params::modern_meta(r.params);
+            || version
+                .and_then(jsonrpc::as_string)
+                .is_some_and(|v| *v >= *params::INLINE);
         let gone = match params::removed_words(&r.method) {
             Some(why) if modern => Some(why),
             _ if modern && !params::is_known_method(&r.method) => {

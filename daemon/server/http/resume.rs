@@ -97,13 +97,23 @@ impl Resumable {
     }
 }
 
-/// What an event takes kept: its message as written, and its id.
+/// What an event takes kept: its message as written (counted, not written out again), and its id.
 fn bytes_of(event: &ServerSseMessage) -> usize {
-    let message = event
-        .message
-        .as_deref()
-        .map_or(0, |m| serde_json::to_vec(m).map_or(0, |v| v.len()));
-    message + event.event_id.as_ref().map_or(0, String::len) + 64
+    struct Counted(usize);
+    impl std::io::Write for Counted {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counted = Counted(0);
+    if let Some(message) = event.message.as_deref() {
+        let _ = serde_json::to_writer(&mut counted, message);
+    }
+    counted.0 + event.event_id.as_ref().map_or(0, String::len) + 64
 }
 
 /// The events passed on to the client's stream.
