@@ -1013,6 +1013,31 @@ fn a_call_in_flight_when_its_seat_is_re_keyed_is_answered_saying_so() {
     );
 }
 
+/// The same for a session whose client never sent `notifications/initialized` (rmcp serves its calls
+/// all the same): its call was left with no answer, its session closed 2 s after the change.
+#[test]
+fn a_call_of_a_session_never_initialized_is_answered_when_its_seat_is_re_keyed() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "http": { "listen": "127.0.0.1:0" }, "hostIsolation": "none" }));
+    inst.add_seat("w1");
+    inst.write_plugin("gate.mjs", GATE);
+    let d = inst.start();
+    let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize_only();
+    let call = std::thread::spawn(move || s.call("gate", json!({})));
+    wait_until("the call to be running", || {
+        inst.root.join("work/gate.started").exists().then_some(())
+    });
+    inst.cmd().args(["seat", "rotate", "w1"]).assert().success();
+    let (text, is_error) = call.join().expect("the call is answered");
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("The call to gate was stopped: the seat w1 was given a new secret"),
+        "{text}"
+    );
+}
+
 /// One of this machine's addresses other than loopback, as another machine on the network would
 /// reach it: the address the route to the outside goes from (no packet is sent).
 fn this_machines_network_address() -> std::net::IpAddr {

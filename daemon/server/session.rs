@@ -394,49 +394,8 @@ impl ServerHandler for SeatService {
     /// An HTTP session of 2025-11-25 or before is registered once initialised; when its seat is removed or
     /// re-keyed, rmcp closes it, which ends its streams.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let Via::Http {
-            secret_hash,
-            registration,
-        } = &self.via
-        else {
-            return;
-        };
-        let Some(id) = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|p| p.headers.get("mcp-session-id"))
-            .and_then(|v| v.to_str().ok())
-            .map(|id| id.to_string())
-        else {
-            return;
-        };
-        // A second `initialized` changes nothing (replacing the registration would end the session).
-        if crate::sync::lock(registration).is_some() {
-            return;
-        }
-        if let Some(http) = self.daemon.http.get() {
-            http.initialized(&id);
-        }
-        let ended = CancellationToken::new();
-        let registered = Owned::open(
-            &self.daemon.sessions,
-            &self.seat,
-            secret_hash,
-            ended.clone(),
-        );
-        self.daemon
-            .sessions
-            .set_peer(registered.id, context.peer.clone());
-        *crate::sync::lock(registration) = Some(registered);
-        // As for a listen stream: a seat changed meanwhile ends this session at once.
-        if !self.still_mine(secret_hash).await {
-            ended.cancel();
-        }
-        if let Some(http) = self.daemon.http.get().cloned() {
-            self.daemon.tasks.spawn(async move {
-                ended.cancelled().await;
-                http.close(id).await;
-            });
+        if let Some(id) = session_id(&context.extensions) {
+            self.register_http(id, context.peer).await;
         }
     }
 
@@ -481,6 +440,49 @@ impl ServerHandler for SeatService {
 }
 
 impl SeatService {
+    /// Registers HTTP session `id` (once: a second `initialized` changes nothing, since replacing the
+    /// registration would end the session). From its `initialized`, or its first call when its client
+    /// never sent one: rmcp serves it all the same, and a call needs the registration to be stopped and
+    /// answered when the seat changes.
+    async fn register_http(&self, id: String, peer: rmcp::Peer<RoleServer>) {
+        let Via::Http {
+            secret_hash,
+            registration,
+        } = &self.via
+        else {
+            return;
+        };
+        let ended = {
+            let mut registration = crate::sync::lock(registration);
+            if registration.is_some() {
+                return;
+            }
+            if let Some(http) = self.daemon.http.get() {
+                http.initialized(&id);
+            }
+            let ended = CancellationToken::new();
+            let registered = Owned::open(
+                &self.daemon.sessions,
+                &self.seat,
+                secret_hash,
+                ended.clone(),
+            );
+            self.daemon.sessions.set_peer(registered.id, peer);
+            *registration = Some(registered);
+            ended
+        };
+        // As for a listen stream: a seat changed meanwhile ends this session at once.
+        if !self.still_mine(secret_hash).await {
+            ended.cancel();
+        }
+        if let Some(http) = self.daemon.http.get().cloned() {
+            self.daemon.tasks.spawn(async move {
+                ended.cancelled().await;
+                http.close(id).await;
+            });
+        }
+    }
+
     /// An HTTP call's outcome, counted.
     async fn http_outcome(
         &self,
@@ -543,6 +545,12 @@ impl SeatService {
         // A session of 2025-11-25 or before ends when its seat changes: its calls stop then, and are
         // answered saying so before the session closes (`http::gate`).
         let stop = context.ct.child_token();
+        if let Via::Http { registration, .. } = &self.via
+            && crate::sync::lock(registration).is_none()
+            && let Some(id) = session_id(&context.extensions)
+        {
+            self.register_http(id, context.peer.clone()).await;
+        }
         let session_ended = match &self.via {
             Via::Http { registration, .. } => {
                 crate::sync::lock(registration).as_ref().map(Owned::ended)
@@ -673,4 +681,13 @@ impl How {
 pub struct AdmittedCall {
     pub generation: Arc<Generation>,
     pub guard: CallGuard,
+}
+
+/// A 2025-* HTTP request's session id (a 2026-07-28 request has none).
+fn session_id(extensions: &rmcp::model::Extensions) -> Option<String> {
+    extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.headers.get("mcp-session-id"))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
 }

@@ -370,11 +370,8 @@ impl HttpSeat {
         r.answer(id)
     }
 
-    /// `initialize` and `notifications/initialized` (2025-*); nothing to do for 2026-07-28.
-    pub fn initialize(&mut self) -> Value {
-        if self.stateless() {
-            return self.request("server/discover", json!({}));
-        }
+    /// `initialize` alone (2025-*): a client that never sends `notifications/initialized`.
+    pub fn initialize_only(&mut self) -> Value {
         let (id, mut r) = self.send(
             "initialize",
             json!({
@@ -386,7 +383,15 @@ impl HttpSeat {
         assert_eq!(r.status, 200);
         self.session = r.header("mcp-session-id").map(str::to_string);
         assert!(self.session.is_some(), "a 2025 session gets an id");
-        let answer = r.answer(id);
+        r.answer(id)
+    }
+
+    /// `initialize` and `notifications/initialized` (2025-*); nothing to do for 2026-07-28.
+    pub fn initialize(&mut self) -> Value {
+        if self.stateless() {
+            return self.request("server/discover", json!({}));
+        }
+        let answer = self.initialize_only();
         let n = self.post(
             "notifications/initialized",
             None,
