@@ -127,6 +127,9 @@ struct Args {
     /// Only the floors: what the process chains cost on this machine now.
     #[arg(long, group = "mode")]
     floor: bool,
+    /// Only the cases of starting: attach, startup_1000, recovery and restart_100.
+    #[arg(long, group = "mode")]
+    starts: bool,
     /// Only the HTTP cases (http_k1, http_k32).
     #[arg(long = "http-only", group = "mode")]
     http_only: bool,
@@ -225,6 +228,8 @@ fn main() {
         Some("--floor")
     } else if args.host_alone {
         Some("--host-alone")
+    } else if args.starts {
+        Some("--starts")
     } else {
         None
     };
@@ -357,40 +362,20 @@ fn main() {
         print_floors(&cases, &floors);
         return;
     }
+    if mode == Some("--starts") {
+        starts_cases(&setup, &one, &mut cases);
+        print_table(&machine(), &cases);
+        return;
+    }
     cases.push(k1_case("k1", &setup, &one, "p0000", false));
     cases.push(k1_shaped("k1_ts", &setup, &one, Shape::TsSdk));
     cases.push(k1_shaped("k1_bare", &setup, &one, Shape::Bare));
     let mut floors = floor_cases(&setup, runs);
-    cases.push(alternate(
-        "attach",
-        runs,
-        || ovai_attach(&setup, &one),
-        || baseline_attach(&setup, &one),
-    ));
     throughput_cases(&setup, &one, &mut cases);
     floors.extend(throughput_floor_cases(&setup, runs));
     cases.push(k1_case("builtin_k1", &setup, &one, "index", false));
     http_cases(&setup, &mut cases);
-    let thousand = Instance::new(&setup, "thousand", 1000);
-    cases.push(alternate(
-        "startup_1000",
-        runs.min(3),
-        || ovai_startup(&setup, &thousand),
-        || baseline_startup(&setup, &thousand),
-    ));
-    cases.push(alternate(
-        "recovery",
-        runs.min(3),
-        || ovai_recovery(&setup, &one),
-        || baseline_recovery(&setup, &one),
-    ));
-    let hundred = Instance::new(&setup, "hundred", 100);
-    cases.push(alternate(
-        "restart_100",
-        runs.min(3),
-        || ovai_restart(&setup, &hundred),
-        || baseline_restart(&setup, &hundred),
-    ));
+    starts_cases(&setup, &one, &mut cases);
     cases.push(alternate(
         "rss_64",
         1,
@@ -438,6 +423,37 @@ mod cases;
 mod driver;
 mod floor_roles;
 mod floors;
+/// Attach, start-up, recovery and restart: what starting a session, the server and its host cost.
+fn starts_cases(setup: &Setup, one: &Instance, cases: &mut Vec<Case>) {
+    let runs = setup.runs;
+    cases.push(alternate(
+        "attach",
+        runs,
+        || ovai_attach(setup, one),
+        || baseline_attach(setup, one),
+    ));
+    let thousand = Instance::new(setup, "thousand", 1000);
+    cases.push(alternate(
+        "startup_1000",
+        runs.min(3),
+        || ovai_startup(setup, &thousand),
+        || baseline_startup(setup, &thousand),
+    ));
+    cases.push(alternate(
+        "recovery",
+        runs.min(3),
+        || ovai_recovery(setup, one),
+        || baseline_recovery(setup, one),
+    ));
+    let hundred = Instance::new(setup, "hundred", 100);
+    cases.push(alternate(
+        "restart_100",
+        runs.min(3),
+        || ovai_restart(setup, &hundred),
+        || baseline_restart(setup, &hundred),
+    ));
+}
+
 mod host_alone;
 mod http;
 mod instance;
