@@ -823,6 +823,41 @@ fn a_seat_holds_a_bounded_number_of_sessions_the_idle_making_room_and_its_stream
     get.ends();
 }
 
+/// Past 64 sessions all in use (each holding its stream), a new one is refused in words, and none of
+/// those in use is ended to make room.
+#[test]
+fn a_seat_whose_64_sessions_are_all_in_use_is_refused_a_new_one_in_words() {
+    let (inst, _d, http) = serving(json!({ "maxStreamsPerSeat": 100 }));
+    let secret = inst.secret("w1");
+    let mut held = Vec::new();
+    for _ in 0..64 {
+        let mut s = HttpSeat::new(&http, &secret, "2025-11-25");
+        s.initialize();
+        let stream = s.open_changes();
+        assert_eq!(stream.status, 200);
+        held.push((s, stream));
+    }
+    let mut late = HttpSeat::new(&http, &secret, "2025-11-25");
+    let (_, r) = late.send(
+        "initialize",
+        json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "x", "version": "1" } }),
+    );
+    assert_eq!(r.status, 429);
+    assert_eq!(r.header("retry-after"), Some("5"));
+    let message = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        message.contains(
+            "the seat w1 holds 64 MCP sessions on this server, its limit: end one (DELETE /mcp"
+        ),
+        "{message}"
+    );
+    // Every session in use still answers.
+    for (s, _) in held.iter_mut() {
+        let (_, r) = s.send("tools/list", json!({}));
+        assert_eq!(r.status, 200);
+    }
+}
+
 #[test]
 fn an_oversized_body_is_refused_before_it_is_sent_and_words_leak_nothing() {
     let (inst, _d, http) = serving(json!({}));
