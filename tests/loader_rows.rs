@@ -1049,3 +1049,42 @@ fn a_schema_keyword_misspelt_is_named() {
         ]
     );
 }
+
+/// A schema that names its dialect is read in it, as MCP says (2020-12 only when no `$schema` is
+/// given): zod-to-json-schema writes draft-07, whose tuple (`items` as an array) 2020-12 refuses and
+/// whose `dependencies` it ignores. A `$schema` naming no draft ovai knows is read as 2020-12, in a row.
+#[test]
+fn a_schema_is_read_in_the_dialect_its_schema_names() {
+    let draft7 = r#"{ $schema: "http://json-schema.org/draft-07/schema#", type: "object", properties: { pair: { type: "array", description: "A pair.", items: [{ type: "string" }, { type: "object", properties: { x: { type: "number" } } }], minItems: 2, maxItems: 2 }, a: { type: "number", description: "A." }, b: { type: "number", description: "B." } }, dependencies: { a: ["b"] } }"#;
+    let odd = r#"{ $schema: "https://example.com/my-dialect", type: "object", properties: { n: { type: "number", description: "A number." } } }"#;
+    let file = |schema: &str| {
+        format!(
+            "export const description = 'd';\nexport const inputSchema = {schema};\nexport function run(a) {{ return {{ text: JSON.stringify(a) }}; }}\n"
+        )
+    };
+    let inst = Instance::with_plugins(&[("seven.mjs", &file(draft7)), ("odd.mjs", &file(odd))]);
+    let _d = inst.start();
+    assert_eq!(
+        inst.rows("plugins"),
+        [
+            "This instance serves a tool of its own: odd",
+            "plugins/odd.mjs: its inputSchema names $schema \"https://example.com/my-dialect\", which is none of the JSON Schema drafts this server reads (draft-04, -06, -07, 2019-09, 2020-12): its arguments are checked by JSON Schema 2020-12.",
+            "This instance serves a tool of its own: seven",
+            "plugins/seven.mjs: its input \"pair[1].x\" has no description, so a session is told nothing about what to put there; add a description to it in inputSchema.",
+        ]
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("seven", serde_json::json!({ "pair": ["x", { "x": 1 }] })),
+        (r#"{"pair":["x",{"x":1}]}"#.to_string(), false)
+    );
+    let (text, refused) = s.call("seven", serde_json::json!({ "pair": [1, "x"] }));
+    assert!(refused, "{text}");
+    let (text, refused) = s.call("seven", serde_json::json!({ "a": 1 }));
+    assert!(refused && text.contains("\"b\""), "{text}");
+    assert_eq!(
+        s.call("odd", serde_json::json!({ "n": 1 })),
+        (r#"{"n":1}"#.to_string(), false)
+    );
+}

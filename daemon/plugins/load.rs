@@ -47,6 +47,9 @@ impl Verdict {
                 if !slips.is_empty() {
                     rows.push(rows::keyword_slips(file, &slips));
                 }
+                if let Some(uri) = schema::unknown_dialect(&p.schema) {
+                    rows.push(rows::unknown_dialect(file, uri));
+                }
                 rows
             }
             Verdict::NotServed(row) => vec![row.clone()],

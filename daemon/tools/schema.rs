@@ -134,7 +134,8 @@ pub fn keyword_slips(
                         }
                     }
                 }
-                ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(each)) => {
+                // `items` as an array is draft-07's tuple (2020-12's prefixItems).
+                ("anyOf" | "oneOf" | "allOf" | "prefixItems" | "items", Value::Array(each)) => {
                     for (i, sub) in each.iter().enumerate() {
                         if let Value::Object(sub) = sub {
                             walk(sub, &into(&format!("{key}[{i}]")), out, budget);
@@ -294,7 +295,9 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
             if let Some(items) = object.get("items").and_then(Value::as_object) {
                 self.walk(items, &format!("{at}[]"), depth + 1);
             }
-            if let Some(prefix) = object.get("prefixItems").and_then(Value::as_array) {
+            // `items` as an array is draft-07's tuple (2020-12's prefixItems).
+            let tuples = ["prefixItems", "items"].map(|k| object.get(k).and_then(Value::as_array));
+            for prefix in tuples.into_iter().flatten() {
                 for (i, item) in prefix.iter().enumerate() {
                     if let Some(item) = item.as_object() {
                         self.walk(item, &format!("{at}[{i}]"), depth + 1);
@@ -348,9 +351,10 @@ impl std::fmt::Debug for Checker {
 impl Checker {
     /// A built-in's schema, a constant of this crate (a test says each compiles).
     pub fn builtin(schema: &Value) -> Self {
-        let validator = options()
+        let latest = jsonschema::Draft::Draft202012;
+        let validator = options(latest)
             .build(&stepped(schema))
-            .or_else(|_| options().build(&stepped(&serde_json::json!({"type": "object"}))))
+            .or_else(|_| options(latest).build(&stepped(&serde_json::json!({"type": "object"}))))
             .expect("the empty object schema compiles");
         Self {
             validator: Box::new(validator),
@@ -358,11 +362,11 @@ impl Checker {
     }
 }
 
-fn options() -> jsonschema::ValidationOptions<'static> {
+fn options(draft: jsonschema::Draft) -> jsonschema::ValidationOptions<'static> {
     // Patterns run on the daemon's thread for every call: a linear-time engine, so no argument can stall
     // it (a pattern that needs backtracking, such as a backreference, is refused here instead).
     jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
+        .with_draft(draft)
         .with_pattern_options(jsonschema::PatternOptions::regex())
         .with_keyword(STEP, |_, _, _| Ok(Box::new(Step)))
 }
@@ -439,7 +443,7 @@ fn stepped(schema: &Value) -> Value {
                     "const" | "enum" | "default" | "examples" | "required"
                     | "dependentRequired" | "discriminator" | "$vocabulary" => value.clone(),
                     "properties" | "patternProperties" | "$defs" | "definitions"
-                    | "dependentSchemas" => match value {
+                    | "dependentSchemas" | "dependencies" => match value {
                         Value::Object(schemas) => Value::Object(
                             schemas
                                 .iter()
@@ -487,7 +491,8 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
             "its inputSchema refers to {r} outside itself; a tool's schema must stand on its own (a $ref starts with #)"
         ));
     }
-    let checks = options().build(schema).map_err(|e| {
+    let draft = dialect(schema).unwrap_or(jsonschema::Draft::Draft202012);
+    let checks = options(draft).build(schema).map_err(|e| {
             // Where in the plugin's schema: the instance path when the schema failed the meta-schema,
             // the keyword's own path when it failed to compile.
             let at = match e.instance_path().to_string() {
@@ -509,11 +514,30 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
             }
         })?;
     // Errors were said from the schema as written; what serves is the one with the budget's keyword.
-    let validator = options()
+    let validator = options(draft)
         .build(&stepped(schema))
         .map(Box::new)
         .unwrap_or_else(|_| Box::new(checks));
     Ok(Checker { validator })
+}
+
+/// The draft a schema is read in: the one its `$schema` names, 2020-12 when it names none (as MCP
+/// says). `None` for a `$schema` naming no draft this server reads, which is then read as 2020-12.
+fn dialect(schema: &Value) -> Option<jsonschema::Draft> {
+    match schema.get("$schema").and_then(Value::as_str) {
+        None => Some(jsonschema::Draft::Draft202012),
+        Some(uri) => match jsonschema::Draft::from_schema_uri(uri) {
+            jsonschema::Draft::Unknown => None,
+            draft => Some(draft),
+        },
+    }
+}
+
+/// The `$schema` of an inputSchema that names no draft this server reads, for a row: its schema is read
+/// as 2020-12, which may not be what its author meant.
+pub fn unknown_dialect(schema: &serde_json::Map<String, Value>) -> Option<&str> {
+    let uri = schema.get("$schema")?.as_str()?;
+    (jsonschema::Draft::from_schema_uri(uri) == jsonschema::Draft::Unknown).then_some(uri)
 }
 
 /// The first `$ref` that leaves the document: the daemon never fetches a URL or reads a file for a schema.
