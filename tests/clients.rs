@@ -106,7 +106,13 @@ struct Desk {
 
 impl Desk {
     fn new(reach: Reach) -> Self {
-        let inst = Instance::with_plugins(&[("stamp.mjs", STAMP)]);
+        Self::with(reach, &[("stamp.mjs", STAMP)], json!({}))
+    }
+
+    /// A desk of an instance serving `plugins`, with `config` in its openovai.json.
+    fn with(reach: Reach, plugins: &[(&str, &str)], config: Value) -> Self {
+        let inst = Instance::with_plugins(plugins);
+        inst.set_config(config);
         let seat_add = |args: &[&str]| {
             let out = inst.cmd().args(args).assert().success();
             String::from_utf8(out.get_output().stdout.clone()).unwrap()
@@ -243,7 +249,10 @@ impl Client {
 
     /// Waits for the client to end; what it wrote. It must end well.
     fn finish(mut self) -> Ran {
-        let status = wait_exit(&mut self.child);
+        // A client's run may wait out a limit of its own of a minute.
+        let status = wait_until_for("the client to exit", 3 * PATIENCE, || {
+            self.child.try_wait().ok().flatten()
+        });
         let read =
             |file: &str| std::fs::read_to_string(self.home.path().join(file)).unwrap_or_default();
         let ran = Ran {
@@ -389,9 +398,41 @@ enabled = false
 /// Messages API in `~/.config/opencode/opencode.json` (the title given, so no request asks for one).
 fn opencode_calls_the_plugin(reach: Reach) {
     let desk = Desk::new(reach);
+    let (ran, api) = opencode_calls(&desk, "openovai_stamp");
+    let offered = api.tools_offered();
+    assert!(
+        offered
+            .first()
+            .is_some_and(|t| t.contains(&"openovai_stamp".to_string())),
+        "the first turn is offered the plugin as openovai_stamp: {offered:?}; {ran}"
+    );
+    let results = api.tool_results();
+    assert_eq!(results.len(), 1, "{results:#?}; {ran}");
+    assert_ne!(results[0]["is_error"], true, "{}; {ran}", results[0]);
+    assert!(
+        result_text(&results[0]).contains(&stamp_answer(desk.seat)),
+        "opencode sent the plugin's answer back: {}; {ran}",
+        results[0]
+    );
+    let events: Vec<Value> = ran
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "text" && e["part"]["text"] == CLOSING),
+        "opencode ends with the model's closing text; {ran}"
+    );
+    desk.check_plugin_ran(&ran);
+}
+
+/// opencode run at `desk`, its model calling `tool` once and then closing.
+fn opencode_calls(desk: &Desk, tool: &'static str) -> (Ran, MessagesApi) {
     let home = home();
     let api = MessagesApi::start(vec![
-        messages_api::Step::Tool("openovai_stamp", json!({})),
+        messages_api::Step::Tool(tool, json!({})),
         messages_api::Step::Text(CLOSING),
     ]);
     // Not ovai's: the stand-in as the model's provider, through the Anthropic SDK opencode bundles.
@@ -437,33 +478,30 @@ fn opencode_calls_the_plugin(reach: Reach) {
         ],
     )
     .finish();
-    let offered = api.tools_offered();
-    assert!(
-        offered
-            .first()
-            .is_some_and(|t| t.contains(&"openovai_stamp".to_string())),
-        "the first turn is offered the plugin as openovai_stamp: {offered:?}; {ran}"
+    (ran, api)
+}
+
+/// A plugin whose call never settles.
+const HANG: &str = "export const description = 'Never answers.';\nexport const inputSchema = { type: 'object' };\nexport function run() { return new Promise(() => {}); }\n";
+
+/// opencode gives up on a quiet request after 60 s unless its entry says otherwise: with ovai's own
+/// limit past that, the model read opencode's "Request timed out", never ovai's words naming the file.
+/// (It takes a minute: the limit is opencode's.)
+#[test]
+fn opencode_gets_ovais_words_for_a_call_that_never_settles() {
+    let desk = Desk::with(
+        Reach::Socket,
+        &[("hang.mjs", HANG)],
+        json!({ "callTimeoutSeconds": 62 }),
     );
+    let (ran, api) = opencode_calls(&desk, "openovai_hang");
     let results = api.tool_results();
     assert_eq!(results.len(), 1, "{results:#?}; {ran}");
-    assert_ne!(results[0]["is_error"], true, "{}; {ran}", results[0]);
+    let text = result_text(&results[0]);
     assert!(
-        result_text(&results[0]).contains(&stamp_answer(desk.seat)),
-        "opencode sent the plugin's answer back: {}; {ran}",
-        results[0]
+        text.contains("plugins/hang.mjs did not answer in time"),
+        "{text}; {ran}"
     );
-    let events: Vec<Value> = ran
-        .stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    assert!(
-        events
-            .iter()
-            .any(|e| e["type"] == "text" && e["part"]["text"] == CLOSING),
-        "opencode ends with the model's closing text; {ran}"
-    );
-    desk.check_plugin_ran(&ran);
 }
 
 #[test]

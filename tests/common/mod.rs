@@ -336,8 +336,13 @@ pub fn copy_ovai(to: &Path) {
     );
 }
 
-pub fn wait_until<T>(what: &str, mut poll: impl FnMut() -> Option<T>) -> T {
-    let give_up = Instant::now() + PATIENCE;
+pub fn wait_until<T>(what: &str, poll: impl FnMut() -> Option<T>) -> T {
+    wait_until_for(what, PATIENCE, poll)
+}
+
+/// As `wait_until`, with a patience of its own (a client whose own limit is a minute).
+pub fn wait_until_for<T>(what: &str, patience: Duration, mut poll: impl FnMut() -> Option<T>) -> T {
+    let give_up = Instant::now() + patience;
     loop {
         if let Some(v) = poll() {
             return v;
