@@ -467,7 +467,7 @@ fn opencode_calls(desk: &Desk, tool: &'static str) -> (Ran, MessagesApi) {
             "WARN",
             PROMPT,
         ],
-        &desk,
+        desk,
         home,
         &[
             ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
