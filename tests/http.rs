@@ -2,7 +2,7 @@
 //! bearer token on every request. Real `ovai serve`, real TCP (and TLS), every protocol version it speaks.
 
 mod common;
-use common::http::{Http, HttpSeat, VERSIONS};
+use common::http::{Http, HttpSeat, Response, VERSIONS};
 use common::*;
 use serde_json::json;
 
@@ -278,10 +278,23 @@ fn a_second_get_stream_takes_the_first_ones_place() {
     assert_eq!(m["method"], "notifications/tools/list_changed", "{m}");
     assert_eq!(again.as_deref(), Some(id.as_str()));
     second.ends();
-    // A GET from `0` (the priming id every stream starts with: an EventSource reconnecting a POST's
-    // stream) does not take the live stream's place, which would take it back in turn.
+    // A GET from `0` (the priming id every stream starts with) while a request of the session is under
+    // way (an EventSource reconnecting that request's stream) does not take the live stream's place,
+    // which would take it back in turn.
+    inst.write_plugin("gate.mjs", GATE);
+    inst.cmd().arg("restart").assert().success();
+    let (m, mut third) = next_of(third);
+    assert_eq!(m["method"], "notifications/tools/list_changed", "{m}");
+    let mut caller = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    caller.session = s.session.clone();
+    let call = std::thread::spawn(move || caller.call("gate", json!({})));
+    wait_until("the call to be running", || {
+        inst.root.join("work/gate.started").exists().then_some(())
+    });
     let stale = s.resume_changes("0");
     assert_eq!(stale.status, 200);
+    std::fs::write(inst.root.join("gate.go"), "").unwrap();
+    assert_eq!(call.join().unwrap().0, "through the gate, w1");
     inst.write_plugin("more.mjs", &tool("more"));
     inst.cmd().arg("restart").assert().success();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -294,6 +307,153 @@ fn a_second_get_stream_takes_the_first_ones_place() {
         .expect("the live stream is open");
     assert_eq!(m["method"], "notifications/tools/list_changed", "{m}");
     drop(stale);
+}
+
+/// The next message a stream reads, within PATIENCE (a stream that gets none would be read for ever),
+/// and the stream.
+fn next_of(mut stream: Response) -> (serde_json::Value, Response) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let m = stream.next_message();
+        let _ = tx.send((m, stream));
+    });
+    let (m, stream) = rx
+        .recv_timeout(PATIENCE)
+        .expect("the stream gets the session's message");
+    (m.expect("the stream is open"), stream)
+}
+
+/// A client whose GET stream went quiet under it (a laptop asleep, a NAT that forgot the flow) comes
+/// back from event `0` while the server still holds the old stream: with no request of the session
+/// under way, the new stream takes the old one's place. It was kept beside it, deaf for good.
+#[test]
+fn a_get_stream_resumed_from_0_takes_the_place_of_one_gone_quiet() {
+    let (inst, _d, http) = serving(json!({}));
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize();
+    let mut quiet = s.open_changes();
+    assert_eq!(quiet.next_event_id().as_deref(), Some("0"));
+    sessions_registered(&inst, 1);
+    let back = s.resume_changes("0");
+    assert_eq!(back.status, 200);
+    inst.write_plugin("more.mjs", &good_tool("more"));
+    inst.cmd().arg("restart").assert().success();
+    let (m, _back) = next_of(back);
+    assert_eq!(m["method"], "notifications/tools/list_changed", "{m}");
+    drop(quiet);
+}
+
+/// A GET the server refuses (a protocol version it does not speak) changes nothing: the session's live
+/// stream stays. It was ended before the request was checked.
+#[test]
+fn a_refused_get_leaves_the_live_stream_alone() {
+    let (inst, _d, http) = serving(json!({}));
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize();
+    let live = s.open_changes();
+    sessions_registered(&inst, 1);
+    let h = s.headers("GET", None);
+    let mut refs: Vec<(&str, &str)> = h
+        .iter()
+        .filter(|(k, _)| k != "content-type" && k != "accept" && k != "mcp-protocol-version")
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    refs.push(("accept", "text/event-stream"));
+    refs.push(("mcp-protocol-version", "1999-01-01"));
+    let refused = http.request("GET", &refs, "");
+    assert_eq!(refused.status, 400);
+    inst.write_plugin("more.mjs", &good_tool("more"));
+    inst.cmd().arg("restart").assert().success();
+    let (m, _live) = next_of(live);
+    assert_eq!(m["method"], "notifications/tools/list_changed", "{m}");
+}
+
+fn good_tool(name: &str) -> String {
+    format!(
+        r#"export const description = "{name}."; export const inputSchema = {{ type: "object" }}; export function run() {{ return {{ text: "{name}" }}; }}"#
+    )
+}
+
+/// A resume naming an event past any its request's stream sent is turned away without touching the
+/// stream: the call goes on, and its answer reaches the stream it was asked on. The stream was handed
+/// to the resume before rmcp found the index wrong, and the answer was lost.
+#[test]
+fn a_resume_past_what_was_sent_leaves_the_running_call_alone() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "http": { "listen": "127.0.0.1:0" } }));
+    inst.write_plugin(
+        "told.mjs",
+        r#"import { existsSync } from "node:fs";
+export const description = "Says how far it is, then waits at a gate.";
+export const inputSchema = { type: "object" };
+export async function run(args, { root, progress }) {
+  progress("started", { progress: 1 });
+  for (let i = 0; i < 3000 && !existsSync(`${root}/gate.go`); i++) await new Promise((r) => setTimeout(r, 20));
+  return { text: "told and done" };
+}"#,
+    );
+    inst.add_seat("w1");
+    let d = inst.start();
+    let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize();
+    let (id, mut r) = s.send(
+        "tools/call",
+        json!({ "name": "told", "arguments": {}, "_meta": { "progressToken": "p" } }),
+    );
+    assert_eq!(r.status, 200);
+    let progress_id = loop {
+        let (event_id, m) = r.next_event().expect("the call's stream is open");
+        if m["method"] == "notifications/progress" {
+            break event_id.expect("a request's event has an id");
+        }
+    };
+    let (index, request) = progress_id.split_once('/').expect("INDEX/REQUEST");
+    let past = format!("{}/{request}", index.parse::<u64>().unwrap() + 5);
+    let mut turned_away = s.resume_changes(&past);
+    assert_eq!(turned_away.status, 200);
+    turned_away.ends();
+    std::fs::write(inst.root.join("gate.go"), "").unwrap();
+    let answer = r.answer(id);
+    assert_eq!(text_of(&answer).0, "told and done", "{answer}");
+}
+
+/// One seat's answers cannot push another seat's kept answer out: past the bounds of all, the seat
+/// keeping the most gives up its oldest first.
+#[test]
+fn one_seats_answers_cannot_push_out_anothers_kept_answer() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "http": { "listen": "127.0.0.1:0" } }));
+    inst.write_plugin(
+        "slow.mjs",
+        r#"export const description = "Answers after a while."; export const inputSchema = { type: "object" }; export async function run() { await new Promise((r) => setTimeout(r, 700)); return { text: "slow done" }; }"#,
+    );
+    inst.write_plugin(
+        "big.mjs",
+        r#"export const description = "Answers 900 KB."; export const inputSchema = { type: "object" }; export function run() { return { text: "x".repeat(900 * 1024) }; }"#,
+    );
+    inst.add_seat("w1");
+    let d = inst.start();
+    let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
+    let mut w1 = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    w1.initialize();
+    let (id, mut r) = w1.send("tools/call", json!({ "name": "slow", "arguments": {} }));
+    let primed = r.next_event_id().expect("the priming event's id");
+    drop(r);
+    wait_until("the call to be answered", || {
+        (inst.tool_figures("slow")["calls"] == 1).then_some(())
+    });
+    // The Leader's answers, more than all kept answers may hold (32 MiB), over three sessions.
+    for _ in 0..3 {
+        let mut lead = HttpSeat::new(&http, &inst.secret("lead"), "2025-11-25");
+        lead.initialize();
+        for _ in 0..14 {
+            let (text, _) = lead.call("big", json!({}));
+            assert_eq!(text.len(), 900 * 1024);
+        }
+    }
+    let mut resumed = w1.resume_changes(&primed);
+    assert_eq!(text_of(&resumed.answer(id)).0, "slow done");
 }
 
 #[test]

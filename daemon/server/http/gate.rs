@@ -24,6 +24,7 @@ use super::browser::Browsers;
 use super::limits::{Bodies, Streams, with_body_deadline};
 use super::owners::{Check, Owners, SESSIONS_PER_SEAT};
 use super::refusal::{NO_SUCH_SESSION, refuse};
+use super::resume::Resumable;
 use crate::instance::http::HttpSettings;
 use crate::seats::hash_secret;
 use crate::server::daemon::Daemon;
@@ -48,16 +49,13 @@ pub struct Gate {
     browsers: Browsers,
     streams: Streams,
     bodies: Bodies,
-    manager: Arc<LocalSessionManager>,
+    /// rmcp's sessions, wrapped: closing a session through it forgets what it kept for a resume too.
+    manager: Arc<Resumable>,
     owners: Owners,
 }
 
 impl Gate {
-    pub fn new(
-        daemon: Arc<Daemon>,
-        settings: &HttpSettings,
-        manager: Arc<LocalSessionManager>,
-    ) -> Self {
+    pub fn new(daemon: Arc<Daemon>, settings: &HttpSettings, manager: Arc<Resumable>) -> Self {
         Self {
             daemon,
             browsers: Browsers::new(settings),
@@ -76,7 +74,7 @@ impl Gate {
 
     /// Forgets sessions rmcp no longer holds (closed, or idle past its limit).
     async fn prune(&self) {
-        prune(&self.manager, &self.owners).await;
+        prune(&self.manager.inner, &self.owners).await;
     }
 }
 
@@ -127,20 +125,30 @@ fn unread_framing(headers: &axum::http::HeaderMap) -> Option<(StatusCode, &'stat
 /// A session's GET stream opened (or resumed) while it has one open ends that one first: rmcp would give
 /// the newcomer none of the session's messages, for good, where it is a client reconnecting before the
 /// server saw its old stream go. Not so a request's own stream resumed (`Last-Event-ID` naming one), nor
-/// a GET from `0`, the id every stream's priming event has (an EventSource reconnecting a POST's stream,
-/// which would take the live stream's place every few seconds, and be taken from in turn), nor one rmcp
-/// will turn away (no `text/event-stream` accepted).
+/// a GET from `0` (the id every stream's priming event has) while a request of the session runs: an
+/// EventSource reconnecting that request's stream would take the live stream's place, and be taken from
+/// in turn. Nor one rmcp will turn away (no `text/event-stream` accepted, a protocol version it does
+/// not know): a refused request changes nothing.
 async fn takes_the_stream(gate: &Gate, id: &str, headers: &axum::http::HeaderMap) {
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok());
     let streams = headers
         .get_all(header::ACCEPT)
         .iter()
         .any(|v| v.to_str().is_ok_and(|v| v.contains("text/event-stream")));
-    if !streams || last.is_some_and(|v| v.contains('/') || v.trim() == "0") {
+    let known = headers.get("mcp-protocol-version").is_none_or(|v| {
+        rmcp::model::ProtocolVersion::KNOWN_VERSIONS
+            .iter()
+            .any(|k| v.to_str().is_ok_and(|v| v == k.as_str()))
+    });
+    if !streams || !known || last.is_some_and(|v| v.contains('/')) {
+        return;
+    }
+    if last.is_some_and(|v| v.trim() == "0") && gate.manager.running(id) {
         return;
     }
     let handle = gate
         .manager
+        .inner
         .sessions
         .read()
         .await
@@ -156,7 +164,7 @@ async fn takes_the_stream(gate: &Gate, id: &str, headers: &axum::http::HeaderMap
 /// Closes a session whose seat changed once the requests it is answering are written (the calls the change
 /// stopped say why, and its client may read on), or after ENDING_ANSWERED: its new requests are refused
 /// already, the secret being no seat's.
-async fn close_when_answered(manager: Arc<LocalSessionManager>, owners: Owners, id: String) {
+async fn close_when_answered(manager: Arc<Resumable>, owners: Owners, id: String) {
     // An initialised session's registration ends with its seat too: one of the two closes it.
     if !owners.claim_close(&id) {
         return;
@@ -194,7 +202,7 @@ impl crate::server::sessions::RemoteSessions for Gate {
     fn starting(&self) -> futures::future::BoxFuture<'static, HashMap<String, usize>> {
         let (manager, owners) = (self.manager.clone(), self.owners.clone());
         Box::pin(async move {
-            prune(&manager, &owners).await;
+            prune(&manager.inner, &owners).await;
             owners.starting()
         })
     }

@@ -111,6 +111,11 @@ impl Bound {
             .with_cancellation_token(daemon.http_stop.child_token())
             .with_max_request_body_bytes(MAX_BODY_BYTES)
             .disable_allowed_hosts();
+        let resumable = Arc::new(resume::Resumable::new(
+            manager.clone(),
+            daemon.tasks.clone(),
+            || gate::CALLER.try_with(|c| c.seat.clone()).ok(),
+        ));
         let for_factory = daemon.clone();
         let service = StreamableHttpService::new(
             move || {
@@ -122,13 +127,10 @@ impl Bound {
                         std::io::Error::other("a request reached the MCP service without a seat")
                     })
             },
-            Arc::new(resume::Resumable::new(
-                manager.clone(),
-                daemon.tasks.clone(),
-            )),
+            resumable.clone(),
             config,
         );
-        let gate = Arc::new(gate::Gate::new(daemon.clone(), &self.settings, manager));
+        let gate = Arc::new(gate::Gate::new(daemon.clone(), &self.settings, resumable));
         daemon.tasks.spawn(gate::close_idle(
             gate.clone(),
             std::time::Duration::from_secs(self.settings.session_idle_secs),

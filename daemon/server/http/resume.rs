@@ -7,11 +7,16 @@
 //! of its own, which passes the events on and keeps an answered request's events for `KEPT_FOR`, for a
 //! resume to replay: kept whether or not they seemed delivered, since a connection that broke without a
 //! word (a laptop asleep, a NAT forgetting it) takes what was written to it with it unnoticed. Bounded
-//! per session, in all, and in bytes.
+//! per session, in all, and in bytes; past the bounds of all, the seat keeping the most gives up its
+//! oldest first, so one seat's traffic cannot push out another's answer. A resume naming an event its
+//! request's stream never sent is turned away here: rmcp would hand it the running call's stream before
+//! finding the index wrong, and the answer would go nowhere.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use futures::{Stream, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
@@ -42,15 +47,27 @@ pub struct Resumable {
     kept: Arc<Mutex<Kept>>,
     /// The daemon's: a shutdown waits for the readers too.
     tasks: TaskTracker,
+    /// The seat of the request being handled (the gate's, read where rmcp calls in).
+    seat_now: fn() -> Option<String>,
 }
 
 impl Resumable {
-    pub fn new(inner: Arc<LocalSessionManager>, tasks: TaskTracker) -> Self {
+    pub fn new(
+        inner: Arc<LocalSessionManager>,
+        tasks: TaskTracker,
+        seat_now: fn() -> Option<String>,
+    ) -> Self {
         Self {
             inner,
             kept: Arc::default(),
             tasks,
+            seat_now,
         }
+    }
+
+    /// Whether a request of session `id` is running (its stream not answered yet).
+    pub fn running(&self, id: &str) -> bool {
+        lock(&self.kept).live.keys().any(|(s, _)| &**s == id)
     }
 
     /// Reads `events` (one request's) in a task of its own, passing them on to the stream returned.
@@ -63,6 +80,8 @@ impl Resumable {
         let kept = self.kept.clone();
         let inner = self.inner.clone();
         let session = session.clone();
+        let seat: Arc<str> = (self.seat_now)().unwrap_or_default().into();
+        let reader = lock(&kept).next_reader();
         self.tasks.spawn(async move {
             let mut events = std::pin::pin!(events);
             let mut to = Some(tx);
@@ -70,7 +89,10 @@ impl Resumable {
             let mut seen: VecDeque<ServerSseMessage> = VecDeque::new();
             let mut answered = false;
             while let Some(event) = events.next().await {
-                request = request.or_else(|| request_of(&event));
+                if let Some((index, r)) = event_index(&event) {
+                    request = request.or(Some(r));
+                    lock(&kept).sent((session.clone(), r), reader, index);
+                }
                 answered |= is_answer(&event);
                 if seen.len() == MAX_EVENTS {
                     seen.pop_front();
@@ -82,6 +104,9 @@ impl Resumable {
                     to = None;
                 }
             }
+            if let Some(r) = request {
+                lock(&kept).ended(&(session.clone(), r), reader);
+            }
             // A stream that ended unanswered (cancelled, or handed by rmcp to a resume, whose own reader
             // keeps what comes) is not kept; nor is one of a session closed meanwhile.
             let Some(request) = request.filter(|_| answered) else {
@@ -91,9 +116,31 @@ impl Resumable {
                 return;
             }
             let bytes = seen.iter().map(bytes_of).sum();
-            lock(&kept).keep((session, request), seen, bytes);
+            let first = lock(&kept).keep((session, request), seat, seen, bytes);
+            if first {
+                tokio::spawn(sweep(kept));
+            }
         });
         Passed(rx)
+    }
+}
+
+/// Forgets kept requests as their minute passes, while any is kept: memory comes back though nobody
+/// resumes (an idle daemon wakes for nothing once none is kept).
+async fn sweep(kept: Arc<Mutex<Kept>>) {
+    loop {
+        let next = {
+            let mut kept = lock(&kept);
+            kept.expire();
+            match kept.order.front() {
+                Some((_, at)) => *at + KEPT_FOR,
+                None => {
+                    kept.sweeping = false;
+                    return;
+                }
+            }
+        };
+        tokio::time::sleep_until(next).await;
     }
 }
 
@@ -129,35 +176,100 @@ impl Stream for Passed {
     }
 }
 
-/// The kept requests' events. Every step is O(1) but for an occasional compaction: a request is kept
-/// for each answer an HTTP session gets.
+type Key = (SessionId, u64);
+
+struct KeptStream {
+    events: VecDeque<ServerSseMessage>,
+    bytes: usize,
+    seat: Arc<str>,
+}
+
+/// What one seat keeps: its bytes and requests, and its keys oldest first (a key whose request went
+/// since stays until it is reached or the list is compacted).
+#[derive(Default)]
+struct Share {
+    bytes: usize,
+    count: usize,
+    keys: VecDeque<Key>,
+}
+
+/// The kept requests' events, and the requests running. Every step is O(1) but for an occasional
+/// compaction and a look over the seats: a request is kept for each answer an HTTP session gets.
 #[derive(Default)]
 struct Kept {
-    streams: HashMap<(SessionId, u64), (VecDeque<ServerSseMessage>, usize)>,
+    streams: HashMap<Key, KeptStream>,
     /// Oldest first, when each was kept; a key whose request went since (its session's cap, its
     /// session's end) stays here until it is reached or the queue is compacted.
-    order: VecDeque<((SessionId, u64), Instant)>,
+    order: VecDeque<(Key, Instant)>,
     /// Each session's kept requests, oldest first.
     by_session: HashMap<SessionId, VecDeque<u64>>,
+    by_seat: HashMap<Arc<str>, Share>,
     bytes: usize,
+    /// Each running request's reader and the last index its stream sent.
+    live: HashMap<Key, (u64, u64)>,
+    readers: u64,
+    /// A sweep is waiting for the oldest kept request's minute.
+    sweeping: bool,
 }
 
 impl Kept {
-    fn keep(&mut self, key: (SessionId, u64), events: VecDeque<ServerSseMessage>, bytes: usize) {
+    fn next_reader(&mut self) -> u64 {
+        self.readers += 1;
+        self.readers
+    }
+
+    /// Reader `reader` passed on event `index` of request `key` (a resume's reader takes the request
+    /// over from the one before).
+    fn sent(&mut self, key: Key, reader: u64, index: u64) {
+        let entry = self.live.entry(key).or_insert((reader, index));
+        *entry = (
+            reader,
+            if entry.0 == reader {
+                entry.1.max(index)
+            } else {
+                index
+            },
+        );
+    }
+
+    /// Reader `reader`'s stream ended: its request runs no more, unless a later reader holds it.
+    fn ended(&mut self, key: &Key, reader: u64) {
+        if self.live.get(key).is_some_and(|(r, _)| *r == reader) {
+            self.live.remove(key);
+        }
+    }
+
+    /// Keeps a request's events; true when a sweep is to start.
+    fn keep(
+        &mut self,
+        key: Key,
+        seat: Arc<str>,
+        events: VecDeque<ServerSseMessage>,
+        bytes: usize,
+    ) -> bool {
+        self.expire();
         if bytes > KEPT_BYTES {
-            return;
+            return false;
         }
         let (session, request) = key.clone();
-        match self.streams.insert(key.clone(), (events, bytes)) {
-            Some((_, old)) => self.bytes -= old,
-            None => {
-                self.by_session
-                    .entry(session.clone())
-                    .or_default()
-                    .push_back(request);
-                self.order.push_back((key, Instant::now()));
-            }
-        }
+        self.drop_stream(&key);
+        self.by_session
+            .entry(session.clone())
+            .or_default()
+            .push_back(request);
+        self.order.push_back((key.clone(), Instant::now()));
+        let share = self.by_seat.entry(seat.clone()).or_default();
+        share.bytes += bytes;
+        share.count += 1;
+        share.keys.push_back(key.clone());
+        self.streams.insert(
+            key,
+            KeptStream {
+                events,
+                bytes,
+                seat,
+            },
+        );
         self.bytes += bytes;
         let oldest_of_session = self
             .by_session
@@ -168,21 +280,58 @@ impl Kept {
             self.drop_stream(&(session, old));
         }
         while self.streams.len() > KEPT_IN_ALL || self.bytes > KEPT_BYTES {
-            match self.order.pop_front() {
-                Some((key, _)) => self.forget(&key),
-                None => break,
+            let Some(oldest) = self.oldest_of_the_most() else {
+                break;
+            };
+            self.forget(&oldest);
+        }
+        self.compact();
+        !std::mem::replace(&mut self.sweeping, true)
+    }
+
+    /// The oldest kept request of the seat keeping the most (by count past the count's bound, else by
+    /// bytes).
+    fn oldest_of_the_most(&mut self) -> Option<Key> {
+        let by_count = self.streams.len() > KEPT_IN_ALL;
+        let seat = self
+            .by_seat
+            .iter()
+            .filter(|(_, share)| share.count > 0)
+            .max_by_key(|(_, share)| if by_count { share.count } else { share.bytes })
+            .map(|(seat, _)| seat.clone())?;
+        let share = self.by_seat.get_mut(&seat)?;
+        while let Some(key) = share.keys.pop_front() {
+            if self.streams.get(&key).is_some_and(|s| s.seat == seat) {
+                return Some(key);
             }
         }
+        None
+    }
+
+    fn compact(&mut self) {
         if self.order.len() > 4 * self.streams.len() + 1024 {
             let streams = &self.streams;
             self.order.retain(|(k, _)| streams.contains_key(k));
         }
+        let streams = &self.streams;
+        self.by_seat.retain(|seat, share| {
+            if share.keys.len() > 4 * share.count + 64 {
+                share
+                    .keys
+                    .retain(|k| streams.get(k).is_some_and(|s| &s.seat == seat));
+            }
+            share.count > 0
+        });
     }
 
     /// Drops a request's events (its session's list is the caller's to mend).
-    fn drop_stream(&mut self, key: &(SessionId, u64)) {
-        if let Some((_, bytes)) = self.streams.remove(key) {
-            self.bytes -= bytes;
+    fn drop_stream(&mut self, key: &Key) {
+        if let Some(gone) = self.streams.remove(key) {
+            self.bytes -= gone.bytes;
+            if let Some(share) = self.by_seat.get_mut(&gone.seat) {
+                share.bytes -= gone.bytes;
+                share.count -= 1;
+            }
         }
     }
 
@@ -201,7 +350,7 @@ impl Kept {
         while self
             .order
             .front()
-            .is_some_and(|(_, at)| at.elapsed() > KEPT_FOR)
+            .is_some_and(|(_, at)| at.elapsed() >= KEPT_FOR)
         {
             if let Some((key, _)) = self.order.pop_front() {
                 self.forget(&key);
@@ -210,11 +359,11 @@ impl Kept {
     }
 
     /// A request's kept events from `index` on (that one too, as rmcp replays).
-    fn replay(&mut self, key: &(SessionId, u64), index: u64) -> Option<Vec<ServerSseMessage>> {
+    fn replay(&mut self, key: &Key, index: u64) -> Option<Vec<ServerSseMessage>> {
         self.expire();
-        let (events, _) = self.streams.get(key)?;
+        let kept = self.streams.get(key)?;
         Some(
-            events
+            kept.events
                 .iter()
                 .filter(|e| event_index(e).is_some_and(|(i, _)| i >= index))
                 .cloned()
@@ -225,6 +374,17 @@ impl Kept {
     fn forget_session(&mut self, session: &SessionId) {
         for request in self.by_session.remove(session).unwrap_or_default() {
             self.drop_stream(&(session.clone(), request));
+        }
+        self.live.retain(|(s, _), _| s != session);
+    }
+
+    /// Whether a resume from event `index` of running request `key` names one its stream never sent:
+    /// rmcp takes one past the last (nothing to replay), no further.
+    fn past_what_was_sent(&self, key: &Key, index: u64) -> bool {
+        match self.live.get(key) {
+            Some((_, last)) => index > last + 1,
+            // Not running and not kept: no stream of it to resume.
+            None => true,
         }
     }
 }
@@ -237,10 +397,6 @@ fn event_index(event: &ServerSseMessage) -> Option<(u64, u64)> {
 fn parse_event_id(id: &str) -> Option<(u64, u64)> {
     let (index, request) = id.split_once('/')?;
     Some((index.parse().ok()?, request.parse().ok()?))
-}
-
-fn request_of(event: &ServerSseMessage) -> Option<u64> {
-    event_index(event).map(|(_, request)| request)
 }
 
 fn is_answer(event: &ServerSseMessage) -> bool {
@@ -305,8 +461,21 @@ impl SessionManager for Resumable {
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         if let Some((index, request)) = parse_event_id(&last_event_id) {
-            let kept = lock(&self.kept).replay(&(id.clone(), request), index);
-            if let Some(events) = kept {
+            let key = (id.clone(), request);
+            let (kept, past) = {
+                let mut kept = lock(&self.kept);
+                let events = kept.replay(&key, index);
+                let past = events.is_none() && kept.past_what_was_sent(&key, index);
+                (events, past)
+            };
+            // Nothing to resume: an empty stream that ends, as rmcp answers a resume it cannot make
+            // (an error would have an EventSource retry the same id for ever), without its warning a
+            // request (anyone with a seat's token could fill the log).
+            let events = kept.or_else(|| past.then(Vec::new));
+            if let Some(events) = events {
+                if past {
+                    tracing::debug!(last_event_id, "a resume names no event to resume from");
+                }
                 let (tx, rx) = tokio::sync::mpsc::channel(events.len().max(1));
                 for event in events {
                     let _ = tx.try_send(event);
@@ -344,8 +513,9 @@ mod tests {
         let mut kept = Kept::default();
         let a: SessionId = Arc::from("a");
         let b: SessionId = Arc::from("b");
+        let seat: Arc<str> = Arc::from("w1");
         for r in 0..40 {
-            kept.keep((a.clone(), r), events(r), 100);
+            kept.keep((a.clone(), r), seat.clone(), events(r), 100);
         }
         // Its latest 16, the oldest gone.
         assert!(kept.replay(&(a.clone(), 23), 0).is_none());
@@ -353,16 +523,67 @@ mod tests {
         assert_eq!(kept.by_session[&a].len(), KEPT_PER_SESSION);
         assert_eq!(kept.bytes, 100 * KEPT_PER_SESSION);
         // Past the bytes of all, the oldest of any session go first.
-        kept.keep((b.clone(), 1), events(1), KEPT_BYTES - 100);
+        kept.keep((b.clone(), 1), seat.clone(), events(1), KEPT_BYTES - 100);
         assert!(kept.bytes <= KEPT_BYTES);
         assert!(kept.replay(&(b.clone(), 1), 0).is_some());
         assert!(kept.replay(&(a.clone(), 24), 0).is_none());
         // More than all may hold: not kept.
-        kept.keep((b.clone(), 2), events(2), KEPT_BYTES + 1);
+        kept.keep((b.clone(), 2), seat.clone(), events(2), KEPT_BYTES + 1);
         assert!(kept.replay(&(b.clone(), 2), 0).is_none());
         kept.forget_session(&b);
         assert!(kept.replay(&(b, 1), 0).is_none());
-        let left: usize = kept.streams.values().map(|(_, n)| n).sum();
+        let left: usize = kept.streams.values().map(|s| s.bytes).sum();
         assert_eq!(kept.bytes, left);
+    }
+
+    #[test]
+    fn past_the_bounds_the_seat_keeping_the_most_gives_up_its_oldest() {
+        let mut kept = Kept::default();
+        let (a, b): (SessionId, SessionId) = (Arc::from("a"), Arc::from("b"));
+        kept.keep((a.clone(), 0), Arc::from("w1"), events(0), 1000);
+        for r in 0..40 {
+            let session: SessionId = Arc::from(format!("b{}", r / 10));
+            kept.keep((session, r), Arc::from("lead"), events(r), KEPT_BYTES / 20);
+        }
+        assert!(kept.replay(&(a, 0), 0).is_some());
+        assert!(kept.replay(&(b, 0), 0).is_none());
+        assert!(kept.bytes <= KEPT_BYTES);
+        assert_eq!(kept.by_seat[&Arc::from("w1")].bytes, 1000);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn kept_requests_go_when_their_minute_passes_with_nobody_resuming() {
+        let kept = Arc::new(Mutex::new(Kept::default()));
+        let a: SessionId = Arc::from("a");
+        assert!(lock(&kept).keep((a.clone(), 0), Arc::from("w1"), events(0), 100));
+        let sweeping = tokio::spawn(sweep(kept.clone()));
+        tokio::time::sleep(KEPT_FOR / 2).await;
+        assert!(!lock(&kept).keep((a.clone(), 1), Arc::from("w1"), events(1), 100));
+        tokio::time::sleep(KEPT_FOR / 2 + Duration::from_secs(1)).await;
+        assert_eq!(lock(&kept).streams.len(), 1);
+        tokio::time::sleep(KEPT_FOR / 2).await;
+        assert!(lock(&kept).streams.is_empty());
+        assert_eq!(lock(&kept).bytes, 0);
+        sweeping.await.unwrap();
+        assert!(!lock(&kept).sweeping);
+    }
+
+    #[test]
+    fn a_resume_past_the_last_event_sent_is_told_apart() {
+        let mut kept = Kept::default();
+        let key: Key = (Arc::from("a"), 3);
+        assert!(kept.past_what_was_sent(&key, 0));
+        let reader = kept.next_reader();
+        kept.sent(key.clone(), reader, 0);
+        kept.sent(key.clone(), reader, 1);
+        assert!(!kept.past_what_was_sent(&key, 2));
+        assert!(kept.past_what_was_sent(&key, 3));
+        // A resume's reader takes the request over; the first one's end leaves it running.
+        let resumed = kept.next_reader();
+        kept.sent(key.clone(), resumed, 2);
+        kept.ended(&key, reader);
+        assert!(!kept.past_what_was_sent(&key, 3));
+        kept.ended(&key, resumed);
+        assert!(kept.past_what_was_sent(&key, 0));
     }
 }
