@@ -27,12 +27,13 @@ fn main() {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("OVAI_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let ansi = std::io::stderr().is_terminal();
     let log = tracing_subscriber::fmt()
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(ansi)
         .with_env_filter(filter);
     // The daemon's tracing is written by a thread of its own: a stderr nobody reads must not stop it.
     let held = matches!(cli.command, ovai::cli::Command::Serve { .. })
-        .then(ovai::stderr_log::StderrLog::start);
+        .then(|| ovai::stderr_log::StderrLog::start(ansi));
     match &held {
         Some(held) => {
             log.with_writer(held.clone()).init();

@@ -22,6 +22,8 @@ pub struct StderrLog {
     /// `None` when the thread could not start: lines are then written at once, as before there was one.
     tx: Option<Sender<Vec<u8>>>,
     shared: Arc<Shared>,
+    /// The formatter colours its lines (a terminal): its own SGR escapes are kept.
+    ansi: bool,
 }
 
 /// What the thread and the loggers share (not the sender: the thread ends once every logger is gone).
@@ -38,9 +40,13 @@ struct Shared {
 }
 
 impl StderrLog {
-    /// Starts the thread that writes to stderr; `say` writes through it from then on.
-    pub fn start() -> Self {
-        let log = Self::writing_to(std::io::stderr(), HELD_BYTES);
+    /// Starts the thread that writes to stderr; `say` writes through it from then on. `ansi`: the
+    /// formatter colours its lines.
+    pub fn start(ansi: bool) -> Self {
+        let log = Self {
+            ansi,
+            ..Self::writing_to(std::io::stderr(), HELD_BYTES)
+        };
         let _ = STARTED.set(log.clone());
         log
     }
@@ -69,6 +75,7 @@ impl StderrLog {
         Self {
             tx: thread.is_ok().then_some(tx),
             shared,
+            ansi: false,
         }
     }
 
@@ -161,9 +168,48 @@ impl Write for Line<'_> {
 impl Drop for Line<'_> {
     fn drop(&mut self) {
         if !self.text.is_empty() {
-            self.log.send(std::mem::take(&mut self.text));
+            let text = one_line(std::mem::take(&mut self.text), self.log.ansi);
+            self.log.send(text);
         }
     }
+}
+
+/// An event's text as one line that nothing in it can rewrite: what a session or a plugin sends reaches
+/// fields (an id rmcp names in its warning), and a newline there would forge a row, an escape would
+/// reach the operator's terminal. Controls are written out, but for the line's own end, tabs, and the
+/// formatter's colours (`ESC [ digits ; m`) when it colours.
+fn one_line(text: Vec<u8>, ansi: bool) -> Vec<u8> {
+    let clean = |c: char| !c.is_control() || c == '\t';
+    let body = text.strip_suffix(b"\n").unwrap_or(&text);
+    let body = String::from_utf8_lossy(body);
+    if body.chars().all(clean) {
+        return text;
+    }
+    let mut out = String::with_capacity(body.len() + 16);
+    let mut rest = body.as_ref();
+    while let Some(c) = rest.chars().next() {
+        let sgr = ansi
+            .then(|| rest.strip_prefix("\x1b["))
+            .flatten()
+            .and_then(|after| {
+                let end = after.find(|c: char| !(c.is_ascii_digit() || c == ';'))?;
+                after[end..].starts_with('m').then_some(2 + end + 1)
+            });
+        if let Some(len) = sgr {
+            out.push_str(&rest[..len]);
+            rest = &rest[len..];
+            continue;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if !clean(c) => out.push_str(&c.escape_unicode().to_string()),
+            c => out.push(c),
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    out.push('\n');
+    out.into_bytes()
 }
 
 impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for StderrLog {
@@ -181,6 +227,21 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for StderrLog {
 mod tests {
     use super::*;
     use std::io::Read;
+
+    #[test]
+    fn an_event_is_one_line_its_controls_written_out() {
+        let said = |text: &str, ansi| String::from_utf8(one_line(text.into(), ansi)).unwrap();
+        assert_eq!(said("plain\ttext\n", false), "plain\ttext\n");
+        assert_eq!(
+            said("id=x\nFORGED\u{1b}[2J\u{7}\n", false),
+            "id=x\\nFORGED\\u{1b}[2J\\u{7}\n"
+        );
+        // Colouring, the formatter's SGR escapes stay; any other escape is written out.
+        assert_eq!(
+            said("\u{1b}[2mwhen\u{1b}[0m id=\u{1b}]0;t\u{7}\n", true),
+            "\u{1b}[2mwhen\u{1b}[0m id=\\u{1b}]0;t\\u{7}\n"
+        );
+    }
 
     #[test]
     fn lines_past_what_is_held_are_dropped_and_the_gap_is_said_where_it_is() {

@@ -1926,3 +1926,33 @@ fn unread(pipe: &impl std::os::fd::AsRawFd) -> i32 {
     unsafe { libc::ioctl(pipe.as_raw_fd(), libc::FIONREAD, &mut n) };
     n
 }
+
+/// What a session sends that reaches the daemon's own log (rmcp's warning for a request it answers
+/// with an error names the request's id) cannot forge a row there, nor reach the operator's terminal as
+/// escapes: each event is one line, its controls written out.
+#[test]
+fn a_request_id_cannot_forge_a_row_of_the_daemons_log() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize_as("2025-06-18");
+    let forged = "x\n2026-12-06T06:00:00.000000Z ERROR ovai::server: FORGED ROW\n\u{1b}[2J\u{1b}]0;title\u{7}";
+    s.send(&json!({ "jsonrpc": "2.0", "id": forged, "method": "notifications/initialized" }));
+    let answer = s.recv_where(|m| m["id"] == forged);
+    assert!(answer["error"].is_object(), "{answer}");
+    s.close_input();
+    s.wait();
+    let path = d.stderr.clone();
+    drop(d);
+    let log = std::fs::read_to_string(path).unwrap();
+    assert!(
+        !log.lines()
+            .any(|l| l.starts_with("2026-12-06T06:00:00.000000Z ERROR")),
+        "{log}"
+    );
+    assert!(!log.contains('\u{1b}') && !log.contains('\u{7}'), "{log:?}");
+    assert!(
+        log.contains("FORGED ROW"),
+        "the id is still there, escaped: {log}"
+    );
+}
