@@ -1956,3 +1956,38 @@ fn a_request_id_cannot_forge_a_row_of_the_daemons_log() {
         "the id is still there, escaped: {log}"
     );
 }
+
+/// A `subscriptions/listen` stays open for the session's life, holding one of its 64 requests in flight:
+/// 64 of them left no room for anything, unanswered, for good. Past 8 a listen is refused in words,
+/// and the session goes on.
+#[test]
+fn listens_past_a_few_are_refused_and_the_session_goes_on() {
+    let inst = Instance::with_plugins(&[("echo.mjs", ECHO)]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
+    s.request("tools/list", json!({ "_meta": meta }));
+    for _ in 0..8 {
+        s.send_request(
+            "subscriptions/listen",
+            json!({ "_meta": meta, "notifications": { "toolsListChanged": true } }),
+        );
+        s.recv_where(|m| m["method"] == "notifications/subscriptions/acknowledged");
+    }
+    let ninth = s.send_request(
+        "subscriptions/listen",
+        json!({ "_meta": meta, "notifications": { "toolsListChanged": true } }),
+    );
+    let refused = s.recv_where(|m| m["id"] == ninth && m.get("error").is_some());
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let words = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        words.contains("holds 8 subscriptions/listen streams"),
+        "{words}"
+    );
+    let answer = s.request(
+        "tools/call",
+        json!({ "_meta": meta, "name": "echo", "arguments": { "text": "still here" } }),
+    );
+    assert!(text_of(&answer).0.contains("still here"), "{answer}");
+}

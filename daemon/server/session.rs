@@ -39,6 +39,9 @@ pub struct SeatService {
     via: Via,
 }
 
+/// `subscriptions/listen` streams one socket session may hold open at once.
+const MAX_LISTENS: usize = 8;
+
 /// How the session reaches the daemon, which decides how it is registered (for `index`, list changes, and
 /// ending it when its seat goes).
 #[derive(Clone)]
@@ -362,6 +365,18 @@ impl ServerHandler for SeatService {
         let sink = context.sink().clone();
         match &self.via {
             Via::Socket { session } => {
+                // A listen is open for the session's life, holding one of its requests in flight: a
+                // few are all a client needs, and more would leave no room for its calls.
+                if self.daemon.sessions.sinks_of(*session) >= MAX_LISTENS {
+                    return Err(ErrorData::invalid_request(
+                        format!(
+                            "Invalid request: this session holds {MAX_LISTENS} subscriptions/listen streams already, \
+                             the most it may (one hears every change of the tool list); cancel one it does not \
+                             need (notifications/cancelled) before opening another"
+                        ),
+                        None,
+                    ));
+                }
                 let key = self.daemon.sessions.add_sink(*session, sink);
                 context.cancelled().await;
                 self.daemon.sessions.remove_sink(*session, key);
