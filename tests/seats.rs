@@ -433,3 +433,26 @@ fn a_session_refused_for_its_secret_says_to_start_again_and_does_not_look_again(
         "{text}"
     );
 }
+
+/// A seat name that names no seat is said back as one line, clipped: it is anything the person typed
+/// or pasted, and its newlines and escapes reached the terminal raw, a 100 KB name whole.
+#[test]
+fn an_unknown_seat_name_is_said_back_on_one_line_clipped() {
+    let inst = Instance::new();
+    for cmd in ["remove", "rotate", "trust"] {
+        for name in ["x\nFORGED LINE\u{1b}[2J", &"b".repeat(100_000)] {
+            let out = inst
+                .cmd()
+                .args(["seat", cmd, "--", name])
+                .assert()
+                .failure();
+            let said = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+            assert_eq!(said.trim_end().lines().count(), 1, "{cmd}: {said}");
+            assert!(
+                !said.contains('\u{1b}') && said.len() < 1000,
+                "{cmd}: {said}"
+            );
+            assert!(said.contains("no seat"), "{cmd}: {said}");
+        }
+    }
+}
