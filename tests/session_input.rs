@@ -1991,3 +1991,32 @@ fn listens_past_a_few_are_refused_and_the_session_goes_on() {
     );
     assert!(text_of(&answer).0.contains("still here"), "{answer}");
 }
+
+/// A session is initialized once: a second `initialize` (asking another revision, say) is refused in
+/// words, and the session goes on speaking the revision it began with. It was answered, and the
+/// session went on half in one revision, half in the other (ping refused, lists in the other shape).
+#[test]
+fn a_second_initialize_is_refused_and_the_revision_stays() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize_as("2025-11-25");
+    let again = s.send_request(
+        "initialize",
+        json!({ "protocolVersion": "2026-07-28", "capabilities": {}, "clientInfo": { "name": "x", "version": "1" } }),
+    );
+    let refused = s.response(again);
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("initialized already"),
+        "{refused}"
+    );
+    let listed = s.request("tools/list", json!({}));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    assert!(listed["result"].get("resultType").is_none(), "{listed}");
+    let pong = s.request("ping", json!({}));
+    assert!(pong["result"].is_object(), "{pong}");
+}
