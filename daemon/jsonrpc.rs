@@ -137,7 +137,19 @@ pub fn read_within<'a, S: Visitor<'a> + Copy>(
         Ok((found, params)) => (judged(found), params),
         Err(Members::NotJson(why)) => (
             Read::Bad(
-                Some(error(&Value::Null, PARSE_ERROR, &not_json(&why, unit))),
+                Some(error(
+                    &Value::Null,
+                    PARSE_ERROR,
+                    &if text.starts_with('\u{feff}') {
+                        // Invisible where the client's author looks.
+                        format!(
+                            "Parse error: the {unit} begins with a byte order mark (U+FEFF), which JSON does \
+                             not take: send UTF-8 without it"
+                        )
+                    } else {
+                        not_json(&why, unit)
+                    },
+                )),
                 None,
             ),
             Inner::None,

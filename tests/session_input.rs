@@ -47,6 +47,21 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
         (json!(-32700), json!("Parse error: the line is not UTF-8"))
     );
 
+    // A byte order mark, invisible where a client's author looks, is named.
+    raw(
+        &mut s,
+        "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n".as_bytes(),
+    );
+    let e = error_for(&mut s, Value::Null);
+    assert_eq!(e["code"], -32700, "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("byte order mark (U+FEFF)"),
+        "{e}"
+    );
+
     raw(
         &mut s,
         b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{\"x\":\"a\x00b\"}}\n",
