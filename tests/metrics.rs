@@ -151,6 +151,24 @@ fn a_request_naming_another_host_is_refused() {
         let text = ask(&own);
         assert!(text.starts_with("HTTP/1.1 200"), "{own}: {text}");
     }
+    // Another method is answered in words, not a bare status.
+    let posted = {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&authority).unwrap();
+        s.set_read_timeout(Some(PATIENCE)).unwrap();
+        write!(
+            s,
+            "POST /metrics HTTP/1.1\r\nHost: {authority}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        let _ = s.read_to_string(&mut text);
+        text
+    };
+    assert!(
+        posted.starts_with("HTTP/1.1 405") && posted.contains("read with GET"),
+        "{posted}"
+    );
     for other in [
         format!("Host: rebind.evil.example:{port}\r\nOrigin: https://evil.example\r\n"),
         format!("Host: {authority}\r\nHost: evil.example\r\n"),

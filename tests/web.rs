@@ -353,6 +353,28 @@ fn the_page_answers_only_at_its_own_address() {
         text
     };
     let ask = |headers: &str| ask_at("/web/s/00000000000000000000000000000000/api/state", headers);
+    // What it does not serve, or a method it does not take, is answered in words, not a bare status.
+    let elsewhere = ask_at("/nothing/here", &format!("Host: 127.0.0.1:{port}\r\n"));
+    assert!(
+        elsewhere.starts_with("HTTP/1.1 404") && elsewhere.contains("This is ovai's status page"),
+        "{elsewhere}"
+    );
+    let posted = {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(PATIENCE)).unwrap();
+        write!(
+            s,
+            "POST /web/app.js HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        let _ = s.read_to_string(&mut text);
+        text
+    };
+    assert!(
+        posted.starts_with("HTTP/1.1 405") && posted.contains("read with GET"),
+        "{posted}"
+    );
     // The page's own listener sends a bare address on to the page.
     let root = ask_at("/", &format!("Host: 127.0.0.1:{port}\r\n"));
     assert!(root.starts_with("HTTP/1.1 303"), "{root}");

@@ -53,6 +53,12 @@ pub fn app(daemon: &Arc<Daemon>, loopback: bool) -> axum::Router {
                 StatusCode::NOT_FOUND,
                 "This is ovai's metrics endpoint: Prometheus reads /metrics.\n",
             )
+        })
+        .method_not_allowed_fallback(|| async {
+            (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "/metrics is read with GET, as Prometheus does.\n",
+            )
         });
     if loopback {
         app.layer(axum::middleware::from_fn(loopback_only))

@@ -35,17 +35,7 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
 /// `on_http`: the page is served on the HTTP endpoint (whose gate checks the Host), not on a listener of
 /// its own; fixed with the listener, whatever a later openovai.json says.
 pub fn router(daemon: Arc<Daemon>, on_http: bool) -> Router {
-    let router = Router::new();
-    // On a listener of its own, the bare address is the page's too (on the HTTP endpoint it is not).
-    let router = if on_http {
-        router
-    } else {
-        router.route(
-            "/",
-            axum::routing::get(|| async { redirect("/web/", None) }),
-        )
-    };
-    router
+    let router = Router::new()
         .route(
             "/web/",
             axum::routing::get(|| async { words(StatusCode::UNAUTHORIZED, NO_COOKIE) }),
@@ -65,7 +55,32 @@ pub fn router(daemon: Arc<Daemon>, on_http: bool) -> Router {
         .route(
             "/web",
             axum::routing::get(|| async { redirect("/web/", None) }),
-        )
+        );
+    // On a listener of its own, the bare address is the page's too, and what it does not serve is
+    // answered in words; on the HTTP endpoint, the endpoint's own fallback answers.
+    let router = if on_http {
+        router
+    } else {
+        router
+            .route(
+                "/",
+                axum::routing::get(|| async { redirect("/web/", None) }),
+            )
+            .fallback(|| async {
+                words(
+                    StatusCode::NOT_FOUND,
+                    "This is ovai's status page, at /web/: `ovai web` prints its address with the key.",
+                )
+            })
+            // Set on the routes made so far: last.
+            .method_not_allowed_fallback(|| async {
+                words(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "The status page is read with GET; it changes nothing.",
+                )
+            })
+    };
+    router
         .layer(axum::middleware::from_fn_with_state(on_http, guard))
         .with_state(daemon)
 }
