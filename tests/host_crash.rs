@@ -512,7 +512,7 @@ fn a_plugin_whose_calls_end_the_host_again_and_again_is_left_out_before_every_to
     let (text, refused) = s.call("a", json!({}));
     assert!(refused && text.starts_with(left), "{text}");
     assert!(
-        text.ends_with("; its calls would go on taking every tool down with them. Fix it, then `ovai restart` serves it again (`ovai check` imports it and stops, before what it leaves running, a timer say, would end or hold a host: it passes)."),
+        text.ends_with("; its calls would go on taking every tool down with them. Fix it, then run `ovai restart`, which serves it again. `ovai check` may pass it as it is: it only imports the file, and runs no call and waits for no timer."),
         "{text}"
     );
     assert_eq!(s.call("echo", json!({})), ("{}".to_string(), false));
@@ -561,7 +561,7 @@ fn a_plugin_that_ends_the_host_from_a_timer_is_left_out_of_the_next_and_the_rest
     assert!(host[1].starts_with(left), "{host:#?}");
     assert!(
         host[1].ends_with(
-            "): code its import runs, which would end every new host. Fix it, then `ovai restart` serves it again (`ovai check` imports it and stops, before what it leaves running, a timer say, would end or hold a host: it passes)."
+            "): code its import runs, which would end every new host. Fix it, then run `ovai restart`, which serves it again. `ovai check` may pass it as it is: it only imports the file, and runs no call and waits for no timer."
         ),
         "{host:#?}"
     );

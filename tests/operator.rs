@@ -676,7 +676,7 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
     // Said on stderr as every other command says it.
     assert!(
         String::from_utf8_lossy(&out.stderr).contains(&format!(
-            "No ovai server is running for {}: `ovai serve` starts one.",
+            "No ovai server is running for {}: start one there with `ovai serve`.",
             inst.root.display()
         )),
         "{}",

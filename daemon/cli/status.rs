@@ -46,7 +46,7 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
                 super::print_json(&json!({ "running": false, "root": root }));
             }
             return Err(Failure::new(
-                format!("No ovai server is running for {root}: `ovai serve` starts one."),
+                format!("No ovai server is running for {root}: start one there with `ovai serve`."),
                 exit::NOT_RUNNING,
             ));
         }

@@ -216,8 +216,8 @@ pub fn not_reimported(shown: &str, why: &NotReimported) -> String {
         }
     };
     let then = if later {
-        "Fix it, then `ovai restart` serves it again (`ovai check` imports it and stops, before what it \
-         leaves running, a timer say, would end or hold a host: it passes)"
+        "Fix it, then run `ovai restart`, which serves it again. `ovai check` may pass it as it is: it only \
+         imports the file, and runs no call and waits for no timer"
     } else {
         "Run `ovai check` and `ovai restart` to see and serve it as it is now"
     };
