@@ -469,3 +469,41 @@ fn seat_trust_writes_gemini_and_codex_trust_into_the_home_merged() {
         .assert()
         .code(1);
 }
+
+/// A desk runs ovai by the path it was called by when that leads to it: a link on PATH pointed at a new
+/// build moves every desk with it. Desks named the link's target, and kept running the old build.
+#[test]
+fn a_desk_runs_ovai_by_the_link_it_was_called_by() {
+    let inst = Instance::new();
+    let bin = tempfile::tempdir().unwrap();
+    let link = bin.path().join("ovai");
+    std::os::unix::fs::symlink(OVAI, &link).unwrap();
+    for (seat, how) in [("w1", "by its path"), ("w2", "by its name on PATH")] {
+        let mut cmd = match how {
+            "by its path" => std::process::Command::new(&link),
+            _ => {
+                let mut c = std::process::Command::new("ovai");
+                let path = std::env::var_os("PATH").unwrap_or_default();
+                let mut dirs = vec![bin.path().to_path_buf()];
+                dirs.extend(std::env::split_paths(&path));
+                c.env("PATH", std::env::join_paths(dirs).unwrap());
+                c
+            }
+        };
+        let out = cmd
+            .args(["seat", "add", seat, "--root"])
+            .arg(&inst.root)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{how}: {out:?}");
+        let desk: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(inst.root.join("desks").join(seat).join(".mcp.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            desk["mcpServers"]["openovai"]["command"],
+            json!(link.display().to_string()),
+            "{how}: {desk}"
+        );
+    }
+}

@@ -448,14 +448,33 @@ pub(crate) fn found(root: Option<&std::path::Path>) -> Result<Instance, String> 
     Ok(inst)
 }
 
-/// The absolute path of this binary, for the `.mcp.json` a seat's client runs.
+/// The absolute path of this binary, for the `.mcp.json` a seat's client runs: as it was called, when
+/// that leads here (a link on PATH, `~/.local/bin/ovai`, stays the desks' command, so pointing it at a
+/// new build moves every desk with it), else where it is.
 fn own_exe() -> Result<PathBuf, Failure> {
-    std::env::current_exe()
+    let exe = std::env::current_exe()
         .map(|p| instance::absolute(&p))
         .map_err(|e| {
             Failure::new(
                 format!("The path of this ovai binary cannot be found: {e}."),
                 exit::FAILED,
             )
-        })
+        })?;
+    Ok(as_called(&exe).unwrap_or(exe))
+}
+
+/// The path this process was called by (its first argument, or where PATH found that name), when it
+/// leads to `exe`.
+fn as_called(exe: &std::path::Path) -> Option<PathBuf> {
+    let called = PathBuf::from(std::env::args_os().next()?);
+    let candidates: Vec<PathBuf> = if called.components().count() > 1 {
+        vec![std::path::absolute(&called).ok()?]
+    } else {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .filter(|dir| dir.is_absolute())
+            .map(|dir| dir.join(&called))
+            .collect()
+    };
+    let first = candidates.into_iter().find(|c| c.is_file())?;
+    (std::fs::canonicalize(&first).ok()? == exe).then_some(first)
 }
