@@ -332,6 +332,8 @@ const ENVELOPE: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "err
 enum IdProblem {
     TooLong(usize),
     PastI64,
+    /// An integer in float form at or past 2^53 (`1e18`): no float holds every such integer exactly.
+    FloatPast53,
     NotAnId,
 }
 
@@ -343,6 +345,11 @@ impl IdProblem {
             }
             IdProblem::PastI64 => format!(
                 "Invalid request: the id {raw} is outside the 64-bit signed integers this server takes; send it as a string"
+            ),
+            IdProblem::FloatPast53 => format!(
+                "Invalid request: the id {raw} is an integer written in float form, at or past 2^53, which \
+                 a float does not hold exactly; send it as an integer (without a fraction or exponent) or as \
+                 a string"
             ),
             IdProblem::NotAnId => {
                 format!("Invalid request: the id {raw} is not a string or an integer")
@@ -357,8 +364,13 @@ fn read_id(raw: &RawValue) -> Result<NumberOrString, IdProblem> {
         Ok(NumberOrString::String(s)) if s.len() > MAX_ID_BYTES => Err(IdProblem::TooLong(s.len())),
         Ok(id) => Ok(id),
         Err(_) => match serde_json::from_str::<Value>(raw.get()) {
-            Ok(Value::Number(n)) if n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
-                Err(IdProblem::PastI64)
+            Ok(Value::Number(n)) if n.is_u64() => Err(IdProblem::PastI64),
+            Ok(Value::Number(n)) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
+                Err(if n.as_f64().is_some_and(|f| f.abs() < 9.3e18) {
+                    IdProblem::FloatPast53
+                } else {
+                    IdProblem::PastI64
+                })
             }
             _ => Err(IdProblem::NotAnId),
         },

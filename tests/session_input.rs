@@ -344,6 +344,23 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
             .unwrap()
             .contains("the id 99999999999999999999 is outside the 64-bit signed integers")
     );
+    // In float form, past 2^53 and inside the integers: said for what it is.
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"id\":1e18,\"method\":\"ping\"}\n",
+    );
+    let said = s.recv_where(|m| {
+        m["error"]["message"]
+            .as_str()
+            .is_some_and(|w| w.contains("1e18"))
+    });
+    assert!(
+        said["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the id 1e18 is an integer written in float form, at or past 2^53"),
+        "{said}"
+    );
 
     // A method this server does not serve is named in a sentence.
     for method in ["nosuch/method", "resources/list"] {
