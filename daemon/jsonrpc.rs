@@ -366,7 +366,7 @@ fn read_id(raw: &RawValue) -> Result<NumberOrString, IdProblem> {
         Err(_) => match serde_json::from_str::<Value>(raw.get()) {
             Ok(Value::Number(n)) if n.is_u64() => Err(IdProblem::PastI64),
             Ok(Value::Number(n)) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
-                Err(if n.as_f64().is_some_and(|f| f.abs() < 9.3e18) {
+                Err(if n.as_f64().is_some_and(|f| f.abs() < 2f64.powi(63)) {
                     IdProblem::FloatPast53
                 } else {
                     IdProblem::PastI64

@@ -74,6 +74,16 @@ pub fn is_loopback_authority(authority: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// What someone typed or sent, to be said back: its first `max` characters, "…" where it was cut, its
+/// controls written out (one line, nothing a terminal acts on).
+pub fn clipped(text: &str, max: usize) -> String {
+    let mut shown: String = text.chars().take(max).collect();
+    if shown.len() < text.len() {
+        shown.push('…');
+    }
+    escape_controls(&shown, false).into_owned()
+}
+
 /// `s` with its control characters shown escaped (`\r`, `\u{1b}`), so that what a person reads in a
 /// terminal or a log cannot be rewritten by it: a file name, a description, a room message. Newlines stay
 /// when `keep_newlines` (the caller sets the lines off itself); tabs always stay.

@@ -182,13 +182,9 @@ impl SeatBook {
     /// The refusal for a seat this book does not have, naming the ones it has.
     pub fn unknown(&self, name: &str) -> SeatError {
         let known: Vec<_> = self.names().collect();
-        // Named as given, and given is anything: one line, clipped, its controls written out.
-        let mut shown: String = name.chars().take(64).collect();
-        if shown.len() < name.len() {
-            shown.push('…');
-        }
         SeatError::Unknown {
-            name: names::escape_controls(&shown, false).into_owned(),
+            // Named as given, and given is anything.
+            name: names::clipped(name, 64),
             near: known
                 .iter()
                 .find(|s| s.eq_ignore_ascii_case(name))

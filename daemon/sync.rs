@@ -1,6 +1,7 @@
 //! The one way the daemon takes a std mutex. Every critical section under these locks is a single
-//! insert, remove or swap, so a panic while one was held cannot have left its value half-updated: a
-//! poisoned lock is taken as it is rather than spreading the panic to every later caller.
+//! insert, remove or swap, or (the HTTP answers kept for a resume) steps that cannot panic, so a panic
+//! while one was held cannot have left its value half-updated: a poisoned lock is taken as it is rather
+//! than spreading the panic to every later caller.
 
 use std::sync::{Mutex, MutexGuard};
 

@@ -362,6 +362,25 @@ fn a_refused_get_leaves_the_live_stream_alone() {
     refs.push(("mcp-protocol-version", "1999-01-01"));
     let refused = http.request("GET", &refs, "");
     assert_eq!(refused.status, 400);
+    // Nor one rmcp answers with nothing: an event id it cannot read, a revision without sessions.
+    for (name, value) in [
+        ("last-event-id", "abc"),
+        ("mcp-protocol-version", "2026-07-28"),
+    ] {
+        let mut refs: Vec<(&str, &str)> = refs
+            .iter()
+            .copied()
+            .filter(|(k, _)| *k != "mcp-protocol-version")
+            .collect();
+        if name != "mcp-protocol-version" {
+            refs.push(("mcp-protocol-version", "2025-11-25"));
+        }
+        refs.push((name, value));
+        let mut other = http.request("GET", &refs, "");
+        if other.status == 200 {
+            other.ends();
+        }
+    }
     inst.write_plugin("more.mjs", &good_tool("more"));
     inst.cmd().arg("restart").assert().success();
     let (m, _live) = next_of(live);

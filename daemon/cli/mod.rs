@@ -448,9 +448,10 @@ pub(crate) fn found(root: Option<&std::path::Path>) -> Result<Instance, String> 
     Ok(inst)
 }
 
-/// The absolute path of this binary, for the `.mcp.json` a seat's client runs: as it was called, when
-/// that leads here (a link on PATH, `~/.local/bin/ovai`, stays the desks' command, so pointing it at a
-/// new build moves every desk with it), else where it is.
+/// The absolute path of this binary, for what runs it later (a desk's `.mcp.json`, the service's unit):
+/// as it was called, when that leads here (a link on PATH, `~/.local/bin/ovai`, stays the command, so
+/// pointing it at a new build moves every desk with it) and only this user or root can change the link
+/// or its folder, else where it is.
 fn own_exe() -> Result<PathBuf, Failure> {
     let exe = std::env::current_exe()
         .map(|p| instance::absolute(&p))
@@ -476,5 +477,13 @@ fn as_called(exe: &std::path::Path) -> Option<PathBuf> {
             .collect()
     };
     let first = candidates.into_iter().find(|c| c.is_file())?;
-    (std::fs::canonicalize(&first).ok()? == exe).then_some(first)
+    let ours = |path: &std::path::Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(path).is_ok_and(|m| {
+            (m.uid() == nix::unistd::geteuid().as_raw() || m.uid() == 0)
+                && (m.file_type().is_symlink() || m.mode() & 0o022 == 0)
+        })
+    };
+    let held = ours(&first) && first.parent().is_some_and(ours);
+    (held && std::fs::canonicalize(&first).ok()? == exe).then_some(first)
 }

@@ -47,8 +47,9 @@ fn json_files(desk: &Path) -> [(Client, PathBuf, [&'static str; 2]); 2] {
 /// The entry a JSON client reads, `env` the bridge's environment (the person's own variables kept).
 /// opencode gives up on a request quiet for its `timeout`, 60 s unless said: the same as ovai's own
 /// `callTimeoutSeconds`, a tie opencode won, so a call that never settled got its "Request timed out"
-/// and never ovai's words naming the file. ovai answers every call itself; a day is opencode's backstop.
-const OPENCODE_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
+/// and never ovai's words naming the file. ovai answers every call itself; ten minutes (Gemini CLI's
+/// own) is opencode's backstop, and bounds its wait on a remote server that never answers.
+const OPENCODE_TIMEOUT_MS: u64 = 10 * 60 * 1000;
 
 fn json_entry(client: Client, reach: &Reach<'_>, env: Map<String, Value>, secret: &str) -> Value {
     let bearer = json!({ "Authorization": format!("Bearer {secret}") });

@@ -79,20 +79,12 @@ const SHARED_CODE: &str = "a module other tools import goes in a subfolder, such
 /// The row that follows a served file's row when its inputSchema's `$schema` names no draft this
 /// server reads: its arguments are checked as 2020-12's, which may not be what its author meant.
 pub fn unknown_dialect(file: &str, uri: &str) -> String {
-    let mut clipped: String = uri.chars().take(200).collect();
-    if clipped.len() < uri.len() {
-        clipped.push('…');
-    }
-    names::escape_controls(
-        &format!(
-            "plugins/{file}: its inputSchema names $schema {}, which is none of the JSON Schema drafts this \
-             server reads (draft-04, -06, -07, 2019-09, 2020-12): its arguments are checked by JSON Schema \
-             2020-12.",
-            serde_json::Value::String(clipped)
-        ),
-        false,
+    format!(
+        "plugins/{file}: its inputSchema names $schema {}, which is none of the JSON Schema drafts this \
+         server reads (draft-04, -06, -07, 2019-09, 2020-12): its arguments are checked by JSON Schema \
+         2020-12.",
+        names::clipped(&serde_json::Value::String(uri.into()).to_string(), 200)
     )
-    .into_owned()
 }
 
 /// The row that follows a served file's row when its inputSchema has keys that look like slips for

@@ -367,7 +367,11 @@ impl ServerHandler for SeatService {
             Via::Socket { session } => {
                 // A listen is open for the session's life, holding one of its requests in flight: a
                 // few are all a client needs, and more would leave no room for its calls.
-                if self.daemon.sessions.sinks_of(*session) >= MAX_LISTENS {
+                let Some(key) = self
+                    .daemon
+                    .sessions
+                    .add_sink_within(*session, sink, MAX_LISTENS)
+                else {
                     return Err(ErrorData::invalid_request(
                         format!(
                             "Invalid request: this session holds {MAX_LISTENS} subscriptions/listen streams already, \
@@ -376,8 +380,7 @@ impl ServerHandler for SeatService {
                         ),
                         None,
                     ));
-                }
-                let key = self.daemon.sessions.add_sink(*session, sink);
+                };
                 context.cancelled().await;
                 self.daemon.sessions.remove_sink(*session, key);
             }

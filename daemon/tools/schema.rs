@@ -524,7 +524,11 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
 /// The draft a schema is read in: the one its `$schema` names, 2020-12 when it names none (as MCP
 /// says). `None` for a `$schema` naming no draft this server reads, which is then read as 2020-12.
 fn dialect(schema: &Value) -> Option<jsonschema::Draft> {
-    match schema.get("$schema").and_then(Value::as_str) {
+    dialect_of(schema.get("$schema").and_then(Value::as_str))
+}
+
+fn dialect_of(uri: Option<&str>) -> Option<jsonschema::Draft> {
+    match uri {
         None => Some(jsonschema::Draft::Draft202012),
         Some(uri) => match jsonschema::Draft::from_schema_uri(uri) {
             jsonschema::Draft::Unknown => None,
@@ -537,7 +541,7 @@ fn dialect(schema: &Value) -> Option<jsonschema::Draft> {
 /// as 2020-12, which may not be what its author meant.
 pub fn unknown_dialect(schema: &serde_json::Map<String, Value>) -> Option<&str> {
     let uri = schema.get("$schema")?.as_str()?;
-    (jsonschema::Draft::from_schema_uri(uri) == jsonschema::Draft::Unknown).then_some(uri)
+    dialect_of(Some(uri)).is_none().then_some(uri)
 }
 
 /// The first `$ref` that leaves the document: the daemon never fetches a URL or reads a file for a schema.

@@ -135,12 +135,16 @@ async fn takes_the_stream(gate: &Gate, id: &str, headers: &axum::http::HeaderMap
         .get_all(header::ACCEPT)
         .iter()
         .any(|v| v.to_str().is_ok_and(|v| v.contains("text/event-stream")));
-    let known = headers.get("mcp-protocol-version").is_none_or(|v| {
+    // A version rmcp does not know, or one without sessions (2026-07-28: rmcp answers 405), and an id
+    // it cannot read as the session stream's (it answers an empty stream), are refused there.
+    let served = headers.get("mcp-protocol-version").is_none_or(|v| {
         rmcp::model::ProtocolVersion::KNOWN_VERSIONS
             .iter()
             .any(|k| v.to_str().is_ok_and(|v| v == k.as_str()))
+            && v.to_str().is_ok_and(|v| v < super::super::params::INLINE)
     });
-    if !streams || !known || last.is_some_and(|v| v.contains('/')) {
+    let readable = last.is_none_or(|v| v.trim().parse::<u64>().is_ok());
+    if !streams || !served || !readable {
         return;
     }
     if last.is_some_and(|v| v.trim() == "0") && gate.manager.running(id) {

@@ -67,7 +67,7 @@ impl Resumable {
 
     /// Whether a request of session `id` is running (its stream not answered yet).
     pub fn running(&self, id: &str) -> bool {
-        lock(&self.kept).live.keys().any(|(s, _)| &**s == id)
+        lock(&self.kept).running.contains_key(id)
     }
 
     /// Reads `events` (one request's) in a task of its own, passing them on to the stream returned.
@@ -78,7 +78,6 @@ impl Resumable {
     ) -> Passed {
         let (tx, rx) = tokio::sync::mpsc::channel(PASSED_ON);
         let kept = self.kept.clone();
-        let inner = self.inner.clone();
         let session = session.clone();
         let seat: Arc<str> = (self.seat_now)().unwrap_or_default().into();
         let reader = lock(&kept).next_reader();
@@ -87,38 +86,40 @@ impl Resumable {
             let mut to = Some(tx);
             let mut request = None;
             let mut seen: VecDeque<ServerSseMessage> = VecDeque::new();
-            let mut answered = false;
             while let Some(event) = events.next().await {
-                if let Some((index, r)) = event_index(&event) {
-                    request = request.or(Some(r));
-                    lock(&kept).sent((session.clone(), r), reader, index);
-                }
-                answered |= is_answer(&event);
+                let index = event_index(&event);
+                request = request.or(index.map(|(_, r)| r));
                 if seen.len() == MAX_EVENTS {
                     seen.pop_front();
                 }
                 seen.push_back(event.clone());
+                match (index, is_answer(&event)) {
+                    // The answer is kept before it is passed on (a connection gone without a word can
+                    // hold the send), and the request stops running in the same step: a resume finds
+                    // it one way or the other.
+                    (Some((_, r)), true) => {
+                        let events = std::mem::take(&mut seen);
+                        let bytes = events.iter().map(bytes_of).sum();
+                        let key = (session.clone(), r);
+                        let mut kept_now = lock(&kept);
+                        kept_now.ended(&key, reader);
+                        if kept_now.keep(key, seat.clone(), events, bytes) {
+                            tokio::spawn(sweep(kept.clone()));
+                        }
+                    }
+                    (Some((i, r)), false) => lock(&kept).sent((session.clone(), r), reader, i),
+                    (None, _) => {}
+                }
                 if let Some(tx) = &to
                     && tx.send(event).await.is_err()
                 {
                     to = None;
                 }
             }
+            // A stream that ended unanswered (cancelled, or handed by rmcp to a resume, whose own reader
+            // keeps what comes) is not kept.
             if let Some(r) = request {
                 lock(&kept).ended(&(session.clone(), r), reader);
-            }
-            // A stream that ended unanswered (cancelled, or handed by rmcp to a resume, whose own reader
-            // keeps what comes) is not kept; nor is one of a session closed meanwhile.
-            let Some(request) = request.filter(|_| answered) else {
-                return;
-            };
-            if !inner.has_session(&session).await.unwrap_or(false) {
-                return;
-            }
-            let bytes = seen.iter().map(bytes_of).sum();
-            let first = lock(&kept).keep((session, request), seat, seen, bytes);
-            if first {
-                tokio::spawn(sweep(kept));
             }
         });
         Passed(rx)
@@ -207,6 +208,8 @@ struct Kept {
     bytes: usize,
     /// Each running request's reader and the last index its stream sent.
     live: HashMap<Key, (u64, u64)>,
+    /// How many requests of each session are running.
+    running: HashMap<SessionId, usize>,
     readers: u64,
     /// A sweep is waiting for the oldest kept request's minute.
     sweeping: bool,
@@ -220,22 +223,36 @@ impl Kept {
 
     /// Reader `reader` passed on event `index` of request `key` (a resume's reader takes the request
     /// over from the one before).
+    /// Reader numbers only grow: one older than the entry's (draining what it was sent before the resume)
+    /// changes nothing.
     fn sent(&mut self, key: Key, reader: u64, index: u64) {
-        let entry = self.live.entry(key).or_insert((reader, index));
-        *entry = (
-            reader,
-            if entry.0 == reader {
-                entry.1.max(index)
-            } else {
-                index
-            },
-        );
+        let session = key.0.clone();
+        match self.live.entry(key) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert((reader, index));
+                *self.running.entry(session).or_default() += 1;
+            }
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                let (r, last) = *o.get();
+                if reader > r {
+                    o.insert((reader, index));
+                } else if reader == r {
+                    o.insert((reader, last.max(index)));
+                }
+            }
+        }
     }
 
     /// Reader `reader`'s stream ended: its request runs no more, unless a later reader holds it.
     fn ended(&mut self, key: &Key, reader: u64) {
         if self.live.get(key).is_some_and(|(r, _)| *r == reader) {
             self.live.remove(key);
+            if let Some(n) = self.running.get_mut(&key.0) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.running.remove(&key.0);
+                }
+            }
         }
     }
 
@@ -252,7 +269,7 @@ impl Kept {
             return false;
         }
         let (session, request) = key.clone();
-        self.drop_stream(&key);
+        self.forget(&key);
         self.by_session
             .entry(session.clone())
             .or_default()
@@ -327,10 +344,10 @@ impl Kept {
     /// Drops a request's events (its session's list is the caller's to mend).
     fn drop_stream(&mut self, key: &Key) {
         if let Some(gone) = self.streams.remove(key) {
-            self.bytes -= gone.bytes;
+            self.bytes = self.bytes.saturating_sub(gone.bytes);
             if let Some(share) = self.by_seat.get_mut(&gone.seat) {
-                share.bytes -= gone.bytes;
-                share.count -= 1;
+                share.bytes = share.bytes.saturating_sub(gone.bytes);
+                share.count = share.count.saturating_sub(1);
             }
         }
     }
@@ -376,13 +393,14 @@ impl Kept {
             self.drop_stream(&(session.clone(), request));
         }
         self.live.retain(|(s, _), _| s != session);
+        self.running.remove(session);
     }
 
     /// Whether a resume from event `index` of running request `key` names one its stream never sent:
     /// rmcp takes one past the last (nothing to replay), no further.
     fn past_what_was_sent(&self, key: &Key, index: u64) -> bool {
         match self.live.get(key) {
-            Some((_, last)) => index > last + 1,
+            Some((_, last)) => index > last.saturating_add(1),
             // Not running and not kept: no stream of it to resume.
             None => true,
         }
@@ -578,12 +596,16 @@ mod tests {
         kept.sent(key.clone(), reader, 1);
         assert!(!kept.past_what_was_sent(&key, 2));
         assert!(kept.past_what_was_sent(&key, 3));
-        // A resume's reader takes the request over; the first one's end leaves it running.
+        // A resume's reader takes the request over; the first one, draining what it had, and its end
+        // leave it running.
         let resumed = kept.next_reader();
         kept.sent(key.clone(), resumed, 2);
+        kept.sent(key.clone(), reader, 1);
         kept.ended(&key, reader);
         assert!(!kept.past_what_was_sent(&key, 3));
+        assert!(kept.running.contains_key(&key.0));
         kept.ended(&key, resumed);
         assert!(kept.past_what_was_sent(&key, 0));
+        assert!(kept.running.is_empty());
     }
 }
