@@ -1190,8 +1190,9 @@ fn a_call_in_flight_over_http_finishes_across_ovai_restart() {
 
 /// A call in flight in a session of a seat that is then re-keyed is answered saying so before the
 /// session ends (it was left with no answer: its stream just ended).
-#[test]
-fn a_call_in_flight_when_its_seat_is_re_keyed_is_answered_saying_so() {
+/// A call of w1's running at the gate when w1 is re-keyed: its answer, and the instance. `initialized`:
+/// whether the session's client sent `notifications/initialized`.
+fn call_when_re_keyed(initialized: bool) -> (String, bool, Instance, Daemon) {
     let inst = Instance::new();
     // Unboxed, a seat change does not wait for the host's calls: the call in flight is cut off.
     inst.set_config(json!({ "http": { "listen": "127.0.0.1:0" }, "hostIsolation": "none" }));
@@ -1200,14 +1201,24 @@ fn a_call_in_flight_when_its_seat_is_re_keyed_is_answered_saying_so() {
     let d = inst.start();
     let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
     let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
-    s.initialize();
-    sessions_registered(&inst, 1);
+    if initialized {
+        s.initialize();
+        sessions_registered(&inst, 1);
+    } else {
+        s.initialize_only();
+    }
     let call = std::thread::spawn(move || s.call("gate", json!({})));
     wait_until("the call to be running", || {
         inst.root.join("work/gate.started").exists().then_some(())
     });
     inst.cmd().args(["seat", "rotate", "w1"]).assert().success();
     let (text, is_error) = call.join().expect("the call is answered");
+    (text, is_error, inst, d)
+}
+
+#[test]
+fn a_call_in_flight_when_its_seat_is_re_keyed_is_answered_saying_so() {
+    let (text, is_error, inst, _d) = call_when_re_keyed(true);
     assert!(is_error, "{text}");
     assert!(
         text.contains("The call to gate was stopped: the seat w1 was given a new secret"),
@@ -1231,20 +1242,7 @@ fn a_call_in_flight_when_its_seat_is_re_keyed_is_answered_saying_so() {
 /// all the same): its call was left with no answer, its session closed 2 s after the change.
 #[test]
 fn a_call_of_a_session_never_initialized_is_answered_when_its_seat_is_re_keyed() {
-    let inst = Instance::new();
-    inst.set_config(json!({ "http": { "listen": "127.0.0.1:0" }, "hostIsolation": "none" }));
-    inst.add_seat("w1");
-    inst.write_plugin("gate.mjs", GATE);
-    let d = inst.start();
-    let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
-    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
-    s.initialize_only();
-    let call = std::thread::spawn(move || s.call("gate", json!({})));
-    wait_until("the call to be running", || {
-        inst.root.join("work/gate.started").exists().then_some(())
-    });
-    inst.cmd().args(["seat", "rotate", "w1"]).assert().success();
-    let (text, is_error) = call.join().expect("the call is answered");
+    let (text, is_error, _inst, _d) = call_when_re_keyed(false);
     assert!(is_error, "{text}");
     assert!(
         text.contains("The call to gate was stopped: the seat w1 was given a new secret"),

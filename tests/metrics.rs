@@ -131,17 +131,10 @@ fn a_request_naming_another_host_is_refused() {
         .unwrap()
         .to_string();
     let ask = |headers: &str| {
-        use std::io::{Read, Write};
-        let mut s = std::net::TcpStream::connect(&authority).unwrap();
-        s.set_read_timeout(Some(PATIENCE)).unwrap();
-        write!(
-            s,
-            "GET /metrics HTTP/1.1\r\n{headers}connection: close\r\n\r\n"
+        exchange(
+            authority.as_str(),
+            &format!("GET /metrics HTTP/1.1\r\n{headers}connection: close\r\n\r\n"),
         )
-        .unwrap();
-        let mut text = String::new();
-        let _ = s.read_to_string(&mut text);
-        text
     };
     let port = authority.rsplit_once(':').unwrap().1;
     for own in [
@@ -152,19 +145,12 @@ fn a_request_naming_another_host_is_refused() {
         assert!(text.starts_with("HTTP/1.1 200"), "{own}: {text}");
     }
     // Another method is answered in words, not a bare status.
-    let posted = {
-        use std::io::{Read, Write};
-        let mut s = std::net::TcpStream::connect(&authority).unwrap();
-        s.set_read_timeout(Some(PATIENCE)).unwrap();
-        write!(
-            s,
+    let posted = exchange(
+        authority.as_str(),
+        &format!(
             "POST /metrics HTTP/1.1\r\nHost: {authority}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut text = String::new();
-        let _ = s.read_to_string(&mut text);
-        text
-    };
+        ),
+    );
     assert!(
         posted.starts_with("HTTP/1.1 405") && posted.contains("read with GET"),
         "{posted}"

@@ -341,16 +341,10 @@ fn the_page_answers_only_at_its_own_address() {
     inst.set_config(json!({ "web": { "listen": format!("127.0.0.1:{port}") } }));
     let _d = inst.start();
     let ask_at = |path: &str, headers: &str| {
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(PATIENCE)).unwrap();
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\n{headers}connection: close\r\n\r\n"
+        exchange(
+            ("127.0.0.1", port),
+            &format!("GET {path} HTTP/1.1\r\n{headers}connection: close\r\n\r\n"),
         )
-        .unwrap();
-        let mut text = String::new();
-        let _ = s.read_to_string(&mut text);
-        text
     };
     let ask = |headers: &str| ask_at("/web/s/00000000000000000000000000000000/api/state", headers);
     // What it does not serve, or a method it does not take, is answered in words, not a bare status.
@@ -359,18 +353,12 @@ fn the_page_answers_only_at_its_own_address() {
         elsewhere.starts_with("HTTP/1.1 404") && elsewhere.contains("This is ovai's status page"),
         "{elsewhere}"
     );
-    let posted = {
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(PATIENCE)).unwrap();
-        write!(
-            s,
+    let posted = exchange(
+        ("127.0.0.1", port),
+        &format!(
             "POST /web/app.js HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut text = String::new();
-        let _ = s.read_to_string(&mut text);
-        text
-    };
+        ),
+    );
     assert!(
         posted.starts_with("HTTP/1.1 405") && posted.contains("read with GET"),
         "{posted}"

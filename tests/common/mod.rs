@@ -354,6 +354,18 @@ pub fn wait_until_for<T>(what: &str, patience: Duration, mut poll: impl FnMut() 
     }
 }
 
+/// Sends `request` whole on a new connection to `addr` and reads the answer to its end (the request
+/// says `connection: close`).
+pub fn exchange(addr: impl std::net::ToSocketAddrs, request: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    String::from_utf8_lossy(&got).into_owned()
+}
+
 pub fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
     wait_until("a process to exit", || child.try_wait().ok().flatten())
 }
