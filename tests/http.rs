@@ -309,6 +309,26 @@ fn a_second_get_stream_takes_the_first_ones_place() {
     drop(stale);
 }
 
+/// Over HTTP as over the socket: a progress token of another kind is `-32602`, named (rmcp took it as
+/// none).
+#[test]
+fn a_progress_token_of_another_kind_is_invalid_params_over_http_too() {
+    let (inst, _d, http) = serving(json!({}));
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize();
+    let answer = s.request(
+        "tools/call",
+        json!({ "name": "echo", "arguments": {}, "_meta": { "progressToken": { "a": 1 } } }),
+    );
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(
+        answer["error"]["message"].as_str().unwrap().contains(
+            "params._meta.progressToken is an object; a progress token is a string or an integer"
+        ),
+        "{answer}"
+    );
+}
+
 /// The next message a stream reads, within PATIENCE (a stream that gets none would be read for ever),
 /// and the stream.
 fn next_of(mut stream: Response) -> (serde_json::Value, Response) {

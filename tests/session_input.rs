@@ -2052,3 +2052,40 @@ fn a_second_initialize_is_refused_and_the_revision_stays() {
     let pong = s.request("ping", json!({}));
     assert!(pong["result"].is_object(), "{pong}");
 }
+
+/// A progress token of a kind MCP does not have (an object, a list, a boolean, a fraction) was taken as
+/// none: the call ran and its progress never came, with no word why. It is `-32602`, named.
+#[test]
+fn a_progress_token_of_another_kind_is_invalid_params_in_words() {
+    let inst = Instance::with_plugins(&[("echo.mjs", ECHO)]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    for (token, kind) in [
+        (json!({}), "an object"),
+        (json!([1]), "an array"),
+        (json!(true), "a boolean"),
+        (json!(1.5), "a number"),
+    ] {
+        let answer = s.request(
+            "tools/call",
+            json!({ "name": "echo", "arguments": {}, "_meta": { "progressToken": token } }),
+        );
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        let words = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            words.contains(&format!(
+                "params._meta.progressToken is {kind}; a progress token is a string or an integer"
+            )),
+            "{words}"
+        );
+    }
+    // null is no token; a string or an integer is one.
+    for token in [json!(null), json!("p"), json!(7)] {
+        let answer = s.request(
+            "tools/call",
+            json!({ "name": "echo", "arguments": {}, "_meta": { "progressToken": token } }),
+        );
+        assert!(answer["result"].is_object(), "{answer}");
+    }
+}

@@ -151,8 +151,14 @@ pub fn call_read<'a>(
         Inner::Object((found, _)) => found,
     };
     let [progress, version, capabilities, traceparent, tracestate] = found.values;
-    // As rmcp reads them: a value of another kind is as good as none.
-    read.progress = progress.and_then(|p| serde_json::from_str::<ProgressToken>(p.get()).ok());
+    read.progress = match progress.filter(|p| p.get() != "null") {
+        None => None,
+        Some(p) => match serde_json::from_str::<ProgressToken>(p.get()) {
+            Ok(token) => Some(token),
+            // Ignored, its progress would never come, and nothing would say why.
+            Err(_) => return Err(progress_token_kind(p)),
+        },
+    };
     if let Some(ProgressToken(rmcp::model::NumberOrString::String(s))) = &read.progress
         && s.len() > MAX_ID_BYTES
     {
@@ -267,6 +273,15 @@ fn problem(method: &str, params: Option<&RawValue>) -> String {
                 )
             }),
     }
+}
+
+/// `-32602`'s words for a progress token of a kind MCP does not have.
+pub fn progress_token_kind(token: &RawValue) -> String {
+    let kind = serde_json::from_str::<Value>(token.get())
+        .map_or("not JSON", |v| crate::instance::json_kind(&v));
+    format!(
+        "params._meta.progressToken is {kind}; a progress token is a string or an integer (or leave it out)"
+    )
 }
 
 /// Methods this server serves: a request for one of them that rmcp could not read had params that did

@@ -436,6 +436,21 @@ impl ServerHandler for SeatService {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let token = context.meta.get_progress_token();
+        // rmcp takes one of another kind as none: its progress would never come, and nothing would say.
+        if token.is_none()
+            && let Some(given) = context.meta.0.get("progressToken").filter(|v| !v.is_null())
+        {
+            let raw = serde_json::value::to_raw_value(given).map_err(|_| {
+                ErrorData::invalid_params("Invalid params: params._meta.progressToken", None)
+            })?;
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "Invalid params: {}",
+                    super::params::progress_token_kind(&raw)
+                ),
+                None,
+            ));
+        }
         if let Some(ProgressToken(rmcp::model::NumberOrString::String(s))) = &token
             && s.len() > crate::jsonrpc::MAX_ID_BYTES
         {
