@@ -359,7 +359,7 @@ fn a_schema_that_is_not_an_object_schema_says_so() {
     );
     assert_eq!(
         rows[3],
-        "plugins/d-remote.mjs is not served: its inputSchema refers to \"https://example.com/n.json\" outside itself; a tool's schema must stand on its own (a $ref starts with #)"
+        "plugins/d-remote.mjs is not served: its inputSchema refers to \"https://example.com/n.json\" outside itself; a tool's schema must stand on its own (a $ref starts with #, or names an $id of the schema)"
     );
     assert!(rows[4].starts_with("plugins/e-cycle.mjs is not served: its inputSchema cannot be written as JSON: TypeError: Converting circular structure to JSON"), "{}", rows[4]);
     assert_eq!(
@@ -1086,5 +1086,51 @@ fn a_schema_is_read_in_the_dialect_its_schema_names() {
     assert_eq!(
         s.call("odd", serde_json::json!({ "n": 1 })),
         (r#"{"n":1}"#.to_string(), false)
+    );
+}
+
+/// What a schema's rows say (helper-44): a schema refused says which draft judged it, and why that one
+/// (an unknown `$schema` was hidden behind the error it led to); a tuple written as draft-07's under
+/// 2020-12 is told the way out; a keyword its draft does not know (a later draft's, OpenAPI's
+/// `nullable`) gets a row, where it was ignored in silence; an `$id` of the schema's own is no outside
+/// reference (typebox's `Type.Recursive`); and `format` is a note in every draft, as the docs say.
+#[test]
+fn a_schemas_rows_name_its_draft_and_what_it_ignores() {
+    let file = |schema: &str| {
+        format!(
+            "export const description = 'd';\nexport const inputSchema = {schema};\nexport function run(a) {{ return {{ text: JSON.stringify(a) }}; }}\n"
+        )
+    };
+    let tuple = r#"{ type: "object", properties: { pair: { type: "array", description: "A pair.", items: [{ type: "string" }, { type: "number" }] } } }"#;
+    let typo_draft = r#"{ $schema: "json-schema.org/draft-07/schema#", type: "object", properties: { pair: { type: "array", description: "A pair.", items: [{ type: "string" }] } } }"#;
+    let mixed = r#"{ $schema: "http://json-schema.org/draft-07/schema#", type: "object", properties: { pair: { type: "array", description: "A pair.", prefixItems: [{ type: "string" }] }, note: { type: "string", nullable: true, description: "A note." }, mail: { type: "string", format: "email", description: "A mail." } } }"#;
+    let recursive = r#"{ $id: "T0", type: "object", properties: { next: { $ref: "T0", description: "The next." } } }"#;
+    let inst = Instance::with_plugins(&[
+        ("tuple.mjs", &file(tuple)),
+        ("typo.mjs", &file(typo_draft)),
+        ("mixed.mjs", &file(mixed)),
+        ("recursive.mjs", &file(recursive)),
+    ]);
+    let _d = inst.start();
+    let rows = inst.rows("plugins");
+    let has = |words: &str| {
+        assert!(rows.iter().any(|r| r.contains(words)), "{words}: {rows:#?}");
+    };
+    has(
+        "plugins/tuple.mjs is not served: its inputSchema is not a valid JSON schema (at /properties/pair/items, read as 2020-12: it names no $schema)",
+    );
+    has("items as an array is draft-07's tuple: write prefixItems, or name draft-07 in $schema");
+    has(
+        "plugins/typo.mjs is not served: its inputSchema is not a valid JSON schema (at /properties/pair/items, read as 2020-12: its $schema \"json-schema.org/draft-07/schema#\" names no draft this server reads)",
+    );
+    has(
+        "plugins/mixed.mjs: its inputSchema is read as JSON Schema draft-07, which does not know prefixItems in pair (2020-12's) or nullable in note (OpenAPI's, not JSON Schema's: write type [\"string\", \"null\"])",
+    );
+    has("This instance serves a tool of its own: recursive");
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("mixed", serde_json::json!({ "mail": "not a mail" })),
+        (r#"{"mail":"not a mail"}"#.to_string(), false)
     );
 }

@@ -50,6 +50,10 @@ impl Verdict {
                 if let Some(uri) = schema::unknown_dialect(&p.schema) {
                     rows.push(rows::unknown_dialect(file, uri));
                 }
+                let (foreign, draft) = schema::foreign_keywords(&p.schema);
+                if !foreign.is_empty() {
+                    rows.push(rows::foreign_keywords(file, draft, &foreign));
+                }
                 rows
             }
             Verdict::NotServed(row) => vec![row.clone()],

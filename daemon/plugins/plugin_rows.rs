@@ -87,6 +87,29 @@ pub fn unknown_dialect(file: &str, uri: &str) -> String {
     )
 }
 
+/// The row that follows a served file's row when its inputSchema has keywords the draft it is read in
+/// does not know (a later draft's, OpenAPI's `nullable`): ignored, they check nothing.
+pub fn foreign_keywords(file: &str, draft: &str, found: &[(String, String, &str)]) -> String {
+    let said: Vec<String> = found
+        .iter()
+        .take(8)
+        .map(|(at, keyword, whose)| {
+            let at = if at.is_empty() {
+                "at its top".to_string()
+            } else {
+                format!("in {}", names::escape_controls(at, false))
+            };
+            format!("{keyword} {at} ({whose})")
+        })
+        .collect();
+    format!(
+        "plugins/{file}: its inputSchema is read as JSON Schema {draft}, which does not know {}; a keyword its \
+         draft does not know is ignored, so nothing is checked by it (name the draft it was written for in \
+         $schema).",
+        listed(&said, "or")
+    )
+}
+
 /// The row that follows a served file's row when its inputSchema has keys that look like slips for
 /// JSON Schema's keywords: ignored, they check nothing.
 pub fn keyword_slips(file: &str, slips: &[(String, String, &str)]) -> String {

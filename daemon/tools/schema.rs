@@ -88,9 +88,9 @@ const KEYWORDS: &[&str] = &[
 pub fn keyword_slips(
     schema: &serde_json::Map<String, Value>,
 ) -> Vec<(String, String, &'static str)> {
-    fn meant(key: &str) -> Option<&'static str> {
+    keys_noted(schema, &|key| {
         // OpenAPI's `example` is an annotation of its own, not a slip for `examples`.
-        if KEYWORDS.contains(&key) || key.len() < 4 || key == "example" {
+        if KEYWORDS.contains(&key) || key.len() < 4 || key == "example" || key == "nullable" {
             return None;
         }
         let lower = key.to_ascii_lowercase();
@@ -100,10 +100,68 @@ pub fn keyword_slips(
                 || (lower.len().abs_diff(k.len()) <= 2
                     && crate::names::distance(&lower, &k_lower) <= 2)
         })
+    })
+}
+
+/// The keywords of an inputSchema that the draft it is read in does not know, each as (where, found,
+/// whose it is): a keyword of a later draft (`prefixItems` under draft-07) or OpenAPI's `nullable` is
+/// ignored, so what it was to check is not. With the draft's name, for the row.
+pub fn foreign_keywords(
+    schema: &serde_json::Map<String, Value>,
+) -> (Vec<(String, String, &'static str)>, &'static str) {
+    use jsonschema::Draft;
+    let draft =
+        dialect_of(schema.get("$schema").and_then(Value::as_str)).unwrap_or(Draft::Draft202012);
+    let rank = |d: Draft| match d {
+        Draft::Draft4 => 4,
+        Draft::Draft6 => 6,
+        Draft::Draft7 => 7,
+        Draft::Draft201909 => 2019,
+        _ => 2020,
+    };
+    let found = keys_noted(schema, &|key| {
+        let (since, whose) = match key {
+            "nullable" => {
+                return Some("OpenAPI's, not JSON Schema's: write type [\"string\", \"null\"]");
+            }
+            "const" | "contains" | "propertyNames" => (6, "draft-06's and later"),
+            "if" | "then" | "else" => (7, "draft-07's and later"),
+            "dependentRequired"
+            | "dependentSchemas"
+            | "unevaluatedProperties"
+            | "unevaluatedItems"
+            | "minContains"
+            | "maxContains" => (2019, "2019-09's and later"),
+            "prefixItems" => (2020, "2020-12's"),
+            _ => return None,
+        };
+        (rank(draft) < since).then_some(whose)
+    });
+    (found, draft_name(draft))
+}
+
+/// A draft as its rows name it.
+pub fn draft_name(draft: jsonschema::Draft) -> &'static str {
+    match draft {
+        jsonschema::Draft::Draft4 => "draft-04",
+        jsonschema::Draft::Draft6 => "draft-06",
+        jsonschema::Draft::Draft7 => "draft-07",
+        jsonschema::Draft::Draft201909 => "2019-09",
+        _ => "2020-12",
     }
+}
+
+/// The keys of an inputSchema's schemas that `note` has a word for, each as (where, found, the word).
+/// Only schemas are looked into, never values (`const`, `default`, `enum`, `examples`), and the walk is
+/// bounded.
+fn keys_noted(
+    schema: &serde_json::Map<String, Value>,
+    note: &dyn Fn(&str) -> Option<&'static str>,
+) -> Vec<(String, String, &'static str)> {
     fn walk(
         s: &serde_json::Map<String, Value>,
         at: &str,
+        note: &dyn Fn(&str) -> Option<&'static str>,
         out: &mut Vec<(String, String, &'static str)>,
         budget: &mut usize,
     ) {
@@ -112,7 +170,7 @@ pub fn keyword_slips(
                 return;
             }
             *budget -= 1;
-            if let Some(k) = meant(key) {
+            if let Some(k) = note(key) {
                 out.push((at.to_string(), key.clone(), k));
             }
             let into = |name: &str| {
@@ -130,7 +188,7 @@ pub fn keyword_slips(
                 ) => {
                     for (name, sub) in each {
                         if let Value::Object(sub) = sub {
-                            walk(sub, &into(name), out, budget);
+                            walk(sub, &into(name), note, out, budget);
                         }
                     }
                 }
@@ -138,7 +196,7 @@ pub fn keyword_slips(
                 ("anyOf" | "oneOf" | "allOf" | "prefixItems" | "items", Value::Array(each)) => {
                     for (i, sub) in each.iter().enumerate() {
                         if let Value::Object(sub) = sub {
-                            walk(sub, &into(&format!("{key}[{i}]")), out, budget);
+                            walk(sub, &into(&format!("{key}[{i}]")), note, out, budget);
                         }
                     }
                 }
@@ -154,13 +212,13 @@ pub fn keyword_slips(
                     | "unevaluatedProperties"
                     | "unevaluatedItems",
                     Value::Object(sub),
-                ) => walk(sub, &into(key), out, budget),
+                ) => walk(sub, &into(key), note, out, budget),
                 _ => {}
             }
         }
     }
     let mut out = Vec::new();
-    walk(schema, "", &mut out, &mut 10_000);
+    walk(schema, "", note, &mut out, &mut 10_000);
     out
 }
 
@@ -365,8 +423,11 @@ impl Checker {
 fn options(draft: jsonschema::Draft) -> jsonschema::ValidationOptions<'static> {
     // Patterns run on the daemon's thread for every call: a linear-time engine, so no argument can stall
     // it (a pattern that needs backtracking, such as a backreference, is refused here instead).
+    // `format` is a note in every draft, as 2019-09 on have it (drafts 4 to 7 let a validator check
+    // it, and jsonschema does): one rule, the one docs/plugins.md says.
     jsonschema::options()
         .with_draft(draft)
+        .should_validate_formats(false)
         .with_pattern_options(jsonschema::PatternOptions::regex())
         .with_keyword(STEP, |_, _, _| Ok(Box::new(Step)))
 }
@@ -486,12 +547,24 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
             Value::String(name)
         ));
     }
-    if let Some(r) = external_ref(schema) {
+    let mut ids = std::collections::HashSet::new();
+    ids_in(schema, &mut ids);
+    if let Some(r) = external_ref(schema, &ids) {
         return Err(format!(
-            "its inputSchema refers to {r} outside itself; a tool's schema must stand on its own (a $ref starts with #)"
+            "its inputSchema refers to {r} outside itself; a tool's schema must stand on its own (a $ref starts \
+             with #, or names an $id of the schema)"
         ));
     }
     let draft = dialect(schema).unwrap_or(jsonschema::Draft::Draft202012);
+    // Which draft judged it: a schema valid in the draft its author meant may not be in another.
+    let read_as = match root.get("$schema").and_then(Value::as_str) {
+        None => format!("read as {}: it names no $schema", draft_name(draft)),
+        Some(uri) if dialect(schema).is_none() => format!(
+            "read as 2020-12: its $schema {} names no draft this server reads",
+            crate::names::clipped(&Value::String(uri.into()).to_string(), 120)
+        ),
+        Some(_) => format!("read as {}, as its $schema says", draft_name(draft)),
+    };
     let checks = options(draft).build(schema).map_err(|e| {
             // Where in the plugin's schema: the instance path when the schema failed the meta-schema,
             // the keyword's own path when it failed to compile.
@@ -508,9 +581,15 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
                 )
             } else if at.is_empty() {
                 // No place to point at (a $ref to nothing): the error names what is wrong.
-                format!("its inputSchema is not a valid JSON schema: {e}")
+                format!("its inputSchema is not a valid JSON schema ({read_as}): {e}")
             } else {
-                format!("its inputSchema is not a valid JSON schema (at {at}): {e}")
+                let tuple = at.ends_with("/items") && schema.pointer(&at).is_some_and(Value::is_array);
+                let hint = if tuple {
+                    "; items as an array is draft-07's tuple: write prefixItems, or name draft-07 in $schema"
+                } else {
+                    ""
+                };
+                format!("its inputSchema is not a valid JSON schema (at {at}, {read_as}): {e}{hint}")
             }
         })?;
     // Errors were said from the schema as written; what serves is the one with the budget's keyword.
@@ -544,23 +623,40 @@ pub fn unknown_dialect(schema: &serde_json::Map<String, Value>) -> Option<&str> 
     dialect_of(Some(uri)).is_none().then_some(uri)
 }
 
-/// The first `$ref` that leaves the document: the daemon never fetches a URL or reads a file for a schema.
-fn external_ref(v: &Value) -> Option<String> {
+/// Every `$id` a schema gives itself or its parts (typebox's `Type.Recursive` refers to one by name).
+fn ids_in<'v>(v: &'v Value, ids: &mut std::collections::HashSet<&'v str>) {
+    match v {
+        Value::Object(map) => {
+            if let Some(id) = map.get("$id").and_then(Value::as_str) {
+                ids.insert(id.trim_end_matches('#'));
+            }
+            map.values().for_each(|inner| ids_in(inner, ids));
+        }
+        Value::Array(items) => items.iter().for_each(|inner| ids_in(inner, ids)),
+        _ => {}
+    }
+}
+
+/// The first `$ref` that leaves the document (neither `#…` nor an `$id` of its own): the daemon never
+/// fetches a URL or reads a file for a schema.
+fn external_ref(v: &Value, ids: &std::collections::HashSet<&str>) -> Option<String> {
     match v {
         Value::Object(map) => {
             for (k, inner) in map {
                 if (k == "$ref" || k == "$dynamicRef")
-                    && inner.as_str().is_some_and(|r| !r.starts_with('#'))
+                    && inner.as_str().is_some_and(|r| {
+                        !r.starts_with('#') && !ids.contains(r.split('#').next().unwrap_or(r))
+                    })
                 {
                     return Some(inner.to_string());
                 }
-                if let Some(r) = external_ref(inner) {
+                if let Some(r) = external_ref(inner, ids) {
                     return Some(r);
                 }
             }
             None
         }
-        Value::Array(items) => items.iter().find_map(external_ref),
+        Value::Array(items) => items.iter().find_map(|inner| external_ref(inner, ids)),
         _ => None,
     }
 }
