@@ -1134,3 +1134,26 @@ fn a_schemas_rows_name_its_draft_and_what_it_ignores() {
         (r#"{"mail":"not a mail"}"#.to_string(), false)
     );
 }
+
+/// A tool whose entry in tools/list is large (an enum of thousands) was served without a word, though
+/// every session reads it each turn: a row says what it takes.
+#[test]
+fn a_tool_whose_list_entry_is_large_gets_a_row() {
+    let big = "export const description = 'Picks one.';\nexport const inputSchema = { type: 'object', properties: { v: { type: 'string', description: 'The value.', enum: Array.from({ length: 20000 }, (_, i) => 'value-' + i) } } };\nexport function run(a) { return { text: a.v }; }\n";
+    let inst = Instance::with_plugins(&[("big.mjs", big), ("echo.mjs", &good("echo"))]);
+    let _d = inst.start();
+    let rows = inst.rows("plugins");
+    let row = rows
+        .iter()
+        .find(|r| r.starts_with("plugins/big.mjs: its description and inputSchema take "))
+        .unwrap_or_else(|| panic!("{rows:#?}"));
+    assert!(
+        row.contains(" bytes in tools/list, which every session reads whole"),
+        "{row}"
+    );
+    assert!(
+        !rows
+            .iter()
+            .any(|r| r.starts_with("plugins/echo.mjs: its description and inputSchema take"))
+    );
+}

@@ -39,6 +39,11 @@ impl Verdict {
                 if chars > rows::CLIENT_DESCRIPTION_CHARS {
                     rows.push(rows::description_cut(file, chars));
                 }
+                let bytes = p.description.len()
+                    + serde_json::to_string(&p.schema).map_or(0, |text| text.len());
+                if bytes > rows::LARGE_ENTRY_BYTES {
+                    rows.push(rows::large_entry(file, bytes));
+                }
                 let undescribed = schema::undescribed(&p.schema);
                 if !undescribed.is_empty() {
                     rows.push(rows::undescribed(file, &undescribed));

@@ -32,6 +32,21 @@ pub fn description_cut(file: &str, chars: usize) -> String {
 
 pub use crate::names::thousands;
 
+/// A tool's entry in `tools/list` past which a row says what it costs: a typical tool's is a few KB.
+pub const LARGE_ENTRY_BYTES: usize = 64 * 1024;
+
+/// The row that follows a served file's row when its entry in `tools/list` is large (an enum of
+/// thousands): every session reads the whole list, each turn of its model.
+pub fn large_entry(file: &str, bytes: usize) -> String {
+    let file = names::escape_controls(file, false);
+    format!(
+        "plugins/{file}: its description and inputSchema take {} bytes in tools/list, which every session \
+         reads whole, into each turn of its model; a long enum or many examples are most often the bulk \
+         (let the tool refuse what it cannot take, in words, instead).",
+        thousands(bytes)
+    )
+}
+
 /// The row that follows a served file's row when some of its inputs have no description: the
 /// specification's "every property wants a description of its own".
 pub fn undescribed(file: &str, paths: &[String]) -> String {
