@@ -41,6 +41,7 @@ const fileURLToPath = url.fileURLToPath;
 const AbortCtl = AbortController;
 const DOMExceptionCtor = DOMException;
 const ErrorCtor = Error;
+const DateCtor = Date;
 const captureStack = Error.captureStackTrace;
 const isArray = Array.isArray;
 const apply = Reflect.apply;
@@ -1448,6 +1449,9 @@ function describe(value) {
       return "a symbol";
   }
   if (isArray(value)) return "an array";
+  // Objects whose worth is not in own keys: named for what they are.
+  if (value instanceof ErrorCtor) return `an error (${headline(value)})`;
+  if (value instanceof DateCtor) return "a Date";
   const keys = ownKeys(value);
   if (keys.length === 0) {
     // `in` reads no getter: what the object only inherits is named, and why it does not count.
@@ -1527,7 +1531,9 @@ function headlineOnce(err) {
 function errorWords(err) {
   let text;
   try {
-    text = err instanceof ErrorCtor ? toText(err) : describe(err);
+    const message = err instanceof ErrorCtor ? null : ownMessage(err);
+    // A plain object thrown with a message (`throw { message, code }`): its message is what it says.
+    text = err instanceof ErrorCtor ? toText(err) : message !== null ? `${describe(err)}: ${message}` : describe(err);
   } catch {
     text = ownMessage(err) ?? "an error that cannot be shown";
   }

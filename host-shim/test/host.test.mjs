@@ -236,6 +236,8 @@ test("what a handler answered instead is described in words, its call's key righ
     ["() => 1", "a function"],
     ["Symbol('s')", "a symbol"],
     ["{}", "an empty object"],
+    ["new Date(0)", "a Date"],
+    ["new Error('no access')", "an error (Error: no access)"],
     ["Object.create({ text: 'x' })", "an object whose text or refused is inherited, not its own"],
     ["(async function* () {})()", "an async iterator (is run an async generator?)"],
     ["(function* () {})()", "an iterator (is run a generator?)"],
@@ -256,6 +258,15 @@ test("what a handler answered instead is described in words, its call's key righ
     if (want === null) assert.equal(answer.tooBig, 1001);
     else assert.equal(answer.bad, want, expr);
   }
+  host.stop();
+});
+
+test("a plain object thrown with a message is told by its message", async () => {
+  const { host, dir } = initHost(1000);
+  await loaded(host, dir, "plainthrow", HEADER + "export function run() { throw { message: 'connect refused', code: 'ECONNREFUSED' }; }", 1);
+  host.send({ t: "call", id: 2, tool: "plainthrow", args: {}, seat: "s", role: "Worker", key: 7 });
+  const threw = await host.next((m) => m.id === 2);
+  assert.equal(threw.threw.message, "an object with the keys message, code: connect refused");
   host.stop();
 });
 
