@@ -132,10 +132,12 @@ export function run() {
 #[test]
 fn a_file_edited_after_the_read_is_not_served_by_a_new_host_and_the_rest_is() {
     let uses_helper = "import { said } from \"./lib/helper.mjs\";\nexport const description = \"Says.\";\nexport const inputSchema = { type: \"object\" };\nexport function run() { return { text: said }; }\n";
+    let strict = "export const description = \"Takes n.\";\nexport const inputSchema = { type: \"object\", properties: { n: { type: \"number\", description: \"A number.\" } }, required: [\"n\"] };\nexport function run(a) { return { text: String(a.n) }; }\n";
     let inst = Instance::with_plugins(&[
         ("echo.mjs", ECHO),
         ("exits.mjs", EXITS),
         ("gone.mjs", ECHO),
+        ("strict.mjs", strict),
         ("says.mjs", uses_helper),
         (
             "uses-echo.mjs",
@@ -165,6 +167,7 @@ fn a_file_edited_after_the_read_is_not_served_by_a_new_host_and_the_rest_is() {
         "export const said = \"x\";\nthrow new Error(\"half-edited\");\n",
     );
     std::fs::remove_file(inst.root.join("plugins/gone.mjs")).unwrap();
+    inst.write_plugin("strict.mjs", &format!("{strict}// edited\n"));
     let host = d.host_pid();
     let (text, refused) = s.call("exits", json!({}));
     assert!(refused, "{text}");
@@ -178,6 +181,14 @@ fn a_file_edited_after_the_read_is_not_served_by_a_new_host_and_the_rest_is() {
     );
     let changed = "plugins/echo.mjs is not answering calls since its plugin host was respawned: it changed after it was read, and a new host imports only what was read. Run `ovai check` and `ovai restart` to see and serve it as it is now.";
     assert_eq!(s.call("echo", json!({})), (changed.to_string(), true));
+    // Called with arguments that do not fit, it is told why it is not answering, not to call again
+    // with arguments that fit: a call that fits would be refused all the same.
+    let (text, refused) = s.call("strict", json!({}));
+    assert!(refused, "{text}");
+    assert!(
+        text.starts_with("plugins/strict.mjs is not answering calls since its plugin host was respawned: it changed after it was read"),
+        "{text}"
+    );
     let (text, refused) = s.call("says", json!({}));
     assert!(refused, "{text}");
     assert!(

@@ -169,6 +169,12 @@ impl link::Settle for Waiter {
 /// Makes a call's line for the live host, for a call with no task waiting on it (`Ready::send`). `Busy`
 /// when no host is up now (the call takes the waiting way, which waits for one), `Refused` when the live
 /// host does not serve the tool.
+/// Why the live host does not answer `tool`'s calls (its file was left out when the host was made
+/// again), if it does not.
+pub fn unavailable(host: &Arc<Host>, tool: &str) -> Option<NotReimported> {
+    host.live_link()?.unavailable(tool)
+}
+
 pub fn prepare(host: &Arc<Host>, req: &CallRequest<'_>) -> Prepared {
     let Some(link) = host.live_link() else {
         return Prepared::Busy;

@@ -166,6 +166,18 @@ impl SeatService {
         if self.daemon.closing.is_cancelled() {
             return Ok(Err(answer::shutting_down(name)));
         }
+        // A tool whose file the live host left out says so before its arguments are judged: told to
+        // call again with arguments that fit, a session would, and be refused for another reason.
+        if let Some(Kind::Plugin { file }) = generation.tools.get(name).map(|e| &e.kind)
+            && let Some(why) = host::unavailable(&generation.host, name)
+        {
+            let max = generation.config.max_answer_bytes;
+            return Ok(Err(answer::plugin(
+                file,
+                host::Ended::NotReimported(why),
+                max,
+            )));
+        }
         Ok(Ok(AdmittedCall { generation, guard }))
     }
 
