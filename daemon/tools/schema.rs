@@ -350,8 +350,24 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
                     self.walk(schema, &join("*"), depth + 1);
                 }
             }
-            if let Some(items) = object.get("items").and_then(Value::as_object) {
-                self.walk(items, &format!("{at}[]"), depth + 1);
+            // What the list's later items are (2020-12's items beside prefixItems, draft-07's
+            // additionalItems beside its tuple).
+            for key in ["items", "additionalItems"] {
+                if let Some(items) = object.get(key).and_then(Value::as_object) {
+                    self.walk(items, &format!("{at}[]"), depth + 1);
+                }
+            }
+            // A schema applied when a property is given adds inputs at the same level.
+            for key in ["dependentSchemas", "dependencies"] {
+                for schema in object
+                    .get(key)
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flat_map(|m| m.values())
+                    .filter_map(Value::as_object)
+                {
+                    self.walk(schema, at, depth + 1);
+                }
             }
             // `items` as an array is draft-07's tuple (2020-12's prefixItems).
             let tuples = ["prefixItems", "items"].map(|k| object.get(k).and_then(Value::as_array));
