@@ -102,20 +102,22 @@ pub fn unknown_dialect(file: &str, uri: &str) -> String {
     )
 }
 
+/// Where in an inputSchema a key was found, for a row: "at its top", or "in" the input it belongs to.
+fn where_in(at: &str) -> String {
+    if at.is_empty() {
+        "at its top".to_string()
+    } else {
+        format!("in {}", names::escape_controls(at, false))
+    }
+}
+
 /// The row that follows a served file's row when its inputSchema has keywords the draft it is read in
 /// does not know (a later draft's, OpenAPI's `nullable`): ignored, they check nothing.
 pub fn foreign_keywords(file: &str, draft: &str, found: &[(String, String, &str)]) -> String {
     let said: Vec<String> = found
         .iter()
         .take(8)
-        .map(|(at, keyword, whose)| {
-            let at = if at.is_empty() {
-                "at its top".to_string()
-            } else {
-                format!("in {}", names::escape_controls(at, false))
-            };
-            format!("{keyword} {at} ({whose})")
-        })
+        .map(|(at, keyword, whose)| format!("{keyword} {} ({whose})", where_in(at)))
         .collect();
     format!(
         "plugins/{file}: its inputSchema is read as JSON Schema {draft}, which does not know {}; a keyword its \
@@ -132,14 +134,10 @@ pub fn keyword_slips(file: &str, slips: &[(String, String, &str)]) -> String {
         .iter()
         .take(8)
         .map(|(at, found, meant)| {
-            let at = if at.is_empty() {
-                "at its top".to_string()
-            } else {
-                format!("in {}", names::escape_controls(at, false))
-            };
             format!(
-                "{} {at} (meant {meant}?)",
-                names::escape_controls(found, false)
+                "{} {} (meant {meant}?)",
+                names::escape_controls(found, false),
+                where_in(at)
             )
         })
         .collect();
