@@ -15,6 +15,13 @@ use crate::jsonrpc::{
 /// The revision from which every request carries its own protocol version and client capabilities.
 pub const INLINE: &str = "2026-07-28";
 
+/// Whether rmcp serves protocol revision `version`.
+pub fn known_version(version: &str) -> bool {
+    rmcp::model::ProtocolVersion::KNOWN_VERSIONS
+        .iter()
+        .any(|v| v.as_str() == version)
+}
+
 /// A `tools/call`'s params, as the call path takes them.
 pub struct CallParams<'a> {
     pub name: Cow<'a, str>,

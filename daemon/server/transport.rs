@@ -527,10 +527,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
         };
         let modern = match (&call.version, self.lifecycle) {
             (Some(version), _) => {
-                let known = ProtocolVersion::KNOWN_VERSIONS
-                    .iter()
-                    .any(|v| v.as_str() == version);
-                if !known {
+                if !params::known_version(version) {
                     let error = ErrorData::unsupported_protocol_version(
                         serde_json::from_value(Value::String(version.to_string()))
                             .unwrap_or(ProtocolVersion::V_2026_07_28),

@@ -571,11 +571,12 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
              with #, or names an $id of the schema)"
         ));
     }
-    let draft = dialect(schema).unwrap_or(jsonschema::Draft::Draft202012);
+    let named = dialect(schema);
+    let draft = named.unwrap_or(jsonschema::Draft::Draft202012);
     // Which draft judged it: a schema valid in the draft its author meant may not be in another.
     let read_as = match root.get("$schema").and_then(Value::as_str) {
         None => format!("read as {}: it names no $schema", draft_name(draft)),
-        Some(uri) if dialect(schema).is_none() => format!(
+        Some(uri) if named.is_none() => format!(
             "read as 2020-12: its $schema {} names no draft this server reads",
             crate::names::clipped(&Value::String(uri.into()).to_string(), 120)
         ),

@@ -138,10 +138,9 @@ async fn takes_the_stream(gate: &Gate, id: &str, headers: &axum::http::HeaderMap
     // A version rmcp does not know, or one without sessions (2026-07-28: rmcp answers 405), and an id
     // it cannot read as the session stream's (it answers an empty stream), are refused there.
     let served = headers.get("mcp-protocol-version").is_none_or(|v| {
-        rmcp::model::ProtocolVersion::KNOWN_VERSIONS
-            .iter()
-            .any(|k| v.to_str().is_ok_and(|v| v == k.as_str()))
-            && v.to_str().is_ok_and(|v| v < super::super::params::INLINE)
+        v.to_str().is_ok_and(|v| {
+            super::super::params::known_version(v) && v < super::super::params::INLINE
+        })
     });
     let readable = last.is_none_or(|v| v.trim().parse::<u64>().is_ok());
     if !streams || !served || !readable {

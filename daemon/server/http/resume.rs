@@ -8,7 +8,7 @@
 //! resume to replay: kept whether or not they seemed delivered, since a connection that broke without a
 //! word (a laptop asleep, a NAT forgetting it) takes what was written to it with it unnoticed. Bounded
 //! per session, in all, and in bytes; past the bounds of all, the seat keeping the most gives up its
-//! oldest first, so one seat's traffic cannot push out another's answer. A resume naming an event its
+//! oldest first, so a seat's flood of answers pushes out its own before another's. A resume naming an event its
 //! request's stream never sent is turned away here: rmcp would hand it the running call's stream before
 //! finding the index wrong, and the answer would go nowhere.
 
