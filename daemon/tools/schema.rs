@@ -414,6 +414,8 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
 /// every branch at every level of the arguments).
 pub struct Checker {
     validator: Box<jsonschema::Validator>,
+    /// The schema as written, to show the part a refusal names (what `contains` asks for).
+    schema: Value,
 }
 
 impl std::fmt::Debug for Checker {
@@ -432,6 +434,7 @@ impl Checker {
             .expect("the empty object schema compiles");
         Self {
             validator: Box::new(validator),
+            schema: schema.clone(),
         }
     }
 }
@@ -614,7 +617,10 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
         .build(&stepped(schema))
         .map(Box::new)
         .unwrap_or_else(|_| Box::new(checks));
-    Ok(Checker { validator })
+    Ok(Checker {
+        validator,
+        schema: schema.clone(),
+    })
 }
 
 /// The draft a schema is read in: the one its `$schema` names, 2020-12 when it names none (as MCP
@@ -702,7 +708,7 @@ pub fn check(checker: &Checker, tool: &str, args: &Value, text_len: usize) -> Re
         }
         Walk::Failed => return Err(failed(tool)),
     }
-    let (problems, more) = match within(steps, || name(validator, args)) {
+    let (problems, more) = match within(steps, || name(checker, args)) {
         Walk::Done(named) => named,
         Walk::Spent => {
             return Err(format!(
@@ -755,29 +761,149 @@ fn within<T>(steps: u64, walk: impl FnOnce() -> T) -> Walk<T> {
 
 /// The first violations, clipped (the budget's keyword taken out of the schemas they quote), and how
 /// many more.
-fn name(validator: &jsonschema::Validator, args: &Value) -> (Vec<String>, usize) {
+fn name(checker: &Checker, args: &Value) -> (Vec<String>, usize) {
     let mut problems: Vec<String> = Vec::new();
     let mut more = 0;
-    for e in validator.iter_errors(args) {
+    for e in checker.validator.iter_errors(args) {
         if problems.len() == MAX_NAMED {
             more += 1;
             continue;
         }
-        let at = e.instance_path().to_string();
-        let said = if at.is_empty() {
-            e.to_string()
-        } else {
-            format!("at {at}: {e}")
-        };
-        let said = said
-            .replace(&format!("\"{STEP}\":true,"), "")
-            .replace(&format!("\"{STEP}\":true"), "");
-        problems.push(match said.char_indices().nth(MAX_SHOWN_CHARS) {
-            Some((cut, _)) => format!("{}…", &said[..cut]),
-            None => said,
-        });
+        problems.push(said(checker, &e, "", 0));
     }
     (problems, more)
+}
+
+/// One violation in words, its place said from `within` (where the choice it is part of was made). A
+/// value that fits none of a choice's schemas is told what each one wanted, which the checker's own
+/// words ("is not valid under any of the schemas listed") leave out; `depth` choices in, in those words
+/// (each level would say four times as much).
+fn said(
+    checker: &Checker,
+    e: &jsonschema::ValidationError<'_>,
+    within: &str,
+    depth: usize,
+) -> String {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    let at = e.instance_path().to_string();
+    let place = match at.strip_prefix(within) {
+        Some("") => String::new(),
+        _ => format!("at {at}: "),
+    };
+    let words = match e.kind() {
+        Kind::AnyOf { context } | Kind::OneOfNotValid { context } => {
+            // One choice whose faults lie deeper in the value than every other's is the one its sender
+            // meant (a tree's entry that is a folder): its fault is said as if it stood alone.
+            if let Some(closest) = closest(context, reach(e)) {
+                return said(checker, closest, within, depth);
+            }
+            if depth >= 2 {
+                e.to_string()
+            } else {
+                let each: Vec<String> = context
+                    .iter()
+                    .enumerate()
+                    .map(|(i, errors)| {
+                        let wanted: Vec<String> = errors
+                            .iter()
+                            .take(2)
+                            .map(|b| said(checker, b, &at, depth + 1))
+                            .collect();
+                        format!("the {}: {}", ordinal(i + 1), wanted.join(", "))
+                    })
+                    .collect();
+                format!(
+                    "fits none of the {} choices its '{}' gives ({})",
+                    context.len(),
+                    e.kind().keyword(),
+                    each.join("; ")
+                )
+            }
+        }
+        Kind::Contains => {
+            let wanted = checker
+                .schema
+                .pointer(&e.schema_path().to_string())
+                .map(|s| format!(" ({})", crate::names::clipped(&s.to_string(), 120)))
+                .unwrap_or_default();
+            format!("none of its items fits its 'contains'{wanted}, and at least one must")
+        }
+        _ => e.to_string(),
+    };
+    let said = format!("{place}{words}")
+        .replace(&format!("\"{STEP}\":true,"), "")
+        .replace(&format!("\"{STEP}\":true"), "");
+    // A choice's words are clipped whole, each choice's within them.
+    let most = match (depth, e.kind()) {
+        (0, Kind::AnyOf { .. } | Kind::OneOfNotValid { .. }) => MAX_SHOWN_CHARS * 2,
+        (0, _) => MAX_SHOWN_CHARS,
+        _ => MAX_SHOWN_CHARS / 3,
+    };
+    match said.char_indices().nth(most) {
+        Some((cut, _)) => format!("{}…", &said[..cut]),
+        None => said,
+    }
+}
+
+/// How deep in the value an error's place is.
+fn reach(e: &jsonschema::ValidationError<'_>) -> usize {
+    e.instance_path().to_string().matches('/').count()
+}
+
+/// The fault that reaches deepest into the value, of the one choice that comes closest: the fewest
+/// faults at the value's own place (`past`: a key it requires, a type), then the deepest fault inside
+/// it. None when no choice stands out.
+fn closest<'e>(
+    context: &'e [Vec<jsonschema::ValidationError<'static>>],
+    past: usize,
+) -> Option<&'e jsonschema::ValidationError<'static>> {
+    // The deepest place each fault comes to, through the choices inside it.
+    fn deepest(e: &jsonschema::ValidationError<'static>) -> usize {
+        use jsonschema::error::ValidationErrorKind as Kind;
+        match e.kind() {
+            Kind::AnyOf { context } | Kind::OneOfNotValid { context } => context
+                .iter()
+                .flatten()
+                .map(deepest)
+                .max()
+                .unwrap_or(0)
+                .max(reach(e)),
+            _ => reach(e),
+        }
+    }
+    let mut best: Option<(
+        (usize, std::cmp::Reverse<usize>),
+        &jsonschema::ValidationError<'static>,
+    )> = None;
+    let mut tied = false;
+    for errors in context {
+        let Some(fault) = errors.iter().max_by_key(|f| deepest(f)) else {
+            continue;
+        };
+        let at_its_place = errors.iter().filter(|f| reach(f) <= past).count();
+        let key = (at_its_place, std::cmp::Reverse(deepest(fault)));
+        match &best {
+            Some((b, _)) if key > *b => {}
+            Some((b, _)) if key == *b => tied = true,
+            _ => {
+                best = Some((key, fault));
+                tied = false;
+            }
+        }
+    }
+    best.filter(|((_, deepest), _)| !tied && deepest.0 > past)
+        .map(|(_, f)| f)
+}
+
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 #[cfg(test)]
@@ -933,5 +1059,53 @@ mod tests {
         assert!(e.contains("at /branch"), "{e}");
         let e = check(&v, "ci", &json!({"branch": "x", "extra": 1}), 0).unwrap_err();
         assert!(e.contains("extra"), "{e}");
+    }
+
+    #[test]
+    fn a_value_that_fits_no_choice_is_told_what_each_wanted() {
+        // "is not valid under any of the schemas listed in the 'anyOf' keyword" left the model to guess
+        // which key or type was wrong.
+        let v = compile(&json!({
+            "type": "object",
+            "properties": {
+                "pick": { "anyOf": [
+                    { "type": "object", "properties": { "a": { "type": "string" } }, "additionalProperties": false },
+                    { "type": "null" }
+                ] },
+                "mode": { "oneOf": [ { "const": "fast" }, { "type": "integer", "minimum": 1 } ] },
+                "tags": { "type": "array", "contains": { "const": "urgent" } }
+            }
+        }))
+        .unwrap();
+        let e = check(&v, "t", &json!({ "pick": { "a": "x", "b": 1 } }), 0).unwrap_err();
+        assert!(
+            e.contains("at /pick: fits none of the 2 choices its 'anyOf' gives (the 1st: Additional properties are not allowed ('b' was unexpected); the 2nd: "),
+            "{e}"
+        );
+        // The choice that comes closest, by how deep in the value its fault lies, is said alone.
+        let e = check(&v, "t", &json!({ "pick": { "a": 5 } }), 0).unwrap_err();
+        assert!(
+            e.contains("not run: at /pick/a: 5 is not of type \"string\". Call"),
+            "{e}"
+        );
+        let e = check(&v, "t", &json!({ "mode": 0 }), 0).unwrap_err();
+        assert!(
+            e.contains("at /mode: fits none of the 2 choices its 'oneOf' gives (the 1st: \"fast\" was expected; the 2nd: 0 is less than the minimum of 1)"),
+            "{e}"
+        );
+        let e = check(&v, "t", &json!({ "tags": ["late"] }), 0).unwrap_err();
+        assert!(
+            e.contains("at /tags: none of its items fits its 'contains' ({\"const\":\"urgent\"}), and at least one must."),
+            "{e}"
+        );
+        // Through a reference, the part shown is the one referred to.
+        let v = compile(&json!({
+            "type": "object",
+            "$defs": { "labels": { "type": "array", "contains": { "type": "integer" } } },
+            "properties": { "l": { "$ref": "#/$defs/labels" } }
+        }))
+        .unwrap();
+        let e = check(&v, "t", &json!({ "l": ["a"] }), 0).unwrap_err();
+        assert!(e.contains("its 'contains' ({\"type\":\"integer\"})"), "{e}");
     }
 }
