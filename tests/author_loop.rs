@@ -918,6 +918,12 @@ fn ovai_plugin_refuses_a_name_the_server_still_serves() {
     inst.cmd().arg("restart").assert().success();
     inst.cmd().args(["plugin", "renamed"]).assert().success();
     assert!(inst.root.join("plugins/renamed.mjs").exists());
+    // A built-in's name is never a file's: said as with no server running, not sent to `ovai restart`.
+    for name in ["room", "index"] {
+        inst.cmd().args(["plugin", name]).assert().code(1).stderr(format!(
+            "ovai: {name} is a name a tool can have, but this server already has a tool called {name}. Pick another name; nothing was written.\n"
+        ));
+    }
 }
 
 /// A line a plugin's import printed without its end shows in `ovai check` too: check ends as the import

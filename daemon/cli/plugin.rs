@@ -8,9 +8,10 @@ use crate::wire::{ControlOp, ToolsReply};
 pub fn run(inst: &Instance, name: &str) -> Result<(), Failure> {
     // A name the running server serves is taken, even where its file is gone since the last read: a new
     // file of that name would be served as a change of that tool. (With no server running, plugins/ is
-    // the list, and the scaffold checks it.)
+    // the list, and the scaffold checks it, as it does a built-in's name, which never came from a file.)
     let file = inst.plugins_dir().join(format!("{name}.mjs"));
     if !file.exists()
+        && !crate::tools::BUILTINS.contains(&name)
         && let Ok(reply) = crate::client::control::<ToolsReply>(inst, ControlOp::Tools)
         && reply.tools.iter().any(|t| t.name == name)
     {
