@@ -724,7 +724,10 @@ fn a_crash_loop_keeps_the_host_down_until_ovai_restart() {
 
 #[test]
 fn the_host_gets_a_minimal_environment_and_plugin_env_passes_names_through() {
-    let inst = instance(&["env"], json!({ "pluginEnv": ["CI_TOKEN"] }));
+    let inst = instance(
+        &["env"],
+        json!({ "pluginEnv": ["CI_TOKEN", "OVAI_TEST_NOT_SET"] }),
+    );
     let _d = Daemon::start_with_env(
         &inst,
         &[
@@ -739,6 +742,26 @@ fn the_host_gets_a_minimal_environment_and_plugin_env_passes_names_through() {
     let names: Vec<String> = serde_json::from_str(&text).unwrap();
     assert!(names.contains(&"CI_TOKEN".to_string()), "{names:?}");
     assert!(names.contains(&"OVAI_HOST".to_string()), "{names:?}");
+    // A name the server's environment lacks is said, at its start and at each restart (where one may
+    // expect `VAR=x ovai restart` to pass it on); one it has is not.
+    let absent = "openovai.json's \"pluginEnv\" names OVAI_TEST_NOT_SET, which is not set where ovai started, so plugins see none. Plugins see what `ovai serve` started with: set it there (the shell or the service that runs it) and start it again; `ovai restart` does not pass on its own environment.";
+    assert!(
+        inst.rows("server").contains(&absent.to_string()),
+        "{:?}",
+        inst.rows("server")
+    );
+    assert!(
+        !inst
+            .rows("server")
+            .iter()
+            .any(|r| r.contains("names CI_TOKEN"))
+    );
+    inst.cmd()
+        .arg("restart")
+        .env("OVAI_TEST_NOT_SET", "y")
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(absent));
     for secret in ["AWS_SECRET_ACCESS_KEY", "OVAI_SECRET", "OVAI_ROOT"] {
         assert!(
             !names.contains(&secret.to_string()),

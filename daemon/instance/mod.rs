@@ -698,7 +698,7 @@ impl Config {
                 problem,
             }
         })?;
-        let warnings = map
+        let mut warnings: Vec<String> = map
             .keys()
             .filter_map(|k| {
                 near_miss(k).map(|s| {
@@ -743,6 +743,21 @@ impl Config {
                 });
             }
         };
+        // Read in the process that starts the host (the daemon, or `ovai check`'s own): a name missing
+        // there reaches no plugin, and `VAR=x ovai restart` does not change that.
+        warnings.extend(
+            plugin_env
+                .iter()
+                .filter(|name| std::env::var_os(name).is_none())
+                .map(|name| {
+                    format!(
+                        "{CONFIG_FILE}'s \"pluginEnv\" names {}, which is not set where ovai started, so plugins see \
+                         none. Plugins see what `ovai serve` started with: set it there (the shell or the service that \
+                         runs it) and start it again; `ovai restart` does not pass on its own environment.",
+                        crate::names::clipped(name, 64)
+                    )
+                }),
+        );
         Ok(Self {
             user,
             leader,
