@@ -66,6 +66,9 @@ const textLastIndexOf = uncurry(String.prototype.lastIndexOf);
 const textSlice = uncurry(String.prototype.slice);
 const charCodeAt = uncurry(String.prototype.charCodeAt);
 const abortWith = uncurry(AbortController.prototype.abort);
+const functionText = uncurry(Function.prototype.toString);
+const prototypeOf = Object.getPrototypeOf;
+const plainPrototype = Object.prototype;
 const signalOf = uncurry(Object.getOwnPropertyDescriptor(AbortController.prototype, "signal").get);
 const protoOf = Object.getPrototypeOf;
 const hasOwn = Object.hasOwn ?? ((o, k) => apply(Object.prototype.hasOwnProperty, o, [k]));
@@ -1154,10 +1157,12 @@ async function load({ id, name, file, key }) {
       sendLoaded({ t: "loaded", id, key, ok: false, import: importFailure(err, file) });
       return;
     }
+    const unlike = value === undefined ? null : unlikeWanted(value, want);
     if (value === undefined) {
       missing.push(exported);
-    } else if (kind(value) !== want) {
-      wrong.push({ name: exported, is: kindWithArticle(value), want: article(want) });
+    } else if (unlike !== null) {
+      wrong.push(unlike);
+      wrong[wrong.length - 1].name = exported;
     } else {
       values[exported] = value;
     }
@@ -1201,6 +1206,32 @@ async function load({ id, name, file, key }) {
   }
   tools[name] = freeze({ __proto__: null, file, run: values.run });
   sendLoaded({ t: "loaded", id, key, ok: true, description: values.description, inputSchema: parse(schemaText) });
+}
+
+/**
+ * What an export is where it is not what its name wants, `{ is, want }`; null where it is. A class is
+ * no function to call, and a schema is a plain object: one of a class (zod's `z.object()`, whose own
+ * `type` is "object") would be written as JSON as its fields, which describe no input.
+ */
+function unlikeWanted(value, want) {
+  if (kind(value) !== want) return { is: kindWithArticle(value), want: article(want) };
+  try {
+    if (want === "function" && regexpExec(/^class\b/, functionText(value)) !== null) {
+      return { is: "a class", want: "a function" };
+    }
+    if (want === "object") {
+      const proto = prototypeOf(value);
+      const name = proto === null || proto === plainPrototype ? "Object" : proto.constructor?.name;
+      // "Object" of another realm (a `vm` context's) is a plain object too.
+      if (name !== "Object") {
+        const is = typeof name === "string" && name !== "" ? article(clip(name, 40)) : "an object of a class";
+        return { is, want: "a JSON schema written as a plain object" };
+      }
+    }
+  } catch {
+    // A proxy or a getter of the plugin's that throws: taken as it is, and judged as JSON later.
+  }
+  return null;
 }
 
 /** How deep a schema may nest as JSON (its objects and arrays): the daemon reads it in a line. */

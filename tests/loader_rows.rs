@@ -282,6 +282,16 @@ fn a_file_missing_or_mistyping_an_export_is_refused_whole() {
             "export default { description: 'd', inputSchema: { type: 'object' }, run() {} };",
         ),
         (
+            "class-run.mjs",
+            &format!("export const description = 'd';\n{schema}\nexport class run {{ }}"),
+        ),
+        (
+            // What zod 4's z.object() makes: its own schema object, with a `type` of "object".
+            "zod-object.mjs",
+            "class ZodObject { constructor() { this.def = { type: 'object', shape: {} }; this.type = 'object'; } }\n\
+             export const description = 'd';\nexport const inputSchema = new ZodObject();\nexport function run() {}",
+        ),
+        (
             "typo.mjs",
             "export const descripton = 'd';\nexport const inputschema = { type: 'object' };\nexport function runn() {}\nexport const helper = 1;",
         ),
@@ -291,6 +301,7 @@ fn a_file_missing_or_mistyping_an_export_is_refused_whole() {
         inst.rows("plugins"),
         [
             "plugins/blank.mjs is not served: its description is empty",
+            "plugins/class-run.mjs is not served: its run is a class, not a function",
             "plugins/default.mjs is not served: it does not export description, inputSchema or run (it has a default export, and the three must be named exports: `export const description = ...`)",
             "plugins/desc-number.mjs is not served: its description is a number, not a string",
             "plugins/empty.mjs is not served: it does not export description, inputSchema or run",
@@ -301,6 +312,7 @@ fn a_file_missing_or_mistyping_an_export_is_refused_whole() {
             "plugins/schema-null.mjs is not served: its inputSchema is null, not an object",
             "plugins/two-missing.mjs is not served: it does not export description or inputSchema",
             "plugins/typo.mjs is not served: it does not export description, inputSchema or run (it exports \"descripton\", \"inputschema\" and \"runn\": misspelt?)",
+            "plugins/zod-object.mjs is not served: its inputSchema is a ZodObject, not a JSON schema written as a plain object (a zod schema is written as one by z.toJSONSchema(schema) in zod 4, zodToJsonSchema(schema) before)",
         ]
     );
 }

@@ -310,8 +310,13 @@ pub fn exports(file: &str, r: &ExportsReport) -> String {
         .filter(|w| contract(&w.name))
         .take(EXPORTS.len())
     {
+        let zod = if w.name == "inputSchema" && w.is.contains("Zod") {
+            " (a zod schema is written as one by z.toJSONSchema(schema) in zod 4, zodToJsonSchema(schema) before)"
+        } else {
+            ""
+        };
         parts.push(format!(
-            "its {} is {}, not {}",
+            "its {} is {}, not {}{zod}",
             w.name,
             clip(&w.is),
             clip(&w.want)
