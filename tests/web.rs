@@ -761,3 +761,63 @@ fn a_taken_page_or_metrics_port_does_not_keep_the_server_from_starting() {
     );
     drop((taken_page, taken_metrics));
 }
+
+/// What an operator watching all day met (helper-45): a long unbroken word in the room or a row ran
+/// over the next panel, the log panel opened on its oldest rows, a selection was cleared by each
+/// redraw, a narrow window cut columns off, and a room message's lines ran together.
+#[test]
+fn the_status_page_stays_readable_long_words_newest_rows_selections_narrow_windows() {
+    let inst = Instance::with_plugins(&[("echo.mjs", ECHO)]);
+    inst.add_seat("w1");
+    inst.set_config(json!({ "web": { "listen": "127.0.0.1:0" } }));
+    let _d = inst.start();
+    // Rows enough to fill the log panel past its height.
+    for _ in 0..8 {
+        inst.cmd().arg("restart").assert().success();
+    }
+    let out = inst.cmd().arg("web").output().unwrap();
+    let url = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let mut browser = Browser::open(&url);
+    let mut s = inst.session("w1");
+    s.initialize();
+    let word = "W".repeat(600);
+    assert!(!s.call("room", json!({ "say": word })).1);
+    assert!(!s.call("room", json!({ "say": "line one\nline two" })).1);
+    wait_until("the room on the page", || {
+        let room = browser.eval("document.getElementById('room').innerText");
+        room.contains("line two").then_some(())
+    });
+    let fits = "String(document.documentElement.scrollWidth <= window.innerWidth)";
+    assert_eq!(browser.eval(fits), "true", "a long word widens the page");
+    assert!(
+        browser
+            .eval("document.getElementById('room').innerText")
+            .contains("line one\nline two")
+    );
+    // The newest rows are in view.
+    let log = "(() => { const p = document.getElementById('log'); \
+               return String(p.scrollHeight > p.clientHeight && p.scrollTop + p.clientHeight >= p.scrollHeight - 2); })()";
+    assert_eq!(browser.eval(log), "true");
+    // A selection outlives the redraws that change nothing it holds.
+    browser.eval("getSelection().selectAllChildren(document.getElementById('tools')); String(getSelection().toString().length)");
+    for _ in 0..2 {
+        let before = browser.eval("document.getElementById('live').textContent");
+        wait_until("the page drawn again", || {
+            (browser.eval("document.getElementById('live').textContent") != before).then_some(())
+        });
+    }
+    let selected = browser.eval("String(getSelection().toString().length)");
+    assert!(
+        selected.parse::<usize>().unwrap_or(0) > 10,
+        "the selection went: {selected}"
+    );
+    // A phone's width: nothing is cut off at the right.
+    browser.command(
+        "Emulation.setDeviceMetricsOverride",
+        json!({ "width": 390, "height": 800, "deviceScaleFactor": 1, "mobile": false }),
+    );
+    wait_until("the narrow layout", || {
+        (browser.eval("String(window.innerWidth)") == "390").then_some(())
+    });
+    assert_eq!(browser.eval(fits), "true", "a narrow window cuts the page");
+}

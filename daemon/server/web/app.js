@@ -31,22 +31,54 @@ function list(id, items, text) {
   }
 }
 
+// What each part was last drawn from: a part drawn again only when it changed keeps what a person
+// selected in it.
+const drawn = new Map();
+
+function changed(part, value) {
+  const text = JSON.stringify(value);
+  if (drawn.get(part) === text) return false;
+  drawn.set(part, text);
+  return true;
+}
+
 function draw(s) {
-  $("where").textContent = `${s.root} · generation ${s.generation} · up since ${s.since}`;
   $("live").textContent = `updated ${new Date().toLocaleTimeString()}`;
-  fill("seats", s.seats, (tr, seat) => {
+  if (changed("where", [s.root, s.generation, s.since])) {
+    $("where").textContent = `${s.root} · generation ${s.generation} · up since ${s.since}`;
+  }
+  if (changed("seats", s.seats)) fill("seats", s.seats, (tr, seat) => {
     cell(tr, seat.name);
     cell(tr, seat.role);
     cell(tr, seat.sessions > 0 ? `yes (${seat.over.join(", ")})` : "no", seat.sessions > 0 ? "good" : "dim");
     cell(tr, String(seat.calls));
     cell(tr, String(seat.refusals), seat.refusals > 0 ? "bad" : "");
   });
-  fill("tools", s.tools, (tr, tool) => {
+  if (changed("tools", s.tools)) fill("tools", s.tools, (tr, tool) => {
     cell(tr, tool.name);
     cell(tr, tool.kind);
     cell(tr, String(tool.bytes));
   });
-  list("not-served", s.notServed, (row) => row);
+  if (changed("notServed", s.notServed)) list("not-served", s.notServed, (row) => row);
+  if (changed("host", s.host)) drawHost(s.host);
+  if (changed("calls", s.calls)) fill("calls", s.calls, (tr, c) => {
+    cell(tr, c.at);
+    cell(tr, c.seat);
+    cell(tr, c.tool);
+    cell(tr, String(c.ms));
+    cell(tr, c.outcome, c.outcome === "text" ? "good" : "bad");
+  });
+  if (changed("room", s.room)) list("room", s.room, (m) => `${m.at} ${m.seat}: ${m.text}`);
+  if (changed("log", s.log)) {
+    // The newest rows are the last: kept in view unless the reader scrolled up to older ones.
+    const log = $("log");
+    const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
+    log.textContent = s.log.join("\n");
+    if (atEnd) log.scrollTop = log.scrollHeight;
+  }
+}
+
+function drawHost(h) {
   const host = $("host");
   host.replaceChildren();
   const pair = (k, v) => {
@@ -56,22 +88,13 @@ function draw(s) {
     dd.textContent = v;
     host.append(dt, dd);
   };
-  pair("pid", s.host.pid ?? "none running");
-  if (s.host.down) pair("down", s.host.down);
-  pair("box", s.host.box);
-  pair("bounds", s.host.bounds);
-  if (s.host.memoryBytes != null) pair("memory", `${(s.host.memoryBytes / 1048576).toFixed(1)} MB`);
-  pair("restarted", String(s.host.respawns));
-  pair("ended", s.host.ends.filter((e) => e.count > 0).map((e) => `${e.cause} ${e.count}`).join(", ") || "never");
-  fill("calls", s.calls, (tr, c) => {
-    cell(tr, c.at);
-    cell(tr, c.seat);
-    cell(tr, c.tool);
-    cell(tr, String(c.ms));
-    cell(tr, c.outcome, c.outcome === "text" ? "good" : "bad");
-  });
-  list("room", s.room, (m) => `${m.at} ${m.seat}: ${m.text}`);
-  $("log").textContent = s.log.join("\n");
+  pair("pid", h.pid ?? "none running");
+  if (h.down) pair("down", h.down);
+  pair("box", h.box);
+  pair("bounds", h.bounds);
+  if (h.memoryBytes != null) pair("memory", `${(h.memoryBytes / 1048576).toFixed(1)} MB`);
+  pair("restarted", String(h.respawns));
+  pair("ended", h.ends.filter((e) => e.count > 0).map((e) => `${e.cause} ${e.count}`).join(", ") || "never");
 }
 
 async function start() {
