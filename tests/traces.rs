@@ -189,11 +189,7 @@ fn every_request_is_a_span_and_a_call_follows_its_callers_trace_into_the_plugin(
         ("mcp.method.name", "tools/call"),
         ("gen_ai.tool.name", "echo"),
         ("ovai.seat", "w1"),
-        ("mcp.protocol.version", ""),
     ] {
-        if want.is_empty() {
-            continue;
-        }
         assert_eq!(
             attr(&call.attributes, key).as_deref(),
             Some(want),
@@ -212,7 +208,7 @@ fn every_request_is_a_span_and_a_call_follows_its_callers_trace_into_the_plugin(
     );
     // A refusal is an error, in words.
     let (_, nope) = find("tools/call nope");
-    let status = nope.status.unwrap();
+    let status = nope.status.clone().unwrap();
     assert_eq!(status.code, 2, "{status:?}");
     assert!(status.message.contains("not today"), "{status:?}");
     assert_eq!(
@@ -223,6 +219,76 @@ fn every_request_is_a_span_and_a_call_follows_its_callers_trace_into_the_plugin(
     assert_ne!(hex(&nope.trace_id), trace);
     let (_, list) = find("tools/list");
     assert_eq!(attr(&list.attributes, "ovai.seat").as_deref(), Some("w1"));
+    // The revision the session's initialize agreed, on requests that carry none of their own.
+    for span in [&call, &nope, &list] {
+        assert!(
+            attr(&span.attributes, "mcp.protocol.version").is_some_and(|v| v.starts_with("20")),
+            "{span:?}"
+        );
+    }
+}
+
+/// Requests answered with an error on the way, over the socket and over HTTP, are spans failed in the
+/// caller's words; an HTTP initialize's span names the revision it asks for (helper-45).
+#[test]
+fn requests_refused_on_the_way_are_failed_spans_over_both_transports() {
+    let receiver = Receiver::start(true);
+    let inst = Instance::with_plugins(TOOLS);
+    inst.set_config(json!({ "http": { "listen": "127.0.0.1:0" } }));
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let d = Daemon::start_with_env(&inst, &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)]);
+    let mut s = inst.session("lead");
+    s.initialize();
+    s.send(&json!({ "jsonrpc": "2.0", "id": "u1", "method": "tools/call", "params": { "name": "zzz", "arguments": {} } }));
+    let unknown = s.recv_where(|m| m["id"] == "u1");
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    let status = d.status().unwrap();
+    let http = common::http::Http::at(status["http"].as_str().unwrap());
+    let mut h = common::http::HttpSeat::new(&http, &inst.secret("lead"), "2025-11-25");
+    h.initialize();
+    let answer = h.request("nope/method", json!({}));
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    let answer = h.request("tools/call", json!({ "name": "qqq", "arguments": {} }));
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    let (text, refused) = h.call("echo", json!({ "extra": 1 }));
+    assert!(refused && text.contains("do not fit"), "{text}");
+    let spans = wait_until("the spans to reach the collector", || {
+        let spans = receiver.spans();
+        let has = |name: &str, transport: &str| {
+            spans.iter().any(|(_, s)| {
+                s.name == name
+                    && attr(&s.attributes, "network.transport").as_deref() == Some(transport)
+            })
+        };
+        (has("tools/call zzz", "unix")
+            && has("nope/method", "tcp")
+            && has("tools/call qqq", "tcp")
+            && has("tools/call echo", "tcp")
+            && has("initialize", "tcp"))
+        .then_some(spans)
+    });
+    let failed = |name: &str, words: &str| {
+        let (_, span) = spans.iter().find(|(_, s)| s.name == name).unwrap();
+        let status = span.status.clone().unwrap_or_default();
+        assert_eq!(status.code, 2, "{name}: {status:?}");
+        assert!(status.message.contains(words), "{name}: {status:?}");
+    };
+    failed("tools/call zzz", "There is no tool called zzz");
+    failed("nope/method", "nope/method");
+    failed("tools/call qqq", "There is no tool called qqq");
+    failed("tools/call echo", "do not fit");
+    let (_, init) = spans
+        .iter()
+        .find(|(_, s)| {
+            s.name == "initialize"
+                && attr(&s.attributes, "network.transport").as_deref() == Some("tcp")
+        })
+        .unwrap();
+    assert_eq!(
+        attr(&init.attributes, "mcp.protocol.version").as_deref(),
+        Some("2025-11-25"),
+        "{init:?}"
+    );
 }
 
 #[test]

@@ -158,6 +158,9 @@ impl Calls {
             Ok(Ok(admitted)) => admitted,
             Ok(Err(outcome)) => return shared.answer_now(&call, started, &outcome, answers),
             Err(error) => {
+                if let Some(mut span) = lock(&call.span).take() {
+                    span.failed(&error.message);
+                }
                 let line = jsonrpc::error_under(&call.id, i64::from(error.code.0), &error.message);
                 return answers.answer_line(&call.id, line);
             }

@@ -316,6 +316,15 @@ pub fn meta_string(params: Option<&RawValue>, key: &str) -> Option<String> {
         .filter(|v| v.len() <= 512)
 }
 
+/// The revision an `initialize`'s params ask for (at most 512 bytes).
+pub fn asked_version(params: Option<&RawValue>) -> Option<String> {
+    params
+        .and_then(|p| jsonrpc::members(p.get(), ["protocolVersion"]).ok())
+        .and_then(|found| found.values[0])
+        .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+        .filter(|v| v.len() <= 512)
+}
+
 /// Whether a request is made under 2026-07-28 or later by its own `_meta` (revisions are dates).
 pub fn modern_meta(params: Option<&RawValue>) -> bool {
     meta_string(params, "io.modelcontextprotocol/protocolVersion")

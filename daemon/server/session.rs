@@ -447,6 +447,31 @@ impl ServerHandler for SeatService {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Made first, so a call refused on the way (an unknown tool, arguments that do not fit) has its
+        // span too, failed with the words its caller read.
+        let span = std::sync::Mutex::new(self.http_span(&request.name, &context));
+        let name = request.name.clone();
+        let outcome = Box::pin(self.http_call(request, &context, &span)).await;
+        if let Some(mut span) = crate::sync::lock(&span).take() {
+            match &outcome {
+                Err(e) => span.failed(&e.message),
+                Ok(Outcome::Refused(why)) => span.failed(why),
+                Ok(Outcome::Cancelled) => span.failed("cancelled"),
+                Ok(Outcome::Text(_) | Outcome::Json(_)) => {}
+            }
+        }
+        Ok(result_of(&name, &outcome?).into())
+    }
+}
+
+impl SeatService {
+    /// A `tools/call` over HTTP, to its outcome.
+    async fn http_call(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        span: &std::sync::Mutex<Option<crate::server::traces::RequestSpan>>,
+    ) -> Result<Outcome, ErrorData> {
         let token = context.meta.get_progress_token();
         // rmcp takes one of another kind as none: its progress would never come, and nothing would say.
         if token.is_none()
@@ -478,9 +503,7 @@ impl ServerHandler for SeatService {
         let args: Arc<str> = serde_json::to_string(&request.arguments.unwrap_or_default())
             .unwrap_or_else(|_| "{}".into())
             .into();
-        let name = request.name;
-        let outcome = Box::pin(self.http_outcome(&name, args, token, &context)).await?;
-        Ok(result_of(&name, &outcome).into())
+        Box::pin(self.http_outcome(&request.name, args, token, context, span)).await
     }
 }
 
@@ -535,6 +558,7 @@ impl SeatService {
         args: Arc<str>,
         token: Option<ProgressToken>,
         context: &RequestContext<RoleServer>,
+        span: &std::sync::Mutex<Option<crate::server::traces::RequestSpan>>,
     ) -> Result<Outcome, ErrorData> {
         let started = std::time::Instant::now();
         // The secret was checked as the request arrived; a seat removed or re-keyed since (the request's
@@ -575,7 +599,6 @@ impl SeatService {
         }
         let (tx, mut notes) = tokio::sync::mpsc::unbounded_channel();
         let relay = token.map(|t| Relay::new(t, To::Channel(tx)));
-        let span = std::sync::Mutex::new(self.http_span(name, context));
         let incoming = trace_header(context, "traceparent");
         let trace = || {
             let host = crate::sync::lock(&span)
@@ -620,13 +643,6 @@ impl SeatService {
             relay.close();
         }
         self.record(name, started, &outcome, how);
-        if let Some(mut span) = crate::sync::lock(&span).take() {
-            match &outcome {
-                Outcome::Refused(why) => span.failed(why),
-                Outcome::Cancelled => span.failed("cancelled"),
-                Outcome::Text(_) | Outcome::Json(_) => {}
-            }
-        }
         Ok(self.answered_as(name, outcome))
     }
 

@@ -87,6 +87,8 @@ pub struct SessionTransport<R> {
     hangup: Option<Hangup>,
     /// The client capabilities its calls last carried that were read whole (`params::call`).
     capabilities: Option<Box<str>>,
+    /// The revision an `initialize` agreed, for the spans of requests that carry none of their own.
+    version: Option<Box<str>>,
 }
 
 /// How a session began, which decides what its calls must carry.
@@ -133,6 +135,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             input_ended: false,
             hangup,
             capabilities: None,
+            version: None,
             closing_grace: CLOSING_GRACE,
         }
     }
@@ -408,6 +411,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                     self.refuse_long(&r.id, &r.method, text.len());
                     return None;
                 }
+                let initialize_version = (r.method == "initialize" && traces::tracer().is_some())
+                    .then(|| params::asked_version(r.params))
+                    .flatten();
                 if let Some(calls) = &self.calls
                     && traces::tracer().is_some()
                     && let Some(span) = RequestSpan::start(&traces::Request {
@@ -420,7 +426,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                             r.params,
                             "io.modelcontextprotocol/protocolVersion",
                         )
-                        .as_deref(),
+                        .as_deref()
+                        .or(self.version.as_deref())
+                        .or(initialize_version.as_deref()),
                         transport: "unix",
                         traceparent: params::meta_string(r.params, "traceparent").as_deref(),
                         tracestate: params::meta_string(r.params, "tracestate").as_deref(),
@@ -577,7 +585,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 id: Some(&id),
                 seat: calls.seat(),
                 session: None,
-                version: call.version.as_deref(),
+                version: call.version.as_deref().or(self.version.as_deref()),
                 transport: "unix",
                 traceparent: call.traceparent.as_deref(),
                 tracestate: call.tracestate.as_deref(),
@@ -607,9 +615,10 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for SessionTra
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         // An initialize answered with a revision: the handshake is done, whatever the client sent first.
         if let ServerJsonRpcMessage::Response(r) = &item
-            && matches!(r.result, ServerResult::InitializeResult(_))
+            && let ServerResult::InitializeResult(agreed) = &r.result
         {
             self.lifecycle = Lifecycle::Handshake;
+            self.version = Some(agreed.protocol_version.to_string().into());
         }
         std::future::ready(self.answers.queue(&item))
     }

@@ -56,8 +56,21 @@ pub async fn checked(
     let mended = jsonrpc::mended(text);
     let mut held = RequestHolds::default();
     if let Read::Request(r) = jsonrpc::read(&mended, "body") {
-        let refuse =
-            |code: i64, why: String| answered(Some(jsonrpc::error_under(&r.id, code, &why)));
+        if r.method == "initialize" {
+            held.asked = params::asked_version(r.params);
+        }
+        // A call's span is made by the service, with its tool's name; any other request's here, so
+        // that one refused on the way has its span too, as on the socket.
+        if r.method != "tools/call" {
+            held.span = span_of(&r, &parts, seat, held.asked.as_deref());
+        }
+        let mut refuse = |code: i64, why: String| {
+            let mut span = held.span.take().or_else(|| span_of(&r, &parts, seat, None));
+            if let Some(span) = span.as_mut() {
+                span.failed(&why);
+            }
+            answered(Some(jsonrpc::error_under(&r.id, code, &why)))
+        };
         // rmcp's words for a version that does not match echo it whole: one that is no date is refused
         // here, its length said.
         let version = r
@@ -99,11 +112,11 @@ pub async fn checked(
             _ => None,
         };
         if let Some(why) = gone {
-            let answer = jsonrpc::error_under(&r.id, METHOD_NOT_FOUND, &why);
+            let (_, body) = refuse(METHOD_NOT_FOUND, why).into_parts();
             return Err((
                 StatusCode::NOT_FOUND,
                 [(header::CONTENT_TYPE, "application/json")],
-                answer,
+                body,
             )
                 .into_response());
         }
@@ -112,39 +125,6 @@ pub async fn checked(
                 METHOD_NOT_FOUND,
                 params::method_not_found_words(&r.method),
             ));
-        }
-        if r.method == "initialize" {
-            held.asked = r
-                .params
-                .and_then(|p| jsonrpc::members(p.get(), ["protocolVersion"]).ok())
-                .and_then(|found| found.values[0])
-                .and_then(|v| serde_json::from_str::<String>(v.get()).ok());
-        }
-        if r.method != "tools/call" && crate::server::traces::tracer().is_some() {
-            let header = |h: &str| {
-                parts
-                    .headers
-                    .get(h)
-                    .and_then(|v| v.to_str().ok())
-                    .filter(|v| v.len() <= 512)
-                    .map(str::to_string)
-            };
-            let traceparent =
-                params::meta_string(r.params, "traceparent").or_else(|| header("traceparent"));
-            let tracestate =
-                params::meta_string(r.params, "tracestate").or_else(|| header("tracestate"));
-            held.span =
-                crate::server::traces::RequestSpan::start(&crate::server::traces::Request {
-                    method: &r.method,
-                    tool: None,
-                    id: Some(&r.id),
-                    seat,
-                    session: header("mcp-session-id"),
-                    version: header("mcp-protocol-version").as_deref(),
-                    transport: "tcp",
-                    traceparent: traceparent.as_deref(),
-                    tracestate: tracestate.as_deref(),
-                });
         }
         if r.method == "tools/call" {
             if let Err(why) = params::call(r.params, &mut None) {
@@ -164,7 +144,12 @@ pub async fn checked(
                 ));
             }
         } else if let Err(answer) = params::for_rmcp(&mended, &r) {
-            return Err(answered(Some(answer)));
+            // The same line, said through `refuse` so the request's span carries its words.
+            let said: Value = serde_json::from_slice(&answer).unwrap_or_default();
+            let why = said["error"]["message"]
+                .as_str()
+                .unwrap_or("Invalid params");
+            return Err(refuse(INVALID_PARAMS, why.to_string()));
         }
         if let Some(session) = session {
             match owners.take_id(session, &r.key()) {
@@ -217,6 +202,42 @@ pub async fn checked(
         std::borrow::Cow::Borrowed(_) => Body::from(bytes),
     };
     Ok((Request::from_parts(parts, body), held))
+}
+
+/// The span of a request read from the body, when traces are on: its parent from its `_meta`, else its
+/// headers.
+fn span_of(
+    r: &jsonrpc::Request<'_>,
+    parts: &axum::http::request::Parts,
+    seat: &str,
+    asked: Option<&str>,
+) -> Option<crate::server::traces::RequestSpan> {
+    crate::server::traces::tracer()?;
+    let header = |h: &str| {
+        parts
+            .headers
+            .get(h)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| v.len() <= 512)
+            .map(str::to_string)
+    };
+    let traceparent =
+        params::meta_string(r.params, "traceparent").or_else(|| header("traceparent"));
+    let tracestate = params::meta_string(r.params, "tracestate").or_else(|| header("tracestate"));
+    let version = params::meta_string(r.params, "io.modelcontextprotocol/protocolVersion")
+        .or_else(|| header("mcp-protocol-version"))
+        .or_else(|| asked.map(str::to_string));
+    crate::server::traces::RequestSpan::start(&crate::server::traces::Request {
+        method: &r.method,
+        tool: None,
+        id: Some(&r.id),
+        seat,
+        session: header("mcp-session-id"),
+        version: version.as_deref(),
+        transport: "tcp",
+        traceparent: traceparent.as_deref(),
+        tracestate: tracestate.as_deref(),
+    })
 }
 
 /// The longest protocol version read as one (a date, quoted, with room for what a later one may add).
