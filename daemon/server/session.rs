@@ -601,7 +601,7 @@ impl SeatService {
         let relay = token.map(|t| Relay::new(t, To::Channel(tx)));
         let incoming = trace_header(context, "traceparent");
         let trace = || {
-            let host = crate::sync::lock(&span)
+            let host = crate::sync::lock(span)
                 .as_ref()
                 .and_then(|s| s.host_part(name));
             let tp = host
