@@ -35,7 +35,8 @@ pub fn plugin(file: &str, ended: Ended, max_answer_bytes: usize) -> Outcome {
 }
 
 pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome {
-    let too_big = |bytes: usize, sent: usize| {
+    let refusal = a.refusal;
+    let too_big = |bytes: usize, sent: usize, refusal: bool| {
         let escaped = if sent > bytes {
             format!(
                 ", which take {sent} as sent (JSON writes each control character, quote and backslash \
@@ -44,9 +45,14 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
         } else {
             String::new()
         };
+        let answered = if refusal {
+            format!("refused with {bytes} bytes of words")
+        } else {
+            format!("answered {bytes} bytes of text")
+        };
         Outcome::Refused(format!(
-            "{file} answered {bytes} bytes of text{escaped}, more than the {max_answer_bytes} this server \
-             passes on (maxAnswerBytes in openovai.json sets the limit)."
+            "{file} {answered}{escaped}, more than the {max_answer_bytes} this server passes on \
+             (maxAnswerBytes in openovai.json sets the limit)."
         ))
     };
     if a.damaged {
@@ -60,10 +66,13 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
         let shown = if text.trim().is_empty() {
             "is empty".to_string()
         } else {
-            format!(
-                "shows nothing ({} characters, all control, format or blank ones)",
-                crate::names::thousands(text.chars().count())
-            )
+            match text.chars().count() {
+                1 => "shows nothing (1 character, a control, format or blank one)".to_string(),
+                n => format!(
+                    "shows nothing ({} characters, all control, format or blank ones)",
+                    crate::names::thousands(n)
+                ),
+            }
         };
         Outcome::Refused(format!(
             "{file} answered a {{ text }} that {shown}: a tool answers {{ text }} with what to tell the \
@@ -81,12 +90,12 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
                 Outcome::Json(json)
             };
         }
-        return too_big(crate::host::protocol::json_text(&json).len(), sent);
+        return too_big(crate::host::protocol::json_text(&json).len(), sent, false);
     }
     // The host checks the size; bytes a plugin wrote to fd 4 inside a string can still add to it.
     if let Some(text) = a.text {
         return if as_sent(&text) > max_answer_bytes {
-            too_big(text.len(), as_sent(&text))
+            too_big(text.len(), as_sent(&text), false)
         } else if blank(&text) {
             empty_text(&text)
         } else {
@@ -95,7 +104,7 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
     }
     if let Some(refused) = a.refused {
         return if as_sent(&refused) > max_answer_bytes {
-            too_big(refused.len(), as_sent(&refused))
+            too_big(refused.len(), as_sent(&refused), true)
         } else if blank(&refused) {
             // A refusal is words the caller acts on: an empty one would reach it as silence.
             Outcome::Refused(format!(
@@ -110,7 +119,7 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
         let sent = a
             .as_sent
             .map_or(bytes, |s| usize::try_from(s).unwrap_or(usize::MAX));
-        return too_big(bytes, sent);
+        return too_big(bytes, sent, refusal);
     }
     if let Some(t) = a.threw {
         return Outcome::Refused(threw(file, &t));

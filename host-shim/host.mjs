@@ -69,6 +69,10 @@ const abortWith = uncurry(AbortController.prototype.abort);
 const functionText = uncurry(Function.prototype.toString);
 const prototypeOf = Object.getPrototypeOf;
 const plainPrototype = Object.prototype;
+const MapCtor = Map;
+const SetCtor = Set;
+const ArrayBufferCtor = ArrayBuffer;
+const isBuffer = Buffer.isBuffer;
 const signalOf = uncurry(Object.getOwnPropertyDescriptor(AbortController.prototype, "signal").get);
 const protoOf = Object.getPrototypeOf;
 const hasOwn = Object.hasOwn ?? ((o, k) => apply(Object.prototype.hasOwnProperty, o, [k]));
@@ -1446,17 +1450,30 @@ function progressOf(id, key) {
 function shape(id, answer) {
   if (answer !== null && typeof answer === "object" && !isArray(answer)) {
     const keys = ownKeys(answer);
+    let key = null;
+    let value;
     if (keys.length === 1 && (keys[0] === "text" || keys[0] === "refused")) {
-      const value = answer[keys[0]];
+      key = keys[0];
+      value = answer[key];
+    } else if (keys.length === 2 && keys.includes("text") && keys.includes("refused")) {
+      // A key holding undefined is no key, as in JSON: `{ text, refused: cond ? why : undefined }`.
+      const text = answer.text;
+      const refused = answer.refused;
+      if (refused === undefined) [key, value] = ["text", text];
+      else if (text === undefined) [key, value] = ["refused", refused];
+    }
+    if (key !== null) {
       if (typeof value === "string") {
         // Measured as sent, escapes and all: that is what the daemon holds for a session until it reads.
         // Within the cap as three bytes a UTF-16 unit, it is within it as UTF-8.
         const json = stringify(value);
         if ((json.length - 2) * 3 > maxAnswerBytes) {
           const sent = byteLength(json) - 2;
-          if (sent > maxAnswerBytes) return { t: "answer", id, tooBig: byteLength(value), asSent: sent };
+          if (sent > maxAnswerBytes) {
+            return { t: "answer", id, tooBig: byteLength(value), asSent: sent, refusal: key === "refused" };
+          }
         }
-        return `"${keys[0]}":${json}`;
+        return `"${key}":${json}`;
       }
     }
   }
@@ -1483,7 +1500,16 @@ function describe(value) {
   // Objects whose worth is not in own keys: named for what they are.
   if (value instanceof ErrorCtor) return `an error (${headline(value)})`;
   if (value instanceof DateCtor) return "a Date";
-  const keys = ownKeys(value);
+  if (value instanceof MapCtor) return "a Map";
+  if (value instanceof SetCtor) return "a Set";
+  if (isView(value) || value instanceof ArrayBufferCtor) {
+    const what = isBuffer(value) ? "a Buffer" : article(clip(toText(value.constructor?.name ?? "ArrayBuffer"), 40));
+    return `${what} of ${value.byteLength} bytes (bytes are no text: decode them, as buffer.toString() does)`;
+  }
+  let keys = ownKeys(value);
+  // A key holding undefined is no key, as in JSON (unless it is all there is).
+  const defined = keys.filter((k) => value[k] !== undefined);
+  if (defined.length > 0) keys = defined;
   if (keys.length === 0) {
     // `in` reads no getter: what the object only inherits is named, and why it does not count.
     if ("text" in value || "refused" in value) return "an object whose text or refused is inherited, not its own";
@@ -1499,7 +1525,12 @@ function describe(value) {
     return `{ ${keys[0]} } holding ${kindWithArticle(held)}, not a string`;
   }
   const shown = keys.slice(0, 5).join(", ") + (keys.length > 5 ? ", …" : "");
-  if (keys.includes("text") || keys.includes("refused")) return `an object with the keys ${shown}`;
+  const answerKey = keys.includes("text") ? "text" : keys.includes("refused") ? "refused" : null;
+  if (answerKey !== null) {
+    const others = keys.filter((k) => k !== answerKey);
+    const beside = others.slice(0, 5).join(", ") + (others.length > 5 ? ", …" : "");
+    return `{ ${answerKey} } with ${beside} beside it, which an answer does not have`;
+  }
   return `an object with ${keys.length === 1 ? "the key" : "the keys"} ${shown}`;
 }
 

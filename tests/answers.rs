@@ -86,7 +86,38 @@ fn each_answer_shape_reaches_the_caller_in_words() {
         (
             "extra-key",
             answering("{ text: 'x', meta: 1 }"),
-            "plugins/extra-key.mjs answered an object with the keys text, meta: a tool answers { text } or { refused }, with a string in it.",
+            "plugins/extra-key.mjs answered { text } with meta beside it, which an answer does not have: a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
+        // A key holding undefined is no key, as in JSON: `{ text, refused: cond ? why : undefined }`.
+        (
+            "undefined-beside",
+            answering("{ text: 'fine', refused: undefined }"),
+            "fine",
+            false,
+        ),
+        (
+            "undefined-text",
+            answering("{ text: undefined, refused: 'no' }"),
+            "no",
+            true,
+        ),
+        (
+            "a-map",
+            answering("new Map([['text', 'x']])"),
+            "plugins/a-map.mjs answered a Map: a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
+        (
+            "a-buffer",
+            answering("Buffer.from('hello')"),
+            "plugins/a-buffer.mjs answered a Buffer of 5 bytes (bytes are no text: decode them, as buffer.toString() does): a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
+        (
+            "one-character",
+            answering("{ text: '\\0' }"),
+            "plugins/one-character.mjs answered a { text } that shows nothing (1 character, a control, format or blank one): a tool answers { text } with what to tell the caller, or { refused } with why not.",
             true,
         ),
         (
@@ -196,6 +227,10 @@ fn an_answer_over_the_cap_is_refused() {
     let inst = Instance::with_plugins(&[
         ("big.mjs", &answering("{ text: 'x'.repeat(2000) }")),
         ("small.mjs", &answering("{ text: 'x'.repeat(1000) }")),
+        (
+            "big-refusal.mjs",
+            &answering("{ refused: 'x'.repeat(2000) }"),
+        ),
     ]);
     inst.set_config(json!({ "maxAnswerBytes": 1000 }));
     let _d = inst.start();
@@ -209,6 +244,14 @@ fn an_answer_over_the_cap_is_refused() {
         )
     );
     assert_eq!(s.call("small", json!({})).0.len(), 1000);
+    // A refusal past the cap is said to be one.
+    assert_eq!(
+        s.call("big-refusal", json!({})),
+        (
+            "plugins/big-refusal.mjs refused with 2000 bytes of words, more than the 1000 this server passes on (maxAnswerBytes in openovai.json sets the limit).".to_string(),
+            true
+        )
+    );
 }
 
 #[test]
@@ -358,7 +401,7 @@ fn a_text_of_every_kind_of_character_reaches_the_caller_exactly() {
     assert_eq!(
         s.call("refusing", json!({})),
         (
-            "plugins/refusing.mjs answered 201 bytes of text, which take 1201 as sent (JSON writes each control character, quote and backslash escaped), more than the 1000 this server passes on (maxAnswerBytes in openovai.json sets the limit).".to_string(),
+            "plugins/refusing.mjs refused with 201 bytes of words, which take 1201 as sent (JSON writes each control character, quote and backslash escaped), more than the 1000 this server passes on (maxAnswerBytes in openovai.json sets the limit).".to_string(),
             true
         )
     );

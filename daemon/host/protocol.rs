@@ -281,6 +281,9 @@ pub struct Answer {
     /// And its size as sent, JSON escapes and all.
     #[serde(default)]
     pub as_sent: Option<u64>,
+    /// What was too big was a `{ refused }`.
+    #[serde(default)]
+    pub refusal: bool,
     /// The host has no such tool (it failed to import again after a restart).
     #[serde(default)]
     pub unknown: bool,
