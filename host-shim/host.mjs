@@ -1427,6 +1427,15 @@ function progressOf(id, key) {
   return function progress(message, options) {
     if (!inFlight(id)) return;
     try {
+      // As the MCP SDKs shape a report (`{ progress, total, message }`), or as bare numbers
+      // (`progress(3, 10)`): read for what they are, not as a message "[object Object]" or "3".
+      if (options === undefined && message !== null && typeof message === "object" && !isArray(message)) {
+        options = message;
+        message = options.message;
+      } else if (typeof message === "number") {
+        options = { progress: message, total: typeof options === "number" ? options : options?.total };
+        message = undefined;
+      }
       const report = { __proto__: null, t: "progress", id, key };
       if (message !== undefined && message !== null) report.message = clip(toText(message), 1000);
       const done = options?.progress;

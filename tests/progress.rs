@@ -307,3 +307,48 @@ export async function run({ n }, { progress, root }) {
         "{reported} bytes of progress were kept for a session that did not read"
     );
 }
+
+/// `progress` called as the MCP SDKs shape a report (`{ progress, total, message }`) or with bare
+/// numbers reached the caller as the message "[object Object]" or "3" (helper-46): read for what it is.
+#[test]
+fn progress_given_in_the_sdks_shape_or_as_numbers_is_read_for_what_it_is() {
+    let inst = Instance::with_plugins(&[(
+        "shapes.mjs",
+        r#"
+export const description = "Reports progress the ways people write it.";
+export const inputSchema = { type: "object" };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+export async function run(args, { progress }) {
+  progress({ progress: 1, total: 10, message: "one of ten" });
+  await sleep(250);
+  progress(3, 10);
+  await sleep(250);
+  progress({ progress: 5 });
+  await sleep(250);
+  return { text: "done" };
+}
+"#,
+    )]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let id = s.send_request(
+        "tools/call",
+        json!({ "name": "shapes", "arguments": {}, "_meta": { "progressToken": "s" } }),
+    );
+    assert_eq!(text_of(&s.response(id)).0, "done");
+    let reports: Vec<Value> = s
+        .backlog
+        .iter()
+        .filter(|v| is_progress(v))
+        .map(|v| v["params"].clone())
+        .collect();
+    assert_eq!(
+        reports,
+        vec![
+            json!({ "progressToken": "s", "progress": 1.0, "total": 10.0, "message": "one of ten" }),
+            json!({ "progressToken": "s", "progress": 3.0, "total": 10.0 }),
+            json!({ "progressToken": "s", "progress": 5.0 }),
+        ]
+    );
+}
