@@ -1189,10 +1189,26 @@ async function load({ id, name, file, key }) {
     return;
   }
   let schemaText;
+  let nonFinite = null;
   try {
-    schemaText = stringify(values.inputSchema);
+    // JSON writes Infinity and NaN as null: a bound the author wrote would reach the checker as null.
+    schemaText = stringify(values.inputSchema, (name, value) => {
+      if (nonFinite === null && typeof value === "number" && !Number.isFinite(value)) {
+        nonFinite = `it holds ${toText(value)} (as ${clip(toText(name), 64)}), which JSON would send as null: leave it out, or give a number`;
+      }
+      return value;
+    });
   } catch (err) {
-    sendLoaded({ t: "loaded", id, key, ok: false, schemaJson: headline(err) });
+    // V8's words for a cycle run over several lines: said in one, with the way out.
+    const circle = err instanceof TypeError ? regexpExec(/property '([^']*)' closes the circle/, err.message) : null;
+    const why = circle !== null
+      ? `it holds itself (its property '${clip(circle[1], 64)}' closes the circle): put the part that repeats in $defs and point to it with {"$ref": "#/$defs/..."}`
+      : headline(err);
+    sendLoaded({ t: "loaded", id, key, ok: false, schemaJson: why });
+    return;
+  }
+  if (nonFinite !== null) {
+    sendLoaded({ t: "loaded", id, key, ok: false, schemaJson: nonFinite });
     return;
   }
   // A tool's entry goes out on every tools/list: one larger than an answer may be is refused here, in

@@ -373,7 +373,7 @@ fn a_schema_that_is_not_an_object_schema_says_so() {
         rows[3],
         "plugins/d-remote.mjs is not served: its inputSchema refers to \"https://example.com/n.json\" outside itself; a tool's schema must stand on its own (a $ref starts with #, or names an $id of the schema)"
     );
-    assert!(rows[4].starts_with("plugins/e-cycle.mjs is not served: its inputSchema cannot be written as JSON: TypeError: Converting circular structure to JSON"), "{}", rows[4]);
+    assert!(rows[4].starts_with("plugins/e-cycle.mjs is not served: its inputSchema cannot be written as JSON: it holds itself (its property 'self' closes the circle)"), "{}", rows[4]);
     assert_eq!(
         rows[5],
         "This instance serves a tool of its own: f-local-ref"
@@ -1172,4 +1172,89 @@ fn a_tool_whose_list_entry_is_large_gets_a_row() {
             .iter()
             .any(|r| r.starts_with("plugins/echo.mjs: its description and inputSchema take"))
     );
+}
+
+/// What a hurried author writes (helper-46): short names for keywords, a type that is none, bounds no
+/// value meets, a required input no schema describes, a bound of Infinity and a schema that holds
+/// itself. Each is named, with the way out; a schema no call could pass is not served.
+#[test]
+fn hurried_schemas_are_named_with_the_way_out() {
+    let with = |schema: &str| {
+        format!(
+            "export const description = 'd';\nexport const inputSchema = {schema};\nexport function run(a) {{ return {{ text: JSON.stringify(a) }}; }}\n"
+        )
+    };
+    let inst = Instance::with_plugins(&[
+        (
+            "a-short.mjs",
+            &with(
+                r#"{ type: "object", properties: { b: { type: "integer", min: 1, max: 5, maxLen: 3, desc: "b" } } }"#,
+            ),
+        ),
+        (
+            "b-int.mjs",
+            &with(r#"{ type: "object", properties: { n: { type: "int", description: "n" } } }"#),
+        ),
+        (
+            "c-sting.mjs",
+            &with(r#"{ type: "object", properties: { a: { type: "sting", description: "a" } } }"#),
+        ),
+        (
+            "d-enum.mjs",
+            &with(
+                r#"{ type: "object", properties: { k: { enum: [], description: "k" } }, required: ["k"] }"#,
+            ),
+        ),
+        (
+            "e-false.mjs",
+            &with(r#"{ type: "object", properties: { k: false }, required: ["k"] }"#),
+        ),
+        (
+            "f-bounds.mjs",
+            &with(
+                r#"{ type: "object", properties: { k: { type: "number", minimum: 5, maximum: 1, description: "k" } }, required: ["k"] }"#,
+            ),
+        ),
+        ("g-not.mjs", &with(r#"{ type: "object", not: {} }"#)),
+        (
+            "h-required.mjs",
+            &with(
+                r#"{ type: "object", properties: { a: { type: "string", description: "a" } }, required: ["a", "b"] }"#,
+            ),
+        ),
+        (
+            "i-infinity.mjs",
+            &with(
+                r#"{ type: "object", properties: { n: { type: "number", maximum: Infinity, description: "n" } } }"#,
+            ),
+        ),
+        (
+            "j-circle.mjs",
+            &with(
+                r#"(() => { const s = { type: "object", properties: {} }; s.properties.self = s; return s; })()"#,
+            ),
+        ),
+    ]);
+    let _d = inst.start();
+    let rows = inst.rows("plugins");
+    let row = |file: &str| {
+        rows.iter()
+            .filter(|r| r.starts_with(&format!("plugins/{file}")))
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(row("a-short.mjs").contains("min in b (meant minimum?), max in b (meant maximum?), maxLen in b (meant maxLength?) and desc in b (meant description?)"), "{rows:?}");
+    assert!(row("b-int.mjs").contains("is not served: its inputSchema has the type \"int\" at /properties/n/type, which is no JSON Schema type (array, boolean, integer, null, number, object, string): meant \"integer\"?"), "{rows:?}");
+    assert!(row("c-sting.mjs").contains("the type \"sting\" at /properties/a/type, which is no JSON Schema type (array, boolean, integer, null, number, object, string): meant \"string\"?"), "{rows:?}");
+    assert!(row("d-enum.mjs").contains("is not served: its inputSchema requires \"k\", which no value could be (its enum lists none), so no call could pass it"), "{rows:?}");
+    assert!(row("e-false.mjs").contains("is not served: its inputSchema requires \"k\", which no value could be (its schema is false), so no call could pass it"), "{rows:?}");
+    assert!(row("f-bounds.mjs").contains("is not served: its inputSchema requires \"k\", which no value could be (its minimum 5 is above its maximum 1), so no call could pass it"), "{rows:?}");
+    assert!(row("g-not.mjs").contains("is not served: its inputSchema's not holds a schema every value fits, so no call could pass it"), "{rows:?}");
+    assert!(
+        row("h-required.mjs").contains("its input \"b\" has no description"),
+        "{rows:?}"
+    );
+    assert!(row("i-infinity.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds Infinity (as maximum), which JSON would send as null: leave it out, or give a number"), "{rows:?}");
+    assert!(row("j-circle.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds itself (its property 'self' closes the circle): put the part that repeats in $defs and point to it with {\"$ref\": \"#/$defs/...\"}"), "{rows:?}");
 }

@@ -5,19 +5,93 @@ use serde_json::Value;
 
 /// A name `required` asks for that `additionalProperties: false` forbids at the same level (no
 /// `patternProperties` that could admit it): a tool nobody could ever call.
-fn required_but_forbidden(root: &serde_json::Map<String, Value>) -> Option<String> {
-    if root.get("additionalProperties") != Some(&Value::Bool(false))
-        || root.contains_key("patternProperties")
-    {
-        return None;
+/// Why no call could pass an inputSchema, as the end of its row: a required input that may not be given,
+/// or that no value could be, or a root `not` that refuses everything. (What a schema holds deeper, or
+/// behind a `$ref`, is left to the checker: the calls it refuses say why.)
+fn no_call_could_pass(root: &serde_json::Map<String, Value>) -> Option<String> {
+    if root.get("not").is_some_and(fits_everything) {
+        return Some(
+            "its inputSchema's not holds a schema every value fits, so no call could pass it"
+                .into(),
+        );
     }
     let properties = root.get("properties").and_then(Value::as_object);
-    root.get("required")?
+    let closed = root.get("additionalProperties") == Some(&Value::Bool(false))
+        && !root.contains_key("patternProperties");
+    for name in root
+        .get("required")?
         .as_array()?
         .iter()
         .filter_map(Value::as_str)
-        .find(|name| !properties.is_some_and(|p| p.contains_key(*name)))
-        .map(str::to_string)
+    {
+        let shown = Value::String(name.to_string());
+        match properties.and_then(|p| p.get(name)) {
+            None if closed => {
+                return Some(format!(
+                    "its inputSchema requires {shown}, which is not among its properties, and its \
+                     additionalProperties is false, so no call could pass it"
+                ));
+            }
+            None => {}
+            Some(property) => {
+                if let Some(why) = no_value_fits(property) {
+                    return Some(format!(
+                        "its inputSchema requires {shown}, which no value could be ({why}), so no call \
+                         could pass it"
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// A schema every value fits: `true`, `{}`, or one holding only annotations.
+fn fits_everything(schema: &Value) -> bool {
+    match schema {
+        Value::Bool(b) => *b,
+        Value::Object(o) => o.keys().all(|k| {
+            matches!(
+                k.as_str(),
+                "description" | "title" | "$comment" | "examples"
+            )
+        }),
+        _ => false,
+    }
+}
+
+/// Why no value could fit a property's own schema, where its keywords say so plainly.
+fn no_value_fits(schema: &Value) -> Option<String> {
+    let Value::Object(s) = schema else {
+        return (*schema == Value::Bool(false)).then(|| "its schema is false".to_string());
+    };
+    if s.get("enum")
+        .and_then(Value::as_array)
+        .is_some_and(Vec::is_empty)
+    {
+        return Some("its enum lists none".into());
+    }
+    if s.get("not").is_some_and(fits_everything) {
+        return Some("its not holds a schema every value fits".into());
+    }
+    for (low, high) in [
+        ("minimum", "maximum"),
+        ("minLength", "maxLength"),
+        ("minItems", "maxItems"),
+        ("minProperties", "maxProperties"),
+    ] {
+        if let (Some(l), Some(h)) = (
+            s.get(low).and_then(Value::as_f64),
+            s.get(high).and_then(Value::as_f64),
+        ) && l > h
+        {
+            return Some(format!(
+                "its {low} {} is above its {high} {}",
+                s[low], s[high]
+            ));
+        }
+    }
+    None
 }
 
 /// JSON Schema's keywords (2020-12, and draft-07's `definitions` and `dependencies`), for telling a slip
@@ -89,11 +163,25 @@ pub fn keyword_slips(
     schema: &serde_json::Map<String, Value>,
 ) -> Vec<(String, String, &'static str)> {
     keys_noted(schema, &|key| {
+        // Short names a hurried author writes for a keyword, too far from it to be a slip.
+        const SHORT: &[(&str, &str)] = &[
+            ("min", "minimum"),
+            ("max", "maximum"),
+            ("minlen", "minLength"),
+            ("maxlen", "maxLength"),
+            ("desc", "description"),
+            ("regex", "pattern"),
+            ("minvalue", "minimum"),
+            ("maxvalue", "maximum"),
+        ];
+        let lower = key.to_ascii_lowercase();
+        if let Some((_, meant)) = SHORT.iter().find(|(short, _)| *short == lower) {
+            return Some(*meant);
+        }
         // OpenAPI's `example` is an annotation of its own, not a slip for `examples`.
         if KEYWORDS.contains(&key) || key.len() < 4 || key == "example" || key == "nullable" {
             return None;
         }
-        let lower = key.to_ascii_lowercase();
         KEYWORDS.iter().copied().find(|k| {
             let k_lower = k.to_ascii_lowercase();
             lower == k_lower
@@ -402,6 +490,18 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
         budget: 10_000,
     };
     w.walk(schema, "", 0);
+    // A required input no property describes is one a session must give, told nothing about it.
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let required = schema.get("required").and_then(Value::as_array);
+    w.out.extend(
+        required
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter(|name| !properties.is_some_and(|p| p.contains_key(*name)))
+            .take(64)
+            .map(str::to_string),
+    );
     // The same input reached by two branches (or two references) is named once.
     let mut seen = std::collections::HashSet::new();
     w.out.retain(|p| seen.insert(p.clone()));
@@ -559,12 +659,8 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
             return Err("its inputSchema is not an object schema: it has no \"type\": \"object\" at its root".into());
         }
     }
-    if let Some(name) = required_but_forbidden(root) {
-        return Err(format!(
-            "its inputSchema requires {}, which is not among its properties, and its additionalProperties is \
-             false, so no call could pass it",
-            Value::String(name)
-        ));
+    if let Some(why) = no_call_could_pass(root) {
+        return Err(why);
     }
     let mut ids = std::collections::HashSet::new();
     ids_in(schema, &mut ids);
@@ -599,6 +695,21 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
                     "its inputSchema has a pattern this server cannot read (at {at}: {e}); patterns are read with \
                      the regex crate's syntax, which checks in linear time and has no backreferences or lookaround"
                 )
+            } else if let Some(Value::String(named)) = at
+                .ends_with("/type")
+                .then(|| schema.pointer(&at))
+                .flatten()
+            {
+                // The meta-schema's words ("is not valid under any of the schemas listed in the 'anyOf'
+                // keyword") name neither the types there are nor the one meant.
+                let meant = meant_type(named)
+                    .map(|t| format!(": meant \"{t}\"?"))
+                    .unwrap_or_default();
+                format!(
+                    "its inputSchema has the type {} at {at}, which is no JSON Schema type (array, boolean, \
+                     integer, null, number, object, string){meant}",
+                    crate::names::clipped(&Value::String(named.clone()).to_string(), 64)
+                )
             } else if at.is_empty() {
                 // No place to point at (a $ref to nothing): the error names what is wrong.
                 format!("its inputSchema is not a valid JSON schema ({read_as}): {e}")
@@ -620,6 +731,34 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
     Ok(Checker {
         validator,
         schema: schema.clone(),
+    })
+}
+
+/// The JSON Schema type a type that is none most likely meant: another language's name for it (`int`,
+/// `float`, `bool`, `dict`), or a slip (`sting`).
+fn meant_type(named: &str) -> Option<&'static str> {
+    const TYPES: [&str; 7] = [
+        "array", "boolean", "integer", "null", "number", "object", "string",
+    ];
+    let lower = named.to_ascii_lowercase();
+    let other = match lower.as_str() {
+        "int" | "long" | "int32" | "int64" | "uint" | "i32" | "i64" | "u32" | "u64" | "usize" => {
+            Some("integer")
+        }
+        "float" | "double" | "decimal" | "f32" | "f64" | "real" | "bigint" => Some("number"),
+        "bool" => Some("boolean"),
+        "str" | "text" | "char" | "date" | "datetime" | "uuid" | "email" | "uri" | "url" => {
+            Some("string")
+        }
+        "dict" | "map" | "record" | "struct" | "hash" => Some("object"),
+        "list" | "tuple" | "vec" | "set" => Some("array"),
+        "none" | "nil" => Some("null"),
+        _ => None,
+    };
+    other.or_else(|| {
+        TYPES
+            .into_iter()
+            .find(|t| *t == lower || crate::names::distance(&lower, t) <= 2)
     })
 }
 
@@ -828,6 +967,11 @@ fn said(
                 .unwrap_or_default();
             format!("none of its items fits its 'contains'{wanted}, and at least one must")
         }
+        // The checker's words for these are broken ("is not one of .") or its own ("False schema").
+        Kind::Enum { options } if options.as_array().is_some_and(Vec::is_empty) => {
+            "no value may be given there (its enum lists none)".to_string()
+        }
+        Kind::FalseSchema => "nothing may be given there (its schema is false)".to_string(),
         _ => e.to_string(),
     };
     let said = format!("{place}{words}")
@@ -1059,6 +1203,25 @@ mod tests {
         assert!(e.contains("at /branch"), "{e}");
         let e = check(&v, "ci", &json!({"branch": "x", "extra": 1}), 0).unwrap_err();
         assert!(e.contains("extra"), "{e}");
+    }
+
+    #[test]
+    fn a_place_nothing_may_fill_is_said_in_words() {
+        let v = compile(&json!({
+            "type": "object",
+            "properties": { "k": { "enum": [] }, "f": false }
+        }))
+        .unwrap();
+        let e = check(&v, "t", &json!({ "k": "a" }), 0).unwrap_err();
+        assert!(
+            e.contains("at /k: no value may be given there (its enum lists none)."),
+            "{e}"
+        );
+        let e = check(&v, "t", &json!({ "f": 1 }), 0).unwrap_err();
+        assert!(
+            e.contains("at /f: nothing may be given there (its schema is false)."),
+            "{e}"
+        );
     }
 
     #[test]
