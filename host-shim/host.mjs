@@ -1569,7 +1569,13 @@ function importFailure(err, file) {
     return { message: `it called ${err.message.replace(" was called", "")}, and a plugin cannot end the plugin host`, at: location(err, file) };
   }
   let at = location(err, file);
-  if (at === null && err instanceof SyntaxError) at = syntaxLocation(file);
+  if (at === null && err instanceof SyntaxError) {
+    try {
+      at = syntaxLocation(file);
+    } catch {
+      // Prototypes a plugin patched may throw here: the error is still said, with no place.
+    }
+  }
   return { message: headline(err), at };
 }
 
@@ -1727,7 +1733,36 @@ function placeOf(url, line, column) {
  * Node 20 gives a SyntaxError from import() no place; `node --check` prints "PATH:LINE", the source line
  * and a caret under the column. Asked only when an import failed, so it costs nothing on the happy path.
  */
+/**
+ * Where a SyntaxError V8 gave no place for lies: in the file (`LINE:COLUMN`), or in the first module it
+ * imports by a relative path, looked through in order, that `node --check` refuses (`lib/x.mjs:3:11`):
+ * V8 names neither for an ESM module that fails to parse. At most 16 modules are looked at.
+ */
 function syntaxLocation(file) {
+  const seen = new Set();
+  const queue = [file];
+  while (queue.length > 0 && seen.size < 16) {
+    const next = queue.shift();
+    if (seen.has(next)) continue;
+    seen.add(next);
+    const at = checkedAt(next);
+    if (at !== null) return next === file ? at : `${pathRelative(pluginsDir ?? path.dirname(file), next)}:${at}`;
+    let text;
+    try {
+      text = fs.readFileSync(next, "utf8");
+    } catch {
+      continue;
+    }
+    // Static imports and re-exports (`import { a } from "./x.mjs"`, `import "./y.mjs"`, `export * from`).
+    for (const m of text.matchAll(/(?:^|[;\s])(?:import|export)\s*(?:[^'"`;()]*?\sfrom\s*)?["'](\.{1,2}\/[^"']+)["']/g)) {
+      push(queue, path.resolve(path.dirname(next), m[1]));
+    }
+  }
+  return null;
+}
+
+/** Where `node --check` says a file's syntax fails, or null. */
+function checkedAt(file) {
   const out = spawnSync(process.execPath, ["--check", file], { encoding: "utf8", timeout: 5000 });
   const lines = (out.stderr ?? "").split("\n");
   const head = /:(\d+)$/.exec(lines[0] ?? "");

@@ -139,6 +139,17 @@ fn import_failures_name_the_error_and_where() {
         ("shared-throws.mjs", "import \"./lib/bad.mjs\";\n"),
         ("lib/bad.mjs", "\n\nnull.x;\n"),
         ("good.mjs", &good("good")),
+        // A syntax error in a module it imports, by a path over two lines, behind a good one: V8 names
+        // no place for it.
+        (
+            "uses-broken.mjs",
+            "import { ok } from './lib/fine.mjs';\nimport {\n  h,\n} from \"./lib/broken.mjs\";\nexport const x = 1;\n",
+        ),
+        ("lib/fine.mjs", "export const ok = 1;\n"),
+        (
+            "lib/broken.mjs",
+            "// helper\nexport function h() {\n  return {;\n}\n",
+        ),
     ]);
     let _d = inst.start();
     let rows = inst.rows("plugins");
@@ -160,7 +171,11 @@ fn import_failures_name_the_error_and_where() {
         rows[4],
         "plugins/throws.mjs is not served: importing it failed: Error: no config here\\nsecond line (at 2:7)"
     );
-    assert_eq!(rows.len(), 5);
+    assert_eq!(
+        rows[5],
+        "plugins/uses-broken.mjs is not served: importing it failed: SyntaxError: Unexpected token ';' (at lib/broken.mjs:3:11)"
+    );
+    assert_eq!(rows.len(), 6);
 }
 
 #[test]
