@@ -103,6 +103,37 @@ pub fn latest(path: &std::path::Path, n: usize) -> Vec<String> {
         .collect()
 }
 
+/// The row saying the server before this one ended without stopping, when runtime.log's tail shows it:
+/// its "is up" row is the last of the rows a start and a stop write. None when it stopped, or when the
+/// tail holds neither (a log emptied, or a server that wrote more since its start than is read).
+pub fn ended_without_stopping(path: &std::path::Path) -> Option<String> {
+    let rows = latest(path, usize::MAX);
+    let last = rows
+        .last()
+        .and_then(|r| parse_row(r))
+        .map(|(stamp, _, _)| stamp)?;
+    for row in rows.iter().rev() {
+        let Some((stamp, "server", sentence)) = parse_row(row) else {
+            continue;
+        };
+        if sentence.starts_with("ovai serve stopped on ") {
+            return None;
+        }
+        if sentence.starts_with("ovai serve is up for ") {
+            let pid = sentence
+                .rsplit_once("(pid ")
+                .and_then(|(_, rest)| rest.split_once(')'))
+                .map(|(pid, _)| pid)
+                .filter(|pid| pid.bytes().all(|b| b.is_ascii_digit()))?;
+            return Some(format!(
+                "The server before this one (pid {pid}, up since {stamp}) ended without stopping (killed, \
+                 crashed, or its machine went down); its last row was written at {last}."
+            ));
+        }
+    }
+    None
+}
+
 pub fn timestamp(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }

@@ -797,6 +797,43 @@ fn the_host_runs_in_its_own_process_group_and_dies_with_the_daemon() {
     wait_gone(host);
 }
 
+/// A server killed (or crashed, or its machine gone) leaves no row saying it stopped: the next one says
+/// so, naming it, so whoever reads runtime.log later sees the gap (helper-45). A stop is not said so.
+#[test]
+fn a_server_that_ended_without_stopping_is_said_by_the_next() {
+    let inst = instance(&[], json!({}));
+    let d = inst.start();
+    let first = d.pid();
+    signal(first, libc::SIGKILL);
+    wait_gone(first);
+    drop(d);
+    let d = inst.start();
+    let said: Vec<String> = inst
+        .rows("server")
+        .into_iter()
+        .filter(|r| r.starts_with("The server before this one"))
+        .collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].starts_with(&format!(
+            "The server before this one (pid {first}, up since 20"
+        )),
+        "{said:?}"
+    );
+    assert!(
+        said[0].contains(") ended without stopping (killed, crashed, or its machine went down); its last row was written at 20"),
+        "{said:?}"
+    );
+    d.stop();
+    let _d = inst.start();
+    let said = inst
+        .rows("server")
+        .into_iter()
+        .filter(|r| r.starts_with("The server before this one"))
+        .count();
+    assert_eq!(said, 1, "a stop is not an end without stopping");
+}
+
 #[test]
 fn sigterm_lets_calls_finish_within_the_grace_and_answers_the_rest() {
     let inst = instance(

@@ -150,6 +150,8 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     crate::host::child::check_node(&crate::host::child::node_program())?;
     seats::ensure_private_dir(&inst)?;
     let claimed = claim_once_stopped(&inst).await?;
+    // Read before this start writes a row: the lock held, no other server writes there.
+    let before = crate::runtime_log::ended_without_stopping(&inst.runtime_log());
     // Best effort: without it `ovai status` waits for the answer instead of saying the server starts.
     // Written as soon as the lock is held and before the socket is bound, so that no command finds the
     // lock held, or the socket, and not the marker.
@@ -258,6 +260,9 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         None => None,
     };
     let log = Arc::new(RuntimeLog::new(inst.runtime_log()));
+    if let Some(said) = &before {
+        log.row(Topic::Server, said);
+    }
     for said in &unbound {
         tracing::warn!("{said}");
         log.row(Topic::Server, said);

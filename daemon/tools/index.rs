@@ -81,12 +81,12 @@ pub fn sessions_and_starting(n: usize, starting: usize) -> String {
         0 => sessions_now(n).into_owned(),
         1 => format!(
             "{}; 1 HTTP session opened and never initialized (no notifications/initialized): it ends \
-             once idle for sessionIdleSeconds",
+             once idle for http.sessionIdleSeconds in openovai.json",
             sessions_now(n)
         ),
         s => format!(
             "{}; {s} HTTP sessions opened and never initialized (no notifications/initialized): each \
-             ends once idle for sessionIdleSeconds",
+             ends once idle for http.sessionIdleSeconds in openovai.json",
             sessions_now(n)
         ),
     }
