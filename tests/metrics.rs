@@ -79,6 +79,44 @@ fn a_real_prometheus_scrapes_the_calls_made() {
     );
     assert!(text.contains(r#"ovai_plugins{state="served"} 1"#), "{text}");
     assert!(!text.contains(&inst.secret("w1")));
+    // What only grows is a counter, named _total (helper-45: process_cpu_seconds_total and the host's
+    // ends were gauges, which Prometheus's linter flags). It reads the text as Prometheus's own format,
+    // where a counter's HELP names its _total series; OpenMetrics names the family, so those notes are
+    // not ours.
+    let promtool = which("promtool").expect("promtool comes with Debian's prometheus");
+    let lint = std::process::Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .output_with_stdin(text.as_bytes());
+    let notes: Vec<&str> = lint
+        .said
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.ends_with("_total no help text"))
+        .collect();
+    assert!(notes.is_empty(), "{notes:?}\n{text}");
+    for family in [
+        "process_cpu_seconds",
+        "ovai_host_ends",
+        "ovai_host_respawns",
+    ] {
+        assert!(text.contains(&format!("# TYPE {family} counter")), "{text}");
+    }
+    // A seat added replaces a boxed host (its box hides the new desk's secret): an end of its own kind,
+    // not a host that stopped, and counted with the hosts started in place of one.
+    inst.add_seat("w2");
+    let text = wait_until("the replacement counted", || {
+        let text = get(port, "/metrics")?;
+        text.contains(r#"ovai_host_respawns_total 1"#)
+            .then_some(text)
+    });
+    assert!(
+        text.contains(r#"ovai_host_ends_total{cause="replaced"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"ovai_host_ends_total{cause="stopped"} 0"#),
+        "{text}"
+    );
 
     let work = tempfile::tempdir_in("/tmp").unwrap();
     let config = work.path().join("prometheus.yml");
@@ -275,6 +313,35 @@ fn answers(port: u16) -> bool {
     let _ = write!(s, "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n");
     let mut head = [0u8; 9];
     s.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.")
+}
+
+struct Linted {
+    said: String,
+}
+
+trait WithStdin {
+    fn output_with_stdin(&mut self, input: &[u8]) -> Linted;
+}
+
+impl WithStdin for std::process::Command {
+    /// Runs the command with `input` on its stdin: its stdout and stderr together.
+    fn output_with_stdin(&mut self, input: &[u8]) -> Linted {
+        use std::io::Write;
+        let mut child = self
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        Linted {
+            said: format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+    }
 }
 
 fn which(name: &str) -> Option<std::path::PathBuf> {

@@ -116,9 +116,9 @@ fn tail_clause(tail: &[String]) -> String {
 }
 
 /// Hosts ended since the daemon started, by cause, over every generation: for the operator's metrics.
-static ENDS: [std::sync::atomic::AtomicU64; 4] =
-    [const { std::sync::atomic::AtomicU64::new(0) }; 4];
-/// New hosts started in place of one that ended, over every generation.
+static ENDS: [std::sync::atomic::AtomicU64; 5] =
+    [const { std::sync::atomic::AtomicU64::new(0) }; 5];
+/// New hosts started in place of one that ended or was replaced, over every generation.
 static RESPAWNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Why a host ended, as the metrics name it.
@@ -132,9 +132,11 @@ pub enum EndCause {
     Deaf = 2,
     /// Its box went past a bound and it was ended.
     OverBound = 3,
+    /// A seat change ended it, for a new one whose box hides the seats' secrets as they are now.
+    Replaced = 4,
 }
 
-const CAUSES: [&str; 4] = ["stopped", "hung", "deaf", "over_bound"];
+const CAUSES: [&str; 5] = ["stopped", "hung", "deaf", "over_bound", "replaced"];
 
 pub fn count_end(cause: EndCause) {
     ENDS[cause as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -145,7 +147,7 @@ pub fn count_respawn() {
 }
 
 /// (cause, hosts ended for it) for each cause, and the respawns, since the daemon started.
-pub fn counts() -> ([(&'static str, u64); 4], u64) {
+pub fn counts() -> ([(&'static str, u64); 5], u64) {
     let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
     (
         std::array::from_fn(|i| (CAUSES[i], load(&ENDS[i]))),

@@ -387,6 +387,7 @@ async fn run(
                 }
                 process.kill().await;
                 host.ending.store(false, Ordering::SeqCst);
+                super::ending::count_end(super::ending::EndCause::Replaced);
                 let files = process.link.fail_all(&Arc::new(HostEnd::Replaced));
                 job.log.row(Topic::Host, &rows::replaced(process.pid, &files));
                 match start_when_settled(&job, &ids, &host, &mut seats, Duration::ZERO, &left_out).await {

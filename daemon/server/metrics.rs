@@ -46,17 +46,19 @@ struct StateLabels {
 }
 
 pub struct Metrics {
+    /// Held through a scrape: two at once would both raise a counter by what was counted since.
+    scraping: std::sync::Mutex<()>,
     registry: Registry,
     calls: Family<CallLabels, Counter>,
     duration: Family<OperationLabels, Histogram>,
     sessions: Family<SessionLabels, Gauge>,
-    host_ends: Family<CauseLabels, Gauge>,
-    host_respawns: Gauge,
+    host_ends: Family<CauseLabels, Counter>,
+    host_respawns: Counter,
     plugins: Family<StateLabels, Gauge>,
     generation: Gauge,
     spans_dropped: Counter,
     resident: Gauge,
-    cpu_seconds: Gauge<f64, std::sync::atomic::AtomicU64>,
+    cpu_seconds: Counter<f64, std::sync::atomic::AtomicU64>,
     open_fds: Gauge,
     start_time: Gauge,
 }
@@ -132,16 +134,17 @@ impl Default for Metrics {
             "Sessions open now, by seat and transport (socket or http)",
             sessions.clone(),
         );
-        let host_ends = Family::<CauseLabels, Gauge>::default();
+        let host_ends = Family::<CauseLabels, Counter>::default();
         registry.register(
             "ovai_host_ends",
-            "Plugin hosts ended since the daemon started, by cause (stopped, hung, deaf, over_bound)",
+            "Plugin hosts ended since the daemon started, by cause (stopped, hung, deaf, over_bound, \
+             replaced)",
             host_ends.clone(),
         );
-        let host_respawns = Gauge::default();
+        let host_respawns = Counter::default();
         registry.register(
             "ovai_host_respawns",
-            "Plugin hosts started in place of one that ended, since the daemon started",
+            "Plugin hosts started in place of one that ended or was replaced, since the daemon started",
             host_respawns.clone(),
         );
         let plugins = Family::<StateLabels, Gauge>::default();
@@ -169,9 +172,9 @@ impl Default for Metrics {
             Unit::Bytes,
             resident.clone(),
         );
-        let cpu_seconds = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+        let cpu_seconds = Counter::<f64, std::sync::atomic::AtomicU64>::default();
         registry.register(
-            "process_cpu_seconds_total",
+            "process_cpu_seconds",
             "CPU time the daemon has used, user and system, in seconds",
             cpu_seconds.clone(),
         );
@@ -189,6 +192,7 @@ impl Default for Metrics {
             start_time.clone(),
         );
         Self {
+            scraping: std::sync::Mutex::new(()),
             registry,
             calls,
             duration,
@@ -224,8 +228,10 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    /// The text a scrape reads, with the figures read now.
+    /// The text a scrape reads, with the figures read now (one scrape at a time: a counter is raised
+    /// to what is counted elsewhere).
     pub fn scraped(&self, now: Now) -> String {
+        let _one_at_a_time = crate::sync::lock(&self.scraping);
         self.sessions.clear();
         for ((seat, transport), n) in now.sessions {
             self.sessions
@@ -234,17 +240,10 @@ impl Metrics {
         }
         let (ends, respawns) = crate::host::ending::counts();
         for (cause, n) in ends {
-            self.host_ends
-                .get_or_create(&CauseLabels { cause })
-                .set(n as i64);
+            raise_to(&self.host_ends.get_or_create(&CauseLabels { cause }), n);
         }
-        self.host_respawns.set(respawns as i64);
-        let dropped = super::traces::dropped();
-        if let Some(more) = dropped.checked_sub(self.spans_dropped.get())
-            && more > 0
-        {
-            self.spans_dropped.inc_by(more);
-        }
+        raise_to(&self.host_respawns, respawns);
+        raise_to(&self.spans_dropped, super::traces::dropped());
         self.generation.set(now.generation as i64);
         let (served, not_served) = now.plugins;
         self.plugins
@@ -257,7 +256,10 @@ impl Metrics {
             .set(not_served as i64);
         let own = process_figures();
         self.resident.set(own.resident_bytes as i64);
-        self.cpu_seconds.set(own.cpu_seconds);
+        if own.cpu_seconds > self.cpu_seconds.get() {
+            self.cpu_seconds
+                .inc_by(own.cpu_seconds - self.cpu_seconds.get());
+        }
         self.open_fds.set(own.open_fds as i64);
         self.start_time.set(own.start_time as i64);
         let mut text = String::new();
@@ -306,5 +308,14 @@ fn process_figures() -> Own {
         cpu_seconds: (field(14) + field(15)) as f64 / ticks,
         open_fds: std::fs::read_dir("/proc/self/fd").map_or(0, Iterator::count),
         start_time: boot + (field(22) as f64 / ticks) as u64,
+    }
+}
+
+/// A counter raised to `value`, counted elsewhere (a counter only grows: it has no `set`).
+fn raise_to(counter: &Counter, value: u64) {
+    if let Some(more) = value.checked_sub(counter.get())
+        && more > 0
+    {
+        counter.inc_by(more);
     }
 }
