@@ -351,3 +351,63 @@ fn which(name: &str) -> Option<std::path::PathBuf> {
             .find(|p| p.is_file())
     })
 }
+
+/// A call is named the same way in every record an operator reads (helper-45): one that reached its
+/// deadline was `timed_out` in the metrics and "refused" in calls.jsonl and on the page; one whose host
+/// ended was `error` in the metrics and "host stopped" in the others.
+#[test]
+fn a_calls_outcome_is_named_alike_in_the_metrics_and_the_call_log() {
+    let inst = Instance::new();
+    inst.fixture("fault-never.mjs");
+    inst.fixture("fault-sigkill.mjs");
+    inst.set_config(json!({
+        "metrics": { "listen": "127.0.0.1:0" },
+        "callLog": true,
+        "callTimeoutSeconds": 1
+    }));
+    let d = inst.start();
+    let url = d.status().unwrap()["metrics"].as_str().unwrap().to_string();
+    let port: u16 = url
+        .trim_end_matches("/metrics")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert!(s.call("fault-never", json!({})).1);
+    assert!(s.call("fault-sigkill", json!({})).1);
+    let log = wait_until("both calls in the call log", || {
+        let text = std::fs::read_to_string(inst.root.join("calls.jsonl")).ok()?;
+        (text.lines().count() >= 2).then_some(text)
+    });
+    let outcomes: Vec<(String, String)> = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            (
+                v["tool"].as_str().unwrap().to_string(),
+                v["outcome"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("fault-never".to_string(), "timed out".to_string()),
+            ("fault-sigkill".to_string(), "host stopped".to_string()),
+        ]
+    );
+    let text = get(port, "/metrics").unwrap();
+    assert!(
+        text.contains(r#"ovai_calls_total{tool="fault-never",seat="lead",outcome="timed_out"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            r#"ovai_calls_total{tool="fault-sigkill",seat="lead",outcome="host_stopped"} 1"#
+        ),
+        "{text}"
+    );
+}

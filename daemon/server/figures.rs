@@ -17,24 +17,44 @@ const KEPT: usize = 1024;
 /// calls.jsonl is rotated (one old file kept) when a line would take it past this.
 const ROTATE_AT_BYTES: u64 = crate::runtime_log::ROTATE_AT_BYTES;
 
-/// How a call ended, as the figures and the call log count it.
+/// How a call ended, as every record names it: the figures, the call log, the page and the metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tally {
     Text,
     Refused,
     /// Refused because its plugin host stopped under it.
     HostStopped,
+    /// Refused because its deadline came.
+    TimedOut,
     Cancelled,
 }
 
 impl Tally {
+    /// As the call log and the page write it.
     fn as_str(self) -> &'static str {
         match self {
             Tally::Text => "text",
             Tally::Refused => "refused",
             Tally::HostStopped => "host stopped",
+            Tally::TimedOut => "timed out",
             Tally::Cancelled => "cancelled",
         }
+    }
+
+    /// As a metric's label writes it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Tally::Text => "text",
+            Tally::Refused => "refused",
+            Tally::HostStopped => "host_stopped",
+            Tally::TimedOut => "timed_out",
+            Tally::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether the caller was refused.
+    fn refused(self) -> bool {
+        matches!(self, Tally::Refused | Tally::HostStopped | Tally::TimedOut)
     }
 }
 
@@ -124,7 +144,7 @@ impl Figures {
                 }),
             };
             t.calls += 1;
-            t.refusals += u64::from(matches!(outcome, Tally::Refused | Tally::HostStopped));
+            t.refusals += u64::from(outcome.refused());
             t.host_stops += u64::from(outcome == Tally::HostStopped);
             t.failures += u64::from(failed);
             if t.recent.len() == KEPT {
@@ -150,7 +170,7 @@ impl Figures {
                 (t.day, t.calls, t.refusals) = (day, 0, 0);
             }
             t.calls += 1;
-            t.refusals += u64::from(matches!(outcome, Tally::Refused | Tally::HostStopped));
+            t.refusals += u64::from(outcome.refused());
             t.seat.clone()
         };
         {

@@ -14,6 +14,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
+use super::figures::Tally;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CallLabels {
     tool: String,
@@ -72,37 +74,14 @@ pub struct Now {
     pub plugins: (usize, usize),
 }
 
-/// How a call ended, as the metrics name it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CallOutcome {
-    Text,
-    Refused,
-    /// Refused because its plugin host ended under it.
-    Error,
-    TimedOut,
-    Cancelled,
-}
-
-impl CallOutcome {
-    fn label(self) -> &'static str {
-        match self {
-            CallOutcome::Text => "text",
-            CallOutcome::Refused => "refused",
-            CallOutcome::Error => "error",
-            CallOutcome::TimedOut => "timed_out",
-            CallOutcome::Cancelled => "cancelled",
-        }
-    }
-
-    /// The conventions' `error.type` for a failed operation; empty for a success.
-    fn error_type(self) -> &'static str {
-        match self {
-            CallOutcome::Text => "",
-            CallOutcome::Refused => "tool_error",
-            CallOutcome::Error => "host_stopped",
-            CallOutcome::TimedOut => "timeout",
-            CallOutcome::Cancelled => "cancelled",
-        }
+/// The conventions' `error.type` for a call that failed; empty for a success.
+fn error_type(outcome: Tally) -> &'static str {
+    match outcome {
+        Tally::Text => "",
+        Tally::Refused => "tool_error",
+        Tally::HostStopped => "host_stopped",
+        Tally::TimedOut => "timeout",
+        Tally::Cancelled => "cancelled",
     }
 }
 
@@ -211,7 +190,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    pub fn call(&self, seat: &str, tool: &str, took: Duration, outcome: CallOutcome) {
+    pub fn call(&self, seat: &str, tool: &str, took: Duration, outcome: Tally) {
         self.calls
             .get_or_create(&CallLabels {
                 tool: tool.to_string(),
@@ -223,7 +202,7 @@ impl Metrics {
             .get_or_create(&OperationLabels {
                 mcp_method_name: "tools/call",
                 gen_ai_tool_name: tool.to_string(),
-                error_type: outcome.error_type(),
+                error_type: error_type(outcome),
             })
             .observe(took.as_secs_f64());
     }

@@ -19,7 +19,6 @@ use tokio_util::sync::CancellationToken;
 use super::arguments::{self, Refusal};
 use super::daemon::Daemon;
 use super::figures::Tally;
-use super::metrics::CallOutcome;
 use super::progress::{Relay, To};
 use super::sessions::{Owned, SeatChange};
 use super::traces::HostSpan;
@@ -259,12 +258,12 @@ impl SeatService {
 
     /// Counts a call that started at `started` in the figures `ovai status` shows.
     pub fn record(&self, name: &str, started: std::time::Instant, outcome: &Outcome, how: How) {
-        let host_stopped = how == How::HostStopped;
-        let counted = match outcome {
-            Outcome::Text(_) | Outcome::Json(_) => Tally::Text,
-            Outcome::Refused(_) if host_stopped => Tally::HostStopped,
-            Outcome::Refused(_) => Tally::Refused,
-            Outcome::Cancelled => Tally::Cancelled,
+        let counted = match (outcome, how) {
+            (Outcome::Text(_) | Outcome::Json(_), _) => Tally::Text,
+            (Outcome::Cancelled, _) => Tally::Cancelled,
+            (Outcome::Refused(_), How::HostStopped) => Tally::HostStopped,
+            (Outcome::Refused(_), How::TimedOut) => Tally::TimedOut,
+            (Outcome::Refused(_), How::Ran | How::Failed) => Tally::Refused,
         };
         let took = started.elapsed();
         // The tool's own fault, told apart from its refusals and the caller's: what its author fixes.
@@ -274,14 +273,7 @@ impl SeatService {
             .figures
             .record(&self.seat, name, took, counted, failed);
         if let Some(metrics) = self.daemon.metrics.get() {
-            let outcome = match (outcome, how) {
-                (Outcome::Text(_) | Outcome::Json(_), _) => CallOutcome::Text,
-                (Outcome::Cancelled, _) => CallOutcome::Cancelled,
-                (Outcome::Refused(_), How::HostStopped) => CallOutcome::Error,
-                (Outcome::Refused(_), How::TimedOut) => CallOutcome::TimedOut,
-                (Outcome::Refused(_), How::Ran | How::Failed) => CallOutcome::Refused,
-            };
-            metrics.call(&self.seat, name, took, outcome);
+            metrics.call(&self.seat, name, took, counted);
         }
     }
 
