@@ -166,13 +166,17 @@ fn seat_names_follow_the_tool_name_rule() {
         .stderr(predicate::str::contains(
             "There is already a seat called lead.",
         ));
-    inst.cmd()
-        .args(["seat", "remove", "ghost"])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains(
-            "There is no seat called ghost. The seats are: lead.",
-        ));
+    // A seat that is not there is a usage problem for every command that names one, as for `ovai call
+    // --seat`: exit 2.
+    for command in ["remove", "rotate", "trust"] {
+        inst.cmd()
+            .args(["seat", command, "ghost"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(
+                "There is no seat called ghost. The seats are: lead.",
+            ));
+    }
 }
 
 #[test]

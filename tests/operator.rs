@@ -1013,7 +1013,7 @@ fn the_leader_cannot_be_removed_or_be_no_seat_and_names_cannot_clash_in_case() {
     inst.cmd()
         .args(["seat", "remove", "W1"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains(
             "There is no seat called W1 (there is w1). The seats are: lead, w1.",
         ));

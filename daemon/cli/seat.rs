@@ -99,7 +99,7 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
         SeatAction::Trust { name } => {
             let book = SeatBook::load(inst).map_err(fail(exit::FAILED))?;
             if !book.names().any(|n| n == name) {
-                return Err(Failure::new(book.unknown(&name).to_string(), exit::FAILED));
+                return Err(Failure::new(book.unknown(&name).to_string(), exit::USAGE));
             }
             let home = std::env::var_os("HOME")
                 .filter(|h| !h.is_empty())
@@ -261,10 +261,11 @@ fn precheck(inst: &Instance, action: &SeatAction) -> Result<(), Failure> {
     .map_err(refused)
 }
 
-/// A seat command's refusal: a name no seat can have is a usage problem (exit 2), the rest exit 1.
+/// A seat command's refusal: a name no seat can have, or that no seat has, is a usage problem (exit 2, as
+/// `ovai call --seat` says one), the rest exit 1.
 fn refused(e: seats::SeatError) -> Failure {
     let code = match e {
-        seats::SeatError::BadName { .. } => exit::USAGE,
+        seats::SeatError::BadName { .. } | seats::SeatError::Unknown { .. } => exit::USAGE,
         _ => exit::FAILED,
     };
     Failure::new(e, code)

@@ -20,12 +20,9 @@ pub fn run(inst: &Instance, name: Option<&str>, json: bool) -> Result<(), Failur
                 .collect();
             if found.is_empty() {
                 let names: Vec<&str> = reply.tools.iter().map(|t| t.name.as_str()).collect();
-                let why = super::why_no_tool(inst, n).unwrap_or_else(|| {
-                    format!(
-                        "There is no tool called {n} on this server; the tools are {}.",
-                        names.join(", ")
-                    )
-                });
+                // In the words (and quoting) a session's call gets.
+                let why = super::why_no_tool(inst, n)
+                    .unwrap_or_else(|| crate::answer::unknown_tool(n, names.into_iter()));
                 // As `ovai call` says it: asked for something that is not there.
                 return Err(Failure::new(why, exit::USAGE));
             }
