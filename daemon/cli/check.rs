@@ -207,6 +207,20 @@ fn named(dir: &Path, arg: &str, all: &[Candidate]) -> Result<Candidate, Failure>
             || p == Path::new("plugins")
             || crate::instance::absolute(p) == crate::instance::absolute(dir)
     });
+    let below = path.parent().is_some_and(|p| {
+        p.starts_with("plugins")
+            || crate::instance::absolute(p).starts_with(crate::instance::absolute(dir))
+    });
+    if !inside && below {
+        return Err(Failure::new(
+            format!(
+                "{} is in a subfolder of plugins/, where a file is code tools import, never a tool: check a \
+                 tool that imports it (what it imports is checked with it).",
+                crate::names::clipped(arg, 200)
+            ),
+            2,
+        ));
+    }
     if !inside {
         return Err(Failure::new(
             format!(
