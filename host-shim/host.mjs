@@ -1630,10 +1630,49 @@ function errorWords(err) {
   } catch {
     text = ownMessage(err) ?? "an error that cannot be shown";
   }
+  const issues = ownIssues(err);
+  if (issues !== null) text = `${errorName(err)}: ${issues}`;
   text = clip(trimEnd(text), 1000);
   const inner = ownErrors(err);
   if (inner.length > 0) text += ` (errors: ${joinWith(inner, "; ")})`;
   return text;
+}
+
+/**
+ * A validation library's error said by its own `issues` (zod's, valibot's, Standard Schema's: each a
+ * `message` and a `path`), whose message is their JSON over many lines: `branch: expected string; …`.
+ * Null for any other error. No getter is run.
+ */
+function ownIssues(err) {
+  try {
+    const own = err instanceof ErrorCtor ? getOwn(err, "issues") : undefined;
+    if (own === undefined || !isArray(own.value) || own.value.length === 0) return null;
+    const said = [];
+    for (const issue of own.value) {
+      if (said.length === 5) {
+        push(said, `${own.value.length - 5} more`);
+        break;
+      }
+      const message = issue !== null && typeof issue === "object" ? getOwn(issue, "message")?.value : undefined;
+      if (typeof message !== "string") return null;
+      const path = getOwn(issue, "path")?.value;
+      const at = isArray(path) && path.length > 0 ? `${joinWith(path.map((p) => (typeof p === "object" && p !== null ? toText(p.key) : toText(p))), ".")}: ` : "";
+      push(said, clip(`${at}${message}`, 200));
+    }
+    return joinWith(said, "; ");
+  } catch {
+    return null;
+  }
+}
+
+/** An error's name as its own String() would give it, where it is a string; else "Error". */
+function errorName(err) {
+  try {
+    const name = err.name;
+    return typeof name === "string" && name !== "" ? clip(name, 64) : "Error";
+  } catch {
+    return "Error";
+  }
 }
 
 /** An error's own `message`, where it is a plain string (no getter is run); else null. */

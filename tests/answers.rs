@@ -189,6 +189,17 @@ fn each_answer_shape_reaches_the_caller_in_words() {
             "plugins/cyclic.mjs threw at 5:13: AggregateError: x (errors: { refused } holding an error (AggregateError: x (errors: { refused } holding an error (…), not a string; { refused } holding an error (…), not a string)), not a string; { refused } holding an error (AggregateError: x (errors: { refused } holding an error (…), not a string; { refused } holding an error (…), not a string)), not a string)",
             true,
         ),
+        // A validation library's error (zod's, valibot's) writes its issues as JSON in its message: it
+        // is said by its issues, one line each.
+        (
+            "throws-issues",
+            plugin(
+                "class ZodError extends Error { constructor(issues) { super(JSON.stringify(issues, null, 2)); this.name = 'ZodError'; this.issues = issues; } }\n\
+                 export function run() {\n  throw new ZodError([{ code: 'invalid_type', expected: 'string', path: ['branch'], message: 'Invalid input: expected string, received undefined' }, { code: 'too_small', path: ['files', 0, 'name'], message: 'Too small' }]);\n}",
+            ),
+            "plugins/throws-issues.mjs threw at 5:9: ZodError: branch: Invalid input: expected string, received undefined; files.0.name: Too small",
+            true,
+        ),
         (
             "throws-string",
             plugin("export function run() { throw 'oops'; }"),
