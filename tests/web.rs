@@ -770,7 +770,7 @@ fn the_status_page_stays_readable_long_words_newest_rows_selections_narrow_windo
     let inst = Instance::with_plugins(&[("echo.mjs", ECHO)]);
     inst.add_seat("w1");
     inst.set_config(json!({ "web": { "listen": "127.0.0.1:0" } }));
-    let _d = inst.start();
+    let d = inst.start();
     // Rows enough to fill the log panel past its height.
     for _ in 0..8 {
         inst.cmd().arg("restart").assert().success();
@@ -820,4 +820,14 @@ fn the_status_page_stays_readable_long_words_newest_rows_selections_narrow_windo
         (browser.eval("String(window.innerWidth)") == "390").then_some(())
     });
     assert_eq!(browser.eval(fits), "true", "a narrow window cuts the page");
+    // A server gone: the page says its data is no longer live, all of it greyed out.
+    d.stop();
+    wait_until("the page to say it is not live", || {
+        (browser.eval("String(document.body.classList.contains('stale'))") == "true").then_some(())
+    });
+    assert!(
+        browser
+            .eval("document.getElementById('live').textContent")
+            .contains("not live")
+    );
 }

@@ -110,8 +110,13 @@ async function start() {
     return;
   }
   const events = new EventSource("api/events");
-  events.onmessage = (e) => draw(JSON.parse(e.data));
+  events.onmessage = (e) => {
+    document.body.classList.remove("stale");
+    draw(JSON.parse(e.data));
+  };
   events.onerror = () => {
+    // What is shown is no longer what is: the whole page says so, not only a dim line.
+    document.body.classList.add("stale");
     $("live").textContent = "not live: the server went away, or the page's session ended (run ovai web again)";
   };
 }
