@@ -467,7 +467,7 @@ fn seat_trust_writes_gemini_and_codex_trust_into_the_home_merged() {
         .args(["seat", "trust", "nobody"])
         .env("HOME", home.path())
         .assert()
-        .code(1);
+        .code(2);
 }
 
 /// A desk runs ovai by the path it was called by when that leads to it: a link on PATH pointed at a new
