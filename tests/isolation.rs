@@ -869,12 +869,13 @@ export async function run({ ms }) { await new Promise((r) => setTimeout(r, ms));
             "There is no seat called nosuch",
         ),
     ] {
-        // A name no seat can have is a usage problem; the rest are refusals.
-        let code = if said.contains("cannot be a seat name") {
-            2
-        } else {
-            1
-        };
+        // A name no seat can have, or no seat has, is a usage problem; the rest are refusals.
+        let code =
+            if said.contains("cannot be a seat name") || said.contains("There is no seat called") {
+                2
+            } else {
+                1
+            };
         inst.cmd()
             .args(&args)
             .assert()
