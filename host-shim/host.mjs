@@ -1477,17 +1477,23 @@ function shape(id, answer) {
     const keys = ownKeys(answer);
     let key = null;
     let value;
-    if (keys.length === 1 && (keys[0] === "text" || keys[0] === "refused")) {
+    if (keys.length === 1) {
       key = keys[0];
       value = answer[key];
-    } else if (keys.length === 2 && keys.includes("text") && keys.includes("refused")) {
+    } else if (keys.length <= 8) {
       // A key holding undefined is no key, as in JSON: `{ text, refused: cond ? why : undefined }`.
-      const text = answer.text;
-      const refused = answer.refused;
-      if (refused === undefined) [key, value] = ["text", text];
-      else if (text === undefined) [key, value] = ["refused", refused];
+      for (let i = 0; i < keys.length; i++) {
+        const v = answer[keys[i]];
+        if (v === undefined) continue;
+        if (key !== null) {
+          key = null;
+          break;
+        }
+        key = keys[i];
+        value = v;
+      }
     }
-    if (key !== null) {
+    if (key === "text" || key === "refused") {
       if (typeof value === "string") {
         // Measured as sent, escapes and all: that is what the daemon holds for a session until it reads.
         // Within the cap as three bytes a UTF-16 unit, it is within it as UTF-8.
@@ -1534,6 +1540,7 @@ function describe(value) {
   let keys = ownKeys(value);
   // A key holding undefined is no key, as in JSON (unless it is all there is).
   const defined = keys.filter((k) => value[k] !== undefined);
+  if (defined.length === 0 && keys.length > 1) return "an object whose keys all hold undefined";
   if (defined.length > 0) keys = defined;
   if (keys.length === 0) {
     // `in` reads no getter: what the object only inherits is named, and why it does not count.

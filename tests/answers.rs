@@ -97,6 +97,18 @@ fn each_answer_shape_reaches_the_caller_in_words() {
             false,
         ),
         (
+            "undefined-extra",
+            answering("{ text: 'hi', note: undefined }"),
+            "hi",
+            false,
+        ),
+        (
+            "all-undefined",
+            answering("{ text: undefined, refused: undefined }"),
+            "plugins/all-undefined.mjs answered an object whose keys all hold undefined: a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
+        (
             "undefined-text",
             answering("{ text: undefined, refused: 'no' }"),
             "no",

@@ -929,6 +929,14 @@ fn said(
         Some("") => String::new(),
         _ => format!("at {at}: "),
     };
+    // Inside a choice, a fault at the place the choice was made is of the value named with the choice.
+    let value = || {
+        if depth > 0 && at == within {
+            "it".to_string()
+        } else {
+            value_of(e)
+        }
+    };
     let words = match e.kind() {
         Kind::AnyOf { context } | Kind::OneOfNotValid { context } => {
             // One choice whose faults lie deeper in the value than every other's is the one its sender
@@ -937,10 +945,12 @@ fn said(
                 return said(checker, closest, within, depth);
             }
             if depth >= 2 {
-                e.to_string()
+                e.masked_with(value()).to_string()
             } else {
-                let each: Vec<String> = context
+                // The first few, each in a few words: a schema may offer hundreds.
+                let mut each: Vec<String> = context
                     .iter()
+                    .take(CHOICES_SHOWN)
                     .enumerate()
                     .map(|(i, errors)| {
                         let wanted: Vec<String> = errors
@@ -951,14 +961,37 @@ fn said(
                         format!("the {}: {}", ordinal(i + 1), wanted.join(", "))
                     })
                     .collect();
+                if context.len() > CHOICES_SHOWN {
+                    each.push(format!("and {} more", context.len() - CHOICES_SHOWN));
+                }
                 format!(
-                    "fits none of the {} choices its '{}' gives ({})",
+                    "{} fits none of the {} choices its '{}' gives ({})",
+                    value(),
                     context.len(),
                     e.kind().keyword(),
                     each.join("; ")
                 )
             }
         }
+        Kind::OneOfMultipleValid { context } => {
+            let fits: Vec<String> = context
+                .iter()
+                .enumerate()
+                .filter(|(_, errors)| errors.is_empty())
+                .take(CHOICES_SHOWN)
+                .map(|(i, _)| format!("the {}", ordinal(i + 1)))
+                .collect();
+            format!(
+                "{} fits more than one of the choices its 'oneOf' gives ({}), and must fit exactly one",
+                value(),
+                fits.join(" and ")
+            )
+        }
+        Kind::Not { schema } => format!(
+            "{} is what its 'not' rules out ({})",
+            value(),
+            crate::names::clipped(&schema.to_string(), 120)
+        ),
         Kind::Contains => {
             let wanted = checker
                 .schema
@@ -972,7 +1005,7 @@ fn said(
             "no value may be given there (its enum lists none)".to_string()
         }
         Kind::FalseSchema => "nothing may be given there (its schema is false)".to_string(),
-        _ => e.to_string(),
+        _ => e.masked_with(value()).to_string(),
     };
     let said = format!("{place}{words}")
         .replace(&format!("\"{STEP}\":true,"), "")
@@ -987,6 +1020,47 @@ fn said(
         Some((cut, _)) => format!("{}…", &said[..cut]),
         None => said,
     }
+}
+
+/// How many of a choice's schemas a refusal says what they wanted.
+const CHOICES_SHOWN: usize = 4;
+
+/// The value at a violation's place as JSON, its first 60 bytes and its size past that; never written
+/// out whole (it may be megabytes, and a long one would crowd out what is wrong with it).
+fn value_of(e: &jsonschema::ValidationError<'_>) -> String {
+    const SHOWN: usize = 60;
+    /// Takes bytes up to its bound, then refuses the rest, which ends serde_json's writing.
+    struct Cut(Vec<u8>);
+    impl std::io::Write for Cut {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            let room = (SHOWN + 1).saturating_sub(self.0.len());
+            if room == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            let n = b.len().min(room);
+            self.0.extend_from_slice(&b[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let value = e.instance();
+    let mut cut = Cut(Vec::new());
+    let whole = serde_json::to_writer(&mut cut, value.as_ref()).is_ok() && cut.0.len() <= SHOWN;
+    let text = String::from_utf8_lossy(&cut.0[..cut.0.len().min(SHOWN)]).into_owned();
+    if whole {
+        return text;
+    }
+    // A character cut in two shows as U+FFFD: left out.
+    let text = text.trim_end_matches('\u{fffd}');
+    let size = match value.as_ref() {
+        Value::String(s) => format!(" (a string of {} bytes)", s.len()),
+        Value::Array(a) => format!(" (an array of {} items)", a.len()),
+        Value::Object(o) => format!(" (an object of {} keys)", o.len()),
+        _ => String::new(),
+    };
+    format!("{text}…{size}")
 }
 
 /// How deep in the value an error's place is.
@@ -1206,6 +1280,59 @@ mod tests {
     }
 
     #[test]
+    fn a_long_value_is_shown_cut_and_what_is_wrong_with_it_whole() {
+        let mut choices = Vec::new();
+        for _ in 0..60 {
+            choices.push(json!({ "type": "integer" }));
+        }
+        let v = compile(&json!({
+            "type": "object",
+            "properties": {
+                "service": { "type": "string", "maxLength": 40 },
+                "wide": { "anyOf": choices },
+                "cron": { "type": "object", "oneOf": [ { "required": ["cron"] }, { "required": ["every"] } ] },
+                "notify": { "type": "string", "not": { "enum": ["everyone"] } }
+            }
+        }))
+        .unwrap();
+        let long = "a".repeat(400);
+        let e = check(&v, "t", &json!({ "service": long }), 400).unwrap_err();
+        assert!(
+            e.contains(&format!(
+                "at /service: \"{}… (a string of 400 bytes) is longer than 40 characters.",
+                "a".repeat(59)
+            )),
+            "{e}"
+        );
+        // Hundreds of choices against a long value: a few said, the rest counted, in bounded words.
+        let long = "a".repeat(4400);
+        let e = check(&v, "t", &json!({ "wide": long }), 4400).unwrap_err();
+        assert!(
+            e.contains(&format!("at /wide: \"{}… (a string of 4400 bytes) fits none of the 60 choices its 'anyOf' gives (the 1st: it is not of type \"integer\"; the 2nd: it is not of type \"integer\"; the 3rd: it is not of type \"integer\"; the 4th: it is not of type \"integer\"; and 56 more).", "a".repeat(59))),
+            "{e}"
+        );
+        assert!(e.len() < 1500, "{} bytes: {e}", e.len());
+        let e = check(
+            &v,
+            "t",
+            &json!({ "cron": { "cron": "* * * * *", "every": 5 } }),
+            0,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("at /cron: {\"cron\":\"* * * * *\",\"every\":5} fits more than one of the choices its 'oneOf' gives (the 1st and the 2nd), and must fit exactly one."),
+            "{e}"
+        );
+        let e = check(&v, "t", &json!({ "notify": "everyone" }), 0).unwrap_err();
+        assert!(
+            e.contains(
+                "at /notify: \"everyone\" is what its 'not' rules out ({\"enum\":[\"everyone\"]})."
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_place_nothing_may_fill_is_said_in_words() {
         let v = compile(&json!({
             "type": "object",
@@ -1242,7 +1369,7 @@ mod tests {
         .unwrap();
         let e = check(&v, "t", &json!({ "pick": { "a": "x", "b": 1 } }), 0).unwrap_err();
         assert!(
-            e.contains("at /pick: fits none of the 2 choices its 'anyOf' gives (the 1st: Additional properties are not allowed ('b' was unexpected); the 2nd: "),
+            e.contains("at /pick: {\"a\":\"x\",\"b\":1} fits none of the 2 choices its 'anyOf' gives (the 1st: Additional properties are not allowed ('b' was unexpected); the 2nd: it is not of type \"null\")"),
             "{e}"
         );
         // The choice that comes closest, by how deep in the value its fault lies, is said alone.
@@ -1253,7 +1380,7 @@ mod tests {
         );
         let e = check(&v, "t", &json!({ "mode": 0 }), 0).unwrap_err();
         assert!(
-            e.contains("at /mode: fits none of the 2 choices its 'oneOf' gives (the 1st: \"fast\" was expected; the 2nd: 0 is less than the minimum of 1)"),
+            e.contains("at /mode: 0 fits none of the 2 choices its 'oneOf' gives (the 1st: \"fast\" was expected; the 2nd: it is less than the minimum of 1)"),
             "{e}"
         );
         let e = check(&v, "t", &json!({ "tags": ["late"] }), 0).unwrap_err();
