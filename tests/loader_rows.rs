@@ -1249,6 +1249,41 @@ fn hurried_schemas_are_named_with_the_way_out() {
                 r#"(() => { const s = { type: "object", properties: {} }; s.properties.self = s; return s; })()"#,
             ),
         ),
+        // A property called type, whose schema is a string: not a type that is none.
+        (
+            "k-typeprop.mjs",
+            &with(r#"{ type: "object", properties: { type: "string" } }"#),
+        ),
+        // Bounds that hold only for their own type: other types pass, so calls can.
+        (
+            "l-multi.mjs",
+            &with(
+                r#"{ type: "object", properties: { k: { type: ["string", "number"], minimum: 5, maximum: 1, description: "k" } }, required: ["k"] }"#,
+            ),
+        ),
+        (
+            "m-untyped.mjs",
+            &with(
+                r#"{ type: "object", properties: { k: { minLength: 5, maxLength: 1, description: "k" } }, required: ["k"] }"#,
+            ),
+        ),
+        (
+            "n-any.mjs",
+            &with(r#"{ type: "object", properties: { v: { type: "any", description: "v" } } }"#),
+        ),
+        (
+            "o-required-true.mjs",
+            &with(
+                r#"{ type: "object", properties: { a: { type: "string", required: true, description: "a" } } }"#,
+            ),
+        ),
+        // Described where the root's allOf gives it.
+        (
+            "p-allof.mjs",
+            &with(
+                r#"{ type: "object", required: ["a"], allOf: [{ properties: { a: { type: "string", description: "a" } } }] }"#,
+            ),
+        ),
     ]);
     let _d = inst.start();
     let rows = inst.rows("plugins");
@@ -1271,5 +1306,26 @@ fn hurried_schemas_are_named_with_the_way_out() {
         "{rows:?}"
     );
     assert!(row("i-infinity.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds Infinity (as maximum), which JSON would send as null: leave it out, or give a number"), "{rows:?}");
+    assert!(
+        !row("k-typeprop.mjs").contains("no JSON Schema type"),
+        "{rows:?}"
+    );
+    assert!(
+        row("k-typeprop.mjs").contains(
+            "is not served: its inputSchema is not a valid JSON schema (at /properties/type"
+        ),
+        "{rows:?}"
+    );
+    assert!(
+        rows.contains(&"This instance serves a tool of its own: l-multi".to_string()),
+        "{rows:?}"
+    );
+    assert!(
+        rows.contains(&"This instance serves a tool of its own: m-untyped".to_string()),
+        "{rows:?}"
+    );
+    assert!(row("n-any.mjs").contains("the type \"any\" at /properties/v/type, which is no JSON Schema type (array, boolean, integer, null, number, object, string): leave type out to take any value"), "{rows:?}");
+    assert!(row("o-required-true.mjs").contains("is not served: its inputSchema has required: true at /properties/a/required: required is a list of names, on the object schema that holds the properties (\"required\": [\"name\"]), not a mark on one"), "{rows:?}");
+    assert_eq!(row("p-allof.mjs"), "", "{rows:?}");
     assert!(row("j-circle.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds itself (its property 'self' closes the circle): put the part that repeats in $defs and point to it with {\"$ref\": \"#/$defs/...\"}"), "{rows:?}");
 }

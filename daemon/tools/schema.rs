@@ -74,16 +74,28 @@ fn no_value_fits(schema: &Value) -> Option<String> {
     if s.get("not").is_some_and(fits_everything) {
         return Some("its not holds a schema every value fits".into());
     }
-    for (low, high) in [
-        ("minimum", "maximum"),
-        ("minLength", "maxLength"),
-        ("minItems", "maxItems"),
-        ("minProperties", "maxProperties"),
+    // A bound applies to its own type only: a schema that lets other types through is passed by them.
+    let only = |kinds: &[&str]| match s.get("type") {
+        Some(Value::String(t)) => kinds.contains(&t.as_str()),
+        Some(Value::Array(ts)) => {
+            !ts.is_empty()
+                && ts
+                    .iter()
+                    .all(|t| t.as_str().is_some_and(|t| kinds.contains(&t)))
+        }
+        _ => false,
+    };
+    for (low, high, kinds) in [
+        ("minimum", "maximum", &["number", "integer"][..]),
+        ("minLength", "maxLength", &["string"][..]),
+        ("minItems", "maxItems", &["array"][..]),
+        ("minProperties", "maxProperties", &["object"][..]),
     ] {
         if let (Some(l), Some(h)) = (
             s.get(low).and_then(Value::as_f64),
             s.get(high).and_then(Value::as_f64),
         ) && l > h
+            && only(kinds)
         {
             return Some(format!(
                 "its {low} {} is above its {high} {}",
@@ -490,9 +502,23 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
         budget: 10_000,
     };
     w.walk(schema, "", 0);
-    // A required input no property describes is one a session must give, told nothing about it.
+    // A required input no property describes is one a session must give, told nothing about it (where
+    // the root has no other schema to describe it in).
     let properties = schema.get("properties").and_then(Value::as_object);
-    let required = schema.get("required").and_then(Value::as_array);
+    let composed = [
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "$ref",
+        "then",
+        "dependentSchemas",
+    ]
+    .iter()
+    .any(|k| schema.contains_key(*k));
+    let required = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .filter(|_| !composed);
     w.out.extend(
         required
             .into_iter()
@@ -699,16 +725,28 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
                 .ends_with("/type")
                 .then(|| schema.pointer(&at))
                 .flatten()
+                .filter(|named| !is_type(named))
+                && !names_a_map(&at)
             {
                 // The meta-schema's words ("is not valid under any of the schemas listed in the 'anyOf'
                 // keyword") name neither the types there are nor the one meant.
-                let meant = meant_type(named)
-                    .map(|t| format!(": meant \"{t}\"?"))
-                    .unwrap_or_default();
+                let meant = match named.as_str() {
+                    "any" => ": leave type out to take any value".to_string(),
+                    _ => meant_type(named)
+                        .map(|t| format!(": meant \"{t}\"?"))
+                        .unwrap_or_default(),
+                };
                 format!(
                     "its inputSchema has the type {} at {at}, which is no JSON Schema type (array, boolean, \
                      integer, null, number, object, string){meant}",
                     crate::names::clipped(&Value::String(named.clone()).to_string(), 64)
+                )
+            } else if at.ends_with("/required") && schema.pointer(&at).is_some_and(Value::is_boolean) {
+                // Draft-03's habit: a property marked required in itself.
+                format!(
+                    "its inputSchema has required: {} at {at}: required is a list of names, on the object \
+                     schema that holds the properties (\"required\": [\"name\"]), not a mark on one",
+                    schema.pointer(&at).unwrap_or(&Value::Null)
                 )
             } else if at.is_empty() {
                 // No place to point at (a $ref to nothing): the error names what is wrong.
@@ -732,6 +770,25 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
         validator,
         schema: schema.clone(),
     })
+}
+
+/// Whether `named` is one of JSON Schema's seven types.
+fn is_type(named: &Value) -> bool {
+    matches!(
+        named.as_str(),
+        Some("array" | "boolean" | "integer" | "null" | "number" | "object" | "string")
+    )
+}
+
+/// Whether a pointer's last token is a name in a map of schemas (`/properties/type`: a property called
+/// type), not a keyword of a schema.
+fn names_a_map(at: &str) -> bool {
+    let mut tokens = at.rsplit('/');
+    tokens.next();
+    matches!(
+        tokens.next(),
+        Some("properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas")
+    )
 }
 
 /// The JSON Schema type a type that is none most likely meant: another language's name for it (`int`,
