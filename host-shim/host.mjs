@@ -1165,8 +1165,7 @@ async function load({ id, name, file, key }) {
     if (value === undefined) {
       missing.push(exported);
     } else if (unlike !== null) {
-      wrong.push(unlike);
-      wrong[wrong.length - 1].name = exported;
+      wrong.push({ __proto__: null, name: exported, is: unlike.is, want: unlike.want });
     } else {
       values[exported] = value;
     }
@@ -1236,14 +1235,16 @@ async function load({ id, name, file, key }) {
 function unlikeWanted(value, want) {
   if (kind(value) !== want) return { is: kindWithArticle(value), want: article(want) };
   try {
-    if (want === "function" && regexpExec(/^class\b/, functionText(value)) !== null) {
+    // `class x {` or `class {`, never a method called class (`class() {`).
+    if (want === "function" && regexpExec(/^class[\s{]/, functionText(value)) !== null) {
       return { is: "a class", want: "a function" };
     }
     if (want === "object") {
       const proto = prototypeOf(value);
       const name = proto === null || proto === plainPrototype ? "Object" : proto.constructor?.name;
-      // "Object" of another realm (a `vm` context's) is a plain object too.
-      if (name !== "Object") {
+      // "Object" of another realm (a `vm` context's) is a plain object too, and an object that writes
+      // itself as JSON (`toJSON`) is what it writes.
+      if (name !== "Object" && typeof value.toJSON !== "function") {
         const is = typeof name === "string" && name !== "" ? article(clip(name, 40)) : "an object of a class";
         return { is, want: "a JSON schema written as a plain object" };
       }
@@ -1445,7 +1446,13 @@ function progressOf(id, key) {
     try {
       // As the MCP SDKs shape a report (`{ progress, total, message }`), or as bare numbers
       // (`progress(3, 10)`): read for what they are, not as a message "[object Object]" or "3".
-      if (options === undefined && message !== null && typeof message === "object" && !isArray(message)) {
+      if (
+        options === undefined &&
+        message !== null &&
+        typeof message === "object" &&
+        !isArray(message) &&
+        ("progress" in message || "total" in message)
+      ) {
         options = message;
         message = options.message;
       } else if (typeof message === "number") {
@@ -1578,7 +1585,7 @@ function importFailure(err, file) {
   let at = location(err, file);
   if (at === null && err instanceof SyntaxError) {
     try {
-      at = syntaxLocation(file);
+      at = syntaxLocation(file, toText(err.message));
     } catch {
       // Prototypes a plugin patched may throw here: the error is still said, with no place.
     }
@@ -1663,8 +1670,8 @@ function ownIssues(err) {
       const message = issue !== null && typeof issue === "object" ? getOwn(issue, "message")?.value : undefined;
       if (typeof message !== "string") return null;
       const path = getOwn(issue, "path")?.value;
-      const at = isArray(path) && path.length > 0 ? `${joinWith(path.map((p) => (typeof p === "object" && p !== null ? toText(p.key) : toText(p))), ".")}: ` : "";
-      push(said, clip(`${at}${message}`, 200));
+      const at = isArray(path) && path.length > 0 ? `${clip(joinWith(path.map((p) => (typeof p === "object" && p !== null ? toText(p.key) : toText(p))), "."), 60)}: ` : "";
+      push(said, `${at}${clip(message, 200)}`);
     }
     return joinWith(said, "; ");
   } catch {
@@ -1776,19 +1783,20 @@ function placeOf(url, line, column) {
 }
 
 /**
- * Node 20 gives a SyntaxError from import() no place; `node --check` prints "PATH:LINE", the source line
- * and a caret under the column. Asked only when an import failed, so it costs nothing on the happy path.
- */
-/**
  * Where a SyntaxError V8 gave no place for lies: in the file (`LINE:COLUMN`), or in the first module it
  * imports by a relative path, looked through in order, that `node --check` refuses (`lib/x.mjs:3:11`):
- * V8 names neither for an ESM module that fails to parse. At most 16 modules are looked at.
+ * Node 20 names neither for an ESM module that fails to parse. `node --check` prints "PATH:LINE", the
+ * source line and a caret under the column. Asked only when an import failed; at most 16 modules and
+ * 2 s, and only scripts (`.mjs`, `.js`, `.cjs`: a JSON module is no script to check).
  */
-function syntaxLocation(file) {
+function syntaxLocation(file, message) {
+  // A missing export is found at linking, where every module parsed: no file's syntax is at fault.
+  if (apply(includes, message, ["does not provide an export named"])) return null;
+  const deadline = Date.now() + 2000;
   const seen = new Set();
   const queue = [file];
-  while (queue.length > 0 && seen.size < 16) {
-    const next = queue.shift();
+  for (let i = 0; i < queue.length && seen.size < 16 && Date.now() < deadline; i++) {
+    const next = queue[i];
     if (seen.has(next)) continue;
     seen.add(next);
     const at = checkedAt(next);
@@ -1799,8 +1807,8 @@ function syntaxLocation(file) {
     } catch {
       continue;
     }
-    // Static imports and re-exports (`import { a } from "./x.mjs"`, `import "./y.mjs"`, `export * from`).
-    for (const m of text.matchAll(/(?:^|[;\s])(?:import|export)\s*(?:[^'"`;()]*?\sfrom\s*)?["'](\.{1,2}\/[^"']+)["']/g)) {
+    // Static imports and re-exports of a relative path: `from "./x.mjs"`, `import "./y.mjs"`.
+    for (const m of text.matchAll(/(?:\bfrom|\bimport)\s*["'](\.{1,2}\/[^"'\n]+\.(?:mjs|js|cjs))["']/g)) {
       push(queue, path.resolve(path.dirname(next), m[1]));
     }
   }

@@ -146,6 +146,12 @@ fn import_failures_name_the_error_and_where() {
             "import { ok } from './lib/fine.mjs';\nimport {\n  h,\n} from \"./lib/broken.mjs\";\nexport const x = 1;\n",
         ),
         ("lib/fine.mjs", "export const ok = 1;\n"),
+        // A missing export is no file's syntax: a JSON module imported beside it is not blamed.
+        (
+            "missing-export.mjs",
+            "import data from './lib/data.json' with { type: 'json' };\nimport { nope } from './lib/fine.mjs';\nexport const x = data;\n",
+        ),
+        ("lib/data.json", "{ \"a\": 1 }\n"),
         (
             "lib/broken.mjs",
             "// helper\nexport function h() {\n  return {;\n}\n",
@@ -154,6 +160,11 @@ fn import_failures_name_the_error_and_where() {
     let _d = inst.start();
     let rows = inst.rows("plugins");
     assert_eq!(rows[0], "This instance serves a tool of its own: good");
+    assert_eq!(
+        rows[1],
+        "plugins/missing-export.mjs is not served: importing it failed: SyntaxError: The requested module './lib/fine.mjs' does not provide an export named 'nope'"
+    );
+    let rows = [&rows[..1], &rows[2..]].concat();
     assert!(
         rows[1].starts_with("plugins/missing-import.mjs is not served: importing it failed: Error [ERR_MODULE_NOT_FOUND]: Cannot find module"),
         "{}",
@@ -327,7 +338,7 @@ fn a_file_missing_or_mistyping_an_export_is_refused_whole() {
             "plugins/schema-null.mjs is not served: its inputSchema is null, not an object",
             "plugins/two-missing.mjs is not served: it does not export description or inputSchema",
             "plugins/typo.mjs is not served: it does not export description, inputSchema or run (it exports \"descripton\", \"inputschema\" and \"runn\": misspelt?)",
-            "plugins/zod-object.mjs is not served: its inputSchema is a ZodObject, not a JSON schema written as a plain object (a zod schema is written as one by z.toJSONSchema(schema) in zod 4, zodToJsonSchema(schema) before)",
+            "plugins/zod-object.mjs is not served: its inputSchema is a ZodObject, not a JSON schema written as a plain object (a zod schema is written as one by z.toJSONSchema(schema, { io: \"input\" }) in zod 4, zodToJsonSchema(schema) before)",
         ]
     );
 }
@@ -1277,6 +1288,22 @@ fn hurried_schemas_are_named_with_the_way_out() {
                 r#"{ type: "object", properties: { a: { type: "string", required: true, description: "a" } } }"#,
             ),
         ),
+        // What zod 4's z.toJSONSchema writes for a .default() field, on its output side.
+        (
+            "q-default.mjs",
+            &with(
+                r#"{ type: "object", properties: { priority: { type: "integer", default: 3, description: "p" } }, required: ["priority"] }"#,
+            ),
+        ),
+        // A method called class is a function, and an object that writes itself as JSON is what it writes.
+        (
+            "r-method-class.mjs",
+            "export const description = 'd';\nexport const inputSchema = { type: 'object' };\nexport const run = ({ class() { return { text: 'x' }; } }).class;\n",
+        ),
+        (
+            "s-tojson.mjs",
+            "class Schema { toJSON() { return { type: 'object' }; } }\nexport const description = 'd';\nexport const inputSchema = new Schema();\nexport function run() { return { text: 'x' }; }\n",
+        ),
         // Described where the root's allOf gives it.
         (
             "p-allof.mjs",
@@ -1327,5 +1354,16 @@ fn hurried_schemas_are_named_with_the_way_out() {
     assert!(row("n-any.mjs").contains("the type \"any\" at /properties/v/type, which is no JSON Schema type (array, boolean, integer, null, number, object, string): leave type out to take any value"), "{rows:?}");
     assert!(row("o-required-true.mjs").contains("is not served: its inputSchema has required: true at /properties/a/required: required is a list of names, on the object schema that holds the properties (\"required\": [\"name\"]), not a mark on one"), "{rows:?}");
     assert_eq!(row("p-allof.mjs"), "", "{rows:?}");
+    for served in ["r-method-class", "s-tojson"] {
+        assert!(
+            rows.contains(&format!("This instance serves a tool of its own: {served}")),
+            "{rows:?}"
+        );
+    }
+    assert_eq!(
+        row("q-default.mjs"),
+        "plugins/q-default.mjs: its input \"priority\" has a default and is required: defaults are not filled in, so every call must give it; take it out of required (zod 4 writes a .default() field required unless asked for the input side: z.toJSONSchema(schema, { io: \"input\" })).",
+        "{rows:?}"
+    );
     assert!(row("j-circle.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds itself (its property 'self' closes the circle): put the part that repeats in $defs and point to it with {\"$ref\": \"#/$defs/...\"}"), "{rows:?}");
 }

@@ -48,6 +48,10 @@ impl Verdict {
                 if !undescribed.is_empty() {
                     rows.push(rows::undescribed(file, &undescribed));
                 }
+                let defaulted = schema::required_with_default(&p.schema);
+                if !defaulted.is_empty() {
+                    rows.push(rows::required_with_default(file, &defaulted));
+                }
                 let slips = schema::keyword_slips(&p.schema);
                 if !slips.is_empty() {
                     rows.push(rows::keyword_slips(file, &slips));

@@ -82,6 +82,33 @@ pub fn undescribed(file: &str, paths: &[String]) -> String {
     names::escape_controls(&row, false).into_owned()
 }
 
+/// A row for inputs a schema requires and gives a default, which no call may leave out.
+pub fn required_with_default(file: &str, names: &[String]) -> String {
+    let quoted: Vec<String> = names
+        .iter()
+        .map(|n| format!("{:?}", n.chars().take(64).collect::<String>()))
+        .collect();
+    let (its, them) = match quoted.len() {
+        1 => (
+            format!("its input {} has a default and is", quoted[0]),
+            "it",
+        ),
+        _ => (
+            format!(
+                "its inputs {} have a default and are",
+                listed(&quoted, "and")
+            ),
+            "them",
+        ),
+    };
+    let row = format!(
+        "plugins/{file}: {its} required: defaults are not filled in, so every call must give \
+         {them}; take {them} out of required (zod 4 writes a .default() field required unless asked for the input \
+         side: z.toJSONSchema(schema, {{ io: \"input\" }}))."
+    );
+    names::escape_controls(&row, false).into_owned()
+}
+
 /// Every not-served row: the file named, and why. Control characters (a file name holding ESC or a
 /// newline, an error message) are shown escaped, so a row is one line that nothing can rewrite.
 fn not_served(file: &str, why: impl std::fmt::Display) -> String {
@@ -311,7 +338,8 @@ pub fn exports(file: &str, r: &ExportsReport) -> String {
         .take(EXPORTS.len())
     {
         let zod = if w.name == "inputSchema" && w.is.contains("Zod") {
-            " (a zod schema is written as one by z.toJSONSchema(schema) in zod 4, zodToJsonSchema(schema) before)"
+            " (a zod schema is written as one by z.toJSONSchema(schema, { io: \"input\" }) in zod 4, \
+             zodToJsonSchema(schema) before)"
         } else {
             ""
         };

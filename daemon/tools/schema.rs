@@ -534,6 +534,28 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
     w.out
 }
 
+/// The inputs of an inputSchema's root that it requires and gives a `default`: defaults are not filled
+/// in, so every call must give them (zod 4's `z.toJSONSchema` writes a `.default()` field required
+/// unless asked for the input side).
+pub fn required_with_default(schema: &serde_json::Map<String, Value>) -> Vec<String> {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|name| {
+            properties
+                .and_then(|p| p.get(*name))
+                .and_then(Value::as_object)
+                .is_some_and(|p| p.contains_key("default"))
+        })
+        .take(8)
+        .map(str::to_string)
+        .collect()
+}
+
 /// A tool's schema, compiled with a keyword of ours in every subschema that charges each visit to a
 /// budget: jsonschema has none of its own, and a schema whose `$ref`s branch and rejoin, or whose
 /// `oneOf` recurses, can make one small value be checked millions of times (naming what it breaks walks
