@@ -216,6 +216,11 @@ fn check_prints_the_rows_a_restart_would_write_and_touches_no_daemon() {
         .stderr(predicate::str::contains(
             "plugins/lib/helper.mjs is in a subfolder of plugins/, where a file is code tools import, never a tool: check a tool that imports it (what it imports is checked with it).",
         ));
+    inst.cmd()
+        .args(["check", "plugins/../rootfile.mjs"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is not a file in plugins/"));
     // The daemon saw nothing: same host, same generation, one set of plugins rows in the log.
     assert!(d.is_running());
     let s = d.status().unwrap();

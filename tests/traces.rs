@@ -242,6 +242,12 @@ fn requests_refused_on_the_way_are_failed_spans_over_both_transports() {
     s.send(&json!({ "jsonrpc": "2.0", "id": "u1", "method": "tools/call", "params": { "name": "zzz", "arguments": {} } }));
     let unknown = s.recv_where(|m| m["id"] == "u1");
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    // Refused before its tool is known: params that are no object.
+    s.send(
+        &json!({ "jsonrpc": "2.0", "id": "u2", "method": "tools/call", "params": { "name": 5 } }),
+    );
+    let bad = s.recv_where(|m| m["id"] == "u2");
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
     let status = d.status().unwrap();
     let http = common::http::Http::at(status["http"].as_str().unwrap());
     let mut h = common::http::HttpSeat::new(&http, &inst.secret("lead"), "2025-11-25");
@@ -261,6 +267,7 @@ fn requests_refused_on_the_way_are_failed_spans_over_both_transports() {
             })
         };
         (has("tools/call zzz", "unix")
+            && has("tools/call", "unix")
             && has("nope/method", "tcp")
             && has("tools/call qqq", "tcp")
             && has("tools/call echo", "tcp")
@@ -274,6 +281,7 @@ fn requests_refused_on_the_way_are_failed_spans_over_both_transports() {
         assert!(status.message.contains(words), "{name}: {status:?}");
     };
     failed("tools/call zzz", "There is no tool called zzz");
+    failed("tools/call", "Invalid params");
     failed("nope/method", "nope/method");
     failed("tools/call qqq", "There is no tool called qqq");
     failed("tools/call echo", "do not fit");

@@ -208,7 +208,8 @@ fn named(dir: &Path, arg: &str, all: &[Candidate]) -> Result<Candidate, Failure>
             || crate::instance::absolute(p) == crate::instance::absolute(dir)
     });
     let below = path.parent().is_some_and(|p| {
-        p.starts_with("plugins")
+        let climbs = p.components().any(|c| c == std::path::Component::ParentDir);
+        (p.starts_with("plugins") && !climbs)
             || crate::instance::absolute(p).starts_with(crate::instance::absolute(dir))
     });
     if !inside && below {

@@ -403,6 +403,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 if let Some(why) =
                     params::removed_words(&r.method).filter(|_| params::modern_meta(r.params))
                 {
+                    self.refused_span(&r.id, &r.method, &why);
                     self.answers
                         .answer_line(&r.id, jsonrpc::error_under(&r.id, METHOD_NOT_FOUND, &why));
                     return None;
@@ -456,8 +457,33 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             jsonrpc::clip(method),
             MAX_OTHER >> 10
         );
+        self.refused_span(id, method, &why);
         self.answers
             .answer_line(id, jsonrpc::error_under(id, INVALID_REQUEST, &why));
+    }
+
+    /// A request refused before it reached its method, as a span failed in the words its caller read,
+    /// as over HTTP (when traces are on, and the session's seat is known).
+    fn refused_span(&self, id: &NumberOrString, method: &str, why: &str) {
+        if traces::tracer().is_none() {
+            return;
+        }
+        let Some(calls) = &self.calls else {
+            return;
+        };
+        if let Some(mut span) = RequestSpan::start(&traces::Request {
+            method,
+            tool: None,
+            id: Some(id),
+            seat: calls.seat(),
+            session: None,
+            version: self.version.as_deref(),
+            transport: "unix",
+            traceparent: None,
+            tracestate: None,
+        }) {
+            span.failed(why);
+        }
     }
 
     /// A request for rmcp: passed on, and the session's beginning noted; or, before it began, answered
@@ -520,17 +546,15 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     /// A `tools/call`, taken by the session's call path after the checks rmcp makes of any request: its
     /// params, and what the session's beginning asks of its `_meta`.
     fn take_call(&mut self, id: NumberOrString, call: Result<params::CallParams<'_>, String>) {
-        let refuse = |answers: &Answers, code: i64, why: String| {
-            answers.answer_line(&id, jsonrpc::error_under(&id, code, &why));
+        let refuse = |this: &Self, code: i64, why: String| {
+            this.refused_span(&id, "tools/call", &why);
+            this.answers
+                .answer_line(&id, jsonrpc::error_under(&id, code, &why));
         };
         let call = match call {
             Ok(call) => call,
             Err(why) => {
-                return refuse(
-                    &self.answers,
-                    INVALID_PARAMS,
-                    format!("Invalid params: {why}"),
-                );
+                return refuse(self, INVALID_PARAMS, format!("Invalid params: {why}"));
             }
         };
         let modern = match (&call.version, self.lifecycle) {
@@ -541,6 +565,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                             .unwrap_or(ProtocolVersion::V_2026_07_28),
                         ProtocolVersion::KNOWN_VERSIONS,
                     );
+                    self.refused_span(&id, "tools/call", &error.message);
                     let line =
                         serde_json::to_vec(&ServerJsonRpcMessage::error(error, Some(id.clone())))
                             .unwrap_or_default();
@@ -548,11 +573,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 }
                 let modern = **version >= *INLINE;
                 if modern && !call.missing.is_empty() {
-                    return refuse(
-                        &self.answers,
-                        INVALID_PARAMS,
-                        params::missing_words(&call.missing),
-                    );
+                    return refuse(self, INVALID_PARAMS, params::missing_words(&call.missing));
                 }
                 if modern && self.lifecycle == Lifecycle::None {
                     self.lifecycle = Lifecycle::Inline;
@@ -561,15 +582,11 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             }
             (None, Lifecycle::Handshake) => false,
             (None, Lifecycle::Inline) => {
-                return refuse(
-                    &self.answers,
-                    INVALID_PARAMS,
-                    params::missing_words(&call.missing),
-                );
+                return refuse(self, INVALID_PARAMS, params::missing_words(&call.missing));
             }
             (None, Lifecycle::None) => {
                 return refuse(
-                    &self.answers,
+                    self,
                     INVALID_REQUEST,
                     "Invalid request: this session has not begun: send \"initialize\" first (or, from MCP \
                      2026-07-28 on, give each request the _meta keys io.modelcontextprotocol/protocolVersion and \

@@ -176,6 +176,9 @@ pub async fn checked(
         let cost = arguments::cost(&mended);
         if cost > arguments::MAX_READ {
             let why = arguments::too_large("The request's body", cost);
+            if let Some(span) = held.span.as_mut() {
+                span.failed(&why);
+            }
             return Err(super::refusal::refuse(
                 daemon,
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -186,6 +189,9 @@ pub async fn checked(
         match daemon.budget.share(seat, cost).await {
             Ok(share) => held.share = Some(share),
             Err(why) => {
+                if let Some(span) = held.span.as_mut() {
+                    span.failed(&why);
+                }
                 let mut r =
                     super::refusal::refuse(daemon, StatusCode::TOO_MANY_REQUESTS, why, None);
                 r.headers_mut().insert(
