@@ -63,8 +63,10 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
     }
     // An answer that shows nothing would reach the caller as silence.
     let empty_text = |text: &str| {
-        let shown = if text.trim().is_empty() {
+        let shown = if text.is_empty() {
             "is empty".to_string()
+        } else if text.trim().is_empty() {
+            "is blank (spaces and line ends only)".to_string()
         } else {
             match text.chars().count() {
                 1 => "shows nothing (1 character, a control, format or blank one)".to_string(),

@@ -1641,6 +1641,11 @@ function errorWords(err) {
     const message = err instanceof ErrorCtor ? null : ownMessage(err);
     // A plain object thrown with a message (`throw { message, code }`): its message is what it says.
     text = err instanceof ErrorCtor ? toText(err) : message !== null ? `${describe(err)}: ${message}` : describe(err);
+    // A plain object thrown without a message (`throw { code, msg }`): what it holds is what it says.
+    if (message === null && err !== null && typeof err === "object" && !(err instanceof ErrorCtor) && !isArray(err)) {
+      const json = stringify(err);
+      if (typeof json === "string" && json !== "{}") text += `: ${clip(json, 300)}`;
+    }
   } catch {
     text = ownMessage(err) ?? "an error that cannot be shown";
   }

@@ -25,7 +25,7 @@ fn each_answer_shape_reaches_the_caller_in_words() {
         (
             "empty-text",
             answering("{ text: ' \\n' }"),
-            "plugins/empty-text.mjs answered a { text } that is empty: a tool answers { text } with what to tell the caller, or { refused } with why not.",
+            "plugins/empty-text.mjs answered a { text } that is blank (spaces and line ends only): a tool answers { text } with what to tell the caller, or { refused } with why not.",
             true,
         ),
         // Characters that show nothing (NULs, a zero-width space) are said as such, not called empty.
@@ -210,6 +210,13 @@ fn each_answer_shape_reaches_the_caller_in_words() {
                  export function run() {\n  throw new ZodError([{ code: 'invalid_type', expected: 'string', path: ['branch'], message: 'Invalid input: expected string, received undefined' }, { code: 'too_small', path: ['files', 0, 'name'], message: 'Too small' }]);\n}",
             ),
             "plugins/throws-issues.mjs threw at 5:9: ZodError: branch: Invalid input: expected string, received undefined; files.0.name: Too small",
+            true,
+        ),
+        // A plain object thrown is shown with what it holds.
+        (
+            "throws-object",
+            plugin("export function run() { throw { code: 42, msg: 'quota' }; }"),
+            "plugins/throws-object.mjs threw: an object with the keys code, msg: {\"code\":42,\"msg\":\"quota\"}",
             true,
         ),
         (

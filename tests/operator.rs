@@ -701,13 +701,13 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
             "\nplugins/broken.mjs is not served: it does not export inputSchema or run\n",
         )
         .and(predicate::str::contains(
-            "Calls to echo: 2 (1 refused, 0 when its host stopped, 0 failed in the tool's code); p50 ",
+            "Calls to echo: 2 (1 refused, of which 0 when its host stopped and 0 for a fault in the tool's code); p50 ",
         ))
         .and(predicate::str::contains(
-            "Calls to throws: 1 (1 refused, 0 when its host stopped, 1 failed in the tool's code); p50 ",
+            "Calls to throws: 1 (1 refused, of which 0 when its host stopped and 1 for a fault in the tool's code); p50 ",
         ))
         .and(predicate::str::contains(
-            "Calls to silent: 1 (1 refused, 0 when its host stopped, 1 failed in the tool's code); p50 ",
+            "Calls to silent: 1 (1 refused, of which 0 when its host stopped and 1 for a fault in the tool's code); p50 ",
         )),
     );
     let v = d.status().unwrap();

@@ -144,7 +144,7 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     }
     for f in &v.figures {
         println!(
-            "Calls to {}: {} ({} refused, {} when its host stopped, {} failed in the tool's code); p50 {} ms, p99 {} ms.",
+            "Calls to {}: {} ({} refused, of which {} when its host stopped and {} for a fault in the tool's code); p50 {} ms, p99 {} ms.",
             f.name,
             thousands(f.calls as usize),
             thousands(f.refusals as usize),
