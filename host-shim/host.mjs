@@ -1752,7 +1752,8 @@ function location(err, file) {
     const url = match[1];
     const line = match[2];
     const column = match[3];
-    if (url === own) return `${line}:${column}`;
+    // The file's own line, and where in a module of plugins/ it was thrown when that lies deeper.
+    if (url === own) return sharedAt === null ? `${line}:${column}` : `${line}:${column}, in ${sharedAt}`;
     if (sharedAt === null && shared !== null && url.startsWith(shared)) {
       sharedAt = `${path.relative(pluginsDir, fileURLToPath(url))}:${line}:${column}`;
     }

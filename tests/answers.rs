@@ -436,3 +436,30 @@ fn a_text_of_every_kind_of_character_reaches_the_caller_exactly() {
         )
     );
 }
+
+/// A throw inside a module the tool imports names the tool's own line and, after it, the place in that
+/// module where it was thrown: the tool's line alone left its author looking in the wrong file
+/// (helper-48).
+#[test]
+fn a_throw_in_a_shared_module_names_both_places() {
+    let inst = Instance::with_plugins(&[
+        (
+            "lib/util.mjs",
+            "export function parse(s) {\n  return JSON.parse(s).value.trim();\n}\n",
+        ),
+        (
+            "uses-lib.mjs",
+            "import { parse } from './lib/util.mjs';\nexport const description = 'x';\nexport const inputSchema = { type: 'object' };\nexport function run() {\n  return { text: parse('{}') };\n}\n",
+        ),
+    ]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("uses-lib", json!({})),
+        (
+            "plugins/uses-lib.mjs threw at 5:18, in lib/util.mjs:2:29: TypeError: Cannot read properties of undefined (reading 'trim')".to_string(),
+            true
+        )
+    );
+}
