@@ -274,7 +274,7 @@ export function run() { return { text: "ran" }; }
     // A violation quotes the schema as the plugin wrote it.
     let (text, refused) = s.call("short", json!({ "n": "x" }));
     assert!(
-        refused && text.contains(r#"at /n: {"type":"string"} is not allowed for "x""#),
+        refused && text.contains(r#"at /n: "x" is what its 'not' rules out ({"type":"string"})"#),
         "{text}"
     );
     // A long value is shown clipped in each violation, not once per violation in full.
