@@ -219,6 +219,15 @@ pub fn distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// "a", "a or b", "a, b or c" (with `word` "or").
+pub fn listed(items: &[String], word: &str) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} {word} {last}", init.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

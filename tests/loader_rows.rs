@@ -1304,6 +1304,8 @@ fn hurried_schemas_are_named_with_the_way_out() {
             "s-tojson.mjs",
             "class Schema { toJSON() { return { type: 'object' }; } }\nexport const description = 'd';\nexport const inputSchema = new Schema();\nexport function run() { return { text: 'x' }; }\n",
         ),
+        // Several faults: one check names every place, so one edit fixes them all.
+        ("t-many.mjs", &with(r#"{ type: "object", properties: { a: { type: "String", description: "a" }, b: { type: "float", description: "b" }, c: { type: "string", required: true, description: "c" } } }"#)),
         // Described where the root's allOf gives it.
         (
             "p-allof.mjs",
@@ -1354,6 +1356,8 @@ fn hurried_schemas_are_named_with_the_way_out() {
     assert!(row("n-any.mjs").contains("the type \"any\" at /properties/v/type, which is no JSON Schema type (array, boolean, integer, null, number, object, string): leave type out to take any value"), "{rows:?}");
     assert!(row("o-required-true.mjs").contains("is not served: its inputSchema has required: true at /properties/a/required: required is a list of names, on the object schema that holds the properties (\"required\": [\"name\"]), not a mark on one"), "{rows:?}");
     assert_eq!(row("p-allof.mjs"), "", "{rows:?}");
+    assert!(row("t-many.mjs").contains("at /properties/a/type, which is no JSON Schema type"), "{rows:?}");
+    assert!(row("t-many.mjs").ends_with("; its draft's rules are broken at /properties/b/type and /properties/c/required too"), "{rows:?}");
     for served in ["r-method-class", "s-tojson"] {
         assert!(
             rows.contains(&format!("This instance serves a tool of its own: {served}")),

@@ -3,6 +3,7 @@
 
 use crate::host::protocol::{ExportsReport, Thrown};
 use crate::names;
+use crate::names::listed;
 
 pub fn served(name: &str) -> String {
     format!("This instance serves a tool of its own: {name}")
@@ -375,15 +376,6 @@ fn misspelt(meant: &str, found: &str) -> bool {
     let slips = if a < 5 { 1 } else { 2 };
     // Lengths first: a long name is not compared letter by letter.
     a.abs_diff(b) <= slips && names::distance(meant, found) <= slips
-}
-
-/// "a", "a or b", "a, b or c" (with `word` "or").
-fn listed(items: &[String], word: &str) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} {word} {last}", init.join(", ")),
-    }
 }
 
 #[cfg(test)]

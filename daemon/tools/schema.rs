@@ -730,59 +730,19 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
         Some(_) => format!("read as {}, as its $schema says", draft_name(draft)),
     };
     let checks = options(draft).build(schema).map_err(|e| {
-            // Where in the plugin's schema: the instance path when the schema failed the meta-schema,
-            // the keyword's own path when it failed to compile.
-            let at = match e.instance_path().to_string() {
-                p if p.is_empty() => e.schema_path().to_string(),
-                p => p,
-            };
-            if at.ends_with("/pattern") || at.contains("/patternProperties") {
-                // The regex crate does not say apart a slip (`([a-`) from what it leaves out on purpose
-                // (backreferences): the row says what it reads.
-                format!(
-                    "its inputSchema has a pattern this server cannot read (at {at}: {e}); patterns are read with \
-                     the regex crate's syntax, which checks in linear time and has no backreferences or lookaround"
-                )
-            } else if let Some(Value::String(named)) = at
-                .ends_with("/type")
-                .then(|| schema.pointer(&at))
-                .flatten()
-                .filter(|named| !is_type(named))
-                && !names_a_map(&at)
-            {
-                // The meta-schema's words ("is not valid under any of the schemas listed in the 'anyOf'
-                // keyword") name neither the types there are nor the one meant.
-                let meant = match named.as_str() {
-                    "any" => ": leave type out to take any value".to_string(),
-                    _ => meant_type(named)
-                        .map(|t| format!(": meant \"{t}\"?"))
-                        .unwrap_or_default(),
-                };
-                format!(
-                    "its inputSchema has the type {} at {at}, which is no JSON Schema type (array, boolean, \
-                     integer, null, number, object, string){meant}",
-                    crate::names::clipped(&Value::String(named.clone()).to_string(), 64)
-                )
-            } else if at.ends_with("/required") && schema.pointer(&at).is_some_and(Value::is_boolean) {
-                // Draft-03's habit: a property marked required in itself.
-                format!(
-                    "its inputSchema has required: {} at {at}: required is a list of names, on the object \
-                     schema that holds the properties (\"required\": [\"name\"]), not a mark on one",
-                    schema.pointer(&at).unwrap_or(&Value::Null)
-                )
-            } else if at.is_empty() {
-                // No place to point at (a $ref to nothing): the error names what is wrong.
-                format!("its inputSchema is not a valid JSON schema ({read_as}): {e}")
-            } else {
-                let tuple = at.ends_with("/items") && schema.pointer(&at).is_some_and(Value::is_array);
-                let hint = if tuple {
-                    "; items as an array is draft-07's tuple: write prefixItems, or name draft-07 in $schema"
-                } else {
-                    ""
-                };
-                format!("its inputSchema is not a valid JSON schema (at {at}, {read_as}): {e}{hint}")
-            }
-        })?;
+        let first = breaks(schema, &e, &read_as);
+        // Every place the draft's rules are broken, so one check names what to fix at once.
+        let at = e.instance_path().to_string();
+        let others = broken_places(draft, schema, &at);
+        if others.is_empty() {
+            first
+        } else {
+            format!(
+                "{first}; its draft's rules are broken at {} too",
+                crate::names::listed(&others, "and")
+            )
+        }
+    })?;
     // Errors were said from the schema as written; what serves is the one with the budget's keyword.
     let validator = options(draft)
         .build(&stepped(schema))
@@ -792,6 +752,83 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
         validator,
         schema: schema.clone(),
     })
+}
+
+/// The places other than `first` where a schema breaks its draft's meta-schema, at most five.
+fn broken_places(draft: jsonschema::Draft, schema: &Value, first: &str) -> Vec<String> {
+    use jsonschema::Draft;
+    let meta = match draft {
+        Draft::Draft4 => jsonschema::draft4::meta::validator(),
+        Draft::Draft6 => jsonschema::draft6::meta::validator(),
+        Draft::Draft7 => jsonschema::draft7::meta::validator(),
+        Draft::Draft201909 => jsonschema::draft201909::meta::validator(),
+        _ => jsonschema::draft202012::meta::validator(),
+    };
+    let mut places: Vec<String> = Vec::new();
+    for e in meta.iter_errors(schema).take(64) {
+        let at = e.instance_path().to_string();
+        if !at.is_empty() && at != first && !places.contains(&at) && places.len() < 5 {
+            places.push(at);
+        }
+    }
+    places
+}
+
+/// Why `schema` did not compile, as the end of its row: the first fault, and the way out where one is
+/// known.
+fn breaks(schema: &Value, e: &jsonschema::ValidationError<'_>, read_as: &str) -> String {
+    // Where in the plugin's schema: the instance path when the schema failed the meta-schema,
+    // the keyword's own path when it failed to compile.
+    let at = match e.instance_path().to_string() {
+        p if p.is_empty() => e.schema_path().to_string(),
+        p => p,
+    };
+    if at.ends_with("/pattern") || at.contains("/patternProperties") {
+        // The regex crate does not say apart a slip (`([a-`) from what it leaves out on purpose
+        // (backreferences): the row says what it reads.
+        format!(
+            "its inputSchema has a pattern this server cannot read (at {at}: {e}); patterns are read with \
+                     the regex crate's syntax, which checks in linear time and has no backreferences or lookaround"
+        )
+    } else if let Some(Value::String(named)) = at
+        .ends_with("/type")
+        .then(|| schema.pointer(&at))
+        .flatten()
+        .filter(|named| !is_type(named))
+        && !names_a_map(&at)
+    {
+        // The meta-schema's words ("is not valid under any of the schemas listed in the 'anyOf'
+        // keyword") name neither the types there are nor the one meant.
+        let meant = match named.as_str() {
+            "any" => ": leave type out to take any value".to_string(),
+            _ => meant_type(named)
+                .map(|t| format!(": meant \"{t}\"?"))
+                .unwrap_or_default(),
+        };
+        format!(
+            "its inputSchema has the type {} at {at}, which is no JSON Schema type (array, boolean, \
+                     integer, null, number, object, string){meant}",
+            crate::names::clipped(&Value::String(named.clone()).to_string(), 64)
+        )
+    } else if at.ends_with("/required") && schema.pointer(&at).is_some_and(Value::is_boolean) {
+        // Draft-03's habit: a property marked required in itself.
+        format!(
+            "its inputSchema has required: {} at {at}: required is a list of names, on the object \
+                     schema that holds the properties (\"required\": [\"name\"]), not a mark on one",
+            schema.pointer(&at).unwrap_or(&Value::Null)
+        )
+    } else if at.is_empty() {
+        // No place to point at (a $ref to nothing): the error names what is wrong.
+        format!("its inputSchema is not a valid JSON schema ({read_as}): {e}")
+    } else {
+        let tuple = at.ends_with("/items") && schema.pointer(&at).is_some_and(Value::is_array);
+        let hint = if tuple {
+            "; items as an array is draft-07's tuple: write prefixItems, or name draft-07 in $schema"
+        } else {
+            ""
+        };
+        format!("its inputSchema is not a valid JSON schema (at {at}, {read_as}): {e}{hint}")
+    }
 }
 
 /// Whether `named` is one of JSON Schema's seven types.
