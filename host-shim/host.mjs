@@ -189,6 +189,12 @@ const heldFrom = (start) => new Bytes(heldMemory, start, HELD_BYTES - start);
 const encodeInto = uncurry(TextEncoder.prototype.encodeInto);
 const encode = uncurry(TextEncoder.prototype.encode);
 const getOwn = Object.getOwnPropertyDescriptor;
+// For describing what a plugin threw or answered, and finding where its syntax fails: a plugin may
+// replace any global before it throws.
+const nowMs = Date.now;
+const readFileSync = fs.readFileSync;
+const resolvePath = path.resolve;
+const dirnameOf = path.dirname;
 const trimEnd = uncurry(String.prototype.trimEnd);
 const joinWith = uncurry(Array.prototype.join);
 const asyncIterator = Symbol.asyncIterator;
@@ -1545,8 +1551,11 @@ function describe(value) {
     return `${what} of ${value.byteLength} bytes (bytes are no text: decode them, as buffer.toString() does)`;
   }
   let keys = ownKeys(value);
-  // A key holding undefined is no key, as in JSON (unless it is all there is).
-  const defined = keys.filter((k) => value[k] !== undefined);
+  // A key holding undefined is no key, as in JSON (unless it is all there is). No getter is run.
+  const defined = keys.filter((k) => {
+    const own = getOwn(value, k);
+    return !(own !== undefined && hasOwn(own, "value") && own.value === undefined);
+  });
   if (defined.length === 0 && keys.length > 1) return "an object whose keys all hold undefined";
   if (defined.length > 0) keys = defined;
   if (keys.length === 0) {
@@ -1563,11 +1572,12 @@ function describe(value) {
     if (held instanceof ErrorCtor) return `{ ${keys[0]} } holding an error (${headline(held)}), not a string`;
     return `{ ${keys[0]} } holding ${kindWithArticle(held)}, not a string`;
   }
-  const shown = keys.slice(0, 5).join(", ") + (keys.length > 5 ? ", …" : "");
+  // A key may be megabytes long: each is shown clipped, five at most.
+  const some = (names) => joinWith(names.slice(0, 5).map((k) => clip(k, 64)), ", ") + (names.length > 5 ? ", …" : "");
+  const shown = some(keys);
   const answerKey = keys.includes("text") ? "text" : keys.includes("refused") ? "refused" : null;
   if (answerKey !== null) {
-    const others = keys.filter((k) => k !== answerKey);
-    const beside = others.slice(0, 5).join(", ") + (others.length > 5 ? ", …" : "");
+    const beside = some(keys.filter((k) => k !== answerKey));
     return `{ ${answerKey} } with ${beside} beside it, which an answer does not have`;
   }
   return `an object with ${keys.length === 1 ? "the key" : "the keys"} ${shown}`;
@@ -1643,8 +1653,8 @@ function errorWords(err) {
     text = err instanceof ErrorCtor ? toText(err) : message !== null ? `${describe(err)}: ${message}` : describe(err);
     // A plain object thrown without a message (`throw { code, msg }`): what it holds is what it says.
     if (message === null && err !== null && typeof err === "object" && !(err instanceof ErrorCtor) && !isArray(err)) {
-      const json = stringify(err);
-      if (typeof json === "string" && json !== "{}") text += `: ${clip(json, 300)}`;
+      const json = shortJson(err, 300);
+      if (json !== "{}") text += `: ${json}`;
     }
   } catch {
     text = ownMessage(err) ?? "an error that cannot be shown";
@@ -1675,7 +1685,15 @@ function ownIssues(err) {
       const message = issue !== null && typeof issue === "object" ? getOwn(issue, "message")?.value : undefined;
       if (typeof message !== "string") return null;
       const path = getOwn(issue, "path")?.value;
-      const at = isArray(path) && path.length > 0 ? `${clip(joinWith(path.map((p) => (typeof p === "object" && p !== null ? toText(p.key) : toText(p))), "."), 60)}: ` : "";
+      // A path's items are keys, or (valibot's) objects holding one; no getter or toString is run.
+      const item = (p) => {
+        if (p !== null && typeof p === "object") {
+          const key = getOwn(p, "key");
+          p = key !== undefined && hasOwn(key, "value") ? key.value : "?";
+        }
+        return typeof p === "string" || typeof p === "number" ? toText(p) : "?";
+      };
+      const at = isArray(path) && path.length > 0 ? `${clip(joinWith(path.slice(0, 32).map(item), "."), 60)}: ` : "";
       push(said, `${at}${clip(message, 200)}`);
     }
     return joinWith(said, "; ");
@@ -1692,6 +1710,65 @@ function errorName(err) {
   } catch {
     return "Error";
   }
+}
+
+/**
+ * A value as JSON, its first `max` characters, written by a walk of at most 2,000 values (a structure
+ * that shares itself grows exponentially written out), through own data properties only (no getter or
+ * toJSON is run); a value met again within itself is "…", a bigint written as JSON cannot.
+ */
+function shortJson(value, max) {
+  let out = "";
+  let budget = 2000;
+  const within = [];
+  const stop = {};
+  const write = (v) => {
+    if (out.length > max || --budget < 0) throw stop;
+    if (v === null) {
+      out += "null";
+      return;
+    }
+    switch (typeof v) {
+      case "string":
+        out += stringify(clip(v, 100));
+        return;
+      case "number":
+      case "boolean":
+        out += toText(v);
+        return;
+      case "bigint":
+        out += `${toText(v)}n`;
+        return;
+      case "object":
+        break;
+      default:
+        out += "null";
+        return;
+    }
+    if (within.includes(v) || within.length > 8) {
+      out += "…";
+      return;
+    }
+    push(within, v);
+    const array = isArray(v);
+    out += array ? "[" : "{";
+    const keys = ownKeys(v);
+    for (let i = 0; i < keys.length; i++) {
+      if (i > 0) out += ",";
+      if (!array) out += `${stringify(clip(keys[i], 64))}:`;
+      const own = getOwn(v, keys[i]);
+      if (own !== undefined && hasOwn(own, "value")) write(own.value);
+      else out += "…";
+    }
+    out += array ? "]" : "}";
+    within.pop();
+  };
+  try {
+    write(value);
+  } catch {
+    // Past its bounds, or a proxy that refused: what was written is shown.
+  }
+  return clip(out, max);
 }
 
 /** An error's own `message`, where it is a plain string (no getter is run); else null. */
@@ -1798,24 +1875,27 @@ function placeOf(url, line, column) {
 function syntaxLocation(file, message) {
   // A missing export is found at linking, where every module parsed: no file's syntax is at fault.
   if (apply(includes, message, ["does not provide an export named"])) return null;
-  const deadline = Date.now() + 2000;
-  const seen = new Set();
+  const deadline = apply(nowMs, DateCtor, []) + 2000;
+  const seen = new SetCtor();
+  let looked = 0;
   const queue = [file];
-  for (let i = 0; i < queue.length && seen.size < 16 && Date.now() < deadline; i++) {
+  for (let i = 0; i < queue.length && looked < 16 && apply(nowMs, DateCtor, []) < deadline; i++) {
     const next = queue[i];
-    if (seen.has(next)) continue;
-    seen.add(next);
+    if (setHas(seen, next)) continue;
+    setAdd(seen, next);
+    looked++;
     const at = checkedAt(next);
-    if (at !== null) return next === file ? at : `${pathRelative(pluginsDir ?? path.dirname(file), next)}:${at}`;
+    if (at !== null) return next === file ? at : `${pathRelative(pluginsDir ?? dirnameOf(file), next)}:${at}`;
     let text;
     try {
-      text = fs.readFileSync(next, "utf8");
+      text = apply(readFileSync, fs, [next, "utf8"]);
     } catch {
       continue;
     }
     // Static imports and re-exports of a relative path: `from "./x.mjs"`, `import "./y.mjs"`.
-    for (const m of text.matchAll(/(?:\bfrom|\bimport)\s*["'](\.{1,2}\/[^"'\n]+\.(?:mjs|js|cjs))["']/g)) {
-      push(queue, path.resolve(path.dirname(next), m[1]));
+    const imports = /(?:\bfrom|\bimport)\s*["'](\.{1,2}\/[^"'\n]+\.(?:mjs|js|cjs))["']/g;
+    for (let m = regexpExec(imports, text); m !== null && queue.length < 64; m = regexpExec(imports, text)) {
+      push(queue, resolvePath(dirnameOf(next), m[1]));
     }
   }
   return null;

@@ -17,6 +17,8 @@ fn answering(expr: &str) -> String {
     plugin(&format!("export function run() {{ return {expr}; }}"))
 }
 
+static LONG_KEY_WORDS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 #[test]
 fn each_answer_shape_reaches_the_caller_in_words() {
     let cases: Vec<(&str, String, &str, bool)> = vec![
@@ -217,6 +219,27 @@ fn each_answer_shape_reaches_the_caller_in_words() {
             "throws-object",
             plugin("export function run() { throw { code: 42, msg: 'quota' }; }"),
             "plugins/throws-object.mjs threw: an object with the keys code, msg: {\"code\":42,\"msg\":\"quota\"}",
+            true,
+        ),
+        // What it holds is written by a bounded walk: a structure that shares itself (2^40 values
+        // written out), a bigint and a cycle are shown, and the host goes on (helper-49).
+        (
+            "throws-shared",
+            plugin("export function run() { let d = [1]; for (let i = 0; i < 40; i++) d = [d, d]; throw { code: 7, data: d }; }"),
+            "plugins/throws-shared.mjs threw: an object with the keys code, data: {\"code\":7,\"data\":[[[[[[[[…,…],[…,…]],[[…,…],[…,…]]],[[[…,…],[…,…]],[[…,…],[…,…]]]],[[[[…,…],[…,…]],[[…,…],[…,…]]],[[[…,…],[…,…]],[[…,…],[…,…]]]]],[[[[[…,…],[…,…]],[[…,…],[…,…]]],[[[…,…],[…,…]],[[…,…],[…,…]]]],[[[[…,…],[…,…]],[[…,…],[…,…]]],[[[…,…],[…,…]],[[…,…],[…,…]]]]]],[[[[[[…,…],[…,…]],[[…,…],[…",
+            true,
+        ),
+        (
+            "throws-bigint",
+            plugin("export function run() { const o = { code: 'E_QUOTA', used: 5n }; o.self = o; throw o; }"),
+            "plugins/throws-bigint.mjs threw: an object with the keys code, used, self: {\"code\":\"E_QUOTA\",\"used\":5n,\"self\":…}",
+            true,
+        ),
+        // Key names are clipped however long: a megabyte key once made a line past the host's cap.
+        (
+            "long-key",
+            answering("{ text: 'ok', ['k'.repeat(1500000)]: 1 }"),
+            LONG_KEY_WORDS.get_or_init(|| format!("plugins/long-key.mjs answered {{ text }} with {}… beside it, which an answer does not have: a tool answers {{ text }} or {{ refused }}, with a string in it.", "k".repeat(63))),
             true,
         ),
         (

@@ -42,6 +42,13 @@ fn beside_a_waiting_file(name: &str, source: &str) -> (Instance, Daemon) {
     (inst, d)
 }
 
+/// A tool file whose inputSchema is `schema` (JavaScript), answering its arguments as JSON.
+fn with_schema(schema: &str) -> String {
+    format!(
+        "export const description = 'd';\nexport const inputSchema = {schema};\nexport function run(a) {{ return {{ text: JSON.stringify(a) }}; }}\n"
+    )
+}
+
 /// Calls `tool` as the Leader, with no arguments, and checks it answers `text`.
 fn assert_calls(inst: &Instance, tool: &str, text: &str) {
     let mut s = inst.session("lead");
@@ -345,21 +352,18 @@ fn a_file_missing_or_mistyping_an_export_is_refused_whole() {
 
 #[test]
 fn a_schema_that_is_not_an_object_schema_says_so() {
-    let with = |schema: &str| {
-        format!(
-            "export const description = 'd';\nexport const inputSchema = {schema};\nexport function run() {{ return {{ text: 'x' }}; }}"
-        )
-    };
     let inst = Instance::with_plugins(&[
-        ("a-string.mjs", &with("{ type: 'string' }")),
-        ("b-untyped.mjs", &with("{ properties: {} }")),
+        ("a-string.mjs", &with_schema("{ type: 'string' }")),
+        ("b-untyped.mjs", &with_schema("{ properties: {} }")),
         (
             "c-invalid.mjs",
-            &with("{ type: 'object', properties: { n: { type: 12 } } }"),
+            &with_schema("{ type: 'object', properties: { n: { type: 12 } } }"),
         ),
         (
             "d-remote.mjs",
-            &with("{ type: 'object', properties: { n: { $ref: 'https://example.com/n.json' } } }"),
+            &with_schema(
+                "{ type: 'object', properties: { n: { $ref: 'https://example.com/n.json' } } }",
+            ),
         ),
         (
             "e-cycle.mjs",
@@ -367,13 +371,13 @@ fn a_schema_that_is_not_an_object_schema_says_so() {
         ),
         (
             "g-uncallable.mjs",
-            &with(
+            &with_schema(
                 "{ type: 'object', properties: { a: { type: 'string' } }, required: ['a', 'b'], additionalProperties: false }",
             ),
         ),
         (
             "f-local-ref.mjs",
-            &with(
+            &with_schema(
                 "{ type: 'object', $defs: { b: { type: 'string' } }, properties: { n: { $ref: '#/$defs/b' } } }",
             ),
         ),
@@ -576,19 +580,14 @@ fn tools_whose_names_differ_only_in_case_are_served_neither() {
 fn a_property_without_a_description_is_served_with_a_row_naming_it() {
     // The specification: every property wants a description of its own, the only place a session is
     // told what to put there. A file that leaves one out is still served, and told which.
-    let with = |schema: &str| {
-        format!(
-            "export const description = 'd';\nexport const inputSchema = {schema};\nexport function run() {{ return {{ text: 'ok' }}; }}\n"
-        )
-    };
     let inst = Instance::with_plugins(&[
         (
             "bare.mjs",
-            &with("{ type: 'object', properties: { branch: { type: 'string' } } }"),
+            &with_schema("{ type: 'object', properties: { branch: { type: 'string' } } }"),
         ),
         (
             "deep.mjs",
-            &with(
+            &with_schema(
                 "{ type: 'object', properties: { \
                  filter: { type: 'object', description: 'What to look at.', properties: { path: { type: 'string' }, depth: { type: 'integer', description: 'How deep.' } } }, \
                  files: { type: 'array', description: 'Files.', items: { type: 'object', properties: { name: { type: 'string', description: '   ' } } } }, \
@@ -597,7 +596,7 @@ fn a_property_without_a_description_is_served_with_a_row_naming_it() {
         ),
         (
             "fine.mjs",
-            &with(
+            &with_schema(
                 "{ type: 'object', $defs: { b: { type: 'string', description: 'A branch.' } }, properties: { \
                  branch: { $ref: '#/$defs/b' }, n: { type: 'integer', description: 'How many.' } } }",
             ),
@@ -606,7 +605,7 @@ fn a_property_without_a_description_is_served_with_a_row_naming_it() {
             // Looked for through references (a cycle is followed once), the branches of anyOf and
             // oneOf, additionalProperties and prefixItems.
             "nested.mjs",
-            &with(
+            &with_schema(
                 "{ type: 'object', \
                  $defs: { node: { type: 'object', properties: { next: { $ref: '#/$defs/node', description: 'The next.' }, label: { type: 'string' } } }, plain: { type: 'string' } }, \
                  properties: { \
@@ -1205,93 +1204,94 @@ fn a_tool_whose_list_entry_is_large_gets_a_row() {
 /// itself. Each is named, with the way out; a schema no call could pass is not served.
 #[test]
 fn hurried_schemas_are_named_with_the_way_out() {
-    let with = |schema: &str| {
-        format!(
-            "export const description = 'd';\nexport const inputSchema = {schema};\nexport function run(a) {{ return {{ text: JSON.stringify(a) }}; }}\n"
-        )
-    };
     let inst = Instance::with_plugins(&[
         (
             "a-short.mjs",
-            &with(
+            &with_schema(
                 r#"{ type: "object", properties: { b: { type: "integer", min: 1, max: 5, maxLen: 3, desc: "b" } } }"#,
             ),
         ),
         (
             "b-int.mjs",
-            &with(r#"{ type: "object", properties: { n: { type: "int", description: "n" } } }"#),
+            &with_schema(
+                r#"{ type: "object", properties: { n: { type: "int", description: "n" } } }"#,
+            ),
         ),
         (
             "c-sting.mjs",
-            &with(r#"{ type: "object", properties: { a: { type: "sting", description: "a" } } }"#),
+            &with_schema(
+                r#"{ type: "object", properties: { a: { type: "sting", description: "a" } } }"#,
+            ),
         ),
         (
             "d-enum.mjs",
-            &with(
+            &with_schema(
                 r#"{ type: "object", properties: { k: { enum: [], description: "k" } }, required: ["k"] }"#,
             ),
         ),
         (
             "e-false.mjs",
-            &with(r#"{ type: "object", properties: { k: false }, required: ["k"] }"#),
+            &with_schema(r#"{ type: "object", properties: { k: false }, required: ["k"] }"#),
         ),
         (
             "f-bounds.mjs",
-            &with(
+            &with_schema(
                 r#"{ type: "object", properties: { k: { type: "number", minimum: 5, maximum: 1, description: "k" } }, required: ["k"] }"#,
             ),
         ),
-        ("g-not.mjs", &with(r#"{ type: "object", not: {} }"#)),
+        ("g-not.mjs", &with_schema(r#"{ type: "object", not: {} }"#)),
         (
             "h-required.mjs",
-            &with(
+            &with_schema(
                 r#"{ type: "object", properties: { a: { type: "string", description: "a" } }, required: ["a", "b"] }"#,
             ),
         ),
         (
             "i-infinity.mjs",
-            &with(
+            &with_schema(
                 r#"{ type: "object", properties: { n: { type: "number", maximum: Infinity, description: "n" } } }"#,
             ),
         ),
         (
             "j-circle.mjs",
-            &with(
+            &with_schema(
                 r#"(() => { const s = { type: "object", properties: {} }; s.properties.self = s; return s; })()"#,
             ),
         ),
         // A property called type, whose schema is a string: not a type that is none.
         (
             "k-typeprop.mjs",
-            &with(r#"{ type: "object", properties: { type: "string" } }"#),
+            &with_schema(r#"{ type: "object", properties: { type: "string" } }"#),
         ),
         // Bounds that hold only for their own type: other types pass, so calls can.
         (
             "l-multi.mjs",
-            &with(
+            &with_schema(
                 r#"{ type: "object", properties: { k: { type: ["string", "number"], minimum: 5, maximum: 1, description: "k" } }, required: ["k"] }"#,
             ),
         ),
         (
             "m-untyped.mjs",
-            &with(
+            &with_schema(
                 r#"{ type: "object", properties: { k: { minLength: 5, maxLength: 1, description: "k" } }, required: ["k"] }"#,
             ),
         ),
         (
             "n-any.mjs",
-            &with(r#"{ type: "object", properties: { v: { type: "any", description: "v" } } }"#),
+            &with_schema(
+                r#"{ type: "object", properties: { v: { type: "any", description: "v" } } }"#,
+            ),
         ),
         (
             "o-required-true.mjs",
-            &with(
+            &with_schema(
                 r#"{ type: "object", properties: { a: { type: "string", required: true, description: "a" } } }"#,
             ),
         ),
         // What zod 4's z.toJSONSchema writes for a .default() field, on its output side.
         (
             "q-default.mjs",
-            &with(
+            &with_schema(
                 r#"{ type: "object", properties: { priority: { type: "integer", default: 3, description: "p" } }, required: ["priority"] }"#,
             ),
         ),
@@ -1305,11 +1305,16 @@ fn hurried_schemas_are_named_with_the_way_out() {
             "class Schema { toJSON() { return { type: 'object' }; } }\nexport const description = 'd';\nexport const inputSchema = new Schema();\nexport function run() { return { text: 'x' }; }\n",
         ),
         // Several faults: one check names every place, so one edit fixes them all.
-        ("t-many.mjs", &with(r#"{ type: "object", properties: { a: { type: "String", description: "a" }, b: { type: "float", description: "b" }, c: { type: "string", required: true, description: "c" } } }"#)),
+        (
+            "t-many.mjs",
+            &with_schema(
+                r#"{ type: "object", properties: { a: { type: "String", description: "a" }, b: { type: "float", description: "b" }, c: { type: "string", required: true, description: "c" } } }"#,
+            ),
+        ),
         // Described where the root's allOf gives it.
         (
             "p-allof.mjs",
-            &with(
+            &with_schema(
                 r#"{ type: "object", required: ["a"], allOf: [{ properties: { a: { type: "string", description: "a" } } }] }"#,
             ),
         ),
@@ -1356,8 +1361,16 @@ fn hurried_schemas_are_named_with_the_way_out() {
     assert!(row("n-any.mjs").contains("the type \"any\" at /properties/v/type, which is no JSON Schema type (array, boolean, integer, null, number, object, string): leave type out to take any value"), "{rows:?}");
     assert!(row("o-required-true.mjs").contains("is not served: its inputSchema has required: true at /properties/a/required: required is a list of names, on the object schema that holds the properties (\"required\": [\"name\"]), not a mark on one"), "{rows:?}");
     assert_eq!(row("p-allof.mjs"), "", "{rows:?}");
-    assert!(row("t-many.mjs").contains("at /properties/a/type, which is no JSON Schema type"), "{rows:?}");
-    assert!(row("t-many.mjs").ends_with("; its draft's rules are broken at /properties/b/type and /properties/c/required too"), "{rows:?}");
+    assert!(
+        row("t-many.mjs").contains("at /properties/a/type, which is no JSON Schema type"),
+        "{rows:?}"
+    );
+    assert!(
+        row("t-many.mjs").ends_with(
+            "; its draft's rules are broken at /properties/b/type and /properties/c/required too"
+        ),
+        "{rows:?}"
+    );
     for served in ["r-method-class", "s-tojson"] {
         assert!(
             rows.contains(&format!("This instance serves a tool of its own: {served}")),

@@ -264,14 +264,7 @@ fn half_open_connections_cannot_take_the_daemons_descriptors() {
         "web": { "listen": format!("127.0.0.1:{web}") },
     }));
     let d = inst.start();
-    let url = d.status().unwrap()["metrics"].as_str().unwrap().to_string();
-    let metrics: u16 = url
-        .trim_end_matches("/metrics")
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let metrics = metrics_port(&d);
     let fds = || {
         std::fs::read_dir(format!("/proc/{}/fd", d.pid()))
             .unwrap()
@@ -344,6 +337,17 @@ impl WithStdin for std::process::Command {
     }
 }
 
+/// The port of the metrics endpoint `ovai status` names.
+fn metrics_port(d: &Daemon) -> u16 {
+    let url = d.status().unwrap()["metrics"].as_str().unwrap().to_string();
+    url.trim_end_matches("/metrics")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
 fn which(name: &str) -> Option<std::path::PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
@@ -366,14 +370,7 @@ fn a_calls_outcome_is_named_alike_in_the_metrics_and_the_call_log() {
         "callTimeoutSeconds": 1
     }));
     let d = inst.start();
-    let url = d.status().unwrap()["metrics"].as_str().unwrap().to_string();
-    let port: u16 = url
-        .trim_end_matches("/metrics")
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let port = metrics_port(&d);
     let mut s = inst.session("lead");
     s.initialize();
     assert!(s.call("fault-never", json!({})).1);

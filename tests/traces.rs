@@ -242,6 +242,10 @@ fn requests_refused_on_the_way_are_failed_spans_over_both_transports() {
     s.send(&json!({ "jsonrpc": "2.0", "id": "u1", "method": "tools/call", "params": { "name": "zzz", "arguments": {} } }));
     let unknown = s.recv_where(|m| m["id"] == "u1");
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    // A method as long as the session likes: its span carries its start.
+    s.send(&json!({ "jsonrpc": "2.0", "id": "m1", "method": "m".repeat(5000) }));
+    let long = s.recv_where(|m| m["id"] == "m1");
+    assert_eq!(long["error"]["code"], -32601, "{long}");
     // Refused before its tool is known: params that are no object.
     s.send(
         &json!({ "jsonrpc": "2.0", "id": "u2", "method": "tools/call", "params": { "name": 5 } }),
@@ -268,6 +272,7 @@ fn requests_refused_on_the_way_are_failed_spans_over_both_transports() {
         };
         (has("tools/call zzz", "unix")
             && has("tools/call", "unix")
+            && spans.iter().any(|(_, s)| s.name.starts_with("mmm"))
             && has("nope/method", "tcp")
             && has("tools/call qqq", "tcp")
             && has("tools/call echo", "tcp")
@@ -282,6 +287,11 @@ fn requests_refused_on_the_way_are_failed_spans_over_both_transports() {
     };
     failed("tools/call zzz", "There is no tool called zzz");
     failed("tools/call", "Invalid params");
+    let (_, long) = spans
+        .iter()
+        .find(|(_, s)| s.name.starts_with("mmm"))
+        .expect("the long method's span");
+    assert_eq!(long.name.chars().count(), 100, "{}", long.name.len());
     failed("nope/method", "nope/method");
     failed("tools/call qqq", "There is no tool called qqq");
     failed("tools/call echo", "do not fit");

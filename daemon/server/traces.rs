@@ -276,17 +276,20 @@ impl RequestSpan {
     /// A request's span, when traces are on.
     pub fn start(r: &Request<'_>) -> Option<Self> {
         let tracer = tracer()?;
-        let name = match r.tool {
-            Some(tool) => format!("{} {tool}", r.method),
-            None => r.method.to_string(),
+        // A method or tool name is the session's, as long as it likes: a span carries its start.
+        let method = crate::jsonrpc::clip(r.method);
+        let tool = r.tool.map(crate::jsonrpc::clip);
+        let name = match &tool {
+            Some(tool) => format!("{method} {tool}"),
+            None => method.clone(),
         };
         let mut attributes = vec![
-            KeyValue::new("mcp.method.name", r.method.to_string()),
+            KeyValue::new("mcp.method.name", method),
             KeyValue::new("ovai.seat", r.seat.to_string()),
             KeyValue::new("network.transport", r.transport),
         ];
-        if let Some(tool) = r.tool {
-            attributes.push(KeyValue::new("gen_ai.tool.name", tool.to_string()));
+        if let Some(tool) = tool {
+            attributes.push(KeyValue::new("gen_ai.tool.name", tool));
             attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
         }
         if let Some(id) = r.id {

@@ -630,21 +630,28 @@ struct Step;
 impl Step {
     /// A visit costs more the larger the value its keywords read (a pattern reads a whole string).
     fn step(instance: &Value) {
-        let cost = 1 + match instance {
-            Value::String(s) => s.len() as u64 / 256,
-            Value::Array(items) => items.len() as u64 / 64,
-            Value::Object(members) => members.len() as u64 / 64,
-            _ => 0,
-        };
-        STEPS_LEFT.with(|left| {
-            if let Some(n) = left.get() {
-                match n.checked_sub(cost) {
-                    Some(rest) => left.set(Some(rest)),
-                    None => std::panic::panic_any(Spent),
-                }
-            }
-        });
+        charge(
+            1 + match instance {
+                Value::String(s) => s.len() as u64 / 256,
+                Value::Array(items) => items.len() as u64 / 64,
+                Value::Object(members) => members.len() as u64 / 64,
+                _ => 0,
+            },
+        );
     }
+}
+
+/// Takes `cost` from the steps the walk on this thread has left (a check, or the naming after it):
+/// past them it unwinds with `Spent`, which `within` catches.
+fn charge(cost: u64) {
+    STEPS_LEFT.with(|left| {
+        if let Some(n) = left.get() {
+            match n.checked_sub(cost) {
+                Some(rest) => left.set(Some(rest)),
+                None => std::panic::panic_any(Spent),
+            }
+        }
+    });
 }
 
 impl<'i> jsonschema::Keyword<'i> for Step {
@@ -1040,6 +1047,7 @@ fn said(
     depth: usize,
 ) -> String {
     use jsonschema::error::ValidationErrorKind as Kind;
+    charge(8);
     let at = e.instance_path().to_string();
     let place = match at.strip_prefix(within) {
         Some("") => String::new(),
@@ -1180,8 +1188,12 @@ fn value_of(e: &jsonschema::ValidationError<'_>) -> String {
 }
 
 /// How deep in the value an error's place is.
+/// Charged to the naming's steps, as every look at an error is: an error tree reread at each level of a
+/// deeply nested value held the daemon's thread for half a minute (helper-49).
 fn reach(e: &jsonschema::ValidationError<'_>) -> usize {
-    e.instance_path().to_string().matches('/').count()
+    let path = e.instance_path().as_str();
+    charge(1 + path.len() as u64 / 64);
+    path.matches('/').count()
 }
 
 /// The fault that reaches deepest into the value, of the one choice that comes closest: the fewest
@@ -1445,6 +1457,30 @@ mod tests {
                 "at /notify: \"everyone\" is what its 'not' rules out ({\"enum\":[\"everyone\"]})."
             ),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn naming_faults_deep_in_a_value_is_charged_to_the_budget() {
+        // Each level of a choice reread the error tree below it: 20,000 faults 120 levels down held
+        // the daemon's thread for half a minute (helper-49).
+        let v = compile(&json!({
+            "type": "object",
+            "$defs": { "n": { "anyOf": [ { "type": "array", "items": { "$ref": "#/$defs/n" } }, { "type": "integer" } ] } },
+            "properties": { "t": { "$ref": "#/$defs/n" } }
+        }))
+        .unwrap();
+        let mut t = Value::Array(vec![json!(""); 20_000]);
+        for _ in 0..119 {
+            t = Value::Array(vec![t]);
+        }
+        let args = json!({ "t": t });
+        let len = args.to_string().len();
+        let e = check(&v, "cat", &args, len).unwrap_err();
+        assert_eq!(
+            e,
+            "The arguments do not fit the inputSchema of cat, so it was not run; naming where would take too \
+             long. Call it again with arguments that fit."
         );
     }
 
