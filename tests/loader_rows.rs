@@ -1208,7 +1208,7 @@ fn hurried_schemas_are_named_with_the_way_out() {
         (
             "a-short.mjs",
             &with_schema(
-                r#"{ type: "object", properties: { b: { type: "integer", min: 1, max: 5, maxLen: 3, desc: "b" } } }"#,
+                r#"{ type: "object", properties: { b: { type: "integer", min: 1, max: 5, maxLen: 3, desc: "b" }, s: { type: "string", min: 1, description: "s" } } }"#,
             ),
         ),
         (
@@ -1328,7 +1328,7 @@ fn hurried_schemas_are_named_with_the_way_out() {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    assert!(row("a-short.mjs").contains("min in b (meant minimum?), max in b (meant maximum?), maxLen in b (meant maxLength?) and desc in b (meant description?)"), "{rows:?}");
+    assert!(row("a-short.mjs").contains("min in b (meant minimum?), max in b (meant maximum?), maxLen in b (meant maxLength?), desc in b (meant description?) and min in s (meant minLength?)"), "{rows:?}");
     assert!(row("b-int.mjs").contains("is not served: its inputSchema has the type \"int\" at /properties/n/type, which is no JSON Schema type (array, boolean, integer, null, number, object, string): meant \"integer\"?"), "{rows:?}");
     assert!(row("c-sting.mjs").contains("the type \"sting\" at /properties/a/type, which is no JSON Schema type (array, boolean, integer, null, number, object, string): meant \"string\"?"), "{rows:?}");
     assert!(row("d-enum.mjs").contains("is not served: its inputSchema requires \"k\", which no value could be (its enum lists none), so no call could pass it"), "{rows:?}");

@@ -174,11 +174,23 @@ const KEYWORDS: &[&str] = &[
 pub fn keyword_slips(
     schema: &serde_json::Map<String, Value>,
 ) -> Vec<(String, String, &'static str)> {
-    keys_noted(schema, &|key| {
+    keys_noted(schema, &|key, holder| {
+        // `min` and `max` mean the bound of the schema's own type.
+        let of_type = |number: &'static str, string: &'static str, array: &'static str| match holder
+            .get("type")
+            .and_then(Value::as_str)
+        {
+            Some("string") => string,
+            Some("array") => array,
+            _ => number,
+        };
+        match key.to_ascii_lowercase().as_str() {
+            "min" => return Some(of_type("minimum", "minLength", "minItems")),
+            "max" => return Some(of_type("maximum", "maxLength", "maxItems")),
+            _ => {}
+        }
         // Short names a hurried author writes for a keyword, too far from it to be a slip.
         const SHORT: &[(&str, &str)] = &[
-            ("min", "minimum"),
-            ("max", "maximum"),
             ("minlen", "minLength"),
             ("maxlen", "maxLength"),
             ("desc", "description"),
@@ -219,7 +231,7 @@ pub fn foreign_keywords(
         Draft::Draft201909 => 2019,
         _ => 2020,
     };
-    let found = keys_noted(schema, &|key| {
+    let found = keys_noted(schema, &|key, _| {
         let (since, whose) = match key {
             "nullable" => {
                 return Some("OpenAPI's, not JSON Schema's: write type [\"string\", \"null\"]");
@@ -256,12 +268,12 @@ pub fn draft_name(draft: jsonschema::Draft) -> &'static str {
 /// bounded.
 fn keys_noted(
     schema: &serde_json::Map<String, Value>,
-    note: &dyn Fn(&str) -> Option<&'static str>,
+    note: &dyn Fn(&str, &serde_json::Map<String, Value>) -> Option<&'static str>,
 ) -> Vec<(String, String, &'static str)> {
     fn walk(
         s: &serde_json::Map<String, Value>,
         at: &str,
-        note: &dyn Fn(&str) -> Option<&'static str>,
+        note: &dyn Fn(&str, &serde_json::Map<String, Value>) -> Option<&'static str>,
         out: &mut Vec<(String, String, &'static str)>,
         budget: &mut usize,
     ) {
@@ -270,7 +282,7 @@ fn keys_noted(
                 return;
             }
             *budget -= 1;
-            if let Some(k) = note(key) {
+            if let Some(k) = note(key, s) {
                 out.push((at.to_string(), key.clone(), k));
             }
             let into = |name: &str| {
