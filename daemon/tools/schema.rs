@@ -263,17 +263,20 @@ pub fn draft_name(draft: jsonschema::Draft) -> &'static str {
     }
 }
 
+/// What a key of a schema is noted as, given the schema that holds it; none for a key not noted.
+type Note<'a> = dyn Fn(&str, &serde_json::Map<String, Value>) -> Option<&'static str> + 'a;
+
 /// The keys of an inputSchema's schemas that `note` has a word for, each as (where, found, the word).
 /// Only schemas are looked into, never values (`const`, `default`, `enum`, `examples`), and the walk is
 /// bounded.
 fn keys_noted(
     schema: &serde_json::Map<String, Value>,
-    note: &dyn Fn(&str, &serde_json::Map<String, Value>) -> Option<&'static str>,
+    note: &Note<'_>,
 ) -> Vec<(String, String, &'static str)> {
     fn walk(
         s: &serde_json::Map<String, Value>,
         at: &str,
-        note: &dyn Fn(&str, &serde_json::Map<String, Value>) -> Option<&'static str>,
+        note: &Note<'_>,
         out: &mut Vec<(String, String, &'static str)>,
         budget: &mut usize,
     ) {
