@@ -54,11 +54,7 @@ impl Call {
     /// Ends the call's span, saying how a call that did not answer with text failed.
     fn end_span(&self, outcome: &Outcome) {
         if let Some(mut span) = lock(&self.span).take() {
-            match outcome {
-                Outcome::Refused(why) => span.failed(why),
-                Outcome::Cancelled => span.failed("cancelled"),
-                Outcome::Text(_) | Outcome::Json(_) => {}
-            }
+            span.outcome(outcome);
         }
     }
 

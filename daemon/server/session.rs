@@ -447,9 +447,7 @@ impl ServerHandler for SeatService {
         if let Some(mut span) = crate::sync::lock(&span).take() {
             match &outcome {
                 Err(e) => span.failed(&e.message),
-                Ok(Outcome::Refused(why)) => span.failed(why),
-                Ok(Outcome::Cancelled) => span.failed("cancelled"),
-                Ok(Outcome::Text(_) | Outcome::Json(_)) => {}
+                Ok(outcome) => span.outcome(outcome),
             }
         }
         Ok(result_of(&name, &outcome?).into())

@@ -321,6 +321,16 @@ impl RequestSpan {
         self.span.set_status(Status::error(why.to_string()));
     }
 
+    /// Marks how a call that did not answer with text failed.
+    pub fn outcome(&mut self, outcome: &crate::answer::Outcome) {
+        use crate::answer::Outcome;
+        match outcome {
+            Outcome::Refused(why) => self.failed(why),
+            Outcome::Cancelled => self.failed("cancelled"),
+            Outcome::Text(_) | Outcome::Json(_) => {}
+        }
+    }
+
     /// The child span for a plugin call's host part.
     pub fn host_part(&self, tool: &str) -> Option<HostSpan> {
         let tracer = tracer()?;

@@ -15,17 +15,11 @@ fn no_call_could_pass(root: &serde_json::Map<String, Value>) -> Option<String> {
                 .into(),
         );
     }
-    let properties = root.get("properties").and_then(Value::as_object);
     let closed = root.get("additionalProperties") == Some(&Value::Bool(false))
         && !root.contains_key("patternProperties");
-    for name in root
-        .get("required")?
-        .as_array()?
-        .iter()
-        .filter_map(Value::as_str)
-    {
+    for (name, property) in required_inputs(root) {
         let shown = Value::String(name.to_string());
-        match properties.and_then(|p| p.get(name)) {
+        match property {
             None if closed => {
                 return Some(format!(
                     "its inputSchema requires {shown}, which is not among its properties, and its \
@@ -44,6 +38,19 @@ fn no_call_could_pass(root: &serde_json::Map<String, Value>) -> Option<String> {
         }
     }
     None
+}
+
+/// Each name a schema's root requires, with the schema its properties give that input, if any.
+fn required_inputs(
+    root: &serde_json::Map<String, Value>,
+) -> impl Iterator<Item = (&str, Option<&Value>)> {
+    let properties = root.get("properties").and_then(Value::as_object);
+    root.get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(move |name| (name, properties.and_then(|p| p.get(name))))
 }
 
 /// A schema every value fits: `true`, `{}`, or one holding only annotations.
@@ -519,7 +526,6 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
     w.walk(schema, "", 0);
     // A required input no property describes is one a session must give, told nothing about it (where
     // the root has no other schema to describe it in).
-    let properties = schema.get("properties").and_then(Value::as_object);
     let composed = [
         "allOf",
         "anyOf",
@@ -530,19 +536,14 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
     ]
     .iter()
     .any(|k| schema.contains_key(*k));
-    let required = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .filter(|_| !composed);
-    w.out.extend(
-        required
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .filter(|name| !properties.is_some_and(|p| p.contains_key(*name)))
-            .take(64)
-            .map(str::to_string),
-    );
+    if !composed {
+        w.out.extend(
+            required_inputs(schema)
+                .filter(|(_, property)| property.is_none())
+                .take(64)
+                .map(|(name, _)| name.to_string()),
+        );
+    }
     // The same input reached by two branches (or two references) is named once.
     let mut seen = std::collections::HashSet::new();
     w.out.retain(|p| seen.insert(p.clone()));
@@ -553,21 +554,14 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
 /// in, so every call must give them (zod 4's `z.toJSONSchema` writes a `.default()` field required
 /// unless asked for the input side).
 pub fn required_with_default(schema: &serde_json::Map<String, Value>) -> Vec<String> {
-    let properties = schema.get("properties").and_then(Value::as_object);
-    schema
-        .get("required")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .filter(|name| {
-            properties
-                .and_then(|p| p.get(*name))
+    required_inputs(schema)
+        .filter(|(_, property)| {
+            property
                 .and_then(Value::as_object)
                 .is_some_and(|p| p.contains_key("default"))
         })
         .take(8)
-        .map(str::to_string)
+        .map(|(name, _)| name.to_string())
         .collect()
 }
 
