@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use crate::host::Host;
 use crate::host::child::{Launch, node_program};
-use crate::host::process::HostInit;
+use crate::host::process::{HostInit, HostProcess};
 use crate::host::sandbox::{self, NoBox, Secrets};
 use crate::host::supervisor::Supervision;
 use crate::instance::{Config, Instance};
@@ -145,17 +145,20 @@ pub async fn build(
     // Reading and hashing every file is blocking work: off the daemon's thread, which serves the
     // sessions meanwhile (a restart).
     let dir = plugins_dir.clone();
-    let (found, snapshot) = tokio::task::spawn_blocking(move || {
+    let scan = tokio::task::spawn_blocking(move || {
         let found = load::scan(&dir)?;
         let snapshot = Snapshot::take(&dir, &found);
         Ok::<_, LoadError>((found, snapshot))
-    })
-    .await
-    .map_err(|e| LoadError::Scan {
+    });
+    // The host starts while they are read: its start (its box, Node's own) needs none of them, and
+    // is most of a restart's time.
+    let (scanned, first) = tokio::join!(scan, HostProcess::start(&launch, &init));
+    let (found, snapshot) = scanned.map_err(|e| LoadError::Scan {
         dir: plugins_dir.display().to_string(),
         source: std::io::Error::other(e.to_string()),
     })??;
     let mut loaded = load::load(
+        Some(first?),
         &plugins_dir,
         found,
         &launch,

@@ -70,6 +70,7 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
     let snapshot = crate::plugins::stale::Snapshot::take(&dir, &found);
     let work = async {
         let mut loaded = load::load(
+            None,
             &dir,
             found,
             &launch,

@@ -220,6 +220,7 @@ impl Bounds {
                 let dir = dir.join(&name);
                 HostGroup::make(
                     vec![dir.clone()],
+                    "cgroup.procs",
                     &[
                         (dir.join("memory.max"), self.box_bytes().to_string()),
                         (dir.join("memory.swap.max"), "0".into()),
@@ -240,7 +241,10 @@ impl Bounds {
                 if let Some(p) = &pids {
                     limits.push((p.join("pids.max"), self.processes.to_string()));
                 }
-                HostGroup::make(memory.into_iter().chain(pids).collect(), &limits)
+                // The first process joins by its one thread (`tasks`), which the kernel moves without
+                // the lock that moving a whole process takes: that lock waits out an RCU grace period
+                // (about 12 ms here, every host start). Between fork and exec it has only the one.
+                HostGroup::make(memory.into_iter().chain(pids).collect(), "tasks", &limits)
             }
         };
         match made {
@@ -273,12 +277,12 @@ impl Bounds {
 /// between fork and exec, taken away once it has ended.
 pub struct HostGroup {
     dirs: Vec<PathBuf>,
-    /// Each group's `cgroup.procs`, open for writing, for the join.
+    /// Each group's `cgroup.procs` (v2) or `tasks` (v1), open for writing, for the join.
     procs: Vec<File>,
 }
 
 impl HostGroup {
-    fn make(dirs: Vec<PathBuf>, limits: &[(PathBuf, String)]) -> std::io::Result<Self> {
+    fn make(dirs: Vec<PathBuf>, join: &str, limits: &[(PathBuf, String)]) -> std::io::Result<Self> {
         let mut made = Self {
             dirs: Vec::new(),
             procs: Vec::new(),
@@ -297,7 +301,7 @@ impl HostGroup {
             made.procs.push(
                 std::fs::OpenOptions::new()
                     .write(true)
-                    .open(dir.join("cgroup.procs"))?,
+                    .open(dir.join(join))?,
             );
         }
         for (file, value) in limits {
@@ -381,7 +385,8 @@ fn counted_past(dirs: &[PathBuf], bounds: &Bounds) -> Option<Exceeded> {
     }
 }
 
-/// Joins the groups whose `cgroup.procs` are `fds`: async-signal-safe, for between fork and exec.
+/// Joins the groups whose `cgroup.procs` or `tasks` are `fds` (writing "0": the writer): async-signal-safe,
+/// for between fork and exec, while the process has one thread.
 pub fn join(fds: &[RawFd]) -> std::io::Result<()> {
     for fd in fds {
         // SAFETY: writing two bytes from a static buffer to a descriptor this process holds.
@@ -497,6 +502,48 @@ mod tests {
     }
 
     #[test]
+    fn a_process_that_joins_between_fork_and_exec_is_in_each_group_with_its_children() {
+        use std::os::unix::process::CommandExt;
+        let bounds = Bounds {
+            memory_mb: 64,
+            processes: 64,
+        };
+        let Some(group) = bounds.group() else {
+            return eprintln!("not run: {}", bounds.describe());
+        };
+        let fds = group.join_fds();
+        let mut cmd = std::process::Command::new("sh");
+        // A child it starts after the join is counted too.
+        cmd.args(["-c", "sleep 30 & wait"]);
+        // SAFETY: `join` writes to descriptors this process holds, as the host's spawn does.
+        unsafe { cmd.pre_exec(move || join(&fds)) };
+        let mut child = cmd.spawn().unwrap();
+        let pid = child.id().to_string();
+        let mut members = Vec::new();
+        for _ in 0..100 {
+            members = group
+                .dirs
+                .iter()
+                .map(|d| std::fs::read_to_string(d.join("cgroup.procs")).unwrap())
+                .collect();
+            if members.iter().all(|m| m.lines().count() == 2) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = std::process::Command::new("pkill")
+            .args(["-P", &pid])
+            .status();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(!members.is_empty());
+        for m in &members {
+            assert!(m.lines().any(|l| l == pid), "{pid} not in {m:?}");
+            assert_eq!(m.lines().count(), 2, "the shell and its sleep: {m:?}");
+        }
+    }
+
+    #[test]
     fn a_group_an_earlier_process_left_under_the_same_name_is_made_anew() {
         let bounds = Bounds {
             memory_mb: 64,
@@ -510,7 +557,7 @@ mod tests {
         // gets its pid.
         let dirs = first.dirs.clone();
         std::mem::forget(first);
-        let again = HostGroup::make(dirs.clone(), &[]).expect("made anew");
+        let again = HostGroup::make(dirs.clone(), "cgroup.procs", &[]).expect("made anew");
         assert_eq!(again.dirs, dirs);
         drop(again);
         assert!(dirs.iter().all(|d| !d.exists()), "{dirs:?}");

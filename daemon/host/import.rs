@@ -43,23 +43,32 @@ pub struct Import {
     pub outcomes: Vec<Imported>,
 }
 
+/// `first`: a host already started with `init` for this import (while its files were read), or none.
 pub async fn import_all(
+    mut first: Option<HostProcess>,
     launch: &Launch,
     init: &HostInit,
     files: &[ToImport],
     ids: &AtomicU64,
     timeout: Duration,
 ) -> Result<Import, StartError> {
-    // The hosts of this import run the same files: an error one left behind is written once for all.
+    // The hosts of this import run the same files: an error one left behind is written once for all
+    // (a host started before shares the book it was started with).
     let init = &HostInit {
-        strays: Default::default(),
+        strays: match &first {
+            Some(_) => init.strays.clone(),
+            None => Default::default(),
+        },
         ..init.clone()
     };
     // Files that ended or hung a host, by position: they are not imported again.
     let mut left_out: HashMap<usize, Imported> = HashMap::new();
     let mut together = files.len() > 1;
     'hosts: loop {
-        let mut process = HostProcess::start(launch, init).await?;
+        let mut process = match first.take() {
+            Some(started) => started,
+            None => HostProcess::start(launch, init).await?,
+        };
         let mut reports: HashMap<usize, Box<Loaded>> = HashMap::new();
         if together {
             let todo: Vec<(usize, &ToImport)> = files

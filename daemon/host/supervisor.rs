@@ -818,7 +818,7 @@ async fn respawn(
             .collect(),
         ..job.init.clone()
     };
-    let done = import_all(&job.launch, &init, &imports, ids, job.import_timeout).await?;
+    let done = import_all(None, &job.launch, &init, &imports, ids, job.import_timeout).await?;
     for (f, why) in unread {
         job.log
             .row(Topic::Host, &rows::not_reimported(&f.shown, &why));

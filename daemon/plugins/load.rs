@@ -138,6 +138,7 @@ pub fn scan(plugins_dir: &Path) -> Result<Vec<Candidate>, LoadError> {
 
 /// Imports `found` (from [`scan`], or a chosen few) into a new host and gives each its verdict.
 pub async fn load(
+    first: Option<HostProcess>,
     plugins_dir: &Path,
     found: Vec<Candidate>,
     launch: &Launch,
@@ -155,7 +156,7 @@ pub async fn load(
             _ => None,
         })
         .collect();
-    let done = import_all(launch, init, &imports, ids, import_timeout).await?;
+    let done = import_all(first, launch, init, &imports, ids, import_timeout).await?;
     let mut outcomes = done.outcomes.into_iter();
     let verdicts = found
         .into_iter()
