@@ -736,6 +736,24 @@ fn plugins_gone_is_said_and_made_again_is_watched_again() {
         said.contains("goes on serving what it read before"),
         "{said}"
     );
+    // The host the restart started while it looked for the files is not left running.
+    let shim = inst.root.join(".ovai/host.mjs");
+    let hosts = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                    c.split(|b| *b == 0)
+                        .any(|a| a == shim.as_os_str().as_encoded_bytes())
+                        && c.split(|b| *b == 0)
+                            .next()
+                            .is_some_and(|a| a.ends_with(b"node"))
+                })
+            })
+            .count()
+    };
+    wait_until("one host left", || (hosts() == 1).then_some(()));
     let out = inst.cmd().arg("check").output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(
