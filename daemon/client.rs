@@ -522,7 +522,8 @@ pub fn control_because<T: DeserializeOwned>(
     // A daemon that never answers is a failure with a sentence, not a command that hangs: a restart may
     // import many plugins, everything else answers at once.
     let patience = match op {
-        ControlOp::Restart => Duration::from_secs(600),
+        // A seat change waits for a restart under way.
+        ControlOp::Restart | ControlOp::SeatsHold => Duration::from_secs(600),
         _ => Duration::from_secs(60),
     };
     stream.set_read_timeout(Some(patience))?;

@@ -276,14 +276,16 @@ fn refused(e: seats::SeatError) -> Failure {
 /// not end them refuses, and the command stops there; no daemon, or one too old to know the request, has
 /// nothing to hold.
 fn hold_hosts(inst: &Instance) -> Result<(), Failure> {
-    // The host's calls in flight finish first (within SEAT_DRAIN): said when that takes a while.
+    // The host's calls in flight finish first (within SEAT_DRAIN), and a restart under way (its new
+    // host imports the plugins in a box made before the change): said when that takes a while.
     let (done, waited) = std::sync::mpsc::channel::<()>();
     let saying = std::thread::spawn(move || {
         if waited.recv_timeout(std::time::Duration::from_secs(1))
             == Err(std::sync::mpsc::RecvTimeoutError::Timeout)
         {
             eprintln!(
-                "ovai: waiting for the plugin calls in flight to finish before the seats change (at most {} s)…",
+                "ovai: waiting for the plugin calls in flight to finish before the seats change (at most {} s), \
+                 and for a restart under way…",
                 crate::host::supervisor::SEAT_DRAIN.as_secs()
             );
         }

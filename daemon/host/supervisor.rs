@@ -38,7 +38,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// How many times a new host that ends before it is ready is started again before the host stays down.
 const EARLY_EXIT_TRIES: usize = 3;
 /// How long a host may be held off while the seats change, if nobody says they have.
-const HOLD_AT_MOST: Duration = Duration::from_secs(15);
+pub const HOLD_AT_MOST: Duration = Duration::from_secs(15);
 /// How long the calls a host runs may take to finish when a seat change replaces it: the new secret
 /// is written only once the host has ended, so they cannot read it.
 pub const SEAT_DRAIN: Duration = Duration::from_secs(10);

@@ -179,6 +179,14 @@ impl Daemon {
     /// `by` says who asked, for runtime.log.
     pub async fn restart(self: &Arc<Self>, by: &str) -> Result<RestartReply, RestartError> {
         let _one_at_a_time = self.restarting.lock().await;
+        // A seat command is writing secrets: no box is made until it says it has, or the hold's bound
+        // has passed (as a host waits).
+        let held_at_most = tokio::time::Instant::now() + crate::host::supervisor::HOLD_AT_MOST;
+        while self.seats_holding.load(std::sync::atomic::Ordering::SeqCst)
+            && tokio::time::Instant::now() < held_at_most
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         super::service_manager::reloading();
         let seat_changes = self.seat_changes.load(std::sync::atomic::Ordering::SeqCst);
         let next = self.next_generation().await;
@@ -312,10 +320,16 @@ impl Daemon {
     /// resolves once none is running or starting, so that no box sees what is written next. False when
     /// one did not end in time.
     pub async fn hold_boxed_hosts(&self) -> bool {
-        self.seat_changes
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.seats_holding
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        // A restart's new host makes its box, and imports the plugins in it, before it is served: a
+        // restart under way is let finish first (its generation is then held with the others), and none
+        // starts while the seats are held.
+        {
+            let _no_restart = self.restarting.lock().await;
+            self.seat_changes
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.seats_holding
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         let boxed: Vec<_> = self
             .generations()
             .into_iter()
