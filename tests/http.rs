@@ -1764,8 +1764,9 @@ export async function run(args, { root }) {
     assert_eq!(s.call("gate", json!({})), ("through".to_string(), false));
 }
 
-/// What a body takes once read is bounded as a line's is: one that would take too much is refused with
-/// 413 in words before rmcp reads it.
+/// What a body takes once read is bounded as a line's is: one that would take too much is refused in
+/// words before rmcp reads it, with `-32602` under its id as on the socket (protocol.md), so a client
+/// knows which call it was.
 #[test]
 fn a_body_that_would_take_too_much_once_read_is_refused_in_words() {
     let (inst, _d, http) = serving(json!({}));
@@ -1778,8 +1779,10 @@ fn a_body_that_would_take_too_much_once_read_is_refused_in_words() {
     let h = s.headers("tools/call", Some("echo"));
     let refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let r = http.request("POST", &refs, &heavy);
-    assert_eq!(r.status, 413);
+    assert_eq!(r.status, 200);
     let v = r.json();
+    assert_eq!(v["id"], 5, "{v}");
+    assert_eq!(v["error"]["code"], -32602, "{v}");
     assert!(
         v["error"]["message"]
             .as_str()
