@@ -407,6 +407,78 @@ fn a_refused_get_leaves_the_live_stream_alone() {
     assert_eq!(m["method"], "notifications/tools/list_changed", "{m}");
 }
 
+/// A 2026-07-28 request that carries the id of a live session of an earlier revision is refused in words,
+/// and that session goes on: such a call once ended the session without a word.
+#[test]
+fn a_2026_request_with_a_live_sessions_id_is_refused_and_the_session_goes_on() {
+    let (inst, _d, http) = serving(json!({}));
+    let secret = inst.secret("lead");
+    let mut s = HttpSeat::new(&http, &secret, "2025-11-25");
+    s.initialize();
+    let live = s.session.clone().expect("a session");
+    let bearer = format!("Bearer {secret}");
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "echo", "arguments": {}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": { "name": "p", "version": "1" } } } });
+    for _ in 0..2 {
+        let r = http.request(
+            "POST",
+            &[
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+                ("authorization", &bearer),
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-session-id", &live),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "echo"),
+            ],
+            &body.to_string(),
+        );
+        let status = r.status;
+        let message = r.json()["error"]["message"].to_string();
+        assert_eq!(status, 400, "{message}");
+        assert!(
+            message.contains(
+                "MCP 2026-07-28 has no sessions: send the request without the Mcp-Session-Id header"
+            ),
+            "{message}"
+        );
+        assert!(message.contains("goes on"), "{message}");
+    }
+    assert_eq!(s.call("echo", json!({ "a": 1 })).1, false);
+}
+
+/// A second `initialize` in a session is refused `-32600` (protocol.md), as on the socket, and the
+/// session goes on in the revision it agreed: over HTTP it was answered as a first one.
+#[test]
+fn a_second_initialize_in_a_session_is_refused_and_the_session_goes_on() {
+    let (inst, _d, http) = serving(json!({}));
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-06-18");
+    s.initialize();
+    for version in ["2025-06-18", "2025-11-25"] {
+        let (id, mut r) = s.send(
+            "initialize",
+            json!({
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": { "name": "again", "version": "1" },
+            }),
+        );
+        let answer = r.answer(id);
+        assert_eq!(answer["error"]["code"], -32600, "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("this session is initialized already"),
+            "{answer}"
+        );
+    }
+    assert_eq!(s.call("echo", json!({})).1, false);
+}
+
 fn good_tool(name: &str) -> String {
     format!(
         r#"export const description = "{name}."; export const inputSchema = {{ type: "object" }}; export function run() {{ return {{ text: "{name}" }}; }}"#

@@ -12,6 +12,12 @@ use crate::jsonrpc::{
     self, Found, INVALID_PARAMS, Inner, Leaf, MAX_ID_BYTES, Members, Request, Within,
 };
 
+/// The answer to a second `initialize` in a session, on the socket and over HTTP: answered, it would leave
+/// the session half in one revision, half in another.
+pub const INITIALIZED_ALREADY: &str = "Invalid request: this session is initialized already, and a session is \
+     initialized once (it goes on in the revision its first initialize agreed); to speak another, start a \
+     new session";
+
 /// The revision from which every request carries its own protocol version and client capabilities.
 pub const INLINE: &str = "2026-07-28";
 

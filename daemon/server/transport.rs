@@ -519,13 +519,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
         }
         if initialize && self.lifecycle == Lifecycle::Handshake {
             // Answered, it would leave the session half in one revision, half in another.
-            let line = jsonrpc::error_under(
-                &r.id,
-                INVALID_REQUEST,
-                "Invalid request: this session is initialized already, and a session is initialized once \
-                 (it goes on in the revision its first initialize agreed); to speak another, start a new \
-                 session",
-            );
+            let line = jsonrpc::error_under(&r.id, INVALID_REQUEST, params::INITIALIZED_ALREADY);
             self.answers.answer_line(&r.id, line);
             return None;
         }

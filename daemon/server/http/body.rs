@@ -140,6 +140,12 @@ pub async fn checked(
             )
                 .into_response());
         }
+        if session.is_some() && r.method == "initialize" {
+            return Err(refuse(
+                INVALID_REQUEST,
+                params::INITIALIZED_ALREADY.to_string(),
+            ));
+        }
         if session.is_some() && !params::is_known_method(&r.method) {
             return Err(refuse(
                 METHOD_NOT_FOUND,

@@ -340,8 +340,25 @@ async fn check_and_run(
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let mut in_use = None;
+    let modern = request
+        .headers()
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v >= super::super::params::INLINE);
     if let Some(id) = &session {
         match gate.owners.check(id, &caller.secret_hash) {
+            // rmcp took such a request for the session's and ended the session, saying nothing. Its
+            // DELETE ends it as asked.
+            Check::Mine if modern && request.method() != Method::DELETE => {
+                return refuse(
+                    &gate.daemon,
+                    StatusCode::BAD_REQUEST,
+                    "MCP 2026-07-28 has no sessions: send the request without the Mcp-Session-Id header \
+                     (the session of that id, opened under an earlier revision, goes on)"
+                        .into(),
+                    None,
+                );
+            }
             Check::Mine => in_use = Some(gate.owners.in_use(id)),
             Check::Other => {
                 return refuse(
@@ -355,11 +372,6 @@ async fn check_and_run(
             }
             Check::Unknown => {
                 // From 2026-07-28 on there are no sessions to initialize: the header is what is wrong.
-                let modern = request
-                    .headers()
-                    .get("mcp-protocol-version")
-                    .and_then(|v| v.to_str().ok())
-                    .is_some_and(|v| v >= super::super::params::INLINE);
                 let why = if modern {
                     "this server holds no MCP session with that id, and MCP 2026-07-28 has no sessions: send \
                      the request without the Mcp-Session-Id header"
