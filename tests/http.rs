@@ -447,7 +447,7 @@ fn a_2026_request_with_a_live_sessions_id_is_refused_and_the_session_goes_on() {
         );
         assert!(message.contains("goes on"), "{message}");
     }
-    assert_eq!(s.call("echo", json!({ "a": 1 })).1, false);
+    assert!(!s.call("echo", json!({ "a": 1 })).1);
 }
 
 /// A second `initialize` in a session is refused `-32600` (protocol.md), as on the socket, and the
@@ -476,7 +476,7 @@ fn a_second_initialize_in_a_session_is_refused_and_the_session_goes_on() {
             "{answer}"
         );
     }
-    assert_eq!(s.call("echo", json!({})).1, false);
+    assert!(!s.call("echo", json!({})).1);
 }
 
 fn good_tool(name: &str) -> String {
