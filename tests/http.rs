@@ -479,6 +479,51 @@ fn a_second_initialize_in_a_session_is_refused_and_the_session_goes_on() {
     assert!(!s.call("echo", json!({})).1);
 }
 
+/// A 2026-07-28 message without the header that names its method (or a call's tool) is told which header
+/// to send and what it holds, rather than rmcp's bare "missing required Mcp-Method header".
+#[test]
+fn a_2026_message_without_its_method_header_is_told_what_to_send() {
+    let (inst, _d, http) = serving(json!({}));
+    let bearer = format!("Bearer {}", inst.secret("w1"));
+    let call = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "echo", "arguments": {}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": { "name": "p", "version": "1" } } } });
+    let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": { "requestId": 3 } });
+    for (body, extra, words) in [
+        (
+            &call,
+            None,
+            "this message has no Mcp-Method header; MCP 2026-07-28 asks every message to name its method in one (here Mcp-Method: tools/call)",
+        ),
+        (
+            &call,
+            Some(("mcp-method", "tools/call")),
+            "this tools/call has no Mcp-Name header; MCP 2026-07-28 asks a tools/call to name its tool in one, as params.name does",
+        ),
+        (&cancel, None, "(here Mcp-Method: notifications/cancelled)"),
+    ] {
+        let mut headers = vec![
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("authorization", bearer.as_str()),
+            ("mcp-protocol-version", "2026-07-28"),
+        ];
+        headers.extend(extra);
+        let r = http.request("POST", &headers, &body.to_string());
+        let status = r.status;
+        let v = r.json();
+        assert_eq!(status, 400, "{v}");
+        assert_eq!(v["id"], body["id"], "{v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(words),
+            "{v}"
+        );
+    }
+}
+
 fn good_tool(name: &str) -> String {
     format!(
         r#"export const description = "{name}."; export const inputSchema = {{ type: "object" }}; export function run() {{ return {{ text: "{name}" }}; }}"#

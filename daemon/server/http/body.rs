@@ -133,12 +133,11 @@ pub async fn checked(
         };
         if let Some(why) = gone {
             let (_, body) = refuse(METHOD_NOT_FOUND, why).into_parts();
-            return Err((
-                StatusCode::NOT_FOUND,
-                [(header::CONTENT_TYPE, "application/json")],
-                body,
-            )
-                .into_response());
+            return Err(with_status(StatusCode::NOT_FOUND, body));
+        }
+        if let Some(why) = header_missing(&parts.headers, &r.method) {
+            let (_, body) = refuse(HEADER_MISMATCH, why).into_parts();
+            return Err(with_status(StatusCode::BAD_REQUEST, body));
         }
         if session.is_some() && r.method == "initialize" {
             return Err(refuse(
@@ -192,6 +191,11 @@ pub async fn checked(
                 }
             }
         }
+    } else if let Read::Notification(n) = jsonrpc::read(&mended, "body")
+        && let Some(why) = header_missing(&parts.headers, &n.method)
+    {
+        let answer = jsonrpc::error(&Value::Null, HEADER_MISMATCH, &why);
+        return Err(with_status(StatusCode::BAD_REQUEST, Body::from(answer)));
     } else if let Read::Bad(answer, _) = jsonrpc::read(&mended, "body") {
         return Err(answered(answer));
     } else if serde_json::from_str::<rmcp::model::ClientJsonRpcMessage>(&mended).is_err() {
@@ -221,6 +225,38 @@ pub async fn checked(
         std::borrow::Cow::Borrowed(_) => Body::from(bytes),
     };
     Ok((Request::from_parts(parts, body), held))
+}
+
+/// rmcp's code for a 2026-07-28 message whose headers do not match its body.
+const HEADER_MISMATCH: i64 = -32020;
+
+/// Under 2026-07-28 (by its MCP-Protocol-Version header, as rmcp checks) a message names its method in
+/// Mcp-Method, and a call its tool in Mcp-Name; rmcp's refusal of one without says only "missing
+/// required Mcp-Method header". What to send, in words; `None` when nothing is missing.
+fn header_missing(headers: &axum::http::HeaderMap, method: &str) -> Option<String> {
+    let modern = headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v >= params::INLINE);
+    if !modern || method == "initialize" {
+        return None;
+    }
+    if !headers.contains_key("mcp-method") {
+        return Some(format!(
+            "Invalid request: this message has no Mcp-Method header; MCP 2026-07-28 asks every message to name \
+             its method in one (here Mcp-Method: {}), and a tools/call its tool in Mcp-Name too",
+            jsonrpc::clip(method)
+        ));
+    }
+    (method == "tools/call" && !headers.contains_key("mcp-name")).then(|| {
+        "Invalid request: this tools/call has no Mcp-Name header; MCP 2026-07-28 asks a tools/call to name \
+         its tool in one, as params.name does"
+            .to_string()
+    })
+}
+
+fn with_status(status: StatusCode, body: Body) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// The span of a request read from the body, when traces are on: its parent from its `_meta`, else its
