@@ -1663,7 +1663,8 @@ fn what_is_wrong_with_a_request_is_said_in_json_rpc_words() {
         assert_eq!(v["error"]["code"], -32601, "{version}: {v}");
         assert!(
             v["error"]["message"].as_str().unwrap().starts_with(
-                "Method not found: this server does not serve resources/list; it serves initialize, ping"
+                "Method not found: this server does not serve resources/list; it serves tools/list and \
+                 tools/call, initialize and ping up to 2025-11-25"
             ),
             "{version}: {v}"
         );
@@ -1977,6 +1978,18 @@ fn from_2026_07_28_a_method_not_served_and_initialize_are_404_in_words() {
             .as_str()
             .unwrap()
             .contains("initialize is gone from MCP 2026-07-28 on"),
+        "{v}"
+    );
+    // So is ping: rmcp's answer named only the method.
+    let (_, r) = s.send("ping", json!({}));
+    assert_eq!(r.status, 404);
+    let v = r.json();
+    assert_eq!(v["error"]["code"], -32601, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Method not found: ping is gone from MCP 2026-07-28 on"),
         "{v}"
     );
     // A listen for notifications this server never sends is acknowledged, not refused.

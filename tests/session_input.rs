@@ -371,8 +371,9 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
             (
                 json!(-32601),
                 json!(format!(
-                    "Method not found: this server does not serve {method}; it serves initialize, ping, tools/list \
-                     and tools/call (and from 2026-07-28 on, server/discover and subscriptions/listen)"
+                    "Method not found: this server does not serve {method}; it serves tools/list and tools/call, \
+                     initialize and ping up to 2025-11-25, and server/discover and subscriptions/listen from \
+                     2026-07-28 on"
                 ))
             )
         );

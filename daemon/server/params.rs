@@ -337,15 +337,23 @@ pub fn modern_meta(params: Option<&RawValue>) -> bool {
         .is_some_and(|v| v.as_str() >= INLINE)
 }
 
-/// `-32601` for a method gone from the revision a request is made under: `initialize` from 2026-07-28
-/// on, where every request carries what it said.
+/// `-32601` for a method gone from the revision a request is made under: `initialize` and `ping` from
+/// 2026-07-28 on, where every request carries what `initialize` said.
 pub fn removed_words(method: &str) -> Option<String> {
-    (method == "initialize").then(|| {
-        "Method not found: initialize is gone from MCP 2026-07-28 on; each request carries the protocol \
-         version and client capabilities in its _meta instead (or send initialize without them, as a \
-         2025-11-25 client)"
-            .to_string()
-    })
+    match method {
+        "initialize" => Some(
+            "Method not found: initialize is gone from MCP 2026-07-28 on; each request carries the protocol \
+             version and client capabilities in its _meta instead (or send initialize without them, as a \
+             2025-11-25 client)"
+                .to_string(),
+        ),
+        "ping" => Some(
+            "Method not found: ping is gone from MCP 2026-07-28 on; any request shows the server is there \
+             (server/discover is the lightest)"
+                .to_string(),
+        ),
+        _ => None,
+    }
 }
 
 /// `-32601`'s message: the method, and what this server serves instead.
@@ -357,8 +365,9 @@ pub fn method_not_found_words(method: &str) -> String {
         )
     } else {
         format!(
-            "Method not found: this server does not serve {method}; it serves initialize, ping, tools/list and \
-             tools/call (and from 2026-07-28 on, server/discover and subscriptions/listen)"
+            "Method not found: this server does not serve {method}; it serves tools/list and tools/call, \
+             initialize and ping up to 2025-11-25, and server/discover and subscriptions/listen from \
+             2026-07-28 on"
         )
     }
 }
