@@ -160,7 +160,15 @@ pub fn read_within<'a, S: Visitor<'a> + Copy>(
                     &Value::Null,
                     INVALID_REQUEST,
                     &format!(
-                        "Invalid request: a JSON-RPC message is an object, and this {unit} is {kind}"
+                        "Invalid request: a JSON-RPC message is an object, and this {unit} is {kind}{}",
+                        if kind == "an array" {
+                            format!(
+                                ": send one message a {unit} (this server takes no batches, which MCP \
+                                 dropped in 2025-06-18)"
+                            )
+                        } else {
+                            String::new()
+                        }
                     ),
                 )),
                 None,

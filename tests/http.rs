@@ -1571,7 +1571,8 @@ fn bad_bodies_are_answered_in_json_rpc_words_as_over_the_socket() {
             (
                 r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
                 -32600,
-                "a JSON-RPC message is an object, and this body is an array",
+                "a JSON-RPC message is an object, and this body is an array: send one message a body (this \
+                 server takes no batches, which MCP dropped in 2025-06-18)",
             ),
         ] {
             let r = http.request("POST", &refs, body);

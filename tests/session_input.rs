@@ -362,6 +362,16 @@ fn every_bad_line_is_answered_and_the_session_goes_on() {
         "{said}"
     );
 
+    // A notification sent with an id is told to drop the id, not that its method is not served.
+    let id = s.send_request("notifications/initialized", json!({}));
+    let e = error_for(&mut s, json!(id));
+    assert_eq!(e["code"], -32601, "{e}");
+    assert!(
+        e["message"].as_str().unwrap().starts_with(
+            "Method not found: notifications/initialized is a notification, which is sent without an id"
+        ),
+        "{e}"
+    );
     // A method this server does not serve is named in a sentence.
     for method in ["nosuch/method", "resources/list"] {
         let id = s.send_request(method, json!({}));

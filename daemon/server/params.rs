@@ -359,6 +359,12 @@ pub fn removed_words(method: &str) -> Option<String> {
 /// `-32601`'s message: the method, and what this server serves instead.
 pub fn method_not_found_words(method: &str) -> String {
     let method = jsonrpc::clip(method);
+    if method.starts_with("notifications/") {
+        return format!(
+            "Method not found: {method} is a notification, which is sent without an id; with one it is a \
+             request, and this server serves no request of that name"
+        );
+    }
     if is_known_method(&method) {
         format!(
             "Method not found: {method} is not served under the protocol revision this session speaks"
