@@ -654,7 +654,13 @@ mod tests {
             "Method not found: ping is not served under the protocol revision this session speaks"
         );
         assert!(method_not_found_words("resources/list").starts_with(
-            "Method not found: this server does not serve resources/list; it serves initialize, ping"
+            "Method not found: this server does not serve resources/list; it serves tools/list and \
+             tools/call, initialize and ping up to 2025-11-25"
         ));
+        assert!(
+            method_not_found_words("notifications/cancelled")
+                .contains("is a notification, which is sent without an id")
+        );
+        assert!(removed_words("ping").is_some_and(|w| w.contains("ping is gone")));
     }
 }
