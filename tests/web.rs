@@ -544,6 +544,13 @@ fn on_the_http_endpoint_the_page_keeps_its_host_rules() {
     );
     let two = ask(&format!("Host: {authority}\r\nHost: evil.example\r\n"));
     assert!(two.starts_with("HTTP/1.1 400"), "{two}");
+    // None at all is told to send one, not that the name "" is refused.
+    let none = ask("");
+    assert!(
+        none.starts_with("HTTP/1.1 403")
+            && none.contains("this request has no Host header: send one naming this server"),
+        "{none}"
+    );
 }
 
 /// Browsers keep cookies by host, not by port: a page another local user serves on another port of

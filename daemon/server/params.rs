@@ -290,8 +290,15 @@ fn problem(method: &str, params: Option<&RawValue>) -> String {
 
 /// `-32602`'s words for a progress token of a kind MCP does not have.
 pub fn progress_token_kind(token: &RawValue) -> String {
-    let kind = serde_json::from_str::<Value>(token.get())
-        .map_or("not JSON", |v| crate::instance::json_kind(&v));
+    let text = token.get();
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return "params._meta.progressToken is an integer past 64 bits; a progress token is a string or an \
+                integer of at most 64 bits: send it as a string"
+            .into();
+    }
+    let kind =
+        serde_json::from_str::<Value>(text).map_or("not JSON", |v| crate::instance::json_kind(&v));
     format!(
         "params._meta.progressToken is {kind}; a progress token is a string or an integer (or leave it out)"
     )

@@ -32,10 +32,14 @@ impl Browsers {
         if self.any_host {
             return None;
         }
-        let host = headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("");
+        let Some(host) = headers.get(header::HOST) else {
+            return Some(
+                "this request has no Host header: send one naming this server (the address it listens on, \
+                 localhost:PORT say), as HTTP/1.1 asks of every request"
+                    .into(),
+            );
+        };
+        let host = host.to_str().unwrap_or("");
         if self.answers_to(&host.to_ascii_lowercase()) {
             return None;
         }
