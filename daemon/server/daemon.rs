@@ -184,6 +184,7 @@ impl Daemon {
         let held_at_most = tokio::time::Instant::now() + crate::host::supervisor::HOLD_AT_MOST;
         while self.seats_holding.load(std::sync::atomic::Ordering::SeqCst)
             && tokio::time::Instant::now() < held_at_most
+            && !self.closing.is_cancelled()
         {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
