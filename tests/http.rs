@@ -1105,11 +1105,12 @@ fn a_seat_holds_a_bounded_number_of_sessions_the_idle_making_room_and_its_stream
     assert_eq!(r.status, 200);
     let (_, r) = left[0].send("tools/list", json!({}));
     assert_eq!(r.status, 404);
+    let said = r.json()["error"]["message"].to_string();
+    assert!(said.contains("initialize a new session"), "{said}");
+    // Why it may have gone is said, the seat's bound among the reasons.
     assert!(
-        r.json()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("initialize a new session")
+        said.contains("ended to make room for a new one, as the one idle longest of its seat's 64"),
+        "{said}"
     );
     // The operator's list says what holds the places: sessions that were opened and never initialised,
     // which serve no seat a tools/list_changed and were counted nowhere.

@@ -125,11 +125,11 @@ fn connections_past_the_cap_are_refused_in_words_and_logged_as_a_count() {
     let log = std::fs::read_to_string(stderr).unwrap();
     let lines = log
         .lines()
-        .filter(|l| l.contains("refused a connection"))
+        .filter(|l| l.contains("refused a connection or request"))
         .count();
     assert!(
-        lines < 50,
-        "200 refusals, {lines} log lines: counted, not copied"
+        (1..50).contains(&lines),
+        "200 refusals, {lines} log lines: said, counted, not copied"
     );
 }
 

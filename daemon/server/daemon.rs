@@ -88,10 +88,13 @@ impl Refusals {
             Some(start) if now.duration_since(start) < Duration::from_secs(1) => w.1 += 1,
             _ => {
                 if w.1 > 0 {
-                    tracing::info!("{} more connections were refused in that second", w.1);
+                    tracing::info!(
+                        "{} more connections or requests were refused in that second",
+                        w.1
+                    );
                 }
                 *w = (Some(now), 0);
-                tracing::info!("refused a connection: {why}");
+                tracing::info!("refused a connection or request: {why}");
             }
         }
     }
