@@ -432,6 +432,13 @@ fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
                     )
                 })
             }),
+        "subscriptions/listen" => {
+            field(p, "params", "notifications", Value::is_object, "an object").map(|why| {
+                format!(
+                    "{why}; subscriptions/listen takes {{\"notifications\": {{\"toolsListChanged\": true}}}}"
+                )
+            })
+        }
         _ => None,
     }
 }
@@ -669,5 +676,15 @@ mod tests {
                 .contains("is a notification, which is sent without an id")
         );
         assert!(removed_words("ping").is_some_and(|w| w.contains("ping is gone")));
+    }
+
+    #[test]
+    fn a_listen_without_what_it_listens_for_is_told_what_it_takes() {
+        let params = serde_json::value::RawValue::from_string("{}".into()).unwrap();
+        assert_eq!(
+            problem("subscriptions/listen", Some(&params)),
+            "params.notifications is missing; subscriptions/listen takes {\"notifications\": \
+             {\"toolsListChanged\": true}}"
+        );
     }
 }
