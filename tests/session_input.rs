@@ -2091,20 +2091,27 @@ fn a_progress_token_of_another_kind_is_invalid_params_in_words() {
             "{words}"
         );
     }
-    // An integer past 64 bits is said to be one, and what to send instead.
-    s.send_raw(
-        br#"{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"progressToken":18446744073709551616}}}
-"#,
-    );
-    let answer = error_for(&mut s, json!("big"));
-    assert_eq!(answer["code"], -32602, "{answer}");
-    assert!(
-        answer["message"].as_str().unwrap().contains(
-            "params._meta.progressToken is an integer past 64 bits; a progress token is a string or an \
-             integer of at most 64 bits: send it as a string"
-        ),
-        "{answer}"
-    );
+    // An integer past a signed 64-bit one is said to be one, and what to send instead.
+    for (id, big) in [
+        ("u63", "9223372036854775808"),
+        ("u64", "18446744073709551616"),
+    ] {
+        s.send_raw(
+            format!(
+                r#"{{"jsonrpc":"2.0","id":"{id}","method":"tools/call","params":{{"name":"echo","arguments":{{}},"_meta":{{"progressToken":{big}}}}}}}
+"#
+            )
+            .as_bytes(),
+        );
+        let answer = error_for(&mut s, json!(id));
+        assert_eq!(answer["code"], -32602, "{answer}");
+        assert!(
+            answer["message"].as_str().unwrap().contains(
+                "params._meta.progressToken is an integer past what a signed 64-bit integer holds"
+            ),
+            "{answer}"
+        );
+    }
     // null is no token; a string or an integer is one.
     for token in [json!(null), json!("p"), json!(7)] {
         let answer = s.request(

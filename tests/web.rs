@@ -547,7 +547,7 @@ fn on_the_http_endpoint_the_page_keeps_its_host_rules() {
     // None at all is told to send one, not that the name "" is refused.
     let none = ask("");
     assert!(
-        none.starts_with("HTTP/1.1 403")
+        none.starts_with("HTTP/1.1 400")
             && none.contains("this request has no Host header: send one naming this server"),
         "{none}"
     );

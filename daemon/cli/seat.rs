@@ -284,8 +284,8 @@ fn hold_hosts(inst: &Instance) -> Result<(), Failure> {
             == Err(std::sync::mpsc::RecvTimeoutError::Timeout)
         {
             eprintln!(
-                "ovai: waiting for the plugin calls in flight to finish before the seats change (at most {} s), \
-                 and for a restart under way…",
+                "ovai: waiting for the plugin calls in flight to finish before the seats change (at most {} s for \
+                 the calls), and for a restart under way (as long as its imports take)…",
                 crate::host::supervisor::SEAT_DRAIN.as_secs()
             );
         }

@@ -512,6 +512,16 @@ mod tests {
             return eprintln!("not run: {}", bounds.describe());
         };
         let fds = group.join_fds();
+        // On cgroup v1 by its one thread (`tasks`), which waits out no RCU grace period.
+        let joined_by: Vec<PathBuf> = fds
+            .iter()
+            .map(|fd| std::fs::read_link(format!("/proc/self/fd/{fd}")).unwrap())
+            .collect();
+        let by = match groups() {
+            Groups::Legacy { .. } => "tasks",
+            _ => "cgroup.procs",
+        };
+        assert!(joined_by.iter().all(|p| p.ends_with(by)), "{joined_by:?}");
         let mut cmd = std::process::Command::new("sh");
         // A child it starts after the join is counted too.
         cmd.args(["-c", "sleep 30 & wait"]);

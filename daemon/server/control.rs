@@ -23,6 +23,7 @@ pub async fn handle(
     why: Option<&str>,
     write: &mut WriteHalf,
 ) {
+    let mut held = false;
     let line = if !crate::seats::same(&daemon.control_secret, secret) {
         refused(
             "the control secret does not match this server's: .ovai/control.secret is rewritten at every start, so this command may belong to another instance",
@@ -41,6 +42,7 @@ pub async fn handle(
             ),
             Some(ControlOp::SeatsHold) => {
                 if daemon.hold_boxed_hosts().await {
+                    held = true;
                     wire::line(&Reply::done(SeatsReply { ended: Vec::new() }))
                 } else {
                     // The secrets are about to be written: a box that might still see them must stop
@@ -95,8 +97,13 @@ pub async fn handle(
             ),
         }
     };
-    let _ = write.write_all(line.as_bytes()).await;
+    let told = write.write_all(line.as_bytes()).await;
     let _ = write.shutdown().await;
+    // A command gone before it heard its hold was given (Ctrl-C while the calls drained) writes no
+    // desk: the hosts and restarts it holds are let go now, not HOLD_AT_MOST later.
+    if held && told.is_err() {
+        let _ = daemon.seats_changed(None).await;
+    }
 }
 
 /// Why there is no status page to open or end.

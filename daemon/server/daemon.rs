@@ -71,7 +71,7 @@ pub struct Daemon {
     /// Seat changes asked for (holds and their ends), and whether one is being written now: a generation
     /// built meanwhile by a restart was not held, and is held or replaced once it is in place.
     seat_changes: AtomicU64,
-    seats_holding: std::sync::atomic::AtomicBool,
+    seat_hold: tokio::sync::watch::Sender<SeatHold>,
 }
 
 /// Refused connections in the operator's log: the first of each second in full, the rest counted.
@@ -98,6 +98,15 @@ impl Refusals {
             }
         }
     }
+}
+
+/// Where a seat command's hold stands: none; its boxed hosts being ended; or ended since, while it
+/// writes the desks.
+#[derive(Debug, Clone, Copy)]
+enum SeatHold {
+    None,
+    Ending,
+    Since(tokio::time::Instant),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -162,7 +171,7 @@ impl Daemon {
             unserved: Mutex::new(Vec::new()),
             web: std::sync::OnceLock::new(),
             seat_changes: AtomicU64::new(0),
-            seats_holding: std::sync::atomic::AtomicBool::new(false),
+            seat_hold: tokio::sync::watch::Sender::new(SeatHold::None),
         }
     }
 
@@ -182,14 +191,9 @@ impl Daemon {
     /// `by` says who asked, for runtime.log.
     pub async fn restart(self: &Arc<Self>, by: &str) -> Result<RestartReply, RestartError> {
         let _one_at_a_time = self.restarting.lock().await;
-        // A seat command is writing secrets: no box is made until it says it has, or the hold's bound
-        // has passed (as a host waits).
-        let held_at_most = tokio::time::Instant::now() + crate::host::supervisor::HOLD_AT_MOST;
-        while self.seats_holding.load(std::sync::atomic::Ordering::SeqCst)
-            && tokio::time::Instant::now() < held_at_most
-            && !self.closing.is_cancelled()
-        {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+        self.seats_written().await;
+        if self.closing.is_cancelled() {
+            return Err(RestartError::ShuttingDown);
         }
         super::service_manager::reloading();
         let seat_changes = self.seat_changes.load(std::sync::atomic::Ordering::SeqCst);
@@ -277,7 +281,7 @@ impl Daemon {
         if current.isolation.is_boxed()
             && self.seat_changes.load(std::sync::atomic::Ordering::SeqCst) != seat_changes
         {
-            if self.seats_holding.load(std::sync::atomic::Ordering::SeqCst) {
+            if !matches!(*self.seat_hold.borrow(), SeatHold::None) {
                 current.host.hold();
             } else {
                 current.host.replace();
@@ -331,8 +335,7 @@ impl Daemon {
             let _no_restart = self.restarting.lock().await;
             self.seat_changes
                 .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            self.seats_holding
-                .store(true, std::sync::atomic::Ordering::SeqCst);
+            self.seat_hold.send_replace(SeatHold::Ending);
         }
         let boxed: Vec<_> = self
             .generations()
@@ -347,7 +350,40 @@ impl Daemon {
         for generation in &boxed {
             all &= generation.host.held(patience).await;
         }
+        if all {
+            self.seat_hold
+                .send_replace(SeatHold::Since(tokio::time::Instant::now()));
+        }
         all
+    }
+
+    /// Resolves once no seat command is writing the desks: it said it has (`seats_changed`), or
+    /// HOLD_AT_MOST has passed since its hosts ended and it said nothing (it died meanwhile: the hosts
+    /// start again then too), or shutdown began.
+    async fn seats_written(&self) {
+        let mut hold = self.seat_hold.subscribe();
+        loop {
+            let until = match *hold.borrow_and_update() {
+                SeatHold::None => return,
+                // Its hosts are being ended, within the hold's own patience.
+                SeatHold::Ending => None,
+                SeatHold::Since(ended) => Some(ended + crate::host::supervisor::HOLD_AT_MOST),
+            };
+            if until.is_some_and(|t| t <= tokio::time::Instant::now()) {
+                return;
+            }
+            let bound = async {
+                match until {
+                    Some(t) => tokio::time::sleep_until(t).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = hold.changed() => {}
+                () = bound => return,
+                () = self.closing.cancelled() => return,
+            }
+        }
     }
 
     /// Reads the seats again and ends the sessions of seats that are gone (or whose secret changed).
@@ -355,8 +391,7 @@ impl Daemon {
     pub async fn seats_changed(&self, why: Option<&str>) -> Result<Vec<String>, String> {
         self.seat_changes
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.seats_holding
-            .store(false, std::sync::atomic::Ordering::SeqCst);
+        self.seat_hold.send_replace(SeatHold::None);
         // A boxed host hides the secrets it saw at its start: a new or re-keyed seat's must not be in
         // reach of the old one. Replaced first, whatever the seat book says.
         for generation in self.generations() {

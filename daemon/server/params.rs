@@ -293,8 +293,8 @@ pub fn progress_token_kind(token: &RawValue) -> String {
     let text = token.get();
     let digits = text.strip_prefix('-').unwrap_or(text);
     if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-        return "params._meta.progressToken is an integer past 64 bits; a progress token is a string or an \
-                integer of at most 64 bits: send it as a string"
+        return "params._meta.progressToken is an integer past what a signed 64-bit integer holds \
+                (-9223372036854775808 to 9223372036854775807); send a larger one as a string"
             .into();
     }
     let kind =

@@ -59,9 +59,11 @@ pub async fn checked(
     // past what a request may take is refused after a single read for its id, under it as on the socket,
     // rather than read three times over on the daemon's thread (4 MiB of `[[]],` held it 0.8 s a body).
     let cost = arguments::needs_share(&mended).then(|| arguments::cost(&mended));
+    let read = jsonrpc::read(&mended, "body");
     if let Some(cost) = cost.filter(|cost| *cost > arguments::MAX_READ) {
         let why = arguments::too_large("The request's body", cost);
-        return Err(match jsonrpc::read(&mended, "body") {
+        daemon.refusals.note(&why);
+        return Err(match read {
             Read::Request(r) => {
                 if let Some(mut span) = span_of(&r, &parts, seat, None) {
                     span.failed(&why);
@@ -75,7 +77,7 @@ pub async fn checked(
             _ => super::refusal::refuse(daemon, StatusCode::PAYLOAD_TOO_LARGE, why, None),
         });
     }
-    if let Read::Request(r) = jsonrpc::read(&mended, "body") {
+    if let Read::Request(r) = read {
         if r.method == "initialize" {
             held.asked = params::asked_version(r.params);
         }
@@ -116,11 +118,7 @@ pub async fn checked(
         // answers first what is missing (the session, or a 2026-07-28 request's own headers).
         // From 2026-07-28 on a method not served is a 404 (rmcp's answer, in words here): one this server
         // lacks, and `initialize`, gone from that revision.
-        let modern = parts
-            .headers
-            .get("mcp-protocol-version")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v >= params::INLINE)
+        let modern = super::speaks_2026(&parts.headers)
             || version
                 .and_then(jsonrpc::as_string)
                 .is_some_and(|v| *v >= *params::INLINE);
@@ -191,12 +189,12 @@ pub async fn checked(
                 }
             }
         }
-    } else if let Read::Notification(n) = jsonrpc::read(&mended, "body")
+    } else if let Read::Notification(n) = &read
         && let Some(why) = header_missing(&parts.headers, &n.method)
     {
         let answer = jsonrpc::error(&Value::Null, HEADER_MISMATCH, &why);
         return Err(with_status(StatusCode::BAD_REQUEST, Body::from(answer)));
-    } else if let Read::Bad(answer, _) = jsonrpc::read(&mended, "body") {
+    } else if let Read::Bad(answer, _) = read {
         return Err(answered(answer));
     } else if serde_json::from_str::<rmcp::model::ClientJsonRpcMessage>(&mended).is_err() {
         // A notification (or an answer) rmcp cannot read: nothing is answered, as on the socket.
@@ -234,11 +232,7 @@ const HEADER_MISMATCH: i64 = -32020;
 /// Mcp-Method, and a call its tool in Mcp-Name; rmcp's refusal of one without says only "missing
 /// required Mcp-Method header". What to send, in words; `None` when nothing is missing.
 fn header_missing(headers: &axum::http::HeaderMap, method: &str) -> Option<String> {
-    let modern = headers
-        .get("mcp-protocol-version")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v >= params::INLINE);
-    if !modern || method == "initialize" {
+    if !super::speaks_2026(headers) || method == "initialize" {
         return None;
     }
     if !headers.contains_key("mcp-method") {

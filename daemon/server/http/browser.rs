@@ -2,7 +2,7 @@
 //! in), the `Host` it reached the server by (DNS rebinding: a name made to point at a loopback server),
 //! and CORS, so a page of a listed origin can actually make its calls.
 
-use axum::http::{HeaderMap, HeaderValue, Method, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 
 use crate::instance::http::HttpSettings;
 
@@ -27,32 +27,37 @@ impl Browsers {
         }
     }
 
-    /// Why the request's `Host` is not one this server answers to, if it is not.
-    pub fn host_refused(&self, headers: &HeaderMap) -> Option<String> {
+    /// Why the request's `Host` is not one this server answers to, if it is not: 400 when it has none,
+    /// 403 when it names another.
+    pub fn host_refused(&self, headers: &HeaderMap) -> Option<(StatusCode, String)> {
         if self.any_host {
             return None;
         }
         let Some(host) = headers.get(header::HOST) else {
-            return Some(
+            return Some((
+                StatusCode::BAD_REQUEST,
                 "this request has no Host header: send one naming this server (the address it listens on, \
                  localhost:PORT say), as HTTP/1.1 asks of every request"
                     .into(),
-            );
+            ));
         };
         let host = host.to_str().unwrap_or("");
         if self.answers_to(&host.to_ascii_lowercase()) {
             return None;
         }
-        Some(format!(
-            "this server does not answer to the host name {:?}: it answers to localhost and loopback addresses{}. A \
+        Some((
+            StatusCode::FORBIDDEN,
+            format!(
+                "this server does not answer to the host name {:?}: it answers to localhost and loopback addresses{}. A \
              name made to point at it (DNS rebinding) is refused; list the names clients use in openovai.json's \
              \"http\".\"hosts\"",
-            crate::names::escape_controls(&host.chars().take(200).collect::<String>(), false),
-            if self.hosts.is_empty() {
-                String::new()
-            } else {
-                format!(" and {}", self.hosts.join(", "))
-            }
+                crate::names::escape_controls(&host.chars().take(200).collect::<String>(), false),
+                if self.hosts.is_empty() {
+                    String::new()
+                } else {
+                    format!(" and {}", self.hosts.join(", "))
+                }
+            ),
         ))
     }
 
@@ -163,7 +168,7 @@ mod tests {
         assert!(!b.origin_allowed("http://localhost:9999", &h));
         let evil = headers("evil.example.com:7777");
         assert!(!b.origin_allowed("http://evil.example.com:7777", &evil));
-        assert!(b.host_refused(&evil).unwrap().contains("\"hosts\""));
+        assert!(b.host_refused(&evil).unwrap().1.contains("\"hosts\""));
         assert!(b.host_refused(&h).is_none());
     }
 

@@ -239,8 +239,8 @@ pub async fn host_checked(State(gate): State<Arc<Gate>>, request: Request, next:
     if let Some(refused) = given_twice(&gate, request.headers(), &[("host", "Host")]) {
         return refused;
     }
-    if let Some(why) = gate.browsers.host_refused(request.headers()) {
-        return refuse(&gate.daemon, StatusCode::FORBIDDEN, why, None);
+    if let Some((status, why)) = gate.browsers.host_refused(request.headers()) {
+        return refuse(&gate.daemon, status, why, None);
     }
     next.run(request).await
 }
@@ -277,8 +277,8 @@ async fn check_and_run(
     if let Some(refused) = given_twice(gate, request.headers(), &once) {
         return refused;
     }
-    if let Some(why) = gate.browsers.host_refused(request.headers()) {
-        return refuse(&gate.daemon, StatusCode::FORBIDDEN, why, None);
+    if let Some((status, why)) = gate.browsers.host_refused(request.headers()) {
+        return refuse(&gate.daemon, status, why, None);
     }
     if let Some(origin) = request.headers().get(header::ORIGIN) {
         let text = origin.to_str().unwrap_or("");
@@ -340,16 +340,12 @@ async fn check_and_run(
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let mut in_use = None;
-    let modern = request
-        .headers()
-        .get("mcp-protocol-version")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v >= super::super::params::INLINE);
+    let modern = super::speaks_2026(request.headers());
     if let Some(id) = &session {
         match gate.owners.check(id, &caller.secret_hash) {
-            // rmcp took such a request for the session's and ended the session, saying nothing. Its
-            // DELETE ends it as asked.
-            Check::Mine if modern && request.method() != Method::DELETE => {
+            // rmcp took such a request for the session's and ended the session, saying nothing (and
+            // answers a DELETE under 2026-07-28 with 405: the session's own revision ends it).
+            Check::Mine if modern => {
                 return refuse(
                     &gate.daemon,
                     StatusCode::BAD_REQUEST,
