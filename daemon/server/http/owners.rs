@@ -11,6 +11,8 @@ use crate::sync::lock;
 
 /// The sessions one seat may hold open at once.
 pub const SESSIONS_PER_SEAT: usize = 64;
+// refusal::NO_SUCH_SESSION names the bound by number.
+const _: () = assert!(SESSIONS_PER_SEAT == 64);
 
 struct Owner {
     seat: String,

@@ -5,8 +5,6 @@ use axum::response::{IntoResponse, Response};
 
 use crate::server::daemon::Daemon;
 
-// The words name the bound by number.
-const _: () = assert!(super::owners::SESSIONS_PER_SEAT == 64);
 pub const NO_SUCH_SESSION: &str = "this server holds no MCP session with that id (it ended, idled out, was \
                                    ended to make room for a new one, as the one idle longest of its seat's 64, \
                                    or the server started again): initialize a new session";
