@@ -117,7 +117,7 @@ pub async fn checked(
         // What the session's service serves is exactly the known methods. Outside a session rmcp
         // answers first what is missing (the session, or a 2026-07-28 request's own headers).
         // From 2026-07-28 on a method not served is a 404 (rmcp's answer, in words here): one this server
-        // lacks, and `initialize`, gone from that revision.
+        // lacks, and `initialize` and `ping`, gone from that revision.
         let modern = super::speaks_2026(&parts.headers)
             || version
                 .and_then(jsonrpc::as_string)
@@ -133,7 +133,14 @@ pub async fn checked(
             let (_, body) = refuse(METHOD_NOT_FOUND, why).into_parts();
             return Err(with_status(StatusCode::NOT_FOUND, body));
         }
-        if let Some(why) = header_missing(&parts.headers, &r.method) {
+        // rmcp asks for Mcp-Name only of a call that names its tool (one that does not is told so).
+        let names_a_tool = r.method == "tools/call"
+            && r.params
+                .and_then(|p| jsonrpc::members(p.get(), ["name"]).ok())
+                .and_then(|found| found.values[0])
+                .and_then(jsonrpc::as_string)
+                .is_some();
+        if let Some(why) = header_missing(&parts.headers, &r.method, names_a_tool) {
             let (_, body) = refuse(HEADER_MISMATCH, why).into_parts();
             return Err(with_status(StatusCode::BAD_REQUEST, body));
         }
@@ -190,7 +197,7 @@ pub async fn checked(
             }
         }
     } else if let Read::Notification(n) = &read
-        && let Some(why) = header_missing(&parts.headers, &n.method)
+        && let Some(why) = header_missing(&parts.headers, &n.method, false)
     {
         let answer = jsonrpc::error(&Value::Null, HEADER_MISMATCH, &why);
         return Err(with_status(StatusCode::BAD_REQUEST, Body::from(answer)));
@@ -230,8 +237,13 @@ const HEADER_MISMATCH: i64 = -32020;
 
 /// Under 2026-07-28 (by its MCP-Protocol-Version header, as rmcp checks) a message names its method in
 /// Mcp-Method, and a call its tool in Mcp-Name; rmcp's refusal of one without says only "missing
-/// required Mcp-Method header". What to send, in words; `None` when nothing is missing.
-fn header_missing(headers: &axum::http::HeaderMap, method: &str) -> Option<String> {
+/// required Mcp-Method header". What to send, in words; `None` when nothing is missing. `names_a_tool`:
+/// a `tools/call` whose params name its tool.
+fn header_missing(
+    headers: &axum::http::HeaderMap,
+    method: &str,
+    names_a_tool: bool,
+) -> Option<String> {
     if !super::speaks_2026(headers) || method == "initialize" {
         return None;
     }
@@ -242,7 +254,7 @@ fn header_missing(headers: &axum::http::HeaderMap, method: &str) -> Option<Strin
             jsonrpc::clip(method)
         ));
     }
-    (method == "tools/call" && !headers.contains_key("mcp-name")).then(|| {
+    (names_a_tool && !headers.contains_key("mcp-name")).then(|| {
         "Invalid request: this tools/call has no Mcp-Name header; MCP 2026-07-28 asks a tools/call to name \
          its tool in one, as params.name does"
             .to_string()
