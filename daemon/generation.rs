@@ -126,6 +126,7 @@ pub fn host_init(inst: &Instance, config: &Config) -> HostInit {
         log: None,
         strays: Default::default(),
         unread: Vec::new(),
+        rescuer_first: false,
     }
 }
 

@@ -505,9 +505,9 @@ Atomics.store(shared, ALIVE, 1);
 rescue();
 `;
 
-// Started with the host, as its module is evaluated: started later (from a callback, once the event loop
-// ran), the host's main thread woke Node's worker pool hundreds of times a second under load, and
-// sessions16 lost a sixth of its calls. Until it runs (and if it ends), every message goes out at once.
+// Until it runs (and if it ends), every message goes out at once. Started from a callback, it once had
+// the main thread wake Node's worker pool hundreds of times a second under load (ec1e816); measured again
+// (2026-12-06), started once the imports are done, sessions16 and k32 were not told apart from it.
 function rescuerRunning() {
   return atomicLoad(shared, ALIVE) === 1;
 }
@@ -843,11 +843,13 @@ function onLine(line) {
       maxAnswerBytes = message.maxAnswerBytes ?? maxAnswerBytes;
       hostKey = message.key ?? 0;
       if (isArray(message.unread) && message.unread.length > 0) guardUnread(message.unread);
+      if (message.rescuerFirst === true) secondThreadNow();
       break;
     case "load":
-      load(message);
+      loadCounted(message);
       break;
     case "call":
+      secondThreadNow();
       call(message);
       return message.id;
     case "cancel":
@@ -1139,7 +1141,25 @@ capturePrinted(process.stdout, "stdout");
 capturePrinted(process.stderr, "stderr");
 
 send({ t: "ready", v: PROTOCOL, node: process.version, pid: process.pid });
-startSecondThread();
+
+// The second thread costs about 40 ms of CPU as it starts, which slowed the imports of a restart by a
+// third: it starts once they are done (or at the first call), unless the daemon asks for it first (a
+// host before this one was held in an import, and the thread is what says where).
+let secondThreadAsked = false;
+let loadsRunning = 0;
+function secondThreadNow() {
+  if (secondThreadAsked) return;
+  secondThreadAsked = true;
+  startSecondThread();
+}
+async function loadCounted(message) {
+  loadsRunning++;
+  try {
+    await load(message);
+  } finally {
+    if (--loadsRunning === 0) secondThreadNow();
+  }
+}
 
 const EXPORTS = [
   ["description", "string"],

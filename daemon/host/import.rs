@@ -54,7 +54,7 @@ pub async fn import_all(
 ) -> Result<Import, StartError> {
     // The hosts of this import run the same files: an error one left behind is written once for all
     // (a host started before shares the book it was started with).
-    let init = &HostInit {
+    let mut base = HostInit {
         strays: match &first {
             Some(_) => init.strays.clone(),
             None => Default::default(),
@@ -64,7 +64,10 @@ pub async fn import_all(
     // Files that ended or hung a host, by position: they are not imported again.
     let mut left_out: HashMap<usize, Imported> = HashMap::new();
     let mut together = files.len() > 1;
+    let mut rescuer_first = base.rescuer_first;
     'hosts: loop {
+        base.rescuer_first = rescuer_first;
+        let init = &base;
         let mut process = match first.take() {
             Some(started) => started,
             None => HostProcess::start(launch, init).await?,
@@ -88,11 +91,13 @@ pub async fn import_all(
                 } => {
                     if blocked {
                         // The host says where its event loop is held: that file is left out and the
-                        // others go on together. Where it cannot, they go one at a time.
+                        // others go on together. A host whose second thread waited for the imports
+                        // cannot: the next starts it first. Where that one cannot, one at a time.
                         match holder(&mut process, init, files, &left_out).await {
                             Some((j, at)) => {
                                 left_out.insert(j, Imported::Held(at));
                             }
+                            None if !init.rescuer_first => rescuer_first = true,
                             None => together = false,
                         }
                     } else {
@@ -130,6 +135,8 @@ pub async fn import_all(
                                 left_out.insert(j, Imported::Held(at));
                                 together = files.len() - left_out.len() > 1;
                             }
+                            // Its second thread waited for the imports: the next host starts it first.
+                            None if !init.rescuer_first => rescuer_first = true,
                             None => {
                                 left_out.insert(i, Imported::Hung);
                             }

@@ -38,6 +38,9 @@ pub struct HostInit {
     /// Tool files changed since the generation read them: a new host imports them not at all, nor lets
     /// another file import them.
     pub unread: Vec<String>,
+    /// The host starts its second thread at once, not once its imports are done: it is to say where
+    /// an import holds its event loop (a host before it was held there).
+    pub rescuer_first: bool,
 }
 
 pub struct HostProcess {
@@ -173,6 +176,7 @@ impl HostProcess {
             max_answer_bytes: init.max_answer_bytes,
             key: this.link.host_key(),
             unread: &init.unread,
+            rescuer_first: init.rescuer_first,
         });
         Ok(this)
     }

@@ -27,6 +27,9 @@ pub enum ToHost<'a> {
         /// Files no import may load (tool files changed since they were read), as paths.
         #[serde(skip_serializing_if = "<[String]>::is_empty")]
         unread: &'a [String],
+        /// Start the second thread now rather than once the imports are done.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        rescuer_first: bool,
     },
     /// Import one file and report its three exports.
     Load {
