@@ -17,6 +17,15 @@ use crate::wire::{self, ControlOp, Hello, Reply, Welcome};
 pub enum ClientError {
     #[error("No ovai server is running for {root}: start one there with `ovai serve`.")]
     NoServer { root: String },
+    /// Reached while it still reads plugins/ at its start: it answers once it has (a status only).
+    #[error(
+        "The ovai server for {root} (pid {pid}) is starting since {since}: it answers once it has read plugins/."
+    )]
+    Starting {
+        root: String,
+        pid: u64,
+        since: String,
+    },
     #[error(
         "The ovai server for {root} (pid {pid}) is stopping: it finishes its calls in flight, then ends. \
          Start it again with `ovai serve` (which waits for it to end)."
@@ -69,6 +78,7 @@ impl ClientError {
         use std::io::ErrorKind::*;
         match self {
             ClientError::NoServer { .. }
+            | ClientError::Starting { .. }
             | ClientError::Stopping { .. }
             | ClientError::WentAway { .. }
             | ClientError::Silent { .. }
@@ -492,6 +502,18 @@ pub fn control_because<T: DeserializeOwned>(
     // Connected first: a server starting writes its secret before it binds its socket, so the file
     // read then is the one of the server reached (read before, it could be the last server's).
     let mut stream = connect(inst)?;
+    // A server marks that it starts before it binds its socket: connected, a status asked of one still
+    // reading plugins/ would wait in its backlog until it is up, so it is said to be starting instead
+    // (the marker looked at before connecting may have been written just after).
+    if matches!(op, ControlOp::Status)
+        && let Some(m) = marked(inst, &inst.starting_marker())
+    {
+        return Err(ClientError::Starting {
+            root: inst.root.display().to_string(),
+            pid: m.pid,
+            since: m.since,
+        });
+    }
     let read = || crate::files::read_regular(&inst.control_secret(), 4096);
     let mut secret = read();
     // Removed under a server that holds the instance, it is made again within a moment.

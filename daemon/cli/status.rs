@@ -10,23 +10,32 @@ use crate::names::thousands;
 use crate::tools::index::sessions_and_starting;
 use crate::wire::{ControlOp, StatusReply};
 
+fn starting(inst: &Instance, as_json: bool, pid: u64, since: &str) {
+    let root = inst.root.display().to_string();
+    if as_json {
+        let doc =
+            json!({ "running": true, "starting": true, "root": root, "pid": pid, "since": since });
+        super::print_json(&doc);
+    } else {
+        println!(
+            "ovai serve for {root} (pid {pid}) is starting: it has been reading plugins/ since {since}, and \
+             answers once it has (a file whose import waits holds a start for importTimeoutSeconds or more)."
+        );
+    }
+}
+
 pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     // A daemon still reading plugins/ at its start answers nobody yet.
     if let Some(client::Marked { pid, since }) = client::marked(inst, &inst.starting_marker()) {
-        let root = inst.root.display().to_string();
-        if as_json {
-            let doc = json!({ "running": true, "starting": true, "root": root, "pid": pid, "since": since });
-            super::print_json(&doc);
-        } else {
-            println!(
-                "ovai serve for {root} (pid {pid}) is starting: it has been reading plugins/ since {since}, and \
-                 answers once it has (a file whose import waits holds a start for importTimeoutSeconds or more)."
-            );
-        }
+        starting(inst, as_json, pid, &since);
         return Ok(());
     }
     let v: StatusReply = match client::control(inst, ControlOp::Status) {
         Ok(v) => v,
+        Err(ClientError::Starting { pid, since, .. }) => {
+            starting(inst, as_json, pid, &since);
+            return Ok(());
+        }
         Err(ClientError::Stopping { root, pid }) => {
             let since =
                 client::marked(inst, &inst.stopping_marker()).map_or(String::new(), |m| m.since);
