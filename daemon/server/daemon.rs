@@ -68,9 +68,10 @@ pub struct Daemon {
     pub unserved: Mutex<Vec<String>>,
     /// The status page's keys, when it is served.
     pub web: std::sync::OnceLock<super::web_keys::Web>,
-    /// Seat changes asked for (holds and their ends), and whether one is being written now: a generation
-    /// built meanwhile by a restart was not held, and is held or replaced once it is in place.
+    /// Seat changes asked for (holds and their ends): one told without a hold while a restart builds
+    /// has its generation replaced once it is in place.
     seat_changes: AtomicU64,
+    /// Where a seat command's hold stands; restarts wait while one is held.
     seat_hold: tokio::sync::watch::Sender<SeatHold>,
 }
 
