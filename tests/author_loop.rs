@@ -836,6 +836,91 @@ fn an_edit_undone_is_said_as_the_edit_was() {
     );
 }
 
+/// An edit undone after a new host left the file out does not say nothing waits: the host running now
+/// refuses its calls until the next host, or `ovai restart`, imports it again.
+#[test]
+fn an_edit_undone_after_a_new_host_left_the_file_out_says_it_is_refused_until_then() {
+    let inst = Instance::with_plugins(&[("a.mjs", TOOL)]);
+    let d = inst.start();
+    inst.write_plugin("a.mjs", &TOOL.replace("'ok'", "'edited'"));
+    wait_for_row(
+        &inst,
+        "plugins/a.mjs changed after the last read: it is served, if at all, as it was read, and a plugin host started from now on (after a crash, or when the seats change) refuses its calls; `ovai restart` serves it as it is now",
+    );
+    // The seats change: a new host, which leaves the changed file out.
+    let host = d.host_pid();
+    inst.add_seat("w2");
+    wait_until("a new host", || (d.host_pid() != host).then_some(()));
+    let refused = |inst: &Instance| {
+        let out = inst
+            .cmd()
+            .args(["call", "a", "--seat", "lead"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stderr)
+            .contains("is not answering calls since its plugin host was respawned")
+    };
+    wait_until("a refused as left out", || refused(&inst).then_some(()));
+    inst.write_plugin("a.mjs", TOOL);
+    wait_for_row(
+        &inst,
+        "plugins/a.mjs is as it was at the last read again, but the plugin host running now started while it was not and left it out: its calls are refused until the next host (after a crash, or when the seats change) or `ovai restart` imports it",
+    );
+    assert!(refused(&inst), "still refused by the host that left it out");
+    assert!(
+        !inst
+            .rows("plugins")
+            .iter()
+            .any(|r| r.contains("nothing of it waits")),
+        "{:?}",
+        inst.rows("plugins")
+    );
+    inst.cmd().arg("restart").assert().success();
+    assert_eq!(
+        inst.cmd()
+            .args(["call", "a", "--seat", "lead"])
+            .output()
+            .unwrap()
+            .stdout,
+        b"ok\n"
+    );
+}
+
+/// Saves in bursts of their own say the file changed once, not once a save: the row says nothing new.
+#[test]
+fn a_file_saved_again_and_again_gets_one_row() {
+    let inst = Instance::with_plugins(&[("a.mjs", TOOL)]);
+    let _d = inst.start();
+    let row = "plugins/a.mjs changed after the last read: it is served, if at all, as it was read, and a plugin host started from now on (after a crash, or when the seats change) refuses its calls; `ovai restart` serves it as it is now";
+    for i in 0..3 {
+        inst.write_plugin("a.mjs", &format!("{TOOL}\n// save {i}\n"));
+        // Each save waits for its row's burst to end: 300 ms of quiet, and the file read.
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+    }
+    // Rows are written in order: once this one is there, the saves before it were looked at.
+    inst.write_plugin("z.mjs", TOOL);
+    wait_for_row(
+        &inst,
+        "plugins/z.mjs appeared after the last read and is not served yet; `ovai restart` reads it",
+    );
+    inst.write_plugin("z.mjs", &format!("{TOOL}\n// edited\n"));
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    std::fs::remove_file(inst.root.join("plugins/z.mjs")).unwrap();
+    wait_for_row(
+        &inst,
+        "plugins/z.mjs is as it was at the last read again: nothing of it waits for `ovai restart`",
+    );
+    let rows = inst.rows("plugins");
+    assert_eq!(rows.iter().filter(|r| *r == row).count(), 1, "{rows:?}");
+    assert_eq!(
+        rows.iter()
+            .filter(|r| r.starts_with("plugins/z.mjs appeared"))
+            .count(),
+        1,
+        "{rows:?}"
+    );
+}
+
 /// A checkout that changes many files at once is one row, not one for each.
 #[test]
 fn a_checkout_of_many_files_is_one_row() {

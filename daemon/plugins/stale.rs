@@ -106,13 +106,20 @@ impl Change {
 /// Past this many files in one burst (a checkout, a copy), one row says them all.
 const MAX_FILE_ROWS: usize = 8;
 
+/// A file reported as changed, appeared or removed, and now as the last read left it again; `left_out`:
+/// the host running now started while it was not, and did not import it.
+pub struct Back {
+    pub file: String,
+    pub left_out: bool,
+}
+
 /// The rows for one burst of changes: one a file (`back`: files as they were at the last read again),
 /// or, for more than MAX_FILE_ROWS, one for all of them.
-pub fn rows(fresh: &[Change], back: &[String]) -> Vec<String> {
+pub fn rows(fresh: &[Change], back: &[Back]) -> Vec<String> {
     if fresh.len() + back.len() <= MAX_FILE_ROWS {
         return back
             .iter()
-            .map(|f| back_as_read(f))
+            .map(back_as_read)
             .chain(fresh.iter().map(Change::row))
             .collect();
     }
@@ -120,7 +127,12 @@ pub fn rows(fresh: &[Change], back: &[String]) -> Vec<String> {
         fresh.iter().filter(|c| want(c)).map(Change::file).collect()
     };
     let total = fresh.len() + back.len();
-    let back: Vec<&str> = back.iter().map(String::as_str).collect();
+    let left_out: Vec<&str> = back
+        .iter()
+        .filter(|b| b.left_out)
+        .map(|b| b.file.as_str())
+        .collect();
+    let back: Vec<&str> = back.iter().map(|b| b.file.as_str()).collect();
     let mut parts = Vec::new();
     for (files, one, more) in [
         (
@@ -149,12 +161,25 @@ pub fn rows(fresh: &[Change], back: &[String]) -> Vec<String> {
             parts.push(format!("{} {what} ({})", files.len(), some_of(&files)));
         }
     }
-    let then = if fresh.is_empty() {
-        "nothing of them waits for `ovai restart`"
-    } else {
-        "until `ovai restart` what was read is served (a plugin host started from now on refuses the changed \
-         and removed ones); `ovai status` lists each"
-    };
+    let mut then = Vec::new();
+    if !fresh.is_empty() {
+        then.push(
+            "until `ovai restart` what was read is served (a plugin host started from now on refuses the \
+             changed and removed ones); `ovai status` lists each"
+                .to_string(),
+        );
+    } else if left_out.is_empty() {
+        then.push("nothing of them waits for `ovai restart`".to_string());
+    }
+    if !left_out.is_empty() {
+        then.push(format!(
+            "the plugin host running now left out {} of those as read again ({}): their calls are refused \
+             until the next host or `ovai restart` imports them",
+            left_out.len(),
+            some_of(&left_out)
+        ));
+    }
+    let then = then.join("; ");
     let row = format!(
         "{total} files in plugins/ changed at once: {}; {then}.",
         parts.join(", ")
@@ -178,12 +203,18 @@ fn some_of(files: &[&str]) -> String {
 }
 
 /// The row for a file reported as changed, appeared or removed, and now as the last read left it again.
-pub fn back_as_read(file: &str) -> String {
-    crate::names::escape_controls(
-        &format!("plugins/{file} is as it was at the last read again: nothing of it waits for `ovai restart`"),
-        false,
-    )
-    .into_owned()
+fn back_as_read(back: &Back) -> String {
+    let file = &back.file;
+    let words = if back.left_out {
+        format!(
+            "plugins/{file} is as it was at the last read again, but the plugin host running now started while it was not and left it out: its calls are refused until the next host (after a crash, or when the seats change) or `ovai restart` imports it"
+        )
+    } else {
+        format!(
+            "plugins/{file} is as it was at the last read again: nothing of it waits for `ovai restart`"
+        )
+    };
+    crate::names::escape_controls(&words, false).into_owned()
 }
 
 /// How plugins/ differs now from `snapshot`, sorted by file name. `served` says which files the reading
@@ -222,17 +253,6 @@ pub fn changes(
     Ok(out)
 }
 
-/// The state a change leaves a file in, so one burst of saves is reported once. A new file's size and
-/// time: it is new whatever it holds, and hashing every new file at every burst let a plugin's big
-/// files keep the watcher busy.
-pub fn fingerprint(dir: &Path, change: &Change) -> Option<String> {
-    let path = dir.join(change.file());
-    match change {
-        Change::Appeared { .. } => stamp(&path).map(|s| format!("{s:?}")),
-        _ => crate::files::fingerprint(&path),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,5 +287,32 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn a_burst_of_files_as_read_again_names_those_the_live_host_left_out() {
+        let back: Vec<Back> = (0..9)
+            .map(|i| Back {
+                file: format!("t{i}.mjs"),
+                left_out: i < 2,
+            })
+            .collect();
+        assert_eq!(
+            rows(&[], &back),
+            [
+                "9 files in plugins/ changed at once: 9 are as they were at the last read again (plugins/t0.mjs, \
+              plugins/t1.mjs, plugins/t2.mjs, plugins/t3.mjs, plugins/t4.mjs and 4 more); the plugin host running \
+              now left out 2 of those as read again (plugins/t0.mjs, plugins/t1.mjs): their calls are refused until \
+              the next host or `ovai restart` imports them."
+            ]
+        );
+        let none: Vec<Back> = back
+            .into_iter()
+            .map(|b| Back {
+                left_out: false,
+                ..b
+            })
+            .collect();
+        assert!(rows(&[], &none)[0].ends_with("; nothing of them waits for `ovai restart`."));
     }
 }

@@ -1,6 +1,6 @@
 //! Watches plugins/ (and where its links lead) and says in runtime.log when a file there no longer
-//! matches what is served, or does again: one row per changed file per burst of saves, one row for a
-//! burst of many. It follows plugins/ removed, moved or made again. Nothing is re-read by itself; `ovai
+//! matches what is served, or does again: one row per changed file (however often it is saved again),
+//! one row for a burst of many. It follows plugins/ removed, moved or made again. Nothing is re-read by itself; `ovai
 //! restart` does that.
 
 use std::collections::{HashMap, HashSet};
@@ -38,8 +38,9 @@ pub fn spawn(daemon: Arc<Daemon>) {
         // Where plugins/' links lead, watched too: an edit there is an edit of the plugin.
         let mut linked = linked_files(&dir);
         let mut outside = watch_links(&linked, &tx);
-        // What was last reported for each file, for the generation it was reported against.
-        let mut reported: HashMap<String, Option<String>> = HashMap::new();
+        // What was last reported for each file, for the generation it was reported against: a file saved
+        // again and again is said to have changed once (the row would say nothing new).
+        let mut reported: HashMap<String, stale::Change> = HashMap::new();
         let mut reported_for = 0;
         // A folder that cannot be read is said once, not at every event.
         let mut unreadable_said = false;
@@ -106,19 +107,8 @@ pub fn spawn(daemon: Arc<Daemon>) {
             // Reading and hashing files happens off the daemon's thread.
             let inst = daemon.inst.clone();
             let reading = generation.clone();
-            let found = tokio::task::spawn_blocking(move || {
-                let dir = inst.plugins_dir();
-                reading.stale(&inst).map(|changes| {
-                    changes
-                        .into_iter()
-                        .map(|c| {
-                            let state = stale::fingerprint(&dir, &c);
-                            (c, state)
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .await
+            let found = tokio::task::spawn_blocking(move || reading.stale(&inst))
+                .await
             .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
             let mut rows = Vec::new();
             match found {
@@ -129,8 +119,7 @@ pub fn spawn(daemon: Arc<Daemon>) {
                     // A file reported and now as the last read left it (an undo, `git stash`) is said
                     // to be so: its earlier row would otherwise stand.
                     let mut back: Vec<String> = {
-                        let now: HashSet<&str> =
-                            changes.iter().map(|(c, _)| c.file()).collect();
+                        let now: HashSet<&str> = changes.iter().map(|c| c.file()).collect();
                         reported
                             .keys()
                             .filter(|f| !now.contains(f.as_str()))
@@ -141,10 +130,19 @@ pub fn spawn(daemon: Arc<Daemon>) {
                     for file in &back {
                         reported.remove(file);
                     }
+                    // A host started while such a file was not as read left it out, and still does.
+                    let left_out = left_out_as_changed(&generation);
+                    let back: Vec<stale::Back> = back
+                        .into_iter()
+                        .map(|file| stale::Back {
+                            left_out: left_out.contains(&file),
+                            file,
+                        })
+                        .collect();
                     let mut fresh = Vec::new();
-                    for (change, state) in changes {
-                        if reported.get(change.file()) != Some(&state) {
-                            reported.insert(change.file().to_string(), state);
+                    for change in changes {
+                        if reported.get(change.file()) != Some(&change) {
+                            reported.insert(change.file().to_string(), change.clone());
                             fresh.push(change);
                         }
                     }
@@ -171,6 +169,26 @@ pub fn spawn(daemon: Arc<Daemon>) {
             daemon.log.rows(Topic::Plugins, &rows);
         }
     });
+}
+
+/// The files (as plugins/ names them) the live host did not import because they had changed or gone
+/// since the last read.
+fn left_out_as_changed(generation: &crate::generation::Generation) -> HashSet<String> {
+    use crate::host::ending::NotReimported;
+    generation
+        .host
+        .not_answering()
+        .into_iter()
+        .filter(|(_, why)| matches!(why, NotReimported::Changed | NotReimported::Removed))
+        .filter_map(
+            |(name, _)| match generation.tools.get(&name).map(|e| &e.kind) {
+                Some(crate::tools::Kind::Plugin { file }) => {
+                    file.strip_prefix("plugins/").map(str::to_string)
+                }
+                _ => None,
+            },
+        )
+        .collect()
 }
 
 /// How often a plugins/ that is a link is looked at, to see where it leads.
