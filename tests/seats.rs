@@ -92,26 +92,24 @@ fn connections_past_the_cap_are_refused_in_words_and_logged_as_a_count() {
     let inst = Instance::new();
     inst.set_config(json!({ "maxConnections": 3 }));
     let d = inst.start();
-    let socket = inst.root.join(".ovai/ovai.sock");
     let ovai_inst = ovai::instance::Instance::at(inst.root.clone());
-    // Three sessions that said who they are hold every place.
-    let held: Vec<_> = (0..3)
-        .map(|_| {
-            let mut s = ovai::client::connect(&ovai_inst).unwrap();
-            ovai::client::hello_seat(&ovai_inst, &mut s, &inst.secret("lead"), PATIENCE).unwrap();
-            s
-        })
-        .collect();
+    let session = || {
+        let mut s = ovai::client::connect(&ovai_inst).unwrap();
+        ovai::client::hello_seat(&ovai_inst, &mut s, &inst.secret("lead"), PATIENCE).map(|()| s)
+    };
+    // Three sessions that said who they are hold every place sessions may have.
+    let held: Vec<_> = (0..3).map(|_| session().unwrap()).collect();
     for _ in 0..200 {
-        let sock = std::os::unix::net::UnixStream::connect(&socket).unwrap();
-        sock.set_read_timeout(Some(PATIENCE)).unwrap();
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(sock), &mut line).unwrap();
+        let refused = session().err().map(|e| e.to_string()).unwrap_or_default();
         assert!(
-            line.contains("this server holds 3 connections already, its limit (maxConnections in openovai.json)"),
-            "{line}"
+            refused.contains(
+                "this server holds 3 sessions already, its limit (maxConnections in openovai.json)"
+            ),
+            "{refused}"
         );
     }
+    // The operator's commands have places of their own.
+    inst.cmd().arg("status").assert().success();
     drop(held);
     // Once they are gone, a session connects again.
     let mut s = wait_until("a connection to be let in", || {
@@ -133,13 +131,56 @@ fn connections_past_the_cap_are_refused_in_words_and_logged_as_a_count() {
     );
 }
 
+/// One seat holding every session it may cannot keep another seat out, nor the operator: its sessions
+/// are bounded on their own, and commands have places sessions cannot take.
+#[test]
+fn one_seat_cannot_lock_out_the_other_seats_or_the_operator() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    inst.set_config(json!({ "maxConnections": 80 }));
+    let _d = inst.start();
+    let ovai_inst = ovai::instance::Instance::at(inst.root.clone());
+    let session = |seat: &str| {
+        let mut s = ovai::client::connect(&ovai_inst).unwrap();
+        ovai::client::hello_seat(&ovai_inst, &mut s, &inst.secret(seat), PATIENCE).map(|()| s)
+    };
+    let held: Vec<_> = (0..64).map(|_| session("w1").unwrap()).collect();
+    let refused = session("w1")
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        refused.contains(
+            "the seat w1 holds 64 sessions on this server already, the most one seat may hold"
+        ),
+        "{refused}"
+    );
+    let mut lead = inst.session("lead");
+    lead.initialize();
+    assert!(!lead.call("index", json!({})).1);
+    // Sessions of other seats fill the rest: commands still get in, and end the seat's sessions.
+    let more: Vec<_> = (0..15).map(|_| session("lead").unwrap()).collect();
+    let refused = session("lead")
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        refused.contains("this server holds 80 sessions already"),
+        "{refused}"
+    );
+    inst.cmd().arg("status").assert().success();
+    inst.cmd().args(["seat", "rotate", "w1"]).assert().success();
+    drop((held, more));
+}
+
 #[test]
 fn connections_that_never_say_who_they_are_cannot_lock_out_sessions_or_commands() {
     let inst = Instance::new();
     inst.set_config(json!({ "maxConnections": 3 }));
     let _d = inst.start();
     let socket = inst.root.join(".ovai/ovai.sock");
-    let idle: Vec<_> = (0..3)
+    // Every place: the sessions' three, and those kept for commands.
+    let idle: Vec<_> = (0..3 + ovai::server::connection::COMMANDS_RESERVE)
         .map(|_| std::os::unix::net::UnixStream::connect(&socket).unwrap())
         .collect();
     // Each newcomer takes the place of the oldest connection still silent.

@@ -340,7 +340,8 @@ pub struct Config {
     pub plugin_env: Vec<String>,
     /// Bytes of answers a session may leave unread before its requests wait (`sessionQueueBytes`).
     pub session_queue_bytes: usize,
-    /// Connections the daemon holds at once, sessions and control requests together (`maxConnections`).
+    /// Sessions the socket holds at once (commands have places of their own), and HTTP connections
+    /// (`maxConnections`).
     pub max_connections: usize,
     /// The box the plugin host runs in (`hostIsolation`: "auto", "bwrap", "userns" or "none").
     pub host_isolation: IsolationWanted,

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::control;
 use super::daemon::Daemon;
 use super::session::SeatService;
+use super::sessions::{Full, SESSIONS_PER_SEAT};
 use super::transport::SessionTransport;
 use crate::seats::hash_secret;
 use crate::wire::{self, Hello, Welcome};
@@ -55,11 +56,37 @@ impl Drop for ConnectionSlot {
     }
 }
 
-/// A connection past `maxConnections`: told why in one line, if its socket takes it at once, and closed.
+/// Places on the socket past `maxConnections` that only the operator's commands can keep: sessions
+/// filling every place they may have must not lock out `ovai status`, `ovai stop` or `ovai seat rotate`.
+pub const COMMANDS_RESERVE: usize = 8;
+
+/// The connections the socket takes at once: `max` sessions, and the commands' places.
+pub fn socket_places(max: usize) -> usize {
+    max.saturating_add(COMMANDS_RESERVE)
+}
+
+/// Why a session was not let in, and what to do.
+fn full_words(seat: &str, full: &Full) -> String {
+    match full {
+        Full::Seat => format!(
+            "the seat {seat} holds {SESSIONS_PER_SEAT} sessions on this server already, the most one seat may hold, \
+             so that no seat can keep the others out; close one of its sessions (`ovai seat rotate {seat}` ends \
+             them all), then connect again"
+        ),
+        Full::All(max) => format!(
+            "this server holds {max} sessions already, its limit (maxConnections in openovai.json); close a \
+             session or raise the limit, then connect again"
+        ),
+    }
+}
+
+/// A connection past every place: told why in one line, if its socket takes it at once, and closed.
 pub fn turn_away(daemon: &Daemon, stream: &UnixStream, max: usize) {
     let why = format!(
-        "this server holds {max} connections already, its limit (maxConnections in openovai.json); close a session \
-         or raise the limit, then connect again"
+        "this server holds {} connections already, its limit ({max} sessions, as maxConnections in \
+         openovai.json says, and {COMMANDS_RESERVE} places for `ovai` commands); close a session or raise the \
+         limit, then connect again",
+        socket_places(max)
     );
     daemon.refusals.note(&why);
     let w = Welcome {
@@ -160,6 +187,17 @@ pub async fn handle(
         );
         return refuse_for_good(&daemon, &mut write, why).await;
     };
+    // Counted in before it is welcomed: one seat cannot take every place, nor sessions those kept for
+    // the operator's commands.
+    let ct = CancellationToken::new();
+    let max = daemon.current().config.max_connections;
+    let registered = match daemon
+        .sessions
+        .open_within(&seat, hash_secret(&secret), ct.clone(), max)
+    {
+        Ok(registered) => registered,
+        Err(full) => return refuse(&daemon, &mut write, full_words(&seat, &full)).await,
+    };
     // The session's own pipes, when its hello offers to take them: made here, so the daemon's ends are
     // its own open files, which no client can make blocking. None made (out of descriptors): the
     // session goes on over the socket.
@@ -210,10 +248,6 @@ pub async fn handle(
         }
         None => (reader, write),
     };
-    let ct = CancellationToken::new();
-    let registered = daemon
-        .sessions
-        .open(&seat, hash_secret(&secret), ct.clone());
     // The seats may have changed between the look-up and the registration (a rotation ends the sessions
     // registered then): look again now that this one is registered, so none slips through.
     let still = daemon.seats.get(&daemon.inst).await;

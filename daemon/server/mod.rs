@@ -514,7 +514,7 @@ async fn accept_until_stopped(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let max = daemon.current().config.max_connections;
-                    match connection::ConnectionSlot::new(&daemon.connections, max) {
+                    match connection::ConnectionSlot::new(&daemon.connections, connection::socket_places(max)) {
                         Some(admitted) => {
                             let waiting = daemon.waiting_hellos.add();
                             daemon.tasks.spawn(connection::handle(daemon.clone(), stream, admitted, waiting));

@@ -26,6 +26,25 @@ struct SessionEntry {
     ended_by: Option<SeatChange>,
 }
 
+impl SessionEntry {
+    fn new(
+        seat: &str,
+        transport: &'static str,
+        secret_hash: String,
+        ct: CancellationToken,
+    ) -> Self {
+        Self {
+            seat: seat.to_string(),
+            transport,
+            secret_hash,
+            ct,
+            peer: None,
+            sinks: Vec::new(),
+            ended_by: None,
+        }
+    }
+}
+
 /// A change of a seat that ends the sessions holding its old secret.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum SeatChange {
@@ -59,6 +78,17 @@ impl SeatChange {
             }
         }
     }
+}
+
+/// The sessions one seat may hold open at once, on the socket and (counted apart) over HTTP: one seat's
+/// client cannot take every place.
+pub const SESSIONS_PER_SEAT: usize = 64;
+
+/// Why a socket session was not let in: the seat's share, or all sessions may have, is taken.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Full {
+    Seat,
+    All(usize),
 }
 
 #[derive(Default)]
@@ -132,9 +162,29 @@ impl Sessions {
         lock(&self.map)
     }
 
-    pub fn open(&self, seat: &str, secret_hash: String, ct: CancellationToken) -> Registered<'_> {
-        let id = self.insert(seat, "socket", secret_hash, ct);
-        Registered { sessions: self, id }
+    /// Registers a socket session, unless its seat holds SESSIONS_PER_SEAT of them or all seats `most`
+    /// (counted and added in one step: connections are handled side by side).
+    pub fn open_within(
+        &self,
+        seat: &str,
+        secret_hash: String,
+        ct: CancellationToken,
+        most: usize,
+    ) -> Result<Registered<'_>, Full> {
+        let mut map = self.lock();
+        let socket = map.values().filter(|e| e.transport == "socket");
+        let (all, of_seat) = socket.fold((0, 0), |(all, of_seat), e| {
+            (all + 1, of_seat + usize::from(e.seat == seat))
+        });
+        if of_seat >= SESSIONS_PER_SEAT {
+            return Err(Full::Seat);
+        }
+        if all >= most {
+            return Err(Full::All(most));
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        map.insert(id, SessionEntry::new(seat, "socket", secret_hash, ct));
+        Ok(Registered { sessions: self, id })
     }
 
     fn insert(
@@ -145,18 +195,8 @@ impl Sessions {
         ct: CancellationToken,
     ) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.lock().insert(
-            id,
-            SessionEntry {
-                seat: seat.to_string(),
-                transport,
-                secret_hash,
-                ct,
-                peer: None,
-                sinks: Vec::new(),
-                ended_by: None,
-            },
-        );
+        self.lock()
+            .insert(id, SessionEntry::new(seat, transport, secret_hash, ct));
         id
     }
 

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use crate::sync::lock;
 
-/// The sessions one seat may hold open at once.
-pub const SESSIONS_PER_SEAT: usize = 64;
+/// The sessions one seat may hold open at once, as on the socket.
+pub use crate::server::sessions::SESSIONS_PER_SEAT;
 // refusal::NO_SUCH_SESSION names the bound by number.
 const _: () = assert!(SESSIONS_PER_SEAT == 64);
 
