@@ -97,8 +97,9 @@ fn unknown_requests_are_answered_at_once() {
     s.initialize();
     let r = s.request("no/such-method", json!({}));
     assert_eq!(r["error"]["code"], -32601, "{r}");
-    // A discovery probe without the metadata 2026-07-28 asks for is told what is missing, at once.
-    let r = s.request("server/discover", json!({}));
+    // A discovery probe without the metadata 2026-07-28 asks for is told what is missing, at once; in a
+    // session begun with initialize, that it is not served there.
+    let r = inst.session("lead").request("server/discover", json!({}));
     assert_eq!(r["error"]["code"], -32602, "{r}");
     assert!(
         r["error"]["message"]
@@ -107,6 +108,8 @@ fn unknown_requests_are_answered_at_once() {
             .contains("io.modelcontextprotocol/protocolVersion"),
         "{r}"
     );
+    let r = s.request("server/discover", json!({}));
+    assert_eq!(r["error"]["code"], -32601, "{r}");
     let r = s.request("prompts/list", json!({}));
     assert!(r.get("error").is_some(), "{r}");
 }
@@ -417,4 +420,72 @@ fn a_2026_07_28_request_gets_ovais_words_for_a_method_not_served() {
             .contains("initialize is gone"),
         "{r}"
     );
+}
+
+/// A session keeps the revision it began with: one begun with 2026-07-28's `_meta` is answered
+/// `-32601` for `initialize` and `ping` without it too, and one begun with `initialize` at 2025-06-18
+/// is answered in that revision whatever a request's `_meta` says, and is not served 2026-07-28's methods.
+#[test]
+fn a_session_keeps_the_revision_it_began_with() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": { "name": "t", "version": "1" },
+    });
+    let mut modern = inst.session("lead");
+    let r = modern.request(
+        "tools/call",
+        json!({ "name": "index", "arguments": {}, "_meta": meta }),
+    );
+    assert!(r.get("result").is_some(), "{r}");
+    let r = modern.request(
+        "initialize",
+        json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }),
+    );
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("initialize is gone"),
+        "{r}"
+    );
+    let r = modern.request("ping", json!({}));
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ping is gone"),
+        "{r}"
+    );
+    // Its requests still need their _meta.
+    let r = modern.request("tools/call", json!({ "name": "index", "arguments": {} }));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+
+    let mut old = inst.session("lead");
+    let r = old.initialize();
+    assert_eq!(r["result"]["protocolVersion"], "2025-06-18", "{r}");
+    let r = old.request(
+        "tools/call",
+        json!({ "name": "index", "arguments": {}, "_meta": meta }),
+    );
+    assert!(r["result"]["content"].is_array(), "{r}");
+    assert!(
+        r["result"].get("resultType").is_none(),
+        "answered as 2025-06-18: {r}"
+    );
+    for method in ["server/discover", "subscriptions/listen"] {
+        let r = old.request(method, json!({ "_meta": meta }));
+        assert_eq!(r["error"]["code"], -32601, "{method}: {r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("is not served under the protocol revision this session speaks"),
+            "{method}: {r}"
+        );
+    }
 }

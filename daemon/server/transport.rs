@@ -400,9 +400,15 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                     self.take_call(r.id, call);
                     return None;
                 }
-                if let Some(why) =
-                    params::removed_words(&r.method).filter(|_| params::modern_meta(r.params))
-                {
+                // A session keeps the revision it began with: one begun as 2026-07-28 has no initialize
+                // or ping, and one begun with initialize none of 2026-07-28's methods.
+                let gone = params::removed_words(&r.method).filter(|_| {
+                    params::modern_meta(r.params) || self.lifecycle == Lifecycle::Inline
+                });
+                let not_yet = (self.lifecycle == Lifecycle::Handshake
+                    && matches!(&*r.method, "server/discover" | "subscriptions/listen"))
+                .then(|| params::method_not_found_words(&r.method));
+                if let Some(why) = gone.or(not_yet) {
                     self.refused_span(&r.id, &r.method, &why);
                     self.answers
                         .answer_line(&r.id, jsonrpc::error_under(&r.id, METHOD_NOT_FOUND, &why));
@@ -552,6 +558,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             }
         };
         let modern = match (&call.version, self.lifecycle) {
+            // Begun with initialize, it is answered in the revision initialize agreed, whatever the
+            // call's _meta says.
+            (_, Lifecycle::Handshake) => false,
             (Some(version), _) => {
                 if !params::known_version(version) {
                     let error = ErrorData::unsupported_protocol_version(
@@ -574,7 +583,6 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 }
                 modern
             }
-            (None, Lifecycle::Handshake) => false,
             (None, Lifecycle::Inline) => {
                 return refuse(self, INVALID_PARAMS, params::missing_words(&call.missing));
             }
