@@ -924,6 +924,45 @@ fn a_cancellation_reaches_a_call_while_the_session_has_all_it_may_in_flight() {
     );
 }
 
+/// A request held at the cap under an id already in flight, or already held, is refused when it is read,
+/// not run once the first is answered: the client would read two answers under one id.
+#[test]
+fn a_request_held_at_the_cap_under_an_id_in_flight_is_refused_at_once() {
+    let (inst, _d, mut probe) = waiting_calls();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let full: String = (1001..=1064).map(|id| wait_call(&inst, id)).collect();
+    raw(&mut s, full.as_bytes());
+    wait_until("64 calls running", || {
+        (probe.call("runs", json!({})).0 == "64").then_some(())
+    });
+    let more = [1001, 2000, 2000].map(|id| wait_call(&inst, id)).concat();
+    raw(&mut s, more.as_bytes());
+    for id in [1001, 2000] {
+        let refused = s.recv_where(|m| m["id"] == id);
+        assert_eq!(refused["error"]["code"], -32600, "{refused}");
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!(
+                    "a request with the id {id} is already in flight on this session"
+                )),
+            "{refused}"
+        );
+    }
+    let cancel: String = (1001..=1064)
+        .chain([2000])
+        .map(|id| {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id}}}}}\n"
+            )
+        })
+        .collect();
+    raw(&mut s, cancel.as_bytes());
+    assert_eq!(s.call("runs", json!({})), ("64".to_string(), false));
+}
+
 #[test]
 fn calls_past_the_cap_sent_just_before_the_client_closes_are_all_answered() {
     let inst = Instance::with_plugins(&[("slow.mjs", SLOW)]);

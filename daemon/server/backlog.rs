@@ -29,9 +29,15 @@ impl Backlog {
         self.lines.is_empty()
     }
 
-    pub fn push(&mut self, line: String) {
+    /// Holds `line`, a request under `id` (`request_id`) or anything else.
+    pub fn push(&mut self, id: Option<NumberOrString>, line: String) {
         self.bytes += line.len();
-        self.lines.push_back((request_id(&line), line));
+        self.lines.push_back((id, line));
+    }
+
+    /// Whether a request under `id` is held.
+    pub fn holds(&self, id: &NumberOrString) -> bool {
+        self.lines.iter().any(|(held, _)| held.as_ref() == Some(id))
     }
 
     /// The oldest held line.
@@ -56,7 +62,7 @@ impl Backlog {
 
 /// The id of a request, as the daemon reads the line (`jsonrpc::read`); None for anything else, which is
 /// answered as it stands however it is cancelled.
-fn request_id(line: &str) -> Option<NumberOrString> {
+pub fn request_id(line: &str) -> Option<NumberOrString> {
     match crate::jsonrpc::read(&crate::jsonrpc::mended(line), "line") {
         crate::jsonrpc::Read::Request(r) => Some(r.id),
         _ => None,
@@ -67,13 +73,19 @@ fn request_id(line: &str) -> Option<NumberOrString> {
 mod tests {
     use super::*;
 
+    impl Backlog {
+        fn push_line(&mut self, line: String) {
+            self.push(request_id(&line), line);
+        }
+    }
+
     #[test]
     fn a_cancelled_request_leaves_the_others_in_order() {
         let mut held = Backlog::default();
-        held.push(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#.into());
-        held.push(r#"{"jsonrpc":"2.0","method":"notifications/x","params":{"id":2}}"#.into());
-        held.push(r#"{"jsonrpc":"2.0","id":"2","method":"ping"}"#.into());
-        held.push(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#.into());
+        held.push_line(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#.into());
+        held.push_line(r#"{"jsonrpc":"2.0","method":"notifications/x","params":{"id":2}}"#.into());
+        held.push_line(r#"{"jsonrpc":"2.0","id":"2","method":"ping"}"#.into());
+        held.push_line(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#.into());
         held.cancel(&NumberOrString::Number(2));
         held.cancel(&NumberOrString::Number(7));
         let left: Vec<String> = std::iter::from_fn(|| held.pop()).collect();
@@ -88,10 +100,10 @@ mod tests {
     fn a_line_that_is_no_request_is_not_cancelled_but_answered() {
         let mut held = Backlog::default();
         // An array is no request: it gets its refusal, whatever is cancelled.
-        held.push(r#"[71,"ping"]"#.into());
-        held.push(r#"{"jsonrpc":"2.0","id":72,"method":"ping","result":1}"#.into());
-        held.push(r#"{"jsonrpc":"2.0","id":72,"method":"ping"}"#.into());
-        held.push(r#"{"jsonrpc":"2.0","id":"\ud800","method":"ping"}"#.into());
+        held.push_line(r#"[71,"ping"]"#.into());
+        held.push_line(r#"{"jsonrpc":"2.0","id":72,"method":"ping","result":1}"#.into());
+        held.push_line(r#"{"jsonrpc":"2.0","id":72,"method":"ping"}"#.into());
+        held.push_line(r#"{"jsonrpc":"2.0","id":"\ud800","method":"ping"}"#.into());
         held.cancel(&NumberOrString::Number(71));
         held.cancel(&NumberOrString::Number(72));
         held.cancel(&NumberOrString::String("\u{fffd}".into()));

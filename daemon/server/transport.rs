@@ -220,7 +220,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                             }
                             return Some(line);
                         }
-                        None => self.backlog.push(line),
+                        None => self.hold(line),
                     },
                 },
             }
@@ -311,6 +311,24 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     }
 
     /// Notes a request's id as in flight; `false` (after answering it) when that id cannot be taken.
+    /// Holds a line read while the session has all it may in flight; a request under an id in flight or
+    /// held already is refused now, as it would have been had there been room (run later, once the first
+    /// was answered, it would be a second answer under one id).
+    fn hold(&mut self, line: String) {
+        let id = super::backlog::request_id(&line);
+        if let Some(id) = &id
+            && (self.backlog.holds(id) || lock(&self.answers.in_flight).contains(id))
+        {
+            let _ = self.queue_line(jsonrpc::error_under(
+                id,
+                INVALID_REQUEST,
+                &in_flight_words(id),
+            ));
+            return;
+        }
+        self.backlog.push(id, line);
+    }
+
     fn admit_id(&mut self, id: &NumberOrString) -> bool {
         self.forget_wound_down();
         let winding_down = self.cancelled.iter().any(|(c, _)| c == id);
@@ -324,10 +342,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                  be winding down; send it again with an id of its own"
             )
         } else {
-            format!(
-                "Invalid request: a request with the id {shown} is already in flight on this session; each \
-                 request in flight needs an id of its own"
-            )
+            in_flight_words(id)
         };
         let _ = self.queue_line(jsonrpc::error_under(id, INVALID_REQUEST, &why));
         false
@@ -697,6 +712,14 @@ async fn sleep_until(at: Option<std::time::Instant>) {
 /// Whether rmcp starts a session (of 2026-07-28 or later, without a handshake) with this request: it
 /// carries every `_meta` key that revision asks for, and a revision rmcp serves. One it refuses leaves
 /// rmcp waiting for a session to begin.
+fn in_flight_words(id: &NumberOrString) -> String {
+    format!(
+        "Invalid request: a request with the id {} is already in flight on this session; each request in \
+         flight needs an id of its own",
+        jsonrpc::key_of(id)
+    )
+}
+
 fn starts_session(request: &ClientRequest) -> bool {
     let meta = request.get_meta();
     meta.missing_required_keys(&ProtocolVersion::V_2026_07_28)
