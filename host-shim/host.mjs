@@ -1090,9 +1090,29 @@ function letPartialsGo() {
   }
 }
 
-/** A file's import reported, after what it printed (an `ovai check` ends at the report). */
+/** What floods dropped so far, counted now rather than at the second's end. */
+function countDropped() {
+  const keys = ownKeys(printed);
+  for (let i = 0; i < keys.length; i++) {
+    const p = printed[keys[i]];
+    if (p.dropped > 0) {
+      try {
+        send({ t: "out", key: hostKey, file: p.file, stream: p.stream, dropped: p.dropped });
+      } catch {
+        // As above.
+      }
+      p.dropped = 0;
+    }
+  }
+  rollAllOf("stdout");
+  rollAllOf("stderr");
+}
+
+/** A file's import reported, after what it printed and how much of that was dropped (an `ovai check`
+ * ends at the report). */
 function sendLoaded(message) {
   letPartialsGo();
+  countDropped();
   send(message);
 }
 

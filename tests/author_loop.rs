@@ -621,6 +621,35 @@ fn check_shows_what_a_plugin_printed_at_its_import() {
     assert!(line.contains(r#"plugin="plugins/noisy.mjs""#), "{line}");
 }
 
+/// What a flood at import left out of check's stderr is counted there, though check ends before the
+/// second in which it was dropped does.
+#[test]
+fn check_counts_what_a_flood_at_import_left_out() {
+    let inst = Instance::with_plugins(&[(
+        "loud.mjs",
+        "for (let i = 0; i < 5000; i++) console.log('noise ' + i);\nexport const description = 'd';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'ok' }; }",
+    )]);
+    let out = inst
+        .cmd()
+        .args(["check", "plugins/loud.mjs"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    let shown = said.lines().filter(|l| l.contains(" noise ")).count();
+    // One count for each second the flood lasted.
+    let counted: usize =
+        said.lines()
+            .filter_map(|l| {
+                let (n, _) = l.split_once("ovai::plugin_output: ")?.1.split_once(
+                    " lines of plugin output were not logged (more than 100 a second)",
+                )?;
+                n.parse::<usize>().ok()
+            })
+            .sum();
+    assert_eq!(shown + counted, 5000, "{shown} shown, {counted} counted");
+}
+
 #[test]
 fn check_of_one_file_says_what_a_restart_would_of_it() {
     let inst = Instance::with_plugins(&[("deploy.mjs", TOOL), ("Deploy.mjs", TOOL)]);
