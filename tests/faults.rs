@@ -726,7 +726,7 @@ fn a_crash_loop_keeps_the_host_down_until_ovai_restart() {
 fn the_host_gets_a_minimal_environment_and_plugin_env_passes_names_through() {
     let inst = instance(
         &["env"],
-        json!({ "pluginEnv": ["CI_TOKEN", "OVAI_TEST_NOT_SET"] }),
+        json!({ "pluginEnv": ["CI_TOKEN", "TEST_NOT_SET", "OVAI_SECRET"] }),
     );
     let _d = Daemon::start_with_env(
         &inst,
@@ -744,7 +744,7 @@ fn the_host_gets_a_minimal_environment_and_plugin_env_passes_names_through() {
     assert!(names.contains(&"OVAI_HOST".to_string()), "{names:?}");
     // A name the server's environment lacks is said, at its start and at each restart (where one may
     // expect `VAR=x ovai restart` to pass it on); one it has is not.
-    let absent = "openovai.json's \"pluginEnv\" names OVAI_TEST_NOT_SET, which is not set where ovai started, so plugins see none. Plugins see what `ovai serve` started with: set it there (the shell or the service that runs it) and start it again; `ovai restart` does not pass on its own environment.";
+    let absent = "openovai.json's \"pluginEnv\" names TEST_NOT_SET, which is not set where ovai started, so plugins see none. Plugins see what `ovai serve` started with: set it there (the shell or the service that runs it) and start it again; `ovai restart` does not pass on its own environment.";
     assert!(
         inst.rows("server").contains(&absent.to_string()),
         "{:?}",
@@ -758,10 +758,29 @@ fn the_host_gets_a_minimal_environment_and_plugin_env_passes_names_through() {
     );
     inst.cmd()
         .arg("restart")
-        .env("OVAI_TEST_NOT_SET", "y")
+        .env("TEST_NOT_SET", "y")
         .assert()
         .success()
         .stdout(predicates::str::contains(absent));
+    // ovai's own names are not passed, and that is said.
+    assert!(
+        inst.rows("server").contains(&"openovai.json's \"pluginEnv\" names OVAI_SECRET, one of ovai's own variables, which plugins are never passed (OVAI_SECRET would hand them a seat's secret); take it out of the list.".to_string()),
+        "{:?}",
+        inst.rows("server")
+    );
+    // `ovai check` imports with its own environment, and says so in its own words.
+    let checked = inst
+        .cmd()
+        .arg("check")
+        .env_remove("TEST_NOT_SET")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&checked.stdout);
+    assert!(
+        said.contains("names TEST_NOT_SET, which is not set where `ovai check` runs, so the plugins it imports see none; a server passes what `ovai serve` started with, so its verdict may differ.")
+            && !said.contains("where ovai started"),
+        "{said}"
+    );
     for secret in ["AWS_SECRET_ACCESS_KEY", "OVAI_SECRET", "OVAI_ROOT"] {
         assert!(
             !names.contains(&secret.to_string()),

@@ -13,7 +13,7 @@ use crate::seats;
 
 pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
     let config = inst.read_config().map_err(super::config_failure)?;
-    for warning in &config.warnings {
+    for warning in &config.check_warnings() {
         println!("{warning}");
     }
     for said in crate::permissions::too_open(inst) {

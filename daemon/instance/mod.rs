@@ -358,6 +358,36 @@ pub struct Config {
     pub web: Option<Option<std::net::SocketAddr>>,
     /// Keys that look like a misspelt setting, each as a sentence (runtime.log and `ovai check` say them).
     pub warnings: Vec<String>,
+    /// Names `pluginEnv` lists that are not set in this process, whose plugins see none of them.
+    pub plugin_env_unset: Vec<String>,
+}
+
+impl Config {
+    /// The warnings a server says (runtime.log, `ovai restart`): plugins see what it started with.
+    pub fn serve_warnings(&self) -> Vec<String> {
+        let unset = self.plugin_env_unset.iter().map(|name| {
+            format!(
+                "{CONFIG_FILE}'s \"pluginEnv\" names {}, which is not set where ovai started, so plugins see \
+                 none. Plugins see what `ovai serve` started with: set it there (the shell or the service that \
+                 runs it) and start it again; `ovai restart` does not pass on its own environment.",
+                crate::names::clipped(name, 64)
+            )
+        });
+        self.warnings.iter().cloned().chain(unset).collect()
+    }
+
+    /// The warnings `ovai check` says: it imports with its own environment, not the server's.
+    pub fn check_warnings(&self) -> Vec<String> {
+        let unset = self.plugin_env_unset.iter().map(|name| {
+            format!(
+                "{CONFIG_FILE}'s \"pluginEnv\" names {}, which is not set where `ovai check` runs, so the plugins \
+                 it imports see none; a server passes what `ovai serve` started with, so its verdict may differ. \
+                 Set it here as the server has it to check as the server would.",
+                crate::names::clipped(name, 64)
+            )
+        });
+        self.warnings.iter().cloned().chain(unset).collect()
+    }
 }
 
 /// The keys ovai reads in openovai.json; any other key is the authors' own, for their plugins.
@@ -744,21 +774,25 @@ impl Config {
                 });
             }
         };
+        // ovai's own names are never passed: OVAI_SECRET in the server's environment would be a seat's
+        // secret, handed to every plugin.
+        let (own, plugin_env): (Vec<String>, Vec<String>) = plugin_env
+            .into_iter()
+            .partition(|name| name.starts_with("OVAI_"));
+        warnings.extend(own.iter().map(|name| {
+            format!(
+                "{CONFIG_FILE}'s \"pluginEnv\" names {}, one of ovai's own variables, which plugins are never \
+                 passed (OVAI_SECRET would hand them a seat's secret); take it out of the list.",
+                crate::names::clipped(name, 64)
+            )
+        }));
         // Read in the process that starts the host (the daemon, or `ovai check`'s own): a name missing
         // there reaches no plugin, and `VAR=x ovai restart` does not change that.
-        warnings.extend(
-            plugin_env
-                .iter()
-                .filter(|name| std::env::var_os(name).is_none())
-                .map(|name| {
-                    format!(
-                        "{CONFIG_FILE}'s \"pluginEnv\" names {}, which is not set where ovai started, so plugins see \
-                         none. Plugins see what `ovai serve` started with: set it there (the shell or the service that \
-                         runs it) and start it again; `ovai restart` does not pass on its own environment.",
-                        crate::names::clipped(name, 64)
-                    )
-                }),
-        );
+        let plugin_env_unset = plugin_env
+            .iter()
+            .filter(|name| std::env::var_os(name).is_none())
+            .cloned()
+            .collect();
         Ok(Self {
             user,
             leader,
@@ -779,6 +813,7 @@ impl Config {
             call_log,
             http,
             warnings,
+            plugin_env_unset,
             raw,
         })
     }

@@ -225,7 +225,7 @@ impl Daemon {
             }
         };
         self.log.rows(Topic::Plugins, &next.rows);
-        for warning in &next.config.warnings {
+        for warning in &next.config.serve_warnings() {
             self.log.row(Topic::Server, warning);
         }
         // Set at the start: a restart that changes one says it waits for the next, in runtime.log and
@@ -263,7 +263,7 @@ impl Daemon {
             generation: next.number,
             rows: next
                 .config
-                .warnings
+                .serve_warnings()
                 .iter()
                 .chain(&start_only)
                 .chain(&next.rows)

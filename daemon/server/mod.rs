@@ -275,7 +275,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         config.max_connections,
         4 + usize::from(http_settings.is_some()),
     );
-    for warning in &config.warnings {
+    for warning in &config.serve_warnings() {
         log.row(Topic::Server, warning);
     }
     if let Some(said) = seats::book_missing(&inst) {
