@@ -163,6 +163,9 @@ pub struct RestartReply {
     /// who asked.
     #[serde(default)]
     pub said: String,
+    /// The sessions told the tool list changed.
+    #[serde(default)]
+    pub told: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -108,7 +108,7 @@ fn the_scaffold_passes_check_and_is_served_after_restart_to_the_leader_only() {
     assert_eq!(
         out,
         format!(
-            "This instance serves a tool of its own: ci-status\n{said} Connected sessions were told.\n"
+            "This instance serves a tool of its own: ci-status\n{said} The one session connected was told.\n"
         )
     );
     assert!(said.contains("; added: ci-status ("), "{said}");
@@ -345,7 +345,7 @@ fn list_changed_is_sent_exactly_when_the_list_changed() {
     };
     restart("the tool list is the same");
     inst.write_plugin("b.mjs", &tool("second"));
-    restart("Connected sessions were told.");
+    restart("The 2 sessions connected were told.");
     s.recv_where(list_changed);
     let n = new.recv_where(list_changed);
     assert!(
@@ -356,11 +356,11 @@ fn list_changed_is_sent_exactly_when_the_list_changed() {
     assert_eq!(names, ["a", "b", "index", "room"]);
     // A changed description is a changed list.
     inst.write_plugin("a.mjs", &tool("first, reworded"));
-    restart("Connected sessions were told.");
+    restart("The 2 sessions connected were told.");
     s.recv_where(list_changed);
     restart("the tool list is the same");
     std::fs::remove_file(inst.root.join("plugins/b.mjs")).unwrap();
-    restart("Connected sessions were told.");
+    restart("The 2 sessions connected were told.");
     s.recv_where(list_changed);
     assert_eq!(s.tool_names(), ["a", "index", "room"]);
     // Three changes, three notifications: the two restarts that changed nothing sent none.
@@ -833,6 +833,23 @@ fn a_restart_names_the_tools_whose_new_code_runs_now() {
     inst.cmd().arg("restart").assert().success().stdout(
         predicate::str::contains("Restarted: generation 3 serves now; the tool list is the same (")
             .and(predicate::str::ends_with("for every session).\n")),
+    );
+    // Settings in effect now are named; a file that no longer imports is no longer served (its row says
+    // why), and nobody connected is told nothing.
+    drop(s);
+    wait_until("the session to end", || {
+        (inst.status_json()["sessions"] == 0).then_some(())
+    });
+    inst.set_config(json!({ "callTimeoutSeconds": 5, "callLog": true }));
+    inst.write_plugin("b.mjs", "export const oops = ;");
+    let out = inst.cmd().arg("restart").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("plugins/b.mjs is not served: importing it failed: SyntaxError")
+            && said.contains("Restarted: generation 4 serves now; no longer served: b. ")
+            && said
+                .ends_with(" openovai.json changed, in effect now: callLog, callTimeoutSeconds.\n"),
+        "{said}"
     );
 }
 

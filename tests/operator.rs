@@ -1100,7 +1100,7 @@ fn restarts_are_logged_with_who_asked_and_what_changed() {
         .find(|r| r.starts_with("Restarted, asked by `ovai restart`: generation 2 serves now"))
         .unwrap();
     assert!(row.contains("added: fresh ("), "{row}");
-    assert!(row.contains("removed: gone"), "{row}");
+    assert!(row.contains("no longer served: gone"), "{row}");
     assert!(row.contains("changed: echo (its description; "), "{row}");
     assert!(row.contains("The tool list costs every session "), "{row}");
     signal(d.pid(), libc::SIGHUP);

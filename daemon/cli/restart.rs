@@ -18,10 +18,10 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
         println!("{row}");
     }
     // The row runtime.log has, as the one who asked it reads it (a daemon that sends none: its facts).
-    let told = if r.changed {
-        " Connected sessions were told."
-    } else {
-        ""
+    let told = match (r.changed, r.told) {
+        (false, _) | (true, 0) => String::new(),
+        (true, 1) => " The one session connected was told.".to_string(),
+        (true, n) => format!(" The {n} sessions connected were told."),
     };
     if r.said.is_empty() {
         let changed = if r.changed {

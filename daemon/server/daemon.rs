@@ -248,13 +248,18 @@ impl Daemon {
         }
         let changed = next.tools.listed() != old.tools.listed();
         let new_code = next.new_code_since(&old);
+        let settings = super::restart_row::changed_keys(
+            &old.config.raw,
+            &next.config.raw,
+            &["http", "web", "metrics"],
+        );
         let row = |by| {
             super::restart_row::row(
                 by,
                 next.number,
-                old.tools.listed(),
-                next.tools.listed(),
+                (old.tools.listed(), next.tools.listed()),
                 &new_code,
+                &settings,
             )
         };
         self.log.row(Topic::Server, &row(Some(by)));
@@ -272,6 +277,7 @@ impl Daemon {
             changed,
             new_code,
             said,
+            told: if changed { self.sessions.count() } else { 0 },
         };
         self.figures
             .set_call_log(next.config.call_log.then(|| self.inst.call_log()));

@@ -10,20 +10,50 @@ pub fn bytes(tool: &Tool) -> usize {
     serde_json::to_vec(tool).map_or(0, |v| v.len())
 }
 
-/// `new_code`: the tools whose file changed, served before and now (their new code runs now). `by`: who
-/// asked, for runtime.log; `None` for the one who asked (`ovai restart`'s own last line).
+/// `new_code`: the tools whose file changed, served before and now (their new code runs now);
+/// `settings`: the keys of openovai.json whose change is in effect now. `by`: who asked, for
+/// runtime.log; `None` for the one who asked (`ovai restart`'s own last line).
 pub fn row(
     by: Option<&str>,
     generation: u64,
-    before: &[Tool],
-    after: &[Tool],
+    (before, after): (&[Tool], &[Tool]),
     new_code: &[String],
+    settings: &[String],
 ) -> String {
     let mut row = list_row(by, generation, before, after);
     if !new_code.is_empty() {
         row.push_str(&format!(" New code runs for: {}.", new_code.join(", ")));
     }
+    if !settings.is_empty() {
+        row.push_str(&format!(
+            " openovai.json changed, in effect now: {}.",
+            settings.join(", ")
+        ));
+    }
     row
+}
+
+/// The top-level keys of openovai.json whose values differ between two readings, sorted, but for
+/// `apart` (said in rows of their own).
+pub fn changed_keys(
+    before: &serde_json::Value,
+    after: &serde_json::Value,
+    apart: &[&str],
+) -> Vec<String> {
+    let empty = serde_json::Map::new();
+    let (b, a) = (
+        before.as_object().unwrap_or(&empty),
+        after.as_object().unwrap_or(&empty),
+    );
+    let mut keys: Vec<String> = b
+        .keys()
+        .chain(a.keys())
+        .filter(|k| !apart.contains(&k.as_str()) && b.get(*k) != a.get(*k))
+        .cloned()
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
 }
 
 fn list_row(by: Option<&str>, generation: u64, before: &[Tool], after: &[Tool]) -> String {
@@ -76,7 +106,12 @@ fn list_row(by: Option<&str>, generation: u64, before: &[Tool], after: &[Tool]) 
         ));
         return row;
     }
-    for (label, items) in [("added", added), ("removed", removed), ("changed", changed)] {
+    // A file taken away and one that no longer imports both leave the list: the rows above say which.
+    for (label, items) in [
+        ("added", added),
+        ("no longer served", removed),
+        ("changed", changed),
+    ] {
         if !items.is_empty() {
             row.push_str(&format!("; {label}: {}", items.join(", ")));
         }
