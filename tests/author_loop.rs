@@ -72,6 +72,19 @@ fn the_scaffold_refuses_each_bad_name_and_writes_nothing() {
     );
 }
 
+/// Beside a file that differs from it only in case, the file of that very name is what is in the way.
+#[test]
+fn the_scaffold_names_the_file_of_that_name_before_one_in_another_case() {
+    let inst = Instance::with_plugins(&[("Clash.mjs", TOOL), ("clash.mjs", TOOL)]);
+    inst.cmd().args(["plugin", "clash"]).assert().code(1).stderr(
+        "ovai: plugins/clash.mjs is already there, and what is in it is somebody's work: nothing was written. Edit that file, or pick another name.\n",
+    );
+    assert_eq!(
+        std::fs::read_to_string(inst.root.join("plugins/clash.mjs")).unwrap(),
+        TOOL
+    );
+}
+
 #[test]
 fn the_scaffold_passes_check_and_is_served_after_restart_to_the_leader_only() {
     let inst = Instance::new();
@@ -693,6 +706,25 @@ fn check_of_one_file_says_what_a_restart_would_of_it() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("\"..\" is not a file in plugins/"));
+    // A name that is no file to check is said, and the others are checked all the same.
+    std::fs::create_dir(dir.join("dir.mjs")).unwrap();
+    let out = inst
+        .cmd()
+        .args(["check", "plugins/dir.mjs", "fifo.mjs", "nothing-here"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("it is a FIFO, not a file"),
+        "{out:?}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "ovai: plugins/dir.mjs is a folder, not a plugin's file: a tool is one .mjs file in plugins/.\n\
+         ovai: plugins/nothing-here.mjs does not exist; `ovai plugin NAME` makes a new one.\n\
+         ovai: 2 of the names given were not checked (said above); 1 of the 1 checked would not be served.\n"
+    );
+    std::fs::remove_dir(dir.join("dir.mjs")).unwrap();
     // Called, it is refused with the row's own advice, once.
     let _d = inst.start();
     let out = inst

@@ -20,6 +20,7 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
         println!("{said}");
     }
     let dir = inst.plugins_dir();
+    let mut not_checked: Vec<String> = Vec::new();
     // Named files are judged as the whole folder's read judges them (a name that differs from
     // another's only in case, a FIFO, a size), so check says of a file what a restart would.
     let all = load::scan(&dir).map_err(fail(exit::FAILED))?;
@@ -34,11 +35,19 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
     } else {
         let mut found: Vec<Candidate> = Vec::new();
         for f in files {
-            let c = named(&dir, f, &all)?;
-            // Named twice, checked once.
-            if !found.iter().any(|seen| seen.file() == c.file()) {
-                found.push(c);
+            match named(&dir, f, &all) {
+                // Named twice, checked once.
+                Ok(c) if found.iter().any(|seen| seen.file() == c.file()) => {}
+                Ok(c) => found.push(c),
+                // Said at once, and the others checked all the same, as `ls` goes on past a name.
+                Err(e) => not_checked.push(e.sentence),
             }
+        }
+        if found.is_empty() {
+            return Err(all_not_checked(not_checked));
+        }
+        for sentence in &not_checked {
+            eprintln!("ovai: {sentence}");
         }
         found
     };
@@ -106,16 +115,36 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
         .iter()
         .filter(|(_, v)| matches!(v, Verdict::NotServed(_)))
         .count();
-    match refused {
-        0 => Ok(()),
-        n => Err(Failure::new(
+    match (refused, not_checked.len()) {
+        (0, 0) => Ok(()),
+        (n, 0) => Err(Failure::new(
             format!(
                 "{n} of the {} files checked would not be served.",
                 verdicts.len()
             ),
             1,
         )),
+        (n, bad) => {
+            let was = if bad == 1 { "was" } else { "were" };
+            let served = match n {
+                0 => "the rest would be served".to_string(),
+                n => format!("{n} of the {} checked would not be served", verdicts.len()),
+            };
+            Err(Failure::new(
+                format!("{bad} of the names given {was} not checked (said above); {served}."),
+                2,
+            ))
+        }
     }
+}
+
+/// None of the names given is a file to check: each said, the last as the failure.
+fn all_not_checked(mut sentences: Vec<String>) -> Failure {
+    let last = sentences.pop().unwrap_or_default();
+    for sentence in &sentences {
+        eprintln!("ovai: {sentence}");
+    }
+    Failure::new(last, 2)
 }
 
 /// Listens for the signals that ask a command to stop (within a runtime's context); the future resolves

@@ -60,6 +60,11 @@ pub fn write(plugins_dir: &Path, name: &str) -> Result<PathBuf, ScaffoldError> {
         }
         None => {}
     }
+    let path = plugins_dir.join(format!("{name}.mjs"));
+    // The file itself first: beside one in another case, it is what is in the way.
+    if path.symlink_metadata().is_ok() {
+        return Err(ScaffoldError::Exists(name.into()));
+    }
     // A tool of the same name in another case would not be served, and neither would this one.
     let same_but_case = std::fs::read_dir(plugins_dir)
         .into_iter()
@@ -76,7 +81,6 @@ pub fn write(plugins_dir: &Path, name: &str) -> Result<PathBuf, ScaffoldError> {
             other,
         });
     }
-    let path = plugins_dir.join(format!("{name}.mjs"));
     let io = |source| ScaffoldError::Io {
         path: path.clone(),
         source,
