@@ -146,7 +146,7 @@ impl Desk {
 
     /// Runs the trust line `seat add` printed, `ovai seat trust NAME`, for the person whose home is `home`.
     fn trust(&self, home: &Path) {
-        let line = format!("`ovai seat trust {}`", self.seat);
+        let line = format!(" seat trust {} --root ", self.seat);
         assert!(
             self.said.contains(&line),
             "`seat add` names the command that trusts the desk ({line}): {}",

@@ -135,7 +135,22 @@ fn a_desk_is_made_for_each_client_and_rotate_and_remove_keep_them_right() {
         said.contains("Claude Code, Gemini CLI, Codex or opencode started there acts as w1"),
         "{said}"
     );
-    assert!(said.contains("`ovai seat trust w1`"), "{said}");
+    // Run from elsewhere, the command it names says which instance: a bare one would act on another.
+    let root = inst.root.display().to_string();
+    assert!(
+        said.contains(&format!(" seat trust w1 --root {root}`")),
+        "{said}"
+    );
+    let here = ovai()
+        .current_dir(&inst.root)
+        .args(["seat", "add", "w9"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&here.stdout).contains("`ovai seat trust w9`"),
+        "{here:?}"
+    );
+    inst.cmd().args(["seat", "remove", "w9"]).assert().success();
     let desk = inst.root.join("desks/w1");
     let secret = inst.secret("w1");
     for f in SECRET_FILES {

@@ -423,6 +423,23 @@ pub fn config_failure(e: crate::instance::ConfigError) -> Failure {
     )
 }
 
+/// A command to tell the person, as `ovai ARGS` where a bare command run here finds `inst`, else with
+/// the binary as they ran it and `--root` (run from elsewhere, a bare one would act on another instance).
+pub fn command_for(inst: &Instance, args: &str) -> String {
+    let here = crate::instance::find_root(None).is_ok_and(|found| {
+        crate::instance::absolute(&found.root) == crate::instance::absolute(&inst.root)
+    });
+    if here {
+        format!("`ovai {args}`")
+    } else {
+        format!(
+            "`{} {args} --root {}`",
+            invoked_as(),
+            crate::names::shell_quote(&inst.root.display().to_string())
+        )
+    }
+}
+
 /// How the person ran this binary (`bin/ovai`, `ovai`), to say next steps in their own words.
 pub fn invoked_as() -> String {
     std::env::args()

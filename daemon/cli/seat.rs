@@ -89,7 +89,11 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                         client_names(&clients),
                     );
                     if let Some(line) = crate::desk::clients::trust_line(&name, &clients) {
-                        println!("{line}");
+                        let trust = super::command_for(inst, &format!("seat trust {name}"));
+                        println!(
+                            "{}",
+                            line.replace(&format!("`ovai seat trust {name}`"), &trust)
+                        );
                     }
                 }
                 Some(url) => remote_desk(inst, &name, url),
