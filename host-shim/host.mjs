@@ -1469,6 +1469,20 @@ function noProgress() {}
 /** At most one progress report per call in this long; the latest waiting one wins. */
 const PROGRESS_EVERY_MS = 100;
 
+/** A progress message as text: a plain object (`{ pct: 50 }`) as its JSON, not "[object Object]". */
+function messageText(message) {
+  const text = toText(message);
+  if (text === "[object Object]") {
+    try {
+      const json = stringify(message);
+      if (typeof json === "string") return json;
+    } catch {
+      // Cyclic, or a toJSON that throws: said as String says it.
+    }
+  }
+  return text;
+}
+
 /**
  * `context.progress(message, { progress, total })` for one call: reports go to the daemon (which passes
  * them on as notifications/progress) while the call is in flight, coalesced, never after its answer.
@@ -1506,7 +1520,7 @@ function progressOf(id, key) {
         message = undefined;
       }
       const report = { __proto__: null, t: "progress", id, key };
-      if (message !== undefined && message !== null) report.message = clip(toText(message), 1000);
+      if (message !== undefined && message !== null) report.message = clip(messageText(message), 1000);
       const done = options?.progress;
       const total = options?.total;
       if (typeof done === "number" && Number.isFinite(done)) report.progress = done;

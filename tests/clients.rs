@@ -146,7 +146,11 @@ impl Desk {
 
     /// Runs the trust line `seat add` printed, `ovai seat trust NAME`, for the person whose home is `home`.
     fn trust(&self, home: &Path) {
-        let line = format!(" seat trust {} --root ", self.seat);
+        // A desk at a URL trusts on its own machine, with no --root; one here names this instance.
+        let line = match self.reach {
+            Reach::Socket => format!(" seat trust {} --root ", self.seat),
+            Reach::Http => format!("`ovai seat trust {}` there", self.seat),
+        };
         assert!(
             self.said.contains(&line),
             "`seat add` names the command that trusts the desk ({line}): {}",

@@ -69,13 +69,7 @@ impl Relay {
     fn send(&self, state: &mut State, report: &Progress) {
         state.sent += 1;
         let mut note = notification(&self.token, report, state.sent);
-        // MCP asks that progress grow with every notification: a report that does not is sent just above
-        // the last one, so a client that checks never sees it fall.
-        if let Some(last) = state.last_value
-            && note.progress <= last
-        {
-            note.progress = last + (last.abs() * 1e-9).max(1e-9);
-        }
+        mend(&mut note, state.last_value);
         state.last_value = Some(note.progress);
         state.last_sent = Some(Instant::now());
         match &self.to {
@@ -125,6 +119,20 @@ impl Progressed for Relay {
     }
 }
 
+/// MCP asks that progress grow with every notification: a report that does not is sent just above the
+/// last one, so a client that checks never sees it fall. Past its total (so mended, or so reported), the
+/// total goes: a client would show more than all of it done.
+fn mend(note: &mut ProgressNotificationParam, last: Option<f64>) {
+    if let Some(last) = last
+        && note.progress <= last
+    {
+        note.progress = last + (last.abs() * 1e-9).max(1e-9);
+    }
+    if note.total.is_some_and(|total| note.progress > total) {
+        note.total = None;
+    }
+}
+
 /// The notification for one report: the plugin's own numbers, or the report's count when it gave none.
 fn notification(token: &ProgressToken, report: &Progress, count: u32) -> ProgressNotificationParam {
     let mut p =
@@ -138,4 +146,33 @@ fn notification(token: &ProgressToken, report: &Progress, count: u32) -> Progres
         p = p.with_message(crate::names::escape_controls(&clipped, false).into_owned());
     }
     p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_grows_and_never_passes_its_total() {
+        let token = ProgressToken(rmcp::model::NumberOrString::Number(1));
+        let note = |progress: f64, total: f64| {
+            ProgressNotificationParam::new(token.clone(), progress).with_total(total)
+        };
+        // Counting down from 10 of 10: sent just above 10, with no total.
+        let mut n = note(9.0, 10.0);
+        mend(&mut n, Some(10.0));
+        assert!(n.progress > 10.0 && n.total.is_none(), "{n:?}");
+        // Reported past its total.
+        let mut n = note(50.0, 2.0);
+        mend(&mut n, None);
+        assert_eq!((n.progress, n.total), (50.0, None));
+        // Within it, as reported.
+        let mut n = note(3.0, 10.0);
+        mend(&mut n, Some(2.0));
+        assert_eq!((n.progress, n.total), (3.0, Some(10.0)));
+        // At it, kept.
+        let mut n = note(10.0, 10.0);
+        mend(&mut n, Some(9.0));
+        assert_eq!((n.progress, n.total), (10.0, Some(10.0)));
+    }
 }

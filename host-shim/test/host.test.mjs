@@ -298,6 +298,22 @@ test("progress goes out only for a call that asked, coalesced, and never after i
   host.stop();
 });
 
+test("a progress message that is a plain object goes out as its JSON, not [object Object]", async () => {
+  const { host, dir } = initHost(1000);
+  await loaded(
+    host,
+    dir,
+    "pct",
+    HEADER + "export function run(a, { progress }) {\n  progress({ pct: 50 });\n  return { text: 'done' };\n}\n",
+    1,
+  );
+  host.send({ t: "call", id: 30, tool: "pct", args: {}, seat: "s", role: "Worker", progress: true });
+  assert.equal((await host.next((m) => m.t === "answer" && m.id === 30)).text, "done");
+  const reports = host.received.filter((m) => m.t === "progress");
+  assert.deepEqual(reports, [{ t: "progress", id: 30, message: '{"pct":50}' }]);
+  host.stop();
+});
+
 test("a line split over many reads, a character cut in two among them, arrives whole", async () => {
   const { host, dir } = initHost(1 << 20);
   await loaded(host, dir, "echo", HEADER + "export function run(args) { return { text: args.s }; }", 1);
