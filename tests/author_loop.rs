@@ -634,6 +634,28 @@ fn check_shows_what_a_plugin_printed_at_its_import() {
     assert!(line.contains(r#"plugin="plugins/noisy.mjs""#), "{line}");
 }
 
+/// A check that waits on an import says why while it waits, before the import's timeout names the file.
+#[test]
+fn check_says_why_it_waits_on_a_slow_import() {
+    let inst = Instance::with_plugins(&[(
+        "waits.mjs",
+        "await new Promise(() => {});\nexport const run = 1;",
+    )]);
+    inst.set_config(json!({ "importTimeoutSeconds": 8 }));
+    let out = inst.cmd().args(["check"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.starts_with("ovai: the imports are taking a while; a file whose import has not finished within 8 s (importTimeoutSeconds) is named then, and would not be served.\n"),
+        "{said}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("plugins/waits.mjs would not be served: importing it took longer than 8 s"),
+        "{out:?}"
+    );
+}
+
 /// What a flood at import left out of check's stderr is counted there, though check ends before the
 /// second in which it was dropped does.
 #[test]

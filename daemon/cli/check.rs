@@ -93,9 +93,22 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
         process.kill().await;
         Ok::<_, load::LoadError>(loaded.verdicts)
     };
+    // A hung import is named only at its timeout: until then, check says why it waits.
+    let import_timeout = config.import_timeout;
+    let slow = async move {
+        tokio::time::sleep(SAY_WAITING_AFTER.min(import_timeout)).await;
+        eprintln!(
+            "ovai: the imports are taking a while; a file whose import has not finished within {} s \
+             (importTimeoutSeconds) is named then, and would not be served.",
+            import_timeout.as_secs()
+        );
+        // Said once; the imports' own end decides.
+        std::future::pending().await
+    };
     let result = rt.block_on(async {
         tokio::select! {
             done = work => done.map_err(fail(exit::FAILED)),
+            never = slow => never,
             (name, code) = stopped => Err(Failure::new(
                 format!("ovai check was stopped by {name} before it finished; nothing was changed."),
                 code,
@@ -216,6 +229,9 @@ fn sweep_shims(private: &Path) {
 
 /// A file named on the command line, as a candidate of plugins/ (`all`): `plugins/x.mjs`, `x.mjs` or
 /// `x`.
+/// How long check imports before it says why it is still waiting.
+const SAY_WAITING_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
+
 fn named(dir: &Path, arg: &str, all: &[Candidate]) -> Result<Candidate, Failure> {
     let path = Path::new(arg);
     let Some(file) = path.file_name().map(|f| f.to_string_lossy().into_owned()) else {

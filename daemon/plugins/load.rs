@@ -241,7 +241,15 @@ fn judge(file: &str, name: &str, l: Loaded, max_answer_bytes: usize) -> Verdict 
     };
     let validator = match schema::compile(&input_schema) {
         Ok(v) => v,
-        Err(problem) => return Verdict::NotServed(rows::schema(file, &problem)),
+        Err(problem) => {
+            // Its slips said with it, so one check names all there is to fix.
+            let slips = input_schema
+                .as_object()
+                .map(schema::keyword_slips)
+                .unwrap_or_default();
+            let problem = format!("{problem}{}", rows::slips_too(&slips));
+            return Verdict::NotServed(rows::schema(file, &problem));
+        }
     };
     let serde_json::Value::Object(schema) = input_schema else {
         return Verdict::NotServed(rows::schema(

@@ -155,10 +155,9 @@ pub fn foreign_keywords(file: &str, draft: &str, found: &[(String, String, &str)
     )
 }
 
-/// The row that follows a served file's row when its inputSchema has keys that look like slips for
-/// JSON Schema's keywords: ignored, they check nothing.
-pub fn keyword_slips(file: &str, slips: &[(String, String, &str)]) -> String {
-    let said: Vec<String> = slips
+/// Keys that look like slips for JSON Schema's keywords, each with where it is and what it meant.
+fn slips_said(slips: &[(String, String, &str)]) -> Vec<String> {
+    slips
         .iter()
         .take(8)
         .map(|(at, found, meant)| {
@@ -168,7 +167,24 @@ pub fn keyword_slips(file: &str, slips: &[(String, String, &str)]) -> String {
                 where_in(at)
             )
         })
-        .collect();
+        .collect()
+}
+
+/// What a schema refused for another fault also has that looks like slips, as the rest of its row.
+pub fn slips_too(slips: &[(String, String, &str)]) -> String {
+    if slips.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; it also has {}, which JSON Schema does not know.",
+        listed(&slips_said(slips), "and")
+    )
+}
+
+/// The row that follows a served file's row when its inputSchema has keys that look like slips for
+/// JSON Schema's keywords: ignored, they check nothing.
+pub fn keyword_slips(file: &str, slips: &[(String, String, &str)]) -> String {
+    let said = slips_said(slips);
     format!(
         "plugins/{file}: its inputSchema has {}, which JSON Schema does not know; a keyword it does not know \
          is ignored, so nothing is checked by it.",
