@@ -310,7 +310,6 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
         }
     }
 
-    /// Notes a request's id as in flight; `false` (after answering it) when that id cannot be taken.
     /// Holds a line read while the session has all it may in flight; a request under an id in flight or
     /// held already is refused now, as it would have been had there been room (run later, once the first
     /// was answered, it would be a second answer under one id).
@@ -329,6 +328,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
         self.backlog.push(id, line);
     }
 
+    /// Notes a request's id as in flight; `false` (after answering it) when that id cannot be taken.
     fn admit_id(&mut self, id: &NumberOrString) -> bool {
         self.forget_wound_down();
         let winding_down = self.cancelled.iter().any(|(c, _)| c == id);
