@@ -1472,7 +1472,7 @@ const PROGRESS_EVERY_MS = 100;
 /** A progress message as text: a plain object (`{ pct: 50 }`) as its JSON, not "[object Object]". */
 function messageText(message) {
   const text = toText(message);
-  if (text === "[object Object]") {
+  if (typeof message === "object" && text === "[object Object]") {
     try {
       const json = stringify(message);
       if (typeof json === "string") return json;
@@ -1494,6 +1494,14 @@ function progressOf(id, key) {
   const flush = () => {
     timer = null;
     if (pending !== null && inFlight(id)) {
+      // Made text only when it goes out: a plugin reporting in a tight loop pays for the ones sent.
+      if (pending.message !== undefined) {
+        try {
+          pending.message = clip(messageText(pending.message), 1000);
+        } catch {
+          delete pending.message;
+        }
+      }
       // Paced already, and the daemon passes on only the latest of the reports it reads together: each
       // goes out at once.
       send(pending, true);
@@ -1520,7 +1528,7 @@ function progressOf(id, key) {
         message = undefined;
       }
       const report = { __proto__: null, t: "progress", id, key };
-      if (message !== undefined && message !== null) report.message = clip(messageText(message), 1000);
+      if (message !== undefined && message !== null) report.message = message;
       const done = options?.progress;
       const total = options?.total;
       if (typeof done === "number" && Number.isFinite(done)) report.progress = done;

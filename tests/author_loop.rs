@@ -888,7 +888,7 @@ fn a_restart_names_the_tools_whose_new_code_runs_now() {
         predicate::str::contains("Restarted: generation 3 serves now; the tool list is the same (")
             .and(predicate::str::ends_with("for every session).\n")),
     );
-    // Settings in effect now are named; a file that no longer imports is no longer served (its row says
+    // The settings changed are named; a file that no longer imports is no longer served (its row says
     // why), and nobody connected is told nothing.
     drop(s);
     wait_until("the session to end", || {
@@ -901,8 +901,7 @@ fn a_restart_names_the_tools_whose_new_code_runs_now() {
     assert!(
         said.contains("plugins/b.mjs is not served: importing it failed: SyntaxError")
             && said.contains("Restarted: generation 4 serves now; no longer served: b. ")
-            && said
-                .ends_with(" openovai.json changed, in effect now: callLog, callTimeoutSeconds.\n"),
+            && said.ends_with(" openovai.json changed: callLog, callTimeoutSeconds.\n"),
         "{said}"
     );
 }

@@ -146,8 +146,9 @@ fn a_desk_is_made_for_each_client_and_rotate_and_remove_keep_them_right() {
         .args(["seat", "add", "w9"])
         .output()
         .unwrap();
+    let said_here = String::from_utf8_lossy(&here.stdout);
     assert!(
-        String::from_utf8_lossy(&here.stdout).contains("`ovai seat trust w9`"),
+        said_here.contains("/ovai seat trust w9`") && !said_here.contains("seat trust w9 --root"),
         "{here:?}"
     );
     inst.cmd().args(["seat", "remove", "w9"]).assert().success();

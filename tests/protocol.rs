@@ -446,10 +446,9 @@ fn a_session_keeps_the_revision_it_began_with() {
     );
     assert_eq!(r["error"]["code"], -32601, "{r}");
     assert!(
-        r["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("initialize is gone"),
+        r["error"]["message"].as_str().unwrap().contains(
+            "initialize is gone from MCP 2026-07-28 on, and this session began as 2026-07-28 and keeps that revision"
+        ),
         "{r}"
     );
     let r = modern.request("ping", json!({}));
@@ -476,6 +475,28 @@ fn a_session_keeps_the_revision_it_began_with() {
     assert!(
         r["result"].get("resultType").is_none(),
         "answered as 2025-06-18: {r}"
+    );
+    let r = old.request("tools/list", json!({ "_meta": meta }));
+    assert!(r["result"]["tools"].is_array(), "{r}");
+    assert!(
+        r["result"].get("resultType").is_none(),
+        "answered as 2025-06-18: {r}"
+    );
+    assert_eq!(
+        old.request("ping", json!({ "_meta": meta }))["result"],
+        json!({})
+    );
+    let r = old.request(
+        "initialize",
+        json!({ "_meta": meta, "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }),
+    );
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("this session is initialized already"),
+        "{r}"
     );
     for method in ["server/discover", "subscriptions/listen"] {
         let r = old.request(method, json!({ "_meta": meta }));

@@ -230,9 +230,11 @@ fn sessions_that_say_who_they_are_at_once_never_number_more_than_the_cap() {
         .flat_map(|t| t.join().unwrap())
         .collect();
     let mut welcomed = 0;
-    for mut c in clients {
+    // Each kept open while the others are read: one closed would free its place for a later one.
+    let mut clients = clients;
+    for c in &mut clients {
         c.set_read_timeout(Some(PATIENCE)).unwrap();
-        let line = ovai::client::read_line_unbuffered(&mut c, 64 * 1024).unwrap_or_default();
+        let line = ovai::client::read_line_unbuffered(c, 64 * 1024).unwrap_or_default();
         if line.contains("\"ok\":true") {
             welcomed += 1;
         }

@@ -96,7 +96,11 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
     // A hung import is named only at its timeout: until then, check says why it waits.
     let import_timeout = config.import_timeout;
     let slow = async move {
-        tokio::time::sleep(SAY_WAITING_AFTER.min(import_timeout)).await;
+        // With a timeout this short, the file is named before anything need be said.
+        if import_timeout <= SAY_WAITING_AFTER {
+            return std::future::pending().await;
+        }
+        tokio::time::sleep(SAY_WAITING_AFTER).await;
         eprintln!(
             "ovai: the imports are taking a while; a file whose import has not finished within {} s \
              (importTimeoutSeconds) is named then, and would not be served.",

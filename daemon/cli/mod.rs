@@ -423,14 +423,14 @@ pub fn config_failure(e: crate::instance::ConfigError) -> Failure {
     )
 }
 
-/// A command to tell the person, as `ovai ARGS` where a bare command run here finds `inst`, else with
-/// the binary as they ran it and `--root` (run from elsewhere, a bare one would act on another instance).
+/// A command to tell the person, with the binary as they ran it, and `--root` unless a command run here
+/// finds `inst` without it (run from elsewhere, it would act on another instance, or none).
 pub fn command_for(inst: &Instance, args: &str) -> String {
     let here = crate::instance::find_root(None).is_ok_and(|found| {
         crate::instance::absolute(&found.root) == crate::instance::absolute(&inst.root)
     });
     if here {
-        format!("`ovai {args}`")
+        format!("`{} {args}`", invoked_as())
     } else {
         format!(
             "`{} {args} --root {}`",

@@ -70,8 +70,8 @@ fn full_words(seat: &str, full: &Full) -> String {
     match full {
         Full::Seat => format!(
             "the seat {seat} holds {SESSIONS_PER_SEAT} sessions on this server already, the most one seat may hold, \
-             so that no seat can keep the others out; close one of its sessions (`ovai seat rotate {seat}` ends \
-             them all), then connect again"
+             so that no seat can keep the others out; quit one of the clients started at its desk (`ovai status` \
+             counts each seat's sessions), then connect again"
         ),
         Full::All(max) => format!(
             "this server holds {max} sessions already, its limit (maxConnections in openovai.json); close a \
@@ -99,8 +99,8 @@ pub fn turn_away(daemon: &Daemon, stream: &UnixStream, max: usize) {
 }
 
 /// Why a connection that had not said who it is gave up its place to a newcomer.
-const EVICTED: &str = "the server holds as many connections as maxConnections allows, and this one had not said who \
-     it is; connect again and send the hello at once";
+const EVICTED: &str = "the server holds as many connections as it takes (maxConnections, and the places kept for \
+     `ovai` commands), and this one had not said who it is; connect again and send the hello at once";
 
 pub async fn handle(
     daemon: Arc<Daemon>,

@@ -264,7 +264,7 @@ impl Daemon {
         };
         self.log.row(Topic::Server, &row(Some(by)));
         let said = row(None);
-        let reply = RestartReply {
+        let mut reply = RestartReply {
             generation: next.number,
             rows: next
                 .config
@@ -277,7 +277,7 @@ impl Daemon {
             changed,
             new_code,
             said,
-            told: if changed { self.sessions.count() } else { 0 },
+            told: 0,
         };
         self.figures
             .set_call_log(next.config.call_log.then(|| self.inst.call_log()));
@@ -295,7 +295,7 @@ impl Daemon {
             }
         }
         if changed {
-            self.sessions.announce_tool_list_changed(&self.tasks);
+            reply.told = self.sessions.announce_tool_list_changed(&self.tasks);
         }
         // The old host finishes what it holds (bounded by its longest deadline), then ends.
         let grace = old.config.call_timeout + Duration::from_secs(1);

@@ -363,6 +363,16 @@ pub fn removed_words(method: &str) -> Option<String> {
     }
 }
 
+/// `-32601`'s message for `initialize` or `ping` in a session begun as 2026-07-28, whatever the request's
+/// `_meta` says: the session keeps its revision.
+pub fn removed_in_session_words(method: &str) -> String {
+    format!(
+        "Method not found: {} is gone from MCP 2026-07-28 on, and this session began as 2026-07-28 and keeps \
+         that revision; to speak 2025-11-25, start a new session with initialize",
+        jsonrpc::clip(method)
+    )
+}
+
 /// `-32601`'s message: the method, and what this server serves instead.
 pub fn method_not_found_words(method: &str) -> String {
     let method = jsonrpc::clip(method);

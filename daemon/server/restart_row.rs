@@ -11,8 +11,8 @@ pub fn bytes(tool: &Tool) -> usize {
 }
 
 /// `new_code`: the tools whose file changed, served before and now (their new code runs now);
-/// `settings`: the keys of openovai.json whose change is in effect now. `by`: who asked, for
-/// runtime.log; `None` for the one who asked (`ovai restart`'s own last line).
+/// `settings`: the keys of openovai.json that changed. `by`: who asked, for runtime.log; `None` for the
+/// one who asked (`ovai restart`'s own last line).
 pub fn row(
     by: Option<&str>,
     generation: u64,
@@ -25,10 +25,7 @@ pub fn row(
         row.push_str(&format!(" New code runs for: {}.", new_code.join(", ")));
     }
     if !settings.is_empty() {
-        row.push_str(&format!(
-            " openovai.json changed, in effect now: {}.",
-            settings.join(", ")
-        ));
+        row.push_str(&format!(" openovai.json changed: {}.", settings.join(", ")));
     }
     row
 }

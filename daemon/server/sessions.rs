@@ -289,15 +289,19 @@ impl Sessions {
 
     /// Sends `notifications/tools/list_changed` to every session: through its listen streams where it
     /// opened any (2026-07-28), else as a plain notification.
-    pub fn announce_tool_list_changed(&self, tasks: &TaskTracker) {
+    /// Returns how many sessions it told.
+    pub fn announce_tool_list_changed(&self, tasks: &TaskTracker) -> usize {
+        let mut told = 0;
         for e in self.lock().values() {
             if e.sinks.is_empty() {
                 if let Some(peer) = e.peer.clone() {
+                    told += 1;
                     tasks.spawn(async move {
                         let _ = peer.notify_tool_list_changed().await;
                     });
                 }
             } else {
+                told += 1;
                 for (_, sink) in &e.sinks {
                     let sink = sink.clone();
                     tasks.spawn(async move {
@@ -306,5 +310,6 @@ impl Sessions {
                 }
             }
         }
+        told
     }
 }

@@ -212,10 +212,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                     LineRead::Answered => {}
                     LineRead::Line(line) => match cancellation(&line) {
                         Some(id) => {
-                            // One held with an id in flight is a duplicate, refused in its turn.
-                            if let Some(id) = &id
-                                && !lock(&self.answers.in_flight).contains(id)
-                            {
+                            // Never both held and in flight: a request under an id taken is refused
+                            // as it is read (`hold`).
+                            if let Some(id) = &id {
                                 self.backlog.cancel(id);
                             }
                             return Some(line);
@@ -417,9 +416,14 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 }
                 // A session keeps the revision it began with: one begun as 2026-07-28 has no initialize
                 // or ping, and one begun with initialize none of 2026-07-28's methods.
-                let gone = params::removed_words(&r.method).filter(|_| {
-                    params::modern_meta(r.params) || self.lifecycle == Lifecycle::Inline
-                });
+                let gone = match self.lifecycle {
+                    Lifecycle::Inline => params::removed_words(&r.method)
+                        .map(|_| params::removed_in_session_words(&r.method)),
+                    Lifecycle::None if params::modern_meta(r.params) => {
+                        params::removed_words(&r.method)
+                    }
+                    _ => None,
+                };
                 let not_yet = (self.lifecycle == Lifecycle::Handshake
                     && matches!(&*r.method, "server/discover" | "subscriptions/listen"))
                 .then(|| params::method_not_found_words(&r.method));
@@ -458,13 +462,23 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 {
                     lock(&self.answers.spans).insert(r.id.clone(), span);
                 }
-                let msg = match params::for_rmcp(&text, &r) {
+                let mut msg = match params::for_rmcp(&text, &r) {
                     Ok(msg) => msg,
                     Err(answer) => {
                         self.answers.answer_line(&r.id, answer);
                         return None;
                     }
                 };
+                // Begun with initialize, it is answered in the revision initialize agreed: rmcp goes
+                // by a request's own protocolVersion first.
+                if self.lifecycle == Lifecycle::Handshake
+                    && let ClientJsonRpcMessage::Request(request) = &mut msg
+                {
+                    request
+                        .request
+                        .get_meta_mut()
+                        .remove("io.modelcontextprotocol/protocolVersion");
+                }
                 self.begins(&r, msg)
             }
         }
@@ -709,17 +723,18 @@ async fn sleep_until(at: Option<std::time::Instant>) {
     }
 }
 
-/// Whether rmcp starts a session (of 2026-07-28 or later, without a handshake) with this request: it
-/// carries every `_meta` key that revision asks for, and a revision rmcp serves. One it refuses leaves
-/// rmcp waiting for a session to begin.
+/// Why a request is refused whose id is taken: by one in flight, or one held behind the session's cap.
 fn in_flight_words(id: &NumberOrString) -> String {
     format!(
-        "Invalid request: a request with the id {} is already in flight on this session; each request in \
-         flight needs an id of its own",
+        "Invalid request: a request with the id {} is already in flight on this session (or waiting for room \
+         behind the 64 it may have); each request in flight needs an id of its own",
         jsonrpc::key_of(id)
     )
 }
 
+/// Whether rmcp starts a session (of 2026-07-28 or later, without a handshake) with this request: it
+/// carries every `_meta` key that revision asks for, and a revision rmcp serves. One it refuses leaves
+/// rmcp waiting for a session to begin.
 fn starts_session(request: &ClientRequest) -> bool {
     let meta = request.get_meta();
     meta.missing_required_keys(&ProtocolVersion::V_2026_07_28)

@@ -113,7 +113,7 @@ impl Client {
         let mut cmd = Command::new(&setup.ovai);
         cmd.arg("mcp")
             .env("OVAI_ROOT", &inst.root)
-            .env("OVAI_SECRET", &inst.secret);
+            .env("OVAI_SECRET", inst.next_secret());
         Self::spawn(cmd)
     }
 

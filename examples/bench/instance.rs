@@ -7,11 +7,18 @@ export const inputSchema = { type: "object", properties: { i: { type: "integer",
 export function run(args) { return { text: JSON.stringify(args) }; }
 "#;
 
-/// A temporary openovai instance with `n` echo plugins (p0000…), a seat, and the baseline's view of it.
+/// A temporary openovai instance with `n` echo plugins (p0000…), its seats, and the baseline's view of it.
 pub(crate) struct Instance {
     pub(crate) root: PathBuf,
+    /// The Leader's, `bench`.
     pub(crate) secret: String,
+    /// Every seat's, the Leader's first: a seat holds at most 64 sessions, and `--load` runs up to 1,024.
+    secrets: Vec<String>,
+    next: std::sync::atomic::AtomicUsize,
 }
+
+/// Seats enough for `--load`'s most sessions at 64 a seat.
+const SEATS: usize = 16;
 
 impl Instance {
     pub(crate) fn ovai(&self) -> ovai::instance::Instance {
@@ -32,8 +39,31 @@ impl Instance {
             std::fs::write(root.join("plugins").join(format!("p{i:04}.mjs")), ECHO)
                 .expect("a plugin file");
         }
-        let secret = ovai::desk::secret_in(&root.join("desks/bench")).expect("the desk's secret");
-        Self { root, secret }
+        let mut secrets =
+            vec![ovai::desk::secret_in(&root.join("desks/bench")).expect("the desk's secret")];
+        for i in 1..SEATS {
+            let seat = format!("w{i:02}");
+            run_ok(
+                Command::new(&setup.ovai)
+                    .args(["seat", "add", &seat, "--root"])
+                    .arg(&root),
+            );
+            secrets.push(
+                ovai::desk::secret_in(&root.join("desks").join(&seat)).expect("the desk's secret"),
+            );
+        }
+        Self {
+            root,
+            secret: secrets[0].clone(),
+            secrets,
+            next: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// The secret of the seat the next session takes: each in turn, so no seat holds more than its 64.
+    pub(crate) fn next_secret(&self) -> &str {
+        let i = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        &self.secrets[i % self.secrets.len()]
     }
 }
 
