@@ -963,6 +963,47 @@ fn a_request_held_at_the_cap_under_an_id_in_flight_is_refused_at_once() {
     assert_eq!(s.call("runs", json!({})), ("64".to_string(), false));
 }
 
+/// One seat's sessions together run at most 256 requests: past that, its requests wait in whichever of
+/// its sessions they came, and go on as its calls end, so one seat cannot fill the host ahead of others.
+#[test]
+fn one_seats_sessions_together_run_at_most_the_seats_share() {
+    let inst = Instance::with_plugins(&[("waits.mjs", WAITS), ("runs.mjs", RUNS)]);
+    inst.set_config(json!({ "callTimeoutSeconds": 600 }));
+    inst.add_seat("w1");
+    let _d = inst.start();
+    let mut probe = inst.session("lead");
+    probe.initialize();
+    let mut sessions: Vec<Session> = (0..5)
+        .map(|_| {
+            let mut s = inst.session("w1");
+            s.initialize();
+            s
+        })
+        .collect();
+    for (i, s) in sessions.iter_mut().enumerate() {
+        let calls: String = (0..64)
+            .map(|j| wait_call(&inst, 1000 * (i as u64 + 1) + j))
+            .collect();
+        raw(s, calls.as_bytes());
+    }
+    // Another seat's calls are not held by it.
+    wait_until("256 calls running", || {
+        (probe.call("runs", json!({})).0 == "256").then_some(())
+    });
+    // Ten of the first session's calls end: ten held in the others start.
+    let cancel: String = (1000..1010)
+        .map(|id| {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id}}}}}\n"
+            )
+        })
+        .collect();
+    raw(&mut sessions[0], cancel.as_bytes());
+    wait_until("266 calls run", || {
+        (probe.call("runs", json!({})).0 == "266").then_some(())
+    });
+}
+
 #[test]
 fn calls_past_the_cap_sent_just_before_the_client_closes_are_all_answered() {
     let inst = Instance::with_plugins(&[("slow.mjs", SLOW)]);

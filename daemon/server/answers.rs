@@ -2,11 +2,12 @@
 //! of its requests not yet answered (each answered once). Shared by the transport, the calls it runs
 //! itself and their progress.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rmcp::model::{NumberOrString, ServerJsonRpcMessage};
 
 use super::params;
+use super::sessions::SeatLoad;
 use super::traces::RequestSpan;
 use crate::lines::Outbox;
 use crate::sync::lock;
@@ -22,9 +23,36 @@ pub struct Answers {
     pub(super) limit: usize,
     /// The spans of requests other than calls, when traces are on: ended as each is answered.
     pub(super) spans: Mutex<crate::maps::Map<NumberOrString, RequestSpan>>,
+    /// What the session's seat has in flight in all its sessions, this one's among them.
+    pub(super) seat: Arc<SeatLoad>,
+}
+
+impl Drop for Answers {
+    fn drop(&mut self) {
+        // The session is over: what it left unanswered is no longer in flight for its seat.
+        self.seat.sub(lock(&self.in_flight).len());
+    }
 }
 
 impl Answers {
+    /// Notes request `id` as in flight; `false` when that id is in flight already.
+    pub(super) fn take_id(&self, id: &NumberOrString) -> bool {
+        let taken = lock(&self.in_flight).insert(id.clone());
+        if taken {
+            self.seat.add();
+        }
+        taken
+    }
+
+    /// Frees request `id`; `false` when it was not in flight.
+    pub(super) fn free_id(&self, id: &NumberOrString) -> bool {
+        let freed = lock(&self.in_flight).remove(id);
+        if freed {
+            self.seat.sub(1);
+        }
+        freed
+    }
+
     pub(super) fn queue_line(&self, mut line: Vec<u8>) -> Result<(), std::io::Error> {
         line.push(b'\n');
         lock(&self.out)
@@ -41,7 +69,7 @@ impl Answers {
 
     /// Queues the answer line made for request `id` if it is still in flight, freeing the id.
     pub fn answer_line(&self, id: &NumberOrString, line: Vec<u8>) {
-        if !lock(&self.in_flight).remove(id) {
+        if !self.free_id(id) {
             return;
         }
         self.end_span(id, || {
@@ -73,7 +101,7 @@ impl Answers {
             _ => None,
         };
         if let Some(id) = id
-            && lock(&self.in_flight).remove(id)
+            && self.free_id(id)
         {
             self.answered.notify_one();
             self.end_span(id, || match msg {

@@ -272,6 +272,7 @@ pub async fn handle(
         )
     };
     let transport = SessionTransport::new(reader, write, hangup, queue_bytes)
+        .with_seat_load(daemon.sessions.load_of(&seat))
         .with_call_deadline(call_timeout)
         .with_calls(service.clone(), ct.clone());
     match service.serve_with_ct(transport, ct).await {

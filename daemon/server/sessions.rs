@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use rmcp::service::{Peer, RoleServer, SubscriptionSink};
 use tokio_util::sync::CancellationToken;
@@ -84,6 +84,35 @@ impl SeatChange {
 /// client cannot take every place.
 pub const SESSIONS_PER_SEAT: usize = 64;
 
+/// The requests one seat's socket sessions may have in flight together (each session 64 of them): one
+/// seat cannot fill the plugin host, or the daemon's memory with answers, ahead of the others.
+pub const SEAT_IN_FLIGHT: usize = 256;
+
+/// The requests one seat's socket sessions have in flight together, and a wake-up for those waiting on
+/// SEAT_IN_FLIGHT when one ends.
+#[derive(Default)]
+pub struct SeatLoad {
+    in_flight: AtomicUsize,
+    pub freed: tokio::sync::Notify,
+}
+
+impl SeatLoad {
+    pub fn has_room(&self) -> bool {
+        self.in_flight.load(Ordering::Relaxed) < SEAT_IN_FLIGHT
+    }
+
+    pub fn add(&self) {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `n` requests ended; those waiting for room are woken when there was none.
+    pub fn sub(&self, n: usize) {
+        if n > 0 && self.in_flight.fetch_sub(n, Ordering::Relaxed) >= SEAT_IN_FLIGHT {
+            self.freed.notify_waiters();
+        }
+    }
+}
+
 /// Why a socket session was not let in: the seat's share, or all sessions may have, is taken.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Full {
@@ -95,6 +124,8 @@ pub enum Full {
 pub struct Sessions {
     map: Mutex<HashMap<u64, SessionEntry>>,
     next: AtomicU64,
+    /// Each seat's requests in flight on the socket (a seat's entry stays: seats are few).
+    loads: Mutex<HashMap<String, std::sync::Arc<SeatLoad>>>,
 }
 
 /// Removes its session from the registry when the connection ends, however it ends.
@@ -160,6 +191,14 @@ impl Drop for Owned {
 impl Sessions {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, SessionEntry>> {
         lock(&self.map)
+    }
+
+    /// What `seat`'s socket sessions have in flight together.
+    pub fn load_of(&self, seat: &str) -> std::sync::Arc<SeatLoad> {
+        lock(&self.loads)
+            .entry(seat.to_string())
+            .or_default()
+            .clone()
     }
 
     /// Registers a socket session, unless its seat holds SESSIONS_PER_SEAT of them or all seats `most`

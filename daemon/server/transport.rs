@@ -124,6 +124,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 answered: tokio::sync::Notify::new(),
                 limit: queue_limit,
                 spans: Mutex::default(),
+                seat: Arc::default(),
             }),
             writer: Some(writer),
             cancelled: Vec::new(),
@@ -181,6 +182,12 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 }
                 if !self.input_ended {
                     match self.read_line().await {
+                        // The seat's other sessions may have taken its room while this one read.
+                        LineRead::Line(line) if !self.has_room() => {
+                            if let Some(line) = self.take_or_hold(line) {
+                                return Some(line);
+                            }
+                        }
                         LineRead::Line(line) => return Some(line),
                         LineRead::Answered => {}
                         LineRead::End => self.input_ended = true,
@@ -194,6 +201,8 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             // Registered before the second look, so an answer between the two is not missed.
             let answers = self.answers.clone();
             let answered = answers.answered.notified();
+            // And room made by the seat's other sessions.
+            let freed = answers.seat.freed.notified();
             if self.can_go_on() {
                 continue;
             }
@@ -202,6 +211,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             let closing_over = self.closed_at.map(|at| at + self.closing_grace);
             tokio::select! {
                 _ = answered => {}
+                _ = freed => {}
                 _ = sleep_until(wound_down) => {}
                 _ = sleep_until(closing_over) => {}
                 // Not reading (its input ended, or what it sent fills what is held), so its client's end
@@ -210,17 +220,11 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 read = self.read_line(), if read_on => match read {
                     LineRead::End => self.input_ended = true,
                     LineRead::Answered => {}
-                    LineRead::Line(line) => match cancellation(&line) {
-                        Some(id) => {
-                            // Never both held and in flight: a request under an id taken is refused
-                            // as it is read (`hold`).
-                            if let Some(id) = &id {
-                                self.backlog.cancel(id);
-                            }
+                    LineRead::Line(line) => {
+                        if let Some(line) = self.take_or_hold(line) {
                             return Some(line);
                         }
-                        None => self.hold(line),
-                    },
+                    }
                 },
             }
         }
@@ -299,6 +303,34 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     /// Whether the session may have one more request in flight (cancelled ones winding down count).
     fn has_room(&self) -> bool {
         lock(&self.answers.in_flight).len() + self.cancelled.len() < MAX_IN_FLIGHT
+            && self.answers.seat.has_room()
+    }
+
+    /// Counts the session's requests in flight with its seat's other sessions', against SEAT_IN_FLIGHT.
+    pub fn with_seat_load(mut self, load: Arc<super::sessions::SeatLoad>) -> Self {
+        if let Some(answers) = Arc::get_mut(&mut self.answers) {
+            answers.seat = load;
+        }
+        self
+    }
+
+    /// A line read while the session has all it may in flight: a cancellation is acted on at once (what it
+    /// names, if held, never starts), anything else held until there is room.
+    fn take_or_hold(&mut self, line: String) -> Option<String> {
+        match cancellation(&line) {
+            Some(id) => {
+                // Never both held and in flight: a request under an id taken is refused as it is read
+                // (`hold`).
+                if let Some(id) = &id {
+                    self.backlog.cancel(id);
+                }
+                Some(line)
+            }
+            None => {
+                self.hold(line);
+                None
+            }
+        }
     }
 
     /// Forgets the cancelled requests whose time to wind down is over.
@@ -331,7 +363,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     fn admit_id(&mut self, id: &NumberOrString) -> bool {
         self.forget_wound_down();
         let winding_down = self.cancelled.iter().any(|(c, _)| c == id);
-        if !winding_down && lock(&self.answers.in_flight).insert(id.clone()) {
+        if !winding_down && self.answers.take_id(id) {
             return true;
         }
         let shown = jsonrpc::key_of(id);
@@ -351,7 +383,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     /// down), and a call of the session's own is stopped.
     fn cancel(&mut self, id: Option<NumberOrString>) {
         let Some(id) = id else { return };
-        if !lock(&self.answers.in_flight).remove(&id) {
+        if !self.answers.free_id(&id) {
             return;
         }
         if let Some(calls) = &self.calls {
