@@ -980,17 +980,19 @@ fn one_seats_sessions_together_run_at_most_the_seats_share() {
             s
         })
         .collect();
+    // One session after another, each with its 64 running, until the seat has its 256 (another seat's
+    // calls are not held by it); the fifth's are all held.
     for (i, s) in sessions.iter_mut().enumerate() {
         let calls: String = (0..64)
             .map(|j| wait_call(&inst, 1000 * (i as u64 + 1) + j))
             .collect();
         raw(s, calls.as_bytes());
+        let running = (64 * (i + 1)).min(256).to_string();
+        wait_until(&format!("{running} calls running"), || {
+            (probe.call("runs", json!({})).0 == running).then_some(())
+        });
     }
-    // Another seat's calls are not held by it.
-    wait_until("256 calls running", || {
-        (probe.call("runs", json!({})).0 == "256").then_some(())
-    });
-    // Ten of the first session's calls end: ten held in the others start.
+    // Ten of the first session's calls end: ten of the fifth's start.
     let cancel: String = (1000..1010)
         .map(|id| {
             format!(
