@@ -660,17 +660,7 @@ fn check_says_why_it_waits_on_a_slow_import() {
 /// second in which it was dropped does.
 #[test]
 fn check_counts_what_a_flood_at_import_left_out() {
-    let inst = Instance::with_plugins(&[(
-        "loud.mjs",
-        "for (let i = 0; i < 5000; i++) console.log('noise ' + i);\nexport const description = 'd';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'ok' }; }",
-    )]);
-    let out = inst
-        .cmd()
-        .args(["check", "plugins/loud.mjs"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    let said = check_printing("for (let i = 0; i < 5000; i++) console.log('noise ' + i);");
     let shown = said.lines().filter(|l| l.contains(" noise ")).count();
     // One count for each second the flood lasted.
     let counted: usize =
@@ -1145,16 +1135,18 @@ fn ovai_plugin_refuses_a_name_the_server_still_serves() {
 /// is reported, before the second a line without its end waits for one.
 #[test]
 fn check_shows_a_line_printed_at_import_without_its_end() {
-    let inst = Instance::with_plugins(&[(
-        "partial.mjs",
-        "process.stderr.write('partial line no newline');\nexport const description = 'd';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'ok' }; }",
-    )]);
+    let said = check_printing("process.stderr.write('partial line no newline');");
+    assert!(said.contains("partial line no newline"), "{said}");
+}
+
+/// `ovai check` of a tool whose import runs `printing` first: what it said on stderr (it passes).
+fn check_printing(printing: &str) -> String {
+    let inst = Instance::with_plugins(&[("printing.mjs", &format!("{printing}\n{TOOL}"))]);
     let out = inst
         .cmd()
-        .args(["check", "plugins/partial.mjs"])
+        .args(["check", "plugins/printing.mjs"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let said = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(said.contains("partial line no newline"), "{said}");
+    String::from_utf8_lossy(&out.stderr).to_string()
 }

@@ -144,11 +144,14 @@ fn one_seat_cannot_lock_out_the_other_seats_or_the_operator() {
         let mut s = ovai::client::connect(&ovai_inst).unwrap();
         ovai::client::hello_seat(&ovai_inst, &mut s, &inst.secret(seat), PATIENCE).map(|()| s)
     };
+    let refusal = |seat: &str| {
+        session(seat)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
     let held: Vec<_> = (0..64).map(|_| session("w1").unwrap()).collect();
-    let refused = session("w1")
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
+    let refused = refusal("w1");
     assert!(
         refused.contains(
             "the seat w1 holds 64 sessions on this server already, the most one seat may hold"
@@ -160,10 +163,7 @@ fn one_seat_cannot_lock_out_the_other_seats_or_the_operator() {
     assert!(!lead.call("index", json!({})).1);
     // Sessions of other seats fill the rest: commands still get in, and end the seat's sessions.
     let more: Vec<_> = (0..15).map(|_| session("lead").unwrap()).collect();
-    let refused = session("lead")
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
+    let refused = refusal("lead");
     assert!(
         refused.contains("this server holds 80 sessions already"),
         "{refused}"
