@@ -896,16 +896,16 @@ fn a_restart_names_the_tools_whose_new_code_runs_now() {
     );
 }
 
+/// The row for plugins/a.mjs saved after the last read.
+const A_CHANGED: &str = "plugins/a.mjs changed after the last read: it is served, if at all, as it was read, and a plugin host started from now on (after a crash, or when the seats change) refuses its calls; `ovai restart` serves it as it is now";
+
 /// An edit undone (`git stash`, an editor's undo) is said, as the edit was: its row would otherwise stand.
 #[test]
 fn an_edit_undone_is_said_as_the_edit_was() {
     let inst = Instance::with_plugins(&[("a.mjs", TOOL)]);
     let d = inst.start();
     inst.write_plugin("a.mjs", &TOOL.replace("'ok'", "'edited'"));
-    wait_for_row(
-        &inst,
-        "plugins/a.mjs changed after the last read: it is served, if at all, as it was read, and a plugin host started from now on (after a crash, or when the seats change) refuses its calls; `ovai restart` serves it as it is now",
-    );
+    wait_for_row(&inst, A_CHANGED);
     inst.write_plugin("a.mjs", TOOL);
     wait_for_row(
         &inst,
@@ -932,10 +932,7 @@ fn an_edit_undone_after_a_new_host_left_the_file_out_says_it_is_refused_until_th
     let inst = Instance::with_plugins(&[("a.mjs", TOOL)]);
     let d = inst.start();
     inst.write_plugin("a.mjs", &TOOL.replace("'ok'", "'edited'"));
-    wait_for_row(
-        &inst,
-        "plugins/a.mjs changed after the last read: it is served, if at all, as it was read, and a plugin host started from now on (after a crash, or when the seats change) refuses its calls; `ovai restart` serves it as it is now",
-    );
+    wait_for_row(&inst, A_CHANGED);
     // The seats change: a new host, which leaves the changed file out.
     let host = d.host_pid();
     inst.add_seat("w2");
@@ -980,7 +977,7 @@ fn an_edit_undone_after_a_new_host_left_the_file_out_says_it_is_refused_until_th
 fn a_file_saved_again_and_again_gets_one_row() {
     let inst = Instance::with_plugins(&[("a.mjs", TOOL)]);
     let _d = inst.start();
-    let row = "plugins/a.mjs changed after the last read: it is served, if at all, as it was read, and a plugin host started from now on (after a crash, or when the seats change) refuses its calls; `ovai restart` serves it as it is now";
+    let row = A_CHANGED;
     for i in 0..3 {
         inst.write_plugin("a.mjs", &format!("{TOOL}\n// save {i}\n"));
         // Each save waits for its row's burst to end: 300 ms of quiet, and the file read.
