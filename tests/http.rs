@@ -329,6 +329,45 @@ fn a_progress_token_of_another_kind_is_invalid_params_over_http_too() {
     );
 }
 
+/// Over HTTP as over the socket: a second call in flight under one progress token is refused.
+#[test]
+fn a_progress_token_in_use_is_refused_over_http_too() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "http": { "listen": "127.0.0.1:0" } }));
+    inst.write_plugin(
+        "gated.mjs",
+        r#"import { existsSync } from "node:fs";
+export const description = "Says it started, then waits at a gate.";
+export const inputSchema = { type: "object" };
+export async function run(args, { root, progress }) {
+  progress("started", { progress: 1 });
+  for (let i = 0; i < 3000 && !existsSync(`${root}/gate.go`); i++) await new Promise((r) => setTimeout(r, 20));
+  return { text: "done" };
+}"#,
+    );
+    inst.add_seat("w1");
+    let d = inst.start();
+    let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize();
+    let params = json!({ "name": "gated", "arguments": {}, "_meta": { "progressToken": "p" } });
+    let (id, mut r) = s.send("tools/call", params.clone());
+    while r.next_message().expect("the call's stream is open")["method"] != "notifications/progress"
+    {
+    }
+    let refused = s.request("tools/call", params);
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the progress token \"p\" is another call's, in flight on this session"),
+        "{refused}"
+    );
+    std::fs::write(inst.root.join("gate.go"), "").unwrap();
+    assert_eq!(text_of(&r.answer(id)).0, "done");
+}
+
 /// The next message a stream reads, within PATIENCE (a stream that gets none would be read for ever),
 /// and the stream.
 fn next_of(mut stream: Response) -> (serde_json::Value, Response) {

@@ -1006,6 +1006,47 @@ fn one_seats_sessions_together_run_at_most_the_seats_share() {
     });
 }
 
+/// Two calls in flight on one session under one progress token: the second is refused, since its
+/// reports could not be told from the first's; once the first ends, the token is free again.
+#[test]
+fn a_progress_token_in_use_by_a_call_in_flight_is_refused() {
+    let (inst, _d, mut probe) = waiting_calls();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let call = |id: u64| {
+        let dir = inst.root.display();
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"waits\",\"arguments\":{{\"dir\":\"{dir}\",\"n\":{id}}},\"_meta\":{{\"progressToken\":\"t\"}}}}}}\n"
+        )
+    };
+    raw(&mut s, call(1).as_bytes());
+    wait_until("the first call running", || {
+        (probe.call("runs", json!({})).0 == "1").then_some(())
+    });
+    raw(&mut s, call(2).as_bytes());
+    let refused = error_for(&mut s, json!(2));
+    assert_eq!(refused["code"], -32602, "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("the progress token \"t\" is another call's, in flight on this session"),
+        "{refused}"
+    );
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}\n",
+    );
+    std::fs::create_dir_all(inst.root.join("work")).unwrap();
+    wait_until("the first call to end", || {
+        inst.root.join("work/aborted-1").exists().then_some(())
+    });
+    raw(&mut s, call(3).as_bytes());
+    wait_until("the third call running", || {
+        (probe.call("runs", json!({})).0 == "2").then_some(())
+    });
+}
+
 #[test]
 fn calls_past_the_cap_sent_just_before_the_client_closes_are_all_answered() {
     let inst = Instance::with_plugins(&[("slow.mjs", SLOW)]);

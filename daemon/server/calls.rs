@@ -48,6 +48,8 @@ pub struct Call {
     pub span: Mutex<Option<RequestSpan>>,
     /// The W3C trace context its caller passed on, if any.
     pub traceparent: Option<String>,
+    /// Its progress token, taken from the session's others while it is in flight.
+    pub token_held: Option<super::session::TokenHeld>,
 }
 
 impl Call {
@@ -145,11 +147,23 @@ impl Calls {
     }
 
     /// Runs the call; its answer goes to `answers` unless it is cancelled first.
-    pub fn take(&mut self, call: Call, answers: &Arc<Answers>) {
+    pub fn take(&mut self, mut call: Call, answers: &Arc<Answers>) {
         self.next += 1;
         let number = self.next;
         let started = Instant::now();
         let shared = &self.shared;
+        if let Some(token) = &call.progress {
+            match shared.service.hold_token(token) {
+                Ok(held) => call.token_held = Some(held),
+                Err(why) => {
+                    if let Some(mut span) = lock(&call.span).take() {
+                        span.failed(&why);
+                    }
+                    let line = jsonrpc::error_under(&call.id, jsonrpc::INVALID_PARAMS, &why);
+                    return answers.answer_line(&call.id, line);
+                }
+            }
+        }
         let admitted = match shared.service.enter_call(&call.name) {
             Ok(Ok(admitted)) => admitted,
             Ok(Err(outcome)) => return shared.answer_now(&call, started, &outcome, answers),
@@ -708,6 +722,7 @@ mod tests {
             args: Arc::from("{}"),
             progress: None,
             modern,
+            token_held: None,
         }
     }
 

@@ -36,6 +36,20 @@ pub struct SeatService {
     daemon: Arc<Daemon>,
     seat: Arc<str>,
     via: Via,
+    /// The progress tokens of the session's calls in flight.
+    tokens: Arc<std::sync::Mutex<crate::maps::Set<rmcp::model::NumberOrString>>>,
+}
+
+/// A progress token taken by a call in flight, given back when the call is done with it.
+pub struct TokenHeld {
+    tokens: Arc<std::sync::Mutex<crate::maps::Set<rmcp::model::NumberOrString>>>,
+    token: rmcp::model::NumberOrString,
+}
+
+impl Drop for TokenHeld {
+    fn drop(&mut self) {
+        crate::sync::lock(&self.tokens).remove(&self.token);
+    }
 }
 
 /// `subscriptions/listen` streams one socket session may hold open at once.
@@ -61,7 +75,24 @@ impl SeatService {
             daemon,
             seat: seat.into(),
             via: Via::Socket { session },
+            tokens: Arc::default(),
         }
+    }
+
+    /// Takes `token` for a call in flight; the words of `-32602` when another call of the session has it:
+    /// its reports could not be told from that call's (MCP asks a token unique among requests in flight).
+    pub fn hold_token(&self, token: &ProgressToken) -> Result<TokenHeld, String> {
+        if !crate::sync::lock(&self.tokens).insert(token.0.clone()) {
+            return Err(format!(
+                "Invalid params: the progress token {} is another call's, in flight on this session; give each \
+                 call a token of its own, or its reports cannot be told apart",
+                crate::jsonrpc::key_of(&token.0)
+            ));
+        }
+        Ok(TokenHeld {
+            tokens: self.tokens.clone(),
+            token: token.0.clone(),
+        })
     }
 
     pub fn over_http(daemon: Arc<Daemon>, seat: &str, secret_hash: &str) -> Self {
@@ -72,6 +103,7 @@ impl SeatService {
                 secret_hash: secret_hash.into(),
                 registration: Arc::default(),
             },
+            tokens: Arc::default(),
         }
     }
 
@@ -490,6 +522,13 @@ impl SeatService {
                 None,
             ));
         }
+        let _held = match &token {
+            Some(token) => Some(
+                self.hold_token(token)
+                    .map_err(|why| ErrorData::invalid_params(why, None))?,
+            ),
+            None => None,
+        };
         let args: Arc<str> = serde_json::to_string(&request.arguments.unwrap_or_default())
             .unwrap_or_else(|_| "{}".into())
             .into();

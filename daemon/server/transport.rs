@@ -679,6 +679,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             modern,
             span: Mutex::new(span),
             traceparent: call.traceparent,
+            token_held: None,
         };
         if let Some(calls) = &mut self.calls {
             calls.take(call, &self.answers);
