@@ -329,9 +329,9 @@ fn a_progress_token_of_another_kind_is_invalid_params_over_http_too() {
     );
 }
 
-/// Over HTTP as over the socket: a second call in flight under one progress token is refused.
-#[test]
-fn a_progress_token_in_use_is_refused_over_http_too() {
+/// An instance on HTTP with seat w1 and `gated`, a tool that reports its start, then waits until
+/// gate.go is written in the instance and answers "done"; its daemon and endpoint.
+fn at_a_gate() -> (Instance, Daemon, Http) {
     let inst = Instance::new();
     inst.set_config(json!({ "http": { "listen": "127.0.0.1:0" } }));
     inst.write_plugin(
@@ -348,6 +348,13 @@ export async function run(args, { root, progress }) {
     inst.add_seat("w1");
     let d = inst.start();
     let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
+    (inst, d, http)
+}
+
+/// Over HTTP as over the socket: a second call in flight under one progress token is refused.
+#[test]
+fn a_progress_token_in_use_is_refused_over_http_too() {
+    let (inst, _d, http) = at_a_gate();
     let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
     s.initialize();
     let params = json!({ "name": "gated", "arguments": {}, "_meta": { "progressToken": "p" } });
@@ -597,27 +604,12 @@ fn good_tool(name: &str) -> String {
 /// to the resume before rmcp found the index wrong, and the answer was lost.
 #[test]
 fn a_resume_past_what_was_sent_leaves_the_running_call_alone() {
-    let inst = Instance::new();
-    inst.set_config(json!({ "http": { "listen": "127.0.0.1:0" } }));
-    inst.write_plugin(
-        "told.mjs",
-        r#"import { existsSync } from "node:fs";
-export const description = "Says how far it is, then waits at a gate.";
-export const inputSchema = { type: "object" };
-export async function run(args, { root, progress }) {
-  progress("started", { progress: 1 });
-  for (let i = 0; i < 3000 && !existsSync(`${root}/gate.go`); i++) await new Promise((r) => setTimeout(r, 20));
-  return { text: "told and done" };
-}"#,
-    );
-    inst.add_seat("w1");
-    let d = inst.start();
-    let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
+    let (inst, _d, http) = at_a_gate();
     let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
     s.initialize();
     let (id, mut r) = s.send(
         "tools/call",
-        json!({ "name": "told", "arguments": {}, "_meta": { "progressToken": "p" } }),
+        json!({ "name": "gated", "arguments": {}, "_meta": { "progressToken": "p" } }),
     );
     assert_eq!(r.status, 200);
     let progress_id = loop {
@@ -633,7 +625,7 @@ export async function run(args, { root, progress }) {
     turned_away.ends();
     std::fs::write(inst.root.join("gate.go"), "").unwrap();
     let answer = r.answer(id);
-    assert_eq!(text_of(&answer).0, "told and done", "{answer}");
+    assert_eq!(text_of(&answer).0, "done", "{answer}");
 }
 
 /// One seat's answers cannot push another seat's kept answer out: past the bounds of all, the seat
