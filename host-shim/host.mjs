@@ -1035,15 +1035,19 @@ function printedLine(p, text) {
 }
 
 function rollPrinted(p, now) {
-  if (p.dropped > 0) {
-    try {
-      send({ t: "out", key: hostKey, file: p.file, stream: p.stream, dropped: p.dropped });
-    } catch {
-      // As above.
-    }
-  }
+  sendDropped(p);
   p.second = now;
   p.lines = 0;
+}
+
+/** Says how many of a file's lines its flood dropped, if any, and counts afresh. */
+function sendDropped(p) {
+  if (p.dropped === 0) return;
+  try {
+    send({ t: "out", key: hostKey, file: p.file, stream: p.stream, dropped: p.dropped });
+  } catch {
+    // As above.
+  }
   p.dropped = 0;
 }
 
@@ -1093,17 +1097,7 @@ function letPartialsGo() {
 /** What floods dropped so far, counted now rather than at the second's end. */
 function countDropped() {
   const keys = ownKeys(printed);
-  for (let i = 0; i < keys.length; i++) {
-    const p = printed[keys[i]];
-    if (p.dropped > 0) {
-      try {
-        send({ t: "out", key: hostKey, file: p.file, stream: p.stream, dropped: p.dropped });
-      } catch {
-        // As above.
-      }
-      p.dropped = 0;
-    }
-  }
+  for (let i = 0; i < keys.length; i++) sendDropped(printed[keys[i]]);
   rollAllOf("stdout");
   rollAllOf("stderr");
 }

@@ -231,11 +231,11 @@ fn sweep_shims(private: &Path) {
     }
 }
 
-/// A file named on the command line, as a candidate of plugins/ (`all`): `plugins/x.mjs`, `x.mjs` or
-/// `x`.
 /// How long check imports before it says why it is still waiting.
 const SAY_WAITING_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// A file named on the command line, as a candidate of plugins/ (`all`): `plugins/x.mjs`, `x.mjs` or
+/// `x`.
 fn named(dir: &Path, arg: &str, all: &[Candidate]) -> Result<Candidate, Failure> {
     let path = Path::new(arg);
     let Some(file) = path.file_name().map(|f| f.to_string_lossy().into_owned()) else {

@@ -365,24 +365,27 @@ pub struct Config {
 impl Config {
     /// The warnings a server says (runtime.log, `ovai restart`): plugins see what it started with.
     pub fn serve_warnings(&self) -> Vec<String> {
-        let unset = self.plugin_env_unset.iter().map(|name| {
-            format!(
-                "{CONFIG_FILE}'s \"pluginEnv\" names {}, which is not set where ovai started, so plugins see \
-                 none. Plugins see what `ovai serve` started with: set it there (the shell or the service that \
-                 runs it) and start it again; `ovai restart` does not pass on its own environment.",
-                crate::names::clipped(name, 64)
-            )
-        });
-        self.warnings.iter().cloned().chain(unset).collect()
+        self.warnings_with(
+            "which is not set where ovai started, so plugins see none. Plugins see what `ovai serve` started \
+             with: set it there (the shell or the service that runs it) and start it again; `ovai restart` \
+             does not pass on its own environment.",
+        )
     }
 
     /// The warnings `ovai check` says: it imports with its own environment, not the server's.
     pub fn check_warnings(&self) -> Vec<String> {
+        self.warnings_with(
+            "which is not set where `ovai check` runs, so the plugins it imports see none; a server passes \
+             what `ovai serve` started with, so its verdict may differ. Set it here as the server has it to \
+             check as the server would.",
+        )
+    }
+
+    /// The warnings, then a row for each name of `pluginEnv` not set here, saying `unset` of it.
+    fn warnings_with(&self, unset: &str) -> Vec<String> {
         let unset = self.plugin_env_unset.iter().map(|name| {
             format!(
-                "{CONFIG_FILE}'s \"pluginEnv\" names {}, which is not set where `ovai check` runs, so the plugins \
-                 it imports see none; a server passes what `ovai serve` started with, so its verdict may differ. \
-                 Set it here as the server has it to check as the server would.",
+                "{CONFIG_FILE}'s \"pluginEnv\" names {}, {unset}",
                 crate::names::clipped(name, 64)
             )
         });

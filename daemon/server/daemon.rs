@@ -230,12 +230,21 @@ impl Daemon {
         }
         // Set at the start: a restart that changes one says it waits for the next, in runtime.log and
         // to whoever asked for the restart.
-        let start_only: Vec<String> = [
-            ("http", "the HTTP endpoint", next.config.http != old.config.http),
+        let start_only_keys = [
+            (
+                "http",
+                "the HTTP endpoint",
+                next.config.http != old.config.http,
+            ),
             ("web", "the status page", next.config.web != old.config.web),
-            ("metrics", "the metrics endpoint", next.config.metrics != old.config.metrics),
-        ]
-        .into_iter()
+            (
+                "metrics",
+                "the metrics endpoint",
+                next.config.metrics != old.config.metrics,
+            ),
+        ];
+        let start_only: Vec<String> = start_only_keys
+            .into_iter()
         .filter(|(_, _, changed)| *changed)
         .map(|(name, what, _)| {
             format!(
@@ -248,10 +257,11 @@ impl Daemon {
         }
         let changed = next.tools.listed() != old.tools.listed();
         let new_code = next.new_code_since(&old);
+        // Those said above apart.
         let settings = super::restart_row::changed_keys(
             &old.config.raw,
             &next.config.raw,
-            &["http", "web", "metrics"],
+            &start_only_keys.map(|(name, ..)| name),
         );
         let row = |by| {
             super::restart_row::row(
