@@ -973,24 +973,32 @@ fn one_seats_sessions_together_run_at_most_the_seats_share() {
     let _d = inst.start();
     let mut probe = inst.session("lead");
     probe.initialize();
-    let mut sessions: Vec<Session> = (0..5)
-        .map(|_| {
-            let mut s = inst.session("w1");
-            s.initialize();
-            s
-        })
-        .collect();
+    let mut sessions: Vec<Session> = Vec::new();
     // One session after another, each with its 64 running, until the seat has its 256 (another seat's
-    // calls are not held by it); the fifth's are all held.
-    for (i, s) in sessions.iter_mut().enumerate() {
-        let calls: String = (0..64)
+    // calls are not held by it). A fifth session still says hello and lists the tools (only calls wait
+    // for the seat's share), but its calls are all held.
+    for i in 0..5 {
+        let mut s = inst.session("w1");
+        s.initialize();
+        if i == 4 {
+            let list = s.request("tools/list", json!({}));
+            assert!(list["result"]["tools"].is_array(), "{list}");
+        }
+        // The fifth's 63 leave a place among the lines it may have held, for its ping.
+        let calls: String = (0..if i == 4 { 63 } else { 64 })
             .map(|j| wait_call(&inst, 1000 * (i as u64 + 1) + j))
             .collect();
-        raw(s, calls.as_bytes());
+        raw(&mut s, calls.as_bytes());
+        if i == 4 {
+            // Read after its calls, so answered once they are read and held.
+            let ping = s.request("ping", json!({}));
+            assert!(ping.get("result").is_some(), "{ping}");
+        }
         let running = (64 * (i + 1)).min(256).to_string();
         wait_until(&format!("{running} calls running"), || {
             (probe.call("runs", json!({})).0 == running).then_some(())
         });
+        sessions.push(s);
     }
     // Ten of the first session's calls end: ten of the fifth's start.
     let cancel: String = (1000..1010)

@@ -84,8 +84,9 @@ impl SeatChange {
 /// client cannot take every place.
 pub const SESSIONS_PER_SEAT: usize = 64;
 
-/// The requests one seat's socket sessions may have in flight together (each session 64 of them): one
-/// seat cannot fill the plugin host, or the daemon's memory with answers, ahead of the others.
+/// The requests one seat's socket sessions may have in flight together (each session 64 of them) before
+/// their calls wait: one seat cannot fill the plugin host, or the daemon's memory with answers, ahead of
+/// the others. What the daemon answers itself still goes, so a new session can say hello.
 pub const SEAT_IN_FLIGHT: usize = 256;
 
 /// The requests one seat's socket sessions have in flight together, and a wake-up for those waiting on

@@ -302,8 +302,12 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
 
     /// Whether the session may have one more request in flight (cancelled ones winding down count).
     fn has_room(&self) -> bool {
+        self.has_own_room() && self.answers.seat.has_room()
+    }
+
+    /// Whether the session is below its own cap, whatever its seat's other sessions have in flight.
+    fn has_own_room(&self) -> bool {
         lock(&self.answers.in_flight).len() + self.cancelled.len() < MAX_IN_FLIGHT
-            && self.answers.seat.has_room()
     }
 
     /// Counts the session's requests in flight with its seat's other sessions', against SEAT_IN_FLIGHT.
@@ -314,8 +318,8 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
         self
     }
 
-    /// A line read while the session has all it may in flight: a cancellation is acted on at once (what it
-    /// names, if held, never starts), anything else held until there is room.
+    /// A line read while the session (or its seat) has all it may in flight: a cancellation is acted on at
+    /// once (what it names, if held, never starts), anything else held until there is room.
     fn take_or_hold(&mut self, line: String) -> Option<String> {
         match cancellation(&line) {
             Some(id) => {
@@ -326,6 +330,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 }
                 Some(line)
             }
+            // The seat's share bounds its calls: anything else is answered by the daemon itself, so a
+            // new session of a busy seat still says hello and lists its tools.
+            None if self.has_own_room() && !is_call(&line) => Some(line),
             None => {
                 self.hold(line);
                 None
@@ -747,6 +754,13 @@ fn cancellation(line: &str) -> Option<Option<NumberOrString>> {
         }
         _ => None,
     }
+}
+
+/// Whether `line` is a `tools/call` request, as the daemon reads it.
+fn is_call(line: &str) -> bool {
+    line.contains("tools/call")
+        && matches!(jsonrpc::read(&jsonrpc::mended(line), "line"),
+            Message::Request(r) if r.method == "tools/call")
 }
 
 async fn sleep_until(at: Option<std::time::Instant>) {
