@@ -90,7 +90,7 @@ fn a_daemon_starting_with_a_broken_seat_book_serves_and_refuses_seats_in_words()
 #[test]
 fn connections_past_the_cap_are_refused_in_words_and_logged_as_a_count() {
     let inst = Instance::new();
-    inst.set_config(json!({ "maxConnections": 3 }));
+    inst.set_config(json!({ "maxConnections": 3, "importTimeoutSeconds": 600 }));
     let d = inst.start();
     let ovai_inst = ovai::instance::Instance::at(inst.root.clone());
     let session = || {
@@ -108,7 +108,47 @@ fn connections_past_the_cap_are_refused_in_words_and_logged_as_a_count() {
             "{refused}"
         );
     }
-    // The operator's commands have places of their own.
+    // The operator's commands have places of their own: eight of them. Eight restarts held by a
+    // plugin's import (one importing, seven waiting their turn) take them all, and the next command is
+    // told why in words; once they are let go, each is done.
+    inst.cmd().arg("status").assert().success();
+    let go = inst.root.join("go");
+    inst.write_plugin(
+        "gate.mjs",
+        &format!(
+            "import {{ existsSync }} from \"node:fs\";\n\
+             while (!existsSync({go:?})) await new Promise((r) => setTimeout(r, 20));\n\
+             export const description = \"Imported once the test lets it.\";\n\
+             export const inputSchema = {{ type: \"object\" }};\n\
+             export function run() {{ return {{ text: \"ok\" }}; }}\n"
+        ),
+    );
+    let restarts: Vec<_> = (0..8)
+        .map(|_| {
+            std::process::Command::new(common::OVAI)
+                .args(["restart", "--root"])
+                .arg(&inst.root)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let turned_away = wait_until("every command place taken", || {
+        let out = inst.cmd().arg("status").output().unwrap();
+        (!out.status.success()).then(|| String::from_utf8_lossy(&out.stderr).into_owned())
+    });
+    assert!(
+        turned_away.contains(
+            "this server holds 11 connections already, its limit (3 sessions, as maxConnections in \
+             openovai.json says, and 8 places for `ovai` commands)"
+        ),
+        "{turned_away}"
+    );
+    std::fs::write(&go, "").unwrap();
+    for mut r in restarts {
+        assert!(r.wait().unwrap().success());
+    }
     inst.cmd().arg("status").assert().success();
     drop(held);
     // Once they are gone, a session connects again.
