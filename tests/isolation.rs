@@ -1318,3 +1318,56 @@ fn a_call_sent_while_seat_rotate_waits_says_the_seat_was_given_a_new_secret() {
     let (status, _, err) = rotate.wait();
     assert!(status.success(), "{err}");
 }
+
+/// No Unix socket is in reach from the box, a file's or an abstract one: through one, a program outside
+/// (tmux, ssh-agent, an editor's server, docker) would run what a plugin asks, outside the box. Pipes to
+/// the processes it starts still work.
+#[test]
+fn no_unix_socket_outside_is_in_reach_from_either_box() {
+    const SOCKETS: &str = r#"
+import net from "node:net";
+import { spawnSync } from "node:child_process";
+export const description = "Tries Unix sockets.";
+export const inputSchema = { type: "object", properties: { path: { type: "string" }, name: { type: "string" } } };
+const attempt = (path) => new Promise((resolve) => {
+  const s = net.connect({ path });
+  s.on("connect", () => { s.destroy(); resolve("connected"); });
+  s.on("error", (e) => resolve(e.code));
+});
+// An abstract socket of its own: made, it could reach any other (their names are the machine's).
+const listen = (name) => new Promise((resolve) => {
+  const server = net.createServer();
+  server.on("listening", () => { server.close(); resolve("listening"); });
+  server.on("error", (e) => resolve(e.code));
+  server.listen(`\0${name}`);
+});
+export async function run({ path, name }) {
+  const plain = spawnSync("sh", ["-c", "echo plain"], { encoding: "utf8" }).stdout.trim();
+  return { text: JSON.stringify({ file: await attempt(path), abstract: await listen(name), plain }) };
+}
+"#;
+    for kind in [Box_::Bwrap, Box_::Userns] {
+        let inst = boxed_in(kind);
+        inst.write_plugin("sockets.mjs", SOCKETS);
+        let path = inst.root.join("work/outside.sock");
+        let file = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let name = format!(
+            "ovai-test-{}",
+            inst.root.file_name().unwrap().to_string_lossy()
+        );
+        let _d = inst.start();
+        let args = json!({ "path": path, "name": name }).to_string();
+        let out = inst
+            .cmd()
+            .args(["call", "sockets", &args, "--seat", "lead"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(v["file"], "EACCES", "{v}");
+        assert_eq!(v["abstract"], "EACCES", "{v}");
+        assert_eq!(v["plain"], "plain", "{v}");
+        file.set_nonblocking(true).unwrap();
+        assert!(file.accept().is_err(), "a connection came from the box");
+    }
+}

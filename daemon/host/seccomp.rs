@@ -1,7 +1,9 @@
 //! No user namespaces in the box: inside one of its own a plugin would hold every capability over the
 //! namespaces it made there, which the box is not built to contain. A seccomp filter refuses `unshare`
 //! and `clone` asking for one (EPERM), and `clone3`, whose flags a filter cannot read (ENOSYS: the C
-//! library then uses `clone`). ovai's own box installs it just before Node; bubblewrap is handed it.
+//! library then uses `clone`). Nor Unix sockets (EACCES), which reach programs outside the box, nor
+//! io_uring, which would make one past the filter. ovai's own box installs it just before Node;
+//! bubblewrap is handed it.
 
 /// The filter, as the kernel (and bubblewrap's `--seccomp`) reads it; `None` on an architecture it is not
 /// written for.
@@ -32,12 +34,24 @@ pub fn program() -> Option<Vec<libc::sock_filter>> {
         /* 5 */ op(RET, errno(libc::EPERM), 0, 0),
         /* 6 */ op(JEQ, libc::SYS_clone3 as u32, 0, 1),
         /* 7 */ op(RET, errno(libc::ENOSYS), 0, 0),
-        /* 8 */ op(JEQ, libc::SYS_unshare as u32, 1, 0),
-        /* 9 */ op(JEQ, libc::SYS_clone as u32, 0, 3),
-        /* 10 */ op(LOAD, ARG0_LOW, 0, 0),
-        /* 11 */ op(JSET, libc::CLONE_NEWUSER as u32, 0, 1),
-        /* 12 */ op(RET, errno(libc::EPERM), 0, 0),
-        /* 13 */ op(RET, ALLOW, 0, 0),
+        // io_uring makes sockets without the socket call this filter reads (Node falls back to epoll).
+        /* 8 */
+        op(JEQ, libc::SYS_io_uring_setup as u32, 0, 1),
+        /* 9 */ op(RET, errno(libc::ENOSYS), 0, 0),
+        // No Unix socket of its own (socketpair's, already connected, stay): through one a program
+        // outside the box (tmux, ssh-agent, an editor's server, docker) would run what a plugin asks.
+        /* 10 */
+        op(JEQ, libc::SYS_socket as u32, 0, 4),
+        /* 11 */ op(LOAD, ARG0_LOW, 0, 0),
+        /* 12 */ op(JEQ, libc::AF_UNIX as u32, 0, 1),
+        /* 13 */ op(RET, errno(libc::EACCES), 0, 0),
+        /* 14 */ op(RET, ALLOW, 0, 0),
+        /* 15 */ op(JEQ, libc::SYS_unshare as u32, 1, 0),
+        /* 16 */ op(JEQ, libc::SYS_clone as u32, 0, 3),
+        /* 17 */ op(LOAD, ARG0_LOW, 0, 0),
+        /* 18 */ op(JSET, libc::CLONE_NEWUSER as u32, 0, 1),
+        /* 19 */ op(RET, errno(libc::EPERM), 0, 0),
+        /* 20 */ op(RET, ALLOW, 0, 0),
     ])
 }
 
