@@ -85,12 +85,13 @@ fn probe_userns() -> &'static Result<Isolation, String> {
         }
         let exe = std::env::current_exe()
             .map_err(|e| format!("ovai could not find its own binary for its box ({e})"))?;
-        // Tried with every kind of mount the host's box makes: a hidden folder with a file kept, a
-        // masked file, a read-only path.
+        // Tried with every kind of mount the host's box makes: a temporary folder of its own with a root
+        // below it brought back, a hidden folder with a file kept, a masked file, a read-only path.
         let trial = tempfile_dir().map_err(|e| format!("ovai could not try its own box ({e})"))?;
-        let hidden = trial.join("hidden");
+        let root = trial.join("root");
+        let hidden = root.join("hidden");
         let kept = hidden.join("kept");
-        let masked = trial.join("masked");
+        let masked = root.join("masked");
         let made = std::fs::create_dir_all(&hidden)
             .and_then(|()| std::fs::write(&kept, "kept"))
             .and_then(|()| std::fs::write(&masked, "masked"));
@@ -99,8 +100,10 @@ fn probe_userns() -> &'static Result<Isolation, String> {
         }
         let tried = std::process::Command::new(&exe)
             .arg("host-box")
-            .arg("--writable")
+            .arg("--private")
             .arg(&trial)
+            .arg("--frozen")
+            .arg(&root)
             .arg("--hide")
             .arg(&hidden)
             .arg("--keep")
@@ -179,7 +182,8 @@ fn base_args(unshare_user: bool) -> Vec<&'static str> {
     args.extend([
         "--cap-drop",
         "ALL",
-        // Everything read-only; the instance and the temporary folders are bound back writable below.
+        // Everything read-only; the instance's folders are bound back writable below, and the temporary
+        // folders are the box's own.
         "--ro-bind",
         "/",
         "/",
@@ -199,10 +203,13 @@ fn base_args(unshare_user: bool) -> Vec<&'static str> {
 /// (on Linux; declared here so the command line is the same everywhere).
 #[derive(Debug, Default, clap::Args)]
 pub struct BoxPlan {
-    /// Where the box may write (the temporary folders); everything else is read-only. Each is bound
-    /// onto itself, so none can be renamed from inside.
+    /// The temporary folders, each the box's own: an empty folder in its memory over each, where it may
+    /// write; everything else is read-only. What is below one and in the box is bound back into it.
     #[arg(long)]
-    pub writable: Vec<PathBuf>,
+    pub private: Vec<PathBuf>,
+    /// Folders below a private one brought into the box read-only (the Node binary's).
+    #[arg(long)]
+    pub bring: Vec<PathBuf>,
     /// A folder bound read-only onto itself after those (the instance's root: nothing can be added,
     /// renamed or removed right in it)…
     #[arg(long)]
@@ -265,7 +272,10 @@ pub const READ_BY_CLIENTS: &[&str] = &[
 ];
 
 impl Secrets {
-    /// The temporary folders, where plugins may write (one inside the instance is its folders' to say).
+    /// The temporary folders, each the box's own (one inside the instance is its folders' to say). Shared,
+    /// they would hold other programs' sockets and files, and with the instance below one, the folders
+    /// above the root: a plugin could rename one and put a root of its own there, or write a CLAUDE.md
+    /// above the desks.
     fn temp_dirs(&self) -> Vec<PathBuf> {
         let mut paths = vec![PathBuf::from("/tmp")];
         if let Some(tmp) = std::env::var_os("TMPDIR").filter(|t| !t.is_empty()) {
@@ -334,14 +344,41 @@ impl Isolation {
         shim: &Path,
         secrets: &Secrets,
     ) -> (PathBuf, Vec<String>) {
-        let kept = read_only(secrets);
+        let private = secrets.temp_dirs();
+        // What is below a private folder and not in the instance is not in the box: nothing to keep there.
+        let in_box =
+            |p: &PathBuf| p.starts_with(&secrets.root) || !private.iter().any(|t| p.starts_with(t));
+        let kept: Vec<PathBuf> = read_only(secrets).into_iter().filter(in_box).collect();
+        let masked: Vec<PathBuf> = secrets.masked().into_iter().filter(in_box).collect();
+        // Where Node and the plugins live below a temporary folder, read-only: Node (the link named, and
+        // what it leads to), and where plugins/ or a plugin that is a link leads.
+        let plugins = secrets.root.join("plugins");
+        let linked = std::fs::read_dir(&plugins)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_symlink()))
+            .filter_map(|e| e.path().canonicalize().ok());
+        let mut bring: Vec<PathBuf> = [node.to_path_buf()]
+            .into_iter()
+            .chain(node.canonicalize())
+            .chain(linked)
+            .filter_map(|n| n.parent().map(Path::to_path_buf))
+            .chain(plugins.canonicalize())
+            .filter(|dir| !in_box(dir))
+            .collect();
+        bring.sort();
+        bring.dedup();
         match self {
             Isolation::None { .. } => (node.to_path_buf(), node_args.to_vec()),
             Isolation::Userns { exe } => {
                 let mut args: Vec<String> = vec!["host-box".into()];
                 let path = |flag: &str, p: &Path| [flag.to_string(), p.display().to_string()];
-                for p in secrets.temp_dirs() {
-                    args.extend(path("--writable", &p));
+                for p in &private {
+                    args.extend(path("--private", p));
+                }
+                for p in &bring {
+                    args.extend(path("--bring", p));
                 }
                 args.extend(path("--frozen", &secrets.root));
                 for p in secrets.writable_in_root(&kept) {
@@ -352,8 +389,8 @@ impl Isolation {
                 }
                 args.extend(path("--hide", &secrets.private_dir));
                 args.extend(path("--keep", shim));
-                for file in secrets.masked() {
-                    args.extend(path("--mask", &file));
+                for file in &masked {
+                    args.extend(path("--mask", file));
                 }
                 for p in &kept {
                     args.extend(path("--read-only", p));
@@ -375,8 +412,11 @@ impl Isolation {
                     let p = p.display().to_string();
                     args.extend([how.to_string(), p.clone(), p]);
                 };
-                for p in secrets.temp_dirs() {
-                    bind(&mut args, "--bind", &p);
+                for p in &private {
+                    args.extend(["--tmpfs".into(), p.display().to_string()]);
+                }
+                for p in &bring {
+                    bind(&mut args, "--ro-bind", p);
                 }
                 // The root's own entries read-only, so that nothing can be added there (what coding
                 // agents read in every folder above a desk among it), its own folders writable again.
@@ -399,7 +439,7 @@ impl Isolation {
                 }
                 args.extend(["--tmpfs".into(), secrets.private_dir.display().to_string()]);
                 bind(&mut args, "--ro-bind", shim);
-                for file in secrets.masked() {
+                for file in &masked {
                     args.extend([
                         "--ro-bind".into(),
                         "/dev/null".into(),
@@ -426,15 +466,15 @@ impl Isolation {
             Isolation::Bwrap { .. } => "The plugin host runs in a bubblewrap box: its own process namespace (it cannot \
                 signal the daemon or anything outside, and everything it starts ends with it) and a view of the \
                 files without the seats' secrets (.ovai/ and each desk's files that hold one), in which the ovai binary and \
-                the Claude Code and service settings cannot be changed. Plugins keep the network and the \
-                instance's other files."
+                the Claude Code and service settings cannot be changed, and a /tmp of its own. Plugins keep the \
+                network (not Unix sockets) and the instance's other files."
                 .into(),
             Isolation::Userns { .. } => "The plugin host runs in a box of ovai's own, made from Linux namespaces \
                 (bubblewrap is not used): its own process namespace (it cannot signal the daemon or anything \
                 outside, and everything it starts ends with it) and a view of the files without the seats' \
                 secrets (.ovai/ and each desk's files that hold one), in which the ovai binary and the Claude Code and service \
-                settings cannot be changed; no capabilities. Plugins keep the network and the instance's other \
-                files."
+                settings cannot be changed, and a /tmp of its own; no capabilities. Plugins keep the network (not \
+                Unix sockets) and the instance's other files."
                 .into(),
             Isolation::None { why } => format!(
                 "The plugin host runs without a box ({why}): only a process group of its own, so a plugin can \
@@ -452,7 +492,8 @@ impl Isolation {
 
 /// What a plugin may read but never change, where it exists now: the ovai binary's folder (a file bound
 /// alone is undone by renaming the folder around it), openovai.json (its box setting), the instance's
-/// `.git/` (hooks), the TLS files' folders, and the user's Claude Code and service settings.
+/// `.git/` (hooks) and what git runs in the repositories in its folders, the TLS files' folders, and the
+/// user's Claude Code and service settings.
 fn read_only(secrets: &Secrets) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = Vec::new();
     if let Ok(exe) = std::env::current_exe() {
@@ -467,6 +508,7 @@ fn read_only(secrets: &Secrets) -> Vec<PathBuf> {
     paths.push(secrets.root.join(crate::instance::CONFIG_FILE));
     // Git runs what a repository's hooks and config name, outside the box, at the next commit.
     paths.push(secrets.root.join(".git"));
+    paths.extend(git_runs(secrets));
     paths.extend(secrets.fixed.iter().cloned());
 
     if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
@@ -480,6 +522,76 @@ fn read_only(secrets: &Secrets) -> Vec<PathBuf> {
     paths.retain(|p| p.exists());
     paths.sort();
     paths
+}
+
+/// How deep below the root repositories are looked for, and how many folders at most (the look is made
+/// at every host start).
+const REPOSITORIES_DEPTH: usize = 3;
+const REPOSITORIES_LOOKED: usize = 4096;
+
+/// What git runs, outside the box, in the repositories in the instance's folders (`plugins/` too, and
+/// three levels down): each one's hooks, its config (which names commands: `core.fsmonitor`, filters,
+/// aliases), its submodules' (under `modules/`), and the hooks folder its config names
+/// (`core.hooksPath`, as husky sets it). A repository without a hooks folder is kept whole.
+fn git_runs(secrets: &Secrets) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut looked = 0;
+    let mut level: Vec<PathBuf> = vec![secrets.root.clone()];
+    for depth in 0..=REPOSITORIES_DEPTH {
+        let mut next = Vec::new();
+        for dir in level {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                let name = entry.file_name();
+                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+                if !is_dir || path == secrets.private_dir || path == secrets.desks_dir {
+                    continue;
+                }
+                if name == ".git" {
+                    // The root's own is kept whole, above.
+                    if depth > 0 {
+                        found.extend(what_git_runs(&dir, &path));
+                    }
+                    continue;
+                }
+                looked += 1;
+                if looked > REPOSITORIES_LOOKED {
+                    return found;
+                }
+                if depth < REPOSITORIES_DEPTH && name != "node_modules" {
+                    next.push(path);
+                }
+            }
+        }
+        level = next;
+    }
+    found
+}
+
+/// In the repository whose work tree is `tree` and whose git folder is `git`: what git runs from it.
+fn what_git_runs(tree: &Path, git: &Path) -> Vec<PathBuf> {
+    let hooks = git.join("hooks");
+    if !hooks.is_dir() {
+        return vec![git.to_path_buf()];
+    }
+    let config = git.join("config");
+    let named = crate::files::read_regular(&config, crate::files::MAX_READ_BYTES)
+        .ok()
+        .into_iter()
+        .flat_map(|text| {
+            text.lines()
+                .filter_map(|l| {
+                    let (key, value) = l.split_once('=')?;
+                    key.trim()
+                        .eq_ignore_ascii_case("hookspath")
+                        .then(|| tree.join(value.trim().trim_matches('"')))
+                })
+                .collect::<Vec<_>>()
+        });
+    [hooks, config, git.join("modules")]
+        .into_iter()
+        .chain(named)
+        .collect()
 }
 
 /// Every file in `desks/*/` that holds a seat's secret there is now: each client's (`.mcp.json`,

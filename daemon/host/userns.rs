@@ -101,6 +101,15 @@ fn make(plan: &Plan) -> Result<i32, String> {
     // directory entered before would reach past every one of them with a relative path).
     let cwd = std::env::current_dir()
         .map_err(|e| format!("the working directory is unreadable ({e})"))?;
+    // What goes back below a private folder is opened before that folder is covered.
+    let below_private = |p: &PathBuf| plan.private.iter().any(|t| p.starts_with(t));
+    let brought: Vec<(std::fs::File, &PathBuf)> = plan
+        .frozen
+        .iter()
+        .filter(|p| below_private(p))
+        .chain(&plan.bring)
+        .map(|p| open_path(p).map(|f| (f, p)))
+        .collect::<Result<_, _>>()?;
     // Read-only everywhere, then writable again where the plan says.
     set_attr(
         Path::new("/"),
@@ -108,11 +117,30 @@ fn make(plan: &Plan) -> Result<i32, String> {
         MOUNT_ATTR_RDONLY,
         0,
     )?;
-    for path in &plan.writable {
-        writable(path)?;
+    for path in &plan.private {
+        mount(
+            Some("tmpfs"),
+            path,
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+            Some("mode=1777"),
+        )
+        .map_err(|e| format!("{} could not be made the box's own ({e})", path.display()))?;
     }
+    for (file, path) in &brought {
+        std::fs::create_dir_all(path)
+            .map_err(|e| format!("{} could not be made in the box ({e})", path.display()))?;
+        bind(
+            &PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd())),
+            path,
+        )?;
+        seal(path, MsFlags::empty())?;
+    }
+    drop(brought);
     if let Some(frozen) = &plan.frozen {
-        bind(frozen, frozen)?;
+        if !below_private(frozen) {
+            bind(frozen, frozen)?;
+        }
         seal(frozen, MsFlags::empty())?;
     }
     for path in &plan.writable_inside {
@@ -343,6 +371,15 @@ fn hide(dir: &Path, kept: &[(std::fs::File, &PathBuf)]) -> Result<(), String> {
         None::<&str>,
     )
     .map_err(|e| format!("{} could not be made read-only ({e})", dir.display()))
+}
+
+/// `path` opened as a place only (`O_PATH`), to be bound from once what holds it is covered.
+fn open_path(path: &Path) -> Result<std::fs::File, String> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+        .open(path)
+        .map_err(|e| format!("{} could not be opened ({e})", path.display()))
 }
 
 /// `path` bound onto itself and writable (it cannot be renamed from inside).
