@@ -130,11 +130,9 @@ pub fn open_regular(path: &Path, max: u64) -> std::io::Result<std::fs::File> {
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)?;
     check(file.metadata()?)?;
-    // O_NONBLOCK was for the open: a regular file's reads never wait on it anyway.
-    let _ = nix::fcntl::fcntl(
-        &file,
-        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
-    );
+    // O_NONBLOCK stays: a file on disk is read the same with it, and a kernel's file that passes for a
+    // regular one and waits to be read (/proc/kmsg, to which a plugin can link) fails at once instead of
+    // holding a thread of the daemon's for ever.
     Ok(file)
 }
 

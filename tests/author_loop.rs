@@ -1147,3 +1147,25 @@ fn check_printing(printing: &str) -> String {
     assert!(out.status.success(), "{out:?}");
     String::from_utf8_lossy(&out.stderr).to_string()
 }
+
+/// A plugin that is a link to a kernel's file which waits to be read (/proc/kmsg, readable by root) holds
+/// no restart and no stop: it is refused as a file that cannot be read, and the server goes on.
+#[test]
+fn a_plugin_linked_to_a_file_that_waits_holds_no_restart_and_no_stop() {
+    if std::fs::File::open("/proc/kmsg").is_err() {
+        eprintln!("/proc/kmsg cannot be opened here (not root): nothing to try");
+        return;
+    }
+    let inst = Instance::with_plugins(&[("a.mjs", TOOL)]);
+    let d = inst.start();
+    std::os::unix::fs::symlink("/proc/kmsg", inst.root.join("plugins/kmsg.mjs")).unwrap();
+    let out = inst.cmd().arg("restart").output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(said.contains("kmsg.mjs"), "{said}");
+    inst.cmd().arg("restart").assert().success();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert!(!s.call("a", json!({})).1);
+    assert!(d.stop().success());
+}
