@@ -76,6 +76,20 @@ pub enum SeatError {
     Config(String),
     #[error("{0}")]
     NotOurs(String),
+    #[error(
+        "{} is not there (moved or removed?), and the seats are made again from the desks in it, so a rebuild \
+         would leave no seat and end every session. Nothing was changed: put desks/ back, then run `ovai seat \
+         rebuild` again.",
+        .0.display()
+    )]
+    NoDesks(PathBuf),
+    #[error(
+        "No desk in {} holds a secret of this server, so a rebuild would leave no seat (there are {seats} now) and \
+         end every session. Nothing was changed: put the desks back (each seat's folder with its .mcp.json), then \
+         run `ovai seat rebuild` again.",
+        desks.display()
+    )]
+    NoSeatLeft { desks: PathBuf, seats: String },
     #[error(transparent)]
     File(#[from] crate::files::FileError),
     #[error("{what} {}: {source}", path.display())]
@@ -221,6 +235,8 @@ pub struct Rebuilt {
     pub seats: Vec<String>,
     /// Desks that hold no secret of this server (left out), as (seat, why).
     pub left_out: Vec<(String, String)>,
+    /// Seats seats.json held that it holds no more (their sessions end), as (seat, why).
+    pub dropped: Vec<(String, String)>,
     /// Desks that started an ovai no longer there, or named another root, now pointed here.
     pub repointed: Vec<(String, desk::Stale)>,
     /// What could not be done in those desks, in words.
@@ -241,7 +257,9 @@ pub fn rebuild(inst: &Instance, ovai_exe: &Path) -> Result<Rebuilt, SeatError> {
             .filter(|e| e.path().is_dir())
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(SeatError::NoDesks(desks));
+        }
         Err(e) => return Err(io("reading", &desks)(e)),
     };
     names.sort();
@@ -294,6 +312,24 @@ pub fn rebuild(inst: &Instance, ovai_exe: &Path) -> Result<Rebuilt, SeatError> {
             .unwrap_or_else(|| crate::runtime_log::timestamp(SystemTime::now()));
         book.seats.insert(name, SeatRecord { sha256, added });
     }
+    if book.seats.is_empty() && !old.seats.is_empty() {
+        return Err(SeatError::NoSeatLeft {
+            desks,
+            seats: old.seats.keys().cloned().collect::<Vec<_>>().join(", "),
+        });
+    }
+    let dropped = old
+        .seats
+        .keys()
+        .filter(|name| !book.seats.contains_key(*name))
+        .map(|name| {
+            let why = match left_out.iter().find(|(n, _)| n == name) {
+                Some((_, why)) => why.clone(),
+                None => format!("its desk desks/{name} is not there"),
+            };
+            (name.clone(), why)
+        })
+        .collect();
     // A desk that starts an ovai no longer there (the binary moved) is pointed at this one, its secret
     // kept: its client could not start the bridge at all.
     let mut repointed = Vec::new();
@@ -311,6 +347,7 @@ pub fn rebuild(inst: &Instance, ovai_exe: &Path) -> Result<Rebuilt, SeatError> {
     Ok(Rebuilt {
         seats: book.seats.keys().cloned().collect(),
         left_out,
+        dropped,
         repointed,
         warnings,
     })

@@ -539,3 +539,44 @@ fn an_unknown_seat_name_is_said_back_on_one_line_clipped() {
         }
     }
 }
+
+/// `ovai seat rebuild` with desks/ gone, or with no desk holding a secret, changes nothing: it would end
+/// every session. A seat whose desk is gone is named as it goes.
+#[test]
+fn a_rebuild_without_the_desks_changes_nothing_and_names_each_seat_it_drops() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    inst.add_seat("w3");
+    let book_file = inst.root.join(".ovai/seats.json");
+    let book = std::fs::read(&book_file).unwrap();
+    let desks = inst.root.join("desks");
+    let aside = inst.root.join("work/desks-aside");
+    std::fs::rename(&desks, &aside).unwrap();
+    let refused = |words: &str| {
+        let out = inst.cmd().args(["seat", "rebuild"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let said = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(said.contains(words), "{said}");
+        assert!(said.contains("Nothing was changed"), "{said}");
+        assert_eq!(std::fs::read(&book_file).unwrap(), book);
+    };
+    refused(&format!(
+        "{} is not there (moved or removed?), and the seats are made again from the desks in it",
+        desks.display()
+    ));
+    std::fs::create_dir(&desks).unwrap();
+    refused("so a rebuild would leave no seat (there are lead, w1, w3 now)");
+    std::fs::remove_dir(&desks).unwrap();
+    std::fs::rename(&aside, &desks).unwrap();
+    std::fs::remove_dir_all(desks.join("w3")).unwrap();
+    let out = inst.cmd().args(["seat", "rebuild"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        said.contains(
+            "the seat w3 is gone (its desk desks/w3 is not there), and its sessions end; `ovai seat add w3` \
+             makes it again with a new secret"
+        ),
+        "{said}"
+    );
+}

@@ -159,7 +159,15 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             let exe = own_exe()?;
             let rebuilt = seats::rebuild(inst, &exe).map_err(fail(exit::FAILED))?;
             for (seat, why) in &rebuilt.left_out {
-                eprintln!("ovai: warning: desks/{seat} was left out: {why}.");
+                if !rebuilt.dropped.iter().any(|(d, _)| d == seat) {
+                    eprintln!("ovai: warning: desks/{seat} was left out: {why}.");
+                }
+            }
+            for (seat, why) in &rebuilt.dropped {
+                eprintln!(
+                    "ovai: warning: the seat {seat} is gone ({why}), and its sessions end; `ovai seat add {seat}` \
+                     makes it again with a new secret."
+                );
             }
             for w in &rebuilt.warnings {
                 eprintln!("ovai: warning: {w}");
