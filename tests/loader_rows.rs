@@ -1386,3 +1386,44 @@ fn hurried_schemas_are_named_with_the_way_out() {
     );
     assert!(row("j-circle.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds itself (its property 'self' closes the circle): put the part that repeats in $defs and point to it with {\"$ref\": \"#/$defs/...\"}"), "{rows:?}");
 }
+
+/// The tools listed fit what every session reads whole: past 4 MiB together, the largest entry is left
+/// out (each entry under the one-tool bound), with a row saying so, and the rest are served.
+#[test]
+fn the_largest_entries_are_left_out_until_the_list_fits() {
+    let plugin = |kb: usize| {
+        format!(
+            "export const description = 'd'.repeat({kb} * 1000);\nexport const inputSchema = {{ type: 'object' }};\nexport function run() {{ return {{ text: 'ok' }}; }}\n"
+        )
+    };
+    let files: Vec<(String, String)> = (0..5)
+        .map(|i| {
+            (
+                format!("{}.mjs", ["a", "b", "c", "e", "d"][i]),
+                plugin(900 + 10 * i),
+            )
+        })
+        .collect();
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(f, s)| (f.as_str(), s.as_str()))
+        .collect();
+    let inst = Instance::with_plugins(&files);
+    let _d = inst.start();
+    let rows = inst.rows("plugins");
+    assert!(
+        rows.contains(
+            &"plugins/d.mjs is not served: its entry in tools/list (name, description and inputSchema) takes \
+              940,018 bytes, the most of any, and with it the tools would take 4,600,090 bytes, more than the \
+              4,194,304 every session may be given to read whole; make its description or schema shorter (let \
+              the tool refuse what it cannot take, in words, rather than list it all)."
+                .to_string()
+        ),
+        "{rows:?}"
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    let mut names = s.tool_names();
+    names.retain(|n| n != "index" && n != "room");
+    assert_eq!(names, ["a", "b", "c", "e"]);
+}

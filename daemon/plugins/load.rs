@@ -196,8 +196,42 @@ pub async fn load(
         .collect();
     Ok(LoadedPlugins {
         process: done.process,
-        verdicts,
+        verdicts: within_the_list(verdicts),
     })
+}
+
+/// The most the served tools' entries (name, description, inputSchema) may take in `tools/list`
+/// together: every session reads the list whole, and each one the daemon makes is held until it is
+/// written. Thousands of tools of a few kilobytes fit; 200 descriptions of a megabyte each took gigabytes
+/// of the daemon's memory as eight sessions listed them.
+pub const MAX_LIST_BYTES: usize = 4 * 1024 * 1024;
+
+/// The verdicts with the list within MAX_LIST_BYTES: past it, the largest entries are not served, each
+/// with a row saying why, until the rest fit.
+fn within_the_list(mut verdicts: Vec<(Candidate, Verdict)>) -> Vec<(Candidate, Verdict)> {
+    let bytes = |v: &Verdict| match v {
+        Verdict::Served(p) => {
+            p.name.len()
+                + p.description.len()
+                + serde_json::to_string(&p.schema).map_or(0, |text| text.len())
+        }
+        Verdict::NotServed(_) => 0,
+    };
+    let mut total: usize = verdicts.iter().map(|(_, v)| bytes(v)).sum();
+    while total > MAX_LIST_BYTES {
+        let Some((largest, entry)) = verdicts
+            .iter()
+            .enumerate()
+            .map(|(at, (_, v))| (at, bytes(v)))
+            .max_by_key(|&(at, entry)| (entry, std::cmp::Reverse(at)))
+        else {
+            break;
+        };
+        let (c, v) = &mut verdicts[largest];
+        *v = Verdict::NotServed(rows::list_too_large(c.file(), entry, total, MAX_LIST_BYTES));
+        total -= entry;
+    }
+    verdicts
 }
 
 /// The verdict on a file the host imported.

@@ -36,6 +36,20 @@ pub use crate::names::thousands;
 /// A tool's entry in `tools/list` past which a row says what it costs: a typical tool's is a few KB.
 pub const LARGE_ENTRY_BYTES: usize = 64 * 1024;
 
+/// A file left out so that the tools listed fit what every session reads (`load::MAX_LIST_BYTES`).
+pub fn list_too_large(file: &str, bytes: usize, total: usize, max: usize) -> String {
+    let file = names::escape_controls(file, false);
+    format!(
+        "plugins/{file} is not served: its entry in tools/list (name, description and inputSchema) takes {} \
+         bytes, the most of any, and with it the tools would take {} bytes, more than the {} every session may \
+         be given to read whole; make its description or schema shorter (let the tool refuse what it cannot \
+         take, in words, rather than list it all).",
+        thousands(bytes),
+        thousands(total),
+        thousands(max)
+    )
+}
+
 /// The row that follows a served file's row when its entry in `tools/list` is large (an enum of
 /// thousands): every session reads the whole list, each turn of its model.
 pub fn large_entry(file: &str, bytes: usize) -> String {
