@@ -284,8 +284,9 @@ pub struct Appender {
     name: String,
     rotate_at: u64,
     open: Option<(Folder, std::fs::File)>,
-    /// The last append failed and was said: the next failure is not said again.
-    failing: bool,
+    /// The appends that failed since the last that worked (the first was said on stderr), and why the
+    /// first failed.
+    lost: Option<(usize, String)>,
 }
 
 impl Appender {
@@ -298,23 +299,52 @@ impl Appender {
                 .unwrap_or_default(),
             rotate_at,
             open: None,
-            failing: false,
+            lost: None,
         }
     }
 
-    /// Appends, and says on the daemon's stderr (once, until an append works again) when it cannot.
-    pub fn append_or_say(&mut self, bytes: &[u8]) {
+    /// Appends, and says on the daemon's stderr (once, until an append works again) when it cannot. The
+    /// first append to work again gives the count of those lost before it, and why the first was.
+    pub fn append_or_say(&mut self, bytes: &[u8]) -> Option<(usize, String)> {
+        // A write cut off by a full disk may have left part of a line: what follows starts a line of its
+        // own.
+        let mended;
+        let bytes = if self.lost.is_some() && !self.ends_a_line() {
+            mended = [b"\n", bytes].concat();
+            &mended[..]
+        } else {
+            bytes
+        };
         match self.append(bytes) {
-            Ok(()) => self.failing = false,
-            Err(e) if !self.failing => {
-                self.failing = true;
-                tracing::error!(
-                    "{} cannot be written: {e}",
-                    self.folder.join(&self.name).display()
-                );
+            Ok(()) => self.lost.take(),
+            Err(e) => {
+                match &mut self.lost {
+                    Some((n, _)) => *n += 1,
+                    None => {
+                        tracing::error!(
+                            "{} cannot be written: {e}",
+                            self.folder.join(&self.name).display()
+                        );
+                        self.lost = Some((1, e.to_string()));
+                    }
+                }
+                None
             }
-            Err(_) => {}
         }
+    }
+
+    /// Whether the file is empty or ends with a newline (or cannot be looked at).
+    fn ends_a_line(&self) -> bool {
+        use std::os::unix::fs::FileExt;
+        let Ok(folder) = Folder::open(&self.folder) else {
+            return true;
+        };
+        let Ok(Some(file)) = folder.read(&self.name) else {
+            return true;
+        };
+        let size = file.metadata().map_or(0, |m| m.len());
+        let mut last = [b'\n'];
+        size == 0 || file.read_at(&mut last, size - 1).is_err() || last[0] == b'\n'
     }
 
     pub fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {

@@ -66,10 +66,18 @@ impl RuntimeLog {
             text.push_str(&crate::names::escape_controls(s, false));
             text.push('\n');
         }
-        self.file
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .append_or_say(text.as_bytes());
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((lost, why)) = file.append_or_say(text.as_bytes()) {
+            // Said after the rows that made it through, so they keep their order in the file.
+            let row = format!(
+                "{stamp} server {} row(s) before these could not be written to runtime.log ({}); they went \
+                 to the server's stderr (the terminal it runs in, or its service's journal).\n",
+                lost,
+                crate::names::escape_controls(&why, false)
+            );
+            file.append_or_say(row.as_bytes());
+        }
+        drop(file);
         for s in sentences {
             // The operator's copy is one line too.
             let s = crate::names::escape_controls(s, false);
@@ -179,5 +187,35 @@ mod tests {
         assert_eq!(rows[0].1, "plugins");
         assert_eq!(rows[1].2, "two\\nlines");
         assert!(rows[0].0.ends_with('Z'));
+    }
+
+    /// Rows that could not be written (a full disk, a folder at the name) are counted and said once the
+    /// file takes rows again, and a line a failed write cut off is not glued to the next row.
+    #[test]
+    fn rows_lost_while_the_file_cannot_be_written_are_said_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime.log");
+        let log = RuntimeLog::new(path.clone());
+        log.row(Topic::Server, "before");
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        log.row(Topic::Server, "lost one");
+        log.rows(Topic::Plugins, &["lost two".into()]);
+        std::fs::remove_dir(&path).unwrap();
+        // What a write cut off by a full disk leaves.
+        std::fs::write(&path, "2026-12-06T1").unwrap();
+        log.row(Topic::Server, "after");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "2026-12-06T1", "{text}");
+        assert!(lines[1].ends_with(" server after"), "{text}");
+        let said = parse_row(lines[2]).unwrap();
+        assert_eq!(said.1, "server");
+        assert!(
+            said.2
+                .starts_with("2 row(s) before these could not be written to runtime.log ("),
+            "{text}"
+        );
+        assert_eq!(lines.len(), 3, "{text}");
     }
 }
