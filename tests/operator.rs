@@ -1653,3 +1653,31 @@ fn a_plugins_schema_cannot_write_control_codes_to_the_operators_terminal() {
         }
     }
 }
+
+/// openovai.json removed while the server runs: the server can still be asked and stopped, and what needs
+/// the file says it is missing and to put it back, not that there is no instance.
+#[test]
+fn a_server_whose_config_was_removed_can_be_asked_and_stopped() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let config = inst.root.join("openovai.json");
+    std::fs::remove_file(&config).unwrap();
+    inst.cmd().arg("status").assert().success();
+    inst.cmd()
+        .arg("restart")
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(format!(
+            "{} is missing (removed while the instance was in use?): put it back.",
+            config.display()
+        )));
+    std::fs::create_dir(&config).unwrap();
+    inst.cmd()
+        .arg("restart")
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("it is a folder, not a file"));
+    inst.cmd().arg("stop").assert().success();
+    let mut d = d;
+    assert!(!d.is_running());
+}

@@ -172,9 +172,12 @@ impl Instance {
         let path = self.config_file();
         let text =
             crate::files::read_regular(&path, crate::files::MAX_READ_BYTES).map_err(|source| {
-                ConfigError::Read {
-                    path: path.clone(),
-                    source,
+                match source.kind() {
+                    std::io::ErrorKind::NotFound => ConfigError::Gone { path: path.clone() },
+                    _ => ConfigError::Read {
+                        path: path.clone(),
+                        source,
+                    },
                 }
             })?;
         Config::parse(&text)
@@ -265,7 +268,7 @@ fn find_any_root(explicit: Option<&Path>) -> Result<(Instance, FoundBy), RootErr
     }
     let cwd = std::env::current_dir().map_err(RootError::Cwd)?;
     for dir in cwd.ancestors() {
-        if dir.join(CONFIG_FILE).is_file() {
+        if is_instance(dir) {
             return Ok((Instance::at(dir.to_path_buf()), FoundBy::WorkingDirectory));
         }
     }
@@ -279,9 +282,16 @@ fn find_any_root(explicit: Option<&Path>) -> Result<(Instance, FoundBy), RootErr
     Err(RootError::NotFound { cwd: shown(&cwd) })
 }
 
+/// Whether `dir` is an instance: it holds openovai.json, or held it and was served (its `.ovai/serve.lock`
+/// is there), so that a server whose openovai.json was removed can still be stopped and asked, and each
+/// command says the file is missing rather than that there is no instance.
+fn is_instance(dir: &Path) -> bool {
+    dir.join(CONFIG_FILE).is_file() || Instance::at(dir.to_path_buf()).serve_lock().is_file()
+}
+
 fn named(p: &Path, by: &'static str) -> Result<Instance, RootError> {
     let abs = absolute(p);
-    if abs.join(CONFIG_FILE).is_file() {
+    if is_instance(&abs) {
         return Ok(Instance::at(abs));
     }
     // `init` refuses a folder inside an instance: that is not the advice to give for one.
@@ -625,6 +635,12 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    #[error(
+        "{} is missing (removed while the instance was in use?): put it back. It holds at least {{\"user\": \
+         \"…\", \"leader\": \"…\"}}, the leader being one of the seats in desks/.",
+        path.display()
+    )]
+    Gone { path: PathBuf },
     #[error("{} cannot be read: {source}", path.display())]
     Read {
         path: PathBuf,
