@@ -101,6 +101,12 @@ pub fn connect(inst: &Instance) -> Result<UnixStream, ClientError> {
     if let Some(why) = inst.private_dir_unsound() {
         return Err(ClientError::NotDone(inst.private_dir_refusal(&why)));
     }
+    if let Some(why) = inst.socket_too_long() {
+        return Err(ClientError::NotDone(format!(
+            "No server can serve the instance at {}: {why}. Move it, and start it with `ovai serve` there.",
+            inst.root.display()
+        )));
+    }
     let absent = |e: &std::io::Error| {
         matches!(
             e.kind(),

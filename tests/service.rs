@@ -489,24 +489,51 @@ fn start_up_errors_are_one_sentence_and_a_non_zero_exit() {
     assert!(!inst.root.join(".ovai/ovai.sock").exists());
 }
 
+/// A folder whose socket path would be too long for a Unix socket: `init` makes nothing there, and an
+/// instance moved there is refused by `serve` and every command, each saying how much shorter to go.
 #[test]
 fn a_socket_path_too_long_says_so_and_how_to_move_it() {
     let base = tempfile::tempdir_in("/tmp").unwrap();
-    let deep = base.path().join("a".repeat(60)).join("b".repeat(50));
-    ovai().args(["init"]).arg(&deep).assert().success();
-    let sock = std::fs::canonicalize(&deep)
-        .unwrap()
-        .join(".ovai/ovai.sock")
-        .display()
-        .to_string();
+    let base_path = std::fs::canonicalize(base.path()).unwrap();
+    let deep = base_path.join("a".repeat(60)).join("b".repeat(50));
+    let sock = deep.join(".ovai/ovai.sock").display().to_string();
+    let why = format!(
+        "its socket {sock} would be {} bytes long, more than the 107 a Unix socket takes, so no server can serve \
+         it there: the instance needs a folder whose path is at least {} bytes shorter",
+        sock.len(),
+        sock.len() - 107
+    );
+    ovai()
+        .args(["init"])
+        .arg(&deep)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!(
+            "{} cannot be an instance: {why}. Nothing was made.",
+            deep.display()
+        )));
+    assert!(!deep.exists());
+    let short = base_path.join("i");
+    ovai().args(["init"]).arg(&short).assert().success();
+    std::fs::create_dir_all(deep.parent().unwrap()).unwrap();
+    std::fs::rename(&short, &deep).unwrap();
     ovai()
         .args(["serve", "--root"])
         .arg(&deep)
         .assert()
         .code(1)
         .stderr(predicate::str::contains(format!(
-            "The socket path {sock} is {} bytes long, more than the 107 a Unix socket allows. Move the instance to a shorter path",
-            sock.len()
+            "The instance at {} cannot be served: {why}. Move it there, and start again.",
+            deep.display()
+        )));
+    ovai()
+        .args(["status", "--root"])
+        .arg(&deep)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "No server can serve the instance at {}: {why}. Move it, and start it with `ovai serve` there.",
+            deep.display()
         )));
 }
 

@@ -67,6 +67,15 @@ pub fn run(
             exit::FAILED,
         ));
     }
+    if let Some(why) = Instance::at(target.clone()).socket_too_long() {
+        return Err(Failure::new(
+            format!(
+                "{} cannot be an instance: {why}. Nothing was made.",
+                target.display()
+            ),
+            exit::FAILED,
+        ));
+    }
     std::fs::create_dir_all(&dir)
         .map_err(|e| Failure::new(format!("{} cannot be made: {e}.", dir.display()), 1))?;
     let inst = Instance::at(instance::absolute(&dir));

@@ -88,6 +88,23 @@ impl Instance {
     pub fn socket(&self) -> PathBuf {
         self.private_dir().join("ovai.sock")
     }
+
+    /// Why no server can serve the instance here, if its socket's path is longer than a Unix socket takes
+    /// (sun_path holds 108 bytes with its terminating NUL); a link to the folder does not help, as the
+    /// path is the folder's own.
+    pub fn socket_too_long(&self) -> Option<String> {
+        const MAX_SOCKET_PATH: usize = 107;
+        let socket = self.socket();
+        let len = socket.as_os_str().len();
+        (len > MAX_SOCKET_PATH).then(|| {
+            format!(
+                "its socket {} would be {len} bytes long, more than the {MAX_SOCKET_PATH} a Unix socket takes, so no \
+                 server can serve it there: the instance needs a folder whose path is at least {} bytes shorter",
+                socket.display(),
+                len - MAX_SOCKET_PATH
+            )
+        })
+    }
     pub fn seats_file(&self) -> PathBuf {
         self.private_dir().join("seats.json")
     }

@@ -46,9 +46,6 @@ use crate::seats::{self, SeatError};
 use crate::sync::lock;
 use daemon::Daemon;
 
-/// The longest socket path a Unix socket takes (sun_path holds 108 bytes with its terminating NUL).
-const MAX_SOCKET_PATH: usize = 107;
-
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error("{0} Fix it and start the server again.")]
@@ -57,10 +54,8 @@ pub enum ServeError {
     Seats(#[from] SeatError),
     #[error("Another ovai serve is already serving {root}{pid}. Stop it first, or run `ovai restart` to read plugins/ again.", pid = .pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
     AlreadyServing { root: String, pid: Option<u32> },
-    #[error(
-        "The socket path {path} is {len} bytes long, more than the {MAX_SOCKET_PATH} a Unix socket allows. Move the instance to a shorter path (or link it from one) and start again."
-    )]
-    SocketPathTooLong { path: String, len: usize },
+    #[error("The instance at {root} cannot be served: {why}. Move it there, and start again.")]
+    SocketPathTooLong { root: String, why: String },
     #[error("{what} {path}: {source}")]
     Io {
         what: &'static str,
@@ -159,11 +154,10 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     // Gone however the start ends: a start that fails leaves no marker behind.
     let _starting = RemovedOnDrop(inst.starting_marker());
     let socket = inst.socket();
-    let socket_len = socket.as_os_str().len();
-    if socket_len > MAX_SOCKET_PATH {
+    if let Some(why) = inst.socket_too_long() {
         return Err(ServeError::SocketPathTooLong {
-            path: socket.display().to_string(),
-            len: socket_len,
+            root: inst.root.display().to_string(),
+            why,
         });
     }
     crate::host::child::write_shim(&inst.host_shim())
