@@ -52,6 +52,9 @@ fn readiness_watchdog_reload_and_stopping_reach_the_service_manager() {
     expect(&sock, "WATCHDOG=1");
     assert!(d.stop().success());
     expect(&sock, "STOPPING=1");
+    // More time while the calls finish: shutdownGraceSeconds may pass the unit's TimeoutStopSec.
+    let extended = expect(&sock, "EXTEND_TIMEOUT_USEC=30000000");
+    assert!(extended.contains("STATUS=stopping"), "{extended}");
 }
 
 /// The one unit `service install` wrote under `home`.

@@ -15,7 +15,7 @@ fn send(states: &[NotifyState<'_>]) {
     }
 }
 
-/// How long each "extend the start" asks for, and how often it is asked again while plugins/ is read.
+/// How long each "extend the start" (or the stop) asks for, and how often it is asked again.
 const EXTEND_BY: Duration = Duration::from_secs(30);
 const EXTEND_EVERY: Duration = Duration::from_secs(10);
 
@@ -23,6 +23,12 @@ const EXTEND_EVERY: Duration = Duration::from_secs(10);
 /// plugins/ may take an import timeout or more, past systemd's 90 s if several files block (see
 /// `host::import`), and a start that is killed for taking long only starts again.
 pub fn extend_start() -> CancellationToken {
+    extend("reading plugins/")
+}
+
+/// Asks for more time while `status` lasts, until the token is cancelled or the daemon's loop ends (a
+/// stuck one stops asking, and is ended at the manager's timeout).
+fn extend(status: &'static str) -> CancellationToken {
     let done = CancellationToken::new();
     let until = done.clone();
     tokio::spawn(async move {
@@ -30,7 +36,7 @@ pub fn extend_start() -> CancellationToken {
         loop {
             send(&[
                 NotifyState::ExtendTimeoutUsec(usec),
-                NotifyState::Status("reading plugins/"),
+                NotifyState::Status(status),
             ]);
             tokio::select! {
                 _ = tokio::time::sleep(EXTEND_EVERY) => {}
@@ -53,8 +59,11 @@ pub fn reloading() {
     }
 }
 
+/// Stopping, and more time asked for as long as it takes: the unit's TimeoutStopSec (30 s) would
+/// otherwise kill calls that shutdownGraceSeconds lets run longer.
 pub fn stopping() {
     send(&[NotifyState::Stopping]);
+    let _ = extend("stopping: finishing the calls in flight (shutdownGraceSeconds)");
 }
 
 /// Pings the watchdog at half the interval systemd asked for, until `closing`. The task runs on the
