@@ -51,11 +51,18 @@ pub enum ClientError {
     )]
     WentAway { root: String },
     #[error(
-        "The ovai server for {root} took the connection and said nothing within {seconds} s: it is \
-         stopped or stuck. If it stays so, end its process (`pgrep -af 'ovai serve'` finds it; `ovai \
-         stop` cannot reach it) and start it again with `ovai serve`: sessions reconnect."
+        "The ovai server for {root}{shown} took the connection and said nothing within {seconds} s: it is \
+         stopped or stuck, and what was asked of it is done if it goes on. If it stays so, end its process \
+         ({how}; `ovai stop` cannot reach it) and start it again with `ovai serve`: sessions reconnect.",
+        shown = .pid.map(|p| format!(" (pid {p})")).unwrap_or_default(),
+        how = .pid.map_or("`pgrep -af 'ovai serve'` finds it".to_string(), |p| format!("`kill {p}`, then `kill -9 {p}` if it stays")),
     )]
-    Silent { root: String, seconds: u64 },
+    Silent {
+        root: String,
+        seconds: u64,
+        /// The pid serve.lock names, when it can be read.
+        pid: Option<u32>,
+    },
     #[error(
         "An ovai server (pid {pid}) holds the instance at {root}, but {what} cannot be reached: something \
          removed it or took its place (runtime.log says which). Stop that server (`kill {pid}`) and start it \
@@ -483,6 +490,7 @@ fn silent(inst: &Instance, patience: Duration) -> ClientError {
     ClientError::Silent {
         root: inst.root.display().to_string(),
         seconds: patience.as_secs(),
+        pid: lock_names(inst),
     }
 }
 

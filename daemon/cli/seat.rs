@@ -355,7 +355,7 @@ fn list(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     let sessions = match client::control::<StatusReply>(inst, ControlOp::Status) {
         Ok(v) => Some(v),
         Err(ClientError::NoServer { .. } | ClientError::Stopping { .. }) => None,
-        Err(e) => return Err(fail(exit::FAILED)(e)),
+        Err(e) => return Err(super::unreached(e)),
     };
     // Sessions holding the seat, and its HTTP sessions never initialised.
     let now = |name: &str| {

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{Failure, exit, fail};
+use super::{Failure, exit};
 use crate::client::{self, ClientError};
 use crate::instance::Instance;
 use crate::names::thousands;
@@ -59,7 +59,7 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
                 exit::NOT_RUNNING,
             ));
         }
-        Err(e) => return Err(fail(exit::FAILED)(e)),
+        Err(e) => return Err(super::unreached(e)),
     };
     let too_open = crate::permissions::too_open(inst);
     if as_json {
