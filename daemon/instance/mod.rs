@@ -684,7 +684,7 @@ pub enum ConfigError {
 impl Config {
     pub fn parse(text: &str) -> Result<Self, ConfigError> {
         let raw: Value = serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
-            message: syntax_message(&e),
+            message: config_slip(text, &e).unwrap_or_else(|| syntax_message(&e)),
             line: e.line(),
             column: e.column(),
         })?;
@@ -885,6 +885,22 @@ impl std::fmt::Display for Role {
     }
 }
 
+/// What a person most often gets wrong in a JSON file edited by hand, said as such where serde's words
+/// would not say it: a byte order mark an editor saved, a comment (JSONC is not JSON).
+fn config_slip(text: &str, e: &serde_json::Error) -> Option<String> {
+    if text.starts_with('\u{feff}') {
+        return Some(
+            "it starts with a byte order mark (BOM), which JSON does not take: save it as UTF-8 without one"
+                .into(),
+        );
+    }
+    let line = text.lines().nth(e.line().checked_sub(1)?)?;
+    let from = line.get(e.column().saturating_sub(1)..)?.trim_start();
+    (from.starts_with("//") || from.starts_with("/*")).then(|| {
+        "a comment, which JSON does not take (openovai.json is plain JSON, not JSONC): remove it".into()
+    })
+}
+
 pub fn syntax_message(e: &serde_json::Error) -> String {
     // serde_json's Display appends " at line L column C"; the sentence states those itself.
     let text = e.to_string();
@@ -938,6 +954,13 @@ fn bounded(
             )),
             Some(n) if n > most => bad(format!("is {n}, more than {most}, the most it takes")),
             Some(n) => Ok(n),
+            // Past what any setting could take (and what a u64 holds): serde keeps it as a float only.
+            None if v
+                .as_f64()
+                .is_some_and(|f| f >= 18_446_744_073_709_551_615.0) =>
+            {
+                bad("is a number larger than any setting here takes".into())
+            }
             None if v.as_f64().is_some_and(|f| f.fract() == 0.0 && f > 0.0) => bad(format!(
                 "is {v}: write it as a whole number, without a decimal point or an exponent"
             )),
@@ -998,6 +1021,33 @@ mod tests {
         let s = e.to_string();
         assert!(s.contains("line 3, column 3"), "{s}");
         assert!(!s.contains("column 3 at line"), "{s}");
+    }
+
+    /// What hand-edited JSON most often gets wrong is said as such: a BOM, a comment, a number past
+    /// every setting (which serde reads as a float, and was called one with an exponent).
+    #[test]
+    fn a_bom_a_comment_and_a_huge_number_are_named() {
+        let said = |text: &str| Config::parse(text).unwrap_err().to_string();
+        assert!(
+            said("\u{feff}{\"user\":\"a\",\"leader\":\"b\"}")
+                .contains("it starts with a byte order mark (BOM), which JSON does not take"),
+        );
+        for comment in ["// who", "/* who */"] {
+            let s = said(&format!(
+                "{{\n  \"user\": \"a\", {comment}\n  \"leader\": \"b\"\n}}"
+            ));
+            assert!(
+                s.contains(
+                    "a comment, which JSON does not take (openovai.json is plain JSON, not JSONC)"
+                ),
+                "{s}"
+            );
+        }
+        let s = said(r#"{"user":"a","leader":"b","callTimeoutSeconds":99999999999999999999}"#);
+        assert!(
+            s.contains("\"callTimeoutSeconds\" is a number larger than any setting here takes"),
+            "{s}"
+        );
     }
 
     #[test]
