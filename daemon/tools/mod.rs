@@ -43,9 +43,13 @@ pub struct TableEntry {
     pub weight: usize,
 }
 
-/// A description's first line, its control characters shown escaped.
+/// How much of a description's first line `index` shows: with every tool's, its answer stays well within
+/// maxAnswerBytes (a first line of 600 KB took it past).
+const SUMMARY_CHARS: usize = 200;
+
+/// A description's first line, cut at SUMMARY_CHARS, its control characters shown escaped.
 fn summary_of(description: &str) -> String {
-    crate::names::escape_controls(description.lines().next().unwrap_or(""), false).into_owned()
+    crate::names::clipped(description.lines().next().unwrap_or(""), SUMMARY_CHARS)
 }
 
 /// A plugin the host loaded, with its schema already known to compile.
@@ -169,5 +173,15 @@ mod tests {
         let t = ToolTable::new(vec![]);
         let names: Vec<&str> = t.names().collect();
         assert_eq!(names, BUILTINS);
+    }
+
+    #[test]
+    fn a_summary_is_the_first_line_cut_and_escaped() {
+        assert_eq!(summary_of("Says hello.\nMore."), "Says hello.");
+        let long = "d".repeat(600_000);
+        let cut = summary_of(&long);
+        assert_eq!(cut.chars().count(), SUMMARY_CHARS + 1);
+        assert!(cut.ends_with('…'));
+        assert_eq!(summary_of("a\u{1b}[2Jb"), "a\\u{1b}[2Jb");
     }
 }
