@@ -333,7 +333,8 @@ pub fn hello_seat(
 ) -> Result<(), ClientError> {
     // A server that turns the connection away answers and closes at once, perhaps before the hello is
     // written: its answer is still there to read, and says more than the broken pipe.
-    let sent = stream.write_all(wire::line(&Hello::seat(secret)).as_bytes());
+    let hello = Hello::seat(secret).from_root(&inst.root);
+    let sent = stream.write_all(wire::line(&hello).as_bytes());
     read_welcome(inst, stream, patience, sent, None, &mut || false).map(drop)
 }
 
@@ -357,7 +358,7 @@ pub fn hello_seat_over_pipes(
 ) -> Result<Option<SeatPipes>, ClientError> {
     let hello = Hello {
         pipes: true,
-        ..Hello::seat(secret)
+        ..Hello::seat(secret).from_root(&inst.root)
     };
     let sent = stream.write_all(wire::line(&hello).as_bytes());
     let mut fds = Vec::new();
@@ -564,7 +565,8 @@ pub fn control_because<T: DeserializeOwned>(
     };
     stream.set_read_timeout(Some(patience))?;
     // As for a seat: a connection turned away has its answer waiting even if the hello did not go out.
-    let sent = stream.write_all(wire::line(&Hello::control(&secret, op, why)).as_bytes());
+    let hello = Hello::control(&secret, op, why).from_root(&inst.root);
+    let sent = stream.write_all(wire::line(&hello).as_bytes());
     let mut line = String::new();
     let read = BufReader::new(stream).read_line(&mut line);
     if line.is_empty() {

@@ -31,9 +31,21 @@ pub struct Hello {
     /// its welcome, rather than over this socket: a pipe costs each message less of the kernel's time.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pipes: bool,
+    /// The instance's root as the client found it: where the socket it reached is. Another than the
+    /// daemon's own means the instance was moved while the daemon ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
 }
 
 impl Hello {
+    /// The hello, saying where the client found the instance.
+    pub fn from_root(self, root: &std::path::Path) -> Self {
+        Self {
+            root: Some(root.display().to_string()),
+            ..self
+        }
+    }
+
     pub fn seat(secret: &str) -> Self {
         Self {
             ovai: VERSION,

@@ -1681,3 +1681,58 @@ fn a_server_whose_config_was_removed_can_be_asked_and_stopped() {
     let mut d = d;
     assert!(!d.is_running());
 }
+
+/// The instance's folder moved while its server ran: from where it is now, the server can be asked and
+/// stopped, and everything else is refused saying so and what to do, not blamed on a seat or a file.
+#[test]
+fn a_server_whose_folder_was_moved_says_so_to_every_command() {
+    let base = tempfile::tempdir_in("/tmp").unwrap();
+    let base = std::fs::canonicalize(base.path()).unwrap();
+    let first = base.join("first");
+    ovai()
+        .args(["init", "--user", "ann", "--leader", "lead"])
+        .arg(&first)
+        .assert()
+        .success();
+    let mut serve = serve_unwaited(&Instance {
+        dir: tempfile::tempdir().unwrap(),
+        root: first.clone(),
+    });
+    let root = |dir: &std::path::Path| {
+        let mut c = ovai();
+        c.arg("--root").arg(dir);
+        c
+    };
+    wait_until("the server to serve", || {
+        let out = root(&first).arg("status").output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .contains("Generation 1")
+            .then_some(())
+    });
+    let moved = base.join("moved");
+    std::fs::rename(&first, &moved).unwrap();
+    let words = format!(
+        "this server serves {}, where the instance was when it started, and was reached at {}: the folder was \
+         moved while the server ran, and it reads every file by its old path. Stop it (`ovai stop --root {}`)",
+        first.display(),
+        moved.display(),
+        moved.display()
+    );
+    root(&moved)
+        .arg("restart")
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(words.clone()));
+    root(&moved)
+        .args(["call", "index", "{}", "--seat", "lead"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(words.clone()));
+    root(&moved)
+        .arg("status")
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(format!("ovai: warning: {words}")));
+    root(&moved).arg("stop").assert().success();
+    assert!(wait_exit(&mut serve).success());
+}

@@ -61,6 +61,10 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         }
         Err(e) => return Err(super::unreached(e)),
     };
+    let found = inst.root.display().to_string();
+    if let Some(why) = crate::instance::moved(std::path::Path::new(&v.root), Some(&found)) {
+        eprintln!("ovai: warning: {why}.");
+    }
     let too_open = crate::permissions::too_open(inst);
     if as_json {
         let mut doc = serde_json::to_value(&v).unwrap_or_default();

@@ -299,6 +299,34 @@ fn find_any_root(explicit: Option<&Path>) -> Result<(Instance, FoundBy), RootErr
     Err(RootError::NotFound { cwd: shown(&cwd) })
 }
 
+/// Why nothing but `ovai stop` and `ovai status` is done for a client that found the instance at `found`,
+/// when that is not `root`, the daemon's own, which is no longer there (the folder was moved).
+pub fn moved(root: &std::path::Path, found: Option<&str>) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let found = std::path::Path::new(found?);
+    if found == root {
+        return None;
+    }
+    let identity = |p: &std::path::Path| {
+        std::fs::metadata(p.join(".ovai"))
+            .ok()
+            .map(|m| (m.dev(), m.ino()))
+    };
+    // Two names of one folder (a bind mount) are the same instance.
+    if identity(root).is_some() && identity(root) == identity(found) {
+        return None;
+    }
+    let new = crate::names::shell_quote(&found.to_string_lossy());
+    Some(format!(
+        "this server serves {}, where the instance was when it started, and was reached at {}: the folder was \
+         moved while the server ran, and it reads every file by its old path. Stop it (`ovai stop --root {new}`), \
+         start it where the instance is now (`ovai serve --root {new}`), then `ovai seat rebuild --root {new}` \
+         points the desks there",
+        root.display(),
+        found.display()
+    ))
+}
+
 /// Whether `dir` is an instance: it holds openovai.json, or held it and was served (its `.ovai/serve.lock`
 /// is there), so that a server whose openovai.json was removed can still be stopped and asked, and each
 /// command says the file is missing rather than that there is no instance.

@@ -17,7 +17,7 @@ use super::session::SeatService;
 use super::sessions::{Full, SESSIONS_PER_SEAT};
 use super::transport::SessionTransport;
 use crate::seats::hash_secret;
-use crate::wire::{self, Hello, Welcome};
+use crate::wire::{self, ControlOp, Hello, Welcome};
 
 /// How long a new connection has to say who it is: a client sends its hello at once, and a connection
 /// that says nothing should not hold a place long.
@@ -150,6 +150,14 @@ pub async fn handle(
             ),
         )
         .await;
+    }
+    // Moved while it ran: it reads every file by its old path. Only stopping it, and asking how it is,
+    // make sense now.
+    let asks = hello.op.filter(|_| hello.control_secret.is_some());
+    if !matches!(asks, Some(ControlOp::Stop | ControlOp::Status))
+        && let Some(why) = crate::instance::moved(&daemon.inst.root, hello.root.as_deref())
+    {
+        return refuse(&daemon, &mut write, why).await;
     }
     if let Some(secret) = hello.control_secret {
         return control::handle(&daemon, &secret, hello.op, hello.why.as_deref(), &mut write).await;
