@@ -650,3 +650,35 @@ fn every_commands_help_has_an_example() {
     }
     assert!(missing.is_empty(), "no example in the help of: {missing:?}");
 }
+
+/// A --root or OVAI_ROOT that is no folder says so, rather than that the folder holds no openovai.json.
+#[test]
+fn a_root_that_is_no_folder_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, "").unwrap();
+    let gone = dir.path().join("gone");
+    for (path, what) in [
+        (&gone, "does not exist"),
+        (&file, "is a file, not a folder"),
+    ] {
+        ovai()
+            .arg("status")
+            .arg("--root")
+            .arg(path)
+            .assert()
+            .failure()
+            .stderr(predicates::str::contains(format!(
+                "{} (named by --root) {what}: name the instance's folder, the one holding openovai.json",
+                path.display()
+            )));
+    }
+    ovai()
+        .arg("status")
+        .env("OVAI_ROOT", &gone)
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(
+            "(named by OVAI_ROOT) does not exist",
+        ));
+}

@@ -484,6 +484,18 @@ fn seat_trust_writes_gemini_and_codex_trust_into_the_home_merged() {
         .env("HOME", home.path())
         .assert()
         .code(2);
+    // A HOME that is not there makes no folders no client would read.
+    let nowhere = home.path().join("nowhere");
+    inst.cmd()
+        .args(["seat", "trust", "w1"])
+        .env("HOME", &nowhere)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(format!(
+            "HOME is {}, which is not a folder, so no client reads a trust written there. Nothing was written",
+            nowhere.display()
+        )));
+    assert!(!nowhere.exists());
 }
 
 /// A desk runs ovai by the path it was called by when that leads to it: a link on PATH pointed at a new

@@ -114,6 +114,18 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                         exit::FAILED,
                     )
                 })?;
+            // Gemini CLI and Codex read their trust from the user's own home: one that is not there is a
+            // mistaken HOME, and folders made under it would be read by nobody.
+            if !home.is_dir() {
+                return Err(Failure::new(
+                    format!(
+                        "HOME is {}, which is not a folder, so no client reads a trust written there. Nothing was \
+                         written; set HOME to your home folder and run it again.",
+                        home.display()
+                    ),
+                    exit::FAILED,
+                ));
+            }
             let clients = seats::desk_clients(inst).map_err(fail(exit::FAILED))?;
             let (gemini, codex) = crate::desk::clients::homes(&home);
             let said = crate::desk::clients::trust(&inst.desk(&name), (&gemini, &codex), &clients)

@@ -222,6 +222,16 @@ pub enum RootError {
     )]
     NotAnInstance { path: String, by: &'static str },
     #[error(
+        "{path} (named by {by}) {what}: name the instance's folder, the one holding {CONFIG_FILE} (or run \
+         `ovai init` to make one)."
+    )]
+    NoFolder {
+        path: String,
+        by: &'static str,
+        /// "does not exist", "is a file, not a folder".
+        what: &'static str,
+    },
+    #[error(
         "{path} holds no {CONFIG_FILE}: it is a folder of the openovai instance at {root} (named by {by}). Name \
          the instance itself: --root {quoted}.",
         quoted = crate::names::shell_quote(root)
@@ -349,6 +359,18 @@ fn named(p: &Path, by: &'static str) -> Result<Instance, RootError> {
             path: shown(&abs),
             root: shown(root),
             by,
+        });
+    }
+    let what = match std::fs::metadata(&abs) {
+        Err(_) => Some("does not exist"),
+        Ok(m) if !m.is_dir() => Some("is a file, not a folder"),
+        Ok(_) => None,
+    };
+    if let Some(what) = what {
+        return Err(RootError::NoFolder {
+            path: shown(&abs),
+            by,
+            what,
         });
     }
     Err(RootError::NotAnInstance {
