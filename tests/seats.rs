@@ -310,6 +310,16 @@ fn a_secret_two_seats_share_opens_neither_and_a_missing_book_says_how_to_rebuild
         .stdout(predicate::str::contains(
             "seats.json is missing, and there are desks. `ovai seat rebuild`",
         ));
+    // A session says the same, not that its seat was removed or re-keyed.
+    inst.cmd()
+        .args(["call", "index", "{}", "--seat", "lead"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "the seats' book {} is missing (removed while the server ran?), so no seat's secret opens a session: \
+             `ovai seat rebuild` makes it again from the desks",
+            path.display()
+        )));
 }
 
 /// A desk copied to another seat's folder holds the same secret: rebuild keeps the seat that held it,

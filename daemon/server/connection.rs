@@ -186,6 +186,15 @@ pub async fn handle(
         return refuse_for_good(&daemon, &mut write, why).await;
     }
     let Some(seat) = matches.first().map(|s| s.to_string()) else {
+        let book_file = daemon.inst.seats_file();
+        if !book_file.exists() {
+            let why = format!(
+                "the seats' book {} is missing (removed while the server ran?), so no seat's secret opens a \
+                 session: `ovai seat rebuild` makes it again from the desks, keeping every seat's secret",
+                book_file.display()
+            );
+            return refuse(&daemon, &mut write, why).await;
+        }
         let why = format!(
             "the secret in OVAI_SECRET is not the secret of any seat of the instance at {}: the seat may have been \
              removed, or given a new secret (`ovai seat rotate`, whose new secret is in the desk's .mcp.json). Run \
