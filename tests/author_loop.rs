@@ -1169,3 +1169,37 @@ fn a_plugin_linked_to_a_file_that_waits_holds_no_restart_and_no_stop() {
     assert!(!s.call("a", json!({})).1);
     assert!(d.stop().success());
 }
+
+/// A file changed while something makes and removes files in plugins/ without end (a plugin, a build)
+/// is said while that goes on: the burst is cut, and what was heard is let go as it comes (held, it once
+/// took the daemon hundreds of megabytes).
+#[test]
+fn a_change_amid_endless_churn_is_said_while_it_goes_on() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let inst = Instance::with_plugins(&[("a.mjs", TOOL)]);
+    let _d = inst.start();
+    let dir = inst.root.join("plugins");
+    let stop = Arc::new(AtomicBool::new(false));
+    let churn = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let path = dir.join(format!("churn-{}.txt", i % 64));
+                let _ = std::fs::write(&path, "x");
+                let _ = std::fs::remove_file(&path);
+                i += 1;
+            }
+        })
+    };
+    std::fs::write(
+        inst.root.join("plugins/a.mjs"),
+        TOOL.replace("'ok'", "'edited'"),
+    )
+    .unwrap();
+    // The churn runs until the row comes: before the burst was cut, it never came.
+    wait_for_row(&inst, A_CHANGED);
+    stop.store(true, Ordering::Relaxed);
+    churn.join().unwrap();
+}

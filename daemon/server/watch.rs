@@ -17,6 +17,10 @@ use crate::runtime_log::Topic;
 /// Saves closer together than this are one burst (an editor writes, renames and touches in a row).
 const QUIET: Duration = Duration::from_millis(300);
 
+/// A burst that goes on longer than this is looked at all the same: files changed amid endless churn
+/// are said.
+const LONGEST_BURST: Duration = Duration::from_secs(3);
+
 /// While plugins/ is gone (or another folder took its place), how often it is looked for: the watch
 /// was on the folder itself, and nothing is heard from there any more.
 const LOOK_AGAIN: Duration = Duration::from_secs(2);
@@ -64,15 +68,26 @@ pub fn spawn(daemon: Arc<Daemon>) {
                 _ = daemon.closing.cancelled() => return,
             };
             let looked = event.is_none();
-            let mut events: Vec<notify::Result<notify::Event>> = event.into_iter().collect();
-            while let Ok(Some(e)) = tokio::time::timeout(QUIET, rx.recv()).await {
-                events.push(e);
+            // Each event is looked at as it comes and let go: a plugin making and removing files without
+            // end once held them all (hundreds of megabytes), and its burst is cut at LONGEST_BURST.
+            let mut errors = 0;
+            let mut hear = |event: notify::Result<notify::Event>| match event {
+                Ok(e) if ends_the_watch(&e, &dir) => watch_ended = true,
+                Ok(_) => {}
+                Err(e) if errors == 0 => {
+                    errors += 1;
+                    tracing::warn!(error = %e, "watching plugins/ reported an error");
+                }
+                Err(_) => {}
+            };
+            if let Some(event) = event {
+                hear(event);
             }
-            for event in &events {
-                match event {
-                    Ok(e) if ends_the_watch(e, &dir) => watch_ended = true,
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(error = %e, "watching plugins/ reported an error"),
+            let cut = tokio::time::Instant::now() + LONGEST_BURST;
+            while let Ok(Some(e)) = tokio::time::timeout(QUIET, rx.recv()).await {
+                hear(e);
+                if tokio::time::Instant::now() >= cut {
+                    break;
                 }
             }
             let here = identity(&dir);
