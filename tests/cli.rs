@@ -682,3 +682,34 @@ fn a_root_that_is_no_folder_is_named_as_such() {
             "(named by OVAI_ROOT) does not exist",
         ));
 }
+
+/// An instance that is all another user's (run as root on a user's instance, say) is said to be theirs,
+/// with the command to run as them: not "remove it", which would lose its seats.
+#[test]
+fn another_users_instance_says_whose_it_is_and_how_to_run_as_them() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("not root here: no instance can be given to another user");
+        return;
+    }
+    let inst = Instance::new();
+    fn give(path: &std::path::Path, uid: u32) {
+        std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
+        if path.is_dir() && !path.is_symlink() {
+            for e in std::fs::read_dir(path).unwrap() {
+                give(&e.unwrap().path(), uid);
+            }
+        }
+    }
+    give(&inst.root, 65534);
+    inst.cmd()
+        .args(["seat", "list"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(format!(
+            "the instance at {} is another user's (uid 65534; this command runs as uid 0), and so is its private \
+             folder {}/.ovai, which holds the seats' and the server's secrets: run ovai as that user (`sudo -u \
+             '#65534' ovai …`). Nothing was changed.",
+            inst.root.display(),
+            inst.root.display()
+        )));
+}

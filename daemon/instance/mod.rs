@@ -174,7 +174,25 @@ impl Instance {
 
     /// The refusal of a private folder that is `why` (`private_dir_unsound`).
     pub fn private_dir_refusal(&self, why: &str) -> String {
+        use std::os::unix::fs::MetadataExt;
         let dir = self.private_dir();
+        // The whole instance another user's, its private folder too: ovai is run as the wrong user, and
+        // removing the folder would lose the seats.
+        let owner = |p: &Path| std::fs::symlink_metadata(p).ok().map(|m| m.uid());
+        let me = nix::unistd::geteuid().as_raw();
+        if let (Some(theirs), Some(root)) = (owner(&dir), owner(&self.root))
+            && theirs == root
+            && theirs != me
+            && std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir())
+        {
+            return format!(
+                "the instance at {} is another user's (uid {theirs}; this command runs as uid {me}), and so is its \
+                 private folder {}, which holds the seats' and the server's secrets: run ovai as that user (`sudo \
+                 -u '#{theirs}' ovai …`). Nothing was changed.",
+                self.root.display(),
+                dir.display()
+            );
+        }
         format!(
             "{} is {why}: ovai keeps the seats' and the server's secrets there, and uses no folder another user \
              controls or can change, nor one a link leads to. Look at what is in it (`ls -la {}`): remove it, or \
