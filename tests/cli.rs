@@ -713,3 +713,25 @@ fn another_users_instance_says_whose_it_is_and_how_to_run_as_them() {
             inst.root.display()
         )));
 }
+
+/// `ovai init` around an instance (a folder above one) makes nothing: the outer instance's plugins would
+/// read the inner one's seats' secrets, which only its own box hides.
+#[test]
+fn init_around_an_instance_makes_nothing() {
+    let base = tempfile::tempdir().unwrap();
+    let base_path = std::fs::canonicalize(base.path()).unwrap();
+    let inner = base_path.join("projects/inner");
+    ovai().arg("init").arg(&inner).assert().success();
+    ovai()
+        .arg("init")
+        .arg(&base_path)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(format!(
+            "{} holds the openovai instance at {}: an instance around it would run plugins that read that one's \
+             seats' secrets (its box hides only its own). Nothing was made; make it elsewhere.",
+            base_path.display(),
+            inner.display()
+        )));
+    assert!(!base_path.join("openovai.json").exists());
+}

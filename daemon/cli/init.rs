@@ -67,6 +67,17 @@ pub fn run(
             exit::FAILED,
         ));
     }
+    if let Some(inner) = instance_below(&target) {
+        return Err(Failure::new(
+            format!(
+                "{} holds the openovai instance at {}: an instance around it would run plugins that read that \
+                 one's seats' secrets (its box hides only its own). Nothing was made; make it elsewhere.",
+                target.display(),
+                inner.display()
+            ),
+            exit::FAILED,
+        ));
+    }
     if let Some(why) = Instance::at(target.clone()).socket_too_long() {
         return Err(Failure::new(
             format!(
@@ -175,4 +186,34 @@ pub fn run(
         "Next: `{me} serve --root {root}` runs the server; `{me} seat add NAME --root {root}` adds a Worker."
     );
     Ok(())
+}
+
+/// An instance in a folder below `dir` (three levels down at most, a few thousand folders looked at),
+/// if there is one.
+fn instance_below(dir: &std::path::Path) -> Option<PathBuf> {
+    let mut level = vec![dir.to_path_buf()];
+    let mut looked = 0;
+    for _ in 0..3 {
+        let mut next = Vec::new();
+        for folder in level {
+            for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+                if !entry.file_type().is_ok_and(|t| t.is_dir())
+                    || entry.file_name() == "node_modules"
+                {
+                    continue;
+                }
+                let path = entry.path();
+                if path.join(CONFIG_FILE).is_file() {
+                    return Some(path);
+                }
+                looked += 1;
+                if looked > 4096 {
+                    return None;
+                }
+                next.push(path);
+            }
+        }
+        level = next;
+    }
+    None
 }
