@@ -520,14 +520,21 @@ pub fn control_because<T: DeserializeOwned>(
     // A server marks that it starts before it binds its socket: connected, a status asked of one still
     // reading plugins/ would wait in its backlog until it is up, so it is said to be starting instead
     // (the marker looked at before connecting may have been written just after).
-    if matches!(op, ControlOp::Status)
-        && let Some(m) = marked(inst, &inst.starting_marker())
-    {
-        return Err(ClientError::Starting {
-            root: inst.root.display().to_string(),
-            pid: m.pid,
-            since: m.since,
-        });
+    if let Some(m) = marked(inst, &inst.starting_marker()) {
+        if matches!(op, ControlOp::Status) {
+            return Err(ClientError::Starting {
+                root: inst.root.display().to_string(),
+                pid: m.pid,
+                since: m.since,
+            });
+        }
+        // Anything else is done once the server serves: said, so that the wait is not taken for a hang.
+        eprintln!(
+            "ovai: the server for {} (pid {}) is starting, reading plugins/ since {}: this waits until it serves.",
+            inst.root.display(),
+            m.pid,
+            m.since
+        );
     }
     let read = || crate::files::read_regular(&inst.control_secret(), 4096);
     let mut secret = read();

@@ -1736,3 +1736,50 @@ fn a_server_whose_folder_was_moved_says_so_to_every_command() {
     root(&moved).arg("stop").assert().success();
     assert!(wait_exit(&mut serve).success());
 }
+
+/// A command other than `status` asked of a server still reading its plugins waits for it, and says so
+/// at once, so the wait is not taken for a hang.
+#[test]
+fn a_command_waiting_for_a_starting_server_says_why() {
+    use std::io::BufRead;
+    let inst = Instance::new();
+    inst.set_config(json!({ "importTimeoutSeconds": 600 }));
+    let go = inst.root.join("work/go");
+    inst.write_plugin(
+        "gate.mjs",
+        &format!(
+            "import {{ existsSync }} from \"node:fs\";\n\
+             while (!existsSync({go:?})) await new Promise((r) => setTimeout(r, 20));\n\
+             export const description = \"Imported once the test lets it.\";\n\
+             export const inputSchema = {{ type: \"object\" }};\n\
+             export function run() {{ return {{ text: \"ok\" }}; }}\n"
+        ),
+    );
+    let mut serve = serve_unwaited(&inst);
+    wait_until("the server to be starting", || {
+        inst.root.join(".ovai/starting.json").exists().then_some(())
+    });
+    let mut tools = std::process::Command::new(OVAI)
+        .args(["tools", "--root"])
+        .arg(&inst.root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    std::io::BufReader::new(tools.stderr.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert!(
+        said.contains(&format!(
+            "ovai: the server for {} (pid {}) is starting, reading plugins/ since ",
+            inst.root.display(),
+            serve.id()
+        )) && said.contains("this waits until it serves."),
+        "{said}"
+    );
+    std::fs::write(&go, "").unwrap();
+    assert!(wait_exit(&mut tools).success());
+    inst.cmd().arg("stop").assert().success();
+    let _ = serve.wait();
+}
