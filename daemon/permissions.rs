@@ -64,6 +64,8 @@ pub fn too_open(inst: &Instance) -> Vec<String> {
             ));
         }
     };
+    // The seats whose secret others could read: a mode put right does not take back what was read.
+    let mut exposed = Vec::new();
     for desk in entries(&inst.desks_dir()) {
         // A client's file that holds no secret of ours (one that did not parse, left alone) is not one.
         for file in crate::desk::secret_files(&desk) {
@@ -71,11 +73,28 @@ pub fn too_open(inst: &Instance) -> Vec<String> {
                 .is_ok_and(|t| t.contains("OVAI_SECRET") || t.contains("Bearer "));
             if holds {
                 secret(&file, "a seat's secret");
+                if mode_of(&file).is_some_and(|m| m & 0o044 != 0)
+                    && let Some(seat) = desk.file_name().map(|n| n.to_string_lossy().into_owned())
+                    && !exposed.contains(&seat)
+                {
+                    exposed.push(seat);
+                }
             }
         }
     }
     secret(&inst.control_secret(), "the control secret");
     secret(&inst.seats_file(), "the seats' hashed secrets");
+    if !exposed.is_empty() {
+        let rotate: Vec<String> = exposed
+            .iter()
+            .map(|seat| format!("`ovai seat rotate {seat}`"))
+            .collect();
+        said.push(format!(
+            "Other users may have read those seats' secrets meanwhile: once the modes are put right, give each a \
+             new one ({}).",
+            rotate.join(", ")
+        ));
+    }
     if let Some(mode) = mode_of(&inst.private_dir())
         && mode & 0o077 != 0
     {

@@ -1293,6 +1293,8 @@ fn permissions_that_let_other_users_in_are_said() {
         "openovai.json can be changed by every user of this machine (mode 666)",
         "desks can be changed by every user of this machine (mode 777)",
         "desks/w1/.mcp.json can be read by users other than its owner (mode 644): it holds a seat's secret. Run `chmod 600 ",
+        // A mode put right does not take back a secret read meanwhile.
+        "Other users may have read those seats' secrets meanwhile: once the modes are put right, give each a new one (`ovai seat rotate w1`).",
     ];
     let out = inst.cmd().arg("check").output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
