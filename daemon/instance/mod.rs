@@ -726,6 +726,8 @@ pub enum ConfigError {
         path.display()
     )]
     Gone { path: PathBuf },
+    #[error("In {CONFIG_FILE}, {0:?} is given twice, and only one of them would count: keep one.")]
+    Twice(String),
     #[error("{} cannot be read: {source}", path.display())]
     Read {
         path: PathBuf,
@@ -759,6 +761,10 @@ impl Config {
         let Value::Object(map) = &raw else {
             return Err(ConfigError::NotObject(json_kind(&raw)));
         };
+        // serde keeps the last: the one the person changed may be the first.
+        if let Some(key) = key_given_twice(text) {
+            return Err(ConfigError::Twice(key));
+        }
         let user = required_string(map, "user")?;
         let leader = required_string(map, "leader")?;
         if let Some(why) = names::why_not(&leader) {
@@ -969,6 +975,33 @@ fn config_slip(text: &str, e: &serde_json::Error) -> Option<String> {
     })
 }
 
+/// The first top-level key `text` (an object that parses) gives twice, if any.
+fn key_given_twice(text: &str) -> Option<String> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct Keys;
+    impl<'de> Visitor<'de> for Keys {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            let mut twice = None;
+            while let Some(key) = map.next_key::<String>()? {
+                map.next_value::<IgnoredAny>()?;
+                if !seen.insert(key.clone()) && twice.is_none() {
+                    twice = Some(key);
+                }
+            }
+            Ok(twice)
+        }
+    }
+    serde_json::Deserializer::from_str(text)
+        .deserialize_map(Keys)
+        .ok()
+        .flatten()
+}
+
 pub fn syntax_message(e: &serde_json::Error) -> String {
     // serde_json's Display appends " at line L column C"; the sentence states those itself.
     let text = e.to_string();
@@ -1111,6 +1144,9 @@ mod tests {
                 "{s}"
             );
         }
+        assert!(said(r#"{"user":"a","leader":"b","leader":"c"}"#).contains(
+            "In openovai.json, \"leader\" is given twice, and only one of them would count: keep one."
+        ));
         let s = said(r#"{"user":"a","leader":"b","callTimeoutSeconds":99999999999999999999}"#);
         assert!(
             s.contains("\"callTimeoutSeconds\" is a number larger than any setting here takes"),
