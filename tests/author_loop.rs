@@ -1040,7 +1040,8 @@ fn a_checkout_of_many_files_is_one_row() {
 #[test]
 fn an_edit_where_a_linked_plugin_leads_is_said() {
     let inst = Instance::new();
-    let elsewhere = tempfile::tempdir().unwrap();
+    // Outside /tmp: the plugin host's box has a /tmp of its own (below).
+    let elsewhere = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let remote = elsewhere.path().join("remote.mjs");
     std::fs::write(&remote, TOOL).unwrap();
     std::os::unix::fs::symlink(&remote, inst.root.join("plugins/linked.mjs")).unwrap();
@@ -1202,4 +1203,31 @@ fn a_change_amid_endless_churn_is_said_while_it_goes_on() {
     wait_for_row(&inst, A_CHANGED);
     stop.store(true, Ordering::Relaxed);
     churn.join().unwrap();
+}
+
+/// A plugin that is a link to a file below /tmp is not served in a box, whose /tmp is its own: said so,
+/// with what to do, rather than as a module Node cannot find.
+#[test]
+fn a_plugin_linked_into_tmp_is_said_to_be_out_of_the_box() {
+    let inst = Instance::new();
+    let elsewhere = tempfile::Builder::new()
+        .prefix("ovai-linked")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let remote = std::fs::canonicalize(elsewhere.path())
+        .unwrap()
+        .join("remote.mjs");
+    std::fs::write(&remote, TOOL).unwrap();
+    std::os::unix::fs::symlink(&remote, inst.root.join("plugins/linked.mjs")).unwrap();
+    let _d = inst.start();
+    assert!(
+        inst.rows("plugins").contains(&format!(
+            "plugins/linked.mjs is not served: it is a link to {}, below /tmp, and the plugin host's box has a \
+             /tmp of its own (so that no plugin reaches what other programs keep there). Put the file in \
+             plugins/, or link to one outside /tmp.",
+            remote.display()
+        )),
+        "{:?}",
+        inst.rows("plugins")
+    );
 }

@@ -1341,9 +1341,16 @@ const listen = (name) => new Promise((resolve) => {
   server.on("error", (e) => resolve(e.code));
   server.listen(`\0${name}`);
 });
+// A pair of datagram sockets sends to any socket's path; a pair of stream ones is connected only to itself.
+const pair = (kind) => {
+  const said = spawnSync("perl", ["-MSocket", "-e",
+    `print socketpair(my $a, my $b, AF_UNIX, ${kind}, 0) ? "made" : "refused " . ($!+0)`], { encoding: "utf8" });
+  return said.stdout || said.stderr || String(said.error);
+};
 export async function run({ path, name }) {
   const plain = spawnSync("sh", ["-c", "echo plain"], { encoding: "utf8" }).stdout.trim();
-  return { text: JSON.stringify({ file: await attempt(path), abstract: await listen(name), plain }) };
+  return { text: JSON.stringify({ file: await attempt(path), abstract: await listen(name), plain,
+    datagram: pair("SOCK_DGRAM"), stream: pair("SOCK_STREAM") }) };
 }
 "#;
     for kind in [Box_::Bwrap, Box_::Userns] {
@@ -1367,6 +1374,8 @@ export async function run({ path, name }) {
         assert_eq!(v["file"], "EACCES", "{v}");
         assert_eq!(v["abstract"], "EACCES", "{v}");
         assert_eq!(v["plain"], "plain", "{v}");
+        assert_eq!(v["datagram"], "refused 13", "{v}");
+        assert_eq!(v["stream"], "made", "{v}");
         file.set_nonblocking(true).unwrap();
         assert!(file.accept().is_err(), "a connection came from the box");
     }
@@ -1394,7 +1403,13 @@ export function run({ outside, inside, parent, claude }) {
   }) };
 }
 "#;
-    for kind in [Box_::Bwrap, Box_::Userns] {
+    // Node named by OVAI_NODE, or found on PATH, at a link below /tmp; TMPDIR below /tmp too.
+    for (kind, by_path) in [
+        (Box_::Bwrap, false),
+        (Box_::Bwrap, true),
+        (Box_::Userns, false),
+        (Box_::Userns, true),
+    ] {
         // An instance one folder down in /tmp, as `ovai demo` and many users make them.
         let dir = tempfile::Builder::new()
             .prefix("ovai-nest")
@@ -1426,7 +1441,21 @@ export function run({ outside, inside, parent, claude }) {
         std::fs::create_dir(parent.join("bin")).unwrap();
         std::os::unix::fs::symlink(node, parent.join("bin/node")).unwrap();
         let node = parent.join("bin/node");
-        let d = Daemon::start_with_env(&inst, &[("OVAI_NODE", node.to_str().unwrap())]);
+        std::fs::create_dir(parent.join("tmpd")).unwrap();
+        let tmpdir = parent.join("tmpd").display().to_string();
+        let path = format!(
+            "{}:{}",
+            parent.join("bin").display(),
+            std::env::var("PATH").unwrap()
+        );
+        let d = if by_path {
+            Daemon::start_with_env(&inst, &[("PATH", &path), ("TMPDIR", &tmpdir)])
+        } else {
+            Daemon::start_with_env(
+                &inst,
+                &[("OVAI_NODE", node.to_str().unwrap()), ("TMPDIR", &tmpdir)],
+            )
+        };
         let above = PathBuf::from(format!("/tmp/{name}-CLAUDE.md"));
         let args =
             json!({ "outside": outside, "inside": inside, "parent": parent, "claude": above })
@@ -1459,57 +1488,43 @@ export function run({ outside, inside, parent, claude }) {
     }
 }
 
-/// What git runs outside the box, in the repositories in the instance's folders (a project in `work/`,
-/// `plugins/` kept in git), cannot be changed from it: hooks, config, the hooks folder the config names.
-/// The rest of each repository stays the plugins'.
+/// Links in plugins/ into /tmp (which a plugin can make, for the next host) bring nothing of the
+/// machine's /tmp into the box: not the folder a link names, nor the one above a file it names.
 #[test]
-fn what_git_runs_in_the_instances_repositories_cannot_be_changed_from_the_box() {
-    const GIT: &str = r##"
-import { writeFileSync, mkdirSync } from "node:fs";
-export const description = "Tries the repositories' hooks.";
+fn links_in_plugins_bring_nothing_of_tmp_into_the_box() {
+    const READS: &str = r#"
+import { readFileSync, writeFileSync } from "node:fs";
+export const description = "Reads what the links name.";
 export const inputSchema = { type: "object" };
 const tried = (f) => { try { f(); return "done"; } catch (e) { return e.code; } };
-export function run({ root }) {
-  const at = (p) => `${root}/${p}`;
+export function run({ secret }) {
   return { text: JSON.stringify({
-    hook: tried(() => writeFileSync(at("work/app/.git/hooks/pre-commit"), "#!/bin/sh\ntouch pwned\n")),
-    config: tried(() => writeFileSync(at("work/app/.git/config"), "[core]\n\tfsmonitor = touch pwned\n")),
-    husky: tried(() => writeFileSync(at("work/app/.husky/pre-commit"), "touch pwned\n")),
-    plugins: tried(() => writeFileSync(at("plugins/.git/hooks/post-checkout"), "touch pwned\n")),
-    bare: tried(() => mkdirSync(at("work/deep/b/.git/hooks"))),
-    file: tried(() => writeFileSync(at("work/app/notes.txt"), "the plugin's")),
-    object: tried(() => writeFileSync(at("work/app/.git/objects/x"), "")),
+    secret: tried(() => readFileSync(secret)),
+    tmp: tried(() => writeFileSync(`/tmp/written-${process.pid}`, "x")),
   }) };
 }
-"##;
+"#;
     for kind in [Box_::Bwrap, Box_::Userns] {
         let inst = boxed_in(kind);
-        inst.write_plugin("git.mjs", GIT);
-        let repo = |at: &str, config: &str| {
-            let git = inst.root.join(at).join(".git");
-            std::fs::create_dir_all(git.join("objects")).unwrap();
-            std::fs::create_dir_all(git.join("hooks")).unwrap();
-            std::fs::write(git.join("config"), config).unwrap();
-        };
-        repo("work/app", "[core]\n\thooksPath = .husky\n");
-        std::fs::create_dir_all(inst.root.join("work/app/.husky")).unwrap();
-        repo("plugins", "[core]\n");
-        // Three levels down, without a hooks folder: kept whole.
-        std::fs::create_dir_all(inst.root.join("work/deep/b/.git")).unwrap();
+        inst.write_plugin("reads.mjs", READS);
+        let other = tempfile::Builder::new()
+            .prefix("ovai-other")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let secret = other.path().join("secret.txt");
+        std::fs::write(&secret, "the machine's").unwrap();
+        std::os::unix::fs::symlink(other.path(), inst.root.join("plugins/zz")).unwrap();
+        std::os::unix::fs::symlink(&secret, inst.root.join("plugins/yy.mjs")).unwrap();
         let _d = inst.start();
-        let args = json!({ "root": inst.root }).to_string();
+        let args = json!({ "secret": secret }).to_string();
         let out = inst
             .cmd()
-            .args(["call", "git", &args, "--seat", "lead"])
+            .args(["call", "reads", &args, "--seat", "lead"])
             .output()
             .unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
-        for refused in ["hook", "config", "husky", "plugins", "bare"] {
-            assert_eq!(v[refused], "EROFS", "{refused}: {v}");
-        }
-        assert_eq!(v["file"], "done", "{v}");
-        assert_eq!(v["object"], "done", "{v}");
-        assert!(!inst.root.join("work/app/.git/hooks/pre-commit").exists());
+        assert_eq!(v["secret"], "ENOENT", "{v}");
+        assert_eq!(v["tmp"], "done", "{v}");
     }
 }

@@ -207,9 +207,12 @@ pub struct BoxPlan {
     /// write; everything else is read-only. What is below one and in the box is bound back into it.
     #[arg(long)]
     pub private: Vec<PathBuf>,
-    /// Folders below a private one brought into the box read-only (the Node binary's).
+    /// What is brought into the box read-only below a private folder (Node, a plugins/ that is a link
+    /// there): each `--bring` at its place, from the `--bring-from` of the same rank.
     #[arg(long)]
     pub bring: Vec<PathBuf>,
+    #[arg(long = "bring-from")]
+    pub bring_from: Vec<PathBuf>,
     /// A folder bound read-only onto itself after those (the instance's root: nothing can be added,
     /// renamed or removed right in it)…
     #[arg(long)]
@@ -272,6 +275,19 @@ pub const READ_BY_CLIENTS: &[&str] = &[
 ];
 
 impl Secrets {
+    /// Whether a box made for these secrets leaves `path` (followed through links) out: it is below a
+    /// temporary folder, which the box has its own of, and neither in the instance nor in a plugins/
+    /// that is a link there (which is brought in).
+    pub fn left_out_by_private_tmp(&self, path: &Path) -> bool {
+        let Ok(real) = path.canonicalize() else {
+            return false;
+        };
+        let plugins = self.root.join("plugins").canonicalize().ok();
+        self.temp_dirs().iter().any(|t| real.starts_with(t))
+            && !real.starts_with(&self.root)
+            && !plugins.is_some_and(|p| real.starts_with(p))
+    }
+
     /// The temporary folders, each the box's own (one inside the instance is its folders' to say). Shared,
     /// they would hold other programs' sockets and files, and with the instance below one, the folders
     /// above the root: a plugin could rename one and put a root of its own there, or write a CLAUDE.md
@@ -349,26 +365,8 @@ impl Isolation {
         let in_box =
             |p: &PathBuf| p.starts_with(&secrets.root) || !private.iter().any(|t| p.starts_with(t));
         let kept: Vec<PathBuf> = read_only(secrets).into_iter().filter(in_box).collect();
-        let masked: Vec<PathBuf> = secrets.masked().into_iter().filter(in_box).collect();
-        // Where Node and the plugins live below a temporary folder, read-only: Node (the link named, and
-        // what it leads to), and where plugins/ or a plugin that is a link leads.
-        let plugins = secrets.root.join("plugins");
-        let linked = std::fs::read_dir(&plugins)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_symlink()))
-            .filter_map(|e| e.path().canonicalize().ok());
-        let mut bring: Vec<PathBuf> = [node.to_path_buf()]
-            .into_iter()
-            .chain(node.canonicalize())
-            .chain(linked)
-            .filter_map(|n| n.parent().map(Path::to_path_buf))
-            .chain(plugins.canonicalize())
-            .filter(|dir| !in_box(dir))
-            .collect();
-        bring.sort();
-        bring.dedup();
+        let masked = secrets.masked();
+        let bring = brought(node, secrets, &private);
         match self {
             Isolation::None { .. } => (node.to_path_buf(), node_args.to_vec()),
             Isolation::Userns { exe } => {
@@ -377,8 +375,9 @@ impl Isolation {
                 for p in &private {
                     args.extend(path("--private", p));
                 }
-                for p in &bring {
-                    args.extend(path("--bring", p));
+                for (from, to) in &bring {
+                    args.extend(path("--bring", to));
+                    args.extend(path("--bring-from", from));
                 }
                 args.extend(path("--frozen", &secrets.root));
                 for p in secrets.writable_in_root(&kept) {
@@ -415,8 +414,12 @@ impl Isolation {
                 for p in &private {
                     args.extend(["--tmpfs".into(), p.display().to_string()]);
                 }
-                for p in &bring {
-                    bind(&mut args, "--ro-bind", p);
+                for (from, to) in &bring {
+                    args.extend([
+                        "--ro-bind".into(),
+                        from.display().to_string(),
+                        to.display().to_string(),
+                    ]);
                 }
                 // The root's own entries read-only, so that nothing can be added there (what coding
                 // agents read in every folder above a desk among it), its own folders writable again.
@@ -490,10 +493,40 @@ impl Isolation {
     }
 }
 
+/// What is brought into the box below its private temporary folders, read-only, as (from, at): Node
+/// (found on PATH as the box finds it) where it lives there, the file alone; a plugins/ that is a link to
+/// a folder there. Never a private folder itself nor one above the root, nor where a plugin's own link
+/// leads: a plugin could make one to any file of the user's there.
+fn brought(node: &Path, secrets: &Secrets, private: &[PathBuf]) -> Vec<(PathBuf, PathBuf)> {
+    let fits = |at: &Path| {
+        private
+            .iter()
+            .any(|t| at.starts_with(t) && at != t.as_path())
+            && !secrets.root.starts_with(at)
+            && !at.starts_with(&secrets.root)
+    };
+    let node = if node.components().count() == 1 {
+        find_on_path(&node.to_string_lossy()).unwrap_or_else(|| node.to_path_buf())
+    } else {
+        node.to_path_buf()
+    };
+    let mut bring = Vec::new();
+    if let Ok(real) = node.canonicalize()
+        && fits(&node)
+    {
+        bring.push((real, node));
+    }
+    if let Ok(real) = secrets.root.join("plugins").canonicalize()
+        && fits(&real)
+    {
+        bring.push((real.clone(), real));
+    }
+    bring
+}
+
 /// What a plugin may read but never change, where it exists now: the ovai binary's folder (a file bound
 /// alone is undone by renaming the folder around it), openovai.json (its box setting), the instance's
-/// `.git/` (hooks) and what git runs in the repositories in its folders, the TLS files' folders, and the
-/// user's Claude Code and service settings.
+/// `.git/` (hooks), the TLS files' folders, and the user's Claude Code and service settings.
 fn read_only(secrets: &Secrets) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = Vec::new();
     if let Ok(exe) = std::env::current_exe() {
@@ -508,7 +541,6 @@ fn read_only(secrets: &Secrets) -> Vec<PathBuf> {
     paths.push(secrets.root.join(crate::instance::CONFIG_FILE));
     // Git runs what a repository's hooks and config name, outside the box, at the next commit.
     paths.push(secrets.root.join(".git"));
-    paths.extend(git_runs(secrets));
     paths.extend(secrets.fixed.iter().cloned());
 
     if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
@@ -522,76 +554,6 @@ fn read_only(secrets: &Secrets) -> Vec<PathBuf> {
     paths.retain(|p| p.exists());
     paths.sort();
     paths
-}
-
-/// How deep below the root repositories are looked for, and how many folders at most (the look is made
-/// at every host start).
-const REPOSITORIES_DEPTH: usize = 3;
-const REPOSITORIES_LOOKED: usize = 4096;
-
-/// What git runs, outside the box, in the repositories in the instance's folders (`plugins/` too, and
-/// three levels down): each one's hooks, its config (which names commands: `core.fsmonitor`, filters,
-/// aliases), its submodules' (under `modules/`), and the hooks folder its config names
-/// (`core.hooksPath`, as husky sets it). A repository without a hooks folder is kept whole.
-fn git_runs(secrets: &Secrets) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut looked = 0;
-    let mut level: Vec<PathBuf> = vec![secrets.root.clone()];
-    for depth in 0..=REPOSITORIES_DEPTH {
-        let mut next = Vec::new();
-        for dir in level {
-            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-                let path = entry.path();
-                let name = entry.file_name();
-                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-                if !is_dir || path == secrets.private_dir || path == secrets.desks_dir {
-                    continue;
-                }
-                if name == ".git" {
-                    // The root's own is kept whole, above.
-                    if depth > 0 {
-                        found.extend(what_git_runs(&dir, &path));
-                    }
-                    continue;
-                }
-                looked += 1;
-                if looked > REPOSITORIES_LOOKED {
-                    return found;
-                }
-                if depth < REPOSITORIES_DEPTH && name != "node_modules" {
-                    next.push(path);
-                }
-            }
-        }
-        level = next;
-    }
-    found
-}
-
-/// In the repository whose work tree is `tree` and whose git folder is `git`: what git runs from it.
-fn what_git_runs(tree: &Path, git: &Path) -> Vec<PathBuf> {
-    let hooks = git.join("hooks");
-    if !hooks.is_dir() {
-        return vec![git.to_path_buf()];
-    }
-    let config = git.join("config");
-    let named = crate::files::read_regular(&config, crate::files::MAX_READ_BYTES)
-        .ok()
-        .into_iter()
-        .flat_map(|text| {
-            text.lines()
-                .filter_map(|l| {
-                    let (key, value) = l.split_once('=')?;
-                    key.trim()
-                        .eq_ignore_ascii_case("hookspath")
-                        .then(|| tree.join(value.trim().trim_matches('"')))
-                })
-                .collect::<Vec<_>>()
-        });
-    [hooks, config, git.join("modules")]
-        .into_iter()
-        .chain(named)
-        .collect()
 }
 
 /// Every file in `desks/*/` that holds a seat's secret there is now: each client's (`.mcp.json`,

@@ -1,8 +1,9 @@
 //! No user namespaces in the box: inside one of its own a plugin would hold every capability over the
 //! namespaces it made there, which the box is not built to contain. A seccomp filter refuses `unshare`
 //! and `clone` asking for one (EPERM), and `clone3`, whose flags a filter cannot read (ENOSYS: the C
-//! library then uses `clone`). Nor Unix sockets (EACCES), which reach programs outside the box, nor
-//! io_uring, which would make one past the filter. ovai's own box installs it just before Node;
+//! library then uses `clone`). Nor Unix sockets (EACCES), which reach programs outside the box, but a
+//! pair of stream ones (already connected: a datagram pair sends to any path), nor io_uring, which would
+//! make one past the filter. ovai's own box installs it just before Node;
 //! bubblewrap is handed it.
 
 /// The filter, as the kernel (and bubblewrap's `--seccomp`) reads it; `None` on an architecture it is not
@@ -13,11 +14,13 @@ pub fn program() -> Option<Vec<libc::sock_filter>> {
     const NR: u32 = 0;
     const ARCH: u32 = 4;
     const ARG0_LOW: u32 = 16;
+    const ARG1_LOW: u32 = 24;
     const LOAD: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
     const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
     const JGE: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
     const JSET: u16 = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
     const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+    const AND: u16 = (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16;
     const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
     let errno = |e: i32| libc::SECCOMP_RET_ERRNO | (e as u32 & libc::SECCOMP_RET_DATA);
     let op = |code: u16, k: u32, jt: u8, jf: u8| libc::sock_filter { code, jt, jf, k };
@@ -46,12 +49,21 @@ pub fn program() -> Option<Vec<libc::sock_filter>> {
         /* 12 */ op(JEQ, libc::AF_UNIX as u32, 0, 1),
         /* 13 */ op(RET, errno(libc::EACCES), 0, 0),
         /* 14 */ op(RET, ALLOW, 0, 0),
-        /* 15 */ op(JEQ, libc::SYS_unshare as u32, 1, 0),
-        /* 16 */ op(JEQ, libc::SYS_clone as u32, 0, 3),
-        /* 17 */ op(LOAD, ARG0_LOW, 0, 0),
-        /* 18 */ op(JSET, libc::CLONE_NEWUSER as u32, 0, 1),
-        /* 19 */ op(RET, errno(libc::EPERM), 0, 0),
-        /* 20 */ op(RET, ALLOW, 0, 0),
+        // A pair of stream sockets only (pipes to child processes, Node's IPC): a datagram one sends to
+        // any socket's path or abstract name, as a Unix socket of its own would.
+        /* 15 */
+        op(JEQ, libc::SYS_socketpair as u32, 0, 5),
+        /* 16 */ op(LOAD, ARG1_LOW, 0, 0),
+        /* 17 */ op(AND, 0xf, 0, 0),
+        /* 18 */ op(JEQ, libc::SOCK_STREAM as u32, 0, 1),
+        /* 19 */ op(RET, ALLOW, 0, 0),
+        /* 20 */ op(RET, errno(libc::EACCES), 0, 0),
+        /* 21 */ op(JEQ, libc::SYS_unshare as u32, 1, 0),
+        /* 22 */ op(JEQ, libc::SYS_clone as u32, 0, 3),
+        /* 23 */ op(LOAD, ARG0_LOW, 0, 0),
+        /* 24 */ op(JSET, libc::CLONE_NEWUSER as u32, 0, 1),
+        /* 25 */ op(RET, errno(libc::EPERM), 0, 0),
+        /* 26 */ op(RET, ALLOW, 0, 0),
     ])
 }
 

@@ -101,14 +101,19 @@ fn make(plan: &Plan) -> Result<i32, String> {
     // directory entered before would reach past every one of them with a relative path).
     let cwd = std::env::current_dir()
         .map_err(|e| format!("the working directory is unreadable ({e})"))?;
-    // What goes back below a private folder is opened before that folder is covered.
+    // What goes back below a private folder is opened before that folder is covered: the root, and
+    // what is brought (each from its own place).
     let below_private = |p: &PathBuf| plan.private.iter().any(|t| p.starts_with(t));
+    if plan.bring.len() != plan.bring_from.len() {
+        return Err("each --bring needs a --bring-from".into());
+    }
     let brought: Vec<(std::fs::File, &PathBuf)> = plan
         .frozen
         .iter()
         .filter(|p| below_private(p))
-        .chain(&plan.bring)
-        .map(|p| open_path(p).map(|f| (f, p)))
+        .map(|p| (p, p))
+        .chain(plan.bring_from.iter().zip(&plan.bring))
+        .map(|(from, to)| open_path(from).map(|f| (f, to)))
         .collect::<Result<_, _>>()?;
     // Read-only everywhere, then writable again where the plan says.
     set_attr(
@@ -117,7 +122,12 @@ fn make(plan: &Plan) -> Result<i32, String> {
         MOUNT_ATTR_RDONLY,
         0,
     )?;
-    for path in &plan.private {
+    // A folder before those inside it (TMPDIR below /tmp), each made in the one covering it.
+    let mut private: Vec<&PathBuf> = plan.private.iter().collect();
+    private.sort_by_key(|p| p.components().count());
+    for path in private {
+        std::fs::create_dir_all(path)
+            .map_err(|e| format!("{} could not be made in the box ({e})", path.display()))?;
         mount(
             Some("tmpfs"),
             path,
@@ -128,8 +138,14 @@ fn make(plan: &Plan) -> Result<i32, String> {
         .map_err(|e| format!("{} could not be made the box's own ({e})", path.display()))?;
     }
     for (file, path) in &brought {
-        std::fs::create_dir_all(path)
-            .map_err(|e| format!("{} could not be made in the box ({e})", path.display()))?;
+        let made = if file.metadata().is_ok_and(|m| m.is_dir()) {
+            std::fs::create_dir_all(path)
+        } else {
+            path.parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::File::create(path).map(drop))
+        };
+        made.map_err(|e| format!("{} could not be made in the box ({e})", path.display()))?;
         bind(
             &PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd())),
             path,
@@ -156,6 +172,10 @@ fn make(plan: &Plan) -> Result<i32, String> {
         hide(dir, &kept)?;
     }
     for file in &plan.mask {
+        // Below a private folder and not brought back: not in the box, nothing to hide.
+        if std::fs::symlink_metadata(file).is_err() {
+            continue;
+        }
         bind(Path::new("/dev/null"), file)?;
         seal(file, MsFlags::MS_NOEXEC)?;
     }
@@ -373,11 +393,12 @@ fn hide(dir: &Path, kept: &[(std::fs::File, &PathBuf)]) -> Result<(), String> {
     .map_err(|e| format!("{} could not be made read-only ({e})", dir.display()))
 }
 
-/// `path` opened as a place only (`O_PATH`), to be bound from once what holds it is covered.
+/// `path` (a folder or a file) opened as a place only (`O_PATH`), to be bound from once what holds it is
+/// covered.
 fn open_path(path: &Path) -> Result<std::fs::File, String> {
     std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+        .custom_flags(libc::O_PATH)
         .open(path)
         .map_err(|e| format!("{} could not be opened ({e})", path.display()))
 }

@@ -146,9 +146,17 @@ pub async fn load(
     ids: &AtomicU64,
     import_timeout: Duration,
 ) -> Result<LoadedPlugins, LoadError> {
+    // A file that is a link into /tmp is not in the box (its /tmp is its own): said, not imported.
+    let left_out = |file: &str| {
+        launch.isolation.is_boxed()
+            && launch
+                .secrets
+                .left_out_by_private_tmp(&plugins_dir.join(file))
+    };
     let imports: Vec<ToImport> = found
         .iter()
         .filter_map(|c| match c {
+            Candidate::Module { file, .. } if left_out(file) => None,
             Candidate::Module { file, name } => Some(ToImport {
                 name: name.clone(),
                 path: plugins_dir.join(file).display().to_string(),
@@ -173,6 +181,10 @@ pub async fn load(
                 }
                 Candidate::CaseClash { file, name, other } => {
                     Verdict::NotServed(rows::case_clash(file, name, other))
+                }
+                Candidate::Module { file, .. } if left_out(file) => {
+                    let target = std::fs::canonicalize(plugins_dir.join(file)).unwrap_or_default();
+                    Verdict::NotServed(rows::linked_into_tmp(file, &target))
                 }
                 Candidate::Module { file, name } => match outcomes.next() {
                     Some(Imported::Reported(l)) => judge(file, name, *l, init.max_answer_bytes),
@@ -209,10 +221,11 @@ pub const MAX_LIST_BYTES: usize = 4 * 1024 * 1024;
 /// The verdicts with the list within MAX_LIST_BYTES: past it, the largest entries are not served, each
 /// with a row saying why, until the rest fit.
 fn within_the_list(mut verdicts: Vec<(Candidate, Verdict)>) -> Vec<(Candidate, Verdict)> {
+    // As sent: a description's escapes count (a control character takes six bytes).
     let bytes = |v: &Verdict| match v {
         Verdict::Served(p) => {
             p.name.len()
-                + p.description.len()
+                + serde_json::to_string(&p.description).map_or(0, |text| text.len() - 2)
                 + serde_json::to_string(&p.schema).map_or(0, |text| text.len())
         }
         Verdict::NotServed(_) => 0,

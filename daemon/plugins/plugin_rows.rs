@@ -36,6 +36,17 @@ pub use crate::names::thousands;
 /// A tool's entry in `tools/list` past which a row says what it costs: a typical tool's is a few KB.
 pub const LARGE_ENTRY_BYTES: usize = 64 * 1024;
 
+/// A file that is a link to one below /tmp, which the plugin host's box has its own of.
+pub fn linked_into_tmp(file: &str, target: &std::path::Path) -> String {
+    let file = names::escape_controls(file, false);
+    let target = names::escape_controls(&target.to_string_lossy(), false).into_owned();
+    format!(
+        "plugins/{file} is not served: it is a link to {target}, below /tmp, and the plugin host's box has a \
+         /tmp of its own (so that no plugin reaches what other programs keep there). Put the file in plugins/, \
+         or link to one outside /tmp."
+    )
+}
+
 /// A file left out so that the tools listed fit what every session reads (`load::MAX_LIST_BYTES`).
 pub fn list_too_large(file: &str, bytes: usize, total: usize, max: usize) -> String {
     let file = names::escape_controls(file, false);
