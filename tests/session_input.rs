@@ -984,9 +984,17 @@ fn one_seats_sessions_together_run_at_most_the_seats_share() {
             let list = s.request("tools/list", json!({}));
             assert!(list["result"]["tools"].is_array(), "{list}");
         }
-        // The fifth's 63 leave a place among the lines it may have held, for its ping.
+        // The fifth's 63 leave a place among the lines it may have held, for its ping; one of them
+        // names its method as `tools\/call`, a call all the same.
         let calls: String = (0..if i == 4 { 63 } else { 64 })
             .map(|j| wait_call(&inst, 1000 * (i as u64 + 1) + j))
+            .map(|line| {
+                if i == 4 {
+                    line.replacen("tools/call", "tools\\/call", 1)
+                } else {
+                    line
+                }
+            })
             .collect();
         raw(&mut s, calls.as_bytes());
         if i == 4 {

@@ -756,11 +756,10 @@ fn cancellation(line: &str) -> Option<Option<NumberOrString>> {
     }
 }
 
-/// Whether `line` is a `tools/call` request, as the daemon reads it.
+/// Whether `line` is a `tools/call` request, as the daemon reads it (read whole: `tools\/call` is one too).
 fn is_call(line: &str) -> bool {
-    line.contains("tools/call")
-        && matches!(jsonrpc::read(&jsonrpc::mended(line), "line"),
-            Message::Request(r) if r.method == "tools/call")
+    matches!(jsonrpc::read(&jsonrpc::mended(line), "line"),
+        Message::Request(r) if r.method == "tools/call")
 }
 
 async fn sleep_until(at: Option<std::time::Instant>) {
