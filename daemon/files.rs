@@ -306,6 +306,8 @@ impl Appender {
     /// Appends, and says on the daemon's stderr (once, until an append works again) when it cannot. The
     /// first append to work again gives the count of those lost before it, and why the first was.
     pub fn append_or_say(&mut self, bytes: &[u8]) -> Option<(usize, String)> {
+        // Counted in lines: several rows may go in one write.
+        let lines = bytes.iter().filter(|&&b| b == b'\n').count().max(1);
         // A write cut off by a full disk may have left part of a line: what follows starts a line of its
         // own.
         let mended;
@@ -319,13 +321,13 @@ impl Appender {
             Ok(()) => self.lost.take(),
             Err(e) => {
                 match &mut self.lost {
-                    Some((n, _)) => *n += 1,
+                    Some((n, _)) => *n += lines,
                     None => {
                         tracing::error!(
                             "{} cannot be written: {e}",
                             self.folder.join(&self.name).display()
                         );
-                        self.lost = Some((1, e.to_string()));
+                        self.lost = Some((lines, e.to_string()));
                     }
                 }
                 None

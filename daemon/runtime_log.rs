@@ -200,7 +200,7 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         std::fs::create_dir(&path).unwrap();
         log.row(Topic::Server, "lost one");
-        log.rows(Topic::Plugins, &["lost two".into()]);
+        log.rows(Topic::Plugins, &["lost two".into(), "lost three".into()]);
         std::fs::remove_dir(&path).unwrap();
         // What a write cut off by a full disk leaves.
         std::fs::write(&path, "2026-12-06T1").unwrap();
@@ -213,7 +213,7 @@ mod tests {
         assert_eq!(said.1, "server");
         assert!(
             said.2
-                .starts_with("2 row(s) before these could not be written to runtime.log ("),
+                .starts_with("3 row(s) before these could not be written to runtime.log ("),
             "{text}"
         );
         assert_eq!(lines.len(), 3, "{text}");
