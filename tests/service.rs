@@ -526,7 +526,7 @@ fn a_socket_path_too_long_says_so_and_how_to_move_it() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains(format!(
-            "The instance at {} cannot be served: {why}. Move it there, and start again.",
+            "The instance at {} cannot be served: {why}. Move it to such a folder, and start again.",
             deep.display()
         )));
     ovai()

@@ -54,7 +54,9 @@ pub enum ServeError {
     Seats(#[from] SeatError),
     #[error("Another ovai serve is already serving {root}{pid}. Stop it first, or run `ovai restart` to read plugins/ again.", pid = .pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
     AlreadyServing { root: String, pid: Option<u32> },
-    #[error("The instance at {root} cannot be served: {why}. Move it there, and start again.")]
+    #[error(
+        "The instance at {root} cannot be served: {why}. Move it to such a folder, and start again."
+    )]
     SocketPathTooLong { root: String, why: String },
     #[error("{what} {path}: {source}")]
     Io {
@@ -559,9 +561,9 @@ async fn accept_until_stopped(
 /// generation's host (process group and all), then the sessions once their answers are written, and
 /// waits for every task the daemon started.
 async fn shut_down(daemon: &Arc<Daemon>, why: &'static str) {
-    service_manager::stopping();
-    daemon.closing.cancel();
     let grace = daemon.current().config.shutdown_grace;
+    service_manager::stopping(grace);
+    daemon.closing.cancel();
     let retiring: Vec<_> = daemon
         .generations()
         .into_iter()

@@ -59,11 +59,16 @@ pub fn reloading() {
     }
 }
 
-/// Stopping, and more time asked for as long as it takes: the unit's TimeoutStopSec (30 s) would
-/// otherwise kill calls that shutdownGraceSeconds lets run longer.
-pub fn stopping() {
+/// Stopping, and more time asked for while the calls have their `grace` (and a minute more for the rest
+/// of the stop): the unit's TimeoutStopSec (30 s) would otherwise kill calls that shutdownGraceSeconds
+/// lets run longer.
+pub fn stopping(grace: Duration) {
     send(&[NotifyState::Stopping]);
-    let _ = extend("stopping: finishing the calls in flight (shutdownGraceSeconds)");
+    let asking = extend("stopping: finishing the calls in flight (shutdownGraceSeconds)");
+    tokio::spawn(async move {
+        tokio::time::sleep(grace.saturating_add(Duration::from_secs(60))).await;
+        asking.cancel();
+    });
 }
 
 /// Pings the watchdog at half the interval systemd asked for, until `closing`. The task runs on the
