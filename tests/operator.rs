@@ -1680,8 +1680,9 @@ fn a_server_whose_config_was_removed_can_be_asked_and_stopped() {
         .failure()
         .stderr(predicates::str::contains("it is a folder, not a file"));
     inst.cmd().arg("stop").assert().success();
+    // `stop` returns once the lock is let go; the process ends a moment later.
     let mut d = d;
-    assert!(!d.is_running());
+    wait_until("the server to end", || (!d.is_running()).then_some(()));
 }
 
 /// The instance's folder moved while its server ran: from where it is now, the server can be asked and
@@ -1747,16 +1748,7 @@ fn a_command_waiting_for_a_starting_server_says_why() {
     let inst = Instance::new();
     inst.set_config(json!({ "importTimeoutSeconds": 600 }));
     let go = inst.root.join("work/go");
-    inst.write_plugin(
-        "gate.mjs",
-        &format!(
-            "import {{ existsSync }} from \"node:fs\";\n\
-             while (!existsSync({go:?})) await new Promise((r) => setTimeout(r, 20));\n\
-             export const description = \"Imported once the test lets it.\";\n\
-             export const inputSchema = {{ type: \"object\" }};\n\
-             export function run() {{ return {{ text: \"ok\" }}; }}\n"
-        ),
-    );
+    inst.write_plugin("gate.mjs", &gated_import(&go));
     let mut serve = serve_unwaited(&inst);
     wait_until("the server to be starting", || {
         inst.root.join(".ovai/starting.json").exists().then_some(())

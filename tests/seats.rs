@@ -113,16 +113,7 @@ fn connections_past_the_cap_are_refused_in_words_and_logged_as_a_count() {
     // told why in words; once they are let go, each is done.
     inst.cmd().arg("status").assert().success();
     let go = inst.root.join("go");
-    inst.write_plugin(
-        "gate.mjs",
-        &format!(
-            "import {{ existsSync }} from \"node:fs\";\n\
-             while (!existsSync({go:?})) await new Promise((r) => setTimeout(r, 20));\n\
-             export const description = \"Imported once the test lets it.\";\n\
-             export const inputSchema = {{ type: \"object\" }};\n\
-             export function run() {{ return {{ text: \"ok\" }}; }}\n"
-        ),
-    );
+    inst.write_plugin("gate.mjs", &gated_import(&go));
     let restart = || {
         std::process::Command::new(common::OVAI)
             .args(["restart", "--root"])

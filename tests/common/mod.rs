@@ -538,6 +538,17 @@ impl std::ops::DerefMut for Session {
 }
 
 /// `ovai serve` for the instance, started and not waited for: a test that looks at it as it starts.
+/// A plugin whose import waits until the file `go` exists (a test lets it go), called `gate`.
+pub fn gated_import(go: &Path) -> String {
+    format!(
+        "import {{ existsSync }} from \"node:fs\";\n\
+         while (!existsSync({go:?})) await new Promise((r) => setTimeout(r, 20));\n\
+         export const description = \"Imported once the test lets it.\";\n\
+         export const inputSchema = {{ type: \"object\" }};\n\
+         export function run() {{ return {{ text: \"ok\" }}; }}\n"
+    )
+}
+
 pub fn serve_unwaited(inst: &Instance) -> Child {
     Command::new(OVAI)
         .args(["serve", "--root"])
