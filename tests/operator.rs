@@ -1777,3 +1777,54 @@ fn a_command_waiting_for_a_starting_server_says_why() {
     inst.cmd().arg("stop").assert().success();
     let _ = serve.wait();
 }
+
+/// A server whose instance was moved stops once it looks at its private folder again (anything written
+/// there), saying where the instance went and how to start it there, not that the folder was removed.
+#[test]
+fn a_server_whose_folder_was_moved_stops_saying_where_it_went() {
+    let base = tempfile::tempdir_in("/tmp").unwrap();
+    let base_path = std::fs::canonicalize(base.path()).unwrap();
+    let first = base_path.join("first");
+    ovai()
+        .args(["init", "--user", "ann", "--leader", "lead"])
+        .arg(&first)
+        .assert()
+        .success();
+    let err = base_path.join("serve.err");
+    let mut serve = std::process::Command::new(OVAI)
+        .args(["serve", "--root"])
+        .arg(&first)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    wait_until("the server to serve", || {
+        let out = ovai()
+            .arg("status")
+            .arg("--root")
+            .arg(&first)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .contains("Generation 1")
+            .then_some(())
+    });
+    let moved = base_path.join("moved");
+    std::fs::rename(&first, &moved).unwrap();
+    // What a command run there may write (`ovai serve` there does).
+    std::fs::write(moved.join(".ovai/poke"), "").unwrap();
+    wait_exit(&mut serve);
+    let said = std::fs::read_to_string(&err).unwrap();
+    assert!(
+        said.contains(&format!(
+            "The instance was moved from {} to {} while the server ran: the server stops (the calls in flight \
+             finish first), as it reads every file by its old path. Start it where the instance is now (`ovai \
+             serve --root {}`)",
+            first.display(),
+            moved.display(),
+            moved.display()
+        )),
+        "{said}"
+    );
+}

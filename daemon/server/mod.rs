@@ -55,6 +55,12 @@ pub enum ServeError {
     #[error("Another ovai serve is already serving {root}{pid}. Stop it first, or run `ovai restart` to read plugins/ again.", pid = .pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
     AlreadyServing { root: String, pid: Option<u32> },
     #[error(
+        "The instance at {root} is still served, by pid {pid}, from where it was before it was moved ({old}). \
+         That server stops once it sees the move; if `ovai status` still finds it, stop it (`ovai stop`). Then run \
+         `ovai serve` here, and `ovai seat rebuild` to point the desks here."
+    )]
+    MovedServing { root: String, old: String, pid: u32 },
+    #[error(
         "The instance at {root} cannot be served: {why}. Move it to such a folder, and start again."
     )]
     SocketPathTooLong { root: String, why: String },
@@ -471,9 +477,31 @@ async fn claim_once_stopped(inst: &Instance) -> Result<File, ServeError> {
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
+            Err(ServeError::AlreadyServing { pid: Some(pid), .. }) => {
+                return Err(
+                    moved_serving(inst, pid).unwrap_or(ServeError::AlreadyServing {
+                        root: inst.root.display().to_string(),
+                        pid: Some(pid),
+                    }),
+                );
+            }
             claimed => return claimed,
         }
     }
+}
+
+/// The error for a server `pid` holding the lock from where the instance was before it was moved, if it
+/// does: restarting it here is not what to do.
+fn moved_serving(inst: &Instance, pid: u32) -> Option<ServeError> {
+    let reply: crate::wire::StatusReply =
+        crate::client::control(inst, crate::wire::ControlOp::Status).ok()?;
+    let here = inst.root.display().to_string();
+    crate::instance::moved(std::path::Path::new(&reply.root), Some(&here))?;
+    Some(ServeError::MovedServing {
+        root: here,
+        old: reply.root,
+        pid,
+    })
 }
 
 /// Holds `.ovai/serve.lock` for the daemon's life: the lock, not the socket file, says a daemon runs.

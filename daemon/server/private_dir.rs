@@ -74,6 +74,8 @@ pub struct PrivateWatch {
     watcher: Option<notify::RecommendedWatcher>,
     folder: Identity,
     folder_path: std::path::PathBuf,
+    /// The folder itself, held open (`O_PATH`): where it is now, once its path no longer leads to it.
+    held: Option<File>,
     socket: Identity,
     /// The locks held: as taken at the start, and any taken since.
     locks: Vec<(u64, u64)>,
@@ -108,6 +110,11 @@ impl PrivateWatch {
             changed,
             folder: identity(folder),
             folder_path: folder.to_path_buf(),
+            held: std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+                .open(folder)
+                .ok(),
             socket: identity(socket),
             locks: held
                 .metadata()
@@ -120,6 +127,18 @@ impl PrivateWatch {
             due: None,
             looked: tokio::time::Instant::now(),
         }
+    }
+
+    /// The instance's root where its private folder is now, if the folder is still there, elsewhere:
+    /// the instance was moved (or renamed) while the server ran.
+    fn moved_to(&self) -> Option<std::path::PathBuf> {
+        use std::os::fd::AsRawFd;
+        let held = self.held.as_ref()?;
+        let now = std::fs::read_link(format!("/proc/self/fd/{}", held.as_raw_fd())).ok()?;
+        let gone = now.to_string_lossy().ends_with(" (deleted)");
+        (!gone && now != self.folder_path)
+            .then(|| now.parent().map(std::path::Path::to_path_buf))
+            .flatten()
     }
 
     /// Whether the socket at `path` is still the one this watch bound (the last to remove it).
@@ -167,6 +186,20 @@ impl PrivateWatch {
         let inst = &daemon.inst;
         let folder = inst.private_dir();
         if identity(&folder) != self.folder {
+            if let Some(root) = self.moved_to() {
+                return Look::Stop {
+                    why: "the move of its instance's folder",
+                    row: format!(
+                        "The instance was moved from {} to {} while the server ran: the server stops (the calls \
+                         in flight finish first), as it reads every file by its old path. Start it where the \
+                         instance is now (`ovai serve --root {}`); `ovai seat rebuild` there points the desks \
+                         at it.",
+                        inst.root.display(),
+                        root.display(),
+                        crate::names::shell_quote(&root.to_string_lossy())
+                    ),
+                };
+            }
             return Look::Stop {
                 why: "the removal of its private folder",
                 row: format!(
