@@ -1231,3 +1231,36 @@ fn a_plugin_linked_into_tmp_is_said_to_be_out_of_the_box() {
         inst.rows("plugins")
     );
 }
+
+/// A plugins/ that is a link to a folder below /tmp is brought into the box read-only: the start and
+/// `ovai check` say so, with what to do, before plugins find they cannot write beside themselves.
+#[test]
+fn a_plugins_link_into_tmp_is_said_to_be_read_only_in_the_box() {
+    let inst = Instance::with_plugins(&[("a.mjs", TOOL)]);
+    let elsewhere = tempfile::Builder::new()
+        .prefix("ovai-plugins")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let target = std::fs::canonicalize(elsewhere.path())
+        .unwrap()
+        .join("plugins");
+    std::fs::rename(inst.root.join("plugins"), &target).unwrap();
+    std::os::unix::fs::symlink(&target, inst.root.join("plugins")).unwrap();
+    let note = format!(
+        "plugins/ is a link to {}, below /tmp: the plugin host's box has a /tmp of its own and brings plugins/ \
+         in read-only, so no plugin can write beside itself",
+        target.display()
+    );
+    let out = inst.cmd().arg("check").output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&note),
+        "{out:?}"
+    );
+    let _d = inst.start();
+    let rows = inst.rows("plugins");
+    assert!(rows.iter().any(|r| r.contains(&note)), "{rows:?}");
+    // Served all the same, from where the link leads.
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(s.call("a", json!({})), ("ok".to_string(), false));
+}

@@ -91,7 +91,7 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
         loaded.refuse_changed(&dir, &snapshot);
         let mut process = loaded.process;
         process.kill().await;
-        Ok::<_, load::LoadError>(loaded.verdicts)
+        Ok::<_, load::LoadError>((loaded.notes, loaded.verdicts))
     };
     // A hung import is named only at its timeout: until then, check says why it waits.
     let import_timeout = config.import_timeout;
@@ -122,7 +122,10 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
     drop(rt);
     default_signals();
     let _ = std::fs::remove_file(&shim);
-    let verdicts = result?;
+    let (notes, verdicts) = result?;
+    for note in &notes {
+        println!("{}", crate::plugins::plugin_rows::as_checked(note));
+    }
     for (c, v) in &verdicts {
         for row in v.rows(c.file()) {
             println!("{}", crate::plugins::plugin_rows::as_checked(&row));

@@ -275,6 +275,18 @@ pub const READ_BY_CLIENTS: &[&str] = &[
 ];
 
 impl Secrets {
+    /// Where plugins/ leads, when it is a link to a folder below a temporary folder: the box brings it in
+    /// read-only (its /tmp is its own).
+    pub fn plugins_brought_read_only(&self) -> Option<PathBuf> {
+        let plugins = self.root.join("plugins");
+        if !plugins.is_symlink() {
+            return None;
+        }
+        let real = plugins.canonicalize().ok()?;
+        (self.temp_dirs().iter().any(|t| real.starts_with(t)) && !real.starts_with(&self.root))
+            .then_some(real)
+    }
+
     /// Whether a box made for these secrets leaves `path` (followed through links) out: it is below a
     /// temporary folder, which the box has its own of, and neither in the instance nor in a plugins/
     /// that is a link there (which is brought in).

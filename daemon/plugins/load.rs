@@ -75,13 +75,16 @@ pub struct LoadedPlugins {
     pub process: HostProcess,
     /// One verdict per candidate, sorted by file name.
     pub verdicts: Vec<(Candidate, Verdict)>,
+    /// Said before the files' rows: a plugins/ the box has read-only.
+    pub notes: Vec<String>,
 }
 
 impl LoadedPlugins {
     pub fn rows(&self) -> Vec<String> {
-        self.verdicts
+        self.notes
             .iter()
-            .flat_map(|(c, v)| v.rows(c.file()))
+            .cloned()
+            .chain(self.verdicts.iter().flat_map(|(c, v)| v.rows(c.file())))
             .collect()
     }
 
@@ -206,9 +209,17 @@ pub async fn load(
             (c, v)
         })
         .collect();
+    let notes = launch
+        .secrets
+        .plugins_brought_read_only()
+        .filter(|_| launch.isolation.is_boxed())
+        .map(|target| rows::plugins_read_only(&target))
+        .into_iter()
+        .collect();
     Ok(LoadedPlugins {
         process: done.process,
         verdicts: within_the_list(verdicts),
+        notes,
     })
 }
 

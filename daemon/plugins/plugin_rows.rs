@@ -36,6 +36,16 @@ pub use crate::names::thousands;
 /// A tool's entry in `tools/list` past which a row says what it costs: a typical tool's is a few KB.
 pub const LARGE_ENTRY_BYTES: usize = 64 * 1024;
 
+/// plugins/ is a link to a folder below /tmp: the box brings it in, read-only.
+pub fn plugins_read_only(target: &std::path::Path) -> String {
+    let target = names::escape_controls(&target.to_string_lossy(), false).into_owned();
+    format!(
+        "plugins/ is a link to {target}, below /tmp: the plugin host's box has a /tmp of its own and brings \
+         plugins/ in read-only, so no plugin can write beside itself (as plugins/freeze.mjs keeps its state in \
+         plugins/freeze/). Move the folder out of /tmp, and link to it there."
+    )
+}
+
 /// A file that is a link to one below /tmp, which the plugin host's box has its own of.
 pub fn linked_into_tmp(file: &str, target: &std::path::Path) -> String {
     let file = names::escape_controls(file, false);
