@@ -493,8 +493,16 @@ async fn claim_once_stopped(inst: &Instance) -> Result<File, ServeError> {
 /// The error for a server `pid` holding the lock from where the instance was before it was moved, if it
 /// does: restarting it here is not what to do.
 fn moved_serving(inst: &Instance, pid: u32) -> Option<ServeError> {
-    let reply: crate::wire::StatusReply =
-        crate::client::control(inst, crate::wire::ControlOp::Status).ok()?;
+    // Asked aside, for a moment only: a server that is stopped or stuck must not hold this answer.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let asking = inst.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(crate::client::control::<crate::wire::StatusReply>(
+            &asking,
+            crate::wire::ControlOp::Status,
+        ));
+    });
+    let reply = rx.recv_timeout(Duration::from_secs(2)).ok()?.ok()?;
     let here = inst.root.display().to_string();
     crate::instance::moved(std::path::Path::new(&reply.root), Some(&here))?;
     Some(ServeError::MovedServing {

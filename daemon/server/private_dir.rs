@@ -136,7 +136,11 @@ impl PrivateWatch {
         let held = self.held.as_ref()?;
         let now = std::fs::read_link(format!("/proc/self/fd/{}", held.as_raw_fd())).ok()?;
         let gone = now.to_string_lossy().ends_with(" (deleted)");
-        (!gone && now != self.folder_path)
+        // Under its own name, in another folder: the folder around it moved (a private folder renamed
+        // beside a new one is a replacement, said as such).
+        let moved = now.file_name() == self.folder_path.file_name()
+            && now.parent() != self.folder_path.parent();
+        (!gone && moved)
             .then(|| now.parent().map(std::path::Path::to_path_buf))
             .flatten()
     }
