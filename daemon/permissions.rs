@@ -52,10 +52,10 @@ pub fn too_open(inst: &Instance) -> Vec<String> {
             "any of them could change what a session started there reads",
         );
     }
+    // Says so when other users can read `p`, and whether they can.
     let mut secret = |p: &Path, what: &str| {
-        if let Some(mode) = mode_of(p)
-            && mode & 0o044 != 0
-        {
+        let open = mode_of(p).filter(|mode| mode & 0o044 != 0);
+        if let Some(mode) = open {
             said.push(format!(
                 "{} can be read by users other than its owner (mode {:o}): it holds {what}. Run `chmod 600 {}`.",
                 shown(p),
@@ -63,6 +63,7 @@ pub fn too_open(inst: &Instance) -> Vec<String> {
                 p.display()
             ));
         }
+        open.is_some()
     };
     // The seats whose secret others could read: a mode put right does not take back what was read.
     let mut exposed = Vec::new();
@@ -71,14 +72,12 @@ pub fn too_open(inst: &Instance) -> Vec<String> {
         for file in crate::desk::secret_files(&desk) {
             let holds = crate::files::read_regular(&file, crate::files::MAX_READ_BYTES)
                 .is_ok_and(|t| t.contains("OVAI_SECRET") || t.contains("Bearer "));
-            if holds {
-                secret(&file, "a seat's secret");
-                if mode_of(&file).is_some_and(|m| m & 0o044 != 0)
-                    && let Some(seat) = desk.file_name().map(|n| n.to_string_lossy().into_owned())
-                    && !exposed.contains(&seat)
-                {
-                    exposed.push(seat);
-                }
+            if holds
+                && secret(&file, "a seat's secret")
+                && let Some(seat) = desk.file_name().map(|n| n.to_string_lossy().into_owned())
+                && !exposed.contains(&seat)
+            {
+                exposed.push(seat);
             }
         }
     }

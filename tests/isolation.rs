@@ -1410,19 +1410,8 @@ export function run({ outside, inside, parent, claude }) {
         (Box_::Userns, false),
         (Box_::Userns, true),
     ] {
-        // An instance one folder down in /tmp, as `ovai demo` and many users make them.
-        let dir = tempfile::Builder::new()
-            .prefix("ovai-nest")
-            .tempdir_in("/tmp")
-            .unwrap();
-        let parent = std::fs::canonicalize(dir.path()).unwrap();
-        let root = parent.join("inst");
-        ovai()
-            .args(["init", "--user", "ann", "--leader", "lead"])
-            .arg(&root)
-            .assert()
-            .success();
-        let inst = Instance { dir, root };
+        let inst = Instance::nested("inst");
+        let parent = inst.root.parent().unwrap().to_path_buf();
         let isolation = match kind {
             Box_::Bwrap => "bwrap",
             Box_::Userns => "userns",

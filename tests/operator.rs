@@ -1689,18 +1689,10 @@ fn a_server_whose_config_was_removed_can_be_asked_and_stopped() {
 /// stopped, and everything else is refused saying so and what to do, not blamed on a seat or a file.
 #[test]
 fn a_server_whose_folder_was_moved_says_so_to_every_command() {
-    let base = tempfile::tempdir_in("/tmp").unwrap();
-    let base = std::fs::canonicalize(base.path()).unwrap();
-    let first = base.join("first");
-    ovai()
-        .args(["init", "--user", "ann", "--leader", "lead"])
-        .arg(&first)
-        .assert()
-        .success();
-    let mut serve = serve_unwaited(&Instance {
-        dir: tempfile::tempdir().unwrap(),
-        root: first.clone(),
-    });
+    let inst = Instance::nested("first");
+    let first = inst.root.clone();
+    let base = first.parent().unwrap().to_path_buf();
+    let mut serve = serve_unwaited(&inst);
     let root = |dir: &std::path::Path| {
         let mut c = ovai();
         c.arg("--root").arg(dir);
@@ -1782,14 +1774,9 @@ fn a_command_waiting_for_a_starting_server_says_why() {
 /// there), saying where the instance went and how to start it there, not that the folder was removed.
 #[test]
 fn a_server_whose_folder_was_moved_stops_saying_where_it_went() {
-    let base = tempfile::tempdir_in("/tmp").unwrap();
-    let base_path = std::fs::canonicalize(base.path()).unwrap();
-    let first = base_path.join("first");
-    ovai()
-        .args(["init", "--user", "ann", "--leader", "lead"])
-        .arg(&first)
-        .assert()
-        .success();
+    let inst = Instance::nested("first");
+    let first = inst.root.clone();
+    let base_path = first.parent().unwrap().to_path_buf();
     let err = base_path.join("serve.err");
     let mut serve = std::process::Command::new(OVAI)
         .args(["serve", "--root"])

@@ -287,17 +287,28 @@ impl Secrets {
             .then_some(real)
     }
 
-    /// Whether a box made for these secrets leaves `path` (followed through links) out: it is below a
-    /// temporary folder, which the box has its own of, and neither in the instance nor in a plugins/
-    /// that is a link there (which is brought in).
-    pub fn left_out_by_private_tmp(&self, path: &Path) -> bool {
-        let Ok(real) = path.canonicalize() else {
-            return false;
-        };
+    /// Of `files` in `dir`, those a box made for these secrets leaves out, with where each leads: links
+    /// to a file below a temporary folder, which the box has its own of, in neither the instance nor a
+    /// plugins/ that is a link there (which is brought in). Only links are followed: a file that is none
+    /// is where its folder is.
+    pub fn links_out_of_the_box<'a>(
+        &self,
+        dir: &Path,
+        files: impl Iterator<Item = &'a str>,
+    ) -> std::collections::HashMap<String, PathBuf> {
+        let temp = self.temp_dirs();
         let plugins = self.root.join("plugins").canonicalize().ok();
-        self.temp_dirs().iter().any(|t| real.starts_with(t))
-            && !real.starts_with(&self.root)
-            && !plugins.is_some_and(|p| real.starts_with(p))
+        files
+            .filter(|file| {
+                std::fs::symlink_metadata(dir.join(file)).is_ok_and(|m| m.file_type().is_symlink())
+            })
+            .filter_map(|file| Some((file.to_string(), dir.join(file).canonicalize().ok()?)))
+            .filter(|(_, real)| {
+                temp.iter().any(|t| real.starts_with(t))
+                    && !real.starts_with(&self.root)
+                    && !plugins.as_ref().is_some_and(|p| real.starts_with(p))
+            })
+            .collect()
     }
 
     /// The temporary folders, each the box's own (one inside the instance is its folders' to say). Shared,

@@ -146,10 +146,7 @@ fn make(plan: &Plan) -> Result<i32, String> {
                 .and_then(|()| std::fs::File::create(path).map(drop))
         };
         made.map_err(|e| format!("{} could not be made in the box ({e})", path.display()))?;
-        bind(
-            &PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd())),
-            path,
-        )?;
+        bind_from(file, path)?;
         seal(path, MsFlags::empty())?;
     }
     drop(brought);
@@ -302,10 +299,7 @@ fn seal_the_machine() -> Result<(), String> {
         let target = PathBuf::from(format!("/dev/{name}"));
         std::fs::File::create(&target)
             .map_err(|e| format!("{} could not be made in the box ({e})", target.display()))?;
-        bind(
-            &PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd())),
-            &target,
-        )?;
+        bind_from(file, &target)?;
     }
     for (link, to) in [
         ("fd", "/proc/self/fd"),
@@ -379,8 +373,7 @@ fn hide(dir: &Path, kept: &[(std::fs::File, &PathBuf)]) -> Result<(), String> {
         }
         std::fs::File::create_new(path)
             .map_err(|e| format!("{} could not be made in the box ({e})", path.display()))?;
-        let source = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-        bind(&source, path)?;
+        bind_from(file, path)?;
         seal(path, MsFlags::MS_NOEXEC)?;
     }
     mount(
@@ -407,6 +400,14 @@ fn open_path(path: &Path) -> Result<std::fs::File, String> {
 fn writable(path: &Path) -> Result<(), String> {
     bind(path, path)?;
     set_attr(path, 0, 0, MOUNT_ATTR_RDONLY)
+}
+
+/// What `file` (opened before the mounts that cover it) is, bound at `target`.
+fn bind_from(file: &std::fs::File, target: &Path) -> Result<(), String> {
+    bind(
+        Path::new(&format!("/proc/self/fd/{}", file.as_raw_fd())),
+        target,
+    )
 }
 
 fn bind(source: &Path, target: &Path) -> Result<(), String> {

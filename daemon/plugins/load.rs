@@ -150,16 +150,19 @@ pub async fn load(
     import_timeout: Duration,
 ) -> Result<LoadedPlugins, LoadError> {
     // A file that is a link into /tmp is not in the box (its /tmp is its own): said, not imported.
-    let left_out = |file: &str| {
-        launch.isolation.is_boxed()
-            && launch
-                .secrets
-                .left_out_by_private_tmp(&plugins_dir.join(file))
+    let modules = found.iter().filter_map(|c| match c {
+        Candidate::Module { file, .. } => Some(file.as_str()),
+        _ => None,
+    });
+    let left_out = if launch.isolation.is_boxed() {
+        launch.secrets.links_out_of_the_box(plugins_dir, modules)
+    } else {
+        std::collections::HashMap::new()
     };
     let imports: Vec<ToImport> = found
         .iter()
         .filter_map(|c| match c {
-            Candidate::Module { file, .. } if left_out(file) => None,
+            Candidate::Module { file, .. } if left_out.contains_key(file) => None,
             Candidate::Module { file, name } => Some(ToImport {
                 name: name.clone(),
                 path: plugins_dir.join(file).display().to_string(),
@@ -185,9 +188,8 @@ pub async fn load(
                 Candidate::CaseClash { file, name, other } => {
                     Verdict::NotServed(rows::case_clash(file, name, other))
                 }
-                Candidate::Module { file, .. } if left_out(file) => {
-                    let target = std::fs::canonicalize(plugins_dir.join(file)).unwrap_or_default();
-                    Verdict::NotServed(rows::linked_into_tmp(file, &target))
+                Candidate::Module { file, .. } if let Some(target) = left_out.get(file) => {
+                    Verdict::NotServed(rows::linked_into_tmp(file, target))
                 }
                 Candidate::Module { file, name } => match outcomes.next() {
                     Some(Imported::Reported(l)) => judge(file, name, *l, init.max_answer_bytes),

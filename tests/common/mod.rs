@@ -57,6 +57,24 @@ impl Instance {
         Self { dir, root }
     }
 
+    /// A new instance one folder down in a temporary folder (`/tmp/ovai-nestXXXX/NAME`), as `ovai demo`
+    /// and many users make them: User ann, Leader lead, no plugins.
+    pub fn nested(name: &str) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("ovai-nest")
+            .tempdir_in("/tmp")
+            .expect("a temporary directory");
+        let root = std::fs::canonicalize(dir.path())
+            .expect("the temporary directory's path")
+            .join(name);
+        ovai()
+            .args(["init", "--user", "ann", "--leader", "lead"])
+            .arg(&root)
+            .assert()
+            .success();
+        Self { dir, root }
+    }
+
     pub fn with_plugins(plugins: &[(&str, &str)]) -> Self {
         let inst = Self::new();
         for (file, source) in plugins {
