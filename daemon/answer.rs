@@ -186,9 +186,10 @@ pub fn own_words(a: &Answer) -> bool {
 
 pub fn threw(file: &str, t: &Thrown) -> String {
     let message = crate::names::escape_controls(&t.message, false);
+    let box_said = rows::box_met(t).map_or(String::new(), |w| format!(". {w}"));
     match &t.at {
-        Some(at) => format!("{file} threw at {at}: {message}"),
-        None => format!("{file} threw: {message}"),
+        Some(at) => format!("{file} threw at {at}: {message}{box_said}"),
+        None => format!("{file} threw: {message}{box_said}"),
     }
 }
 

@@ -151,6 +151,12 @@ let pluginsURL = "";
 let speaking = false;
 /** From `init`: carried by every `stray`, so a plugin writing to fd 4 cannot pass for one. */
 let hostKey = 0;
+/** From `init`: the host runs in the box, whose /tmp (and $TMPDIR) is its own and which refuses Unix sockets. */
+let boxed = false;
+/** The box's temporary folders, as the daemon started the host (a plugin may change the environment). */
+const tempDirs = [...new Set(["/tmp", process.env.TMPDIR].filter((d) => typeof d === "string" && d.startsWith("/")))].map(
+  (d) => (d.endsWith("/") ? d : `${d}/`),
+);
 
 // Messages made in one turn of the event loop (the answers of every call its reads brought, at K calls
 // in flight) go out in one write, at the end of that turn: a write per message cost the host and the
@@ -842,6 +848,7 @@ function onLine(line) {
       config = deepFreeze(message.config ?? {});
       maxAnswerBytes = message.maxAnswerBytes ?? maxAnswerBytes;
       hostKey = message.key ?? 0;
+      boxed = message.boxed === true;
       if (isArray(message.unread) && message.unread.length > 0) guardUnread(message.unread);
       if (message.rescuerFirst === true) secondThreadNow();
       break;
@@ -1641,7 +1648,42 @@ function describe(value) {
 
 /** A thrown value, as the caller is told: the error's first line and where in the plugins it was. */
 function thrown(err, file) {
-  return { message: headline(err), at: location(err, file) };
+  const said = { message: headline(err), at: location(err, file) };
+  const box = boxCause(err);
+  if (box !== null) said.box = box;
+  return said;
+}
+
+/**
+ * What of the box an error (or one of its causes) may have met, for the daemon to say so: "tmp" for a
+ * file not found in a temporary folder (the machine's is not the box's), "socket" for a Unix socket
+ * refused. Null for anything else, or outside the box. Only own data properties are read.
+ */
+function boxCause(err) {
+  if (!boxed) return null;
+  let at = err;
+  for (let i = 0; i < 4 && at !== null && typeof at === "object"; i++) {
+    try {
+      const own = (key) => {
+        const d = getOwn(at, key);
+        return d !== undefined && hasOwn(d, "value") ? d.value : undefined;
+      };
+      const code = own("code");
+      const path = own("path");
+      if (code === "ENOENT" && typeof path === "string" && !startsWith(path, `${root}/`)) {
+        // A loop, not `some`: a plugin may have patched Array.prototype.
+        for (let d = 0; d < tempDirs.length; d++) if (startsWith(path, tempDirs[d])) return "tmp";
+      }
+      const syscall = own("syscall");
+      // A Unix socket's error has no port, or (listening) port -1.
+      const port = own("port");
+      if (code === "EACCES" && (syscall === "connect" || syscall === "listen") && !(typeof port === "number" && port > 0)) return "socket";
+      at = own("cause");
+    } catch {
+      return null;
+    }
+  }
+  return null;
 }
 
 function importFailure(err, file) {
@@ -1656,7 +1698,10 @@ function importFailure(err, file) {
       // Prototypes a plugin patched may throw here: the error is still said, with no place.
     }
   }
-  return { message: headline(err), at };
+  const said = { message: headline(err), at };
+  const box = boxCause(err);
+  if (box !== null) said.box = box;
+  return said;
 }
 
 // How deep headline is within itself: an error whose errors or cause hold it again (or an object

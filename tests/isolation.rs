@@ -1381,6 +1381,114 @@ export async function run({ path, name }) {
     }
 }
 
+/// An error the box made says so: a file put in the machine's /tmp, or a Unix socket, reads as there
+/// to the plugin's author, and a bare ENOENT or EACCES sends them looking elsewhere. Errors the box has
+/// no part in (a file missing in the instance, a refused TCP port) and errors outside the box say nothing
+/// of it.
+#[test]
+fn an_error_the_box_made_says_so_in_the_refusal_and_the_row() {
+    const TRY: &str = r#"
+import { readFileSync } from "node:fs";
+import net from "node:net";
+export const description = "Meets the box.";
+export const inputSchema = { type: "object" };
+const connect = (where) => new Promise((resolve, reject) => {
+  const s = net.connect(where);
+  s.on("connect", () => { s.destroy(); resolve("connected"); });
+  s.on("error", reject);
+});
+export async function run({ file, socket, port, listen }) {
+  if (file) readFileSync(file);
+  // Wrapped as a library would: the box's part is in its cause.
+  if (socket) await connect({ path: socket }).catch((e) => { throw new Error("the service is down", { cause: e }); });
+  if (port) await connect({ port, host: "127.0.0.1" });
+  if (listen) await new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on("error", reject);
+    server.listen(listen, () => server.close(resolve));
+  });
+  return { text: "no error" };
+}
+"#;
+    const HOST_BOX: &str = "/tmp and $TMPDIR are folders of its own";
+    const SOCKETS: &str = "box refuses Unix sockets";
+    for isolation in ["bwrap", "userns", "none"] {
+        let inst = Instance::new();
+        inst.set_config(json!({ "hostIsolation": isolation }));
+        let tag = inst
+            .root
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let outside = std::path::PathBuf::from(format!("/tmp/{tag}-settings.json"));
+        std::fs::write(&outside, "{}").unwrap();
+        // A file an import reads at its start, from the machine's /tmp.
+        inst.write_plugin(
+            "boot.mjs",
+            &format!(
+                "import {{ readFileSync }} from 'node:fs';\nreadFileSync({:?});\n\
+                 export const description = 'x';\nexport const inputSchema = {{ type: 'object' }};\n\
+                 export function run() {{ return 'x'; }}\n",
+                outside.display().to_string()
+            ),
+        );
+        inst.write_plugin("meets.mjs", TRY);
+        let socket = inst.root.join("work.sock");
+        let _listening = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let _d = inst.start();
+        let refusal = |args: serde_json::Value| {
+            let out = inst
+                .cmd()
+                .args(["call", "meets", &args.to_string(), "--seat", "lead"])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        };
+        let tmp = refusal(json!({ "file": outside }));
+        let sock = refusal(json!({ "socket": socket }));
+        let own = refusal(json!({ "file": inst.root.join("nothing.json") }));
+        let tcp = refusal(json!({ "port": port }));
+        let listen = refusal(json!({ "listen": inst.root.join("mine.sock") }));
+        let rows = inst.rows("plugins").join("\n");
+        let _ = std::fs::remove_file(&outside);
+        assert!(
+            own.contains("ENOENT") && !own.contains(HOST_BOX),
+            "{isolation}: {own}"
+        );
+        assert!(
+            tcp.contains("ECONNREFUSED") && !tcp.contains(SOCKETS),
+            "{isolation}: {tcp}"
+        );
+        if isolation == "none" {
+            assert!(!tmp.contains(HOST_BOX), "{isolation}: {tmp}");
+            assert!(
+                !sock.contains(SOCKETS) && !listen.contains(SOCKETS),
+                "{sock} {listen}"
+            );
+            assert!(!rows.contains(HOST_BOX), "{rows}");
+            continue;
+        }
+        assert!(
+            tmp.contains("ENOENT") && tmp.contains(HOST_BOX),
+            "{isolation}: {tmp}"
+        );
+        for said in [&sock, &listen] {
+            assert!(
+                said.contains("EACCES") && said.contains(SOCKETS),
+                "{isolation}: {said}"
+            );
+        }
+        assert!(
+            rows.contains("plugins/boot.mjs is not served") && rows.contains(HOST_BOX),
+            "{isolation}: {rows}"
+        );
+    }
+}
+
 /// The temporary folders are the box's own: what a plugin writes there stays in the box, and what is
 /// there outside is not in it. Shared, they held a way out: with the instance under /tmp a plugin could
 /// rename a folder above the root and put a root of its own there, with a socket that took the next

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::ending::Exit;
 use super::ending::{DownCause, Next, NotReimported};
+use super::protocol::Thrown;
 
 /// A host that ended with calls in flight (or none), and what comes next.
 pub fn stopped(
@@ -222,4 +223,22 @@ pub fn not_reimported(shown: &str, why: &NotReimported) -> String {
         "Run `ovai check` and `ovai restart` to see and serve it as it is now"
     };
     format!("{shown} is not answering calls since its plugin host was respawned: {why}. {then}.")
+}
+
+/// What of the plugin host's box an error met, where the host saw it may have, as a sentence to follow
+/// the error's words: alone, ENOENT for a file that is there, or EACCES for a socket, sends an author
+/// looking elsewhere.
+pub fn box_met(t: &Thrown) -> Option<&'static str> {
+    match t.boxed.as_deref()? {
+        "tmp" => Some(
+            "In the plugin host's box, /tmp and $TMPDIR are folders of its own, empty at each start: what \
+             other programs put in the machine's /tmp is not there, so keep such files in the instance's \
+             folder (docs/security.md says why).",
+        ),
+        "socket" => Some(
+            "The plugin host's box refuses Unix sockets, through which a program outside it would act for a \
+             plugin: reach a local service over TCP (docs/security.md says why).",
+        ),
+        _ => None,
+    }
 }

@@ -177,6 +177,7 @@ impl HostProcess {
             key: this.link.host_key(),
             unread: &init.unread,
             rescuer_first: init.rescuer_first,
+            boxed: this.boxed,
         });
         Ok(this)
     }

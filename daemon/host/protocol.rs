@@ -30,6 +30,9 @@ pub enum ToHost<'a> {
         /// Start the second thread now rather than once the imports are done.
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         rescuer_first: bool,
+        /// The host runs in the box: an error it may have met there is reported as such (`Thrown::boxed`).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        boxed: bool,
     },
     /// Import one file and report its three exports.
     Load {
@@ -239,6 +242,10 @@ pub struct Thrown {
     /// `LINE:COLUMN` in the plugin's file, or `REL:LINE:COLUMN` in a module it imports.
     #[serde(default)]
     pub at: Option<String>,
+    /// What of the box the error may have met: "tmp" (a file not found in a temporary folder, which is
+    /// the box's own) or "socket" (a Unix socket, which the box refuses).
+    #[serde(default, rename = "box")]
+    pub boxed: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -314,12 +314,16 @@ pub fn not_module(file: &str) -> String {
 }
 
 pub fn import_failed(file: &str, t: &Thrown) -> String {
+    let box_said = crate::host::host_rows::box_met(t).map_or(String::new(), |w| format!(". {w}"));
     match &t.at {
         Some(at) => not_served(
             file,
-            format!("importing it failed: {} (at {at})", t.message),
+            format!("importing it failed: {} (at {at}){box_said}", t.message),
         ),
-        None => not_served(file, format!("importing it failed: {}", t.message)),
+        None => not_served(
+            file,
+            format!("importing it failed: {}{box_said}", t.message),
+        ),
     }
 }
 
