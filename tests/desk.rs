@@ -496,6 +496,23 @@ fn seat_trust_writes_gemini_and_codex_trust_into_the_home_merged() {
             nowhere.display()
         )));
     assert!(!nowhere.exists());
+    // An empty HOME is said as such, not as one that is not set.
+    inst.cmd()
+        .args(["seat", "trust", "w1"])
+        .env("HOME", "")
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "HOME is set but empty, so there is no home to write the trust into",
+        ));
+    inst.cmd()
+        .args(["seat", "trust", "w1"])
+        .env_remove("HOME")
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "HOME is not set, so there is no home to write the trust into",
+        ));
 }
 
 /// A desk runs ovai by the path it was called by when that leads to it: a link on PATH pointed at a new

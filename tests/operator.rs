@@ -1664,7 +1664,18 @@ fn a_server_whose_config_was_removed_can_be_asked_and_stopped() {
     let d = inst.start();
     let config = inst.root.join("openovai.json");
     std::fs::remove_file(&config).unwrap();
-    inst.cmd().arg("status").assert().success();
+    // status answers, and says what the next restart would meet.
+    inst.cmd()
+        .arg("status")
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(format!(
+            "ovai: warning: {} is missing (removed while the instance was in use?): put it back.",
+            config.display()
+        )))
+        .stderr(predicates::str::contains(
+            "The server goes on with the settings it read; `ovai restart` is refused until the file is right.",
+        ));
     inst.cmd()
         .arg("restart")
         .assert()
@@ -1679,6 +1690,16 @@ fn a_server_whose_config_was_removed_can_be_asked_and_stopped() {
         .assert()
         .failure()
         .stderr(predicates::str::contains("it is a folder, not a file"));
+    std::fs::remove_dir(&config).unwrap();
+    std::fs::write(&config, "{\"user\": \"a\",").unwrap();
+    inst.cmd()
+        .arg("status")
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("ovai: warning: openovai.json"))
+        .stderr(predicates::str::contains(
+            "The server goes on with the settings it read; `ovai restart` is refused until the file is right.",
+        ));
     inst.cmd().arg("stop").assert().success();
     // `stop` returns once the lock is let go; the process ends a moment later.
     let mut d = d;

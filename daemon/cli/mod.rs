@@ -315,6 +315,15 @@ pub fn why_no_tool(inst: &Instance, tool: &str) -> Option<String> {
 
 /// Prints `doc` as pretty JSON for a person's terminal or a program: what plugins and sessions wrote into
 /// it cannot act on the terminal (`names::json_for_terminal`).
+/// HOME, or why there is none to use, for a sentence to go on: "HOME is not set" or "HOME is empty".
+pub fn home_var() -> Result<PathBuf, &'static str> {
+    match std::env::var_os("HOME") {
+        None => Err("HOME is not set"),
+        Some(h) if h.is_empty() => Err("HOME is set but empty"),
+        Some(h) => Ok(PathBuf::from(h)),
+    }
+}
+
 pub fn print_json(doc: &impl serde::Serialize) {
     let text = serde_json::to_string_pretty(doc).unwrap_or_default();
     println!("{}", crate::names::json_for_terminal(text));

@@ -105,15 +105,12 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             if !book.names().any(|n| n == name) {
                 return Err(Failure::new(book.unknown(&name).to_string(), exit::USAGE));
             }
-            let home = std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .map(std::path::PathBuf::from)
-                .ok_or_else(|| {
-                    Failure::new(
-                        "HOME is not set, so there is no home to write the trust into.",
-                        exit::FAILED,
-                    )
-                })?;
+            let home = super::home_var().map_err(|why| {
+                Failure::new(
+                    format!("{why}, so there is no home to write the trust into: set it to your home folder."),
+                    exit::FAILED,
+                )
+            })?;
             // Gemini CLI and Codex read their trust from the user's own home: one that is not there is a
             // mistaken HOME, and folders made under it would be read by nobody.
             if !home.is_dir() {

@@ -316,10 +316,7 @@ fn which_node() -> Option<PathBuf> {
 }
 
 fn home() -> Result<PathBuf, Failure> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .ok_or_else(|| Failure::new("HOME is not set, so there is no user folder the service's file goes in (with --print too, which names it): set HOME (or XDG_CONFIG_HOME, for systemd) and run it again.", 1))
+    super::home_var().map_err(|why| Failure::new(format!("{why}, so there is no user folder the service's file goes in (with --print too, which names it): set HOME (or XDG_CONFIG_HOME, for systemd) and run it again."), 1))
 }
 
 fn config_home() -> Result<PathBuf, Failure> {

@@ -65,6 +65,13 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     if let Some(why) = crate::instance::moved(std::path::Path::new(&v.root), Some(&found)) {
         eprintln!("ovai: warning: {why}.");
     }
+    // A settings file removed or broken since the start is met at the next restart: said now.
+    if let Err(e) = inst.read_config() {
+        eprintln!(
+            "ovai: warning: {e} The server goes on with the settings it read; `ovai restart` is refused until the \
+             file is right."
+        );
+    }
     let too_open = crate::permissions::too_open(inst);
     if as_json {
         let mut doc = serde_json::to_value(&v).unwrap_or_default();

@@ -726,7 +726,7 @@ pub enum ConfigError {
         path.display()
     )]
     Gone { path: PathBuf },
-    #[error("In {CONFIG_FILE}, {0:?} is given twice, and only one of them would count: keep one.")]
+    #[error("In {CONFIG_FILE}, {0} is given twice, and only one of them would count: keep one.")]
     Twice(String),
     #[error("{} cannot be read: {source}", path.display())]
     Read {
@@ -975,31 +975,85 @@ fn config_slip(text: &str, e: &serde_json::Error) -> Option<String> {
     })
 }
 
-/// The first top-level key `text` (an object that parses) gives twice, if any.
+/// The first key `text` (JSON that parses) gives twice in one object, if any, with the keys of the objects
+/// it is in: `"port" (in "http")`. serde keeps the last of two, in the settings and in a plugin's block.
 fn key_given_twice(text: &str) -> Option<String> {
-    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
-    struct Keys;
-    impl<'de> Visitor<'de> for Keys {
-        type Value = Option<String>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("an object")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut seen = std::collections::HashSet::new();
-            let mut twice = None;
-            while let Some(key) = map.next_key::<String>()? {
-                map.next_value::<IgnoredAny>()?;
-                if !seen.insert(key.clone()) && twice.is_none() {
-                    twice = Some(key);
-                }
-            }
-            Ok(twice)
-        }
-    }
-    serde_json::Deserializer::from_str(text)
-        .deserialize_map(Keys)
+    let mut json = serde_json::Deserializer::from_str(text);
+    let mut path = serde::Deserializer::deserialize_any(&mut json, Twice)
         .ok()
-        .flatten()
+        .flatten()?;
+    let key = path.remove(0);
+    if path.is_empty() {
+        return Some(key);
+    }
+    path.reverse();
+    Some(format!("{key} (in {})", path.join(" → ")))
+}
+
+/// Walks a JSON value for the first key given twice in one object: the key, then the keys (or array
+/// items) it is in, innermost first.
+struct Twice;
+
+impl<'de> serde::de::DeserializeSeed<'de> for Twice {
+    type Value = Option<Vec<String>>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Twice {
+    type Value = Option<Vec<String>>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        let mut item = 0;
+        while let Some(inner) = seq.next_element_seed(Twice)? {
+            item += 1;
+            if let (None, Some(mut path)) = (&found, inner) {
+                path.push(format!("item {item}"));
+                found = Some(path);
+            }
+        }
+        Ok(found)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        let mut found = None;
+        while let Some(key) = map.next_key::<String>()? {
+            let inner = map.next_value_seed(Twice)?;
+            let key = format!("{key:?}");
+            if found.is_some() {
+                continue;
+            }
+            if let Some(mut path) = inner {
+                path.push(key);
+                found = Some(path);
+            } else if !seen.insert(key.clone()) {
+                found = Some(vec![key]);
+            }
+        }
+        Ok(found)
+    }
 }
 
 pub fn syntax_message(e: &serde_json::Error) -> String {
@@ -1147,6 +1201,15 @@ mod tests {
         assert!(said(r#"{"user":"a","leader":"b","leader":"c"}"#).contains(
             "In openovai.json, \"leader\" is given twice, and only one of them would count: keep one."
         ));
+        let s = said(r#"{"user":"a","leader":"b","http":{"port":1,"bind":"x","port":2}}"#);
+        assert!(s.contains("\"port\" (in \"http\") is given twice"), "{s}");
+        let s = said(
+            r#"{"user":"a","leader":"b","plugins":{"freeze":{"lists":[{"a":1},{"b":1,"b":2}]}}}"#,
+        );
+        assert!(
+            s.contains("\"b\" (in \"plugins\" → \"freeze\" → \"lists\" → item 2) is given twice"),
+            "{s}"
+        );
         let s = said(r#"{"user":"a","leader":"b","callTimeoutSeconds":99999999999999999999}"#);
         assert!(
             s.contains("\"callTimeoutSeconds\" is a number larger than any setting here takes"),
