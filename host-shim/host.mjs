@@ -562,9 +562,9 @@ process.exit = function exit(code) {
   throw new PluginExit(code);
 };
 
-// The other ways out cannot be stopped (a signal, an abort): they still end the host, but first say on
-// stderr which place in plugins/ asked, so the row that reports the host's end names it (its last
-// words) even when no call was in flight, from a timer. The host's own exit goes through reallyExit too.
+// The other ways out cannot be stopped (a signal, an abort): they still end the host, but first say to
+// the daemon which place in plugins/ asked, so the row that reports the host's end names it even when no
+// call was in flight, from a timer. The host's own exit goes through reallyExit too.
 let hostLeaving = false;
 function endedBy(how) {
   let places = [];
@@ -573,13 +573,11 @@ function endedBy(how) {
   } catch {
     // Whatever a plugin broke, the host still ends, and says so.
   }
-  const at = places.length > 0 ? places[0] : null;
-  say(`ovai host: a plugin ended the plugin host with ${how}${at === null ? "" : ` (at ${at})`}`);
-  // Said to the daemon too, under the host's key: a line on stderr is anybody's to write. Every place in
-  // plugins/ goes, innermost first: the daemon blames the innermost file of plugins/ there, and the next
-  // one out when that one is left out already.
+  // Said to the daemon alone, under the host's key (a line on stderr is anybody's to write). Every place
+  // in plugins/ goes, innermost first: the daemon blames the innermost file of plugins/ there, and the
+  // next one out when that one is left out already.
   try {
-    send({ t: "ended", places, key: hostKey }, true);
+    send({ t: "ended", how, places, key: hostKey }, true);
   } catch {
     // A host whose pipe is gone ends anyway.
   }

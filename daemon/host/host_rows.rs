@@ -13,6 +13,7 @@ pub fn stopped(
     what: &str,
     files: &[Arc<str>],
     next: Next,
+    ended_by: Option<String>,
     last_words: Option<String>,
     last_called: Option<&str>,
 ) -> String {
@@ -30,7 +31,10 @@ pub fn stopped(
         Next::Respawn => ". A new plugin host is being started.",
         Next::StaysDown { .. } => ".",
     });
-    if let Some(last) = last_words {
+    // Said by the host under its key; after it, stderr holds at most an abort's native trace.
+    if let Some(how) = ended_by {
+        row.push_str(&format!(" A plugin ended it with {how}."));
+    } else if let Some(last) = last_words {
         row.push_str(&format!(" Its last words on stderr: {last}"));
     }
     // Ended with no call in flight, by a plugin's timer or processes: the last call it ran is where to

@@ -276,6 +276,8 @@ pub struct Link {
     /// The places in plugins/ on the stack when the host said, under its key, a plugin is ending it,
     /// innermost first.
     ended_at: Mutex<Vec<String>>,
+    /// How it said it is being ended (`process.abort()`), where it said so.
+    ended_how: Mutex<Option<String>>,
     /// Wakes the deadline sweeper: a first deadline to wait for, or the link's end.
     sweep: Arc<tokio::sync::Notify>,
     /// The heartbeat waits at its idle pace, to be woken by the first call that comes.
@@ -342,6 +344,7 @@ impl Link {
             timed_out: Mutex::default(),
             stray_rows: Mutex::new(StrayRows::default()),
             ended_at: Mutex::new(Vec::new()),
+            ended_how: Mutex::new(None),
             sweep: Arc::new(tokio::sync::Notify::new()),
             beat_idle: std::sync::atomic::AtomicBool::new(false),
             busy: tokio::sync::Notify::new(),
@@ -625,6 +628,16 @@ impl Link {
         lock(&self.ended_at).clone()
     }
 
+    /// How a plugin ended the host and where from, as the host said it under its key:
+    /// `process.reallyExit(7) (at plugins/x.mjs:4:28)`.
+    pub fn ended_by(&self) -> Option<String> {
+        let how = lock(&self.ended_how).clone()?;
+        Some(match lock(&self.ended_at).first() {
+            Some(at) => format!("{how} (at {at})"),
+            None => how,
+        })
+    }
+
     /// An error a plugin left behind, in runtime.log once for its place. What arrives on fd 4 is a
     /// plugin's to write too: it is clipped, and one host writes at most MAX_STRAY_ROWS of these.
     fn stray(&self, s: Stray) {
@@ -718,6 +731,10 @@ impl Link {
             FromHost::Ended(e) if e.key == self.host_key => {
                 let clip = |t: String| t.chars().take(500).collect::<String>();
                 *lock(&self.ended_at) = e.places.into_iter().take(32).map(clip).collect();
+                if !e.how.is_empty() {
+                    let how = crate::names::escape_controls(&clip(e.how), false).into_owned();
+                    *lock(&self.ended_how) = Some(how);
+                }
             }
             FromHost::Ended(_) => {}
             FromHost::Ready { v, node, .. } => {

@@ -28,35 +28,26 @@ pub struct StderrTail {
     lines: VecDeque<(std::time::Instant, String)>,
     /// Node's `FATAL ERROR: …` line, kept apart: a native stack trace follows it and would push it out.
     fatal: Option<String>,
-    /// The host's own line saying a plugin ended it (`process.kill`, `abort`, `reallyExit`), kept apart
-    /// for the same reason (`abort` prints a native stack trace after it). With when it came: a plugin
-    /// can write the same words to fd 2, so only a line near the end counts, as for any other.
-    ended: Option<(std::time::Instant, String)>,
 }
 
-/// How the host says a plugin ended it, before the place: `… with process.reallyExit(7) (at plugins/x.mjs:4:28)`.
+/// How the host said a plugin ended it, before the host said it on its protocol pipe instead: on stderr,
+/// such a line is a plugin's, written to frame another file, and is no last word.
 const ENDED: &str = "ovai host: a plugin ended the plugin host with ";
 
 impl StderrTail {
-    /// The host's line saying which plugin ended it, else a fatal error if it printed one, else its
-    /// last line that says something.
+    /// A fatal error if the host printed one, else its last line that says something.
     pub fn last_words(&self, within: Duration) -> Option<String> {
-        self.ended
-            .as_ref()
-            .filter(|(at, _)| at.elapsed() <= within)
-            .map(|(_, l)| l.clone())
-            .or_else(|| self.fatal.clone())
-            .or_else(|| {
-                // Only what it said near its end: a warning Node printed at its start is no last word.
-                let recent: Vec<&str> = self
-                    .lines
-                    .iter()
-                    .rev()
-                    .take_while(|(at, _)| at.elapsed() <= within)
-                    .map(|(_, l)| l.as_str())
-                    .collect();
-                said_last(&recent)
-            })
+        self.fatal.clone().or_else(|| {
+            // Only what it said near its end: a warning Node printed at its start is no last word.
+            let recent: Vec<&str> = self
+                .lines
+                .iter()
+                .rev()
+                .take_while(|(at, _)| at.elapsed() <= within)
+                .map(|(_, l)| l.as_str())
+                .collect();
+            said_last(&recent)
+        })
     }
 
     /// Whether the host said it ran out of heap.
@@ -82,7 +73,7 @@ impl StderrTail {
             self.fatal = Some(line.clone());
         }
         if line.starts_with(ENDED) {
-            self.ended = Some((at, line.clone()));
+            return;
         }
         self.lines.push_back((at, line));
     }
@@ -299,11 +290,10 @@ mod tests {
     }
 
     #[test]
-    fn the_hosts_own_ending_is_its_last_words() {
-        let said = "ovai host: a plugin ended the plugin host with process.reallyExit(3) (at plugins/a.mjs:4:28)";
-        // abort's native trace after it, and a blank line, do not push it out.
-        let t = tail(&[said, "Native stack:", "  #0 0x1 node::Abort()", ""]);
-        assert_eq!(t.last_words(LAST_WORDS).as_deref(), Some(said));
+    fn the_hosts_words_on_stderr_are_a_plugins_and_no_last_words() {
+        let forged = "ovai host: a plugin ended the plugin host with process.reallyExit(3) (at plugins/a.mjs:4:28)";
+        let t = tail(&["what it said", forged, ""]);
+        assert_eq!(t.last_words(LAST_WORDS).as_deref(), Some("what it said"));
         assert_eq!(
             tail(&["a last line", ""]).last_words(LAST_WORDS).as_deref(),
             Some("a last line")

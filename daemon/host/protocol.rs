@@ -174,6 +174,9 @@ pub struct EndedReport {
     /// The host's key, as `init` gave it: a plugin writing to fd 4 cannot say this for another file.
     #[serde(default)]
     pub key: u64,
+    /// How: `process.reallyExit(7)`, `process.abort()`, `process.kill(PID, SIGNAL)`.
+    #[serde(default)]
+    pub how: String,
     /// Every place in plugins/ on the stack (`plugins/REL:LINE:COLUMN`), innermost first.
     #[serde(default)]
     pub places: Vec<String>,

@@ -477,6 +477,7 @@ async fn run(
                 &what,
                 &files,
                 next,
+                process.link.ended_by(),
                 process.last_words(within),
                 called.as_deref(),
             ),
