@@ -29,7 +29,7 @@ pub fn plugin(file: &str, ended: Ended, max_answer_bytes: usize) -> Outcome {
         Ended::HostEnded(end) => host_ended(file, &end.why, end.in_flight),
         Ended::NotRun(why) => not_run(file, &why),
         Ended::NotReimported(why) => Outcome::Refused(rows::not_reimported(file, &why)),
-        Ended::Deadline(limit) => deadline(file, limit),
+        Ended::Deadline { limit, silent } => deadline(file, limit, silent),
         Ended::Cancelled => Outcome::Cancelled,
     }
 }
@@ -310,7 +310,19 @@ pub fn not_run(file: &str, why: &NoHost) -> Outcome {
     Outcome::Refused(format!("{file} was not run: {why}."))
 }
 
-pub fn deadline(file: &str, limit: Duration) -> Outcome {
+pub fn deadline(file: &str, limit: Duration, silent: bool) -> Outcome {
+    // The host not answering even its heartbeat: the event loop is held, and this call may not have
+    // started at all, which "it may still finish" would hide.
+    if silent {
+        return Outcome::Refused(format!(
+            "{file} did not answer in time: the call was given up after {} s, in which the plugin host \
+             answered nothing, not even the server's heartbeat. Its event loop is held, by this call's \
+             code or another call's, so this call may not have started; the host is ended and started \
+             again if it stays so for hostHangSeconds, and a call after that runs (callTimeoutSeconds in \
+             openovai.json sets the limit).",
+            limit.as_secs()
+        ));
+    }
     Outcome::Refused(format!(
         "{file} did not answer in time: the call was given up after {} s and its signal fired, but \
          what it started may still finish: look before calling it again (callTimeoutSeconds in \

@@ -223,6 +223,61 @@ fn a_promise_that_never_settles_meets_its_deadline_and_its_signal_fires() {
     assert_eq!(rows.iter().filter(|r| **r == said).count(), 1, "{rows:#?}");
 }
 
+/// A call given up while another call's code holds the host's event loop (callTimeoutSeconds below
+/// hostHangSeconds) is told the host answered nothing: "what it started may still finish" blamed the
+/// innocent call, which never started.
+#[test]
+fn a_call_given_up_while_the_host_is_held_says_the_host_answered_nothing() {
+    let inst = instance(&[], json!({ "callTimeoutSeconds": 1 }));
+    // The root's own files are read-only in the box; its folders (work/, made by the test instance) are
+    // the plugins' to write.
+    let spinning = inst.root.join("work/spinning");
+    inst.write_plugin(
+        "spin.mjs",
+        &format!(
+            "import {{ writeFileSync }} from 'node:fs';\nexport const description = 'Holds the event loop.';\n\
+             export const inputSchema = {{ type: 'object' }};\nexport function run() {{\n\
+             writeFileSync({:?}, 'yes');\n  const until = Date.now() + 4000;\n  while (Date.now() < until) {{}}\n\
+             return {{ text: 'spun' }};\n}}\n",
+            spinning.display().to_string()
+        ),
+    );
+    let d = inst.start();
+    let host = d.host_pid();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let spin = s.send_request("tools/call", json!({ "name": "spin", "arguments": {} }));
+    wait_until("the spin to start", || spinning.exists().then_some(()));
+    // A pong the host wrote just before it began is read by now.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (text, refused) = s.call("echo", json!({}));
+    assert!(refused, "{text}");
+    assert_eq!(
+        text,
+        "plugins/echo.mjs did not answer in time: the call was given up after 1 s, in which the plugin host \
+         answered nothing, not even the server's heartbeat. Its event loop is held, by this call's code or \
+         another call's, so this call may not have started; the host is ended and started again if it stays \
+         so for hostHangSeconds, and a call after that runs (callTimeoutSeconds in openovai.json sets the \
+         limit)."
+    );
+    let (text, refused) = text_of(&s.response(spin));
+    assert!(refused && text.contains("answered nothing"), "{text}");
+    let rows = inst.rows("host");
+    assert!(
+        rows.contains(&format!(
+            "A call to plugins/echo.mjs reached its deadline (callTimeoutSeconds in openovai.json) while the \
+             plugin host (pid {host}) answered nothing, not even its heartbeat: its event loop is held, by this \
+             call's code or another's, and the host is ended if it stays so for hostHangSeconds. Said once a \
+             file for each host."
+        )),
+        "{rows:#?}"
+    );
+    // Once the loop turns again, calls are answered.
+    wait_until("echo to answer again", || {
+        (!s.call("echo", json!({ "n": 1 })).1).then_some(())
+    });
+}
+
 #[test]
 fn a_cancelled_call_fires_its_signal_and_gets_no_answer() {
     let inst = instance(&["fault-never"], json!({}));

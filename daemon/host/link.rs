@@ -104,13 +104,23 @@ struct WaitingCall {
     settle: Box<dyn Settle>,
     /// Where the call's progress reports go, when its caller asked for them.
     progress: Option<Arc<dyn Progressed>>,
+    /// How many messages the host had sent when the call was registered: none since, at its deadline,
+    /// and the host answered not even the heartbeat (every PING_EVERY while calls are in flight).
+    heard: u64,
 }
+
+/// A call whose deadline passed: its id, file, settle, and how many messages the host had sent when it
+/// was registered.
+type Due = (u64, Arc<str>, Box<dyn Settle>, u64);
 
 /// How a call ended.
 pub enum End {
     Call(CallEnd),
-    /// Its deadline passed; the host was told to stop it.
-    Expired,
+    /// Its deadline passed; the host was told to stop it. `silent`: the host sent nothing at all in
+    /// that time, its event loop held.
+    Expired {
+        silent: bool,
+    },
     /// Its caller withdrew it (`Link::withdraw`) and told the host to stop it.
     Cancelled,
 }
@@ -233,7 +243,7 @@ impl LinkCalls {
     }
 
     /// Takes out the task-less calls whose deadline is `now` or before.
-    fn due(&mut self, now: Instant) -> Vec<(u64, Arc<str>, Box<dyn Settle>)> {
+    fn due(&mut self, now: Instant) -> Vec<Due> {
         let mut due = Vec::new();
         while let Some(at) = self.first_deadline() {
             if at > now {
@@ -242,7 +252,7 @@ impl LinkCalls {
             if let Some((_, id)) = self.deadlines.pop_front()
                 && let Some(w) = self.waiting.remove(&id)
             {
-                due.push((id, w.file, w.settle));
+                due.push((id, w.file, w.settle, w.heard));
             }
         }
         due
@@ -422,6 +432,7 @@ impl Link {
                 key,
                 settle,
                 progress,
+                heard: self.heard(),
             };
             calls.wait(id, waiting);
             calls.note_deadline(id, deadline)
@@ -449,13 +460,14 @@ impl Link {
             calls.armed = next;
             (due, next)
         };
-        for (id, file, settle) in due {
+        for (id, file, settle, heard) in due {
             self.send(&ToHost::Cancel {
                 id,
                 why: "the call took longer than its deadline",
                 timeout: true,
             });
-            settle.end(End::Expired);
+            let silent = self.heard() == heard;
+            settle.end(End::Expired { silent });
             // Its author learns of it, once a file for each host (the first 16 files): code that does not
             // stop at its signal runs on.
             if let Some(log) = &self.log {
@@ -467,6 +479,14 @@ impl Link {
                         Some(format!(
                             "Calls to more plugins reached their deadline on the plugin host (pid {}); no more \
                              is said of them until a new host starts.",
+                            self.pid
+                        ))
+                    } else if silent {
+                        Some(format!(
+                            "A call to {file} reached its deadline (callTimeoutSeconds in openovai.json) while the \
+                             plugin host (pid {}) answered nothing, not even its heartbeat: its event loop is held, \
+                             by this call's code or another's, and the host is ended if it stays so for \
+                             hostHangSeconds. Said once a file for each host.",
                             self.pid
                         ))
                     } else {
@@ -952,7 +972,7 @@ mod tests {
                 }
                 End::Call(CallEnd::HostStopped(_)) => "host stopped".into(),
                 End::Call(CallEnd::NotReceived) => "not received".into(),
-                End::Expired => "expired".into(),
+                End::Expired { .. } => "expired".into(),
                 End::Cancelled => "cancelled".into(),
             };
             let _ = self.0.send(said);

@@ -67,8 +67,9 @@ pub enum Ended {
     NotRun(NoHost),
     /// The plugin's file did not import again when its host was respawned.
     NotReimported(NotReimported),
-    /// The call reached its deadline (`callTimeoutSeconds`); its signal fired.
-    Deadline(Duration),
+    /// The call reached its deadline (`callTimeoutSeconds`); its signal fired. `silent`: its host
+    /// answered nothing at all in that time.
+    Deadline { limit: Duration, silent: bool },
     /// The caller cancelled it.
     Cancelled,
 }
@@ -101,7 +102,10 @@ pub async fn call_from(
     loop {
         let left = deadline.saturating_sub(started.elapsed());
         if left.is_zero() {
-            return Ended::Deadline(deadline);
+            return Ended::Deadline {
+                limit: deadline,
+                silent: false,
+            };
         }
         let link = tokio::select! {
             // A host being started is waited for as long as the call may take: a seat change's drain
@@ -149,7 +153,12 @@ pub async fn call_from(
                 }
                 gone = Some(link);
             }
-            Ok(End::Expired) => return Ended::Deadline(deadline),
+            Ok(End::Expired { silent }) => {
+                return Ended::Deadline {
+                    limit: deadline,
+                    silent,
+                };
+            }
             Ok(End::Cancelled) => return Ended::Cancelled,
             // The link is dropped only after it has answered every call it held.
             Err(_) => return Ended::NotRun(NoHost::Ended),

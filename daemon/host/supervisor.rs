@@ -760,7 +760,12 @@ async fn heartbeat(link: &Link, hang_after: Duration, look: &Look) -> Beat {
     // The first ping sent since the host last said something, while it has said nothing since.
     let mut unanswered: Option<Instant> = None;
     loop {
-        if !link.has_calls() {
+        // A ping left unanswered for a beat keeps the faster beat, calls or none: calls given up at their
+        // deadline leave none in flight, and a host held past them was otherwise looked at every 10 s. (A
+        // ping just sent, on an idle host, has not been left unanswered yet.)
+        let waiting_on_host =
+            unanswered.is_some_and(|sent| sent.elapsed() >= PING_EVERY) && link.heard() == heard;
+        if !link.has_calls() && !waiting_on_host {
             // The first call to come starts the faster beat at once.
             if link.idle_beat().await {
                 continue;

@@ -502,7 +502,10 @@ impl Settle for Plain {
                 let gone = self.link_sent_to();
                 return self.take_the_waiting_way(gone);
             }
-            End::Expired => Ended::Deadline(self.timeout),
+            End::Expired { silent } => Ended::Deadline {
+                limit: self.timeout,
+                silent,
+            },
             End::Cancelled => Ended::Cancelled,
         };
         (*self).finish(ended);

@@ -759,7 +759,7 @@ impl How {
     pub fn of(ended: &host::Ended) -> How {
         match ended {
             host::Ended::HostEnded(_) => How::HostStopped,
-            host::Ended::Deadline(_) => How::TimedOut,
+            host::Ended::Deadline { .. } => How::TimedOut,
             host::Ended::Answered(a) if !crate::answer::own_words(a) => How::Failed,
             host::Ended::NotReimported(_) => How::Failed,
             _ => How::Ran,
