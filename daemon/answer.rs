@@ -364,7 +364,13 @@ pub fn seat_changed(tool: &str, seat: &str, removed: bool, over_http: bool) -> S
 }
 
 /// The JSON-RPC error message for a call to a tool this server does not have.
-pub fn unknown_tool<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> String {
+/// `rows`: the plugins rows of the reading served, where the file a tool of this name would come from
+/// may be said to be not served, and why.
+pub fn unknown_tool<'a>(
+    name: &str,
+    names: impl Iterator<Item = &'a str>,
+    rows: &[String],
+) -> String {
     let names: Vec<&str> = names.collect();
     // A name that is not a plain word (empty, spaces, controls) is shown quoted and escaped, and a long
     // one clipped: the message is no echo chamber for what a session sends.
@@ -384,10 +390,33 @@ pub fn unknown_tool<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> Str
         };
         crate::names::escape_controls(&format!("{clipped:?}{more}"), false).into_owned()
     };
+    if plain && let Some(why) = not_served_why(name, rows) {
+        return format!(
+            "There is no tool called {shown} on this server: {why}. The tools are {}.",
+            names.join(", ")
+        );
+    }
     format!(
         "There is no tool called {shown} on this server; the tools are {}.",
         names.join(", ")
     )
+}
+
+/// Why the file a tool of this name would come from is not served, with what to do, where `rows` (the
+/// plugins rows of a reading) say.
+pub fn not_served_why(tool: &str, rows: &[String]) -> Option<String> {
+    let file = format!("plugins/{tool}.mjs");
+    let row = rows.iter().find(|r| {
+        r.strip_prefix(&file)
+            .is_some_and(|r| r.starts_with(" is not served: "))
+    })?;
+    let row = row.trim_end_matches('.');
+    // A row that says what to do already (rename one, then `ovai restart`) is not told twice.
+    Some(if row.contains("`ovai restart`") {
+        row.to_string()
+    } else {
+        format!("{row}. Fix the file, then `ovai check {file}` and `ovai restart`")
+    })
 }
 
 /// A room call that could not be done. A message that could not be written was not said.
@@ -424,15 +453,16 @@ mod tests {
     fn a_tool_name_that_is_not_a_plain_word_is_shown_quoted() {
         let tools = || ["index", "room"].into_iter();
         assert_eq!(
-            unknown_tool("nope", tools()),
+            unknown_tool("nope", tools(), &[]),
             "There is no tool called nope on this server; the tools are index, room."
         );
         assert_eq!(
-            unknown_tool("", tools()),
+            unknown_tool("", tools(), &[]),
             "There is no tool called \"\" on this server; the tools are index, room."
         );
         assert!(
-            unknown_tool("a\nb c", tools()).starts_with("There is no tool called \"a\\nb c\" on")
+            unknown_tool("a\nb c", tools(), &[])
+                .starts_with("There is no tool called \"a\\nb c\" on")
         );
     }
 

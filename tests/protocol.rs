@@ -128,6 +128,33 @@ fn an_unknown_tool_is_a_json_rpc_error_naming_the_tools() {
     );
 }
 
+/// A tool whose file is there but broken is said to be so, with why: "there is no tool called" alone
+/// sends the model (and its user) looking for a misspelt name.
+#[test]
+fn a_tool_whose_file_is_not_served_is_said_so_with_why() {
+    let inst = Instance::with_plugins(&[
+        ("hello.mjs", HELLO),
+        (
+            "broken.mjs",
+            "export const description = 'x';\nexport const inputSchema = {\n",
+        ),
+    ]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let r = s.request("tools/call", json!({ "name": "broken", "arguments": {} }));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with(
+            "There is no tool called broken on this server: plugins/broken.mjs is not served: importing it failed: SyntaxError"
+        ) && msg.ends_with(
+            ". Fix the file, then `ovai check plugins/broken.mjs` and `ovai restart`. The tools are hello, index, room."
+        ),
+        "{msg}"
+    );
+}
+
 #[test]
 fn arguments_that_break_the_schema_are_refused_before_the_plugin_runs() {
     let inst = Instance::with_plugins(&[(

@@ -296,19 +296,7 @@ pub fn why_no_tool(inst: &Instance, tool: &str) -> Option<String> {
             "{file} appeared after the last read and is not served yet: `ovai restart` serves it"
         )
     } else {
-        let row = status.rows.iter().find(|r| {
-            r.strip_prefix(&file)
-                .is_some_and(|r| r.starts_with(" is not served: "))
-        })?;
-        // A row that says what to do already (rename one, then `ovai restart`) is not told twice.
-        if row.contains("`ovai restart`") {
-            row.trim_end_matches('.').to_string()
-        } else {
-            format!(
-                "{}. Fix the file, then `ovai check {file}` and `ovai restart`",
-                row.trim_end_matches('.')
-            )
-        }
+        crate::answer::not_served_why(tool, &status.rows)?
     };
     Some(format!("There is no tool called {tool} here: {why}."))
 }

@@ -22,7 +22,7 @@ pub fn run(inst: &Instance, name: Option<&str>, json: bool) -> Result<(), Failur
                 let names: Vec<&str> = reply.tools.iter().map(|t| t.name.as_str()).collect();
                 // In the words (and quoting) a session's call gets.
                 let why = super::why_no_tool(inst, n)
-                    .unwrap_or_else(|| crate::answer::unknown_tool(n, names.into_iter()));
+                    .unwrap_or_else(|| crate::answer::unknown_tool(n, names.into_iter(), &[]));
                 // As `ovai call` says it: asked for something that is not there.
                 return Err(Failure::new(why, exit::USAGE));
             }

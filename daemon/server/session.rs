@@ -190,7 +190,7 @@ impl SeatService {
         };
         if generation.tools.get(name).is_none() {
             return Err(ErrorData::invalid_params(
-                answer::unknown_tool(name, generation.tools.names()),
+                answer::unknown_tool(name, generation.tools.names(), &generation.rows),
                 None,
             ));
         }
