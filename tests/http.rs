@@ -1284,6 +1284,31 @@ fn an_oversized_body_is_refused_before_it_is_sent_and_words_leak_nothing() {
     );
 }
 
+/// A name in "hosts" written as a URL writes it, with a port ("buildbox.example:7777", the proxy's), is
+/// let in at any port: the Host a client sends behind a proxy may name the proxy's port or none. Before,
+/// such an entry matched nothing, and the refusal listed it as a name the server answers to.
+#[test]
+fn a_host_listed_with_a_port_is_answered_at_its_name() {
+    let (inst, _d, http) = serving(json!({ "hosts": ["buildbox.example:7777"] }));
+    let s = HttpSeat::new(&http, &inst.secret("lead"), "2026-07-28");
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": { "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} } } });
+    let h = s.headers("tools/list", None);
+    let refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    for (host, status) in [
+        ("buildbox.example:7777", 200),
+        ("BuildBox.Example", 200),
+        (&*format!("buildbox.example:{}", http.addr.port()), 200),
+        ("evil.example:7777", 403),
+    ] {
+        let mut at = http.clone();
+        at.host = host.to_string();
+        let r = at.request("POST", &refs, &body.to_string());
+        let got = r.status;
+        assert_eq!(got, status, "{host}: {}", r.text());
+    }
+}
+
 #[test]
 fn a_page_of_a_listed_origin_gets_its_preflight_and_reads_its_answers() {
     let (inst, _d, http) = serving(json!({ "origins": ["https://app.example.com"] }));

@@ -161,7 +161,21 @@ pub fn parse(value: &Value) -> Result<Option<HttpSettings>, String> {
             ));
         }
     }
-    let hosts = strings("hosts")?;
+    // Names, as a Host header gives them after its port: a port written here ("buildbox.example:7777",
+    // as a URL has it) is no part of the name and is let go; a pattern or a URL would never match.
+    let hosts = strings("hosts")?
+        .into_iter()
+        .map(|h| {
+            if h.contains("://") || h.contains(['/', '*', '?', ' ', ',']) {
+                return Err(format!(
+                    "has the host {h:?}, which is not a host name: \"hosts\" lists the names clients reach the \
+                     server by, each alone, such as \"buildbox.example\" (to let any name in, leave \"hosts\" \
+                     out on an address other than loopback: the token decides)"
+                ));
+            }
+            Ok(crate::names::host_name(&h).to_ascii_lowercase())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let tls = match map.get("tls") {
         None | Some(Value::Null) => None,
         Some(Value::Object(t)) => {
@@ -287,5 +301,22 @@ mod tests {
                 .contains("without \"key\"")
         );
         assert!(p(json!("127.0.0.1:1")).unwrap_err().contains("an object"));
+        for bad in [
+            "*",
+            "https://buildbox.example",
+            "*.example",
+            "a.example/mcp",
+        ] {
+            let e = p(json!({ "listen": "127.0.0.1:1", "hosts": [bad] })).unwrap_err();
+            assert!(e.contains("which is not a host name"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_hosts_port_is_no_part_of_its_name() {
+        let s = p(json!({ "listen": "127.0.0.1:1", "hosts": ["Box.Example", "buildbox.example:7777", "[::2]:80"] }))
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.hosts, ["box.example", "buildbox.example", "[::2]"]);
     }
 }
