@@ -654,17 +654,59 @@ impl Live {
         )))
     }
 
+    /// Whether the stream goes on: a state, or its word that nothing changed.
     fn next_event(&mut self) -> bool {
+        self.next().is_some()
+    }
+
+    /// The next state sent (`Some(Some(json))`), or the stream's word that nothing changed
+    /// (`Some(None)`); None once it ended.
+    fn next(&mut self) -> Option<Option<String>> {
         use std::io::BufRead;
         loop {
             let mut line = String::new();
             match self.0.read_line(&mut line) {
-                Ok(0) | Err(_) => return false,
-                Ok(_) if line.starts_with("data: {") => return true,
+                Ok(0) | Err(_) => return None,
+                Ok(_) if line.starts_with("data: {") => {
+                    return Some(Some(line["data: ".len()..].trim_end().to_string()));
+                }
+                Ok(_) if line.starts_with(": ") => return Some(None),
                 Ok(_) => {}
             }
         }
     }
+}
+
+/// The page's stream sends the state when it changed, not every second: an idle page left open all day
+/// was sent its whole state (room messages and log rows) each second, 330 KB a second with a busy room.
+#[test]
+fn the_live_stream_sends_the_state_when_it_changed() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "web": { "listen": "127.0.0.1:0" } }));
+    let _d = inst.start();
+    let (authority, cookie, page) = opened(&inst);
+    let mut live = Live::open(&authority, &cookie, &page);
+    let mut last = live.next().flatten().expect("the first state");
+    // Until the stream says nothing changed, every state it sends is a new one.
+    while let Some(state) = live.next().expect("the stream went on") {
+        assert_ne!(state, last, "the same state was sent twice");
+        last = state;
+    }
+    inst.cmd()
+        .args([
+            "call",
+            "room",
+            r#"{"say":"the build is green"}"#,
+            "--seat",
+            "lead",
+        ])
+        .assert()
+        .success();
+    let state = live
+        .next()
+        .flatten()
+        .expect("a state once the room changed");
+    assert!(state.contains("the build is green"), "{state}");
 }
 
 /// Anybody on the machine may open connections to the page's listener, which holds 32: those make room

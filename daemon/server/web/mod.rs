@@ -249,7 +249,13 @@ async fn state(
         .into_response()
 }
 
-/// The state once a second as server-sent events, while the cookie is good and the page reads.
+/// How many quiet seconds pass before the stream says it is still there (an SSE comment, which the page
+/// does not see): a proxy or a browser closes a stream silent for long.
+const QUIET_SECONDS: u32 = 5;
+
+/// The state as server-sent events, while the cookie is good and the page reads: looked at once a second
+/// and sent when it changed (a page left open all day sent its whole state every second, room messages
+/// and log rows included: 330 KB a second), with a comment after QUIET_SECONDS of no change.
 async fn events(
     State(daemon): State<Arc<Daemon>>,
     Path(key): Path<String>,
@@ -261,24 +267,32 @@ async fn events(
     }
     let closing = daemon.closing.clone();
     let (headers, key) = (Arc::new(headers), Arc::new(key));
-    let stream = futures::stream::unfold((daemon, true), move |(daemon, first)| {
+    let stream = futures::stream::unfold((daemon, None::<String>), move |(daemon, last)| {
         let closing = closing.clone();
         let (headers, key) = (headers.clone(), key.clone());
         async move {
-            if !first {
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    _ = closing.cancelled() => return None,
+            let mut quiet = 0;
+            loop {
+                if last.is_some() {
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        _ = closing.cancelled() => return None,
+                    }
+                }
+                if !daemon.web.get().is_some_and(|w| w.admits(&headers, &key)) {
+                    return None;
+                }
+                let now = snapshot(&daemon).await.to_string();
+                if last.as_ref() != Some(&now) {
+                    let event = bytes::Bytes::from(format!("data: {now}\n\n"));
+                    return Some((Ok::<_, std::io::Error>(event), (daemon, Some(now))));
+                }
+                quiet += 1;
+                if quiet == QUIET_SECONDS {
+                    let still = bytes::Bytes::from_static(b": nothing changed\n\n");
+                    return Some((Ok(still), (daemon, last)));
                 }
             }
-            if !daemon.web.get().is_some_and(|w| w.admits(&headers, &key)) {
-                return None;
-            }
-            let event = format!("data: {}\n\n", snapshot(&daemon).await);
-            Some((
-                Ok::<_, std::io::Error>(bytes::Bytes::from(event)),
-                (daemon, false),
-            ))
         }
     });
     (
@@ -293,6 +307,8 @@ async fn events(
 
 /// What the page shows, read now: seats, tools, the host, the latest calls, the room and the log.
 async fn snapshot(daemon: &Arc<Daemon>) -> Value {
+    // The latest calls first: a call shown is then in its seat's figures and sessions too, read after it.
+    let calls = daemon.figures.recent();
     let status = super::control::status(daemon).await;
     let generation = daemon.current();
     let by_transport = daemon.sessions.count_by_seat_and_transport();
@@ -330,10 +346,11 @@ async fn snapshot(daemon: &Arc<Daemon>) -> Value {
         .filter(|r| r.contains(" is not served"))
         .collect();
     let (ends, respawns) = crate::host::ending::counts();
-    let memory = status
-        .host
-        .pid
-        .map(|pid| crate::host::bounds::box_usage(pid).0);
+    // In tenths of a MB, as the page shows it: a change below that is no change to send.
+    let memory = status.host.pid.map(|pid| {
+        let tenth = (1u64 << 20) / 10;
+        crate::host::bounds::box_usage(pid).0 / tenth * tenth
+    });
     let inst = daemon.inst.clone();
     let (room, log) = tokio::task::spawn_blocking(move || {
         let room: Vec<Value> = crate::tools::room::Room::recent(&inst.room_file(), 20)
@@ -363,7 +380,7 @@ async fn snapshot(daemon: &Arc<Daemon>) -> Value {
             "ends": ends.iter().map(|(c, n)| json!({ "cause": c, "count": n })).collect::<Vec<_>>(),
             "down": status.host.down,
         },
-        "calls": daemon.figures.recent(),
+        "calls": calls,
         "room": room,
         "log": log,
     })
