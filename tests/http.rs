@@ -1329,11 +1329,16 @@ fn a_page_of_a_listed_origin_gets_its_preflight_and_reads_its_answers() {
         pre.header("access-control-allow-origin"),
         Some("https://app.example.com")
     );
-    assert!(
-        pre.header("access-control-allow-headers")
-            .unwrap()
-            .contains("authorization")
-    );
+    // The trace context a page passes on (docs/observability.md) is let through too.
+    let allowed = pre.header("access-control-allow-headers").unwrap();
+    for name in [
+        "authorization",
+        "mcp-session-id",
+        "traceparent",
+        "tracestate",
+    ] {
+        assert!(allowed.contains(name), "{name}: {allowed}");
+    }
     let s = HttpSeat::new(&http, &inst.secret("lead"), "2026-07-28");
     let mut h = s.headers("tools/list", None);
     h.push(("origin".into(), "https://app.example.com".into()));

@@ -383,3 +383,55 @@ fn an_endpoints_credentials_are_never_written_in_runtime_log() {
         "{rows}"
     );
 }
+
+/// The SDK's own settings that change what would be sent are honoured or refused in words: before, they
+/// were passed over (spans went out with OTEL_SDK_DISABLED=true, and over HTTP when gRPC was asked for),
+/// and an endpoint that is no address was said to be where traces go, then that they could not be.
+#[test]
+fn opentelemetrys_own_settings_are_honoured_or_refused_in_words() {
+    let at = "http://127.0.0.1:9";
+    for (env, said) in [
+        (
+            vec![("OTEL_SDK_DISABLED", "true")],
+            "Traces are not exported: OTEL_SDK_DISABLED is true.".to_string(),
+        ),
+        (
+            vec![("OTEL_TRACES_EXPORTER", "none")],
+            "Traces are not exported: OTEL_TRACES_EXPORTER is none.".to_string(),
+        ),
+        (
+            vec![("OTEL_TRACES_EXPORTER", "zipkin")],
+            "Traces are not exported: OTEL_TRACES_EXPORTER is \"zipkin\", and ovai exports over OTLP only"
+                .to_string(),
+        ),
+        (
+            vec![("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")],
+            "Traces are not exported: OTEL_EXPORTER_OTLP_PROTOCOL is \"grpc\", and ovai sends http/protobuf only"
+                .to_string(),
+        ),
+        (
+            vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "garbage")],
+            "Traces are not exported: OTEL_EXPORTER_OTLP_ENDPOINT is \"garbage\", which is not an http:// address"
+                .to_string(),
+        ),
+        (
+            vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://127.0.0.1/")],
+            "which is not an http:// address".to_string(),
+        ),
+        (
+            vec![("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://127.0.0.1:4318")],
+            "Traces are not exported: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is https://127.0.0.1:4318, and ovai exports over plain HTTP only"
+                .to_string(),
+        ),
+    ] {
+        let inst = Instance::with_plugins(TOOLS);
+        let mut all = vec![("OTEL_EXPORTER_OTLP_ENDPOINT", at)];
+        all.retain(|(k, _)| !env.iter().any(|(e, _)| e == k));
+        all.extend(env.iter().copied());
+        let d = Daemon::start_with_env(&inst, &all);
+        let rows = inst.rows("server").join("\n");
+        drop(d);
+        assert!(rows.contains(&said), "{env:?}: {rows}");
+        assert!(!rows.contains("Traces go to"), "{env:?}: {rows}");
+    }
+}

@@ -43,24 +43,57 @@ pub fn tracer() -> Option<&'static Tracer> {
     TRACER.get()
 }
 
-/// Turns traces on if the environment names an OTLP endpoint; the sentence for runtime.log.
+/// An OpenTelemetry setting from the environment, where it is set and not blank.
+fn env(key: &'static str) -> Option<(&'static str, String)> {
+    std::env::var(key)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .map(|v| (key, v.trim().to_string()))
+}
+
+/// Turns traces on if the environment names an OTLP endpoint; the sentence for runtime.log. The SDK's
+/// own settings that would change what is sent are honoured or refused in words, never passed over.
 pub fn start(log: &Arc<RuntimeLog>) -> Option<String> {
-    let endpoint = [
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-        "OTEL_EXPORTER_OTLP_ENDPOINT",
-    ]
-    .iter()
-    .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))?;
-    let raw = endpoint;
+    let (var, raw) =
+        env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT"))?;
     let endpoint = without_userinfo(&raw, &raw);
-    if endpoint
-        .trim_start()
-        .to_ascii_lowercase()
-        .starts_with("https://")
+    if env("OTEL_SDK_DISABLED").is_some_and(|(_, v)| v.eq_ignore_ascii_case("true")) {
+        return Some("Traces are not exported: OTEL_SDK_DISABLED is true.".into());
+    }
+    if let Some((key, v)) = env("OTEL_TRACES_EXPORTER") {
+        if v.eq_ignore_ascii_case("none") {
+            return Some(format!("Traces are not exported: {key} is none."));
+        }
+        if !v.eq_ignore_ascii_case("otlp") {
+            return Some(format!(
+                "Traces are not exported: {key} is {v:?}, and ovai exports over OTLP only: set it to otlp, or \
+                 leave it out."
+            ));
+        }
+    }
+    if let Some((key, v)) =
+        env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
+        && v != "http/protobuf"
     {
         return Some(format!(
-            "Traces are not exported: OTEL_EXPORTER_OTLP_ENDPOINT is {endpoint}, and ovai exports over plain HTTP \
-             only; point it at a collector on this machine (http://127.0.0.1:4318), which may forward over TLS."
+            "Traces are not exported: {key} is {v:?}, and ovai sends http/protobuf only: set it so, or leave it \
+             out, with {var} naming the collector's OTLP/HTTP port (4318 by default)."
+        ));
+    }
+    let lower = endpoint.to_ascii_lowercase();
+    if lower.starts_with("https://") {
+        return Some(format!(
+            "Traces are not exported: {var} is {endpoint}, and ovai exports over plain HTTP only; point it at a \
+             collector on this machine (http://127.0.0.1:4318), which may forward over TLS."
+        ));
+    }
+    let is_url = raw
+        .parse::<axum::http::Uri>()
+        .is_ok_and(|u| u.scheme_str() == Some("http") && u.host().is_some_and(|h| !h.is_empty()));
+    if !is_url {
+        return Some(format!(
+            "Traces are not exported: {var} is {endpoint:?}, which is not an http:// address: name the \
+             collector as http://HOST:PORT (http://127.0.0.1:4318, say)."
         ));
     }
     let service = std::env::var("OTEL_SERVICE_NAME")

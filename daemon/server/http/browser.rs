@@ -109,7 +109,7 @@ impl Browsers {
                 header::ACCESS_CONTROL_ALLOW_HEADERS,
                 HeaderValue::from_static(
                     "authorization, content-type, accept, mcp-session-id, mcp-protocol-version, mcp-method, \
-                     mcp-name, last-event-id",
+                     mcp-name, last-event-id, traceparent, tracestate",
                 ),
             );
             headers.insert(
