@@ -219,7 +219,7 @@ pub struct ToolFigures {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SeatsReply {
-    /// The seats whose sessions were ended.
+    /// The seat of each session ended, sorted: a seat is there once for each of its sessions.
     pub ended: Vec<String>,
 }
 

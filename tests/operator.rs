@@ -579,6 +579,35 @@ fn a_rotate_keeps_what_the_person_added_to_the_bridges_environment() {
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
+/// A seat with two sessions has both counted, where `seat rotate` and the row said "the session".
+#[test]
+fn seat_rotate_counts_every_session_it_ends() {
+    let inst = Instance::with_plugins(&[("echo.mjs", TOOL)]);
+    inst.add_seat("w1");
+    let _d = inst.start();
+    let mut one = inst.session("w1");
+    one.initialize();
+    let mut two = inst.session("w1");
+    two.initialize();
+    let mut lead = inst.session("lead");
+    lead.initialize();
+    inst.cmd()
+        .args(["seat", "rotate", "w1"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "and the 2 sessions holding it were ended",
+        ));
+    assert!(
+        inst.rows("seats").contains(
+            &"The seat w1 was given a new secret; its 2 sessions were ended.".to_string()
+        ),
+        "{:?}",
+        inst.rows("seats")
+    );
+    assert!(!lead.call("echo", json!({ "branch": "main" })).1);
+}
+
 #[test]
 fn seat_rotate_refuses_the_old_secret_ends_its_session_and_keeps_the_leader() {
     let inst = Instance::with_plugins(&[("echo.mjs", TOOL)]);

@@ -433,19 +433,23 @@ impl Daemon {
                 SeatChange::Removed
             }
         };
-        let mut ended = self.sessions.end_unless(still_valid, change);
-        ended.dedup();
+        // One for each session ended, sorted: a seat with three sessions is there three times.
+        let ended = self.sessions.end_unless(still_valid, change);
         if let Some(http) = self.http.get() {
             http.end_unless(&still_valid);
         }
-        for seat in &ended {
-            let what = match change(seat) {
+        for seat in ended.chunk_by(|a, b| a == b) {
+            let what = match change(&seat[0]) {
                 SeatChange::NewSecret => "was given a new secret",
                 SeatChange::Removed => "was removed",
             };
+            let sessions = match seat.len() {
+                1 => "its session was ended".to_string(),
+                n => format!("its {n} sessions were ended"),
+            };
             self.log.row(
                 Topic::Seats,
-                &format!("The seat {seat} {what}; its session was ended."),
+                &format!("The seat {} {what}; {sessions}.", seat[0]),
             );
         }
         Ok(ended)
