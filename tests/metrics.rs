@@ -77,6 +77,11 @@ fn a_real_prometheus_scrapes_the_calls_made() {
         text.contains(r#"ovai_sessions_open{seat="w1",transport="socket"} 1"#),
         "{text}"
     );
+    // A seat with no session open reads 0, not no data.
+    assert!(
+        text.contains(r#"ovai_sessions_open{seat="lead",transport="socket"} 0"#),
+        "{text}"
+    );
     assert!(text.contains(r#"ovai_plugins{state="served"} 1"#), "{text}");
     assert!(!text.contains(&inst.secret("w1")));
     // What only grows is a counter, named _total (helper-45: process_cpu_seconds_total and the host's

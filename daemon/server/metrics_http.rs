@@ -32,8 +32,24 @@ pub fn app(daemon: &Arc<Daemon>, loopback: bool) -> axum::Router {
                         return StatusCode::NOT_FOUND.into_response();
                     };
                     let generation = daemon.current();
+                    // Every seat has its series, 0 when it has no session: a series that goes away
+                    // reads as no data, not as none open.
+                    let mut sessions = daemon.sessions.count_by_seat_and_transport();
+                    let book = daemon.seats.get(&daemon.inst).await;
+                    if let Ok(book) = book.as_ref().as_ref() {
+                        let transports: &[&'static str] = if daemon.http.get().is_some() {
+                            &["socket", "http"]
+                        } else {
+                            &["socket"]
+                        };
+                        for seat in book.seats.keys() {
+                            for t in transports {
+                                sessions.entry((seat.clone(), *t)).or_insert(0);
+                            }
+                        }
+                    }
                     let now = Now {
-                        sessions: daemon.sessions.count_by_seat_and_transport(),
+                        sessions,
                         generation: generation.number,
                         plugins: generation.plugin_counts(),
                     };
