@@ -880,3 +880,27 @@ fn the_status_page_stays_readable_long_words_newest_rows_selections_narrow_windo
             .contains("not live")
     );
 }
+
+/// The page's address typed or pasted without its last slash leads to the page: its cookie is sent only
+/// below that path, and a 404 there read as the page being gone.
+#[test]
+fn the_pages_address_without_its_slash_leads_to_it() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "web": { "listen": "127.0.0.1:0" } }));
+    let _d = inst.start();
+    let (authority, cookie, page) = opened(&inst);
+    let bare = page.trim_end_matches('/');
+    let mut answer = String::new();
+    let _ = ask(
+        &authority,
+        &format!("GET {bare} HTTP/1.1\r\nHost: {authority}\r\nCookie: {cookie}\r\nconnection: close\r\n\r\n"),
+    )
+    .read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 303"), "{answer}");
+    assert!(
+        answer
+            .to_lowercase()
+            .contains(&format!("location: {page}\r\n")),
+        "{answer}"
+    );
+}

@@ -41,6 +41,17 @@ pub fn router(daemon: Arc<Daemon>, on_http: bool) -> Router {
             axum::routing::get(|| async { words(StatusCode::UNAUTHORIZED, NO_COOKIE) }),
         )
         .route("/web/s/{key}/", axum::routing::get(index))
+        // Typed or pasted without its slash: the cookie is sent only below the page's own path.
+        .route(
+            "/web/s/{key}",
+            axum::routing::get(|Path(key): Path<String>| async move {
+                if key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    redirect(&format!("/web/s/{key}/"), None)
+                } else {
+                    words(StatusCode::NOT_FOUND, NO_COOKIE)
+                }
+            }),
+        )
         .route("/web/login", axum::routing::get(login))
         .route(
             "/web/app.js",
