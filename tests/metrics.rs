@@ -413,3 +413,36 @@ fn a_calls_outcome_is_named_alike_in_the_metrics_and_the_call_log() {
         "{text}"
     );
 }
+
+/// A request hyper cannot read, on the metrics' listener, is answered in plain words, not with the MCP
+/// endpoint's JSON-RPC error (helper-61).
+#[test]
+fn an_unreadable_request_to_the_metrics_is_answered_in_plain_words() {
+    use std::io::{Read, Write};
+    let inst = Instance::new();
+    inst.set_config(json!({ "metrics": { "listen": "127.0.0.1:0" } }));
+    let d = inst.start();
+    let url = d.status().unwrap()["metrics"].as_str().unwrap().to_string();
+    let authority = url
+        .strip_prefix("http://")
+        .and_then(|u| u.strip_suffix("/metrics"))
+        .unwrap()
+        .to_string();
+    let mut s = std::net::TcpStream::connect(&authority).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut head = format!("GET /metrics HTTP/1.1\r\nHost: {authority}\r\n");
+    for i in 0..120 {
+        head.push_str(&format!("x-h{i}: 1\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+    assert!(
+        answer.contains("content-type: text/plain")
+            && answer.contains("The request's head is larger than this server reads")
+            && !answer.contains("jsonrpc"),
+        "{answer}"
+    );
+}

@@ -125,10 +125,10 @@ pub async fn accept(
             let app = app.layer(axum::Extension(place.clone()));
             let served = async {
                 match tls {
-                    None => serve(tcp, app, stop, wind_down).await,
+                    None => serve(tcp, app, stop, wind_down, true).await,
                     Some(acceptor) => {
                         match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                            Ok(Ok(stream)) => serve(stream, app, stop, wind_down).await,
+                            Ok(Ok(stream)) => serve(stream, app, stop, wind_down, true).await,
                             Ok(Err(e)) => tracing::debug!(error = %e, "a TLS handshake failed"),
                             Err(_) => tracing::debug!("a TLS handshake took too long"),
                         }
@@ -200,7 +200,7 @@ pub async fn accept_operator(listener: TcpListener, app: Router, daemon: Arc<Dae
         let app = app.layer(axum::Extension(place.clone()));
         daemon.tasks.spawn(async move {
             tokio::select! {
-                _ = serve(tcp, app, stop, place.wind_down.clone()) => {}
+                _ = serve(tcp, app, stop, place.wind_down.clone(), false) => {}
                 _ = place.close.cancelled() => {}
             }
             places.remove(&place);
@@ -210,16 +210,21 @@ pub async fn accept_operator(listener: TcpListener, app: Router, daemon: Arc<Dae
 }
 
 /// Serves one connection until it closes; `stop` (the daemon's) or `wind_down` (room wanted) closes it
-/// once what is under way on it is answered.
-async fn serve<I>(io: I, app: Router, stop: CancellationToken, wind_down: CancellationToken)
-where
+/// once what is under way on it is answered. `mcp`: the MCP endpoint, whose refusals are JSON-RPC's.
+async fn serve<I>(
+    io: I,
+    app: Router,
+    stop: CancellationToken,
+    wind_down: CancellationToken,
+    mcp: bool,
+) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEAD_TIMEOUT)
         .serve_connection(
-            TokioIo::new(super::unreadable::Worded::new(io)),
+            TokioIo::new(super::unreadable::Worded::new(io, mcp)),
             TowerToHyperService::new(app),
         );
     tokio::pin!(conn);

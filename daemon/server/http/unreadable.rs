@@ -1,7 +1,8 @@
 //! Hyper's own answers to a request it could not read (a malformed head, too many headers, a target too
 //! long) carry a status and nothing else, and hyper offers no hook to word them. They are the only
 //! answers this server sends with an empty body and one of these statuses, so they are found in the bytes
-//! on their way out and written with a JSON-RPC error body instead, as every other refusal is.
+//! on their way out and written with a body of words instead: a JSON-RPC error on the MCP endpoint, as
+//! every other refusal there is, and plain text on the status page's and the metrics' listeners.
 
 use std::io::IoSlice;
 use std::pin::Pin;
@@ -14,11 +15,17 @@ pub struct Worded<I> {
     io: I,
     /// A worded answer not yet written whole: its bytes and how many are written.
     pending: Option<(Vec<u8>, usize)>,
+    /// The words go in a JSON-RPC error (the MCP endpoint), else in plain text.
+    json: bool,
 }
 
 impl<I> Worded<I> {
-    pub fn new(io: I) -> Self {
-        Self { io, pending: None }
+    pub fn new(io: I, json: bool) -> Self {
+        Self {
+            io,
+            pending: None,
+            json,
+        }
     }
 }
 
@@ -50,15 +57,19 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
-fn worded(status: &str, sentence: &str) -> Vec<u8> {
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": { "code": crate::jsonrpc::INVALID_REQUEST, "message": sentence },
-    })
-    .to_string();
+fn worded(status: &str, sentence: &str, json: bool) -> Vec<u8> {
+    let (kind, body) = if json {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": { "code": crate::jsonrpc::INVALID_REQUEST, "message": sentence },
+        });
+        ("application/json", body.to_string())
+    } else {
+        ("text/plain; charset=utf-8", format!("{sentence}.\n"))
+    };
     format!(
-        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     )
     .into_bytes()
@@ -84,7 +95,7 @@ impl<I: AsyncWrite + Unpin> Worded<I> {
     fn take_over(&mut self, head: &[u8]) -> bool {
         match words(head) {
             Some((status, sentence)) => {
-                self.pending = Some((worded(status, sentence), 0));
+                self.pending = Some((worded(status, sentence, self.json), 0));
                 true
             }
             None => false,
@@ -160,14 +171,23 @@ mod tests {
         assert_eq!(words(ours), None);
         let ok = b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n";
         assert_eq!(words(ok), None);
-        let answer =
-            String::from_utf8(worded("431 Request Header Fields Too Large", "Too many.")).unwrap();
+        let answer = String::from_utf8(worded(
+            "431 Request Header Fields Too Large",
+            "Too many",
+            true,
+        ))
+        .unwrap();
         let (head, body) = answer.split_once("\r\n\r\n").unwrap();
         assert!(
             head.contains(&format!("content-length: {}", body.len())),
             "{answer}"
         );
         let v: serde_json::Value = serde_json::from_str(body).unwrap();
-        assert_eq!(v["error"]["message"], "Too many.");
+        assert_eq!(v["error"]["message"], "Too many");
+        let answer = String::from_utf8(worded("414 URI Too Long", "Too long", false)).unwrap();
+        assert!(
+            answer.contains("content-type: text/plain") && answer.ends_with("\r\n\r\nToo long.\n"),
+            "{answer}"
+        );
     }
 }
