@@ -328,6 +328,15 @@ fn a_file_missing_or_mistyping_an_export_is_refused_whole() {
             "typo.mjs",
             "export const descripton = 'd';\nexport const inputschema = { type: 'object' };\nexport function runn() {}\nexport const helper = 1;",
         ),
+        (
+            // Named as another host names them: meant as a tool.
+            "other-names.mjs",
+            "export const desc = 'd';\nexport const schema = { type: 'object' };\nexport function handler() {}",
+        ),
+        (
+            "helpers.mjs",
+            "export const slugify = (s) => s;\nexport const clamp = (n) => n;",
+        ),
     ]);
     let _d = inst.start();
     assert_eq!(
@@ -338,8 +347,10 @@ fn a_file_missing_or_mistyping_an_export_is_refused_whole() {
             "plugins/default.mjs is not served: it does not export description, inputSchema or run (it has a default export, and the three must be named exports: `export const description = ...`)",
             "plugins/desc-number.mjs is not served: its description is a number, not a string",
             "plugins/empty.mjs is not served: it does not export description, inputSchema or run",
+            "plugins/helpers.mjs is not served: it does not export description, inputSchema or run (it exports \"clamp\", \"slugify\"; a module other tools import goes in a subfolder, such as plugins/lib/, where it is never taken for a tool)",
             "plugins/mixed.mjs is not served: it does not export run; its description is a number, not a string",
             "plugins/no-run.mjs is not served: it does not export run",
+            "plugins/other-names.mjs is not served: it does not export description, inputSchema or run (it exports \"desc\", \"handler\" and \"schema\", as other hosts name them: here the three are named description, inputSchema and run)",
             "plugins/run-string.mjs is not served: its run is a string, not a function",
             "plugins/schema-array.mjs is not served: its inputSchema is an array, not an object",
             "plugins/schema-null.mjs is not served: its inputSchema is null, not an object",

@@ -359,6 +359,30 @@ pub fn schema(file: &str, problem: &str) -> String {
 /// The three exports a plugin's module must have.
 const EXPORTS: [&str; 3] = ["description", "inputSchema", "run"];
 
+/// What other hosts' tools call the three (the MCP SDKs', LangChain's, function calling's): a module
+/// exporting these meant to be a tool, not code for other tools.
+fn named_otherwise(meant: &str, found: &str) -> bool {
+    let names: &[&str] = match meant {
+        "description" => &["desc", "summary", "about", "help"],
+        "inputSchema" => &[
+            "schema",
+            "parameters",
+            "params",
+            "input",
+            "inputs",
+            "args",
+            "argsSchema",
+            "paramsSchema",
+        ],
+        "run" => &[
+            "execute", "handler", "handle", "call", "invoke", "main", "fn", "func", "action",
+            "callback",
+        ],
+        _ => &[],
+    };
+    names.iter().any(|n| n.eq_ignore_ascii_case(found))
+}
+
 /// Missing exports named together, then each mis-typed one: "it does not export description or run;
 /// its inputSchema is an array, not an object".
 pub fn exports(file: &str, r: &ExportsReport) -> String {
@@ -367,21 +391,31 @@ pub fn exports(file: &str, r: &ExportsReport) -> String {
     let contract = |name: &str| EXPORTS.contains(&name);
     let missing: Vec<String> = r.missing.iter().filter(|m| contract(m)).cloned().collect();
     let mut parts = Vec::new();
-    let mut misspelt_any = false;
+    let mut pointed = false;
+    let quoted = |o: &String| format!("{:?}", o.chars().take(64).collect::<String>());
     if !missing.is_empty() {
         let mut part = format!("it does not export {}", listed(&missing, "or"));
-        let near: Vec<String> = r
-            .others
-            .iter()
-            .take(32)
+        let others = || r.others.iter().take(32);
+        let near: Vec<String> = others()
             .filter(|o| missing.iter().any(|m| misspelt(m, o)))
-            .map(|o| format!("{:?}", o.chars().take(64).collect::<String>()))
+            .map(quoted)
             .collect();
-        misspelt_any = !near.is_empty();
+        let otherwise: Vec<String> = others()
+            .filter(|o| missing.iter().any(|m| named_otherwise(m, o)))
+            .map(quoted)
+            .collect();
+        pointed = !near.is_empty() || !otherwise.is_empty();
         if !near.is_empty() {
             part.push_str(&format!(
                 " (it exports {}: misspelt?)",
                 listed(&near, "and")
+            ));
+        }
+        if !otherwise.is_empty() {
+            part.push_str(&format!(
+                " (it exports {}, as other hosts name them: here the three are named description, \
+                 inputSchema and run)",
+                listed(&otherwise, "and")
             ));
         }
         parts.push(part);
@@ -414,9 +448,15 @@ pub fn exports(file: &str, r: &ExportsReport) -> String {
         why.push_str(
             " (it has a default export, and the three must be named exports: `export const description = ...`)",
         );
-    } else if missing.len() == EXPORTS.len() && !r.others.is_empty() && !misspelt_any {
-        // None of the three, and exports of its own: shared code, most likely.
-        why.push_str(&format!(" ({SHARED_CODE})"));
+    } else if missing.len() == EXPORTS.len() && !r.others.is_empty() && !pointed {
+        // None of the three, and exports of its own: shared code, most likely; what it exports is said,
+        // for a tool whose names are another host's after all.
+        let some: Vec<String> = r.others.iter().take(5).map(quoted).collect();
+        let more = if r.others.len() > 5 { ", …" } else { "" };
+        why.push_str(&format!(
+            " (it exports {}{more}; {SHARED_CODE})",
+            some.join(", ")
+        ));
     }
     not_served(file, why)
 }
@@ -458,7 +498,16 @@ mod tests {
         };
         assert_eq!(
             exports("x.mjs", &r),
-            "plugins/x.mjs is not served: it does not export description, inputSchema or run (a module other tools import goes in a subfolder, such as plugins/lib/, where it is never taken for a tool)"
+            "plugins/x.mjs is not served: it does not export description, inputSchema or run (it exports \"slugify\"; a module other tools import goes in a subfolder, such as plugins/lib/, where it is never taken for a tool)"
+        );
+        // Named as another host names them: a tool, not shared code.
+        let r = ExportsReport {
+            others: vec!["desc".into(), "schema".into(), "handler".into()],
+            ..r
+        };
+        assert_eq!(
+            exports("x.mjs", &r),
+            "plugins/x.mjs is not served: it does not export description, inputSchema or run (it exports \"desc\", \"schema\" and \"handler\", as other hosts name them: here the three are named description, inputSchema and run)"
         );
         let r = ExportsReport {
             missing: vec!["run".into()],
