@@ -1240,6 +1240,13 @@ async function load({ id, name, file, key }) {
       if (nonFinite === null && typeof value === "number" && !Number.isFinite(value)) {
         nonFinite = `it holds ${toText(value)} (as ${clip(toText(name), 64)}), which JSON would send as null: leave it out, or give a number`;
       }
+      // A zod schema inside (the MCP SDK's raw shape, { name: z.string() }, or one in properties) would
+      // go out as its internals, its description and bounds lost.
+      if (nonFinite === null && value !== null && typeof value === "object" && (hasOwn(value, "_def") || hasOwn(value, "_zod"))) {
+        nonFinite =
+          `it holds a zod schema (as ${clip(toText(name), 64)}), not JSON Schema: write the whole schema as JSON Schema, ` +
+          `z.toJSONSchema(z.object({ ... }), { io: "input" }) in zod 4 (zodToJsonSchema before)`;
+      }
       return value;
     });
   } catch (err) {

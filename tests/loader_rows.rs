@@ -1322,6 +1322,18 @@ fn hurried_schemas_are_named_with_the_way_out() {
                 r#"{ type: "object", properties: { a: { type: "String", description: "a" }, b: { type: "float", description: "b" }, c: { type: "string", required: true, description: "c" } } }"#,
             ),
         ),
+        // The MCP SDK's raw shape of zod schemas (zod 4's own `_zod`), and a zod 3 schema (`_def`) in
+        // properties: their internals would go out as the schema, descriptions and bounds lost.
+        (
+            "u-zod-shape.mjs",
+            "class ZodString { constructor() { this._zod = { def: { type: 'string' } }; this.def = { type: 'string' }; this.type = 'string'; } }\n\
+             export const description = 'd';\nexport const inputSchema = { name: new ZodString() };\nexport function run() {}\n",
+        ),
+        (
+            "v-zod-prop.mjs",
+            "class ZodString { constructor() { this._def = { typeName: 'ZodString', description: 'who' }; } }\n\
+             export const description = 'd';\nexport const inputSchema = { type: 'object', properties: { who: new ZodString() } };\nexport function run() {}\n",
+        ),
         // Described where the root's allOf gives it.
         (
             "p-allof.mjs",
@@ -1352,6 +1364,16 @@ fn hurried_schemas_are_named_with_the_way_out() {
         row("h-required.mjs").contains("its input \"b\" has no description"),
         "{rows:?}"
     );
+    for (file, at) in [("u-zod-shape.mjs", "name"), ("v-zod-prop.mjs", "who")] {
+        assert!(
+            row(file).contains(&format!(
+                "is not served: its inputSchema cannot be written as JSON: it holds a zod schema (as {at}), not JSON \
+                 Schema: write the whole schema as JSON Schema, z.toJSONSchema(z.object({{ ... }}), {{ io: \"input\" }}) \
+                 in zod 4 (zodToJsonSchema before)"
+            )),
+            "{rows:?}"
+        );
+    }
     assert!(row("i-infinity.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds Infinity (as maximum), which JSON would send as null: leave it out, or give a number"), "{rows:?}");
     assert!(
         !row("k-typeprop.mjs").contains("no JSON Schema type"),
