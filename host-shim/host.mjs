@@ -158,6 +158,36 @@ const tempDirs = [...new Set(["/tmp", process.env.TMPDIR].filter((d) => typeof d
   (d) => (d.endsWith("/") ? d : `${d}/`),
 );
 
+// The names a plugin read from its environment and found unset (the first 32): the daemon says which of
+// them its own environment has, and so are not passed (`pluginEnv`), where a call or an import failed.
+const unsetEnv = [];
+{
+  const seen = new Set();
+  const setHas = uncurry(Set.prototype.has);
+  const setAdd = uncurry(Set.prototype.add);
+  const reflectGet = Reflect.get;
+  const reflectHas = Reflect.has;
+  const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+  const note = (key) => {
+    if (typeof key === "string" && unsetEnv.length < 32 && !setHas(seen, key) && regexpExec(ENV_NAME, key) !== null) {
+      setAdd(seen, key);
+      push(unsetEnv, key);
+    }
+  };
+  process.env = new Proxy(process.env, {
+    get(target, key) {
+      const value = reflectGet(target, key);
+      if (value === undefined) note(key);
+      return value;
+    },
+    has(target, key) {
+      const there = reflectHas(target, key);
+      if (!there) note(key);
+      return there;
+    },
+  });
+}
+
 // Messages made in one turn of the event loop (the answers of every call its reads brought, at K calls
 // in flight) go out in one write, at the end of that turn: a write per message cost the host and the
 // daemon more than the calls themselves. A message made when nothing else is under way goes out at once.
@@ -1656,6 +1686,7 @@ function thrown(err, file) {
   const said = { message: headline(err), at: location(err, file) };
   const box = boxCause(err);
   if (box !== null) said.box = box;
+  if (unsetEnv.length > 0) said.envUnset = unsetEnv;
   return said;
 }
 
@@ -1706,6 +1737,7 @@ function importFailure(err, file) {
   const said = { message: headline(err), at };
   const box = boxCause(err);
   if (box !== null) said.box = box;
+  if (unsetEnv.length > 0) said.envUnset = unsetEnv;
   return said;
 }
 

@@ -1264,3 +1264,69 @@ fn a_plugins_link_into_tmp_is_said_to_be_read_only_in_the_box() {
     s.initialize();
     assert_eq!(s.call("a", json!({})), ("ok".to_string(), false));
 }
+
+/// A plugin that reads a variable the daemon has but does not pass (only `pluginEnv`'s are) is told so
+/// where its call or import fails: "set GITHUB_TOKEN first", with the variable set in the shell that
+/// started ovai, sent its author looking at the shell.
+#[test]
+fn a_variable_ovai_has_but_does_not_pass_is_named_where_a_plugin_fails() {
+    let inst = Instance::with_plugins(&[
+        (
+            "needs-token.mjs",
+            "export const description = 'Needs a token.';\nexport const inputSchema = { type: 'object' };\n\
+             export function run() {\n  if (!process.env.ACME_TEST_TOKEN) throw new Error('set ACME_TEST_TOKEN first');\n\
+             return { text: 'token ' + process.env.ACME_TEST_TOKEN.length };\n}\n",
+        ),
+        (
+            "boots.mjs",
+            "if (!('ACME_TEST_BOOT' in process.env)) throw new Error('no boot setting');\n\
+             export const description = 'x';\nexport const inputSchema = { type: 'object' };\nexport function run() { return 'x'; }\n",
+        ),
+    ]);
+    let env = [("ACME_TEST_TOKEN", "abc"), ("ACME_TEST_BOOT", "1")];
+    let d = Daemon::start_with_env(&inst, &env);
+    let mut s = inst.session("lead");
+    s.initialize();
+    let (text, refused) = s.call("needs-token", json!({}));
+    assert!(refused, "{text}");
+    // Both names the plugins read are said (boots.mjs read its own at its import).
+    assert!(
+        text.ends_with(
+            "set ACME_TEST_TOKEN first. The plugins read ACME_TEST_BOOT and ACME_TEST_TOKEN from their \
+             environment, which are set in ovai's own but not passed to plugins: name them in \"pluginEnv\" in \
+             openovai.json, then `ovai restart`."
+        ),
+        "{text}"
+    );
+    let rows = inst.rows("plugins").join("\n");
+    assert!(
+        rows.contains(
+            "plugins/boots.mjs is not served: importing it failed: Error: no boot setting"
+        ) && rows.contains("The plugins read ACME_TEST_BOOT"),
+        "{rows}"
+    );
+    drop(d);
+    // Passed, they are there.
+    inst.set_config(json!({ "pluginEnv": ["ACME_TEST_TOKEN", "ACME_TEST_BOOT"] }));
+    let _d = Daemon::start_with_env(&inst, &env);
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(s.call("needs-token", json!({})), ("token 3".into(), false));
+    assert!(s.tool_names().contains(&"boots".to_string()));
+}
+
+/// A name the plugins read that ovai's own environment has not either is no hint: only what ovai could
+/// pass is said.
+#[test]
+fn a_variable_ovai_has_not_either_is_not_named() {
+    let inst = Instance::with_plugins(&[(
+        "needs.mjs",
+        "export const description = 'Needs a variable.';\nexport const inputSchema = { type: 'object' };\n\
+         export function run() {\n  if (!process.env.ACME_TEST_NOWHERE) throw new Error('set it');\n  return 'x';\n}\n",
+    )]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let (text, refused) = s.call("needs", json!({}));
+    assert!(refused && text.ends_with("Error: set it"), "{text}");
+}

@@ -229,10 +229,53 @@ pub fn not_reimported(shown: &str, why: &NotReimported) -> String {
     format!("{shown} is not answering calls since its plugin host was respawned: {why}. {then}.")
 }
 
+/// What follows a thrown error's words, where the host saw more of why: its box's part, and names read
+/// from the environment that ovai has and does not pass. Empty, or sentences after ". ".
+pub fn thrown_notes(t: &Thrown) -> String {
+    let notes: Vec<String> = [box_met(t).map(str::to_string), env_unpassed(t)]
+        .into_iter()
+        .flatten()
+        .collect();
+    if notes.is_empty() {
+        String::new()
+    } else {
+        format!(". {}", notes.join(" "))
+    }
+}
+
+/// Which of the names the plugins read from their environment, and found unset, ovai's own environment
+/// has: those are not passed (only `pluginEnv`'s are), and a token "not set" there reads as a mistake of
+/// the person's. As a sentence to follow the error's words.
+fn env_unpassed(t: &Thrown) -> Option<String> {
+    let names: Vec<&str> = t
+        .env_unset
+        .iter()
+        .take(32)
+        .map(String::as_str)
+        .filter(|n| {
+            // ovai's own names are never passed (OVAI_SECRET would hand a plugin a seat).
+            n.len() <= 64
+                && !n.starts_with("OVAI_")
+                && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                && std::env::var_os(n).is_some_and(|v| !v.is_empty())
+        })
+        .collect();
+    let (last, rest) = names.split_last()?;
+    let (named, are, them) = if rest.is_empty() {
+        (last.to_string(), "is", "it")
+    } else {
+        (format!("{} and {last}", rest.join(", ")), "are", "them")
+    };
+    Some(format!(
+        "The plugins read {named} from their environment, which {are} set in ovai's own but not passed to \
+         plugins: name {them} in \"pluginEnv\" in openovai.json, then `ovai restart`."
+    ))
+}
+
 /// What of the plugin host's box an error met, where the host saw it may have, as a sentence to follow
 /// the error's words: alone, ENOENT for a file that is there, or EACCES for a socket, sends an author
 /// looking elsewhere.
-pub fn box_met(t: &Thrown) -> Option<&'static str> {
+fn box_met(t: &Thrown) -> Option<&'static str> {
     match t.boxed.as_deref()? {
         "tmp" => Some(
             "In the plugin host's box, /tmp and $TMPDIR are folders of its own, empty at each start: what \

@@ -314,7 +314,7 @@ pub fn not_module(file: &str) -> String {
 }
 
 pub fn import_failed(file: &str, t: &Thrown) -> String {
-    let box_said = crate::host::host_rows::box_met(t).map_or(String::new(), |w| format!(". {w}"));
+    let box_said = crate::host::host_rows::thrown_notes(t);
     match &t.at {
         Some(at) => not_served(
             file,
