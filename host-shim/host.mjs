@@ -42,6 +42,8 @@ const AbortCtl = AbortController;
 const DOMExceptionCtor = DOMException;
 const ErrorCtor = Error;
 const DateCtor = Date;
+const PromiseCtor = Promise;
+const RegExpCtor = RegExp;
 const captureStack = Error.captureStackTrace;
 const isArray = Array.isArray;
 const apply = Reflect.apply;
@@ -158,35 +160,9 @@ const tempDirs = [...new Set(["/tmp", process.env.TMPDIR].filter((d) => typeof d
   (d) => (d.endsWith("/") ? d : `${d}/`),
 );
 
-// The names a plugin read from its environment and found unset (the first 32): the daemon says which of
-// them its own environment has, and so are not passed (`pluginEnv`), where a call or an import failed.
-const unsetEnv = [];
-{
-  const seen = new Set();
-  const setHas = uncurry(Set.prototype.has);
-  const setAdd = uncurry(Set.prototype.add);
-  const reflectGet = Reflect.get;
-  const reflectHas = Reflect.has;
-  const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
-  const note = (key) => {
-    if (typeof key === "string" && unsetEnv.length < 32 && !setHas(seen, key) && regexpExec(ENV_NAME, key) !== null) {
-      setAdd(seen, key);
-      push(unsetEnv, key);
-    }
-  };
-  process.env = new Proxy(process.env, {
-    get(target, key) {
-      const value = reflectGet(target, key);
-      if (value === undefined) note(key);
-      return value;
-    },
-    has(target, key) {
-      const there = reflectHas(target, key);
-      if (!there) note(key);
-      return there;
-    },
-  });
-}
+// The environment's names as the daemon started the host (a plugin may change it): a name an error
+// speaks of that is not among them may be one the daemon has and does not pass (only pluginEnv's are).
+const startEnv = new Set(Object.keys(process.env));
 
 // Messages made in one turn of the event loop (the answers of every call its reads brought, at K calls
 // in flight) go out in one write, at the end of that turn: a write per message cost the host and the
@@ -1272,10 +1248,14 @@ async function load({ id, name, file, key }) {
       }
       // A zod schema inside (the MCP SDK's raw shape, { name: z.string() }, or one in properties) would
       // go out as its internals, its description and bounds lost.
-      if (nonFinite === null && value !== null && typeof value === "object" && (hasOwn(value, "_def") || hasOwn(value, "_zod"))) {
+      if (nonFinite === null && isZod(value)) {
         nonFinite =
           `it holds a zod schema (as ${clip(toText(name), 64)}), not JSON Schema: write the whole schema as JSON Schema, ` +
           `z.toJSONSchema(z.object({ ... }), { io: "input" }) in zod 4 (zodToJsonSchema before)`;
+      }
+      // `pattern: /^[a-z]+$/`: JSON writes a RegExp as {}.
+      if (nonFinite === null && value instanceof RegExpCtor) {
+        nonFinite = `it holds a RegExp (as ${clip(toText(name), 64)}), which JSON would send as {}: write the pattern as a string, such as ${stringify(clip(toText(value.source), 60))}`;
       }
       return value;
     });
@@ -1668,6 +1648,13 @@ function describe(value) {
     const held = value[keys[0]];
     // `{ refused: new Error("no access") }`: its words are shown, so the caller still reads them.
     if (held instanceof ErrorCtor) return `{ ${keys[0]} } holding an error (${headline(held)}), not a string`;
+    // `{ text: fetchText() }`: the await left out.
+    if (held instanceof PromiseCtor) return `{ ${keys[0]} } holding a Promise (an await left out?), not a string`;
+    // A Date, a Map, a Buffer… named for what it is, as a whole answer of one would be.
+    const named = held !== null && typeof held === "object" && !isArray(held) ? describe(held) : "";
+    if (!startsWith(named, "an object") && !startsWith(named, "an empty object") && named !== "") {
+      return `{ ${keys[0]} } holding ${named}, not a string`;
+    }
     return `{ ${keys[0]} } holding ${kindWithArticle(held)}, not a string`;
   }
   // A key may be megabytes long: each is shown clipped, five at most.
@@ -1683,11 +1670,31 @@ function describe(value) {
 
 /** A thrown value, as the caller is told: the error's first line and where in the plugins it was. */
 function thrown(err, file) {
-  const said = { message: headline(err), at: location(err, file) };
+  return withNotes({ message: headline(err), at: location(err, file) }, err);
+}
+
+/** A thrown error's words, with what the daemon may add to them: the box's part, names not passed. */
+function withNotes(said, err) {
   const box = boxCause(err);
   if (box !== null) said.box = box;
-  if (unsetEnv.length > 0) said.envUnset = unsetEnv;
+  const names = envNamed(said.message);
+  if (names.length > 0) said.envUnset = names;
   return said;
+}
+
+/**
+ * The environment variables an error's words name (`set GITHUB_TOKEN first`: names with an underscore,
+ * as such names are written) that the host did not start with, eight at most.
+ */
+function envNamed(text) {
+  const names = [];
+  const name = /\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b/g;
+  for (let m = regexpExec(name, text); m !== null && names.length < 8; m = regexpExec(name, text)) {
+    let again = setHas(startEnv, m[0]);
+    for (let i = 0; i < names.length && !again; i++) again = names[i] === m[0];
+    if (!again) push(names, m[0]);
+  }
+  return names;
 }
 
 /**
@@ -1735,10 +1742,40 @@ function importFailure(err, file) {
     }
   }
   const said = { message: headline(err), at };
-  const box = boxCause(err);
-  if (box !== null) said.box = box;
-  if (unsetEnv.length > 0) said.envUnset = unsetEnv;
-  return said;
+  if (err instanceof SyntaxError && looksLikeTypeScript(file)) {
+    said.message += " (it looks like TypeScript: a plugin is JavaScript, run as it is written, so take the types out, or compile it to .mjs)";
+  }
+  return withNotes(said, err);
+}
+
+/**
+ * Whether a value is a zod schema: zod 3's own `_def` holding its `typeName`, or zod 4's own `_zod`
+ * holding its `def` (a property of a schema merely named `_def` is not one). No getter is run.
+ */
+function isZod(value) {
+  if (value === null || typeof value !== "object") return false;
+  try {
+    const inner = (key, mark) => {
+      const own = getOwn(value, key);
+      const v = own !== undefined && hasOwn(own, "value") ? own.value : undefined;
+      return v !== null && typeof v === "object" && getOwn(v, mark) !== undefined;
+    };
+    return inner("_def", "typeName") || inner("_zod", "def");
+  } catch {
+    return false;
+  }
+}
+
+/** Whether a file that did not parse holds TypeScript's own syntax: declarations, annotations, `as const`. */
+function looksLikeTypeScript(file) {
+  try {
+    const text = apply(readFileSync, fs, [file, "utf8"]);
+    const ts =
+      /^\s*(?:export\s+)?(?:interface\s+\w|type\s+\w+(?:<[^>]*>)?\s*=|enum\s+\w+\s*\{|declare\s)|[\w)]\s*:\s*(?:string|number|boolean|any|unknown|void|Promise<|Record<)[\s\w<>\[\],|]*[,)=;{]|\bas\s+const\b/m;
+    return regexpExec(ts, text) !== null;
+  } catch {
+    return false;
+  }
 }
 
 // How deep headline is within itself: an error whose errors or cause hold it again (or an object

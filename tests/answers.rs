@@ -79,6 +79,25 @@ fn each_answer_shape_reaches_the_caller_in_words() {
             "plugins/text-number.mjs answered { text } holding a number, not a string: a tool answers { text } or { refused }, with a string in it.",
             true,
         ),
+        // What it holds is named for what it is: an await left out, bytes, a Date.
+        (
+            "text-promise",
+            answering("{ text: Promise.resolve('x') }"),
+            "plugins/text-promise.mjs answered { text } holding a Promise (an await left out?), not a string: a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
+        (
+            "text-buffer",
+            answering("{ text: Buffer.from('hi') }"),
+            "plugins/text-buffer.mjs answered { text } holding a Buffer of 2 bytes (bytes are no text: decode them, as buffer.toString() does), not a string: a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
+        (
+            "text-date",
+            answering("{ text: new Date(0) }"),
+            "plugins/text-date.mjs answered { text } holding a Date, not a string: a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
         (
             "other-keys",
             answering("{ ok: true, result: 'x' }"),

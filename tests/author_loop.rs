@@ -656,6 +656,46 @@ fn check_says_why_it_waits_on_a_slow_import() {
     );
 }
 
+/// A restart that waits on an import says why while it waits, as check does, and the tools served go on
+/// being served meanwhile (helper-62: it printed nothing for the whole wait).
+#[test]
+fn restart_says_why_it_waits_on_a_slow_import() {
+    let inst = Instance::with_plugins(&[(
+        "slow.mjs",
+        "export const description = 'x';\nexport const inputSchema = { type: 'object' };\nexport function run() { return 'x'; }\n",
+    )]);
+    inst.fixture("echo.mjs");
+    let _d = inst.start();
+    inst.write_plugin(
+        "slow.mjs",
+        "await new Promise((r) => setTimeout(r, 7000));\nexport const description = 'x';\n\
+         export const inputSchema = { type: 'object' };\nexport function run() { return 'x'; }\n",
+    );
+    let mut restart = std::process::Command::new(OVAI)
+        .arg("--root")
+        .arg(&inst.root)
+        .arg("restart")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(restart.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert!(
+        line.starts_with(
+            "ovai: the restart is taking a while: the new plugin host is still importing plugins/, and the tools \
+             served now go on being served until it is done. A file whose import has not finished within 10 s \
+             (importTimeoutSeconds) is named then, and not served."
+        ),
+        "{line}"
+    );
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert!(!s.call("echo", json!({})).1);
+    assert!(restart.wait().unwrap().success());
+}
+
 /// What a flood at import left out of check's stderr is counted there, though check ends before the
 /// second in which it was dropped does.
 #[test]
@@ -1265,9 +1305,9 @@ fn a_plugins_link_into_tmp_is_said_to_be_read_only_in_the_box() {
     assert_eq!(s.call("a", json!({})), ("ok".to_string(), false));
 }
 
-/// A plugin that reads a variable the daemon has but does not pass (only `pluginEnv`'s are) is told so
-/// where its call or import fails: "set GITHUB_TOKEN first", with the variable set in the shell that
-/// started ovai, sent its author looking at the shell.
+/// An error that names a variable ovai has but does not pass (only `pluginEnv`'s are) says so: "set
+/// GITHUB_TOKEN first", with the variable set in the shell that started ovai, sent its author looking at
+/// the shell. Only the names the error itself speaks of are said, never another file's.
 #[test]
 fn a_variable_ovai_has_but_does_not_pass_is_named_where_a_plugin_fails() {
     let inst = Instance::with_plugins(&[
@@ -1279,30 +1319,53 @@ fn a_variable_ovai_has_but_does_not_pass_is_named_where_a_plugin_fails() {
         ),
         (
             "boots.mjs",
-            "if (!('ACME_TEST_BOOT' in process.env)) throw new Error('no boot setting');\n\
+            "if (!('ACME_TEST_BOOT' in process.env)) throw new Error('no ACME_TEST_BOOT here');\n\
              export const description = 'x';\nexport const inputSchema = { type: 'object' };\nexport function run() { return 'x'; }\n",
         ),
+        // Names an error speaks of that ovai has not either are not said.
+        (
+            "nowhere.mjs",
+            "export const description = 'x';\nexport const inputSchema = { type: 'object' };\n\
+             export function run() { throw new Error('set ACME_TEST_NOWHERE first'); }\n",
+        ),
+        // Writing to the environment works as in any Node program, a name set before included.
+        (
+            "writes-env.mjs",
+            "export const description = 'x';\nexport const inputSchema = { type: 'object' };\n\
+             export function run() {\n  process.env.TZ = 'UTC';\n  process.env.ACME_MINE = '1';\n  process.env.ACME_MINE = '2';\n\
+             Object.assign(process.env, { ACME_MINE: '3' });\n  delete process.env.ACME_MINE;\n  return { text: 'wrote' };\n}\n",
+        ),
     ]);
-    let env = [("ACME_TEST_TOKEN", "abc"), ("ACME_TEST_BOOT", "1")];
+    let env = [
+        ("ACME_TEST_TOKEN", "abc"),
+        ("ACME_TEST_BOOT", "1"),
+        ("ACME_OTHER", "x"),
+    ];
     let d = Daemon::start_with_env(&inst, &env);
     let mut s = inst.session("lead");
     s.initialize();
     let (text, refused) = s.call("needs-token", json!({}));
     assert!(refused, "{text}");
-    // Both names the plugins read are said (boots.mjs read its own at its import).
     assert!(
         text.ends_with(
-            "set ACME_TEST_TOKEN first. The plugins read ACME_TEST_BOOT and ACME_TEST_TOKEN from their \
-             environment, which are set in ovai's own but not passed to plugins: name them in \"pluginEnv\" in \
-             openovai.json, then `ovai restart`."
+            "set ACME_TEST_TOKEN first. ACME_TEST_TOKEN is set in ovai's own environment but not passed to \
+             plugins: name it in \"pluginEnv\" in openovai.json, then `ovai restart`."
         ),
         "{text}"
     );
+    let (text, refused) = s.call("nowhere", json!({}));
+    assert!(
+        refused && text.ends_with("Error: set ACME_TEST_NOWHERE first"),
+        "{text}"
+    );
+    assert_eq!(s.call("writes-env", json!({})), ("wrote".into(), false));
     let rows = inst.rows("plugins").join("\n");
     assert!(
         rows.contains(
-            "plugins/boots.mjs is not served: importing it failed: Error: no boot setting"
-        ) && rows.contains("The plugins read ACME_TEST_BOOT"),
+            "plugins/boots.mjs is not served: importing it failed: Error: no ACME_TEST_BOOT here"
+        ) && rows
+            .contains("ACME_TEST_BOOT is set in ovai's own environment but not passed to plugins")
+            && !rows.contains("ACME_TEST_TOKEN"),
         "{rows}"
     );
     drop(d);
@@ -1313,20 +1376,4 @@ fn a_variable_ovai_has_but_does_not_pass_is_named_where_a_plugin_fails() {
     s.initialize();
     assert_eq!(s.call("needs-token", json!({})), ("token 3".into(), false));
     assert!(s.tool_names().contains(&"boots".to_string()));
-}
-
-/// A name the plugins read that ovai's own environment has not either is no hint: only what ovai could
-/// pass is said.
-#[test]
-fn a_variable_ovai_has_not_either_is_not_named() {
-    let inst = Instance::with_plugins(&[(
-        "needs.mjs",
-        "export const description = 'Needs a variable.';\nexport const inputSchema = { type: 'object' };\n\
-         export function run() {\n  if (!process.env.ACME_TEST_NOWHERE) throw new Error('set it');\n  return 'x';\n}\n",
-    )]);
-    let _d = inst.start();
-    let mut s = inst.session("lead");
-    s.initialize();
-    let (text, refused) = s.call("needs", json!({}));
-    assert!(refused && text.ends_with("Error: set it"), "{text}");
 }

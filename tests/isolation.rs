@@ -1446,7 +1446,12 @@ export async function run({ file, socket, port, listen }) {
                 .args(["call", "meets", &args.to_string(), "--seat", "lead"])
                 .output()
                 .unwrap();
-            String::from_utf8_lossy(&out.stderr).into_owned()
+            // What the call said, answer or refusal.
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
         };
         let tmp = refusal(json!({ "file": outside }));
         let sock = refusal(json!({ "socket": socket }));
@@ -1464,11 +1469,10 @@ export async function run({ file, socket, port, listen }) {
             "{isolation}: {tcp}"
         );
         if isolation == "none" {
-            assert!(!tmp.contains(HOST_BOX), "{isolation}: {tmp}");
-            assert!(
-                !sock.contains(SOCKETS) && !listen.contains(SOCKETS),
-                "{sock} {listen}"
-            );
+            // Out of a box, the file, the socket and the listening are the machine's, and work.
+            for said in [&tmp, &sock, &listen] {
+                assert!(said.contains("no error"), "{isolation}: {said}");
+            }
             assert!(!rows.contains(HOST_BOX), "{rows}");
             continue;
         }

@@ -159,6 +159,11 @@ fn import_failures_name_the_error_and_where() {
             "import data from './lib/data.json' with { type: 'json' };\nimport { nope } from './lib/fine.mjs';\nexport const x = data;\n",
         ),
         ("lib/data.json", "{ \"a\": 1 }\n"),
+        // TypeScript in a .mjs: Node reads no types, and its words do not say so.
+        (
+            "ts.mjs",
+            "interface Args { branch: string }\nexport const description = 'd';\nexport const inputSchema = { type: 'object' };\nexport function run(args: Args) { return args.branch; }\n",
+        ),
         (
             "lib/broken.mjs",
             "// helper\nexport function h() {\n  return {;\n}\n",
@@ -189,11 +194,19 @@ fn import_failures_name_the_error_and_where() {
         rows[4],
         "plugins/throws.mjs is not served: importing it failed: Error: no config here\\nsecond line (at 2:7)"
     );
+    assert!(
+        rows[5].starts_with("plugins/ts.mjs is not served: importing it failed: SyntaxError: ")
+            && rows[5].contains(
+                " (it looks like TypeScript: a plugin is JavaScript, run as it is written, so take the types out, or compile it to .mjs)"
+            ),
+        "{}",
+        rows[5]
+    );
     assert_eq!(
-        rows[5],
+        rows[6],
         "plugins/uses-broken.mjs is not served: importing it failed: SyntaxError: Unexpected token ';' (at lib/broken.mjs:3:11)"
     );
-    assert_eq!(rows.len(), 6);
+    assert_eq!(rows.len(), 7);
 }
 
 #[test]
@@ -1334,6 +1347,11 @@ fn hurried_schemas_are_named_with_the_way_out() {
             "class ZodString { constructor() { this._def = { typeName: 'ZodString', description: 'who' }; } }\n\
              export const description = 'd';\nexport const inputSchema = { type: 'object', properties: { who: new ZodString() } };\nexport function run() {}\n",
         ),
+        // A pattern written as a RegExp, which JSON writes as {}.
+        (
+            "w-regexp.mjs",
+            "export const description = 'd';\nexport const inputSchema = { type: 'object', properties: { id: { type: 'string', pattern: /^[a-z]+$/, description: 'id' } } };\nexport function run() {}\n",
+        ),
         // Described where the root's allOf gives it.
         (
             "p-allof.mjs",
@@ -1364,6 +1382,7 @@ fn hurried_schemas_are_named_with_the_way_out() {
         row("h-required.mjs").contains("its input \"b\" has no description"),
         "{rows:?}"
     );
+    assert!(row("w-regexp.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds a RegExp (as pattern), which JSON would send as {}: write the pattern as a string, such as \"^[a-z]+$\""), "{rows:?}");
     for (file, at) in [("u-zod-shape.mjs", "name"), ("v-zod-prop.mjs", "who")] {
         assert!(
             row(file).contains(&format!(

@@ -434,4 +434,16 @@ fn opentelemetrys_own_settings_are_honoured_or_refused_in_words() {
         assert!(rows.contains(&said), "{env:?}: {rows}");
         assert!(!rows.contains("Traces go to"), "{env:?}: {rows}");
     }
+    // A list of exporters, as the SDKs read it, is done for its otlp.
+    let inst = Instance::with_plugins(TOOLS);
+    let d = Daemon::start_with_env(
+        &inst,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", at),
+            ("OTEL_TRACES_EXPORTER", "otlp,console"),
+        ],
+    );
+    let rows = inst.rows("server").join("\n");
+    drop(d);
+    assert!(rows.contains(&format!("Traces go to {at}")), "{rows}");
 }

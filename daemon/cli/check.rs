@@ -235,7 +235,7 @@ fn sweep_shims(private: &Path) {
 }
 
 /// How long check imports before it says why it is still waiting.
-const SAY_WAITING_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
+pub(super) const SAY_WAITING_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A file named on the command line, as a candidate of plugins/ (`all`): `plugins/x.mjs`, `x.mjs` or
 /// `x`.

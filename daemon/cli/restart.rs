@@ -12,8 +12,27 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
     } else {
         "`ovai restart`"
     };
+    // Imports that wait hold the answer up to importTimeoutSeconds: said once they take a while, as
+    // `ovai check` says it, so that the wait is not taken for a hang.
+    let (done, waiting) = std::sync::mpsc::channel::<()>();
+    let timeout = inst.read_config().map(|c| c.import_timeout).ok();
+    if let Some(timeout) = timeout.filter(|t| *t > super::check::SAY_WAITING_AFTER) {
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                waiting.recv_timeout(super::check::SAY_WAITING_AFTER)
+            {
+                eprintln!(
+                    "ovai: the restart is taking a while: the new plugin host is still importing plugins/, and \
+                     the tools served now go on being served until it is done. A file whose import has not \
+                     finished within {} s (importTimeoutSeconds) is named then, and not served.",
+                    timeout.as_secs()
+                );
+            }
+        });
+    }
     let r: RestartReply =
         client::control_because(inst, ControlOp::Restart, Some(why)).map_err(unreached)?;
+    drop(done);
     for row in &r.rows {
         println!("{row}");
     }

@@ -243,14 +243,15 @@ pub fn thrown_notes(t: &Thrown) -> String {
     }
 }
 
-/// Which of the names the plugins read from their environment, and found unset, ovai's own environment
-/// has: those are not passed (only `pluginEnv`'s are), and a token "not set" there reads as a mistake of
-/// the person's. As a sentence to follow the error's words.
+/// Which of the environment variables an error names (and the host did not have) ovai's own environment
+/// has: those are not passed (only `pluginEnv`'s are), and "set GITHUB_TOKEN first", with the token set
+/// in the shell that started ovai, sends its author looking at the shell. As a sentence to follow the
+/// error's words.
 fn env_unpassed(t: &Thrown) -> Option<String> {
     let names: Vec<&str> = t
         .env_unset
         .iter()
-        .take(32)
+        .take(8)
         .map(String::as_str)
         .filter(|n| {
             // ovai's own names are never passed (OVAI_SECRET would hand a plugin a seat).
@@ -267,8 +268,8 @@ fn env_unpassed(t: &Thrown) -> Option<String> {
         (format!("{} and {last}", rest.join(", ")), "are", "them")
     };
     Some(format!(
-        "The plugins read {named} from their environment, which {are} set in ovai's own but not passed to \
-         plugins: name {them} in \"pluginEnv\" in openovai.json, then `ovai restart`."
+        "{named} {are} set in ovai's own environment but not passed to plugins: name {them} in \"pluginEnv\" \
+         in openovai.json, then `ovai restart`."
     ))
 }
 

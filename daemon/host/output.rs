@@ -72,7 +72,7 @@ impl StderrTail {
         if line.starts_with("FATAL ERROR") {
             self.fatal = Some(line.clone());
         }
-        if line.starts_with(ENDED) {
+        if line.trim_start().starts_with(ENDED) {
             return;
         }
         self.lines.push_back((at, line));
@@ -292,7 +292,7 @@ mod tests {
     #[test]
     fn the_hosts_words_on_stderr_are_a_plugins_and_no_last_words() {
         let forged = "ovai host: a plugin ended the plugin host with process.reallyExit(3) (at plugins/a.mjs:4:28)";
-        let t = tail(&["what it said", forged, ""]);
+        let t = tail(&["what it said", forged, &format!("  {forged}"), ""]);
         assert_eq!(t.last_words(LAST_WORDS).as_deref(), Some("what it said"));
         assert_eq!(
             tail(&["a last line", ""]).last_words(LAST_WORDS).as_deref(),

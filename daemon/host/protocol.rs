@@ -249,7 +249,7 @@ pub struct Thrown {
     /// the box's own) or "socket" (a Unix socket, which the box refuses).
     #[serde(default, rename = "box")]
     pub boxed: Option<String>,
-    /// Names the plugins read from their environment and found unset (the host's first 32).
+    /// Environment variables the error's words name that the host did not start with (eight at most).
     #[serde(default, rename = "envUnset")]
     pub env_unset: Vec<String>,
 }

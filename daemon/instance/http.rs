@@ -173,6 +173,13 @@ pub fn parse(value: &Value) -> Result<Option<HttpSettings>, String> {
                      out on an address other than loopback: the token decides)"
                 ));
             }
+            // An IPv6 address's colons are no port's: one is written in brackets, as a Host header has it.
+            if h.matches(':').count() > 1 && !h.starts_with('[') {
+                return Err(format!(
+                    "has the host {h:?}, an IPv6 address written without brackets: write it as a Host header \
+                     has it, such as \"[2001:db8::10]\""
+                ));
+            }
             Ok(crate::names::host_name(&h).to_ascii_lowercase())
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -301,6 +308,8 @@ mod tests {
                 .contains("without \"key\"")
         );
         assert!(p(json!("127.0.0.1:1")).unwrap_err().contains("an object"));
+        let e = p(json!({ "listen": "127.0.0.1:1", "hosts": ["2001:db8::10"] })).unwrap_err();
+        assert!(e.contains("without brackets"), "{e}");
         for bad in [
             "*",
             "https://buildbox.example",

@@ -400,8 +400,13 @@ pub fn exports(file: &str, r: &ExportsReport) -> String {
             .filter(|o| missing.iter().any(|m| misspelt(m, o)))
             .map(quoted)
             .collect();
+        // Two of the three named so, at least: one export called `call` or `main` is shared code's too.
+        let roles = missing
+            .iter()
+            .filter(|m| others().any(|o| named_otherwise(m, o)))
+            .count();
         let otherwise: Vec<String> = others()
-            .filter(|o| missing.iter().any(|m| named_otherwise(m, o)))
+            .filter(|o| roles >= 2 && missing.iter().any(|m| named_otherwise(m, o)))
             .map(quoted)
             .collect();
         pointed = !near.is_empty() || !otherwise.is_empty();
@@ -499,6 +504,18 @@ mod tests {
         assert_eq!(
             exports("x.mjs", &r),
             "plugins/x.mjs is not served: it does not export description, inputSchema or run (it exports \"slugify\"; a module other tools import goes in a subfolder, such as plugins/lib/, where it is never taken for a tool)"
+        );
+        // One export named as another host names one of the three: shared code still.
+        let r = ExportsReport {
+            others: vec!["main".into(), "slugify".into()],
+            ..r
+        };
+        assert!(
+            exports("x.mjs", &r).ends_with(&format!(
+                "(it exports \"main\", \"slugify\"; {SHARED_CODE})"
+            )),
+            "{}",
+            exports("x.mjs", &r)
         );
         // Named as another host names them: a tool, not shared code.
         let r = ExportsReport {

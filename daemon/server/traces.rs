@@ -61,10 +61,12 @@ pub fn start(log: &Arc<RuntimeLog>) -> Option<String> {
         return Some("Traces are not exported: OTEL_SDK_DISABLED is true.".into());
     }
     if let Some((key, v)) = env("OTEL_TRACES_EXPORTER") {
-        if v.eq_ignore_ascii_case("none") {
+        // A list, as the SDKs read it ("otlp,console"): ovai does its otlp part.
+        let listed = |name: &str| v.split(',').any(|e| e.trim().eq_ignore_ascii_case(name));
+        if listed("none") {
             return Some(format!("Traces are not exported: {key} is none."));
         }
-        if !v.eq_ignore_ascii_case("otlp") {
+        if !listed("otlp") {
             return Some(format!(
                 "Traces are not exported: {key} is {v:?}, and ovai exports over OTLP only: set it to otlp, or \
                  leave it out."
