@@ -891,7 +891,7 @@ export function run(args, { root }) {
         let (text, _) = s.call("swaps", json!({}));
         assert_eq!(text, r#"{"write":"EROFS","rename":"EROFS"}"#);
     }
-    // Plain HTTP on the TLS port is not answered as MCP.
+    // Plain HTTP on the TLS port is not answered as MCP, but told in words to use https.
     use std::io::{Read, Write};
     let mut plain = std::net::TcpStream::connect(http.addr).unwrap();
     plain.set_read_timeout(Some(PATIENCE)).unwrap();
@@ -900,10 +900,12 @@ export function run(args, { root }) {
         .unwrap();
     let mut got = Vec::new();
     let _ = plain.read_to_end(&mut got);
+    let got = String::from_utf8_lossy(&got);
     assert!(
-        !got.starts_with(b"HTTP/"),
-        "{}",
-        String::from_utf8_lossy(&got)
+        got.starts_with("HTTP/1.1 400 ")
+            && got.contains("This endpoint speaks HTTPS, and the request came in the clear")
+            && !got.contains("\"result\""),
+        "{got}"
     );
 }
 

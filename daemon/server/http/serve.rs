@@ -127,9 +127,32 @@ pub async fn accept(
                 match tls {
                     None => serve(tcp, app, stop, wind_down, true).await,
                     Some(acceptor) => {
-                        match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                        let accepted = tokio::time::timeout(HANDSHAKE_TIMEOUT, async {
+                            // A request in the clear (`http://` for `https://`) begins with its method's
+                            // letters, never with a TLS record: told so, rather than sent a TLS alert.
+                            let mut first = [0u8; 1];
+                            if matches!(tcp.peek(&mut first).await, Ok(1)) && first[0].is_ascii_alphabetic() {
+                                return Err(Some(tcp));
+                            }
+                            acceptor.accept(tcp).await.map_err(|e| {
+                                tracing::debug!(error = %e, "a TLS handshake failed");
+                                None
+                            })
+                        });
+                        match accepted.await {
                             Ok(Ok(stream)) => serve(stream, app, stop, wind_down, true).await,
-                            Ok(Err(e)) => tracing::debug!(error = %e, "a TLS handshake failed"),
+                            Ok(Err(Some(mut tcp))) => {
+                                use tokio::io::AsyncWriteExt as _;
+                                let answer = super::unreadable::worded(
+                                    "400 Bad Request",
+                                    "This endpoint speaks HTTPS, and the request came in the clear: use its https:// \
+                                     address",
+                                    true,
+                                );
+                                let _ = tcp.write_all(&answer).await;
+                                let _ = tcp.shutdown().await;
+                            }
+                            Ok(Err(None)) => {}
                             Err(_) => tracing::debug!("a TLS handshake took too long"),
                         }
                     }

@@ -57,7 +57,8 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
-fn worded(status: &str, sentence: &str, json: bool) -> Vec<u8> {
+/// An answer of `status` with `sentence` as its body: a JSON-RPC error, or plain text.
+pub fn worded(status: &str, sentence: &str, json: bool) -> Vec<u8> {
     let (kind, body) = if json {
         let body = serde_json::json!({
             "jsonrpc": "2.0",
