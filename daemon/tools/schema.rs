@@ -1138,6 +1138,21 @@ fn said(
             "no value may be given there (its enum lists none)".to_string()
         }
         Kind::FalseSchema => "nothing may be given there (its schema is false)".to_string(),
+        // The checker names two and counts the rest ("or 5 other candidates"): a caller told only two
+        // of seven guesses again. Every one is named, up to sixteen.
+        Kind::Enum { options } if options.as_array().is_some_and(|o| o.len() <= 16) => {
+            let named: Vec<String> = options
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|o| crate::names::clipped(&o.to_string(), 60))
+                .collect();
+            let listed = match named.split_last() {
+                Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+                _ => named.join(""),
+            };
+            format!("{} is not one of {listed}", value())
+        }
         _ => e.masked_with(value()).to_string(),
     };
     let said = format!("{place}{words}")
@@ -1414,6 +1429,22 @@ mod tests {
         assert!(e.contains("at /branch"), "{e}");
         let e = check(&v, "ci", &json!({"branch": "x", "extra": 1}), 0).unwrap_err();
         assert!(e.contains("extra"), "{e}");
+    }
+
+    #[test]
+    fn an_enum_refusal_names_every_choice() {
+        let v = compile(&json!({
+            "type": "object",
+            "properties": {"mode": {"enum": ["config", "write", "read", "list", "sync", "push", 7]}},
+        }))
+        .unwrap();
+        let e = check(&v, "t", &json!({"mode": "nope"}), 0).unwrap_err();
+        assert!(
+            e.contains(
+                r#""nope" is not one of "config", "write", "read", "list", "sync", "push" or 7"#
+            ),
+            "{e}"
+        );
     }
 
     #[test]
