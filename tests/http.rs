@@ -2341,3 +2341,22 @@ fn one_seat_holding_every_connection_cannot_keep_another_out() {
     );
     drop(held);
 }
+
+/// A session id holding characters no id has is said to be such, not to be missing (helper-61).
+#[test]
+fn a_session_id_no_session_could_have_is_said_so() {
+    let (inst, _d, http) = serving(json!({}));
+    let s = HttpSeat::new(&http, &inst.secret("lead"), "2025-11-25");
+    let mut h = s.headers("tools/list", None);
+    h.retain(|(k, _)| k != "mcp-session-id");
+    h.push(("mcp-session-id".into(), "ü<script>".into()));
+    let refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {} });
+    let r = http.request("POST", &refs, &body.to_string());
+    assert_eq!(r.status, 400);
+    let message = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        message.contains("the Mcp-Session-Id header holds characters no session id has"),
+        "{message}"
+    );
+}

@@ -580,10 +580,18 @@ fn metrics_listen(value: Option<&Value>) -> Result<Option<std::net::SocketAddr>,
     let Some(map) = listener_object("metrics", value, &["listen", "insecure"], example)? else {
         return Ok(None);
     };
-    let Some(Value::String(listen)) = map.get("listen") else {
-        return Err(bad(
-            "has no \"listen\": name the address, such as \"127.0.0.1:9464\"".into(),
-        ));
+    let listen = match map.get("listen") {
+        Some(Value::String(listen)) => listen,
+        None | Some(Value::Null) => {
+            return Err(bad(
+                "has no \"listen\": name the address, such as \"127.0.0.1:9464\"".into(),
+            ));
+        }
+        Some(other) => {
+            return Err(bad(format!(
+                "has \"listen\": {other}, and it takes an address as a string, such as \"127.0.0.1:9464\""
+            )));
+        }
     };
     let addr = http::parse_listen(listen).map_err(|e| bad(format!("has \"listen\": {e}")))?;
     let insecure = match map.get("insecure") {
@@ -853,6 +861,19 @@ impl Config {
         let clients = clients(map.get("clients"))?;
         let metrics = metrics_listen(map.get("metrics"))?;
         let web = web(map.get("web"))?;
+        // Two listeners of ours on one address: the second would be refused it at the start, in words
+        // that blame another program.
+        if let (Some(m), Some(Some(w))) = (metrics, web)
+            && m == w
+            && m.port() != 0
+        {
+            return Err(ConfigError::Bad {
+                key: "web",
+                problem: format!(
+                    "listens on {w}, where \"metrics\" listens too: give each an address of its own"
+                ),
+            });
+        }
         let call_log = match map.get("callLog") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
@@ -1271,6 +1292,26 @@ mod tests {
     fn bad_numbers_are_named() {
         let e = Config::parse(r#"{"user":"a","leader":"b","callTimeoutSeconds":-1}"#).unwrap_err();
         assert!(e.to_string().contains("callTimeoutSeconds"), "{e}");
+    }
+
+    #[test]
+    fn the_page_and_the_metrics_listen_where_they_can() {
+        let e =
+            Config::parse(r#"{"user":"a","leader":"b","metrics":{"listen":19464}}"#).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("\"metrics\" has \"listen\": 19464, and it takes an address as a string"),
+            "{e}"
+        );
+        let e = Config::parse(
+            r#"{"user":"a","leader":"b","metrics":{"listen":"127.0.0.1:9464"},"web":{"listen":"127.0.0.1:9464"}}"#,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("\"web\" listens on 127.0.0.1:9464, where \"metrics\" listens too"),
+            "{e}"
+        );
     }
 
     #[test]

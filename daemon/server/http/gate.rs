@@ -334,6 +334,20 @@ async fn check_and_run(
         );
         return refuse(&gate.daemon, StatusCode::PAYLOAD_TOO_LARGE, why, None);
     }
+    // A session id is visible ASCII: one that is not was not given by initialize, and read as no header
+    // at all it would be refused as missing.
+    if let Some(v) = request.headers().get(SESSION_HEADER)
+        && v.to_str().is_err()
+    {
+        return refuse(
+            &gate.daemon,
+            StatusCode::BAD_REQUEST,
+            "the Mcp-Session-Id header holds characters no session id has: send the id initialize's answer \
+             gave, as it gave it"
+                .into(),
+            None,
+        );
+    }
     let session = request
         .headers()
         .get(SESSION_HEADER)
