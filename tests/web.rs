@@ -228,6 +228,11 @@ fn the_status_page_shows_the_instance_live_in_a_real_browser() {
             .then_some(text)
     });
     assert!(text.contains("lead") && text.contains("Leader"), "{text}");
+    // The day's figures say what day, and since when (helper-61: read as the day's, they reset at a start).
+    assert!(
+        text.contains("calls today (UTC)") && text.contains("Counted since this server started"),
+        "{text}"
+    );
     // After the exchange the page's own URL carries no token: it is the page's path of its own, which
     // its cookie is scoped to.
     let href = browser.eval("location.href");
