@@ -396,10 +396,30 @@ pub fn unknown_tool<'a>(
             names.join(", ")
         );
     }
+    let meant = if plain { near_name(name, &names) } else { None };
+    let meant = meant.map_or(String::new(), |m| format!(" (meant {m}?)"));
     format!(
-        "There is no tool called {shown} on this server; the tools are {}.",
+        "There is no tool called {shown} on this server{meant}; the tools are {}.",
         names.join(", ")
     )
+}
+
+/// The tool a slip of `name` may have meant: the same with `_` for `-` or another case, or a letter or two
+/// off (one for a short name).
+fn near_name<'a>(name: &str, names: &[&'a str]) -> Option<&'a str> {
+    let same = |n: &str| {
+        n.replace('_', "-")
+            .eq_ignore_ascii_case(&name.replace('_', "-"))
+    };
+    let slips = if name.len() < 5 { 1 } else { 2 };
+    let lower = name.to_ascii_lowercase();
+    names.iter().copied().find(|n| same(n)).or_else(|| {
+        names
+            .iter()
+            .copied()
+            .filter(|n| n.len().abs_diff(name.len()) <= slips)
+            .find(|n| crate::names::distance(&n.to_ascii_lowercase(), &lower) <= slips)
+    })
 }
 
 /// Why the file a tool of this name would come from is not served, with what to do, where `rows` (the
@@ -464,6 +484,18 @@ mod tests {
             unknown_tool("a\nb c", tools(), &[])
                 .starts_with("There is no tool called \"a\\nb c\" on")
         );
+    }
+
+    #[test]
+    fn a_slip_of_a_tools_name_is_pointed_at() {
+        let tools = || ["ci-status", "index", "room"].into_iter();
+        assert_eq!(
+            unknown_tool("ci_status", tools(), &[]),
+            "There is no tool called ci_status on this server (meant ci-status?); the tools are ci-status, index, room."
+        );
+        assert!(unknown_tool("indx", tools(), &[]).contains("(meant index?)"));
+        assert!(unknown_tool("CI-Statsu", tools(), &[]).contains("(meant ci-status?)"));
+        assert!(!unknown_tool("deploy", tools(), &[]).contains("meant"));
     }
 
     #[test]

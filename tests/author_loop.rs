@@ -62,6 +62,13 @@ fn the_scaffold_refuses_each_bad_name_and_writes_nothing() {
     );
     assert!(!inst.root.join("plugins/Tracker.mjs").exists());
     assert!(!inst.root.join("plugins/room.mjs").exists());
+    // Named as its file is: the tool's name is what is meant.
+    inst.cmd()
+        .args(["plugin", "plugins/deploy.mjs"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("Wrote plugins/deploy.mjs"));
+    assert!(inst.root.join("plugins/deploy.mjs").exists());
     inst.write_plugin("mine.mjs", "// somebody's work\n");
     inst.cmd().args(["plugin", "mine"]).assert().code(1).stderr(
         "ovai: plugins/mine.mjs is already there, and what is in it is somebody's work: nothing was written. Edit that file, or pick another name.\n",

@@ -6,6 +6,9 @@ use crate::plugins::scaffold;
 use crate::wire::{ControlOp, ToolsReply};
 
 pub fn run(inst: &Instance, name: &str) -> Result<(), Failure> {
+    // Named as its file is (`plugins/ci-status.mjs`, `ci-status.mjs`): the tool's name is what is meant.
+    let name = name.strip_prefix("plugins/").unwrap_or(name);
+    let name = name.strip_suffix(".mjs").unwrap_or(name);
     // A name the running server serves is taken, even where its file is gone since the last read: a new
     // file of that name would be served as a change of that tool. (With no server running, plugins/ is
     // the list, and the scaffold checks it, as it does a built-in's name, which never came from a file.)
