@@ -1675,6 +1675,10 @@ function thrown(err, file) {
 
 /** A thrown error's words, with what the daemon may add to them: the box's part, names not passed. */
 function withNotes(said, err) {
+  // context.config is frozen: changing it throws words that name no setting.
+  if (err instanceof TypeError && regexpExec(/object is not extensible|read only property|Cannot delete property/, said.message) !== null) {
+    said.frozen = true;
+  }
   const box = boxCause(err);
   if (box !== null) said.box = box;
   const names = envNamed(said.message);
@@ -1700,7 +1704,8 @@ function envNamed(text) {
 /**
  * What of the box an error (or one of its causes) may have met, for the daemon to say so: "tmp" for a
  * file not found in a temporary folder (the machine's is not the box's), "socket" for a Unix socket
- * refused. Null for anything else, or outside the box. Only own data properties are read.
+ * refused, "readonly" for a write to what the box keeps read-only. Null for anything else, or outside
+ * the box. Only own data properties are read.
  */
 function boxCause(err) {
   if (!boxed) return null;
@@ -1717,6 +1722,8 @@ function boxCause(err) {
         // A loop, not `some`: a plugin may have patched Array.prototype.
         for (let d = 0; d < tempDirs.length; d++) if (startsWith(path, tempDirs[d])) return "tmp";
       }
+      // A write where the box keeps things read-only: the root's own files, .git/, what agents read.
+      if (code === "EROFS") return "readonly";
       const syscall = own("syscall");
       // A Unix socket's error has no port, or (listening) port -1.
       const port = own("port");

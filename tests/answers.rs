@@ -179,6 +179,13 @@ fn each_answer_shape_reaches_the_caller_in_words() {
             "plugins/rejects.mjs threw at 5:9: Error: CI is down",
             true,
         ),
+        // context.config is frozen: the TypeError names no setting, so the refusal says what it may be.
+        (
+            "config-write",
+            plugin("export function run(args, { config }) {\n  config.ci = { token: 'x' };\n  return 'x';\n}"),
+            "plugins/config-write.mjs threw at 4:13: TypeError: Cannot add property ci, object is not extensible. If that object is context.config: it is openovai.json's settings, frozen for every call; copy what you change ({ ...context.config.ci }).",
+            true,
+        ),
         // A failed command's output follows the first line of its message: all of it is shown.
         (
             "throws-lines",
@@ -272,7 +279,7 @@ fn each_answer_shape_reaches_the_caller_in_words() {
             plugin(
                 "export function run(a, { config }) {\n  config.user = 'mallory';\n  return { text: 'x' };\n}",
             ),
-            "plugins/frozen-config.mjs threw at 4:15: TypeError: Cannot assign to read only property 'user' of object '#<Object>'",
+            "plugins/frozen-config.mjs threw at 4:15: TypeError: Cannot assign to read only property 'user' of object '#<Object>'. If that object is context.config: it is openovai.json's settings, frozen for every call; copy what you change ({ ...context.config.ci }).",
             true,
         ),
     ];

@@ -1388,7 +1388,7 @@ export async function run({ path, name }) {
 #[test]
 fn an_error_the_box_made_says_so_in_the_refusal_and_the_row() {
     const TRY: &str = r#"
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import net from "node:net";
 export const description = "Meets the box.";
 export const inputSchema = { type: "object" };
@@ -1397,8 +1397,9 @@ const connect = (where) => new Promise((resolve, reject) => {
   s.on("connect", () => { s.destroy(); resolve("connected"); });
   s.on("error", reject);
 });
-export async function run({ file, socket, port, listen }) {
+export async function run({ file, socket, port, listen, write }) {
   if (file) readFileSync(file);
+  if (write) writeFileSync(write, "x");
   // Wrapped as a library would: the box's part is in its cause.
   if (socket) await connect({ path: socket }).catch((e) => { throw new Error("the service is down", { cause: e }); });
   if (port) await connect({ port, host: "127.0.0.1" });
@@ -1458,6 +1459,7 @@ export async function run({ file, socket, port, listen }) {
         let own = refusal(json!({ "file": inst.root.join("nothing.json") }));
         let tcp = refusal(json!({ "port": port }));
         let listen = refusal(json!({ "listen": inst.root.join("mine.sock") }));
+        let write = refusal(json!({ "write": inst.root.join("notes.txt") }));
         let rows = inst.rows("plugins").join("\n");
         let _ = std::fs::remove_file(&outside);
         assert!(
@@ -1470,7 +1472,7 @@ export async function run({ file, socket, port, listen }) {
         );
         if isolation == "none" {
             // Out of a box, the file, the socket and the listening are the machine's, and work.
-            for said in [&tmp, &sock, &listen] {
+            for said in [&tmp, &sock, &listen, &write] {
                 assert!(said.contains("no error"), "{isolation}: {said}");
             }
             assert!(!rows.contains(HOST_BOX), "{rows}");
@@ -1486,6 +1488,13 @@ export async function run({ file, socket, port, listen }) {
                 "{isolation}: {said}"
             );
         }
+        assert!(
+            write.contains("EROFS")
+                && write.contains(
+                    "In the plugin host's box the instance's root and its own files are read-only"
+                ),
+            "{isolation}: {write}"
+        );
         assert!(
             rows.contains("plugins/boot.mjs is not served") && rows.contains(HOST_BOX),
             "{isolation}: {rows}"

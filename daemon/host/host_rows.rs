@@ -232,7 +232,12 @@ pub fn not_reimported(shown: &str, why: &NotReimported) -> String {
 /// What follows a thrown error's words, where the host saw more of why: its box's part, and names read
 /// from the environment that ovai has and does not pass. Empty, or sentences after ". ".
 pub fn thrown_notes(t: &Thrown) -> String {
-    let notes: Vec<String> = [box_met(t).map(str::to_string), env_unpassed(t)]
+    let frozen = t.frozen.then(|| {
+        "If that object is context.config: it is openovai.json's settings, frozen for every call; copy \
+         what you change ({ ...context.config.ci })."
+            .to_string()
+    });
+    let notes: Vec<String> = [box_met(t).map(str::to_string), env_unpassed(t), frozen]
         .into_iter()
         .flatten()
         .collect();
@@ -286,6 +291,10 @@ fn box_met(t: &Thrown) -> Option<&'static str> {
         "socket" => Some(
             "The plugin host's box refuses Unix sockets, through which a program outside it would act for a \
              plugin: reach a local service over TCP (docs/security.md says why).",
+        ),
+        "readonly" => Some(
+            "In the plugin host's box the instance's root and its own files are read-only: a plugin writes in \
+             a folder of the instance, its own such as plugins/NAME/ (docs/plugins.md says which).",
         ),
         _ => None,
     }

@@ -252,6 +252,9 @@ pub struct Thrown {
     /// Environment variables the error's words name that the host did not start with (eight at most).
     #[serde(default, rename = "envUnset")]
     pub env_unset: Vec<String>,
+    /// A TypeError of a frozen object's: context.config is one.
+    #[serde(default)]
+    pub frozen: bool,
 }
 
 #[derive(Debug, Deserialize)]
