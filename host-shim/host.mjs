@@ -1301,6 +1301,10 @@ function unlikeWanted(value, want) {
     if (want === "function" && regexpExec(/^class[\s{]/, functionText(value)) !== null) {
       return { is: "a class", want: "a function" };
     }
+    // `async function* run`: each call would answer an iterator, never its { text }.
+    if (want === "function" && regexpExec(/^(?:async\s*)?function\s*\*/, functionText(value)) !== null) {
+      return { is: "a generator function", want: "a function that returns its answer (an async one may await)" };
+    }
     if (want === "object") {
       const proto = prototypeOf(value);
       const name = proto === null || proto === plainPrototype ? "Object" : proto.constructor?.name;

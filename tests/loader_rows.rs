@@ -328,6 +328,12 @@ fn a_file_missing_or_mistyping_an_export_is_refused_whole() {
             "export default { description: 'd', inputSchema: { type: 'object' }, run() {} };",
         ),
         (
+            "generator-run.mjs",
+            &format!(
+                "export const description = 'd';\n{schema}\nexport async function* run() {{ yield 'x'; }}"
+            ),
+        ),
+        (
             "class-run.mjs",
             &format!("export const description = 'd';\n{schema}\nexport class run {{ }}"),
         ),
@@ -360,6 +366,7 @@ fn a_file_missing_or_mistyping_an_export_is_refused_whole() {
             "plugins/default.mjs is not served: it does not export description, inputSchema or run (it has a default export, and the three must be named exports: `export const description = ...`)",
             "plugins/desc-number.mjs is not served: its description is a number, not a string",
             "plugins/empty.mjs is not served: it does not export description, inputSchema or run",
+            "plugins/generator-run.mjs is not served: its run is a generator function, not a function that returns its answer (an async one may await)",
             "plugins/helpers.mjs is not served: it does not export description, inputSchema or run (it exports \"clamp\", \"slugify\"; a module other tools import goes in a subfolder, such as plugins/lib/, where it is never taken for a tool)",
             "plugins/mixed.mjs is not served: it does not export run; its description is a number, not a string",
             "plugins/no-run.mjs is not served: it does not export run",
