@@ -1174,8 +1174,10 @@ fn a_schemas_rows_name_its_draft_and_what_it_ignores() {
     let mixed = r#"{ $schema: "http://json-schema.org/draft-07/schema#", type: "object", properties: { pair: { type: "array", description: "A pair.", prefixItems: [{ type: "string" }] }, note: { type: "string", nullable: true, description: "A note." }, mail: { type: "string", format: "email", description: "A mail." } } }"#;
     let recursive = r#"{ $id: "T0", type: "object", properties: { next: { $ref: "T0", description: "The next." } } }"#;
     let deps = r#"{ $schema: "http://json-schema.org/draft-07/schema#", type: "object", properties: { card: { type: "string", description: "A card." }, list: { type: "array", description: "A list.", items: [{ type: "string" }], additionalItems: { type: "object", properties: { x: { type: "number" } } } } }, dependencies: { card: { properties: { billing: { type: "string" } } } } }"#;
+    let optional = r#"{ type: "object", properties: { tag: { type: "string", optional: true, errorMessage: "a tag", description: "A tag." } } }"#;
     let inst = Instance::with_plugins(&[
         ("deps.mjs", &file(deps)),
+        ("optional.mjs", &file(optional)),
         ("tuple.mjs", &file(tuple)),
         ("typo.mjs", &file(typo_draft)),
         ("mixed.mjs", &file(mixed)),
@@ -1197,6 +1199,10 @@ fn a_schemas_rows_name_its_draft_and_what_it_ignores() {
         "plugins/mixed.mjs: its inputSchema is read as JSON Schema draft-07, which does not know prefixItems in pair (2020-12's) or nullable in note (OpenAPI's, not JSON Schema's: write type [\"string\", \"null\"])",
     );
     has("This instance serves a tool of its own: recursive");
+    // Keywords of no draft that other hosts' schemas use: said, since they check nothing.
+    has(
+        "optional in tag (no draft's: a property is optional unless its object's required lists it) or errorMessage in tag (ajv-errors', not JSON Schema's: a refusal says what the schema wanted)",
+    );
     // Inputs a draft-07 schema adds past its tuple, or when a property is given, want descriptions too.
     has("plugins/deps.mjs: its inputs \"list[].x\" and \"billing\" have no description");
     let mut s = inst.session("lead");

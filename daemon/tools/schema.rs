@@ -243,6 +243,17 @@ pub fn foreign_keywords(
             "nullable" => {
                 return Some("OpenAPI's, not JSON Schema's: write type [\"string\", \"null\"]");
             }
+            // `optional: true`, as some other hosts' schemas write it: here what is not in required is.
+            "optional" => {
+                return Some(
+                    "no draft's: a property is optional unless its object's required lists it",
+                );
+            }
+            "errorMessage" => {
+                return Some(
+                    "ajv-errors', not JSON Schema's: a refusal says what the schema wanted",
+                );
+            }
             "const" | "contains" | "propertyNames" => (6, "draft-06's and later"),
             "if" | "then" | "else" => (7, "draft-07's and later"),
             "dependentRequired"
