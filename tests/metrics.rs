@@ -35,6 +35,20 @@ fn get(port: u16, path: &str) -> Option<String> {
         .or_else(|| head.starts_with("HTTP/1.1 200").then(|| body.to_string()))
 }
 
+/// An instance serving its metrics on a loopback port of its own: the daemon and the address it listens on.
+fn serving_metrics() -> (Instance, Daemon, String) {
+    let inst = Instance::new();
+    inst.set_config(json!({ "metrics": { "listen": "127.0.0.1:0" } }));
+    let d = inst.start();
+    let url = d.status().unwrap()["metrics"].as_str().unwrap().to_string();
+    let authority = url
+        .strip_prefix("http://")
+        .and_then(|u| u.strip_suffix("/metrics"))
+        .unwrap()
+        .to_string();
+    (inst, d, authority)
+}
+
 #[test]
 fn a_real_prometheus_scrapes_the_calls_made() {
     let prometheus = which("prometheus").expect(
@@ -164,15 +178,7 @@ fn a_real_prometheus_scrapes_the_calls_made() {
 /// seats' and tools' names are not read through it.
 #[test]
 fn a_request_naming_another_host_is_refused() {
-    let inst = Instance::new();
-    inst.set_config(json!({ "metrics": { "listen": "127.0.0.1:0" } }));
-    let d = inst.start();
-    let url = d.status().unwrap()["metrics"].as_str().unwrap().to_string();
-    let authority = url
-        .strip_prefix("http://")
-        .and_then(|u| u.strip_suffix("/metrics"))
-        .unwrap()
-        .to_string();
+    let (_inst, _d, authority) = serving_metrics();
     let ask = |headers: &str| {
         exchange(
             authority.as_str(),
@@ -419,15 +425,7 @@ fn a_calls_outcome_is_named_alike_in_the_metrics_and_the_call_log() {
 #[test]
 fn an_unreadable_request_to_the_metrics_is_answered_in_plain_words() {
     use std::io::{Read, Write};
-    let inst = Instance::new();
-    inst.set_config(json!({ "metrics": { "listen": "127.0.0.1:0" } }));
-    let d = inst.start();
-    let url = d.status().unwrap()["metrics"].as_str().unwrap().to_string();
-    let authority = url
-        .strip_prefix("http://")
-        .and_then(|u| u.strip_suffix("/metrics"))
-        .unwrap()
-        .to_string();
+    let (_inst, _d, authority) = serving_metrics();
     let mut s = std::net::TcpStream::connect(&authority).unwrap();
     s.set_read_timeout(Some(PATIENCE)).unwrap();
     let mut head = format!("GET /metrics HTTP/1.1\r\nHost: {authority}\r\n");
