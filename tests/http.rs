@@ -2360,3 +2360,43 @@ fn a_session_id_no_session_could_have_is_said_so() {
         "{message}"
     );
 }
+
+/// One seat sending bodies slowly keeps no other seat out: each seat may hold a quarter of the bodies
+/// the server reads at once (helper-64: eight bodies of 4 MiB held one byte short locked every seat out
+/// with 503 until they timed out, again and again).
+#[test]
+fn one_seats_bodies_held_unfinished_keep_no_other_seat_out() {
+    use std::io::Write;
+    let (inst, _d, http) = serving(json!({}));
+    let w1 = HttpSeat::new(&http, &inst.secret("w1"), "2026-07-28");
+    let mut head = format!("POST /mcp HTTP/1.1\r\nhost: {}\r\n", http.host);
+    for (k, v) in w1.headers("tools/call", Some("echo")) {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("content-length: 4194304\r\n\r\n");
+    let held: Vec<std::net::TcpStream> = (0..9)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(http.addr).unwrap();
+            c.set_write_timeout(Some(std::time::Duration::from_secs(5)))
+                .unwrap();
+            let _ = c.write_all(head.as_bytes());
+            // All but the last byte, a chunk at a time, ignoring a connection closed on us.
+            let chunk = vec![b' '; 64 * 1024];
+            for _ in 0..63 {
+                if c.write_all(&chunk).is_err() {
+                    break;
+                }
+            }
+            let _ = c.write_all(&chunk[1..]);
+            c
+        })
+        .collect();
+    // The Leader is answered meanwhile.
+    let lead = HttpSeat::new(&http, &inst.secret("lead"), "2026-07-28");
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": { "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} } } });
+    let r = lead.post("tools/list", None, &body);
+    let status = r.status;
+    assert_eq!(status, 200, "{}", r.text());
+    drop(held);
+}

@@ -322,7 +322,18 @@ fn answered(answer: Option<Vec<u8>>) -> Response {
 /// A body that could not be read whole: too long, too slow, or more than the server reads at once.
 fn unread(daemon: &Daemon, e: &axum::Error) -> Response {
     let (status, why) = unread_words(e);
-    super::refusal::refuse(daemon, status, why, None)
+    let mut r = super::refusal::refuse(daemon, status, why, None);
+    // Bodies past a bound are read again in a moment, when others are.
+    if matches!(
+        status,
+        StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS
+    ) {
+        r.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static("1"),
+        );
+    }
+    r
 }
 
 /// The status and the sentence for a body that could not be read whole.
@@ -336,8 +347,10 @@ fn unread_words(e: &axum::Error) -> (StatusCode, String) {
                 MAX_BODY_BYTES >> 20
             ),
         )
-    } else if inner.starts_with("the server is reading") {
+    } else if inner.starts_with(super::limits::ALL_BODIES) {
         (StatusCode::SERVICE_UNAVAILABLE, inner)
+    } else if inner.starts_with(super::limits::SEAT_BODIES) {
+        (StatusCode::TOO_MANY_REQUESTS, inner)
     } else if inner.starts_with(super::limits::BODY_LATE) {
         // 408 tells a client that may retry that the fault was only the time its body took.
         (
@@ -369,7 +382,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_body_that_does_not_arrive_in_time_is_408_in_words() {
         let bodies = super::super::limits::Bodies::new(1 << 20);
-        let request = super::super::limits::with_body_deadline(stalled(), &bodies);
+        let request = super::super::limits::with_body_deadline(stalled(), &bodies, "w1");
         let e = axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES)
             .await
             .unwrap_err();

@@ -412,7 +412,7 @@ async fn check_and_run(
         .map(str::to_string);
     let seat = caller.seat.clone();
     let hash = caller.secret_hash.clone();
-    let request = with_body_deadline(request, &gate.bodies);
+    let request = with_body_deadline(request, &gate.bodies, &seat);
     let (request, mut held) = if method == Method::POST {
         let session = session.as_deref().filter(|_| in_use.is_some());
         match super::body::checked(&gate.daemon, &gate.owners, &seat, request, session).await {

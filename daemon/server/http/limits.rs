@@ -19,9 +19,16 @@ const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How a body past BODY_TIMEOUT is said, for the answer to tell it apart.
 pub const BODY_LATE: &str = "the request's body did not arrive within";
 
-/// Bytes of request bodies read and not yet let go of, over all requests.
+/// How a body past its seat's share of BODIES_IN_FLIGHT is said, for the answer to tell it apart.
+pub const SEAT_BODIES: &str = "the seat's requests being read hold";
+/// How a body past the server's bound is said.
+pub const ALL_BODIES: &str = "the server is reading";
+
+/// Bytes of request bodies read and not yet let go of, over all requests, and by seat: one seat may
+/// hold a quarter of them, so that bodies sent slowly by one seat keep no other out.
 pub struct Bodies {
     in_flight: Arc<AtomicUsize>,
+    by_seat: Counts<String>,
     budget: usize,
 }
 
@@ -29,6 +36,7 @@ impl Bodies {
     pub fn new(budget: usize) -> Self {
         Self {
             in_flight: Arc::default(),
+            by_seat: Arc::default(),
             budget,
         }
     }
@@ -38,11 +46,32 @@ impl Bodies {
 struct BodyShare {
     bytes: usize,
     in_flight: Arc<AtomicUsize>,
+    by_seat: Counts<String>,
+    seat: String,
+}
+
+impl BodyShare {
+    /// Takes `n` more bytes; the seat's bytes now, and all of them.
+    fn take(&mut self, n: usize) -> (usize, usize) {
+        self.bytes += n;
+        let all = self.in_flight.fetch_add(n, Ordering::SeqCst) + n;
+        let mut by_seat = lock(&self.by_seat);
+        let mine = by_seat.entry(self.seat.clone()).or_insert(0);
+        *mine += n;
+        (*mine, all)
+    }
 }
 
 impl Drop for BodyShare {
     fn drop(&mut self) {
         self.in_flight.fetch_sub(self.bytes, Ordering::SeqCst);
+        let mut by_seat = lock(&self.by_seat);
+        if let Some(mine) = by_seat.get_mut(&self.seat) {
+            *mine = mine.saturating_sub(self.bytes);
+            if *mine == 0 {
+                by_seat.remove(&self.seat);
+            }
+        }
     }
 }
 
@@ -120,8 +149,8 @@ impl Streams {
 }
 
 /// The request with a body that must arrive whole within BODY_TIMEOUT: a client sending a byte at a
-/// time cannot hold the body's memory for long.
-pub fn with_body_deadline(request: Request, bodies: &Bodies) -> Request {
+/// time cannot hold the body's memory for long. `seat` sends it.
+pub fn with_body_deadline(request: Request, bodies: &Bodies, seat: &str) -> Request {
     if request.method() != Method::POST {
         return request;
     }
@@ -130,8 +159,11 @@ pub fn with_body_deadline(request: Request, bodies: &Bodies) -> Request {
     let held = BodyShare {
         bytes: 0,
         in_flight: bodies.in_flight.clone(),
+        by_seat: bodies.by_seat.clone(),
+        seat: seat.to_string(),
     };
     let budget = bodies.budget;
+    let seat_budget = budget / 4;
     let chunks = futures::stream::unfold(
         (body.into_data_stream(), false, held),
         move |(mut chunks, failed, mut held)| async move {
@@ -141,14 +173,23 @@ pub fn with_body_deadline(request: Request, bodies: &Bodies) -> Request {
             match tokio::time::timeout_at(deadline, chunks.next()).await {
                 Ok(Some(Ok(chunk))) => {
                     // Bodies being read are held in memory until parsed: all of them together are
-                    // bounded, whoever sends them.
-                    let now = held.in_flight.fetch_add(chunk.len(), Ordering::SeqCst) + chunk.len();
-                    held.bytes += chunk.len();
-                    if now > budget {
-                        let why = format!(
-                            "the server is reading {} MiB of request bodies at once, its limit: send this again in a moment",
+                    // bounded, and each seat's to a quarter of that.
+                    let (mine, all) = held.take(chunk.len());
+                    let why = if mine > seat_budget {
+                        Some(format!(
+                            "{SEAT_BODIES} more than {} MiB at once, a seat's share of what the server reads: send \
+                             this again once they are read",
+                            seat_budget >> 20
+                        ))
+                    } else if all > budget {
+                        Some(format!(
+                            "{ALL_BODIES} {} MiB of request bodies at once, its limit: send this again in a moment",
                             budget >> 20
-                        );
+                        ))
+                    } else {
+                        None
+                    };
+                    if let Some(why) = why {
                         return Some((
                             Err(axum::Error::new(std::io::Error::other(why))),
                             (chunks, true, held),
