@@ -174,15 +174,21 @@ impl Drop for Line<'_> {
     }
 }
 
+/// How much of one event's text is written: a session's megabyte method name, named in rmcp's warning,
+/// would otherwise fill the operator's log at the pace the session sends.
+const MAX_LINE_BYTES: usize = 4096;
+
 /// An event's text as one line that nothing in it can rewrite: what a session or a plugin sends reaches
 /// fields (an id rmcp names in its warning), and a newline there would forge a row, an escape would
-/// reach the operator's terminal. Controls are written out, but for the line's own end, tabs, and the
-/// formatter's colours (`ESC [ digits ; m`) when it colours.
+/// reach the operator's terminal, a direction mark would turn what follows it around. Controls and
+/// unseen characters are written out, but for the line's own end, tabs, and the formatter's colours
+/// (`ESC [ digits ; m`) when it colours. Past MAX_LINE_BYTES the line is cut, saying by how much.
 fn one_line(text: Vec<u8>, ansi: bool) -> Vec<u8> {
-    let clean = |c: char| !c.is_control() || c == '\t';
+    let clean = |c: char| (!c.is_control() || c == '\t') && !crate::names::unseen(c);
     let body = text.strip_suffix(b"\n").unwrap_or(&text);
-    let body = String::from_utf8_lossy(body);
-    if body.chars().all(clean) {
+    let cut = body.len().saturating_sub(MAX_LINE_BYTES);
+    let body = String::from_utf8_lossy(&body[..body.len() - cut]);
+    if cut == 0 && body.chars().all(clean) {
         return text;
     }
     let mut out = String::with_capacity(body.len() + 16);
@@ -207,6 +213,9 @@ fn one_line(text: Vec<u8>, ansi: bool) -> Vec<u8> {
             c => out.push(c),
         }
         rest = &rest[c.len_utf8()..];
+    }
+    if cut > 0 {
+        out.push_str(&format!("… ({cut} bytes more, not written)"));
     }
     out.push('\n');
     out.into_bytes()
@@ -240,6 +249,22 @@ mod tests {
         assert_eq!(
             said("\u{1b}[2mwhen\u{1b}[0m id=\u{1b}]0;t\u{7}\n", true),
             "\u{1b}[2mwhen\u{1b}[0m id=\\u{1b}]0;t\\u{7}\n"
+        );
+        // A direction mark, a line separator, a zero-width space: written out too.
+        assert_eq!(
+            said("id=a\u{2028}b\u{200b}c\u{202e}d\n", false),
+            "id=a\\u{2028}b\\u{200b}c\\u{202e}d\n"
+        );
+        // A megabyte of a session's method name is cut.
+        let long = said(&format!("method={}\n", "M".repeat(1 << 20)), false);
+        assert!(
+            long.len() < 5000
+                && long.ends_with(&format!(
+                    "… ({} bytes more, not written)\n",
+                    (1 << 20) + 7 - 4096
+                )),
+            "{}",
+            &long[long.len() - 80..]
         );
     }
 
