@@ -428,16 +428,20 @@ fn output_cut_short_ends_quietly() {
     use std::os::fd::FromRawFd;
     // SAFETY: fds[1] is a fresh descriptor owned by nothing else.
     let write_end = unsafe { std::fs::File::from_raw_fd(fds[1]) };
-    let out = std::process::Command::new(OVAI)
-        .args(["seat", "list", "--root"])
-        .arg(&inst.root)
-        .stdout(write_end)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(out.status.signal(), Some(libc::SIGPIPE));
+    // The completion script too (helper-65: `ovai completions bash | head` said "Broken pipe").
+    for args in [&["seat", "list"][..], &["completions", "bash"][..]] {
+        let out = std::process::Command::new(OVAI)
+            .args(args)
+            .arg("--root")
+            .arg(&inst.root)
+            .stdout(write_end.try_clone().unwrap())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{args:?}");
+    }
 }
 
 #[test]

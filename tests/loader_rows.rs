@@ -116,7 +116,7 @@ fn names_are_checked_before_the_file_is_imported() {
                 "plugins/{long} is not served: {} is not a tool name: {rule}",
                 "a".repeat(33)
             ),
-            format!("plugins/ci_status.mjs is not served: ci_status is not a tool name: {rule}"),
+            format!("plugins/ci_status.mjs is not served: ci_status is not a tool name: {rule} (rename it ci-status.mjs)"),
             "plugins/index.mjs is not served: this server already has a tool called index"
                 .to_string(),
             "This instance serves a tool of its own: ok".to_string(),

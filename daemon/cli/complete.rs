@@ -54,5 +54,9 @@ pub fn registration(shell: clap_complete::Shell) -> std::io::Result<()> {
     let bin = std::env::current_exe()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| "ovai".into());
-    completer.write_registration("COMPLETE", "ovai", "ovai", &bin, &mut std::io::stdout())
+    let mut script = Vec::new();
+    completer.write_registration("COMPLETE", "ovai", "ovai", &bin, &mut script)?;
+    // Printed as every command prints: cut short (`| head`), it ends quietly, as by SIGPIPE.
+    print!("{}", String::from_utf8_lossy(&script));
+    Ok(())
 }

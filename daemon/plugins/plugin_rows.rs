@@ -229,8 +229,12 @@ pub fn keyword_slips(file: &str, slips: &[(String, String, &str)]) -> String {
 
 pub fn bad_name(file: &str, name: &str) -> String {
     // `_util.mjs`: "private" by a common convention, so most likely shared code.
+    let hyphens = name.replace(['_', ' ', '.'], "-");
     let hint = if name.starts_with('_') {
         format!("; {SHARED_CODE}")
+    } else if hyphens != name && names::why_not(&hyphens).is_none() {
+        // `my_tool.mjs`: the name meant, written as names are.
+        format!(" (rename it {hyphens}.mjs)")
     } else {
         String::new()
     };
@@ -590,7 +594,7 @@ mod tests {
         );
         assert_eq!(
             bad_name("ci_status.mjs", "ci_status"),
-            "plugins/ci_status.mjs is not served: ci_status is not a tool name: a name is a letter, then letters, digits and hyphens, up to 32 of them"
+            "plugins/ci_status.mjs is not served: ci_status is not a tool name: a name is a letter, then letters, digits and hyphens, up to 32 of them (rename it ci-status.mjs)"
         );
         assert_eq!(
             bad_name("_util.mjs", "_util"),
