@@ -255,6 +255,9 @@ pub struct StatusReply {
     /// Served files gone from plugins/ since the last read.
     #[serde(default)]
     pub removed_files: Vec<String>,
+    /// openovai.json reads otherwise now than when the generation served was read.
+    #[serde(default)]
+    pub config_changed: bool,
     /// The Streamable HTTP endpoint's URL, when the daemon listens for seats on other machines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<String>,

@@ -1384,3 +1384,59 @@ fn a_variable_ovai_has_but_does_not_pass_is_named_where_a_plugin_fails() {
     assert_eq!(s.call("needs-token", json!({})), ("token 3".into(), false));
     assert!(s.tool_names().contains(&"boots".to_string()));
 }
+
+/// openovai.json edited while the server runs is said by `ovai status` until a restart reads it: the
+/// calls went on with the old settings, and nothing told the person why (helper-65).
+#[test]
+fn status_says_openovai_json_changed_until_a_restart_reads_it() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let said = || {
+        let out = inst.cmd().arg("status").output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    const CHANGED: &str = "openovai.json changed since the last read";
+    assert!(!said().contains(CHANGED));
+    inst.set_config(json!({ "greet": { "lang": "fr" } }));
+    let now = said();
+    assert!(
+        now.contains(
+            "openovai.json changed since the last read: the server goes on with the settings it read, and \
+             `ovai restart` reads it (calls' context.config included)."
+        ),
+        "{now}"
+    );
+    inst.cmd().arg("restart").assert().success();
+    assert!(!said().contains(CHANGED));
+}
+
+/// `ovai call` of a tool whose file was edited and not read again says it ran the file as it was read:
+/// the author trying an edit saw the old code run, with nothing on the screen saying why (helper-65).
+#[test]
+fn a_call_of_an_edited_file_says_it_ran_it_as_it_was_read() {
+    let tool = |text: &str| {
+        format!(
+            "export const description = 'x';\nexport const inputSchema = {{ type: 'object' }};\n\
+             export function run() {{ return {{ text: '{text}' }}; }}\n"
+        )
+    };
+    let inst = Instance::with_plugins(&[("greet.mjs", &tool("old"))]);
+    let _d = inst.start();
+    inst.write_plugin("greet.mjs", &tool("new"));
+    inst.cmd()
+        .args(["call", "greet", "--seat", "lead"])
+        .assert()
+        .success()
+        .stdout("old\n")
+        .stderr(predicates::str::contains(
+            "ovai: plugins/greet.mjs changed since the last read, and the call ran it as it was read: \
+             `ovai restart` serves it as it is now.",
+        ));
+    inst.cmd().arg("restart").assert().success();
+    inst.cmd()
+        .args(["call", "greet", "--seat", "lead"])
+        .assert()
+        .success()
+        .stdout("new\n")
+        .stderr("");
+}

@@ -90,6 +90,16 @@ fn call(
         .request("tools/call", json!({ "name": tool, "arguments": args }))
         .map_err(|e| e.to_string())?
         .map_err(|e| super::why_no_tool(&inst, tool).unwrap_or(e.message))?;
+    // A file edited and not read again ran as it was read: said, as the author tries their edit.
+    if let Ok(status) = client::control::<crate::wire::StatusReply>(&inst, ControlOp::Status) {
+        let file = format!("plugins/{tool}.mjs");
+        if status.stale.contains(&file) {
+            eprintln!(
+                "ovai: {file} changed since the last read, and the call ran it as it was read: `ovai restart` \
+                 serves it as it is now."
+            );
+        }
+    }
     Ok(client::call_text(&result))
 }
 

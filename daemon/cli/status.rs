@@ -148,6 +148,12 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
             v.removed_files.join(", ")
         );
     }
+    if v.config_changed {
+        println!(
+            "openovai.json changed since the last read: the server goes on with the settings it read, and \
+             `ovai restart` reads it (calls' context.config included)."
+        );
+    }
     if let Some(why) = &v.seats_error {
         println!("Seats: cannot be listed: {why}");
     }

@@ -158,12 +158,19 @@ pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
         ),
         Err(e) => (Vec::new(), Some(e.to_string())),
     };
-    let stale = {
+    let (stale, config_changed) = {
         let generation = generation.clone();
         let inst = daemon.inst.clone();
-        tokio::task::spawn_blocking(move || generation.stale(&inst))
-            .await
-            .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
+        tokio::task::spawn_blocking(move || {
+            // openovai.json edited since it was read is served as it was until a restart; a file that
+            // no longer reads is said by the command, which reads it itself.
+            let changed = inst
+                .read_config()
+                .is_ok_and(|now| now.raw != generation.config.raw);
+            (generation.stale(&inst), changed)
+        })
+        .await
+        .unwrap_or_else(|e| (Err(std::io::Error::other(e.to_string())), false))
     };
     let shown = |c: &crate::plugins::stale::Change| {
         format!("plugins/{}", crate::names::escape_controls(c.file(), false))
@@ -229,6 +236,7 @@ pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
         rows: generation.rows.clone(),
         figures: daemon.figures.snapshot(),
         stale,
+        config_changed,
         new_files,
         removed_files,
     }
