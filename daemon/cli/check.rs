@@ -97,10 +97,10 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
     let import_timeout = config.import_timeout;
     let slow = async move {
         // With a timeout this short, the file is named before anything need be said.
-        if import_timeout <= SAY_WAITING_AFTER {
+        if import_timeout <= super::SAY_WAITING_AFTER {
             return std::future::pending().await;
         }
-        tokio::time::sleep(SAY_WAITING_AFTER).await;
+        tokio::time::sleep(super::SAY_WAITING_AFTER).await;
         eprintln!(
             "ovai: the imports are taking a while; a file whose import has not finished within {} s \
              (importTimeoutSeconds) is named then, and would not be served.",
@@ -233,9 +233,6 @@ fn sweep_shims(private: &Path) {
         }
     }
 }
-
-/// How long check imports before it says why it is still waiting.
-pub(super) const SAY_WAITING_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A file named on the command line, as a candidate of plugins/ (`all`): `plugins/x.mjs`, `x.mjs` or
 /// `x`.

@@ -303,6 +303,9 @@ pub fn why_no_tool(inst: &Instance, tool: &str) -> Option<String> {
 
 /// Prints `doc` as pretty JSON for a person's terminal or a program: what plugins and sessions wrote into
 /// it cannot act on the terminal (`names::json_for_terminal`).
+/// How long `ovai check` and `ovai restart` wait on imports before they say why they wait.
+const SAY_WAITING_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// HOME, or why there is none to use, for a sentence to go on: "HOME is not set" or "HOME is empty".
 pub fn home_var() -> Result<PathBuf, &'static str> {
     match std::env::var_os("HOME") {

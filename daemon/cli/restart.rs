@@ -16,10 +16,10 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
     // `ovai check` says it, so that the wait is not taken for a hang.
     let (done, waiting) = std::sync::mpsc::channel::<()>();
     let timeout = inst.read_config().map(|c| c.import_timeout).ok();
-    if let Some(timeout) = timeout.filter(|t| *t > super::check::SAY_WAITING_AFTER) {
+    if let Some(timeout) = timeout.filter(|t| *t > super::SAY_WAITING_AFTER) {
         std::thread::spawn(move || {
             if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                waiting.recv_timeout(super::check::SAY_WAITING_AFTER)
+                waiting.recv_timeout(super::SAY_WAITING_AFTER)
             {
                 eprintln!(
                     "ovai: the restart is taking a while: the new plugin host is still importing plugins/, and \
