@@ -186,7 +186,7 @@ pub fn own_words(a: &Answer) -> bool {
 
 pub fn threw(file: &str, t: &Thrown) -> String {
     let message = crate::names::escape_controls(&t.message, false);
-    let box_said = rows::thrown_notes(t);
+    let box_said = rows::thrown_notes(t, false);
     match &t.at {
         Some(at) => format!("{file} threw at {at}: {message}{box_said}"),
         None => format!("{file} threw: {message}{box_said}"),

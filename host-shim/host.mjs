@@ -42,7 +42,6 @@ const AbortCtl = AbortController;
 const DOMExceptionCtor = DOMException;
 const ErrorCtor = Error;
 const DateCtor = Date;
-const PromiseCtor = Promise;
 const RegExpCtor = RegExp;
 const captureStack = Error.captureStackTrace;
 const isArray = Array.isArray;
@@ -66,6 +65,7 @@ const push = uncurry(Array.prototype.push);
 const textIndexOf = uncurry(String.prototype.indexOf);
 const textLastIndexOf = uncurry(String.prototype.lastIndexOf);
 const textSlice = uncurry(String.prototype.slice);
+const split = String.prototype.split;
 const charCodeAt = uncurry(String.prototype.charCodeAt);
 const abortWith = uncurry(AbortController.prototype.abort);
 const functionText = uncurry(Function.prototype.toString);
@@ -1623,15 +1623,9 @@ function describe(value) {
       return "a symbol";
   }
   if (isArray(value)) return "an array";
-  // Objects whose worth is not in own keys: named for what they are.
   if (value instanceof ErrorCtor) return `an error (${headline(value)})`;
-  if (value instanceof DateCtor) return "a Date";
-  if (value instanceof MapCtor) return "a Map";
-  if (value instanceof SetCtor) return "a Set";
-  if (isView(value) || value instanceof ArrayBufferCtor) {
-    const what = isBuffer(value) ? "a Buffer" : article(clip(toText(value.constructor?.name ?? "ArrayBuffer"), 40));
-    return `${what} of ${value.byteLength} bytes (bytes are no text: decode them, as buffer.toString() does)`;
-  }
+  const named = namedObject(value);
+  if (named !== null) return named;
   let keys = ownKeys(value);
   // A key holding undefined is no key, as in JSON (unless it is all there is). No getter is run.
   const defined = keys.filter((k) => {
@@ -1653,12 +1647,11 @@ function describe(value) {
     // `{ refused: new Error("no access") }`: its words are shown, so the caller still reads them.
     if (held instanceof ErrorCtor) return `{ ${keys[0]} } holding an error (${headline(held)}), not a string`;
     // `{ text: fetchText() }`: the await left out.
-    if (held instanceof PromiseCtor) return `{ ${keys[0]} } holding a Promise (an await left out?), not a string`;
-    // A Date, a Map, a Buffer… named for what it is, as a whole answer of one would be.
-    const named = held !== null && typeof held === "object" && !isArray(held) ? describe(held) : "";
-    if (!startsWith(named, "an object") && !startsWith(named, "an empty object") && named !== "") {
-      return `{ ${keys[0]} } holding ${named}, not a string`;
-    }
+    // No `instanceof` (a plugin's Symbol.hasInstance would see another plugin's answer).
+    if (isPromise(held)) return `{ ${keys[0]} } holding a Promise (an await left out?), not a string`;
+    // A Date, a Map, a Buffer… named for what it is (one level: never an object's own keys again).
+    const named = namedObject(held);
+    if (named !== null) return `{ ${keys[0]} } holding ${named}, not a string`;
     return `{ ${keys[0]} } holding ${kindWithArticle(held)}, not a string`;
   }
   // A key may be megabytes long: each is shown clipped, five at most.
@@ -1674,15 +1667,17 @@ function describe(value) {
 
 /** A thrown value, as the caller is told: the error's first line and where in the plugins it was. */
 function thrown(err, file) {
-  return withNotes({ message: headline(err), at: location(err, file) }, err);
+  const said = withNotes({ message: headline(err), at: location(err, file) }, err);
+  // context.config is frozen: changing it throws words that name no setting (read by their words: an
+  // `instanceof` would run a plugin's Symbol.hasInstance on another's error).
+  if (regexpExec(/^TypeError: (?:.*object is not extensible|Cannot assign to read only property|Cannot delete property)/, said.message) !== null) {
+    said.frozen = true;
+  }
+  return said;
 }
 
 /** A thrown error's words, with what the daemon may add to them: the box's part, names not passed. */
 function withNotes(said, err) {
-  // context.config is frozen: changing it throws words that name no setting.
-  if (err instanceof TypeError && regexpExec(/object is not extensible|read only property|Cannot delete property/, said.message) !== null) {
-    said.frozen = true;
-  }
   const box = boxCause(err);
   if (box !== null) said.box = box;
   const names = envNamed(said.message);
@@ -1753,7 +1748,7 @@ function importFailure(err, file) {
     }
   }
   const said = { message: headline(err), at };
-  if (err instanceof SyntaxError && looksLikeTypeScript(file)) {
+  if (err instanceof SyntaxError && looksLikeTypeScript(file, at)) {
     said.message += " (it looks like TypeScript: a plugin is JavaScript, run as it is written, so take the types out, or compile it to .mjs)";
   }
   return withNotes(said, err);
@@ -1777,10 +1772,17 @@ function isZod(value) {
   }
 }
 
-/** Whether a file that did not parse holds TypeScript's own syntax: declarations, annotations, `as const`. */
-function looksLikeTypeScript(file) {
+/**
+ * Whether the line of the file where it did not parse (`at`, "LINE:COLUMN" in the file itself), or the
+ * one before, holds TypeScript's own syntax: declarations, annotations, `as const`.
+ */
+function looksLikeTypeScript(file, at) {
   try {
-    const text = apply(readFileSync, fs, [file, "utf8"]);
+    const place = typeof at === "string" ? regexpExec(/^(\d+):\d+$/, at) : null;
+    if (place === null) return false;
+    const lines = apply(split, apply(readFileSync, fs, [file, "utf8"]), ["\n"]);
+    const n = Number(place[1]);
+    const text = `${lines[n - 2] ?? ""}\n${lines[n - 1] ?? ""}`;
     const ts =
       /^\s*(?:export\s+)?(?:interface\s+\w|type\s+\w+(?:<[^>]*>)?\s*=|enum\s+\w+\s*\{|declare\s)|[\w)]\s*:\s*(?:string|number|boolean|any|unknown|void|Promise<|Record<)[\s\w<>\[\],|]*[,)=;{]|\bas\s+const\b/m;
     return regexpExec(ts, text) !== null;
@@ -1886,6 +1888,19 @@ function ownIssues(err) {
   } catch {
     return null;
   }
+}
+
+/** An object whose worth is not in its own keys, named for what it is; null for any other value. */
+function namedObject(value) {
+  if (value === null || typeof value !== "object") return null;
+  if (value instanceof DateCtor) return "a Date";
+  if (value instanceof MapCtor) return "a Map";
+  if (value instanceof SetCtor) return "a Set";
+  if (isView(value) || value instanceof ArrayBufferCtor) {
+    const what = isBuffer(value) ? "a Buffer" : article(clip(toText(value.constructor?.name ?? "ArrayBuffer"), 40));
+    return `${what} of ${value.byteLength} bytes (bytes are no text: decode them, as buffer.toString() does)`;
+  }
+  return null;
 }
 
 /** An error's name as its own String() would give it, where it is a string; else "Error". */

@@ -92,6 +92,13 @@ fn each_answer_shape_reaches_the_caller_in_words() {
             "plugins/text-buffer.mjs answered { text } holding a Buffer of 2 bytes (bytes are no text: decode them, as buffer.toString() does), not a string: a tool answers { text } or { refused }, with a string in it.",
             true,
         ),
+        // A helper's answer wrapped in another: one level is said, never the same words again.
+        (
+            "text-nested",
+            answering("{ text: { text: 'x' } }"),
+            "plugins/text-nested.mjs answered { text } holding an object, not a string: a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
         (
             "text-date",
             answering("{ text: new Date(0) }"),

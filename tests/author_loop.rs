@@ -1312,9 +1312,11 @@ fn a_plugins_link_into_tmp_is_said_to_be_read_only_in_the_box() {
     assert_eq!(s.call("a", json!({})), ("ok".to_string(), false));
 }
 
-/// An error that names a variable ovai has but does not pass (only `pluginEnv`'s are) says so: "set
-/// GITHUB_TOKEN first", with the variable set in the shell that started ovai, sent its author looking at
-/// the shell. Only the names the error itself speaks of are said, never another file's.
+/// An error that names a variable ovai has but does not pass (only `pluginEnv`'s are) is said so in
+/// runtime.log: "set GITHUB_TOKEN first", with the variable set in the shell that started ovai, sent its
+/// author looking at the shell. Only the names the error itself speaks of are said, never another
+/// file's; and never to the caller, whose arguments the error may echo (helper-66: any seat could ask
+/// which names ovai's environment holds).
 #[test]
 fn a_variable_ovai_has_but_does_not_pass_is_named_where_a_plugin_fails() {
     let inst = Instance::with_plugins(&[
@@ -1329,11 +1331,12 @@ fn a_variable_ovai_has_but_does_not_pass_is_named_where_a_plugin_fails() {
             "if (!('ACME_TEST_BOOT' in process.env)) throw new Error('no ACME_TEST_BOOT here');\n\
              export const description = 'x';\nexport const inputSchema = { type: 'object' };\nexport function run() { return 'x'; }\n",
         ),
-        // Names an error speaks of that ovai has not either are not said.
+        // Names an error speaks of that ovai has not either are not said; nor is anything to a caller
+        // whose own words the error echoes.
         (
             "nowhere.mjs",
             "export const description = 'x';\nexport const inputSchema = { type: 'object' };\n\
-             export function run() { throw new Error('set ACME_TEST_NOWHERE first'); }\n",
+             export function run({ name }) { throw new Error(`no ${name ?? 'ACME_TEST_NOWHERE'} here`); }\n",
         ),
         // Writing to the environment works as in any Node program, a name set before included.
         (
@@ -1352,19 +1355,27 @@ fn a_variable_ovai_has_but_does_not_pass_is_named_where_a_plugin_fails() {
     let mut s = inst.session("lead");
     s.initialize();
     let (text, refused) = s.call("needs-token", json!({}));
-    assert!(refused, "{text}");
     assert!(
-        text.ends_with(
-            "set ACME_TEST_TOKEN first. ACME_TEST_TOKEN is set in ovai's own environment but not passed to \
-             plugins: name it in \"pluginEnv\" in openovai.json, then `ovai restart`."
-        ),
+        refused && text.ends_with("Error: set ACME_TEST_TOKEN first"),
         "{text}"
+    );
+    inst.wait_for_row(
+        "host",
+        "A call to plugins/needs-token.mjs failed: ACME_TEST_TOKEN is set in ovai's own environment but not \
+         passed to plugins: name it in \"pluginEnv\" in openovai.json, then `ovai restart`.",
     );
     let (text, refused) = s.call("nowhere", json!({}));
     assert!(
-        refused && text.ends_with("Error: set ACME_TEST_NOWHERE first"),
+        refused && text.ends_with("Error: no ACME_TEST_NOWHERE here"),
         "{text}"
     );
+    let (text, refused) = s.call("nowhere", json!({ "name": "ACME_OTHER" }));
+    assert!(
+        refused && text.ends_with("Error: no ACME_OTHER here"),
+        "{text}"
+    );
+    let rows = inst.rows("host").join("\n");
+    assert!(!rows.contains("ACME_TEST_NOWHERE"), "{rows}");
     assert_eq!(s.call("writes-env", json!({})), ("wrote".into(), false));
     let rows = inst.rows("plugins").join("\n");
     assert!(

@@ -91,7 +91,9 @@ fn call(
         .map_err(|e| e.to_string())?
         .map_err(|e| super::why_no_tool(&inst, tool).unwrap_or(e.message))?;
     // A file edited and not read again ran as it was read: said, as the author tries their edit.
-    if let Ok(status) = client::control::<crate::wire::StatusReply>(&inst, ControlOp::Status) {
+    if !crate::tools::BUILTINS.contains(&tool)
+        && let Ok(status) = client::control::<crate::wire::StatusReply>(&inst, ControlOp::Status)
+    {
         let file = format!("plugins/{tool}.mjs");
         if status.stale.contains(&file) {
             eprintln!(

@@ -229,15 +229,17 @@ pub fn not_reimported(shown: &str, why: &NotReimported) -> String {
     format!("{shown} is not answering calls since its plugin host was respawned: {why}. {then}.")
 }
 
-/// What follows a thrown error's words, where the host saw more of why: its box's part, and names read
-/// from the environment that ovai has and does not pass. Empty, or sentences after ". ".
-pub fn thrown_notes(t: &Thrown) -> String {
+/// What follows a thrown error's words, where the host saw more of why: its box's part, what a frozen
+/// object may be, and (`env`, for the operator's rows only) names the words speak of that ovai has and
+/// does not pass. Empty, or sentences after ". ".
+pub fn thrown_notes(t: &Thrown, env: bool) -> String {
     let frozen = t.frozen.then(|| {
         "If that object is context.config: it is openovai.json's settings, frozen for every call; copy \
          what you change ({ ...context.config.ci })."
             .to_string()
     });
-    let notes: Vec<String> = [box_met(t).map(str::to_string), env_unpassed(t), frozen]
+    let env = if env { env_unpassed(t) } else { None };
+    let notes: Vec<String> = [box_met(t).map(str::to_string), env, frozen]
         .into_iter()
         .flatten()
         .collect();
@@ -251,8 +253,9 @@ pub fn thrown_notes(t: &Thrown) -> String {
 /// Which of the environment variables an error names (and the host did not have) ovai's own environment
 /// has: those are not passed (only `pluginEnv`'s are), and "set GITHUB_TOKEN first", with the token set
 /// in the shell that started ovai, sends its author looking at the shell. As a sentence to follow the
-/// error's words.
-fn env_unpassed(t: &Thrown) -> Option<String> {
+/// error's words, in the operator's rows only: a call's error may name what its caller gave, and the
+/// caller would learn which names ovai's environment holds.
+pub fn env_unpassed(t: &Thrown) -> Option<String> {
     let names: Vec<&str> = t
         .env_unset
         .iter()

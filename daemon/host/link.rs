@@ -288,6 +288,8 @@ pub struct Link {
     ended_at: Mutex<Vec<String>>,
     /// How it said it is being ended (`process.abort()`), where it said so.
     ended_how: Mutex<Option<String>>,
+    /// The variable names already said in a row (`env_row`).
+    env_said: Mutex<std::collections::HashSet<String>>,
     /// Wakes the deadline sweeper: a first deadline to wait for, or the link's end.
     sweep: Arc<tokio::sync::Notify>,
     /// The heartbeat waits at its idle pace, to be woken by the first call that comes.
@@ -355,6 +357,7 @@ impl Link {
             stray_rows: Mutex::new(StrayRows::default()),
             ended_at: Mutex::new(Vec::new()),
             ended_how: Mutex::new(None),
+            env_said: Mutex::new(std::collections::HashSet::new()),
             sweep: Arc::new(tokio::sync::Notify::new()),
             beat_idle: std::sync::atomic::AtomicBool::new(false),
             busy: tokio::sync::Notify::new(),
@@ -690,6 +693,28 @@ impl Link {
         log.row(Topic::Host, &row);
     }
 
+    /// A call that failed naming a variable ovai has and does not pass, in runtime.log once a name for
+    /// each host (the caller is not told: its arguments may be what the error names).
+    fn env_row(&self, file: &str, t: &super::protocol::Thrown) {
+        let Some(log) = &self.log else { return };
+        let fresh: Vec<String> = {
+            let mut said = lock(&self.env_said);
+            t.env_unset
+                .iter()
+                .take(8)
+                .filter(|n| said.len() < 32 && said.insert((*n).clone()))
+                .cloned()
+                .collect()
+        };
+        let t = super::protocol::Thrown {
+            env_unset: fresh,
+            ..Default::default()
+        };
+        if let Some(words) = rows::env_unpassed(&t) {
+            log.row(Topic::Host, &format!("A call to {file} failed: {words}"));
+        }
+    }
+
     fn deliver(&self, msg: FromHost) {
         self.heard.fetch_add(1, Ordering::Relaxed);
         match msg {
@@ -697,7 +722,7 @@ impl Link {
                 let settle = {
                     let mut calls = lock(&self.calls);
                     match calls.waiting.get(&a.id) {
-                        Some(w) if w.key == a.key => calls.waiting.remove(&a.id).map(|w| w.settle),
+                        Some(w) if w.key == a.key => calls.waiting.remove(&a.id),
                         Some(_) => {
                             tracing::warn!(
                                 pid = self.pid,
@@ -709,8 +734,11 @@ impl Link {
                         None => None,
                     }
                 };
-                if let Some(settle) = settle {
-                    settle.end(End::Call(CallEnd::Answered(a)));
+                if let Some(w) = settle {
+                    if let Some(t) = a.threw.as_ref().filter(|t| !t.env_unset.is_empty()) {
+                        self.env_row(&w.file, t);
+                    }
+                    w.settle.end(End::Call(CallEnd::Answered(a)));
                 }
             }
             FromHost::Progress(p) => {

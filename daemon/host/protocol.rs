@@ -238,7 +238,7 @@ pub struct Loaded {
     pub too_deep: Option<u64>,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
 pub struct Thrown {
     /// The error's first line, as `String(err)` gives it.
     pub message: String,

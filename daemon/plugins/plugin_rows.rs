@@ -318,7 +318,7 @@ pub fn not_module(file: &str) -> String {
 }
 
 pub fn import_failed(file: &str, t: &Thrown) -> String {
-    let box_said = crate::host::host_rows::thrown_notes(t);
+    let box_said = crate::host::host_rows::thrown_notes(t, true);
     match &t.at {
         Some(at) => not_served(
             file,
@@ -404,13 +404,15 @@ pub fn exports(file: &str, r: &ExportsReport) -> String {
             .filter(|o| missing.iter().any(|m| misspelt(m, o)))
             .map(quoted)
             .collect();
-        // Two of the three named so, at least: one export called `call` or `main` is shared code's too.
+        // Where none of the three is there, two named so at least: one export called `call` or `main` is
+        // shared code's too. Where the others are there, a `handler` beside them is the one meant.
         let roles = missing
             .iter()
             .filter(|m| others().any(|o| named_otherwise(m, o)))
             .count();
+        let enough = roles >= 2 || missing.len() < EXPORTS.len();
         let otherwise: Vec<String> = others()
-            .filter(|o| roles >= 2 && missing.iter().any(|m| named_otherwise(m, o)))
+            .filter(|o| enough && missing.iter().any(|m| named_otherwise(m, o)))
             .map(quoted)
             .collect();
         pointed = !near.is_empty() || !otherwise.is_empty();
@@ -520,6 +522,23 @@ mod tests {
             )),
             "{}",
             exports("x.mjs", &r)
+        );
+        // Beside the other two, one named as another host names it is the one meant.
+        let one = ExportsReport {
+            missing: vec!["run".into()],
+            others: vec!["handler".into()],
+            ..ExportsReport {
+                missing: vec![],
+                wrong: vec![],
+                empty_description: false,
+                has_default: false,
+                others: vec![],
+            }
+        };
+        assert!(
+            exports("x.mjs", &one).contains("(it exports \"handler\", as other hosts name them"),
+            "{}",
+            exports("x.mjs", &one)
         );
         // Named as another host names them: a tool, not shared code.
         let r = ExportsReport {

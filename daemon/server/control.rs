@@ -33,7 +33,7 @@ pub async fn handle(
             Some(ControlOp::Restart) => {
                 reply(daemon.restart(why.unwrap_or("`ovai restart`")).await)
             }
-            Some(ControlOp::Status) => wire::line(&Reply::done(status(daemon).await)),
+            Some(ControlOp::Status) => wire::line(&Reply::done(status(daemon, true).await)),
             Some(ControlOp::Seats) => reply(
                 daemon
                     .seats_changed(why)
@@ -136,7 +136,9 @@ fn refused(why: &str) -> String {
 
 /// The daemon as `ovai status` shows it. File work (seats.json, hashing plugins/) runs off the daemon's
 /// thread.
-pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
+/// `config`: look whether openovai.json reads otherwise now (for `ovai status`; the status page, which
+/// asks every second, does not show it).
+pub async fn status(daemon: &Arc<Daemon>, config: bool) -> StatusReply {
     let generation = daemon.current();
     let counts = daemon.sessions.count_by_seat();
     let starting = match daemon.http.get() {
@@ -164,9 +166,10 @@ pub async fn status(daemon: &Arc<Daemon>) -> StatusReply {
         tokio::task::spawn_blocking(move || {
             // openovai.json edited since it was read is served as it was until a restart; a file that
             // no longer reads is said by the command, which reads it itself.
-            let changed = inst
-                .read_config()
-                .is_ok_and(|now| now.raw != generation.config.raw);
+            let changed = config
+                && inst
+                    .read_config()
+                    .is_ok_and(|now| now.raw != generation.config.raw);
             (generation.stale(&inst), changed)
         })
         .await

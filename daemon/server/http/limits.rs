@@ -28,7 +28,8 @@ pub const ALL_BODIES: &str = "the server is reading";
 /// hold a quarter of them, so that bodies sent slowly by one seat keep no other out.
 pub struct Bodies {
     in_flight: Arc<AtomicUsize>,
-    by_seat: Counts<String>,
+    /// Each seat's bytes: looked up once a request (a seat's entry stays, as seats are few).
+    by_seat: Mutex<HashMap<String, Arc<AtomicUsize>>>,
     budget: usize,
 }
 
@@ -36,7 +37,7 @@ impl Bodies {
     pub fn new(budget: usize) -> Self {
         Self {
             in_flight: Arc::default(),
-            by_seat: Arc::default(),
+            by_seat: Mutex::default(),
             budget,
         }
     }
@@ -46,8 +47,7 @@ impl Bodies {
 struct BodyShare {
     bytes: usize,
     in_flight: Arc<AtomicUsize>,
-    by_seat: Counts<String>,
-    seat: String,
+    seat: Arc<AtomicUsize>,
 }
 
 impl BodyShare {
@@ -55,23 +55,15 @@ impl BodyShare {
     fn take(&mut self, n: usize) -> (usize, usize) {
         self.bytes += n;
         let all = self.in_flight.fetch_add(n, Ordering::SeqCst) + n;
-        let mut by_seat = lock(&self.by_seat);
-        let mine = by_seat.entry(self.seat.clone()).or_insert(0);
-        *mine += n;
-        (*mine, all)
+        let mine = self.seat.fetch_add(n, Ordering::SeqCst) + n;
+        (mine, all)
     }
 }
 
 impl Drop for BodyShare {
     fn drop(&mut self) {
         self.in_flight.fetch_sub(self.bytes, Ordering::SeqCst);
-        let mut by_seat = lock(&self.by_seat);
-        if let Some(mine) = by_seat.get_mut(&self.seat) {
-            *mine = mine.saturating_sub(self.bytes);
-            if *mine == 0 {
-                by_seat.remove(&self.seat);
-            }
-        }
+        self.seat.fetch_sub(self.bytes, Ordering::SeqCst);
     }
 }
 
@@ -156,11 +148,17 @@ pub fn with_body_deadline(request: Request, bodies: &Bodies, seat: &str) -> Requ
     }
     let deadline = tokio::time::Instant::now() + BODY_TIMEOUT;
     let (parts, body) = request.into_parts();
+    let found = lock(&bodies.by_seat).get(seat).cloned();
+    let seat = found.unwrap_or_else(|| {
+        lock(&bodies.by_seat)
+            .entry(seat.to_string())
+            .or_default()
+            .clone()
+    });
     let held = BodyShare {
         bytes: 0,
         in_flight: bodies.in_flight.clone(),
-        by_seat: bodies.by_seat.clone(),
-        seat: seat.to_string(),
+        seat,
     };
     let budget = bodies.budget;
     let seat_budget = budget / 4;

@@ -151,6 +151,20 @@ pub async fn accept(
                                 );
                                 let _ = tcp.write_all(&answer).await;
                                 let _ = tcp.shutdown().await;
+                                // The request read (a moment, a little) before the close: closed with it
+                                // unread, the answer may be lost to a reset.
+                                use tokio::io::AsyncReadExt as _;
+                                let mut rest = [0u8; 16 * 1024];
+                                let _ = tokio::time::timeout(Duration::from_millis(200), async {
+                                    let mut left: usize = 256 * 1024;
+                                    while left > 0 {
+                                        match tcp.read(&mut rest).await {
+                                            Ok(0) | Err(_) => break,
+                                            Ok(n) => left = left.saturating_sub(n),
+                                        }
+                                    }
+                                })
+                                .await;
                             }
                             Ok(Err(None)) => {}
                             Err(_) => tracing::debug!("a TLS handshake took too long"),

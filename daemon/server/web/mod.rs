@@ -320,7 +320,7 @@ async fn events(
 async fn snapshot(daemon: &Arc<Daemon>) -> Value {
     // The latest calls first: a call shown is then in its seat's figures and sessions too, read after it.
     let calls = daemon.figures.recent();
-    let status = super::control::status(daemon).await;
+    let status = super::control::status(daemon, false).await;
     let generation = daemon.current();
     let by_transport = daemon.sessions.count_by_seat_and_transport();
     let seats: Vec<Value> = status
