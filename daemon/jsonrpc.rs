@@ -218,9 +218,15 @@ pub fn overlong_answer(skeleton: Option<&str>) -> Option<Vec<u8>> {
         "Invalid request: a line longer than {} MiB was skipped; send less in one request",
         MAX_LINE >> 20
     );
+    skipped_answer(skeleton, &words)
+}
+
+/// The answer to a line skipped as it came, under the id its skeleton names, saying `words`; none for
+/// a notification or a response.
+pub fn skipped_answer(skeleton: Option<&str>, words: &str) -> Option<Vec<u8>> {
     match overlong(skeleton) {
-        Overlong::Under(id) => Some(error_under(&id, INVALID_REQUEST, &words)),
-        Overlong::Echoed(raw) => Some(error_raw_id(&raw, INVALID_REQUEST, &words)),
+        Overlong::Under(id) => Some(error_under(&id, INVALID_REQUEST, words)),
+        Overlong::Echoed(raw) => Some(error_raw_id(&raw, INVALID_REQUEST, words)),
         Overlong::Unanswered => None,
     }
 }

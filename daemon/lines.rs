@@ -26,6 +26,20 @@ pub enum Line {
     TooLong(Option<String>),
     /// A line whose bytes are not UTF-8.
     NotUtf8,
+    /// A line dropped as it came because the lines not yet ended of its sender's seat held more than
+    /// their share (`CappedLines::share`); skimmed as `TooLong`'s.
+    Crowded(Option<String>),
+}
+
+/// A line not yet ended holds its bytes against its seat's share from this size on: the bytes of a line
+/// that arrives in one piece are never counted.
+const COUNTED_FROM: usize = 1 << 20;
+
+/// The bytes of lines not yet ended that a seat's sessions may hold together, and this reader's part.
+struct Share {
+    seat: Arc<AtomicUsize>,
+    limit: usize,
+    mine: usize,
 }
 
 pub struct CappedLines {
@@ -40,6 +54,10 @@ pub struct CappedLines {
     skims: bool,
     /// The line over the cap being skimmed.
     skim: Option<Skim>,
+    /// The seat's share of lines not yet ended, once the reader knows its seat.
+    share: Option<Share>,
+    /// The line being dropped was over the seat's share, not the cap.
+    crowded: bool,
 }
 
 impl CappedLines {
@@ -51,6 +69,8 @@ impl CappedLines {
             lossy: false,
             skims: true,
             skim: None,
+            share: None,
+            crowded: false,
         }
     }
 
@@ -59,11 +79,45 @@ impl CappedLines {
     /// with a newline, so bytes left without one at the end are a message its writer died writing, and
     /// are dropped rather than read as one that was damaged.
     pub fn lossy(max: usize) -> Self {
-        Self {
-            lossy: true,
-            skims: false,
-            ..Self::new(max)
+        let mut lines = Self::new(max);
+        lines.lossy = true;
+        lines.skims = false;
+        lines
+    }
+
+    /// Counts a line not yet ended of `COUNTED_FROM` bytes or more against `seat`'s bytes, which its
+    /// readers together keep within `limit`: past it, the line that would go over is dropped as it comes
+    /// (`Line::Crowded` at its end). Many sessions of one seat could otherwise hold a line of up to the
+    /// cap each, and the daemon's memory with them.
+    pub fn share(&mut self, seat: Arc<AtomicUsize>, limit: usize) {
+        self.hold(0);
+        self.share = Some(Share {
+            seat,
+            limit,
+            mine: 0,
+        });
+    }
+
+    /// Holds `bytes` of a line not yet ended against the seat's share (none below `COUNTED_FROM`);
+    /// whether the seat's lines now hold more than it.
+    fn hold(&mut self, bytes: usize) -> bool {
+        let Some(share) = &mut self.share else {
+            return false;
+        };
+        let bytes = if bytes >= COUNTED_FROM { bytes } else { 0 };
+        if bytes >= share.mine {
+            share.seat.fetch_add(bytes - share.mine, Ordering::Relaxed);
+        } else {
+            share.seat.fetch_sub(share.mine - bytes, Ordering::Relaxed);
         }
+        share.mine = bytes;
+        bytes > 0 && share.seat.load(Ordering::Relaxed) > share.limit
+    }
+}
+
+impl Drop for CappedLines {
+    fn drop(&mut self) {
+        self.hold(0);
     }
 }
 
@@ -89,6 +143,7 @@ impl Decoder for CappedLines {
             }
             Some(end) => {
                 self.searched = 0;
+                self.hold(0);
                 let line = buf.split_to(end + 1);
                 Some(text(&line[..end], self.lossy))
             }
@@ -100,6 +155,7 @@ impl Decoder for CappedLines {
             None if buf.len() > self.max => {
                 // Over the cap: drop it up to its end if that is here already, else as it comes, and
                 // say so at its end.
+                self.hold(0);
                 self.searched = 0;
                 self.skim = self.skims.then(Skim::default);
                 match memchr::memchr(b'\n', &buf[look_to..]) {
@@ -115,6 +171,17 @@ impl Decoder for CappedLines {
                         None
                     }
                 }
+            }
+            None if self.hold(buf.len()) => {
+                // Over the seat's share: dropped as it comes, as a line over the cap is.
+                self.hold(0);
+                self.searched = 0;
+                self.crowded = true;
+                self.discarding = true;
+                self.skim = self.skims.then(Skim::default);
+                self.skim_on(buf);
+                buf.clear();
+                None
             }
             None => {
                 self.searched = buf.len();
@@ -149,10 +216,15 @@ impl CappedLines {
         }
     }
 
-    /// The line over the cap, ending with `last`.
+    /// The line over the cap (or the seat's share), ending with `last`.
     fn skimmed(&mut self, last: &[u8]) -> Line {
         self.skim_on(last);
-        Line::TooLong(self.skim.take().and_then(Skim::finish))
+        let skeleton = self.skim.take().and_then(Skim::finish);
+        if std::mem::take(&mut self.crowded) {
+            Line::Crowded(skeleton)
+        } else {
+            Line::TooLong(skeleton)
+        }
     }
 }
 
@@ -296,6 +368,47 @@ async fn write_counted<W: AsyncWrite + Unpin>(write: &mut W, bytes: &[u8]) -> us
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_not_yet_ended_hold_their_seats_share_until_they_end() {
+        let seat = Arc::new(AtomicUsize::new(0));
+        let mb = COUNTED_FROM;
+        let (mut a, mut b) = (CappedLines::new(16 * mb), CappedLines::new(16 * mb));
+        a.share(seat.clone(), 3 * mb);
+        b.share(seat.clone(), 3 * mb);
+        let (mut in_a, mut in_b) = (BytesMut::new(), BytesMut::new());
+        // Below a megabyte nothing is held; past it, the line's bytes are.
+        in_a.extend_from_slice(&vec![b'x'; mb / 2]);
+        assert_eq!(a.decode(&mut in_a).unwrap(), None);
+        assert_eq!(seat.load(Ordering::Relaxed), 0);
+        in_a.extend_from_slice(&vec![b'x'; 2 * mb]);
+        assert_eq!(a.decode(&mut in_a).unwrap(), None);
+        assert_eq!(seat.load(Ordering::Relaxed), 2 * mb + mb / 2);
+        // The other reader's line would go past the share: dropped as it comes, said at its end.
+        in_b.extend_from_slice(b"{\"id\":7,\"method\":\"x\",\"params\":\"");
+        in_b.extend_from_slice(&vec![b'y'; 2 * mb]);
+        assert_eq!(b.decode(&mut in_b).unwrap(), None);
+        assert!(in_b.is_empty());
+        assert_eq!(seat.load(Ordering::Relaxed), 2 * mb + mb / 2);
+        in_b.extend_from_slice(b"\"}\nnext\n");
+        assert!(matches!(
+            b.decode(&mut in_b).unwrap(),
+            Some(Line::Crowded(Some(_)))
+        ));
+        assert_eq!(
+            b.decode(&mut in_b).unwrap(),
+            Some(Line::Text("next".into()))
+        );
+        // Ended, a line holds nothing; a reader gone gives back what it held.
+        in_a.extend_from_slice(b"\n");
+        assert!(matches!(a.decode(&mut in_a).unwrap(), Some(Line::Text(_))));
+        assert_eq!(seat.load(Ordering::Relaxed), 0);
+        in_b.extend_from_slice(&vec![b'z'; 2 * mb]);
+        assert_eq!(b.decode(&mut in_b).unwrap(), None);
+        assert_eq!(seat.load(Ordering::Relaxed), 2 * mb);
+        drop(b);
+        assert_eq!(seat.load(Ordering::Relaxed), 0);
+    }
 
     fn lines(max: usize, input: &[u8]) -> Vec<Line> {
         let mut codec = CappedLines::new(max);

@@ -2266,3 +2266,53 @@ fn a_progress_token_of_another_kind_is_invalid_params_in_words() {
         assert!(answer["result"].is_object(), "{answer}");
     }
 }
+
+/// Lines left unfinished on the socket hold their bytes against their seat's share (64 MiB): one
+/// seat's many sessions, each holding a line of up to 16 MiB without its end, held the daemon at a
+/// gigabyte (helper-64). The line that would go past the share is skipped as it comes and answered
+/// under its id; the others are read as ever.
+#[test]
+fn a_seats_unfinished_lines_hold_no_more_than_its_share() {
+    use std::io::Write;
+    let inst = Instance::new();
+    let _d = inst.start();
+    let socket = inst.root.join(".ovai/ovai.sock");
+    let hello = format!(
+        "{}\n",
+        json!({ "ovai": ovai::wire::VERSION, "seatSecret": inst.secret("lead") })
+    );
+    let body = "a".repeat(15 << 20);
+    let mut conns: Vec<std::os::unix::net::UnixStream> = (1..=5)
+        .map(|id| {
+            let mut s = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+            s.set_read_timeout(Some(PATIENCE)).unwrap();
+            s.write_all(hello.as_bytes()).unwrap();
+            let welcome = ovai::client::read_line_unbuffered(&mut s, 64 * 1024).unwrap();
+            assert!(welcome.contains("\"ok\":true"), "{welcome}");
+            let start = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"index","arguments":{{"x":"{body}"#
+            );
+            s.write_all(start.as_bytes()).unwrap();
+            s
+        })
+        .collect();
+    let answers: Vec<String> = conns
+        .iter_mut()
+        .map(|s| {
+            s.write_all(b"\"}}}\n").unwrap();
+            ovai::client::read_line_unbuffered(s, 1 << 20).unwrap()
+        })
+        .collect();
+    let crowded: Vec<&String> = answers
+        .iter()
+        .filter(|a| a.contains("this seat's sessions held more than 64 MiB of lines not yet ended"))
+        .collect();
+    assert_eq!(crowded.len(), 1, "{answers:#?}");
+    assert!(crowded[0].contains("\"id\":5"), "{}", crowded[0]);
+    // The session goes on: its next line is read.
+    let s = &mut conns[4];
+    s.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}\n")
+        .unwrap();
+    let next = ovai::client::read_line_unbuffered(s, 1 << 20).unwrap();
+    assert!(next.contains("\"id\":9"), "{next}");
+}

@@ -841,7 +841,7 @@ async fn read_lines(link: Arc<Link>, read: ReadHalf, max_line: usize) {
                     "the plugin host sent a protocol line that is not UTF-8; it was dropped"
                 );
             }
-            Ok(Line::TooLong(_)) => {
+            Ok(Line::TooLong(_) | Line::Crowded(_)) => {
                 tracing::warn!(
                     pid = link.pid,
                     max_line,

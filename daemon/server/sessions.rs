@@ -95,6 +95,8 @@ pub const SEAT_IN_FLIGHT: usize = 256;
 pub struct SeatLoad {
     in_flight: AtomicUsize,
     pub freed: tokio::sync::Notify,
+    /// The bytes of its sessions' lines not yet ended (`CappedLines::share`).
+    pub unfinished: std::sync::Arc<AtomicUsize>,
 }
 
 impl SeatLoad {

@@ -102,6 +102,10 @@ enum Lifecycle {
     Inline,
 }
 
+/// The bytes of lines not yet ended (a megabyte or more each) that a seat's sessions may hold together:
+/// four whole lines' worth. Past it, a line that would go over is skipped as it comes.
+const SEAT_UNFINISHED: usize = 4 * MAX_LINE;
+
 /// What calls get beyond their deadline to answer, once the client closed its side.
 const CLOSING_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// How often a session that is not being read (it fills what may be held) is asked whether its client
@@ -280,6 +284,18 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                     let _ = self.queue_line(answer);
                     return LineRead::Answered;
                 }
+                Some(Ok(Line::Crowded(skeleton))) => {
+                    let words = format!(
+                        "Invalid request: this seat's sessions held more than {} MiB of lines not yet ended, \
+                         its share, so this line was skipped as it came; send each line whole",
+                        SEAT_UNFINISHED >> 20
+                    );
+                    let Some(answer) = jsonrpc::skipped_answer(skeleton.as_deref(), &words) else {
+                        continue;
+                    };
+                    let _ = self.queue_line(answer);
+                    return LineRead::Answered;
+                }
                 Some(Ok(Line::NotUtf8)) => {
                     let _ = self.queue_line(jsonrpc::error(
                         &Value::Null,
@@ -312,6 +328,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
 
     /// Counts the session's requests in flight with its seat's other sessions', against SEAT_IN_FLIGHT.
     pub fn with_seat_load(mut self, load: Arc<super::sessions::SeatLoad>) -> Self {
+        self.lines
+            .decoder_mut()
+            .share(load.unfinished.clone(), SEAT_UNFINISHED);
         if let Some(answers) = Arc::get_mut(&mut self.answers) {
             answers.seat = load;
         }
