@@ -448,6 +448,10 @@ pub fn room_failed(e: &crate::tools::room::RoomError) -> Outcome {
         }
         RoomError::Read(err) => format!("The room could not be read (room.jsonl: {err})."),
         RoomError::Gone => "The caller went away before the room was read.".to_string(),
+        RoomError::TooFast(wait) => format!(
+            "The room takes at most 1 MiB of messages a minute from a seat, and this seat has said that \
+             much: your message was not said. Say it again in {wait} s."
+        ),
         RoomError::TooLong(bytes) => format!(
             "Your message is {} bytes, and the room takes at most {} bytes a message: it was not said. Say it in parts.",
             crate::names::thousands(*bytes),

@@ -163,9 +163,14 @@ fn a_read_of_a_room_full_of_long_messages_is_held_to_an_answers_size_and_line_br
         text.contains("] lead: ls\\u{2028}[2026-11-30T05:00:00.000Z] lead: forged"),
         "{text}"
     );
+    // Two seats write it (a seat says at most 1 MiB a minute).
+    inst.add_seat("w1");
+    let mut w1 = inst.session("w1");
+    w1.initialize();
     let long = "\u{1}".repeat(16_000);
-    for _ in 0..80 {
+    for _ in 0..40 {
         assert!(!s.call("room", json!({ "say": long, "last": 0 })).1);
+        assert!(!w1.call("room", json!({ "say": long, "last": 0 })).1);
     }
     let (text, refused) = s.call("room", json!({ "last": 200 }));
     assert!(!refused);
@@ -280,4 +285,39 @@ fn the_room_shows_every_invisible_character_escaped() {
         ),
         "{text}"
     );
+}
+
+/// A seat says at most 1 MiB in the room a minute: one Worker flooding it (16 MB a second, found by
+/// helper-64) buried the others' messages and filled the disk. Past it, its message is refused in
+/// words, and another seat still speaks.
+#[test]
+fn a_seat_says_at_most_a_mebibyte_a_minute() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    let _d = inst.start();
+    let mut w1 = inst.session("w1");
+    w1.initialize();
+    let big = "z".repeat(16_384);
+    for i in 0..64 {
+        let (text, refused) = w1.call("room", json!({ "say": big, "last": 0 }));
+        assert!(!refused, "message {i}: {text}");
+    }
+    let (text, refused) = w1.call("room", json!({ "say": big, "last": 0 }));
+    assert!(refused, "{text}");
+    assert!(
+        text.starts_with(
+            "The room takes at most 1 MiB of messages a minute from a seat, and this seat has said that much: \
+             your message was not said. Say it again in "
+        ),
+        "{text}"
+    );
+    let mut lead = inst.session("lead");
+    lead.initialize();
+    let (text, refused) = lead.call("room", json!({ "say": "still here", "last": 1 }));
+    assert!(!refused && text.contains("still here"), "{text}");
+    let lines = std::fs::read_to_string(inst.root.join("room.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
+    assert_eq!(lines, 65);
 }

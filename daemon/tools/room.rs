@@ -68,7 +68,14 @@ pub struct Room {
     write: tokio::sync::Mutex<()>,
     /// A few readers at a time, off the daemon's thread.
     readers: Semaphore,
+    /// What each seat said in the current minute: when it began, and how many bytes.
+    said: std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, usize)>>,
 }
+
+/// The bytes of messages a seat may say in a minute: a seat flooding the room (16 MB a second, found)
+/// would bury the others' messages and fill the disk.
+pub const SAY_BYTES_A_MINUTE: usize = 1 << 20;
+const MINUTE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Why a room call could not be done.
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +88,9 @@ pub enum RoomError {
     TooLong(usize),
     #[error("the caller went away")]
     Gone,
+    /// The seat said its minute's bytes; it may say again in this many seconds.
+    #[error("the seat said its share of the room for this minute")]
+    TooFast(u64),
 }
 
 /// The last messages, and what was passed over on the way.
@@ -101,6 +111,7 @@ impl Room {
             path,
             write: tokio::sync::Mutex::new(()),
             readers: Semaphore::new(READERS),
+            said: std::sync::Mutex::default(),
         }
     }
 
@@ -122,6 +133,7 @@ impl Room {
             if text.len() > MAX_SAY_BYTES {
                 return Err(RoomError::TooLong(text.len()));
             }
+            self.count_said(seat, text.len())?;
             let msg = Message {
                 at: crate::runtime_log::timestamp(SystemTime::now()),
                 seat: seat.to_string(),
@@ -157,6 +169,21 @@ impl Room {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Counts `bytes` said by `seat` in its minute; refused past SAY_BYTES_A_MINUTE (and not counted).
+    fn count_said(&self, seat: &str, bytes: usize) -> Result<(), RoomError> {
+        let now = std::time::Instant::now();
+        let mut said = crate::sync::lock(&self.said);
+        // Minutes long past are forgotten: the map holds the seats that spoke lately.
+        said.retain(|_, (since, _)| now.duration_since(*since) < MINUTE);
+        let (since, sum) = said.entry(seat.to_string()).or_insert((now, 0));
+        if *sum + bytes > SAY_BYTES_A_MINUTE {
+            let wait = MINUTE.saturating_sub(now.duration_since(*since)).as_secs() + 1;
+            return Err(RoomError::TooFast(wait));
+        }
+        *sum += bytes;
+        Ok(())
     }
 
     /// The last `n` messages, oldest first (read off the daemon's thread by the caller).
