@@ -761,10 +761,13 @@ pub enum ConfigError {
 
 impl Config {
     pub fn parse(text: &str) -> Result<Self, ConfigError> {
-        let raw: Value = serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
-            message: config_slip(text, &e).unwrap_or_else(|| syntax_message(&e)),
-            line: e.line(),
-            column: e.column(),
+        let raw: Value = serde_json::from_str(text).map_err(|e| {
+            let (line, column) = trailing_comma_at(text, &e).unwrap_or((e.line(), e.column()));
+            ConfigError::Syntax {
+                message: config_slip(text, &e).unwrap_or_else(|| syntax_message(&e)),
+                line,
+                column,
+            }
         })?;
         let Value::Object(map) = &raw else {
             return Err(ConfigError::NotObject(json_kind(&raw)));
@@ -982,6 +985,24 @@ impl std::fmt::Display for Role {
 
 /// What a person most often gets wrong in a JSON file edited by hand, said as such where serde's words
 /// would not say it: a byte order mark an editor saved, a comment (JSONC is not JSON).
+/// Where a trailing comma is: serde places the error at the token after it (the closing brace, often a
+/// line further down), and the person looks for the comma.
+fn trailing_comma_at(text: &str, e: &serde_json::Error) -> Option<(usize, usize)> {
+    if !e.to_string().starts_with("trailing comma") {
+        return None;
+    }
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(e.line().checked_sub(1)?)
+        .map(str::len)
+        .sum();
+    let at = (line_start + e.column().saturating_sub(1)).min(text.len());
+    let comma = text.get(..at)?.trim_end().strip_suffix(',')?.len();
+    let line = text[..comma].matches('\n').count() + 1;
+    let column = comma - text[..comma].rfind('\n').map_or(0, |n| n + 1) + 1;
+    Some((line, column))
+}
+
 fn config_slip(text: &str, e: &serde_json::Error) -> Option<String> {
     if text.starts_with('\u{feff}') {
         return Some(
@@ -1286,6 +1307,16 @@ mod tests {
         );
         assert_eq!(said("maxAnswerBytes", "512"), "taken");
         assert_eq!(said("hostMaxMemoryMB", "16"), "taken");
+    }
+
+    #[test]
+    fn a_trailing_comma_is_placed_where_it_is() {
+        let e = Config::parse("{\n  \"user\": \"a\",\n  \"leader\": \"b\",\n}\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("trailing comma at line 3, column 16."),
+            "{e}"
+        );
     }
 
     #[test]
