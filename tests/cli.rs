@@ -367,7 +367,7 @@ fn serve_refuses_a_config_that_does_not_parse() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains(
-            "openovai.json does not parse: trailing comma at line 4, column 1.",
+            "openovai.json does not parse: trailing comma at line 3, column 19.",
         ));
 }
 
