@@ -49,8 +49,17 @@ impl RuntimeLog {
         self.rows(topic, std::slice::from_ref(&sentence.to_string()));
     }
 
+    /// A row the operator's stderr shows as a warning (once: not as a row besides).
+    pub fn warn_row(&self, topic: Topic, sentence: &str) {
+        self.rows_at(topic, std::slice::from_ref(&sentence.to_string()), true);
+    }
+
     /// Appends several rows in one write, so no other row lands between them.
     pub fn rows(&self, topic: Topic, sentences: &[String]) {
+        self.rows_at(topic, sentences, false);
+    }
+
+    fn rows_at(&self, topic: Topic, sentences: &[String], warn: bool) {
         if sentences.is_empty() {
             return;
         }
@@ -81,7 +90,11 @@ impl RuntimeLog {
         for s in sentences {
             // The operator's copy is one line too.
             let s = crate::names::escape_controls(s, false);
-            tracing::info!(topic = topic.as_str(), "{s}");
+            if warn {
+                tracing::warn!(topic = topic.as_str(), "{s}");
+            } else {
+                tracing::info!(topic = topic.as_str(), "{s}");
+            }
         }
     }
 }

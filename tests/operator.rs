@@ -1865,3 +1865,27 @@ fn a_server_whose_folder_was_moved_stops_saying_where_it_went() {
         "{said}"
     );
 }
+
+/// A warning the server writes as a row is on its stderr once, as a warning: it was there twice, once
+/// as the warning and once as the row's copy (helper-65).
+#[test]
+fn a_warning_row_is_on_the_servers_stderr_once() {
+    if !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    let inst = Instance::new();
+    let d = inst.start();
+    // The row's copy (it names its topic) is written after any other copy would have been.
+    let said = wait_until("the root warning's row on stderr", || {
+        let said = std::fs::read_to_string(&d.stderr).ok()?;
+        said.lines()
+            .any(|l| l.contains("ovai serve runs as root") && l.contains("topic="))
+            .then_some(said)
+    });
+    let lines: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains("ovai serve runs as root"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{said}");
+    assert!(lines[0].contains("WARN"), "{said}");
+}

@@ -72,7 +72,11 @@ impl StderrTail {
         if line.starts_with("FATAL ERROR") {
             self.fatal = Some(line.clone());
         }
-        if line.trim_start().starts_with(ENDED) {
+        // Behind spaces or unseen characters (a zero-width space) too.
+        if line
+            .trim_start_matches(|c: char| c.is_whitespace() || crate::names::unseen(c))
+            .starts_with(ENDED)
+        {
             return;
         }
         self.lines.push_back((at, line));
@@ -292,7 +296,13 @@ mod tests {
     #[test]
     fn the_hosts_words_on_stderr_are_a_plugins_and_no_last_words() {
         let forged = "ovai host: a plugin ended the plugin host with process.reallyExit(3) (at plugins/a.mjs:4:28)";
-        let t = tail(&["what it said", forged, &format!("  {forged}"), ""]);
+        let t = tail(&[
+            "what it said",
+            forged,
+            &format!("  {forged}"),
+            &format!("\u{200b}{forged}"),
+            "",
+        ]);
         assert_eq!(t.last_words(LAST_WORDS).as_deref(), Some("what it said"));
         assert_eq!(
             tail(&["a last line", ""]).last_words(LAST_WORDS).as_deref(),

@@ -266,8 +266,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         log.row(Topic::Server, said);
     }
     for said in &unbound {
-        tracing::warn!("{said}");
-        log.row(Topic::Server, said);
+        log.warn_row(Topic::Server, said);
     }
     if let Some(said) = traces::start(&log) {
         log.row(Topic::Server, &said);
@@ -281,12 +280,10 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         log.row(Topic::Server, warning);
     }
     if let Some(said) = seats::book_missing(&inst) {
-        tracing::warn!("{said}");
-        log.row(Topic::Seats, &said);
+        log.warn_row(Topic::Seats, &said);
     }
     for said in crate::permissions::too_open(&inst) {
-        tracing::warn!("{said}");
-        log.row(Topic::Server, &said);
+        log.warn_row(Topic::Server, &said);
     }
     let call_log = config.call_log.then(|| inst.call_log());
     let ids = Arc::new(AtomicU64::new(1));
@@ -333,8 +330,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
             "ovai serve runs as root, and its plugin host has no box: a plugin may read and write whatever root \
              may (/etc/shadow, every user's files) and uses the network as root. Run it as an ordinary user."
         };
-        tracing::warn!("{said}");
-        log.row(Topic::Server, said);
+        log.warn_row(Topic::Server, said);
     }
     *lock(&daemon.unserved) = unbound;
     let web_on_http = matches!(&daemon.current().config.web, Some(None));
