@@ -866,16 +866,24 @@ impl Config {
         let web = web(map.get("web"))?;
         // Two listeners of ours on one address: the second would be refused it at the start, in words
         // that blame another program.
-        if let (Some(m), Some(Some(w))) = (metrics, web)
-            && m == w
-            && m.port() != 0
-        {
-            return Err(ConfigError::Bad {
-                key: "web",
-                problem: format!(
-                    "listens on {w}, where \"metrics\" listens too: give each an address of its own"
-                ),
-            });
+        let mut listens: Vec<(&'static str, std::net::SocketAddr)> = Vec::new();
+        if let Some(h) = http.as_ref().filter(|h| h.listen_named) {
+            listens.push(("http", h.listen));
+        }
+        listens.extend(metrics.map(|m| ("metrics", m)));
+        listens.extend(web.flatten().map(|w| ("web", w)));
+        for (i, (key, addr)) in listens.iter().enumerate() {
+            if let Some((other, _)) = listens[..i]
+                .iter()
+                .find(|(_, a)| a == addr && addr.port() != 0)
+            {
+                return Err(ConfigError::Bad {
+                    key,
+                    problem: format!(
+                        "listens on {addr}, where \"{other}\" listens too: give each an address of its own"
+                    ),
+                });
+            }
         }
         let call_log = match map.get("callLog") {
             None | Some(Value::Null) => false,
@@ -1341,6 +1349,15 @@ mod tests {
         assert!(
             e.to_string()
                 .contains("\"web\" listens on 127.0.0.1:9464, where \"metrics\" listens too"),
+            "{e}"
+        );
+        let e = Config::parse(
+            r#"{"user":"a","leader":"b","http":{"listen":"127.0.0.1:7777"},"metrics":{"listen":"127.0.0.1:7777"}}"#,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("\"metrics\" listens on 127.0.0.1:7777, where \"http\" listens too"),
             "{e}"
         );
     }
