@@ -1335,31 +1335,24 @@ mod tests {
 
     #[test]
     fn the_page_and_the_metrics_listen_where_they_can() {
-        let e =
-            Config::parse(r#"{"user":"a","leader":"b","metrics":{"listen":19464}}"#).unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("\"metrics\" has \"listen\": 19464, and it takes an address as a string"),
-            "{e}"
-        );
-        let e = Config::parse(
-            r#"{"user":"a","leader":"b","metrics":{"listen":"127.0.0.1:9464"},"web":{"listen":"127.0.0.1:9464"}}"#,
-        )
-        .unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("\"web\" listens on 127.0.0.1:9464, where \"metrics\" listens too"),
-            "{e}"
-        );
-        let e = Config::parse(
-            r#"{"user":"a","leader":"b","http":{"listen":"127.0.0.1:7777"},"metrics":{"listen":"127.0.0.1:7777"}}"#,
-        )
-        .unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("\"metrics\" listens on 127.0.0.1:7777, where \"http\" listens too"),
-            "{e}"
-        );
+        for (settings, said) in [
+            (
+                r#""metrics":{"listen":19464}"#,
+                "\"metrics\" has \"listen\": 19464, and it takes an address as a string",
+            ),
+            (
+                r#""metrics":{"listen":"127.0.0.1:9464"},"web":{"listen":"127.0.0.1:9464"}"#,
+                "\"web\" listens on 127.0.0.1:9464, where \"metrics\" listens too",
+            ),
+            (
+                r#""http":{"listen":"127.0.0.1:7777"},"metrics":{"listen":"127.0.0.1:7777"}"#,
+                "\"metrics\" listens on 127.0.0.1:7777, where \"http\" listens too",
+            ),
+        ] {
+            let e =
+                Config::parse(&format!(r#"{{"user":"a","leader":"b",{settings}}}"#)).unwrap_err();
+            assert!(e.to_string().contains(said), "{settings}: {e}");
+        }
     }
 
     #[test]
