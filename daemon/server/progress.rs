@@ -96,6 +96,8 @@ impl Progressed for Relay {
         }
         let due = state.last_sent.map(|at| at + PACE);
         if due.is_none_or(|due| due <= Instant::now()) {
+            // A report waiting for a timer that has fired but not yet run is older than this one.
+            state.waiting = None;
             self.send(&mut state, &report);
             return;
         }
@@ -151,6 +153,40 @@ fn notification(token: &ProgressToken, report: &Progress, count: u32) -> Progres
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A report that comes when the pace allows it, while the timer for a waiting one has fired but
+    /// not yet run, goes out and the waiting (older) one does not follow it.
+    #[test]
+    fn a_report_sent_at_once_supersedes_the_one_waiting() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("a runtime");
+        rt.block_on(async {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let token = ProgressToken(rmcp::model::NumberOrString::Number(1));
+            let relay = Relay::new(token, To::Channel(tx));
+            let report = |message: &str| Progress {
+                id: 1,
+                key: 1,
+                message: Some(message.into()),
+                progress: None,
+                total: None,
+            };
+            relay.clone().report(report("first"));
+            relay.clone().report(report("older"));
+            // Blocking: the timer's task cannot run on this thread until the next await.
+            std::thread::sleep(PACE * 2);
+            relay.clone().report(report("newer"));
+            tokio::time::sleep(PACE * 2).await;
+            relay.close();
+            let mut sent = Vec::new();
+            while let Ok(note) = rx.try_recv() {
+                sent.push(note.message.unwrap_or_default());
+            }
+            assert_eq!(sent, ["first", "newer"]);
+        });
+    }
 
     #[test]
     fn progress_grows_and_never_passes_its_total() {
