@@ -374,15 +374,25 @@ fn serve_refuses_a_config_that_does_not_parse() {
 #[test]
 fn commands_outside_an_instance_say_how_to_make_one() {
     let dir = tempfile::tempdir_in("/tmp").unwrap();
-    ovai()
-        .current_dir(dir.path())
-        .args(["seat", "list"])
-        .assert()
-        .code(1)
-        .stderr(
-            predicate::str::contains("No openovai instance was found")
-                .and(predicate::str::contains("Run `ovai init`")),
-        );
+    // One exit code for one mistake, whichever command made it: a usage problem, as `ovai call` says.
+    for args in [
+        &["seat", "list"][..],
+        &["status"],
+        &["stop"],
+        &["logs"],
+        &["tools"],
+        &["call", "whoami", "{}"],
+    ] {
+        ovai()
+            .current_dir(dir.path())
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(
+                predicate::str::contains("No openovai instance was found")
+                    .and(predicate::str::contains("Run `ovai init`")),
+            );
+    }
 }
 
 #[test]

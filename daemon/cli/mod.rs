@@ -449,7 +449,8 @@ pub fn invoked_as() -> String {
 }
 
 fn find(root: Option<&std::path::Path>) -> Result<Instance, Failure> {
-    found(root).map_err(fail(exit::FAILED))
+    // No instance where the command was run (or named) is a usage problem, as `ovai call` says it.
+    found(root).map_err(fail(exit::USAGE))
 }
 
 /// The instance this command is about. One found only beside the binary (the working directory is in
