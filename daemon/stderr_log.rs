@@ -215,6 +215,10 @@ fn one_line(text: Vec<u8>, ansi: bool) -> Vec<u8> {
         rest = &rest[c.len_utf8()..];
     }
     if cut > 0 {
+        if ansi {
+            // The line's own reset was in the part cut off.
+            out.push_str("\x1b[0m");
+        }
         out.push_str(&format!("… ({cut} bytes more, not written)"));
     }
     out.push('\n');
@@ -265,6 +269,12 @@ mod tests {
                 )),
             "{}",
             &long[long.len() - 80..]
+        );
+        // Cut while coloured, the colours end with the line, not in the operator's next prompt.
+        let long = said(&format!("\u{1b}[1mmethod={}\n", "M".repeat(5000)), true);
+        assert!(
+            long.ends_with("\u{1b}[0m… (915 bytes more, not written)\n"),
+            "{long}"
         );
     }
 
