@@ -907,6 +907,14 @@ export function run(args, { root }) {
             && !got.contains("\"result\""),
         "{got}"
     );
+    // And the operator reads it among the refusals, as a client's mistake, not a failed handshake.
+    wait_until("the refusal in the daemon's log", || {
+        let log = std::fs::read_to_string(&d.stderr).unwrap_or_default();
+        log.contains(
+            "refused a connection or request: a request came in the clear on the HTTPS endpoint",
+        )
+        .then_some(())
+    });
 }
 
 #[test]

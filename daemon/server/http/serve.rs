@@ -118,6 +118,7 @@ pub async fn accept(
         let stop = stop.clone();
         let tls = tls.clone();
         let places = places.clone();
+        let told = daemon.clone();
         daemon.tasks.spawn(async move {
             let _admitted = (admitted, from);
             let closed = place.close.clone();
@@ -143,6 +144,9 @@ pub async fn accept(
                             Ok(Ok(stream)) => serve(stream, app, stop, wind_down, true).await,
                             Ok(Err(Some(mut tcp))) => {
                                 use tokio::io::AsyncWriteExt as _;
+                                told.refusals.note(&format!(
+                                    "a request came in the clear on the HTTPS endpoint, from {ip}"
+                                ));
                                 let answer = super::unreadable::worded(
                                     "400 Bad Request",
                                     "This endpoint speaks HTTPS, and the request came in the clear: use its https:// \
