@@ -379,9 +379,44 @@ fn an_endpoints_credentials_are_never_written_in_runtime_log() {
         "{rows}"
     );
     assert!(
+        rows.contains(&format!(
+            "Traces could not be exported to http://…@127.0.0.1:{port} (nothing listens at 127.0.0.1:{port}: is the collector running?)"
+        )),
+        "{rows}"
+    );
+    assert!(
         !rows.contains("s3cret-pass") && !rows.contains("ann:"),
         "{rows}"
     );
+}
+
+/// A collector that takes the connection and never answers is said to be silent, with how long it was
+/// given, not a "network error" that reads like a refused connection.
+#[test]
+fn a_collector_that_never_answers_is_said_to_be_silent() {
+    // Bound and never read: the kernel takes the connection, and the request waits for ever.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let inst = Instance::with_plugins(TOOLS);
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let _d = Daemon::start_with_env(&inst, &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)]);
+    let mut s = inst.session("lead");
+    s.initialize();
+    let (_, refused) =
+        text_of(&s.request("tools/call", json!({ "name": "nope", "arguments": {} })));
+    assert!(refused);
+    let rows = wait_until("the failed export to be said", || {
+        let rows = inst.rows("server").join("\n");
+        rows.contains("Traces could not be exported")
+            .then_some(rows)
+    });
+    assert!(
+        rows.contains(&format!(
+            "Traces could not be exported to {endpoint} (it took the connection and answered nothing in 5 s)"
+        )),
+        "{rows}"
+    );
+    drop(silent);
 }
 
 /// The SDK's own settings that change what would be sent are honoured or refused in words: before, they

@@ -183,6 +183,51 @@ impl SpanProcessor for Bounded {
     }
 }
 
+/// How long one batch's request may take.
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why a batch was not sent, in words: the exporter says "network error" alike for a collector that is
+/// not there and one that never answers, and the operator's next step differs.
+fn unsent(said: String, took: Duration, endpoint: &str) -> String {
+    if !said.contains("network error") {
+        return said;
+    }
+    if took + Duration::from_millis(500) >= EXPORT_TIMEOUT {
+        return format!(
+            "it took the connection and answered nothing in {} s",
+            EXPORT_TIMEOUT.as_secs()
+        );
+    }
+    let authority = endpoint
+        .split_once("://")
+        .map_or(endpoint, |(_, rest)| rest)
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or_default();
+    let place = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let with_port = if place
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        place.to_string()
+    } else {
+        format!("{place}:80")
+    };
+    use std::net::ToSocketAddrs as _;
+    match with_port.to_socket_addrs().map(|mut a| a.next()) {
+        Err(_) | Ok(None) => format!("{place} is not a name this machine finds"),
+        Ok(Some(addr)) => match std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1))
+        {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                format!("nothing listens at {place}: is the collector running?")
+            }
+            _ => said,
+        },
+    }
+}
+
 /// `text` with the user and password `endpoint` carries (`http://user:pass@host`) hidden: runtime.log,
 /// and the status page that shows it, are read by more people than the collector's credentials are for.
 fn without_userinfo(text: &str, endpoint: &str) -> String {
@@ -205,7 +250,7 @@ fn export_loop(rx: &Receiver<Queued>, log: &RuntimeLog, raw: &str) {
     let hide = |e: String| without_userinfo(&e, raw);
     let built = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
-        .with_timeout(Duration::from_secs(5))
+        .with_timeout(EXPORT_TIMEOUT)
         .build();
     let mut exporter = match built {
         Ok(e) => e,
@@ -245,6 +290,7 @@ fn export_loop(rx: &Receiver<Queued>, log: &RuntimeLog, raw: &str) {
         if batch.is_empty() {
             continue;
         }
+        let began = std::time::Instant::now();
         let sent = futures::executor::block_on(exporter.export(std::mem::take(&mut batch)));
         match (sent, failing) {
             (Err(e), false) => {
@@ -253,7 +299,7 @@ fn export_loop(rx: &Receiver<Queued>, log: &RuntimeLog, raw: &str) {
                     Topic::Server,
                     &format!(
                         "Traces could not be exported to {endpoint} ({}); calls go on, and the spans of this batch are lost.",
-                        hide(e.to_string())
+                        unsent(hide(e.to_string()), began.elapsed(), raw)
                     ),
                 );
             }
