@@ -1799,6 +1799,28 @@ fn what_is_wrong_with_a_request_is_said_in_json_rpc_words() {
             400,
             "the MCP-Protocol-Version header says 1999-01-01, a revision this server does not speak",
         ),
+        // Revisions are dates, but one that sorts after 2026-07-28 is not therefore 2026-07-28.
+        (
+            "POST",
+            with(&[], &[("mcp-protocol-version", "2099-01-01")]),
+            400,
+            "the MCP-Protocol-Version header says 2099-01-01, a revision this server does not speak",
+        ),
+        (
+            "GET",
+            with(&[], &[("mcp-protocol-version", "zzz")]),
+            400,
+            "the MCP-Protocol-Version header says zzz, a revision this server does not speak",
+        ),
+        (
+            "POST",
+            with(
+                &["mcp-session-id"],
+                &[("mcp-protocol-version", "2026-07-29")],
+            ),
+            400,
+            "the MCP-Protocol-Version header says 2026-07-29, a revision this server does not speak",
+        ),
         (
             "POST",
             with(&[], &[("accept", "application/json")]),

@@ -18,6 +18,11 @@ pub const INITIALIZED_ALREADY: &str = "Invalid request: this session is initiali
      initialized once (it goes on in the revision its first initialize agreed); to speak another, start a \
      new session";
 
+/// The answer to a request before the session began.
+pub const NOT_BEGUN: &str = "Invalid request: this session has not begun: send \"initialize\" first (or, from MCP \
+     2026-07-28 on, give each request the _meta keys io.modelcontextprotocol/protocolVersion (2026-07-28) and \
+     io.modelcontextprotocol/clientCapabilities)";
+
 /// The revision from which every request carries its own protocol version and client capabilities.
 pub const INLINE: &str = "2026-07-28";
 
@@ -26,6 +31,12 @@ pub fn known_version(version: &str) -> bool {
     rmcp::model::ProtocolVersion::KNOWN_VERSIONS
         .iter()
         .any(|v| v.as_str() == version)
+}
+
+/// Whether `version` is a revision rmcp serves in which every request carries what `initialize` said.
+/// Revisions are dates and sort as text, but one that sorts after 2026-07-28 is not known by that.
+pub fn inline_version(version: &str) -> bool {
+    version >= INLINE && known_version(version)
 }
 
 /// A `tools/call`'s params, as the call path takes them.
@@ -341,7 +352,7 @@ pub fn asked_version(params: Option<&RawValue>) -> Option<String> {
 /// Whether a request is made under 2026-07-28 or later by its own `_meta` (revisions are dates).
 pub fn modern_meta(params: Option<&RawValue>) -> bool {
     meta_string(params, "io.modelcontextprotocol/protocolVersion")
-        .is_some_and(|v| v.as_str() >= INLINE)
+        .is_some_and(|v| inline_version(&v))
 }
 
 /// `-32601` for a method gone from the revision a request is made under: `initialize` and `ping` from

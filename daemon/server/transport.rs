@@ -598,15 +598,13 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 request.request,
                 ClientRequest::PingRequest(_) | ClientRequest::DiscoverRequest(_)
             )
-            && request.request.get_meta().protocol_version().is_none()
+            && !request
+                .request
+                .get_meta()
+                .protocol_version()
+                .is_some_and(|v| params::inline_version(v.as_str()))
         {
-            let line = jsonrpc::error_under(
-                &r.id,
-                INVALID_REQUEST,
-                "Invalid request: this session has not begun: send \"initialize\" first (or, from MCP \
-                 2026-07-28 on, give each request the _meta keys io.modelcontextprotocol/protocolVersion and \
-                 io.modelcontextprotocol/clientCapabilities)",
-            );
+            let line = jsonrpc::error_under(&r.id, INVALID_REQUEST, params::NOT_BEGUN);
             self.answers.answer_line(&r.id, line);
             return None;
         }
@@ -662,6 +660,10 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                     return self.answers.answer_line(&id, line);
                 }
                 let modern = **version >= *INLINE;
+                // A revision with `initialize` named in a call's _meta begins no session.
+                if !modern && self.lifecycle == Lifecycle::None {
+                    return refuse(self, INVALID_REQUEST, params::NOT_BEGUN.into());
+                }
                 if modern && !call.missing.is_empty() {
                     return refuse(self, INVALID_PARAMS, params::missing_words(&call.missing));
                 }
@@ -674,14 +676,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 return refuse(self, INVALID_PARAMS, params::missing_words(&call.missing));
             }
             (None, Lifecycle::None) => {
-                return refuse(
-                    self,
-                    INVALID_REQUEST,
-                    "Invalid request: this session has not begun: send \"initialize\" first (or, from MCP \
-                     2026-07-28 on, give each request the _meta keys io.modelcontextprotocol/protocolVersion and \
-                     io.modelcontextprotocol/clientCapabilities)"
-                        .into(),
-                );
+                return refuse(self, INVALID_REQUEST, params::NOT_BEGUN.into());
             }
         };
         let span = self.calls.as_ref().and_then(|calls| {
@@ -806,5 +801,5 @@ fn starts_session(request: &ClientRequest) -> bool {
         .is_empty()
         && meta
             .protocol_version()
-            .is_some_and(|v| ProtocolVersion::KNOWN_VERSIONS.contains(&v))
+            .is_some_and(|v| params::inline_version(v.as_str()))
 }

@@ -121,7 +121,7 @@ pub async fn checked(
         let modern = super::speaks_2026(&parts.headers)
             || version
                 .and_then(jsonrpc::as_string)
-                .is_some_and(|v| *v >= *params::INLINE);
+                .is_some_and(|v| params::inline_version(&v));
         let gone = match params::removed_words(&r.method) {
             Some(why) if modern => Some(why),
             _ if modern && !params::is_known_method(&r.method) => {

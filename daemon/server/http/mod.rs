@@ -34,13 +34,14 @@ pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Bytes of request bodies all clients together may have the server hold at once.
 pub const BODIES_IN_FLIGHT: usize = 32 * 1024 * 1024;
 
-/// Whether a request's MCP-Protocol-Version header says 2026-07-28 or later, as rmcp reads it: such a
-/// request has no session, and names its method (and a call's tool) in headers of its own.
+/// Whether a request's MCP-Protocol-Version header says 2026-07-28 or a later revision this server
+/// speaks: such a request has no session, and names its method (and a call's tool) in headers of its
+/// own. Any other revision is rmcp's to refuse.
 fn speaks_2026(headers: &axum::http::HeaderMap) -> bool {
     headers
         .get("mcp-protocol-version")
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v >= super::params::INLINE)
+        .is_some_and(super::params::inline_version)
 }
 
 #[derive(Debug, thiserror::Error)]
