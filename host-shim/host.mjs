@@ -143,6 +143,14 @@ const mapSize = uncurry(Object.getOwnPropertyDescriptor(Map.prototype, "size").g
 const inFlight = (id) => mapHas(calls, id);
 /** Forgets a call; true when it was still in flight (then nobody has answered it yet). */
 const settle = (id) => mapDelete(calls, id);
+/** Call id → the send of its progress report the pace holds back: it goes out before the answer. */
+const heldReports = new Map();
+/** `settle`, for a call about to be answered: its held report first, so a progress bar reaches its end. */
+function answering(id) {
+  const held = mapGet(heldReports, id);
+  if (held !== undefined) held();
+  return settle(id);
+}
 let root = "";
 let config = freeze({});
 let maxAnswerBytes = 1024 * 1024;
@@ -1374,7 +1382,7 @@ async function call({ id, tool, args, seat, role, progress, key, traceparent }) 
       // A synchronous answer goes out now; only a promise is waited for.
       if (isThenable(answer)) answer = await answer;
     } catch (err) {
-      if (!settle(id)) return;
+      if (!answering(id)) return;
       let message;
       try {
         message =
@@ -1389,7 +1397,7 @@ async function call({ id, tool, args, seat, role, progress, key, traceparent }) 
       return;
     }
     // A call the daemon gave up on (cancelled, past its deadline) was answered already.
-    if (!settle(id)) return;
+    if (!answering(id)) return;
     let message;
     try {
       message = shape(id, answer);
@@ -1513,6 +1521,7 @@ function progressOf(id, key) {
   let timer = null;
   const flush = () => {
     timer = null;
+    mapDelete(heldReports, id);
     if (pending !== null && inFlight(id)) {
       // Made text only when it goes out: a plugin reporting in a tight loop pays for the ones sent.
       if (pending.message !== undefined) {
@@ -1559,7 +1568,10 @@ function progressOf(id, key) {
     }
     const wait = last + PROGRESS_EVERY_MS - Date.now();
     if (wait <= 0) flush();
-    else if (timer === null) timer = setTimeout(flush, wait);
+    else if (timer === null) {
+      timer = setTimeout(flush, wait);
+      mapSet(heldReports, id, flush);
+    }
   };
 }
 

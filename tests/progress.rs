@@ -30,6 +30,20 @@ export function run(args, { progress }) {
 }
 "#;
 
+/// Reports every 30 ms, and answers right after its last report.
+const STEADY: &str = r#"
+export const description = "Reports steadily, then answers at once.";
+export const inputSchema = { type: "object" };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+export async function run(args, { progress }) {
+  for (let i = 1; i <= 8; i++) {
+    progress(`step ${i}`, { progress: i, total: 8 });
+    if (i < 8) await sleep(30);
+  }
+  return { text: "done" };
+}
+"#;
+
 fn is_progress(v: &Value) -> bool {
     v["method"] == "notifications/progress"
 }
@@ -88,8 +102,18 @@ fn progress_reaches_a_caller_that_asked_paced_and_before_the_answer() {
         json!({ "name": "eager", "arguments": {}, "_meta": { "progressToken": 7 } }),
     );
     assert_eq!(text_of(&s.response(id)).0, "answered");
-    let before = s.backlog.iter().filter(|v| is_progress(v)).count();
-    assert!(before <= 1, "{:?}", s.backlog);
+    // Paced: the first report, and the latest one held back, which goes out before the answer.
+    let before: Vec<&Value> = s
+        .backlog
+        .iter()
+        .filter(|v| is_progress(v))
+        .map(|v| &v["params"]["message"])
+        .collect();
+    assert!(
+        before.len() <= 2 && before.last().is_some_and(|m| *m == "now 999"),
+        "{:?}",
+        s.backlog
+    );
     // The next exchange flushes anything the first could still have sent.
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert!(!s.call("index", json!({})).1);
@@ -99,6 +123,27 @@ fn progress_reaches_a_caller_that_asked_paced_and_before_the_answer() {
         .filter(|v| is_progress(v) && v["params"]["message"] == "too late")
         .collect();
     assert!(late.is_empty(), "{late:?}");
+}
+
+/// The last report before the answer reaches the caller, before the answer: held back by the pace, it
+/// was dropped when the answer came, and a progress bar stopped short of its end.
+#[test]
+fn the_last_report_before_the_answer_is_not_lost() {
+    let inst = Instance::with_plugins(&[("steady.mjs", STEADY)]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let id = s.send_request(
+        "tools/call",
+        json!({ "name": "steady", "arguments": {}, "_meta": { "progressToken": "bar" } }),
+    );
+    assert_eq!(text_of(&s.response(id)), ("done".to_string(), false));
+    let reports: Vec<&Value> = s.backlog.iter().filter(|v| is_progress(v)).collect();
+    let last = reports.last().expect("reports before the answer");
+    assert_eq!(last["params"]["message"], "step 8", "{reports:?}");
+    assert_eq!(last["params"]["progress"], 8.0, "{reports:?}");
+    assert_eq!(last["params"]["total"], 8.0, "{reports:?}");
+    assert!(reports.len() <= 8, "{reports:?}");
 }
 
 #[test]

@@ -303,7 +303,7 @@ impl Calls {
             ))
             .await;
             if let Some(relay) = &relay {
-                relay.close();
+                relay.finish();
             }
             service.record(&call.name, started, &outcome, how);
             call.end_span(&outcome);
@@ -573,7 +573,7 @@ impl Plain {
 
     fn finish(self, ended: Ended) {
         if let Some(relay) = &self.relay {
-            relay.close();
+            relay.finish();
         }
         let how = How::of(&ended);
         let outcome = crate::answer::plugin(&self.file, ended, self.max);

@@ -60,9 +60,21 @@ impl Relay {
         })
     }
 
-    /// The call has its answer (or is gone): no report goes out after this.
+    /// The call is gone without an answer to follow: no report goes out after this.
     pub fn close(&self) {
         lock(&self.state).closed = true;
+    }
+
+    /// The call's answer goes out next: the report the pace held back goes first (a progress bar reaches
+    /// the end the plugin reported), and none after it.
+    pub fn finish(&self) {
+        let mut state = lock(&self.state);
+        if let Some(report) = state.waiting.take()
+            && !state.closed
+        {
+            self.send(&mut state, &report);
+        }
+        state.closed = true;
     }
 
     /// Sends `report` now (the pace allows it), under the lock that orders it with the others.

@@ -669,7 +669,11 @@ impl SeatService {
             }
         };
         if let Some(relay) = &relay {
-            relay.close();
+            relay.finish();
+        }
+        // What came before the answer goes before it, the report the pace held back included.
+        while let Ok(note) = notes.try_recv() {
+            let _ = context.peer.notify_progress(note).await;
         }
         self.record(name, started, &outcome, how);
         Ok(self.answered_as(name, outcome))
