@@ -91,12 +91,55 @@ const HELD: &str = r#"
 import { existsSync, writeFileSync } from "node:fs";
 export const description = "Answers once it is let go.";
 export const inputSchema = { type: "object", properties: {} };
-export async function run(_, { root }) {
+export async function run(_, { root, signal }) {
+  signal.addEventListener("abort", () => writeFileSync(root + "/scratch/aborted", String(signal.reason?.message)));
   writeFileSync(root + "/scratch/started", "");
   while (!existsSync(root + "/scratch/release")) await new Promise((r) => setTimeout(r, 20));
   return { text: "let go" };
 }
 "#;
+
+/// HELD, its event loop busy most of the time: what the daemon sends waits a moment to be read.
+const BUSY_HELD: &str = r#"
+import { existsSync, writeFileSync } from "node:fs";
+export const description = "Answers once it is let go, busy meanwhile.";
+export const inputSchema = { type: "object", properties: {} };
+export async function run(_, { root, signal }) {
+  signal.addEventListener("abort", () => writeFileSync(root + "/scratch/aborted", String(signal.reason?.message)));
+  writeFileSync(root + "/scratch/started", "");
+  while (!existsSync(root + "/scratch/release")) {
+    const until = Date.now() + 50;
+    while (Date.now() < until);
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  return { text: "let go" };
+}
+"#;
+
+/// A call cancelled on the host a restart left running for it hears its signal: that host, its last
+/// call gone, was ended before it could read the cancel.
+#[test]
+fn a_call_cancelled_on_a_host_a_restart_left_hears_its_signal() {
+    let inst = Instance::with_plugins(&[("held.mjs", BUSY_HELD)]);
+    std::fs::create_dir(inst.root.join("scratch")).unwrap();
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let call = s.send_request("tools/call", json!({ "name": "held", "arguments": {} }));
+    wait_until("the held call to start", || {
+        inst.root.join("scratch/started").exists().then_some(())
+    });
+    inst.cmd().arg("restart").assert().success();
+    s.send(&json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": { "requestId": call, "reason": "the user pressed Esc" }
+    }));
+    let why = wait_until("the plugin to hear the cancel", || {
+        std::fs::read_to_string(inst.root.join("scratch/aborted")).ok()
+    });
+    assert!(why.contains("cancel"), "{why}");
+}
 
 /// While `ovai stop` waits for the calls in flight, the daemon is stopping, and every command says so:
 /// status is not "no server", a second stop waits with the first, and a new serve waits for the lock.
@@ -249,6 +292,9 @@ fn a_call_made_during_a_seat_change_waits_for_the_next_host() {
         is_error && text.contains("the seats changed while it ran"),
         "{text}"
     );
+    // Its signal fired before its host was ended: the plugin could clean up.
+    let why = std::fs::read_to_string(inst.root.join("scratch/aborted")).unwrap_or_default();
+    assert!(why.contains("the seats changed"), "{why:?}");
     let (status, _, err) = add.wait();
     assert!(status.success(), "{err}");
 }

@@ -546,6 +546,34 @@ impl Link {
         self.send(&ToHost::Ping { n });
     }
 
+    /// Before the host is ended on purpose: each call still waiting is cancelled with `why` (its
+    /// plugin's signal fires), and the host is asked a ping, which it answers once it has read those and
+    /// any cancel sent before (the last call of a host left behind by a restart). Waits for the answer
+    /// at most `patience`: a host whose event loop is held hears nothing anyway.
+    pub async fn last_words(&self, why: &str, patience: std::time::Duration) {
+        let unsent = self.unsent_calls();
+        let ids: Vec<u64> = lock(&self.calls)
+            .waiting
+            .keys()
+            .filter(|id| !unsent.contains(id))
+            .copied()
+            .collect();
+        for id in ids {
+            self.send(&ToHost::Cancel {
+                id,
+                why,
+                timeout: false,
+            });
+        }
+        self.ask();
+        let _ = tokio::time::timeout(patience, async {
+            while !self.answered() {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+    }
+
     /// Whether the host answered the last `ask`.
     pub fn answered(&self) -> bool {
         self.ponged.load(Ordering::Relaxed)

@@ -42,6 +42,8 @@ pub const HOLD_AT_MOST: Duration = Duration::from_secs(15);
 /// How long the calls a host runs may take to finish when a seat change replaces it: the new secret
 /// is written only once the host has ended, so they cannot read it.
 pub const SEAT_DRAIN: Duration = Duration::from_secs(10);
+/// How long a host ended on purpose is given to read why (`Link::last_words`).
+const LAST_WORDS: Duration = Duration::from_secs(1);
 /// This many crashes within CRASH_WINDOW is a crash loop: the host stays down until `ovai restart`.
 const CRASH_LIMIT: usize = 5;
 /// This many ends of any kind within ENDS_WINDOW is one too: a plugin ending the host from a timer ends
@@ -385,6 +387,10 @@ async fn run(
                         () = process.ended() => break,
                     }
                 }
+                process
+                    .link
+                    .last_words("the seats changed, and its plugin host is being replaced", LAST_WORDS)
+                    .await;
                 process.kill().await;
                 host.ending.store(false, Ordering::SeqCst);
                 super::ending::count_end(super::ending::EndCause::Replaced);
@@ -401,8 +407,13 @@ async fn run(
                 }
             }
             _ = host.retire.cancelled() => {
-                process.kill().await;
                 let retirement = lock(&host.retirement).clone();
+                let why = match retirement.why {
+                    RetireWhy::Restarted => "the server was restarted and this call outlived its deadline",
+                    RetireWhy::ShuttingDown(_) => "the server is shutting down",
+                };
+                process.link.last_words(why, LAST_WORDS).await;
+                process.kill().await;
                 process.link.fail_all(&Arc::new(HostEnd::Retired(retirement)));
                 let _ = state.send(HostState::Retired);
                 return;
