@@ -617,8 +617,26 @@ impl Bridge {
                 let _ = s.write_all(batch);
             }
             // No daemon now: kept for the next one, which is the first to see them; or, with none to
-            // come, answered here and now.
-            None => up.queued.extend(lines_of(batch, ends).map(<[u8]>::to_vec)),
+            // come, answered here and now. A request cancelled while kept never starts: both go.
+            None => {
+                for line in lines_of(batch, ends) {
+                    if let Some(Noted {
+                        cancels: Some(key),
+                        key: None,
+                        ..
+                    }) = read_request(line)
+                    {
+                        let kept = up.queued.len();
+                        up.queued.retain(|q| {
+                            read_request(q).is_none_or(|n| n.key.as_deref() != Some(key.as_str()))
+                        });
+                        if up.queued.len() < kept {
+                            continue;
+                        }
+                    }
+                    up.queued.push(line.to_vec());
+                }
+            }
         }
     }
 

@@ -2360,3 +2360,48 @@ fn a_seats_unfinished_lines_hold_no_more_than_its_share() {
     let next = ovai::client::read_line_unbuffered(s, 1 << 20).unwrap();
     assert!(next.contains("\"id\":9"), "{next}");
 }
+
+/// A call the client cancels while no daemon runs (the bridge holding it for the next) never starts:
+/// it ran, and was stopped at once, when the daemon came back.
+#[test]
+fn a_call_cancelled_while_the_daemon_is_away_never_starts() {
+    const MARKS: &str = r#"
+import { writeFileSync } from "node:fs";
+export const description = "Marks that it ran.";
+export const inputSchema = { type: "object" };
+export function run(args, { root }) {
+  writeFileSync(`${root}/work/ran-${args.n}`, "");
+  return { text: `ran ${args.n}` };
+}
+"#;
+    let inst = Instance::with_plugins(&[("marks.mjs", MARKS)]);
+    let d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let pid = d.pid();
+    signal(pid, libc::SIGKILL);
+    wait_gone(pid);
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"marks\",\"arguments\":{\"n\":1}}}\n",
+    );
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":7}}\n",
+    );
+    drop(d);
+    let _back = inst.start();
+    assert_eq!(
+        s.call("marks", json!({ "n": 2 })),
+        ("ran 2".to_string(), false)
+    );
+    assert!(
+        !inst.root.join("work/ran-1").exists(),
+        "the cancelled call ran"
+    );
+    assert!(
+        s.backlog.iter().all(|m| m["id"] != json!(7)),
+        "a cancelled call is not answered: {:?}",
+        s.backlog
+    );
+}
