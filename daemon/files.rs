@@ -35,6 +35,20 @@ pub fn set_mode(path: &Path, mode: u32) -> Result<(), FileError> {
 /// Writes `bytes` to `path` (mode 0600) so that a reader sees the old file or the new one, never half of
 /// one, and a crash leaves one of the two.
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    stage_private(path, bytes)?.commit()
+}
+
+/// A file written beside its place, on disk and synced, that takes its place on `commit` (a rename,
+/// which needs no room on the disk) or is removed when dropped: what can fail for want of room fails
+/// before anything else is changed.
+pub struct Staged {
+    tmp: PathBuf,
+    path: PathBuf,
+    done: bool,
+}
+
+/// Writes `bytes` beside `path`, as `write_private` writes them, to be put in place by `commit`.
+pub fn stage_private(path: &Path, bytes: &[u8]) -> Result<Staged, FileError> {
     // A name nobody can guess, made new here and never followed: whoever could write the folder could
     // otherwise have put a link at a predictable name and read what is written through it.
     let mut random = [0u8; 8];
@@ -42,30 +56,46 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".{}.tmp", crate::digest::hex(&random)));
     let tmp = path.with_file_name(name);
-    let written = (|| {
-        let mut f = OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)
-            .map_err(err("writing", &tmp))?;
-        f.write_all(bytes).map_err(err("writing", &tmp))?;
-        f.sync_all().map_err(err("syncing", &tmp))?;
-        set_mode(&tmp, 0o600)?;
-        std::fs::rename(&tmp, path).map_err(err("replacing", path))
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    let mut f = OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .map_err(err("writing", &tmp))?;
+    // Removed if anything below fails.
+    let staged = Staged {
+        tmp,
+        path: path.to_path_buf(),
+        done: false,
+    };
+    f.write_all(bytes).map_err(err("writing", &staged.tmp))?;
+    f.sync_all().map_err(err("syncing", &staged.tmp))?;
+    set_mode(&staged.tmp, 0o600)?;
+    Ok(staged)
+}
+
+impl Staged {
+    /// Puts the file in its place.
+    pub fn commit(mut self) -> Result<(), FileError> {
+        std::fs::rename(&self.tmp, &self.path).map_err(err("replacing", &self.path))?;
+        self.done = true;
+        // The rename is durable once the folder holding it is synced.
+        if let Some(dir) = self.path.parent()
+            && let Ok(d) = std::fs::File::open(dir)
+        {
+            let _ = d.sync_all();
+        }
+        Ok(())
     }
-    written?;
-    // The rename is durable once the folder holding it is synced.
-    if let Some(dir) = path.parent()
-        && let Ok(d) = std::fs::File::open(dir)
-    {
-        let _ = d.sync_all();
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
     }
-    Ok(())
 }
 
 /// Writes `bytes` to `path` as `write_private` does, unless it is a file of its own (no link) holding

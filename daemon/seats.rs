@@ -218,6 +218,13 @@ impl SeatBook {
     /// Writes seats.json whole (a temporary file, synced, renamed over it), keeping the version before
     /// as seats.json.previous when that one is sound.
     fn save(&self, inst: &Instance) -> Result<(), SeatError> {
+        Ok(self.stage(inst)?.commit()?)
+    }
+
+    /// Keeps the copy of seats.json as it is, and writes this book beside it, to take its place on
+    /// `commit`: a change that writes desks too stages first, so a disk with no room fails it before
+    /// a desk holds a secret seats.json does not know.
+    fn stage(&self, inst: &Instance) -> Result<crate::files::Staged, SeatError> {
         let path = inst.seats_file();
         if let Ok(before) = crate::files::read_regular(&path, crate::files::MAX_READ_BYTES)
             && Self::parse(&path, &before).is_ok()
@@ -225,7 +232,7 @@ impl SeatBook {
             crate::files::write_private(&inst.seats_previous(), before.as_bytes())?;
         }
         let text = serde_json::to_string_pretty(self).unwrap_or_default() + "\n";
-        Ok(crate::files::write_private(&path, text.as_bytes())?)
+        Ok(crate::files::stage_private(&path, text.as_bytes())?)
     }
 }
 
@@ -591,8 +598,6 @@ pub fn add(
         Some(url) => Reach::Url { url },
         None => Reach::Bridge { exe: ovai_exe },
     };
-    let mcp_json = desk::write_server_entry(inst, &desk, &reach, &secret)?;
-    warnings.extend(desk::clients::write(inst, &desk, &reach, &secret, &clients));
     book.seats.insert(
         name.into(),
         SeatRecord {
@@ -600,7 +605,10 @@ pub fn add(
             added: crate::runtime_log::timestamp(SystemTime::now()),
         },
     );
-    book.save(inst)?;
+    let staged = book.stage(inst)?;
+    let mcp_json = desk::write_server_entry(inst, &desk, &reach, &secret)?;
+    warnings.extend(desk::clients::write(inst, &desk, &reach, &secret, &clients));
+    staged.commit()?;
     if clients.contains(&Client::ClaudeCode) {
         match desk::approve(&desk) {
             Ok(w) => warnings.extend(w),
@@ -653,10 +661,11 @@ pub fn rotate(
         Some(url) => Reach::Url { url },
         None => Reach::Bridge { exe: ovai_exe },
     };
+    let staged = book.stage(inst)?;
     let (path, written) = write_desk(inst, &desk, &reach, &secret)?;
     let mut warning = warning.into_iter().collect::<Vec<_>>();
     warning.extend(written);
-    book.save(inst)?;
+    staged.commit()?;
     Ok((path, (!warning.is_empty()).then(|| warning.join(" "))))
 }
 

@@ -587,3 +587,28 @@ fn a_rebuild_without_the_desks_changes_nothing_and_names_each_seat_it_drops() {
         "{said}"
     );
 }
+
+/// A rotate that cannot write seats.json (a full disk, here a folder in the way of its copy) leaves the
+/// desk's secret as it was: before, the desk got the new secret first, and the seat was locked out
+/// with nothing saying so.
+#[test]
+fn a_rotate_that_cannot_write_the_seats_leaves_the_desk_as_it_was() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    let before = inst.secret("w1");
+    let _ = std::fs::remove_file(inst.root.join(".ovai/seats.json.previous"));
+    std::fs::create_dir(inst.root.join(".ovai/seats.json.previous")).unwrap();
+    let out = inst.cmd().args(["seat", "rotate", "w1"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).trim().is_empty());
+    assert_eq!(
+        inst.secret("w1"),
+        before,
+        "the desk keeps the secret seats.json knows"
+    );
+    std::fs::remove_dir(inst.root.join(".ovai/seats.json.previous")).unwrap();
+    let d = inst.start();
+    let mut s = inst.session("w1");
+    assert!(s.initialize()["result"].is_object());
+    drop(d);
+}
