@@ -128,6 +128,27 @@ pub fn latest(path: &std::path::Path, n: usize) -> Vec<String> {
 /// its "is up" row is the last of the rows a start and a stop write. None when it stopped, or when the
 /// tail holds neither (a log emptied, or a server that wrote more since its start than is read).
 pub fn ended_without_stopping(path: &std::path::Path) -> Option<String> {
+    ended_without_stopping_as(path, None)
+}
+
+/// `ended_without_stopping`, or, given `marked` (the pid and the start of the server that marked it was
+/// up and never removed the mark), that server's row whatever the tail holds.
+pub fn ended_without_stopping_as(
+    path: &std::path::Path,
+    marked: Option<(u32, String)>,
+) -> Option<String> {
+    if let Some((pid, since)) = marked {
+        let last = latest(path, 1)
+            .first()
+            .and_then(|r| parse_row(r).map(|(stamp, _, _)| stamp.to_string()));
+        let last = last.map_or(String::new(), |at| {
+            format!("; its last row was written at {at}")
+        });
+        return Some(format!(
+            "The server before this one (pid {pid}, up since {since}) ended without stopping (killed, \
+             crashed, or its machine went down){last}."
+        ));
+    }
     let rows = latest(path, usize::MAX);
     let last = rows
         .last()

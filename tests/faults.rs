@@ -899,13 +899,44 @@ fn a_server_that_ended_without_stopping_is_said_by_the_next() {
         "{said:?}"
     );
     d.stop();
-    let _d = inst.start();
+    let d = inst.start();
     let said = inst
         .rows("server")
         .into_iter()
         .filter(|r| r.starts_with("The server before this one"))
         .count();
     assert_eq!(said, 1, "a stop is not an end without stopping");
+    // A server that ran long wrote more since its start than the log's tail holds: still said.
+    let filler: String = (0..1000)
+        .map(|i| {
+            format!(
+                "2026-12-06T00:00:00.000Z plugins a row of a long day, number {i}, {}\n",
+                "x".repeat(80)
+            )
+        })
+        .collect();
+    let mut log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(inst.root.join("runtime.log"))
+        .unwrap();
+    std::io::Write::write_all(&mut log, filler.as_bytes()).unwrap();
+    let second = d.pid();
+    signal(second, libc::SIGKILL);
+    wait_gone(second);
+    drop(d);
+    let _d = inst.start();
+    let said: Vec<String> = inst
+        .rows("server")
+        .into_iter()
+        .filter(|r| r.starts_with("The server before this one"))
+        .collect();
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert!(
+        said[1].starts_with(&format!(
+            "The server before this one (pid {second}, up since 20"
+        )),
+        "{said:?}"
+    );
 }
 
 #[test]

@@ -122,6 +122,11 @@ impl Instance {
     pub fn starting_marker(&self) -> PathBuf {
         self.private_dir().join("starting.json")
     }
+    /// Written once a daemon is up and removed when it stops: found by the next start, it says the one
+    /// before ended without stopping, however much it wrote to runtime.log meanwhile.
+    pub fn serving_marker(&self) -> PathBuf {
+        self.private_dir().join("serving.json")
+    }
     /// Written while a stopping daemon finishes its calls, no longer taking any: every command reads it.
     pub fn stopping_marker(&self) -> PathBuf {
         self.private_dir().join("stopping.json")

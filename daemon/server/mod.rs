@@ -154,7 +154,10 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     seats::ensure_private_dir(&inst)?;
     let claimed = claim_once_stopped(&inst).await?;
     // Read before this start writes a row: the lock held, no other server writes there.
-    let before = crate::runtime_log::ended_without_stopping(&inst.runtime_log());
+    let before = crate::runtime_log::ended_without_stopping_as(
+        &inst.runtime_log(),
+        marked_up(&inst.serving_marker()),
+    );
     // Best effort: without it `ovai status` waits for the answer instead of saying the server starts.
     // Written as soon as the lock is held and before the socket is bound, so that no command finds the
     // lock held, or the socket, and not the marker.
@@ -320,6 +323,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
             std::process::id()
         ),
     );
+    mark(&inst.serving_marker());
     log.row(Topic::Server, &isolation);
     log.row(Topic::Server, &bounds);
     if nix::unistd::geteuid().is_root() {
@@ -620,6 +624,15 @@ async fn shut_down(daemon: &Arc<Daemon>, why: &'static str) {
     daemon
         .log
         .row(Topic::Server, &format!("ovai serve stopped on {why}."));
+    let _ = std::fs::remove_file(daemon.inst.serving_marker());
+}
+
+/// The pid and start time a server's up mark holds, when one was left (it never stopped).
+fn marked_up(path: &std::path::Path) -> Option<(u32, String)> {
+    let text = crate::files::read_regular(path, 4096).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let pid = u32::try_from(v["pid"].as_u64()?).ok()?;
+    Some((pid, v["since"].as_str()?.to_string()))
 }
 
 /// How long shutdown waits for connections to finish writing after their sessions were ended.
