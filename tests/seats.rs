@@ -615,3 +615,19 @@ fn a_rotate_that_cannot_write_the_seats_leaves_the_desk_as_it_was() {
     assert!(s.initialize()["result"].is_object());
     drop(d);
 }
+
+/// A seats.json that does not read is said at start, in runtime.log and on stderr, not only to each
+/// seat that connects: a service manager saw a healthy server that refused every seat.
+#[test]
+fn a_broken_seats_file_is_said_at_start() {
+    let inst = Instance::new();
+    std::fs::write(inst.root.join(".ovai/seats.json"), "").unwrap();
+    let d = inst.start();
+    let rows = inst.rows("server").join("\n");
+    assert!(
+        rows.contains("seats.json does not parse (") && rows.contains("Run `ovai seat rebuild`"),
+        "{rows}"
+    );
+    let stderr = std::fs::read_to_string(&d.stderr).unwrap_or_default();
+    assert!(stderr.contains("seats.json does not parse ("), "{stderr}");
+}

@@ -146,10 +146,15 @@ fn http_settings(
 async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError> {
     let config = inst.read_config()?;
     let http_settings = http_settings(&config, http_listen)?;
-    // A broken seats.json is said when seats connect, and never stops the daemon.
-    if let Ok(book) = seats::SeatBook::load(&inst) {
-        leader::check(&config, &book)?;
-    }
+    // A broken seats.json never stops the daemon: said at start (a service manager would otherwise see
+    // a healthy server refusing every seat), and when seats connect.
+    let seats_unread = match seats::SeatBook::load(&inst) {
+        Ok(book) => {
+            leader::check(&config, &book)?;
+            None
+        }
+        Err(e) => Some(e.to_string()),
+    };
     crate::host::child::check_node(&crate::host::child::node_program())?;
     seats::ensure_private_dir(&inst)?;
     let claimed = claim_once_stopped(&inst).await?;
@@ -268,7 +273,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     if let Some(said) = &before {
         log.row(Topic::Server, said);
     }
-    for said in &unbound {
+    for said in unbound.iter().chain(&seats_unread) {
         log.warn_row(Topic::Server, said);
     }
     if let Some(said) = traces::start(&log) {
