@@ -1451,3 +1451,34 @@ fn a_call_of_an_edited_file_says_it_ran_it_as_it_was_read() {
         .stdout("new\n")
         .stderr("");
 }
+
+/// A scaffold that cannot be written whole (a full disk; here a file size limit) leaves no file: an
+/// empty plugins/NAME.mjs was left, and the next `ovai plugin NAME` refused it as somebody's work.
+#[test]
+fn a_scaffold_not_written_whole_leaves_no_file() {
+    use std::os::unix::process::CommandExt;
+    let inst = Instance::new();
+    let mut cmd = std::process::Command::new(OVAI);
+    cmd.args(["plugin", "tracker", "--root"]).arg(&inst.root);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit {
+                rlim_cur: 100,
+                rlim_max: 100,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!said.trim().is_empty(), "said in words");
+    assert!(
+        !inst.root.join("plugins/tracker.mjs").exists(),
+        "no part of a scaffold is left: {said}"
+    );
+    inst.cmd().args(["plugin", "tracker"]).assert().success();
+}

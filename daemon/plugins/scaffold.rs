@@ -98,6 +98,14 @@ pub fn write(plugins_dir: &Path, name: &str) -> Result<PathBuf, ScaffoldError> {
         }
         Err(e) => return Err(io(e)),
     };
-    f.write_all(source_for(name).as_bytes()).map_err(io)?;
+    // Not written whole (a full disk): the file made here goes, or the next try would find it "somebody's".
+    if let Err(e) = f
+        .write_all(source_for(name).as_bytes())
+        .and_then(|()| f.sync_all())
+    {
+        drop(f);
+        let _ = std::fs::remove_file(&path);
+        return Err(io(e));
+    }
     Ok(path)
 }
