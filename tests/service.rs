@@ -115,7 +115,10 @@ fn the_systemd_unit_is_written_filled_in_and_verifies() {
         format!("ExecStart=\"{exe}\" \"serve\" \"--root\" \"{root}\""),
         format!("ExecReload=\"{exe}\" \"restart\" \"--root\" \"{root}\""),
         "Restart=on-failure".to_string(),
-        "RestartSec=2".to_string(),
+        "RestartSec=5".to_string(),
+        // systemd's default gives up after five starts in ten seconds, and stays down once the cause
+        // (a full disk) is gone.
+        "StartLimitIntervalSec=0".to_string(),
         "WatchdogSec=30".to_string(),
         "KillMode=mixed".to_string(),
         "WantedBy=default.target".to_string(),
