@@ -271,6 +271,12 @@ pub struct StatusReply {
     /// as a sentence.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unserved: Vec<String>,
+    /// The version of ovai this server runs.
+    #[serde(default)]
+    pub version: String,
+    /// The binary it was started from was replaced or removed since, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary_replaced: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1935,3 +1935,50 @@ fn a_warning_row_is_on_the_servers_stderr_once() {
     assert_eq!(lines.len(), 1, "{said}");
     assert!(lines[0].contains("WARN"), "{said}");
 }
+
+/// `ovai status` says which ovai serves, and when the binary it was started from was replaced since
+/// (an upgrade moved into place): `ovai restart` keeps running the old one, and nothing said so.
+#[test]
+fn status_names_the_version_and_a_binary_replaced_under_the_server() {
+    let inst = Instance::new();
+    let dir = tempfile::tempdir_in("/tmp").unwrap();
+    let exe = dir.path().join("ovai");
+    copy_ovai(&exe);
+    let mut serve = std::process::Command::new(&exe)
+        .args(["serve", "--root"])
+        .arg(&inst.root)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let said = wait_until("the server to answer", || {
+        let out = inst.cmd().arg("status").output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.success() && !said.contains(") is starting")).then_some(said)
+    });
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        said.lines()
+            .next()
+            .unwrap_or_default()
+            .contains(&format!("(pid {}, ovai {version})", serve.id())),
+        "{said}"
+    );
+    assert!(!said.contains("was replaced"), "{said}");
+    // An upgrade as `mv` makes it: a new file moved over the old name.
+    let new = dir.path().join("ovai.new");
+    copy_ovai(&new);
+    std::fs::rename(&new, &exe).unwrap();
+    let out = inst.cmd().arg("status").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!(
+            "The ovai binary this server was started from, {}, was replaced or removed since",
+            exe.display()
+        )) && said.contains("`ovai stop`, then `ovai serve`"),
+        "{said}"
+    );
+    inst.cmd().arg("stop").assert().success();
+    let _ = serve.wait();
+}

@@ -83,9 +83,12 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         return Ok(());
     }
     println!(
-        "ovai serve for {} (pid {}), up {} s since {}.",
-        v.root, v.pid, v.uptime_seconds, v.started_at
+        "ovai serve for {} (pid {}, ovai {}), up {} s since {}.",
+        v.root, v.pid, v.version, v.uptime_seconds, v.started_at
     );
+    if let Some(said) = &v.binary_replaced {
+        println!("{said}");
+    }
     let host = match (&v.host.down, v.host.pid) {
         (Some(why), _) => format!("down: {why}"),
         (None, Some(pid)) => format!("pid {pid}"),

@@ -134,6 +134,20 @@ fn refused(why: &str) -> String {
     wire::line(&Reply::<()>::refused(why.to_string()))
 }
 
+/// The binary this server was started from, when it was replaced or removed since (an upgrade moved
+/// into place): Linux names it `… (deleted)`. `ovai restart` keeps the running one, which is easy to miss.
+fn binary_replaced() -> Option<String> {
+    let exe = std::fs::read_link("/proc/self/exe").ok()?;
+    let shown = exe.to_string_lossy();
+    let path = shown.strip_suffix(" (deleted)")?;
+    Some(format!(
+        "The ovai binary this server was started from, {}, was replaced or removed since: it runs the old \
+         one still. `ovai restart` reads plugins/ and openovai.json again and keeps it; `ovai stop`, then `ovai \
+         serve` (or the service manager's restart) runs the new one.",
+        crate::names::escape_controls(path, false)
+    ))
+}
+
 /// The daemon as `ovai status` shows it. File work (seats.json, hashing plugins/) runs off the daemon's
 /// thread.
 /// `config`: look whether openovai.json reads otherwise now (for `ovai status`; the status page, which
@@ -206,6 +220,8 @@ pub async fn status(daemon: &Arc<Daemon>, config: bool) -> StatusReply {
             .get()
             .and_then(|web| crate::sync::lock(&web.base).clone()),
         unserved: lock(&daemon.unserved).clone(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        binary_replaced: if config { binary_replaced() } else { None },
         root: daemon.inst.root.display().to_string(),
         pid: std::process::id(),
         started_at: daemon.started_at.clone(),
