@@ -1638,3 +1638,40 @@ export function run({ secret }) {
         assert_eq!(v["tmp"], "done", "{v}");
     }
 }
+
+/// ovai's own box is started by the ovai binary: moved away under a running server, the next host
+/// cannot start, and that is said of the binary, not of a Node that is where it was.
+#[test]
+fn a_box_binary_moved_away_is_named_not_node() {
+    let inst = boxed_in(Box_::Userns);
+    let dir = tempfile::tempdir_in("/tmp").unwrap();
+    let exe = dir.path().join("ovai");
+    copy_ovai(&exe);
+    let mut serve = std::process::Command::new(&exe)
+        .args(["serve", "--root"])
+        .arg(&inst.root)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the server to serve", || {
+        let out = inst.cmd().arg("status").output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.success() && !said.contains(") is starting")).then_some(())
+    });
+    let moved = dir.path().join("elsewhere");
+    std::fs::rename(&exe, &moved).unwrap();
+    let out = inst.cmd().arg("restart").output().unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("{} was not found", exe.display()))
+            && !said.contains("Node.js was not found")
+            && !said.contains(".."),
+        "{said}"
+    );
+    inst.cmd().arg("stop").assert().success();
+    let _ = serve.wait();
+}

@@ -108,6 +108,8 @@ pub enum SpawnError {
     NotNode { node: PathBuf, said: String },
     #[error("Node.js was not found (looked for {node}); ovai runs plugins in Node 18 or newer. Install it, or name it with OVAI_NODE.", node = .0.display())]
     NoNode(PathBuf),
+    #[error("{program} was not found: the plugin host's box is started by it, and it was moved or removed since the server started. Put it back, or run `ovai stop`, then `ovai serve` from where ovai is now.", program = .0.display())]
+    NoBoxProgram(PathBuf),
     #[error("the plugin host could not be started with {node}: {source}", node = node.display())]
     Io {
         node: PathBuf,
@@ -148,6 +150,7 @@ impl Launch {
         let (program, args) =
             self.isolation
                 .command(&self.node, &node_args, &self.shim, &self.secrets);
+        let started_by = PathBuf::from(&program);
         let mut cmd = Command::new(program);
         cmd.args(args)
             .current_dir(&self.cwd)
@@ -174,12 +177,13 @@ impl Launch {
                 Ok(())
             });
         }
-        let child = cmd.spawn().map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                SpawnError::NoNode(self.node.clone())
-            } else {
-                io(e)
+        let child = cmd.spawn().map_err(|e| match e.kind() {
+            // Node, or what starts the box around it (bubblewrap, ovai itself).
+            std::io::ErrorKind::NotFound if started_by != self.node => {
+                SpawnError::NoBoxProgram(started_by)
             }
+            std::io::ErrorKind::NotFound => SpawnError::NoNode(self.node.clone()),
+            _ => io(e),
         })?;
         // Only the host holds its ends: its end is then the end of the daemon's reading.
         drop((host_reads, host_writes, host_watch, filter));

@@ -117,7 +117,8 @@ pub enum RestartError {
     )]
     Config(#[from] ConfigError),
     #[error(
-        "The plugins could not be loaded: {0}. The server goes on serving what it read before."
+        "The plugins could not be loaded: {}. The server goes on serving what it read before.",
+        .0.to_string().trim_end_matches('.')
     )]
     Load(#[from] LoadError),
     #[error("{0} The server goes on serving what it read before.")]
