@@ -137,6 +137,8 @@ pub async fn build(
     ids: &Arc<AtomicU64>,
     log: &Arc<RuntimeLog>,
 ) -> Result<Generation, LoadError> {
+    // Failing, the host's start says why.
+    let _ = crate::host::child::keep_shim(&inst.host_shim());
     let launch = launch(inst, &config, &inst.host_shim())?;
     let init = HostInit {
         log: Some(log.clone()),

@@ -789,3 +789,28 @@ fn a_crash_loop_with_no_place_said_names_the_last_calls() {
     );
     assert!(d.is_running());
 }
+
+/// `.ovai/host.mjs` damaged in place (emptied, the same file) is written again by `ovai restart`, as
+/// the refusals ask: before, every new host failed from it until the server itself was started again.
+#[test]
+fn a_host_script_damaged_in_place_is_mended_by_a_restart() {
+    let inst = Instance::with_plugins(&[("echo.mjs", ECHO)]);
+    let d = inst.start();
+    let shim = inst.root.join(".ovai/host.mjs");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&shim)
+        .unwrap();
+    let host = d.host_pid();
+    signal(host, libc::SIGKILL);
+    wait_gone(host);
+    inst.cmd().arg("restart").assert().success();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("echo", json!({ "n": 1 })),
+        (r#"{"n":1}"#.to_string(), false)
+    );
+    assert!(std::fs::metadata(&shim).unwrap().len() > 1000);
+}

@@ -289,6 +289,14 @@ fn seccomp_file() -> std::io::Result<Option<OwnedFd>> {
     Ok(Some(OwnedFd::from(file)))
 }
 
+/// Writes the embedded host shim again unless it is there as it should be (damaged in place, the same
+/// file, no watch sees it): each new generation starts from a whole one.
+pub fn keep_shim(path: &Path) -> std::io::Result<()> {
+    crate::files::keep_private(path, super::SHIM.as_bytes())
+        .map(drop)
+        .map_err(|e| std::io::Error::other(e.to_string()))
+}
+
 /// Writes the embedded host shim where the child will run it.
 pub fn write_shim(path: &Path) -> std::io::Result<()> {
     // A new file renamed into place, never written through a link put where it goes.
