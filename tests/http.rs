@@ -2289,6 +2289,18 @@ fn an_answer_made_while_its_client_was_away_is_replayed_on_resume() {
     // And once more, within the minute its events are kept.
     let mut again = s.resume_changes(&primed);
     assert_eq!(text_of(&again.answer(id)).0, "slow done");
+    // Resumed from the answer's own event, nothing is replayed: what comes after it, as MCP asks (the
+    // answer again made a client that counts an error as no answer resume for ever).
+    let mut answered = s.resume_changes(&primed);
+    let answer_event = loop {
+        let (event, m) = answered.next_event().expect("the answer's event");
+        if m.get("result").is_some() {
+            break event.expect("the answer's event has an id");
+        }
+    };
+    let mut after = s.resume_changes(&answer_event);
+    assert_eq!(after.status, 200);
+    assert!(after.next_event().is_none(), "nothing after the answer");
     // Resumed while the call still runs, the stream goes on to the answer; broken again, and resumed
     // after, the answer is there still.
     let (id, mut r) = s.send("tools/call", json!({ "name": "slow", "arguments": {} }));

@@ -375,14 +375,14 @@ impl Kept {
         }
     }
 
-    /// A request's kept events from `index` on (that one too, as rmcp replays).
+    /// A request's kept events after `index`, as MCP asks (its priming event has an index of its own).
     fn replay(&mut self, key: &Key, index: u64) -> Option<Vec<ServerSseMessage>> {
         self.expire();
         let kept = self.streams.get(key)?;
         Some(
             kept.events
                 .iter()
-                .filter(|e| event_index(e).is_some_and(|(i, _)| i >= index))
+                .filter(|e| event_index(e).is_some_and(|(i, _)| i > index))
                 .cloned()
                 .collect(),
         )
@@ -396,11 +396,10 @@ impl Kept {
         self.running.remove(session);
     }
 
-    /// Whether a resume from event `index` of running request `key` names one its stream never sent:
-    /// rmcp takes one past the last (nothing to replay), no further.
+    /// Whether a resume from event `index` of running request `key` names one its stream never sent.
     fn past_what_was_sent(&self, key: &Key, index: u64) -> bool {
         match self.live.get(key) {
-            Some((_, last)) => index > last.saturating_add(1),
+            Some((_, last)) => index > *last,
             // Not running and not kept: no stream of it to resume.
             None => true,
         }
@@ -500,7 +499,10 @@ impl SessionManager for Resumable {
                 }
                 return Ok(Passed(rx).left_stream());
             }
-            let events = self.inner.resume(id, last_event_id).await?;
+            // rmcp replays a request's stream from the event named on, that one too: a client resuming
+            // from the answer got it again (the TS SDK, counting an error as no answer, resumed for ever).
+            let after = format!("{}/{request}", index.saturating_add(1));
+            let events = self.inner.resume(id, after).await?;
             return Ok(self.read_on(id, events).left_stream());
         }
         let events = self.inner.resume(id, last_event_id).await?;
@@ -594,15 +596,16 @@ mod tests {
         let reader = kept.next_reader();
         kept.sent(key.clone(), reader, 0);
         kept.sent(key.clone(), reader, 1);
-        assert!(!kept.past_what_was_sent(&key, 2));
-        assert!(kept.past_what_was_sent(&key, 3));
+        assert!(!kept.past_what_was_sent(&key, 1));
+        assert!(kept.past_what_was_sent(&key, 2));
         // A resume's reader takes the request over; the first one, draining what it had, and its end
         // leave it running.
         let resumed = kept.next_reader();
         kept.sent(key.clone(), resumed, 2);
         kept.sent(key.clone(), reader, 1);
         kept.ended(&key, reader);
-        assert!(!kept.past_what_was_sent(&key, 3));
+        assert!(!kept.past_what_was_sent(&key, 2));
+        assert!(kept.past_what_was_sent(&key, 3));
         assert!(kept.running.contains_key(&key.0));
         kept.ended(&key, resumed);
         assert!(kept.past_what_was_sent(&key, 0));
