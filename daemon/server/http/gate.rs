@@ -439,6 +439,8 @@ async fn check_and_run(
         }
         (Some(id), _) if method == Method::DELETE && response.status().is_success() => {
             gate.owners.forget(id);
+            // rmcp answers 202, which the Python SDK takes for a failed end (it wants 200 or 204).
+            *response.status_mut() = StatusCode::NO_CONTENT;
         }
         _ => {}
     }
