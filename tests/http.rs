@@ -1847,6 +1847,8 @@ fn what_is_wrong_with_a_request_is_said_in_json_rpc_words() {
         let message = v["error"]["message"].as_str().unwrap_or_default();
         assert!(message.starts_with(words), "{method} {headers:?}: {v}");
         assert_eq!(v["jsonrpc"], "2.0", "{v}");
+        // The generic server error: -32001 is the SDKs' RequestTimeout, shown as such.
+        assert_eq!(v["error"]["code"], -32000, "{v}");
     }
     // Two of a header that says who is asking: which one a proxy in front checked is anybody's guess.
     let token = format!("Bearer {}", inst.secret("w1"));

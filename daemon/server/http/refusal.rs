@@ -20,7 +20,8 @@ pub fn refuse(
     let body = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
-        "error": { "code": -32001, "message": why },
+        // -32000, the generic server error: the SDKs name -32001 RequestTimeout.
+        "error": { "code": -32000, "message": why },
     });
     let mut response = (
         status,
