@@ -2405,3 +2405,28 @@ export function run(args, { root }) {
         s.backlog
     );
 }
+
+/// A tools/list with a cursor this server never gave is refused `-32602`, as MCP asks, saying the list
+/// comes whole: before, any cursor was passed over and the whole list sent.
+#[test]
+fn a_tools_list_cursor_never_given_is_invalid_params() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    for cursor in [json!("bogus"), json!(5)] {
+        let r = s.request("tools/list", json!({ "cursor": cursor }));
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+        if cursor.is_string() {
+            assert!(
+                r["error"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("send tools/list without a cursor"),
+                "{r}"
+            );
+        }
+    }
+    let r = s.request("tools/list", json!({}));
+    assert!(r["result"]["tools"].is_array(), "{r}");
+}

@@ -244,6 +244,19 @@ pub fn for_rmcp(text: &str, request: &Request<'_>) -> Result<ClientJsonRpcMessag
             &format!("Invalid params: {why}"),
         )
     };
+    // rmcp reads tools/list params that do not fit (a cursor that is a number) as none, and would send
+    // the whole list.
+    if request.method == "tools/list"
+        && let Some(params) = request.params
+        && let Ok(Value::Object(p)) = serde_json::from_str::<Value>(params.get())
+        && let Some(cursor) = p.get("cursor").filter(|c| !c.is_string() && !c.is_null())
+    {
+        return Err(refused(format!(
+            "params.cursor is {}, not a string (and this server gives no cursor: send tools/list \
+             without one)",
+            kind(cursor)
+        )));
+    }
     match serde_json::from_str::<ClientJsonRpcMessage>(text) {
         Ok(ClientJsonRpcMessage::Request(r)) if matches!(&r.request, ClientRequest::CustomRequest(c) if is_known_method(&c.method)) =>
         {

@@ -455,9 +455,20 @@ impl ServerHandler for SeatService {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // MCP asks that a cursor the server never gave be refused: this one gives none.
+        if let Some(cursor) = request.and_then(|r| r.cursor) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "Invalid params: cursor {:?} is none this server gave: its tool list comes whole, in one \
+                     answer with no nextCursor; send tools/list without a cursor",
+                    crate::jsonrpc::clip(&cursor)
+                ),
+                None,
+            ));
+        }
         Ok(ListToolsResult::with_all_items(
             self.daemon.current().tools.listed().to_vec(),
         ))
