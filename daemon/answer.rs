@@ -239,9 +239,7 @@ pub fn host_ended(file: &str, end: &HostEnd, in_flight: usize) -> Outcome {
         }
         HostEnd::Retired(r) => {
             let why = match r.why {
-                RetireWhy::Restarted => {
-                    "the server was restarted and this call outlived its deadline".to_string()
-                }
+                RetireWhy::Restarted => crate::host::ending::OUTLIVED.to_string(),
                 RetireWhy::ShuttingDown(signal) => format!(
                     "the server is shutting down ({signal}) and the call did not finish within {} s (shutdownGraceSeconds in openovai.json)",
                     r.grace.as_secs()

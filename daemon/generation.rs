@@ -137,8 +137,19 @@ pub async fn build(
     ids: &Arc<AtomicU64>,
     log: &Arc<RuntimeLog>,
 ) -> Result<Generation, LoadError> {
-    // Failing, the host's start says why.
-    let _ = crate::host::child::keep_shim(&inst.host_shim());
+    // Off the event loop; failing, said before a host starts from what is there.
+    let shim = inst.host_shim();
+    let kept = tokio::task::spawn_blocking(move || crate::host::child::keep_shim(&shim)).await;
+    if let Ok(Err(e)) = kept {
+        log.row(
+            crate::runtime_log::Topic::Server,
+            &format!(
+                "The plugin host's script, {}, could not be written again ({e}); a host started from it may \
+                 fail.",
+                inst.host_shim().display()
+            ),
+        );
+    }
     let launch = launch(inst, &config, &inst.host_shim())?;
     let init = HostInit {
         log: Some(log.clone()),

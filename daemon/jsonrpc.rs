@@ -22,6 +22,8 @@ pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
+/// The generic server error, for what the transport refuses: the SDKs name -32001 RequestTimeout.
+pub const SERVER_ERROR: i64 = -32000;
 
 /// The longest line a session may send: generous for arguments, bounded for the daemon (each connection
 /// may hold one partial line this long).

@@ -124,36 +124,29 @@ pub fn latest(path: &std::path::Path, n: usize) -> Vec<String> {
         .collect()
 }
 
-/// The row saying the server before this one ended without stopping, when runtime.log's tail shows it:
-/// its "is up" row is the last of the rows a start and a stop write. None when it stopped, or when the
-/// tail holds neither (a log emptied, or a server that wrote more since its start than is read).
-pub fn ended_without_stopping(path: &std::path::Path) -> Option<String> {
-    ended_without_stopping_as(path, None)
-}
-
-/// `ended_without_stopping`, or, given `marked` (the pid and the start of the server that marked it was
-/// up and never removed the mark), that server's row whatever the tail holds.
-pub fn ended_without_stopping_as(
+/// The row saying the server before this one ended without stopping: when runtime.log's tail shows it
+/// (its "is up" row is the last of the rows a start and a stop write), or, when the tail holds neither a
+/// start nor a stop, from `marked`: the pid and start of the server whose up mark was left (it never
+/// removed it), however much it wrote since its start. A stop in the tail is believed over a mark (one
+/// carried along with a moved folder).
+pub fn ended_without_stopping(
     path: &std::path::Path,
     marked: Option<(u32, String)>,
 ) -> Option<String> {
-    if let Some((pid, since)) = marked {
-        let last = latest(path, 1)
-            .first()
-            .and_then(|r| parse_row(r).map(|(stamp, _, _)| stamp.to_string()));
-        let last = last.map_or(String::new(), |at| {
-            format!("; its last row was written at {at}")
-        });
-        return Some(format!(
-            "The server before this one (pid {pid}, up since {since}) ended without stopping (killed, \
-             crashed, or its machine went down){last}."
-        ));
-    }
     let rows = latest(path, usize::MAX);
     let last = rows
         .last()
         .and_then(|r| parse_row(r))
-        .map(|(stamp, _, _)| stamp)?;
+        .map(|(stamp, _, _)| stamp.to_string());
+    let said = |pid: &str, since: &str, last: Option<String>| {
+        let last = last.map_or(String::new(), |at| {
+            format!("; its last row was written at {at}")
+        });
+        format!(
+            "The server before this one (pid {pid}, up since {since}) ended without stopping (killed, \
+             crashed, or its machine went down){last}."
+        )
+    };
     for row in rows.iter().rev() {
         let Some((stamp, "server", sentence)) = parse_row(row) else {
             continue;
@@ -167,13 +160,11 @@ pub fn ended_without_stopping_as(
                 .and_then(|(_, rest)| rest.split_once(')'))
                 .map(|(pid, _)| pid)
                 .filter(|pid| pid.bytes().all(|b| b.is_ascii_digit()))?;
-            return Some(format!(
-                "The server before this one (pid {pid}, up since {stamp}) ended without stopping (killed, \
-                 crashed, or its machine went down); its last row was written at {last}."
-            ));
+            return Some(said(pid, stamp, last));
         }
     }
-    None
+    let (pid, since) = marked?;
+    Some(said(&pid.to_string(), &since, last))
 }
 
 pub fn timestamp(t: SystemTime) -> String {

@@ -626,11 +626,12 @@ impl Bridge {
                         ..
                     }) = read_request(line)
                     {
-                        let kept = up.queued.len();
-                        up.queued.retain(|q| {
-                            read_request(q).is_none_or(|n| n.key.as_deref() != Some(key.as_str()))
+                        // One line, as the cancel settled one request under its id.
+                        let held = up.queued.iter().rposition(|q| {
+                            read_request(q).is_some_and(|n| n.key.as_deref() == Some(key.as_str()))
                         });
-                        if up.queued.len() < kept {
+                        if let Some(i) = held {
+                            up.queued.remove(i);
                             continue;
                         }
                     }
@@ -1351,7 +1352,7 @@ fn interrupted_answer(id: &str, p: &Pending) -> Value {
         json!({ "jsonrpc": "2.0", "id": id, "result": result })
     } else {
         json!({ "jsonrpc": "2.0", "id": id, "error": {
-            "code": -32000,
+            "code": jsonrpc::SERVER_ERROR,
             "message": format!(
                 "The ovai server went away (it was stopped or it crashed) while this {} was in flight; send it again.",
                 if p.method == "request" { "request".to_string() } else { format!("{} request", p.method) }
@@ -1405,7 +1406,7 @@ fn refused_answer(id: &str, p: &Pending, why: &str, for_good: bool) -> Value {
         } else {
             " The session looks for the server again at its requests, at most once a second."
         };
-        json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32000, "message": format!("{upper}.{then}") } })
+        json!({ "jsonrpc": "2.0", "id": id, "error": { "code": jsonrpc::SERVER_ERROR, "message": format!("{upper}.{then}") } })
     }
 }
 
@@ -1463,7 +1464,7 @@ fn fail(sentence: &str) -> i32 {
         let answer = json!({
             "jsonrpc": "2.0",
             "id": id,
-            "error": { "code": -32000, "message": sentence }
+            "error": { "code": jsonrpc::SERVER_ERROR, "message": sentence }
         });
         // SAFETY: fd 1 is this process's stdout for its whole life; ManuallyDrop keeps it open.
         let stdout = ManuallyDrop::new(unsafe { File::from_raw_fd(1) });

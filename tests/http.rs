@@ -2445,3 +2445,39 @@ fn one_seats_bodies_held_unfinished_keep_no_other_seat_out() {
     assert_eq!(status, 200, "{}", r.text());
     drop(held);
 }
+
+/// Over HTTP as over the socket, the report the pace held back reaches the caller before the answer: a
+/// progress bar reaches the end the plugin reported.
+#[test]
+fn the_last_progress_report_reaches_an_http_caller_before_the_answer() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "http": { "listen": "127.0.0.1:0" } }));
+    inst.write_plugin(
+        "steady.mjs",
+        r#"export const description = "Reports steadily, then answers at once."; export const inputSchema = { type: "object" };
+export async function run(args, { progress }) {
+  for (let i = 1; i <= 8; i++) { progress(`step ${i}`, { progress: i, total: 8 }); if (i < 8) await new Promise((r) => setTimeout(r, 30)); }
+  return { text: "done" };
+}"#,
+    );
+    inst.add_seat("w1");
+    let d = inst.start();
+    let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize();
+    let (_, mut r) = s.send(
+        "tools/call",
+        json!({ "name": "steady", "arguments": {}, "_meta": { "progressToken": "bar" } }),
+    );
+    let mut last = None;
+    let answer = loop {
+        let m = r.next_message().expect("the call's stream is open");
+        if m["method"] == "notifications/progress" {
+            last = Some(m["params"]["message"].clone());
+        } else if m.get("result").is_some() {
+            break m;
+        }
+    };
+    assert_eq!(text_of(&answer).0, "done");
+    assert_eq!(last, Some(json!("step 8")), "{answer}");
+}

@@ -119,6 +119,7 @@ fn the_systemd_unit_is_written_filled_in_and_verifies() {
         // systemd's default gives up after five starts in ten seconds, and stays down once the cause
         // (a full disk) is gone.
         "StartLimitIntervalSec=0".to_string(),
+        "RestartPreventExitStatus=2".to_string(),
         "WatchdogSec=30".to_string(),
         "KillMode=mixed".to_string(),
         "WantedBy=default.target".to_string(),

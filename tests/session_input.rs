@@ -2374,13 +2374,17 @@ export function run(args, { root }) {
   return { text: `ran ${args.n}` };
 }
 "#;
-    let inst = Instance::with_plugins(&[("marks.mjs", MARKS)]);
+    let inst = Instance::with_plugins(&[("marks.mjs", MARKS), ("slow.mjs", SLOW)]);
     let d = inst.start();
     let mut s = inst.session("lead");
     s.initialize();
+    // A call cut off by the daemon's end is answered once the bridge has seen it go: from then on it
+    // keeps what the client sends for the next daemon.
+    let cut = s.send_request("tools/call", json!({ "name": "slow", "arguments": {} }));
     let pid = d.pid();
     signal(pid, libc::SIGKILL);
     wait_gone(pid);
+    assert!(text_of(&s.response(cut)).0.contains("went away"));
     raw(
         &mut s,
         b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"marks\",\"arguments\":{\"n\":1}}}\n",

@@ -82,12 +82,27 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         super::print_json(&doc);
         return Ok(());
     }
+    let runs = match v.version.as_str() {
+        "" => String::new(),
+        version => format!(", ovai {version}"),
+    };
     println!(
-        "ovai serve for {} (pid {}, ovai {}), up {} s since {}.",
-        v.root, v.pid, v.version, v.uptime_seconds, v.started_at
+        "ovai serve for {} (pid {}{runs}), up {} s since {}.",
+        v.root, v.pid, v.uptime_seconds, v.started_at
     );
     if let Some(said) = &v.binary_replaced {
         println!("{said}");
+    }
+    // An older server names no version, nor a binary replaced under it.
+    let mine = env!("CARGO_PKG_VERSION");
+    if v.version != mine {
+        let theirs = match v.version.as_str() {
+            "" => "an older one, which does not name its version".to_string(),
+            version => format!("ovai {version}"),
+        };
+        println!(
+            "This command is ovai {mine}, and the server runs {theirs}: `ovai stop`, then `ovai serve`, runs this one."
+        );
     }
     let host = match (&v.host.down, v.host.pid) {
         (Some(why), _) => format!("down: {why}"),

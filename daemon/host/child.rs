@@ -108,7 +108,7 @@ pub enum SpawnError {
     NotNode { node: PathBuf, said: String },
     #[error("Node.js was not found (looked for {node}); ovai runs plugins in Node 18 or newer. Install it, or name it with OVAI_NODE.", node = .0.display())]
     NoNode(PathBuf),
-    #[error("{program} was not found: the plugin host's box is started by it, and it was moved or removed since the server started. Put it back, or run `ovai stop`, then `ovai serve` from where ovai is now.", program = .0.display())]
+    #[error("{program} was not found: the plugin host's box is started by it, and it was moved or removed since the server started. Put it back, or run `ovai stop`, then `ovai serve` (which looks for it again).", program = .0.display())]
     NoBoxProgram(PathBuf),
     #[error("the plugin host could not be started with {node}: {source}", node = node.display())]
     Io {
@@ -179,10 +179,12 @@ impl Launch {
         }
         let child = cmd.spawn().map_err(|e| match e.kind() {
             // Node, or what starts the box around it (bubblewrap, ovai itself).
-            std::io::ErrorKind::NotFound if started_by != self.node => {
+            std::io::ErrorKind::NotFound if started_by != self.node && !started_by.exists() => {
                 SpawnError::NoBoxProgram(started_by)
             }
-            std::io::ErrorKind::NotFound => SpawnError::NoNode(self.node.clone()),
+            std::io::ErrorKind::NotFound if self.cwd.is_dir() => {
+                SpawnError::NoNode(self.node.clone())
+            }
             _ => io(e),
         })?;
         // Only the host holds its ends: its end is then the end of the daemon's reading.

@@ -214,6 +214,9 @@ pub enum RetireWhy {
     ShuttingDown(&'static str),
 }
 
+/// Why a call on a host a restart left behind ended with it.
+pub const OUTLIVED: &str = "the server was restarted and this call outlived its deadline";
+
 /// Why there is no live host to run a call on.
 #[derive(Debug, Clone)]
 pub enum NoHost {

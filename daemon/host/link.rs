@@ -551,14 +551,7 @@ impl Link {
     /// any cancel sent before (the last call of a host left behind by a restart). Waits for the answer
     /// at most `patience`: a host whose event loop is held hears nothing anyway.
     pub async fn last_words(&self, why: &str, patience: std::time::Duration) {
-        let unsent = self.unsent_calls();
-        let ids: Vec<u64> = lock(&self.calls)
-            .waiting
-            .keys()
-            .filter(|id| !unsent.contains(id))
-            .copied()
-            .collect();
-        for id in ids {
+        for id in self.sent_calls() {
             self.send(&ToHost::Cancel {
                 id,
                 why,
@@ -581,12 +574,18 @@ impl Link {
 
     /// How many calls the host may be running: those waiting, less any it was never sent whole.
     pub fn calls_waiting(&self) -> usize {
+        self.sent_calls().len()
+    }
+
+    /// The calls waiting that the host was sent whole.
+    fn sent_calls(&self) -> Vec<u64> {
         let unsent = self.unsent_calls();
         lock(&self.calls)
             .waiting
             .keys()
             .filter(|id| !unsent.contains(id))
-            .count()
+            .copied()
+            .collect()
     }
 
     /// How many calls wait on this link.

@@ -381,16 +381,24 @@ async fn run(
                 // already (two seat commands at once, a restart meanwhile): it ends at once.
                 let drain = if seats.borrow().holding { SEAT_DRAIN } else { Duration::ZERO };
                 let drained = tokio::time::Instant::now() + drain;
+                let mut gone = false;
                 while process.link.in_flight() > 0 && tokio::time::Instant::now() < drained {
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_millis(20)) => {}
-                        () = process.ended() => break,
+                        () = process.ended() => {
+                            gone = true;
+                            break;
+                        }
                     }
                 }
-                process
-                    .link
-                    .last_words("the seats changed, and its plugin host is being replaced", LAST_WORDS)
-                    .await;
+                // Its calls' signals fire before it ends, only while no secret is written yet: one
+                // replaced without a hold may read a new one, and plugin code runs on abort.
+                if drain > Duration::ZERO && !gone {
+                    process
+                        .link
+                        .last_words("the seats changed, and its plugin host is being replaced", LAST_WORDS)
+                        .await;
+                }
                 process.kill().await;
                 host.ending.store(false, Ordering::SeqCst);
                 super::ending::count_end(super::ending::EndCause::Replaced);
@@ -409,7 +417,7 @@ async fn run(
             _ = host.retire.cancelled() => {
                 let retirement = lock(&host.retirement).clone();
                 let why = match retirement.why {
-                    RetireWhy::Restarted => "the server was restarted and this call outlived its deadline",
+                    RetireWhy::Restarted => super::ending::OUTLIVED,
                     RetireWhy::ShuttingDown(_) => "the server is shutting down",
                 };
                 process.link.last_words(why, LAST_WORDS).await;

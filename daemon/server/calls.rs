@@ -302,14 +302,15 @@ impl Calls {
                 &|| call.host_trace(),
             ))
             .await;
+            // Cancelled (by the client, or at the end of the session): no answer, and the id may already
+            // be another call's; nor the report held back, whose token may be another call's too.
+            let answering = shared.release(&call.id, number);
             if let Some(relay) = &relay {
-                relay.finish();
+                relay.ends(answering);
             }
             service.record(&call.name, started, &outcome, how);
             call.end_span(&outcome);
-            // Cancelled (by the client, or at the end of the session): no answer, and the id may already
-            // be another call's.
-            if shared.release(&call.id, number) {
+            if answering {
                 answers.answer_line(&call.id, shared.line(&call, &outcome));
             }
         });
@@ -572,9 +573,6 @@ impl Plain {
     }
 
     fn finish(self, ended: Ended) {
-        if let Some(relay) = &self.relay {
-            relay.finish();
-        }
         let how = How::of(&ended);
         let outcome = crate::answer::plugin(&self.file, ended, self.max);
         let Plain {
@@ -585,6 +583,7 @@ impl Plain {
             admitted,
             started,
             host_span,
+            relay,
             ..
         } = self;
         if let (Some(mut span), Outcome::Refused(why)) = (host_span, &outcome) {
@@ -594,8 +593,12 @@ impl Plain {
         shared.service.record(&call.name, started, &outcome, how);
         drop(admitted);
         // Cancelled (by the client, or at the end of the session): no answer, and the id may already be
-        // another call's.
-        if shared.release(&call.id, number) {
+        // another call's; nor the report held back, whose token may be another call's too.
+        let answering = shared.release(&call.id, number);
+        if let Some(relay) = &relay {
+            relay.ends(answering);
+        }
+        if answering {
             answers.answer_line(&call.id, shared.line(&call, &outcome));
         }
         shared.settled.notify_waiters();

@@ -159,7 +159,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     seats::ensure_private_dir(&inst)?;
     let claimed = claim_once_stopped(&inst).await?;
     // Read before this start writes a row: the lock held, no other server writes there.
-    let before = crate::runtime_log::ended_without_stopping_as(
+    let before = crate::runtime_log::ended_without_stopping(
         &inst.runtime_log(),
         marked_up(&inst.serving_marker()),
     );
@@ -629,7 +629,8 @@ async fn shut_down(daemon: &Arc<Daemon>, why: &'static str) {
     daemon
         .log
         .row(Topic::Server, &format!("ovai serve stopped on {why}."));
-    let _ = std::fs::remove_file(daemon.inst.serving_marker());
+    // Only while it is this server's: after its folder was removed, the next server's may be there.
+    drop(RemovedOnDrop(daemon.inst.serving_marker()));
 }
 
 /// The pid and start time a server's up mark holds, when one was left (it never stopped).

@@ -18,6 +18,14 @@ pub const INITIALIZED_ALREADY: &str = "Invalid request: this session is initiali
      initialized once (it goes on in the revision its first initialize agreed); to speak another, start a \
      new session";
 
+/// Why a tools/list `cursor` (as `what` names it) is refused: this server gives none.
+pub fn no_cursor(what: &str) -> String {
+    format!(
+        "{what} is none this server gave: its tool list comes whole, in one answer with no nextCursor; send \
+         tools/list without a cursor"
+    )
+}
+
 /// The answer to a request before the session began.
 pub const NOT_BEGUN: &str = "Invalid request: this session has not begun: send \"initialize\" first (or, from MCP \
      2026-07-28 on, give each request the _meta keys io.modelcontextprotocol/protocolVersion (2026-07-28) and \
@@ -251,11 +259,10 @@ pub fn for_rmcp(text: &str, request: &Request<'_>) -> Result<ClientJsonRpcMessag
         && let Ok(Value::Object(p)) = serde_json::from_str::<Value>(params.get())
         && let Some(cursor) = p.get("cursor").filter(|c| !c.is_string() && !c.is_null())
     {
-        return Err(refused(format!(
-            "params.cursor is {}, not a string (and this server gives no cursor: send tools/list \
-             without one)",
+        return Err(refused(no_cursor(&format!(
+            "params.cursor, {},",
             kind(cursor)
-        )));
+        ))));
     }
     match serde_json::from_str::<ClientJsonRpcMessage>(text) {
         Ok(ClientJsonRpcMessage::Request(r)) if matches!(&r.request, ClientRequest::CustomRequest(c) if is_known_method(&c.method)) =>

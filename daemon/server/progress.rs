@@ -65,11 +65,12 @@ impl Relay {
         lock(&self.state).closed = true;
     }
 
-    /// The call's answer goes out next: the report the pace held back goes first (a progress bar reaches
-    /// the end the plugin reported), and none after it.
-    pub fn finish(&self) {
+    /// The call has ended: with `answering`, its answer goes out next, and the report the pace held back
+    /// goes first (a progress bar reaches the end the plugin reported); none goes out after.
+    pub fn ends(&self, answering: bool) {
         let mut state = lock(&self.state);
         if let Some(report) = state.waiting.take()
+            && answering
             && !state.closed
         {
             self.send(&mut state, &report);
@@ -119,15 +120,27 @@ impl Progressed for Relay {
         }
         state.armed = true;
         let relay = self.clone();
-        let at = due.unwrap_or_else(Instant::now);
+        let mut at = due.unwrap_or_else(Instant::now);
         tokio::spawn(async move {
-            tokio::time::sleep_until(at).await;
-            let mut state = lock(&relay.state);
-            state.armed = false;
-            if let Some(report) = state.waiting.take()
-                && !state.closed
-            {
-                relay.send(&mut state, &report);
+            loop {
+                tokio::time::sleep_until(at).await;
+                let mut state = lock(&relay.state);
+                // A report sent at once meanwhile moved the pace on: this one waits for it.
+                if let Some(due) = state.last_sent.map(|sent| sent + PACE)
+                    && due > Instant::now()
+                    && state.waiting.is_some()
+                    && !state.closed
+                {
+                    at = due;
+                    continue;
+                }
+                state.armed = false;
+                if let Some(report) = state.waiting.take()
+                    && !state.closed
+                {
+                    relay.send(&mut state, &report);
+                }
+                return;
             }
         });
     }

@@ -462,9 +462,11 @@ impl ServerHandler for SeatService {
         if let Some(cursor) = request.and_then(|r| r.cursor) {
             return Err(ErrorData::invalid_params(
                 format!(
-                    "Invalid params: cursor {:?} is none this server gave: its tool list comes whole, in one \
-                     answer with no nextCursor; send tools/list without a cursor",
-                    crate::jsonrpc::clip(&cursor)
+                    "Invalid params: {}",
+                    super::params::no_cursor(&format!(
+                        "cursor {:?}",
+                        crate::jsonrpc::clip(&cursor)
+                    ))
                 ),
                 None,
             ));
@@ -679,12 +681,16 @@ impl SeatService {
                 }
             }
         };
+        // Stopped (cancelled, its session ended), the call's answer goes nowhere, and no report either.
+        let answering = !stop.is_cancelled();
         if let Some(relay) = &relay {
-            relay.finish();
+            relay.ends(answering);
         }
         // What came before the answer goes before it, the report the pace held back included.
         while let Ok(note) = notes.try_recv() {
-            let _ = context.peer.notify_progress(note).await;
+            if answering {
+                let _ = context.peer.notify_progress(note).await;
+            }
         }
         self.record(name, started, &outcome, how);
         Ok(self.answered_as(name, outcome))

@@ -40,7 +40,7 @@ use tokio_util::sync::CancellationToken;
 use super::answers::Answers;
 use super::backlog::Backlog;
 use super::calls::{Call, Calls};
-use super::params::{self, INLINE};
+use super::params;
 use super::session::SeatService;
 use super::traces::{self, RequestSpan};
 use crate::jsonrpc::{
@@ -659,7 +659,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                             .unwrap_or_default();
                     return self.answers.answer_line(&id, line);
                 }
-                let modern = **version >= *INLINE;
+                let modern = params::inline_version(version);
                 // A revision with `initialize` named in a call's _meta begins no session.
                 if !modern && self.lifecycle == Lifecycle::None {
                     return refuse(self, INVALID_REQUEST, params::NOT_BEGUN.into());

@@ -20,8 +20,7 @@ pub fn refuse(
     let body = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
-        // -32000, the generic server error: the SDKs name -32001 RequestTimeout.
-        "error": { "code": -32000, "message": why },
+        "error": { "code": crate::jsonrpc::SERVER_ERROR, "message": why },
     });
     let mut response = (
         status,

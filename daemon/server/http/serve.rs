@@ -294,7 +294,7 @@ fn admit(counts: &Counts<IpAddr>, ip: IpAddr, max: usize) -> Option<Counted<IpAd
 
 fn turn_away(daemon: &Daemon, tcp: &tokio::net::TcpStream, why: String) {
     daemon.refusals.note(&why);
-    let body = serde_json::json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32000, "message": why } })
+    let body = serde_json::json!({ "jsonrpc": "2.0", "id": null, "error": { "code": crate::jsonrpc::SERVER_ERROR, "message": why } })
         .to_string();
     let response = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
