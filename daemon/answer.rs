@@ -244,6 +244,9 @@ pub fn host_ended(file: &str, end: &HostEnd, in_flight: usize) -> Outcome {
                     "the server is shutting down ({signal}) and the call did not finish within {} s (shutdownGraceSeconds in openovai.json)",
                     r.grace.as_secs()
                 ),
+                RetireWhy::StoppedAtOnce(signal) => {
+                    format!("the server was stopped at once (a second {signal}) while it ran")
+                }
             };
             return Outcome::Refused(format!("{file} did not answer: {why}."));
         }

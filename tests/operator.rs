@@ -1982,3 +1982,36 @@ fn status_names_the_version_and_a_binary_replaced_under_the_server() {
     inst.cmd().arg("stop").assert().success();
     let _ = serve.wait();
 }
+
+/// Ctrl-C twice (or a second TERM) while the server lets its calls finish stops it at once, as a person
+/// pressing it again means: the calls still running are told so, and their signals fire. The second
+/// was ignored, and the server waited the whole of shutdownGraceSeconds.
+#[test]
+fn a_second_interrupt_while_stopping_stops_at_once() {
+    let inst = Instance::with_plugins(&[("held.mjs", HELD)]);
+    inst.set_config(json!({ "shutdownGraceSeconds": 600 }));
+    std::fs::create_dir(inst.root.join("scratch")).unwrap();
+    let mut d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let call = s.send_request("tools/call", json!({ "name": "held", "arguments": {} }));
+    wait_until("the held call to start", || {
+        inst.root.join("scratch/started").exists().then_some(())
+    });
+    signal(d.pid(), libc::SIGINT);
+    wait_until("the server to be stopping", || {
+        let out = inst.cmd().arg("status").output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .contains("is stopping since")
+            .then_some(())
+    });
+    signal(d.pid(), libc::SIGINT);
+    let (text, is_error) = text_of(&s.response(call));
+    assert!(
+        is_error && text.contains("stopped at once (a second SIGINT)"),
+        "{text}"
+    );
+    wait_until("the server to end", || (!d.is_running()).then_some(()));
+    let why = std::fs::read_to_string(inst.root.join("scratch/aborted")).unwrap_or_default();
+    assert!(why.contains("shutting down"), "{why:?}");
+}

@@ -212,6 +212,8 @@ pub enum RetireWhy {
     Restarted,
     /// The daemon is shutting down, on this signal.
     ShuttingDown(&'static str),
+    /// Shutting down, it was asked again (this signal): calls in flight end now.
+    StoppedAtOnce(&'static str),
 }
 
 /// Why a call on a host a restart left behind ended with it.

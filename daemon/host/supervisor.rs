@@ -418,7 +418,9 @@ async fn run(
                 let retirement = lock(&host.retirement).clone();
                 let why = match retirement.why {
                     RetireWhy::Restarted => super::ending::OUTLIVED,
-                    RetireWhy::ShuttingDown(_) => "the server is shutting down",
+                    RetireWhy::ShuttingDown(_) | RetireWhy::StoppedAtOnce(_) => {
+                        "the server is shutting down"
+                    }
                 };
                 process.link.last_words(why, LAST_WORDS).await;
                 process.kill().await;

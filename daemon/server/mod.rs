@@ -610,7 +610,40 @@ async fn shut_down(daemon: &Arc<Daemon>, why: &'static str) {
         .into_iter()
         .map(|g| async move { g.host.retire(grace, RetireWhy::ShuttingDown(why)).await })
         .collect();
-    futures::future::join_all(retiring).await;
+    // Ctrl-C again (or a second TERM) means now, as it does for other programs: the grace ends.
+    let again = async {
+        match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
+            (Ok(mut int), Ok(mut term)) => tokio::select! {
+                _ = int.recv() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+            },
+            _ => std::future::pending().await,
+        }
+    };
+    if !grace.is_zero() {
+        tracing::info!(
+            "stopping: the calls in flight have {} s to finish (shutdownGraceSeconds); Ctrl-C again ends them now",
+            grace.as_secs()
+        );
+    }
+    tokio::select! {
+        _ = futures::future::join_all(retiring) => {}
+        signal = again => {
+            daemon.log.row(
+                Topic::Server,
+                &format!("Asked again ({signal}) while stopping: the calls in flight are ended now."),
+            );
+            let now: Vec<_> = daemon
+                .generations()
+                .into_iter()
+                .map(|g| async move { g.host.retire(Duration::ZERO, RetireWhy::StoppedAtOnce(signal)).await })
+                .collect();
+            futures::future::join_all(now).await;
+        }
+    }
     // Every call has its answer now; ending a session lets its writer put what is queued on the wire.
     daemon.sessions.end_all();
     daemon.http_stop.cancel();
