@@ -338,10 +338,11 @@ impl Appender {
     pub fn append_or_say(&mut self, bytes: &[u8]) -> Option<(usize, String)> {
         // Counted in lines: several rows may go in one write.
         let lines = bytes.iter().filter(|&&b| b == b'\n').count().max(1);
-        // A write cut off by a full disk may have left part of a line: what follows starts a line of its
+        // A write cut off by a full disk may have left part of a line: it is taken away (a reader of JSON
+        // lines would meet half of one), or, when that cannot be done, what follows starts a line of its
         // own.
         let mended;
-        let bytes = if self.lost.is_some() && !self.ends_a_line() {
+        let bytes = if self.lost.is_some() && !self.cut_partial() {
             mended = [b"\n", bytes].concat();
             &mended[..]
         } else {
@@ -365,8 +366,9 @@ impl Appender {
         }
     }
 
-    /// Whether the file is empty or ends with a newline (or cannot be looked at).
-    fn ends_a_line(&self) -> bool {
+    /// Takes away the part of a line a cut-off write left at the file's end; whether the file now ends a
+    /// line (or is empty, or cannot be looked at).
+    fn cut_partial(&self) -> bool {
         use std::os::unix::fs::FileExt;
         let Ok(folder) = Folder::open(&self.folder) else {
             return true;
@@ -375,8 +377,24 @@ impl Appender {
             return true;
         };
         let size = file.metadata().map_or(0, |m| m.len());
-        let mut last = [b'\n'];
-        size == 0 || file.read_at(&mut last, size - 1).is_err() || last[0] == b'\n'
+        if size == 0 {
+            return true;
+        }
+        let from = size.saturating_sub(64 * 1024);
+        let mut tail = vec![0u8; (size - from) as usize];
+        if file.read_exact_at(&mut tail, from).is_err() {
+            return true;
+        }
+        let keep = match tail.iter().rposition(|b| *b == b'\n') {
+            Some(i) if i + 1 == tail.len() => return true,
+            Some(i) => from + i as u64 + 1,
+            None if from == 0 => 0,
+            None => return false,
+        };
+        folder
+            .append(&self.name)
+            .and_then(|f| f.set_len(keep))
+            .is_ok()
     }
 
     pub fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
@@ -420,6 +438,30 @@ impl Appender {
 #[cfg(test)]
 mod private_writes {
     use super::*;
+
+    /// Half a line a write cut off by a full disk left is taken away once writing works again: a reader
+    /// of calls.jsonl met it as a line that does not parse.
+    #[test]
+    fn half_a_line_left_by_a_lost_write_is_taken_away() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.jsonl");
+        let mut log = Appender::new(&path, 1 << 20);
+        assert!(log.append_or_say(b"{\"a\":1}\n").is_none());
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(b"{\"b\":"))
+            .unwrap();
+        log.lost = Some((1, "No space left on device".into()));
+        assert_eq!(
+            log.append_or_say(b"{\"c\":3}\n"),
+            Some((1, "No space left on device".into()))
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"a\":1}\n{\"c\":3}\n"
+        );
+    }
 
     /// A hard link planted at the name a writer would use (as a plugin with write access to the desks
     /// could) must not receive what is written.

@@ -255,7 +255,15 @@ impl CallLog {
             let mut file = crate::files::Appender::new(&writing, ROTATE_AT_BYTES);
             for mut line in rx {
                 line.push('\n');
-                file.append_or_say(line.as_bytes());
+                // Lines lost (a full disk) are counted in a line of their own, after those that made it.
+                if let Some((lost, why)) = file.append_or_say(line.as_bytes()) {
+                    let said = serde_json::json!({
+                        "at": crate::runtime_log::timestamp(std::time::SystemTime::now()),
+                        "lost": lost,
+                        "why": why,
+                    });
+                    file.append_or_say(format!("{said}\n").as_bytes());
+                }
             }
         });
         Self { path, tx }
