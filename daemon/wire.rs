@@ -271,6 +271,9 @@ pub struct StatusReply {
     /// as a sentence.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unserved: Vec<String>,
+    /// The hosts of earlier generations still finishing calls begun before a restart, in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub finishing: Vec<String>,
     /// The version of ovai this server runs.
     #[serde(default)]
     pub version: String,

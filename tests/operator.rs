@@ -2015,3 +2015,34 @@ fn a_second_interrupt_while_stopping_stops_at_once() {
     let why = std::fs::read_to_string(inst.root.join("scratch/aborted")).unwrap_or_default();
     assert!(why.contains("shutting down"), "{why:?}");
 }
+
+/// The host a restart leaves to finish its calls is in `ovai status`, with how many it finishes: it was
+/// not named anywhere, though it holds its memory until its last call ends.
+#[test]
+fn status_names_the_hosts_a_restart_left_finishing_calls() {
+    let inst = Instance::with_plugins(&[("held.mjs", HELD)]);
+    std::fs::create_dir(inst.root.join("scratch")).unwrap();
+    let d = inst.start();
+    let old = d.host_pid();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let call = s.send_request("tools/call", json!({ "name": "held", "arguments": {} }));
+    wait_until("the held call to start", || {
+        inst.root.join("scratch/started").exists().then_some(())
+    });
+    inst.cmd().arg("restart").assert().success();
+    let out = inst.cmd().arg("status").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!(
+            "Generation 1's plugin host (pid {old}) finishes 1 call begun before a restart"
+        )),
+        "{said}"
+    );
+    std::fs::write(inst.root.join("scratch/release"), "").unwrap();
+    assert_eq!(text_of(&s.response(call)).0, "let go");
+    wait_until("the old host to be gone from status", || {
+        let out = inst.cmd().arg("status").output().unwrap();
+        (!String::from_utf8_lossy(&out.stdout).contains("Generation 1's plugin host")).then_some(())
+    });
+}

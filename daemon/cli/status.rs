@@ -116,6 +116,9 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         v.node,
         respawned(v.host.respawns)
     );
+    for said in &v.finishing {
+        println!("{said}");
+    }
     println!("{}", v.host.isolation);
     println!("{}", v.host.bounds);
     for said in &too_open {

@@ -215,6 +215,11 @@ impl Host {
         }
     }
 
+    /// How many calls run on this generation's host.
+    pub fn calls_in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+
     /// The tools the live host does not answer (a file a new host did not import), and why.
     pub fn not_answering(&self) -> Vec<(String, NotReimported)> {
         match &*self.state.borrow() {

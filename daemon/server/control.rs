@@ -220,6 +220,23 @@ pub async fn status(daemon: &Arc<Daemon>, config: bool) -> StatusReply {
             .get()
             .and_then(|web| crate::sync::lock(&web.base).clone()),
         unserved: lock(&daemon.unserved).clone(),
+        finishing: daemon
+            .generations()
+            .iter()
+            .filter(|g| g.number != generation.number)
+            .filter_map(|g| {
+                let pid = g.host.pid()?;
+                let calls = g.host.calls_in_flight();
+                (calls > 0).then(|| {
+                    format!(
+                        "Generation {}'s plugin host (pid {pid}) finishes {calls} call{} begun before a restart \
+                         (callTimeoutSeconds at most), then ends.",
+                        g.number,
+                        if calls == 1 { "" } else { "s" }
+                    )
+                })
+            })
+            .collect(),
         version: env!("CARGO_PKG_VERSION").into(),
         binary_replaced: if config { binary_replaced() } else { None },
         root: daemon.inst.root.display().to_string(),
