@@ -593,7 +593,6 @@ pub fn add(
     let desk = inst.desk(name);
     let clients = desk_clients(inst)?;
     desk::check_for_secret(&desk, &clients)?;
-    std::fs::create_dir_all(&desk).map_err(io("making the desk", &desk))?;
     let reach = match url {
         Some(url) => Reach::Url { url },
         None => Reach::Bridge { exe: ovai_exe },
@@ -605,7 +604,9 @@ pub fn add(
             added: crate::runtime_log::timestamp(SystemTime::now()),
         },
     );
+    // Before the desk is made: a seats.json that cannot be written leaves no empty desk behind.
     let staged = book.stage(inst)?;
+    std::fs::create_dir_all(&desk).map_err(io("making the desk", &desk))?;
     let mcp_json = desk::write_server_entry(inst, &desk, &reach, &secret)?;
     warnings.extend(desk::clients::write(inst, &desk, &reach, &secret, &clients));
     staged.commit()?;

@@ -204,7 +204,7 @@ fn hides_secrets(kind: Box_) {
     wait_until("the host to be replaced", || {
         inst.rows("host")
             .iter()
-            .any(|r| r.contains("was replaced because the seats changed"))
+            .any(|r| r.contains("was replaced for a seat change"))
             .then_some(())
     });
     for file in [
@@ -222,7 +222,7 @@ fn hides_secrets(kind: Box_) {
         (inst
             .rows("host")
             .iter()
-            .filter(|r| r.contains("was replaced because the seats changed"))
+            .filter(|r| r.contains("was replaced for a seat change"))
             .count()
             >= 2)
             .then_some(())

@@ -612,7 +612,10 @@ fn a_rotate_that_cannot_write_the_seats_leaves_the_desk_as_it_was() {
     // An add that cannot write seats.json writes no secret in the new desk, and is tried again.
     let out = inst.cmd().args(["seat", "add", "w2"]).output().unwrap();
     assert!(!out.status.success());
-    assert!(!inst.root.join("desks/w2/.mcp.json").exists());
+    assert!(
+        !inst.root.join("desks/w2").exists(),
+        "no empty desk is left"
+    );
     std::fs::remove_dir(inst.root.join(".ovai/seats.json.previous")).unwrap();
     inst.cmd().args(["seat", "add", "w2"]).assert().success();
     let d = inst.start();

@@ -80,7 +80,7 @@ pub fn hung(after_s: u64, exit: &Exit, at: Option<&str>) -> String {
 
 pub fn replaced(pid: u32, files: &[Arc<str>]) -> String {
     let mut row = format!(
-        "The plugin host (pid {pid}) was replaced because the seats changed: its box hid the seats' secrets as they were when it started"
+        "The plugin host (pid {pid}) was replaced for a seat change (its own row says what changed, or its command why it failed): its box hid the seats' secrets as they were when it started"
     );
     if !files.is_empty() {
         let names: Vec<&str> = files.iter().map(|f| &**f).collect();
