@@ -65,8 +65,22 @@ impl StderrLog {
         let thread = std::thread::Builder::new()
             .name("stderr".into())
             .spawn(move || {
+                // Lines a write refused (a full disk under a redirected stderr), said with the next
+                // that goes: runtime.log tells the operator its lost rows went here.
+                let mut failed = 0u64;
                 for line in rx {
-                    let _ = out.write_all(&line);
+                    // The notice first; not written, this line is not either, and is counted.
+                    let mut said = true;
+                    if failed > 0 {
+                        let notice = format!(
+                            "ovai serve: {failed} line(s) of this log before this one could not be written.\n"
+                        );
+                        said = out.write_all(notice.as_bytes()).is_ok();
+                        failed = if said { 0 } else { failed + 1 };
+                    }
+                    if said && out.write_all(&line).is_err() {
+                        failed += 1;
+                    }
                     mine.held.fetch_sub(line.len(), Ordering::Relaxed);
                     *crate::sync::lock(&mine.written) += 1;
                     mine.wrote.notify_all();
@@ -275,6 +289,36 @@ mod tests {
         assert!(
             long.ends_with("\u{1b}[0m… (915 bytes more, not written)\n"),
             "{long}"
+        );
+    }
+
+    /// Lines a write refused (a full disk) are counted and said with the next that goes.
+    #[test]
+    fn lines_a_write_refused_are_said_with_the_next() {
+        struct Refusing(u32, Arc<Mutex<Vec<u8>>>);
+        impl Write for Refusing {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                if self.0 > 0 {
+                    self.0 -= 1;
+                    return Err(std::io::Error::other("No space left on device"));
+                }
+                crate::sync::lock(&self.1).extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let log = StderrLog::writing_to(Refusing(2, got.clone()), 1 << 20);
+        for n in 1..=3 {
+            let mut line = tracing_subscriber::fmt::MakeWriter::make_writer(&log);
+            line.write_all(format!("line {n}\n").as_bytes()).unwrap();
+        }
+        log.finish(Duration::from_secs(60));
+        assert_eq!(
+            String::from_utf8_lossy(&crate::sync::lock(&got)),
+            "ovai serve: 2 line(s) of this log before this one could not be written.\nline 3\n"
         );
     }
 
