@@ -236,6 +236,15 @@ impl SeatBook {
     }
 }
 
+/// Whether seats.json can be written now (a full disk, a folder in the way), tried as a change writes it
+/// and taken back: a seat command says so before it ends the plugin host and its calls for nothing.
+pub fn check_writable(inst: &Instance) -> Result<(), SeatError> {
+    SeatBook::load(inst)
+        .unwrap_or_default()
+        .stage(inst)
+        .map(drop)
+}
+
 /// What `ovai seat rebuild` made.
 pub struct Rebuilt {
     /// The seats now in seats.json.

@@ -2046,3 +2046,31 @@ fn status_names_the_hosts_a_restart_left_finishing_calls() {
         (!String::from_utf8_lossy(&out.stdout).contains("Generation 1's plugin host")).then_some(())
     });
 }
+
+/// A seat command that cannot write seats.json (a full disk; here a folder in the way of its copy) fails
+/// before it ends the plugin host: the calls in flight go on, and no row says the seats changed.
+#[test]
+fn a_seat_command_that_cannot_write_leaves_the_calls_in_flight_alone() {
+    let inst = Instance::with_plugins(&[("held.mjs", HELD)]);
+    std::fs::create_dir(inst.root.join("scratch")).unwrap();
+    inst.add_seat("w2");
+    let d = inst.start();
+    let host = d.host_pid();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let call = s.send_request("tools/call", json!({ "name": "held", "arguments": {} }));
+    wait_until("the held call to start", || {
+        inst.root.join("scratch/started").exists().then_some(())
+    });
+    let _ = std::fs::remove_file(inst.root.join(".ovai/seats.json.previous"));
+    std::fs::create_dir(inst.root.join(".ovai/seats.json.previous")).unwrap();
+    let out = inst.cmd().args(["seat", "rotate", "w2"]).output().unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("seats.json"), "{said}");
+    std::fs::write(inst.root.join("scratch/release"), "").unwrap();
+    assert_eq!(text_of(&s.response(call)), ("let go".to_string(), false));
+    assert_eq!(d.host_pid(), host, "the host was not replaced");
+    let rows = inst.rows("host").join("\n");
+    assert!(!rows.contains("was replaced"), "{rows}");
+}

@@ -16,6 +16,12 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
     let writes = !matches!(action, SeatAction::List { .. } | SeatAction::Trust { .. });
     if writes {
         precheck(inst, &action)?;
+        seats::check_writable(inst).map_err(|e| {
+            Failure::new(
+                format!("{e} Nothing was changed, and the plugin host and its calls go on."),
+                exit::FAILED,
+            )
+        })?;
         hold_hosts(inst)?;
     }
     let result = act(inst, action);
