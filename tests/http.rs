@@ -2481,3 +2481,36 @@ export async function run(args, { progress }) {
     assert_eq!(text_of(&answer).0, "done");
     assert_eq!(last, Some(json!("step 8")), "{answer}");
 }
+
+/// A request with no session naming a revision that begins with initialize (2025-11-25) in its _meta is
+/// told to initialize, as on the socket: rmcp served it as 2026-07-28 would, with no session.
+#[test]
+fn a_sessionless_request_of_a_handshake_revision_is_told_to_initialize() {
+    let (inst, _d, http) = serving(json!({}));
+    let s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    let h = s.headers("tools/call", Some("whoami"));
+    let refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    for (method, params) in [
+        (
+            "tools/call",
+            r#"{"name":"whoami","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}"#,
+        ),
+        (
+            "ping",
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18","io.modelcontextprotocol/clientCapabilities":{}}}"#,
+        ),
+    ] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#);
+        let r = http.request("POST", &refs, &body);
+        assert_eq!(r.status, 400, "{method}");
+        let v = r.json();
+        assert_eq!(v["error"]["code"], -32600, "{v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("send initialize first"),
+            "{v}"
+        );
+    }
+}

@@ -114,6 +114,26 @@ pub async fn checked(
                 ),
             ));
         }
+        // Outside a session, a revision with initialize named in _meta begins none (rmcp served it as
+        // 2026-07-28 would, statelessly), as on the socket.
+        if r.method != "initialize"
+            && !parts.headers.contains_key("mcp-session-id")
+            && let Some(named) = version.and_then(jsonrpc::as_string)
+            && params::known_version(&named)
+            && !params::inline_version(&named)
+        {
+            let (_, body) = refuse(
+                INVALID_REQUEST,
+                format!(
+                    "Invalid request: this request carries no Mcp-Session-Id, and the revision its _meta names, \
+                     {named}, begins with initialize: send initialize first, then the Mcp-Session-Id header its \
+                     answer carries on every request (or name {}, which has no sessions)",
+                    params::INLINE
+                ),
+            )
+            .into_parts();
+            return Err(with_status(StatusCode::BAD_REQUEST, body));
+        }
         // What the session's service serves is exactly the known methods. Outside a session rmcp
         // answers first what is missing (the session, or a 2026-07-28 request's own headers).
         // From 2026-07-28 on a method not served is a 404 (rmcp's answer, in words here): one this server
