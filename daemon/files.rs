@@ -317,6 +317,8 @@ pub struct Appender {
     /// The appends that failed since the last that worked (the first was said on stderr), and why the
     /// first failed.
     lost: Option<(usize, String)>,
+    /// The file's end was looked at: a server before this one may have left half a line (a full disk).
+    looked: bool,
 }
 
 impl Appender {
@@ -329,6 +331,7 @@ impl Appender {
                 .unwrap_or_default(),
             rotate_at,
             open: None,
+            looked: false,
             lost: None,
         }
     }
@@ -342,7 +345,8 @@ impl Appender {
         // lines would meet half of one), or, when that cannot be done, what follows starts a line of its
         // own.
         let mended;
-        let bytes = if self.lost.is_some() && !self.cut_partial() {
+        let first = !std::mem::replace(&mut self.looked, true);
+        let bytes = if (self.lost.is_some() || first) && !self.cut_partial() {
             mended = [b"\n", bytes].concat();
             &mended[..]
         } else {
@@ -438,6 +442,20 @@ impl Appender {
 #[cfg(test)]
 mod private_writes {
     use super::*;
+
+    /// Half a line left by a server before (stopped while the disk was full) goes at the first write.
+    #[test]
+    fn half_a_line_left_before_is_taken_away_at_the_first_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.jsonl");
+        std::fs::write(&path, "{\"a\":1}\n{\"at\":\"2026-").unwrap();
+        let mut log = Appender::new(&path, 1 << 20);
+        assert!(log.append_or_say(b"{\"c\":3}\n").is_none());
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"a\":1}\n{\"c\":3}\n"
+        );
+    }
 
     /// Half a line a write cut off by a full disk left is taken away once writing works again: a reader
     /// of calls.jsonl met it as a line that does not parse.
