@@ -215,7 +215,7 @@ mod tests {
     }
 
     /// Rows that could not be written (a full disk, a folder at the name) are counted and said once the
-    /// file takes rows again, and a line a failed write cut off is not glued to the next row.
+    /// file takes rows again, and a line a failed write cut off is taken away, not glued to the next row.
     #[test]
     fn rows_lost_while_the_file_cannot_be_written_are_said_after() {
         let dir = tempfile::tempdir().unwrap();
@@ -232,15 +232,14 @@ mod tests {
         log.row(Topic::Server, "after");
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "2026-12-06T1", "{text}");
-        assert!(lines[1].ends_with(" server after"), "{text}");
-        let said = parse_row(lines[2]).unwrap();
+        assert!(lines[0].ends_with(" server after"), "{text}");
+        let said = parse_row(lines[1]).unwrap();
         assert_eq!(said.1, "server");
         assert!(
             said.2
                 .starts_with("3 row(s) before these could not be written to runtime.log ("),
             "{text}"
         );
-        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(lines.len(), 2, "{text}");
     }
 }
