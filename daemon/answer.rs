@@ -245,7 +245,9 @@ pub fn host_ended(file: &str, end: &HostEnd, in_flight: usize) -> Outcome {
                     r.grace.as_secs()
                 ),
                 RetireWhy::StoppedAtOnce(signal) => {
-                    format!("the server was stopped at once (a second {signal}) while it ran")
+                    format!(
+                        "the server was stopped at once ({signal} while it was stopping) while it ran"
+                    )
                 }
             };
             return Outcome::Refused(format!("{file} did not answer: {why}."));

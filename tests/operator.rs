@@ -2008,7 +2008,8 @@ fn a_second_interrupt_while_stopping_stops_at_once() {
     signal(d.pid(), libc::SIGINT);
     let (text, is_error) = text_of(&s.response(call));
     assert!(
-        is_error && text.contains("stopped at once (a second SIGINT)"),
+        is_error
+            && text.contains("the server, stopping, was asked again (SIGINT) and ended it at once"),
         "{text}"
     );
     wait_until("the server to end", || (!d.is_running()).then_some(()));

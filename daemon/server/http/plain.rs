@@ -51,6 +51,14 @@ fn sentence(text: &str) -> String {
                 initialize first, then the Mcp-Session-Id header its answer carries on every request"
             .into();
     }
+    // The text comes trimmed: an empty header's version is no version at all.
+    if text == "Bad Request: Unsupported MCP-Protocol-Version:" {
+        return format!(
+            "the MCP-Protocol-Version header is empty: send the revision initialize agreed (this server speaks \
+             {})",
+            known_versions()
+        );
+    }
     if let Some(version) = text.strip_prefix("Bad Request: Unsupported MCP-Protocol-Version: ") {
         return format!(
             "the MCP-Protocol-Version header says {}, a revision this server does not speak: send the one \
@@ -117,6 +125,10 @@ mod tests {
         assert!(
             sentence("Bad Request: Unsupported MCP-Protocol-Version: x\u{1b}y")
                 .contains("says x\\u{1b}y,")
+        );
+        assert!(
+            sentence("Bad Request: Unsupported MCP-Protocol-Version:")
+                .starts_with("the MCP-Protocol-Version header is empty: send the revision")
         );
         assert!(
             known_versions().ends_with(" and 2026-07-28"),
