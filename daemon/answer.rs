@@ -245,9 +245,7 @@ pub fn host_ended(file: &str, end: &HostEnd, in_flight: usize) -> Outcome {
                     r.grace.as_secs()
                 ),
                 RetireWhy::StoppedAtOnce(signal) => {
-                    format!(
-                        "the server was stopped at once ({signal} while it was stopping) while it ran"
-                    )
+                    format!("the server, stopping, was asked again ({signal}) and ended it at once")
                 }
             };
             return Outcome::Refused(format!("{file} did not answer: {why}."));
