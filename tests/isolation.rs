@@ -1647,19 +1647,7 @@ fn a_box_binary_moved_away_is_named_not_node() {
     let dir = tempfile::tempdir_in("/tmp").unwrap();
     let exe = dir.path().join("ovai");
     copy_ovai(&exe);
-    let mut serve = std::process::Command::new(&exe)
-        .args(["serve", "--root"])
-        .arg(&inst.root)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_until("the server to serve", || {
-        let out = inst.cmd().arg("status").output().unwrap();
-        let said = String::from_utf8_lossy(&out.stdout).into_owned();
-        (out.status.success() && !said.contains(") is starting")).then_some(())
-    });
+    let mut serve = serve_from(&exe, &inst);
     let moved = dir.path().join("elsewhere");
     std::fs::rename(&exe, &moved).unwrap();
     let out = inst.cmd().arg("restart").output().unwrap();

@@ -123,12 +123,7 @@ fn a_call_cancelled_on_a_host_a_restart_left_hears_its_signal() {
     let inst = Instance::with_plugins(&[("held.mjs", BUSY_HELD)]);
     std::fs::create_dir(inst.root.join("scratch")).unwrap();
     let _d = inst.start();
-    let mut s = inst.session("lead");
-    s.initialize();
-    let call = s.send_request("tools/call", json!({ "name": "held", "arguments": {} }));
-    wait_until("the held call to start", || {
-        inst.root.join("scratch/started").exists().then_some(())
-    });
+    let (mut s, call) = held_call(&inst);
     inst.cmd().arg("restart").assert().success();
     s.send(&json!({
         "jsonrpc": "2.0",
@@ -224,17 +219,23 @@ fn a_stopping_server_is_said_to_be_stopping_and_a_new_one_waits_for_it() {
     assert!(next.wait().0.success());
 }
 
-/// A seat change replaces the boxed plugin host (a box made before could read the new secret), and the
-/// calls it runs finish first: the secret is written once they have.
-/// A session of lead with a `held` call running, and `ovai seat add w4` waiting for it: the session, the
-/// call's id, and the command.
-fn seat_add_waiting_on_a_held_call(inst: &Instance) -> (Session, u64, Running) {
+/// A session of lead with a `held` call running: the session and the call's id.
+fn held_call(inst: &Instance) -> (Session, u64) {
     let mut s = inst.session("lead");
     s.initialize();
     let call = s.send_request("tools/call", json!({ "name": "held", "arguments": {} }));
     wait_until("the held call to start", || {
         inst.root.join("scratch/started").exists().then_some(())
     });
+    (s, call)
+}
+
+/// A seat change replaces the boxed plugin host (a box made before could read the new secret), and the
+/// calls it runs finish first: the secret is written once they have.
+/// A session of lead with a `held` call running, and `ovai seat add w4` waiting for it: the session, the
+/// call's id, and the command.
+fn seat_add_waiting_on_a_held_call(inst: &Instance) -> (Session, u64, Running) {
+    let (s, call) = held_call(inst);
     let mut cmd = std::process::Command::new(OVAI);
     cmd.args(["seat", "add", "w4", "--root"]).arg(&inst.root);
     let add = Running::spawn(cmd);
@@ -1944,19 +1945,9 @@ fn status_names_the_version_and_a_binary_replaced_under_the_server() {
     let dir = tempfile::tempdir_in("/tmp").unwrap();
     let exe = dir.path().join("ovai");
     copy_ovai(&exe);
-    let mut serve = std::process::Command::new(&exe)
-        .args(["serve", "--root"])
-        .arg(&inst.root)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let said = wait_until("the server to answer", || {
-        let out = inst.cmd().arg("status").output().unwrap();
-        let said = String::from_utf8_lossy(&out.stdout).into_owned();
-        (out.status.success() && !said.contains(") is starting")).then_some(said)
-    });
+    let mut serve = serve_from(&exe, &inst);
+    let said =
+        String::from_utf8_lossy(&inst.cmd().arg("status").output().unwrap().stdout).into_owned();
     let version = env!("CARGO_PKG_VERSION");
     assert!(
         said.lines()
@@ -1992,12 +1983,7 @@ fn a_second_interrupt_while_stopping_stops_at_once() {
     inst.set_config(json!({ "shutdownGraceSeconds": 600 }));
     std::fs::create_dir(inst.root.join("scratch")).unwrap();
     let mut d = inst.start();
-    let mut s = inst.session("lead");
-    s.initialize();
-    let call = s.send_request("tools/call", json!({ "name": "held", "arguments": {} }));
-    wait_until("the held call to start", || {
-        inst.root.join("scratch/started").exists().then_some(())
-    });
+    let (mut s, call) = held_call(&inst);
     signal(d.pid(), libc::SIGINT);
     wait_until("the server to be stopping", || {
         let out = inst.cmd().arg("status").output().unwrap();
@@ -2025,12 +2011,7 @@ fn status_names_the_hosts_a_restart_left_finishing_calls() {
     std::fs::create_dir(inst.root.join("scratch")).unwrap();
     let d = inst.start();
     let old = d.host_pid();
-    let mut s = inst.session("lead");
-    s.initialize();
-    let call = s.send_request("tools/call", json!({ "name": "held", "arguments": {} }));
-    wait_until("the held call to start", || {
-        inst.root.join("scratch/started").exists().then_some(())
-    });
+    let (mut s, call) = held_call(&inst);
     inst.cmd().arg("restart").assert().success();
     let out = inst.cmd().arg("status").output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
@@ -2057,12 +2038,7 @@ fn a_seat_command_that_cannot_write_leaves_the_calls_in_flight_alone() {
     inst.add_seat("w2");
     let d = inst.start();
     let host = d.host_pid();
-    let mut s = inst.session("lead");
-    s.initialize();
-    let call = s.send_request("tools/call", json!({ "name": "held", "arguments": {} }));
-    wait_until("the held call to start", || {
-        inst.root.join("scratch/started").exists().then_some(())
-    });
+    let (mut s, call) = held_call(&inst);
     let _ = std::fs::remove_file(inst.root.join(".ovai/seats.json.previous"));
     std::fs::create_dir(inst.root.join(".ovai/seats.json.previous")).unwrap();
     let out = inst.cmd().args(["seat", "rotate", "w2"]).output().unwrap();
