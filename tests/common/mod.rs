@@ -569,14 +569,7 @@ pub fn gated_import(go: &Path) -> String {
 
 /// `ovai serve` of the binary at `exe` (a copy the test may move or replace), once it serves.
 pub fn serve_from(exe: &Path, inst: &Instance) -> Child {
-    let serve = Command::new(exe)
-        .args(["serve", "--root"])
-        .arg(&inst.root)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("ovai serve starts");
+    let serve = serve_unwaited_from(exe, inst);
     wait_until("the server to serve", || {
         let out = inst.cmd().arg("status").output().ok()?;
         let said = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -586,7 +579,11 @@ pub fn serve_from(exe: &Path, inst: &Instance) -> Child {
 }
 
 pub fn serve_unwaited(inst: &Instance) -> Child {
-    Command::new(OVAI)
+    serve_unwaited_from(Path::new(OVAI), inst)
+}
+
+fn serve_unwaited_from(exe: &Path, inst: &Instance) -> Child {
+    Command::new(exe)
         .args(["serve", "--root"])
         .arg(&inst.root)
         .stdin(Stdio::null())
