@@ -399,10 +399,11 @@ async fn run(
                 // Its calls' signals fire before it ends, only while no secret is written yet: one
                 // replaced without a hold may read a new one, and plugin code runs on abort.
                 if drain > Duration::ZERO && !gone {
-                    process
-                        .link
-                        .last_words("the seats changed, and its plugin host is being replaced", LAST_WORDS)
-                        .await;
+                    let link = process.link.clone();
+                    tokio::select! {
+                        () = link.last_words("the seats changed, and its plugin host is being replaced", LAST_WORDS) => {}
+                        () = process.ended() => {}
+                    }
                 }
                 process.kill().await;
                 host.ending.store(false, Ordering::SeqCst);
@@ -427,7 +428,12 @@ async fn run(
                         "the server is shutting down"
                     }
                 };
-                process.link.last_words(why, LAST_WORDS).await;
+                // A host that ended already hears nothing: not waited for.
+                let link = process.link.clone();
+                tokio::select! {
+                    () = link.last_words(why, LAST_WORDS) => {}
+                    () = process.ended() => {}
+                }
                 process.kill().await;
                 process.link.fail_all(&Arc::new(HostEnd::Retired(retirement)));
                 let _ = state.send(HostState::Retired);
