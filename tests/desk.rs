@@ -552,3 +552,22 @@ fn a_desk_runs_ovai_by_the_link_it_was_called_by() {
         );
     }
 }
+
+/// A client's file a seat change cannot write (here a file where its folder goes) is said for what it
+/// means: that client at the desk has no new secret, and is locked out once the old one opens nothing.
+#[test]
+fn a_client_file_not_written_says_the_client_is_left_without_the_secret() {
+    let inst = Instance::new();
+    inst.add_seat("w2");
+    let gemini = inst.root.join("desks/w2/.gemini");
+    assert!(gemini.is_dir(), "a desk is made for Gemini CLI too");
+    std::fs::remove_dir_all(&gemini).unwrap();
+    std::fs::write(&gemini, "").unwrap();
+    inst.cmd()
+        .args(["seat", "rotate", "w2"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "Gemini CLI at that desk does not have the seat's new secret",
+        ));
+}

@@ -114,7 +114,7 @@ pub fn write(
                 continue;
             }
             Err(e) => {
-                said.push(e.to_string());
+                said.push(not_written(client, &e.to_string()));
                 continue;
             }
         };
@@ -142,15 +142,25 @@ pub fn write(
                 .or_insert_with(|| "https://opencode.ai/config.json".into());
         }
         if let Err(e) = write_doc(&path, &doc) {
-            said.push(e.to_string());
+            said.push(not_written(client, &e.to_string()));
         }
     }
     if clients.contains(&Client::Codex)
         && let Err(why) = write_codex(&codex_file(desk), reach, secret, &inst.root)
     {
-        said.push(why);
+        said.push(not_written(Client::Codex, &why));
     }
     said
+}
+
+/// A client's file that could not be written, for what it means to the seat.
+fn not_written(client: Client, why: &str) -> String {
+    format!(
+        "{}: {} at that desk does not have the seat's new secret (a session it starts is refused once the old \
+         one opens nothing); fix that and run `ovai seat rotate` for the seat.",
+        why.trim_end_matches('.'),
+        client.name()
+    )
 }
 
 fn left_alone(client: Client, path: &Path, why: &str) -> String {
