@@ -2051,3 +2051,102 @@ fn a_seat_command_that_cannot_write_leaves_the_calls_in_flight_alone() {
     let rows = inst.rows("host").join("\n");
     assert!(!rows.contains("was replaced"), "{rows}");
 }
+
+/// A plugin whose import waits a minute, saying it began first, and writing a file once it is imported.
+const SLOW_START: &str = r#"import { writeFileSync } from "node:fs";
+writeFileSync(`${process.cwd()}/work/importing`, "yes");
+await new Promise((r) => setTimeout(r, 60000));
+writeFileSync(`${process.cwd()}/work/imported`, "yes");
+export const description = "Slow to import.";
+export const inputSchema = { type: "object" };
+export function run() { return { text: "x" }; }
+"#;
+
+/// An instance whose server is reading a plugin that takes a minute, and its plugin host's process
+/// group (the pid a plugin reads may be its box's own).
+fn starting_slowly() -> (Instance, std::process::Child, i32) {
+    let inst = Instance::with_plugins(&[("slow.mjs", SLOW_START)]);
+    inst.set_config(json!({ "importTimeoutSeconds": 120 }));
+    let serve = serve_unwaited(&inst);
+    wait_until("the plugin host to import", || {
+        inst.root.join("work/importing").exists().then_some(())
+    });
+    assert!(inst.root.join(".ovai/starting.json").exists());
+    let daemon = serve.id().to_string();
+    let group = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .find_map(|stat| {
+            // pid (comm) state ppid pgrp …, the comm in parentheses possibly holding spaces.
+            let rest: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            (rest.get(1) == Some(&daemon.as_str())).then(|| rest.get(2)?.parse().ok())?
+        })
+        .expect("the daemon has a child: its plugin host");
+    (inst, serve, group)
+}
+
+fn group_gone(group: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(-group), None)
+        == Err(nix::errno::Errno::ESRCH)
+}
+
+/// Ctrl-C (or a service manager's TERM) while the plugins are read stops the start as it would stop the
+/// server: it was the default action, which left the socket and the starting marker behind.
+#[test]
+fn a_signal_while_starting_stops_the_start_and_leaves_nothing_behind() {
+    for (signal, name) in [
+        (nix::sys::signal::Signal::SIGINT, "SIGINT"),
+        (nix::sys::signal::Signal::SIGTERM, "SIGTERM"),
+    ] {
+        let (inst, mut serve, host) = starting_slowly();
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(serve.id() as i32), signal).unwrap();
+        let status = serve.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "{name}: {status:?}");
+        assert!(!inst.root.join(".ovai/ovai.sock").exists(), "{name}");
+        assert!(!inst.root.join(".ovai/starting.json").exists(), "{name}");
+        wait_until("the plugin host to be gone", || {
+            group_gone(host).then_some(())
+        });
+        assert!(!inst.root.join("work/imported").exists());
+        let rows = inst.rows("server");
+        assert!(
+            rows.last().is_some_and(|r| r
+                == &format!(
+                    "ovai serve stopped on {name}, while it read plugins/: nothing was served."
+                )),
+            "{rows:?}"
+        );
+        // The next start does not take it for a server that ended without stopping.
+        std::fs::remove_file(inst.root.join("plugins/slow.mjs")).unwrap();
+        let _d = inst.start();
+        assert!(
+            !inst
+                .rows("server")
+                .iter()
+                .any(|r| r.contains("ended without stopping")),
+            "{:?}",
+            inst.rows("server")
+        );
+    }
+}
+
+/// `ovai stop` while the plugins are read stops the start at once, instead of waiting for the imports.
+#[test]
+fn stop_while_starting_stops_the_start_at_once() {
+    let (inst, mut serve, host) = starting_slowly();
+    let pid = serve.id();
+    inst.cmd()
+        .arg("stop")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "Stopped the ovai server for {} (pid {pid}) while it read plugins/.",
+            inst.root.display()
+        )));
+    assert!(serve.try_wait().unwrap().is_some_and(|s| s.success()));
+    assert!(!inst.root.join("work/imported").exists());
+    wait_until("the plugin host to be gone", || {
+        group_gone(host).then_some(())
+    });
+}

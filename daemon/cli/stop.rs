@@ -9,6 +9,24 @@ use crate::instance::Instance;
 use crate::wire::{ControlOp, StopReply};
 
 pub fn run(inst: &Instance) -> Result<(), Failure> {
+    // A server still reading plugins/ answers nobody until it serves: a TERM stops its start at once,
+    // where asking it would wait out its imports.
+    if let Some(m) = client::marked(inst, &inst.starting_marker())
+        && let Ok(pid) = i32::try_from(m.pid)
+        && nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .is_ok()
+    {
+        let pid = pid.unsigned_abs();
+        wait_for_end(inst, pid)?;
+        println!(
+            "Stopped the ovai server for {} (pid {pid}) while it read plugins/.",
+            inst.root.display()
+        );
+        return Ok(());
+    }
     let reply: StopReply = match client::control(inst, ControlOp::Stop) {
         Ok(r) => r,
         Err(ClientError::NoServer { root }) => {

@@ -27,6 +27,7 @@ pub mod restart_row;
 pub mod service_manager;
 pub mod descriptors;
 pub mod places;
+pub mod signals;
 
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
@@ -35,7 +36,6 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use tokio::net::UnixListener;
-use tokio::signal::unix::{SignalKind, signal};
 
 use crate::generation;
 use crate::host::ending::RetireWhy;
@@ -45,6 +45,7 @@ use crate::runtime_log::{RuntimeLog, Topic};
 use crate::seats::{self, SeatError};
 use crate::sync::lock;
 use daemon::Daemon;
+use signals::{Heard, Signals};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -158,6 +159,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     crate::host::child::check_node(&crate::host::child::node_program())?;
     seats::ensure_private_dir(&inst)?;
     let claimed = claim_once_stopped(&inst).await?;
+    let mut signals = Signals::listen().map_err(io_err("listening for signals in", &inst.root))?;
     // Read before this start writes a row: the lock held, no other server writes there.
     let before = crate::runtime_log::ended_without_stopping(
         &inst.runtime_log(),
@@ -296,7 +298,21 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     let call_log = config.call_log.then(|| inst.call_log());
     let ids = Arc::new(AtomicU64::new(1));
     let extending = service_manager::extend_start();
-    let built = generation::build(&inst, config, 1, &ids, &log).await;
+    // Stopped while its plugins are read (Ctrl-C, a service manager, `ovai stop`): the host they are
+    // read in goes with the build, and the socket and marker with the start.
+    let built = tokio::select! {
+        built = generation::build(&inst, config, 1, &ids, &log) => built,
+        why = signals.stop() => {
+            drop(_starting);
+            extending.cancel();
+            unbind(&watch);
+            log.row(
+                Topic::Server,
+                &format!("ovai serve stopped on {why}, while it read plugins/: nothing was served."),
+            );
+            return Ok(());
+        }
+    };
     drop(_starting);
     extending.cancel();
     let first = match built {
@@ -420,7 +436,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     service_manager::ready(&format!("serving {tools} tools"));
     service_manager::spawn_watchdog(&daemon.tasks, daemon.closing.clone());
     let mut listener = listener;
-    let why = accept_until_stopped(&daemon, &mut listener, &mut watch).await;
+    let why = accept_until_stopped(&daemon, &mut listener, &mut watch, &mut signals).await;
     // Written before the socket goes: a command that finds no socket from now on reads that the server
     // is stopping, and `ovai serve` waits for it to end instead of being refused.
     // No marker where the folder is another's (or others'), which another server may hold.
@@ -430,7 +446,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     });
     drop(listener);
     unbind(&watch);
-    shut_down(&daemon, why).await;
+    shut_down(&daemon, why, &mut signals).await;
     Ok(())
 }
 
@@ -533,19 +549,9 @@ async fn accept_until_stopped(
     daemon: &Arc<Daemon>,
     listener: &mut UnixListener,
     watch: &mut private_dir::PrivateWatch,
+    signals: &mut Signals,
 ) -> &'static str {
     let changed = watch.changed();
-    let (mut term, mut int, mut hup) = match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::hangup()),
-    ) {
-        (Ok(t), Ok(i), Ok(h)) => (t, i, h),
-        _ => {
-            tracing::error!("signal handlers could not be installed; stopping");
-            return "a failure to install signal handlers";
-        }
-    };
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -582,10 +588,10 @@ async fn accept_until_stopped(
                     return why;
                 }
             },
-            _ = term.recv() => return "SIGTERM",
             _ = daemon.stop.cancelled() => return "`ovai stop`",
-            _ = int.recv() => return "SIGINT",
-            _ = hup.recv() => {
+            heard = signals.next() => match heard {
+                Heard::Stop(why) => return why,
+                Heard::Restart => {
                 let daemon = daemon.clone();
                 daemon.clone().tasks.spawn(async move {
                     match daemon.restart("SIGHUP").await {
@@ -593,7 +599,8 @@ async fn accept_until_stopped(
                         Err(e) => tracing::warn!("SIGHUP asked for a restart, and it failed: {e}"),
                     }
                 });
-            }
+                }
+            },
         }
     }
 }
@@ -601,7 +608,7 @@ async fn accept_until_stopped(
 /// Stops taking calls, lets those in flight finish within the grace period, answers the rest, ends every
 /// generation's host (process group and all), then the sessions once their answers are written, and
 /// waits for every task the daemon started.
-async fn shut_down(daemon: &Arc<Daemon>, why: &'static str) {
+async fn shut_down(daemon: &Arc<Daemon>, why: &'static str, signals: &mut Signals) {
     let grace = daemon.current().config.shutdown_grace;
     service_manager::stopping(grace);
     daemon.closing.cancel();
@@ -611,18 +618,7 @@ async fn shut_down(daemon: &Arc<Daemon>, why: &'static str) {
         .map(|g| async move { g.host.retire(grace, RetireWhy::ShuttingDown(why)).await })
         .collect();
     // Ctrl-C again (or a second TERM) means now, as it does for other programs: the grace ends.
-    let again = async {
-        match (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) {
-            (Ok(mut int), Ok(mut term)) => tokio::select! {
-                _ = int.recv() => "SIGINT",
-                _ = term.recv() => "SIGTERM",
-            },
-            _ => std::future::pending().await,
-        }
-    };
+    let again = signals.stop();
     if !grace.is_zero() {
         tracing::info!(
             "stopping: the calls in flight have {} s to finish (shutdownGraceSeconds); Ctrl-C again ends them now",
