@@ -344,6 +344,16 @@ fn a_removed_private_file_is_made_again_and_a_removed_folder_stops_the_server() 
     );
     let v = wait_until("the control secret to be made again", || d.status());
     assert_eq!(v["pid"], json!(d.pid()), "{v}");
+    // The mark that the server is up: without it, one killed after a long day goes unsaid.
+    let up = private.join("serving.json");
+    std::fs::remove_file(&up).unwrap();
+    inst.wait_for_row(
+        "server",
+        "serving.json was removed or replaced while the server ran; it is made again.",
+    );
+    let mark: Value = serde_json::from_str(&std::fs::read_to_string(&up).unwrap()).unwrap();
+    assert_eq!(mark["pid"], json!(d.pid()), "{mark}");
+    assert_eq!(mark["since"], v["startedAt"], "{mark} {v}");
     // Changed in place, it is written again too; and the folder's .gitignore is kept.
     std::fs::write(private.join("control.secret"), "not the secret").unwrap();
     std::fs::remove_file(private.join(".gitignore")).unwrap();

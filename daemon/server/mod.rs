@@ -344,7 +344,8 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
             std::process::id()
         ),
     );
-    mark(&inst.serving_marker());
+    // Since when the daemon says it is up, so that the mark, made again, says the same.
+    let _ = private_dir::mark(&inst.serving_marker(), &daemon.started_at);
     log.row(Topic::Server, &isolation);
     log.row(Topic::Server, &bounds);
     if nix::unistd::geteuid().is_root() {
@@ -450,15 +451,10 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     Ok(())
 }
 
-/// Writes a marker of where this daemon is (starting, stopping), as `client::marked` reads it: its pid,
-/// when the process started (so a pid given since to another process is not believed), and since when.
+/// Best effort: a marker of where this daemon is from now on (`private_dir::mark`).
 fn mark(path: &std::path::Path) {
-    let marker = serde_json::json!({
-        "pid": std::process::id(),
-        "started": crate::process_start::of(std::process::id()),
-        "since": crate::runtime_log::timestamp(std::time::SystemTime::now()),
-    });
-    let _ = crate::files::write_private(path, marker.to_string().as_bytes());
+    let now = crate::runtime_log::timestamp(std::time::SystemTime::now());
+    let _ = private_dir::mark(path, &now);
 }
 
 /// A marker of this daemon's that goes when this is dropped: only while it is still this daemon's (its

@@ -284,6 +284,12 @@ impl PrivateWatch {
             let done = crate::host::child::write_shim(&shim);
             said.push(written(&shim, done.map_err(|e| e.to_string())));
         }
+        // Without it, a server killed after a long day (its "is up" row rotated away) goes unsaid.
+        let up = inst.serving_marker();
+        if !std::fs::symlink_metadata(&up).is_ok_and(|m| m.file_type().is_file()) {
+            let done = mark(&up, &daemon.started_at);
+            said.push(written(&up, done.map_err(|e| e.to_string())));
+        }
         said
     }
 
@@ -360,6 +366,18 @@ impl PrivateWatch {
             }
         }
     }
+}
+
+/// Writes a marker of where this daemon is (starting, serving, stopping), as `client::marked` reads it:
+/// its pid, when the process started (so a pid given since to another process is not believed), and
+/// since when.
+pub fn mark(path: &Path, since: &str) -> Result<(), crate::files::FileError> {
+    let marker = serde_json::json!({
+        "pid": std::process::id(),
+        "started": crate::process_start::of(std::process::id()),
+        "since": since,
+    });
+    crate::files::write_private(path, marker.to_string().as_bytes())
 }
 
 fn written(what: &Path, done: Result<(), String>) -> (String, String) {
