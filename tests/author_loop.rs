@@ -79,6 +79,29 @@ fn the_scaffold_refuses_each_bad_name_and_writes_nothing() {
     );
 }
 
+/// What is in the way and is no file (a link to nothing, a folder) is named as what it is, with what to do:
+/// "what is in it is somebody's work" said nothing of a link that leads nowhere.
+#[test]
+fn the_scaffold_names_what_is_in_the_way_when_it_is_no_file() {
+    let inst = Instance::new();
+    let plugins = inst.root.join("plugins");
+    std::os::unix::fs::symlink("/nowhere", plugins.join("dang.mjs")).unwrap();
+    std::fs::create_dir(plugins.join("dirtool.mjs")).unwrap();
+    inst.cmd().args(["plugin", "dang"]).assert().code(1).stderr(
+        "ovai: plugins/dang.mjs is already there, a link that leads to no file: nothing was written. Remove it (rm plugins/dang.mjs), or pick another name.\n",
+    );
+    inst.cmd().args(["plugin", "dirtool"]).assert().code(1).stderr(
+        "ovai: plugins/dirtool.mjs is already there, a folder (or a link to one): nothing was written. Rename the folder, or pick another name.\n",
+    );
+    assert!(
+        std::fs::symlink_metadata(plugins.join("dang.mjs"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(plugins.join("dirtool.mjs").is_dir());
+}
+
 /// Beside a file that differs from it only in case, the file of that very name is what is in the way.
 #[test]
 fn the_scaffold_names_the_file_of_that_name_before_one_in_another_case() {

@@ -31,11 +31,39 @@ pub enum ScaffoldError {
         "plugins/{0}.mjs is already there, and what is in it is somebody's work: nothing was written. Edit that file, or pick another name."
     )]
     Exists(String),
+    /// In the way and no file: what it is, and what to do about it.
+    #[error(
+        "plugins/{name}.mjs is already there, {what}: nothing was written. {todo}, or pick another name."
+    )]
+    InTheWay {
+        name: String,
+        what: &'static str,
+        todo: String,
+    },
     #[error("{} cannot be written: {source}", path.display())]
     Io {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+/// Somebody's file, or what else is at `path` (a link to nothing, a folder), named as the loader does.
+fn in_the_way(name: &str, path: &Path) -> ScaffoldError {
+    let remove = format!("Remove it (rm plugins/{name}.mjs)");
+    let (what, todo) = match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => return ScaffoldError::Exists(name.into()),
+        Ok(m) if m.is_dir() => ("a folder (or a link to one)", "Rename the folder".into()),
+        Ok(m) => (
+            crate::files::not_a_file(m.file_type()).unwrap_or("no file"),
+            remove,
+        ),
+        Err(_) => ("a link that leads to no file", remove),
+    };
+    ScaffoldError::InTheWay {
+        name: name.into(),
+        what,
+        todo,
+    }
 }
 
 pub fn source_for(name: &str) -> String {
@@ -63,7 +91,7 @@ pub fn write(plugins_dir: &Path, name: &str) -> Result<PathBuf, ScaffoldError> {
     let path = plugins_dir.join(format!("{name}.mjs"));
     // The file itself first: beside one in another case, it is what is in the way.
     if path.symlink_metadata().is_ok() {
-        return Err(ScaffoldError::Exists(name.into()));
+        return Err(in_the_way(name, &path));
     }
     // A tool of the same name in another case would not be served, and neither would this one.
     let same_but_case = std::fs::read_dir(plugins_dir)
