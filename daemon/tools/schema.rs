@@ -734,16 +734,20 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
             return Err("its inputSchema is not an object schema: it has no \"type\": \"object\" at its root".into());
         }
     }
-    if let Some(why) = no_call_could_pass(root) {
-        return Err(why);
-    }
+    // Said after what breaks the draft's rules, if anything does: fixed for one, it would be refused
+    // for the other.
+    let no_call = no_call_could_pass(root);
+    let and_no_call = |said: String| match &no_call {
+        Some(why) => format!("{said}; and {why}"),
+        None => said,
+    };
     let mut ids = std::collections::HashSet::new();
     ids_in(schema, &mut ids);
     if let Some(r) = external_ref(schema, &ids) {
-        return Err(format!(
+        return Err(and_no_call(format!(
             "its inputSchema refers to {r} outside itself; a tool's schema must stand on its own (a $ref starts \
              with #, or names an $id of the schema)"
-        ));
+        )));
     }
     let named = dialect(schema);
     let draft = named.unwrap_or(jsonschema::Draft::Draft202012);
@@ -761,15 +765,18 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
         // Every place the draft's rules are broken, so one check names what to fix at once.
         let at = e.instance_path().to_string();
         let others = broken_places(draft, schema, &at);
-        if others.is_empty() {
+        and_no_call(if others.is_empty() {
             first
         } else {
             format!(
                 "{first}; its draft's rules are broken at {} too",
                 crate::names::listed(&others, "and")
             )
-        }
+        })
     })?;
+    if let Some(why) = no_call {
+        return Err(why);
+    }
     // Errors were said from the schema as written; what serves is the one with the budget's keyword.
     let validator = options(draft)
         .build(&stepped(schema))
@@ -1395,6 +1402,24 @@ mod tests {
         );
         assert!(!e.contains("(at )"), "{e}");
         assert!(e.contains("nope"), "{e}");
+    }
+
+    /// A schema broken twice over is named for both: fixed for one, it would be refused for the other.
+    #[test]
+    fn a_broken_schema_no_call_could_pass_is_named_for_both() {
+        let e = compile(
+            &json!({"type": "object", "properties": {"a": {"type": "int", "description": "x"}},
+            "required": ["b"], "additionalProperties": false}),
+        )
+        .unwrap_err();
+        assert!(e.starts_with("its inputSchema has the type \"int\""), "{e}");
+        assert!(
+            e.ends_with(
+                "; and its inputSchema requires \"b\", which is not among its properties, and its \
+                         additionalProperties is false, so no call could pass it"
+            ),
+            "{e}"
+        );
     }
 
     #[test]
