@@ -162,12 +162,13 @@ pub async fn build(
     let scan = tokio::task::spawn_blocking(move || {
         let found = load::scan(&dir)?;
         let snapshot = Snapshot::take(&dir, &found);
-        Ok::<_, LoadError>((found, snapshot))
+        let helpers = crate::helper_modules::Helpers::take(&dir);
+        Ok::<_, LoadError>((found, snapshot, helpers))
     });
     // The host starts while they are read: its start (its box, Node's own) needs none of them, and
     // is most of a restart's time.
     let (scanned, first) = tokio::join!(scan, HostProcess::start(&launch, &init));
-    let (found, snapshot) = scanned.map_err(|e| LoadError::Scan {
+    let (found, snapshot, helpers) = scanned.map_err(|e| LoadError::Scan {
         dir: plugins_dir.display().to_string(),
         source: std::io::Error::other(e.to_string()),
     })??;
@@ -194,6 +195,7 @@ pub async fn build(
             launch,
             init,
             files,
+            helpers: Arc::new(helpers),
             import_timeout: config.import_timeout,
             hang_after: config.host_hang,
             log: log.clone(),

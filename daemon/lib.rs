@@ -19,7 +19,8 @@
 //! 5. `answer`: every way the call can end, in the words the caller reads.
 //!
 //! Beside the route: `plugins` decides which files in plugins/ a generation serves (the checks before
-//! import, `host::import`, and one runtime.log row per file in `plugins::plugin_rows`); `runtime_log` writes
+//! import, `host::import`, and one runtime.log row per file in `plugins::plugin_rows`), and
+//! `helper_modules` keeps what the modules in its folders held when they were read; `runtime_log` writes
 //! the rows people read; `instance` finds the root and reads openovai.json; `cli` is the command line,
 //! with `client`, the synchronous client of the socket; `stderr_log` writes the daemon's tracing from a thread
 //! of its own; `names`, `files`, `digest`, `lines`, `skim`, `sync`, `memory`, `sched` and `process_start` are the
@@ -32,6 +33,7 @@ pub mod generation;
 pub mod answer;
 pub mod plugins;
 pub mod host;
+pub mod helper_modules;
 pub mod tools;
 pub mod seats;
 pub mod permissions;

@@ -161,7 +161,8 @@ fn a_file_edited_after_the_read_is_not_served_by_a_new_host_and_the_rest_is() {
         "echo.mjs",
         "export const description = \"Echoes.\";\nexport const inputSchema = { type: \"object\" };\nexport function run() { return { text: \"edited\" }; }\n",
     );
-    // A module a plugin imports is not the plugin's file: imported again as it is, it throws.
+    // A module a plugin imports is the plugin's code too: changed since the read, it is not imported
+    // again (as it is, it would throw, or run code nobody read), and the plugin is refused, naming it.
     inst.write_plugin(
         "lib/helper.mjs",
         "export const said = \"x\";\nthrow new Error(\"half-edited\");\n",
@@ -192,7 +193,7 @@ fn a_file_edited_after_the_read_is_not_served_by_a_new_host_and_the_rest_is() {
     let (text, refused) = s.call("says", json!({}));
     assert!(refused, "{text}");
     assert!(
-        text.starts_with("plugins/says.mjs is not answering calls since its plugin host was respawned: importing it again failed: Error: half-edited"),
+        text.starts_with("plugins/says.mjs is not answering calls since its plugin host was respawned: importing it again failed: Error: it imports plugins/lib/helper.mjs, which changed after it was read, and a new host imports only what was read"),
         "{text}"
     );
     // Nor through another tool's file that imports it: that one is refused, naming it.

@@ -112,6 +112,8 @@ pub struct Supervision {
     pub launch: Launch,
     pub init: HostInit,
     pub files: Vec<ServedFile>,
+    /// The modules in plugins/' folders as they were read: a new host imports none changed since.
+    pub helpers: Arc<crate::helper_modules::Helpers>,
     pub import_timeout: Duration,
     /// How long the host may leave the heartbeat unanswered.
     pub hang_after: Duration,
@@ -823,9 +825,9 @@ async fn heartbeat(link: &Link, hang_after: Duration, look: &Look) -> Beat {
 
 /// A new process importing the generation's files again. A plugin's file whose bytes changed (or that is
 /// gone) since it was read is not imported, by the host or through another file: a new host serves the
-/// files as they were read, or refuses them, rather than run a file nobody read (a module in a subfolder
-/// a plugin imports is imported as it is now). One that
-/// no longer imports is refused by name when called (the generation's list stays as it was read).
+/// files as they were read, or refuses them, rather than run a file nobody read (nor a module in a folder
+/// of plugins/ changed since: a file that imports it is refused, naming it). One that no longer imports
+/// is refused by name when called (the generation's list stays as it was read).
 async fn respawn(
     job: &Supervision,
     ids: &AtomicU64,
@@ -848,11 +850,16 @@ async fn respawn(
     }
     let imports: Vec<ToImport> = same.iter().map(|f| f.import.clone()).collect();
     // Nor through another file that imports one (`import { run } from "./changed.mjs"`).
+    let helpers = job.helpers.clone();
+    let changed_helpers = tokio::task::spawn_blocking(move || helpers.changed())
+        .await
+        .unwrap_or_default();
     let init = HostInit {
         unread: unread
             .iter()
             .filter(|(_, why)| matches!(why, NotReimported::Changed))
             .map(|(f, _)| f.import.path.clone())
+            .chain(changed_helpers)
             .collect(),
         ..job.init.clone()
     };

@@ -1,0 +1,114 @@
+//! The modules in plugins/' folders (`plugins/lib/util.mjs`), as they were when the plugins were read.
+//! A tool imports them, so they are the tool's code too: a host started later (after a crash, for a seat
+//! change) refuses one changed since to whatever imports it, as it refuses a tool's own file, instead of
+//! running code nobody read while the log says it serves the same files.
+
+use std::path::{Path, PathBuf};
+
+/// Endings Node imports as code. Other files (words, settings) are read by the tool as it runs, and are
+/// meant to be read as they are.
+const CODE: &[&str] = &["mjs", "js", "cjs"];
+/// Past this many, the rest is not looked at (a vendored tree belongs in node_modules/, which is not).
+const MOST: usize = 2_000;
+/// Folders deeper than this are not looked into (a link that leads back up would never end).
+const DEEPEST: usize = 8;
+
+#[derive(Debug, Default)]
+pub struct Helpers(Vec<(PathBuf, Option<String>)>);
+
+impl Helpers {
+    /// The code files in `dir`'s folders and theirs, with the SHA-256 of each. Not node_modules/ (what
+    /// an install put there is changed by the next install, on purpose), nor hidden folders.
+    pub fn take(dir: &Path) -> Self {
+        let mut found = Vec::new();
+        let mut folders: Vec<(PathBuf, usize)> = Vec::new();
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            if looked_into(&entry) {
+                folders.push((entry.path(), 1));
+            }
+        }
+        while let Some((folder, depth)) = folders.pop() {
+            for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+                if found.len() >= MOST {
+                    return Self(found);
+                }
+                let path = entry.path();
+                match std::fs::metadata(&path) {
+                    Ok(m) if m.is_file() && is_code(&path) => {
+                        let hash = crate::files::fingerprint(&path);
+                        found.push((path, hash));
+                    }
+                    Ok(m) if m.is_dir() && depth < DEEPEST && looked_into(&entry) => {
+                        folders.push((path, depth + 1));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Self(found)
+    }
+
+    /// Those whose bytes are not what was read. One gone is not among them: importing it fails in
+    /// Node's own words.
+    pub fn changed(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(path, was)| {
+                path.exists() && was.is_some() && crate::files::fingerprint(path) != *was
+            })
+            .map(|(path, _)| path.to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+/// A folder (or a link to one) to look into: not hidden, not node_modules.
+fn looked_into(entry: &std::fs::DirEntry) -> bool {
+    let name = entry.file_name();
+    let name = name.to_string_lossy();
+    // The entry's own type first: a folder of 1,000 tools is not looked at file by file.
+    let folder = match entry.file_type() {
+        Ok(t) if t.is_symlink() => entry.path().is_dir(),
+        Ok(t) => t.is_dir(),
+        Err(_) => false,
+    };
+    folder && !name.starts_with('.') && name != "node_modules"
+}
+
+fn is_code(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| CODE.contains(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_changed_module_in_a_folder_is_named_and_others_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir_all(p.join("lib/deep")).unwrap();
+        std::fs::create_dir_all(p.join("node_modules/x")).unwrap();
+        std::fs::write(p.join("tool.mjs"), "a").unwrap();
+        std::fs::write(p.join("lib/util.mjs"), "a").unwrap();
+        std::fs::write(p.join("lib/deep/more.cjs"), "a").unwrap();
+        std::fs::write(p.join("lib/words.txt"), "a").unwrap();
+        std::fs::write(p.join("node_modules/x/index.js"), "a").unwrap();
+        let helpers = Helpers::take(p);
+        assert_eq!(helpers.0.len(), 2, "{helpers:?}");
+        for f in [
+            "tool.mjs",
+            "lib/words.txt",
+            "node_modules/x/index.js",
+            "lib/deep/more.cjs",
+        ] {
+            std::fs::write(p.join(f), "b").unwrap();
+        }
+        std::fs::remove_file(p.join("lib/util.mjs")).unwrap();
+        assert_eq!(
+            helpers.changed(),
+            vec![p.join("lib/deep/more.cjs").to_string_lossy().into_owned()]
+        );
+    }
+}
