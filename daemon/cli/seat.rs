@@ -131,17 +131,21 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             }
             let clients = seats::desk_clients(inst).map_err(fail(exit::FAILED))?;
             let (gemini, codex) = crate::desk::clients::homes(&home);
-            let said = crate::desk::clients::trust(&inst.desk(&name), (&gemini, &codex), &clients)
+            let done = crate::desk::clients::trust(&inst.desk(&name), (&gemini, &codex), &clients)
                 .map_err(fail(exit::FAILED))?;
-            if said.is_empty() {
+            if done.said.is_empty() && done.left.is_empty() {
                 println!(
                     "No client this instance makes desks for keeps its trust in your home (\"clients\" in openovai.json)."
                 );
             }
-            for line in said {
+            for line in &done.said {
                 println!("{line}");
             }
-            Ok(())
+            if done.left.is_empty() {
+                Ok(())
+            } else {
+                Err(Failure::new(done.left.join("\n"), exit::FAILED))
+            }
         }
         SeatAction::List { json } => list(inst, json),
         SeatAction::Rotate { name, url } => {

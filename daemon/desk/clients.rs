@@ -8,9 +8,11 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::{DeskError, Doc, Reach, SERVER_NAME, read_doc, write_doc};
+use jsonc_parser::cst::CstObject;
+
+use super::{DeskError, Reach, SERVER_NAME, jsonc};
 use crate::instance::{Client, Instance};
 
 /// Where each of these clients keeps the file that holds the seat's secret, relative to the desk.
@@ -51,22 +53,60 @@ fn json_files(desk: &Path) -> [(Client, PathBuf, [&'static str; 2]); 2] {
 /// own) is opencode's backstop, and bounds its wait on a remote server that never answers.
 const OPENCODE_TIMEOUT_MS: u64 = 10 * 60 * 1000;
 
-fn json_entry(client: Client, reach: &Reach<'_>, env: Map<String, Value>, secret: &str) -> Value {
-    let bearer = json!({ "Authorization": format!("Bearer {secret}") });
-    match (client, reach) {
-        (Client::GeminiCli, Reach::Bridge { exe }) => json!({
-            "command": exe.display().to_string(), "args": ["mcp"], "env": env, "trust": true
-        }),
-        (Client::GeminiCli, Reach::Url { url }) => {
-            json!({ "httpUrl": url, "headers": bearer, "trust": true })
+/// Sets the server's entry in `entry` for `client`: what reaches the server (and the other way's keys
+/// taken out), and the defaults where nothing is said. The rest of it is the person's.
+fn fill_json_entry(
+    entry: &CstObject,
+    client: Client,
+    reach: &Reach<'_>,
+    root: &Path,
+    secret: &str,
+) {
+    let gemini = client == Client::GeminiCli;
+    match reach {
+        Reach::Bridge { exe } => {
+            let exe = exe.display().to_string();
+            let (gone, vars): (&[&str], _) = if gemini {
+                jsonc::set(entry, "command", &json!(exe));
+                jsonc::set(entry, "args", &json!(["mcp"]));
+                (&["httpUrl", "url", "headers"], "env")
+            } else {
+                jsonc::set(entry, "type", &json!("local"));
+                jsonc::set(entry, "command", &json!([exe, "mcp"]));
+                (&["url", "headers"], "environment")
+            };
+            for key in gone {
+                jsonc::remove(entry, key);
+            }
+            let env = jsonc::object_in(entry, vars);
+            jsonc::set(&env, "OVAI_ROOT", &json!(root.display().to_string()));
+            jsonc::set(&env, "OVAI_SECRET", &json!(secret));
         }
-        (_, Reach::Bridge { exe }) => json!({
-            "type": "local", "command": [exe.display().to_string(), "mcp"], "environment": env, "enabled": true,
-            "timeout": OPENCODE_TIMEOUT_MS
-        }),
-        (_, Reach::Url { url }) => json!({
-            "type": "remote", "url": url, "headers": bearer, "enabled": true, "timeout": OPENCODE_TIMEOUT_MS
-        }),
+        Reach::Url { url } => {
+            let gone: &[&str] = if gemini {
+                jsonc::set(entry, "httpUrl", &json!(url));
+                &["command", "args", "env", "cwd", "url"]
+            } else {
+                jsonc::set(entry, "type", &json!("remote"));
+                jsonc::set(entry, "url", &json!(url));
+                &["command", "environment"]
+            };
+            for key in gone {
+                jsonc::remove(entry, key);
+            }
+            let headers = jsonc::object_in(entry, "headers");
+            jsonc::set(
+                &headers,
+                "Authorization",
+                &json!(format!("Bearer {secret}")),
+            );
+        }
+    }
+    if gemini {
+        jsonc::default(entry, "trust", &json!(true));
+    } else {
+        jsonc::default(entry, "enabled", &json!(true));
+        jsonc::default(entry, "timeout", &json!(OPENCODE_TIMEOUT_MS));
     }
 }
 
@@ -80,20 +120,13 @@ pub fn write(
     clients: &[Client],
 ) -> Vec<String> {
     let mut said = Vec::new();
-    let bridge_env = |old: Option<&Value>| {
-        let mut env = old.and_then(Value::as_object).cloned().unwrap_or_default();
-        env.insert("OVAI_ROOT".into(), inst.root.display().to_string().into());
-        env.insert("OVAI_SECRET".into(), secret.into());
-        env
-    };
     for (client, path, [outer, name]) in json_files(desk) {
         if !clients.contains(&client) {
             continue;
         }
-        let mut doc = match read_doc(&path) {
-            Ok(Doc::Absent) => Map::new(),
-            Ok(Doc::Object(doc)) => doc,
-            Ok(Doc::Unparsable {
+        let (root, doc) = match jsonc::read(&path) {
+            Ok(jsonc::Read::Object(root, doc)) => (root, doc),
+            Ok(jsonc::Read::Unparsable {
                 message,
                 line,
                 column,
@@ -105,7 +138,7 @@ pub fn write(
                 ));
                 continue;
             }
-            Ok(Doc::NotObject(what)) => {
+            Ok(jsonc::Read::NotObject(what)) => {
                 said.push(left_alone(
                     client,
                     &path,
@@ -118,30 +151,21 @@ pub fn write(
                 continue;
             }
         };
-        let servers = doc
-            .entry(outer)
-            .or_insert_with(|| Value::Object(Map::new()));
-        let Some(servers) = servers.as_object_mut() else {
-            let what = crate::instance::json_kind(servers);
+        if let Some(what) = jsonc::not_object(&doc, outer) {
             said.push(left_alone(
                 client,
                 &path,
                 &format!("its {outer} is {what}, not an object"),
             ));
             continue;
-        };
-        let env_key = if client == Client::GeminiCli {
-            "env"
-        } else {
-            "environment"
-        };
-        let env = bridge_env(servers.get(name).and_then(|e| e.get(env_key)));
-        servers.insert(name.into(), json_entry(client, reach, env, secret));
-        if client == Client::Opencode {
-            doc.entry("$schema")
-                .or_insert_with(|| "https://opencode.ai/config.json".into());
         }
-        if let Err(e) = write_doc(&path, &doc) {
+        let servers = jsonc::object_in(&doc, outer);
+        let entry = jsonc::object_in(&servers, name);
+        fill_json_entry(&entry, client, reach, &inst.root, secret);
+        if client == Client::Opencode {
+            jsonc::default(&doc, "$schema", &json!("https://opencode.ai/config.json"));
+        }
+        if let Err(e) = jsonc::write(&path, &root) {
             said.push(not_written(client, &e.to_string()));
         }
     }
@@ -217,64 +241,127 @@ fn write_codex(path: &Path, reach: &Reach<'_>, secret: &str, root: &Path) -> Res
                 path.display()
             )
         })?;
-    // The person's own variables for the bridge stay; the root and the secret are ours.
-    let mut env = servers
-        .get(SERVER_NAME)
-        .and_then(|e| e.get("env"))
-        .and_then(Item::as_table_like)
-        .map(|t| {
-            t.iter()
-                .filter_map(|(k, v)| v.as_str().map(|v| (k.to_string(), v.to_string())))
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default();
-    env.retain(|(k, _)| k != "OVAI_ROOT" && k != "OVAI_SECRET");
-    let mut entry = Table::new();
+    // Edited in place: what a person put in the entry (a `tool_timeout_sec` for slow tools, comments)
+    // stays; ovai writes how to reach the server, and its defaults only where nothing is said.
+    let entry = servers
+        .entry(SERVER_NAME)
+        .or_insert_with(|| Item::Table(Table::new()))
+        .as_table_like_mut()
+        .ok_or_else(|| {
+            format!(
+                "{} was left as it is: its mcp_servers.{SERVER_NAME} is not a table. Until it is, Codex at that desk \
+                 does not find the server.",
+                path.display()
+            )
+        })?;
+    let strings = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+            .collect()
+    };
     match reach {
         Reach::Bridge { exe } => {
-            entry["command"] = value(exe.display().to_string());
-            entry["args"] = value(toml_edit::Array::from_iter(["mcp"]));
-            let mut vars = Table::new();
-            for (k, v) in env {
-                vars[k.as_str()] = value(v);
+            for gone in ["url", "http_headers", "bearer_token_env_var"] {
+                entry.remove(gone);
             }
-            vars["OVAI_ROOT"] = value(root.display().to_string());
-            vars["OVAI_SECRET"] = value(secret);
-            entry["env"] = Item::Table(vars);
+            set_toml(entry, "command", value(exe.display().to_string()));
+            set_toml(entry, "args", value(toml_edit::Array::from_iter(["mcp"])));
+            let root = root.display().to_string();
+            set_in_toml_table(
+                entry,
+                "env",
+                strings(&[("OVAI_ROOT", &root), ("OVAI_SECRET", secret)]),
+            )?;
         }
         Reach::Url { url } => {
-            entry["url"] = value(*url);
-            let mut headers = toml_edit::InlineTable::new();
-            headers.insert("Authorization", format!("Bearer {secret}").into());
-            entry["http_headers"] = value(headers);
+            for gone in ["command", "args", "env", "cwd"] {
+                entry.remove(gone);
+            }
+            set_toml(entry, "url", value(*url));
+            let bearer = format!("Bearer {secret}");
+            set_in_toml_table(
+                entry,
+                "http_headers",
+                strings(&[("Authorization", &bearer)]),
+            )?;
         }
     }
     // Without it every call is refused: "MCP tool call requires approval, but approval policy is never".
-    entry["default_tools_approval_mode"] = value("approve");
-    servers.insert(SERVER_NAME, Item::Table(entry));
+    if !entry.contains_key("default_tools_approval_mode") {
+        entry.insert("default_tools_approval_mode", value("approve"));
+    }
     write_toml(path, &doc)
+}
+
+/// Sets `key` to `item` unless it holds that already, keeping the comment around the old value.
+fn set_toml(table: &mut dyn toml_edit::TableLike, key: &str, item: toml_edit::Item) {
+    let same = table
+        .get(key)
+        .and_then(toml_edit::Item::as_value)
+        .map(|v| v.to_string().trim().to_string())
+        == item.as_value().map(|v| v.to_string().trim().to_string());
+    if same && table.contains_key(key) {
+        return;
+    }
+    let decor = table
+        .get(key)
+        .and_then(toml_edit::Item::as_value)
+        .map(|v| v.decor().clone());
+    let mut item = item;
+    if let (Some(decor), Some(v)) = (decor, item.as_value_mut()) {
+        *v.decor_mut() = decor;
+    }
+    table.insert(key, item);
+}
+
+/// Sets these string keys in the table `key` of `entry` (made if absent), keeping the rest of it.
+fn set_in_toml_table(
+    entry: &mut dyn toml_edit::TableLike,
+    key: &str,
+    pairs: Vec<(String, String)>,
+) -> Result<(), String> {
+    if !entry.get(key).is_some_and(toml_edit::Item::is_table_like) {
+        entry.insert(key, toml_edit::Item::Table(toml_edit::Table::new()));
+    }
+    let Some(table) = entry
+        .get_mut(key)
+        .and_then(toml_edit::Item::as_table_like_mut)
+    else {
+        return Err(format!(
+            "its mcp_servers.{SERVER_NAME}.{key} could not be made a table"
+        ));
+    };
+    for (k, v) in pairs {
+        set_toml(table, &k, toml_edit::value(v));
+    }
+    Ok(())
 }
 
 /// Takes the server's entry out of every client's file (whichever clients the instance names now); a
 /// file left with nothing in it goes.
 pub fn remove(desk: &Path) -> Result<(), DeskError> {
     for (_, path, [outer, name]) in json_files(desk) {
-        if super::through_link(desk, &path) {
+        if super::through_link(desk, &path) || !path.is_file() {
             continue;
         }
-        let Doc::Object(mut doc) = read_doc(&path)? else {
+        let jsonc::Read::Object(root, doc) = jsonc::read(&path)? else {
             continue;
         };
-        let Some(servers) = doc.get_mut(outer).and_then(Value::as_object_mut) else {
+        let Some(servers) = doc.object_value(outer) else {
             continue;
         };
-        if servers.remove(name).is_none() {
+        let Some(entry) = servers.get(name) else {
             continue;
+        };
+        entry.remove();
+        if servers.properties().is_empty() {
+            jsonc::remove(&doc, outer);
         }
-        if servers.is_empty() {
-            doc.remove(outer);
-        }
-        let ours_only = doc.keys().all(|k| k == "$schema");
+        let ours_only = doc
+            .properties()
+            .iter()
+            .all(|p| p.decoded_name().as_deref() == Some("$schema"));
         if ours_only {
             std::fs::remove_file(&path).map_err(|source| DeskError::Io {
                 what: "removing",
@@ -282,7 +369,7 @@ pub fn remove(desk: &Path) -> Result<(), DeskError> {
                 source,
             })?;
         } else {
-            write_doc(&path, &doc)?;
+            jsonc::write(&path, &root)?;
         }
     }
     let path = codex_file(desk);
@@ -334,23 +421,39 @@ fn codex_project(desk: &Path) -> PathBuf {
         .to_path_buf()
 }
 
+/// What `ovai seat trust` did: sentences of what is trusted, and of a decision found against it, which
+/// is left as it is.
+#[derive(Debug, Default)]
+pub struct Trusted {
+    pub said: Vec<String>,
+    pub left: Vec<String>,
+}
+
 /// Trusts the desk where Gemini CLI and Codex look (the clients asked for), in the person's home: entries
-/// merged into what is there. What was written, in sentences.
+/// merged into what is there. An entry that says not to trust it is somebody's decision, and is kept.
 pub fn trust(
     desk: &Path,
     (gemini_home, codex_home): (&Path, &Path),
     clients: &[Client],
-) -> Result<Vec<String>, String> {
+) -> Result<Trusted, String> {
     let (gemini, codex) = (
         gemini_home.join("trustedFolders.json"),
         codex_home.join("config.toml"),
     );
-    let mut said = Vec::new();
+    let mut done = Trusted::default();
+    let decided = |file: &Path, said: &str, folder: &Path, client: Client| {
+        format!(
+            "{} says {said} for {}: somebody decided so, and it is left as it is. Until that entry is changed by \
+             hand, {} at that desk does not read its settings, and offers no {SERVER_NAME} tool.",
+            file.display(),
+            folder.display(),
+            client.name()
+        )
+    };
     if clients.contains(&Client::GeminiCli) {
-        let mut doc = match read_doc(&gemini).map_err(|e| e.to_string())? {
-            Doc::Absent => Map::new(),
-            Doc::Object(doc) => doc,
-            Doc::Unparsable {
+        let (root, doc) = match jsonc::read(&gemini).map_err(|e| e.to_string())? {
+            jsonc::Read::Object(root, doc) => (root, doc),
+            jsonc::Read::Unparsable {
                 message,
                 line,
                 column,
@@ -361,7 +464,7 @@ pub fn trust(
                     gemini.display()
                 ));
             }
-            Doc::NotObject(what) => {
+            jsonc::Read::NotObject(what) => {
                 return Err(format!(
                     "{} is {what}, not an object: it was left as it is.",
                     gemini.display()
@@ -369,15 +472,28 @@ pub fn trust(
             }
         };
         let key = desk.display().to_string();
-        if doc.get(&key).and_then(Value::as_str) != Some("TRUST_FOLDER") {
-            doc.insert(key, "TRUST_FOLDER".into());
-            write_doc(&gemini, &doc).map_err(|e| e.to_string())?;
+        let now = doc
+            .get(&key)
+            .and_then(|p| p.value())
+            .and_then(|v| v.to_serde_value());
+        match now.as_ref().and_then(Value::as_str) {
+            // TRUST_PARENT trusts the folder above, and so this one.
+            Some("TRUST_FOLDER" | "TRUST_PARENT") => {}
+            Some(other) => done
+                .left
+                .push(decided(&gemini, other, desk, Client::GeminiCli)),
+            None => {
+                jsonc::set(&doc, &key, &json!("TRUST_FOLDER"));
+                jsonc::write(&gemini, &root).map_err(|e| e.to_string())?;
+            }
         }
-        said.push(format!(
-            "Gemini CLI trusts {} ({}).",
-            desk.display(),
-            gemini.display()
-        ));
+        if done.left.is_empty() {
+            done.said.push(format!(
+                "Gemini CLI trusts {} ({}).",
+                desk.display(),
+                gemini.display()
+            ));
+        }
     }
     if clients.contains(&Client::Codex) {
         let project = codex_project(desk);
@@ -400,17 +516,35 @@ pub fn trust(
         let entry = projects
             .entry(&key)
             .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()));
-        if entry.get("trust_level").and_then(|v| v.as_str()) != Some("trusted") {
-            entry["trust_level"] = toml_edit::value("trusted");
-            write_toml(&codex, &doc)?;
+        let trusted = match entry.get("trust_level").and_then(|v| v.as_str()) {
+            Some("trusted") => true,
+            Some(other) => {
+                let other = format!("trust_level = \"{other}\"");
+                done.left
+                    .push(decided(&codex, &other, &project, Client::Codex));
+                false
+            }
+            None => {
+                entry["trust_level"] = toml_edit::value("trusted");
+                write_toml(&codex, &doc)?;
+                true
+            }
+        };
+        if trusted {
+            // Codex trusts a project: the git work tree the desk is in, all of it.
+            let whole = if project == desk {
+                String::new()
+            } else {
+                " (the git work tree the desk is in: Codex trusts a project, all of it)".to_string()
+            };
+            done.said.push(format!(
+                "Codex trusts {}{whole} ({}).",
+                project.display(),
+                codex.display()
+            ));
         }
-        said.push(format!(
-            "Codex trusts {} ({}).",
-            project.display(),
-            codex.display()
-        ));
     }
-    Ok(said)
+    Ok(done)
 }
 
 /// The one line `seat add` prints for the trust that lives in the person's home, if any client asks it.
@@ -439,6 +573,14 @@ pub fn trust_line(seat: &str, clients: &[Client]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn jsonc_value(text: &str) -> Value {
+        jsonc_parser::cst::CstRootNode::parse(text, &Default::default())
+            .unwrap()
+            .value()
+            .and_then(|v| v.to_serde_value())
+            .unwrap()
+    }
 
     fn inst() -> (tempfile::TempDir, Instance) {
         let dir = tempfile::tempdir().unwrap();
@@ -507,6 +649,61 @@ mod tests {
         assert!(open["mcp"].get("openovai").is_none() && open["theme"] == "dark");
     }
 
+    /// A person's own keys in the server's entry (a longer timeout for slow tools, a trust they took
+    /// back) and their comments stay through a new secret; ovai's defaults are written only where
+    /// nothing is said.
+    #[test]
+    fn a_persons_own_keys_and_comments_in_the_entry_are_kept() {
+        let (dir, inst) = inst();
+        let desk = dir.path().join("desk");
+        let exe = Path::new("/opt/ovai");
+        let bridge = Reach::Bridge { exe };
+        assert!(write(&inst, &desk, &bridge, "old", &Client::ALL).is_empty());
+        let codex = std::fs::read_to_string(codex_file(&desk)).unwrap().replace(
+            "[mcp_servers.openovai]\n",
+            "[mcp_servers.openovai]\ntool_timeout_sec = 600  # slow CI tools\nstartup_timeout_sec = 30\n",
+        ).replace("default_tools_approval_mode = \"approve\"", "default_tools_approval_mode = \"prompt\"");
+        std::fs::write(codex_file(&desk), &codex).unwrap();
+        std::fs::write(
+            gemini_file(&desk),
+            "{\n  // pinned for the team\n  \"mcpServers\": {\n    \"openovai\": {\"command\": \"/opt/ovai\", \"args\": [\"mcp\"], \"env\": {\"OVAI_SECRET\": \"old\", \"MINE\": \"1\"}, \"timeout\": 900000, \"trust\": false},\n  },\n}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            opencode_file(&desk),
+            "{\n  /* ours */\n  \"mcp\": {\"openovai\": {\"type\": \"local\", \"timeout\": 1200000, \"enabled\": false}}\n}\n",
+        )
+        .unwrap();
+        let said = write(&inst, &desk, &bridge, "new", &Client::ALL);
+        assert!(said.is_empty(), "{said:?}");
+        let codex = std::fs::read_to_string(codex_file(&desk)).unwrap();
+        for kept in [
+            "tool_timeout_sec = 600  # slow CI tools",
+            "startup_timeout_sec = 30",
+            "default_tools_approval_mode = \"prompt\"",
+            "OVAI_SECRET = \"new\"",
+        ] {
+            assert!(codex.contains(kept), "{kept}: {codex}");
+        }
+        assert!(!codex.contains("\"old\""), "{codex}");
+        let gemini = std::fs::read_to_string(gemini_file(&desk)).unwrap();
+        assert!(gemini.contains("// pinned for the team"), "{gemini}");
+        let g = jsonc_value(&gemini);
+        let entry = &g["mcpServers"]["openovai"];
+        assert_eq!(entry["timeout"], 900000, "{gemini}");
+        assert_eq!(entry["trust"], false, "{gemini}");
+        assert_eq!(entry["env"]["MINE"], "1", "{gemini}");
+        assert_eq!(entry["env"]["OVAI_SECRET"], "new", "{gemini}");
+        let open = std::fs::read_to_string(opencode_file(&desk)).unwrap();
+        assert!(open.contains("/* ours */"), "{open}");
+        let o = jsonc_value(&open);
+        let entry = &o["mcp"]["openovai"];
+        assert_eq!(entry["timeout"], 1200000, "{open}");
+        assert_eq!(entry["enabled"], false, "{open}");
+        assert_eq!(entry["environment"]["OVAI_SECRET"], "new", "{open}");
+        assert_eq!(entry["command"], json!(["/opt/ovai", "mcp"]), "{open}");
+    }
+
     #[test]
     fn a_file_that_does_not_parse_is_named_and_left_alone() {
         let (dir, inst) = inst();
@@ -553,8 +750,9 @@ mod tests {
         let desk = dir.path().join("desks/w1");
         std::fs::create_dir_all(&desk).unwrap();
         let homes = (home.join(".gemini"), home.join(".codex"));
-        let said = trust(&desk, (&homes.0, &homes.1), &Client::ALL).unwrap();
-        assert_eq!(said.len(), 2, "{said:?}");
+        let done = trust(&desk, (&homes.0, &homes.1), &Client::ALL).unwrap();
+        assert_eq!(done.said.len(), 2, "{done:?}");
+        assert!(done.left.is_empty(), "{done:?}");
         let g: Value = serde_json::from_str(
             &std::fs::read_to_string(home.join(".gemini/trustedFolders.json")).unwrap(),
         )
@@ -571,5 +769,65 @@ mod tests {
         trust(&desk, (&homes.0, &homes.1), &Client::ALL).unwrap();
         let again = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap();
         assert_eq!(c, again);
+    }
+
+    /// An entry that says not to trust the desk is somebody's decision: kept, and said; a comment in
+    /// Gemini CLI's file (which it reads) is no reason to refuse it.
+    #[test]
+    fn trust_keeps_a_decision_not_to_trust_and_comments() {
+        let (dir, _) = inst();
+        let home = dir.path().join("home");
+        let desk = dir.path().join("desks/w9");
+        std::fs::create_dir_all(&desk).unwrap();
+        std::fs::create_dir_all(home.join(".gemini")).unwrap();
+        std::fs::create_dir_all(home.join(".codex")).unwrap();
+        let gemini = format!(
+            "{{\n  // the team's list\n  \"{}\": \"DO_NOT_TRUST\",\n}}\n",
+            desk.display()
+        );
+        std::fs::write(home.join(".gemini/trustedFolders.json"), &gemini).unwrap();
+        let codex = format!(
+            "[projects.\"{}\"]\ntrust_level = \"untrusted\"  # decided by security\n",
+            desk.display()
+        );
+        std::fs::write(home.join(".codex/config.toml"), &codex).unwrap();
+        let homes = (home.join(".gemini"), home.join(".codex"));
+        let done = trust(&desk, (&homes.0, &homes.1), &Client::ALL).unwrap();
+        assert!(done.said.is_empty(), "{done:?}");
+        assert_eq!(done.left.len(), 2, "{done:?}");
+        assert!(
+            done.left[0].contains("says DO_NOT_TRUST for ")
+                && done.left[0].contains("somebody decided so, and it is left as it is"),
+            "{done:?}"
+        );
+        assert!(
+            done.left[1].contains("says trust_level = \"untrusted\" for "),
+            "{done:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(home.join(".gemini/trustedFolders.json")).unwrap(),
+            gemini
+        );
+        assert_eq!(
+            std::fs::read_to_string(home.join(".codex/config.toml")).unwrap(),
+            codex
+        );
+        // Without the decision, the comment stays beside the new entry.
+        std::fs::write(
+            home.join(".gemini/trustedFolders.json"),
+            "{\n  // the team's list\n  \"/elsewhere\": \"TRUST_FOLDER\",\n}\n",
+        )
+        .unwrap();
+        std::fs::remove_file(home.join(".codex/config.toml")).unwrap();
+        let done = trust(&desk, (&homes.0, &homes.1), &Client::ALL).unwrap();
+        assert_eq!(done.said.len(), 2, "{done:?}");
+        let g = std::fs::read_to_string(home.join(".gemini/trustedFolders.json")).unwrap();
+        assert!(g.contains("// the team's list"), "{g}");
+        assert_eq!(
+            jsonc_value(&g)[desk.display().to_string()],
+            "TRUST_FOLDER",
+            "{g}"
+        );
+        assert_eq!(jsonc_value(&g)["/elsewhere"], "TRUST_FOLDER", "{g}");
     }
 }

@@ -12,6 +12,7 @@
 //! A file a person broke is never overwritten: it is named, with its line and column, and left as it is.
 
 pub mod clients;
+pub mod jsonc;
 pub mod git;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,135 @@
+//! The JSON files Gemini CLI and opencode read (and Gemini's trustedFolders.json) take comments and
+//! trailing commas, as those clients do. They are read so and edited in place: a person's comments, the
+//! order of what they wrote and their own keys in ovai's entry stay; ovai sets only what it owns.
+
+use std::path::Path;
+
+use jsonc_parser::ParseOptions;
+use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
+use serde_json::Value;
+
+use super::{DeskError, io_err};
+use crate::files::write_private;
+
+/// What the clients read: comments and trailing commas, and otherwise JSON.
+fn options() -> ParseOptions {
+    ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    }
+}
+
+pub enum Read {
+    /// Its top-level object (made, for a file that is absent or empty).
+    Object(CstRootNode, CstObject),
+    Unparsable {
+        message: String,
+        line: usize,
+        column: usize,
+    },
+    NotObject(&'static str),
+}
+
+pub fn read(path: &Path) -> Result<Read, DeskError> {
+    let text = match crate::files::read_regular(path, crate::files::MAX_READ_BYTES) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(io_err("reading", path)(e)),
+    };
+    let root = match CstRootNode::parse(&text, &options()) {
+        Ok(root) => root,
+        Err(e) => {
+            return Ok(Read::Unparsable {
+                message: e.kind().to_string(),
+                line: e.line_display(),
+                column: e.column_display(),
+            });
+        }
+    };
+    match root.value() {
+        Some(value) if value.as_object().is_none() => {
+            let kind = value
+                .to_serde_value()
+                .map_or("not JSON", |v| crate::instance::json_kind(&v));
+            Ok(Read::NotObject(kind))
+        }
+        _ => {
+            let object = root.object_value_or_set();
+            Ok(Read::Object(root, object))
+        }
+    }
+}
+
+pub fn write(path: &Path, root: &CstRootNode) -> Result<(), DeskError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io_err("making", dir))?;
+    }
+    let mut text = root.to_string();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(write_private(path, text.as_bytes())?)
+}
+
+/// The kind of what `name` holds in `object`, when it is there and not an object.
+pub fn not_object(object: &CstObject, name: &str) -> Option<&'static str> {
+    let value = object.get(name)?.value()?;
+    if value.as_object().is_some() {
+        return None;
+    }
+    Some(
+        value
+            .to_serde_value()
+            .map_or("not JSON", |v| crate::instance::json_kind(&v)),
+    )
+}
+
+/// Sets `name` to `value` unless it holds that already (its comments are then untouched).
+pub fn set(object: &CstObject, name: &str, value: &Value) {
+    match object.get(name) {
+        Some(prop) if prop.value().and_then(|v| v.to_serde_value()).as_ref() == Some(value) => {}
+        Some(prop) => prop.set_value(input(value)),
+        None => {
+            object.append(name, input(value));
+        }
+    }
+}
+
+/// Sets `name` to `value` only where nothing is said: a default, which a person may have changed.
+pub fn default(object: &CstObject, name: &str, value: &Value) {
+    if object.get(name).is_none() {
+        object.append(name, input(value));
+    }
+}
+
+pub fn remove(object: &CstObject, name: &str) {
+    if let Some(prop) = object.get(name) {
+        prop.remove();
+    }
+}
+
+/// The object `name` holds in `object`, made (in place of anything else) if it holds none.
+pub fn object_in(object: &CstObject, name: &str) -> CstObject {
+    object.object_value_or_set(name)
+}
+
+fn input(value: &Value) -> CstInputValue {
+    match value {
+        Value::Null => CstInputValue::Null,
+        Value::Bool(b) => CstInputValue::Bool(*b),
+        Value::Number(n) => CstInputValue::Number(n.to_string()),
+        Value::String(s) => CstInputValue::String(s.clone()),
+        Value::Array(items) => CstInputValue::Array(items.iter().map(input).collect()),
+        Value::Object(map) => {
+            CstInputValue::Object(map.iter().map(|(k, v)| (k.clone(), input(v))).collect())
+        }
+    }
+}
