@@ -1376,7 +1376,9 @@ fn refused_answer(id: &str, p: &Pending, why: &str, for_good: bool) -> Value {
             }
             _ => why.to_string(),
         };
-        let text = if for_good {
+        let text = if why.contains(wire::SEAT_GONE) {
+            format!("This call was not made, and no call of this session can be: {lower}.")
+        } else if for_good {
             format!(
                 "This call was not made, and no call of this session can be: {lower}. Start this session again \
                  to reach the server (the bridge reads the seat's secret once, at its start)."

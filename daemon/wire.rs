@@ -124,6 +124,11 @@ pub struct Welcome {
     pub for_good: bool,
 }
 
+/// Said of a session whose seat was removed: its bridge then does not tell it to start again, which
+/// would not help.
+pub const SEAT_GONE: &str =
+    "no session started at its desk reaches the server until the seat is added again";
+
 /// The daemon's last line on a session's socket (a session over pipes) when it ended the session on
 /// purpose, its seat re-keyed or removed: written once the session's last answer is out, after which it
 /// read nothing more. What the client sent since is answered in these words, for good.

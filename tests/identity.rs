@@ -170,8 +170,8 @@ fn a_seat_added_while_serving_connects_without_a_restart_and_a_removed_one_is_en
     // The server tells the session's bridge why it closed the session, and the bridge says it: on
     // stderr, and to the model, as the answer of every call from then on (a client that saw the
     // connection close would say only that); it ends with its client.
-    let words = "the seat late was removed (`ovai seat remove`), which ended this session: the secret it \
-                 holds is not the secret of any seat now";
+    let words = "the seat late was removed (`ovai seat remove`), which ended this session: no session \
+                 started at its desk reaches the server until the seat is added again (`ovai seat add late`)";
     s.wait_for_stderr(words);
     let (text, is_error) = s.call("who", json!({}));
     assert!(is_error);
@@ -180,7 +180,8 @@ fn a_seat_added_while_serving_connects_without_a_restart_and_a_removed_one_is_en
             && text.contains(words),
         "{text}"
     );
-    assert!(text.contains("Start this session again"), "{text}");
+    // Starting the session again cannot help: the seat is gone.
+    assert!(!text.contains("Start this session again"), "{text}");
     // A line that is no request is answered as the daemon answers one, under null; a notification not.
     s.send_raw(b"{not json\n");
     s.send(&json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 99 } }));
@@ -303,7 +304,7 @@ fn a_refused_bridge_ends_once_nobody_reads_it() {
     std::io::BufReader::new(stderr)
         .read_line(&mut said)
         .unwrap();
-    assert!(said.contains("is not the secret of any seat"), "{said}");
+    assert!(said.contains("until the seat is added again"), "{said}");
     // The client goes; its stdin stays open (held here).
     drop(stdout);
     let status = wait_exit(&mut bridge);

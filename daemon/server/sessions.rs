@@ -57,14 +57,17 @@ pub enum SeatChange {
 impl SeatChange {
     /// Why a session of `seat` ended, as its bridge says it to every request after (`wire::Farewell`).
     pub fn ended_session(self, seat: &str) -> String {
-        let what = match self {
-            SeatChange::NewSecret => "was given a new secret (`ovai seat rotate`)",
-            SeatChange::Removed => "was removed (`ovai seat remove`)",
-        };
-        format!(
-            "the seat {seat} {what}, which ended this session: the secret it holds is not the secret of any \
-             seat now"
-        )
+        match self {
+            SeatChange::NewSecret => format!(
+                "the seat {seat} was given a new secret (`ovai seat rotate`), which ended this session: the \
+                 secret it holds is not the secret of any seat now"
+            ),
+            SeatChange::Removed => format!(
+                "the seat {seat} was removed (`ovai seat remove`), which ended this session: {} (`ovai seat \
+                 add {seat}`)",
+                crate::wire::SEAT_GONE
+            ),
+        }
     }
 
     /// Why a call of such a session stopped, as its plugin's signal says.
