@@ -694,6 +694,10 @@ fn a_root_that_is_no_folder_is_named_as_such() {
         .failure()
         .stderr(predicates::str::contains(
             "(named by OVAI_ROOT) does not exist",
+        ))
+        // A desk's OVAI_ROOT that names nothing most likely names where a moved instance was.
+        .stderr(predicates::str::contains(
+            "If the instance was moved, `ovai seat rebuild` where it is now points its desks at it",
         ));
 }
 

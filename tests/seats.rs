@@ -409,7 +409,15 @@ fn a_desk_starting_a_moved_binary_is_named_and_rebuild_points_it_here() {
         .stdout(predicate::str::contains(format!(
             "desks/w3 named the instance at /old/place: it names {} now",
             inst.root.display()
-        )));
+        )))
+        // Their trust in the person's home names the old path.
+        .stdout(predicate::str::contains(
+            "Gemini CLI and Codex trust a desk by its path, and these desks moved: `",
+        ))
+        .stdout(predicate::str::contains(" seat trust NAME --root "))
+        .stdout(predicate::str::contains(
+            "` trusts each where it is now (w3).",
+        ));
     inst.cmd()
         .args(["seat", "list"])
         .assert()

@@ -212,6 +212,24 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                     ),
                 }
             }
+            // Gemini CLI's and Codex's trust, in the person's home, names the desks where they were.
+            let moved: Vec<&str> = rebuilt
+                .repointed
+                .iter()
+                .filter(|(_, stale)| matches!(stale, crate::desk::Stale::OtherRoot(_)))
+                .map(|(seat, _)| seat.as_str())
+                .collect();
+            if let Ok(clients) = seats::desk_clients(inst)
+                && let Some(trusting) = crate::desk::clients::trusting(&clients)
+                && !moved.is_empty()
+            {
+                println!(
+                    "{trusting} trust a desk by its path, and these desks moved: {} trusts each where it is now \
+                     ({}).",
+                    super::command_for(inst, "seat trust NAME"),
+                    moved.join(", ")
+                );
+            }
             if let Ok(config) = inst.read_config()
                 && !rebuilt.seats.contains(&config.leader)
             {

@@ -547,6 +547,16 @@ pub fn trust(
     Ok(done)
 }
 
+/// The clients among these that keep their trust in the person's home, named ("Gemini CLI and Codex").
+pub fn trusting(clients: &[Client]) -> Option<String> {
+    let names: Vec<&str> = [Client::GeminiCli, Client::Codex]
+        .into_iter()
+        .filter(|c| clients.contains(c))
+        .map(Client::name)
+        .collect();
+    (!names.is_empty()).then(|| names.join(" and "))
+}
+
 /// The one line `seat add` prints for the trust that lives in the person's home, if any client asks it.
 pub fn trust_line(seat: &str, clients: &[Client]) -> Option<String> {
     let asking: Vec<(&str, &str)> = [

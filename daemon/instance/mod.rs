@@ -245,8 +245,9 @@ pub enum RootError {
     )]
     NotAnInstance { path: String, by: &'static str },
     #[error(
-        "{path} (named by {by}) {what}: name the instance's folder, the one holding {CONFIG_FILE} (or run \
-         `ovai init` to make one)."
+        "{path} (named by {by}) {what}: name the instance's folder, the one holding {CONFIG_FILE}. If the \
+         instance was moved, `ovai seat rebuild` where it is now points its desks at it; `ovai init` makes a \
+         new one."
     )]
     NoFolder {
         path: String,
