@@ -660,6 +660,8 @@ pub fn rotate(
     let secret = new_secret().map_err(io("drawing a secret for", &inst.seats_file()))?;
     record.sha256 = hash_secret(&secret);
     let desk = inst.desk(name);
+    // Gone (moved away, removed): made again whole, as `seat add` makes it, and said.
+    let made = !desk.exists();
     std::fs::create_dir_all(&desk).map_err(io("making the desk", &desk))?;
     let kept = desk::url_in(&desk);
     let url = url.or(kept.as_deref());
@@ -676,6 +678,19 @@ pub fn rotate(
     let mut warning = warning.into_iter().collect::<Vec<_>>();
     warning.extend(written);
     staged.commit()?;
+    if made {
+        warning.push(format!(
+            "{} was not there (moved or removed?): it is made again, with every client's files; a copy of it \
+             elsewhere holds the old secret, which opens nothing now.",
+            desk.display()
+        ));
+        if desk_clients(inst)?.contains(&Client::ClaudeCode) {
+            match desk::approve(&desk) {
+                Ok(w) => warning.extend(w),
+                Err(e) => warning.push(e.to_string()),
+            }
+        }
+    }
     Ok((path, (!warning.is_empty()).then(|| warning.join(" "))))
 }
 

@@ -647,3 +647,31 @@ fn a_broken_seats_file_is_said_at_start() {
     let stderr = std::fs::read_to_string(&d.stderr).unwrap_or_default();
     assert!(stderr.contains("seats.json does not parse ("), "{stderr}");
 }
+
+/// `seat rotate` for a seat whose desk is gone (moved away) makes the desk again whole, Claude Code's
+/// settings with it, and says so: the desk moved elsewhere holds a secret that opens nothing now.
+#[test]
+fn a_rotate_for_a_desk_that_is_gone_makes_it_whole_and_says_so() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    let desk = inst.root.join("desks/w1");
+    std::fs::rename(&desk, inst.root.join("w1-moved")).unwrap();
+    inst.cmd()
+        .args(["seat", "rotate", "w1"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(format!(
+            "{} was not there (moved or removed?): it is made again, with every client's files; a copy of it \
+             elsewhere holds the old secret, which opens nothing now.",
+            desk.display()
+        )));
+    let settings: serde_json::Value = read_json(&desk.join(".claude/settings.local.json"));
+    assert!(
+        settings["permissions"]["allow"]
+            .as_array()
+            .is_some_and(|a| a.contains(&json!("mcp__openovai"))),
+        "{settings}"
+    );
+    let _d = inst.start();
+    inst.session("w1").initialize();
+}
