@@ -233,7 +233,7 @@ pub fn host_ended(file: &str, end: &HostEnd, in_flight: usize) -> Outcome {
             return Outcome::Refused(format!(
                 "{file} did not answer: the seats changed while it ran, and it had not finished {} s later, \
                  when its plugin host, which could have read the new secrets, was replaced. Nothing was \
-                 retried; call it again.",
+                 retried. It may have run in part: look before calling it again.",
                 crate::host::supervisor::SEAT_DRAIN.as_secs()
             ));
         }

@@ -293,6 +293,11 @@ fn a_call_made_during_a_seat_change_waits_for_the_next_host() {
         is_error && text.contains("the seats changed while it ran"),
         "{text}"
     );
+    // It ran for 10 s: it may have done some of its work, which "call it again" would do twice.
+    assert!(
+        text.ends_with("It may have run in part: look before calling it again."),
+        "{text}"
+    );
     // Its signal fired before its host was ended: the plugin could clean up.
     let why = std::fs::read_to_string(inst.root.join("scratch/aborted")).unwrap_or_default();
     assert!(why.contains("the seats changed"), "{why:?}");
