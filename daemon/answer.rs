@@ -20,6 +20,9 @@ pub enum Outcome {
     Refused(String),
     /// The caller cancelled; MCP sends no answer for it.
     Cancelled,
+    /// The caller cancelled before any plugin host was sent the call: answered as `Cancelled`, but a
+    /// call stopped by a change of its seat then says it was not made.
+    Unsent,
 }
 
 /// What the caller of a plugin reads, however its call ended.
@@ -31,6 +34,7 @@ pub fn plugin(file: &str, ended: Ended, max_answer_bytes: usize) -> Outcome {
         Ended::NotReimported(why) => Outcome::Refused(rows::not_reimported(file, &why)),
         Ended::Deadline { limit, silent } => deadline(file, limit, silent),
         Ended::Cancelled => Outcome::Cancelled,
+        Ended::Unsent => Outcome::Unsent,
     }
 }
 
@@ -346,11 +350,21 @@ pub fn cancelled(tool: &str, at: &str) -> String {
 /// The text of a call stopped because a change of its seat ended its session: `removed`, the seat went
 /// (`ovai seat remove`); else it was given a new secret (`ovai seat rotate`), which a session over HTTP
 /// gets with the desk, one over the socket when its client starts `ovai mcp` again.
-pub fn seat_changed(tool: &str, seat: &str, removed: bool, over_http: bool) -> String {
-    let stopped = format!("The call to {tool} was stopped: the seat {seat}");
+/// `sent`: a plugin host had the call (it may have run in part); else it waited for one, and was not made.
+pub fn seat_changed(tool: &str, seat: &str, removed: bool, over_http: bool, sent: bool) -> String {
+    let stopped = if sent {
+        format!("The call to {tool} was stopped: the seat {seat}")
+    } else {
+        format!("The call to {tool} was not made (it waited for the plugin host): the seat {seat}")
+    };
     if removed {
+        let part = if sent {
+            " It may have run in part."
+        } else {
+            ""
+        };
         return format!(
-            "{stopped} was removed (`ovai seat remove`), which ends its sessions. It may have run in part."
+            "{stopped} was removed (`ovai seat remove`), which ends its sessions.{part}"
         );
     }
     let again = if over_http {
@@ -358,9 +372,14 @@ pub fn seat_changed(tool: &str, seat: &str, removed: bool, over_http: bool) -> S
     } else {
         "in a session started again (its client reads the new secret when it starts `ovai mcp` again)"
     };
+    let then = if sent {
+        format!("It may have run in part: look before calling it again, {again}.")
+    } else {
+        format!("Call it again {again}.")
+    };
     format!(
         "{stopped} was given a new secret (`ovai seat rotate`), which ends the sessions holding the old one. \
-         It may have run in part: look before calling it again, {again}."
+         {then}"
     )
 }
 

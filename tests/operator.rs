@@ -258,6 +258,48 @@ fn a_seat_change_lets_the_calls_in_flight_finish() {
     inst.session("w4").initialize();
 }
 
+/// A call of a seat being given a new secret, made while the change waits for the calls in flight, waits
+/// for the next host and never reaches one: its session ends first. It is told it was not made (it was
+/// told it may have run in part, though it never ran).
+#[test]
+fn a_call_waiting_for_the_host_when_its_seat_is_rotated_was_not_made() {
+    let inst = Instance::with_plugins(&[("held.mjs", HELD), ("echo.mjs", TOOL)]);
+    std::fs::create_dir(inst.root.join("scratch")).unwrap();
+    inst.add_seat("w1");
+    let d = inst.start();
+    let boxed = d.status().unwrap()["host"]["isolation"]
+        .as_str()
+        .unwrap()
+        .starts_with("The plugin host runs in a");
+    if !boxed {
+        // Unboxed, a seat change does not replace the host: nothing to wait for.
+        return;
+    }
+    let mut w1 = inst.session("w1");
+    w1.initialize();
+    let (mut s, held) = held_call(&inst);
+    let mut cmd = std::process::Command::new(OVAI);
+    cmd.args(["seat", "rotate", "w1", "--root"]).arg(&inst.root);
+    let rotate = Running::spawn(cmd);
+    rotate.wait_for_stderr(
+        "ovai: waiting for the plugin calls in flight to finish before the seats change",
+    );
+    let call = w1.send_request(
+        "tools/call",
+        json!({ "name": "echo", "arguments": { "branch": "main" } }),
+    );
+    // Given a moment to reach the server (sent later, its bridge says it was not made all the same).
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    std::fs::write(inst.root.join("scratch/release"), "").unwrap();
+    assert_eq!(text_of(&s.response(held)), ("let go".to_string(), false));
+    let (text, is_error) = text_of(&w1.response(call));
+    assert!(is_error, "{text}");
+    assert!(text.contains("was not made"), "{text}");
+    assert!(!text.contains("may have run in part"), "{text}");
+    let (status, _, err) = rotate.wait();
+    assert!(status.success(), "{err}");
+}
+
 /// A call made while a seat change waits for the calls in flight (up to 10 s) and the next host then
 /// reads its plugins waits for that host, as the docs say new calls do: it was refused after 10 s.
 #[test]

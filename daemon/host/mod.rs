@@ -72,6 +72,8 @@ pub enum Ended {
     Deadline { limit: Duration, silent: bool },
     /// The caller cancelled it.
     Cancelled,
+    /// The caller cancelled it while it waited for a host: no host was sent it.
+    Unsent,
 }
 
 /// Runs one call to its end, in the caller's task: an answer, the host's end, the deadline, or the
@@ -111,7 +113,7 @@ pub async fn call_from(
             // A host being started is waited for as long as the call may take: a seat change's drain
             // (10 s) and the next host's reading of plugins/ can take longer than any fixed wait.
             l = host.link_other_than(gone.as_ref(), left) => l,
-            _ = cancel.cancelled() => return Ended::Cancelled,
+            _ = cancel.cancelled() => return Ended::Unsent,
         };
         let ready = match link {
             Ok(link) => match prepare_on(host, link, &req) {

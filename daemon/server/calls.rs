@@ -277,7 +277,7 @@ impl Calls {
                     // Stopped while its arguments were checked: answered as any call stopped so.
                     _ = ct.cancelled() => {
                         if shared.release(&call.id, number) {
-                            shared.answer_now(&call, started, &Outcome::Cancelled, &answers);
+                            shared.answer_now(&call, started, &Outcome::Unsent, &answers);
                         }
                         return;
                     }
@@ -398,10 +398,9 @@ impl Shared {
     /// The line answering `call`: one stopped because a change of its seat ended the session says so.
     fn line(&self, call: &Call, outcome: &Outcome) -> Vec<u8> {
         match outcome {
-            Outcome::Cancelled => answer_line(
-                call,
-                &self.service.answered_as(&call.name, Outcome::Cancelled),
-            ),
+            Outcome::Cancelled | Outcome::Unsent => {
+                answer_line(call, &self.service.answered_as(&call.name, outcome.clone()))
+            }
             outcome => answer_line(call, outcome),
         }
     }
@@ -538,7 +537,7 @@ impl Plain {
             }
         };
         if !still_running {
-            return (*self).finish(Ended::Cancelled);
+            return (*self).finish(Ended::Unsent);
         }
         shared.tasks.spawn(async move {
             let generation = self.admitted.generation.clone();
@@ -622,7 +621,7 @@ pub fn answer_line(call: &Call, outcome: &Outcome) -> Vec<u8> {
         }
         Outcome::Text(text) => (text.as_str(), false),
         Outcome::Refused(why) => (why.as_str(), true),
-        Outcome::Cancelled => {
+        Outcome::Cancelled | Outcome::Unsent => {
             cancelled = crate::answer::cancelled(
                 &call.name,
                 &crate::runtime_log::timestamp(std::time::SystemTime::now()),
@@ -741,7 +740,7 @@ mod tests {
                 crate::host::protocol::json_text(j),
             )]),
             Outcome::Refused(w) => CallToolResult::error(vec![ContentBlock::text(w.clone())]),
-            Outcome::Cancelled => unreachable!("its text carries the time"),
+            Outcome::Cancelled | Outcome::Unsent => unreachable!("its text carries the time"),
         };
         let mut result = ServerResult::CallToolResult(text);
         if !modern {

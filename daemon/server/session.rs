@@ -171,12 +171,15 @@ impl SeatService {
     /// says so (it is still counted as cancelled).
     pub fn answered_as(&self, tool: &str, outcome: Outcome) -> Outcome {
         match (outcome, self.ended_by()) {
-            (Outcome::Cancelled, Some(change)) => Outcome::Refused(answer::seat_changed(
-                tool,
-                &self.seat,
-                change == SeatChange::Removed,
-                matches!(self.via, Via::Http { .. }),
-            )),
+            (outcome @ (Outcome::Cancelled | Outcome::Unsent), Some(change)) => {
+                Outcome::Refused(answer::seat_changed(
+                    tool,
+                    &self.seat,
+                    change == SeatChange::Removed,
+                    matches!(self.via, Via::Http { .. }),
+                    outcome == Outcome::Cancelled,
+                ))
+            }
             (outcome, _) => outcome,
         }
     }
@@ -292,7 +295,7 @@ impl SeatService {
     pub fn record(&self, name: &str, started: std::time::Instant, outcome: &Outcome, how: How) {
         let counted = match (outcome, how) {
             (Outcome::Text(_) | Outcome::Json(_), _) => Tally::Text,
-            (Outcome::Cancelled, _) => Tally::Cancelled,
+            (Outcome::Cancelled | Outcome::Unsent, _) => Tally::Cancelled,
             (Outcome::Refused(_), How::HostStopped) => Tally::HostStopped,
             (Outcome::Refused(_), How::TimedOut) => Tally::TimedOut,
             (Outcome::Refused(_), How::Ran | How::Failed) => Tally::Refused,
@@ -757,10 +760,9 @@ fn result_of(name: &str, outcome: &Outcome) -> CallToolResult {
             crate::host::protocol::json_text(json),
         )]),
         Outcome::Refused(why) => CallToolResult::error(vec![ContentBlock::text(why.clone())]),
-        Outcome::Cancelled => CallToolResult::error(vec![ContentBlock::text(answer::cancelled(
-            name,
-            &timestamp(std::time::SystemTime::now()),
-        ))]),
+        Outcome::Cancelled | Outcome::Unsent => CallToolResult::error(vec![ContentBlock::text(
+            answer::cancelled(name, &timestamp(std::time::SystemTime::now())),
+        )]),
     }
 }
 

@@ -407,7 +407,7 @@ impl RequestSpan {
         use crate::answer::Outcome;
         match outcome {
             Outcome::Refused(why) => self.failed(why),
-            Outcome::Cancelled => self.failed("cancelled"),
+            Outcome::Cancelled | Outcome::Unsent => self.failed("cancelled"),
             Outcome::Text(_) | Outcome::Json(_) => {}
         }
     }
