@@ -226,6 +226,9 @@ pub struct ToolFigures {
 pub struct SeatsReply {
     /// The seat of each session ended, sorted: a seat is there once for each of its sessions.
     pub ended: Vec<String>,
+    /// Held: the files of the calls in flight that did not finish within the drain, and were stopped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cut: Vec<String>,
 }
 
 /// The daemon as `ovai status` shows it.
@@ -336,6 +339,7 @@ mod tests {
     fn replies_carry_their_fields_beside_ok() {
         let r = Reply::done(SeatsReply {
             ended: vec!["w1".into()],
+            cut: Vec::new(),
         });
         assert_eq!(line(&r), "{\"ok\":true,\"ended\":[\"w1\"]}\n");
         let back: Reply<SeatsReply> = serde_json::from_str(&line(&r)).unwrap();

@@ -345,6 +345,13 @@ fn a_call_made_during_a_seat_change_waits_for_the_next_host() {
     assert!(why.contains("the seats changed"), "{why:?}");
     let (status, _, err) = add.wait();
     assert!(status.success(), "{err}");
+    // The person who changed the seats is told whose work was cut, not only runtime.log.
+    assert!(
+        err.contains(
+            "ovai: the calls in flight to plugins/held.mjs had not finished within 10 s, and were stopped"
+        ),
+        "{err}"
+    );
 }
 
 /// A socket removed under a running server (a clean-up of `.ovai/`) is made again: commands and sessions

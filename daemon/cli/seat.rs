@@ -367,6 +367,18 @@ fn hold_hosts(inst: &Instance) -> Result<(), Failure> {
             format!("The seats were not changed: {why}"),
             exit::FAILED,
         )),
+        Ok(SeatsReply { cut, .. }) if !cut.is_empty() => {
+            let mut files = cut;
+            files.sort();
+            files.dedup();
+            eprintln!(
+                "ovai: the calls in flight to {} had not finished within {} s, and were stopped: their callers \
+                 were told they may have run in part.",
+                crate::names::listed(&files, "and"),
+                crate::host::supervisor::SEAT_DRAIN.as_secs()
+            );
+            Ok(())
+        }
         _ => Ok(()),
     }
 }

@@ -99,6 +99,9 @@ pub struct Host {
     starting: AtomicBool,
     /// A host is being ended for a seat change: calls already wait for the next one, and it still runs.
     ending: AtomicBool,
+    /// The files of the calls the last seat change stopped (not finished within SEAT_DRAIN), for the
+    /// seat command to say.
+    cut: Mutex<Vec<Arc<str>>>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -153,6 +156,7 @@ impl Host {
             seats: watch::Sender::new(SeatPhase::default()),
             starting: AtomicBool::new(false),
             ending: AtomicBool::new(false),
+            cut: Mutex::new(Vec::new()),
         })
     }
 
@@ -263,6 +267,11 @@ impl Host {
 
     /// Resolves once no host of this supervisor is running or being started (after [`Host::hold`]), or
     /// after `patience`; false then.
+    /// The files of the calls the last seat change stopped, once: for the command that asked it.
+    pub fn take_cut(&self) -> Vec<Arc<str>> {
+        std::mem::take(&mut *lock(&self.cut))
+    }
+
     pub async fn held(&self, patience: Duration) -> bool {
         let quiet = async {
             loop {
@@ -408,10 +417,14 @@ async fn run(
                     }
                 }
                 process.kill().await;
-                host.ending.store(false, Ordering::SeqCst);
                 super::ending::count_end(super::ending::EndCause::Replaced);
                 let files = process.link.fail_all(&Arc::new(HostEnd::Replaced));
                 job.log.row(Topic::Host, &rows::replaced(process.pid, &files));
+                // For the seat command holding it, which looks once `ending` is down.
+                if drain > Duration::ZERO {
+                    lock(&host.cut).clone_from(&files);
+                }
+                host.ending.store(false, Ordering::SeqCst);
                 match start_when_settled(&job, &ids, &host, &mut seats, Duration::ZERO, &left_out).await {
                     Ok(next) => {
                         process = next;

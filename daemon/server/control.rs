@@ -34,16 +34,20 @@ pub async fn handle(
                 reply(daemon.restart(why.unwrap_or("`ovai restart`")).await)
             }
             Some(ControlOp::Status) => wire::line(&Reply::done(status(daemon, true).await)),
-            Some(ControlOp::Seats) => reply(
-                daemon
-                    .seats_changed(why)
-                    .await
-                    .map(|ended| SeatsReply { ended }),
-            ),
+            Some(ControlOp::Seats) => {
+                reply(daemon.seats_changed(why).await.map(|ended| SeatsReply {
+                    ended,
+                    cut: Vec::new(),
+                }))
+            }
             Some(ControlOp::SeatsHold) => {
-                if daemon.hold_boxed_hosts().await {
+                let mut cut = Vec::new();
+                if daemon.hold_boxed_hosts(&mut cut).await {
                     held = true;
-                    wire::line(&Reply::done(SeatsReply { ended: Vec::new() }))
+                    wire::line(&Reply::done(SeatsReply {
+                        ended: Vec::new(),
+                        cut,
+                    }))
                 } else {
                     // The secrets are about to be written: a box that might still see them must stop
                     // the command, not be waited on in silence.

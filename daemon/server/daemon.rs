@@ -344,8 +344,9 @@ impl Daemon {
 
     /// Ends every boxed plugin host and starts none until the seats have changed (`seats_changed`);
     /// resolves once none is running or starting, so that no box sees what is written next. False when
-    /// one did not end in time.
-    pub async fn hold_boxed_hosts(&self) -> bool {
+    /// one did not end in time. `cut`: the files of the calls in flight that had not finished and were
+    /// stopped.
+    pub async fn hold_boxed_hosts(&self, cut: &mut Vec<String>) -> bool {
         // A restart's new host makes its box, and imports the plugins in it, before it is served: a
         // restart under way is let finish first (its generation is then held with the others), and none
         // starts while the seats are held.
@@ -367,6 +368,7 @@ impl Daemon {
         let patience = crate::host::supervisor::SEAT_DRAIN + Duration::from_secs(10);
         for generation in &boxed {
             all &= generation.host.held(patience).await;
+            cut.extend(generation.host.take_cut().iter().map(|f| f.to_string()));
         }
         if all {
             self.seat_hold
