@@ -679,12 +679,21 @@ pub fn rotate(
     warning.extend(written);
     staged.commit()?;
     if made {
+        // Its URL, if it had one, went with it: made for this machine unless the command names one.
+        let reached = if url.is_some() {
+            String::new()
+        } else {
+            format!(
+                " for a session on this machine (a seat on another machine wants `ovai seat rotate {name} --url \
+                 URL`)"
+            )
+        };
         warning.push(format!(
-            "{} was not there (moved or removed?): it is made again, with every client's files; a copy of it \
-             elsewhere holds the old secret, which opens nothing now.",
+            "{} was not there (moved or removed?): it is made again{reached}, with every client's files; a copy \
+             of it elsewhere holds the old secret, which opens nothing now.",
             desk.display()
         ));
-        if desk_clients(inst)?.contains(&Client::ClaudeCode) {
+        if desk_clients(inst).is_ok_and(|c| c.contains(&Client::ClaudeCode)) {
             match desk::approve(&desk) {
                 Ok(w) => warning.extend(w),
                 Err(e) => warning.push(e.to_string()),

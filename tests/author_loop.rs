@@ -91,7 +91,7 @@ fn the_scaffold_names_what_is_in_the_way_when_it_is_no_file() {
         "ovai: plugins/dang.mjs is already there, a link that leads to no file: nothing was written. Remove it (rm plugins/dang.mjs), or pick another name.\n",
     );
     inst.cmd().args(["plugin", "dirtool"]).assert().code(1).stderr(
-        "ovai: plugins/dirtool.mjs is already there, a folder (or a link to one): nothing was written. Rename the folder, or pick another name.\n",
+        "ovai: plugins/dirtool.mjs is already there, a folder: nothing was written. Rename the folder, or pick another name.\n",
     );
     assert!(
         std::fs::symlink_metadata(plugins.join("dang.mjs"))

@@ -661,7 +661,8 @@ fn a_rotate_for_a_desk_that_is_gone_makes_it_whole_and_says_so() {
         .assert()
         .success()
         .stderr(predicate::str::contains(format!(
-            "{} was not there (moved or removed?): it is made again, with every client's files; a copy of it \
+            "{} was not there (moved or removed?): it is made again for a session on this machine (a seat on \
+             another machine wants `ovai seat rotate w1 --url URL`), with every client's files; a copy of it \
              elsewhere holds the old secret, which opens nothing now.",
             desk.display()
         )));

@@ -223,8 +223,13 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                 && let Some(trusting) = crate::desk::clients::trusting(&clients)
                 && !moved.is_empty()
             {
+                let verb = if trusting.contains(" and ") {
+                    "trust"
+                } else {
+                    "trusts"
+                };
                 println!(
-                    "{trusting} trust a desk by its path, and these desks moved: {} trusts each where it is now \
+                    "{trusting} {verb} a desk by its path, and these desks moved: {} trusts each where it is now \
                      ({}).",
                     super::command_for(inst, "seat trust NAME"),
                     moved.join(", ")

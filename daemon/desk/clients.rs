@@ -124,7 +124,8 @@ pub fn write(
         if !clients.contains(&client) {
             continue;
         }
-        let (root, doc) = match jsonc::read(&path) {
+        // Gemini CLI strips comments and `JSON.parse`s: a trailing comma breaks its file.
+        let (root, doc) = match jsonc::read(&path, client == Client::Opencode) {
             Ok(jsonc::Read::Object(root, doc)) => (root, doc),
             Ok(jsonc::Read::Unparsable {
                 message,
@@ -341,20 +342,20 @@ fn set_in_toml_table(
 /// Takes the server's entry out of every client's file (whichever clients the instance names now); a
 /// file left with nothing in it goes.
 pub fn remove(desk: &Path) -> Result<(), DeskError> {
-    for (_, path, [outer, name]) in json_files(desk) {
+    for (client, path, [outer, name]) in json_files(desk) {
         if super::through_link(desk, &path) || !path.is_file() {
             continue;
         }
-        let jsonc::Read::Object(root, doc) = jsonc::read(&path)? else {
+        let jsonc::Read::Object(root, doc) = jsonc::read(&path, client == Client::Opencode)? else {
             continue;
         };
-        let Some(servers) = doc.object_value(outer) else {
+        let Some(servers) = jsonc::object_of(&doc, outer) else {
             continue;
         };
-        let Some(entry) = servers.get(name) else {
+        if jsonc::value_of(&servers, name).is_none() {
             continue;
-        };
-        entry.remove();
+        }
+        jsonc::remove(&servers, name);
         if servers.properties().is_empty() {
             jsonc::remove(&doc, outer);
         }
@@ -451,7 +452,7 @@ pub fn trust(
         )
     };
     if clients.contains(&Client::GeminiCli) {
-        let (root, doc) = match jsonc::read(&gemini).map_err(|e| e.to_string())? {
+        let (root, doc) = match jsonc::read(&gemini, false).map_err(|e| e.to_string())? {
             jsonc::Read::Object(root, doc) => (root, doc),
             jsonc::Read::Unparsable {
                 message,
@@ -472,10 +473,7 @@ pub fn trust(
             }
         };
         let key = desk.display().to_string();
-        let now = doc
-            .get(&key)
-            .and_then(|p| p.value())
-            .and_then(|v| v.to_serde_value());
+        let now = jsonc::value_of(&doc, &key);
         match now.as_ref().and_then(Value::as_str) {
             // TRUST_PARENT trusts the folder above, and so this one.
             Some("TRUST_FOLDER" | "TRUST_PARENT") => {}
@@ -515,7 +513,14 @@ pub fn trust(
         let key = project.display().to_string();
         let entry = projects
             .entry(&key)
-            .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()));
+            .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
+            .as_table_like_mut()
+            .ok_or_else(|| {
+                format!(
+                    "{}'s projects.\"{key}\" is not a table: it was left as it is.",
+                    codex.display()
+                )
+            })?;
         let trusted = match entry.get("trust_level").and_then(|v| v.as_str()) {
             Some("trusted") => true,
             Some(other) => {
@@ -525,7 +530,7 @@ pub fn trust(
                 false
             }
             None => {
-                entry["trust_level"] = toml_edit::value("trusted");
+                entry.insert("trust_level", toml_edit::value("trusted"));
                 write_toml(&codex, &doc)?;
                 true
             }
@@ -676,7 +681,7 @@ mod tests {
         std::fs::write(codex_file(&desk), &codex).unwrap();
         std::fs::write(
             gemini_file(&desk),
-            "{\n  // pinned for the team\n  \"mcpServers\": {\n    \"openovai\": {\"command\": \"/opt/ovai\", \"args\": [\"mcp\"], \"env\": {\"OVAI_SECRET\": \"old\", \"MINE\": \"1\"}, \"timeout\": 900000, \"trust\": false},\n  },\n}\n",
+            "{\n  // pinned for the team\n  \"mcpServers\": {\n    \"openovai\": {\"command\": \"/opt/ovai\", \"args\": [\"mcp\"], \"env\": {\"OVAI_SECRET\": \"old\", \"MINE\": \"1\"}, \"timeout\": 900000, \"trust\": false}\n  }\n}\n",
         )
         .unwrap();
         std::fs::write(
@@ -712,6 +717,58 @@ mod tests {
         assert_eq!(entry["enabled"], false, "{open}");
         assert_eq!(entry["environment"]["OVAI_SECRET"], "new", "{open}");
         assert_eq!(entry["command"], json!(["/opt/ovai", "mcp"]), "{open}");
+    }
+
+    /// Gemini CLI reads no trailing comma (it strips comments and `JSON.parse`s), opencode does: each
+    /// file is read as its client reads it. Of a server given twice, the last is the one edited, as
+    /// the clients read the last.
+    #[test]
+    fn each_json_file_is_read_as_its_client_reads_it() {
+        let (dir, inst) = inst();
+        let desk = dir.path().join("desk");
+        std::fs::create_dir_all(desk.join(".gemini")).unwrap();
+        let gemini = "{\"mcpServers\": {},}\n";
+        std::fs::write(gemini_file(&desk), gemini).unwrap();
+        std::fs::write(
+            opencode_file(&desk),
+            "{\"mcp\": {\"openovai\": {\"timeout\": 1}, \"openovai\": {\"timeout\": 2},},}\n",
+        )
+        .unwrap();
+        let exe = Path::new("/opt/ovai");
+        let said = write(&inst, &desk, &Reach::Bridge { exe }, "s", &Client::ALL);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].contains("settings.json was left as it is: it does not parse"),
+            "{said:?}"
+        );
+        assert_eq!(std::fs::read_to_string(gemini_file(&desk)).unwrap(), gemini);
+        let open = std::fs::read_to_string(opencode_file(&desk)).unwrap();
+        let o = jsonc_value(&open);
+        // serde keeps the last of a key given twice, as JSON.parse does.
+        assert_eq!(o["mcp"]["openovai"]["timeout"], 2, "{open}");
+        assert_eq!(
+            o["mcp"]["openovai"]["environment"]["OVAI_SECRET"], "s",
+            "{open}"
+        );
+    }
+
+    /// A project in Codex's config that is no table is named and left as it is, not a panic.
+    #[test]
+    fn a_codex_project_that_is_no_table_is_left_alone() {
+        let (dir, _) = inst();
+        let home = dir.path().join("home");
+        let desk = dir.path().join("desks/w1");
+        std::fs::create_dir_all(&desk).unwrap();
+        std::fs::create_dir_all(home.join(".codex")).unwrap();
+        let codex = format!("[projects]\n\"{}\" = \"trusted\"\n", desk.display());
+        std::fs::write(home.join(".codex/config.toml"), &codex).unwrap();
+        let homes = (home.join(".gemini"), home.join(".codex"));
+        let e = trust(&desk, (&homes.0, &homes.1), &[Client::Codex]).unwrap_err();
+        assert!(e.contains("is not a table: it was left as it is"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(home.join(".codex/config.toml")).unwrap(),
+            codex
+        );
     }
 
     #[test]
@@ -792,7 +849,7 @@ mod tests {
         std::fs::create_dir_all(home.join(".gemini")).unwrap();
         std::fs::create_dir_all(home.join(".codex")).unwrap();
         let gemini = format!(
-            "{{\n  // the team's list\n  \"{}\": \"DO_NOT_TRUST\",\n}}\n",
+            "{{\n  // the team's list\n  \"{}\": \"DO_NOT_TRUST\"\n}}\n",
             desk.display()
         );
         std::fs::write(home.join(".gemini/trustedFolders.json"), &gemini).unwrap();
@@ -825,7 +882,7 @@ mod tests {
         // Without the decision, the comment stays beside the new entry.
         std::fs::write(
             home.join(".gemini/trustedFolders.json"),
-            "{\n  // the team's list\n  \"/elsewhere\": \"TRUST_FOLDER\",\n}\n",
+            "{\n  // the team's list\n  \"/elsewhere\": \"TRUST_FOLDER\"\n}\n",
         )
         .unwrap();
         std::fs::remove_file(home.join(".codex/config.toml")).unwrap();

@@ -1,21 +1,23 @@
-//! The JSON files Gemini CLI and opencode read (and Gemini's trustedFolders.json) take comments and
-//! trailing commas, as those clients do. They are read so and edited in place: a person's comments, the
-//! order of what they wrote and their own keys in ovai's entry stay; ovai sets only what it owns.
+//! The JSON files Gemini CLI and opencode read (and Gemini's trustedFolders.json) take comments, and
+//! opencode's trailing commas, as those clients do (Gemini CLI strips comments, then `JSON.parse`s). They
+//! are read so and edited in place: a person's comments, the order of what they wrote and their own keys
+//! in ovai's entry stay; ovai sets only what it owns. Of a key given twice, the last counts, as
+//! `JSON.parse` has it.
 
 use std::path::Path;
 
 use jsonc_parser::ParseOptions;
-use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
+use jsonc_parser::cst::{CstInputValue, CstObject, CstObjectProp, CstRootNode};
 use serde_json::Value;
 
 use super::{DeskError, io_err};
 use crate::files::write_private;
 
-/// What the clients read: comments and trailing commas, and otherwise JSON.
-fn options() -> ParseOptions {
+/// What the clients read: comments, trailing commas where the client takes them, and otherwise JSON.
+fn options(trailing_commas: bool) -> ParseOptions {
     ParseOptions {
         allow_comments: true,
-        allow_trailing_commas: true,
+        allow_trailing_commas: trailing_commas,
         allow_loose_object_property_names: false,
         allow_missing_commas: false,
         allow_single_quoted_strings: false,
@@ -38,13 +40,14 @@ pub enum Read {
     NotObject(&'static str),
 }
 
-pub fn read(path: &Path) -> Result<Read, DeskError> {
+/// The file at `path`, as a client that takes `trailing_commas` (or not) reads it.
+pub fn read(path: &Path, trailing_commas: bool) -> Result<Read, DeskError> {
     let text = match crate::files::read_regular(path, crate::files::MAX_READ_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(io_err("reading", path)(e)),
     };
-    let root = match CstRootNode::parse(&text, &options()) {
+    let root = match CstRootNode::parse(&text, &options(trailing_commas)) {
         Ok(root) => root,
         Err(e) => {
             return Ok(Read::Unparsable {
@@ -79,9 +82,27 @@ pub fn write(path: &Path, root: &CstRootNode) -> Result<(), DeskError> {
     Ok(write_private(path, text.as_bytes())?)
 }
 
+/// The property `name` of `object`: the last, when it is given twice.
+fn last(object: &CstObject, name: &str) -> Option<CstObjectProp> {
+    object
+        .properties()
+        .into_iter()
+        .rfind(|p| p.decoded_name().as_deref() == Some(name))
+}
+
+/// What `name` holds in `object`, as JSON.
+pub fn value_of(object: &CstObject, name: &str) -> Option<Value> {
+    last(object, name)?.value()?.to_serde_value()
+}
+
+/// The object `name` holds in `object`, if it holds one.
+pub fn object_of(object: &CstObject, name: &str) -> Option<CstObject> {
+    last(object, name)?.object_value()
+}
+
 /// The kind of what `name` holds in `object`, when it is there and not an object.
 pub fn not_object(object: &CstObject, name: &str) -> Option<&'static str> {
-    let value = object.get(name)?.value()?;
+    let value = last(object, name)?.value()?;
     if value.as_object().is_some() {
         return None;
     }
@@ -94,7 +115,7 @@ pub fn not_object(object: &CstObject, name: &str) -> Option<&'static str> {
 
 /// Sets `name` to `value` unless it holds that already (its comments are then untouched).
 pub fn set(object: &CstObject, name: &str, value: &Value) {
-    match object.get(name) {
+    match last(object, name) {
         Some(prop) if prop.value().and_then(|v| v.to_serde_value()).as_ref() == Some(value) => {}
         Some(prop) => prop.set_value(input(value)),
         None => {
@@ -105,20 +126,26 @@ pub fn set(object: &CstObject, name: &str, value: &Value) {
 
 /// Sets `name` to `value` only where nothing is said: a default, which a person may have changed.
 pub fn default(object: &CstObject, name: &str, value: &Value) {
-    if object.get(name).is_none() {
+    if last(object, name).is_none() {
         object.append(name, input(value));
     }
 }
 
+/// Takes `name` out of `object`, every time it is given.
 pub fn remove(object: &CstObject, name: &str) {
-    if let Some(prop) = object.get(name) {
+    while let Some(prop) = last(object, name) {
         prop.remove();
     }
 }
 
 /// The object `name` holds in `object`, made (in place of anything else) if it holds none.
 pub fn object_in(object: &CstObject, name: &str) -> CstObject {
-    object.object_value_or_set(name)
+    match last(object, name) {
+        Some(prop) => prop.object_value_or_set(),
+        None => object
+            .append(name, CstInputValue::Object(Vec::new()))
+            .object_value_or_set(),
+    }
 }
 
 fn input(value: &Value) -> CstInputValue {

@@ -99,9 +99,9 @@ pub struct Host {
     starting: AtomicBool,
     /// A host is being ended for a seat change: calls already wait for the next one, and it still runs.
     ending: AtomicBool,
-    /// The files of the calls the last seat change stopped (not finished within SEAT_DRAIN), for the
-    /// seat command to say.
-    cut: Mutex<Vec<Arc<str>>>,
+    /// The files of the calls the last held seat change stopped (not finished within SEAT_DRAIN), with
+    /// the change's number, for the seat command that held it to say.
+    cut: Mutex<(u64, Vec<Arc<str>>)>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -156,7 +156,7 @@ impl Host {
             seats: watch::Sender::new(SeatPhase::default()),
             starting: AtomicBool::new(false),
             ending: AtomicBool::new(false),
-            cut: Mutex::new(Vec::new()),
+            cut: Mutex::new((0, Vec::new())),
         })
     }
 
@@ -258,20 +258,30 @@ impl Host {
 
     /// Ends the live host and starts none until [`Host::replace`] (or HOLD_AT_MOST): the seats' secrets
     /// are about to be written, and no box made before may see them.
-    pub fn hold(&self) {
+    /// Returns the change it is, for `take_cut`.
+    pub fn hold(&self) -> u64 {
+        let mut change = 0;
         self.seats.send_modify(|p| {
             p.changes += 1;
             p.holding = true;
+            change = p.changes;
         });
+        change
+    }
+
+    /// The files of the calls the seat change `change` (`hold`'s) stopped: only that change's, so that
+    /// no other command, nor a later one, is told of them.
+    pub fn take_cut(&self, change: u64) -> Vec<Arc<str>> {
+        let mut cut = lock(&self.cut);
+        if cut.0 == change {
+            std::mem::take(&mut cut.1)
+        } else {
+            Vec::new()
+        }
     }
 
     /// Resolves once no host of this supervisor is running or being started (after [`Host::hold`]), or
     /// after `patience`; false then.
-    /// The files of the calls the last seat change stopped, once: for the command that asked it.
-    pub fn take_cut(&self) -> Vec<Arc<str>> {
-        std::mem::take(&mut *lock(&self.cut))
-    }
-
     pub async fn held(&self, patience: Duration) -> bool {
         let quiet = async {
             loop {
@@ -395,7 +405,10 @@ async fn run(
                 // Held before a seat command writes a secret, its calls finish first (the secret is not
                 // written yet), within SEAT_DRAIN. Replaced without a hold, a secret may be on disk
                 // already (two seat commands at once, a restart meanwhile): it ends at once.
-                let drain = if seats.borrow().holding { SEAT_DRAIN } else { Duration::ZERO };
+                let (drain, change) = {
+                    let phase = seats.borrow();
+                    (if phase.holding { SEAT_DRAIN } else { Duration::ZERO }, phase.changes)
+                };
                 let drained = tokio::time::Instant::now() + drain;
                 let mut gone = false;
                 while process.link.in_flight() > 0 && tokio::time::Instant::now() < drained {
@@ -422,7 +435,7 @@ async fn run(
                 job.log.row(Topic::Host, &rows::replaced(process.pid, &files));
                 // For the seat command holding it, which looks once `ending` is down.
                 if drain > Duration::ZERO {
-                    lock(&host.cut).clone_from(&files);
+                    *lock(&host.cut) = (change, files.clone());
                 }
                 host.ending.store(false, Ordering::SeqCst);
                 match start_when_settled(&job, &ids, &host, &mut seats, Duration::ZERO, &left_out).await {

@@ -52,7 +52,8 @@ fn in_the_way(name: &str, path: &Path) -> ScaffoldError {
     let remove = format!("Remove it (rm plugins/{name}.mjs)");
     let (what, todo) = match std::fs::metadata(path) {
         Ok(m) if m.is_file() => return ScaffoldError::Exists(name.into()),
-        Ok(m) if m.is_dir() => ("a folder (or a link to one)", "Rename the folder".into()),
+        Ok(m) if m.is_dir() && path.is_symlink() => ("a link to a folder", remove),
+        Ok(m) if m.is_dir() => ("a folder", "Rename the folder".into()),
         Ok(m) => (
             crate::files::not_a_file(m.file_type()).unwrap_or("no file"),
             remove,

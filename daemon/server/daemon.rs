@@ -361,14 +361,18 @@ impl Daemon {
             .into_iter()
             .filter(|g| g.isolation.is_boxed())
             .collect();
-        for generation in &boxed {
-            generation.host.hold();
-        }
+        let changes: Vec<u64> = boxed.iter().map(|g| g.host.hold()).collect();
         let mut all = true;
         let patience = crate::host::supervisor::SEAT_DRAIN + Duration::from_secs(10);
-        for generation in &boxed {
+        for (generation, change) in boxed.iter().zip(changes) {
             all &= generation.host.held(patience).await;
-            cut.extend(generation.host.take_cut().iter().map(|f| f.to_string()));
+            cut.extend(
+                generation
+                    .host
+                    .take_cut(change)
+                    .iter()
+                    .map(|f| f.to_string()),
+            );
         }
         if all {
             self.seat_hold
