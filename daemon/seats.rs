@@ -255,6 +255,8 @@ pub struct Rebuilt {
     pub dropped: Vec<(String, String)>,
     /// Desks that started an ovai no longer there, or named another root, now pointed here.
     pub repointed: Vec<(String, desk::Stale)>,
+    /// Desks given the files of clients `"clients"` names that they had none of, as (seat, clients).
+    pub completed: Vec<(String, Vec<&'static str>)>,
     /// What could not be done in those desks, in words.
     pub warnings: Vec<String>,
 }
@@ -348,16 +350,33 @@ pub fn rebuild(inst: &Instance, ovai_exe: &Path) -> Result<Rebuilt, SeatError> {
         .collect();
     // A desk that starts an ovai no longer there (the binary moved) is pointed at this one, its secret
     // kept: its client could not start the bridge at all.
+    // And a desk made before a client was added to "clients" gets its file, with the same secret: no
+    // session ends for it.
     let mut repointed = Vec::new();
+    let mut completed = Vec::new();
     let mut warnings = Vec::new();
+    let clients = desk_clients(inst).unwrap_or_default();
     for name in book.seats.keys() {
         let desk = inst.desk(name);
-        let (Some(stale), Some(secret)) = (desk::stale(inst, &desk), desk::secret_in(&desk)) else {
+        let Some(secret) = desk::secret_in(&desk) else {
             continue;
         };
-        let (_, written) = write_desk(inst, &desk, &Reach::Bridge { exe: ovai_exe }, &secret)?;
+        let stale = desk::stale(inst, &desk);
+        let missing = desk::clients::missing(&desk, &clients);
+        if stale.is_none() && missing.is_empty() {
+            continue;
+        }
+        let url = desk::url_in(&desk);
+        let reach = match (&stale, url.as_deref()) {
+            (None, Some(url)) => Reach::Url { url },
+            _ => Reach::Bridge { exe: ovai_exe },
+        };
+        let (_, written) = write_desk(inst, &desk, &reach, &secret)?;
         warnings.extend(written);
-        repointed.push((name.clone(), stale));
+        match stale {
+            Some(stale) => repointed.push((name.clone(), stale)),
+            None => completed.push((name.clone(), missing)),
+        }
     }
     book.save(inst)?;
     Ok(Rebuilt {
@@ -365,6 +384,7 @@ pub fn rebuild(inst: &Instance, ovai_exe: &Path) -> Result<Rebuilt, SeatError> {
         left_out,
         dropped,
         repointed,
+        completed,
         warnings,
     })
 }

@@ -676,3 +676,41 @@ fn a_rotate_for_a_desk_that_is_gone_makes_it_whole_and_says_so() {
     let _d = inst.start();
     inst.session("w1").initialize();
 }
+
+/// A client added to `"clients"` after the desks were made: `ovai restart` says `seat rebuild` writes its
+/// files, and the rebuild does, with each seat's own secret, ending no session.
+#[test]
+fn a_client_added_later_gets_its_files_from_rebuild_with_the_same_secret() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "clients": ["claude-code"] }));
+    inst.add_seat("w1");
+    let desk = inst.root.join("desks/w1");
+    assert!(!desk.join(".codex").exists());
+    let secret = inst.secret("w1");
+    let _d = inst.start();
+    let mut s = inst.session("w1");
+    s.initialize();
+    inst.set_config(json!({ "clients": ["claude-code", "codex"] }));
+    inst.cmd().arg("restart").assert().success();
+    let log = std::fs::read_to_string(inst.root.join("runtime.log")).unwrap();
+    assert!(
+        log.contains("openovai.json changed: clients. A desk made before has the files of the clients it was made for: `ovai seat rebuild` writes those of clients added, keeping each seat's secret."),
+        "{log}"
+    );
+    inst.cmd()
+        .args(["seat", "rebuild"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "desks/w1 had no file for Codex, which \"clients\" names: written, with the seat's secret.",
+        ));
+    let codex = std::fs::read_to_string(desk.join(".codex/config.toml")).unwrap();
+    assert!(
+        codex.contains(&format!("OVAI_SECRET = \"{secret}\"")),
+        "{codex}"
+    );
+    assert_eq!(inst.secret("w1"), secret);
+    // The session holding that secret goes on.
+    let (text, is_error) = s.call("room", json!({ "last": 0 }));
+    assert!(!is_error, "{text}");
+}

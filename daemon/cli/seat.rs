@@ -212,6 +212,12 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                     ),
                 }
             }
+            for (seat, clients) in &rebuilt.completed {
+                println!(
+                    "desks/{seat} had no file for {}, which \"clients\" names: written, with the seat's secret.",
+                    clients.join(" or ")
+                );
+            }
             // Gemini CLI's and Codex's trust, in the person's home, names the desks where they were.
             let moved: Vec<&str> = rebuilt
                 .repointed

@@ -399,6 +399,15 @@ pub fn remove(desk: &Path) -> Result<(), DeskError> {
     Ok(())
 }
 
+/// The clients among these (Claude Code's file is always there) whose file the desk has none of, named.
+pub fn missing(desk: &Path, clients: &[Client]) -> Vec<&'static str> {
+    SECRET_FILES
+        .iter()
+        .filter(|(c, f)| clients.contains(c) && !desk.join(f).exists())
+        .map(|(c, _)| c.name())
+        .collect()
+}
+
 /// The files of these clients in a desk that hold the seat's secret.
 pub fn secret_files(desk: &Path) -> Vec<PathBuf> {
     SECRET_FILES.iter().map(|(_, f)| desk.join(f)).collect()

@@ -27,6 +27,12 @@ pub fn row(
     if !settings.is_empty() {
         row.push_str(&format!(" openovai.json changed: {}.", settings.join(", ")));
     }
+    if settings.iter().any(|k| k == "clients") {
+        row.push_str(
+            " A desk made before has the files of the clients it was made for: `ovai seat rebuild` writes those \
+             of clients added, keeping each seat's secret.",
+        );
+    }
     row
 }
 
