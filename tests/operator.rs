@@ -258,6 +258,36 @@ fn a_seat_change_lets_the_calls_in_flight_finish() {
     inst.session("w4").initialize();
 }
 
+/// Ctrl-C on `ovai stop` while the server finishes its calls ends the wait, and says the server goes on
+/// stopping and how to end its calls now: the command used to vanish with nothing said.
+#[test]
+fn ctrl_c_on_stop_says_the_server_goes_on_stopping() {
+    let inst = Instance::with_plugins(&[("held.mjs", HELD)]);
+    std::fs::create_dir(inst.root.join("scratch")).unwrap();
+    inst.set_config(json!({ "shutdownGraceSeconds": 60 }));
+    let mut d = inst.start();
+    let pid = d.pid();
+    let (_s, _call) = held_call(&inst);
+    let mut cmd = std::process::Command::new(OVAI);
+    cmd.args(["stop", "--root"]).arg(&inst.root);
+    let stop = Running::spawn(cmd);
+    stop.wait_for_stderr("ovai: waiting for the server");
+    signal(stop.id(), libc::SIGINT);
+    let (status, _, err) = stop.wait();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(
+        err.contains(&format!(
+            "ovai: no longer waiting (SIGINT); the server (pid {pid}) goes on stopping, its calls in flight \
+             finishing within shutdownGraceSeconds. `kill -INT {pid}` ends them now."
+        )),
+        "{err}"
+    );
+    assert!(d.is_running());
+    // As it says: the server ends its calls at once.
+    signal(pid, libc::SIGINT);
+    wait_until("the server to end", || (!d.is_running()).then_some(()));
+}
+
 /// A call of a seat being given a new secret, made while the change waits for the calls in flight, waits
 /// for the next host and never reaches one: its session ends first. It is told it was not made (it was
 /// told it may have run in part, though it never ran).

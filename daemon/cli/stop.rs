@@ -53,12 +53,35 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Ctrl-C (or a TERM) on this command while it waits ends the wait, not the server's stop, and says so:
+/// otherwise the command vanished with nothing said, and the server was taken to have stopped.
+fn said_when_interrupted(pid: u32) {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGINT);
+    set.add(Signal::SIGTERM);
+    // Blocked here, before the thread starts (it inherits the mask), so that only its wait takes them.
+    if set.thread_block().is_err() {
+        return;
+    }
+    std::thread::spawn(move || {
+        if let Ok(signal) = set.wait() {
+            eprintln!(
+                "ovai: no longer waiting ({signal}); the server (pid {pid}) goes on stopping, its calls in flight \
+                 finishing within shutdownGraceSeconds. `kill -INT {pid}` ends them now."
+            );
+            std::process::exit(if signal == Signal::SIGINT { 130 } else { 143 });
+        }
+    });
+}
+
 /// Waits for the daemon to end, saying so once a second has passed (its calls in flight may take up
 /// to shutdownGraceSeconds).
 fn wait_for_end(inst: &Instance, pid: u32) -> Result<(), Failure> {
     let grace = inst
         .read_config()
         .map_or(Duration::from_secs(10), |c| c.shutdown_grace);
+    said_when_interrupted(pid);
     let ended = client::wait_for_end(inst, pid, || {
         eprintln!(
             "ovai: waiting for the server (pid {pid}) to finish its calls in flight (at most {} s, \
