@@ -288,6 +288,14 @@ fn ctrl_c_on_stop_says_the_server_goes_on_stopping() {
     wait_until("the server to end", || (!d.is_running()).then_some(()));
 }
 
+/// Whether the daemon's plugin host runs in a box, which a seat change replaces.
+fn boxed(d: &Daemon) -> bool {
+    d.status().unwrap()["host"]["isolation"]
+        .as_str()
+        .unwrap()
+        .starts_with("The plugin host runs in a")
+}
+
 /// A call of a seat being given a new secret, made while the change waits for the calls in flight, waits
 /// for the next host and never reaches one: its session ends first. It is told it was not made (it was
 /// told it may have run in part, though it never ran).
@@ -297,11 +305,7 @@ fn a_call_waiting_for_the_host_when_its_seat_is_rotated_was_not_made() {
     std::fs::create_dir(inst.root.join("scratch")).unwrap();
     inst.add_seat("w1");
     let d = inst.start();
-    let boxed = d.status().unwrap()["host"]["isolation"]
-        .as_str()
-        .unwrap()
-        .starts_with("The plugin host runs in a");
-    if !boxed {
+    if !boxed(&d) {
         // Unboxed, a seat change does not replace the host: nothing to wait for.
         return;
     }
@@ -344,11 +348,7 @@ fn a_call_made_during_a_seat_change_waits_for_the_next_host() {
     ]);
     std::fs::create_dir(inst.root.join("scratch")).unwrap();
     let d = inst.start();
-    let boxed = d.status().unwrap()["host"]["isolation"]
-        .as_str()
-        .unwrap()
-        .starts_with("The plugin host runs in a");
-    if !boxed {
+    if !boxed(&d) {
         // Unboxed, a seat change does not replace the host: nothing to wait for.
         return;
     }
