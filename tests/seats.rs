@@ -714,3 +714,48 @@ fn a_client_added_later_gets_its_files_from_rebuild_with_the_same_secret() {
     let (text, is_error) = s.call("room", json!({ "last": 0 }));
     assert!(!is_error, "{text}");
 }
+
+/// `seat add` tells to run `seat trust` only for the clients that do not trust the desk yet: a workspace
+/// Gemini CLI trusts whole, and a desk Codex trusts already, need nothing.
+#[test]
+fn seat_add_says_to_trust_only_what_is_not_trusted_yet() {
+    let inst = Instance::new();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+    std::fs::create_dir_all(home.path().join(".codex")).unwrap();
+    std::fs::write(
+        home.path().join(".gemini/trustedFolders.json"),
+        format!(
+            "{{\n  // the workspace, all of it\n  \"{}\": \"TRUST_FOLDER\"\n}}\n",
+            inst.root.display()
+        ),
+    )
+    .unwrap();
+    let add = |name: &str| {
+        let out = inst
+            .cmd()
+            .args(["seat", "add", name])
+            .env("HOME", home.path())
+            .env_remove("CODEX_HOME")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let said = add("w1");
+    assert!(
+        said.contains("Codex reads a desk's settings only in a folder you trust: `")
+            && !said.contains("Gemini CLI and Codex read"),
+        "{said}"
+    );
+    std::fs::write(
+        home.path().join(".codex/config.toml"),
+        format!(
+            "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+            inst.root.join("desks/w2").display()
+        ),
+    )
+    .unwrap();
+    let said = add("w2");
+    assert!(!said.contains("seat trust"), "{said}");
+}

@@ -175,7 +175,8 @@ pub fn run(
     // no instance.
     let me = super::invoked_as();
     let root = names::shell_quote(&inst.root.display().to_string());
-    if let Some(line) = crate::desk::clients::trust_line(&leader, &clients) {
+    let untrusting = super::seat::untrusting(&inst, &leader, &clients);
+    if let Some(line) = crate::desk::clients::trust_line(&leader, &untrusting) {
         let bare = format!("`ovai seat trust {leader}`");
         println!(
             "{}",

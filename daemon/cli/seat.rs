@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::{Failure, SeatAction, exit, fail, own_exe};
 use crate::client::{self, ClientError};
-use crate::instance::Instance;
+use crate::instance::{Client, Instance};
 use crate::seats::{self, SeatBook};
 use crate::tools::index::sessions_and_starting;
 use crate::wire::{ControlOp, SeatsReply, StatusReply};
@@ -94,7 +94,9 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                         inst.desk(&name).display(),
                         client_names(&clients),
                     );
-                    if let Some(line) = crate::desk::clients::trust_line(&name, &clients) {
+                    if let Some(line) =
+                        crate::desk::clients::trust_line(&name, &untrusting(inst, &name, &clients))
+                    {
                         let trust = super::command_for(inst, &format!("seat trust {name}"));
                         println!(
                             "{}",
@@ -391,6 +393,18 @@ fn hold_hosts(inst: &Instance) -> Result<(), Failure> {
             Ok(())
         }
         _ => Ok(()),
+    }
+}
+
+/// Those of `clients` that do not trust the seat's desk in the person's home yet (all that keep trust
+/// there, when there is no home to read).
+pub fn untrusting(inst: &Instance, seat: &str, clients: &[Client]) -> Vec<Client> {
+    match super::home_var() {
+        Ok(home) => {
+            let (gemini, codex) = crate::desk::clients::homes(&home);
+            crate::desk::clients::not_trusting(&inst.desk(seat), (&gemini, &codex), clients)
+        }
+        Err(_) => clients.to_vec(),
     }
 }
 

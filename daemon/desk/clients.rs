@@ -561,6 +561,62 @@ pub fn trust(
     Ok(done)
 }
 
+/// Those of these clients that keep their trust in the person's home and do not trust `desk` there yet:
+/// `seat add` says to trust it only for them.
+pub fn not_trusting(
+    desk: &Path,
+    (gemini_home, codex_home): (&Path, &Path),
+    clients: &[Client],
+) -> Vec<Client> {
+    let gemini_trusts = || {
+        let Ok(jsonc::Read::Object(_, doc)) =
+            jsonc::read(&gemini_home.join("trustedFolders.json"), false)
+        else {
+            return false;
+        };
+        let entries = jsonc::entries(&doc);
+        let said = |path: &Path| {
+            entries
+                .iter()
+                .find(|(k, _)| Path::new(k) == path)
+                .and_then(|(_, v)| v.as_str().map(str::to_string))
+        };
+        // A folder trusted trusts what is in it; TRUST_PARENT trusts the folder above the one named.
+        said(desk).as_deref() != Some("DO_NOT_TRUST")
+            && entries.iter().any(|(k, v)| {
+                let k = Path::new(k);
+                match v.as_str() {
+                    Some("TRUST_FOLDER") => desk.starts_with(k),
+                    Some("TRUST_PARENT") => k.parent().is_some_and(|p| desk.starts_with(p)),
+                    _ => false,
+                }
+            })
+    };
+    let codex_trusts = || {
+        let key = codex_project(desk).display().to_string();
+        read_toml(&codex_home.join("config.toml"))
+            .ok()
+            .flatten()
+            .and_then(|doc| {
+                doc.get("projects")?
+                    .get(&key)?
+                    .get("trust_level")?
+                    .as_str()
+                    .map(|l| l == "trusted")
+            })
+            .unwrap_or(false)
+    };
+    clients
+        .iter()
+        .copied()
+        .filter(|c| match c {
+            Client::GeminiCli => !gemini_trusts(),
+            Client::Codex => !codex_trusts(),
+            _ => false,
+        })
+        .collect()
+}
+
 /// The clients among these that keep their trust in the person's home, named ("Gemini CLI and Codex").
 pub fn trusting(clients: &[Client]) -> Option<String> {
     let names: Vec<&str> = [Client::GeminiCli, Client::Codex]

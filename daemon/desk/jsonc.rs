@@ -90,6 +90,15 @@ fn last(object: &CstObject, name: &str) -> Option<CstObjectProp> {
         .rfind(|p| p.decoded_name().as_deref() == Some(name))
 }
 
+/// Each property of `object` with what it holds, as JSON.
+pub fn entries(object: &CstObject) -> Vec<(String, Value)> {
+    object
+        .properties()
+        .into_iter()
+        .filter_map(|p| Some((p.decoded_name()?, p.value()?.to_serde_value()?)))
+        .collect()
+}
+
 /// What `name` holds in `object`, as JSON.
 pub fn value_of(object: &CstObject, name: &str) -> Option<Value> {
     last(object, name)?.value()?.to_serde_value()
