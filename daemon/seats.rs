@@ -665,12 +665,13 @@ pub fn desk_clients(inst: &Instance) -> Result<Vec<Client>, SeatError> {
 
 /// Gives a seat a new secret: written to its desk, its hash into seats.json in the same step, so the old
 /// one opens nothing from then on. The seat itself never leaves the book (so the Leader stays the Leader).
-/// A remote seat's desk keeps its URL unless `url` names another.
+/// A remote seat's desk keeps its URL unless `url` names another, or `local` points it back at the bridge.
 pub fn rotate(
     inst: &Instance,
     name: &str,
     ovai_exe: &Path,
     url: Option<&str>,
+    local: bool,
 ) -> Result<(PathBuf, Option<String>), SeatError> {
     let _lock = lock_book(inst)?;
     let mut book = SeatBook::load(inst)?;
@@ -683,7 +684,7 @@ pub fn rotate(
     // Gone (moved away, removed): made again whole, as `seat add` makes it, and said.
     let made = !desk.exists();
     std::fs::create_dir_all(&desk).map_err(io("making the desk", &desk))?;
-    let kept = desk::url_in(&desk);
+    let kept = desk::url_in(&desk).filter(|_| !local);
     let url = url.or(kept.as_deref());
     let warning = match url {
         Some(url) => desk::check_url(url)?,

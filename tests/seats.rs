@@ -759,3 +759,27 @@ fn seat_add_says_to_trust_only_what_is_not_trusted_yet() {
     let said = add("w2");
     assert!(!said.contains("seat trust"), "{said}");
 }
+
+/// A remote seat's desk is pointed back at this machine's bridge by `seat rotate --local`: nothing did it
+/// (its URL was kept, and an empty `--url` refused), short of editing `.mcp.json` by hand.
+#[test]
+fn rotate_local_points_a_remote_seat_back_at_the_bridge() {
+    let inst = Instance::new();
+    inst.cmd()
+        .args(["seat", "add", "far", "--url", "https://example.com/mcp"])
+        .assert()
+        .success();
+    let path = inst.root.join("desks/far/.mcp.json");
+    assert!(read_json(&path)["mcpServers"]["openovai"]["url"].is_string());
+    inst.cmd()
+        .args(["seat", "rotate", "far", "--local"])
+        .assert()
+        .success();
+    let entry = read_json(&path)["mcpServers"]["openovai"].clone();
+    assert!(
+        entry["url"].is_null() && entry["command"].is_string(),
+        "{entry}"
+    );
+    let _d = inst.start();
+    inst.session("far").initialize();
+}

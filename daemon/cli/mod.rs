@@ -235,6 +235,9 @@ pub enum SeatAction {
         /// Point the desk at this HTTP endpoint from now on (a remote seat keeps its URL without it).
         #[arg(long)]
         url: Option<String>,
+        /// Point a remote seat's desk back at this machine's bridge (`ovai mcp`).
+        #[arg(long, conflicts_with = "url")]
+        local: bool,
     },
     /// Make .ovai/seats.json again from the secrets in the desks' .mcp.json files (after it was lost or
     /// broken), so nobody has to re-key a desk.

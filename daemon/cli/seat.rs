@@ -150,8 +150,8 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             }
         }
         SeatAction::List { json } => list(inst, json),
-        SeatAction::Rotate { name, url } => {
-            let (_, warning) = seats::rotate(inst, &name, &own_exe()?, url.as_deref())
+        SeatAction::Rotate { name, url, local } => {
+            let (_, warning) = seats::rotate(inst, &name, &own_exe()?, url.as_deref(), local)
                 .map_err(fail(exit::FAILED))?;
             if let Some(w) = warning {
                 eprintln!("ovai: warning: {w}");
@@ -314,7 +314,7 @@ fn precheck(inst: &Instance, action: &SeatAction) -> Result<(), Failure> {
     }
     match action {
         SeatAction::Add { name, url } => seats::precheck_add(inst, name, url.as_deref()),
-        SeatAction::Rotate { name, url } => {
+        SeatAction::Rotate { name, url, .. } => {
             seats::precheck_existing(inst, name, Some(url.as_deref()))
         }
         SeatAction::Remove { name } => seats::precheck_existing(inst, name, None),

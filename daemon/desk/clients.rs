@@ -200,13 +200,16 @@ fn left_alone(client: Client, path: &Path, why: &str) -> String {
 /// Reads a TOML file into a document to edit: absent is empty; one that does not parse is said.
 fn read_toml(path: &Path) -> Result<Option<toml_edit::DocumentMut>, String> {
     match crate::files::read_regular(path, crate::files::MAX_READ_BYTES) {
-        Ok(text) => text.parse::<toml_edit::DocumentMut>().map(Some).map_err(|e| {
-            format!(
-                "{} was left as it is: it does not parse ({}). Fix it and run the command again.",
-                path.display(),
-                e.to_string().trim().replace('\n', " ")
-            )
-        }),
+        Ok(text) => text
+            .parse::<toml_edit::DocumentMut>()
+            .map(Some)
+            .map_err(|e| {
+                format!(
+                    "{} does not parse ({})",
+                    path.display(),
+                    e.to_string().trim().replace('\n', " ")
+                )
+            }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("{} cannot be read: {e}", path.display())),
     }
@@ -223,10 +226,9 @@ fn write_toml(path: &Path, doc: &toml_edit::DocumentMut) -> Result<(), String> {
 fn write_codex(path: &Path, reach: &Reach<'_>, secret: &str, root: &Path) -> Result<(), String> {
     use toml_edit::{Item, Table, value};
     let mut doc = read_toml(path)
-        .map_err(|why| {
-            format!("{why} Until then Codex at that desk does not find the {SERVER_NAME} server.")
-        })?
+        .map_err(|why| format!("{why}, and was left as it is"))?
         .unwrap_or_default();
+    // A table, inline (`mcp_servers = { … }`) or not.
     let servers = doc
         .entry("mcp_servers")
         .or_insert_with(|| {
@@ -234,11 +236,10 @@ fn write_codex(path: &Path, reach: &Reach<'_>, secret: &str, root: &Path) -> Res
             t.set_implicit(true);
             Item::Table(t)
         })
-        .as_table_mut()
+        .as_table_like_mut()
         .ok_or_else(|| {
             format!(
-                "{} was left as it is: its mcp_servers is not a table. Until it is, Codex at that desk does not find \
-                 the {SERVER_NAME} server.",
+                "{} was left as it is: its mcp_servers is not a table",
                 path.display()
             )
         })?;
@@ -250,8 +251,7 @@ fn write_codex(path: &Path, reach: &Reach<'_>, secret: &str, root: &Path) -> Res
         .as_table_like_mut()
         .ok_or_else(|| {
             format!(
-                "{} was left as it is: its mcp_servers.{SERVER_NAME} is not a table. Until it is, Codex at that desk \
-                 does not find the server.",
+                "{} was left as it is: its mcp_servers.{SERVER_NAME} is not a table",
                 path.display()
             )
         })?;
@@ -263,7 +263,13 @@ fn write_codex(path: &Path, reach: &Reach<'_>, secret: &str, root: &Path) -> Res
     };
     match reach {
         Reach::Bridge { exe } => {
-            for gone in ["url", "http_headers", "bearer_token_env_var"] {
+            // What Codex takes only for a server over HTTP: left, it refuses the whole file.
+            for gone in [
+                "url",
+                "http_headers",
+                "env_http_headers",
+                "bearer_token_env_var",
+            ] {
                 entry.remove(gone);
             }
             set_toml(entry, "command", value(exe.display().to_string()));
@@ -276,7 +282,8 @@ fn write_codex(path: &Path, reach: &Reach<'_>, secret: &str, root: &Path) -> Res
             )?;
         }
         Reach::Url { url } => {
-            for gone in ["command", "args", "env", "cwd"] {
+            // And only for one it starts.
+            for gone in ["command", "args", "env", "env_vars", "cwd"] {
                 entry.remove(gone);
             }
             set_toml(entry, "url", value(*url));
@@ -451,15 +458,6 @@ pub fn trust(
         codex_home.join("config.toml"),
     );
     let mut done = Trusted::default();
-    let decided = |file: &Path, said: &str, folder: &Path, client: Client| {
-        format!(
-            "{} says {said} for {}: somebody decided so, and it is left as it is. Until that entry is changed by \
-             hand, {} at that desk does not read its settings, and offers no {SERVER_NAME} tool.",
-            file.display(),
-            folder.display(),
-            client.name()
-        )
-    };
     if clients.contains(&Client::GeminiCli) {
         let (root, doc) = match jsonc::read(&gemini, false).map_err(|e| e.to_string())? {
             jsonc::Read::Object(root, doc) => (root, doc),
@@ -502,63 +500,84 @@ pub fn trust(
             ));
         }
     }
-    if clients.contains(&Client::Codex) {
-        let project = codex_project(desk);
-        let mut doc = read_toml(&codex)?.unwrap_or_default();
-        let projects = doc
-            .entry("projects")
-            .or_insert_with(|| {
-                let mut t = toml_edit::Table::new();
-                t.set_implicit(true);
-                toml_edit::Item::Table(t)
-            })
-            .as_table_mut()
-            .ok_or_else(|| {
-                format!(
-                    "{}'s projects is not a table: it was left as it is.",
-                    codex.display()
-                )
-            })?;
-        let key = project.display().to_string();
-        let entry = projects
-            .entry(&key)
-            .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
-            .as_table_like_mut()
-            .ok_or_else(|| {
-                format!(
-                    "{}'s projects.\"{key}\" is not a table: it was left as it is.",
-                    codex.display()
-                )
-            })?;
-        let trusted = match entry.get("trust_level").and_then(|v| v.as_str()) {
-            Some("trusted") => true,
-            Some(other) => {
-                let other = format!("trust_level = \"{other}\"");
-                done.left
-                    .push(decided(&codex, &other, &project, Client::Codex));
-                false
-            }
-            None => {
-                entry.insert("trust_level", toml_edit::value("trusted"));
-                write_toml(&codex, &doc)?;
-                true
-            }
-        };
-        if trusted {
-            // Codex trusts a project: the git work tree the desk is in, all of it.
-            let whole = if project == desk {
-                String::new()
-            } else {
-                " (the git work tree the desk is in: Codex trusts a project, all of it)".to_string()
-            };
-            done.said.push(format!(
-                "Codex trusts {}{whole} ({}).",
-                project.display(),
-                codex.display()
-            ));
-        }
+    if clients.contains(&Client::Codex)
+        && let Err(why) = trust_codex(desk, &codex, &mut done)
+    {
+        done.left.push(why);
     }
     Ok(done)
+}
+
+/// The sentence for an entry that says not to trust `folder`: somebody's decision, kept.
+fn decided(file: &Path, said: &str, folder: &Path, client: Client) -> String {
+    format!(
+        "{} says {said} for {}: somebody decided so, and it is left as it is. Until that entry is changed by \
+         hand, {} at that desk does not read its settings, and offers no {SERVER_NAME} tool.",
+        file.display(),
+        folder.display(),
+        client.name()
+    )
+}
+
+/// Codex's part of `trust`: the desk's project trusted in `codex` (its config.toml), unless it says not to.
+fn trust_codex(desk: &Path, codex: &Path, done: &mut Trusted) -> Result<(), String> {
+    let project = codex_project(desk);
+    let mut doc = read_toml(codex)
+        .map_err(|why| format!("{why}: it was left as it is. Fix it and run the command again."))?
+        .unwrap_or_default();
+    let projects = doc
+        .entry("projects")
+        .or_insert_with(|| {
+            let mut t = toml_edit::Table::new();
+            t.set_implicit(true);
+            toml_edit::Item::Table(t)
+        })
+        .as_table_mut()
+        .ok_or_else(|| {
+            format!(
+                "{}'s projects is not a table: it was left as it is.",
+                codex.display()
+            )
+        })?;
+    let key = project.display().to_string();
+    let entry = projects
+        .entry(&key)
+        .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
+        .as_table_like_mut()
+        .ok_or_else(|| {
+            format!(
+                "{}'s projects.\"{key}\" is not a table: it was left as it is.",
+                codex.display()
+            )
+        })?;
+    let trusted = match entry.get("trust_level").and_then(|v| v.as_str()) {
+        Some("trusted") => true,
+        Some(other) => {
+            let other = format!("trust_level = \"{other}\"");
+            done.left
+                .push(decided(codex, &other, &project, Client::Codex));
+            false
+        }
+        None => {
+            entry.insert("trust_level", toml_edit::value("trusted"));
+            write_toml(codex, &doc)?;
+            true
+        }
+    };
+    if trusted {
+        // Codex trusts a project: the git work tree the desk is in, all of it.
+        let whole = if project == desk {
+            String::new()
+        } else {
+            " (the git work tree the desk is in: Codex trusts a project, all of it)".to_string()
+        };
+        done.said.push(format!(
+            "Codex trusts {}{whole} ({}).",
+            project.display(),
+            codex.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Those of these clients that keep their trust in the person's home and do not trust `desk` there yet:
@@ -817,6 +836,52 @@ mod tests {
         );
     }
 
+    /// Keys Codex takes only for one way of reaching a server go when the seat changes way: left, Codex
+    /// refuses the whole file ("env_vars is not supported for streamable_http"). Inline tables, which
+    /// Codex reads, are edited like the others.
+    #[test]
+    fn codex_keys_of_the_other_way_go_and_inline_tables_are_edited() {
+        let (dir, inst) = inst();
+        let desk = dir.path().join("desk");
+        std::fs::create_dir_all(desk.join(".codex")).unwrap();
+        std::fs::write(
+            codex_file(&desk),
+            "mcp_servers = { mine = { command = \"echo\" }, openovai = { command = \"x\", env_vars = [\"FOO\"] } }\n",
+        )
+        .unwrap();
+        let url = Reach::Url {
+            url: "https://h/mcp",
+        };
+        let said = write(&inst, &desk, &url, "s1", &[Client::Codex]);
+        assert!(said.is_empty(), "{said:?}");
+        let codex = std::fs::read_to_string(codex_file(&desk)).unwrap();
+        let doc: toml_edit::DocumentMut = codex.parse().unwrap();
+        let entry = &doc["mcp_servers"]["openovai"];
+        assert!(
+            entry.get("env_vars").is_none() && entry.get("command").is_none(),
+            "{codex}"
+        );
+        assert_eq!(entry["url"].as_str(), Some("https://h/mcp"), "{codex}");
+        assert_eq!(
+            doc["mcp_servers"]["mine"]["command"].as_str(),
+            Some("echo"),
+            "{codex}"
+        );
+        let codex = codex.replace("url = ", "env_http_headers = { X = \"Y\" }, url = ");
+        std::fs::write(codex_file(&desk), &codex).unwrap();
+        let exe = Path::new("/opt/ovai");
+        let said = write(&inst, &desk, &Reach::Bridge { exe }, "s2", &[Client::Codex]);
+        assert!(said.is_empty(), "{said:?}");
+        let codex = std::fs::read_to_string(codex_file(&desk)).unwrap();
+        let doc: toml_edit::DocumentMut = codex.parse().unwrap();
+        let entry = &doc["mcp_servers"]["openovai"];
+        assert!(
+            entry.get("env_http_headers").is_none() && entry.get("url").is_none(),
+            "{codex}"
+        );
+        assert_eq!(entry["env"]["OVAI_SECRET"].as_str(), Some("s2"), "{codex}");
+    }
+
     /// A project in Codex's config that is no table is named and left as it is, not a panic.
     #[test]
     fn a_codex_project_that_is_no_table_is_left_alone() {
@@ -828,8 +893,11 @@ mod tests {
         let codex = format!("[projects]\n\"{}\" = \"trusted\"\n", desk.display());
         std::fs::write(home.join(".codex/config.toml"), &codex).unwrap();
         let homes = (home.join(".gemini"), home.join(".codex"));
-        let e = trust(&desk, (&homes.0, &homes.1), &[Client::Codex]).unwrap_err();
-        assert!(e.contains("is not a table: it was left as it is"), "{e}");
+        let done = trust(&desk, (&homes.0, &homes.1), &[Client::Codex]).unwrap();
+        assert!(
+            done.left.len() == 1 && done.left[0].contains("is not a table: it was left as it is"),
+            "{done:?}"
+        );
         assert_eq!(
             std::fs::read_to_string(home.join(".codex/config.toml")).unwrap(),
             codex
@@ -859,8 +927,9 @@ mod tests {
             "{said:?}"
         );
         assert!(
-            said.iter()
-                .any(|s| s.contains("config.toml was left as it is")),
+            said.iter().any(
+                |s| s.contains("config.toml does not parse") && s.contains("was left as it is")
+            ),
             "{said:?}"
         );
         assert_eq!(
