@@ -366,10 +366,11 @@ pub fn remove(desk: &Path) -> Result<(), DeskError> {
         if servers.properties().is_empty() {
             jsonc::remove(&doc, outer);
         }
-        let ours_only = doc
-            .properties()
-            .iter()
-            .all(|p| p.decoded_name().as_deref() == Some("$schema"));
+        let ours_only = !jsonc::has_comments(&root)
+            && doc
+                .properties()
+                .iter()
+                .all(|p| p.decoded_name().as_deref() == Some("$schema"));
         if ours_only {
             std::fs::remove_file(&path).map_err(|source| DeskError::Io {
                 what: "removing",
@@ -383,13 +384,31 @@ pub fn remove(desk: &Path) -> Result<(), DeskError> {
     let path = codex_file(desk);
     if !super::through_link(desk, &path)
         && let Ok(Some(mut doc)) = read_toml(&path)
-        && let Some(servers) = doc.get_mut("mcp_servers").and_then(|s| s.as_table_mut())
-        && servers.remove(SERVER_NAME).is_some()
+        && let Some(servers) = doc
+            .get_mut("mcp_servers")
+            .and_then(|s| s.as_table_like_mut())
+        && let Some(removed) = servers.remove(SERVER_NAME)
     {
         if servers.is_empty() {
             doc.remove("mcp_servers");
         }
-        if doc.is_empty() {
+        // The comments written above ovai's table went with it: kept, at the file's end.
+        let above = removed
+            .as_table()
+            .and_then(|t| t.decor().prefix())
+            .and_then(|p| p.as_str())
+            .filter(|p| p.contains('#'))
+            .map(str::to_string);
+        if let Some(above) = above {
+            let trailing = doc.trailing().as_str().unwrap_or("").to_string();
+            doc.set_trailing(format!("{trailing}{above}"));
+        }
+        // A file left with a person's comment in it is theirs, and stays.
+        let commented = doc
+            .to_string()
+            .lines()
+            .any(|l| l.trim_start().starts_with('#'));
+        if doc.is_empty() && !commented {
             std::fs::remove_file(&path).map_err(|source| DeskError::Io {
                 what: "removing",
                 path: path.clone(),
@@ -453,9 +472,11 @@ pub fn trust(
     (gemini_home, codex_home): (&Path, &Path),
     clients: &[Client],
 ) -> Result<Trusted, String> {
+    // A file that is a link (into a dotfiles checkout) is written where it leads: replaced by a file of
+    // ours, its target would keep the old trust, and the link would be gone.
     let (gemini, codex) = (
-        gemini_home.join("trustedFolders.json"),
-        codex_home.join("config.toml"),
+        where_it_leads(gemini_home.join("trustedFolders.json")),
+        where_it_leads(codex_home.join("config.toml")),
     );
     let mut done = Trusted::default();
     if clients.contains(&Client::GeminiCli) {
@@ -506,6 +527,16 @@ pub fn trust(
         done.left.push(why);
     }
     Ok(done)
+}
+
+/// Where `path` leads, when it is a symbolic link to a file that is there; else `path`.
+fn where_it_leads(path: PathBuf) -> PathBuf {
+    if path.is_symlink()
+        && let Ok(target) = std::fs::canonicalize(&path)
+    {
+        return target;
+    }
+    path
 }
 
 /// The sentence for an entry that says not to trust `folder`: somebody's decision, kept.
@@ -880,6 +911,68 @@ mod tests {
             "{codex}"
         );
         assert_eq!(entry["env"]["OVAI_SECRET"].as_str(), Some("s2"), "{codex}");
+    }
+
+    /// `seat remove` leaves a file that holds a person's comment (it is theirs), and never touches one
+    /// that is a link; `seat trust` writes through a link (a dotfiles checkout) instead of replacing it;
+    /// a seat change refuses a desk file that is a link.
+    #[test]
+    fn comments_keep_a_file_and_links_are_never_replaced() {
+        let (dir, inst) = inst();
+        let desk = dir.path().join("desk");
+        let exe = Path::new("/opt/ovai");
+        let bridge = Reach::Bridge { exe };
+        assert!(write(&inst, &desk, &bridge, "s", &Client::ALL).is_empty());
+        let gemini = std::fs::read_to_string(gemini_file(&desk)).unwrap();
+        std::fs::write(
+            gemini_file(&desk),
+            gemini.replacen("{", "{\n  // keep me", 1),
+        )
+        .unwrap();
+        let codex = std::fs::read_to_string(codex_file(&desk)).unwrap();
+        std::fs::write(codex_file(&desk), format!("# my codex note\n{codex}")).unwrap();
+        let elsewhere = dir.path().join("opencode-elsewhere.json");
+        std::fs::rename(opencode_file(&desk), &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, opencode_file(&desk)).unwrap();
+        let refused = super::super::check_for_secret(&desk, &Client::ALL).unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("opencode.json is a symbolic link"),
+            "{refused}"
+        );
+        remove(&desk).unwrap();
+        let gemini = std::fs::read_to_string(gemini_file(&desk)).unwrap();
+        assert!(
+            gemini.contains("// keep me") && !gemini.contains("openovai"),
+            "{gemini}"
+        );
+        let codex = std::fs::read_to_string(codex_file(&desk)).unwrap();
+        assert!(
+            codex.contains("# my codex note") && !codex.contains("openovai"),
+            "{codex}"
+        );
+        assert!(opencode_file(&desk).is_symlink());
+        // Trust, through a link into a dotfiles checkout.
+        let home = dir.path().join("home");
+        let dotfiles = dir.path().join("dotfiles");
+        std::fs::create_dir_all(home.join(".gemini")).unwrap();
+        std::fs::create_dir_all(&dotfiles).unwrap();
+        std::fs::write(dotfiles.join("trusted.json"), "{}\n").unwrap();
+        std::os::unix::fs::symlink(
+            dotfiles.join("trusted.json"),
+            home.join(".gemini/trustedFolders.json"),
+        )
+        .unwrap();
+        let homes = (home.join(".gemini"), home.join(".codex"));
+        trust(&desk, (&homes.0, &homes.1), &[Client::GeminiCli]).unwrap();
+        assert!(home.join(".gemini/trustedFolders.json").is_symlink());
+        let trusted = std::fs::read_to_string(dotfiles.join("trusted.json")).unwrap();
+        assert_eq!(
+            jsonc_value(&trusted)[desk.display().to_string()],
+            "TRUST_FOLDER",
+            "{trusted}"
+        );
     }
 
     /// A project in Codex's config that is no table is named and left as it is, not a panic.

@@ -82,6 +82,16 @@ pub fn write(path: &Path, root: &CstRootNode) -> Result<(), DeskError> {
     Ok(write_private(path, text.as_bytes())?)
 }
 
+/// Whether the file holds a comment anywhere: somebody's words, which keep it from being removed.
+pub fn has_comments(root: &CstRootNode) -> bool {
+    fn any(nodes: Vec<jsonc_parser::cst::CstNode>) -> bool {
+        nodes
+            .into_iter()
+            .any(|n| n.is_comment() || any(n.children()))
+    }
+    any(root.children())
+}
+
 /// The property `name` of `object`: the last, when it is given twice.
 fn last(object: &CstObject, name: &str) -> Option<CstObjectProp> {
     object

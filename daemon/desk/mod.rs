@@ -69,6 +69,15 @@ pub fn check_for_secret(desk: &Path, clients: &[crate::instance::Client]) -> Res
                 desk.join(folder).display()
             )));
         }
+        // Written, a link would be replaced by a file of ours, its target left with the old secret.
+        if desk.join(r).is_symlink() {
+            return Err(DeskError::Unsafe(format!(
+                "{} is a symbolic link: a seat's secret is written only into the desk itself, never through a \
+                 link. Make it a file of the desk's own (or take that client out of openovai.json's \
+                 \"clients\") and run the command again; nothing was changed.",
+                desk.join(r).display()
+            )));
+        }
     }
     match git::why_not_for_secret(desk, &rel) {
         Some(why) => Err(DeskError::Unsafe(why)),
@@ -76,12 +85,14 @@ pub fn check_for_secret(desk: &Path, clients: &[crate::instance::Client]) -> Res
     }
 }
 
-/// Whether `path` in `desk` is reached through a folder that is a symbolic link: such a file is not the
-/// desk's, and is neither written nor removed.
+/// Whether `path` in `desk` is a symbolic link, or reached through a folder that is one: such a file is
+/// not the desk's, and is neither written nor removed.
 pub fn through_link(desk: &Path, path: &Path) -> bool {
-    path.parent()
-        .filter(|p| *p != desk)
-        .is_some_and(Path::is_symlink)
+    path.is_symlink()
+        || path
+            .parent()
+            .filter(|p| *p != desk)
+            .is_some_and(Path::is_symlink)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -309,6 +320,9 @@ pub fn write_server_entry(
 /// Takes the `openovai` entry out of the desk's `.mcp.json`; the file goes when nothing else is left.
 pub fn remove_server_entry(desk: &Path) -> Result<(), DeskError> {
     let path = mcp_json(desk);
+    if through_link(desk, &path) {
+        return Ok(());
+    }
     let Doc::Object(mut doc) = read_doc(&path)? else {
         return Ok(());
     };
