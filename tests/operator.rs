@@ -438,6 +438,28 @@ fn a_removed_private_file_is_made_again_and_a_removed_folder_stops_the_server() 
     let mark: Value = serde_json::from_str(&std::fs::read_to_string(&up).unwrap()).unwrap();
     assert_eq!(mark["pid"], json!(d.pid()), "{mark}");
     assert_eq!(mark["since"], v["startedAt"], "{mark} {v}");
+    // Another's in its place is written over; a folder there, which cannot be, is said once.
+    std::fs::write(&up, r#"{"pid":1}"#).unwrap();
+    wait_until("the mark to be this server's again", || {
+        std::fs::read_to_string(&up)
+            .ok()
+            .filter(|t| t.contains(&format!("\"pid\":{}", d.pid())))
+    });
+    std::fs::remove_file(&up).unwrap();
+    std::fs::create_dir(&up).unwrap();
+    inst.wait_for_row(
+        "server",
+        "serving.json was removed or replaced while the server ran; it cannot be made again",
+    );
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let said = inst
+        .rows("server")
+        .iter()
+        .filter(|r| r.contains("serving.json was removed or replaced while the server ran; it cannot be made again"))
+        .count();
+    assert_eq!(said, 1, "{:?}", inst.rows("server"));
+    std::fs::remove_dir(&up).unwrap();
+    wait_until("the mark to be made again", || up.is_file().then_some(()));
     // Changed in place, it is written again too; and the folder's .gitignore is kept.
     std::fs::write(private.join("control.secret"), "not the secret").unwrap();
     std::fs::remove_file(private.join(".gitignore")).unwrap();

@@ -84,6 +84,9 @@ pub struct PrivateWatch {
     first: Option<tokio::time::Instant>,
     due: Option<tokio::time::Instant>,
     looked: tokio::time::Instant,
+    /// Files that could not be made again, said once until they are: each try stirs the folder, and
+    /// would be said again at once.
+    failing: std::collections::HashSet<String>,
 }
 
 /// What a look at the folder found.
@@ -126,6 +129,7 @@ impl PrivateWatch {
             first: None,
             due: None,
             looked: tokio::time::Instant::now(),
+            failing: std::collections::HashSet::new(),
         }
     }
 
@@ -284,12 +288,26 @@ impl PrivateWatch {
             let done = crate::host::child::write_shim(&shim);
             said.push(written(&shim, done.map_err(|e| e.to_string())));
         }
-        // Without it, a server killed after a long day (its "is up" row rotated away) goes unsaid.
+        // Without it, a server killed after a long day (its "is up" row rotated away) goes unsaid. Another
+        // server's in its place is this one's again.
         let up = inst.serving_marker();
-        if !std::fs::symlink_metadata(&up).is_ok_and(|m| m.file_type().is_file()) {
+        let mine = crate::files::read_regular(&up, 4096)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|v| v["pid"].as_u64() == Some(u64::from(std::process::id())));
+        if !mine {
             let done = mark(&up, &daemon.started_at);
             said.push(written(&up, done.map_err(|e| e.to_string())));
         }
+        // A failure is said once, until the file is made.
+        said.retain(|(what, done)| {
+            if done.starts_with("it cannot be made again") {
+                self.failing.insert(what.clone())
+            } else {
+                self.failing.remove(what);
+                true
+            }
+        });
         said
     }
 
