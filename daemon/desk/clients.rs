@@ -975,6 +975,30 @@ mod tests {
         );
     }
 
+    /// opencode reads a file that begins with a byte-order mark; Gemini CLI does not.
+    #[test]
+    fn a_byte_order_mark_is_read_as_each_client_reads_it() {
+        let (dir, inst) = inst();
+        let desk = dir.path().join("desk");
+        std::fs::create_dir_all(desk.join(".gemini")).unwrap();
+        std::fs::write(
+            opencode_file(&desk),
+            "\u{feff}{\"mcp\": {\"mine\": {\"type\": \"local\"}}}\n",
+        )
+        .unwrap();
+        std::fs::write(gemini_file(&desk), "\u{feff}{}\n").unwrap();
+        let exe = Path::new("/opt/ovai");
+        let said = write(&inst, &desk, &Reach::Bridge { exe }, "s", &Client::ALL);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].contains("settings.json was left as it is"),
+            "{said:?}"
+        );
+        let o = jsonc_value(&std::fs::read_to_string(opencode_file(&desk)).unwrap());
+        assert_eq!(o["mcp"]["mine"]["type"], "local");
+        assert_eq!(o["mcp"]["openovai"]["environment"]["OVAI_SECRET"], "s");
+    }
+
     /// A project in Codex's config that is no table is named and left as it is, not a panic.
     #[test]
     fn a_codex_project_that_is_no_table_is_left_alone() {

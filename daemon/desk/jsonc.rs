@@ -40,9 +40,12 @@ pub enum Read {
     NotObject(&'static str),
 }
 
-/// The file at `path`, as a client that takes `trailing_commas` (or not) reads it.
-pub fn read(path: &Path, trailing_commas: bool) -> Result<Read, DeskError> {
+/// The file at `path`, as Gemini CLI reads it, or (`opencode`) as opencode does: trailing commas, and a
+/// byte-order mark before it all (which is not kept).
+pub fn read(path: &Path, opencode: bool) -> Result<Read, DeskError> {
+    let trailing_commas = opencode;
     let text = match crate::files::read_regular(path, crate::files::MAX_READ_BYTES) {
+        Ok(t) if opencode && t.starts_with('\u{feff}') => t['\u{feff}'.len_utf8()..].to_string(),
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(io_err("reading", path)(e)),
