@@ -35,6 +35,8 @@ pub struct Generation {
     pub bounds: crate::host::bounds::Bounds,
     /// What each candidate held when it was read, to tell which files changed since.
     snapshot: Snapshot,
+    /// What the modules in plugins/' folders held when they were read.
+    pub helpers: Arc<crate::helper_modules::Helpers>,
     /// The file names this reading serves.
     served: HashSet<String>,
 }
@@ -183,7 +185,9 @@ pub async fn build(
     )
     .await?;
     loaded.refuse_changed(&plugins_dir, &snapshot);
-    let (process, rows, files, plugins) = loaded.into_parts(&plugins_dir, &snapshot);
+    let (process, mut rows, files, plugins) = loaded.into_parts(&plugins_dir, &snapshot);
+    let helpers = Arc::new(helpers);
+    rows.extend(crate::helper_modules::capped_row(&helpers));
     let served = plugins.iter().map(|p| format!("{}.mjs", p.name)).collect();
     let node = process.node.clone();
     let isolation = launch.isolation.clone();
@@ -195,7 +199,7 @@ pub async fn build(
             launch,
             init,
             files,
-            helpers: Arc::new(helpers),
+            helpers: helpers.clone(),
             import_timeout: config.import_timeout,
             hang_after: config.host_hang,
             log: log.clone(),
@@ -212,6 +216,7 @@ pub async fn build(
         isolation,
         bounds,
         snapshot,
+        helpers,
         served,
     })
 }

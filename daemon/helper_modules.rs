@@ -13,31 +13,55 @@ const MOST: usize = 2_000;
 /// Folders deeper than this are not looked into (a link that leads back up would never end).
 const DEEPEST: usize = 8;
 
+/// A file's size and modification time: a file whose stamp is as it was is not read again.
+type Stamp = Option<(u64, Option<std::time::SystemTime>)>;
+
+fn stamp(path: &Path) -> Stamp {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.len(), m.modified().ok()))
+}
+
 #[derive(Debug, Default)]
-pub struct Helpers(Vec<(PathBuf, Option<String>)>);
+pub struct Helpers {
+    files: Vec<(PathBuf, Stamp, Option<String>)>,
+    /// More than MOST were there: those past them are not guarded.
+    pub capped: bool,
+}
 
 impl Helpers {
-    /// The code files in `dir`'s folders and theirs, with the SHA-256 of each. Not node_modules/ (what
-    /// an install put there is changed by the next install, on purpose), nor hidden folders.
+    /// The code files in `dir`'s folders and theirs, and those beside the tools that are no tool (a
+    /// `.js` or `.cjs` file), with the SHA-256 of each. Not node_modules/ (what an install put there is
+    /// changed by the next install, on purpose), nor hidden folders.
     pub fn take(dir: &Path) -> Self {
-        let mut found = Vec::new();
+        fn note(helpers: &mut Helpers, path: PathBuf) {
+            if helpers.files.len() >= MOST {
+                helpers.capped = true;
+                return;
+            }
+            let hash = crate::files::fingerprint(&path);
+            helpers.files.push((path.clone(), stamp(&path), hash));
+        }
+        let mut helpers = Self::default();
         let mut folders: Vec<(PathBuf, usize)> = Vec::new();
         for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
             if looked_into(&entry) {
-                folders.push((entry.path(), 1));
+                folders.push((path, 1));
+            } else if path.extension().is_none_or(|e| e != "mjs")
+                && is_code(&path)
+                && path.is_file()
+            {
+                note(&mut helpers, path);
             }
         }
         while let Some((folder, depth)) = folders.pop() {
             for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
-                if found.len() >= MOST {
-                    return Self(found);
+                if helpers.capped {
+                    return helpers;
                 }
                 let path = entry.path();
                 match std::fs::metadata(&path) {
-                    Ok(m) if m.is_file() && is_code(&path) => {
-                        let hash = crate::files::fingerprint(&path);
-                        found.push((path, hash));
-                    }
+                    Ok(m) if m.is_file() && is_code(&path) => note(&mut helpers, path),
                     Ok(m) if m.is_dir() && depth < DEEPEST && looked_into(&entry) => {
                         folders.push((path, depth + 1));
                     }
@@ -45,20 +69,35 @@ impl Helpers {
                 }
             }
         }
-        Self(found)
+        helpers
     }
 
-    /// Those whose bytes are not what was read. One gone is not among them: importing it fails in
-    /// Node's own words.
-    pub fn changed(&self) -> Vec<String> {
-        self.0
+    /// Those whose bytes are not what was read (read again only when their size or time moved). One
+    /// gone is not among them: importing it fails in Node's own words.
+    pub fn changed(&self) -> Vec<PathBuf> {
+        self.files
             .iter()
-            .filter(|(path, was)| {
-                path.exists() && was.is_some() && crate::files::fingerprint(path) != *was
+            .filter(|(path, was_stamped, was)| {
+                let now = stamp(path);
+                now.is_some()
+                    && was.is_some()
+                    && now != *was_stamped
+                    && crate::files::fingerprint(path) != *was
             })
-            .map(|(path, _)| path.to_string_lossy().into_owned())
+            .map(|(path, _, _)| path.clone())
             .collect()
     }
+}
+
+/// The row of a reading whose folders hold more code files than are guarded, if it does.
+pub fn capped_row(helpers: &Helpers) -> Option<String> {
+    helpers.capped.then(|| {
+        format!(
+            "plugins/' folders hold more than {MOST} code files: a new plugin host (after a crash, or for a seat \
+             change) refuses only the first {MOST} when they changed since this reading, and imports the others as \
+             they are. Keep packages in plugins/node_modules/."
+        )
+    })
 }
 
 /// A folder (or a link to one) to look into: not hidden, not node_modules.
@@ -95,20 +134,25 @@ mod tests {
         std::fs::write(p.join("lib/deep/more.cjs"), "a").unwrap();
         std::fs::write(p.join("lib/words.txt"), "a").unwrap();
         std::fs::write(p.join("node_modules/x/index.js"), "a").unwrap();
+        std::fs::write(p.join("beside.js"), "a").unwrap();
         let helpers = Helpers::take(p);
-        assert_eq!(helpers.0.len(), 2, "{helpers:?}");
+        assert_eq!(helpers.files.len(), 3, "{helpers:?}");
+        assert!(!helpers.capped);
         for f in [
             "tool.mjs",
             "lib/words.txt",
             "node_modules/x/index.js",
             "lib/deep/more.cjs",
+            "beside.js",
         ] {
-            std::fs::write(p.join(f), "b").unwrap();
+            std::fs::write(p.join(f), "bb").unwrap();
         }
         std::fs::remove_file(p.join("lib/util.mjs")).unwrap();
+        let mut changed = helpers.changed();
+        changed.sort();
         assert_eq!(
-            helpers.changed(),
-            vec![p.join("lib/deep/more.cjs").to_string_lossy().into_owned()]
+            changed,
+            vec![p.join("beside.js"), p.join("lib/deep/more.cjs")]
         );
     }
 }

@@ -150,6 +150,11 @@ fn a_file_edited_after_the_read_is_not_served_by_a_new_host_and_the_rest_is() {
     ]);
     std::fs::create_dir(inst.root.join("plugins/lib")).unwrap();
     inst.write_plugin("lib/helper.mjs", "export const said = \"as read\";\n");
+    inst.write_plugin("toputil.js", "module.exports = { said: \"as read\" };\n");
+    inst.write_plugin(
+        "says-top.mjs",
+        "import u from \"./toputil.js\";\nexport const description = \"Says.\";\nexport const inputSchema = { type: \"object\" };\nexport function run() { return { text: u.said }; }\n",
+    );
     let d = inst.start();
     let mut s = inst.session("lead");
     s.initialize();
@@ -169,10 +174,26 @@ fn a_file_edited_after_the_read_is_not_served_by_a_new_host_and_the_rest_is() {
     );
     std::fs::remove_file(inst.root.join("plugins/gone.mjs")).unwrap();
     inst.write_plugin("strict.mjs", &format!("{strict}// edited\n"));
+    // What `ovai status` lists as changed since the read names the module too.
+    let status = d.status().unwrap();
+    assert!(
+        status["stale"]
+            .as_array()
+            .is_some_and(|a| a.contains(&json!("plugins/lib/helper.mjs"))),
+        "{status}"
+    );
+    // A code file beside the tools that is no tool (a .js file) is a module of theirs too.
+    inst.write_plugin("toputil.js", "module.exports = { said: \"edited\" };\n");
     let host = d.host_pid();
     let (text, refused) = s.call("exits", json!({}));
     assert!(refused, "{text}");
     wait_gone(host);
+    let (text, refused) = s.call("says-top", json!({}));
+    assert!(refused, "{text}");
+    assert!(
+        text.contains("it imports plugins/toputil.js, which changed after it was read"),
+        "{text}"
+    );
     assert_eq!(
         s.call("gone", json!({})),
         (

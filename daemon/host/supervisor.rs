@@ -885,7 +885,11 @@ async fn respawn(
             .iter()
             .filter(|(_, why)| matches!(why, NotReimported::Changed))
             .map(|(f, _)| f.import.path.clone())
-            .chain(changed_helpers)
+            .chain(
+                changed_helpers
+                    .into_iter()
+                    .map(|p| p.to_string_lossy().into_owned()),
+            )
             .collect(),
         ..job.init.clone()
     };

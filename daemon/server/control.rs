@@ -178,7 +178,7 @@ pub async fn status(daemon: &Arc<Daemon>, config: bool) -> StatusReply {
         ),
         Err(e) => (Vec::new(), Some(e.to_string())),
     };
-    let (stale, config_changed) = {
+    let (stale, config_changed, helpers_changed) = {
         let generation = generation.clone();
         let inst = daemon.inst.clone();
         tokio::task::spawn_blocking(move || {
@@ -188,15 +188,29 @@ pub async fn status(daemon: &Arc<Daemon>, config: bool) -> StatusReply {
                 && inst
                     .read_config()
                     .is_ok_and(|now| now.raw != generation.config.raw);
-            (generation.stale(&inst), changed)
+            // And the modules of its folders: a new host refuses those to what imports them.
+            let dir = inst.plugins_dir();
+            let helpers = generation.helpers.changed().into_iter().map(|p| {
+                let shown = p
+                    .strip_prefix(&dir)
+                    .unwrap_or(&p)
+                    .to_string_lossy()
+                    .into_owned();
+                format!("plugins/{}", crate::names::escape_controls(&shown, false))
+            });
+            (
+                generation.stale(&inst),
+                changed,
+                helpers.collect::<Vec<_>>(),
+            )
         })
         .await
-        .unwrap_or_else(|e| (Err(std::io::Error::other(e.to_string())), false))
+        .unwrap_or_else(|e| (Err(std::io::Error::other(e.to_string())), false, Vec::new()))
     };
     let shown = |c: &crate::plugins::stale::Change| {
         format!("plugins/{}", crate::names::escape_controls(c.file(), false))
     };
-    let (stale, new_files, removed_files) = match stale {
+    let (mut stale, new_files, removed_files) = match stale {
         Ok(changes) => {
             use crate::plugins::stale::Change;
             let pick =
@@ -216,6 +230,7 @@ pub async fn status(daemon: &Arc<Daemon>, config: bool) -> StatusReply {
             Vec::new(),
         ),
     };
+    stale.extend(helpers_changed);
     StatusReply {
         http: crate::sync::lock(&daemon.http_url).clone(),
         metrics: crate::sync::lock(&daemon.metrics_url).clone(),
