@@ -38,8 +38,10 @@ impl Helpers {
                 helpers.capped = true;
                 return;
             }
+            // Stamped first: an edit between the two is then seen as a change of stamp, and read.
+            let stamped = stamp(&path);
             let hash = crate::files::fingerprint(&path);
-            helpers.files.push((path.clone(), stamp(&path), hash));
+            helpers.files.push((path, stamped, hash));
         }
         let mut helpers = Self::default();
         let mut folders: Vec<(PathBuf, usize)> = Vec::new();

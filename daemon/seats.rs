@@ -362,17 +362,35 @@ pub fn rebuild(inst: &Instance, ovai_exe: &Path) -> Result<Rebuilt, SeatError> {
             continue;
         };
         let stale = desk::stale(inst, &desk);
-        let missing = desk::clients::missing(&desk, &clients);
+        let mut missing = desk::clients::missing(&desk, &clients);
+        let unapproved =
+            clients.contains(&Client::ClaudeCode) && !desk::settings_file(&desk).exists();
+        if unapproved {
+            missing.insert(0, Client::ClaudeCode.name());
+        }
         if stale.is_none() && missing.is_empty() {
             continue;
         }
+        // Completed, a desk keeps how it reaches the server (its URL, or the program it starts).
         let url = desk::url_in(&desk);
-        let reach = match (&stale, url.as_deref()) {
-            (None, Some(url)) => Reach::Url { url },
+        let command = desk::command_in(&desk).map(PathBuf::from);
+        let reach = match (&stale, url.as_deref(), command.as_deref()) {
+            (None, Some(url), _) => Reach::Url { url },
+            (None, None, Some(exe)) => Reach::Bridge { exe },
             _ => Reach::Bridge { exe: ovai_exe },
         };
-        let (_, written) = write_desk(inst, &desk, &reach, &secret)?;
-        warnings.extend(written);
+        // One desk that cannot be written is said, and the book is made all the same: that is what
+        // this command is for.
+        match write_desk(inst, &desk, &reach, &secret) {
+            Ok((_, written)) => warnings.extend(written),
+            Err(e) => {
+                warnings.push(format!("desks/{name} was not written: {e}"));
+                continue;
+            }
+        }
+        if unapproved && let Err(e) = desk::approve(&desk).map(|w| warnings.extend(w)) {
+            warnings.push(e.to_string());
+        }
         match stale {
             Some(stale) => repointed.push((name.clone(), stale)),
             None => completed.push((name.clone(), missing)),
@@ -539,30 +557,41 @@ pub fn ensure_private_dir(inst: &Instance) -> Result<(), SeatError> {
 pub fn precheck_add(inst: &Instance, name: &str, url: Option<&str>) -> Result<(), SeatError> {
     check_name(name)?;
     check_not_a_role(inst, name)?;
-    desk_clients(inst)?;
+    let clients = desk_clients(inst)?;
     SeatBook::load(inst)?.check_new(name)?;
     if let Some(url) = url {
         desk::check_url(url)?;
     }
-    Ok(desk::check_writable(&inst.desk(name))?)
+    let desk = inst.desk(name);
+    desk::check_writable(&desk)?;
+    // Before the hosts are held: a desk refused then would have cut their calls for nothing.
+    if desk.exists() {
+        desk::check_for_secret(&desk, &clients)?;
+    }
+    Ok(())
 }
 
 /// The same for `rotate` (which writes the desk again, keeping its URL unless given one) and `remove`.
 pub fn precheck_existing(
     inst: &Instance,
     name: &str,
-    rotate: Option<Option<&str>>,
+    rotate: Option<(Option<&str>, bool)>,
 ) -> Result<(), SeatError> {
     let book = SeatBook::load(inst)?;
     if !book.seats.contains_key(name) {
         return Err(book.unknown(name));
     }
-    if let Some(url) = rotate {
-        desk_clients(inst)?;
+    if let Some((url, local)) = rotate {
+        let clients = desk_clients(inst)?;
         let desk = inst.desk(name);
         desk::check_writable(&desk)?;
-        if let Some(url) = url.map(str::to_string).or_else(|| desk::url_in(&desk)) {
+        // `--local` drops the desk's URL: it is not judged.
+        let kept = desk::url_in(&desk).filter(|_| !local);
+        if let Some(url) = url.map(str::to_string).or(kept) {
             desk::check_url(&url)?;
+        }
+        if desk.exists() {
+            desk::check_for_secret(&desk, &clients)?;
         }
     }
     Ok(())

@@ -258,6 +258,30 @@ fn a_seat_change_lets_the_calls_in_flight_finish() {
     inst.session("w4").initialize();
 }
 
+/// A desk file that is a link refuses `seat rotate` before the plugin host is held: it used to cut the
+/// calls in flight (after their 10 s), then fail.
+#[test]
+fn a_linked_desk_file_refuses_rotate_before_any_call_is_held() {
+    let inst = Instance::with_plugins(&[("held.mjs", HELD)]);
+    std::fs::create_dir(inst.root.join("scratch")).unwrap();
+    inst.add_seat("w1");
+    let desk = inst.root.join("desks/w1");
+    let real = inst.root.join("w1-opencode.json");
+    std::fs::rename(desk.join("opencode.json"), &real).unwrap();
+    std::os::unix::fs::symlink(&real, desk.join("opencode.json")).unwrap();
+    let _d = inst.start();
+    let (mut s, held) = held_call(&inst);
+    inst.cmd()
+        .args(["seat", "rotate", "w1"])
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("opencode.json is a symbolic link"))
+        .stderr(predicate::str::contains("waiting for the plugin calls").not());
+    std::fs::write(inst.root.join("scratch/release"), "").unwrap();
+    assert_eq!(text_of(&s.response(held)), ("let go".to_string(), false));
+}
+
 /// Ctrl-C on `ovai stop` while the server finishes its calls ends the wait, and says the server goes on
 /// stopping and how to end its calls now: the command used to vanish with nothing said.
 #[test]
@@ -274,7 +298,9 @@ fn ctrl_c_on_stop_says_the_server_goes_on_stopping() {
     stop.wait_for_stderr("ovai: waiting for the server");
     signal(stop.id(), libc::SIGINT);
     let (status, _, err) = stop.wait();
-    assert_eq!(status.code(), Some(130), "{err}");
+    // Ended by the signal, as a shell loop that sent it expects.
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{err}");
     assert!(
         err.contains(&format!(
             "ovai: no longer waiting (SIGINT); the server (pid {pid}) goes on stopping, its calls in flight \

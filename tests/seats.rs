@@ -692,6 +692,11 @@ fn a_client_added_later_gets_its_files_from_rebuild_with_the_same_secret() {
     s.initialize();
     inst.set_config(json!({ "clients": ["claude-code", "codex"] }));
     inst.cmd().arg("restart").assert().success();
+    // The program the desk starts is its own (here another that is there): completed, it keeps it.
+    let mcp = desk.join(".mcp.json");
+    let mut doc = read_json(&mcp);
+    doc["mcpServers"]["openovai"]["command"] = json!("/bin/sh");
+    std::fs::write(&mcp, doc.to_string()).unwrap();
     let log = std::fs::read_to_string(inst.root.join("runtime.log")).unwrap();
     assert!(
         log.contains("openovai.json changed: clients. A desk made before has the files of the clients it was made for: `ovai seat rebuild` writes those of clients added, keeping each seat's secret."),
@@ -709,6 +714,7 @@ fn a_client_added_later_gets_its_files_from_rebuild_with_the_same_secret() {
         codex.contains(&format!("OVAI_SECRET = \"{secret}\"")),
         "{codex}"
     );
+    assert!(codex.contains("command = \"/bin/sh\""), "{codex}");
     assert_eq!(inst.secret("w1"), secret);
     // The session holding that secret goes on.
     let (text, is_error) = s.call("room", json!({ "last": 0 }));
@@ -782,4 +788,46 @@ fn rotate_local_points_a_remote_seat_back_at_the_bridge() {
     );
     let _d = inst.start();
     inst.session("far").initialize();
+}
+
+/// A desk that cannot be written (its `.mcp.json` a link) is said, and `seat rebuild` makes the seats
+/// all the same: that is what it is for.
+#[test]
+fn a_desk_rebuild_cannot_write_is_said_and_the_book_is_made() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "clients": ["claude-code"] }));
+    inst.add_seat("w1");
+    let desk = inst.root.join("desks/w1");
+    let real = inst.root.join("w1-mcp.json");
+    std::fs::rename(desk.join(".mcp.json"), &real).unwrap();
+    std::os::unix::fs::symlink(&real, desk.join(".mcp.json")).unwrap();
+    inst.set_config(json!({ "clients": ["claude-code", "codex"] }));
+    std::fs::remove_file(inst.root.join(".ovai/seats.json")).unwrap();
+    inst.cmd()
+        .args(["seat", "rebuild"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("desks/w1 was not written: "));
+    let book = std::fs::read_to_string(inst.root.join(".ovai/seats.json")).unwrap();
+    assert!(book.contains("\"w1\""), "{book}");
+}
+
+/// `seat rotate --local` drops the desk's URL without judging it: a URL gone bad refused the very
+/// command meant to drop it.
+#[test]
+fn rotate_local_does_not_judge_the_url_it_drops() {
+    let inst = Instance::new();
+    inst.cmd()
+        .args(["seat", "add", "far", "--url", "https://example.com/mcp"])
+        .assert()
+        .success();
+    let path = inst.root.join("desks/far/.mcp.json");
+    let mut doc = read_json(&path);
+    doc["mcpServers"]["openovai"]["url"] = json!("not a url");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    inst.cmd()
+        .args(["seat", "rotate", "far", "--local"])
+        .assert()
+        .success();
+    assert!(read_json(&path)["mcpServers"]["openovai"]["command"].is_string());
 }

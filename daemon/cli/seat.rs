@@ -314,8 +314,8 @@ fn precheck(inst: &Instance, action: &SeatAction) -> Result<(), Failure> {
     }
     match action {
         SeatAction::Add { name, url } => seats::precheck_add(inst, name, url.as_deref()),
-        SeatAction::Rotate { name, url, .. } => {
-            seats::precheck_existing(inst, name, Some(url.as_deref()))
+        SeatAction::Rotate { name, url, local } => {
+            seats::precheck_existing(inst, name, Some((url.as_deref(), *local)))
         }
         SeatAction::Remove { name } => seats::precheck_existing(inst, name, None),
         SeatAction::List { .. } | SeatAction::Rebuild | SeatAction::Trust { .. } => Ok(()),

@@ -56,12 +56,16 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
 /// Ctrl-C (or a TERM) on this command while it waits ends the wait, not the server's stop, and says so:
 /// otherwise the command vanished with nothing said, and the server was taken to have stopped.
 fn said_when_interrupted(pid: u32) {
-    use nix::sys::signal::{SigSet, Signal};
+    use nix::sys::signal::{SigHandler, SigSet, Signal};
     let mut set = SigSet::empty();
-    set.add(Signal::SIGINT);
-    set.add(Signal::SIGTERM);
+    // One the caller ignores (`ovai stop &` in a script) stays ignored.
+    for s in [Signal::SIGINT, Signal::SIGTERM] {
+        if !ignored(s) {
+            set.add(s);
+        }
+    }
     // Blocked here, before the thread starts (it inherits the mask), so that only its wait takes them.
-    if set.thread_block().is_err() {
+    if set.iter().next().is_none() || set.thread_block().is_err() {
         return;
     }
     std::thread::spawn(move || {
@@ -70,9 +74,26 @@ fn said_when_interrupted(pid: u32) {
                 "ovai: no longer waiting ({signal}); the server (pid {pid}) goes on stopping, its calls in flight \
                  finishing within shutdownGraceSeconds. `kill -INT {pid}` ends them now."
             );
-            std::process::exit(if signal == Signal::SIGINT { 130 } else { 143 });
+            // Ended by the signal itself, as the shell that sent it expects (a loop stops on it).
+            // SAFETY: SIG_DFL runs no code of ours.
+            let _ = unsafe { nix::sys::signal::signal(signal, SigHandler::SigDfl) };
+            let mut only = SigSet::empty();
+            only.add(signal);
+            let _ = only.thread_unblock();
+            let _ = nix::sys::signal::kill(nix::unistd::getpid(), signal);
+            std::process::exit(128 + signal as i32);
         }
     });
+}
+
+/// Whether `signal` is ignored in this process (as the caller left it).
+fn ignored(signal: nix::sys::signal::Signal) -> bool {
+    // SAFETY: a null new action only reads the current one into `old`.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal as libc::c_int, std::ptr::null(), &raw mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
+    }
 }
 
 /// Waits for the daemon to end, saying so once a second has passed (its calls in flight may take up

@@ -563,7 +563,7 @@ fn trust_codex(desk: &Path, codex: &Path, done: &mut Trusted) -> Result<(), Stri
             t.set_implicit(true);
             toml_edit::Item::Table(t)
         })
-        .as_table_mut()
+        .as_table_like_mut()
         .ok_or_else(|| {
             format!(
                 "{}'s projects is not a table: it was left as it is.",

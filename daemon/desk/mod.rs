@@ -71,10 +71,14 @@ pub fn check_for_secret(desk: &Path, clients: &[crate::instance::Client]) -> Res
         }
         // Written, a link would be replaced by a file of ours, its target left with the old secret.
         if desk.join(r).is_symlink() {
+            let or = if *r == ".mcp.json" {
+                ""
+            } else {
+                " (or take that client out of openovai.json's \"clients\")"
+            };
             return Err(DeskError::Unsafe(format!(
                 "{} is a symbolic link: a seat's secret is written only into the desk itself, never through a \
-                 link. Make it a file of the desk's own (or take that client out of openovai.json's \
-                 \"clients\") and run the command again; nothing was changed.",
+                 link. Make it a file of the desk's own{or} and run the command again; nothing was changed.",
                 desk.join(r).display()
             )));
         }

@@ -87,6 +87,9 @@ pub struct PrivateWatch {
     /// Files that could not be made again, said once until they are: each try stirs the folder, and
     /// would be said again at once.
     failing: std::collections::HashSet<String>,
+    /// While some are failing, the folder is looked at again then, and not before: a try every 100 ms
+    /// (each stirring the folder) would keep the event loop busy.
+    rest_until: Option<tokio::time::Instant>,
 }
 
 /// What a look at the folder found.
@@ -130,6 +133,7 @@ impl PrivateWatch {
             due: None,
             looked: tokio::time::Instant::now(),
             failing: std::collections::HashSet::new(),
+            rest_until: None,
         }
     }
 
@@ -172,7 +176,8 @@ impl PrivateWatch {
     pub fn heard(&mut self) {
         let now = tokio::time::Instant::now();
         let first = *self.first.get_or_insert(now);
-        self.due = Some((now + QUIET).min(first + MOST_QUIET));
+        let due = (now + QUIET).min(first + MOST_QUIET);
+        self.due = Some(self.rest_until.map_or(due, |rest| rest.max(due)));
     }
 
     /// When the last change heard is over; never while nothing was heard, but now and then where the
@@ -259,6 +264,10 @@ impl PrivateWatch {
                 &format!("{what} was removed or replaced while the server ran; {said}."),
             );
         }
+        // Tried again then, whatever is heard meanwhile.
+        self.rest_until =
+            (!self.failing.is_empty()).then(|| tokio::time::Instant::now() + LOOK_AGAIN);
+        self.due = self.rest_until;
         match self.rebind(daemon) {
             Some(l) => Look::Rebound(l),
             None => Look::Kept,
