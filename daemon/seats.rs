@@ -382,7 +382,7 @@ pub fn rebuild(inst: &Instance, ovai_exe: &Path) -> Result<Rebuilt, SeatError> {
         // One desk that cannot be written is said, and the book is made all the same: that is what
         // this command is for.
         match write_desk(inst, &desk, &reach, &secret) {
-            Ok((_, written)) => warnings.extend(written),
+            Ok((_, left, written)) => warnings.extend(left.into_iter().chain(written)),
             Err(e) => {
                 warnings.push(format!("desks/{name} was not written: {e}"));
                 continue;
@@ -627,8 +627,11 @@ fn check_not_a_role(inst: &Instance, name: &str) -> Result<(), SeatError> {
 /// What `ovai seat add` made.
 pub struct AddedSeat {
     pub mcp_json: PathBuf,
-    /// What could not be written into the desk, as sentences (the seat was added all the same).
+    /// What else was said of the desk, as sentences.
     pub warnings: Vec<String>,
+    /// The clients' files that could not be written, as sentences: the seat was added all the same, and
+    /// the command fails for them.
+    pub left: Vec<String>,
 }
 
 /// Makes a seat: its secret, its hash in seats.json, and its desk with the `.mcp.json` a client reads and
@@ -666,7 +669,7 @@ pub fn add(
     let staged = book.stage(inst)?;
     std::fs::create_dir_all(&desk).map_err(io("making the desk", &desk))?;
     let mcp_json = desk::write_server_entry(inst, &desk, &reach, &secret)?;
-    warnings.extend(desk::clients::write(inst, &desk, &reach, &secret, &clients));
+    let left = desk::clients::write(inst, &desk, &reach, &secret, &clients);
     staged.commit()?;
     if clients.contains(&Client::ClaudeCode) {
         match desk::approve(&desk) {
@@ -679,7 +682,11 @@ pub fn add(
             "{why}: the desk's files that hold the secret are not kept out of git"
         ));
     }
-    Ok(AddedSeat { mcp_json, warnings })
+    Ok(AddedSeat {
+        mcp_json,
+        warnings,
+        left,
+    })
 }
 
 /// The clients a desk is made for, as openovai.json's `"clients"` says: all of them where it says
@@ -701,7 +708,7 @@ pub fn rotate(
     ovai_exe: &Path,
     url: Option<&str>,
     local: bool,
-) -> Result<(PathBuf, Option<String>), SeatError> {
+) -> Result<Rotated, SeatError> {
     let _lock = lock_book(inst)?;
     let mut book = SeatBook::load(inst)?;
     let Some(record) = book.seats.get_mut(name) else {
@@ -724,7 +731,7 @@ pub fn rotate(
         None => Reach::Bridge { exe: ovai_exe },
     };
     let staged = book.stage(inst)?;
-    let (path, written) = write_desk(inst, &desk, &reach, &secret)?;
+    let (path, left, written) = write_desk(inst, &desk, &reach, &secret)?;
     let mut warning = warning.into_iter().collect::<Vec<_>>();
     warning.extend(written);
     staged.commit()?;
@@ -750,27 +757,40 @@ pub fn rotate(
             }
         }
     }
-    Ok((path, (!warning.is_empty()).then(|| warning.join(" "))))
+    Ok(Rotated {
+        mcp_json: path,
+        warning: (!warning.is_empty()).then(|| warning.join(" ")),
+        left,
+    })
 }
 
-/// Writes a desk's files for every client it is made for, with `secret`; what could not be done, in
-/// words.
+/// What `ovai seat rotate` did: the seat has its new secret whatever `left` says.
+pub struct Rotated {
+    pub mcp_json: PathBuf,
+    pub warning: Option<String>,
+    /// The clients' files left with the old secret, as sentences: the command fails for them.
+    pub left: Vec<String>,
+}
+
+/// Writes a desk's files for every client it is made for, with `secret`; the clients' files it could not
+/// write, and what else could not be done, in words.
 fn write_desk(
     inst: &Instance,
     desk: &Path,
     reach: &Reach<'_>,
     secret: &str,
-) -> Result<(PathBuf, Vec<String>), SeatError> {
+) -> Result<(PathBuf, Vec<String>, Vec<String>), SeatError> {
     let clients = desk_clients(inst)?;
     desk::check_for_secret(desk, &clients)?;
     let path = desk::write_server_entry(inst, desk, reach, secret)?;
-    let mut warning = desk::clients::write(inst, desk, reach, secret, &clients);
+    let left = desk::clients::write(inst, desk, reach, secret, &clients);
+    let mut warning = Vec::new();
     if let Err(why) = desk::git::keep_out(desk) {
         warning.push(format!(
             "{why}: the desk's files that hold the secret are not kept out of git"
         ));
     }
-    Ok((path, warning))
+    Ok((path, left, warning))
 }
 
 /// Forgets a seat: its hash leaves seats.json, and its entries leave the desk's `.mcp.json` and Claude

@@ -563,11 +563,34 @@ fn a_client_file_not_written_says_the_client_is_left_without_the_secret() {
     assert!(gemini.is_dir(), "a desk is made for Gemini CLI too");
     std::fs::remove_dir_all(&gemini).unwrap();
     std::fs::write(&gemini, "").unwrap();
+    // The seat has its new secret (Claude Code's file has it), and the command fails for what it left.
     inst.cmd()
         .args(["seat", "rotate", "w2"])
         .assert()
-        .success()
+        .code(1)
+        .stdout(predicate::str::contains("Gave the seat w2 a new secret"))
         .stderr(predicate::str::contains(
-            "Gemini CLI at that desk does not have the seat's new secret",
-        ));
+            "Gemini CLI at that desk does not have the seat's secret (a session it starts there cannot reach \
+             ovai); fix that and run `ovai seat rotate w2`.",
+        ))
+        .stderr(predicate::str::contains("warning").not());
+    // A seat added where a client's file cannot be written is added, and the command fails saying so.
+    let desk = inst.root.join("desks/w3");
+    std::fs::create_dir_all(&desk).unwrap();
+    std::fs::write(desk.join(".gemini"), "").unwrap();
+    inst.cmd()
+        .args(["seat", "add", "w3"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("Added the seat w3"))
+        .stderr(predicate::str::contains(
+            "Gemini CLI at that desk does not have the seat's secret (a session it starts there cannot reach \
+             ovai); fix that and run `ovai seat rotate w3`.",
+        ))
+        .stderr(predicate::str::contains("warning").not());
+    inst.cmd()
+        .args(["seat", "list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("w3"));
 }

@@ -702,13 +702,22 @@ fn a_client_added_later_gets_its_files_from_rebuild_with_the_same_secret() {
         log.contains("openovai.json changed: clients. A desk made before has the files of the clients it was made for: `ovai seat rebuild` writes those of clients added, keeping each seat's secret."),
         "{log}"
     );
+    // Codex reads the completed desk only once it is trusted, in the person's home: said, as `seat add`
+    // says it.
+    let home = tempfile::tempdir().unwrap();
     inst.cmd()
         .args(["seat", "rebuild"])
+        .env("HOME", home.path())
+        .env_remove("CODEX_HOME")
         .assert()
         .success()
         .stdout(predicate::str::contains(
             "desks/w1 had no file for Codex, which \"clients\" names: written, with the seat's secret.",
-        ));
+        ))
+        .stdout(predicate::str::contains(
+            "Codex reads a desk's settings only in a folder you trust: `",
+        ))
+        .stdout(predicate::str::contains(" seat trust w1"));
     let codex = std::fs::read_to_string(desk.join(".codex/config.toml")).unwrap();
     assert!(
         codex.contains(&format!("OVAI_SECRET = \"{secret}\"")),

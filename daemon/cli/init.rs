@@ -148,7 +148,7 @@ pub fn run(
     let added = seats::add(&inst, &leader, &own_exe().map_err(undo)?, None)
         .map_err(fail(exit::FAILED))
         .map_err(undo)?;
-    for w in &added.warnings {
+    for w in added.warnings.iter().chain(&added.left) {
         eprintln!("ovai: warning: {w}");
     }
     println!(

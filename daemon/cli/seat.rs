@@ -94,19 +94,11 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                         inst.desk(&name).display(),
                         client_names(&clients),
                     );
-                    if let Some(line) =
-                        crate::desk::clients::trust_line(&name, &untrusting(inst, &name, &clients))
-                    {
-                        let trust = super::command_for(inst, &format!("seat trust {name}"));
-                        println!(
-                            "{}",
-                            line.replace(&format!("`ovai seat trust {name}`"), &trust)
-                        );
-                    }
+                    say_trust(inst, &name, &clients);
                 }
                 Some(url) => remote_desk(inst, &name, url),
             }
-            Ok(())
+            left_behind(&added.left)
         }
         SeatAction::Trust { name } => {
             let book = SeatBook::load(inst).map_err(fail(exit::FAILED))?;
@@ -151,15 +143,15 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
         }
         SeatAction::List { json } => list(inst, json),
         SeatAction::Rotate { name, url, local } => {
-            let (_, warning) = seats::rotate(inst, &name, &own_exe()?, url.as_deref(), local)
+            let rotated = seats::rotate(inst, &name, &own_exe()?, url.as_deref(), local)
                 .map_err(fail(exit::FAILED))?;
-            if let Some(w) = warning {
+            if let Some(w) = &rotated.warning {
                 eprintln!("ovai: warning: {w}");
             }
             let ended = tell_daemon(inst, &format!("`ovai seat rotate {name}`"))?;
             println!(
                 "Gave the seat {name} a new secret, written to {}; the old one opens nothing{}.",
-                inst.desk(&name).join(".mcp.json").display(),
+                rotated.mcp_json.display(),
                 match ended {
                     0 => String::new(),
                     // The bridge takes its secret from its environment: its client must start it again.
@@ -174,7 +166,7 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                     ),
                 }
             );
-            Ok(())
+            left_behind(&rotated.left)
         }
         SeatAction::Rebuild => {
             let exe = own_exe()?;
@@ -219,6 +211,11 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                     "desks/{seat} had no file for {}, which \"clients\" names: written, with the seat's secret.",
                     clients.join(" or ")
                 );
+                let written: Vec<Client> = Client::ALL
+                    .into_iter()
+                    .filter(|c| clients.contains(&c.name()))
+                    .collect();
+                say_trust(inst, seat, &written);
             }
             // Gemini CLI's and Codex's trust, in the person's home, names the desks where they were.
             let moved: Vec<&str> = rebuilt
@@ -276,6 +273,27 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             );
             Ok(())
         }
+    }
+}
+
+/// The line telling to trust a desk, for the clients given that leave it out until it is trusted (Gemini
+/// CLI and Codex read a desk's settings only then), if any.
+fn say_trust(inst: &Instance, seat: &str, clients: &[Client]) {
+    if let Some(line) = crate::desk::clients::trust_line(seat, &untrusting(inst, seat, clients)) {
+        let trust = super::command_for(inst, &format!("seat trust {seat}"));
+        println!(
+            "{}",
+            line.replace(&format!("`ovai seat trust {seat}`"), &trust)
+        );
+    }
+}
+
+/// A seat change fails for the clients' files it could not write, said after what it did.
+fn left_behind(left: &[String]) -> Result<(), Failure> {
+    if left.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::new(left.join("\novai: "), exit::FAILED))
     }
 }
 

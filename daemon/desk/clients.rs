@@ -133,6 +133,7 @@ pub fn write(
                 column,
             }) => {
                 said.push(left_alone(
+                    desk,
                     client,
                     &path,
                     &format!("it does not parse ({message} at line {line}, column {column})"),
@@ -141,6 +142,7 @@ pub fn write(
             }
             Ok(jsonc::Read::NotObject(what)) => {
                 said.push(left_alone(
+                    desk,
                     client,
                     &path,
                     &format!("it is {what}, not an object"),
@@ -148,12 +150,13 @@ pub fn write(
                 continue;
             }
             Err(e) => {
-                said.push(not_written(client, &e.to_string()));
+                said.push(not_written(desk, client, &e.to_string()));
                 continue;
             }
         };
         if let Some(what) = jsonc::not_object(&doc, outer) {
             said.push(left_alone(
+                desk,
                 client,
                 &path,
                 &format!("its {outer} is {what}, not an object"),
@@ -167,34 +170,43 @@ pub fn write(
             jsonc::default(&doc, "$schema", &json!("https://opencode.ai/config.json"));
         }
         if let Err(e) = jsonc::write(&path, &root) {
-            said.push(not_written(client, &e.to_string()));
+            said.push(not_written(desk, client, &e.to_string()));
         }
     }
     if clients.contains(&Client::Codex)
         && let Err(why) = write_codex(&codex_file(desk), reach, secret, &inst.root)
     {
-        said.push(not_written(Client::Codex, &why));
+        said.push(not_written(desk, Client::Codex, &why));
     }
     said
 }
 
 /// A client's file that could not be written, for what it means to the seat.
-fn not_written(client: Client, why: &str) -> String {
+fn not_written(desk: &Path, client: Client, why: &str) -> String {
     format!(
-        "{}: {} at that desk does not have the seat's new secret (a session it starts is refused once the old \
-         one opens nothing); fix that and run `ovai seat rotate` for the seat.",
+        "{}: {} at that desk does not have the seat's secret (a session it starts there cannot reach ovai); fix \
+         that and run `ovai seat rotate {}`.",
         why.trim_end_matches('.'),
-        client.name()
+        client.name(),
+        seat_of(desk)
     )
 }
 
-fn left_alone(client: Client, path: &Path, why: &str) -> String {
+fn left_alone(desk: &Path, client: Client, path: &Path, why: &str) -> String {
     format!(
         "{} was left as it is: {why}. Until it names the {SERVER_NAME} server, {} at that desk does not find it; fix \
-         the file and run `ovai seat rotate` for the seat.",
+         the file and run `ovai seat rotate {}`.",
         path.display(),
-        client.name()
+        client.name(),
+        seat_of(desk)
     )
+}
+
+/// A desk's seat, as a command names it (a desk is named for its seat).
+fn seat_of(desk: &Path) -> String {
+    desk.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "NAME".into())
 }
 
 /// Reads a TOML file into a document to edit: absent is empty; one that does not parse is said.
