@@ -166,6 +166,16 @@ pub fn open_regular(path: &Path, max: u64) -> std::io::Result<std::fs::File> {
     Ok(file)
 }
 
+/// `text`, to take the place of the file at `path`, with that file's Windows line ends where it has them
+/// (a checkout with `core.autocrlf`, an editor's setting): a rewrite then changes only what it changes.
+pub fn keep_line_ends(path: &Path, text: String) -> String {
+    if read_regular(path, MAX_READ_BYTES).is_ok_and(|old| old.contains("\r\n")) {
+        text.replace("\r\n", "\n").replace('\n', "\r\n")
+    } else {
+        text
+    }
+}
+
 /// The text of the regular file at `path`, of at most `max` bytes (see `open_regular`).
 pub fn read_regular(path: &Path, max: u64) -> std::io::Result<String> {
     use std::io::Read;

@@ -232,7 +232,8 @@ fn write_toml(path: &Path, doc: &toml_edit::DocumentMut) -> Result<(), String> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("{} cannot be made: {e}", dir.display()))?;
     }
-    crate::files::write_private(path, doc.to_string().as_bytes()).map_err(|e| e.to_string())
+    let text = crate::files::keep_line_ends(path, doc.to_string());
+    crate::files::write_private(path, text.as_bytes()).map_err(|e| e.to_string())
 }
 
 fn write_codex(path: &Path, reach: &Reach<'_>, secret: &str, root: &Path) -> Result<(), String> {
@@ -1012,6 +1013,38 @@ mod tests {
     }
 
     /// A project in Codex's config that is no table is named and left as it is, not a panic.
+    /// A file written with Windows line ends (a checkout with `core.autocrlf`, an editor's setting) keeps
+    /// them: a diff of every line for a new secret is not ours to make.
+    #[test]
+    fn line_ends_are_kept() {
+        let (dir, inst) = inst();
+        let desk = dir.path().join("desk");
+        std::fs::create_dir_all(desk.join(".codex")).unwrap();
+        std::fs::write(
+            codex_file(&desk),
+            "model = \"o9\"\r\n\r\n[mcp_servers.other]\r\ncommand = \"x\"\r\n",
+        )
+        .unwrap();
+        std::fs::write(opencode_file(&desk), "{\r\n  \"theme\": \"dark\"\r\n}\r\n").unwrap();
+        let exe = Path::new("/opt/ovai");
+        let said = write(&inst, &desk, &Reach::Bridge { exe }, "s3cret", &Client::ALL);
+        assert!(said.is_empty(), "{said:?}");
+        for (path, crlf) in [
+            (codex_file(&desk), true),
+            (opencode_file(&desk), true),
+            (gemini_file(&desk), false),
+        ] {
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(text.contains("s3cret"), "{text}");
+            let bare = text.replace("\r\n", "").matches('\n').count();
+            if crlf {
+                assert_eq!(bare, 0, "{path:?}: {text:?}");
+            } else {
+                assert!(!text.contains('\r'), "{path:?}: {text:?}");
+            }
+        }
+    }
+
     #[test]
     fn a_codex_project_that_is_no_table_is_left_alone() {
         let (dir, _) = inst();

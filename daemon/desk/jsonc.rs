@@ -82,6 +82,7 @@ pub fn write(path: &Path, root: &CstRootNode) -> Result<(), DeskError> {
     if !text.ends_with('\n') {
         text.push('\n');
     }
+    let text = crate::files::keep_line_ends(path, text);
     Ok(write_private(path, text.as_bytes())?)
 }
 

@@ -176,6 +176,7 @@ fn write_doc(path: &Path, doc: &Map<String, Value>) -> Result<(), DeskError> {
         std::fs::create_dir_all(dir).map_err(io_err("making", dir))?;
     }
     let text = serde_json::to_string_pretty(doc).unwrap_or_default() + "\n";
+    let text = crate::files::keep_line_ends(path, text);
     Ok(write_private(path, text.as_bytes())?)
 }
 
