@@ -840,3 +840,57 @@ fn rotate_local_does_not_judge_the_url_it_drops() {
         .success();
     assert!(read_json(&path)["mcpServers"]["openovai"]["command"].is_string());
 }
+
+/// A file, or a link to nothing, where a seat's desk goes is named for what it is, before anything is
+/// changed: it got the system's words ("File exists", "Not a directory").
+#[test]
+fn a_desk_path_that_is_no_folder_is_named() {
+    let inst = Instance::new();
+    let desk = inst.root.join("desks/w1");
+    std::fs::write(&desk, "notes").unwrap();
+    inst.cmd()
+        .args(["seat", "add", "w1"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!(
+            "ovai: {} is a file, where the seat's desk goes (a folder of that name): move it away and run the \
+             command again; nothing was changed.",
+            desk.display()
+        )));
+    assert_eq!(std::fs::read_to_string(&desk).unwrap(), "notes");
+    std::fs::remove_file(&desk).unwrap();
+    std::os::unix::fs::symlink(inst.root.join("gone"), &desk).unwrap();
+    inst.cmd()
+        .args(["seat", "add", "w1"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!(
+            "ovai: {} is a link to {}, which is not there, where the seat's desk goes (a folder of that name): \
+             make that folder or remove the link, and run the command again; nothing was changed.",
+            desk.display(),
+            inst.root.join("gone").display()
+        )));
+    inst.cmd()
+        .args(["seat", "list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("w1").not());
+    // A seat whose desk became a file is not re-keyed either: its secret stays.
+    inst.add_seat("w2");
+    let secret = inst.secret("w2");
+    let desk = inst.root.join("desks/w2");
+    std::fs::remove_dir_all(&desk).unwrap();
+    std::fs::write(&desk, "notes").unwrap();
+    inst.cmd()
+        .args(["seat", "rotate", "w2"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!(
+            "ovai: {} is a file, where the seat's desk goes",
+            desk.display()
+        )));
+    std::fs::remove_file(&desk).unwrap();
+    std::fs::create_dir(&desk).unwrap();
+    inst.cmd().args(["seat", "rotate", "w2"]).assert().success();
+    assert_ne!(inst.secret("w2"), secret);
+}

@@ -430,7 +430,39 @@ pub fn secret_in(desk: &Path) -> Option<String> {
 /// Whether `write_server_entry` can write into this desk's `.mcp.json`: asked before a seat change ends
 /// anything, so a desk file broken by hand refuses the change first.
 pub fn check_writable(desk: &Path) -> Result<(), DeskError> {
+    check_folder(desk)?;
     writable_doc(&mcp_json(desk)).map(|_| ())
+}
+
+/// Refuses what is in the way of a desk (a folder, or a link to one, or nothing yet), naming it: the
+/// system's "File exists" says neither what nor what to do.
+fn check_folder(desk: &Path) -> Result<(), DeskError> {
+    let Ok(meta) = std::fs::symlink_metadata(desk) else {
+        return Ok(());
+    };
+    if desk.is_dir() {
+        return Ok(());
+    }
+    let (what, fix) = match std::fs::read_link(desk) {
+        Ok(to) if !desk.exists() => (
+            format!("a link to {}, which is not there", to.display()),
+            "make that folder or remove the link, and run",
+        ),
+        Ok(to) => (
+            format!("a link to {}, which is not a folder", to.display()),
+            "move it away and run",
+        ),
+        Err(_) if meta.is_file() => ("a file".to_string(), "move it away and run"),
+        Err(_) => (
+            "neither a file nor a folder".to_string(),
+            "move it away and run",
+        ),
+    };
+    Err(DeskError::Unsafe(format!(
+        "{} is {what}, where the seat's desk goes (a folder of that name): {fix} the command again; nothing was \
+         changed.",
+        desk.display()
+    )))
 }
 
 /// A `.mcp.json` an entry can be written into: absent (an empty one), or an object whose `mcpServers`, if
