@@ -1455,7 +1455,7 @@ fn a_call_of_an_edited_file_says_it_ran_it_as_it_was_read() {
         )
     };
     let inst = Instance::with_plugins(&[("greet.mjs", &tool("old"))]);
-    let _d = inst.start();
+    let d = inst.start();
     inst.write_plugin("greet.mjs", &tool("new"));
     inst.cmd()
         .args(["call", "greet", "--seat", "lead"])
@@ -1466,6 +1466,21 @@ fn a_call_of_an_edited_file_says_it_ran_it_as_it_was_read() {
             "ovai: plugins/greet.mjs changed since the last read, and the call ran it as it was read: \
              `ovai restart` serves it as it is now.",
         ));
+    // A new host (here for a seat change) leaves the file out: the call is refused, and ran nothing.
+    let host = d.host_pid();
+    inst.add_seat("w2");
+    wait_until("a new host", || (d.host_pid() != host).then_some(()));
+    let out = inst
+        .cmd()
+        .args(["call", "greet", "--seat", "lead"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("is not answering calls since its plugin host was respawned")
+            && !said.contains("ran it as it was read"),
+        "{said}"
+    );
     inst.cmd().arg("restart").assert().success();
     inst.cmd()
         .args(["call", "greet", "--seat", "lead"])

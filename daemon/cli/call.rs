@@ -95,7 +95,13 @@ fn call(
         && let Ok(status) = client::control::<crate::wire::StatusReply>(&inst, ControlOp::Status)
     {
         let file = format!("plugins/{tool}.mjs");
-        if status.stale.contains(&file) {
+        // A host that left the file out ran nothing: its refusal says so.
+        let left_out = status
+            .host
+            .not_answering
+            .iter()
+            .any(|s| s.starts_with(&format!("{file} ")));
+        if status.stale.contains(&file) && !left_out {
             eprintln!(
                 "ovai: {file} changed since the last read, and the call ran it as it was read: `ovai restart` \
                  serves it as it is now."
