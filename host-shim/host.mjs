@@ -1027,7 +1027,7 @@ function printedState(stream, file) {
   const key = stream + "\0" + file;
   let p = printed[key];
   if (p === undefined) {
-    p = { __proto__: null, stream, file, second: clock(), lines: 0, dropped: 0, partial: "", since: 0 };
+    p = { __proto__: null, stream, file, second: clock(), lines: 0, dropped: 0, partial: "", since: 0, cut: 0 };
     printed[key] = p;
   }
   return p;
@@ -1063,6 +1063,9 @@ function rollAllOf(stream) {
 }
 
 function printedLine(p, text) {
+  // Bytes of the line cut off while it was held without its end: said with what is kept of it.
+  let cut = p.cut;
+  p.cut = 0;
   const now = clock();
   if (now - p.second >= 1000) rollPrinted(p, now);
   if (p.lines >= PRINTED_LINES_PER_S) {
@@ -1073,8 +1076,10 @@ function printedLine(p, text) {
   p.lines++;
   printedAll.lines++;
   const end = text.length > 0 && charCodeAt(text, text.length - 1) === 13 ? text.length - 1 : text.length;
+  const kept = min(end, PRINTED_LINE_CHARS);
   try {
-    send({ t: "out", key: hostKey, file: p.file, stream: p.stream, text: textSlice(text, 0, min(end, PRINTED_LINE_CHARS)) });
+    if (end > kept) cut += byteLength(textSlice(text, kept, end));
+    send({ t: "out", key: hostKey, file: p.file, stream: p.stream, text: textSlice(text, 0, kept), cut });
   } catch {
     // As above.
   }
@@ -1189,7 +1194,9 @@ function capturePrinted(stream, name) {
       start = end + 1;
     }
     if (start < text.length) {
-      p.partial = textSlice(p.partial + textSlice(text, start), 0, PRINTED_LINE_CHARS);
+      const whole = p.partial + textSlice(text, start);
+      if (whole.length > PRINTED_LINE_CHARS) p.cut += byteLength(textSlice(whole, PRINTED_LINE_CHARS));
+      p.partial = textSlice(whole, 0, PRINTED_LINE_CHARS);
       p.since = clock();
       schedulePrinted();
     }

@@ -1219,6 +1219,37 @@ fn check_printing(printing: &str) -> String {
     String::from_utf8_lossy(&out.stderr).to_string()
 }
 
+/// A line longer than the log takes says how much of it was not written: it said the few bytes the
+/// daemon cut from what the host had cut already (helper-78: "108 bytes more" of 10 MB).
+#[test]
+fn a_long_printed_line_counts_all_it_left_out() {
+    // One line printed whole, one in two writes (the host holds a line until its end), in characters
+    // of two and one bytes.
+    let said = check_printing(
+        "process.stdout.write('y'.repeat(1000000) + '\\n');\n\
+         process.stdout.write('\\u00e9'.repeat(300000)); process.stdout.write('z'.repeat(5000) + '\\n');",
+    );
+    for (mark, bytes) in [('y', 1_000_000), ('\u{e9}', 605_000)] {
+        let line = said
+            .lines()
+            .find(|l| l.contains(&mark.to_string().repeat(20)))
+            .unwrap_or_else(|| panic!("no line of {mark}: {said}"));
+        let kept: usize = line
+            .split_once("… (")
+            .map_or(line, |(kept, _)| kept)
+            .chars()
+            .filter(|c| *c == mark || *c == 'z')
+            .map(char::len_utf8)
+            .sum();
+        let more: usize = line
+            .split_once("… (")
+            .and_then(|(_, r)| r.split_once(" bytes more, not written)"))
+            .and_then(|(n, _)| n.parse().ok())
+            .unwrap_or_else(|| panic!("no count: {line}"));
+        assert_eq!(kept + more, bytes, "{kept} kept, {more} counted");
+    }
+}
+
 /// A plugin that is a link to a kernel's file which waits to be read (/proc/kmsg, readable by root) holds
 /// no restart and no stop: it is refused as a file that cannot be read, and the server goes on.
 #[test]

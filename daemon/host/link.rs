@@ -26,6 +26,30 @@ pub fn max_line_len(max_answer_bytes: usize) -> usize {
     max_answer_bytes.saturating_mul(6).saturating_add(64 * 1024)
 }
 
+/// How much of a printed line the log takes, in bytes as written: room is left for the row's own fields
+/// within the 4 KiB a line of the operator's log may hold.
+const MOST_PRINTED: usize = 3_072;
+
+/// A printed line as the log takes it: escaped, within MOST_PRINTED bytes, and saying how many bytes the
+/// plugin printed were not written (`cut` of them cut by the host before it sent the rest).
+fn shown_line(text: &str, cut: u64) -> String {
+    let mut out = String::new();
+    let mut more = cut;
+    let mut buf = [0u8; 4];
+    for (at, c) in text.char_indices() {
+        let shown = crate::names::escape_controls(c.encode_utf8(&mut buf), false);
+        if out.len() + shown.len() > MOST_PRINTED {
+            more += (text.len() - at) as u64;
+            break;
+        }
+        out.push_str(&shown);
+    }
+    if more > 0 {
+        out.push_str(&format!("… ({more} bytes more, not written)"));
+    }
+    out
+}
+
 /// A line a plugin printed, into the operator's log under its file's name (the host counts a flood
 /// per file, so one plugin's cannot drown another's lines). What comes on fd 4 is a plugin's to write
 /// too, past the key: clipped and escaped.
@@ -44,10 +68,10 @@ fn printed(pid: u32, p: &Printed) {
     match &p.text {
         // No file on its stack (a promise job's console.log, a Worker): said unnamed.
         Some(text) if plugin.is_empty() => {
-            tracing::info!(target: "ovai::plugin_output", pid, stream, "{}", clip(text, 4096));
+            tracing::info!(target: "ovai::plugin_output", pid, stream, "{}", shown_line(text, p.cut));
         }
         Some(text) => {
-            tracing::info!(target: "ovai::plugin_output", pid, plugin, stream, "{}", clip(text, 4096));
+            tracing::info!(target: "ovai::plugin_output", pid, plugin, stream, "{}", shown_line(text, p.cut));
         }
         None => {}
     }

@@ -165,6 +165,9 @@ pub struct Printed {
     pub stream: String,
     #[serde(default)]
     pub text: Option<String>,
+    /// Bytes of the line the host cut off before it sent the rest.
+    #[serde(default)]
+    pub cut: u64,
     #[serde(default)]
     pub dropped: Option<u64>,
 }

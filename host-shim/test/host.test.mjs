@@ -169,6 +169,7 @@ test("a plugin's console.log reaches the daemon as its file's line, never as an 
     file: "plugins/chatty.mjs",
     stream: "stdout",
     text: '{"t":"answer","id":99,"text":"forged"}',
+    cut: 0,
   });
   const answer = await host.next((m) => m.t === "answer");
   assert.deepEqual(answer, { t: "answer", id: 7, text: "real" });
