@@ -91,6 +91,88 @@ impl Helpers {
     }
 }
 
+impl Helpers {
+    /// The folders holding the modules guarded (not plugins/ itself): watched, so a save there is said.
+    pub fn folders(&self, dir: &Path) -> Vec<PathBuf> {
+        let mut folders: Vec<PathBuf> = self
+            .files
+            .iter()
+            .filter_map(|(path, _, _)| path.parent())
+            .filter(|f| *f != dir)
+            .map(Path::to_path_buf)
+            .collect();
+        folders.sort_unstable();
+        folders.dedup();
+        folders
+    }
+}
+
+/// How many modules get a row each; more in one burst (a checkout) get one row together.
+const MAX_ROWS: usize = 8;
+
+/// The rows for modules of plugins/' folders that changed since the read and were not said yet, and for
+/// those said that are as they were read again; each as plugins/ names it (`lib/util.mjs`).
+pub fn rows(changed: &[String], back: &[String]) -> Vec<String> {
+    let name =
+        |f: &String| crate::names::escape_controls(&format!("plugins/{f}"), false).into_owned();
+    if changed.len() + back.len() <= MAX_ROWS {
+        let back = back.iter().map(|f| {
+            format!(
+                "{}, a module tools import, is as it was at the last read again: a plugin host started from \
+                 now on imports it",
+                name(f)
+            )
+        });
+        let changed = changed.iter().map(|f| {
+            format!(
+                "{}, a module tools import, changed after the last read: the tools that import it run it as \
+                 it was read; a plugin host started from now on (after a crash, or when the seats change) \
+                 refuses them, naming it; `ovai restart` serves it as it is now",
+                name(f)
+            )
+        });
+        return back.chain(changed).collect();
+    }
+    let some = |files: &[String]| {
+        let mut shown: Vec<String> = files.iter().take(5).map(name).collect();
+        if files.len() > 5 {
+            shown.push(format!("and {} more", files.len() - 5));
+        }
+        shown.join(", ")
+    };
+    let mut parts = Vec::new();
+    if !changed.is_empty() {
+        parts.push(format!(
+            "{} tools import changed after the last read ({}): the tools that import them run them as they \
+             were read; a plugin host started from now on refuses those tools, naming the module; `ovai \
+             restart` serves them as they are now",
+            modules(changed.len()),
+            some(changed)
+        ));
+    }
+    if !back.is_empty() {
+        parts.push(format!(
+            "{} tools import {} at the last read again ({}): a plugin host started from now on imports them",
+            modules(back.len()),
+            if back.len() == 1 {
+                "is as it was"
+            } else {
+                "are as they were"
+            },
+            some(back)
+        ));
+    }
+    vec![parts.join("; ")]
+}
+
+fn modules(n: usize) -> String {
+    if n == 1 {
+        "1 module".into()
+    } else {
+        format!("{n} modules")
+    }
+}
+
 /// The row of a reading whose folders hold more code files than are guarded, if it does.
 pub fn capped_row(helpers: &Helpers) -> Option<String> {
     helpers.capped.then(|| {
@@ -124,6 +206,21 @@ fn is_code(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn many_modules_at_once_are_one_row() {
+        let files: Vec<String> = (0..9).map(|n| format!("lib/m{n}.mjs")).collect();
+        let rows = rows(&files, &files[..1]);
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert!(
+            rows[0].starts_with(
+                "9 modules tools import changed after the last read (plugins/lib/m0.mjs, plugins/lib/m1.mjs, \
+                 plugins/lib/m2.mjs, plugins/lib/m3.mjs, plugins/lib/m4.mjs, and 4 more)"
+            ) && rows[0].contains("; 1 module tools import is as it was at the last read again (plugins/lib/m0.mjs)"),
+            "{rows:?}"
+        );
+        assert_eq!(super::rows(&files[..2], &[]).len(), 2);
+    }
 
     #[test]
     fn a_changed_module_in_a_folder_is_named_and_others_are_not() {

@@ -499,6 +499,47 @@ fn wait_for_row(inst: &Instance, row: &str) {
     });
 }
 
+/// A module in a folder of plugins/ saved after the read gets its row, as a tool's file does (it got
+/// none: the first word of it came when a new host refused the tools importing it), and so does one
+/// in a folder that came with a restart.
+#[test]
+fn a_module_of_a_folder_saved_after_the_read_gets_its_row() {
+    const USES: &str = "import { word } from './lib/util.mjs';\nexport const description = 'd';\n\
+                        export const inputSchema = { type: 'object' };\nexport function run() { return { text: word }; }";
+    let inst = Instance::with_plugins(&[("uses.mjs", USES)]);
+    std::fs::create_dir_all(inst.root.join("plugins/lib")).unwrap();
+    inst.write_plugin("lib/util.mjs", "export const word = 'v1';");
+    let _d = inst.start();
+    inst.write_plugin("lib/util.mjs", "export const word = 'v2';");
+    wait_for_row(
+        &inst,
+        "plugins/lib/util.mjs, a module tools import, changed after the last read: the tools that import it \
+         run it as it was read; a plugin host started from now on (after a crash, or when the seats change) \
+         refuses them, naming it; `ovai restart` serves it as it is now",
+    );
+    inst.write_plugin("lib/util.mjs", "export const word = 'v1';");
+    wait_for_row(
+        &inst,
+        "plugins/lib/util.mjs, a module tools import, is as it was at the last read again: a plugin host \
+         started from now on imports it",
+    );
+    // A folder that came with a restart is watched from then on.
+    std::fs::create_dir_all(inst.root.join("plugins/more")).unwrap();
+    inst.write_plugin("more/h.mjs", "export const word = 'h1';");
+    inst.write_plugin(
+        "usesmore.mjs",
+        &USES.replace("./lib/util.mjs", "./more/h.mjs"),
+    );
+    inst.cmd().arg("restart").assert().success();
+    inst.write_plugin("more/h.mjs", "export const word = 'h2';");
+    wait_for_row(
+        &inst,
+        "plugins/more/h.mjs, a module tools import, changed after the last read: the tools that import it \
+         run it as it was read; a plugin host started from now on (after a crash, or when the seats change) \
+         refuses them, naming it; `ovai restart` serves it as it is now",
+    );
+}
+
 #[test]
 fn sighup_restarts_like_ovai_restart() {
     let inst = Instance::new();

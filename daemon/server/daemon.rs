@@ -24,6 +24,8 @@ pub struct Daemon {
     pub inst: Instance,
     pub log: Arc<RuntimeLog>,
     current: RwLock<Arc<Generation>>,
+    /// Told each time a restart puts a new generation in place (the watch of plugins/' folders follows).
+    pub swapped: tokio::sync::Notify,
     /// Generations a restart replaced, still finishing the calls they hold; shutdown waits for them.
     retiring: Mutex<Vec<Arc<Generation>>>,
     pub sessions: Arc<Sessions>,
@@ -148,6 +150,7 @@ impl Daemon {
             inst,
             log,
             current: RwLock::new(Arc::new(first)),
+            swapped: tokio::sync::Notify::new(),
             retiring: Mutex::new(Vec::new()),
             sessions: Arc::default(),
             seats: SeatCache::default(),
@@ -293,6 +296,7 @@ impl Daemon {
         self.figures
             .set_call_log(next.config.call_log.then(|| self.inst.call_log()));
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        self.swapped.notify_waiters();
         // The seats changed while the new generation's box was being made: it is held (a change is
         // being written) or replaced (one was), as the others were.
         let current = self.current();

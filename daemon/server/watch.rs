@@ -51,7 +51,17 @@ pub fn spawn(daemon: Arc<Daemon>) {
         // The folder watched was itself removed or moved away: its watch hears nothing more, even if a
         // folder made in its place has its inode number again.
         let mut watch_ended = false;
+        // The modules of plugins/' folders said to have changed, and the generation whose folders are
+        // watched.
+        let mut helpers_said: HashSet<String> = HashSet::new();
+        let mut helpers_watched = (0, None);
         loop {
+            let generation = daemon.current();
+            if generation.number != helpers_watched.0 {
+                let folders = generation.helpers.folders(&dir);
+                helpers_watched = (generation.number, watch_folders(&folders, &tx));
+            }
+            drop(generation);
             // Once the folder watched is not plugins/ any more, it is looked for now and then; and a
             // plugins/ that is a link, whose change of target is heard nowhere, now and then too.
             let lost = watch_ended || identity(&dir) != Some(watched);
@@ -65,6 +75,8 @@ pub fn spawn(daemon: Arc<Daemon>) {
             let event = tokio::select! {
                 e = rx.recv() => e,
                 _ = tokio::time::sleep(look.unwrap_or_default()), if look.is_some() => None,
+                // A restart's folders are watched from then on.
+                _ = daemon.swapped.notified() => continue,
                 _ = daemon.closing.cancelled() => return,
             };
             let looked = event.is_none();
@@ -117,14 +129,23 @@ pub fn spawn(daemon: Arc<Daemon>) {
             let generation = daemon.current();
             if generation.number != reported_for {
                 reported.clear();
+                helpers_said.clear();
                 reported_for = generation.number;
             }
             // Reading and hashing files happens off the daemon's thread.
             let inst = daemon.inst.clone();
             let reading = generation.clone();
-            let found = tokio::task::spawn_blocking(move || reading.stale(&inst))
-                .await
-            .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
+            let (found, helpers) = tokio::task::spawn_blocking(move || {
+                let helpers = reading.helpers.changed();
+                (reading.stale(&inst), helpers)
+            })
+            .await
+            .unwrap_or_else(|e| (Err(std::io::Error::other(e.to_string())), Vec::new()));
+            let helpers: HashSet<String> = helpers
+                .iter()
+                .filter_map(|p| p.strip_prefix(&dir).ok())
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
             let mut rows = Vec::new();
             match found {
                 Ok(changes) => {
@@ -180,6 +201,14 @@ pub fn spawn(daemon: Arc<Daemon>) {
                     });
                 }
                 Err(_) => {}
+            }
+            let mut fresh: Vec<String> = helpers.difference(&helpers_said).cloned().collect();
+            let mut back: Vec<String> = helpers_said.difference(&helpers).cloned().collect();
+            fresh.sort_unstable();
+            back.sort_unstable();
+            if !fresh.is_empty() || !back.is_empty() {
+                rows.extend(crate::helper_modules::rows(&fresh, &back));
+                helpers_said = helpers;
             }
             daemon.log.rows(Topic::Plugins, &rows);
         }
@@ -282,6 +311,32 @@ fn watch_links(
     .ok()?;
     let folders: HashSet<&std::path::Path> = files.iter().filter_map(|f| f.parent()).collect();
     for folder in folders.into_iter().take(MAX_LINKED_FOLDERS) {
+        let _ = w.watch(folder, RecursiveMode::NonRecursive);
+    }
+    Some(w)
+}
+
+/// How many of plugins/' folders are watched for the modules in them: a plugin making folders without
+/// end cannot take the system's watches (`ovai status` lists a change in the others).
+const MAX_MODULE_FOLDERS: usize = 256;
+
+/// A watch on the folders holding the modules the tools import, sending on what may be a change there.
+fn watch_folders(
+    folders: &[std::path::PathBuf],
+    tx: &tokio::sync::mpsc::UnboundedSender<notify::Result<notify::Event>>,
+) -> Option<notify::RecommendedWatcher> {
+    if folders.is_empty() {
+        return None;
+    }
+    let tx = tx.clone();
+    let mut w = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if event.as_ref().is_ok_and(|e| !says_a_change(e)) {
+            return;
+        }
+        let _ = tx.send(event);
+    })
+    .ok()?;
+    for folder in folders.iter().take(MAX_MODULE_FOLDERS) {
         let _ = w.watch(folder, RecursiveMode::NonRecursive);
     }
     Some(w)
