@@ -1,17 +1,23 @@
-//! The modules in plugins/' folders (`plugins/lib/util.mjs`), as they were when the plugins were read.
-//! A tool imports them, so they are the tool's code too: a host started later (after a crash, for a seat
-//! change) refuses one changed since to whatever imports it, as it refuses a tool's own file, instead of
-//! running code nobody read while the log says it serves the same files.
+//! The modules in plugins/' folders (`plugins/lib/util.mjs`) and its packages (`plugins/node_modules/`), as
+//! they were when the plugins were read. A tool imports them, so they are the tool's code too: a host
+//! started later (after a crash, for a seat change) refuses one changed since to whatever imports it, as
+//! it refuses a tool's own file, instead of running code nobody read while the log says it serves the
+//! same files.
 
 use std::path::{Path, PathBuf};
 
 /// Endings Node imports as code. Other files (words, settings) are read by the tool as it runs, and are
 /// meant to be read as they are.
 const CODE: &[&str] = &["mjs", "js", "cjs"];
-/// Past this many, the rest is not looked at (a vendored tree belongs in node_modules/, which is not).
+/// Past this many in plugins/' own folders, the rest is not looked at (a vendored tree belongs in
+/// node_modules/).
 const MOST: usize = 2_000;
-/// Folders deeper than this are not looked into (a link that leads back up would never end).
+/// Past this many in node_modules/ folders, the rest is not looked at.
+const MOST_PACKAGED: usize = 20_000;
+/// Folders deeper than this are not looked into (a link that leads back up would never end); packages
+/// nest deeper.
 const DEEPEST: usize = 8;
+const DEEPEST_PACKAGED: usize = 32;
 
 /// A file's size and modification time: a file whose stamp is as it was is not read again.
 type Stamp = Option<(u64, Option<std::time::SystemTime>)>;
@@ -23,49 +29,62 @@ fn stamp(path: &Path) -> Stamp {
 
 #[derive(Debug, Default)]
 pub struct Helpers {
-    files: Vec<(PathBuf, Stamp, Option<String>)>,
+    /// Each module: its path, stamp and SHA-256 as read, and whether it is in a node_modules/ folder.
+    files: Vec<(PathBuf, Stamp, Option<String>, bool)>,
     /// More than MOST were there: those past them are not guarded.
     pub capped: bool,
+    /// More than MOST_PACKAGED were in node_modules/ folders.
+    pub packaged_capped: bool,
+    /// How many were noted, outside node_modules/ folders and in them.
+    counts: [usize; 2],
 }
 
 impl Helpers {
     /// The code files in `dir`'s folders and theirs, and those beside the tools that are no tool (a
-    /// `.js` or `.cjs` file), with the SHA-256 of each. Not node_modules/ (what an install put there is
-    /// changed by the next install, on purpose), nor hidden folders.
+    /// `.js` or `.cjs` file), with the SHA-256 of each; node_modules/ folders' too. Not hidden folders.
     pub fn take(dir: &Path) -> Self {
-        fn note(helpers: &mut Helpers, path: PathBuf) {
-            if helpers.files.len() >= MOST {
-                helpers.capped = true;
+        fn note(helpers: &mut Helpers, path: PathBuf, packaged: bool) {
+            let most = if packaged { MOST_PACKAGED } else { MOST };
+            if helpers.counts[usize::from(packaged)] >= most {
+                if packaged {
+                    helpers.packaged_capped = true;
+                } else {
+                    helpers.capped = true;
+                }
                 return;
             }
             // Stamped first: an edit between the two is then seen as a change of stamp, and read.
             let stamped = stamp(&path);
             let hash = crate::files::fingerprint(&path);
-            helpers.files.push((path, stamped, hash));
+            helpers.counts[usize::from(packaged)] += 1;
+            helpers.files.push((path, stamped, hash, packaged));
         }
         let mut helpers = Self::default();
-        let mut folders: Vec<(PathBuf, usize)> = Vec::new();
+        let mut folders: Vec<(PathBuf, usize, bool)> = Vec::new();
         for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
             let path = entry.path();
-            if looked_into(&entry) {
-                folders.push((path, 1));
+            if let Some(packaged) = looked_into(&entry, false) {
+                folders.push((path, 1, packaged));
             } else if path.extension().is_none_or(|e| e != "mjs")
                 && is_code(&path)
                 && path.is_file()
             {
-                note(&mut helpers, path);
+                note(&mut helpers, path, false);
             }
         }
-        while let Some((folder, depth)) = folders.pop() {
+        while let Some((folder, depth, packaged)) = folders.pop() {
+            let deepest = if packaged { DEEPEST_PACKAGED } else { DEEPEST };
             for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
-                if helpers.capped {
-                    return helpers;
+                if (packaged && helpers.packaged_capped) || (!packaged && helpers.capped) {
+                    break;
                 }
                 let path = entry.path();
                 match std::fs::metadata(&path) {
-                    Ok(m) if m.is_file() && is_code(&path) => note(&mut helpers, path),
-                    Ok(m) if m.is_dir() && depth < DEEPEST && looked_into(&entry) => {
-                        folders.push((path, depth + 1));
+                    Ok(m) if m.is_file() && is_code(&path) => note(&mut helpers, path, packaged),
+                    Ok(m) if m.is_dir() && depth < deepest => {
+                        if let Some(inner) = looked_into(&entry, packaged) {
+                            folders.push((path, depth + 1, inner));
+                        }
                     }
                     _ => {}
                 }
@@ -79,25 +98,27 @@ impl Helpers {
     pub fn changed(&self) -> Vec<PathBuf> {
         self.files
             .iter()
-            .filter(|(path, was_stamped, was)| {
+            .filter(|(path, was_stamped, was, _)| {
                 let now = stamp(path);
                 now.is_some()
                     && was.is_some()
                     && now != *was_stamped
                     && crate::files::fingerprint(path) != *was
             })
-            .map(|(path, _, _)| path.clone())
+            .map(|(path, _, _, _)| path.clone())
             .collect()
     }
 }
 
 impl Helpers {
-    /// The folders holding the modules guarded (not plugins/ itself): watched, so a save there is said.
+    /// The folders holding the modules guarded (not plugins/ itself, nor node_modules/, whose folders
+    /// are many): watched, so a save there is said.
     pub fn folders(&self, dir: &Path) -> Vec<PathBuf> {
         let mut folders: Vec<PathBuf> = self
             .files
             .iter()
-            .filter_map(|(path, _, _)| path.parent())
+            .filter(|f| !f.3)
+            .filter_map(|(path, _, _, _)| path.parent())
             .filter(|f| *f != dir)
             .map(Path::to_path_buf)
             .collect();
@@ -173,19 +194,29 @@ fn modules(n: usize) -> String {
     }
 }
 
-/// The row of a reading whose folders hold more code files than are guarded, if it does.
-pub fn capped_row(helpers: &Helpers) -> Option<String> {
-    helpers.capped.then(|| {
-        format!(
+/// The rows of a reading whose folders hold more code files than are guarded, if it does.
+pub fn capped_row(helpers: &Helpers) -> Vec<String> {
+    let mut rows = Vec::new();
+    if helpers.capped {
+        rows.push(format!(
             "plugins/' folders hold more than {MOST} code files: a new plugin host (after a crash, or for a seat \
              change) refuses only the first {MOST} when they changed since this reading, and imports the others as \
              they are. Keep packages in plugins/node_modules/."
-        )
-    })
+        ));
+    }
+    if helpers.packaged_capped {
+        rows.push(format!(
+            "plugins/' node_modules/ folders hold more than {MOST_PACKAGED} code files: a new plugin host (after a \
+             crash, or for a seat change) refuses only the first {MOST_PACKAGED} when they changed since this \
+             reading, and imports the others as they are."
+        ));
+    }
+    rows
 }
 
-/// A folder (or a link to one) to look into: not hidden, not node_modules.
-fn looked_into(entry: &std::fs::DirEntry) -> bool {
+/// Whether to look into a folder (or a link to one), and then whether what is in it is a package's:
+/// not a hidden one; a node_modules/ one, and any in it, is.
+fn looked_into(entry: &std::fs::DirEntry, packaged: bool) -> Option<bool> {
     let name = entry.file_name();
     let name = name.to_string_lossy();
     // The entry's own type first: a folder of 1,000 tools is not looked at file by file.
@@ -194,7 +225,7 @@ fn looked_into(entry: &std::fs::DirEntry) -> bool {
         Ok(t) => t.is_dir(),
         Err(_) => false,
     };
-    folder && !name.starts_with('.') && name != "node_modules"
+    (folder && !name.starts_with('.')).then(|| packaged || name == "node_modules")
 }
 
 fn is_code(path: &Path) -> bool {
@@ -235,7 +266,7 @@ mod tests {
         std::fs::write(p.join("node_modules/x/index.js"), "a").unwrap();
         std::fs::write(p.join("beside.js"), "a").unwrap();
         let helpers = Helpers::take(p);
-        assert_eq!(helpers.files.len(), 3, "{helpers:?}");
+        assert_eq!(helpers.files.len(), 4, "{helpers:?}");
         assert!(!helpers.capped);
         for f in [
             "tool.mjs",
@@ -251,7 +282,12 @@ mod tests {
         changed.sort();
         assert_eq!(
             changed,
-            vec![p.join("beside.js"), p.join("lib/deep/more.cjs")]
+            vec![
+                p.join("beside.js"),
+                p.join("lib/deep/more.cjs"),
+                p.join("node_modules/x/index.js")
+            ]
         );
+        assert_eq!(helpers.folders(p), vec![p.join("lib"), p.join("lib/deep")]);
     }
 }

@@ -836,3 +836,76 @@ fn a_host_script_damaged_in_place_is_mended_by_a_restart() {
     );
     assert!(std::fs::metadata(&shim).unwrap().len() > 1000);
 }
+
+/// A package in plugins/node_modules changed after the read is refused by a new host to what imports
+/// it, as a module of plugins/' folders is: it ran as changed while the log said the same files were
+/// served, and `ovai status` said plugins/ was as read (helper-78). A package's own require()s too.
+#[test]
+fn a_package_changed_after_the_read_is_refused_by_a_new_host() {
+    let inst = Instance::new();
+    let pkg = inst.root.join("plugins/node_modules/fake");
+    std::fs::create_dir_all(pkg.join("lib")).unwrap();
+    std::fs::write(
+        pkg.join("package.json"),
+        r#"{ "name": "fake", "main": "index.js" }"#,
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("index.js"),
+        "module.exports = require('./lib/word.js');\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("lib/word.js"),
+        "module.exports = { word: 'v1' };\n",
+    )
+    .unwrap();
+    inst.write_plugin(
+        "fake-word.mjs",
+        "import fake from 'fake';\nexport const description = 'd';\nexport const inputSchema = { type: 'object' };\n\
+         export function run() { return { text: fake.word }; }\n",
+    );
+    let d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(s.call("fake-word", json!({})), ("v1".to_string(), false));
+    std::fs::write(
+        pkg.join("lib/word.js"),
+        "module.exports = { word: 'PATCHED' };\n",
+    )
+    .unwrap();
+    let status = d.status().unwrap();
+    assert!(
+        status["stale"]
+            .as_array()
+            .is_some_and(|a| a.contains(&json!("plugins/node_modules/fake/lib/word.js"))),
+        "{status}"
+    );
+    let host = d.host_pid();
+    signal(host, libc::SIGKILL);
+    wait_gone(host);
+    let (text, refused) = s.call("fake-word", json!({}));
+    assert!(refused, "{text}");
+    assert!(
+        text.contains(
+            "it requires plugins/node_modules/fake/lib/word.js, which changed after it was read"
+        ),
+        "{text}"
+    );
+    inst.cmd().arg("restart").assert().success();
+    assert_eq!(
+        s.call("fake-word", json!({})),
+        ("PATCHED".to_string(), false)
+    );
+    // An install that changes many files: `ovai status` names a few.
+    for n in 0..12 {
+        std::fs::write(pkg.join(format!("lib/m{n:02}.js")), "").unwrap();
+    }
+    inst.cmd().arg("restart").assert().success();
+    for n in 0..12 {
+        std::fs::write(pkg.join(format!("lib/m{n:02}.js")), "module.exports = 1;\n").unwrap();
+    }
+    inst.cmd().arg("status").assert().success().stdout(predicates::str::contains(
+        "plugins/node_modules/fake/lib/m09.js and 2 more (`ovai status --json` lists them all).",
+    ));
+}

@@ -152,9 +152,15 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         println!("plugins/ is as it was read.");
     }
     if !v.stale.is_empty() {
+        // An `npm install` changes thousands of a package's files: a few are named.
+        const SHOWN: usize = 10;
+        let more = match v.stale.len().saturating_sub(SHOWN) {
+            0 => String::new(),
+            n => format!(" and {n} more (`ovai status --json` lists them all)"),
+        };
         println!(
-            "Changed since the last read (`ovai restart` serves them as they are now): {}.",
-            v.stale.join(", ")
+            "Changed since the last read (`ovai restart` serves them as they are now): {}{more}.",
+            v.stale[..v.stale.len().min(SHOWN)].join(", ")
         );
     }
     if !v.new_files.is_empty() {

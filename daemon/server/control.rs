@@ -198,11 +198,9 @@ pub async fn status(daemon: &Arc<Daemon>, config: bool) -> StatusReply {
                     .into_owned();
                 format!("plugins/{}", crate::names::escape_controls(&shown, false))
             });
-            (
-                generation.stale(&inst),
-                changed,
-                helpers.collect::<Vec<_>>(),
-            )
+            let mut helpers = helpers.collect::<Vec<_>>();
+            helpers.sort_unstable();
+            (generation.stale(&inst), changed, helpers)
         })
         .await
         .unwrap_or_else(|e| (Err(std::io::Error::other(e.to_string())), false, Vec::new()))
