@@ -288,9 +288,29 @@ pub struct StatusReply {
     /// The binary it was started from was replaced or removed since, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binary_replaced: Option<String>,
+    /// The calls plugin hosts are running now, the longest-running first (at most MAX_RUNNING_SHOWN).
+    #[serde(default)]
+    pub calls_running: Vec<RunningCall>,
+    /// How many calls to plugins are in flight now, those waiting for a host included.
+    #[serde(default)]
+    pub calls_running_total: usize,
+}
+
+/// How many running calls `ovai status` and the page are sent.
+pub const MAX_RUNNING_SHOWN: usize = 50;
+
+/// A call a plugin host is running now.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunningCall {
+    /// `plugins/x.mjs`.
+    pub file: String,
+    pub seat: String,
+    /// How long it has run, in whole seconds.
+    pub seconds: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct HostStatus {
     /// The live host's pid; none while it is down or being respawned.
     pub pid: Option<u32>,

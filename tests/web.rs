@@ -912,3 +912,78 @@ fn the_pages_address_without_its_slash_leads_to_it() {
         "{answer}"
     );
 }
+
+const HANGS: &str = r#"
+export const description = "Waits until it is cancelled.";
+export const inputSchema = { type: "object" };
+export function run(args, { signal }) {
+  return new Promise((resolve) => signal.addEventListener("abort", () => resolve({ text: "stopped" })));
+}
+"#;
+
+/// A call running now is shown on the page, by `ovai status` and in the metrics, with its seat and how
+/// long it has run: only finished calls were, and a host held by a plugin looked idle (helper-77). A
+/// tool the live host does not answer is listed as not answering, not as served.
+#[test]
+fn calls_running_now_and_tools_not_answering_are_shown() {
+    let inst = Instance::with_plugins(&[("hangs.mjs", HANGS), ("echo.mjs", ECHO)]);
+    inst.set_config(json!({
+        "web": { "listen": "127.0.0.1:0" },
+        "metrics": { "listen": "127.0.0.1:0" },
+    }));
+    inst.add_seat("w1");
+    let d = inst.start();
+    let mut s = inst.session("w1");
+    s.initialize();
+    s.send(&json!({ "jsonrpc": "2.0", "id": 90, "method": "tools/call",
+                    "params": { "name": "hangs", "arguments": {} } }));
+    let running = wait_until("the call to run", || {
+        let status = d.status()?;
+        let running = status["callsRunning"].as_array()?.clone();
+        (!running.is_empty()).then_some(running)
+    });
+    assert_eq!(running[0]["file"], "plugins/hangs.mjs", "{running:?}");
+    assert_eq!(running[0]["seat"], "w1", "{running:?}");
+    inst.cmd()
+        .arg("status")
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(
+            "Running now: plugins/hangs.mjs for w1 (",
+        ));
+    let metrics = d.status().unwrap()["metrics"].as_str().unwrap().to_string();
+    let (_, scraped) = get(&metrics, None);
+    assert!(scraped.contains("\novai_calls_running 1\n"), "{scraped}");
+    let (authority, cookie, page) = opened(&inst);
+    let (_, state) = get(&format!("http://{authority}{page}api/state"), Some(&cookie));
+    let state: Value = serde_json::from_str(&state).unwrap();
+    assert_eq!(state["running"][0]["file"], "plugins/hangs.mjs", "{state}");
+    assert_eq!(state["running"][0]["seat"], "w1", "{state}");
+    // A file edited, and a new host that leaves it out: not answering, on the page and in the metrics.
+    inst.write_plugin("echo.mjs", &ECHO.replace("echo for", "edited for"));
+    let host = d.host_pid();
+    signal(host, libc::SIGKILL);
+    wait_gone(host);
+    let state = wait_until("echo not answering on the page", || {
+        let (_, state) = get(&format!("http://{authority}{page}api/state"), Some(&cookie));
+        let state: Value = serde_json::from_str(&state).ok()?;
+        state["notServed"]
+            .as_array()?
+            .iter()
+            .any(|r| {
+                r.as_str()
+                    .is_some_and(|r| r.starts_with("plugins/echo.mjs is not answering calls"))
+            })
+            .then_some(state)
+    });
+    assert!(
+        state["running"].as_array().is_some_and(Vec::is_empty),
+        "{state}"
+    );
+    let (_, scraped) = get(&metrics, None);
+    assert!(
+        scraped.contains("ovai_plugins{state=\"not_answering\"} 1"),
+        "{scraped}"
+    );
+    assert!(scraped.contains("\novai_calls_running 0\n"), "{scraped}");
+}

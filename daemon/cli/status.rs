@@ -148,6 +148,9 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     for row in &v.host.not_answering {
         println!("{row}");
     }
+    if let Some(line) = running_line(&v) {
+        println!("{line}");
+    }
     if v.stale.is_empty() && v.new_files.is_empty() && v.removed_files.is_empty() {
         println!("plugins/ is as it was read.");
     }
@@ -211,6 +214,27 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
 }
 
 /// "never respawned", "respawned once", "respawned 3 times".
+/// The calls plugins are running now, the longest-running first, if any.
+fn running_line(v: &StatusReply) -> Option<String> {
+    if v.calls_running.is_empty() && v.calls_running_total == 0 {
+        return None;
+    }
+    let mut shown: Vec<String> = v
+        .calls_running
+        .iter()
+        .take(10)
+        .map(|c| format!("{} for {} ({} s)", c.file, c.seat, c.seconds))
+        .collect();
+    let more = v
+        .calls_running_total
+        .max(v.calls_running.len())
+        .saturating_sub(shown.len());
+    if more > 0 {
+        shown.push(format!("{more} more"));
+    }
+    Some(format!("Running now: {}.", shown.join(", ")))
+}
+
 fn respawned(n: u32) -> String {
     match n {
         0 => "never respawned".into(),

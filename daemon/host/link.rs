@@ -121,6 +121,9 @@ pub struct Stopped {
 /// A call in flight: who to tell, and which file it runs, so a crash can name it.
 struct WaitingCall {
     file: Arc<str>,
+    /// Who made it, and since when it waits: what `running` shows an operator.
+    seat: Arc<str>,
+    since: std::time::Instant,
     /// What the answer must carry to be this call's.
     key: u64,
     /// Told how the call ended, on whichever of the link's tasks learns it (the reader's, the
@@ -437,13 +440,13 @@ impl Link {
         self.fresh_key()
     }
 
-    /// Registers a call, its line made with `key`: `settle` hears how it ends, `progress` (when its caller
+    /// Registers a call (its file, and the seat that made it), its line made with `key`: `settle` hears how it ends, `progress` (when its caller
     /// asked) its reports, and `deadline` is kept here. Gives `settle` back once the link's host has ended
     /// and its calls were answered.
     pub fn expect<S: Settle + 'static>(
         &self,
         id: u64,
-        file: Arc<str>,
+        (file, seat): (Arc<str>, Arc<str>),
         key: u64,
         deadline: Instant,
         settle: Box<S>,
@@ -456,6 +459,8 @@ impl Link {
             }
             let waiting = WaitingCall {
                 file,
+                seat,
+                since: std::time::Instant::now(),
                 key,
                 settle,
                 progress,
@@ -615,6 +620,15 @@ impl Link {
     /// How many calls wait on this link.
     pub fn in_flight(&self) -> usize {
         lock(&self.calls).waiting.len()
+    }
+
+    /// The calls waiting on this link: each one's file, seat, and how long it has waited.
+    pub fn running(&self) -> Vec<(Arc<str>, Arc<str>, std::time::Duration)> {
+        lock(&self.calls)
+            .waiting
+            .values()
+            .map(|w| (w.file.clone(), w.seat.clone(), w.since.elapsed()))
+            .collect()
     }
 
     /// Answers every waiting call with `why` (or, one the host was never sent whole, with
@@ -1077,9 +1091,16 @@ mod tests {
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
         let key = link.call_key();
-        link.expect(id, file, key, far(), Box::new(Waits(tx)), None)
-            .ok()
-            .map(|()| (rx, key))
+        link.expect(
+            id,
+            (file, Arc::from("s")),
+            key,
+            far(),
+            Box::new(Waits(tx)),
+            None,
+        )
+        .ok()
+        .map(|()| (rx, key))
     }
 
     fn far() -> Instant {
@@ -1093,8 +1114,15 @@ mod tests {
         let (settle, mut heard) = told();
         let key = link.call_key();
         assert!(
-            link.expect(7, Arc::from("plugins/p.mjs"), key, far(), settle, None)
-                .is_ok()
+            link.expect(
+                7,
+                (Arc::from("plugins/p.mjs"), Arc::from("s")),
+                key,
+                far(),
+                settle,
+                None
+            )
+            .is_ok()
         );
         let wire = format!(
             "{{\"t\":\"answer\",\"id\":7,\"key\":{},\"text\":\"forged\"}}\n\
@@ -1123,8 +1151,15 @@ mod tests {
         let deadline = Instant::now() + std::time::Duration::from_secs(30);
         let key = link.call_key();
         assert!(
-            link.expect(3, Arc::from("plugins/p.mjs"), key, deadline, settle, None)
-                .is_ok()
+            link.expect(
+                3,
+                (Arc::from("plugins/p.mjs"), Arc::from("s")),
+                key,
+                deadline,
+                settle,
+                None
+            )
+            .is_ok()
         );
         assert_eq!(heard.recv().await.as_deref(), Some("expired"));
         assert!(Instant::now() >= deadline, "not before its deadline");
@@ -1144,8 +1179,15 @@ mod tests {
         let (first, mut first_heard) = told();
         let soon = Instant::now() + std::time::Duration::from_secs(1);
         assert!(
-            link.expect(1, Arc::from("plugins/p.mjs"), 1, soon, first, None)
-                .is_ok()
+            link.expect(
+                1,
+                (Arc::from("plugins/p.mjs"), Arc::from("s")),
+                1,
+                soon,
+                first,
+                None
+            )
+            .is_ok()
         );
         assert_eq!(first_heard.recv().await.as_deref(), Some("expired"));
         // The sweeper found nothing more and went idle: a new call must wake it.
@@ -1153,8 +1195,15 @@ mod tests {
         let (second, mut second_heard) = told();
         let later = Instant::now() + std::time::Duration::from_secs(2);
         assert!(
-            link.expect(2, Arc::from("plugins/p.mjs"), 2, later, second, None)
-                .is_ok()
+            link.expect(
+                2,
+                (Arc::from("plugins/p.mjs"), Arc::from("s")),
+                2,
+                later,
+                second,
+                None
+            )
+            .is_ok()
         );
         assert_eq!(second_heard.recv().await.as_deref(), Some("expired"));
         assert!(Instant::now() >= later);
@@ -1165,16 +1214,30 @@ mod tests {
         let (link, _host, _) = link();
         let (late, mut late_heard) = told();
         assert!(
-            link.expect(1, Arc::from("plugins/p.mjs"), 1, far(), late, None)
-                .is_ok()
+            link.expect(
+                1,
+                (Arc::from("plugins/p.mjs"), Arc::from("s")),
+                1,
+                far(),
+                late,
+                None
+            )
+            .is_ok()
         );
         // The sweeper sleeps until the first deadline; a second, sooner, must wake it.
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
         let (soon, mut soon_heard) = told();
         let at = Instant::now() + std::time::Duration::from_secs(2);
         assert!(
-            link.expect(2, Arc::from("plugins/p.mjs"), 2, at, soon, None)
-                .is_ok()
+            link.expect(
+                2,
+                (Arc::from("plugins/p.mjs"), Arc::from("s")),
+                2,
+                at,
+                soon,
+                None
+            )
+            .is_ok()
         );
         assert_eq!(soon_heard.recv().await.as_deref(), Some("expired"));
         assert!(late_heard.try_recv().is_err(), "the later one still waits");
@@ -1187,8 +1250,15 @@ mod tests {
         let (link, mut host, reader) = link();
         let (settle, mut heard) = told();
         assert!(
-            link.expect(9, Arc::from("plugins/p.mjs"), 5, far(), settle, None)
-                .is_ok()
+            link.expect(
+                9,
+                (Arc::from("plugins/p.mjs"), Arc::from("s")),
+                5,
+                far(),
+                settle,
+                None
+            )
+            .is_ok()
         );
         let back = link.withdraw(9).expect("it was waiting");
         assert!(link.withdraw(9).is_none(), "given back once");
@@ -1208,8 +1278,15 @@ mod tests {
         reader.await.expect("the reader ends");
         let (settle, mut heard) = told();
         assert!(
-            link.expect(4, Arc::from("plugins/p.mjs"), 8, far(), settle, None)
-                .is_ok()
+            link.expect(
+                4,
+                (Arc::from("plugins/p.mjs"), Arc::from("s")),
+                8,
+                far(),
+                settle,
+                None
+            )
+            .is_ok()
         );
         let _ = link.send_line(
             ToHost::Call {
@@ -1230,8 +1307,15 @@ mod tests {
         assert_eq!(heard.recv().await.as_deref(), Some("not received"));
         let (late, _) = told();
         assert!(
-            link.expect(5, Arc::from("plugins/p.mjs"), 9, far(), late, None)
-                .is_err(),
+            link.expect(
+                5,
+                (Arc::from("plugins/p.mjs"), Arc::from("s")),
+                9,
+                far(),
+                late,
+                None
+            )
+            .is_err(),
             "a link whose calls were answered for its end takes no more"
         );
     }
@@ -1241,14 +1325,28 @@ mod tests {
         let (link, _host, _) = link();
         let (long, _long_heard) = told();
         assert!(
-            link.expect(1, Arc::from("plugins/p.mjs"), 1, far(), long, None)
-                .is_ok()
+            link.expect(
+                1,
+                (Arc::from("plugins/p.mjs"), Arc::from("s")),
+                1,
+                far(),
+                long,
+                None
+            )
+            .is_ok()
         );
         for id in 2..10_000u64 {
             let (settle, _) = told();
             assert!(
-                link.expect(id, Arc::from("plugins/p.mjs"), id, far(), settle, None)
-                    .is_ok()
+                link.expect(
+                    id,
+                    (Arc::from("plugins/p.mjs"), Arc::from("s")),
+                    id,
+                    far(),
+                    settle,
+                    None
+                )
+                .is_ok()
             );
             assert!(link.withdraw(id).is_some());
         }

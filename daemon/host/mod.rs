@@ -222,6 +222,7 @@ fn prepare_on(
         id,
         key,
         file: req.file.clone(),
+        seat: Arc::from(req.seat),
         line,
         progress: req.progress.clone(),
     })
@@ -240,6 +241,7 @@ pub struct Ready {
     id: u64,
     key: u64,
     file: Arc<str>,
+    seat: Arc<str>,
     line: Vec<u8>,
     progress: Option<Arc<dyn link::Progressed>>,
 }
@@ -264,7 +266,7 @@ impl Ready {
     ) -> Result<(), Box<S>> {
         self.link.expect(
             self.id,
-            self.file,
+            (self.file, self.seat),
             self.key,
             deadline,
             settle,

@@ -226,6 +226,11 @@ impl Host {
         self.in_flight.load(Ordering::SeqCst)
     }
 
+    /// The calls the live host is running: each one's file, seat, and how long it has run.
+    pub fn running(&self) -> Vec<(Arc<str>, Arc<str>, Duration)> {
+        self.live_link().map(|l| l.running()).unwrap_or_default()
+    }
+
     /// The tools the live host does not answer (a file a new host did not import), and why.
     pub fn not_answering(&self) -> Vec<(String, NotReimported)> {
         match &*self.state.borrow() {

@@ -229,7 +229,21 @@ pub async fn status(daemon: &Arc<Daemon>, config: bool) -> StatusReply {
         ),
     };
     stale.extend(helpers_changed);
+    let generations = daemon.generations();
+    let mut running: Vec<crate::wire::RunningCall> = generations
+        .iter()
+        .flat_map(|g| g.host.running())
+        .map(|(file, seat, ran)| crate::wire::RunningCall {
+            file: file.to_string(),
+            seat: seat.to_string(),
+            seconds: ran.as_secs(),
+        })
+        .collect();
+    running.sort_by_key(|c| std::cmp::Reverse(c.seconds));
+    running.truncate(crate::wire::MAX_RUNNING_SHOWN);
     StatusReply {
+        calls_running: running,
+        calls_running_total: generations.iter().map(|g| g.host.calls_in_flight()).sum(),
         http: crate::sync::lock(&daemon.http_url).clone(),
         metrics: crate::sync::lock(&daemon.metrics_url).clone(),
         web: daemon

@@ -58,6 +58,7 @@ pub struct Metrics {
     host_respawns: Counter,
     plugins: Family<StateLabels, Gauge>,
     generation: Gauge,
+    running: Gauge,
     spans_dropped: Counter,
     resident: Gauge,
     cpu_seconds: Counter<f64, std::sync::atomic::AtomicU64>,
@@ -70,8 +71,11 @@ pub struct Now {
     /// Sessions open by (seat, transport).
     pub sessions: HashMap<(String, &'static str), usize>,
     pub generation: u64,
-    /// Files served, and not served.
-    pub plugins: (usize, usize),
+    /// Files served; not served; and served but not answered by the live host (left out when it
+    /// started).
+    pub plugins: (usize, usize, usize),
+    /// Calls to plugins in flight.
+    pub running: usize,
 }
 
 /// The conventions' `error.type` for a call that failed; empty for a success.
@@ -129,8 +133,15 @@ impl Default for Metrics {
         let plugins = Family::<StateLabels, Gauge>::default();
         registry.register(
             "ovai_plugins",
-            "Files in plugins/ the current generation serves, and those it does not",
+            "Files in plugins/ the current generation serves, those it does not, and those served whose calls \
+             the live plugin host refuses (left out when it started, after a crash or a seat change)",
             plugins.clone(),
+        );
+        let running = Gauge::default();
+        registry.register(
+            "ovai_calls_running",
+            "Calls to plugins in flight now, those waiting for a plugin host included",
+            running.clone(),
         );
         let generation = Gauge::default();
         registry.register(
@@ -180,6 +191,7 @@ impl Default for Metrics {
             host_respawns,
             plugins,
             generation,
+            running,
             spans_dropped,
             resident,
             cpu_seconds,
@@ -224,7 +236,13 @@ impl Metrics {
         raise_to(&self.host_respawns, respawns);
         raise_to(&self.spans_dropped, super::traces::dropped());
         self.generation.set(now.generation as i64);
-        let (served, not_served) = now.plugins;
+        let (served, not_served, not_answering) = now.plugins;
+        self.running.set(now.running as i64);
+        self.plugins
+            .get_or_create(&StateLabels {
+                state: "not_answering",
+            })
+            .set(not_answering as i64);
         self.plugins
             .get_or_create(&StateLabels { state: "served" })
             .set(served as i64);

@@ -48,10 +48,21 @@ pub fn app(daemon: &Arc<Daemon>, loopback: bool) -> axum::Router {
                             }
                         }
                     }
+                    let (served, not_served) = generation.plugin_counts();
+                    let not_answering = generation.host.not_answering().len();
                     let now = Now {
                         sessions,
                         generation: generation.number,
-                        plugins: generation.plugin_counts(),
+                        plugins: (
+                            served.saturating_sub(not_answering),
+                            not_served,
+                            not_answering,
+                        ),
+                        running: daemon
+                            .generations()
+                            .iter()
+                            .map(|g| g.host.calls_in_flight())
+                            .sum(),
                     };
                     (
                         [(

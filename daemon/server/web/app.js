@@ -61,6 +61,16 @@ function draw(s) {
   });
   if (changed("notServed", s.notServed)) list("not-served", s.notServed, (row) => row);
   if (changed("host", s.host)) drawHost(s.host);
+  if (changed("running", [s.running, s.runningTotal])) {
+    fill("running", s.running, (tr, c) => {
+      cell(tr, c.seat);
+      cell(tr, c.file);
+      cell(tr, `${c.seconds} s`, c.seconds >= 10 ? "bad" : "");
+    });
+    const more = s.runningTotal - s.running.length;
+    $("running-note").textContent =
+      s.runningTotal === 0 ? "No call is running." : more > 0 ? `and ${more} more (waiting for a plugin host, or past those shown)` : "";
+  }
   if (changed("calls", s.calls)) fill("calls", s.calls, (tr, c) => {
     cell(tr, c.at);
     cell(tr, c.seat);

@@ -351,10 +351,12 @@ async fn snapshot(daemon: &Arc<Daemon>) -> Value {
             json!({ "name": t.name, "kind": kind, "bytes": super::restart_row::bytes(t) })
         })
         .collect();
+    // And those served whose calls the live host refuses (it left them out when it started).
     let not_served: Vec<&String> = generation
         .rows
         .iter()
         .filter(|r| r.contains(" is not served"))
+        .chain(&status.host.not_answering)
         .collect();
     let (ends, respawns) = crate::host::ending::counts();
     // In tenths of a MB, as the page shows it: a change below that is no change to send.
@@ -392,6 +394,8 @@ async fn snapshot(daemon: &Arc<Daemon>) -> Value {
             "down": status.host.down,
         },
         "calls": calls,
+        "running": status.calls_running,
+        "runningTotal": status.calls_running_total,
         "room": room,
         "log": log,
     })
