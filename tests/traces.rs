@@ -482,3 +482,25 @@ fn opentelemetrys_own_settings_are_honoured_or_refused_in_words() {
     drop(d);
     assert!(rows.contains(&format!("Traces go to {at}")), "{rows}");
 }
+
+/// The spans of the last calls before `ovai stop` reach the collector before the daemon ends: the
+/// queue was left unsent, and the calls an operator most wants to see after a restart were lost
+/// (helper-77).
+#[test]
+fn the_last_spans_are_sent_before_the_daemon_stops() {
+    let receiver = Receiver::start(true);
+    let inst = Instance::with_plugins(TOOLS);
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let mut d = Daemon::start_with_env(&inst, &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)]);
+    let mut s = inst.session("lead");
+    s.initialize();
+    let (text, refused) = s.call("echo", json!({}));
+    assert!(!refused, "{text}");
+    inst.cmd().arg("stop").assert().success();
+    wait_until("the daemon to end", || (!d.is_running()).then_some(()));
+    let names: Vec<String> = receiver.spans().into_iter().map(|(_, s)| s.name).collect();
+    assert!(
+        names.iter().any(|n| n == "tools/call echo") && names.iter().any(|n| n == "host echo"),
+        "{names:?}"
+    );
+}

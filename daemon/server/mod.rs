@@ -651,6 +651,9 @@ async fn shut_down(daemon: &Arc<Daemon>, why: &'static str, signals: &mut Signal
             TASKS_PATIENCE.as_secs()
         );
     }
+    // The spans of the last calls go before the daemon does (a collector that does not answer costs the
+    // stop at most this).
+    let _ = tokio::task::spawn_blocking(|| traces::flush(TRACES_PATIENCE)).await;
     daemon
         .log
         .row(Topic::Server, &format!("ovai serve stopped on {why}."));
@@ -668,3 +671,6 @@ fn marked_up(path: &std::path::Path) -> Option<(u32, String)> {
 
 /// How long shutdown waits for connections to finish writing after their sessions were ended.
 const TASKS_PATIENCE: Duration = Duration::from_secs(5);
+
+/// How long a stop waits for the last spans to be sent.
+const TRACES_PATIENCE: Duration = Duration::from_secs(3);

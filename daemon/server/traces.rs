@@ -32,10 +32,38 @@ const EVERY: Duration = Duration::from_secs(1);
 
 static TRACER: OnceLock<Tracer> = OnceLock::new();
 static DROPPED: AtomicU64 = AtomicU64::new(0);
+/// The export thread's queue, for `flush`.
+static QUEUE_TX: OnceLock<SyncSender<Queued>> = OnceLock::new();
 
 /// Spans dropped since the start because the queue was full.
 pub fn dropped() -> u64 {
     DROPPED.load(Ordering::Relaxed)
+}
+
+/// Sends what the queue holds now, waiting at most `patience` for the export thread to have sent it
+/// (or given up on it): the daemon's last calls are the ones an operator most wants to see after a stop.
+/// False when it was not done in time, or traces are off.
+pub fn flush(patience: Duration) -> bool {
+    let Some(tx) = QUEUE_TX.get() else {
+        return false;
+    };
+    let until = std::time::Instant::now() + patience;
+    let (ack, acked) = std::sync::mpsc::channel();
+    let mut flush = Queued::Flush(ack);
+    // A full queue is being sent: room comes as it is.
+    loop {
+        match tx.try_send(flush) {
+            Ok(()) => break,
+            Err(TrySendError::Full(back)) if std::time::Instant::now() < until => {
+                flush = back;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(_) => return false,
+        }
+    }
+    acked
+        .recv_timeout(until.saturating_duration_since(std::time::Instant::now()))
+        .is_ok()
 }
 
 /// The tracer, when traces are on.
@@ -103,6 +131,7 @@ pub fn start(log: &Arc<RuntimeLog>) -> Option<String> {
         .filter(|s| !s.trim().is_empty())
         .unwrap_or_else(|| "ovai".into());
     let (tx, rx) = std::sync::mpsc::sync_channel::<Queued>(QUEUE);
+    let _ = QUEUE_TX.set(tx.clone());
     let said = Arc::new(AtomicBool::new(false));
     let processor = Bounded {
         tx,
@@ -137,6 +166,8 @@ pub fn start(log: &Arc<RuntimeLog>) -> Option<String> {
 enum Queued {
     Span(Box<SpanData>),
     Resource(Resource),
+    /// Send the batch now, and say so once it is sent (or given up on).
+    Flush(std::sync::mpsc::Sender<()>),
 }
 
 /// The processor: hands each ended span to the export thread, or drops it when the queue is full.
@@ -274,20 +305,26 @@ fn export_loop(rx: &Receiver<Queued>, log: &RuntimeLog, raw: &str) {
             Ok(q) => q,
             Err(_) => return,
         };
-        let mut take = |q: Queued, batch: &mut Vec<SpanData>| match q {
+        // Who asked for this batch to go now, to be told once it went.
+        let mut flushed = None;
+        let mut take = |q: Queued, batch: &mut Vec<SpanData>, flushed: &mut Option<_>| match q {
             Queued::Span(s) => batch.push(*s),
             Queued::Resource(r) => exporter.set_resource(&r),
+            Queued::Flush(ack) => *flushed = Some(ack),
         };
-        take(first, &mut batch);
+        take(first, &mut batch, &mut flushed);
         let until = std::time::Instant::now() + EVERY;
-        while batch.len() < BATCH {
+        while batch.len() < BATCH && flushed.is_none() {
             match rx.recv_timeout(until.saturating_duration_since(std::time::Instant::now())) {
-                Ok(q) => take(q, &mut batch),
+                Ok(q) => take(q, &mut batch, &mut flushed),
                 Err(RecvTimeoutError::Timeout) => break,
                 Err(RecvTimeoutError::Disconnected) => break,
             }
         }
         if batch.is_empty() {
+            if let Some(ack) = flushed {
+                let _ = ack.send(());
+            }
             continue;
         }
         let began = std::time::Instant::now();
@@ -308,6 +345,9 @@ fn export_loop(rx: &Receiver<Queued>, log: &RuntimeLog, raw: &str) {
                 log.row(Topic::Server, &format!("Traces reach {endpoint} again."));
             }
             _ => {}
+        }
+        if let Some(ack) = flushed {
+            let _ = ack.send(());
         }
     }
 }
