@@ -235,10 +235,12 @@ fn running_line(v: &StatusReply) -> Option<String> {
     Some(format!("Running now: {}.", shown.join(", ")))
 }
 
+/// Counted for the generation served: a restart starts its host afresh (the page and the metrics count
+/// since the server started).
 fn respawned(n: u32) -> String {
     match n {
-        0 => "never respawned".into(),
-        1 => "respawned once".into(),
-        n => format!("respawned {n} times"),
+        0 => "never respawned since the last read".into(),
+        1 => "respawned once since the last read".into(),
+        n => format!("respawned {n} times since the last read"),
     }
 }

@@ -43,7 +43,8 @@ function changed(part, value) {
 }
 
 function draw(s) {
-  $("live").textContent = `updated ${new Date().toLocaleTimeString()}`;
+  // In UTC, as every other time here; the last change, not a clock: an idle instance sends nothing new.
+  $("live").textContent = `live · last change ${new Date().toISOString().slice(11, 19)} UTC`;
   if (changed("where", [s.root, s.generation, s.since])) {
     $("where").textContent = `${s.root} · generation ${s.generation} · up since ${s.since}`;
   }
@@ -78,7 +79,22 @@ function draw(s) {
     cell(tr, String(c.ms));
     cell(tr, c.outcome, c.outcome === "text" ? "good" : "bad");
   });
-  if (changed("room", s.room)) list("room", s.room, (m) => `${m.at} ${m.seat}: ${m.text}`);
+  if (changed("room", s.room)) {
+    // Who said it set apart from what was said: a message's own lines cannot pass for another seat's.
+    const room = $("room");
+    room.replaceChildren();
+    for (const m of s.room) {
+      const li = document.createElement("li");
+      const who = document.createElement("span");
+      who.className = "who";
+      who.textContent = `${m.at} ${m.seat}:`;
+      const said = document.createElement("div");
+      said.className = "said";
+      said.textContent = m.text;
+      li.append(who, said);
+      room.appendChild(li);
+    }
+  }
   if (changed("log", s.log)) {
     // The newest rows are the last: kept in view unless the reader scrolled up to older ones.
     const log = $("log");
@@ -103,7 +119,7 @@ function drawHost(h) {
   pair("box", h.box);
   pair("bounds", h.bounds);
   if (h.memoryBytes != null) pair("memory", `${(h.memoryBytes / 1048576).toFixed(1)} MB`);
-  pair("restarted", String(h.respawns));
+  pair("started again", `${h.respawns} times since the server started`);
   pair("ended", h.ends.filter((e) => e.count > 0).map((e) => `${e.cause} ${e.count}`).join(", ") || "never");
 }
 
