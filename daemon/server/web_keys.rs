@@ -28,6 +28,8 @@ pub struct Web {
     pub base: Mutex<Option<String>>,
     /// Why the page is not served though asked for (its listener could not listen).
     pub unbound: Mutex<Option<String>>,
+    /// The state last read for a page, and when: every open page shares one reading a second.
+    pub state: tokio::sync::Mutex<Option<(Instant, std::sync::Arc<String>)>>,
 }
 
 impl Web {

@@ -255,7 +255,7 @@ async fn state(
     }
     (
         [(header::CONTENT_TYPE, "application/json")],
-        snapshot(&daemon).await.to_string(),
+        shared_state(&daemon).await.to_string(),
     )
         .into_response()
 }
@@ -278,7 +278,7 @@ async fn events(
     }
     let closing = daemon.closing.clone();
     let (headers, key) = (Arc::new(headers), Arc::new(key));
-    let stream = futures::stream::unfold((daemon, None::<String>), move |(daemon, last)| {
+    let stream = futures::stream::unfold((daemon, None::<Arc<String>>), move |(daemon, last)| {
         let closing = closing.clone();
         let (headers, key) = (headers.clone(), key.clone());
         async move {
@@ -293,8 +293,8 @@ async fn events(
                 if !daemon.web.get().is_some_and(|w| w.admits(&headers, &key)) {
                     return None;
                 }
-                let now = snapshot(&daemon).await.to_string();
-                if last.as_ref() != Some(&now) {
+                let now = shared_state(&daemon).await;
+                if last.as_deref() != Some(&*now) {
                     let event = bytes::Bytes::from(format!("data: {now}\n\n"));
                     return Some((Ok::<_, std::io::Error>(event), (daemon, Some(now))));
                 }
@@ -314,6 +314,27 @@ async fn events(
         Body::from_stream(stream),
     )
         .into_response()
+}
+
+/// How long a reading of the state serves every page that asks: each open page (or stream) read it
+/// afresh each second, and twenty of them took a third of a core.
+const STATE_FOR: Duration = Duration::from_millis(900);
+
+/// The state as the page is sent it, read at most once in STATE_FOR whatever the number of pages.
+async fn shared_state(daemon: &Arc<Daemon>) -> Arc<String> {
+    let Some(web) = daemon.web.get() else {
+        return Arc::new(snapshot(daemon).await.to_string());
+    };
+    // Held while it is read: pages asking meanwhile wait for this reading instead of making their own.
+    let mut last = web.state.lock().await;
+    if let Some((at, text)) = last.as_ref()
+        && at.elapsed() < STATE_FOR
+    {
+        return text.clone();
+    }
+    let text = Arc::new(snapshot(daemon).await.to_string());
+    *last = Some((std::time::Instant::now(), text.clone()));
+    text
 }
 
 /// What the page shows, read now: seats, tools, the host, the latest calls, the room and the log.
