@@ -101,30 +101,6 @@ const siteColumn = uncurry(callSiteProto.getColumnNumber);
 const isPromise = types.isPromise;
 const ObjectProto = Object.prototype;
 
-// Two lookups the engine makes on what a call answers, before the host has it: an `async run`'s answer
-// is looked at for a `then` as its promise settles, and awaiting that promise reads its `constructor`. A
-// getter a plugin put at either would be handed every other call's answer to change, so both are held
-// here, for good: `then` reads undefined on a plain object (an object's own `then` is set as ever), and
-// Promise.prototype.constructor stays Promise. A plugin that sets either is told so as it does.
-defineOwn(ObjectProto, "then", {
-  configurable: false,
-  enumerable: false,
-  get: function then() {
-    return undefined;
-  },
-  set: function then(value) {
-    if (this === ObjectProto) {
-      throw new TypeError(
-        "Object.prototype.then is held by ovai's plugin host: every call's answer passes through it, so no plugin may set it",
-      );
-    }
-    if (this !== null && (typeof this === "object" || typeof this === "function")) {
-      defineOwn(this, "then", { value, writable: true, enumerable: true, configurable: true });
-    }
-  },
-});
-defineOwn(Promise.prototype, "constructor", { writable: false, configurable: false });
-
 if (process.env.OVAI_HOST !== String(PROTOCOL)) {
   process.stderr.write(
     "This is ovai's plugin host; `ovai serve` starts it. To try a plugin from a terminal, run " +

