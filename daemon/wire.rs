@@ -307,6 +307,9 @@ pub struct RunningCall {
     pub seat: String,
     /// How long it has run, in whole seconds.
     pub seconds: u64,
+    /// When it was made, in milliseconds since the Unix epoch (a page counts the seconds itself).
+    #[serde(default)]
+    pub started_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

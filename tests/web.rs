@@ -960,6 +960,15 @@ fn calls_running_now_and_tools_not_answering_are_shown() {
     let state: Value = serde_json::from_str(&state).unwrap();
     assert_eq!(state["running"][0]["file"], "plugins/hangs.mjs", "{state}");
     assert_eq!(state["running"][0]["seat"], "w1", "{state}");
+    assert!(
+        state["running"][0]["startedMs"]
+            .as_u64()
+            .is_some_and(|ms| ms > 0),
+        "{state}"
+    );
+    // A call running on is no change each second: the stream falls quiet (the page counts its seconds).
+    let mut live = Live::open(&authority, &cookie, &page);
+    while live.next().expect("the stream went on").is_some() {}
     // A file edited, and a new host that leaves it out: not answering, on the page and in the metrics.
     inst.write_plugin("echo.mjs", &ECHO.replace("echo for", "edited for"));
     let host = d.host_pid();

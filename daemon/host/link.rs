@@ -123,7 +123,7 @@ struct WaitingCall {
     file: Arc<str>,
     /// Who made it, and since when it waits: what `running` shows an operator.
     seat: Arc<str>,
-    since: std::time::Instant,
+    since: std::time::SystemTime,
     /// What the answer must carry to be this call's.
     key: u64,
     /// Told how the call ended, on whichever of the link's tasks learns it (the reader's, the
@@ -460,7 +460,7 @@ impl Link {
             let waiting = WaitingCall {
                 file,
                 seat,
-                since: std::time::Instant::now(),
+                since: std::time::SystemTime::now(),
                 key,
                 settle,
                 progress,
@@ -622,12 +622,12 @@ impl Link {
         lock(&self.calls).waiting.len()
     }
 
-    /// The calls waiting on this link: each one's file, seat, and how long it has waited.
-    pub fn running(&self) -> Vec<(Arc<str>, Arc<str>, std::time::Duration)> {
+    /// The calls waiting on this link: each one's file, seat, and when it was made.
+    pub fn running(&self) -> Vec<(Arc<str>, Arc<str>, std::time::SystemTime)> {
         lock(&self.calls)
             .waiting
             .values()
-            .map(|w| (w.file.clone(), w.seat.clone(), w.since.elapsed()))
+            .map(|w| (w.file.clone(), w.seat.clone(), w.since))
             .collect()
     }
 

@@ -226,8 +226,8 @@ impl Host {
         self.in_flight.load(Ordering::SeqCst)
     }
 
-    /// The calls the live host is running: each one's file, seat, and how long it has run.
-    pub fn running(&self) -> Vec<(Arc<str>, Arc<str>, Duration)> {
+    /// The calls the live host is running: each one's file, seat, and when it was made.
+    pub fn running(&self) -> Vec<(Arc<str>, Arc<str>, std::time::SystemTime)> {
         self.live_link().map(|l| l.running()).unwrap_or_default()
     }
 

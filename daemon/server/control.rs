@@ -154,9 +154,10 @@ fn binary_replaced() -> Option<String> {
 
 /// The daemon as `ovai status` shows it. File work (seats.json, hashing plugins/) runs off the daemon's
 /// thread.
-/// `config`: look whether openovai.json reads otherwise now (for `ovai status`; the status page, which
-/// asks every second, does not show it).
-pub async fn status(daemon: &Arc<Daemon>, config: bool) -> StatusReply {
+/// `files`: look whether openovai.json and plugins/ (its folders' modules and packages too) read
+/// otherwise now, for `ovai status`; the status page, which asks every second, shows neither, and a
+/// large node_modules/ would cost it tens of thousands of looks a second.
+pub async fn status(daemon: &Arc<Daemon>, files: bool) -> StatusReply {
     let generation = daemon.current();
     let counts = daemon.sessions.count_by_seat();
     let starting = match daemon.http.get() {
@@ -184,10 +185,12 @@ pub async fn status(daemon: &Arc<Daemon>, config: bool) -> StatusReply {
         tokio::task::spawn_blocking(move || {
             // openovai.json edited since it was read is served as it was until a restart; a file that
             // no longer reads is said by the command, which reads it itself.
-            let changed = config
-                && inst
-                    .read_config()
-                    .is_ok_and(|now| now.raw != generation.config.raw);
+            if !files {
+                return (Ok(Vec::new()), false, Vec::new());
+            }
+            let changed = inst
+                .read_config()
+                .is_ok_and(|now| now.raw != generation.config.raw);
             // And the modules of its folders: a new host refuses those to what imports them.
             let dir = inst.plugins_dir();
             let helpers = generation.helpers.changed().into_iter().map(|p| {
@@ -233,10 +236,13 @@ pub async fn status(daemon: &Arc<Daemon>, config: bool) -> StatusReply {
     let mut running: Vec<crate::wire::RunningCall> = generations
         .iter()
         .flat_map(|g| g.host.running())
-        .map(|(file, seat, ran)| crate::wire::RunningCall {
+        .map(|(file, seat, since)| crate::wire::RunningCall {
             file: file.to_string(),
             seat: seat.to_string(),
-            seconds: ran.as_secs(),
+            seconds: since.elapsed().map_or(0, |d| d.as_secs()),
+            started_ms: since
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         })
         .collect();
     running.sort_by_key(|c| std::cmp::Reverse(c.seconds));
@@ -269,7 +275,7 @@ pub async fn status(daemon: &Arc<Daemon>, config: bool) -> StatusReply {
             })
             .collect(),
         version: env!("CARGO_PKG_VERSION").into(),
-        binary_replaced: if config { binary_replaced() } else { None },
+        binary_replaced: if files { binary_replaced() } else { None },
         root: daemon.inst.root.display().to_string(),
         pid: std::process::id(),
         started_at: daemon.started_at.clone(),

@@ -63,11 +63,8 @@ function draw(s) {
   if (changed("notServed", s.notServed)) list("not-served", s.notServed, (row) => row);
   if (changed("host", s.host)) drawHost(s.host);
   if (changed("running", [s.running, s.runningTotal])) {
-    fill("running", s.running, (tr, c) => {
-      cell(tr, c.seat);
-      cell(tr, c.file);
-      cell(tr, `${c.seconds} s`, c.seconds >= 10 ? "bad" : "");
-    });
+    running = s.running;
+    drawRunning();
     const more = s.runningTotal - s.running.length;
     $("running-note").textContent =
       s.runningTotal === 0 ? "No call is running." : more > 0 ? `and ${more} more (waiting for a plugin host, or past those shown)` : "";
@@ -103,6 +100,23 @@ function draw(s) {
     if (atEnd) log.scrollTop = log.scrollHeight;
   }
 }
+
+// The calls running now, and for how long: counted here each second, as the server sends a state only
+// when it changed.
+let running = [];
+
+function drawRunning() {
+  fill("running", running, (tr, c) => {
+    const seconds = Math.max(0, Math.floor((Date.now() - c.startedMs) / 1000));
+    cell(tr, c.seat);
+    cell(tr, c.file);
+    cell(tr, `${seconds} s`, seconds >= 10 ? "bad" : "");
+  });
+}
+
+setInterval(() => {
+  if (running.length > 0) drawRunning();
+}, 1000);
 
 function drawHost(h) {
   const host = $("host");

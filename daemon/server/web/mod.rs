@@ -415,7 +415,10 @@ async fn snapshot(daemon: &Arc<Daemon>) -> Value {
             "down": status.host.down,
         },
         "calls": calls,
-        "running": status.calls_running,
+        // When each began, not for how long: the state then changes when a call does, not every second.
+        "running": status.calls_running.iter().map(|c| json!({
+            "seat": c.seat, "file": c.file, "startedMs": c.started_ms,
+        })).collect::<Vec<_>>(),
         "runningTotal": status.calls_running_total,
         "room": room,
         "log": log,
