@@ -169,7 +169,12 @@ pub fn open_regular(path: &Path, max: u64) -> std::io::Result<std::fs::File> {
 /// `text`, to take the place of the file at `path`, with that file's Windows line ends where it has them
 /// (a checkout with `core.autocrlf`, an editor's setting): a rewrite then changes only what it changes.
 pub fn keep_line_ends(path: &Path, text: String) -> String {
-    if read_regular(path, MAX_READ_BYTES).is_ok_and(|old| old.contains("\r\n")) {
+    // Windows' where most of its lines had them: one stray CRLF does not turn a file over.
+    let mostly_crlf = |old: String| {
+        let crlf = old.matches("\r\n").count();
+        crlf > 0 && crlf * 2 >= old.matches('\n').count()
+    };
+    if read_regular(path, MAX_READ_BYTES).is_ok_and(mostly_crlf) {
         text.replace("\r\n", "\n").replace('\n', "\r\n")
     } else {
         text

@@ -199,16 +199,20 @@ pub fn capped_row(helpers: &Helpers) -> Vec<String> {
     let mut rows = Vec::new();
     if helpers.capped {
         rows.push(format!(
-            "plugins/' folders hold more than {MOST} code files: a new plugin host (after a crash, or for a seat \
-             change) refuses only the first {MOST} when they changed since this reading, and imports the others as \
-             they are. Keep packages in plugins/node_modules/."
+            "plugins/' folders hold more than {} code files: a new plugin host (after a crash, or for a seat \
+             change) refuses only the first {} when they changed since this reading, and imports the others as \
+             they are. Keep packages in plugins/node_modules/.",
+            crate::names::thousands(MOST),
+            crate::names::thousands(MOST)
         ));
     }
     if helpers.packaged_capped {
         rows.push(format!(
-            "plugins/' node_modules/ folders hold more than {MOST_PACKAGED} code files: a new plugin host (after a \
-             crash, or for a seat change) refuses only the first {MOST_PACKAGED} when they changed since this \
-             reading, and imports the others as they are."
+            "plugins/' node_modules/ folders hold more than {} code files: a new plugin host (after a \
+             crash, or for a seat change) refuses only the first {} when they changed since this \
+             reading, and imports the others as they are.",
+            crate::names::thousands(MOST_PACKAGED),
+            crate::names::thousands(MOST_PACKAGED)
         ));
     }
     rows

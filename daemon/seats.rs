@@ -391,9 +391,14 @@ pub fn rebuild(inst: &Instance, ovai_exe: &Path) -> Result<Rebuilt, SeatError> {
         if unapproved && let Err(e) = desk::approve(&desk).map(|w| warnings.extend(w)) {
             warnings.push(e.to_string());
         }
+        // Said completed for the clients whose files are there now (one that could not be written is
+        // said above).
+        let still = desk::clients::missing(&desk, &clients);
+        missing.retain(|c| !still.contains(c));
         match stale {
             Some(stale) => repointed.push((name.clone(), stale)),
-            None => completed.push((name.clone(), missing)),
+            None if !missing.is_empty() => completed.push((name.clone(), missing)),
+            None => {}
         }
     }
     book.save(inst)?;

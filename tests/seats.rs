@@ -894,3 +894,22 @@ fn a_desk_path_that_is_no_folder_is_named() {
     inst.cmd().args(["seat", "rotate", "w2"]).assert().success();
     assert_ne!(inst.secret("w2"), secret);
 }
+
+/// A client's file `seat rebuild` could not write is not said to be written: it printed "written, with
+/// the seat's secret" and then the warning that it was not (helper-79).
+#[test]
+fn rebuild_says_written_only_what_it_wrote() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "clients": ["claude-code"] }));
+    inst.add_seat("w2");
+    inst.set_config(json!({ "clients": ["claude-code", "gemini-cli"] }));
+    std::fs::write(inst.root.join("desks/w2/.gemini"), "").unwrap();
+    inst.cmd()
+        .args(["seat", "rebuild"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("had no file").not())
+        .stderr(predicate::str::contains(
+            "Gemini CLI at that desk does not have the seat's secret",
+        ));
+}

@@ -1012,7 +1012,6 @@ mod tests {
         assert_eq!(o["mcp"]["openovai"]["environment"]["OVAI_SECRET"], "s");
     }
 
-    /// A project in Codex's config that is no table is named and left as it is, not a panic.
     /// A file written with Windows line ends (a checkout with `core.autocrlf`, an editor's setting) keeps
     /// them: a diff of every line for a new secret is not ours to make.
     #[test]
@@ -1026,6 +1025,13 @@ mod tests {
         )
         .unwrap();
         std::fs::write(opencode_file(&desk), "{\r\n  \"theme\": \"dark\"\r\n}\r\n").unwrap();
+        // One stray CRLF among Unix lines does not turn the file over.
+        std::fs::create_dir_all(gemini_file(&desk).parent().unwrap()).unwrap();
+        std::fs::write(
+            gemini_file(&desk),
+            "{\n  \"theme\": \"dark\",\r\n  \"ui\": {}\n}\n",
+        )
+        .unwrap();
         let exe = Path::new("/opt/ovai");
         let said = write(&inst, &desk, &Reach::Bridge { exe }, "s3cret", &Client::ALL);
         assert!(said.is_empty(), "{said:?}");
@@ -1040,11 +1046,12 @@ mod tests {
             if crlf {
                 assert_eq!(bare, 0, "{path:?}: {text:?}");
             } else {
-                assert!(!text.contains('\r'), "{path:?}: {text:?}");
+                assert_eq!(text.matches("\r\n").count(), 1, "{path:?}: {text:?}");
             }
         }
     }
 
+    /// A project in Codex's config that is no table is named and left as it is, not a panic.
     #[test]
     fn a_codex_project_that_is_no_table_is_left_alone() {
         let (dir, _) = inst();

@@ -445,11 +445,17 @@ fn check_folder(desk: &Path) -> Result<(), DeskError> {
     }
     let (what, fix) = match std::fs::read_link(desk) {
         Ok(to) if !desk.exists() => (
-            format!("a link to {}, which is not there", to.display()),
+            format!(
+                "a link to {}, which is not there",
+                crate::names::escape_controls(&to.display().to_string(), false)
+            ),
             "make that folder or remove the link, and run",
         ),
         Ok(to) => (
-            format!("a link to {}, which is not a folder", to.display()),
+            format!(
+                "a link to {}, which is not a folder",
+                crate::names::escape_controls(&to.display().to_string(), false)
+            ),
             "move it away and run",
         ),
         Err(_) if meta.is_file() => ("a file".to_string(), "move it away and run"),

@@ -56,6 +56,10 @@ pub fn spawn(daemon: Arc<Daemon>) {
         let mut helpers_said: HashSet<String> = HashSet::new();
         let mut helpers_watched = (0, None);
         loop {
+            // Listened for before the generation is looked at: a restart from then on wakes the wait.
+            let swapped = daemon.swapped.notified();
+            tokio::pin!(swapped);
+            swapped.as_mut().enable();
             let generation = daemon.current();
             if generation.number != helpers_watched.0 {
                 let folders = generation.helpers.folders(&dir);
@@ -76,7 +80,7 @@ pub fn spawn(daemon: Arc<Daemon>) {
                 e = rx.recv() => e,
                 _ = tokio::time::sleep(look.unwrap_or_default()), if look.is_some() => None,
                 // A restart's folders are watched from then on.
-                _ = daemon.swapped.notified() => continue,
+                _ = &mut swapped => continue,
                 _ = daemon.closing.cancelled() => return,
             };
             let looked = event.is_none();
