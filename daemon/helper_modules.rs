@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 /// Endings Node imports as code. Other files (words, settings) are read by the tool as it runs, and are
 /// meant to be read as they are.
 const CODE: &[&str] = &["mjs", "js", "cjs"];
+/// And what a package's code loads beside it: `require("./data.json")`, a native addon.
+const PACKAGED_CODE: &[&str] = &["json", "node"];
 /// Past this many in plugins/' own folders, the rest is not looked at (a vendored tree belongs in
 /// node_modules/).
 const MOST: usize = 2_000;
@@ -37,13 +39,19 @@ pub struct Helpers {
     pub packaged_capped: bool,
     /// How many were noted, outside node_modules/ folders and in them.
     counts: [usize; 2],
+    /// The plugins/ folder they were read in.
+    dir: PathBuf,
 }
 
 impl Helpers {
     /// The code files in `dir`'s folders and theirs, and those beside the tools that are no tool (a
     /// `.js` or `.cjs` file), with the SHA-256 of each; node_modules/ folders' too. Not hidden folders.
     pub fn take(dir: &Path) -> Self {
-        fn note(helpers: &mut Helpers, path: PathBuf, packaged: bool) {
+        let mut helpers = Self {
+            dir: dir.to_path_buf(),
+            ..Self::default()
+        };
+        walk(dir, |path, packaged| {
             let most = if packaged { MOST_PACKAGED } else { MOST };
             if helpers.counts[usize::from(packaged)] >= most {
                 if packaged {
@@ -51,46 +59,37 @@ impl Helpers {
                 } else {
                     helpers.capped = true;
                 }
-                return;
+                return false;
             }
             // Stamped first: an edit between the two is then seen as a change of stamp, and read.
             let stamped = stamp(&path);
             let hash = crate::files::fingerprint(&path);
             helpers.counts[usize::from(packaged)] += 1;
             helpers.files.push((path, stamped, hash, packaged));
-        }
-        let mut helpers = Self::default();
-        let mut folders: Vec<(PathBuf, usize, bool)> = Vec::new();
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if let Some(packaged) = looked_into(&entry, false) {
-                folders.push((path, 1, packaged));
-            } else if path.extension().is_none_or(|e| e != "mjs")
-                && is_code(&path)
-                && path.is_file()
-            {
-                note(&mut helpers, path, false);
-            }
-        }
-        while let Some((folder, depth, packaged)) = folders.pop() {
-            let deepest = if packaged { DEEPEST_PACKAGED } else { DEEPEST };
-            for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
-                if (packaged && helpers.packaged_capped) || (!packaged && helpers.capped) {
-                    break;
-                }
-                let path = entry.path();
-                match std::fs::metadata(&path) {
-                    Ok(m) if m.is_file() && is_code(&path) => note(&mut helpers, path, packaged),
-                    Ok(m) if m.is_dir() && depth < deepest => {
-                        if let Some(inner) = looked_into(&entry, packaged) {
-                            folders.push((path, depth + 1, inner));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
+            true
+        });
         helpers
+    }
+
+    /// The code files there now that were not when they were read (an install's new files, a package
+    /// whose `main` now names one): a new host imports no more of them than of a changed one. Looked
+    /// for as `take` looks, within its caps.
+    pub fn appeared(&self) -> Vec<PathBuf> {
+        let read: std::collections::HashSet<&Path> =
+            self.files.iter().map(|f| f.0.as_path()).collect();
+        let mut counts = [0usize; 2];
+        let mut new = Vec::new();
+        walk(&self.dir, |path, packaged| {
+            counts[usize::from(packaged)] += 1;
+            if counts[usize::from(packaged)] > if packaged { MOST_PACKAGED } else { MOST } {
+                return false;
+            }
+            if !read.contains(path.as_path()) {
+                new.push(path);
+            }
+            true
+        });
+        new
     }
 
     /// Those whose bytes are not what was read (read again only when their size or time moved). One
@@ -194,6 +193,45 @@ fn modules(n: usize) -> String {
     }
 }
 
+/// Visits the code files of `dir`'s folders (and those beside its tools that are no tool), and whether
+/// each is a package's; a folder's walk ends where `visit` says false.
+fn walk(dir: &Path, mut visit: impl FnMut(PathBuf, bool) -> bool) {
+    let mut folders: Vec<(PathBuf, usize, bool)> = Vec::new();
+    let mut ended = [false; 2];
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if let Some(packaged) = looked_into(&entry, false) {
+            folders.push((path, 1, packaged));
+        } else if path.extension().is_none_or(|e| e != "mjs")
+            && is_code(&path, false)
+            && path.is_file()
+            && !ended[0]
+        {
+            ended[0] = !visit(path, false);
+        }
+    }
+    while let Some((folder, depth, packaged)) = folders.pop() {
+        let deepest = if packaged { DEEPEST_PACKAGED } else { DEEPEST };
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            if ended[usize::from(packaged)] {
+                break;
+            }
+            let path = entry.path();
+            match std::fs::metadata(&path) {
+                Ok(m) if m.is_file() && is_code(&path, packaged) => {
+                    ended[usize::from(packaged)] = !visit(path, packaged);
+                }
+                Ok(m) if m.is_dir() && depth < deepest => {
+                    if let Some(inner) = looked_into(&entry, packaged) {
+                        folders.push((path, depth + 1, inner));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
 /// The rows of a reading whose folders hold more code files than are guarded, if it does.
 pub fn capped_row(helpers: &Helpers) -> Vec<String> {
     let mut rows = Vec::new();
@@ -232,15 +270,37 @@ fn looked_into(entry: &std::fs::DirEntry, packaged: bool) -> Option<bool> {
     (folder && !name.starts_with('.')).then(|| packaged || name == "node_modules")
 }
 
-fn is_code(path: &Path) -> bool {
+/// Whether Node would load the file as code: in a package, JSON (a `main` may name it) and native
+/// addons too.
+fn is_code(path: &Path, packaged: bool) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
-        .is_some_and(|e| CODE.contains(&e))
+        .is_some_and(|e| CODE.contains(&e) || (packaged && PACKAGED_CODE.contains(&e)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn files_that_were_not_there_at_the_read_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir_all(p.join("lib")).unwrap();
+        std::fs::create_dir_all(p.join("node_modules/x")).unwrap();
+        std::fs::write(p.join("lib/util.mjs"), "a").unwrap();
+        let helpers = Helpers::take(p);
+        assert!(helpers.appeared().is_empty());
+        std::fs::write(p.join("lib/new.mjs"), "a").unwrap();
+        std::fs::write(p.join("lib/words.txt"), "a").unwrap();
+        std::fs::write(p.join("node_modules/x/data.json"), "{}").unwrap();
+        let mut appeared = helpers.appeared();
+        appeared.sort();
+        assert_eq!(
+            appeared,
+            vec![p.join("lib/new.mjs"), p.join("node_modules/x/data.json")]
+        );
+    }
 
     #[test]
     fn many_modules_at_once_are_one_row() {

@@ -910,4 +910,21 @@ fn a_package_changed_after_the_read_is_refused_by_a_new_host() {
     inst.cmd().arg("status").assert().success().stdout(predicates::str::contains(
         "plugins/node_modules/fake/lib/m09.js and 2 more (`ovai status --json` lists them all).",
     ));
+    // A package pointed at a file that was not there at the read (its `main`, a JSON file): refused too.
+    inst.cmd().arg("restart").assert().success();
+    std::fs::write(pkg.join("data.json"), r#"{ "word": "from a new file" }"#).unwrap();
+    std::fs::write(
+        pkg.join("package.json"),
+        r#"{ "name": "fake", "main": "data.json" }"#,
+    )
+    .unwrap();
+    let host = d.host_pid();
+    signal(host, libc::SIGKILL);
+    wait_gone(host);
+    wait_until("a new host", || (d.host_pid() != host).then_some(()));
+    let (text, refused) = s.call("fake-word", json!({}));
+    assert!(
+        refused && text.contains("plugins/node_modules/fake/data.json"),
+        "{text}"
+    );
 }

@@ -882,9 +882,14 @@ async fn respawn(
     let imports: Vec<ToImport> = same.iter().map(|f| f.import.clone()).collect();
     // Nor through another file that imports one (`import { run } from "./changed.mjs"`).
     let helpers = job.helpers.clone();
-    let changed_helpers = tokio::task::spawn_blocking(move || helpers.changed())
-        .await
-        .unwrap_or_default();
+    // And a file that was not there at the read (an install's, one a package's `main` now names).
+    let changed_helpers = tokio::task::spawn_blocking(move || {
+        let mut unread = helpers.changed();
+        unread.extend(helpers.appeared());
+        unread
+    })
+    .await
+    .unwrap_or_default();
     let init = HostInit {
         unread: unread
             .iter()

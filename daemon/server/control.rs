@@ -193,7 +193,9 @@ pub async fn status(daemon: &Arc<Daemon>, files: bool) -> StatusReply {
                 .is_ok_and(|now| now.raw != generation.config.raw);
             // And the modules of its folders: a new host refuses those to what imports them.
             let dir = inst.plugins_dir();
-            let helpers = generation.helpers.changed().into_iter().map(|p| {
+            let mut helpers = generation.helpers.changed();
+            helpers.extend(generation.helpers.appeared());
+            let helpers = helpers.into_iter().map(|p| {
                 let shown = p
                     .strip_prefix(&dir)
                     .unwrap_or(&p)
