@@ -849,8 +849,9 @@ function onLine(line) {
   try {
     message = parse(line);
     // A field a message leaves out is looked up no further: a getter a plugin put on Object.prototype
-    // would be run with the message itself, its key and arguments.
-    if (message !== null && typeof message === "object") setProto(message, null);
+    // would be run with the message itself, its key and arguments. A call (the many) carries every field
+    // it is read for, and keeps the prototype V8 reads it fastest with.
+    if (message !== null && typeof message === "object" && message.t !== "call") setProto(message, null);
   } catch {
     say(`ovai host: a protocol line is not JSON: ${textSlice(line, 0, 200)}`);
     return;

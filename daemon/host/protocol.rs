@@ -118,14 +118,19 @@ fn call_line(call: &ToHost<'_>) -> Vec<u8> {
     string(&mut s, seat);
     s.extend_from_slice(b",\"role\":");
     string(&mut s, role);
-    if progress {
-        s.extend_from_slice(b",\"progress\":true");
-    }
+    // Every field the host reads is written, null or false included: one left out would be looked up on
+    // Object.prototype, where a plugin's getter would be handed the message, its key and arguments.
+    s.extend_from_slice(if progress {
+        b",\"progress\":true"
+    } else {
+        b",\"progress\":false"
+    });
     s.extend_from_slice(b",\"key\":");
     let _ = write!(s, "{key}");
-    if let Some(tp) = traceparent {
-        s.extend_from_slice(b",\"traceparent\":");
-        string(&mut s, tp);
+    s.extend_from_slice(b",\"traceparent\":");
+    match traceparent {
+        Some(tp) => string(&mut s, tp),
+        None => s.extend_from_slice(b"null"),
     }
     s.extend_from_slice(b"}\n");
     s
