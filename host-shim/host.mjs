@@ -1758,6 +1758,21 @@ function boxCause(err) {
   return null;
 }
 
+/** What to do, for the import failures newcomers meet most, where Node's words do not say it. */
+function newcomerHint(message) {
+  const pkg = regexpExec(/Cannot find package '((?:@[\w.-]+\/)?[\w.-]+)'/, message);
+  if (pkg !== null) {
+    return ` (install it into plugins/node_modules: \`cd plugins && npm install --ignore-scripts ${pkg[1]}\`)`;
+  }
+  if (regexpExec(/\b(?:module|require|exports|__dirname|__filename) is not defined in ES module scope/, message) !== null) {
+    return (
+      " (a plugin is an ES module: it names its parts with export (`export const description = …`, `export function run`); " +
+      "a CommonJS package loads with createRequire(import.meta.url) from node:module, and its folder is import.meta.dirname)"
+    );
+  }
+  return "";
+}
+
 function importFailure(err, file) {
   if (err instanceof PluginExit) {
     return { message: `it called ${err.message.replace(" was called", "")}, and a plugin cannot end the plugin host`, at: location(err, file) };
@@ -1774,6 +1789,7 @@ function importFailure(err, file) {
   if (err instanceof SyntaxError && looksLikeTypeScript(file, at)) {
     said.message += " (it looks like TypeScript: a plugin is JavaScript, run as it is written, so take the types out, or compile it to .mjs)";
   }
+  said.message += newcomerHint(said.message);
   return withNotes(said, err);
 }
 

@@ -1492,3 +1492,39 @@ fn the_largest_entries_are_left_out_until_the_list_fits() {
     names.retain(|n| n != "index" && n != "room");
     assert_eq!(names, ["a", "b", "c", "e"]);
 }
+
+/// An import failing for what newcomers write most (a package not installed, CommonJS in a .mjs) says
+/// what to do, not Node's words alone (helper-78).
+#[test]
+fn import_failures_newcomers_meet_say_what_to_do() {
+    let inst = Instance::with_plugins(&[
+        (
+            "needs-pkg.mjs",
+            "import leftPad from \"left-pad\";\nexport const x = leftPad;\n",
+        ),
+        ("common.mjs", "module.exports = { description: \"d\" };\n"),
+        ("good.mjs", &good("good")),
+    ]);
+    let _d = inst.start();
+    let rows = inst.rows("plugins");
+    let row = |file: &str| {
+        rows.iter()
+            .find(|r| r.starts_with(&format!("plugins/{file} is not served")))
+            .unwrap_or_else(|| panic!("no row for {file}: {rows:?}"))
+            .clone()
+    };
+    let needs = row("needs-pkg.mjs");
+    assert!(
+        needs.contains("Cannot find package 'left-pad'")
+            && needs.contains(
+                " (install it into plugins/node_modules: `cd plugins && npm install --ignore-scripts left-pad`)"
+            ),
+        "{needs}"
+    );
+    let common = row("common.mjs");
+    assert!(
+        common.contains("module is not defined in ES module scope")
+            && common.contains(" (a plugin is an ES module: it names its parts with export"),
+        "{common}"
+    );
+}
