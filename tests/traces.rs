@@ -362,7 +362,7 @@ fn an_endpoints_credentials_are_never_written_in_runtime_log() {
     let port = nobody.local_addr().unwrap().port();
     drop(nobody);
     let inst = Instance::with_plugins(TOOLS);
-    let endpoint = format!("http://ann:s3cret-pass@127.0.0.1:{port}");
+    let endpoint = format!("http://ann:s3cret-pass@127.0.0.1:{port}/?key=QSECRET");
     let _d = Daemon::start_with_env(&inst, &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)]);
     let mut s = inst.session("lead");
     s.initialize();
@@ -375,17 +375,17 @@ fn an_endpoints_credentials_are_never_written_in_runtime_log() {
             .then_some(rows)
     });
     assert!(
-        rows.contains(&format!("Traces go to http://…@127.0.0.1:{port}")),
+        rows.contains(&format!("Traces go to http://…@127.0.0.1:{port}/?…")),
         "{rows}"
     );
     assert!(
         rows.contains(&format!(
-            "Traces could not be exported to http://…@127.0.0.1:{port} (nothing listens at 127.0.0.1:{port}: is the collector running?)"
+            "Traces could not be exported to http://…@127.0.0.1:{port}/?… (nothing listens at 127.0.0.1:{port}: is the collector running?)"
         )),
         "{rows}"
     );
     assert!(
-        !rows.contains("s3cret-pass") && !rows.contains("ann:"),
+        !rows.contains("s3cret-pass") && !rows.contains("ann:") && !rows.contains("QSECRET"),
         "{rows}"
     );
 }

@@ -259,7 +259,7 @@ fn unsent(said: String, took: Duration, endpoint: &str) -> String {
     }
 }
 
-/// `text` with the user and password `endpoint` carries (`http://user:pass@host`) hidden: runtime.log,
+/// `text` with the user and password `endpoint` carries (`http://user:pass@host`), and its query, hidden: runtime.log,
 /// and the status page that shows it, are read by more people than the collector's credentials are for.
 fn without_userinfo(text: &str, endpoint: &str) -> String {
     // The last `@` ends the credentials, whatever they hold (a `/` in a password included); one in the
@@ -267,9 +267,21 @@ fn without_userinfo(text: &str, endpoint: &str) -> String {
     let rest = endpoint
         .split_once("://")
         .map_or(endpoint, |(_, rest)| rest);
-    match rest.rsplit_once('@') {
+    let text = match rest.rsplit_once('@') {
         Some((userinfo, _)) if !userinfo.is_empty() => text.replace(&format!("{userinfo}@"), "…@"),
         _ => text.to_string(),
+    };
+    // And its query, where a collector's key may be passed (`?key=…`).
+    match endpoint.split_once('?') {
+        Some((_, query)) => {
+            let query = query.split('#').next().unwrap_or_default();
+            if query.is_empty() {
+                text
+            } else {
+                text.replace(&format!("?{query}"), "?…")
+            }
+        }
+        None => text,
     }
 }
 
@@ -524,5 +536,7 @@ mod tests {
         assert!(!without_userinfo(&said, e).contains("pa/ss"));
         let plain = "http://127.0.0.1:4318";
         assert_eq!(without_userinfo(plain, plain), plain);
+        let keyed = "http://127.0.0.1:4318/?key=QSECRET";
+        assert_eq!(without_userinfo(keyed, keyed), "http://127.0.0.1:4318/?…");
     }
 }
