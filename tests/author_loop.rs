@@ -502,6 +502,15 @@ fn wait_for_row(inst: &Instance, row: &str) {
 /// A module in a folder of plugins/ saved after the read gets its row, as a tool's file does (it got
 /// none: the first word of it came when a new host refused the tools importing it), and so does one
 /// in a folder that came with a restart.
+/// The row of a module of plugins/' folders saved after the read.
+fn module_changed(file: &str) -> String {
+    format!(
+        "plugins/{file}, a module tools import, changed after the last read: the tools that import it run it \
+         as it was read; a plugin host started from now on (after a crash, or when the seats change) refuses \
+         them, naming it; `ovai restart` serves it as it is now"
+    )
+}
+
 #[test]
 fn a_module_of_a_folder_saved_after_the_read_gets_its_row() {
     const USES: &str = "import { word } from './lib/util.mjs';\nexport const description = 'd';\n\
@@ -511,12 +520,7 @@ fn a_module_of_a_folder_saved_after_the_read_gets_its_row() {
     inst.write_plugin("lib/util.mjs", "export const word = 'v1';");
     let _d = inst.start();
     inst.write_plugin("lib/util.mjs", "export const word = 'v2';");
-    wait_for_row(
-        &inst,
-        "plugins/lib/util.mjs, a module tools import, changed after the last read: the tools that import it \
-         run it as it was read; a plugin host started from now on (after a crash, or when the seats change) \
-         refuses them, naming it; `ovai restart` serves it as it is now",
-    );
+    wait_for_row(&inst, &module_changed("lib/util.mjs"));
     inst.write_plugin("lib/util.mjs", "export const word = 'v1';");
     wait_for_row(
         &inst,
@@ -532,12 +536,7 @@ fn a_module_of_a_folder_saved_after_the_read_gets_its_row() {
     );
     inst.cmd().arg("restart").assert().success();
     inst.write_plugin("more/h.mjs", "export const word = 'h2';");
-    wait_for_row(
-        &inst,
-        "plugins/more/h.mjs, a module tools import, changed after the last read: the tools that import it \
-         run it as it was read; a plugin host started from now on (after a crash, or when the seats change) \
-         refuses them, naming it; `ovai restart` serves it as it is now",
-    );
+    wait_for_row(&inst, &module_changed("more/h.mjs"));
 }
 
 #[test]

@@ -553,6 +553,16 @@ fn a_desk_runs_ovai_by_the_link_it_was_called_by() {
     }
 }
 
+/// stderr of a seat change that left Gemini CLI at the seat's desk without its secret: an error, with
+/// the command that fixes it, not a warning.
+fn left_without_secret(seat: &str) -> impl predicates::Predicate<str> {
+    predicate::str::contains(format!(
+        "Gemini CLI at that desk does not have the seat's secret (a session it starts there cannot reach \
+         ovai); fix that and run `ovai seat rotate {seat}`."
+    ))
+    .and(predicate::str::contains("warning").not())
+}
+
 /// A client's file a seat change cannot write (here a file where its folder goes) is said for what it
 /// means: that client at the desk has no new secret, and is locked out once the old one opens nothing.
 #[test]
@@ -569,11 +579,7 @@ fn a_client_file_not_written_says_the_client_is_left_without_the_secret() {
         .assert()
         .code(1)
         .stdout(predicate::str::contains("Gave the seat w2 a new secret"))
-        .stderr(predicate::str::contains(
-            "Gemini CLI at that desk does not have the seat's secret (a session it starts there cannot reach \
-             ovai); fix that and run `ovai seat rotate w2`.",
-        ))
-        .stderr(predicate::str::contains("warning").not());
+        .stderr(left_without_secret("w2"));
     // A seat added where a client's file cannot be written is added, and the command fails saying so.
     let desk = inst.root.join("desks/w3");
     std::fs::create_dir_all(&desk).unwrap();
@@ -583,11 +589,7 @@ fn a_client_file_not_written_says_the_client_is_left_without_the_secret() {
         .assert()
         .code(1)
         .stdout(predicate::str::contains("Added the seat w3"))
-        .stderr(predicate::str::contains(
-            "Gemini CLI at that desk does not have the seat's secret (a session it starts there cannot reach \
-             ovai); fix that and run `ovai seat rotate w3`.",
-        ))
-        .stderr(predicate::str::contains("warning").not());
+        .stderr(left_without_secret("w3"));
     inst.cmd()
         .args(["seat", "list"])
         .assert()
