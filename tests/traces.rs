@@ -504,3 +504,41 @@ fn the_last_spans_are_sent_before_the_daemon_stops() {
         "{names:?}"
     );
 }
+
+/// Spans lost in an export that failed are counted with those the full queue dropped: with the
+/// collector down, ovai_spans_dropped_total stayed 0 while every span was lost (helper-77).
+#[test]
+fn spans_lost_in_a_failed_export_are_counted() {
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = nobody.local_addr().unwrap().port();
+    drop(nobody);
+    let inst = Instance::with_plugins(TOOLS);
+    inst.set_config(json!({ "metrics": { "listen": "127.0.0.1:0" } }));
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let d = Daemon::start_with_env(&inst, &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)]);
+    let mut s = inst.session("lead");
+    s.initialize();
+    for _ in 0..3 {
+        let (text, refused) = s.call("nope", json!({}));
+        assert!(refused, "{text}");
+    }
+    let metrics = d.status().unwrap()["metrics"].as_str().unwrap().to_string();
+    let metrics_port: u16 = metrics
+        .trim_start_matches("http://")
+        .split(['/', ':'])
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let lost = wait_until("the lost spans to be counted", || {
+        let mut conn = std::net::TcpStream::connect(("127.0.0.1", metrics_port)).ok()?;
+        conn.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").ok()?;
+        let mut text = String::new();
+        conn.read_to_string(&mut text).ok()?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("ovai_spans_dropped_total "))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|n| *n >= 3)
+    });
+    assert!(lost >= 3, "{lost}");
+}

@@ -152,7 +152,7 @@ impl Default for Metrics {
         let spans_dropped = Counter::default();
         registry.register(
             "ovai_spans_dropped",
-            "Trace spans dropped because the exporter's queue was full",
+            "Trace spans lost: dropped because the exporter's queue was full, or in an export that failed",
             spans_dropped.clone(),
         );
         let resident = Gauge::default();

@@ -35,7 +35,7 @@ static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// The export thread's queue, for `flush`.
 static QUEUE_TX: OnceLock<SyncSender<Queued>> = OnceLock::new();
 
-/// Spans dropped since the start because the queue was full.
+/// Spans lost since the start: dropped because the queue was full, or in an export that failed.
 pub fn dropped() -> u64 {
     DROPPED.load(Ordering::Relaxed)
 }
@@ -340,7 +340,11 @@ fn export_loop(rx: &Receiver<Queued>, log: &RuntimeLog, raw: &str) {
             continue;
         }
         let began = std::time::Instant::now();
+        let spans = batch.len() as u64;
         let sent = futures::executor::block_on(exporter.export(std::mem::take(&mut batch)));
+        if sent.is_err() {
+            DROPPED.fetch_add(spans, Ordering::Relaxed);
+        }
         match (sent, failing) {
             (Err(e), false) => {
                 failing = true;
