@@ -112,13 +112,13 @@ impl Helpers {
 impl Helpers {
     /// The folders holding the modules guarded (not plugins/ itself, nor node_modules/, whose folders
     /// are many): watched, so a save there is said.
-    pub fn folders(&self, dir: &Path) -> Vec<PathBuf> {
+    pub fn folders(&self) -> Vec<PathBuf> {
         let mut folders: Vec<PathBuf> = self
             .files
             .iter()
             .filter(|f| !f.3)
             .filter_map(|(path, _, _, _)| path.parent())
-            .filter(|f| *f != dir)
+            .filter(|f| *f != self.dir)
             .map(Path::to_path_buf)
             .collect();
         folders.sort_unstable();
@@ -352,6 +352,6 @@ mod tests {
                 p.join("node_modules/x/index.js")
             ]
         );
-        assert_eq!(helpers.folders(p), vec![p.join("lib"), p.join("lib/deep")]);
+        assert_eq!(helpers.folders(), vec![p.join("lib"), p.join("lib/deep")]);
     }
 }

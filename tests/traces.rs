@@ -115,6 +115,24 @@ fn serve(conn: std::net::TcpStream, into: &Mutex<Vec<(String, Span)>>, answer: b
     }
 }
 
+/// `ovai_spans_dropped_total` as the daemon's metrics endpoint says it now, if it can be read.
+fn spans_dropped(d: &Daemon) -> Option<u64> {
+    let metrics = d.status()?["metrics"].as_str()?.to_string();
+    let port: u16 = metrics
+        .trim_start_matches("http://")
+        .split(['/', ':'])
+        .nth(1)?
+        .parse()
+        .ok()?;
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    conn.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").ok()?;
+    let mut text = String::new();
+    conn.read_to_string(&mut text).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("ovai_spans_dropped_total "))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
 fn attr(attributes: &[KeyValue], key: &str) -> Option<String> {
     attributes.iter().find(|kv| kv.key == key).and_then(|kv| {
         match kv.value.as_ref().and_then(|v: &AnyValue| v.value.as_ref()) {
@@ -326,23 +344,8 @@ fn a_collector_that_never_answers_costs_no_call_and_what_is_dropped_is_counted()
         let (text, refused) = text_of(&s.response(id));
         assert!(refused && text.contains("not today"), "{text}");
     }
-    let metrics = d.status().unwrap()["metrics"].as_str().unwrap().to_string();
-    let port: u16 = metrics
-        .trim_start_matches("http://")
-        .split(['/', ':'])
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
     let dropped = wait_until("the dropped spans to be counted", || {
-        let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-        conn.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").ok()?;
-        let mut text = String::new();
-        conn.read_to_string(&mut text).ok()?;
-        text.lines()
-            .find_map(|l| l.strip_prefix("ovai_spans_dropped_total "))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .filter(|n| *n > 0)
+        spans_dropped(&d).filter(|n| *n > 0)
     });
     assert!(dropped > 0);
     let rows = inst.rows("server").join("\n");
@@ -522,23 +525,8 @@ fn spans_lost_in_a_failed_export_are_counted() {
         let (text, refused) = s.call("nope", json!({}));
         assert!(refused, "{text}");
     }
-    let metrics = d.status().unwrap()["metrics"].as_str().unwrap().to_string();
-    let metrics_port: u16 = metrics
-        .trim_start_matches("http://")
-        .split(['/', ':'])
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
     let lost = wait_until("the lost spans to be counted", || {
-        let mut conn = std::net::TcpStream::connect(("127.0.0.1", metrics_port)).ok()?;
-        conn.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").ok()?;
-        let mut text = String::new();
-        conn.read_to_string(&mut text).ok()?;
-        text.lines()
-            .find_map(|l| l.strip_prefix("ovai_spans_dropped_total "))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .filter(|n| *n >= 3)
+        spans_dropped(&d).filter(|n| *n >= 3)
     });
     assert!(lost >= 3, "{lost}");
 }

@@ -62,7 +62,7 @@ pub fn spawn(daemon: Arc<Daemon>) {
             swapped.as_mut().enable();
             let generation = daemon.current();
             if generation.number != helpers_watched.0 {
-                let folders = generation.helpers.folders(&dir);
+                let folders = generation.helpers.folders();
                 helpers_watched = (generation.number, watch_folders(&folders, &tx));
             }
             drop(generation);
