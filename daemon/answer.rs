@@ -189,7 +189,9 @@ pub fn own_words(a: &Answer) -> bool {
 }
 
 pub fn threw(file: &str, t: &Thrown) -> String {
-    let message = crate::names::escape_controls(&t.message, false);
+    // A message's lines stay lines, as a refusal's do (a failed command's output reads as it was
+    // printed); runtime.log and a terminal escape them where they show it.
+    let message = crate::names::escape_controls(&t.message, true);
     let box_said = rows::thrown_notes(t, false);
     match &t.at {
         Some(at) => format!("{file} threw at {at}: {message}{box_said}"),

@@ -193,13 +193,14 @@ fn each_answer_shape_reaches_the_caller_in_words() {
             "plugins/config-write.mjs threw at 4:13: TypeError: Cannot add property ci, object is not extensible. If that object is context.config: it is openovai.json's settings, frozen for every call; copy what you change ({ ...context.config.ci }).",
             true,
         ),
-        // A failed command's output follows the first line of its message: all of it is shown.
+        // A failed command's output follows the first line of its message: all of it is shown, its
+        // lines as lines (not `\n`, which a model reads as two characters).
         (
             "throws-lines",
             plugin(
                 "export function run() {\n  throw new Error(\"Command failed: ls /x\\nls: cannot access '/x': No such file or directory\\n\");\n}",
             ),
-            "plugins/throws-lines.mjs threw at 4:9: Error: Command failed: ls /x\\nls: cannot access '/x': No such file or directory",
+            "plugins/throws-lines.mjs threw at 4:9: Error: Command failed: ls /x\nls: cannot access '/x': No such file or directory",
             true,
         ),
         // Promise.any's error holds the reasons in its own `errors`.
