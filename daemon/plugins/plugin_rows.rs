@@ -405,12 +405,13 @@ pub fn exports(file: &str, r: &ExportsReport) -> String {
             .map(quoted)
             .collect();
         // Where none of the three is there, two named so at least: one export called `call` or `main` is
-        // shared code's too. Where the others are there, a `handler` beside them is the one meant.
+        // shared code's too. Where the others are there (or misspelt), a `handler` beside them is the one
+        // meant.
         let roles = missing
             .iter()
             .filter(|m| others().any(|o| named_otherwise(m, o)))
             .count();
-        let enough = roles >= 2 || missing.len() < EXPORTS.len();
+        let enough = roles >= 2 || missing.len() < EXPORTS.len() || !near.is_empty();
         let otherwise: Vec<String> = others()
             .filter(|o| enough && missing.iter().any(|m| named_otherwise(m, o)))
             .map(quoted)
@@ -563,6 +564,22 @@ mod tests {
         assert_eq!(
             exports("x.mjs", &r),
             "plugins/x.mjs is not served: it does not export run; its description is a number, not a string"
+        );
+    }
+
+    #[test]
+    fn another_hosts_name_is_pointed_at_beside_misspellings() {
+        // Two slips and one other host's name: a tool all the same, and each one is told.
+        let r = ExportsReport {
+            missing: vec!["description".into(), "inputSchema".into(), "run".into()],
+            wrong: vec![],
+            empty_description: false,
+            has_default: false,
+            others: vec!["desc".into(), "inputSchem".into(), "runn".into()],
+        };
+        assert_eq!(
+            exports("x.mjs", &r),
+            "plugins/x.mjs is not served: it does not export description, inputSchema or run (it exports \"inputSchem\" and \"runn\": misspelt?) (it exports \"desc\", as other hosts name them: here the three are named description, inputSchema and run)"
         );
     }
 
