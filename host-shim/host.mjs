@@ -1004,7 +1004,7 @@ function printedState(stream, file) {
   const key = stream + "\0" + file;
   let p = printed[key];
   if (p === undefined) {
-    p = { __proto__: null, stream, file, second: clock(), lines: 0, dropped: 0, partial: "", since: 0, cut: 0 };
+    p = { __proto__: null, stream, file, second: clock(), lines: 0, dropped: 0, partial: "", full: false, since: 0, cut: 0 };
     printed[key] = p;
   }
   return p;
@@ -1039,6 +1039,14 @@ function rollAllOf(stream) {
   printedAll.dropped[stream] = 0;
 }
 
+// Where to cut a text to at most `n` UTF-16 units without splitting a character's surrogate pair (its
+// halves would be sent and counted as two U+FFFDs).
+function cutAt(text, n) {
+  if (n <= 0 || n >= text.length) return n;
+  const last = charCodeAt(text, n - 1);
+  return last >= 0xd800 && last <= 0xdbff ? n - 1 : n;
+}
+
 function printedLine(p, text) {
   // Bytes of the line cut off while it was held without its end: said with what is kept of it.
   let cut = p.cut;
@@ -1053,7 +1061,7 @@ function printedLine(p, text) {
   p.lines++;
   printedAll.lines++;
   const end = text.length > 0 && charCodeAt(text, text.length - 1) === 13 ? text.length - 1 : text.length;
-  const kept = min(end, PRINTED_LINE_CHARS);
+  const kept = cutAt(text, min(end, PRINTED_LINE_CHARS));
   try {
     if (end > kept) cut += byteLength(textSlice(text, kept, end));
     send({ t: "out", key: hostKey, file: p.file, stream: p.stream, text: textSlice(text, 0, kept), cut });
@@ -1093,6 +1101,7 @@ function schedulePrinted() {
         if (now - p.since >= 1000) {
           const text = p.partial;
           p.partial = "";
+          p.full = false;
           printedLine(p, text);
         } else more = true;
       }
@@ -1117,6 +1126,7 @@ function letPartialsGo() {
     if (p.partial !== "") {
       const text = p.partial;
       p.partial = "";
+      p.full = false;
       printedLine(p, text);
     }
   }
@@ -1165,15 +1175,24 @@ function capturePrinted(stream, name) {
     for (;;) {
       const end = textIndexOf(text, "\n", start);
       if (end < 0) break;
-      const line = p.partial + textSlice(text, start, end);
+      // A held line already cut takes nothing more (a character of the rest would follow the cut).
+      const rest = textSlice(text, start, end);
+      const line = p.full ? p.partial : p.partial + rest;
+      if (p.full) p.cut += byteLength(rest);
       p.partial = "";
+      p.full = false;
       printedLine(p, line);
       start = end + 1;
     }
     if (start < text.length) {
-      const whole = p.partial + textSlice(text, start);
-      if (whole.length > PRINTED_LINE_CHARS) p.cut += byteLength(textSlice(whole, PRINTED_LINE_CHARS));
-      p.partial = textSlice(whole, 0, PRINTED_LINE_CHARS);
+      const whole = p.full ? p.partial : p.partial + textSlice(text, start);
+      if (p.full) p.cut += byteLength(textSlice(text, start));
+      const kept = cutAt(whole, PRINTED_LINE_CHARS);
+      if (whole.length > kept) {
+        p.cut += byteLength(textSlice(whole, kept));
+        p.full = true;
+      }
+      p.partial = textSlice(whole, 0, kept);
       p.since = clock();
       schedulePrinted();
     }

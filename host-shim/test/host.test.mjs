@@ -180,6 +180,31 @@ test("a plugin's console.log reaches the daemon as its file's line, never as an 
   host.stop();
 });
 
+test("a printed line cut inside a character keeps the character whole and counts the bytes cut", async () => {
+  const { host, dir } = initHost(1000);
+  // 4,095 units, then an emoji (two units) straddling the 4,096-unit cut, then 10 bytes more.
+  const src = "'a'.repeat(4095) + '\u{1F600}' + 'b'.repeat(10)";
+  await loaded(host, dir, "long", HEADER + `export function run() { console.log(${src}); return { text: "ok" }; }`, 1);
+  host.send({ t: "call", id: 7, tool: "long", args: {}, seat: "s", role: "Worker" });
+  const printed = await host.next((m) => m.t === "out");
+  assert.equal(printed.text, "a".repeat(4095));
+  // The emoji's four bytes and the ten after it: nothing counted twice, nothing as U+FFFD.
+  assert.equal(printed.cut, 14);
+  host.stop();
+});
+
+test("a line held without its end and cut inside a character takes nothing of what follows", async () => {
+  const { host, dir } = initHost(1000);
+  // Written in three pieces: the cut falls inside the emoji of the first, the line ends in the third.
+  const src = "process.stdout.write('a'.repeat(4095) + '\u{1F600}'); process.stdout.write('bc'); console.log('def')";
+  await loaded(host, dir, "held", HEADER + `export function run() { ${src}; return { text: "ok" }; }`, 1);
+  host.send({ t: "call", id: 7, tool: "held", args: {}, seat: "s", role: "Worker" });
+  const printed = await host.next((m) => m.t === "out");
+  assert.ok(printed.text === "a".repeat(4095), `kept ${printed.text.length} units ending ${JSON.stringify(printed.text.slice(-3))}`);
+  assert.equal(printed.cut, 4 + 2 + 3);
+  host.stop();
+});
+
 test("a cancelled call fires its signal and is never answered", async () => {
   const { host, dir } = initHost(1000);
   await loaded(
