@@ -444,3 +444,70 @@ fn an_unreadable_request_to_the_metrics_is_answered_in_plain_words() {
         "{answer}"
     );
 }
+
+/// Calls refused before they ran (no such tool, arguments that do not fit) are counted too, over the
+/// socket and over HTTP: a session calling a tool renamed away shows in the metrics. A name no tool has
+/// is counted under `tool=""`, so a session cannot make a series per name it sends (helper-77).
+#[test]
+fn calls_refused_before_they_ran_are_counted_without_the_names_sent() {
+    const STRICT: &str = r#"
+export const description = "Wants a number.";
+export const inputSchema = { type: "object", properties: { n: { type: "number", description: "a number" } }, required: ["n"] };
+export function run({ n }) { return { text: `n=${n}` }; }
+"#;
+    let inst = Instance::with_plugins(&[("strict.mjs", STRICT)]);
+    inst.add_seat("w1");
+    inst.set_config(json!({
+        "metrics": { "listen": "127.0.0.1:0" },
+        "http": { "listen": "127.0.0.1:0" }
+    }));
+    let d = inst.start();
+    let port = metrics_port(&d);
+    let url = d.status().unwrap()["http"].as_str().unwrap().to_string();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let mut h = common::http::HttpSeat::new(
+        &common::http::Http::at(&url),
+        &inst.secret("w1"),
+        "2025-11-25",
+    );
+    h.initialize();
+    for i in 0..2 {
+        let name = format!("no-such-tool-{i}");
+        let a = s.request("tools/call", json!({ "name": name, "arguments": {} }));
+        assert_eq!(a["error"]["code"], -32602, "{a}");
+        let a = h.request("tools/call", json!({ "name": name, "arguments": {} }));
+        assert_eq!(a["error"]["code"], -32602, "{a}");
+    }
+    // Arguments nested past what the server reads are refused as bad params (not the tool's refusal).
+    let deep = (0..140).fold(json!([]), |inner, _| json!([inner]));
+    let a = s.request(
+        "tools/call",
+        json!({ "name": "strict", "arguments": { "n": deep } }),
+    );
+    assert_eq!(a["error"]["code"], -32602, "{a}");
+    let a = h.request(
+        "tools/call",
+        json!({ "name": "strict", "arguments": { "n": deep } }),
+    );
+    assert_eq!(a["error"]["code"], -32602, "{a}");
+    let text = get(port, "/metrics").unwrap();
+    for seat in ["lead", "w1"] {
+        for want in [
+            format!(r#"ovai_calls_total{{tool="",seat="{seat}",outcome="unknown_tool"}} 2"#),
+            format!(
+                r#"ovai_calls_total{{tool="strict",seat="{seat}",outcome="invalid_params"}} 1"#
+            ),
+        ] {
+            assert!(text.contains(&want), "{want}\n{text}");
+        }
+    }
+    // The conventions' error.type for a JSON-RPC error is its code.
+    for want in [
+        r#"mcp_server_operation_duration_seconds_count{mcp_method_name="tools/call",gen_ai_tool_name="",error_type="-32602"} 4"#,
+        r#"mcp_server_operation_duration_seconds_count{mcp_method_name="tools/call",gen_ai_tool_name="strict",error_type="-32602"} 2"#,
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    assert!(!text.contains("no-such-tool"), "{text}");
+}

@@ -146,6 +146,11 @@ impl Calls {
         self.shared.service.seat()
     }
 
+    /// Counts a call refused as it was read (its params, its revision): `name` where it was read.
+    pub fn count_error(&self, name: Option<&str>, code: i64) {
+        self.shared.service.record_error(name, Instant::now(), code);
+    }
+
     /// Runs the call; its answer goes to `answers` unless it is cancelled first.
     pub fn take(&mut self, mut call: Call, answers: &Arc<Answers>) {
         self.next += 1;
@@ -156,11 +161,7 @@ impl Calls {
             match shared.service.hold_token(token) {
                 Ok(held) => call.token_held = Some(held),
                 Err(why) => {
-                    if let Some(mut span) = lock(&call.span).take() {
-                        span.failed(&why);
-                    }
-                    let line = jsonrpc::error_under(&call.id, jsonrpc::INVALID_PARAMS, &why);
-                    return answers.answer_line(&call.id, line);
+                    return shared.error(&call, started, jsonrpc::INVALID_PARAMS, &why, answers);
                 }
             }
         }
@@ -168,24 +169,21 @@ impl Calls {
             Ok(Ok(admitted)) => admitted,
             Ok(Err(outcome)) => return shared.answer_now(&call, started, &outcome, answers),
             Err(error) => {
-                if let Some(mut span) = lock(&call.span).take() {
-                    span.failed(&error.message);
-                }
-                let line = jsonrpc::error_under(&call.id, i64::from(error.code.0), &error.message);
-                return answers.answer_line(&call.id, line);
+                let code = i64::from(error.code.0);
+                return shared.error(&call, started, code, &error.message, answers);
             }
         };
         if arguments::needs_share(&call.args) {
             let cost = arguments::cost(&call.args);
             if cost > arguments::MAX_READ {
                 let why = arguments::too_large("The arguments", cost);
-                return shared.refuse(&call, Refusal::Params(why), answers);
+                return shared.refuse(&call, started, Refusal::Params(why), answers);
             }
             return self.spawn(call, number, admitted, started, answers, Some(cost));
         }
         match arguments::check_here(&admitted.generation, &call.name, &call.args) {
             Some(Ok(())) => {}
-            Some(Err(refusal)) => return shared.refuse(&call, refusal, answers),
+            Some(Err(refusal)) => return shared.refuse(&call, started, refusal, answers),
             None => return self.spawn(call, number, admitted, started, answers, Some(0)),
         }
         let generation = admitted.generation.clone();
@@ -284,7 +282,7 @@ impl Calls {
                 };
                 if let Err(refusal) = checked {
                     if shared.release(&call.id, number) {
-                        shared.refuse(&call, refusal, &answers);
+                        shared.refuse(&call, started, refusal, &answers);
                     }
                     return;
                 }
@@ -406,23 +404,25 @@ impl Shared {
     }
 
     /// Answers a call whose arguments were not taken.
-    fn refuse(&self, call: &Call, refusal: Refusal, answers: &Answers) {
+    fn refuse(&self, call: &Call, started: Instant, refusal: Refusal, answers: &Answers) {
         match refusal {
             Refusal::Tool(why) => {
-                self.answer_now(call, Instant::now(), &Outcome::Refused(why), answers);
+                self.answer_now(call, started, &Outcome::Refused(why), answers);
             }
             Refusal::Params(why) => {
-                if let Some(mut span) = lock(&call.span).take() {
-                    span.failed(&why);
-                }
-                let line = jsonrpc::error_under(
-                    &call.id,
-                    INVALID_PARAMS,
-                    &format!("Invalid params: {why}"),
-                );
-                answers.answer_line(&call.id, line);
+                let why = format!("Invalid params: {why}");
+                self.error(call, started, INVALID_PARAMS, &why, answers);
             }
         }
+    }
+
+    /// Answers a call it did not run with a JSON-RPC error, counted and its span failed.
+    fn error(&self, call: &Call, started: Instant, code: i64, why: &str, answers: &Answers) {
+        if let Some(mut span) = lock(&call.span).take() {
+            span.failed(why);
+        }
+        self.service.record_error(Some(&call.name), started, code);
+        answers.answer_line(&call.id, jsonrpc::error_under(&call.id, code, why));
     }
 
     /// Stops every call with no task of its own, `why` as its signal says: unanswered, or, when

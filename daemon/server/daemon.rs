@@ -13,6 +13,7 @@ use super::sessions::{SeatChange, Sessions};
 use crate::generation::{self, Generation};
 use crate::host::ending::RetireWhy;
 use crate::instance::{ConfigError, Instance, Role};
+use crate::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST};
 use crate::plugins::load::LoadError;
 use crate::runtime_log::{RuntimeLog, Topic};
 use crate::seats::SeatCache;
@@ -185,6 +186,23 @@ impl Daemon {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// Counts, in the metrics, a `tools/call` of `seat` answered with a JSON-RPC error `code` and not
+    /// run: under its tool's name where a tool has it, else under none (`name` is the one it gave, if it
+    /// could be read), so names a session makes up add no series.
+    pub fn count_call_error(&self, seat: &str, name: Option<&str>, took: Duration, code: i64) {
+        let Some(metrics) = self.metrics.get() else {
+            return;
+        };
+        let served = name.filter(|n| self.current().tools.get(n).is_some());
+        let outcome = match (name, served, code) {
+            (Some(_), None, INVALID_PARAMS) => "unknown_tool",
+            (_, _, INVALID_PARAMS) => "invalid_params",
+            (_, _, INVALID_REQUEST) => "invalid_request",
+            _ => "error",
+        };
+        metrics.error(seat, served.unwrap_or(""), took, outcome, code);
     }
 
     pub fn role_of(&self, seat: &str) -> Role {

@@ -95,7 +95,8 @@ impl Default for Metrics {
         let calls = Family::<CallLabels, Counter>::default();
         registry.register(
             "ovai_calls",
-            "tools/call requests answered (or cancelled), by tool, seat and outcome",
+            "tools/call requests answered (or cancelled), by tool, seat and outcome; those refused before \
+             they ran (no such tool, params not taken) under tool=\"\" where no tool has the name",
             calls.clone(),
         );
         // From 1 ms to about 65 s, doubling: a built-in answers in well under a millisecond, a plugin
@@ -215,6 +216,31 @@ impl Metrics {
                 mcp_method_name: "tools/call",
                 gen_ai_tool_name: tool.to_string(),
                 error_type: error_type(outcome),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// A call answered with a JSON-RPC error `code`, not run (`Daemon::count_call_error`): its
+    /// `error.type` is the code, as the conventions say.
+    pub fn error(&self, seat: &str, tool: &str, took: Duration, outcome: &'static str, code: i64) {
+        self.calls
+            .get_or_create(&CallLabels {
+                tool: tool.to_string(),
+                seat: seat.to_string(),
+                outcome,
+            })
+            .inc();
+        let error_type = match code {
+            crate::jsonrpc::INVALID_PARAMS => "-32602",
+            crate::jsonrpc::INVALID_REQUEST => "-32600",
+            crate::jsonrpc::METHOD_NOT_FOUND => "-32601",
+            _ => "_OTHER",
+        };
+        self.duration
+            .get_or_create(&OperationLabels {
+                mcp_method_name: "tools/call",
+                gen_ai_tool_name: tool.to_string(),
+                error_type,
             })
             .observe(took.as_secs_f64());
     }

@@ -312,6 +312,12 @@ impl SeatService {
         }
     }
 
+    /// Counts a call answered with a JSON-RPC error `code`, not run (no such tool, params not taken).
+    pub fn record_error(&self, name: Option<&str>, started: std::time::Instant, code: i64) {
+        self.daemon
+            .count_call_error(&self.seat, name, started.elapsed(), code);
+    }
+
     async fn index(&self, generation: &Generation) -> Outcome {
         let book = self
             .daemon
@@ -491,7 +497,11 @@ impl ServerHandler for SeatService {
         // span too, failed with the words its caller read.
         let span = std::sync::Mutex::new(self.http_span(&request.name, &context));
         let name = request.name.clone();
+        let started = std::time::Instant::now();
         let outcome = Box::pin(self.http_call(request, &context, &span)).await;
+        if let Err(e) = &outcome {
+            self.record_error(Some(&name), started, i64::from(e.code.0));
+        }
         if let Some(mut span) = crate::sync::lock(&span).take() {
             match &outcome {
                 Err(e) => span.failed(&e.message),

@@ -631,15 +631,18 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
     /// A `tools/call`, taken by the session's call path after the checks rmcp makes of any request: its
     /// params, and what the session's beginning asks of its `_meta`.
     fn take_call(&mut self, id: NumberOrString, call: Result<params::CallParams<'_>, String>) {
-        let refuse = |this: &Self, code: i64, why: String| {
+        let refuse = |this: &Self, name: Option<&str>, code: i64, why: String| {
             this.refused_span(&id, "tools/call", &why);
+            if let Some(calls) = &this.calls {
+                calls.count_error(name, code);
+            }
             this.answers
                 .answer_line(&id, jsonrpc::error_under(&id, code, &why));
         };
         let call = match call {
             Ok(call) => call,
             Err(why) => {
-                return refuse(self, INVALID_PARAMS, format!("Invalid params: {why}"));
+                return refuse(self, None, INVALID_PARAMS, format!("Invalid params: {why}"));
             }
         };
         let modern = match (&call.version, self.lifecycle) {
@@ -654,6 +657,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                         ProtocolVersion::KNOWN_VERSIONS,
                     );
                     self.refused_span(&id, "tools/call", &error.message);
+                    if let Some(calls) = &self.calls {
+                        calls.count_error(Some(&call.name), i64::from(error.code.0));
+                    }
                     let line =
                         serde_json::to_vec(&ServerJsonRpcMessage::error(error, Some(id.clone())))
                             .unwrap_or_default();
@@ -662,10 +668,16 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 let modern = params::inline_version(version);
                 // A revision with `initialize` named in a call's _meta begins no session.
                 if !modern && self.lifecycle == Lifecycle::None {
-                    return refuse(self, INVALID_REQUEST, params::NOT_BEGUN.into());
+                    return refuse(
+                        self,
+                        Some(&call.name),
+                        INVALID_REQUEST,
+                        params::NOT_BEGUN.into(),
+                    );
                 }
                 if modern && !call.missing.is_empty() {
-                    return refuse(self, INVALID_PARAMS, params::missing_words(&call.missing));
+                    let why = params::missing_words(&call.missing);
+                    return refuse(self, Some(&call.name), INVALID_PARAMS, why);
                 }
                 if modern && self.lifecycle == Lifecycle::None {
                     self.lifecycle = Lifecycle::Inline;
@@ -673,10 +685,16 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 modern
             }
             (None, Lifecycle::Inline) => {
-                return refuse(self, INVALID_PARAMS, params::missing_words(&call.missing));
+                let why = params::missing_words(&call.missing);
+                return refuse(self, Some(&call.name), INVALID_PARAMS, why);
             }
             (None, Lifecycle::None) => {
-                return refuse(self, INVALID_REQUEST, params::NOT_BEGUN.into());
+                return refuse(
+                    self,
+                    Some(&call.name),
+                    INVALID_REQUEST,
+                    params::NOT_BEGUN.into(),
+                );
             }
         };
         let span = self.calls.as_ref().and_then(|calls| {

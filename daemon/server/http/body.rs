@@ -41,6 +41,7 @@ pub async fn checked(
     request: Request,
     session: Option<&str>,
 ) -> Result<(Request, RequestHolds), Response> {
+    let started = std::time::Instant::now();
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
         Ok(bytes) => bytes,
@@ -68,6 +69,9 @@ pub async fn checked(
                 if let Some(mut span) = span_of(&r, &parts, seat, None) {
                     span.failed(&why);
                 }
+                if r.method == "tools/call" {
+                    daemon.count_call_error(seat, None, started.elapsed(), INVALID_PARAMS);
+                }
                 answered(Some(jsonrpc::error_under(
                     &r.id,
                     INVALID_PARAMS,
@@ -90,6 +94,14 @@ pub async fn checked(
             let mut span = held.span.take().or_else(|| span_of(&r, &parts, seat, None));
             if let Some(span) = span.as_mut() {
                 span.failed(&why);
+            }
+            if r.method == "tools/call" {
+                let name = r
+                    .params
+                    .and_then(|p| jsonrpc::members(p.get(), ["name"]).ok())
+                    .and_then(|found| found.values[0])
+                    .and_then(jsonrpc::as_string);
+                daemon.count_call_error(seat, name.as_deref(), started.elapsed(), code);
             }
             answered(Some(jsonrpc::error_under(&r.id, code, &why)))
         };
