@@ -257,6 +257,8 @@ pub struct Rebuilt {
     pub repointed: Vec<(String, desk::Stale)>,
     /// Desks given the files of clients `"clients"` names that they had none of, as (seat, clients).
     pub completed: Vec<(String, Vec<&'static str>)>,
+    /// Desks that named another instance (it moved), as (seat, the root they named).
+    pub moved: Vec<(String, String)>,
     /// What could not be done in those desks, in words.
     pub warnings: Vec<String>,
 }
@@ -354,6 +356,7 @@ pub fn rebuild(inst: &Instance, ovai_exe: &Path) -> Result<Rebuilt, SeatError> {
     // session ends for it.
     let mut repointed = Vec::new();
     let mut completed = Vec::new();
+    let mut moved = Vec::new();
     let mut warnings = Vec::new();
     let clients = desk_clients(inst).unwrap_or_default();
     for name in book.seats.keys() {
@@ -362,6 +365,7 @@ pub fn rebuild(inst: &Instance, ovai_exe: &Path) -> Result<Rebuilt, SeatError> {
             continue;
         };
         let stale = desk::stale(inst, &desk);
+        let other_root = desk::other_root(inst, &desk);
         let mut missing = desk::clients::missing(&desk, &clients);
         let unapproved =
             clients.contains(&Client::ClaudeCode) && !desk::settings_file(&desk).exists();
@@ -395,6 +399,9 @@ pub fn rebuild(inst: &Instance, ovai_exe: &Path) -> Result<Rebuilt, SeatError> {
         // said above).
         let still = desk::clients::missing(&desk, &clients);
         missing.retain(|c| !still.contains(c));
+        if let Some(other) = other_root {
+            moved.push((name.clone(), other));
+        }
         match stale {
             Some(stale) => repointed.push((name.clone(), stale)),
             None if !missing.is_empty() => completed.push((name.clone(), missing)),
@@ -408,6 +415,7 @@ pub fn rebuild(inst: &Instance, ovai_exe: &Path) -> Result<Rebuilt, SeatError> {
         dropped,
         repointed,
         completed,
+        moved,
         warnings,
     })
 }

@@ -596,3 +596,103 @@ fn a_client_file_not_written_says_the_client_is_left_without_the_secret() {
         .success()
         .stdout(predicate::str::contains("w3"));
 }
+
+/// The trust `seat trust` wrote into the home goes with the seat (`seat remove`) and follows a moved
+/// instance's desks (`seat rebuild`): it named paths where no desk of a seat is any more (helper-81).
+#[test]
+fn trust_in_the_home_goes_with_a_removed_seat_and_follows_a_moved_desk() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    inst.add_seat("w2");
+    let home = tempfile::tempdir_in("/tmp").unwrap();
+    let trust = |seat: &str| {
+        inst.cmd()
+            .args(["seat", "trust", seat])
+            .env("HOME", home.path())
+            .env_remove("CODEX_HOME")
+            .assert()
+            .success();
+    };
+    trust("w1");
+    trust("w2");
+    let folders = || read_json(&home.path().join(".gemini/trustedFolders.json"));
+    let codex = || std::fs::read_to_string(home.path().join(".codex/config.toml")).unwrap();
+    let (w1, w2) = (inst.root.join("desks/w1"), inst.root.join("desks/w2"));
+    let out = inst
+        .cmd()
+        .args(["seat", "remove", "w2"])
+        .env("HOME", home.path())
+        .env_remove("CODEX_HOME")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    // The desk stays, but not as it was: what the clients' files held of ovai went with the secret.
+    assert!(
+        said.contains(&format!(
+            "Removed the seat w2; its desk {} stays, without ovai's entries in its clients' files (they \
+             held the seat's secret).",
+            w2.display()
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!(
+            "Gemini CLI and Codex no longer trust {}: ovai wrote that trust for the seat (",
+            w2.display()
+        )),
+        "{said}"
+    );
+    assert!(
+        folders().get(w2.display().to_string()).is_none(),
+        "{}",
+        folders()
+    );
+    assert_eq!(folders()[w1.display().to_string()], "TRUST_FOLDER");
+    assert!(!codex().contains(&w2.display().to_string()), "{}", codex());
+    assert!(codex().contains(&w1.display().to_string()), "{}", codex());
+
+    // The instance moved (its binary with it): w1's desk names the old place, trusted there.
+    let old = "/old/place/desks/w1";
+    let path = w1.join(".mcp.json");
+    let mut doc: serde_json::Value = read_json(&path);
+    doc["mcpServers"]["openovai"]["env"]["OVAI_ROOT"] = serde_json::json!("/old/place");
+    doc["mcpServers"]["openovai"]["command"] = serde_json::json!("/old/place/bin/ovai");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    let gemini = home.path().join(".gemini/trustedFolders.json");
+    std::fs::write(&gemini, format!("{{\"{old}\": \"TRUST_FOLDER\"}}")).unwrap();
+    std::fs::write(
+        home.path().join(".codex/config.toml"),
+        format!("model = \"o9\"\n\n[projects.\"{old}\"]\ntrust_level = \"trusted\"\n"),
+    )
+    .unwrap();
+    let out = inst
+        .cmd()
+        .args(["seat", "rebuild"])
+        .env("HOME", home.path())
+        .env_remove("CODEX_HOME")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!(
+            "Gemini CLI and Codex trusted desks/w1 where it was ({old}): they trust {} now",
+            w1.display()
+        )),
+        "{said}"
+    );
+    assert!(!said.contains("these desks moved"), "{said}");
+    assert_eq!(folders()[w1.display().to_string()], "TRUST_FOLDER");
+    assert!(folders().get(old).is_none(), "{}", folders());
+    let codex = codex();
+    assert!(codex.starts_with("model = \"o9\""), "{codex}");
+    assert!(!codex.contains(old), "{codex}");
+    assert!(
+        codex.contains(&format!(
+            "[projects.\"{}\"]\ntrust_level = \"trusted\"",
+            w1.display()
+        )),
+        "{codex}"
+    );
+}

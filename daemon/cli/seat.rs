@@ -217,13 +217,18 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                     .collect();
                 say_trust(inst, seat, &written);
             }
-            // Gemini CLI's and Codex's trust, in the person's home, names the desks where they were.
-            let moved: Vec<&str> = rebuilt
-                .repointed
-                .iter()
-                .filter(|(_, stale)| matches!(stale, crate::desk::Stale::OtherRoot(_)))
-                .map(|(seat, _)| seat.as_str())
-                .collect();
+            // Gemini CLI's and Codex's trust, in the person's home, names the desks where they were: the
+            // trust ovai wrote there follows them; any other desk is told to be trusted again.
+            let clients = seats::desk_clients(inst).unwrap_or_default();
+            let mut moved = Vec::new();
+            for (seat, old_root) in &rebuilt.moved {
+                let was = std::path::Path::new(old_root).join("desks").join(seat);
+                if !carry_trust(inst, seat, &was, &clients)
+                    && !untrusting(inst, seat, &clients).is_empty()
+                {
+                    moved.push(seat.as_str());
+                }
+            }
             if let Ok(clients) = seats::desk_clients(inst)
                 && let Some(trusting) = crate::desk::clients::trusting(&clients)
                 && !moved.is_empty()
@@ -255,22 +260,21 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             let ended = match tell_daemon(inst, &format!("`ovai seat remove {name}`")) {
                 Ok(n) => n,
                 Err(f) => {
-                    println!(
-                        "Removed the seat {name}; its desk {} stays.",
-                        inst.desk(&name).display()
-                    );
+                    println!("Removed the seat {name}; {}", desk_stays(inst, &name));
+                    untrust_removed(inst, &name);
                     return Err(f);
                 }
             };
             println!(
-                "Removed the seat {name}{}; its desk {} stays.",
+                "Removed the seat {name}{}; {}",
                 match ended {
                     0 => String::new(),
                     1 => ", and ended its session".into(),
                     n => format!(", and ended its {n} sessions"),
                 },
-                inst.desk(&name).display()
+                desk_stays(inst, &name)
             );
+            untrust_removed(inst, &name);
             Ok(())
         }
     }
@@ -285,6 +289,103 @@ fn say_trust(inst: &Instance, seat: &str, clients: &[Client]) {
             "{}",
             line.replace(&format!("`ovai seat trust {seat}`"), &trust)
         );
+    }
+}
+
+/// What `seat remove` left of the desk: the folder, and what is in it but ovai's entries.
+fn desk_stays(inst: &Instance, seat: &str) -> String {
+    format!(
+        "its desk {} stays, without ovai's entries in its clients' files (they held the seat's secret).",
+        inst.desk(seat).display()
+    )
+}
+
+/// Gemini CLI's and Codex's folders in the person's home, when HOME names a folder.
+fn client_homes() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let home = super::home_var().ok().filter(|h| h.is_dir())?;
+    Some(crate::desk::clients::homes(&home))
+}
+
+/// The clients named together ("Gemini CLI and Codex"), and the verb's ending for them.
+fn named(clients: &[Client]) -> (String, &'static str) {
+    let names: Vec<&str> = clients.iter().map(|c| c.name()).collect();
+    (names.join(" and "), if names.len() == 1 { "s" } else { "" })
+}
+
+/// The trust `seat trust` wrote for a removed seat's desk, taken out of the home: it named a folder no
+/// seat has now (helper-81). What cannot be read there is said, and left.
+fn untrust_removed(inst: &Instance, seat: &str) {
+    let (Some(homes), Ok(clients)) = (client_homes(), seats::desk_clients(inst)) else {
+        return;
+    };
+    let desk = inst.desk(seat);
+    match crate::desk::clients::untrust(&desk, (&homes.0, &homes.1), &clients) {
+        Ok(had) if !had.is_empty() => {
+            let (names, _) = named(&had);
+            println!(
+                "{names} no longer trust {}: ovai wrote that trust for the seat ({}).",
+                desk.display(),
+                trust_files(&homes, &had)
+            );
+        }
+        Ok(_) => {}
+        Err(why) => eprintln!(
+            "ovai: warning: {why}; the trust of {} stays there.",
+            desk.display()
+        ),
+    }
+}
+
+/// The home files these clients keep their trust in.
+fn trust_files(homes: &(std::path::PathBuf, std::path::PathBuf), clients: &[Client]) -> String {
+    let mut files = Vec::new();
+    if clients.contains(&Client::GeminiCli) {
+        files.push(homes.0.join("trustedFolders.json").display().to_string());
+    }
+    if clients.contains(&Client::Codex) {
+        files.push(homes.1.join("config.toml").display().to_string());
+    }
+    files.join(", ")
+}
+
+/// Moves the trust ovai wrote for a seat's desk where it `was` (the instance moved) to where it is now;
+/// whether it did, for any client.
+fn carry_trust(inst: &Instance, seat: &str, was: &std::path::Path, clients: &[Client]) -> bool {
+    let Some(homes) = client_homes() else {
+        return false;
+    };
+    let homes_ref = (homes.0.as_path(), homes.1.as_path());
+    let had = match crate::desk::clients::untrust(was, homes_ref, clients) {
+        Ok(had) if !had.is_empty() => had,
+        Ok(_) => return false,
+        Err(why) => {
+            eprintln!(
+                "ovai: warning: {why}; the trust of {} stays there.",
+                was.display()
+            );
+            return false;
+        }
+    };
+    let desk = inst.desk(seat);
+    match crate::desk::clients::trust(&desk, homes_ref, &had) {
+        Ok(done) => {
+            let (names, s) = named(&had);
+            let they = if s.is_empty() { "they" } else { "it" };
+            println!(
+                "{names} trusted desks/{seat} where it was ({}): {they} trust{s} {} now ({}).",
+                was.display(),
+                desk.display(),
+                trust_files(&homes, &had)
+            );
+            for left in &done.left {
+                eprintln!("ovai: warning: {left}");
+            }
+            true
+        }
+        Err(why) => {
+            eprintln!("ovai: warning: {why}");
+            false
+        }
     }
 }
 

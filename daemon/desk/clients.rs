@@ -624,6 +624,58 @@ fn trust_codex(desk: &Path, codex: &Path, done: &mut Trusted) -> Result<(), Stri
     Ok(())
 }
 
+/// Takes out of the person's home the trust `trust` writes for `desk` (a `TRUST_FOLDER` entry naming it,
+/// a Codex project that is the desk itself, trusted), for a desk no seat has there any more: which of
+/// these clients had it. A trust of a folder around the desk, or any other decision, is somebody's, and
+/// stays; so does a Codex project that is a git work tree the desk is in (other work is there).
+pub fn untrust(
+    desk: &Path,
+    (gemini_home, codex_home): (&Path, &Path),
+    clients: &[Client],
+) -> Result<Vec<Client>, String> {
+    let mut had = Vec::new();
+    let gemini = where_it_leads(gemini_home.join("trustedFolders.json"));
+    if clients.contains(&Client::GeminiCli)
+        && gemini.is_file()
+        && let jsonc::Read::Object(root, doc) =
+            jsonc::read(&gemini, false).map_err(|e| e.to_string())?
+    {
+        let key = desk.display().to_string();
+        if jsonc::value_of(&doc, &key).as_ref().and_then(Value::as_str) == Some("TRUST_FOLDER") {
+            jsonc::remove(&doc, &key);
+            jsonc::write(&gemini, &root).map_err(|e| e.to_string())?;
+            had.push(Client::GeminiCli);
+        }
+    }
+    let codex = where_it_leads(codex_home.join("config.toml"));
+    if clients.contains(&Client::Codex)
+        && codex_project(desk) == desk
+        && let Some(mut doc) = read_toml(&codex)?
+        && let Some(projects) = doc.get_mut("projects").and_then(|p| p.as_table_like_mut())
+    {
+        let key = desk.display().to_string();
+        let trusted = projects
+            .get(&key)
+            .and_then(|e| e.get("trust_level"))
+            .and_then(|v| v.as_str())
+            == Some("trusted");
+        if trusted {
+            if let Some(entry) = projects.get_mut(&key).and_then(|e| e.as_table_like_mut()) {
+                entry.remove("trust_level");
+                if entry.is_empty() {
+                    projects.remove(&key);
+                }
+            }
+            if projects.is_empty() {
+                doc.remove("projects");
+            }
+            write_toml(&codex, &doc)?;
+            had.push(Client::Codex);
+        }
+    }
+    Ok(had)
+}
+
 /// Those of these clients that keep their trust in the person's home and do not trust `desk` there yet:
 /// `seat add` says to trust it only for them.
 pub fn not_trusting(

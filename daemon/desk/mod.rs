@@ -372,6 +372,11 @@ pub fn stale(inst: &Instance, desk: &Path) -> Option<Stale> {
     if let Some(gone) = command_gone(desk) {
         return Some(Stale::Gone(gone));
     }
+    other_root(inst, desk).map(Stale::OtherRoot)
+}
+
+/// The instance a desk's `.mcp.json` names, when it is not this one (the instance moved).
+pub fn other_root(inst: &Instance, desk: &Path) -> Option<String> {
     let Ok(Doc::Object(doc)) = read_doc(&mcp_json(desk)) else {
         return None;
     };
@@ -388,7 +393,7 @@ pub fn stale(inst: &Instance, desk: &Path) -> Option<Stale> {
         (Ok(a), Ok(b)) => a == b,
         _ => Path::new(&named) == inst.root,
     };
-    (!same).then_some(Stale::OtherRoot(named))
+    (!same).then_some(named)
 }
 
 /// For each such desk, what to do.
