@@ -290,7 +290,15 @@ pub fn rebuild(inst: &Instance, ovai_exe: &Path) -> Result<Rebuilt, SeatError> {
             continue;
         }
         let Some(secret) = crate::desk::secret_in(&inst.desk(&name)) else {
-            left_out.push((name, "its .mcp.json holds no secret of this server".into()));
+            let why = if crate::desk::mcp_json(&inst.desk(&name)).exists() {
+                "its .mcp.json holds no secret of this server".to_string()
+            } else {
+                format!(
+                    "it has no .mcp.json (a removed seat's desk has none; `ovai seat add {name}` makes it a \
+                     seat again)"
+                )
+            };
+            left_out.push((name, why));
             continue;
         };
         found.push((name, hash_secret(&secret)));

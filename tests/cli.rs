@@ -204,6 +204,15 @@ fn seat_list_and_remove_keep_the_desk() {
         !inst.root.join("desks/w1/.mcp.json").exists(),
         "the seat's server entry is gone"
     );
+    // A rebuild says why the removed seat's desk is left out as it is: it has no .mcp.json at all.
+    inst.cmd()
+        .args(["seat", "rebuild"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(
+            "desks/w1 was left out: it has no .mcp.json (a removed seat's desk has none; `ovai seat add w1` \
+             makes it a seat again).",
+        ));
 }
 
 #[test]
