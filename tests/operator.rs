@@ -1962,8 +1962,17 @@ fn a_server_whose_folder_was_moved_says_so_to_every_command() {
         .assert()
         .failure()
         .stderr(predicates::str::contains(words.clone()));
+    // Status says what it can, and not that `ovai restart` (refused) would serve plugins/ "gone"
+    // (helper-81); `seat list` warns as status does.
     root(&moved)
         .arg("status")
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(format!("ovai: warning: {words}")))
+        .stdout(predicates::str::contains("ovai restart").not())
+        .stdout(predicates::str::contains("which is gone").not());
+    root(&moved)
+        .args(["seat", "list"])
         .assert()
         .success()
         .stderr(predicates::str::contains(format!("ovai: warning: {words}")));

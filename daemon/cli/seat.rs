@@ -546,7 +546,13 @@ fn list(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     let book = SeatBook::load(inst).map_err(fail(exit::FAILED))?;
     let config = inst.read_config().map_err(super::config_failure)?;
     let sessions = match client::control::<StatusReply>(inst, ControlOp::Status) {
-        Ok(v) => Some(v),
+        Ok(v) => {
+            let here = inst.root.display().to_string();
+            if let Some(why) = crate::instance::moved(std::path::Path::new(&v.root), Some(&here)) {
+                eprintln!("ovai: warning: {why}.");
+            }
+            Some(v)
+        }
         Err(ClientError::NoServer { .. } | ClientError::Stopping { .. }) => None,
         Err(e) => return Err(super::unreached(e)),
     };

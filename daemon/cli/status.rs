@@ -62,7 +62,8 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         Err(e) => return Err(super::unreached(e)),
     };
     let found = inst.root.display().to_string();
-    if let Some(why) = crate::instance::moved(std::path::Path::new(&v.root), Some(&found)) {
+    let moved = crate::instance::moved(std::path::Path::new(&v.root), Some(&found));
+    if let Some(why) = &moved {
         eprintln!("ovai: warning: {why}.");
     }
     // A settings file removed or broken since the start is met at the next restart: said now.
@@ -151,10 +152,13 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     if let Some(line) = running_line(&v) {
         println!("{line}");
     }
-    if v.stale.is_empty() && v.new_files.is_empty() && v.removed_files.is_empty() {
+    // Moved, the server looks for plugins/ and openovai.json where they were: what it finds there is
+    // no news, and `ovai restart` is refused (the warning above says what to do).
+    if moved.is_none() && v.stale.is_empty() && v.new_files.is_empty() && v.removed_files.is_empty()
+    {
         println!("plugins/ is as it was read.");
     }
-    if !v.stale.is_empty() {
+    if !v.stale.is_empty() && moved.is_none() {
         // An `npm install` changes thousands of a package's files: a few are named.
         const SHOWN: usize = 10;
         let more = match v.stale.len().saturating_sub(SHOWN) {
@@ -166,19 +170,19 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
             v.stale[..v.stale.len().min(SHOWN)].join(", ")
         );
     }
-    if !v.new_files.is_empty() {
+    if !v.new_files.is_empty() && moved.is_none() {
         println!(
             "New since the last read (`ovai restart` reads them): {}.",
             v.new_files.join(", ")
         );
     }
-    if !v.removed_files.is_empty() {
+    if !v.removed_files.is_empty() && moved.is_none() {
         println!(
             "Removed since the last read (`ovai restart` stops serving them): {}.",
             v.removed_files.join(", ")
         );
     }
-    if v.config_changed {
+    if v.config_changed && moved.is_none() {
         println!(
             "openovai.json changed since the last read: the server goes on with the settings it read, and \
              `ovai restart` reads it (calls' context.config included)."
