@@ -183,6 +183,9 @@ pub struct RestartReply {
     /// The sessions told the tool list changed.
     #[serde(default)]
     pub told: usize,
+    /// Files in plugins/ the new reading does not serve (its rows say why).
+    #[serde(default)]
+    pub not_served: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

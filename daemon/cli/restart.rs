@@ -55,5 +55,22 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
     } else {
         println!("{}{told}", r.said);
     }
-    Ok(())
+    // As `ovai check` does: a script that restarts after an edit learns that a file is left out.
+    match r.not_served {
+        0 => Ok(()),
+        n => Err(Failure::new(
+            format!(
+                "{} in plugins/ {} not served (the rows above say why); the other tools are served as read. Fix \
+                 {}, then `ovai restart` again (`ovai check` says the same without a restart).",
+                if n == 1 {
+                    "1 file".to_string()
+                } else {
+                    format!("{n} files")
+                },
+                if n == 1 { "is" } else { "are" },
+                if n == 1 { "it" } else { "them" },
+            ),
+            super::exit::FAILED,
+        )),
+    }
 }
