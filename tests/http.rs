@@ -2514,3 +2514,49 @@ fn a_sessionless_request_of_a_handshake_revision_is_told_to_initialize() {
         );
     }
 }
+
+/// A call whose client went away goes on (a 2025-* client may resume its stream), and still counts
+/// against its seat's maxStreamsPerSeat until it ends: a Worker sending calls and closing each
+/// connection ran a thousand at once, and other seats' calls waited behind them (helper-80). Ending the
+/// session (DELETE) stops its calls.
+#[test]
+fn calls_whose_client_went_away_count_against_the_seat_until_their_session_ends() {
+    let (inst, d, http) = serving(json!({ "maxStreamsPerSeat": 3 }));
+    inst.fixture("fault-never.mjs");
+    inst.cmd().arg("restart").assert().success();
+    let running = || d.status().unwrap()["callsRunningTotal"].as_u64().unwrap();
+    let mut w1 = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    w1.initialize();
+    for i in 0..3 {
+        let (_, r) = w1.send(
+            "tools/call",
+            json!({ "name": "fault-never", "arguments": { "tag": format!("w1-{i}") } }),
+        );
+        assert_eq!(r.status, 200);
+        // The connection closes here, the call in flight.
+    }
+    wait_until("the three calls to run", || (running() == 3).then_some(()));
+    let (_, r) = w1.send("tools/call", json!({ "name": "echo", "arguments": {} }));
+    assert_eq!(r.status, 429);
+    let said = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        said.contains("the seat w1 has 3 requests and streams open on this server, its limit"),
+        "{said}"
+    );
+    // Another seat is not held up.
+    let mut lead = HttpSeat::new(&http, &inst.secret("lead"), "2025-11-25");
+    lead.initialize();
+    assert!(!lead.call("echo", json!({})).1);
+    // The session ends: its calls are stopped (their signals fire), and the seat has room again.
+    let h = w1.headers("DELETE", None);
+    let refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    assert_eq!(http.request("DELETE", &refs, "").status, 204);
+    wait_until("the calls to be stopped", || (running() == 0).then_some(()));
+    for i in 0..3 {
+        let note = inst.root.join(format!("work/aborted-w1-{i}"));
+        wait_until("the call's signal to fire", || note.exists().then_some(()));
+    }
+    let mut again = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    again.initialize();
+    assert!(!again.call("echo", json!({})).1);
+}

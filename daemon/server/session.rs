@@ -496,6 +496,11 @@ impl ServerHandler for SeatService {
         // Made first, so a call refused on the way (an unknown tool, arguments that do not fit) has its
         // span too, failed with the words its caller read.
         let span = std::sync::Mutex::new(self.http_span(&request.name, &context));
+        let _counted = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<HttpTicket>())
+            .cloned();
         let name = request.name.clone();
         let started = std::time::Instant::now();
         let outcome = Box::pin(self.http_call(request, &context, &span)).await;
@@ -580,10 +585,10 @@ impl SeatService {
             if registration.is_some() {
                 return;
             }
-            if let Some(http) = self.daemon.http.get() {
-                http.initialized(&id);
-            }
             let ended = CancellationToken::new();
+            if let Some(http) = self.daemon.http.get() {
+                http.initialized(&id, ended.clone());
+            }
             let registered = Owned::open(
                 &self.daemon.sessions,
                 &self.seat,
@@ -743,6 +748,13 @@ fn trace_header(context: &RequestContext<RoleServer>, key: &str) -> Option<Strin
         .or_else(|| header_of(context, key))
         .filter(|v| v.len() <= 512)
 }
+
+/// What the HTTP endpoint counts against its seat for one request (one of `maxStreamsPerSeat`), handed to
+/// the request's call, which holds it while it runs: a call whose client went away goes on (it may be
+/// resumed) and still counts, so a seat cannot run any number of calls by closing each connection
+/// (helper-80). Given back when its stream and its call are both done.
+#[derive(Clone)]
+pub struct HttpTicket(pub Arc<dyn std::any::Any + Send + Sync>);
 
 /// A header of the HTTP request a request came in, if it came over HTTP.
 fn header_of(context: &RequestContext<RoleServer>, name: &str) -> Option<String> {

@@ -152,8 +152,9 @@ impl Drop for Registered<'_> {
 pub trait RemoteSessions: Send + Sync {
     fn close(&self, id: String) -> futures::future::BoxFuture<'static, ()>;
     fn end_unless(&self, still_valid: &dyn Fn(&str, &str) -> bool);
-    /// Its client sent `notifications/initialized`.
-    fn initialized(&self, id: &str);
+    /// Its client sent `notifications/initialized` (or its first call): `ended` stops its calls when
+    /// its client ends it (DELETE).
+    fn initialized(&self, id: &str, ended: CancellationToken);
     /// For each seat, its sessions opened and never initialised (registered nowhere else).
     fn starting(&self) -> futures::future::BoxFuture<'static, HashMap<String, usize>>;
 }

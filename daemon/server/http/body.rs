@@ -29,6 +29,8 @@ pub struct RequestHolds {
     pub asked: Option<String>,
     /// The span of a request other than a call, when traces are on: ended when its answer is written.
     pub span: Option<crate::server::traces::RequestSpan>,
+    /// The body is a request (not a notification or a response, which are answered at once).
+    pub request: bool,
 }
 
 /// The request with its body read, and what it holds while answered; or the answer it gets instead.
@@ -61,6 +63,7 @@ pub async fn checked(
     // rather than read three times over on the daemon's thread (4 MiB of `[[]],` held it 0.8 s a body).
     let cost = arguments::needs_share(&mended).then(|| arguments::cost(&mended));
     let read = jsonrpc::read(&mended, "body");
+    held.request = matches!(read, Read::Request(_));
     if let Some(cost) = cost.filter(|cost| *cost > arguments::MAX_READ) {
         let why = arguments::too_large("The request's body", cost);
         daemon.refusals.note(&why);

@@ -198,8 +198,8 @@ impl crate::server::sessions::RemoteSessions for Gate {
         }
     }
 
-    fn initialized(&self, id: &str) {
-        self.owners.initialized(id);
+    fn initialized(&self, id: &str, ended: tokio_util::sync::CancellationToken) {
+        self.owners.initialized(id, ended);
     }
 
     fn starting(&self) -> futures::future::BoxFuture<'static, HashMap<String, usize>> {
@@ -392,17 +392,27 @@ async fn check_and_run(
             }
         }
     }
-    let max_total = gate.daemon.current().config.max_connections;
-    let stream = match gate.streams.open(&caller.seat, max_total) {
-        Ok(stream) => stream,
-        Err(why) => {
-            let mut r = refuse(&gate.daemon, StatusCode::TOO_MANY_REQUESTS, why, None);
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            return r;
-        }
-    };
     let method = request.method().clone();
+    // A stream is counted for a GET, and a request's POST: not for a DELETE, a notification (a
+    // cancellation among them) or a response, answered at once, which a seat at its limit must still
+    // send. A body is read (bounded apart, `Bodies`) before it is known which.
+    let open = || {
+        let max_total = gate.daemon.current().config.max_connections;
+        gate.streams.open(&caller.seat, max_total)
+    };
+    let too_many = |why| {
+        let mut r = refuse(&gate.daemon, StatusCode::TOO_MANY_REQUESTS, why, None);
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        r
+    };
+    let mut stream = None;
+    if method == Method::GET {
+        match open() {
+            Ok(s) => stream = Some(s),
+            Err(why) => return too_many(why),
+        }
+    }
     // The revision the request is made under, as a header names it (every request after `initialize`
     // should carry it); without one, a client of a revision before the header was asked for.
     let revision = request
@@ -422,11 +432,25 @@ async fn check_and_run(
     } else {
         (request, super::body::RequestHolds::default())
     };
+    if method == Method::POST && held.request {
+        match open() {
+            Ok(s) => stream = Some(s),
+            Err(why) => return too_many(why),
+        }
+    }
     if method == Method::GET
         && in_use.is_some()
         && let Some(id) = session.as_deref()
     {
         takes_the_stream(gate, id, request.headers()).await;
+    }
+    // The request's call holds its count too (`HttpTicket`): one whose client went away still counts.
+    let stream = stream.map(Arc::new);
+    let mut request = request;
+    if let Some(stream) = &stream {
+        request
+            .extensions_mut()
+            .insert(crate::server::session::HttpTicket(stream.clone()));
     }
     let response = CALLER.scope(caller, next.run(request)).await;
     let mut response = super::plain::reworded(&gate.daemon, response).await;
@@ -438,7 +462,10 @@ async fn check_and_run(
             }
         }
         (Some(id), _) if method == Method::DELETE && response.status().is_success() => {
-            gate.owners.forget(id);
+            // Its calls stop: rmcp ends the session's streams, not the calls its handler runs.
+            if let Some(ended) = gate.owners.forget(id) {
+                ended.cancel();
+            }
             // rmcp answers 202, which the Python SDK takes for a failed end (it wants 200 or 204).
             *response.status_mut() = StatusCode::NO_CONTENT;
         }

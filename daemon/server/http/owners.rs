@@ -31,6 +31,8 @@ struct Owner {
     ending: bool,
     /// Its closing has begun (from the seat's change, or its registration's end): once is enough.
     closing: bool,
+    /// Fired when its client ends it, to stop its calls (from its registration with the daemon).
+    ended: Option<tokio_util::sync::CancellationToken>,
 }
 
 #[derive(Default, Clone)]
@@ -117,6 +119,7 @@ impl Owners {
                 initialized: false,
                 ending: false,
                 closing: false,
+                ended: None,
             },
         );
     }
@@ -151,17 +154,19 @@ impl Owners {
         Some(id)
     }
 
-    pub fn forget(&self, id: &str) {
-        lock(&self.map).remove(id);
+    /// Forgets session `id`: what stops its calls, if it was registered.
+    pub fn forget(&self, id: &str) -> Option<tokio_util::sync::CancellationToken> {
+        lock(&self.map).remove(id).and_then(|o| o.ended)
     }
 
     pub fn count(&self, seat: &str) -> usize {
         lock(&self.map).values().filter(|o| o.seat == seat).count()
     }
 
-    pub fn initialized(&self, id: &str) {
+    pub fn initialized(&self, id: &str, ended: tokio_util::sync::CancellationToken) {
         if let Some(o) = lock(&self.map).get_mut(id) {
             o.initialized = true;
+            o.ended = Some(ended);
         }
     }
 
