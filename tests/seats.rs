@@ -913,3 +913,25 @@ fn rebuild_says_written_only_what_it_wrote() {
             "Gemini CLI at that desk does not have the seat's secret",
         ));
 }
+
+/// A seat changed while no server runs gets its runtime.log row all the same, from the command: who
+/// re-keyed or removed a seat is not lost from the log (helper-82).
+#[test]
+fn a_seat_change_with_no_server_running_gets_its_row() {
+    let inst = Instance::new();
+    inst.add_seat("w14");
+    inst.cmd()
+        .args(["seat", "rotate", "w14"])
+        .assert()
+        .success();
+    inst.cmd()
+        .args(["seat", "remove", "w14"])
+        .assert()
+        .success();
+    let rows = inst.rows("seats");
+    for cmd in ["add", "rotate", "remove"] {
+        let want =
+            format!("The seats changed: `ovai seat {cmd} w14` (no server was running to tell).");
+        assert!(rows.contains(&want), "{want}\n{rows:?}");
+    }
+}

@@ -529,9 +529,24 @@ pub fn untrusting(inst: &Instance, seat: &str, clients: &[Client]) -> Vec<Client
 
 /// Tells a running daemon the seats changed; how many sessions it ended. No daemon: nothing to tell.
 fn tell_daemon(inst: &Instance, why: &str) -> Result<usize, Failure> {
+    // The row the server writes when it is told; with none to tell, written here (helper-82: a seat
+    // re-keyed while the server was down, or stopping, was in no row).
+    let row = |note: &str| {
+        crate::runtime_log::RuntimeLog::new(inst.runtime_log()).row(
+            crate::runtime_log::Topic::Seats,
+            &format!("The seats changed: {why} ({note})."),
+        );
+    };
     match client::control_because::<SeatsReply>(inst, ControlOp::Seats, Some(why)) {
         Ok(v) => Ok(v.ended.len()),
-        Err(ClientError::NoServer { .. } | ClientError::Stopping { .. }) => Ok(0),
+        Err(ClientError::NoServer { .. }) => {
+            row("no server was running to tell");
+            Ok(0)
+        }
+        Err(ClientError::Stopping { .. }) => {
+            row("the server was stopping, and was not told");
+            Ok(0)
+        }
         Err(e) => Err(Failure::new(
             format!(
                 "The seats were changed, and the running server could not be told, so a session of an old secret \
