@@ -100,8 +100,8 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
     }
     // The host checks the size; bytes a plugin wrote to fd 4 inside a string can still add to it.
     if let Some(text) = a.text {
-        return if as_sent(&text) > max_answer_bytes {
-            too_big(text.len(), as_sent(&text), false)
+        return if crate::jsonrpc::json_len(&text) > max_answer_bytes {
+            too_big(text.len(), crate::jsonrpc::json_len(&text), false)
         } else if blank(&text) {
             empty_text(&text)
         } else {
@@ -109,8 +109,8 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
         };
     }
     if let Some(refused) = a.refused {
-        return if as_sent(&refused) > max_answer_bytes {
-            too_big(refused.len(), as_sent(&refused), true)
+        return if crate::jsonrpc::json_len(&refused) > max_answer_bytes {
+            too_big(refused.len(), crate::jsonrpc::json_len(&refused), true)
         } else if blank(&refused) {
             // A refusal is words the caller acts on: an empty one would reach it as silence.
             Outcome::Refused(format!(
@@ -152,17 +152,6 @@ pub fn from_host(file: &str, mut a: Answer, max_answer_bytes: usize) -> Outcome 
 
 /// Whether a JSON string (quotes and all) shows nothing: decided by its first character where that is
 /// a letter, digit or mark (any real answer), else read whole.
-/// A string's length as JSON writes it, less its quotes (as serde_json and JSON.stringify escape).
-fn as_sent(s: &str) -> usize {
-    s.bytes()
-        .map(|b| match b {
-            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
-            0..0x20 => 6,
-            _ => 1,
-        })
-        .sum()
-}
-
 fn shows_nothing(json: &str) -> bool {
     match json.as_bytes().get(1) {
         Some(b) if b.is_ascii_graphic() && *b != b'\\' && *b != b'"' => false,
@@ -485,15 +474,6 @@ pub fn room_failed(e: &crate::tools::room::RoomError) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn as_sent_is_the_length_serde_json_writes() {
-        let every: String = (0u8..128).map(char::from).collect::<String>() + "é😀\u{2028}";
-        for s in ["", "plain", "\"\\", every.as_str()] {
-            let json = serde_json::to_string(s).unwrap();
-            assert_eq!(as_sent(s), json.len() - 2, "{json}");
-        }
-    }
 
     #[test]
     fn a_tool_name_that_is_not_a_plain_word_is_shown_quoted() {

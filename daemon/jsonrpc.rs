@@ -624,6 +624,17 @@ fn not_json(why: &str, unit: &str) -> String {
     format!("Parse error: the {unit} is not JSON ({why})")
 }
 
+/// A string's length as JSON writes it, less its quotes (as serde_json and JSON.stringify escape).
+pub fn json_len(s: &str) -> usize {
+    s.bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..0x20 => 6,
+            _ => 1,
+        })
+        .sum()
+}
+
 /// At most 100 characters of what a client named, escaped, for an answer's words.
 pub fn clip(text: &str) -> String {
     crate::names::escape_controls(&text.chars().take(100).collect::<String>(), false).into_owned()
@@ -649,6 +660,15 @@ fn error_raw_id(raw: &str, code: i64, message: &str) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_len_is_the_length_serde_json_writes() {
+        let every: String = (0u8..128).map(char::from).collect::<String>() + "é😀\u{2028}";
+        for s in ["", "plain", "\"\\", every.as_str()] {
+            let json = serde_json::to_string(s).unwrap();
+            assert_eq!(json_len(s), json.len() - 2, "{json}");
+        }
+    }
 
     #[test]
     fn depth_is_what_serde_reads_whole() {

@@ -321,3 +321,37 @@ fn a_seat_says_at_most_a_mebibyte_a_minute() {
         .count();
     assert_eq!(lines, 65);
 }
+
+/// A room read is held to maxAnswerBytes as the answer is sent, JSON escapes counted (a message of
+/// quotes doubles in it), and a message too long for it alone is cut, saying how much is not shown: a
+/// read once sent twice the bound, and one message of 16 KiB past a bound of 512 bytes (helper-82).
+#[test]
+fn a_room_read_is_held_to_max_answer_bytes_as_sent() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "maxAnswerBytes": 4096 }));
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let quotes = "\"".repeat(3000);
+    for _ in 0..4 {
+        assert!(!s.call("room", json!({ "say": quotes, "last": 0 })).1);
+    }
+    let sent = |text: &str| serde_json::to_string(text).unwrap().len() - 2;
+    let (text, refused) = s.call("room", json!({ "last": 4 }));
+    assert!(!refused);
+    assert!(sent(&text) <= 4096, "{} bytes as sent", sent(&text));
+    assert!(text.contains("The last message in the room:"), "{text}");
+    assert!(text.contains("(Older messages are not shown"), "{text}");
+    // One message longer than the bound on its own: cut, and said so.
+    let long = "\"".repeat(9000);
+    assert!(!s.call("room", json!({ "say": long, "last": 0 })).1);
+    let (text, refused) = s.call("room", json!({ "last": 1 }));
+    assert!(!refused);
+    assert!(sent(&text) <= 4096, "{} bytes as sent", sent(&text));
+    assert!(
+        text.contains(
+            "bytes more of this message are not shown: an answer holds at most 4,096 bytes"
+        ),
+        "{text}"
+    );
+}

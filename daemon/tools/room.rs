@@ -212,15 +212,22 @@ fn render(seat: &str, said: bool, last: usize, tail: &RoomTail, max_bytes: usize
     if said {
         s.push('\n');
     }
-    // The newest messages first, as many as fit the answer; the rest are counted.
+    // The newest messages first, as many as fit the answer as it is sent (JSON escapes counted: a
+    // message of quotes doubles), room kept for what is said around them; the rest are counted. The
+    // newest, longer than that on its own, is cut.
+    let budget = max_bytes.saturating_sub(AROUND.min(max_bytes / 2));
     let mut shown: Vec<String> = Vec::new();
     let mut bytes = 0;
     for m in tail.messages.iter().rev() {
         let one = shown_message(m);
-        if bytes + one.len() > max_bytes && !shown.is_empty() {
+        let len = crate::jsonrpc::json_len(&one);
+        if bytes + len > budget {
+            if shown.is_empty() {
+                shown.push(cut_to(&one, budget, max_bytes));
+            }
             break;
         }
-        bytes += one.len();
+        bytes += len;
         shown.push(one);
     }
     let left_out = tail.messages.len() - shown.len();
@@ -258,6 +265,29 @@ fn render(seat: &str, said: bool, last: usize, tail: &RoomTail, max_bytes: usize
 }
 
 /// One message as a session reads it: time and seat first, its own lines indented under it.
+/// The most a room read's words around its messages take as sent (its first line, the notes after).
+const AROUND: usize = 640;
+
+/// A message as much of it as fits `budget` bytes as sent, and how much is left out.
+fn cut_to(one: &str, budget: usize, max_bytes: usize) -> String {
+    let room = budget.saturating_sub(160);
+    let (mut used, mut end) = (0, 0);
+    for (i, c) in one.char_indices() {
+        let n = crate::jsonrpc::json_len(c.encode_utf8(&mut [0u8; 4]));
+        if used + n > room {
+            break;
+        }
+        used += n;
+        end = i + c.len_utf8();
+    }
+    format!(
+        "{}… ({} bytes more of this message are not shown: an answer holds at most {} bytes (maxAnswerBytes).)\n",
+        &one[..end],
+        thousands(one.len() - end),
+        thousands(max_bytes)
+    )
+}
+
 fn shown_message(m: &Message) -> String {
     let text = escape_controls(&m.text, true);
     let mut lines = text.split('\n');
