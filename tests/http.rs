@@ -1822,6 +1822,19 @@ fn what_is_wrong_with_a_request_is_said_in_json_rpc_words() {
             400,
             "the MCP-Protocol-Version header says 2026-07-29, a revision this server does not speak",
         ),
+        // A header past what rmcp's answer can be read back at: said all the same (helper-80).
+        (
+            "POST",
+            with(
+                &[],
+                &[(
+                    "mcp-protocol-version",
+                    &format!("2025-06-18{}", "x".repeat(5000)),
+                )],
+            ),
+            400,
+            "the MCP-Protocol-Version header is 5,010 bytes long: a protocol version is a date",
+        ),
         (
             "POST",
             with(&[], &[("accept", "application/json")]),
@@ -1873,11 +1886,19 @@ fn what_is_wrong_with_a_request_is_said_in_json_rpc_words() {
             ("mcp-protocol-version", "2025-06-18"),
             "this request carries 2 MCP-Protocol-Version headers, and this server takes exactly one",
         ),
+        // The second after the server's own: only the first was checked (helper-80).
+        (
+            ("origin", "http://evil.com"),
+            "this request carries 2 Origin headers, and this server takes exactly one",
+        ),
     ] {
         let mut headers = with(&[], &[]);
         if extra.0 == "authorization" {
             headers.retain(|(k, _)| k != "authorization");
             headers.push(("authorization".into(), token.clone()));
+        }
+        if extra.0 == "origin" {
+            headers.push(("origin".into(), format!("http://{}", http.host)));
         }
         headers.push((extra.0.to_string(), extra.1.to_string()));
         let refs: Vec<(&str, &str)> = headers

@@ -265,14 +265,15 @@ async fn check_and_run(
     next: Next,
     working: Option<crate::server::places::Working>,
 ) -> Response {
-    // Two of a header that decides who may ask, in what name, in which session or how the body is read
-    // are two answers to one question: a proxy in front may have checked the other one.
+    // Two of a header that decides who may ask, from which page, in what name, in which session or how
+    // the body is read are two answers to one question: a proxy in front may have checked the other one.
     let once = [
         ("host", "Host"),
         ("authorization", "Authorization"),
         ("content-type", "Content-Type"),
         (SESSION_HEADER, "Mcp-Session-Id"),
         ("mcp-protocol-version", "MCP-Protocol-Version"),
+        ("origin", "Origin"),
     ];
     if let Some(refused) = given_twice(gate, request.headers(), &once) {
         return refused;
@@ -412,6 +413,21 @@ async fn check_and_run(
             Ok(s) => stream = Some(s),
             Err(why) => return too_many(why),
         }
+    }
+    // rmcp's refusal of a version echoes it, past what its answer is read back at (`plain`): a long one
+    // is refused here.
+    if let Some(v) = request
+        .headers()
+        .get("mcp-protocol-version")
+        .filter(|v| v.len() > 64)
+    {
+        let why = format!(
+            "the MCP-Protocol-Version header is {} bytes long: a protocol version is a date, such as \
+             2025-11-25. Send the revision initialize agreed (this server speaks {})",
+            crate::names::thousands(v.len()),
+            super::plain::known_versions()
+        );
+        return refuse(&gate.daemon, StatusCode::BAD_REQUEST, why, None);
     }
     // The revision the request is made under, as a header names it (every request after `initialize`
     // should carry it); without one, a client of a revision before the header was asked for.

@@ -104,7 +104,7 @@ fn clip(text: &str) -> String {
 }
 
 /// "2024-11-05, 2025-03-26, … and 2026-07-28".
-fn known_versions() -> String {
+pub fn known_versions() -> String {
     let all: Vec<&str> = ProtocolVersion::KNOWN_VERSIONS
         .iter()
         .map(|v| v.as_str())
