@@ -222,7 +222,7 @@ fn check_prints_the_rows_a_restart_would_write_and_touches_no_daemon() {
         .arg("check")
         .assert()
         .code(1)
-        .stdout("plugins/broken.mjs would not be served: it does not export inputSchema or run\nThis instance would serve a tool of its own: good\n")
+        .stdout("plugins/broken.mjs would not be served: it does not export inputSchema or run (add `export const inputSchema = ...` and `export async function run(args, context) { ... }`)\nThis instance would serve a tool of its own: good\n")
         .stderr("ovai: 1 of the 2 files checked would not be served.\n");
     inst.cmd()
         .args(["check", "good"])
@@ -277,7 +277,7 @@ fn check_prints_the_rows_a_restart_would_write_and_touches_no_daemon() {
         .assert()
         .code(1)
         .stdout(predicate::str::contains(
-            "plugins/broken.mjs is not served: it does not export inputSchema or run",
+            "plugins/broken.mjs is not served: it does not export inputSchema or run (add `export const inputSchema = ...` and `export async function run(args, context) { ... }`)",
         ))
         .stderr(
             "ovai: 1 file in plugins/ is not served (the rows above say why); the other tools are served as \

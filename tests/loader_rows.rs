@@ -327,6 +327,11 @@ fn a_file_missing_or_mistyping_an_export_is_refused_whole() {
             "default.mjs",
             "export default { description: 'd', inputSchema: { type: 'object' }, run() {} };",
         ),
+        // The two others named, run the default: the form shown is run's (helper-81).
+        (
+            "default-run.mjs",
+            "export const description = 'd';\nexport const inputSchema = { type: 'object' };\nexport default async function run() {}",
+        ),
         (
             "generator-run.mjs",
             &format!(
@@ -363,18 +368,19 @@ fn a_file_missing_or_mistyping_an_export_is_refused_whole() {
         [
             "plugins/blank.mjs is not served: its description is empty",
             "plugins/class-run.mjs is not served: its run is a class, not a function",
+            "plugins/default-run.mjs is not served: it does not export run (it has a default export, and the three must be named exports: `export async function run(args, context) { ... }`)",
             "plugins/default.mjs is not served: it does not export description, inputSchema or run (it has a default export, and the three must be named exports: `export const description = ...`)",
             "plugins/desc-number.mjs is not served: its description is a number, not a string",
-            "plugins/empty.mjs is not served: it does not export description, inputSchema or run",
+            "plugins/empty.mjs is not served: it does not export description, inputSchema or run (add `export const description = ...`, `export const inputSchema = ...` and `export async function run(args, context) { ... }`)",
             "plugins/generator-run.mjs is not served: its run is a generator function, not a function that returns its answer (an async one may await)",
             "plugins/helpers.mjs is not served: it does not export description, inputSchema or run (it exports \"clamp\", \"slugify\"; a module other tools import goes in a subfolder, such as plugins/lib/, where it is never taken for a tool)",
-            "plugins/mixed.mjs is not served: it does not export run; its description is a number, not a string",
-            "plugins/no-run.mjs is not served: it does not export run",
+            "plugins/mixed.mjs is not served: it does not export run (add `export async function run(args, context) { ... }`); its description is a number, not a string",
+            "plugins/no-run.mjs is not served: it does not export run (add `export async function run(args, context) { ... }`)",
             "plugins/other-names.mjs is not served: it does not export description, inputSchema or run (it exports \"desc\", \"handler\" and \"schema\", as other hosts name them: here the three are named description, inputSchema and run)",
             "plugins/run-string.mjs is not served: its run is a string, not a function",
             "plugins/schema-array.mjs is not served: its inputSchema is an array, not an object",
             "plugins/schema-null.mjs is not served: its inputSchema is null, not an object",
-            "plugins/two-missing.mjs is not served: it does not export description or inputSchema",
+            "plugins/two-missing.mjs is not served: it does not export description or inputSchema (add `export const description = ...` and `export const inputSchema = ...`)",
             "plugins/typo.mjs is not served: it does not export description, inputSchema or run (it exports \"descripton\", \"inputschema\" and \"runn\": misspelt?)",
             "plugins/zod-object.mjs is not served: its inputSchema is a ZodObject, not a JSON schema written as a plain object (a zod schema is written as one by z.toJSONSchema(schema, { io: \"input\" }) in zod 4, zodToJsonSchema(schema) before)",
         ]

@@ -916,7 +916,7 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
     // A refusal for the caller's arguments is not the tool's fault; a throw is, and its author reads so.
     inst.cmd().arg("status").assert().success().stdout(
         predicate::str::contains(
-            "\nplugins/broken.mjs is not served: it does not export inputSchema or run\n",
+            "\nplugins/broken.mjs is not served: it does not export inputSchema or run (add `export const inputSchema = ...` and `export async function run(args, context) { ... }`)\n",
         )
         .and(predicate::str::contains(
             "Calls to echo: 2 (1 refused, of which 0 when its host stopped and 0 for a fault in the tool's code); p50 ",
@@ -1014,7 +1014,7 @@ fn tools_show_what_each_costs_a_turn_and_call_reads_stdin_and_suggests_from_the_
         .args(["call", "broken", "--seat", "lead"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("There is no tool called broken here: plugins/broken.mjs is not served: it does not export description or inputSchema; its run is a number, not a function"));
+        .stderr(predicate::str::contains("There is no tool called broken here: plugins/broken.mjs is not served: it does not export description or inputSchema (add `export const description = ...` and `export const inputSchema = ...`); its run is a number, not a function"));
 }
 
 #[test]

@@ -363,6 +363,15 @@ pub fn schema(file: &str, problem: &str) -> String {
 /// The three exports a plugin's module must have.
 const EXPORTS: [&str; 3] = ["description", "inputSchema", "run"];
 
+/// How one of the three is written.
+fn written(name: &str) -> &'static str {
+    match name {
+        "description" => "`export const description = ...`",
+        "inputSchema" => "`export const inputSchema = ...`",
+        _ => "`export async function run(args, context) { ... }`",
+    }
+}
+
 /// What other hosts' tools call the three (the MCP SDKs', LangChain's, function calling's): a module
 /// exporting these meant to be a tool, not code for other tools.
 fn named_otherwise(meant: &str, found: &str) -> bool {
@@ -430,6 +439,12 @@ pub fn exports(file: &str, r: &ExportsReport) -> String {
                 listed(&otherwise, "and")
             ));
         }
+        // Nothing pointed at, and not shared code (some of the three there, or no export at all): how
+        // each missing one is written (helper-81: "it does not export description" said no more).
+        if !pointed && !r.has_default && (missing.len() < EXPORTS.len() || r.others.is_empty()) {
+            let forms: Vec<String> = missing.iter().map(|m| written(m).to_string()).collect();
+            part.push_str(&format!(" (add {})", listed(&forms, "and")));
+        }
         parts.push(part);
     }
     let clip = |s: &str| s.chars().take(64).collect::<String>();
@@ -457,9 +472,10 @@ pub fn exports(file: &str, r: &ExportsReport) -> String {
     }
     let mut why = parts.join("; ");
     if r.has_default && !missing.is_empty() {
-        why.push_str(
-            " (it has a default export, and the three must be named exports: `export const description = ...`)",
-        );
+        why.push_str(&format!(
+            " (it has a default export, and the three must be named exports: {})",
+            written(&missing[0])
+        ));
     } else if missing.len() == EXPORTS.len() && !r.others.is_empty() && !pointed {
         // None of the three, and exports of its own: shared code, most likely; what it exports is said,
         // for a tool whose names are another host's after all.
@@ -501,7 +517,7 @@ mod tests {
         };
         assert_eq!(
             exports("x.mjs", &r),
-            "plugins/x.mjs is not served: it does not export description, inputSchema or run"
+            "plugins/x.mjs is not served: it does not export description, inputSchema or run (add `export const description = ...`, `export const inputSchema = ...` and `export async function run(args, context) { ... }`)"
         );
         // Exports of its own and none of the three: code for other tools, in the wrong place.
         let r = ExportsReport {
@@ -563,7 +579,7 @@ mod tests {
         };
         assert_eq!(
             exports("x.mjs", &r),
-            "plugins/x.mjs is not served: it does not export run; its description is a number, not a string"
+            "plugins/x.mjs is not served: it does not export run (add `export async function run(args, context) { ... }`); its description is a number, not a string"
         );
     }
 
