@@ -296,6 +296,19 @@ fn ctrl_c_on_stop_says_the_server_goes_on_stopping() {
     cmd.args(["stop", "--root"]).arg(&inst.root);
     let stop = Running::spawn(cmd);
     stop.wait_for_stderr("ovai: waiting for the server");
+    // The daemon, stopped by a command and not by Ctrl-C, does not speak of Ctrl-C (helper-81).
+    wait_until("the daemon to say how its calls end now", || {
+        let said = std::fs::read_to_string(&d.stderr).ok()?;
+        said.contains(&format!(
+            "(shutdownGraceSeconds); `kill -INT {pid}` ends them now"
+        ))
+        .then_some(())
+    });
+    assert!(
+        !std::fs::read_to_string(&d.stderr)
+            .unwrap()
+            .contains("Ctrl-C again")
+    );
     signal(stop.id(), libc::SIGINT);
     let (status, _, err) = stop.wait();
     // Ended by the signal, as a shell loop that sent it expects.

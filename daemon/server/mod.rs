@@ -616,8 +616,14 @@ async fn shut_down(daemon: &Arc<Daemon>, why: &'static str, signals: &mut Signal
     // Ctrl-C again (or a second TERM) means now, as it does for other programs: the grace ends.
     let again = signals.stop();
     if !grace.is_zero() {
+        // Said to the terminal it runs in: Ctrl-C only where that is what stopped it.
+        let now = if why == "SIGINT" {
+            "Ctrl-C again ends them now".to_string()
+        } else {
+            format!("`kill -INT {}` ends them now", std::process::id())
+        };
         tracing::info!(
-            "stopping: the calls in flight have {} s to finish (shutdownGraceSeconds); Ctrl-C again ends them now",
+            "stopping: the calls in flight have {} s to finish (shutdownGraceSeconds); {now}",
             grace.as_secs()
         );
     }
