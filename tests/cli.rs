@@ -40,6 +40,26 @@ fn init_makes_an_instance_with_the_leaders_seat() {
     assert_eq!(mode(&inst.root.join(".ovai/seats.json")), 0o600);
 }
 
+/// With no user given and $USER empty, the instance's user is "user", and init says so and how to name
+/// another (it was taken silently; helper-81).
+#[test]
+fn init_with_no_user_to_be_found_says_what_it_named() {
+    let dir = tempfile::tempdir_in("/tmp").unwrap();
+    let root = dir.path().join("ws");
+    ovai()
+        .arg("init")
+        .arg(&root)
+        .env("USER", "")
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(
+            "ovai: $USER is empty, so the instance's user is \"user\": `ovai init --user NAME` names \
+             another, or change \"user\" in openovai.json.",
+        ));
+    let config: Value = read_json(&root.join("openovai.json"));
+    assert_eq!(config["user"], "user");
+}
+
 #[test]
 fn init_refuses_a_directory_that_holds_an_instance() {
     let inst = Instance::new();

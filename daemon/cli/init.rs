@@ -99,10 +99,25 @@ pub fn run(
             1,
         ));
     }
-    let user = user
+    let given = user.is_some();
+    let user = match user
         .or_else(|| std::env::var("USER").ok())
         .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| "user".into());
+    {
+        Some(user) => user,
+        None => {
+            let what = match (given, std::env::var_os("USER")) {
+                (true, _) => "--user is empty",
+                (false, Some(_)) => "$USER is empty",
+                (false, None) => "$USER is not set",
+            };
+            eprintln!(
+                "ovai: {what}, so the instance's user is \"user\": `ovai init --user NAME` names another, or \
+                 change \"user\" in openovai.json."
+            );
+            "user".into()
+        }
+    };
     let leader = leader.unwrap_or_else(|| DEFAULT_LEADER.into());
     if let Some(why) = names::why_not(&leader) {
         return Err(Failure::new(
