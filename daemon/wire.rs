@@ -266,6 +266,9 @@ pub struct StatusReply {
     /// Served files gone from plugins/ since the last read.
     #[serde(default)]
     pub removed_files: Vec<String>,
+    /// Files not served gone from plugins/ since the last read.
+    #[serde(default)]
+    pub removed_unserved: Vec<String>,
     /// openovai.json reads otherwise now than when the generation served was read.
     #[serde(default)]
     pub config_changed: bool,

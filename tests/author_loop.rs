@@ -1607,3 +1607,41 @@ fn a_scaffold_not_written_whole_leaves_no_file() {
     );
     inst.cmd().args(["plugin", "tracker"]).assert().success();
 }
+
+/// A file that was not served, removed after the read, gets a row and shows in status as such: its
+/// removal may be the fix its own row asked for (two files whose names differ only in case), and nothing
+/// said so (helper-82).
+#[test]
+fn a_file_not_served_removed_after_the_read_gets_a_row() {
+    let tool = "export const description = 'd';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'ok' }; }";
+    let inst = Instance::with_plugins(&[("whoami.mjs", tool), ("WHOAMI.mjs", tool)]);
+    let d = inst.start();
+    let rows = inst.rows("plugins");
+    assert_eq!(
+        rows.iter()
+            .filter(|r| r.contains(" is not served: "))
+            .count(),
+        2,
+        "{rows:?}"
+    );
+    std::fs::remove_file(inst.root.join("plugins/WHOAMI.mjs")).unwrap();
+    wait_for_row(
+        &inst,
+        "plugins/WHOAMI.mjs, which was not served, was removed after the last read; `ovai restart` reads plugins/ without it",
+    );
+    let status = d.status().unwrap();
+    assert_eq!(status["removedUnserved"], json!(["plugins/WHOAMI.mjs"]));
+    assert_eq!(status["removedFiles"], json!([]));
+    inst.cmd().arg("status").assert().success().stdout(predicate::str::contains(
+        "Removed since the last read, not served: plugins/WHOAMI.mjs (`ovai restart` reads plugins/ without them).",
+    ));
+    inst.cmd().arg("restart").assert().success();
+    assert_eq!(
+        inst.cmd()
+            .args(["call", "whoami", "--seat", "lead"])
+            .output()
+            .unwrap()
+            .stdout,
+        b"ok\n"
+    );
+}

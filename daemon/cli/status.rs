@@ -154,7 +154,11 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     }
     // Moved, the server looks for plugins/ and openovai.json where they were: what it finds there is
     // no news, and `ovai restart` is refused (the warning above says what to do).
-    if moved.is_none() && v.stale.is_empty() && v.new_files.is_empty() && v.removed_files.is_empty()
+    if moved.is_none()
+        && v.stale.is_empty()
+        && v.new_files.is_empty()
+        && v.removed_files.is_empty()
+        && v.removed_unserved.is_empty()
     {
         println!("plugins/ is as it was read.");
     }
@@ -180,6 +184,12 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
         println!(
             "Removed since the last read (`ovai restart` stops serving them): {}.",
             v.removed_files.join(", ")
+        );
+    }
+    if !v.removed_unserved.is_empty() && moved.is_none() {
+        println!(
+            "Removed since the last read, not served: {} (`ovai restart` reads plugins/ without them).",
+            v.removed_unserved.join(", ")
         );
     }
     if v.config_changed && moved.is_none() {

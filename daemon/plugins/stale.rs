@@ -62,18 +62,20 @@ pub enum Change {
     Appeared {
         file: String,
     },
-    /// Gone since it was read, while still being served as read.
+    /// Gone since it was read; `served` says whether the old reading is being served (one that was
+    /// not may be the fix its own row asked for).
     Removed {
         file: String,
+        served: bool,
     },
 }
 
 impl Change {
     pub fn file(&self) -> &str {
         match self {
-            Change::Changed { file, .. } | Change::Appeared { file } | Change::Removed { file } => {
-                file
-            }
+            Change::Changed { file, .. }
+            | Change::Appeared { file }
+            | Change::Removed { file, .. } => file,
         }
     }
 
@@ -96,8 +98,14 @@ impl Change {
             Change::Appeared { file } => format!(
                 "plugins/{file} appeared after the last read and is not served yet; `ovai restart` reads it"
             ),
-            Change::Removed { file } => format!(
+            Change::Removed { file, served: true } => format!(
                 "plugins/{file} was removed after the last read: it is served, if at all, as it was read, and a plugin host started from now on (after a crash, or when the seats change) refuses its calls; `ovai restart` stops serving it"
+            ),
+            Change::Removed {
+                file,
+                served: false,
+            } => format!(
+                "plugins/{file}, which was not served, was removed after the last read; `ovai restart` reads plugins/ without it"
             ),
         }
     }
@@ -218,7 +226,7 @@ fn back_as_read(back: &Back) -> String {
 }
 
 /// How plugins/ differs now from `snapshot`, sorted by file name. `served` says which files the reading
-/// serves (a removed file that was not served changes nothing).
+/// serves.
 pub fn changes(
     dir: &Path,
     snapshot: &Snapshot,
@@ -238,8 +246,11 @@ pub fn changes(
                     served: served(file),
                 });
             }
-        } else if served(file) {
-            out.push(Change::Removed { file: file.clone() });
+        } else {
+            out.push(Change::Removed {
+                file: file.clone(),
+                served: served(file),
+            });
         }
     }
     for file in now {
@@ -280,10 +291,15 @@ mod tests {
                     served: true
                 },
                 Change::Removed {
-                    file: "c.mjs".into()
+                    file: "c.mjs".into(),
+                    served: true
                 },
                 Change::Appeared {
                     file: "d.mjs".into()
+                },
+                Change::Removed {
+                    file: "gone-unserved.mjs".into(),
+                    served: false
                 },
             ]
         );

@@ -213,7 +213,7 @@ pub async fn status(daemon: &Arc<Daemon>, files: bool) -> StatusReply {
     let shown = |c: &crate::plugins::stale::Change| {
         format!("plugins/{}", crate::names::escape_controls(c.file(), false))
     };
-    let (mut stale, new_files, removed_files) = match stale {
+    let (mut stale, new_files, removed_files, removed_unserved) = match stale {
         Ok(changes) => {
             use crate::plugins::stale::Change;
             let pick =
@@ -221,7 +221,8 @@ pub async fn status(daemon: &Arc<Daemon>, files: bool) -> StatusReply {
             (
                 pick(|c| matches!(c, Change::Changed { .. })),
                 pick(|c| matches!(c, Change::Appeared { .. })),
-                pick(|c| matches!(c, Change::Removed { .. })),
+                pick(|c| matches!(c, Change::Removed { served: true, .. })),
+                pick(|c| matches!(c, Change::Removed { served: false, .. })),
             )
         }
         Err(e) => (
@@ -229,6 +230,7 @@ pub async fn status(daemon: &Arc<Daemon>, files: bool) -> StatusReply {
                 Some(m) => format!("plugins/ itself, which {}", m.state()),
                 None => format!("plugins/ itself, which cannot be read ({e})"),
             }],
+            Vec::new(),
             Vec::new(),
             Vec::new(),
         ),
@@ -314,5 +316,6 @@ pub async fn status(daemon: &Arc<Daemon>, files: bool) -> StatusReply {
         config_changed,
         new_files,
         removed_files,
+        removed_unserved,
     }
 }
