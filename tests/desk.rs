@@ -638,7 +638,7 @@ fn trust_in_the_home_goes_with_a_removed_seat_and_follows_a_moved_desk() {
     );
     assert!(
         said.contains(&format!(
-            "Gemini CLI and Codex no longer trust {}: ovai wrote that trust for the seat (",
+            "Gemini CLI and Codex no longer trust {}: its entry was taken out of ",
             w2.display()
         )),
         "{said}"
@@ -694,5 +694,28 @@ fn trust_in_the_home_goes_with_a_removed_seat_and_follows_a_moved_desk() {
             w1.display()
         )),
         "{codex}"
-    );
+    ); // A copy of an instance, not a move: the desk it names is still there, and keeps its trust.
+    let original = tempfile::tempdir_in("/tmp").unwrap();
+    let there = original.path().join("desks/w1");
+    std::fs::create_dir_all(&there).unwrap();
+    std::fs::write(there.join(".mcp.json"), "{}").unwrap();
+    let mut doc: serde_json::Value = read_json(&path);
+    doc["mcpServers"]["openovai"]["env"]["OVAI_ROOT"] =
+        serde_json::json!(original.path().display().to_string());
+    std::fs::write(&path, doc.to_string()).unwrap();
+    std::fs::write(
+        &gemini,
+        format!("{{\"{}\": \"TRUST_FOLDER\"}}", there.display()),
+    )
+    .unwrap();
+    let out = inst
+        .cmd()
+        .args(["seat", "rebuild"])
+        .env("HOME", home.path())
+        .env_remove("CODEX_HOME")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(folders()[there.display().to_string()], "TRUST_FOLDER");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("trusted desks/w1 where it was"));
 }

@@ -223,9 +223,8 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             let mut moved = Vec::new();
             for (seat, old_root) in &rebuilt.moved {
                 let was = std::path::Path::new(old_root).join("desks").join(seat);
-                if !carry_trust(inst, seat, &was, &clients)
-                    && !untrusting(inst, seat, &clients).is_empty()
-                {
+                carry_trust(inst, seat, &was, &clients);
+                if !untrusting(inst, seat, &clients).is_empty() {
                     moved.push(seat.as_str());
                 }
             }
@@ -319,20 +318,17 @@ fn untrust_removed(inst: &Instance, seat: &str) {
         return;
     };
     let desk = inst.desk(seat);
-    match crate::desk::clients::untrust(&desk, (&homes.0, &homes.1), &clients) {
-        Ok(had) if !had.is_empty() => {
-            let (names, _) = named(&had);
-            println!(
-                "{names} no longer trust {}: ovai wrote that trust for the seat ({}).",
-                desk.display(),
-                trust_files(&homes, &had)
-            );
-        }
-        Ok(_) => {}
-        Err(why) => eprintln!(
-            "ovai: warning: {why}; the trust of {} stays there.",
-            desk.display()
-        ),
+    let (had, failed) = crate::desk::clients::untrust(&desk, (&homes.0, &homes.1), &clients);
+    if !had.is_empty() {
+        let (names, s) = named(&had);
+        println!(
+            "{names} no longer trust{s} {}: its entry was taken out of {}.",
+            desk.display(),
+            trust_files(&homes, &had)
+        );
+    }
+    for why in failed {
+        eprintln!("ovai: warning: {why}.");
     }
 }
 
@@ -348,25 +344,31 @@ fn trust_files(homes: &(std::path::PathBuf, std::path::PathBuf), clients: &[Clie
     files.join(", ")
 }
 
-/// Moves the trust ovai wrote for a seat's desk where it `was` (the instance moved) to where it is now;
-/// whether it did, for any client.
-fn carry_trust(inst: &Instance, seat: &str, was: &std::path::Path, clients: &[Client]) -> bool {
-    let Some(homes) = client_homes() else {
-        return false;
-    };
-    let homes_ref = (homes.0.as_path(), homes.1.as_path());
-    let had = match crate::desk::clients::untrust(was, homes_ref, clients) {
-        Ok(had) if !had.is_empty() => had,
-        Ok(_) => return false,
-        Err(why) => {
-            eprintln!(
-                "ovai: warning: {why}; the trust of {} stays there.",
-                was.display()
-            );
-            return false;
-        }
-    };
+/// Moves the trust `seat trust` wrote for a seat's desk where it `was` to where it is now, when the
+/// instance moved: not from a desk still there (a copy of the instance; the original keeps its trust),
+/// and not for Codex where the desk is now in a git work tree (trusted, it would be all of that tree:
+/// `seat trust` says so, and is left to the person).
+fn carry_trust(inst: &Instance, seat: &str, was: &std::path::Path, clients: &[Client]) {
     let desk = inst.desk(seat);
+    let Some(homes) = client_homes() else {
+        return;
+    };
+    if crate::desk::mcp_json(was).exists() {
+        return;
+    }
+    let carried: Vec<Client> = clients
+        .iter()
+        .copied()
+        .filter(|c| *c != Client::Codex || crate::desk::clients::trusted_alone(&desk))
+        .collect();
+    let homes_ref = (homes.0.as_path(), homes.1.as_path());
+    let (had, failed) = crate::desk::clients::untrust(was, homes_ref, &carried);
+    for why in failed {
+        eprintln!("ovai: warning: {why}.");
+    }
+    if had.is_empty() {
+        return;
+    }
     match crate::desk::clients::trust(&desk, homes_ref, &had) {
         Ok(done) => {
             let (names, s) = named(&had);
@@ -380,12 +382,8 @@ fn carry_trust(inst: &Instance, seat: &str, was: &std::path::Path, clients: &[Cl
             for left in &done.left {
                 eprintln!("ovai: warning: {left}");
             }
-            true
         }
-        Err(why) => {
-            eprintln!("ovai: warning: {why}");
-            false
-        }
+        Err(why) => eprintln!("ovai: warning: {why}"),
     }
 }
 

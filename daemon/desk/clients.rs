@@ -626,54 +626,97 @@ fn trust_codex(desk: &Path, codex: &Path, done: &mut Trusted) -> Result<(), Stri
 
 /// Takes out of the person's home the trust `trust` writes for `desk` (a `TRUST_FOLDER` entry naming it,
 /// a Codex project that is the desk itself, trusted), for a desk no seat has there any more: which of
-/// these clients had it. A trust of a folder around the desk, or any other decision, is somebody's, and
-/// stays; so does a Codex project that is a git work tree the desk is in (other work is there).
+/// these clients had it, and what could not be read or written, in words (each client on its own). A
+/// trust of a folder around the desk, or any other decision, stays; so does a Codex project that is a
+/// git work tree the desk is in (other work is there).
 pub fn untrust(
     desk: &Path,
     (gemini_home, codex_home): (&Path, &Path),
     clients: &[Client],
-) -> Result<Vec<Client>, String> {
-    let mut had = Vec::new();
+) -> (Vec<Client>, Vec<String>) {
+    let (mut had, mut failed) = (Vec::new(), Vec::new());
     let gemini = where_it_leads(gemini_home.join("trustedFolders.json"));
-    if clients.contains(&Client::GeminiCli)
-        && gemini.is_file()
-        && let jsonc::Read::Object(root, doc) =
-            jsonc::read(&gemini, false).map_err(|e| e.to_string())?
-    {
-        let key = desk.display().to_string();
-        if jsonc::value_of(&doc, &key).as_ref().and_then(Value::as_str) == Some("TRUST_FOLDER") {
-            jsonc::remove(&doc, &key);
-            jsonc::write(&gemini, &root).map_err(|e| e.to_string())?;
-            had.push(Client::GeminiCli);
+    if clients.contains(&Client::GeminiCli) && gemini.is_file() {
+        match untrust_gemini(desk, &gemini) {
+            Ok(true) => had.push(Client::GeminiCli),
+            Ok(false) => {}
+            Err(why) => failed.push(why),
         }
     }
     let codex = where_it_leads(codex_home.join("config.toml"));
-    if clients.contains(&Client::Codex)
-        && codex_project(desk) == desk
-        && let Some(mut doc) = read_toml(&codex)?
-        && let Some(projects) = doc.get_mut("projects").and_then(|p| p.as_table_like_mut())
-    {
-        let key = desk.display().to_string();
-        let trusted = projects
-            .get(&key)
-            .and_then(|e| e.get("trust_level"))
-            .and_then(|v| v.as_str())
-            == Some("trusted");
-        if trusted {
-            if let Some(entry) = projects.get_mut(&key).and_then(|e| e.as_table_like_mut()) {
-                entry.remove("trust_level");
-                if entry.is_empty() {
-                    projects.remove(&key);
-                }
-            }
-            if projects.is_empty() {
-                doc.remove("projects");
-            }
-            write_toml(&codex, &doc)?;
-            had.push(Client::Codex);
+    if clients.contains(&Client::Codex) && trusted_alone(desk) {
+        match untrust_codex(desk, &codex) {
+            Ok(true) => had.push(Client::Codex),
+            Ok(false) => {}
+            Err(why) => failed.push(why),
         }
     }
-    Ok(had)
+    (had, failed)
+}
+
+/// Whether Codex's trust of `desk` is of the desk alone (not of a git work tree it is in).
+pub fn trusted_alone(desk: &Path) -> bool {
+    codex_project(desk) == desk
+}
+
+fn untrust_gemini(desk: &Path, gemini: &Path) -> Result<bool, String> {
+    let left = |why: String| format!("{why}; its entry for {} stays", desk.display());
+    let (root, doc) = match jsonc::read(gemini, false).map_err(|e| left(e.to_string()))? {
+        jsonc::Read::Object(root, doc) => (root, doc),
+        jsonc::Read::Unparsable {
+            message,
+            line,
+            column,
+        } => {
+            return Err(left(format!(
+                "{} does not parse ({message} at line {line}, column {column})",
+                gemini.display()
+            )));
+        }
+        jsonc::Read::NotObject(what) => {
+            return Err(left(format!(
+                "{} is {what}, not an object",
+                gemini.display()
+            )));
+        }
+    };
+    let key = desk.display().to_string();
+    if jsonc::value_of(&doc, &key).as_ref().and_then(Value::as_str) != Some("TRUST_FOLDER") {
+        return Ok(false);
+    }
+    jsonc::remove(&doc, &key);
+    jsonc::write(gemini, &root).map_err(|e| left(e.to_string()))?;
+    Ok(true)
+}
+
+fn untrust_codex(desk: &Path, codex: &Path) -> Result<bool, String> {
+    let left = |why: String| format!("{why}; its project {} stays trusted", desk.display());
+    let Some(mut doc) = read_toml(codex).map_err(left)? else {
+        return Ok(false);
+    };
+    let Some(projects) = doc.get_mut("projects").and_then(|p| p.as_table_like_mut()) else {
+        return Ok(false);
+    };
+    let key = desk.display().to_string();
+    let trusted = projects
+        .get(&key)
+        .and_then(|e| e.get("trust_level"))
+        .and_then(|v| v.as_str())
+        == Some("trusted");
+    if !trusted {
+        return Ok(false);
+    }
+    if let Some(entry) = projects.get_mut(&key).and_then(|e| e.as_table_like_mut()) {
+        entry.remove("trust_level");
+        if entry.is_empty() {
+            projects.remove(&key);
+        }
+    }
+    if projects.is_empty() {
+        doc.remove("projects");
+    }
+    write_toml(codex, &doc).map_err(left)?;
+    Ok(true)
 }
 
 /// Those of these clients that keep their trust in the person's home and do not trust `desk` there yet:
