@@ -52,6 +52,16 @@ impl Generation {
         (self.served.len(), not_served)
     }
 
+    /// How many `.mjs` files of plugins/ this reading does not serve: tools left out (a `.ts` or `.js`
+    /// beside them, told it is no tool, is not one).
+    pub fn tools_not_served(&self) -> usize {
+        self.rows
+            .iter()
+            .filter_map(|r| r.strip_prefix("plugins/")?.split_once(" is not served: "))
+            .filter(|(file, _)| file.ends_with(".mjs"))
+            .count()
+    }
+
     /// The tools both readings serve whose file's bytes differ: their new code runs from this reading
     /// on, whatever the tool list says.
     pub fn new_code_since(&self, before: &Generation) -> Vec<String> {

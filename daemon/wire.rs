@@ -183,7 +183,7 @@ pub struct RestartReply {
     /// The sessions told the tool list changed.
     #[serde(default)]
     pub told: usize,
-    /// Files in plugins/ the new reading does not serve (its rows say why).
+    /// `.mjs` files in plugins/ the new reading does not serve (its rows say why).
     #[serde(default)]
     pub not_served: usize,
 }

@@ -1645,3 +1645,27 @@ fn a_file_not_served_removed_after_the_read_gets_a_row() {
         b"ok\n"
     );
 }
+
+/// A restart's exit counts the tools left out: a `.ts` beside them (told it is no tool) fails no
+/// restart, and the service manager's reload (MAINPID set) never fails for a file (helper-83).
+#[test]
+fn a_restart_fails_only_for_a_tool_left_out_and_never_a_reload() {
+    let tool = "export const description = 'd';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: 'ok' }; }";
+    let inst = Instance::with_plugins(&[("good.mjs", tool), ("good.ts", "export {};")]);
+    let _d = inst.start();
+    let rows = inst.rows("plugins");
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("plugins/good.ts is not served")),
+        "{rows:?}"
+    );
+    inst.cmd().arg("restart").assert().success();
+    inst.write_plugin("broken.mjs", "export const description = 'd';");
+    inst.cmd().arg("restart").assert().code(1);
+    inst.cmd()
+        .arg("restart")
+        .env("MAINPID", "1")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("plugins/broken.mjs is not served"));
+}

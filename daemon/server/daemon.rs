@@ -310,7 +310,7 @@ impl Daemon {
             new_code,
             said,
             told: 0,
-            not_served: next.plugin_counts().1,
+            not_served: next.tools_not_served(),
         };
         self.figures
             .set_call_log(next.config.call_log.then(|| self.inst.call_log()));
