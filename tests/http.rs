@@ -2581,3 +2581,34 @@ fn calls_whose_client_went_away_count_against_the_seat_until_their_session_ends(
     again.initialize();
     assert!(!again.call("echo", json!({})).1);
 }
+
+/// A session whose call runs on after its client went away is in use, not idle: it is not closed under
+/// it (the call could be neither resumed nor stopped then), while an idle one beside it is (helper-83).
+#[test]
+fn a_session_with_a_call_running_is_not_closed_as_idle() {
+    let (inst, d, http) = serving(json!({ "sessionIdleSeconds": 1 }));
+    inst.fixture("fault-never.mjs");
+    inst.cmd().arg("restart").assert().success();
+    let mut busy = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    busy.initialize();
+    let mut idle = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    idle.initialize();
+    let (_, r) = busy.send(
+        "tools/call",
+        json!({ "name": "fault-never", "arguments": {} }),
+    );
+    assert_eq!(r.status, 200);
+    drop(r);
+    let running = || d.status().unwrap()["callsRunningTotal"].as_u64().unwrap();
+    wait_until("the call to run", || (running() == 1).then_some(()));
+    // The idle one goes (asked nothing meanwhile: a request is a use); the sweep that closed it
+    // looked at the busy one too.
+    wait_until("the idle session to be closed", || {
+        (d.status().unwrap()["sessions"].as_u64()? == 1).then_some(())
+    });
+    let (_, r) = idle.send("ping", json!({}));
+    assert_eq!(r.status, 404, "the idle session is closed");
+    assert_eq!(running(), 1);
+    let (_, r) = busy.send("tools/list", json!({}));
+    assert_eq!(r.status, 200, "the busy session is open");
+}

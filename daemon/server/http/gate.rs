@@ -451,7 +451,12 @@ async fn check_and_run(
     if method == Method::POST && held.request {
         match open() {
             Ok(s) => stream = Some(s),
-            Err(why) => return too_many(why),
+            Err(why) => {
+                if let Some(span) = held.span.as_mut() {
+                    span.failed(&why);
+                }
+                return too_many(why);
+            }
         }
     }
     if method == Method::GET
@@ -460,14 +465,13 @@ async fn check_and_run(
     {
         takes_the_stream(gate, id, request.headers()).await;
     }
-    // The request's call holds its count too (`HttpTicket`): one whose client went away still counts.
-    let stream = stream.map(Arc::new);
+    // The request's call holds its count and its session's use too (`HttpTicket`): one whose client
+    // went away still counts, and its session is not idle while it runs.
+    let counted = Arc::new((stream, in_use));
     let mut request = request;
-    if let Some(stream) = &stream {
-        request
-            .extensions_mut()
-            .insert(crate::server::session::HttpTicket(stream.clone()));
-    }
+    request
+        .extensions_mut()
+        .insert(crate::server::session::HttpTicket(counted.clone()));
     let response = CALLER.scope(caller, next.run(request)).await;
     let mut response = super::plain::reworded(&gate.daemon, response).await;
     match (&session, response.headers().get(SESSION_HEADER)) {
@@ -502,7 +506,7 @@ async fn check_and_run(
     // The stream is counted until its body is dropped: written out, or its client gone.
     let (parts, body) = response.into_parts();
     let body = Body::from_stream(body.into_data_stream().filter_map(move |chunk| {
-        let _held = (&stream, &in_use, &held, &working);
+        let _held = (&counted, &held, &working);
         let drop = !primes && chunk.as_ref().is_ok_and(|c| is_priming(c));
         std::future::ready((!drop).then_some(chunk))
     }));
