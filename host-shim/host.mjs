@@ -1178,7 +1178,9 @@ function capturePrinted(stream, name) {
       // A held line already cut takes nothing more (a character of the rest would follow the cut).
       const rest = textSlice(text, start, end);
       const line = p.full ? p.partial : p.partial + rest;
-      if (p.full) p.cut += byteLength(rest);
+      // The line's end (a CR before the LF) is no part of what was cut.
+      const crlf = rest.length > 0 && charCodeAt(rest, rest.length - 1) === 13;
+      if (p.full) p.cut += byteLength(crlf ? textSlice(rest, 0, rest.length - 1) : rest);
       p.partial = "";
       p.full = false;
       printedLine(p, line);

@@ -205,6 +205,17 @@ test("a line held without its end and cut inside a character takes nothing of wh
   host.stop();
 });
 
+test("a held line cut and ended by CRLF counts no line end as cut", async () => {
+  const { host, dir } = initHost(1000);
+  const src = "process.stdout.write('a'.repeat(4100)); process.stdout.write('bc\\r\\n')";
+  await loaded(host, dir, "crlf", HEADER + `export function run() { ${src}; return { text: "ok" }; }`, 1);
+  host.send({ t: "call", id: 7, tool: "crlf", args: {}, seat: "s", role: "Worker" });
+  const printed = await host.next((m) => m.t === "out");
+  assert.equal(printed.text.length, 4096);
+  assert.equal(printed.cut, 4 + 2);
+  host.stop();
+});
+
 test("a cancelled call fires its signal and is never answered", async () => {
   const { host, dir } = initHost(1000);
   await loaded(
