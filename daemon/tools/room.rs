@@ -264,7 +264,6 @@ fn render(seat: &str, said: bool, last: usize, tail: &RoomTail, max_bytes: usize
     s.trim_end().to_string()
 }
 
-/// One message as a session reads it: time and seat first, its own lines indented under it.
 /// The most a room read's words around its messages take as sent (its first line, the notes after).
 const AROUND: usize = 640;
 
@@ -288,6 +287,7 @@ fn cut_to(one: &str, budget: usize, max_bytes: usize) -> String {
     )
 }
 
+/// One message as a session reads it: time and seat first, its own lines indented under it.
 fn shown_message(m: &Message) -> String {
     let text = escape_controls(&m.text, true);
     let mut lines = text.split('\n');
