@@ -927,18 +927,19 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
     assert!(s.call("throws", json!({})).1);
     assert!(s.call("silent", json!({})).1);
     // A refusal for the caller's arguments is not the tool's fault; a throw is, and its author reads so.
+    // Kinds with none are not named (helper-81: "0 refused, of which 0 … and 0 …").
     inst.cmd().arg("status").assert().success().stdout(
         predicate::str::contains(
             "\nplugins/broken.mjs is not served: it does not export inputSchema or run (add `export const inputSchema = ...` and `export async function run(args, context) { ... }`)\n",
         )
         .and(predicate::str::contains(
-            "Calls to echo: 2 (1 refused, of which 0 when its host stopped and 0 for a fault in the tool's code); p50 ",
+            "Calls to echo: 2 (1 refused: 1 by the tool or for its arguments); p50 ",
         ))
         .and(predicate::str::contains(
-            "Calls to throws: 1 (1 refused, of which 0 when its host stopped and 1 for a fault in the tool's code); p50 ",
+            "Calls to throws: 1 (1 refused: 1 for a fault in the tool's code); p50 ",
         ))
         .and(predicate::str::contains(
-            "Calls to silent: 1 (1 refused, of which 0 when its host stopped and 1 for a fault in the tool's code); p50 ",
+            "Calls to silent: 1 (1 refused: 1 for a fault in the tool's code); p50 ",
         )),
     );
     let v = d.status().unwrap();

@@ -214,17 +214,41 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     }
     for f in &v.figures {
         println!(
-            "Calls to {}: {} ({} refused, of which {} when its host stopped and {} for a fault in the tool's code); p50 {} ms, p99 {} ms.",
+            "Calls to {}: {} ({}); p50 {} ms, p99 {} ms.",
             f.name,
             thousands(f.calls as usize),
-            thousands(f.refusals as usize),
-            thousands(f.host_stops as usize),
-            thousands(f.failures as usize),
+            refused_words(f),
             f.p50_ms,
             f.p99_ms
         );
     }
     Ok(())
+}
+
+/// How a tool's calls were refused, by whom: "none refused", "3 refused: 1 for a fault in the tool's
+/// code, 2 by the tool or for its arguments". Kinds with none are left out.
+fn refused_words(f: &crate::wire::ToolFigures) -> String {
+    if f.refusals == 0 {
+        return "none refused".into();
+    }
+    let other = f
+        .refusals
+        .saturating_sub(f.host_stops)
+        .saturating_sub(f.failures);
+    let kinds: Vec<String> = [
+        (f.failures, "for a fault in the tool's code"),
+        (f.host_stops, "when its plugin host stopped"),
+        (other, "by the tool or for its arguments"),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{} {what}", thousands(n as usize)))
+    .collect();
+    format!(
+        "{} refused: {}",
+        thousands(f.refusals as usize),
+        kinds.join(", ")
+    )
 }
 
 /// "never respawned", "respawned once", "respawned 3 times".
