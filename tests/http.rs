@@ -2612,3 +2612,29 @@ fn a_session_with_a_call_running_is_not_closed_as_idle() {
     let (_, r) = busy.send("tools/list", json!({}));
     assert_eq!(r.status, 200, "the busy session is open");
 }
+
+/// A request line naming another host than its Host header (`POST http://evil.com/mcp`, which RFC 9112
+/// says is for evil.com) is refused; one naming this server is served (helper-80).
+#[test]
+fn a_request_line_naming_another_host_is_refused() {
+    let (inst, _d, http) = serving(json!({}));
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize();
+    let h = s.headers("tools/list", None);
+    let refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let list = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
+    let r = http.request_at("http://evil.com/mcp", "POST", &refs, list);
+    assert_eq!(r.status, 400);
+    let said = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert_eq!(
+        said,
+        format!(
+            "this request's line names the host \"evil.com\", and its Host header \"{}\": send the path alone \
+             (POST /mcp), with a Host header naming this server",
+            http.host
+        )
+    );
+    let mut r = http.request_at(&format!("http://{}/mcp", http.host), "POST", &refs, list);
+    assert_eq!(r.status, 200);
+    assert!(r.answer(3)["result"]["tools"].is_array());
+}

@@ -41,7 +41,8 @@ impl Browsers {
                     .into(),
             ));
         };
-        let host = host.to_str().unwrap_or("");
+        // Bytes that are not text are shown as such, not as an empty name.
+        let host = String::from_utf8_lossy(host.as_bytes());
         if self.answers_to(&host.to_ascii_lowercase()) {
             return None;
         }

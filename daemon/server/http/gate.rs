@@ -239,10 +239,36 @@ pub async fn host_checked(State(gate): State<Arc<Gate>>, request: Request, next:
     if let Some(refused) = given_twice(&gate, request.headers(), &[("host", "Host")]) {
         return refused;
     }
+    if let Some(why) = other_authority(&request) {
+        return refuse(&gate.daemon, StatusCode::BAD_REQUEST, why, None);
+    }
     if let Some((status, why)) = gate.browsers.host_refused(request.headers()) {
         return refuse(&gate.daemon, status, why, None);
     }
     next.run(request).await
+}
+
+/// A request line naming a host (`POST http://name/mcp`) is for that host, whatever the Host header says
+/// (RFC 9112): the Host rule reads the header, so the two must name the same (helper-80).
+fn other_authority(request: &Request) -> Option<String> {
+    let named = request.uri().authority()?;
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned())
+        .unwrap_or_default();
+    if named.as_str().eq_ignore_ascii_case(&host) {
+        return None;
+    }
+    let shown = |s: &str| {
+        crate::names::escape_controls(&s.chars().take(200).collect::<String>(), false).into_owned()
+    };
+    Some(format!(
+        "this request's line names the host {:?}, and its Host header {:?}: send the path alone (POST /mcp), \
+         with a Host header naming this server",
+        shown(named.as_str()),
+        shown(&host)
+    ))
 }
 
 /// The refusal of a request that gives one of these headers (name, as written) more than once.
@@ -277,6 +303,9 @@ async fn check_and_run(
     ];
     if let Some(refused) = given_twice(gate, request.headers(), &once) {
         return refused;
+    }
+    if let Some(why) = other_authority(&request) {
+        return refuse(&gate.daemon, StatusCode::BAD_REQUEST, why, None);
     }
     if let Some((status, why)) = gate.browsers.host_refused(request.headers()) {
         return refuse(&gate.daemon, status, why, None);
