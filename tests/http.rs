@@ -1125,6 +1125,21 @@ fn a_refused_delete_keeps_the_session_its_seats_and_unknown_sessions_are_named()
     thief.session = w1.session.clone();
     let (_, r) = thief.send("tools/call", json!({ "name": "echo", "arguments": {} }));
     assert_eq!(r.status, 403, "still w1's session");
+    // Said in runtime.log, naming both seats, once a minute (helper-80: only on stderr, no seat).
+    let (_, r) = thief.send("tools/list", json!({}));
+    assert_eq!(r.status, 403);
+    let tried: Vec<String> = inst
+        .rows("seats")
+        .into_iter()
+        .filter(|r| r.contains("in a session opened with"))
+        .collect();
+    assert_eq!(
+        tried,
+        [
+            "The seat lead sent a request over HTTP in a session opened with the seat w1's secret, and was \
+          refused: a session is its own seat's alone."
+        ]
+    );
     // A real DELETE ends it; the id then names nothing, in words.
     let h = w1.headers("DELETE", None);
     let refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();

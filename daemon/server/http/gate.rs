@@ -52,6 +52,8 @@ pub struct Gate {
     /// rmcp's sessions, wrapped: closing a session through it forgets what it kept for a resume too.
     manager: Arc<Resumable>,
     owners: Owners,
+    /// For each seat that tried another's session: when it was last said, and the tries since.
+    other_sessions: std::sync::Mutex<HashMap<String, (Option<Instant>, u64)>>,
 }
 
 impl Gate {
@@ -63,6 +65,7 @@ impl Gate {
             bodies: Bodies::new(super::BODIES_IN_FLIGHT),
             manager,
             owners: Owners::default(),
+            other_sessions: std::sync::Mutex::default(),
         }
     }
 
@@ -70,6 +73,36 @@ impl Gate {
     pub async fn close(&self, id: &str) {
         self.owners.forget(id);
         let _ = self.manager.close_session(&id.to_string().into()).await;
+    }
+
+    /// A runtime.log row for a seat that sent a request in another seat's session: no client does that
+    /// by mistake. One a minute for each seat, the rest counted into the next (helper-80: it was said
+    /// only on stderr, without a seat).
+    fn tried_other_session(&self, seat: &str, owner: &str) {
+        let now = Instant::now();
+        let mut tried = crate::sync::lock(&self.other_sessions);
+        let (last, unsaid) = tried.entry(seat.to_string()).or_insert((None, 0));
+        if last.is_some_and(|t| now.duration_since(t) < Duration::from_secs(60)) {
+            *unsaid += 1;
+            return;
+        }
+        let more = match std::mem::take(unsaid) {
+            0 => String::new(),
+            n => format!(" It tried {n} more times since the last row."),
+        };
+        *last = Some(now);
+        let whose = if owner == seat {
+            format!("its own old secret (before `ovai seat rotate {seat}`)")
+        } else {
+            format!("the seat {owner}'s secret")
+        };
+        self.daemon.log.row(
+            crate::runtime_log::Topic::Seats,
+            &format!(
+                "The seat {seat} sent a request over HTTP in a session opened with {whose}, and was refused: a \
+                 session is its own seat's alone.{more}"
+            ),
+        );
     }
 
     /// Forgets sessions rmcp no longer holds (closed, or idle past its limit).
@@ -400,7 +433,8 @@ async fn check_and_run(
                 );
             }
             Check::Mine => in_use = Some(gate.owners.in_use(id)),
-            Check::Other => {
+            Check::Other(owner) => {
+                gate.tried_other_session(&caller.seat, &owner);
                 return refuse(
                     &gate.daemon,
                     StatusCode::FORBIDDEN,

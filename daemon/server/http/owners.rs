@@ -75,8 +75,8 @@ impl Drop for IdInFlight {
 /// What a request's session id says about the request.
 pub enum Check {
     Mine,
-    /// Opened with another secret.
-    Other,
+    /// Opened with another secret: this seat's (one it had before), or another's.
+    Other(String),
     /// Not a session of this server (never, or no longer).
     Unknown,
 }
@@ -100,7 +100,7 @@ impl Owners {
     pub fn check(&self, id: &str, hash: &str) -> Check {
         match lock(&self.map).get(id) {
             Some(o) if o.hash == hash => Check::Mine,
-            Some(_) => Check::Other,
+            Some(o) => Check::Other(o.seat.clone()),
             None => Check::Unknown,
         }
     }
