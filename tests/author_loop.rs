@@ -281,7 +281,7 @@ fn check_prints_the_rows_a_restart_would_write_and_touches_no_daemon() {
         ))
         .stderr(
             "ovai: 1 file in plugins/ is not served (the rows above say why); the other tools are served as \
-             read. Fix it, then `ovai restart` again (`ovai check` says the same without a restart).\n",
+             read. Fix it, then `ovai restart` again (`ovai check` says which without a restart).\n",
         );
     assert_eq!(d.status().unwrap()["generation"], 2);
     // No check shim is left behind.

@@ -618,6 +618,10 @@ fn trust_in_the_home_goes_with_a_removed_seat_and_follows_a_moved_desk() {
     let folders = || read_json(&home.path().join(".gemini/trustedFolders.json"));
     let codex = || std::fs::read_to_string(home.path().join(".codex/config.toml")).unwrap();
     let (w1, w2) = (inst.root.join("desks/w1"), inst.root.join("desks/w2"));
+    // A comment of the person's above the project's table stays when the table goes (helper-84).
+    let table = format!("[projects.\"{}\"]", w2.display());
+    let noted = codex().replace(&table, &format!("# my note on w2\n{table}"));
+    std::fs::write(home.path().join(".codex/config.toml"), noted).unwrap();
     let out = inst
         .cmd()
         .args(["seat", "remove", "w2"])
@@ -638,7 +642,7 @@ fn trust_in_the_home_goes_with_a_removed_seat_and_follows_a_moved_desk() {
     );
     assert!(
         said.contains(&format!(
-            "Gemini CLI and Codex no longer trust {}: its entry was taken out of ",
+            "The trust entries for {} were taken out of ",
             w2.display()
         )),
         "{said}"
@@ -650,6 +654,7 @@ fn trust_in_the_home_goes_with_a_removed_seat_and_follows_a_moved_desk() {
     );
     assert_eq!(folders()[w1.display().to_string()], "TRUST_FOLDER");
     assert!(!codex().contains(&w2.display().to_string()), "{}", codex());
+    assert!(codex().contains("# my note on w2"), "{}", codex());
     assert!(codex().contains(&w1.display().to_string()), "{}", codex());
 
     // The instance moved (its binary with it): w1's desk names the old place, trusted there.
@@ -718,4 +723,33 @@ fn trust_in_the_home_goes_with_a_removed_seat_and_follows_a_moved_desk() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(folders()[there.display().to_string()], "TRUST_FOLDER");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("trusted desks/w1 where it was"));
+    // Moved where somebody decided not to trust it: the old entry stays, and nothing says it moved.
+    let mut doc: serde_json::Value = read_json(&path);
+    doc["mcpServers"]["openovai"]["env"]["OVAI_ROOT"] = serde_json::json!("/old/other");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    std::fs::write(
+        &gemini,
+        format!(
+            "{{\"/old/other/desks/w1\": \"TRUST_FOLDER\", \"{}\": \"DO_NOT_TRUST\"}}",
+            w1.display()
+        ),
+    )
+    .unwrap();
+    let out = inst
+        .cmd()
+        .args(["seat", "rebuild"])
+        .env("HOME", home.path())
+        .env_remove("CODEX_HOME")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("where it was"),
+        "{out:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("DO_NOT_TRUST"),
+        "{out:?}"
+    );
+    assert_eq!(folders()["/old/other/desks/w1"], "TRUST_FOLDER");
 }

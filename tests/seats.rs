@@ -412,7 +412,8 @@ fn a_desk_starting_a_moved_binary_is_named_and_rebuild_points_it_here() {
         )))
         // Their trust in the person's home names the old path.
         .stdout(predicate::str::contains(
-            "Gemini CLI and Codex trust a desk by its path, and these desks moved: `",
+            "Gemini CLI and Codex trust a desk by its path, and these desks were made elsewhere (moved or \
+             copied): `",
         ))
         .stdout(predicate::str::contains(" seat trust NAME --root "))
         .stdout(predicate::str::contains(

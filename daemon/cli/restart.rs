@@ -63,7 +63,7 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
         n => Err(Failure::new(
             format!(
                 "{} in plugins/ {} not served (the rows above say why); the other tools are served as read. Fix \
-                 {}, then `ovai restart` again (`ovai check` says the same without a restart).",
+                 {}, then `ovai restart` again (`ovai check` says which without a restart).",
                 if n == 1 {
                     "1 file".to_string()
                 } else {

@@ -220,26 +220,29 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             // Gemini CLI's and Codex's trust, in the person's home, names the desks where they were: the
             // trust ovai wrote there follows them; any other desk is told to be trusted again.
             let clients = seats::desk_clients(inst).unwrap_or_default();
-            let mut moved = Vec::new();
+            let (mut moved, mut asking) = (Vec::new(), Vec::new());
             for (seat, old_root) in &rebuilt.moved {
                 let was = std::path::Path::new(old_root).join("desks").join(seat);
                 carry_trust(inst, seat, &was, &clients);
-                if !untrusting(inst, seat, &clients).is_empty() {
+                let untrusted = untrusting(inst, seat, &clients);
+                if !untrusted.is_empty() {
                     moved.push(seat.as_str());
+                    for c in untrusted {
+                        if !asking.contains(&c) {
+                            asking.push(c);
+                        }
+                    }
                 }
             }
-            if let Ok(clients) = seats::desk_clients(inst)
-                && let Some(trusting) = crate::desk::clients::trusting(&clients)
-                && !moved.is_empty()
-            {
+            if let Some(trusting) = crate::desk::clients::trusting(&asking) {
                 let verb = if trusting.contains(" and ") {
                     "trust"
                 } else {
                     "trusts"
                 };
                 println!(
-                    "{trusting} {verb} a desk by its path, and these desks moved: {} trusts each where it is now \
-                     ({}).",
+                    "{trusting} {verb} a desk by its path, and these desks were made elsewhere (moved or copied): \
+                     {} trusts each where it is now ({}).",
                     super::command_for(inst, "seat trust NAME"),
                     moved.join(", ")
                 );
@@ -320,10 +323,15 @@ fn untrust_removed(inst: &Instance, seat: &str) {
     let desk = inst.desk(seat);
     let (had, failed) = crate::desk::clients::untrust(&desk, (&homes.0, &homes.1), &clients);
     if !had.is_empty() {
-        let (names, s) = named(&had);
         println!(
-            "{names} no longer trust{s} {}: its entry was taken out of {}.",
+            "{} for {} {} taken out of {}.",
+            if had.len() == 1 {
+                "The trust entry"
+            } else {
+                "The trust entries"
+            },
             desk.display(),
+            if had.len() == 1 { "was" } else { "were" },
             trust_files(&homes, &had)
         );
     }
@@ -344,10 +352,12 @@ fn trust_files(homes: &(std::path::PathBuf, std::path::PathBuf), clients: &[Clie
     files.join(", ")
 }
 
-/// Moves the trust `seat trust` wrote for a seat's desk where it `was` to where it is now, when the
-/// instance moved: not from a desk still there (a copy of the instance; the original keeps its trust),
-/// and not for Codex where the desk is now in a git work tree (trusted, it would be all of that tree:
-/// `seat trust` says so, and is left to the person).
+/// Moves the trust entries naming a seat's desk where it `was` to where it is now, when the instance
+/// moved: not from a desk still there (a copy of the instance; the original keeps its trust). Each
+/// client's entry is taken out only once the new one is written: a decision found against trusting the
+/// new place keeps the old entry, and says so. Codex's is not carried into a git work tree (trusted, it
+/// would be all of that tree: `seat trust` says so, and is left to the person); the old entry, naming a
+/// desk that is gone, is taken out.
 fn carry_trust(inst: &Instance, seat: &str, was: &std::path::Path, clients: &[Client]) {
     let desk = inst.desk(seat);
     let Some(homes) = client_homes() else {
@@ -356,34 +366,39 @@ fn carry_trust(inst: &Instance, seat: &str, was: &std::path::Path, clients: &[Cl
     if crate::desk::mcp_json(was).exists() {
         return;
     }
-    let carried: Vec<Client> = clients
-        .iter()
-        .copied()
-        .filter(|c| *c != Client::Codex || crate::desk::clients::trusted_alone(&desk))
-        .collect();
     let homes_ref = (homes.0.as_path(), homes.1.as_path());
-    let (had, failed) = crate::desk::clients::untrust(was, homes_ref, &carried);
-    for why in failed {
-        eprintln!("ovai: warning: {why}.");
-    }
-    if had.is_empty() {
-        return;
-    }
-    match crate::desk::clients::trust(&desk, homes_ref, &had) {
-        Ok(done) => {
-            let (names, s) = named(&had);
-            let they = if s.is_empty() { "they" } else { "it" };
-            println!(
-                "{names} trusted desks/{seat} where it was ({}): {they} trust{s} {} now ({}).",
-                was.display(),
-                desk.display(),
-                trust_files(&homes, &had)
-            );
-            for left in &done.left {
-                eprintln!("ovai: warning: {left}");
+    let mut carried = Vec::new();
+    for client in crate::desk::clients::exact_trust(was, homes_ref, clients) {
+        let into_tree = client == Client::Codex && !crate::desk::clients::trusted_alone(&desk);
+        if !into_tree {
+            match crate::desk::clients::trust(&desk, homes_ref, &[client]) {
+                Ok(done) if done.left.is_empty() => carried.push(client),
+                Ok(done) => {
+                    for left in &done.left {
+                        eprintln!("ovai: warning: {left}");
+                    }
+                    continue;
+                }
+                Err(why) => {
+                    eprintln!("ovai: warning: {why}");
+                    continue;
+                }
             }
         }
-        Err(why) => eprintln!("ovai: warning: {why}"),
+        let (_, failed) = crate::desk::clients::untrust(was, homes_ref, &[client]);
+        for why in failed {
+            eprintln!("ovai: warning: {why}.");
+        }
+    }
+    if !carried.is_empty() {
+        let (names, s) = named(&carried);
+        let they = if s.is_empty() { "they" } else { "it" };
+        println!(
+            "{names} trusted desks/{seat} where it was ({}): {they} trust{s} {} now ({}).",
+            was.display(),
+            desk.display(),
+            trust_files(&homes, &carried)
+        );
     }
 }
 

@@ -654,13 +654,59 @@ pub fn untrust(
     (had, failed)
 }
 
+/// Those of these clients whose home files trust `desk` by an entry naming it exactly (what `trust`
+/// writes), read only: a file that cannot be read has none.
+pub fn exact_trust(
+    desk: &Path,
+    (gemini_home, codex_home): (&Path, &Path),
+    clients: &[Client],
+) -> Vec<Client> {
+    let key = desk.display().to_string();
+    let gemini = || {
+        let Ok(jsonc::Read::Object(_, doc)) = jsonc::read(
+            &where_it_leads(gemini_home.join("trustedFolders.json")),
+            false,
+        ) else {
+            return false;
+        };
+        jsonc::value_of(&doc, &key).as_ref().and_then(Value::as_str) == Some("TRUST_FOLDER")
+    };
+    let codex = || {
+        read_toml(&where_it_leads(codex_home.join("config.toml")))
+            .ok()
+            .flatten()
+            .and_then(|doc| {
+                doc.get("projects")?
+                    .get(&key)?
+                    .get("trust_level")?
+                    .as_str()
+                    .map(|l| l == "trusted")
+            })
+            .unwrap_or(false)
+    };
+    clients
+        .iter()
+        .copied()
+        .filter(|c| match c {
+            Client::GeminiCli => gemini(),
+            Client::Codex => trusted_alone(desk) && codex(),
+            _ => false,
+        })
+        .collect()
+}
+
 /// Whether Codex's trust of `desk` is of the desk alone (not of a git work tree it is in).
 pub fn trusted_alone(desk: &Path) -> bool {
     codex_project(desk) == desk
 }
 
 fn untrust_gemini(desk: &Path, gemini: &Path) -> Result<bool, String> {
-    let left = |why: String| format!("{why}; its entry for {} stays", desk.display());
+    let left = |why: String| {
+        format!(
+            "{why}: an entry for {}, if it has one, stays",
+            desk.display()
+        )
+    };
     let (root, doc) = match jsonc::read(gemini, false).map_err(|e| left(e.to_string()))? {
         jsonc::Read::Object(root, doc) => (root, doc),
         jsonc::Read::Unparsable {
@@ -690,7 +736,12 @@ fn untrust_gemini(desk: &Path, gemini: &Path) -> Result<bool, String> {
 }
 
 fn untrust_codex(desk: &Path, codex: &Path) -> Result<bool, String> {
-    let left = |why: String| format!("{why}; its project {} stays trusted", desk.display());
+    let left = |why: String| {
+        format!(
+            "{why}: a trust of the project {}, if it has one, stays",
+            desk.display()
+        )
+    };
     let Some(mut doc) = read_toml(codex).map_err(left)? else {
         return Ok(false);
     };
@@ -706,14 +757,26 @@ fn untrust_codex(desk: &Path, codex: &Path) -> Result<bool, String> {
     if !trusted {
         return Ok(false);
     }
+    let mut above = None;
     if let Some(entry) = projects.get_mut(&key).and_then(|e| e.as_table_like_mut()) {
         entry.remove("trust_level");
         if entry.is_empty() {
-            projects.remove(&key);
+            // The comments written above the project's table go with it: kept, at the file's end.
+            above = projects
+                .remove(&key)
+                .and_then(|t| {
+                    t.as_table()
+                        .and_then(|t| t.decor().prefix()?.as_str().map(str::to_string))
+                })
+                .filter(|p| p.contains('#'));
         }
     }
     if projects.is_empty() {
         doc.remove("projects");
+    }
+    if let Some(above) = above {
+        let trailing = doc.trailing().as_str().unwrap_or("").to_string();
+        doc.set_trailing(format!("{trailing}{above}"));
     }
     write_toml(codex, &doc).map_err(left)?;
     Ok(true)
