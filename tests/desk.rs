@@ -479,6 +479,33 @@ fn seat_trust_writes_gemini_and_codex_trust_into_the_home_merged() {
         )),
         "{codex}"
     );
+    // Where Gemini CLI is told to keep its trusted folders, it is written there (helper-84).
+    let elsewhere = home.path().join("gemini-elsewhere/tf.json");
+    inst.cmd()
+        .args(["seat", "trust", "w1"])
+        .env("HOME", home.path())
+        .env("GEMINI_CLI_TRUSTED_FOLDERS_PATH", &elsewhere)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(format!(
+            "({})",
+            elsewhere.display()
+        )));
+    assert_eq!(
+        read_json(&elsewhere)[desk.display().to_string()],
+        "TRUST_FOLDER"
+    );
+    let gemini_home = home.path().join("gemini-home");
+    inst.cmd()
+        .args(["seat", "trust", "w1"])
+        .env("HOME", home.path())
+        .env("GEMINI_CLI_HOME", &gemini_home)
+        .assert()
+        .success();
+    assert_eq!(
+        read_json(&gemini_home.join(".gemini/trustedFolders.json"))[desk.display().to_string()],
+        "TRUST_FOLDER"
+    );
     inst.cmd()
         .args(["seat", "trust", "nobody"])
         .env("HOME", home.path())

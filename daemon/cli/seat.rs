@@ -344,7 +344,7 @@ fn untrust_removed(inst: &Instance, seat: &str) {
 fn trust_files(homes: &(std::path::PathBuf, std::path::PathBuf), clients: &[Client]) -> String {
     let mut files = Vec::new();
     if clients.contains(&Client::GeminiCli) {
-        files.push(homes.0.join("trustedFolders.json").display().to_string());
+        files.push(homes.0.display().to_string());
     }
     if clients.contains(&Client::Codex) {
         files.push(homes.1.join("config.toml").display().to_string());

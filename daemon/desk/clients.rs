@@ -452,14 +452,22 @@ pub fn secret_files(desk: &Path) -> Vec<PathBuf> {
     SECRET_FILES.iter().map(|(_, f)| desk.join(f)).collect()
 }
 
-/// Where Gemini CLI and Codex keep their settings for the person whose home is `home`: `~/.gemini`, and
-/// `$CODEX_HOME` (else `~/.codex`).
+/// Where Gemini CLI keeps its trusted folders and Codex its settings, for the person whose home is
+/// `home`: `$GEMINI_CLI_TRUSTED_FOLDERS_PATH`, else `.gemini/trustedFolders.json` in `$GEMINI_CLI_HOME`
+/// or the home (as Gemini CLI reads them); and `$CODEX_HOME` (else `~/.codex`).
 pub fn homes(home: &Path) -> (PathBuf, PathBuf) {
-    let codex_home = std::env::var_os("CODEX_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home.join(".codex"));
-    (home.join(".gemini"), codex_home)
+    let set = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let codex_home = set("CODEX_HOME").unwrap_or_else(|| home.join(".codex"));
+    let gemini = set("GEMINI_CLI_TRUSTED_FOLDERS_PATH").unwrap_or_else(|| {
+        set("GEMINI_CLI_HOME")
+            .unwrap_or_else(|| home.to_path_buf())
+            .join(".gemini/trustedFolders.json")
+    });
+    (gemini, codex_home)
 }
 
 /// The folder Codex takes for a desk's project: the git work tree it is in, else the desk itself.
@@ -482,13 +490,13 @@ pub struct Trusted {
 /// merged into what is there. An entry that says not to trust it is somebody's decision, and is kept.
 pub fn trust(
     desk: &Path,
-    (gemini_home, codex_home): (&Path, &Path),
+    (gemini_file, codex_home): (&Path, &Path),
     clients: &[Client],
 ) -> Result<Trusted, String> {
     // A file that is a link (into a dotfiles checkout) is written where it leads: replaced by a file of
     // ours, its target would keep the old trust, and the link would be gone.
     let (gemini, codex) = (
-        where_it_leads(gemini_home.join("trustedFolders.json")),
+        where_it_leads(gemini_file.to_path_buf()),
         where_it_leads(codex_home.join("config.toml")),
     );
     let mut done = Trusted::default();
@@ -631,11 +639,11 @@ fn trust_codex(desk: &Path, codex: &Path, done: &mut Trusted) -> Result<(), Stri
 /// git work tree the desk is in (other work is there).
 pub fn untrust(
     desk: &Path,
-    (gemini_home, codex_home): (&Path, &Path),
+    (gemini_file, codex_home): (&Path, &Path),
     clients: &[Client],
 ) -> (Vec<Client>, Vec<String>) {
     let (mut had, mut failed) = (Vec::new(), Vec::new());
-    let gemini = where_it_leads(gemini_home.join("trustedFolders.json"));
+    let gemini = where_it_leads(gemini_file.to_path_buf());
     if clients.contains(&Client::GeminiCli) && gemini.is_file() {
         match untrust_gemini(desk, &gemini) {
             Ok(true) => had.push(Client::GeminiCli),
@@ -658,15 +666,14 @@ pub fn untrust(
 /// writes), read only: a file that cannot be read has none.
 pub fn exact_trust(
     desk: &Path,
-    (gemini_home, codex_home): (&Path, &Path),
+    (gemini_file, codex_home): (&Path, &Path),
     clients: &[Client],
 ) -> Vec<Client> {
     let key = desk.display().to_string();
     let gemini = || {
-        let Ok(jsonc::Read::Object(_, doc)) = jsonc::read(
-            &where_it_leads(gemini_home.join("trustedFolders.json")),
-            false,
-        ) else {
+        let Ok(jsonc::Read::Object(_, doc)) =
+            jsonc::read(&where_it_leads(gemini_file.to_path_buf()), false)
+        else {
             return false;
         };
         jsonc::value_of(&doc, &key).as_ref().and_then(Value::as_str) == Some("TRUST_FOLDER")
@@ -786,13 +793,11 @@ fn untrust_codex(desk: &Path, codex: &Path) -> Result<bool, String> {
 /// `seat add` says to trust it only for them.
 pub fn not_trusting(
     desk: &Path,
-    (gemini_home, codex_home): (&Path, &Path),
+    (gemini_file, codex_home): (&Path, &Path),
     clients: &[Client],
 ) -> Vec<Client> {
     let gemini_trusts = || {
-        let Ok(jsonc::Read::Object(_, doc)) =
-            jsonc::read(&gemini_home.join("trustedFolders.json"), false)
-        else {
+        let Ok(jsonc::Read::Object(_, doc)) = jsonc::read(gemini_file, false) else {
             return false;
         };
         let entries = jsonc::entries(&doc);
@@ -1135,7 +1140,10 @@ mod tests {
             home.join(".gemini/trustedFolders.json"),
         )
         .unwrap();
-        let homes = (home.join(".gemini"), home.join(".codex"));
+        let homes = (
+            home.join(".gemini/trustedFolders.json"),
+            home.join(".codex"),
+        );
         trust(&desk, (&homes.0, &homes.1), &[Client::GeminiCli]).unwrap();
         assert!(home.join(".gemini/trustedFolders.json").is_symlink());
         let trusted = std::fs::read_to_string(dotfiles.join("trusted.json")).unwrap();
@@ -1219,7 +1227,10 @@ mod tests {
         std::fs::create_dir_all(home.join(".codex")).unwrap();
         let codex = format!("[projects]\n\"{}\" = \"trusted\"\n", desk.display());
         std::fs::write(home.join(".codex/config.toml"), &codex).unwrap();
-        let homes = (home.join(".gemini"), home.join(".codex"));
+        let homes = (
+            home.join(".gemini/trustedFolders.json"),
+            home.join(".codex"),
+        );
         let done = trust(&desk, (&homes.0, &homes.1), &[Client::Codex]).unwrap();
         assert!(
             done.left.len() == 1 && done.left[0].contains("is not a table: it was left as it is"),
@@ -1277,7 +1288,10 @@ mod tests {
         .unwrap();
         let desk = dir.path().join("desks/w1");
         std::fs::create_dir_all(&desk).unwrap();
-        let homes = (home.join(".gemini"), home.join(".codex"));
+        let homes = (
+            home.join(".gemini/trustedFolders.json"),
+            home.join(".codex"),
+        );
         let done = trust(&desk, (&homes.0, &homes.1), &Client::ALL).unwrap();
         assert_eq!(done.said.len(), 2, "{done:?}");
         assert!(done.left.is_empty(), "{done:?}");
@@ -1319,7 +1333,10 @@ mod tests {
             desk.display()
         );
         std::fs::write(home.join(".codex/config.toml"), &codex).unwrap();
-        let homes = (home.join(".gemini"), home.join(".codex"));
+        let homes = (
+            home.join(".gemini/trustedFolders.json"),
+            home.join(".codex"),
+        );
         let done = trust(&desk, (&homes.0, &homes.1), &Client::ALL).unwrap();
         assert!(done.said.is_empty(), "{done:?}");
         assert_eq!(done.left.len(), 2, "{done:?}");
