@@ -1957,6 +1957,12 @@ fn a_server_whose_folder_was_moved_says_so_to_every_command() {
             .contains("Generation 1")
             .then_some(())
     });
+    // It answers before it writes its serving marker: a write after the move would stop it.
+    wait_until("the serving marker", || {
+        let private = first.join(".ovai");
+        (private.join("serving.json").exists() && !private.join("starting.json").exists())
+            .then_some(())
+    });
     let moved = base.join("moved");
     std::fs::rename(&first, &moved).unwrap();
     let words = format!(
