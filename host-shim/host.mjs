@@ -2188,7 +2188,7 @@ function kindWithArticle(value) {
 }
 
 function clip(text, max) {
-  return text.length > max ? textSlice(text, 0, max - 1) + "…" : text;
+  return text.length > max ? textSlice(text, 0, cutAt(text, max - 1)) + "…" : text;
 }
 
 function deepFreeze(value) {

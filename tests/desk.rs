@@ -468,6 +468,11 @@ fn seat_trust_writes_gemini_and_codex_trust_into_the_home_merged() {
         said.contains("Gemini CLI trusts") && said.contains("Codex trusts"),
         "{said}"
     );
+    // A desk outside a git work tree: what else `codex exec` wants there is said (helper-85).
+    assert!(
+        said.contains("(outside a git work tree, `codex exec` also wants --skip-git-repo-check)"),
+        "{said}"
+    );
     let folders = read_json(&home.path().join(".gemini/trustedFolders.json"));
     assert_eq!(folders[desk.display().to_string()], "TRUST_FOLDER");
     let codex = std::fs::read_to_string(home.path().join(".codex/config.toml")).unwrap();
@@ -605,7 +610,11 @@ fn a_client_file_not_written_says_the_client_is_left_without_the_secret() {
         .args(["seat", "rotate", "w2"])
         .assert()
         .code(1)
-        .stdout(predicate::str::contains("Gave the seat w2 a new secret"))
+        .stdout(predicate::str::contains(format!(
+            "Gave the seat w2 a new secret, written into its desk's file for each client ({}); the old one \
+             opens nothing",
+            inst.root.join("desks/w2").display()
+        )))
         .stderr(left_without_secret("w2"));
     // A seat added where a client's file cannot be written is added, and the command fails saying so.
     let desk = inst.root.join("desks/w3");

@@ -150,8 +150,13 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             }
             let ended = tell_daemon(inst, &format!("`ovai seat rotate {name}`"))?;
             println!(
-                "Gave the seat {name} a new secret, written to {}; the old one opens nothing{}.",
-                rotated.mcp_json.display(),
+                "Gave the seat {name} a new secret, written into its desk's file for each client ({}); the old \
+                 one opens nothing{}.",
+                rotated
+                    .mcp_json
+                    .parent()
+                    .unwrap_or(&rotated.mcp_json)
+                    .display(),
                 match ended {
                     0 => String::new(),
                     // The bridge takes its secret from its environment: its client must start it again.

@@ -619,7 +619,8 @@ fn trust_codex(desk: &Path, codex: &Path, done: &mut Trusted) -> Result<(), Stri
     if trusted {
         // Codex trusts a project: the git work tree the desk is in, all of it.
         let whole = if project == desk {
-            String::new()
+            // helper-85: "trusted" by ovai, then "Not inside a trusted directory" from codex exec.
+            " (outside a git work tree, `codex exec` also wants --skip-git-repo-check)".to_string()
         } else {
             " (the git work tree the desk is in: Codex trusts a project, all of it)".to_string()
         };

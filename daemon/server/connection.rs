@@ -197,9 +197,9 @@ pub async fn handle(
         }
         let why = format!(
             "the secret in OVAI_SECRET is not the secret of any seat of the instance at {}: the seat may have been \
-             removed, or given a new secret (`ovai seat rotate`, whose new secret is in the desk's .mcp.json). Run \
-             `ovai seat list` there to see the seats, and `ovai seat add NAME` to make one (it writes \
-             desks/NAME/.mcp.json)",
+             removed, or given a new secret (`ovai seat rotate`, which writes the new one into the desk's file for \
+             each client: .mcp.json, and those of Gemini CLI, Codex and opencode). Run `ovai seat list` there to see \
+             the seats, and `ovai seat add NAME` to make one (it makes desks/NAME, with a file for each client)",
             daemon.inst.root.display()
         );
         return refuse_for_good(&daemon, &mut write, why).await;

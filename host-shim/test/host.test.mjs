@@ -216,6 +216,25 @@ test("a held line cut and ended by CRLF counts no line end as cut", async () => 
   host.stop();
 });
 
+test("a long progress message is cut between characters, never inside one", async () => {
+  const { host, dir } = initHost(1000);
+  await loaded(
+    host,
+    dir,
+    "longprog",
+    HEADER +
+      "export function run(a, { progress }) {\n" +
+      "  progress('a'.repeat(998) + '\\u{1F642}'.repeat(5), { progress: 1 });\n" +
+      "  return { text: 'done' };\n}\n",
+    1,
+  );
+  host.send({ t: "call", id: 30, tool: "longprog", args: {}, seat: "s", role: "Worker", progress: true });
+  assert.equal((await host.next((m) => m.t === "answer" && m.id === 30)).text, "done");
+  const report = await host.next((m) => m.t === "progress" && m.id === 30);
+  assert.equal(report.message, "a".repeat(998) + "…");
+  host.stop();
+});
+
 test("a cancelled call fires its signal and is never answered", async () => {
   const { host, dir } = initHost(1000);
   await loaded(
