@@ -271,11 +271,16 @@ fn looked_into(entry: &std::fs::DirEntry, packaged: bool) -> Option<bool> {
 }
 
 /// Whether Node would load the file as code: in a package, JSON (a `main` may name it) and native
-/// addons too.
+/// addons too. A hidden file is not (npm's `node_modules/.package-lock.json`).
 fn is_code(path: &Path, packaged: bool) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| CODE.contains(&e) || (packaged && PACKAGED_CODE.contains(&e)))
+    let hidden = path
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+    !hidden
+        && path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| CODE.contains(&e) || (packaged && PACKAGED_CODE.contains(&e)))
 }
 
 #[cfg(test)]
@@ -294,6 +299,8 @@ mod tests {
         std::fs::write(p.join("lib/new.mjs"), "a").unwrap();
         std::fs::write(p.join("lib/words.txt"), "a").unwrap();
         std::fs::write(p.join("node_modules/x/data.json"), "{}").unwrap();
+        // npm's own record of what it installed is no module (helper-86: it was named as one).
+        std::fs::write(p.join("node_modules/.package-lock.json"), "{}").unwrap();
         let mut appeared = helpers.appeared();
         appeared.sort();
         assert_eq!(
