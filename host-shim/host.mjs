@@ -51,6 +51,8 @@ const replaceAll = String.prototype.replace;
 // Methods called as functions (`utf8Slice(buf, 0, n)`), as Node's own internals do it: fast, and out of
 // a plugin's reach once taken.
 const uncurry = Function.prototype.bind.bind(Function.prototype.call);
+// Taken before any plugin runs, as the other built-ins here: a plugin may patch `fs`.
+const existsSync = fs.existsSync;
 const pathRelative = path.relative;
 const startsWith = uncurry(String.prototype.startsWith);
 const regexpExec = uncurry(RegExp.prototype.exec);
@@ -1768,6 +1770,11 @@ function boxCause(err) {
       // A write where the box keeps things read-only: the root's own files, .git/, what agents read.
       if (code === "EROFS") return "readonly";
       const syscall = own("syscall");
+      // A folder made (with its parents) at the read-only root: Node says ENOENT for it, not EROFS.
+      if (code === "ENOENT" && syscall === "mkdir" && typeof path === "string" && startsWith(path, `${root}/`)) {
+        const slash = textIndexOf(path, "/", root.length + 1);
+        if (!existsSync(slash < 0 ? path : textSlice(path, 0, slash))) return "readonly";
+      }
       // A Unix socket's error has no port, or (listening) port -1.
       const port = own("port");
       if (code === "EACCES" && (syscall === "connect" || syscall === "listen") && !(typeof port === "number" && port > 0)) return "socket";

@@ -1442,7 +1442,7 @@ export async function run({ path, name }) {
 #[test]
 fn an_error_the_box_made_says_so_in_the_refusal_and_the_row() {
     const TRY: &str = r#"
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import net from "node:net";
 export const description = "Meets the box.";
 export const inputSchema = { type: "object" };
@@ -1451,9 +1451,11 @@ const connect = (where) => new Promise((resolve, reject) => {
   s.on("connect", () => { s.destroy(); resolve("connected"); });
   s.on("error", reject);
 });
-export async function run({ file, socket, port, listen, write }) {
+export async function run({ file, socket, port, listen, write, mkdir }) {
   if (file) readFileSync(file);
   if (write) writeFileSync(write, "x");
+  // Node says ENOENT, not EROFS, for a folder made with its parents at the read-only root.
+  if (mkdir) mkdirSync(mkdir, { recursive: true });
   // Wrapped as a library would: the box's part is in its cause.
   if (socket) await connect({ path: socket }).catch((e) => { throw new Error("the service is down", { cause: e }); });
   if (port) await connect({ port, host: "127.0.0.1" });
@@ -1514,6 +1516,7 @@ export async function run({ file, socket, port, listen, write }) {
         let tcp = refusal(json!({ "port": port }));
         let listen = refusal(json!({ "listen": inst.root.join("mine.sock") }));
         let write = refusal(json!({ "write": inst.root.join("notes.txt") }));
+        let mkdir = refusal(json!({ "mkdir": inst.root.join("newdir/deeper") }));
         let rows = inst.rows("plugins").join("\n");
         let _ = std::fs::remove_file(&outside);
         assert!(
@@ -1526,7 +1529,7 @@ export async function run({ file, socket, port, listen, write }) {
         );
         if isolation == "none" {
             // Out of a box, the file, the socket and the listening are the machine's, and work.
-            for said in [&tmp, &sock, &listen, &write] {
+            for said in [&tmp, &sock, &listen, &write, &mkdir] {
                 assert!(said.contains("no error"), "{isolation}: {said}");
             }
             assert!(!rows.contains(HOST_BOX), "{rows}");
@@ -1548,6 +1551,13 @@ export async function run({ file, socket, port, listen, write }) {
                     "In the plugin host's box the instance's root and its own files are read-only"
                 ),
             "{isolation}: {write}"
+        );
+        // helper-86: the usual way to make a folder of one's own said only ENOENT.
+        assert!(
+            mkdir.contains(
+                "In the plugin host's box the instance's root and its own files are read-only"
+            ),
+            "{isolation}: {mkdir}"
         );
         assert!(
             rows.contains("plugins/boot.mjs is not served") && rows.contains(HOST_BOX),
