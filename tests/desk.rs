@@ -641,16 +641,20 @@ fn trust_in_the_home_goes_with_a_removed_seat_and_follows_a_moved_desk() {
     inst.add_seat("w1");
     inst.add_seat("w2");
     let home = tempfile::tempdir_in("/tmp").unwrap();
-    let trust = |seat: &str| {
-        inst.cmd()
-            .args(["seat", "trust", seat])
+    // A seat command with this home, which must succeed: its output.
+    let run = |args: &[&str]| {
+        let out = inst
+            .cmd()
+            .args(args)
             .env("HOME", home.path())
             .env_remove("CODEX_HOME")
-            .assert()
-            .success();
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        out
     };
-    trust("w1");
-    trust("w2");
+    run(&["seat", "trust", "w1"]);
+    run(&["seat", "trust", "w2"]);
     let folders = || read_json(&home.path().join(".gemini/trustedFolders.json"));
     let codex = || std::fs::read_to_string(home.path().join(".codex/config.toml")).unwrap();
     let (w1, w2) = (inst.root.join("desks/w1"), inst.root.join("desks/w2"));
@@ -658,14 +662,7 @@ fn trust_in_the_home_goes_with_a_removed_seat_and_follows_a_moved_desk() {
     let table = format!("[projects.\"{}\"]", w2.display());
     let noted = codex().replace(&table, &format!("# my note on w2\n{table}"));
     std::fs::write(home.path().join(".codex/config.toml"), noted).unwrap();
-    let out = inst
-        .cmd()
-        .args(["seat", "remove", "w2"])
-        .env("HOME", home.path())
-        .env_remove("CODEX_HOME")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    let out = run(&["seat", "remove", "w2"]);
     let said = String::from_utf8_lossy(&out.stdout);
     // The desk stays, but not as it was: what the clients' files held of ovai went with the secret.
     assert!(
@@ -707,14 +704,7 @@ fn trust_in_the_home_goes_with_a_removed_seat_and_follows_a_moved_desk() {
         format!("model = \"o9\"\n\n[projects.\"{old}\"]\ntrust_level = \"trusted\"\n"),
     )
     .unwrap();
-    let out = inst
-        .cmd()
-        .args(["seat", "rebuild"])
-        .env("HOME", home.path())
-        .env_remove("CODEX_HOME")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    let out = run(&["seat", "rebuild"]);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         said.contains(&format!(
@@ -749,14 +739,7 @@ fn trust_in_the_home_goes_with_a_removed_seat_and_follows_a_moved_desk() {
         format!("{{\"{}\": \"TRUST_FOLDER\"}}", there.display()),
     )
     .unwrap();
-    let out = inst
-        .cmd()
-        .args(["seat", "rebuild"])
-        .env("HOME", home.path())
-        .env_remove("CODEX_HOME")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    let out = run(&["seat", "rebuild"]);
     assert_eq!(folders()[there.display().to_string()], "TRUST_FOLDER");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("trusted desks/w1 where it was"));
     // Moved where somebody decided not to trust it: the old entry stays, and nothing says it moved.
@@ -771,14 +754,7 @@ fn trust_in_the_home_goes_with_a_removed_seat_and_follows_a_moved_desk() {
         ),
     )
     .unwrap();
-    let out = inst
-        .cmd()
-        .args(["seat", "rebuild"])
-        .env("HOME", home.path())
-        .env_remove("CODEX_HOME")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    let out = run(&["seat", "rebuild"]);
     assert!(
         !String::from_utf8_lossy(&out.stdout).contains("where it was"),
         "{out:?}"

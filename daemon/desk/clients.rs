@@ -501,26 +501,9 @@ pub fn trust(
     );
     let mut done = Trusted::default();
     if clients.contains(&Client::GeminiCli) {
-        let (root, doc) = match jsonc::read(&gemini, false).map_err(|e| e.to_string())? {
-            jsonc::Read::Object(root, doc) => (root, doc),
-            jsonc::Read::Unparsable {
-                message,
-                line,
-                column,
-            } => {
-                return Err(format!(
-                    "{} does not parse ({message} at line {line}, column {column}): it was left as it is. Fix it and \
-                     run the command again.",
-                    gemini.display()
-                ));
-            }
-            jsonc::Read::NotObject(what) => {
-                return Err(format!(
-                    "{} is {what}, not an object: it was left as it is.",
-                    gemini.display()
-                ));
-            }
-        };
+        let (root, doc) = trusted_folders(&gemini).map_err(|why| {
+            format!("{why}: it was left as it is. Fix it and run the command again.")
+        })?;
         let key = desk.display().to_string();
         let now = jsonc::value_of(&doc, &key);
         match now.as_ref().and_then(Value::as_str) {
@@ -679,19 +662,7 @@ pub fn exact_trust(
         };
         jsonc::value_of(&doc, &key).as_ref().and_then(Value::as_str) == Some("TRUST_FOLDER")
     };
-    let codex = || {
-        read_toml(&where_it_leads(codex_home.join("config.toml")))
-            .ok()
-            .flatten()
-            .and_then(|doc| {
-                doc.get("projects")?
-                    .get(&key)?
-                    .get("trust_level")?
-                    .as_str()
-                    .map(|l| l == "trusted")
-            })
-            .unwrap_or(false)
-    };
+    let codex = || codex_trusts(codex_home, &key);
     clients
         .iter()
         .copied()
@@ -703,9 +674,43 @@ pub fn exact_trust(
         .collect()
 }
 
+/// Whether Codex's config.toml in `codex_home` (or where a link there leads) trusts the project `key`.
+fn codex_trusts(codex_home: &Path, key: &str) -> bool {
+    read_toml(&where_it_leads(codex_home.join("config.toml")))
+        .ok()
+        .flatten()
+        .and_then(|doc| {
+            doc.get("projects")?
+                .get(key)?
+                .get("trust_level")?
+                .as_str()
+                .map(|l| l == "trusted")
+        })
+        .unwrap_or(false)
+}
+
 /// Whether Codex's trust of `desk` is of the desk alone (not of a git work tree it is in).
 pub fn trusted_alone(desk: &Path) -> bool {
     codex_project(desk) == desk
+}
+
+/// Gemini CLI's trusted folders, read as it reads them: its object, or why not (a file that does not
+/// parse, or holds no object, is left as it is).
+fn trusted_folders(gemini: &Path) -> Result<(jsonc_parser::cst::CstRootNode, CstObject), String> {
+    match jsonc::read(gemini, false).map_err(|e| e.to_string())? {
+        jsonc::Read::Object(root, doc) => Ok((root, doc)),
+        jsonc::Read::Unparsable {
+            message,
+            line,
+            column,
+        } => Err(format!(
+            "{} does not parse ({message} at line {line}, column {column})",
+            gemini.display()
+        )),
+        jsonc::Read::NotObject(what) => {
+            Err(format!("{} is {what}, not an object", gemini.display()))
+        }
+    }
 }
 
 fn untrust_gemini(desk: &Path, gemini: &Path) -> Result<bool, String> {
@@ -715,25 +720,7 @@ fn untrust_gemini(desk: &Path, gemini: &Path) -> Result<bool, String> {
             desk.display()
         )
     };
-    let (root, doc) = match jsonc::read(gemini, false).map_err(|e| left(e.to_string()))? {
-        jsonc::Read::Object(root, doc) => (root, doc),
-        jsonc::Read::Unparsable {
-            message,
-            line,
-            column,
-        } => {
-            return Err(left(format!(
-                "{} does not parse ({message} at line {line}, column {column})",
-                gemini.display()
-            )));
-        }
-        jsonc::Read::NotObject(what) => {
-            return Err(left(format!(
-                "{} is {what}, not an object",
-                gemini.display()
-            )));
-        }
-    };
+    let (root, doc) = trusted_folders(gemini).map_err(left)?;
     let key = desk.display().to_string();
     if jsonc::value_of(&doc, &key).as_ref().and_then(Value::as_str) != Some("TRUST_FOLDER") {
         return Ok(false);
@@ -819,26 +806,13 @@ pub fn not_trusting(
                 }
             })
     };
-    let codex_trusts = || {
-        let key = codex_project(desk).display().to_string();
-        read_toml(&codex_home.join("config.toml"))
-            .ok()
-            .flatten()
-            .and_then(|doc| {
-                doc.get("projects")?
-                    .get(&key)?
-                    .get("trust_level")?
-                    .as_str()
-                    .map(|l| l == "trusted")
-            })
-            .unwrap_or(false)
-    };
+
     clients
         .iter()
         .copied()
         .filter(|c| match c {
             Client::GeminiCli => !gemini_trusts(),
-            Client::Codex => !codex_trusts(),
+            Client::Codex => !codex_trusts(codex_home, &codex_project(desk).display().to_string()),
             _ => false,
         })
         .collect()
