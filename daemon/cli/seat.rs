@@ -222,8 +222,8 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                     .collect();
                 say_trust(inst, seat, &written);
             }
-            // Gemini CLI's and Codex's trust, in the person's home, names the desks where they were: the
-            // trust ovai wrote there follows them; any other desk is told to be trusted again.
+            // Gemini CLI's and Codex's trust, in the person's home, names the desks where they were: an entry
+            // naming a desk follows it; a desk still untrusted is told to be trusted again.
             let clients = seats::desk_clients(inst).unwrap_or_default();
             let (mut moved, mut asking) = (Vec::new(), Vec::new());
             for (seat, old_root) in &rebuilt.moved {
@@ -307,7 +307,7 @@ fn desk_stays(inst: &Instance, seat: &str) -> String {
     )
 }
 
-/// Gemini CLI's and Codex's folders in the person's home, when HOME names a folder.
+/// Gemini CLI's trusted-folders file and Codex's folder for the person, when HOME names a folder.
 fn client_homes() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     let home = super::home_var().ok().filter(|h| h.is_dir())?;
     Some(crate::desk::clients::homes(&home))
@@ -319,8 +319,8 @@ fn named(clients: &[Client]) -> (String, &'static str) {
     (names.join(" and "), if names.len() == 1 { "s" } else { "" })
 }
 
-/// The trust `seat trust` wrote for a removed seat's desk, taken out of the home: it named a folder no
-/// seat has now (helper-81). What cannot be read there is said, and left.
+/// The trust entries naming a removed seat's desk, taken out of the home: they named a folder no seat has
+/// now (helper-81). What cannot be read there is said, and left.
 fn untrust_removed(inst: &Instance, seat: &str) {
     let (Some(homes), Ok(clients)) = (client_homes(), seats::desk_clients(inst)) else {
         return;
