@@ -42,24 +42,23 @@ pub struct Generation {
 }
 
 impl Generation {
+    /// The files of plugins/ this reading does not serve, as their rows name them.
+    fn not_served(&self) -> impl Iterator<Item = &str> {
+        self.rows
+            .iter()
+            .filter_map(|r| r.strip_prefix("plugins/")?.split_once(" is not served: "))
+            .map(|(file, _)| file)
+    }
+
     /// How many files of plugins/ this reading serves, and how many it does not (by their rows).
     pub fn plugin_counts(&self) -> (usize, usize) {
-        let not_served = self
-            .rows
-            .iter()
-            .filter(|r| r.contains(" is not served"))
-            .count();
-        (self.served.len(), not_served)
+        (self.served.len(), self.not_served().count())
     }
 
     /// How many `.mjs` files of plugins/ this reading does not serve: tools left out (a `.ts` or `.js`
     /// beside them, told it is no tool, is not one).
     pub fn tools_not_served(&self) -> usize {
-        self.rows
-            .iter()
-            .filter_map(|r| r.strip_prefix("plugins/")?.split_once(" is not served: "))
-            .filter(|(file, _)| file.ends_with(".mjs"))
-            .count()
+        self.not_served().filter(|f| f.ends_with(".mjs")).count()
     }
 
     /// The tools both readings serve whose file's bytes differ: their new code runs from this reading

@@ -7,7 +7,8 @@ use crate::wire::{ControlOp, RestartReply};
 
 pub fn run(inst: &Instance) -> Result<(), Failure> {
     // systemd runs ExecReload with MAINPID set: the row then says the service manager asked.
-    let why = if std::env::var_os("MAINPID").is_some() {
+    let reload = std::env::var_os("MAINPID").is_some();
+    let why = if reload {
         "the service manager's reload"
     } else {
         "`ovai restart`"
@@ -59,7 +60,7 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
     // so the service manager's reload: the new reading serves, and a failed reload reads as none.
     match r.not_served {
         0 => Ok(()),
-        _ if std::env::var_os("MAINPID").is_some() => Ok(()),
+        _ if reload => Ok(()),
         n => Err(Failure::new(
             format!(
                 "{} in plugins/ {} not served (the rows above say why); the other tools are served as read. Fix \

@@ -154,49 +154,8 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     }
     // Moved, the server looks for plugins/ and openovai.json where they were: what it finds there is
     // no news, and `ovai restart` is refused (the warning above says what to do).
-    if moved.is_none()
-        && v.stale.is_empty()
-        && v.new_files.is_empty()
-        && v.removed_files.is_empty()
-        && v.removed_unserved.is_empty()
-    {
-        println!("plugins/ is as it was read.");
-    }
-    if !v.stale.is_empty() && moved.is_none() {
-        // An `npm install` changes thousands of a package's files: a few are named.
-        const SHOWN: usize = 10;
-        let more = match v.stale.len().saturating_sub(SHOWN) {
-            0 => String::new(),
-            n => format!(" and {n} more (`ovai status --json` lists them all)"),
-        };
-        println!(
-            "Changed since the last read (`ovai restart` serves them as they are now): {}{more}.",
-            v.stale[..v.stale.len().min(SHOWN)].join(", ")
-        );
-    }
-    if !v.new_files.is_empty() && moved.is_none() {
-        println!(
-            "New since the last read (`ovai restart` reads them): {}.",
-            v.new_files.join(", ")
-        );
-    }
-    if !v.removed_files.is_empty() && moved.is_none() {
-        println!(
-            "Removed since the last read (`ovai restart` stops serving them): {}.",
-            v.removed_files.join(", ")
-        );
-    }
-    if !v.removed_unserved.is_empty() && moved.is_none() {
-        println!(
-            "Removed since the last read, not served: {} (`ovai restart` reads plugins/ without them).",
-            v.removed_unserved.join(", ")
-        );
-    }
-    if v.config_changed && moved.is_none() {
-        println!(
-            "openovai.json changed since the last read: the server goes on with the settings it read, and \
-             `ovai restart` reads it (calls' context.config included)."
-        );
+    if moved.is_none() {
+        files_since_the_read(&v);
     }
     if let Some(why) = &v.seats_error {
         println!("Seats: cannot be listed: {why}");
@@ -249,6 +208,54 @@ fn refused_words(f: &crate::wire::ToolFigures) -> String {
         thousands(f.refusals as usize),
         kinds.join(", ")
     )
+}
+
+/// What changed in plugins/ and openovai.json since the reading served, each with what `ovai restart`
+/// makes of it.
+fn files_since_the_read(v: &StatusReply) {
+    if v.stale.is_empty()
+        && v.new_files.is_empty()
+        && v.removed_files.is_empty()
+        && v.removed_unserved.is_empty()
+    {
+        println!("plugins/ is as it was read.");
+    }
+    if !v.stale.is_empty() {
+        // An `npm install` changes thousands of a package's files: a few are named.
+        const SHOWN: usize = 10;
+        let more = match v.stale.len().saturating_sub(SHOWN) {
+            0 => String::new(),
+            n => format!(" and {n} more (`ovai status --json` lists them all)"),
+        };
+        println!(
+            "Changed since the last read (`ovai restart` serves them as they are now): {}{more}.",
+            v.stale[..v.stale.len().min(SHOWN)].join(", ")
+        );
+    }
+    if !v.new_files.is_empty() {
+        println!(
+            "New since the last read (`ovai restart` reads them): {}.",
+            v.new_files.join(", ")
+        );
+    }
+    if !v.removed_files.is_empty() {
+        println!(
+            "Removed since the last read (`ovai restart` stops serving them): {}.",
+            v.removed_files.join(", ")
+        );
+    }
+    if !v.removed_unserved.is_empty() {
+        println!(
+            "Removed since the last read, not served: {} (`ovai restart` reads plugins/ without them).",
+            v.removed_unserved.join(", ")
+        );
+    }
+    if v.config_changed {
+        println!(
+            "openovai.json changed since the last read: the server goes on with the settings it read, and \
+             `ovai restart` reads it (calls' context.config included)."
+        );
+    }
 }
 
 /// "never respawned", "respawned once", "respawned 3 times".
