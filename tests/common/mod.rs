@@ -196,10 +196,14 @@ impl Instance {
     }
 
     /// Connects a session for `seat` through `ovai mcp` with `env` set for it besides the seat's own, started
-    /// in its desk. The bridge's own settings come from `env` alone, never from the shell running the tests.
+    /// in its desk. The bridge's own settings come from `env` alone, never from the shell running the tests,
+    /// but for a longer wait for a daemon to come back.
     pub fn session_with_env(&self, seat: &str, env: &[(&str, &str)]) -> Session {
         let mut cmd = bridge_command(&self.root, Some(&self.secret(seat)));
+        // A daemon started again can take more than the bridge's 30 s to come up on a loaded machine
+        // (seen once in CI); a test that wants the bridge to give up sets its own window.
         cmd.current_dir(self.root.join("desks").join(seat))
+            .env("OVAI_RECONNECT_SECONDS", "300")
             .envs(env.iter().copied());
         Session::spawn_command(cmd)
     }
