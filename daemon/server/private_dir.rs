@@ -415,6 +415,33 @@ fn written(what: &Path, done: Result<(), String>) -> (String, String) {
     }
 }
 
+/// Whether `e` is the daemon marking its own start: starting.json written or removed, serving.json
+/// written (each a staged copy renamed into place). A look it woke could find the instance moved
+/// meanwhile, and stop a server only asked how it is. serving.json written over in place, removed or
+/// renamed away is another's doing, looked at and made again (a file moved onto it from outside the
+/// folder is not).
+fn own_marking(e: &notify::Event) -> bool {
+    use notify::event::{EventKind, ModifyKind, RenameMode};
+    let name = |p: &Path| {
+        p.file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    };
+    let ours = |p: &Path| {
+        let n = name(p);
+        n.starts_with("starting.json") || n.starts_with("serving.json.")
+    };
+    match (&e.kind, e.paths.as_slice()) {
+        (EventKind::Modify(ModifyKind::Name(RenameMode::Both)), [from, to]) => {
+            ours(from) && (ours(to) || name(to) == "serving.json")
+        }
+        // The rename's halves come first, each on its own; a half from outside the folder too.
+        (EventKind::Modify(ModifyKind::Name(RenameMode::To)), [to]) => name(to) == "serving.json",
+        (_, paths) => !paths.is_empty() && paths.iter().all(|p| ours(p)),
+    }
+}
+
 /// Watches `folder` for anything but reads (the daemon's own, and every command's, would wake it).
 fn watch(folder: &Path, changed: &Arc<tokio::sync::Notify>) -> Option<notify::RecommendedWatcher> {
     use notify::Watcher;
@@ -422,7 +449,7 @@ fn watch(folder: &Path, changed: &Arc<tokio::sync::Notify>) -> Option<notify::Re
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         if event
             .as_ref()
-            .is_ok_and(|e| matches!(e.kind, notify::EventKind::Access(_)))
+            .is_ok_and(|e| matches!(e.kind, notify::EventKind::Access(_)) || own_marking(e))
         {
             return;
         }
@@ -440,4 +467,47 @@ fn watch(folder: &Path, changed: &Arc<tokio::sync::Notify>) -> Option<notify::Re
         );
     }
     watcher
+}
+
+#[cfg(test)]
+mod tests {
+    use super::own_marking;
+    use notify::event::{CreateKind, DataChange, EventKind, ModifyKind, RemoveKind, RenameMode};
+
+    fn event(kind: EventKind, names: &[&str]) -> notify::Event {
+        let mut e = notify::Event::new(kind);
+        for n in names {
+            e = e.add_path(std::path::Path::new("/i/.ovai").join(n));
+        }
+        e
+    }
+
+    #[test]
+    fn only_the_daemons_own_marks_wake_no_look() {
+        let staged = "serving.json.0123456789abcdef.tmp";
+        let name = |m| EventKind::Modify(ModifyKind::Name(m));
+        for ours in [
+            event(EventKind::Create(CreateKind::File), &[staged]),
+            event(name(RenameMode::From), &[staged]),
+            event(name(RenameMode::To), &["serving.json"]),
+            event(name(RenameMode::Both), &[staged, "serving.json"]),
+            event(EventKind::Remove(RemoveKind::File), &["starting.json"]),
+        ] {
+            assert!(own_marking(&ours), "{ours:?}");
+        }
+        for theirs in [
+            event(
+                EventKind::Modify(ModifyKind::Data(DataChange::Any)),
+                &["serving.json"],
+            ),
+            event(EventKind::Remove(RemoveKind::File), &["serving.json"]),
+            event(name(RenameMode::From), &["serving.json"]),
+            event(name(RenameMode::Both), &["serving.json", "elsewhere"]),
+            event(EventKind::Create(CreateKind::File), &["poke"]),
+            event(EventKind::Remove(RemoveKind::File), &["control.secret"]),
+            event(EventKind::Any, &[]),
+        ] {
+            assert!(!own_marking(&theirs), "{theirs:?}");
+        }
+    }
 }
