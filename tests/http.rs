@@ -538,6 +538,8 @@ fn a_2026_message_without_its_method_header_is_told_what_to_send() {
             "io.modelcontextprotocol/clientInfo": { "name": "p", "version": "1" } } } });
     let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": { "requestId": 3 } });
+    let mut older = call.clone();
+    older["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
     for (body, extra, words) in [
         (
             &call,
@@ -550,6 +552,13 @@ fn a_2026_message_without_its_method_header_is_told_what_to_send() {
             "this tools/call has no Mcp-Name header; MCP 2026-07-28 asks a tools/call to name its tool in one, as params.name does",
         ),
         (&cancel, None, "(here Mcp-Method: notifications/cancelled)"),
+        // The header and the body name two revisions (it was told to send initialize first).
+        (
+            &older,
+            Some(("mcp-method", "tools/call")),
+            "Header mismatch: the MCP-Protocol-Version header says 2026-07-28, and params._meta's \
+             io.modelcontextprotocol/protocolVersion says 2025-11-25; a request names one revision in both",
+        ),
     ] {
         let mut headers = vec![
             ("content-type", "application/json"),
@@ -562,6 +571,7 @@ fn a_2026_message_without_its_method_header_is_told_what_to_send() {
         let status = r.status;
         let v = r.json();
         assert_eq!(status, 400, "{v}");
+        assert_eq!(v["error"]["code"], -32020, "{v}");
         assert_eq!(v["id"], body["id"], "{v}");
         assert!(
             v["error"]["message"].as_str().unwrap().contains(words),

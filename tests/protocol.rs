@@ -86,6 +86,13 @@ fn tools_are_listed_sorted_with_their_schemas() {
         "Whom."
     );
     assert_eq!(tools[2]["annotations"]["readOnlyHint"], true);
+    // The room only ever adds a message (MCP's default for an unmarked tool is destructive), and
+    // neither built-in reaches past the instance.
+    assert_eq!(
+        tools[3]["annotations"],
+        json!({ "readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false })
+    );
+    assert_eq!(tools[2]["annotations"]["openWorldHint"], false);
     // The same list twice: deterministic.
     assert_eq!(s.request("tools/list", json!({}))["result"], list["result"]);
 }
@@ -474,7 +481,8 @@ fn a_session_keeps_the_revision_it_began_with() {
     assert_eq!(r["error"]["code"], -32601, "{r}");
     assert!(
         r["error"]["message"].as_str().unwrap().contains(
-            "initialize is gone from MCP 2026-07-28 on, and this session began as 2026-07-28 and keeps that revision"
+            "initialize is gone from MCP 2026-07-28 on, and this connection began as 2026-07-28 and keeps that \
+             revision; to speak 2025-11-25, start `ovai mcp` again and begin with initialize"
         ),
         "{r}"
     );

@@ -394,12 +394,12 @@ pub fn removed_words(method: &str) -> Option<String> {
     }
 }
 
-/// `-32601`'s message for `initialize` or `ping` in a session begun as 2026-07-28, whatever the request's
-/// `_meta` says: the session keeps its revision.
+/// `-32601`'s message for `initialize` or `ping` on a connection begun as 2026-07-28 (over the socket;
+/// HTTP's 2026-07-28 requests share none), whatever the request's `_meta` says: it keeps its revision.
 pub fn removed_in_session_words(method: &str) -> String {
     format!(
-        "Method not found: {} is gone from MCP 2026-07-28 on, and this session began as 2026-07-28 and keeps \
-         that revision; to speak 2025-11-25, start a new session with initialize",
+        "Method not found: {} is gone from MCP 2026-07-28 on, and this connection began as 2026-07-28 and \
+         keeps that revision; to speak 2025-11-25, start `ovai mcp` again and begin with initialize",
         jsonrpc::clip(method)
     )
 }

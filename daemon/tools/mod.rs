@@ -147,8 +147,17 @@ fn builtin(
         Value::Object(o) => o,
         _ => JsonObject::new(),
     };
+    // The room only ever adds a message: MCP takes an unmarked tool that writes as destructive.
+    let annotations = if read_only {
+        ToolAnnotations::new().read_only(true)
+    } else {
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(false)
+            .idempotent(false)
+    };
     let tool = Tool::new(name.to_string(), description.to_string(), object)
-        .with_annotations(ToolAnnotations::new().read_only(read_only));
+        .with_annotations(annotations.open_world(false));
     (
         TableEntry {
             name: name.into(),

@@ -129,6 +129,27 @@ pub async fn checked(
                 ),
             ));
         }
+        // Both name a revision, and one of them 2026-07-28: they must agree, as that revision asks.
+        if let Some(named) = version.and_then(jsonrpc::as_string)
+            && let Some(said) = parts
+                .headers
+                .get("mcp-protocol-version")
+                .and_then(|h| h.to_str().ok())
+            && said != named
+            && (params::inline_version(said) || params::inline_version(&named))
+        {
+            let (_, body) = refuse(
+                HEADER_MISMATCH,
+                format!(
+                    "Header mismatch: the MCP-Protocol-Version header says {}, and params._meta's \
+                     io.modelcontextprotocol/protocolVersion says {}; a request names one revision in both",
+                    jsonrpc::clip(said),
+                    jsonrpc::clip(&named)
+                ),
+            )
+            .into_parts();
+            return Err(with_status(StatusCode::BAD_REQUEST, body));
+        }
         // Outside a session, a revision with initialize named in _meta begins none (rmcp served it as
         // 2026-07-28 would, statelessly), as on the socket.
         if r.method != "initialize"
@@ -284,13 +305,13 @@ fn header_missing(
     }
     if !headers.contains_key("mcp-method") {
         return Some(format!(
-            "Invalid request: this message has no Mcp-Method header; MCP 2026-07-28 asks every message to name \
+            "Header mismatch: this message has no Mcp-Method header; MCP 2026-07-28 asks every message to name \
              its method in one (here Mcp-Method: {}), and a tools/call its tool in Mcp-Name too",
             jsonrpc::clip(method)
         ));
     }
     (names_a_tool && !headers.contains_key("mcp-name")).then(|| {
-        "Invalid request: this tools/call has no Mcp-Name header; MCP 2026-07-28 asks a tools/call to name \
+        "Header mismatch: this tools/call has no Mcp-Name header; MCP 2026-07-28 asks a tools/call to name \
          its tool in one, as params.name does"
             .to_string()
     })
