@@ -12,7 +12,7 @@
 //! When it cannot connect at all, it still answers: the client's first request gets a JSON-RPC error
 //! carrying the sentence, the sentence goes to stderr, and it exits 1.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::mem::ManuallyDrop;
@@ -257,6 +257,9 @@ struct Session {
     initialized: Option<Vec<u8>>,
     /// Open `subscriptions/listen` requests (2026-07-28), re-sent to a new daemon: id → line.
     listens: HashMap<String, Vec<u8>>,
+    /// The listens whose acknowledgement reached the client. A new daemon acknowledges them again,
+    /// which the client must not see: MCP has a stream acknowledged once, before all else on it.
+    acked: HashSet<String>,
     /// The client closed its side: nothing more will come, and the bridge ends with the daemon's answers.
     client_done: bool,
     /// Why no daemon will take this session's lines now (the seat's secret changed, no daemon came
@@ -287,6 +290,7 @@ impl Session {
     fn take_answerable(&mut self, for_good: bool) -> Vec<(String, Pending)> {
         if for_good {
             self.listens.clear();
+            self.acked.clear();
         }
         let listens = &self.listens;
         let (kept, cut): (Vec<_>, Vec<_>) = self
@@ -322,6 +326,7 @@ impl Session {
                     && settle(&mut self.pending, &key).is_some()
                 {
                     self.listens.remove(&key);
+                    self.acked.remove(&key);
                 }
             }
             _ => {}
@@ -858,6 +863,10 @@ impl Bridge {
                     continue;
                 }
                 answered.push(key);
+            } else if let Some(listen) = acknowledged(&line)
+                && !lock(&self.session).acked.insert(listen)
+            {
+                continue;
             }
             out.extend_from_slice(&line);
         }
@@ -874,6 +883,7 @@ impl Bridge {
                 }
                 if !s.listens.is_empty() {
                     s.listens.remove(&key);
+                    s.acked.remove(&key);
                 }
             }
         }
@@ -1244,6 +1254,14 @@ fn answered_key(line: &[u8]) -> Option<String> {
         Message::Bad(..) => raw_id_key(line),
         _ => None,
     }
+}
+
+/// The listen a `notifications/subscriptions/acknowledged` line acknowledges, as its key.
+fn acknowledged(line: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(line).ok()?;
+    (v["method"] == "notifications/subscriptions/acknowledged")
+        .then(|| v["params"]["_meta"].get("io.modelcontextprotocol/subscriptionId"))?
+        .map(Value::to_string)
 }
 
 /// The id of an answer (a message with a `result` or an `error`) as written, whatever it is.

@@ -839,6 +839,16 @@ fn a_listen_stream_outlives_a_give_up_and_hears_of_the_server_taking_it_again() 
         "the stream was not ended: {:?}",
         s.backlog
     );
+    // The server that took it acknowledged it again; the client, told once, is not told twice
+    // (helper-88). A request after makes sure that acknowledgement came.
+    s.request("tools/list", json!({ "_meta": meta }));
+    assert!(
+        !s.backlog
+            .iter()
+            .any(|m| m["method"] == "notifications/subscriptions/acknowledged"),
+        "{:?}",
+        s.backlog
+    );
 }
 
 /// An initialize no server answered before the bridge gave up is not replayed to the server that takes

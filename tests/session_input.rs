@@ -2198,6 +2198,12 @@ fn listens_past_a_few_are_refused_and_the_session_goes_on() {
     );
     let refused = s.recv_where(|m| m["id"] == ninth && m.get("error").is_some());
     assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    // Refused without being acknowledged first (a stream acknowledged reads as live; helper-88).
+    let acked = |m: &Value| {
+        m["method"] == "notifications/subscriptions/acknowledged"
+            && m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == ninth
+    };
+    assert!(!s.backlog.iter().any(acked), "{:?}", s.backlog);
     let words = refused["error"]["message"].as_str().unwrap();
     assert!(
         words.contains("holds 8 subscriptions/listen streams"),

@@ -327,6 +327,11 @@ impl Sessions {
         Some(key)
     }
 
+    /// How many listen streams session `id` holds open.
+    pub fn sinks(&self, id: u64) -> usize {
+        self.lock().get(&id).map_or(0, |e| e.sinks.len())
+    }
+
     pub fn remove_sink(&self, id: u64, key: u64) {
         if let Some(e) = self.lock().get_mut(&id) {
             e.sinks.retain(|(k, _)| *k != key);

@@ -495,6 +495,17 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                     self.refuse_long(&r.id, &r.method, text.len());
                     return None;
                 }
+                // Refused before rmcp acknowledges it: a stream acknowledged then failed reads as live.
+                if r.method == "subscriptions/listen"
+                    && self.calls.as_ref().is_some_and(Calls::listens_full)
+                {
+                    self.refused_span(&r.id, &r.method, super::session::LISTENS_FULL);
+                    self.answers.answer_line(
+                        &r.id,
+                        jsonrpc::error_under(&r.id, INVALID_REQUEST, super::session::LISTENS_FULL),
+                    );
+                    return None;
+                }
                 let initialize_version = (r.method == "initialize" && traces::tracer().is_some())
                     .then(|| params::asked_version(r.params))
                     .flatten();
