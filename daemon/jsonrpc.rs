@@ -309,6 +309,13 @@ fn judged(found: Found<'_, 6>) -> Read<'_> {
         None if result.is_some() || fault.is_some() => return Read::Response(id),
         None => return answer("Invalid request: it has no \"method\""),
     };
+    if result.is_some() || fault.is_some() {
+        let other = if result.is_some() { "result" } else { "error" };
+        return answer(&format!(
+            "Invalid request: the message has a \"method\" and a \"{other}\"; a request or a notification \
+             has no result or error, and an answer no method"
+        ));
+    }
     match id {
         Some(id) => Read::Request(Request { id, method, params }),
         None => Read::Notification(Notification { method, params }),

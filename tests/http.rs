@@ -525,6 +525,41 @@ fn a_second_initialize_in_a_session_is_refused_and_the_session_goes_on() {
     assert!(!s.call("echo", json!({})).1);
 }
 
+/// A session begun with `initialize` has none of 2026-07-28's own methods: over HTTP as on the socket,
+/// they are `-32601` in words, however their params read (they were `-32602` or `-32020`, and a
+/// listen's message was its bare method; helper-88).
+#[test]
+fn a_2025_session_is_told_2026s_own_methods_are_not_served() {
+    let (inst, _d, http) = serving(json!({}));
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-06-18");
+    s.initialize();
+    for (method, params) in [
+        ("server/discover", serde_json::Value::Null),
+        ("server/discover", json!({})),
+        (
+            "subscriptions/listen",
+            json!({ "notifications": { "toolsListChanged": true } }),
+        ),
+    ] {
+        let (id, mut r) = s.send(method, params.clone());
+        let answer = r.answer(id);
+        assert_eq!(
+            answer["error"]["code"], -32601,
+            "{method} {params}: {answer}"
+        );
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!(
+                    "{method} is not served under the protocol revision this session speaks"
+                )),
+            "{answer}"
+        );
+    }
+    assert!(!s.call("echo", json!({})).1);
+}
+
 /// A 2026-07-28 message without the header that names its method (or a call's tool) is told which header
 /// to send and what it holds, rather than rmcp's bare "missing required Mcp-Method header".
 #[test]

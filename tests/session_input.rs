@@ -1528,6 +1528,46 @@ fn params_that_do_not_fit_are_answered_naming_the_field() {
         );
     }
     assert!(s.tool_names().contains(&"index".to_string()));
+    // A message with a method and a result is neither a request nor an answer (helper-88).
+    raw(
+        &mut s,
+        b"{\"jsonrpc\":\"2.0\",\"id\":90,\"method\":\"ping\",\"result\":{}}\n",
+    );
+    let e = error_for(&mut s, json!(90));
+    assert_eq!(e["code"], -32600, "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("the message has a \"method\" and a \"result\""),
+        "{e}"
+    );
+    // 2026-07-28's own requests name their field too.
+    let mut modern = inst.session("lead");
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
+    for (method, params, want) in [
+        (
+            "server/discover",
+            Value::Null,
+            "server/discover has no params; from 2026-07-28 on a request's params carry its _meta",
+        ),
+        (
+            "subscriptions/listen",
+            json!({ "_meta": meta, "notifications": { "toolsListChanged": "yes" } }),
+            "params.notifications.toolsListChanged does not fit: invalid type: string \"yes\", expected a boolean",
+        ),
+    ] {
+        let id = modern.send_request(method, params.clone());
+        let e = error_for(&mut modern, json!(id));
+        assert_eq!(e["code"], -32602, "{method} {params}: {e}");
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("Invalid params: {want}")),
+            "{method} {params}: {e}"
+        );
+    }
 }
 
 #[test]

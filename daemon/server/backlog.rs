@@ -110,7 +110,10 @@ mod tests {
         let left: Vec<String> = std::iter::from_fn(|| held.pop()).collect();
         assert_eq!(left.len(), 2, "{left:?}");
         assert!(left[0].starts_with("[71"));
-        // A message with a method and an id is a request, whatever else it holds: the first 72 went.
-        assert_eq!(left[1], r#"{"jsonrpc":"2.0","id":72,"method":"ping"}"#);
+        // A message with a method and a result is no request: it is refused, and the request 72 went.
+        assert_eq!(
+            left[1],
+            r#"{"jsonrpc":"2.0","id":72,"method":"ping","result":1}"#
+        );
     }
 }

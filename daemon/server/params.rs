@@ -435,6 +435,19 @@ fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
                     .into(),
             );
         }
+        None | Some(Value::Null)
+            if matches!(method, "server/discover" | "subscriptions/listen") =>
+        {
+            return Some(format!(
+                "{method} has no params; from 2026-07-28 on a request's params carry its _meta \
+                 (io.modelcontextprotocol/protocolVersion and clientCapabilities){}",
+                if method == "subscriptions/listen" {
+                    ", and subscriptions/listen's its notifications ({\"toolsListChanged\": true})"
+                } else {
+                    ""
+                }
+            ));
+        }
         None | Some(Value::Null) => return None,
         Some(Value::Object(p)) => p,
         Some(other) => {
@@ -509,6 +522,7 @@ fn typed_problem(method: &str, params: &Value) -> Option<String> {
     match method {
         "initialize" => read_as::<rmcp::model::InitializeRequestParams>(params),
         "tools/list" => read_as::<rmcp::model::PaginatedRequestParams>(params),
+        "subscriptions/listen" => read_as::<rmcp::model::SubscriptionsListenRequestParams>(params),
         _ => None,
     }
 }

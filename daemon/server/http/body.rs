@@ -129,8 +129,10 @@ pub async fn checked(
                 ),
             ));
         }
-        // Both name a revision, and one of them 2026-07-28: they must agree, as that revision asks.
-        if let Some(named) = version.and_then(jsonrpc::as_string)
+        // Outside a session both name a revision, one of them 2026-07-28: they must agree, as that
+        // revision asks (a session keeps its own, whatever _meta says).
+        if session.is_none()
+            && let Some(named) = version.and_then(jsonrpc::as_string)
             && let Some(said) = parts
                 .headers
                 .get("mcp-protocol-version")
@@ -206,7 +208,11 @@ pub async fn checked(
                 params::INITIALIZED_ALREADY.to_string(),
             ));
         }
-        if session.is_some() && !params::is_known_method(&r.method) {
+        // A session begun with initialize has none of 2026-07-28's own methods, as on the socket.
+        if session.is_some()
+            && (!params::is_known_method(&r.method)
+                || matches!(&*r.method, "server/discover" | "subscriptions/listen"))
+        {
             return Err(refuse(
                 METHOD_NOT_FOUND,
                 params::method_not_found_words(&r.method),
