@@ -186,6 +186,8 @@ fn a_desk_is_made_for_each_client_and_rotate_and_remove_keep_them_right() {
             "{f}: {text}"
         );
     }
+    // A person's own file in a client's folder keeps that folder.
+    std::fs::write(desk.join(".codex/AGENTS.md"), "mine").unwrap();
     inst.cmd().args(["seat", "remove", "w1"]).assert().success();
     for f in SECRET_FILES {
         assert!(
@@ -193,6 +195,9 @@ fn a_desk_is_made_for_each_client_and_rotate_and_remove_keep_them_right() {
             "{f} stays after the seat is removed"
         );
     }
+    // The clients' folders ovai made, left empty, go with them (helper-85).
+    assert!(!desk.join(".gemini").exists());
+    assert!(desk.join(".codex/AGENTS.md").is_file());
 }
 
 #[test]

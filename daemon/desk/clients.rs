@@ -359,6 +359,21 @@ fn set_in_toml_table(
     Ok(())
 }
 
+/// Removes a client's file left with nothing in it, and its folder in the desk (`.gemini`, `.codex`)
+/// if that holds nothing else now.
+fn remove_ours(desk: &Path, path: &Path) -> Result<(), DeskError> {
+    std::fs::remove_file(path).map_err(|source| DeskError::Io {
+        what: "removing",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if let Some(folder) = path.parent().filter(|f| *f != desk) {
+        // Not empty (a person's own files there) is no fault: the folder stays.
+        let _ = std::fs::remove_dir(folder);
+    }
+    Ok(())
+}
+
 /// Takes the server's entry out of every client's file (whichever clients the instance names now); a
 /// file left with nothing in it goes.
 pub fn remove(desk: &Path) -> Result<(), DeskError> {
@@ -385,11 +400,7 @@ pub fn remove(desk: &Path) -> Result<(), DeskError> {
                 .iter()
                 .all(|p| p.decoded_name().as_deref() == Some("$schema"));
         if ours_only {
-            std::fs::remove_file(&path).map_err(|source| DeskError::Io {
-                what: "removing",
-                path: path.clone(),
-                source,
-            })?;
+            remove_ours(desk, &path)?;
         } else {
             jsonc::write(&path, &root)?;
         }
@@ -422,11 +433,7 @@ pub fn remove(desk: &Path) -> Result<(), DeskError> {
             .lines()
             .any(|l| l.trim_start().starts_with('#'));
         if doc.is_empty() && !commented {
-            std::fs::remove_file(&path).map_err(|source| DeskError::Io {
-                what: "removing",
-                path: path.clone(),
-                source,
-            })?;
+            remove_ours(desk, &path)?;
         } else {
             write_toml(&path, &doc).map_err(|why| DeskError::Io {
                 what: "writing",
