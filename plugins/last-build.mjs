@@ -1,4 +1,4 @@
-// What is on CI for a branch: the seed's example, with the CI address taken from openovai.json
+// What is on CI for a branch: the README's example, with the CI address taken from openovai.json
 // ("ci": {"url": "https://ci.example.com"}) instead of written into the file.
 
 export const description =
