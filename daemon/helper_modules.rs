@@ -4,6 +4,7 @@
 //! it refuses a tool's own file, instead of running code nobody read while the log says it serves the
 //! same files.
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Endings Node imports as code. Other files (words, settings) are read by the tool as it runs, and are
@@ -20,6 +21,13 @@ const MOST_PACKAGED: usize = 20_000;
 /// nest deeper.
 const DEEPEST: usize = 8;
 const DEEPEST_PACKAGED: usize = 32;
+/// Folders looked into at most, all told: each once, however many links lead to it (three links to
+/// their own folder made a walk of 3^32 folders that held the daemon), and a tree of empty folders
+/// ends here.
+const MOST_FOLDERS: usize = 50_000;
+/// Bytes read for fingerprints at most in one reading: a file's hard links are read once, and 20,000
+/// files of 64 MiB would take hours to read.
+const MOST_BYTES: u64 = 2 << 30;
 
 /// A file's size and modification time: a file whose stamp is as it was is not read again.
 type Stamp = Option<(u64, Option<std::time::SystemTime>)>;
@@ -37,6 +45,8 @@ pub struct Helpers {
     pub capped: bool,
     /// More than MOST_PACKAGED were in node_modules/ folders.
     pub packaged_capped: bool,
+    /// More than MOST_FOLDERS folders, or MOST_BYTES of modules, were there: the rest is not guarded.
+    pub walk_capped: bool,
     /// How many were noted, outside node_modules/ folders and in them.
     counts: [usize; 2],
     /// The plugins/ folder they were read in.
@@ -51,7 +61,12 @@ impl Helpers {
             dir: dir.to_path_buf(),
             ..Self::default()
         };
-        walk(dir, |path, packaged| {
+        // A file's hard links are one file: read once.
+        let mut read: std::collections::HashMap<(u64, u64), (Stamp, Option<String>)> =
+            std::collections::HashMap::new();
+        let mut bytes = 0u64;
+        let mut over = false;
+        helpers.walk_capped = walk(dir, |path, packaged| {
             let most = if packaged { MOST_PACKAGED } else { MOST };
             if helpers.counts[usize::from(packaged)] >= most {
                 if packaged {
@@ -63,11 +78,26 @@ impl Helpers {
             }
             // Stamped first: an edit between the two is then seen as a change of stamp, and read.
             let stamped = stamp(&path);
-            let hash = crate::files::fingerprint(&path);
+            let inode = std::fs::metadata(&path).ok().map(|m| (m.dev(), m.ino()));
+            let hash = match inode.and_then(|i| read.get(&i)) {
+                Some((was, hash)) if *was == stamped => hash.clone(),
+                _ => {
+                    bytes += stamped.map_or(0, |(len, _)| len);
+                    if bytes > MOST_BYTES {
+                        over = true;
+                        return false;
+                    }
+                    let hash = crate::files::fingerprint(&path);
+                    if let Some(i) = inode {
+                        read.insert(i, (stamped, hash.clone()));
+                    }
+                    hash
+                }
+            };
             helpers.counts[usize::from(packaged)] += 1;
             helpers.files.push((path, stamped, hash, packaged));
             true
-        });
+        }) || over;
         helpers
     }
 
@@ -95,14 +125,33 @@ impl Helpers {
     /// Those whose bytes are not what was read (read again only when their size or time moved). One
     /// gone is not among them: importing it fails in Node's own words.
     pub fn changed(&self) -> Vec<PathBuf> {
+        // A file's hard links are read once, and no more bytes than a reading reads.
+        let mut read: std::collections::HashMap<(u64, u64), Option<String>> =
+            std::collections::HashMap::new();
+        let mut bytes = 0u64;
         self.files
             .iter()
             .filter(|(path, was_stamped, was, _)| {
                 let now = stamp(path);
-                now.is_some()
-                    && was.is_some()
-                    && now != *was_stamped
-                    && crate::files::fingerprint(path) != *was
+                if now.is_none() || was.is_none() || now == *was_stamped {
+                    return false;
+                }
+                let inode = std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+                let hash = match inode.and_then(|i| read.get(&i)) {
+                    Some(hash) => hash.clone(),
+                    None => {
+                        bytes += now.map_or(0, |(len, _)| len);
+                        if bytes > MOST_BYTES {
+                            return false;
+                        }
+                        let hash = crate::files::fingerprint(path);
+                        if let Some(i) = inode {
+                            read.insert(i, hash.clone());
+                        }
+                        hash
+                    }
+                };
+                hash != *was
             })
             .map(|(path, _, _, _)| path.clone())
             .collect()
@@ -194,10 +243,12 @@ fn modules(n: usize) -> String {
 }
 
 /// Visits the code files of `dir`'s folders (and those beside its tools that are no tool), and whether
-/// each is a package's; a folder's walk ends where `visit` says false.
-fn walk(dir: &Path, mut visit: impl FnMut(PathBuf, bool) -> bool) {
+/// each is a package's; a folder's walk ends where `visit` says false. True when it ended at
+/// MOST_FOLDERS.
+fn walk(dir: &Path, mut visit: impl FnMut(PathBuf, bool) -> bool) -> bool {
     let mut folders: Vec<(PathBuf, usize, bool)> = Vec::new();
     let mut ended = [false; 2];
+    let mut seen: std::collections::HashSet<(u64, u64)> = std::collections::HashSet::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
         if let Some(packaged) = looked_into(&entry, false) {
@@ -211,6 +262,14 @@ fn walk(dir: &Path, mut visit: impl FnMut(PathBuf, bool) -> bool) {
         }
     }
     while let Some((folder, depth, packaged)) = folders.pop() {
+        // Through whichever link it is reached, a folder is looked into once.
+        match std::fs::metadata(&folder) {
+            Ok(m) if seen.insert((m.dev(), m.ino())) => {}
+            _ => continue,
+        }
+        if seen.len() > MOST_FOLDERS {
+            return true;
+        }
         let deepest = if packaged { DEEPEST_PACKAGED } else { DEEPEST };
         for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
             if ended[usize::from(packaged)] {
@@ -230,6 +289,7 @@ fn walk(dir: &Path, mut visit: impl FnMut(PathBuf, bool) -> bool) {
             }
         }
     }
+    false
 }
 
 /// The rows of a reading whose folders hold more code files than are guarded, if it does.
@@ -242,6 +302,16 @@ pub fn capped_row(helpers: &Helpers) -> Vec<String> {
              they are. Keep packages in plugins/node_modules/.",
             crate::names::thousands(MOST),
             crate::names::thousands(MOST)
+        ));
+    }
+    if helpers.walk_capped {
+        rows.push(format!(
+            "plugins/' folders hold more than {} folders (or links that lead back into them), or more than \
+             {} GiB of modules: a new plugin host (after a crash, or for a seat change) imports those not \
+             looked at as they are, changed or not. Look for links in plugins/ that lead back (`find -L \
+             plugins -type d | head`).",
+            crate::names::thousands(MOST_FOLDERS),
+            MOST_BYTES >> 30
         ));
     }
     if helpers.packaged_capped {
@@ -307,6 +377,23 @@ mod tests {
             appeared,
             vec![p.join("lib/new.mjs"), p.join("node_modules/x/data.json")]
         );
+    }
+
+    /// Three links to their own folder made a walk of 3^32 folders, which held the daemon's reading,
+    /// `ovai status` and `ovai stop` (helper-87): each folder is looked into once.
+    #[test]
+    fn links_that_lead_back_are_walked_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        let packages = p.join("node_modules");
+        std::fs::create_dir_all(packages.join("x")).unwrap();
+        std::fs::write(packages.join("x/index.js"), "a").unwrap();
+        for name in ["a", "b", "c"] {
+            std::os::unix::fs::symlink(".", packages.join(name)).unwrap();
+        }
+        let helpers = Helpers::take(p);
+        assert_eq!(helpers.files.len(), 1);
+        assert!(!helpers.walk_capped && helpers.appeared().is_empty());
     }
 
     #[test]
