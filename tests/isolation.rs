@@ -13,7 +13,7 @@ fn boxed() -> Instance {
 }
 
 /// The two boxes: bubblewrap's, and ovai's own from user namespaces (where bubblewrap is not installed).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Box_ {
     Bwrap,
     Userns,
@@ -1267,6 +1267,50 @@ export function run() {
             "{v}"
         );
         assert_eq!(v["plain"], "plain", "{v}");
+    }
+}
+
+/// The box has System V IPC of its own (shared memory made there outlived the host, past its bound, and
+/// reached other programs' objects), and no keyring calls, whose keys are the user's (helper-87).
+#[test]
+fn the_box_has_ipc_of_its_own_and_no_keyring() {
+    let add_key = if cfg!(target_arch = "aarch64") {
+        217
+    } else {
+        248
+    };
+    let plugin = format!(
+        r#"
+import {{ readlinkSync }} from "node:fs";
+import {{ spawnSync }} from "node:child_process";
+export const description = "Looks at its IPC and keyring.";
+export const inputSchema = {{ type: "object" }};
+export function run() {{
+  const key = spawnSync("perl", ["-e",
+    'my ($t, $d, $v) = ("user", "ovai-test", "v"); my $r = syscall({add_key}, $t, $d, $v, 1, -2); print $r < 0 ? "refused " . ($!+0) : "made"'],
+    {{ encoding: "utf8" }});
+  return {{ text: JSON.stringify({{ ipc: readlinkSync("/proc/self/ns/ipc"), key: key.stdout || key.stderr }}) }};
+}}
+"#
+    );
+    let ours = std::fs::read_link("/proc/self/ns/ipc").unwrap();
+    for kind in [Box_::Bwrap, Box_::Userns] {
+        let inst = boxed_in(kind);
+        inst.write_plugin("looks.mjs", &plugin);
+        let _d = inst.start();
+        let out = inst
+            .cmd()
+            .args(["call", "looks", "{}", "--seat", "lead"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        assert_ne!(v["ipc"], ours.display().to_string(), "{kind:?}: {v}");
+        assert_eq!(
+            v["key"],
+            format!("refused {}", libc::EPERM),
+            "{kind:?}: {v}"
+        );
     }
 }
 

@@ -175,7 +175,14 @@ fn find_on_path(program: &str) -> Option<PathBuf> {
 
 fn base_args(unshare_user: bool) -> Vec<&'static str> {
     // --new-session: no controlling terminal in the box, so no keystrokes pushed into the operator's shell.
-    let mut args = vec!["--unshare-pid", "--die-with-parent", "--new-session"];
+    // --unshare-ipc: System V shared memory made in the box outlived the host, past its memory bound,
+    // and reached other programs' queues and segments.
+    let mut args = vec![
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--die-with-parent",
+        "--new-session",
+    ];
     if unshare_user {
         args.push("--unshare-user");
     }

@@ -3,7 +3,7 @@
 //! and `clone` asking for one (EPERM), and `clone3`, whose flags a filter cannot read (ENOSYS: the C
 //! library then uses `clone`). Nor Unix sockets (EACCES), which reach programs outside the box, but a
 //! pair of stream ones (already connected: a datagram pair sends to any path), nor io_uring, which would
-//! make one past the filter. ovai's own box installs it just before Node;
+//! make one past the filter, nor the kernel's keyrings (EPERM), which are the user's. ovai's own box installs it just before Node;
 //! bubblewrap is handed it.
 
 /// The filter, as the kernel (and bubblewrap's `--seccomp`) reads it; `None` on an architecture it is not
@@ -41,29 +41,36 @@ pub fn program() -> Option<Vec<libc::sock_filter>> {
         /* 8 */
         op(JEQ, libc::SYS_io_uring_setup as u32, 0, 1),
         /* 9 */ op(RET, errno(libc::ENOSYS), 0, 0),
+        // The kernel's keyrings are the user's, not the box's: keys put there outlive the host, and
+        // keys kept there (by ssh, Kerberos, a keyring daemon) would be read.
+        /* 10 */
+        op(JEQ, libc::SYS_add_key as u32, 2, 0),
+        /* 11 */ op(JEQ, libc::SYS_keyctl as u32, 1, 0),
+        /* 12 */ op(JEQ, libc::SYS_request_key as u32, 0, 1),
+        /* 13 */ op(RET, errno(libc::EPERM), 0, 0),
         // No Unix socket of its own (socketpair's, already connected, stay): through one a program
         // outside the box (tmux, ssh-agent, an editor's server, docker) would run what a plugin asks.
-        /* 10 */
+        /* 14 */
         op(JEQ, libc::SYS_socket as u32, 0, 4),
-        /* 11 */ op(LOAD, ARG0_LOW, 0, 0),
-        /* 12 */ op(JEQ, libc::AF_UNIX as u32, 0, 1),
-        /* 13 */ op(RET, errno(libc::EACCES), 0, 0),
-        /* 14 */ op(RET, ALLOW, 0, 0),
+        /* 15 */ op(LOAD, ARG0_LOW, 0, 0),
+        /* 16 */ op(JEQ, libc::AF_UNIX as u32, 0, 1),
+        /* 17 */ op(RET, errno(libc::EACCES), 0, 0),
+        /* 18 */ op(RET, ALLOW, 0, 0),
         // A pair of stream sockets only (pipes to child processes, Node's IPC): a datagram one sends to
         // any socket's path or abstract name, as a Unix socket of its own would.
-        /* 15 */
+        /* 19 */
         op(JEQ, libc::SYS_socketpair as u32, 0, 5),
-        /* 16 */ op(LOAD, ARG1_LOW, 0, 0),
-        /* 17 */ op(AND, 0xf, 0, 0),
-        /* 18 */ op(JEQ, libc::SOCK_STREAM as u32, 0, 1),
-        /* 19 */ op(RET, ALLOW, 0, 0),
-        /* 20 */ op(RET, errno(libc::EACCES), 0, 0),
-        /* 21 */ op(JEQ, libc::SYS_unshare as u32, 1, 0),
-        /* 22 */ op(JEQ, libc::SYS_clone as u32, 0, 3),
-        /* 23 */ op(LOAD, ARG0_LOW, 0, 0),
-        /* 24 */ op(JSET, libc::CLONE_NEWUSER as u32, 0, 1),
-        /* 25 */ op(RET, errno(libc::EPERM), 0, 0),
-        /* 26 */ op(RET, ALLOW, 0, 0),
+        /* 20 */ op(LOAD, ARG1_LOW, 0, 0),
+        /* 21 */ op(AND, 0xf, 0, 0),
+        /* 22 */ op(JEQ, libc::SOCK_STREAM as u32, 0, 1),
+        /* 23 */ op(RET, ALLOW, 0, 0),
+        /* 24 */ op(RET, errno(libc::EACCES), 0, 0),
+        /* 25 */ op(JEQ, libc::SYS_unshare as u32, 1, 0),
+        /* 26 */ op(JEQ, libc::SYS_clone as u32, 0, 3),
+        /* 27 */ op(LOAD, ARG0_LOW, 0, 0),
+        /* 28 */ op(JSET, libc::CLONE_NEWUSER as u32, 0, 1),
+        /* 29 */ op(RET, errno(libc::EPERM), 0, 0),
+        /* 30 */ op(RET, ALLOW, 0, 0),
     ])
 }
 

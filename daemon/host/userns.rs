@@ -50,7 +50,8 @@ fn make(plan: &Plan) -> Result<i32, String> {
     let program = CString::new(program.as_bytes()).map_err(|_| "the program holds a NUL")?;
     let root = nix::unistd::geteuid().is_root();
     let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
-    let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
+    // IPC of its own: System V objects made in the box go with it (see sandbox.rs).
+    let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWIPC;
     if !root {
         flags |= CloneFlags::CLONE_NEWUSER;
     }
