@@ -47,7 +47,6 @@ const captureStack = Error.captureStackTrace;
 const isArray = Array.isArray;
 const apply = Reflect.apply;
 const includes = String.prototype.includes;
-const replaceAll = String.prototype.replace;
 // Methods called as functions (`utf8Slice(buf, 0, n)`), as Node's own internals do it: fast, and out of
 // a plugin's reach once taken.
 const uncurry = Function.prototype.bind.bind(Function.prototype.call);
@@ -558,7 +557,21 @@ function startSecondThread() {
 const LONE_SURROGATE = /(?<!\\)((?:\\\\)*)\\u[dD][89a-fA-F][0-9a-fA-F]{2}/g;
 function wellFormed(line) {
   if (!apply(includes, line, ["\\ud"]) && !apply(includes, line, ["\\uD"])) return line;
-  return apply(replaceAll, line, [LONE_SURROGATE, "$1\\ufffd"]);
+  return replaceEvery(line, LONE_SURROGATE, (m) => m[1] + "\\ufffd");
+}
+
+// What `pattern` (a /g RegExp of the host's own) matches in `text`, each replaced by `by(match)`. Not
+// String.prototype.replace, which looks up RegExp.prototype[Symbol.replace] and exec as it runs: a
+// plugin that patched them would read and rewrite other calls' answers on their way out.
+function replaceEvery(text, pattern, by) {
+  let out = "";
+  let from = 0;
+  pattern.lastIndex = 0;
+  for (let m = regexpExec(pattern, text); m !== null; m = regexpExec(pattern, text)) {
+    out += textSlice(text, from, m.index) + by(m);
+    from = m.index + m[0].length;
+  }
+  return out + textSlice(text, from);
 }
 
 // process.exit from plugin code would end the host for every seat; it throws instead, so the call that
@@ -634,7 +647,7 @@ function placesNow() {
 /** A value a plugin passed, shown on one short line whatever it is. */
 function shownArg(value) {
   try {
-    return clip(apply(replaceAll, toText(value), [/[\u0000-\u001f\u007f\u2028\u2029()]/g, "?"]), 40);
+    return clip(replaceEvery(toText(value), /[\u0000-\u001f\u007f\u2028\u2029()]/g, () => "?"), 40);
   } catch {
     return "a value that cannot be shown";
   }
@@ -702,7 +715,7 @@ function say(text) {
   speaking = true;
   try {
     // One line of stderr: the daemon reads it by lines, and a message's own newlines would split it.
-    apply(logError, logTo, [apply(replaceAll, toText(text), [/\r?\n|\r/g, "\\n"])]);
+    apply(logError, logTo, [replaceEvery(toText(text), /\r?\n|\r/g, () => "\\n")]);
   } catch {
     // Nothing is left to say it with.
   } finally {

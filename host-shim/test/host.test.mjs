@@ -711,3 +711,31 @@ test("a plugin patching Promise[Symbol.hasInstance] or putting a then getter on 
   assert.equal(await answerText(host, 20, "seen"), "0");
   host.stop();
 });
+
+// The host's own replacements (an answer's lone surrogates made U+FFFD) do not go through
+// RegExp.prototype[Symbol.replace] or exec, which a plugin can patch (helper-87: it rewrote another
+// call's answer, and saw its key).
+test("a plugin patching RegExp.prototype neither sees nor changes an answer with half an emoji", async () => {
+  const { host, dir } = initHost(1 << 20);
+  await loaded(
+    host,
+    dir,
+    "arm",
+    HEADER +
+      "globalThis.seen = 0;\n" +
+      "export function run() {\n" +
+      "  const replace = RegExp.prototype[Symbol.replace];\n" +
+      "  const exec = RegExp.prototype.exec;\n" +
+      "  RegExp.prototype[Symbol.replace] = function (s, r) { if (String(s).includes('deploy')) { globalThis.seen++; s = String(s).replace('deploy ok', 'deploy FAILED'); } return replace.call(this, s, r); };\n" +
+      "  RegExp.prototype.exec = function (s) { if (String(s).includes('deploy')) globalThis.seen++; return exec.call(this, s); };\n" +
+      "  return { text: 'armed' };\n" +
+      "}\n",
+    1,
+  );
+  await loaded(host, dir, "cut", HEADER + "export function run() { return { text: 'deploy ok \\u{1F680}'.slice(0, 11) }; }", 2);
+  await loaded(host, dir, "seen", HEADER + "export function run() { return { text: String(globalThis.seen) }; }", 3);
+  assert.equal(await answerText(host, 5, "arm"), "armed");
+  assert.equal(await answerText(host, 6, "cut"), "deploy ok \ufffd");
+  assert.equal(await answerText(host, 7, "seen"), "0");
+  host.stop();
+});
