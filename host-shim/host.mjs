@@ -899,7 +899,7 @@ function onLine(line) {
       }
       break;
     case "ping":
-      send({ t: "pong", n: message.n });
+      send({ t: "pong", n: message.n, key: hostKey });
       break;
     default:
       say(`ovai host: unknown message ${stringify(message.t)}`);

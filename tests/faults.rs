@@ -342,6 +342,28 @@ fn a_blocked_event_loop_is_found_by_the_heartbeat_and_the_host_restarted() {
     assert!(inst.rows("host")[0].contains("stopped answering for 2 s (a plugin blocking its event loop, at plugins/fault-loop.mjs:4:3) and was killed (signal SIGKILL); the calls in flight to plugins/fault-loop.mjs"));
 }
 
+/// A Worker that reads the host's pipe and answers its pings cannot keep a host whose own thread is
+/// held: a pong counts only with the host's key, which plugins never see (helper-87: the host was
+/// never ended, and other plugins' calls timed out, blamed on them).
+#[test]
+fn a_worker_answering_the_heartbeat_does_not_keep_a_blocked_host() {
+    let inst = instance(
+        &["fault-forged-pong"],
+        json!({ "hostHangSeconds": 2, "callTimeoutSeconds": 30 }),
+    );
+    let mut d = inst.start();
+    let host = d.host_pid();
+    let (text, refused) = fault_call(&inst, &mut d, "fault-forged-pong", json!({}));
+    assert!(refused, "{text}");
+    assert!(
+        text.starts_with(
+            "plugins/fault-forged-pong.mjs did not answer: the plugin host stopped answering for 2 s"
+        ),
+        "{text}"
+    );
+    assert!(!process_alive(host));
+}
+
 #[test]
 fn a_timer_that_blocks_the_event_loop_is_named_and_left_out_of_the_next_host() {
     let inst = instance(&["fault-timer-loop"], json!({ "hostHangSeconds": 2 }));

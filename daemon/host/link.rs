@@ -297,6 +297,9 @@ pub struct Link {
     /// How many well-formed messages the host has sent, for the heartbeat (which notes when it changes:
     /// a clock read for every message was a clock read a call).
     heard: AtomicU64,
+    /// How many pongs came with the host's key: the heartbeat's proof that the host's own thread turns
+    /// (a plugin's Worker reading fd 3 can send keyed answers and progress for the calls it read there).
+    pongs: AtomicU64,
     /// The host's pid, for status and log rows.
     pub pid: u32,
     /// Plugins that did not import again after a crash: name → why (calls to them are refused).
@@ -374,6 +377,7 @@ impl Link {
             loads: Mutex::new(HashMap::new()),
             ready: Mutex::new(Some(ready_tx)),
             heard: AtomicU64::new(0),
+            pongs: AtomicU64::new(0),
             pid,
             unavailable: Mutex::new(HashMap::new()),
             awaited_pong: AtomicU64::new(0),
@@ -686,6 +690,11 @@ impl Link {
         self.heard.load(Ordering::Relaxed)
     }
 
+    /// How many of its pings the host's own thread has answered so far.
+    pub fn pongs(&self) -> u64 {
+        self.pongs.load(Ordering::Relaxed)
+    }
+
     pub fn mark_unavailable(&self, name: &str, why: NotReimported) {
         lock(&self.unavailable).insert(name.to_string(), why);
     }
@@ -833,11 +842,13 @@ impl Link {
                     None => {}
                 }
             }
-            FromHost::Pong { n } => {
+            FromHost::Pong { n, key } if key == self.host_key => {
+                self.pongs.fetch_add(1, Ordering::Relaxed);
                 if n != 0 && n == self.awaited_pong.load(Ordering::Relaxed) {
                     self.ponged.store(true, Ordering::Relaxed);
                 }
             }
+            FromHost::Pong { .. } => {}
             FromHost::Stray(s) => self.stray(s),
             FromHost::Out(p) if p.key == self.host_key => printed(self.pid, &p),
             FromHost::Out(_) => {}
@@ -1507,7 +1518,7 @@ mod tests {
     fn a_message_after_junk_is_still_read() {
         let (msg, skipped) =
             parse_resyncing("garbage-without-newline{\"t\":\"pong\",\"n\":3}").unwrap();
-        assert!(matches!(msg, FromHost::Pong { n: 3 }));
+        assert!(matches!(msg, FromHost::Pong { n: 3, .. }));
         assert_eq!(skipped, 23);
         assert!(parse_resyncing("{\"t\":\"nope\"").is_none());
     }

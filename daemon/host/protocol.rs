@@ -147,8 +147,11 @@ pub enum FromHost {
     Loaded(Box<Loaded>),
     Answer(Box<Answer>),
     Progress(Progress),
+    /// With the host's key: a plugin's Worker that reads fd 3 sees the pings, never the key.
     Pong {
         n: u64,
+        #[serde(default)]
+        key: u64,
     },
     /// An error a plugin left behind outside a call (a timer that threw, a promise nobody awaited).
     Stray(Stray),

@@ -821,15 +821,16 @@ enum Beat {
 /// ping unanswered for `hang_after` (a plugin blocking its event loop), or its box went past a bound.
 async fn heartbeat(link: &Link, hang_after: Duration, look: &Look) -> Beat {
     let mut n = 0u64;
-    let mut heard = link.heard();
-    // The first ping sent since the host last said something, while it has said nothing since.
+    let mut answered = link.pongs();
+    // The first ping sent since the host last answered one, while it has answered none since (only its
+    // own thread's pongs count: a plugin's Worker can send the rest).
     let mut unanswered: Option<Instant> = None;
     loop {
         // A ping left unanswered for a beat keeps the faster beat, calls or none: calls given up at their
         // deadline leave none in flight, and a host held past them was otherwise looked at every 10 s. (A
         // ping just sent, on an idle host, has not been left unanswered yet.)
         let waiting_on_host =
-            unanswered.is_some_and(|sent| sent.elapsed() >= PING_EVERY) && link.heard() == heard;
+            unanswered.is_some_and(|sent| sent.elapsed() >= PING_EVERY) && link.pongs() == answered;
         if !link.has_calls() && !waiting_on_host {
             // The first call to come starts the faster beat at once.
             if link.idle_beat().await {
@@ -841,9 +842,9 @@ async fn heartbeat(link: &Link, hang_after: Duration, look: &Look) -> Beat {
         if let Some(over) = look.exceeded() {
             return Beat::Over(over);
         }
-        let now = link.heard();
-        if now != heard {
-            heard = now;
+        let now = link.pongs();
+        if now != answered {
+            answered = now;
             unanswered = None;
         } else if unanswered.is_some_and(|sent| sent.elapsed() >= hang_after) {
             return Beat::Hung;
