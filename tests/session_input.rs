@@ -2225,11 +2225,12 @@ fn listens_past_a_few_are_refused_and_the_session_goes_on() {
     let mut s = inst.session("lead");
     let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
     s.request("tools/list", json!({ "_meta": meta }));
+    let mut open = Vec::new();
     for _ in 0..8 {
-        s.send_request(
+        open.push(s.send_request(
             "subscriptions/listen",
             json!({ "_meta": meta, "notifications": { "toolsListChanged": true } }),
-        );
+        ));
         s.recv_where(|m| m["method"] == "notifications/subscriptions/acknowledged");
     }
     let ninth = s.send_request(
@@ -2244,6 +2245,16 @@ fn listens_past_a_few_are_refused_and_the_session_goes_on() {
             && m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == ninth
     };
     assert!(!s.backlog.iter().any(acked), "{:?}", s.backlog);
+    // One cancelled makes room for another at once.
+    s.send(&json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": open[0] } }));
+    let tenth = s.send_request(
+        "subscriptions/listen",
+        json!({ "_meta": meta, "notifications": { "toolsListChanged": true } }),
+    );
+    s.recv_where(|m| {
+        m["method"] == "notifications/subscriptions/acknowledged"
+            && m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == tenth
+    });
     let words = refused["error"]["message"].as_str().unwrap();
     assert!(
         words.contains("holds 8 subscriptions/listen streams"),

@@ -146,11 +146,6 @@ impl Calls {
         self.shared.service.seat()
     }
 
-    /// Whether the session holds all the listen streams it may.
-    pub fn listens_full(&self) -> bool {
-        self.shared.service.listens_full()
-    }
-
     /// Counts a call refused as it was read (its params, its revision): `name` where it was read.
     pub fn count_error(&self, name: Option<&str>, code: i64) {
         self.shared.service.record_error(name, Instant::now(), code);

@@ -52,14 +52,6 @@ impl Drop for TokenHeld {
     }
 }
 
-/// `subscriptions/listen` streams one socket session may hold open at once.
-const MAX_LISTENS: usize = 8;
-
-/// The refusal of one listen past `MAX_LISTENS`.
-pub const LISTENS_FULL: &str = "Invalid request: this session holds 8 subscriptions/listen streams already, \
-     the most it may (one hears every change of the tool list); cancel one it does not need \
-     (notifications/cancelled) before opening another";
-
 /// How the session reaches the daemon, which decides how it is registered (for `index`, list changes, and
 /// ending it when its seat goes).
 #[derive(Clone)]
@@ -128,15 +120,6 @@ impl SeatService {
     }
 
     /// Whether the secret this service was made for is still its seat's.
-    /// Whether a socket session holds all the listen streams it may: one more is refused before
-    /// rmcp acknowledges it (one let through meanwhile is refused after, by `listen`).
-    pub fn listens_full(&self) -> bool {
-        match &self.via {
-            Via::Socket { session } => self.daemon.sessions.sinks(*session) >= MAX_LISTENS,
-            Via::Http { .. } => false,
-        }
-    }
-
     async fn still_mine(&self, secret_hash: &str) -> bool {
         let book = self.daemon.seats.get(&self.daemon.inst).await;
         book.as_ref().as_ref().is_ok_and(|b| {
@@ -424,15 +407,8 @@ impl ServerHandler for SeatService {
         let sink = context.sink().clone();
         match &self.via {
             Via::Socket { session } => {
-                // A listen is open for the session's life, holding one of its requests in flight: a
-                // few are all a client needs, and more would leave no room for its calls.
-                let Some(key) = self
-                    .daemon
-                    .sessions
-                    .add_sink_within(*session, sink, MAX_LISTENS)
-                else {
-                    return Err(ErrorData::invalid_request(LISTENS_FULL, None));
-                };
+                // How many a session may hold is the transport's to say, before rmcp acknowledges one.
+                let key = self.daemon.sessions.add_sink(*session, sink);
                 context.cancelled().await;
                 self.daemon.sessions.remove_sink(*session, key);
             }

@@ -312,26 +312,6 @@ impl Sessions {
         key
     }
 
-    /// `add_sink`, unless session `id` holds `most` listen streams already (counted and added in one
-    /// step: a session's requests run side by side).
-    pub fn add_sink_within(&self, id: u64, sink: SubscriptionSink, most: usize) -> Option<u64> {
-        let key = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut map = self.lock();
-        // A session no longer registered (ending) holds none: its listen ends with it.
-        if let Some(e) = map.get_mut(&id) {
-            if e.sinks.len() >= most {
-                return None;
-            }
-            e.sinks.push((key, sink));
-        }
-        Some(key)
-    }
-
-    /// How many listen streams session `id` holds open.
-    pub fn sinks(&self, id: u64) -> usize {
-        self.lock().get(&id).map_or(0, |e| e.sinks.len())
-    }
-
     pub fn remove_sink(&self, id: u64, key: u64) {
         if let Some(e) = self.lock().get_mut(&id) {
             e.sinks.retain(|(k, _)| *k != key);

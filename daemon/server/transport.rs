@@ -89,7 +89,13 @@ pub struct SessionTransport<R> {
     capabilities: Option<Box<str>>,
     /// The revision an `initialize` agreed, for the spans of requests that carry none of their own.
     version: Option<Box<str>>,
+    /// The `subscriptions/listen` requests let through to rmcp, while their ids are in flight.
+    listens: Vec<NumberOrString>,
 }
+
+/// `subscriptions/listen` streams one socket session may hold open at once: each holds one of its
+/// requests in flight for the session's life, and a few are all a client needs.
+const MAX_LISTENS: usize = 8;
 
 /// How a session began, which decides what its calls must carry.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -141,6 +147,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             hangup,
             capabilities: None,
             version: None,
+            listens: Vec::new(),
             closing_grace: CLOSING_GRACE,
         }
     }
@@ -495,16 +502,24 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                     self.refuse_long(&r.id, &r.method, text.len());
                     return None;
                 }
-                // Refused before rmcp acknowledges it: a stream acknowledged then failed reads as live.
-                if r.method == "subscriptions/listen"
-                    && self.calls.as_ref().is_some_and(Calls::listens_full)
-                {
-                    self.refused_span(&r.id, &r.method, super::session::LISTENS_FULL);
-                    self.answers.answer_line(
-                        &r.id,
-                        jsonrpc::error_under(&r.id, INVALID_REQUEST, super::session::LISTENS_FULL),
-                    );
-                    return None;
+                // Counted here, as each is read, and refused before rmcp acknowledges it: a stream
+                // acknowledged then failed reads as live.
+                if r.method == "subscriptions/listen" {
+                    let in_flight = lock(&self.answers.in_flight);
+                    self.listens.retain(|id| in_flight.contains(id));
+                    drop(in_flight);
+                    if self.listens.len() >= MAX_LISTENS {
+                        let why = format!(
+                            "Invalid request: this session holds {MAX_LISTENS} subscriptions/listen streams \
+                             already, the most it may (one hears every change of the tool list); cancel one it \
+                             does not need (notifications/cancelled) before opening another"
+                        );
+                        self.refused_span(&r.id, &r.method, &why);
+                        self.answers
+                            .answer_line(&r.id, jsonrpc::error_under(&r.id, INVALID_REQUEST, &why));
+                        return None;
+                    }
+                    self.listens.push(r.id.clone());
                 }
                 let initialize_version = (r.method == "initialize" && traces::tracer().is_some())
                     .then(|| params::asked_version(r.params))
