@@ -17,7 +17,7 @@ import os from "node:os";
 import nodeModule from "node:module";
 import vm from "node:vm";
 
-const PROTOCOL = 1;
+const PROTOCOL = 2;
 
 // What the host relies on, taken before any plugin is imported: a plugin that patches JSON, Object,
 // String, Buffer, Map or process afterwards cannot change what another call's context carries, or what

@@ -297,8 +297,9 @@ pub struct Link {
     /// How many well-formed messages the host has sent, for the heartbeat (which notes when it changes:
     /// a clock read for every message was a clock read a call).
     heard: AtomicU64,
-    /// How many pongs came with the host's key: the heartbeat's proof that the host's own thread turns
-    /// (a plugin's Worker reading fd 3 can send keyed answers and progress for the calls it read there).
+    /// How many pongs came with the host's key, and answers and load reports with their own: what the
+    /// heartbeat takes for the host at work. Not progress or printed lines, which a plugin's Worker can
+    /// send for ever while the host's own thread is held; nor a pong without the key.
     pongs: AtomicU64,
     /// The host's pid, for status and log rows.
     pub pid: u32,
@@ -690,7 +691,7 @@ impl Link {
         self.heard.load(Ordering::Relaxed)
     }
 
-    /// How many of its pings the host's own thread has answered so far.
+    /// How many signs of the host at work came so far (`pongs`).
     pub fn pongs(&self) -> u64 {
         self.pongs.load(Ordering::Relaxed)
     }
@@ -809,6 +810,7 @@ impl Link {
                     }
                 };
                 if let Some(w) = settle {
+                    self.pongs.fetch_add(1, Ordering::Relaxed);
                     if let Some(t) = a.threw.as_ref().filter(|t| !t.env_unset.is_empty()) {
                         self.env_row(&w.file, t);
                     }
@@ -829,6 +831,7 @@ impl Link {
                 let mut loads = lock(&self.loads);
                 match loads.get(&l.id) {
                     Some((key, _)) if *key == l.key => {
+                        self.pongs.fetch_add(1, Ordering::Relaxed);
                         if let Some((_, tx)) = loads.remove(&l.id) {
                             let _ = tx.send(*l);
                         }
@@ -1517,7 +1520,7 @@ mod tests {
     #[test]
     fn a_message_after_junk_is_still_read() {
         let (msg, skipped) =
-            parse_resyncing("garbage-without-newline{\"t\":\"pong\",\"n\":3}").unwrap();
+            parse_resyncing("garbage-without-newline{\"t\":\"pong\",\"n\":3,\"key\":9}").unwrap();
         assert!(matches!(msg, FromHost::Pong { n: 3, .. }));
         assert_eq!(skipped, 23);
         assert!(parse_resyncing("{\"t\":\"nope\"").is_none());

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The version of this protocol; the host checks its environment for it and says it in `ready`.
-pub const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 2;
 
 #[derive(Debug, Serialize)]
 #[serde(tag = "t", rename_all = "camelCase")]
@@ -150,7 +150,6 @@ pub enum FromHost {
     /// With the host's key: a plugin's Worker that reads fd 3 sees the pings, never the key.
     Pong {
         n: u64,
-        #[serde(default)]
         key: u64,
     },
     /// An error a plugin left behind outside a call (a timer that threw, a promise nobody awaited).

@@ -822,8 +822,8 @@ enum Beat {
 async fn heartbeat(link: &Link, hang_after: Duration, look: &Look) -> Beat {
     let mut n = 0u64;
     let mut answered = link.pongs();
-    // The first ping sent since the host last answered one, while it has answered none since (only its
-    // own thread's pongs count: a plugin's Worker can send the rest).
+    // The first ping sent since the host last showed itself at work (`Link::pongs`), while it has not
+    // since: a host busy with a queue of calls answers them meanwhile.
     let mut unanswered: Option<Instant> = None;
     loop {
         // A ping left unanswered for a beat keeps the faster beat, calls or none: calls given up at their

@@ -25,7 +25,7 @@ after(() => {
 function startHost() {
   const child = spawn(process.execPath, [HOST], {
     stdio: ["ignore", "pipe", "pipe", "pipe", "pipe", "pipe"],
-    env: { ...process.env, OVAI_HOST: "1" },
+    env: { ...process.env, OVAI_HOST: "2" },
   });
   hosts.push(child);
   const channel = child.stdio[3];
@@ -103,7 +103,7 @@ test("run by hand, it says what it is and exits 64", () => {
 test("it says ready with its protocol and Node version", async () => {
   const host = startHost();
   const ready = await host.next((m) => m.t === "ready");
-  assert.equal(ready.v, 1);
+  assert.equal(ready.v, 2);
   assert.equal(ready.node, process.version);
   assert.equal(ready.pid, host.child.pid);
   host.stop();
