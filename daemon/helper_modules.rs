@@ -4,6 +4,7 @@
 //! it refuses a tool's own file, instead of running code nobody read while the log says it serves the
 //! same files.
 
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -37,10 +38,46 @@ fn stamp(path: &Path) -> Stamp {
     Some((m.len(), m.modified().ok()))
 }
 
+/// A file's device and inode: its hard links, and the paths links lead to it by, are one file.
+type Inode = (u64, u64);
+
+/// Reads the fingerprints of one look at plugins/: a file's hard links once, MOST_BYTES at most.
+#[derive(Default)]
+struct Reader {
+    read: HashMap<Inode, (Stamp, Option<String>)>,
+    bytes: u64,
+}
+
+impl Reader {
+    /// `path`'s stamp, inode and SHA-256; `None` once the look has read MOST_BYTES.
+    fn read(&mut self, path: &Path) -> Option<(Stamp, Option<Inode>, Option<String>)> {
+        // Stamped first: an edit between the two is then seen as a change of stamp, and read.
+        let m = std::fs::metadata(path).ok();
+        let stamped = m.as_ref().map(|m| (m.len(), m.modified().ok()));
+        let inode = m.as_ref().map(|m| (m.dev(), m.ino()));
+        if let Some((was, hash)) = inode.and_then(|i| self.read.get(&i))
+            && *was == stamped
+        {
+            return Some((stamped, inode, hash.clone()));
+        }
+        self.bytes += stamped.map_or(0, |(len, _)| len);
+        if self.bytes > MOST_BYTES {
+            return None;
+        }
+        let hash = crate::files::fingerprint(path);
+        if let Some(i) = inode {
+            self.read.insert(i, (stamped, hash.clone()));
+        }
+        Some((stamped, inode, hash))
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Helpers {
     /// Each module: its path, stamp and SHA-256 as read, and whether it is in a node_modules/ folder.
     files: Vec<(PathBuf, Stamp, Option<String>, bool)>,
+    /// Their inodes: a file found later by another path (another link to its folder) is no new one.
+    inodes: HashSet<Inode>,
     /// More than MOST were there: those past them are not guarded.
     pub capped: bool,
     /// More than MOST_PACKAGED were in node_modules/ folders.
@@ -61,10 +98,7 @@ impl Helpers {
             dir: dir.to_path_buf(),
             ..Self::default()
         };
-        // A file's hard links are one file: read once.
-        let mut read: std::collections::HashMap<(u64, u64), (Stamp, Option<String>)> =
-            std::collections::HashMap::new();
-        let mut bytes = 0u64;
+        let mut reader = Reader::default();
         let mut over = false;
         helpers.walk_capped = walk(dir, |path, packaged| {
             let most = if packaged { MOST_PACKAGED } else { MOST };
@@ -76,24 +110,11 @@ impl Helpers {
                 }
                 return false;
             }
-            // Stamped first: an edit between the two is then seen as a change of stamp, and read.
-            let stamped = stamp(&path);
-            let inode = std::fs::metadata(&path).ok().map(|m| (m.dev(), m.ino()));
-            let hash = match inode.and_then(|i| read.get(&i)) {
-                Some((was, hash)) if *was == stamped => hash.clone(),
-                _ => {
-                    bytes += stamped.map_or(0, |(len, _)| len);
-                    if bytes > MOST_BYTES {
-                        over = true;
-                        return false;
-                    }
-                    let hash = crate::files::fingerprint(&path);
-                    if let Some(i) = inode {
-                        read.insert(i, (stamped, hash.clone()));
-                    }
-                    hash
-                }
+            let Some((stamped, inode, hash)) = reader.read(&path) else {
+                over = true;
+                return false;
             };
+            helpers.inodes.extend(inode);
             helpers.counts[usize::from(packaged)] += 1;
             helpers.files.push((path, stamped, hash, packaged));
             true
@@ -105,8 +126,7 @@ impl Helpers {
     /// whose `main` now names one): a new host imports no more of them than of a changed one. Looked
     /// for as `take` looks, within its caps.
     pub fn appeared(&self) -> Vec<PathBuf> {
-        let read: std::collections::HashSet<&Path> =
-            self.files.iter().map(|f| f.0.as_path()).collect();
+        let read: HashSet<&Path> = self.files.iter().map(|f| f.0.as_path()).collect();
         let mut counts = [0usize; 2];
         let mut new = Vec::new();
         walk(&self.dir, |path, packaged| {
@@ -114,7 +134,10 @@ impl Helpers {
             if counts[usize::from(packaged)] > if packaged { MOST_PACKAGED } else { MOST } {
                 return false;
             }
-            if !read.contains(path.as_path()) {
+            let known = read.contains(path.as_path())
+                || std::fs::metadata(&path)
+                    .is_ok_and(|m| self.inodes.contains(&(m.dev(), m.ino())));
+            if !known {
                 new.push(path);
             }
             true
@@ -122,13 +145,11 @@ impl Helpers {
         new
     }
 
-    /// Those whose bytes are not what was read (read again only when their size or time moved). One
-    /// gone is not among them: importing it fails in Node's own words.
+    /// Those whose bytes are not what was read (read again only when their size or time moved), and
+    /// those past what one look reads (as changed: not imported unread). One gone is not among them:
+    /// importing it fails in Node's own words.
     pub fn changed(&self) -> Vec<PathBuf> {
-        // A file's hard links are read once, and no more bytes than a reading reads.
-        let mut read: std::collections::HashMap<(u64, u64), Option<String>> =
-            std::collections::HashMap::new();
-        let mut bytes = 0u64;
+        let mut reader = Reader::default();
         self.files
             .iter()
             .filter(|(path, was_stamped, was, _)| {
@@ -136,22 +157,7 @@ impl Helpers {
                 if now.is_none() || was.is_none() || now == *was_stamped {
                     return false;
                 }
-                let inode = std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
-                let hash = match inode.and_then(|i| read.get(&i)) {
-                    Some(hash) => hash.clone(),
-                    None => {
-                        bytes += now.map_or(0, |(len, _)| len);
-                        if bytes > MOST_BYTES {
-                            return false;
-                        }
-                        let hash = crate::files::fingerprint(path);
-                        if let Some(i) = inode {
-                            read.insert(i, hash.clone());
-                        }
-                        hash
-                    }
-                };
-                hash != *was
+                reader.read(path).is_none_or(|(_, _, hash)| hash != *was)
             })
             .map(|(path, _, _, _)| path.clone())
             .collect()
@@ -246,13 +252,17 @@ fn modules(n: usize) -> String {
 /// each is a package's; a folder's walk ends where `visit` says false. True when it ended at
 /// MOST_FOLDERS.
 fn walk(dir: &Path, mut visit: impl FnMut(PathBuf, bool) -> bool) -> bool {
-    let mut folders: Vec<(PathBuf, usize, bool)> = Vec::new();
+    // Breadth first: a folder is walked from the nearest path to it, whose depth the bounds count.
+    let mut folders: VecDeque<(PathBuf, usize, bool)> = VecDeque::new();
     let mut ended = [false; 2];
-    let mut seen: std::collections::HashSet<(u64, u64)> = std::collections::HashSet::new();
+    let mut seen: HashSet<Inode> = std::fs::metadata(dir)
+        .map(|m| (m.dev(), m.ino()))
+        .into_iter()
+        .collect();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
         if let Some(packaged) = looked_into(&entry, false) {
-            folders.push((path, 1, packaged));
+            folders.push_back((path, 1, packaged));
         } else if path.extension().is_none_or(|e| e != "mjs")
             && is_code(&path, false)
             && path.is_file()
@@ -261,7 +271,7 @@ fn walk(dir: &Path, mut visit: impl FnMut(PathBuf, bool) -> bool) -> bool {
             ended[0] = !visit(path, false);
         }
     }
-    while let Some((folder, depth, packaged)) = folders.pop() {
+    while let Some((folder, depth, packaged)) = folders.pop_front() {
         // Through whichever link it is reached, a folder is looked into once.
         match std::fs::metadata(&folder) {
             Ok(m) if seen.insert((m.dev(), m.ino())) => {}
@@ -282,7 +292,7 @@ fn walk(dir: &Path, mut visit: impl FnMut(PathBuf, bool) -> bool) -> bool {
                 }
                 Ok(m) if m.is_dir() && depth < deepest => {
                     if let Some(inner) = looked_into(&entry, packaged) {
-                        folders.push((path, depth + 1, inner));
+                        folders.push_back((path, depth + 1, inner));
                     }
                 }
                 _ => {}
@@ -306,10 +316,9 @@ pub fn capped_row(helpers: &Helpers) -> Vec<String> {
     }
     if helpers.walk_capped {
         rows.push(format!(
-            "plugins/' folders hold more than {} folders (or links that lead back into them), or more than \
-             {} GiB of modules: a new plugin host (after a crash, or for a seat change) imports those not \
-             looked at as they are, changed or not. Look for links in plugins/ that lead back (`find -L \
-             plugins -type d | head`).",
+            "plugins/' folders hold more than {} folders, or more than {} GiB of modules: a new plugin host \
+             (after a crash, or for a seat change) imports those not looked at as they are, changed or not. \
+             Keep large files and deep trees out of plugins/.",
             crate::names::thousands(MOST_FOLDERS),
             MOST_BYTES >> 30
         ));
@@ -391,9 +400,15 @@ mod tests {
         for name in ["a", "b", "c"] {
             std::os::unix::fs::symlink(".", packages.join(name)).unwrap();
         }
+        // And one back to plugins/ itself.
+        std::fs::create_dir_all(p.join("lib")).unwrap();
+        std::os::unix::fs::symlink("..", p.join("lib/up")).unwrap();
         let helpers = Helpers::take(p);
         assert_eq!(helpers.files.len(), 1);
         assert!(!helpers.walk_capped && helpers.appeared().is_empty());
+        // A link made since to a folder read is no new module, whichever path the walk takes first.
+        std::os::unix::fs::symlink("x", packages.join("also-x")).unwrap();
+        assert!(helpers.appeared().is_empty());
     }
 
     #[test]
