@@ -1258,6 +1258,13 @@ fn answered_key(line: &[u8]) -> Option<String> {
 
 /// The listen a `notifications/subscriptions/acknowledged` line acknowledges, as its key.
 fn acknowledged(line: &[u8]) -> Option<String> {
+    // Read whole only when it may be one: progress reports pass here by the thousand.
+    if !std::str::from_utf8(line)
+        .ok()?
+        .contains("subscriptions/acknowledged")
+    {
+        return None;
+    }
     let v: Value = serde_json::from_slice(line).ok()?;
     (v["method"] == "notifications/subscriptions/acknowledged")
         .then(|| v["params"]["_meta"].get("io.modelcontextprotocol/subscriptionId"))?

@@ -560,7 +560,8 @@ function wellFormed(line) {
   return replaceEvery(line, LONE_SURROGATE, (m) => m[1] + "\\ufffd");
 }
 
-// What `pattern` (a /g RegExp of the host's own) matches in `text`, each replaced by `by(match)`. Not
+// What `pattern` (a /g RegExp of the host's own, which matches no empty text: either would loop for
+// ever) matches in `text`, each replaced by `by(match)`. Not
 // String.prototype.replace, which looks up RegExp.prototype[Symbol.replace] and exec as it runs: a
 // plugin that patched them would read and rewrite other calls' answers on their way out.
 function replaceEvery(text, pattern, by) {

@@ -1274,11 +1274,7 @@ export function run() {
 /// reached other programs' objects), and no keyring calls, whose keys are the user's (helper-87).
 #[test]
 fn the_box_has_ipc_of_its_own_and_no_keyring() {
-    let add_key = if cfg!(target_arch = "aarch64") {
-        217
-    } else {
-        248
-    };
+    let (add_key, keyctl) = (libc::SYS_add_key, libc::SYS_keyctl);
     let plugin = format!(
         r#"
 import {{ readlinkSync }} from "node:fs";
@@ -1286,10 +1282,11 @@ import {{ spawnSync }} from "node:child_process";
 export const description = "Looks at its IPC and keyring.";
 export const inputSchema = {{ type: "object" }};
 export function run() {{
-  const key = spawnSync("perl", ["-e",
-    'my ($t, $d, $v) = ("user", "ovai-test", "v"); my $r = syscall({add_key}, $t, $d, $v, 1, -2); print $r < 0 ? "refused " . ($!+0) : "made"'],
-    {{ encoding: "utf8" }});
-  return {{ text: JSON.stringify({{ ipc: readlinkSync("/proc/self/ns/ipc"), key: key.stdout || key.stderr }}) }};
+  const perl = (code) => {{ const r = spawnSync("perl", ["-e", code], {{ encoding: "utf8" }}); return r.stdout || r.stderr; }};
+  // Into the process's own keyring (-2), gone with perl where it is made; and that keyring's id.
+  const key = perl('my ($t, $d, $v) = ("user", "ovai-test", "v"); my $r = syscall({add_key}, $t, $d, $v, 1, -2); print $r < 0 ? "refused " . ($!+0) : "made"');
+  const ring = perl('my $r = syscall({keyctl}, 0, -2, 1); print $r < 0 ? "refused " . ($!+0) : "read"');
+  return {{ text: JSON.stringify({{ ipc: readlinkSync("/proc/self/ns/ipc"), key, ring }}) }};
 }}
 "#
     );
@@ -1306,11 +1303,13 @@ export function run() {{
         let v: serde_json::Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
         assert_ne!(v["ipc"], ours.display().to_string(), "{kind:?}: {v}");
-        assert_eq!(
-            v["key"],
-            format!("refused {}", libc::EPERM),
-            "{kind:?}: {v}"
-        );
+        for asked in ["key", "ring"] {
+            assert_eq!(
+                v[asked],
+                format!("refused {}", libc::EPERM),
+                "{kind:?}: {v}"
+            );
+        }
     }
 }
 

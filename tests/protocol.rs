@@ -545,3 +545,30 @@ fn a_session_keeps_the_revision_it_began_with() {
         );
     }
 }
+
+/// A session that asks for 2024-11-05 or 2025-03-26 is answered in that revision (rmcp negotiates them,
+/// as protocol.md says), served its tools, and refused a batch in words all the same.
+#[test]
+fn older_revisions_are_spoken_and_batches_refused_in_words() {
+    use std::io::Write;
+    let (inst, _d) = started();
+    for version in ["2024-11-05", "2025-03-26"] {
+        let mut s = inst.session("lead");
+        let init = s.initialize_as(version);
+        assert_eq!(init["result"]["protocolVersion"], version, "{init}");
+        assert!(s.tool_names().contains(&"index".to_string()));
+        s.writer()
+            .write_all(b"[{\"jsonrpc\":\"2.0\",\"id\":71,\"method\":\"ping\"}]\n")
+            .unwrap();
+        s.writer().flush().unwrap();
+        let refused = s.recv_where(|m| m.get("error").is_some() && m["id"].is_null());
+        assert_eq!(refused["error"]["code"], -32600, "{refused}");
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("send one message a line"),
+            "{refused}"
+        );
+    }
+}
