@@ -204,9 +204,17 @@ pub fn read_regular(path: &Path, max: u64) -> std::io::Result<String> {
 /// The SHA-256 (hex) of the regular file at `path` (followed through links), or `None` for anything else:
 /// one that cannot be read, one past MAX_PLUGIN_BYTES, and what is not a file (`open_regular`).
 pub fn fingerprint(path: &Path) -> Option<String> {
+    fingerprint_counted(path, MAX_PLUGIN_BYTES).0
+}
+
+/// `fingerprint`, reading at most `most` bytes (past them, `None`), and how many it read: a file of
+/// /proc says it holds none, and holds megabytes.
+pub fn fingerprint_counted(path: &Path, most: u64) -> (Option<String>, u64) {
     use sha2::Digest;
     use std::io::Read;
-    let mut file = open_regular(path, MAX_PLUGIN_BYTES).ok()?;
+    let Ok(mut file) = open_regular(path, MAX_PLUGIN_BYTES) else {
+        return (None, 0);
+    };
     let mut hash = sha2::Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut read = 0u64;
@@ -215,16 +223,16 @@ pub fn fingerprint(path: &Path) -> Option<String> {
             Ok(0) => break,
             Ok(n) => {
                 read += n as u64;
-                if read > MAX_PLUGIN_BYTES {
-                    return None;
+                if read > most {
+                    return (None, read);
                 }
                 hash.update(&buf[..n]);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
+            Err(_) => return (None, read),
         }
     }
-    Some(crate::digest::hex(&hash.finalize()))
+    (Some(crate::digest::hex(&hash.finalize())), read)
 }
 
 /// A folder held open: the files the daemon writes in the instance's root are opened relative to it,

@@ -60,11 +60,14 @@ impl Reader {
         {
             return Some((stamped, inode, hash.clone()));
         }
-        self.bytes += stamped.map_or(0, |(len, _)| len);
+        // Counted as read, not as the file says: one of /proc says it holds nothing.
+        let left = MOST_BYTES.saturating_sub(self.bytes);
+        let (hash, read) =
+            crate::files::fingerprint_counted(path, left.min(crate::files::MAX_PLUGIN_BYTES));
+        self.bytes += read;
         if self.bytes > MOST_BYTES {
             return None;
         }
-        let hash = crate::files::fingerprint(path);
         if let Some(i) = inode {
             self.read.insert(i, (stamped, hash.clone()));
         }
@@ -86,6 +89,9 @@ pub struct Helpers {
     pub walk_capped: bool,
     /// How many were noted, outside node_modules/ folders and in them.
     counts: [usize; 2],
+    /// What `changed` found of each file it read again, by the stamp it had then: a file touched once
+    /// is not read again at every status.
+    checked: std::sync::Mutex<HashMap<PathBuf, (Stamp, bool)>>,
     /// The plugins/ folder they were read in.
     dir: PathBuf,
 }
@@ -150,6 +156,7 @@ impl Helpers {
     /// importing it fails in Node's own words.
     pub fn changed(&self) -> Vec<PathBuf> {
         let mut reader = Reader::default();
+        let mut checked = crate::sync::lock(&self.checked);
         self.files
             .iter()
             .filter(|(path, was_stamped, was, _)| {
@@ -157,7 +164,20 @@ impl Helpers {
                 if now.is_none() || was.is_none() || now == *was_stamped {
                     return false;
                 }
-                reader.read(path).is_none_or(|(_, _, hash)| hash != *was)
+                if let Some((then, changed)) = checked.get(path)
+                    && *then == now
+                {
+                    return *changed;
+                }
+                match reader.read(path) {
+                    Some((_, _, hash)) => {
+                        let changed = hash != *was;
+                        checked.insert(path.clone(), (now, changed));
+                        changed
+                    }
+                    // Past what one look reads: not imported unread.
+                    None => true,
+                }
             })
             .map(|(path, _, _, _)| path.clone())
             .collect()
@@ -409,6 +429,16 @@ mod tests {
         // A link made since to a folder read is no new module, whichever path the walk takes first.
         std::os::unix::fs::symlink("x", packages.join("also-x")).unwrap();
         assert!(helpers.appeared().is_empty());
+    }
+
+    /// A file of /proc says it holds nothing, and holds megabytes (helper-89: links to every pid's
+    /// pagemap read 6 GiB past the 2 GiB bound): it counts as what was read.
+    #[test]
+    fn a_file_of_proc_counts_as_the_bytes_read() {
+        let mut reader = Reader::default();
+        let (stamped, _, hash) = reader.read(Path::new("/proc/self/status")).unwrap();
+        assert_eq!(stamped.map(|s| s.0), Some(0));
+        assert!(hash.is_some() && reader.bytes > 0, "{}", reader.bytes);
     }
 
     #[test]
