@@ -335,6 +335,11 @@ pub fn progress_token_kind(token: &RawValue) -> String {
     )
 }
 
+/// The methods 2026-07-28 added: a session begun with `initialize` has none of them.
+pub fn is_2026_method(method: &str) -> bool {
+    matches!(method, "server/discover" | "subscriptions/listen")
+}
+
 /// Methods this server serves: a request for one of them that rmcp could not read had params that did
 /// not fit.
 pub fn is_known_method(method: &str) -> bool {
@@ -435,9 +440,7 @@ fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
                     .into(),
             );
         }
-        None | Some(Value::Null)
-            if matches!(method, "server/discover" | "subscriptions/listen") =>
-        {
+        None | Some(Value::Null) if is_2026_method(method) => {
             return Some(format!(
                 "{method} has no params; from 2026-07-28 on a request's params carry its _meta \
                  (io.modelcontextprotocol/protocolVersion and clientCapabilities){}",

@@ -490,7 +490,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                     _ => None,
                 };
                 let not_yet = (self.lifecycle == Lifecycle::Handshake
-                    && matches!(&*r.method, "server/discover" | "subscriptions/listen"))
+                    && params::is_2026_method(&r.method))
                 .then(|| params::method_not_found_words(&r.method));
                 if let Some(why) = gone.or(not_yet) {
                     self.refused_span(&r.id, &r.method, &why);

@@ -210,8 +210,7 @@ pub async fn checked(
         }
         // A session begun with initialize has none of 2026-07-28's own methods, as on the socket.
         if session.is_some()
-            && (!params::is_known_method(&r.method)
-                || matches!(&*r.method, "server/discover" | "subscriptions/listen"))
+            && (!params::is_known_method(&r.method) || params::is_2026_method(&r.method))
         {
             return Err(refuse(
                 METHOD_NOT_FOUND,
