@@ -1531,6 +1531,37 @@ fn status_says_openovai_json_changed_until_a_restart_reads_it() {
     assert!(!said().contains(CHANGED));
 }
 
+/// openovai.json saved while the server runs is said in runtime.log at once, as a plugin's file is:
+/// `ovai logs -f` said nothing until a status or a restart (helper-82). One row a change of state, however
+/// often it is saved.
+#[test]
+fn openovai_json_saved_while_serving_is_said_in_the_log() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let file = inst.root.join("openovai.json");
+    let read = std::fs::read_to_string(&file).unwrap();
+    const CHANGED: &str = "openovai.json changed since the last read: the server goes on with the settings it \
+                           read, and `ovai restart` reads it (calls' context.config included).";
+    inst.set_config(json!({ "greet": { "lang": "fr" } }));
+    inst.wait_for_row("server", CHANGED);
+    inst.set_config(json!({ "greet": { "lang": "de" } }));
+    std::fs::write(&file, "{ \"user\": ").unwrap();
+    inst.wait_for_row(
+        "server",
+        "openovai.json changed since the last read and cannot be used as it is: openovai.json does not \
+         parse: EOF while parsing a value at line 1, column 10. The server goes on with the settings it \
+         read; fix it, then `ovai restart`.",
+    );
+    let changed = inst
+        .rows("server")
+        .iter()
+        .filter(|r| r.as_str() == CHANGED)
+        .count();
+    assert_eq!(changed, 1, "{:?}", inst.rows("server"));
+    std::fs::write(&file, &read).unwrap();
+    inst.wait_for_row("server", "openovai.json is as the server read it again.");
+}
+
 /// `ovai call` of a tool whose file was edited and not read again says it ran the file as it was read:
 /// the author trying an edit saw the old code run, with nothing on the screen saying why (helper-65).
 #[test]

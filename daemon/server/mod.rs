@@ -7,6 +7,7 @@ pub mod metrics_http;
 pub mod connection;
 pub mod control;
 pub mod private_dir;
+pub mod config_watch;
 pub mod watch;
 pub mod transport;
 pub mod backlog;
@@ -434,6 +435,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     }
 
     watch::spawn(daemon.clone());
+    config_watch::spawn(daemon.clone());
     service_manager::ready(&format!("serving {tools} tools"));
     service_manager::spawn_watchdog(&daemon.tasks, daemon.closing.clone());
     let mut listener = listener;

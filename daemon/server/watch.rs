@@ -358,7 +358,7 @@ fn identity(dir: &std::path::Path) -> Option<(u64, u64)> {
 /// Whether an event may mean a file changed. Opening and reading are not changes, and are not only
 /// other processes': reading plugins/ after a change opens the folder and its files, and heard as events
 /// that would read it again, every QUIET, for as long as the daemon ran.
-fn says_a_change(event: &notify::Event) -> bool {
+pub(super) fn says_a_change(event: &notify::Event) -> bool {
     use notify::event::{AccessKind, AccessMode};
     match event.kind {
         notify::EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
