@@ -164,6 +164,7 @@ let speaking = false;
 let hostKey = 0;
 /** From `init`: the host runs in the box, whose /tmp (and $TMPDIR) is its own and which refuses Unix sockets. */
 let boxed = false;
+let rootFolders = new Set();
 /** The box's temporary folders, as the daemon started the host (a plugin may change the environment). */
 const tempDirs = [...new Set(["/tmp", process.env.TMPDIR].filter((d) => typeof d === "string" && d.startsWith("/")))].map(
   (d) => (d.endsWith("/") ? d : `${d}/`),
@@ -214,6 +215,7 @@ const getOwn = Object.getOwnPropertyDescriptor;
 // replace any global before it throws.
 const nowMs = Date.now;
 const readFileSync = fs.readFileSync;
+const readdirSync = fs.readdirSync;
 const resolvePath = path.resolve;
 const dirnameOf = path.dirname;
 const trimEnd = uncurry(String.prototype.trimEnd);
@@ -881,6 +883,12 @@ function onLine(line) {
       maxAnswerBytes = message.maxAnswerBytes ?? maxAnswerBytes;
       hostKey = message.key ?? 0;
       boxed = message.boxed === true;
+      // The root's folders as the host starts: the box lets plugins write in those (not in one made later).
+      if (boxed) {
+        try {
+          rootFolders = new SetCtor(readdirSync(root));
+        } catch {}
+      }
       if (isArray(message.unread) && message.unread.length > 0) guardUnread(message.unread);
       if (message.rescuerFirst === true) secondThreadNow();
       break;
@@ -1717,6 +1725,8 @@ function describe(value) {
   // A key may be megabytes long: each is shown clipped, five at most.
   const some = (names) => joinWith(names.slice(0, 5).map((k) => clip(k, 64)), ", ") + (names.length > 5 ? ", …" : "");
   const shown = some(keys);
+  // An MCP server's own answer (the SDK's examples write it so), a refusal of it (`isError`) included.
+  if (keys.includes("content") && isArray(value.content)) return "MCP's { content: [...] }, which ovai makes itself from { text } (text only)";
   const answerKey = keys.includes("text") ? "text" : keys.includes("refused") ? "refused" : null;
   if (answerKey !== null) {
     const beside = some(keys.filter((k) => k !== answerKey));
@@ -1763,8 +1773,10 @@ function envNamed(text) {
 /**
  * What of the box an error (or one of its causes) may have met, for the daemon to say so: "tmp" for a
  * file not found in a temporary folder (the machine's is not the box's), "socket" for a Unix socket
- * refused, "readonly" for a write to what the box keeps read-only. Null for anything else, or outside
- * the box. Only own data properties are read.
+ * refused, "readonly" for a write to what the box keeps read-only, "late:NAME" for one in the root's
+ * folder NAME made after the host started (the box lets plugins write in those there then), "git" for a
+ * program meeting the read-only .git/. Null for anything else, or outside the box. Only own data
+ * properties are read.
  */
 function boxCause(err) {
   if (!boxed) return null;
@@ -1781,8 +1793,17 @@ function boxCause(err) {
         // A loop, not `some`: a plugin may have patched Array.prototype.
         for (let d = 0; d < tempDirs.length; d++) if (startsWith(path, tempDirs[d])) return "tmp";
       }
-      // A write where the box keeps things read-only: the root's own files, .git/, what agents read.
-      if (code === "EROFS") return "readonly";
+      // A write where the box keeps things read-only: the root's own files, .git/, what agents read, and
+      // the root's folders made since the host started.
+      if (code === "EROFS") {
+        const top = typeof path === "string" && startsWith(path, `${root}/`) ? topFolder(path) : null;
+        return top !== null && !setHas(rootFolders, top) && existsSync(`${root}/${top}`) ? `late:${top}` : "readonly";
+      }
+      // A program the plugin ran (`git commit`) said so in its own words.
+      const message = own("message");
+      if (typeof message === "string" && textIndexOf(message, "Read-only file system") >= 0) {
+        return textIndexOf(message, `${root}/.git/`) >= 0 ? "git" : "readonly";
+      }
       const syscall = own("syscall");
       // A folder made (with its parents) at the read-only root: Node says ENOENT for it, not EROFS.
       if (code === "ENOENT" && syscall === "mkdir" && typeof path === "string" && startsWith(path, `${root}/`)) {
@@ -1798,6 +1819,12 @@ function boxCause(err) {
     }
   }
   return null;
+}
+
+/** The first name of `path` below the root (`reports` for ROOT/reports/a.md). */
+function topFolder(path) {
+  const slash = textIndexOf(path, "/", root.length + 1);
+  return slash < 0 ? null : textSlice(path, root.length + 1, slash);
 }
 
 /** What to do, for the import failures newcomers meet most, where Node's words do not say it. */

@@ -111,6 +111,19 @@ fn each_answer_shape_reaches_the_caller_in_words() {
             "plugins/other-keys.mjs answered an object with the keys ok, result: a tool answers { text } or { refused }, with a string in it.",
             true,
         ),
+        // An MCP server's own answer, as the SDK's examples write it (helper-91: named only by its key).
+        (
+            "mcp-content",
+            answering("{ content: [{ type: 'text', text: 'hi' }] }"),
+            "plugins/mcp-content.mjs answered MCP's { content: [...] }, which ovai makes itself from { text } (text only): a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
+        (
+            "mcp-content-error",
+            answering("{ content: [{ type: 'text', text: 'no' }], isError: true }"),
+            "plugins/mcp-content-error.mjs answered MCP's { content: [...] }, which ovai makes itself from { text } (text only): a tool answers { text } or { refused }, with a string in it.",
+            true,
+        ),
         (
             "extra-key",
             answering("{ text: 'x', meta: 1 }"),

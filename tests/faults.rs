@@ -334,12 +334,12 @@ fn a_blocked_event_loop_is_found_by_the_heartbeat_and_the_host_restarted() {
     assert_eq!(
         fault_call(&inst, &mut d, "fault-loop", json!({})),
         (
-            "plugins/fault-loop.mjs did not answer: the plugin host stopped answering for 2 s (a plugin blocking its event loop, at plugins/fault-loop.mjs:4:3) and was killed (signal SIGKILL) while it ran. A new plugin host is being started for the next call; nothing was retried.".to_string(),
+            "plugins/fault-loop.mjs did not answer: the plugin host stopped answering for 2 s (a plugin blocking its event loop, at plugins/fault-loop.mjs:4:3; synchronous work such as execSync or a long loop does that: run commands with the async exec, execFile or spawn, or raise hostHangSeconds in openovai.json) and was killed (signal SIGKILL) while it ran. A new plugin host is being started for the next call; nothing was retried.".to_string(),
             true
         )
     );
     assert!(!process_alive(host));
-    assert!(inst.rows("host")[0].contains("stopped answering for 2 s (a plugin blocking its event loop, at plugins/fault-loop.mjs:4:3) and was killed (signal SIGKILL); the calls in flight to plugins/fault-loop.mjs"));
+    assert!(inst.rows("host")[0].contains("stopped answering for 2 s (a plugin blocking its event loop, at plugins/fault-loop.mjs:4:3; synchronous work such as execSync or a long loop does that: run commands with the async exec, execFile or spawn, or raise hostHangSeconds in openovai.json) and was killed (signal SIGKILL); the calls in flight to plugins/fault-loop.mjs"));
 }
 
 /// A Worker that reads the host's pipe and answers its pings cannot keep a host whose own thread is
@@ -370,7 +370,7 @@ fn a_timer_that_blocks_the_event_loop_is_named_and_left_out_of_the_next_host() {
     let _d = inst.start();
     let host = inst.host_rows_after_respawn();
     assert!(
-        host[0].contains(") stopped answering for 2 s (a plugin blocking its event loop, at plugins/fault-timer-loop.mjs:4:3) and was killed (signal SIGKILL) with no call in flight."),
+        host[0].contains(") stopped answering for 2 s (a plugin blocking its event loop, at plugins/fault-timer-loop.mjs:4:3; synchronous work such as execSync or a long loop does that: run commands with the async exec, execFile or spawn, or raise hostHangSeconds in openovai.json) and was killed (signal SIGKILL) with no call in flight."),
         "{host:#?}"
     );
     let left = "plugins/fault-timer-loop.mjs is not answering calls since its plugin host was respawned: its code held a plugin host's event loop before any call of its own ran there (at plugins/fault-timer-loop.mjs:4:3): code its import runs, which would hold every new host's. Fix it, then run `ovai restart`, which serves it again. `ovai check` may pass it as it is: it only imports the file, and runs no call and waits for no timer.";
@@ -805,12 +805,19 @@ fn the_host_gets_a_minimal_environment_and_plugin_env_passes_names_through() {
         &["env"],
         json!({ "pluginEnv": ["CI_TOKEN", "TEST_NOT_SET", "OVAI_SECRET"] }),
     );
+    // The machine's own certificates (a TLS-intercepting proxy's CA) are not a secret, and without them
+    // every `fetch` failed with "self-signed certificate in certificate chain" (helper-91).
+    let ca = inst.root.join("extra-ca.pem");
+    std::fs::write(&ca, "").unwrap();
+    let ca = ca.to_str().unwrap();
     let _d = Daemon::start_with_env(
         &inst,
         &[
             ("CI_TOKEN", "t"),
             ("AWS_SECRET_ACCESS_KEY", "s"),
             ("OVAI_SECRET", "x"),
+            ("NODE_EXTRA_CA_CERTS", ca),
+            ("SSL_CERT_FILE", ca),
         ],
     );
     let mut s = inst.session("lead");
@@ -818,6 +825,11 @@ fn the_host_gets_a_minimal_environment_and_plugin_env_passes_names_through() {
     let (text, _) = s.call("env", json!({}));
     let names: Vec<String> = serde_json::from_str(&text).unwrap();
     assert!(names.contains(&"CI_TOKEN".to_string()), "{names:?}");
+    assert!(
+        names.contains(&"NODE_EXTRA_CA_CERTS".to_string()),
+        "{names:?}"
+    );
+    assert!(names.contains(&"SSL_CERT_FILE".to_string()), "{names:?}");
     assert!(names.contains(&"OVAI_HOST".to_string()), "{names:?}");
     // A name the server's environment lacks is said, at its start and at each restart (where one may
     // expect `VAR=x ovai restart` to pass it on); one it has is not.
@@ -873,6 +885,11 @@ fn the_host_gets_a_minimal_environment_and_plugin_env_passes_names_through() {
                 "LC_ALL",
                 "TZ",
                 "TMPDIR",
+                "NODE_EXTRA_CA_CERTS",
+                "SSL_CERT_FILE",
+                "SSL_CERT_DIR",
+                "GIT_SSL_CAINFO",
+                "CURL_CA_BUNDLE",
                 "OVAI_HOST",
                 "CI_TOKEN"
             ]

@@ -1486,6 +1486,7 @@ export async function run({ path, name }) {
 fn an_error_the_box_made_says_so_in_the_refusal_and_the_row() {
     const TRY: &str = r#"
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { execFileSync } from "node:child_process";
 import net from "node:net";
 export const description = "Meets the box.";
 export const inputSchema = { type: "object" };
@@ -1494,9 +1495,11 @@ const connect = (where) => new Promise((resolve, reject) => {
   s.on("connect", () => { s.destroy(); resolve("connected"); });
   s.on("error", reject);
 });
-export async function run({ file, socket, port, listen, write, mkdir }) {
+export async function run({ file, socket, port, listen, write, mkdir, touch }) {
   if (file) readFileSync(file);
   if (write) writeFileSync(write, "x");
+  // A program the plugin runs meets the box too (git committing: its index.lock in .git/).
+  if (touch) execFileSync("touch", [touch], { stdio: "pipe" });
   // Node says ENOENT, not EROFS, for a folder made with its parents at the read-only root.
   if (mkdir) mkdirSync(mkdir, { recursive: true });
   // Wrapped as a library would: the box's part is in its cause.
@@ -1539,7 +1542,11 @@ export async function run({ file, socket, port, listen, write, mkdir }) {
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = closed.local_addr().unwrap().port();
         drop(closed);
+        std::fs::create_dir(inst.root.join(".git")).unwrap();
         let _d = inst.start();
+        // A folder made after the host started is not one it may write in (helper-91: the sentence sent
+        // the author to "a folder of the instance", which it was).
+        std::fs::create_dir(inst.root.join("reports")).unwrap();
         let refusal = |args: serde_json::Value| {
             let out = inst
                 .cmd()
@@ -1560,6 +1567,8 @@ export async function run({ file, socket, port, listen, write, mkdir }) {
         let listen = refusal(json!({ "listen": inst.root.join("mine.sock") }));
         let write = refusal(json!({ "write": inst.root.join("notes.txt") }));
         let mkdir = refusal(json!({ "mkdir": inst.root.join("newdir/deeper") }));
+        let late = refusal(json!({ "write": inst.root.join("reports/a.md") }));
+        let git = refusal(json!({ "touch": inst.root.join(".git/index.lock") }));
         let rows = inst.rows("plugins").join("\n");
         let _ = std::fs::remove_file(&outside);
         assert!(
@@ -1572,7 +1581,7 @@ export async function run({ file, socket, port, listen, write, mkdir }) {
         );
         if isolation == "none" {
             // Out of a box, the file, the socket and the listening are the machine's, and work.
-            for said in [&tmp, &sock, &listen, &write, &mkdir] {
+            for said in [&tmp, &sock, &listen, &write, &mkdir, &late, &git] {
                 assert!(said.contains("no error"), "{isolation}: {said}");
             }
             assert!(!rows.contains(HOST_BOX), "{rows}");
@@ -1601,6 +1610,24 @@ export async function run({ file, socket, port, listen, write, mkdir }) {
                 "In the plugin host's box the instance's root and its own files are read-only"
             ),
             "{isolation}: {mkdir}"
+        );
+        assert!(
+            late.contains("EROFS")
+                && late.contains(
+                    "In the plugin host's box a plugin writes only in the instance's folders that were there \
+                     when the host started: reports/ was made since, and is read-only there until `ovai \
+                     restart` starts a new host."
+                ),
+            "{isolation}: {late}"
+        );
+        assert!(
+            git.contains("Read-only file system")
+                && git.contains(
+                    "In the plugin host's box the instance's .git/ is read-only (git would run what a plugin \
+                     wrote into its hooks or config outside the box): a plugin reads the repository, and \
+                     cannot commit to it."
+                ),
+            "{isolation}: {git}"
         );
         assert!(
             rows.contains("plugins/boot.mjs is not served") && rows.contains(HOST_BOX),

@@ -12,8 +12,22 @@ use std::process::Stdio;
 use tokio::process::{Child, Command};
 
 /// Variables the host gets from the daemon's environment whatever `pluginEnv` says: enough to find
-/// programs and to format text, nothing that could carry a secret.
-const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"];
+/// programs, to format text and to trust the machine's own certificates, for Node, OpenSSL, git and curl
+/// (without them, behind a proxy that signs with its own, every `fetch` fails), nothing that could carry
+/// a secret.
+const BASE_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "TMPDIR",
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "GIT_SSL_CAINFO",
+    "CURL_CA_BUNDLE",
+];
 
 /// How to start a host; the same for every child of one generation.
 #[derive(Debug, Clone)]

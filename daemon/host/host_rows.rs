@@ -74,7 +74,9 @@ pub fn deaf(exit: &Exit) -> String {
 pub fn hung(after_s: u64, exit: &Exit, at: Option<&str>) -> String {
     let at = at.map(|at| format!(", at {at}")).unwrap_or_default();
     format!(
-        "stopped answering for {after_s} s (a plugin blocking its event loop{at}) and was killed ({exit})"
+        "stopped answering for {after_s} s (a plugin blocking its event loop{at}; synchronous work such as \
+         execSync or a long loop does that: run commands with the async exec, execFile or spawn, or raise \
+         hostHangSeconds in openovai.json) and was killed ({exit})"
     )
 }
 
@@ -239,10 +241,7 @@ pub fn thrown_notes(t: &Thrown, env: bool) -> String {
             .to_string()
     });
     let env = if env { env_unpassed(t) } else { None };
-    let notes: Vec<String> = [box_met(t).map(str::to_string), env, frozen]
-        .into_iter()
-        .flatten()
-        .collect();
+    let notes: Vec<String> = [box_met(t), env, frozen].into_iter().flatten().collect();
     if notes.is_empty() {
         String::new()
     } else {
@@ -284,8 +283,16 @@ pub fn env_unpassed(t: &Thrown) -> Option<String> {
 /// What of the plugin host's box an error met, where the host saw it may have, as a sentence to follow
 /// the error's words: alone, ENOENT for a file that is there, or EACCES for a socket, sends an author
 /// looking elsewhere.
-fn box_met(t: &Thrown) -> Option<&'static str> {
-    match t.boxed.as_deref()? {
+fn box_met(t: &Thrown) -> Option<String> {
+    let said = t.boxed.as_deref()?;
+    if let Some(folder) = said.strip_prefix("late:") {
+        return Some(format!(
+            "In the plugin host's box a plugin writes only in the instance's folders that were there when the \
+             host started: {}/ was made since, and is read-only there until `ovai restart` starts a new host.",
+            crate::names::clipped(folder, 64)
+        ));
+    }
+    let sentence = match said {
         "tmp" => Some(
             "In the plugin host's box, /tmp and $TMPDIR are folders of its own, empty at each start: what \
              other programs put in the machine's /tmp is not there, so keep such files in the instance's \
@@ -299,6 +306,12 @@ fn box_met(t: &Thrown) -> Option<&'static str> {
             "In the plugin host's box the instance's root and its own files are read-only: a plugin writes in \
              a folder of the instance, its own such as plugins/NAME/ (docs/plugins.md says which).",
         ),
+        "git" => Some(
+            "In the plugin host's box the instance's .git/ is read-only (git would run what a plugin wrote \
+             into its hooks or config outside the box): a plugin reads the repository, and cannot commit to \
+             it.",
+        ),
         _ => None,
-    }
+    };
+    sentence.map(str::to_string)
 }

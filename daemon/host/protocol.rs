@@ -256,7 +256,8 @@ pub struct Thrown {
     #[serde(default)]
     pub at: Option<String>,
     /// What of the box the error may have met: "tmp" (a file not found in a temporary folder, which is
-    /// the box's own) or "socket" (a Unix socket, which the box refuses).
+    /// the box's own), "socket" (a Unix socket, which the box refuses), "readonly", "late:FOLDER" (a
+    /// folder of the root made after the host started) or "git" (a program meeting the read-only .git/).
     #[serde(default, rename = "box")]
     pub boxed: Option<String>,
     /// Environment variables the error's words name that the host did not start with (eight at most).

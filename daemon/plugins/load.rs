@@ -44,6 +44,11 @@ impl Verdict {
                 if bytes > rows::LARGE_ENTRY_BYTES {
                     rows.push(rows::large_entry(file, bytes));
                 }
+                let unlisted = schema::required_unlisted(&p.schema);
+                if !unlisted.is_empty() {
+                    let listed = schema::listed_properties(&p.schema);
+                    rows.push(rows::required_unlisted(file, &unlisted, &listed));
+                }
                 let undescribed = schema::undescribed(&p.schema);
                 if !undescribed.is_empty() {
                     rows.push(rows::undescribed(file, &undescribed));

@@ -118,6 +118,27 @@ pub fn undescribed(file: &str, paths: &[String]) -> String {
     names::escape_controls(&row, false).into_owned()
 }
 
+/// A row for names a schema requires that its properties (`listed`) lack: a slip, most likely.
+pub fn required_unlisted(file: &str, names: &[String], properties: &[&str]) -> String {
+    let quote = |n: &str| format!("{:?}", n.chars().take(64).collect::<String>());
+    let quoted: Vec<String> = names.iter().take(8).map(|n| quote(n)).collect();
+    let mut shown: Vec<String> = properties.iter().take(8).map(|n| quote(n)).collect();
+    if properties.len() > 8 {
+        shown.push(format!("{} more", properties.len() - 8));
+    }
+    let (requires, is, it, them) = match quoted.as_slice() {
+        [one] => (one.clone(), "is", "it", "the name"),
+        _ => (listed(&quoted, "and"), "are", "them", "the names"),
+    };
+    let row = format!(
+        "plugins/{file}: its inputSchema requires {requires}, which {is} not among its properties ({}), so \
+         a session is told nothing about {it}: add {it} there with a description, or correct {them} in \
+         required.",
+        shown.join(", ")
+    );
+    names::escape_controls(&row, false).into_owned()
+}
+
 /// A row for inputs a schema requires and gives a default, which no call may leave out.
 pub fn required_with_default(file: &str, names: &[String]) -> String {
     let quoted: Vec<String> = names

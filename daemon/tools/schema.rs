@@ -535,8 +535,37 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
         budget: 10_000,
     };
     w.walk(schema, "", 0);
-    // A required input no property describes is one a session must give, told nothing about it (where
-    // the root has no other schema to describe it in).
+    // A required input no property describes is one a session must give, told nothing about it; among
+    // properties, it is said by `required_unlisted`.
+    if listed_properties(schema).is_empty() {
+        w.out.extend(required_unlisted_by(schema));
+    }
+    // The same input reached by two branches (or two references) is named once.
+    let mut seen = std::collections::HashSet::new();
+    w.out.retain(|p| seen.insert(p.clone()));
+    w.out
+}
+
+/// The names an inputSchema's root requires that its properties, which name others, lack: a slip of one
+/// of them, most likely (`required: ["b"]` beside `a`).
+pub fn required_unlisted(schema: &serde_json::Map<String, Value>) -> Vec<String> {
+    if listed_properties(schema).is_empty() {
+        return Vec::new();
+    }
+    required_unlisted_by(schema)
+}
+
+/// The names of an inputSchema root's properties.
+pub fn listed_properties(schema: &serde_json::Map<String, Value>) -> Vec<&str> {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// The required names no property describes, where the root has no other schema to describe them in.
+fn required_unlisted_by(schema: &serde_json::Map<String, Value>) -> Vec<String> {
     let composed = [
         "allOf",
         "anyOf",
@@ -547,18 +576,14 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
     ]
     .iter()
     .any(|k| schema.contains_key(*k));
-    if !composed {
-        w.out.extend(
-            required_inputs(schema)
-                .filter(|(_, property)| property.is_none())
-                .take(64)
-                .map(|(name, _)| name.to_string()),
-        );
+    if composed {
+        return Vec::new();
     }
-    // The same input reached by two branches (or two references) is named once.
-    let mut seen = std::collections::HashSet::new();
-    w.out.retain(|p| seen.insert(p.clone()));
-    w.out
+    required_inputs(schema)
+        .filter(|(_, property)| property.is_none())
+        .take(64)
+        .map(|(name, _)| name.to_string())
+        .collect()
 }
 
 /// The inputs of an inputSchema's root that it requires and gives a `default`: defaults are not filled
