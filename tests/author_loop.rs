@@ -1069,7 +1069,7 @@ fn an_edit_undone_after_a_new_host_left_the_file_out_says_it_is_refused_until_th
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stderr)
-            .contains("is not answering calls since its plugin host was respawned")
+            .contains("is not answering calls since a new plugin host was started")
     };
     wait_until("a refused as left out", || refused(&inst).then_some(()));
     inst.write_plugin("a.mjs", TOOL);
@@ -1595,7 +1595,7 @@ fn a_call_of_an_edited_file_says_it_ran_it_as_it_was_read() {
         .unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(
-        said.contains("is not answering calls since its plugin host was respawned")
+        said.contains("is not answering calls since a new plugin host was started")
             && !said.contains("ran it as it was read"),
         "{said}"
     );

@@ -373,7 +373,7 @@ fn a_timer_that_blocks_the_event_loop_is_named_and_left_out_of_the_next_host() {
         host[0].contains(") stopped answering for 2 s (a plugin blocking its event loop, at plugins/fault-timer-loop.mjs:4:3; synchronous work such as execSync or a long loop does that: run commands with the async exec, execFile or spawn, or raise hostHangSeconds in openovai.json) and was killed (signal SIGKILL) with no call in flight."),
         "{host:#?}"
     );
-    let left = "plugins/fault-timer-loop.mjs is not answering calls since its plugin host was respawned: its code held a plugin host's event loop before any call of its own ran there (at plugins/fault-timer-loop.mjs:4:3): code its import runs, which would hold every new host's. Fix it, then run `ovai restart`, which serves it again. `ovai check` may pass it as it is: it only imports the file, and runs no call and waits for no timer.";
+    let left = "plugins/fault-timer-loop.mjs is not answering calls since a new plugin host was started: its code held a plugin host's event loop before any call of its own ran there (at plugins/fault-timer-loop.mjs:4:3): code its import runs, which would hold every new host's. Fix it, then run `ovai restart`, which serves it again. `ovai check` may pass it as it is: it only imports the file, and runs no call and waits for no timer.";
     assert_eq!(host[1], left, "{host:#?}");
     let mut s = inst.session("lead");
     s.initialize();

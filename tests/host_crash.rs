@@ -197,31 +197,31 @@ fn a_file_edited_after_the_read_is_not_served_by_a_new_host_and_the_rest_is() {
     assert_eq!(
         s.call("gone", json!({})),
         (
-            "plugins/gone.mjs is not answering calls since its plugin host was respawned: it was removed (or cannot be read) since it was read, so a new host could not import it. Run `ovai check` and `ovai restart` to see and serve it as it is now.".to_string(),
+            "plugins/gone.mjs is not answering calls since a new plugin host was started: it was removed (or cannot be read) since it was read, so a new host could not import it. Run `ovai check` and `ovai restart` to see and serve it as it is now.".to_string(),
             true
         )
     );
-    let changed = "plugins/echo.mjs is not answering calls since its plugin host was respawned: it changed after it was read, and a new host imports only what was read. Run `ovai check` and `ovai restart` to see and serve it as it is now.";
+    let changed = "plugins/echo.mjs is not answering calls since a new plugin host was started: it changed after it was read, and a new host imports only what was read. Run `ovai check` and `ovai restart` to see and serve it as it is now.";
     assert_eq!(s.call("echo", json!({})), (changed.to_string(), true));
     // Called with arguments that do not fit, it is told why it is not answering, not to call again
     // with arguments that fit: a call that fits would be refused all the same.
     let (text, refused) = s.call("strict", json!({}));
     assert!(refused, "{text}");
     assert!(
-        text.starts_with("plugins/strict.mjs is not answering calls since its plugin host was respawned: it changed after it was read"),
+        text.starts_with("plugins/strict.mjs is not answering calls since a new plugin host was started: it changed after it was read"),
         "{text}"
     );
     let (text, refused) = s.call("says", json!({}));
     assert!(refused, "{text}");
     assert!(
-        text.starts_with("plugins/says.mjs is not answering calls since its plugin host was respawned: importing it again failed: Error: it imports plugins/lib/helper.mjs, which changed after it was read, and a new host imports only what was read"),
+        text.starts_with("plugins/says.mjs is not answering calls since a new plugin host was started: importing it again failed: Error: it imports plugins/lib/helper.mjs, which changed after it was read, and a new host imports only what was read"),
         "{text}"
     );
     // Nor through another tool's file that imports it: that one is refused, naming it.
     let (text, refused) = s.call("uses-echo", json!({}));
     assert!(refused, "{text}");
     assert!(
-        text.starts_with("plugins/uses-echo.mjs is not answering calls since its plugin host was respawned: importing it again failed: Error: it imports plugins/echo.mjs, which changed after it was read, and a new host imports only what was read"),
+        text.starts_with("plugins/uses-echo.mjs is not answering calls since a new plugin host was started: importing it again failed: Error: it imports plugins/echo.mjs, which changed after it was read, and a new host imports only what was read"),
         "{text}"
     );
     // Nor by require() in a call: refused in the same words, not Node's internal assertion.
@@ -510,7 +510,7 @@ fn code_a_plugin_evaluates_under_another_files_name_does_not_get_that_file_left_
     ]);
     left_out_and_the_rest_served(
         &inst,
-        "plugins/g.mjs is not answering calls since its plugin host was respawned: it ended a plugin host (",
+        "plugins/g.mjs is not answering calls since a new plugin host was started: it ended a plugin host (",
         "b",
         "{}",
     );
@@ -532,7 +532,7 @@ fn the_file_whose_code_ends_the_host_is_left_out_not_the_scheduler_that_called_i
     ]);
     left_out_and_the_rest_served(
         &inst,
-        "plugins/spinner.mjs is not answering calls since its plugin host was respawned: it ended a plugin host (exit code 5) before any call of its own ran there (at plugins/spinner.mjs:2:",
+        "plugins/spinner.mjs is not answering calls since a new plugin host was started: it ended a plugin host (exit code 5) before any call of its own ran there (at plugins/spinner.mjs:2:",
         "sched",
         "sched",
     );
@@ -559,7 +559,7 @@ fn a_plugin_whose_calls_end_the_host_again_and_again_is_left_out_before_every_to
         });
         assert_eq!(s.call("echo", json!({})), ("{}".to_string(), false));
     }
-    let left = "plugins/a.mjs is not answering calls since its plugin host was respawned: it ended or held the plugin host 3 times within 600 s, the last at plugins/a.mjs:3:";
+    let left = "plugins/a.mjs is not answering calls since a new plugin host was started: it ended or held the plugin host 3 times within 600 s, the last at plugins/a.mjs:3:";
     let (text, refused) = s.call("a", json!({}));
     assert!(refused && text.starts_with(left), "{text}");
     assert!(
@@ -584,7 +584,7 @@ fn a_plugin_that_froze_error_does_not_hide_which_file_ended_the_host() {
     ]);
     left_out_and_the_rest_served(
         &inst,
-        "plugins/b-timer.mjs is not answering calls since its plugin host was respawned: it ended a plugin host (exit code 7) before any call of its own ran there (at plugins/b-timer.mjs:1:",
+        "plugins/b-timer.mjs is not answering calls since a new plugin host was started: it ended a plugin host (exit code 7) before any call of its own ran there (at plugins/b-timer.mjs:1:",
         "a-harden",
         "hard",
     );
@@ -608,7 +608,7 @@ fn a_plugin_that_ends_the_host_from_a_timer_is_left_out_of_the_next_and_the_rest
             && host[0].contains(") stopped (exit code 9) with no call in flight. A new plugin host is being started."),
         "{host:#?}"
     );
-    let left = "plugins/timer.mjs is not answering calls since its plugin host was respawned: it ended a plugin host (exit code 9) before any call of its own ran there (at plugins/timer.mjs:1:";
+    let left = "plugins/timer.mjs is not answering calls since a new plugin host was started: it ended a plugin host (exit code 9) before any call of its own ran there (at plugins/timer.mjs:1:";
     assert!(host[1].starts_with(left), "{host:#?}");
     assert!(
         host[1].ends_with(

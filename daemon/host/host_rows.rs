@@ -228,7 +228,7 @@ pub fn not_reimported(shown: &str, why: &NotReimported) -> String {
     } else {
         "Run `ovai check` and `ovai restart` to see and serve it as it is now"
     };
-    format!("{shown} is not answering calls since its plugin host was respawned: {why}. {then}.")
+    format!("{shown} is not answering calls since a new plugin host was started: {why}. {then}.")
 }
 
 /// What follows a thrown error's words, where the host saw more of why: its box's part, what a frozen
