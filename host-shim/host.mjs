@@ -138,6 +138,15 @@ const tools = { __proto__: null };
 const calls = new Map();
 const mapHas = uncurry(Map.prototype.has);
 const mapGet = uncurry(Map.prototype.get);
+// JavaScript's constructors written as a schema's type, and the JSON Schema type each means.
+const typeNames = new Map([
+  [String, ["String", "string"]],
+  [Number, ["Number", "number"]],
+  [Boolean, ["Boolean", "boolean"]],
+  [Array, ["Array", "array"]],
+  [Object, ["Object", "object"]],
+  [Date, ["Date", "string"]],
+]);
 const mapSet = uncurry(Map.prototype.set);
 const mapDelete = uncurry(Map.prototype.delete);
 const mapSize = uncurry(Object.getOwnPropertyDescriptor(Map.prototype, "size").get);
@@ -1316,6 +1325,14 @@ async function load({ id, name, file, key }) {
         nonFinite =
           `it holds a zod schema (as ${clip(toText(name), 64)}), not JSON Schema: write the whole schema as JSON Schema, ` +
           `z.toJSONSchema(z.object({ ... }), { io: "input" }) in zod 4 (zodToJsonSchema before)`;
+      }
+      // `type: String` (Vue's props, mongoose): JSON leaves a function out, and the check with it.
+      if (nonFinite === null && typeof value === "function") {
+        const type = mapGet(typeNames, value);
+        nonFinite =
+          type !== undefined
+            ? `it holds a function (${type[0]}, as ${clip(toText(name), 64)}), which JSON would leave out: write the type as a string, such as "${type[1]}"`
+            : `it holds a function (as ${clip(toText(name), 64)}), which JSON would leave out: a schema holds only JSON values`;
       }
       // `pattern: /^[a-z]+$/`: JSON writes a RegExp as {}.
       if (nonFinite === null && value instanceof RegExpCtor) {

@@ -1371,6 +1371,12 @@ fn hurried_schemas_are_named_with_the_way_out() {
             "w-regexp.mjs",
             "export const description = 'd';\nexport const inputSchema = { type: 'object', properties: { id: { type: 'string', pattern: /^[a-z]+$/, description: 'id' } } };\nexport function run() {}\n",
         ),
+        // `type: String`, as Vue's props and mongoose write it: JSON leaves the function out, and the
+        // check with it (helper-91: served, taking any value).
+        (
+            "x-type-fn.mjs",
+            "export const description = 'd';\nexport const inputSchema = { type: 'object', properties: { a: { type: String, description: 'a' }, b: { type: 'string', description: 'b', transform: (v) => v } } };\nexport function run() {}\n",
+        ),
         // Described where the root's allOf gives it.
         (
             "p-allof.mjs",
@@ -1407,6 +1413,7 @@ fn hurried_schemas_are_named_with_the_way_out() {
         "{rows:?}"
     );
     assert!(row("w-regexp.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds a RegExp (as pattern), which JSON would send as {}: write the pattern as a string, such as \"^[a-z]+$\""), "{rows:?}");
+    assert!(row("x-type-fn.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds a function (String, as type), which JSON would leave out: write the type as a string, such as \"string\""), "{rows:?}");
     for (file, at) in [("u-zod-shape.mjs", "name"), ("v-zod-prop.mjs", "who")] {
         assert!(
             row(file).contains(&format!(
