@@ -893,7 +893,7 @@ fn hidden_files_are_no_tools_and_an_ending_in_capitals_is_said() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         stdout,
-        "plugins/Upper.MJS would not be served: only .mjs files are tools\nThis instance would serve a tool of its own: a\n"
+        "plugins/Upper.MJS would not be served: only .mjs files are tools: rename it Upper.mjs, in lower case\nThis instance would serve a tool of its own: a\n"
     );
     assert_eq!(out.status.code(), Some(1));
     let d = inst.start();

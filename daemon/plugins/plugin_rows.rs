@@ -334,8 +334,21 @@ pub fn too_large(file: &str, bytes: u64) -> String {
     )
 }
 
+/// A file whose ending looks like a tool's (`candidates::NOT_MODULES`), with the way to make it one.
 pub fn not_module(file: &str) -> String {
-    not_served(file, "only .mjs files are tools")
+    let (stem, ending) = file.rsplit_once('.').unwrap_or((file, ""));
+    let way = match ending.to_ascii_lowercase().as_str() {
+        "mjs" => format!("rename it {stem}.mjs, in lower case"),
+        "js" => format!("rename it {stem}.mjs if it is an ES module (export, not module.exports)"),
+        "cjs" => format!(
+            "a tool is an ES module, so write it as {stem}.mjs, with export in place of module.exports"
+        ),
+        "ts" | "mts" => {
+            format!("Node runs JavaScript, so write it as {stem}.mjs, or build it into one")
+        }
+        _ => return not_served(file, "only .mjs files are tools"),
+    };
+    not_served(file, format!("only .mjs files are tools: {way}"))
 }
 
 pub fn import_failed(file: &str, t: &Thrown) -> String {
@@ -679,7 +692,8 @@ mod tests {
         );
         assert_eq!(
             not_module("x.ts"),
-            "plugins/x.ts is not served: only .mjs files are tools"
+            "plugins/x.ts is not served: only .mjs files are tools: Node runs JavaScript, so write it as \
+             x.mjs, or build it into one"
         );
         assert_eq!(
             import_stopped_host("x.mjs", "exit code 3", None),
