@@ -70,6 +70,9 @@ pub enum SeatError {
         line: usize,
         column: usize,
     },
+    /// seats.json is gone and desks hold the seats: a book written now would hold the new seat alone.
+    #[error("{why} Nothing was added: run `ovai seat add {name}` again after it.")]
+    BookMissing { why: String, name: String },
     #[error(transparent)]
     Desk(Box<crate::desk::DeskError>),
     #[error("{0} Nothing was changed.")]
@@ -523,6 +526,18 @@ fn lock_book(inst: &Instance) -> Result<BookLock, SeatError> {
     Ok(BookLock(file))
 }
 
+/// A seat is added to the book there is: where it is gone and desks hold the seats, to none (helper-92:
+/// the others were locked out, their secrets in no book).
+fn no_book_missing(inst: &Instance, name: &str) -> Result<(), SeatError> {
+    match book_missing(inst) {
+        Some(why) => Err(SeatError::BookMissing {
+            why,
+            name: name.to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// When seats.json is not there but desks are (the private folder removed, a `git clean`): no seat can
 /// connect, and the desks hold what makes the seats again. In words, or `None`.
 pub fn book_missing(inst: &Instance) -> Option<String> {
@@ -579,6 +594,7 @@ pub fn precheck_add(inst: &Instance, name: &str, url: Option<&str>) -> Result<()
     check_name(name)?;
     check_not_a_role(inst, name)?;
     let clients = desk_clients(inst)?;
+    no_book_missing(inst, name)?;
     SeatBook::load(inst)?.check_new(name)?;
     if let Some(url) = url {
         desk::check_url(url)?;
@@ -665,6 +681,7 @@ pub fn add(
 ) -> Result<AddedSeat, SeatError> {
     check_name(name)?;
     let _lock = lock_book(inst)?;
+    no_book_missing(inst, name)?;
     let mut book = SeatBook::load(inst)?;
     book.check_new(name)?;
     let mut warnings: Vec<String> = match url {

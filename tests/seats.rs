@@ -322,6 +322,34 @@ fn a_secret_two_seats_share_opens_neither_and_a_missing_book_says_how_to_rebuild
         )));
 }
 
+/// `seat add` with seats.json gone but desks there is refused: it wrote a book of the new seat alone,
+/// and every other seat was locked out, its secret lost to the book (helper-92). The rebuild it names
+/// brings them all back.
+#[test]
+fn a_seat_added_while_the_book_is_missing_is_refused_and_loses_no_seat() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    let path = inst.root.join(".ovai/seats.json");
+    std::fs::remove_file(&path).unwrap();
+    inst.cmd()
+        .args(["seat", "add", "w2"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "{} is not there, so no seat can connect; 2 desks in {} hold the seats' secrets: `ovai seat \
+             rebuild` makes the seats again from them. Nothing was added: run `ovai seat add w2` again after it.",
+            path.display(),
+            inst.root.join("desks").display()
+        )));
+    assert!(!path.exists());
+    assert!(!inst.root.join("desks/w2").exists());
+    inst.cmd().args(["seat", "rebuild"]).assert().success();
+    inst.cmd().args(["seat", "add", "w2"]).assert().success();
+    let book: serde_json::Value = read_json(&path);
+    let names: Vec<&String> = book["seats"].as_object().unwrap().keys().collect();
+    assert_eq!(names, ["lead", "w1", "w2"], "{book}");
+}
+
 /// A desk copied to another seat's folder holds the same secret: rebuild keeps the seat that held it,
 /// leaves the copy out and says how to give it one of its own, so neither is locked out.
 #[test]
