@@ -503,6 +503,9 @@ fn ensure_period(mut s: String) -> String {
     s
 }
 
+/// How long a control operation waits in silence before it says it waits.
+const SAY_WAITING_AFTER: Duration = Duration::from_secs(5);
+
 /// One control operation and its typed reply.
 pub fn control<T: DeserializeOwned>(inst: &Instance, op: ControlOp) -> Result<T, ClientError> {
     control_because(inst, op, None)
@@ -570,12 +573,48 @@ pub fn control_because<T: DeserializeOwned>(
         ControlOp::Restart | ControlOp::SeatsHold => Duration::from_secs(600),
         _ => Duration::from_secs(60),
     };
-    stream.set_read_timeout(Some(patience))?;
+    // A restart says itself why it waits (its imports), and a seat change waits for one.
+    let say_waiting = !matches!(op, ControlOp::Restart | ControlOp::SeatsHold);
+    stream.set_read_timeout(Some(if say_waiting {
+        SAY_WAITING_AFTER
+    } else {
+        patience
+    }))?;
     // As for a seat: a connection turned away has its answer waiting even if the hello did not go out.
     let hello = Hello::control(&secret, op, why).from_root(&inst.root);
     let sent = stream.write_all(wire::line(&hello).as_bytes());
     let mut line = String::new();
-    let read = BufReader::new(stream).read_line(&mut line);
+    let asked = std::time::Instant::now();
+    let mut reader = BufReader::new(&stream);
+    let mut said = false;
+    let read = loop {
+        match reader.read_line(&mut line) {
+            // A minute of nothing reads as a hang: that it waits, and how long, is said at once.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) && asked.elapsed() < patience =>
+            {
+                if say_waiting && !std::mem::replace(&mut said, true) {
+                    eprintln!(
+                        "ovai: the server for {}{} has not answered in {} s; this waits up to {} s for it.",
+                        inst.root.display(),
+                        lock_holder(inst)
+                            .map(|p| format!(" (pid {p})"))
+                            .unwrap_or_default(),
+                        SAY_WAITING_AFTER.as_secs(),
+                        patience.as_secs()
+                    );
+                }
+                let left = patience.saturating_sub(asked.elapsed());
+                reader
+                    .get_ref()
+                    .set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+            }
+            other => break other,
+        }
+    };
     if line.is_empty() {
         if let Err(e) = &read
             && matches!(

@@ -1987,6 +1987,14 @@ fn status_before_a_daemon_that_says_nothing_says_so_in_words() {
         )) && stderr.contains(&format!("`kill {pid}`, then `kill -9 {pid}` if it stays")),
         "{stderr}"
     );
+    // Said at once that it waits, and how long: a minute of nothing read as a hang (helper-92).
+    assert!(
+        stderr.starts_with(&format!(
+            "ovai: the server for {} (pid {pid}) has not answered in 5 s; this waits up to 60 s for it.\n",
+            inst.root.display()
+        )),
+        "{stderr}"
+    );
 }
 
 /// A bridge that cannot connect answers the client's first request in words, even from a stdin that
