@@ -2084,6 +2084,42 @@ fn a_server_whose_folder_was_moved_stops_saying_where_it_went() {
     );
 }
 
+/// An instance removed whole while its server runs: the server stops, saying the folder is gone, and
+/// no row after says plugins/ is still served or to run `ovai restart` (helper-92: they contradicted
+/// the stop, and named only the private folder).
+#[test]
+fn a_server_whose_folder_was_removed_stops_saying_so_and_nothing_else() {
+    let inst = Instance::nested("gone");
+    let root = inst.root.clone();
+    let err = root.parent().unwrap().join("serve.err");
+    let mut serve = std::process::Command::new(OVAI)
+        .args(["serve", "--root"])
+        .arg(&root)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    wait_until("the server to serve", || {
+        let out = inst.cmd().arg("status").output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .contains("Generation 1")
+            .then_some(())
+    });
+    std::fs::remove_dir_all(&root).unwrap();
+    wait_exit(&mut serve);
+    let said = std::fs::read_to_string(&err).unwrap();
+    assert!(
+        said.contains(&format!(
+            "The instance's folder {} was removed while the server ran, and everything in it: the server \
+             stops (the calls in flight finish first). Put the folder back, then start it with `ovai serve`.",
+            root.display()
+        )),
+        "{said}"
+    );
+    assert!(!said.contains("plugins/ is gone"), "{said}");
+}
+
 /// A warning the server writes as a row is on its stderr once, as a warning: it was there twice, once
 /// as the warning and once as the row's copy (helper-65).
 #[test]

@@ -213,6 +213,18 @@ impl PrivateWatch {
                     ),
                 };
             }
+            // The whole instance, not its private folder alone (an `rm -rf` of the workspace).
+            if std::fs::symlink_metadata(&inst.root).is_err() {
+                return Look::Stop {
+                    why: "the removal of its instance's folder",
+                    row: format!(
+                        "The instance's folder {} was removed while the server ran, and everything in it: the \
+                         server stops (the calls in flight finish first). Put the folder back, then start it \
+                         with `ovai serve`.",
+                        inst.root.display()
+                    ),
+                };
+            }
             return Look::Stop {
                 why: "the removal of its private folder",
                 row: format!(

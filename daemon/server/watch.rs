@@ -214,6 +214,10 @@ pub fn spawn(daemon: Arc<Daemon>) {
                 rows.extend(crate::helper_modules::rows(&fresh, &back));
                 helpers_said = helpers;
             }
+            // A server stopping (its instance moved or removed) serves nothing after: no row says it does.
+            if daemon.closing.is_cancelled() {
+                return;
+            }
             daemon.log.rows(Topic::Plugins, &rows);
         }
     });
