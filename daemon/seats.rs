@@ -526,8 +526,9 @@ fn lock_book(inst: &Instance) -> Result<BookLock, SeatError> {
     Ok(BookLock(file))
 }
 
-/// A seat is added to the book there is: where it is gone and desks hold the seats, to none (helper-92:
-/// the others were locked out, their secrets in no book).
+/// `ovai seat add` adds to the book there is: where it is gone and desks hold the seats, to none
+/// (helper-92: the others were locked out, their secrets in no book). Not so `ovai init`, which makes
+/// the book, beside whatever desks are there.
 fn no_book_missing(inst: &Instance, name: &str) -> Result<(), SeatError> {
     match book_missing(inst) {
         Some(why) => Err(SeatError::BookMissing {
@@ -681,7 +682,6 @@ pub fn add(
 ) -> Result<AddedSeat, SeatError> {
     check_name(name)?;
     let _lock = lock_book(inst)?;
-    no_book_missing(inst, name)?;
     let mut book = SeatBook::load(inst)?;
     book.check_new(name)?;
     let mut warnings: Vec<String> = match url {
