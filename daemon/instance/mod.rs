@@ -763,6 +763,13 @@ pub enum ConfigError {
     Missing(&'static str),
     #[error("In {CONFIG_FILE}, \"{key}\" {problem}.")]
     Bad { key: &'static str, problem: String },
+    /// More than one of the above, each said.
+    #[error(
+        "{CONFIG_FILE} has {} mistakes: {}",
+        .0.len(),
+        .0.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")
+    )]
+    Several(Vec<ConfigError>),
 }
 
 impl Config {
@@ -782,10 +789,14 @@ impl Config {
         if let Some(key) = key_given_twice(text) {
             return Err(ConfigError::Twice(key));
         }
-        let user = required_string(map, "user")?;
-        let leader = required_string(map, "leader")?;
-        if let Some(why) = names::why_not(&leader) {
-            return Err(ConfigError::Bad {
+        // Every mistake is said at once, each with its default meanwhile: a person fixing the first one
+        // met the next only at the next start (helper-92).
+        let mut faults: Vec<ConfigError> = Vec::new();
+        let f = &mut faults;
+        let user = kept(f, required_string(map, "user"), String::new());
+        let leader = kept(f, required_string(map, "leader"), String::new());
+        if let Some(why) = names::why_not(&leader).filter(|_| !leader.is_empty()) {
+            f.push(ConfigError::Bad {
                 key: "leader",
                 problem: format!(
                     "is a seat name, and {leader:?} is not one: {why} ({})",
@@ -793,69 +804,74 @@ impl Config {
                 ),
             });
         }
-        let call_timeout = seconds(map, "callTimeoutSeconds", DEFAULT_CALL_TIMEOUT_S)?;
-        let import_timeout = seconds(map, "importTimeoutSeconds", DEFAULT_IMPORT_TIMEOUT_S)?;
-        let max_answer_bytes = bounded(
+        let call_timeout = kept_seconds(f, map, "callTimeoutSeconds", DEFAULT_CALL_TIMEOUT_S);
+        let import_timeout = kept_seconds(f, map, "importTimeoutSeconds", DEFAULT_IMPORT_TIMEOUT_S);
+        let max_answer_bytes = kept_bounded(
+            f,
             map,
             "maxAnswerBytes",
             DEFAULT_MAX_ANSWER_BYTES as u64,
             (512, "a tool's description and schema must fit"),
             1 << 30,
-        )? as usize;
-        let host_max_memory_mb = bounded(
+        ) as usize;
+        let host_max_memory_mb = kept_bounded(
+            f,
             map,
             "hostMaxMemoryMB",
             DEFAULT_HOST_MAX_MEMORY_MB,
             (16, "Node needs that much to start"),
             1 << 20,
-        )?;
-        let host_max_processes = bounded(
+        );
+        let host_max_processes = kept_bounded(
+            f,
             map,
             "hostMaxProcesses",
             DEFAULT_HOST_MAX_PROCESSES,
             (32, "Node's own threads take about 16"),
             1 << 20,
-        )?;
-        let host_hang = seconds(map, "hostHangSeconds", DEFAULT_HOST_HANG_S)?;
-        let shutdown_grace = seconds(map, "shutdownGraceSeconds", DEFAULT_SHUTDOWN_GRACE_S)?;
-        let session_queue_bytes = bounded(
+        );
+        let host_hang = kept_seconds(f, map, "hostHangSeconds", DEFAULT_HOST_HANG_S);
+        let shutdown_grace = kept_seconds(f, map, "shutdownGraceSeconds", DEFAULT_SHUTDOWN_GRACE_S);
+        let session_queue_bytes = kept_bounded(
+            f,
             map,
             "sessionQueueBytes",
             DEFAULT_SESSION_QUEUE_BYTES as u64,
             (1, ""),
             1 << 40,
-        )? as usize;
-        let max_connections = bounded(
+        ) as usize;
+        let max_connections = kept_bounded(
+            f,
             map,
             "maxConnections",
             DEFAULT_MAX_CONNECTIONS as u64,
             (1, ""),
             1_000_000,
-        )? as usize;
+        ) as usize;
         let host_isolation = match map.get("hostIsolation") {
-            None | Some(Value::Null) => IsolationWanted::Auto,
+            None | Some(Value::Null) => Ok(IsolationWanted::Auto),
             Some(Value::String(s)) => {
                 IsolationWanted::parse(s).map_err(|problem| ConfigError::Bad {
                     key: "hostIsolation",
                     problem,
-                })?
+                })
             }
-            Some(other) => {
-                return Err(ConfigError::Bad {
-                    key: "hostIsolation",
-                    problem: format!(
-                        "is {}; it takes \"auto\", \"bwrap\", \"userns\" or \"none\"",
-                        json_kind(other)
-                    ),
-                });
-            }
+            Some(other) => Err(ConfigError::Bad {
+                key: "hostIsolation",
+                problem: format!(
+                    "is {}; it takes \"auto\", \"bwrap\", \"userns\" or \"none\"",
+                    json_kind(other)
+                ),
+            }),
         };
+        let host_isolation = kept(f, host_isolation, IsolationWanted::Auto);
         let http = http::parse(map.get("http").unwrap_or(&Value::Null)).map_err(|problem| {
             ConfigError::Bad {
                 key: "http",
                 problem,
             }
-        })?;
+        });
+        let http = kept(f, http, None);
         let mut warnings: Vec<String> = map
             .keys()
             .filter_map(|k| {
@@ -867,9 +883,9 @@ impl Config {
                 })
             })
             .collect();
-        let clients = clients(map.get("clients"))?;
-        let metrics = metrics_listen(map.get("metrics"))?;
-        let web = web(map.get("web"))?;
+        let clients = kept(f, clients(map.get("clients")), Vec::new());
+        let metrics = kept(f, metrics_listen(map.get("metrics")), None);
+        let web = kept(f, web(map.get("web")), None);
         // Two listeners of ours on one address: the second would be refused it at the start, in words
         // that blame another program.
         let mut listens: Vec<(&'static str, std::net::SocketAddr)> = Vec::new();
@@ -883,7 +899,7 @@ impl Config {
                 .iter()
                 .find(|(_, a)| a == addr && addr.port() != 0)
             {
-                return Err(ConfigError::Bad {
+                f.push(ConfigError::Bad {
                     key,
                     problem: format!(
                         "listens on {addr}, where \"{other}\" listens too: give each an address of its own"
@@ -895,14 +911,15 @@ impl Config {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
             Some(other) => {
-                return Err(ConfigError::Bad {
+                f.push(ConfigError::Bad {
                     key: "callLog",
                     problem: format!("is {other}, and it takes true or false"),
                 });
+                false
             }
         };
         let plugin_env = match map.get("pluginEnv") {
-            None | Some(Value::Null) => Vec::new(),
+            None | Some(Value::Null) => Ok(Vec::new()),
             Some(Value::Array(items)) => items
                 .iter()
                 .map(|v| match v {
@@ -914,14 +931,13 @@ impl Config {
                         ),
                     }),
                 })
-                .collect::<Result<_, _>>()?,
-            Some(other) => {
-                return Err(ConfigError::Bad {
-                    key: "pluginEnv",
-                    problem: format!("is {}, not a list of variable names", json_kind(other)),
-                });
-            }
+                .collect::<Result<_, _>>(),
+            Some(other) => Err(ConfigError::Bad {
+                key: "pluginEnv",
+                problem: format!("is {}, not a list of variable names", json_kind(other)),
+            }),
         };
+        let plugin_env: Vec<String> = kept(f, plugin_env, Vec::new());
         // ovai's own names are never passed: OVAI_SECRET in the server's environment would be a seat's
         // secret, handed to every plugin.
         let (own, plugin_env): (Vec<String>, Vec<String>) = plugin_env
@@ -941,6 +957,11 @@ impl Config {
             .filter(|name| std::env::var_os(name).is_none())
             .cloned()
             .collect();
+        match faults.len() {
+            0 => {}
+            1 => return Err(faults.remove(0)),
+            _ => return Err(ConfigError::Several(faults)),
+        }
         Ok(Self {
             user,
             leader,
@@ -1121,6 +1142,38 @@ pub fn syntax_message(e: &serde_json::Error) -> String {
     }
 }
 
+/// What `read` gave, or `fallback` with its fault kept for the one refusal that names them all.
+fn kept<T>(faults: &mut Vec<ConfigError>, read: Result<T, ConfigError>, fallback: T) -> T {
+    read.unwrap_or_else(|fault| {
+        faults.push(fault);
+        fallback
+    })
+}
+
+fn kept_seconds(
+    faults: &mut Vec<ConfigError>,
+    map: &Map<String, Value>,
+    key: &'static str,
+    default: u64,
+) -> Duration {
+    kept(
+        faults,
+        seconds(map, key, default),
+        Duration::from_secs(default),
+    )
+}
+
+fn kept_bounded(
+    faults: &mut Vec<ConfigError>,
+    map: &Map<String, Value>,
+    key: &'static str,
+    default: u64,
+    least: (u64, &str),
+    most: u64,
+) -> u64 {
+    kept(faults, bounded(map, key, default, least, most), default)
+}
+
 fn required_string(map: &Map<String, Value>, key: &'static str) -> Result<String, ConfigError> {
     match map.get(key) {
         None | Some(Value::Null) => Err(ConfigError::Missing(key)),
@@ -1224,6 +1277,29 @@ mod tests {
         assert_eq!(c.role_of("w1"), Role::Worker);
         assert_eq!(c.call_timeout, Duration::from_secs(60));
         assert_eq!(c.max_answer_bytes, 1 << 20);
+    }
+
+    /// Every mistake is named in one refusal: fixed one at a time, the next was met only at the next
+    /// start (helper-92).
+    #[test]
+    fn every_mistake_is_named_at_once() {
+        let e = Config::parse(
+            r#"{"user":"Ann","leader":"lead","callTimeoutSeconds":0,"callLog":"yes","hostIsolation":7}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            "openovai.json has 3 mistakes: In openovai.json, \"callTimeoutSeconds\" is 0, and it wants a whole \
+             number above 0. In openovai.json, \"hostIsolation\" is a number; it takes \"auto\", \"bwrap\", \
+             \"userns\" or \"none\". In openovai.json, \"callLog\" is \"yes\", and it takes true or false."
+        );
+        // One alone is said as before.
+        let e = Config::parse(r#"{"user":"Ann","leader":"lead","callLog":1}"#).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "In openovai.json, \"callLog\" is 1, and it takes true or false."
+        );
     }
 
     #[test]
