@@ -192,6 +192,9 @@ pub struct RestartReply {
 pub struct StopReply {
     /// The daemon's pid, for the client to wait on.
     pub pid: u32,
+    /// The calls in flight when it was asked, which it lets finish first.
+    #[serde(default)]
+    pub calls: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

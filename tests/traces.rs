@@ -357,6 +357,33 @@ fn a_collector_that_never_answers_costs_no_call_and_what_is_dropped_is_counted()
     );
 }
 
+/// `ovai stop` before a collector that never answers waits for the last spans (at most 3 s), and said it
+/// waited for calls in flight, while none ran (helper-92). It says what it waits for.
+#[test]
+fn a_stop_that_waits_on_the_collector_does_not_say_calls_are_in_flight() {
+    let receiver = Receiver::start(false);
+    let inst = Instance::with_plugins(TOOLS);
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let d = Daemon::start_with_env(&inst, &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)]);
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert!(s.call("nope", json!({})).1);
+    let out = inst.cmd().arg("stop").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("calls in flight"), "{said}");
+    // The spans' wait (3 s before a collector that never answers) is past the second after which the
+    // stop says what it waits for.
+    assert!(
+        said.contains(&format!(
+                "ovai: waiting for the server (pid {}) to stop: no call is in flight; it ends its sessions, its \
+                 plugin host and its exports",
+                d.pid()
+            )),
+        "{said}"
+    );
+}
+
 /// An endpoint that carries a user and password: the exporter gets them, and runtime.log (which the
 /// status page shows) names the collector without them, its failures too.
 #[test]

@@ -20,7 +20,7 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
         .is_ok()
     {
         let pid = pid.unsigned_abs();
-        wait_for_end(inst, pid)?;
+        wait_for_end(inst, pid, None)?;
         println!(
             "Stopped the ovai server for {} (pid {pid}) while it read plugins/.",
             inst.root.display()
@@ -36,7 +36,7 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
         // Asked already (by another `ovai stop`, a signal): waited for all the same.
         Err(ClientError::Stopping { root, pid }) => {
             let pid = u32::try_from(pid).unwrap_or(u32::MAX);
-            wait_for_end(inst, pid)?;
+            wait_for_end(inst, pid, None)?;
             println!(
                 "The ovai server for {root} (pid {pid}) was stopping already, and has stopped."
             );
@@ -44,7 +44,7 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
         }
         Err(e) => return Err(unreached(e)),
     };
-    wait_for_end(inst, reply.pid)?;
+    wait_for_end(inst, reply.pid, Some(reply.calls))?;
     println!(
         "Stopped the ovai server for {} (pid {}).",
         inst.root.display(),
@@ -96,19 +96,33 @@ fn ignored(signal: nix::sys::signal::Signal) -> bool {
     }
 }
 
-/// Waits for the daemon to end, saying so once a second has passed (its calls in flight may take up
-/// to shutdownGraceSeconds).
-fn wait_for_end(inst: &Instance, pid: u32) -> Result<(), Failure> {
+/// Waits for the daemon to end, saying so once a second has passed: its `calls` in flight (unknown when
+/// it was not asked here) may take up to shutdownGraceSeconds; with none, its sessions, its plugin host
+/// and its exports (the last spans, before a collector that may be slow) take the time.
+fn wait_for_end(inst: &Instance, pid: u32, calls: Option<usize>) -> Result<(), Failure> {
     let grace = inst
         .read_config()
         .map_or(Duration::from_secs(10), |c| c.shutdown_grace);
     said_when_interrupted(pid);
     let ended = client::wait_for_end(inst, pid, || {
-        eprintln!(
-            "ovai: waiting for the server (pid {pid}) to finish its calls in flight (at most {} s, \
-             shutdownGraceSeconds)…",
-            grace.as_secs()
-        );
+        let what = match calls {
+            Some(0) => {
+                "no call is in flight; it ends its sessions, its plugin host and its exports".into()
+            }
+            Some(1) => format!(
+                "its call in flight finishes first (at most {} s, shutdownGraceSeconds)",
+                grace.as_secs()
+            ),
+            Some(n) => format!(
+                "its {n} calls in flight finish first (at most {} s, shutdownGraceSeconds)",
+                grace.as_secs()
+            ),
+            None => format!(
+                "its calls in flight finish first (at most {} s, shutdownGraceSeconds)",
+                grace.as_secs()
+            ),
+        };
+        eprintln!("ovai: waiting for the server (pid {pid}) to stop: {what}…");
     });
     if ended {
         return Ok(());

@@ -63,6 +63,11 @@ pub async fn handle(
                 daemon.stop.cancel();
                 wire::line(&Reply::done(StopReply {
                     pid: std::process::id(),
+                    calls: daemon
+                        .generations()
+                        .iter()
+                        .map(|g| g.host.calls_in_flight())
+                        .sum(),
                 }))
             }
             Some(ControlOp::Web) => match daemon.web.get().and_then(|w| w.link()) {
