@@ -523,12 +523,13 @@ pub fn control_because<T: DeserializeOwned>(
     // A server marks that it starts before it binds its socket: connected, a status asked of one still
     // reading plugins/ would wait in its backlog until it is up, so it is said to be starting instead
     // (the marker looked at before connecting may have been written just after).
-    if let Some(m) = marked(inst, &inst.starting_marker()) {
+    let starting = marked(inst, &inst.starting_marker());
+    if let Some(m) = &starting {
         if matches!(op, ControlOp::Status) {
             return Err(ClientError::Starting {
                 root: inst.root.display().to_string(),
                 pid: m.pid,
-                since: m.since,
+                since: m.since.clone(),
             });
         }
         // Anything else is done once the server serves: said, so that the wait is not taken for a hang.
@@ -573,8 +574,10 @@ pub fn control_because<T: DeserializeOwned>(
         ControlOp::Restart | ControlOp::SeatsHold => Duration::from_secs(600),
         _ => Duration::from_secs(60),
     };
-    // A restart says itself why it waits (its imports), and a seat change waits for one.
-    let say_waiting = !matches!(op, ControlOp::Restart | ControlOp::SeatsHold);
+    // A restart says itself why it waits (its imports), a seat change waits for one, and a server starting
+    // was said above.
+    let say_waiting =
+        starting.is_none() && !matches!(op, ControlOp::Restart | ControlOp::SeatsHold);
     stream.set_read_timeout(Some(if say_waiting {
         SAY_WAITING_AFTER
     } else {
@@ -589,7 +592,7 @@ pub fn control_because<T: DeserializeOwned>(
     let mut said = false;
     let read = loop {
         match reader.read_line(&mut line) {
-            // A minute of nothing reads as a hang: that it waits, and how long, is said at once.
+            // A minute of nothing reads as a hang: that it waits, and how long, is said after a moment.
             Err(e)
                 if matches!(
                     e.kind(),

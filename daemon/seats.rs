@@ -73,6 +73,9 @@ pub enum SeatError {
     /// seats.json is gone and desks hold the seats: a book written now would hold the new seat alone.
     #[error("{why} Nothing was added: run `ovai seat add {name}` again after it.")]
     BookMissing { why: String, name: String },
+    /// seats.json is gone, and a seat was named that it would hold.
+    #[error("{0} Nothing was changed.")]
+    BookGone(String),
     #[error(transparent)]
     Desk(Box<crate::desk::DeskError>),
     #[error("{0} Nothing was changed.")]
@@ -617,6 +620,10 @@ pub fn precheck_existing(
 ) -> Result<(), SeatError> {
     let book = SeatBook::load(inst)?;
     if !book.seats.contains_key(name) {
+        // "The seats are: none" would hide where they went.
+        if let Some(why) = book_missing(inst) {
+            return Err(SeatError::BookGone(why));
+        }
         return Err(book.unknown(name));
     }
     if let Some((url, local)) = rotate {

@@ -1329,10 +1329,10 @@ async function load({ id, name, file, key }) {
       // `type: String` (Vue's props, mongoose): JSON leaves a function out, and the check with it.
       if (nonFinite === null && typeof value === "function") {
         const type = mapGet(typeNames, value);
-        nonFinite =
-          type !== undefined
-            ? `it holds a function (${type[0]}, as ${clip(toText(name), 64)}), which JSON would leave out: write the type as a string, such as "${type[1]}"`
-            : `it holds a function (as ${clip(toText(name), 64)}), which JSON would leave out: a schema holds only JSON values`;
+        const as = clip(toText(name), 64);
+        // `type: String`, or a property written as its type alone (`{ a: String }`, Vue's shorthand).
+        const way = type === undefined ? "a schema holds only JSON values" : name === "type" ? `write the type as a string, such as "${type[1]}"` : `write its schema, such as { type: "${type[1]}" }`;
+        nonFinite = `it holds a function (${type === undefined ? "" : `${type[0]}, `}as ${as}), which JSON would leave out: ${way}`;
       }
       // `pattern: /^[a-z]+$/`: JSON writes a RegExp as {}.
       if (nonFinite === null && value instanceof RegExpCtor) {
@@ -1743,7 +1743,8 @@ function describe(value) {
   const some = (names) => joinWith(names.slice(0, 5).map((k) => clip(k, 64)), ", ") + (names.length > 5 ? ", …" : "");
   const shown = some(keys);
   // An MCP server's own answer (the SDK's examples write it so), a refusal of it (`isError`) included.
-  if (keys.includes("content") && isArray(value.content)) return "MCP's { content: [...] }, which ovai makes itself from { text } (text only)";
+  const content = getOwn(value, "content");
+  if (content !== undefined && isArray(content.value)) return "MCP's { content: [...] }, which ovai makes itself from { text } (text only)";
   const answerKey = keys.includes("text") ? "text" : keys.includes("refused") ? "refused" : null;
   if (answerKey !== null) {
     const beside = some(keys.filter((k) => k !== answerKey));
@@ -1813,7 +1814,10 @@ function boxCause(err) {
       // A write where the box keeps things read-only: the root's own files, .git/, what agents read, and
       // the root's folders made since the host started.
       if (code === "EROFS") {
-        const top = typeof path === "string" && startsWith(path, `${root}/`) ? topFolder(path) : null;
+        // A relative path is the root's: the host runs there.
+        const full = typeof path === "string" ? resolvePath(root, path) : "";
+        const top = startsWith(full, `${root}/`) ? topFolder(full) : null;
+        if (top === ".git") return "git";
         return top !== null && !setHas(rootFolders, top) && existsSync(`${root}/${top}`) ? `late:${top}` : "readonly";
       }
       // A program the plugin ran (`git commit`) said so in its own words.

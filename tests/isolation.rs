@@ -1547,6 +1547,8 @@ export async function run({ file, socket, port, listen, write, mkdir, touch }) {
         // A folder made after the host started is not one it may write in (helper-91: the sentence sent
         // the author to "a folder of the instance", which it was).
         std::fs::create_dir(inst.root.join("reports")).unwrap();
+        // What agents read stays read-only however late it is made: no restart helps (helper-93).
+        std::fs::create_dir(inst.root.join(".claude")).unwrap();
         let refusal = |args: serde_json::Value| {
             let out = inst
                 .cmd()
@@ -1568,7 +1570,11 @@ export async function run({ file, socket, port, listen, write, mkdir, touch }) {
         let write = refusal(json!({ "write": inst.root.join("notes.txt") }));
         let mkdir = refusal(json!({ "mkdir": inst.root.join("newdir/deeper") }));
         let late = refusal(json!({ "write": inst.root.join("reports/a.md") }));
+        // A path relative to the root, where the host runs (helper-93: said as the root's own files).
+        let relative = refusal(json!({ "write": "reports/b.md" }));
+        let agents = refusal(json!({ "write": inst.root.join(".claude/x.md") }));
         let git = refusal(json!({ "touch": inst.root.join(".git/index.lock") }));
+        let git_fs = refusal(json!({ "write": inst.root.join(".git/x") }));
         let rows = inst.rows("plugins").join("\n");
         let _ = std::fs::remove_file(&outside);
         assert!(
@@ -1581,7 +1587,9 @@ export async function run({ file, socket, port, listen, write, mkdir, touch }) {
         );
         if isolation == "none" {
             // Out of a box, the file, the socket and the listening are the machine's, and work.
-            for said in [&tmp, &sock, &listen, &write, &mkdir, &late, &git] {
+            for said in [
+                &tmp, &sock, &listen, &write, &mkdir, &late, &relative, &agents, &git, &git_fs,
+            ] {
                 assert!(said.contains("no error"), "{isolation}: {said}");
             }
             assert!(!rows.contains(HOST_BOX), "{rows}");
@@ -1619,6 +1627,21 @@ export async function run({ file, socket, port, listen, write, mkdir, touch }) {
                      restart` starts a new host."
                 ),
             "{isolation}: {late}"
+        );
+        assert!(
+            relative.contains("EROFS") && relative.contains("reports/ was made since"),
+            "{isolation}: {relative}"
+        );
+        assert!(
+            agents.contains("EROFS")
+                && agents.contains(
+                    "In the plugin host's box the instance's root and its own files are read-only"
+                ),
+            "{isolation}: {agents}"
+        );
+        assert!(
+            git_fs.contains("EROFS") && git_fs.contains("the instance's .git/ is read-only"),
+            "{isolation}: {git_fs}"
         );
         assert!(
             git.contains("Read-only file system")

@@ -1377,6 +1377,11 @@ fn hurried_schemas_are_named_with_the_way_out() {
             "x-type-fn.mjs",
             "export const description = 'd';\nexport const inputSchema = { type: 'object', properties: { a: { type: String, description: 'a' }, b: { type: 'string', description: 'b', transform: (v) => v } } };\nexport function run() {}\n",
         ),
+        // Vue's shorthand, a property written as its type alone: the way out is a schema, not a string.
+        (
+            "y-vue.mjs",
+            "export const description = 'd';\nexport const inputSchema = { type: 'object', properties: { a: String } };\nexport function run() {}\n",
+        ),
         // Described where the root's allOf gives it.
         (
             "p-allof.mjs",
@@ -1414,6 +1419,7 @@ fn hurried_schemas_are_named_with_the_way_out() {
     );
     assert!(row("w-regexp.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds a RegExp (as pattern), which JSON would send as {}: write the pattern as a string, such as \"^[a-z]+$\""), "{rows:?}");
     assert!(row("x-type-fn.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds a function (String, as type), which JSON would leave out: write the type as a string, such as \"string\""), "{rows:?}");
+    assert!(row("y-vue.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds a function (String, as a), which JSON would leave out: write its schema, such as { type: \"string\" }"), "{rows:?}");
     for (file, at) in [("u-zod-shape.mjs", "name"), ("v-zod-prop.mjs", "who")] {
         assert!(
             row(file).contains(&format!(

@@ -343,6 +343,17 @@ fn a_seat_added_while_the_book_is_missing_is_refused_and_loses_no_seat() {
         )));
     assert!(!path.exists());
     assert!(!inst.root.join("desks/w2").exists());
+    // Nor are the seats said to be none when one is rotated or removed (helper-93).
+    for command in ["rotate", "remove"] {
+        inst.cmd()
+            .args(["seat", command, "w1"])
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(
+                "`ovai seat rebuild` makes the seats again from them. Nothing was changed.",
+            ));
+    }
+    assert!(inst.root.join("desks/w1/.mcp.json").exists());
     inst.cmd().args(["seat", "rebuild"]).assert().success();
     inst.cmd().args(["seat", "add", "w2"]).assert().success();
     let book: serde_json::Value = read_json(&path);

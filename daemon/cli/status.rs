@@ -251,10 +251,7 @@ fn files_since_the_read(v: &StatusReply) {
         );
     }
     if v.config_changed {
-        println!(
-            "openovai.json changed since the last read: the server goes on with the settings it read, and \
-             `ovai restart` reads it (calls' context.config included)."
-        );
+        println!("{}", crate::instance::CONFIG_CHANGED);
     }
 }
 

@@ -285,6 +285,11 @@ pub fn env_unpassed(t: &Thrown) -> Option<String> {
 /// looking elsewhere.
 fn box_met(t: &Thrown) -> Option<String> {
     let said = t.boxed.as_deref()?;
+    // One of those the box keeps read-only however made (what agents read) is no late folder.
+    let said = match said.strip_prefix("late:") {
+        Some(f) if super::sandbox::READ_BY_CLIENTS.contains(&f) => "readonly",
+        _ => said,
+    };
     if let Some(folder) = said.strip_prefix("late:") {
         return Some(format!(
             "In the plugin host's box a plugin writes only in the instance's folders that were there when the \

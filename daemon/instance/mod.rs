@@ -47,6 +47,11 @@ use crate::names;
 
 pub const CONFIG_FILE: &str = "openovai.json";
 
+/// What `ovai status` and runtime.log say of openovai.json edited since the server read it.
+pub const CONFIG_CHANGED: &str = "openovai.json changed since the last read: the server goes on with \
+                                  the settings it read, and `ovai restart` reads it (calls' \
+                                  context.config included).";
+
 /// Every path the server and the CLI use inside one instance, derived from its root.
 #[derive(Debug, Clone)]
 pub struct Instance {

@@ -87,22 +87,7 @@ pub fn large_entry(file: &str, bytes: usize) -> String {
 /// specification's "every property wants a description of its own".
 pub fn undescribed(file: &str, paths: &[String]) -> String {
     let file = names::escape_controls(file, false);
-    const SHOWN: usize = 8;
-    let mut quoted: Vec<String> = paths
-        .iter()
-        .take(SHOWN)
-        .map(|p| {
-            let clipped: String = p.chars().take(64).collect();
-            if clipped.len() < p.len() {
-                format!("{:?}", clipped + "…")
-            } else {
-                format!("{clipped:?}")
-            }
-        })
-        .collect();
-    if paths.len() > SHOWN {
-        quoted.push(format!("{} more", paths.len() - SHOWN));
-    }
+    let quoted = quoted_some(paths);
     let row = match paths {
         [_] => format!(
             "plugins/{file}: its input {} has no description, so a session is told nothing about what to put \
@@ -118,16 +103,34 @@ pub fn undescribed(file: &str, paths: &[String]) -> String {
     names::escape_controls(&row, false).into_owned()
 }
 
-/// A row for names a schema requires that its properties (`listed`) lack: a slip, most likely.
-pub fn required_unlisted(file: &str, names: &[String], properties: &[&str]) -> String {
-    let quote = |n: &str| format!("{:?}", n.chars().take(64).collect::<String>());
-    let quoted: Vec<String> = names.iter().take(8).map(|n| quote(n)).collect();
-    let mut shown: Vec<String> = properties.iter().take(8).map(|n| quote(n)).collect();
-    if properties.len() > 8 {
-        shown.push(format!("{} more", properties.len() - 8));
+/// The first eight names quoted (each clipped to 64 characters), and how many more there are.
+fn quoted_some<S: AsRef<str>>(all: &[S]) -> Vec<String> {
+    const SHOWN: usize = 8;
+    let mut quoted: Vec<String> = all
+        .iter()
+        .take(SHOWN)
+        .map(|n| {
+            let n = n.as_ref();
+            let clipped: String = n.chars().take(64).collect();
+            if clipped.len() < n.len() {
+                format!("{:?}", clipped + "…")
+            } else {
+                format!("{clipped:?}")
+            }
+        })
+        .collect();
+    if all.len() > SHOWN {
+        quoted.push(format!("{} more", all.len() - SHOWN));
     }
-    let (requires, is, it, them) = match quoted.as_slice() {
-        [one] => (one.clone(), "is", "it", "the name"),
+    quoted
+}
+
+/// A row for names a schema requires that its properties lack: a slip, most likely.
+pub fn required_unlisted(file: &str, names: &[String], properties: &[&str]) -> String {
+    let quoted = quoted_some(names);
+    let shown = quoted_some(properties);
+    let (requires, is, it, them) = match names {
+        [_] => (quoted[0].clone(), "is", "it", "the name"),
         _ => (listed(&quoted, "and"), "are", "them", "the names"),
     };
     let row = format!(
@@ -689,6 +692,14 @@ mod tests {
         assert_eq!(
             builtin("room.mjs", "room"),
             "plugins/room.mjs is not served: this server already has a tool called room"
+        );
+        // Past eight, how many more (helper-93: they were left out unsaid).
+        let ten: Vec<String> = ('a'..='j').map(String::from).collect();
+        assert_eq!(
+            required_unlisted("x.mjs", &ten, &["k"]),
+            "plugins/x.mjs: its inputSchema requires \"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\" \
+             and 2 more, which are not among its properties (\"k\"), so a session is told nothing about them: \
+             add them there with a description, or correct the names in required."
         );
         assert_eq!(
             not_module("x.ts"),

@@ -3,17 +3,13 @@
 //! following `ovai logs -f` after an edit is told so then, not at the next `ovai status` (helper-82).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
 
 use super::daemon::Daemon;
-use super::watch::says_a_change;
-use crate::instance::CONFIG_FILE;
+use super::watch::{QUIET, says_a_change};
+use crate::instance::{CONFIG_CHANGED, CONFIG_FILE};
 use crate::runtime_log::Topic;
-
-/// Saves closer together than this are one (an editor writes, renames and touches in a row).
-const QUIET: Duration = Duration::from_millis(300);
 
 /// What the file is now, against the settings served.
 #[derive(PartialEq)]
@@ -24,8 +20,8 @@ enum Found {
     Unusable(String),
 }
 
-/// Starts watching the instance's folder for saves of openovai.json; a watch that cannot be set up is
-/// traced only (`ovai status` still says a change).
+/// Starts watching the instance's folder for saves of openovai.json; a watch that cannot be set up is a
+/// row, not a failure of the server (`ovai status` still says a change).
 pub fn spawn(daemon: Arc<Daemon>) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let watched = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
@@ -46,7 +42,13 @@ pub fn spawn(daemon: Arc<Daemon>) {
     let watcher = match watched {
         Ok(w) => w,
         Err(e) => {
-            tracing::warn!(error = %e, "openovai.json cannot be watched for changes");
+            daemon.log.row(
+                Topic::Server,
+                &format!(
+                    "{CONFIG_FILE} cannot be watched for changes: {e}. Its edits are not said in this log; \
+                     `ovai status` still says them."
+                ),
+            );
             return;
         }
     };
@@ -75,6 +77,10 @@ pub fn spawn(daemon: Arc<Daemon>) {
                 Ok(_) => Found::Changed,
                 Err(why) => Found::Unusable(why),
             };
+            // A server stopping (its instance moved or removed) reads nothing again: no row says it goes on.
+            if daemon.closing.is_cancelled() || !daemon.inst.root.exists() {
+                return;
+            }
             if found == said.1 {
                 continue;
             }
@@ -87,10 +93,7 @@ pub fn spawn(daemon: Arc<Daemon>) {
 fn row(found: &Found) -> String {
     match found {
         Found::AsRead => format!("{CONFIG_FILE} is as the server read it again."),
-        Found::Changed => format!(
-            "{CONFIG_FILE} changed since the last read: the server goes on with the settings it read, and \
-             `ovai restart` reads it (calls' context.config included)."
-        ),
+        Found::Changed => CONFIG_CHANGED.to_string(),
         Found::Unusable(why) => format!(
             "{CONFIG_FILE} changed since the last read and cannot be used as it is: {why} The server goes on \
              with the settings it read; fix it, then `ovai restart`."

@@ -213,14 +213,17 @@ impl PrivateWatch {
                     ),
                 };
             }
-            // The whole instance, not its private folder alone (an `rm -rf` of the workspace).
-            if std::fs::symlink_metadata(&inst.root).is_err() {
+            // The whole instance, not its private folder alone (an `rm -rf` of the workspace, or a move
+            // `moved_to` cannot follow: to another disk, or where there is no /proc).
+            if std::fs::symlink_metadata(&inst.root)
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+            {
                 return Look::Stop {
                     why: "the removal of its instance's folder",
                     row: format!(
-                        "The instance's folder {} was removed while the server ran, and everything in it: the \
-                         server stops (the calls in flight finish first). Put the folder back, then start it \
-                         with `ovai serve`.",
+                        "The instance's folder {} was removed or moved away while the server ran, and \
+                         everything in it: the server stops (the calls in flight finish first). Put the folder \
+                         back, or start a server where it is now, with `ovai serve`.",
                         inst.root.display()
                     ),
                 };

@@ -15,7 +15,7 @@ use crate::plugins::stale;
 use crate::runtime_log::Topic;
 
 /// Saves closer together than this are one burst (an editor writes, renames and touches in a row).
-const QUIET: Duration = Duration::from_millis(300);
+pub(super) const QUIET: Duration = Duration::from_millis(300);
 
 /// A burst that goes on longer than this is looked at all the same: files changed amid endless churn
 /// are said.
@@ -188,6 +188,8 @@ pub fn spawn(daemon: Arc<Daemon>) {
                     }
                     rows.extend(stale::rows(&fresh, &back));
                 }
+                // The whole instance gone: the server stops (`private_dir`), and says so there.
+                Err(_) if !daemon.inst.root.exists() => return,
                 Err(e) if !unreadable_said => {
                     unreadable_said = true;
                     rows.push(match candidates::folder_missing(&e) {

@@ -549,7 +549,8 @@ pub fn undescribed(schema: &serde_json::Map<String, Value>) -> Vec<String> {
 /// The names an inputSchema's root requires that its properties, which name others, lack: a slip of one
 /// of them, most likely (`required: ["b"]` beside `a`).
 pub fn required_unlisted(schema: &serde_json::Map<String, Value>) -> Vec<String> {
-    if listed_properties(schema).is_empty() {
+    // Patterns may name them: what they admit is not told apart here.
+    if listed_properties(schema).is_empty() || schema.contains_key("patternProperties") {
         return Vec::new();
     }
     required_unlisted_by(schema)
