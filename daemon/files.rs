@@ -361,6 +361,11 @@ impl Appender {
 
     /// Appends, and says on the daemon's stderr (once, until an append works again) when it cannot. The
     /// first append to work again gives the count of those lost before it, and why the first was.
+    /// The lines lost since the last append that worked, and why the first failed; `None` while it works.
+    pub fn lost(&self) -> Option<&(usize, String)> {
+        self.lost.as_ref()
+    }
+
     pub fn append_or_say(&mut self, bytes: &[u8]) -> Option<(usize, String)> {
         // Counted in lines: several rows may go in one write.
         let lines = bytes.iter().filter(|&&b| b == b'\n').count().max(1);

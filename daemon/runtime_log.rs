@@ -45,6 +45,23 @@ impl RuntimeLog {
         }
     }
 
+    /// While the last rows could not be written: why, and how many went to stderr instead.
+    pub fn unwritable(&self) -> Option<String> {
+        let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        file.lost().map(|(lost, why)| {
+            format!(
+                "runtime.log cannot be written ({}): the {} since went to the server's stderr \
+                 instead (the terminal it runs in, or its service's journal).",
+                crate::names::escape_controls(why, false),
+                if *lost == 1 {
+                    "row".to_string()
+                } else {
+                    format!("{lost} rows")
+                }
+            )
+        })
+    }
+
     pub fn row(&self, topic: Topic, sentence: &str) {
         self.rows(topic, std::slice::from_ref(&sentence.to_string()));
     }

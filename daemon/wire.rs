@@ -291,6 +291,9 @@ pub struct StatusReply {
     /// The hosts of earlier generations still finishing calls begun before a restart, in words.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finishing: Vec<String>,
+    /// runtime.log cannot be written now, in words (its rows go to the server's stderr).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_unwritable: Option<String>,
     /// The version of ovai this server runs.
     #[serde(default)]
     pub version: String,

@@ -2130,6 +2130,40 @@ fn a_server_whose_folder_was_removed_stops_saying_so_and_nothing_else() {
     );
 }
 
+/// A runtime.log that cannot be written is said by `ovai status` while it lasts: the rows went to the
+/// server's stderr, with one ERROR line there, and status and the page said nothing (helper-92).
+#[test]
+fn status_says_while_runtime_log_cannot_be_written() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let log = inst.root.join("runtime.log");
+    std::fs::remove_file(&log).unwrap();
+    std::fs::create_dir(&log).unwrap();
+    // A restart writes its row, which cannot go there.
+    inst.cmd().arg("restart").assert().success();
+    let said = || {
+        let out = inst.cmd().arg("status").output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let now = said();
+    assert!(
+        now.contains("runtime.log cannot be written (")
+            && now.contains(" since went to the server's stderr instead"),
+        "{now}"
+    );
+    assert!(inst.status_json()["logUnwritable"].is_string());
+    std::fs::remove_dir(&log).unwrap();
+    inst.cmd().arg("restart").assert().success();
+    let now = said();
+    assert!(!now.contains("cannot be written"), "{now}");
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("row(s) before these could not be written"),
+        "the rows lost are counted in the file"
+    );
+}
+
 /// A warning the server writes as a row is on its stderr once, as a warning: it was there twice, once
 /// as the warning and once as the row's copy (helper-65).
 #[test]

@@ -134,6 +134,9 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     if let Some(url) = &v.web {
         println!("Status page: {url} (`ovai web` prints a link that opens it).");
     }
+    if let Some(said) = &v.log_unwritable {
+        println!("{said}");
+    }
     for said in &v.unserved {
         println!("{said}");
     }

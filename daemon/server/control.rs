@@ -266,6 +266,7 @@ pub async fn status(daemon: &Arc<Daemon>, files: bool) -> StatusReply {
             .get()
             .and_then(|web| crate::sync::lock(&web.base).clone()),
         unserved: lock(&daemon.unserved).clone(),
+        log_unwritable: daemon.log.unwritable(),
         finishing: daemon
             .generations()
             .iter()
