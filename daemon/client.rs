@@ -324,7 +324,8 @@ fn read_line_receiving(
     Ok(String::from_utf8_lossy(&line).into_owned())
 }
 
-/// Presents a seat's secret; on success the stream is the seat's MCP session.
+/// Presents a seat's secret; on success the stream is the seat's MCP session. A server still reading
+/// its plugins (`starting.json`) is waited for past `patience`, as the bridge waits.
 pub fn hello_seat(
     inst: &Instance,
     stream: &mut UnixStream,
@@ -335,7 +336,8 @@ pub fn hello_seat(
     // written: its answer is still there to read, and says more than the broken pipe.
     let hello = Hello::seat(secret).from_root(&inst.root);
     let sent = stream.write_all(wire::line(&hello).as_bytes());
-    read_welcome(inst, stream, patience, sent, None, &mut || false).map(drop)
+    let mut starting = || marked(inst, &inst.starting_marker()).is_some();
+    read_welcome(inst, stream, patience, sent, None, &mut starting).map(drop)
 }
 
 /// A seat's session carried by two pipes: lines to the daemon go into `write`, its lines come out of `read`.
@@ -503,6 +505,16 @@ fn ensure_period(mut s: String) -> String {
     s
 }
 
+/// Says that a command waits for a server still reading its plugins (`starting.json`'s mark).
+pub fn say_starting(inst: &Instance, m: &Marked) {
+    eprintln!(
+        "ovai: the server for {} (pid {}) is starting, reading plugins/ since {}: this waits until it serves.",
+        inst.root.display(),
+        m.pid,
+        m.since
+    );
+}
+
 /// How long a control operation waits in silence before it says it waits.
 const SAY_WAITING_AFTER: Duration = Duration::from_secs(5);
 
@@ -533,12 +545,7 @@ pub fn control_because<T: DeserializeOwned>(
             });
         }
         // Anything else is done once the server serves: said, so that the wait is not taken for a hang.
-        eprintln!(
-            "ovai: the server for {} (pid {}) is starting, reading plugins/ since {}: this waits until it serves.",
-            inst.root.display(),
-            m.pid,
-            m.since
-        );
+        say_starting(inst, m);
     }
     let read = || crate::files::read_regular(&inst.control_secret(), 4096);
     let mut secret = read();

@@ -2089,6 +2089,44 @@ fn a_server_whose_folder_was_moved_stops_saying_where_it_went() {
     );
 }
 
+/// `ovai call` before a server still reading its plugins says it waits for it, as other commands and
+/// the bridge do (helper-92: it sat silent for the whole start).
+#[test]
+fn a_call_waiting_for_a_starting_server_says_why() {
+    use std::io::BufRead;
+    let inst = Instance::new();
+    inst.set_config(json!({ "importTimeoutSeconds": 600 }));
+    let go = inst.root.join("work/go");
+    inst.write_plugin("gate.mjs", &gated_import(&go));
+    let mut serve = serve_unwaited(&inst);
+    wait_until("the server to be starting", || {
+        inst.root.join(".ovai/starting.json").exists().then_some(())
+    });
+    let mut call = std::process::Command::new(OVAI)
+        .args(["call", "index", "{}", "--seat", "lead", "--root"])
+        .arg(&inst.root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    std::io::BufReader::new(call.stderr.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert!(
+        said.contains(&format!(
+            "ovai: the server for {} (pid {}) is starting, reading plugins/ since ",
+            inst.root.display(),
+            serve.id()
+        )) && said.contains("this waits until it serves."),
+        "{said}"
+    );
+    std::fs::write(&go, "").unwrap();
+    assert!(wait_exit(&mut call).success());
+    inst.cmd().arg("stop").assert().success();
+    let _ = serve.wait();
+}
+
 /// An instance removed whole while its server runs: the server stops, saying the folder is gone, and
 /// no row after says plugins/ is still served or to run `ovai restart` (helper-92: they contradicted
 /// the stop, and named only the private folder).

@@ -81,6 +81,10 @@ fn call(
         })?,
     };
     let mut stream = client::connect(&inst).map_err(|e| e.to_string())?;
+    // Connected first, as `client::control` does: a server starting marks so before it binds.
+    if let Some(m) = client::marked(&inst, &inst.starting_marker()) {
+        client::say_starting(&inst, &m);
+    }
     client::hello_seat(&inst, &mut stream, &secret, Duration::from_secs(60))
         .map_err(|e| e.to_string())?;
     let reader = BufReader::new(stream.try_clone().map_err(|e| e.to_string())?);
