@@ -1010,11 +1010,23 @@ fn a_desk_for_a_remote_seat_reaches_the_endpoint_and_survives_rotate_and_rebuild
     let mut s = HttpSeat::new(&http, &token, "2025-11-25");
     s.initialize();
     assert_eq!(s.call("echo", json!({})), ("far: {}".into(), false));
-    // Re-keyed: the desk keeps its URL and gets the new token; the old one opens nothing.
-    inst.cmd()
-        .args(["seat", "rotate", "far"])
-        .assert()
-        .success();
+    // Re-keyed: the desk keeps its URL and gets the new token; the old one opens nothing. Its session,
+    // over HTTP, is not told to start `ovai mcp` again, and the desk is to be copied again (helper-92).
+    let out = inst.cmd().args(["seat", "rotate", "far"]).output().unwrap();
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !said.contains("ovai mcp")
+            && said.contains(
+                "its client reads the new secret from the desk's files, once they are on its machine)."
+            )
+            && said.contains(&format!(
+                "The desk reaches {url}: copy the folder {} to the seat's machine again (it holds the new \
+                 secret: scp -r, never a chat).",
+                inst.root.join("desks/far").display()
+            )),
+        "{said}"
+    );
     let desk: serde_json::Value = read_json(&mcp_json);
     let entry = &desk["mcpServers"]["openovai"];
     assert_eq!(entry["url"], url.as_str());

@@ -149,6 +149,18 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                 eprintln!("ovai: warning: {w}");
             }
             let ended = tell_daemon(inst, &format!("`ovai seat rotate {name}`"))?;
+            let url = crate::desk::url_in(&inst.desk(&name));
+            // The bridge takes its secret from its environment: its client must start it again. A client
+            // over HTTP reads it from the desk's files, on its own machine.
+            let reads = |they: &str, start: &str, its: &str| match url {
+                Some(_) => {
+                    format!("the new secret from the desk's files, once they are on {its} machine")
+                }
+                None => format!(
+                    "the new secret when {they} {start} `ovai mcp` again: a new session in the desk, or the \
+                     client's own reconnect, /mcp in Claude Code"
+                ),
+            };
             println!(
                 "Gave the seat {name} a new secret, written into its desk's file for each client ({}); the old \
                  one opens nothing{}.",
@@ -159,18 +171,23 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
                     .display(),
                 match ended {
                     0 => String::new(),
-                    // The bridge takes its secret from its environment: its client must start it again.
-                    1 => ", and the session holding it was ended (its client reads the new secret when it starts \
-                          `ovai mcp` again: a new session in the desk, or the client's own reconnect, /mcp in \
-                          Claude Code)"
-                        .into(),
+                    1 => format!(
+                        ", and the session holding it was ended (its client reads {})",
+                        reads("it", "starts", "its")
+                    ),
                     n => format!(
-                        ", and the {n} sessions holding it were ended (their clients read the new secret when \
-                         they start `ovai mcp` again: a new session in the desk, or the client's own reconnect, \
-                         /mcp in Claude Code)"
+                        ", and the {n} sessions holding it were ended (their clients read {})",
+                        reads("they", "start", "their")
                     ),
                 }
             );
+            if let Some(url) = url {
+                println!(
+                    "The desk reaches {url}: copy the folder {} to the seat's machine again (it holds the new \
+                     secret: scp -r, never a chat).",
+                    inst.desk(&name).display()
+                );
+            }
             left_behind(&rotated.left)
         }
         SeatAction::Rebuild => {
