@@ -174,12 +174,31 @@ fn a_read_of_a_room_full_of_long_messages_is_held_to_an_answers_size_and_line_br
     }
     let (text, refused) = s.call("room", json!({ "last": 200 }));
     assert!(!refused);
-    assert!(text.len() < 1_200_000, "{} bytes", text.len());
+    // Held to what a model reads at once, not to maxAnswerBytes' megabyte (helper-94: 1 MB answered,
+    // and a `say` echoed 300 KB).
+    let sent = serde_json::to_string(&text).unwrap().len() - 2;
+    assert!(sent <= 64 * 1024, "{sent} bytes as sent");
     assert!(
-        text.contains("(Older messages are not shown: an answer holds at most 1,048,576 bytes (maxAnswerBytes); ask for fewer with `last`.)"),
+        text.contains("(Older messages are not shown: a room answer holds at most 65,536 bytes of messages, the newest.)"),
         "{}",
         &text[text.len().saturating_sub(300)..]
     );
+    let (text, _) = w1.call("room", json!({ "say": "short" }));
+    assert!(serde_json::to_string(&text).unwrap().len() <= 64 * 1024);
+    assert!(
+        text.contains("] w1: short"),
+        "{}",
+        &text[text.len().saturating_sub(300)..]
+    );
+    // A whole number written as a float is that number (helper-94: 5.0 answered the default 20).
+    let (text, _) = s.call("room", json!({ "last": 1.0 }));
+    assert!(
+        text.starts_with("The last message in the room:\n"),
+        "{}",
+        &text[..100.min(text.len())]
+    );
+    let (text, _) = s.call("room", json!({ "say": "quiet", "last": 0.0 }));
+    assert_eq!(text, "Said in the room as lead.");
 }
 
 /// What the daemon writes at the root (the room, runtime.log, calls.jsonl) is never written through a

@@ -23,6 +23,10 @@ messages (20 unless `last` says otherwise, 200 at most). A message is at most 16
 refused, not cut. Nothing said is ever edited or removed.";
 
 pub const DEFAULT_LAST: usize = 20;
+/// The most a room answer holds, whatever maxAnswerBytes allows: about what a model reads at once
+/// (Claude Code cuts a tool's answer at 25,000 tokens), where twenty messages of 16 KiB came to 320 KB
+/// and every `say` echoed them (helper-94).
+pub const ROOM_ANSWER_BYTES: usize = 64 * 1024;
 pub const MAX_LAST: u64 = 200;
 pub const MAX_SAY_BYTES: usize = 16_384;
 /// Room reads that run at once; more wait their turn.
@@ -124,10 +128,23 @@ impl Room {
         max_bytes: usize,
         gone: &tokio_util::sync::CancellationToken,
     ) -> Result<String, RoomError> {
+        // 5.0 is an integer to the schema (and to clients that send every number as a float): it was read
+        // as none, and the default answered (helper-94).
         let last = args
             .get("last")
-            .and_then(Value::as_u64)
+            .and_then(|v| {
+                v.as_u64().or_else(|| {
+                    v.as_f64()
+                        .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                        .map(|f| f.min(MAX_LAST as f64) as u64)
+                })
+            })
             .map_or(DEFAULT_LAST, |n| n.min(MAX_LAST) as usize);
+        let (max_bytes, bound) = if max_bytes > ROOM_ANSWER_BYTES {
+            (ROOM_ANSWER_BYTES, Bound::Room)
+        } else {
+            (max_bytes, Bound::MaxAnswerBytes)
+        };
         let said = args.get("say").and_then(Value::as_str);
         if let Some(text) = said {
             if text.len() > MAX_SAY_BYTES {
@@ -164,7 +181,7 @@ impl Room {
                 .map_err(|e| RoomError::Read(std::io::Error::other(e.to_string())))?
                 .map_err(RoomError::Read)?
         };
-        Ok(render(seat, said.is_some(), last, &tail, max_bytes))
+        Ok(render(seat, said.is_some(), last, &tail, max_bytes, bound))
     }
 
     pub fn path(&self) -> &Path {
@@ -194,7 +211,23 @@ impl Room {
     }
 }
 
-fn render(seat: &str, said: bool, last: usize, tail: &RoomTail, max_bytes: usize) -> String {
+/// What holds a room answer to its size.
+#[derive(Clone, Copy)]
+enum Bound {
+    /// The room's own, ROOM_ANSWER_BYTES.
+    Room,
+    /// maxAnswerBytes, set below it.
+    MaxAnswerBytes,
+}
+
+fn render(
+    seat: &str,
+    said: bool,
+    last: usize,
+    tail: &RoomTail,
+    max_bytes: usize,
+    bound: Bound,
+) -> String {
     let mut s = String::new();
     if said {
         s.push_str(&format!("Said in the room as {seat}.\n"));
@@ -241,10 +274,16 @@ fn render(seat: &str, said: bool, last: usize, tail: &RoomTail, max_bytes: usize
         s.push_str(one);
     }
     if left_out > 0 || tail.full {
-        s.push_str(&format!(
-            "(Older messages are not shown: an answer holds at most {} bytes (maxAnswerBytes); ask for fewer with `last`.)\n",
-            thousands(max_bytes)
-        ));
+        s.push_str(&match bound {
+            Bound::Room => format!(
+                "(Older messages are not shown: a room answer holds at most {} bytes of messages, the newest.)\n",
+                thousands(max_bytes)
+            ),
+            Bound::MaxAnswerBytes => format!(
+                "(Older messages are not shown: an answer holds at most {} bytes (maxAnswerBytes); ask for fewer with `last`.)\n",
+                thousands(max_bytes)
+            ),
+        });
     }
     if tail.skipped > 0 {
         s.push_str(&format!(
@@ -491,7 +530,7 @@ mod tests {
             ..RoomTail::default()
         };
         assert_eq!(
-            render("w1", false, 20, &t, 1 << 20),
+            render("w1", false, 20, &t, 1 << 20, Bound::MaxAnswerBytes),
             "The last message in the room:\n[2026-11-30T04:00:00.000Z] w1: ok.\n    [2026-11-30T03:59:00.000Z] lead: the freeze is lifted.\\r\\u{1b}[2K"
         );
     }
