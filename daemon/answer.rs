@@ -418,6 +418,17 @@ pub fn unknown_tool<'a>(
 /// The tool a slip of `name` may have meant: the same with `_` for `-` or another case, or a letter or two
 /// off (one for a short name).
 fn near_name<'a>(name: &str, names: &[&'a str]) -> Option<&'a str> {
+    // The name as a client shows it to its model, the server's name before it (`mcp__openovai__room` in
+    // Claude Code, `openovai_room`, `openovai.room`).
+    let bare = name.strip_prefix("mcp__").unwrap_or(name);
+    if let Some(rest) = bare.strip_prefix("openovai")
+        && let Some(tool) = ["__", "_", "-", ".", ":", "/"]
+            .iter()
+            .find_map(|sep| rest.strip_prefix(sep))
+        && let Some(found) = names.iter().copied().find(|n| *n == tool)
+    {
+        return Some(found);
+    }
     let same = |n: &str| {
         n.replace('_', "-")
             .eq_ignore_ascii_case(&name.replace('_', "-"))
@@ -463,6 +474,10 @@ pub fn room_failed(e: &crate::tools::room::RoomError) -> Outcome {
             "The room takes at most 1 MiB of messages a minute from a seat, and this seat has said that \
              much: your message was not said. Say it again in {wait} s."
         ),
+        RoomError::Blank => "Your message holds only spaces and line breaks, which would read as an empty \
+                             message under your seat: it was not said. Say something, or leave `say` out to \
+                             read the room."
+            .to_string(),
         RoomError::TooLong(bytes) => format!(
             "Your message is {} bytes, and the room takes at most {} bytes a message: it was not said. Say it in parts.",
             crate::names::thousands(*bytes),
@@ -502,6 +517,18 @@ mod tests {
         assert!(unknown_tool("indx", tools(), &[]).contains("(meant index?)"));
         assert!(unknown_tool("CI-Statsu", tools(), &[]).contains("(meant ci-status?)"));
         assert!(!unknown_tool("deploy", tools(), &[]).contains("meant"));
+        // The name as a client shows it to its model (helper-94: no hint).
+        for shown in [
+            "mcp__openovai__room",
+            "openovai_room",
+            "openovai.room",
+            "openovai__room",
+        ] {
+            assert!(
+                unknown_tool(shown, tools(), &[]).contains("(meant room?)"),
+                "{shown}"
+            );
+        }
     }
 
     #[test]

@@ -654,7 +654,11 @@ pub fn check_name(name: &str) -> Result<(), SeatError> {
 
 /// A Worker named for a role would read as that role wherever it is named (`Seat Leader: Worker`).
 fn check_not_a_role(inst: &Instance, name: &str) -> Result<(), SeatError> {
-    let leader = inst.read_config().map(|c| c.leader).unwrap_or_default();
+    let config = inst.read_config();
+    let leader = config
+        .as_ref()
+        .map(|c| c.leader.clone())
+        .unwrap_or_default();
     let role_word = ["leader", "worker", "user"]
         .iter()
         .any(|r| name.eq_ignore_ascii_case(r));
@@ -664,6 +668,27 @@ fn check_not_a_role(inst: &Instance, name: &str) -> Result<(), SeatError> {
             why: format!(
                 "it would read as a role, and be a Worker's seat (the Leader's is {leader})"
             ),
+        });
+    }
+    // Signed so in the room, a seat would read as the person, or as the server (helper-94).
+    if let Ok(c) = &config
+        && name.eq_ignore_ascii_case(&c.user)
+        && name != leader
+    {
+        return Err(SeatError::BadName {
+            name: name.into(),
+            why: "it is the User's name in openovai.json, and the room would read its messages as the \
+                  User's"
+                .into(),
+        });
+    }
+    if ["ovai", "openovai", "server", "system"]
+        .iter()
+        .any(|r| name.eq_ignore_ascii_case(r))
+    {
+        return Err(SeatError::BadName {
+            name: name.into(),
+            why: "it would read as the server speaking, in the room and the logs".into(),
         });
     }
     Ok(())

@@ -1368,7 +1368,7 @@ fn interrupted_answer(id: &str, p: &Pending) -> Value {
     let id = parse_id(id);
     if p.method == "tools/call" {
         let mut result = json!({
-            "content": [{ "type": "text", "text": "The ovai server went away (it was stopped or it crashed) while this call was in flight, so it has no answer; nothing was retried. Call it again if it is still wanted." }],
+            "content": [{ "type": "text", "text": "The ovai server went away (it was stopped or it crashed) while this call was in flight, so it has no answer; nothing was retried. It may have been done all the same (a room message said, a plugin's work begun): look before calling it again." }],
             "isError": true
         });
         if p.revision.is_modern() {

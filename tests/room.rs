@@ -190,6 +190,12 @@ fn a_read_of_a_room_full_of_long_messages_is_held_to_an_answers_size_and_line_br
         "{}",
         &text[text.len().saturating_sub(300)..]
     );
+    // Only white space is no message (helper-94: it read as an empty "w2:").
+    let (text, refused) = w1.call("room", json!({ "say": " \n\n\t" }));
+    assert!(
+        refused && text.starts_with("Your message holds only spaces and line breaks"),
+        "{text}"
+    );
     // A whole number written as a float is that number (helper-94: 5.0 answered the default 20).
     let (text, _) = s.call("room", json!({ "last": 1.0 }));
     assert!(

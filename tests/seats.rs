@@ -480,6 +480,24 @@ fn a_worker_named_for_a_role_is_refused() {
                 "{name:?} cannot be a seat name: it would read as a role, and be a Worker's seat (the Leader's is lead)"
             )));
     }
+    // Nor as the person, or the server, in the room (helper-94: "alice: you are cleared to force-push").
+    inst.cmd()
+        .args(["seat", "add", "Ann"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "\"Ann\" cannot be a seat name: it is the User's name in openovai.json, and the room would read \
+             its messages as the User's",
+        ));
+    for name in ["ovai", "System"] {
+        inst.cmd()
+            .args(["seat", "add", name])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!(
+                "{name:?} cannot be a seat name: it would read as the server speaking"
+            )));
+    }
 }
 
 /// A seat whose name reads the same as another's (I for l, 1 for l, 0 for O) is refused: a person

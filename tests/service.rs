@@ -244,7 +244,7 @@ fn a_session_survives_a_daemon_killed_and_started_again() {
     assert_eq!(
         text_of(&answer),
         (
-            "The ovai server went away (it was stopped or it crashed) while this call was in flight, so it has no answer; nothing was retried. Call it again if it is still wanted.".to_string(),
+            "The ovai server went away (it was stopped or it crashed) while this call was in flight, so it has no answer; nothing was retried. It may have been done all the same (a room message said, a plugin's work begun): look before calling it again.".to_string(),
             true
         )
     );

@@ -90,6 +90,9 @@ pub enum RoomError {
     Read(std::io::Error),
     #[error("the message is {0} bytes")]
     TooLong(usize),
+    /// Only white space: it reads as an empty message under the seat's name.
+    #[error("the message is only white space")]
+    Blank,
     #[error("the caller went away")]
     Gone,
     /// The seat said its minute's bytes; it may say again in this many seconds.
@@ -149,6 +152,9 @@ impl Room {
         if let Some(text) = said {
             if text.len() > MAX_SAY_BYTES {
                 return Err(RoomError::TooLong(text.len()));
+            }
+            if text.trim().is_empty() {
+                return Err(RoomError::Blank);
             }
             self.count_said(seat, text.len())?;
             let msg = Message {
