@@ -179,7 +179,7 @@ fn a_read_of_a_room_full_of_long_messages_is_held_to_an_answers_size_and_line_br
     let sent = serde_json::to_string(&text).unwrap().len() - 2;
     assert!(sent <= 64 * 1024, "{sent} bytes as sent");
     assert!(
-        text.contains("(Older messages are not shown: a room answer holds at most 65,536 bytes of messages, the newest.)"),
+        text.contains("(Older messages are not shown: a room answer holds at most 65,536 bytes of messages, the newest; read them with `before` and the time of the oldest shown.)"),
         "{}",
         &text[text.len().saturating_sub(300)..]
     );
@@ -205,6 +205,58 @@ fn a_read_of_a_room_full_of_long_messages_is_held_to_an_answers_size_and_line_br
     );
     let (text, _) = s.call("room", json!({ "say": "quiet", "last": 0.0 }));
     assert_eq!(text, "Said in the room as lead.");
+}
+
+/// Older messages are read a page at a time with `before`, the time of the oldest read (helper-94:
+/// past the last 200, or past what an answer holds, nothing could be read again).
+#[test]
+fn older_messages_are_read_page_by_page_with_before() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    for i in 0..30 {
+        assert!(
+            !s.call("room", json!({ "say": format!("m{i}"), "last": 0 }))
+                .1
+        );
+    }
+    let (page, _) = s.call("room", json!({ "last": 10 }));
+    assert!(
+        page.contains("] lead: m20\n") && page.contains("] lead: m29"),
+        "{page}"
+    );
+    // The time in brackets at the start of its oldest message, as a model reads it.
+    let oldest = page.lines().nth(1).unwrap();
+    let at = &oldest[..oldest.find(']').unwrap() + 1];
+    let (older, refused) = s.call("room", json!({ "last": 10, "before": at }));
+    assert!(!refused, "{older}");
+    assert!(
+        older.starts_with(&format!(
+            "The last 10 messages before {}:\n",
+            &at[1..at.len() - 1]
+        )),
+        "{older}"
+    );
+    assert!(
+        older.contains("] lead: m10\n") && older.contains("] lead: m19"),
+        "{older}"
+    );
+    assert!(!older.contains("m20"), "{older}");
+    // Before the first, nothing; a time that is not one is refused by the schema, in words.
+    let (none, _) = s.call("room", json!({ "before": "2000-01-01T00:00:00.000Z" }));
+    assert_eq!(
+        none,
+        "Nothing was said in the room before 2000-01-01T00:00:00.000Z."
+    );
+    let (bad, refused) = s.call("room", json!({ "before": "yesterday" }));
+    assert!(refused && bad.contains("before"), "{bad}");
+    // Said with it: the message goes in, and the page read is the one asked for.
+    let (said, _) = s.call("room", json!({ "say": "m30", "last": 1, "before": at }));
+    assert!(
+        said.starts_with("Said in the room as lead.") && said.contains("] lead: m19"),
+        "{said}"
+    );
 }
 
 /// What the daemon writes at the root (the room, runtime.log, calls.jsonl) is never written through a

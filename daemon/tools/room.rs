@@ -19,8 +19,9 @@ use crate::names::thousands;
 
 pub const DESCRIPTION: &str = "The instance's shared conversation, with every seat. With `say`, adds your message, \
 signed with your seat, and answers once it is safely on disk; without it, only reads. Answers with the last \
-messages (20 unless `last` says otherwise, 200 at most). A message is at most 16,384 bytes; a longer one is \
-refused, not cut. Nothing said is ever edited or removed.";
+messages (20 unless `last` says otherwise, 200 at most), or with those said `before` a message's time, to read \
+further back. A message is at most 16,384 bytes; a longer one is refused, not cut. Nothing said is ever edited \
+or removed.";
 
 pub const DEFAULT_LAST: usize = 20;
 /// The most a room answer holds, whatever maxAnswerBytes allows: about what a model reads at once
@@ -38,6 +39,10 @@ const SCAN_PER_MESSAGE: u64 = MAX_LINE_BYTES as u64;
 const BLOCK: u64 = 64 * 1024;
 /// How a message's own lines are set off under its first.
 const INDENT: &str = "    ";
+/// A message's time as the room shows it, brackets or none.
+const BEFORE_PATTERN: &str = r"^\s*\[?\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z\]?\s*$";
+/// How far back past the newer messages a `before` read goes: a room of months is not read whole.
+const BEFORE_SCAN: u64 = 64 << 20;
 
 pub fn schema() -> Value {
     json!({
@@ -53,6 +58,11 @@ pub fn schema() -> Value {
                 "minimum": 0,
                 "maximum": MAX_LAST,
                 "description": "How many of the latest messages to answer with (default 20, at most 200; 0 for none)."
+            },
+            "before": {
+                "type": "string",
+                "pattern": BEFORE_PATTERN,
+                "description": "To read further back: the time in brackets at the start of the oldest message you read, such as [2026-12-07T12:00:00.000Z]; the answer holds the messages said before it."
             }
         },
         "additionalProperties": false
@@ -149,6 +159,13 @@ impl Room {
             (max_bytes, Bound::MaxAnswerBytes)
         };
         let said = args.get("say").and_then(Value::as_str);
+        // Times as the room writes them sort as text.
+        let before = args.get("before").and_then(Value::as_str).map(|b| {
+            b.trim()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string()
+        });
         if let Some(text) = said {
             if text.len() > MAX_SAY_BYTES {
                 return Err(RoomError::TooLong(text.len()));
@@ -182,12 +199,17 @@ impl Room {
                 return Err(RoomError::Gone);
             }
             let path = self.path.clone();
-            tokio::task::spawn_blocking(move || tail(&path, last, 2 * max_bytes))
+            let from = before.clone();
+            tokio::task::spawn_blocking(move || tail(&path, last, 2 * max_bytes, from.as_deref()))
                 .await
                 .map_err(|e| RoomError::Read(std::io::Error::other(e.to_string())))?
                 .map_err(RoomError::Read)?
         };
-        Ok(render(seat, said.is_some(), last, &tail, max_bytes, bound))
+        let asked = Asked {
+            last,
+            before: before.as_deref(),
+        };
+        Ok(render(seat, said.is_some(), asked, &tail, max_bytes, bound))
     }
 
     pub fn path(&self) -> &Path {
@@ -211,7 +233,7 @@ impl Room {
 
     /// The last `n` messages, oldest first (read off the daemon's thread by the caller).
     pub fn recent(path: &Path, n: usize) -> Vec<Message> {
-        tail(path, n, 1 << 20)
+        tail(path, n, 1 << 20, None)
             .map(|t| t.messages)
             .unwrap_or_default()
     }
@@ -226,14 +248,26 @@ enum Bound {
     MaxAnswerBytes,
 }
 
+/// What a read asked for: how many messages, said before which time.
+#[derive(Clone, Copy)]
+struct Asked<'a> {
+    last: usize,
+    before: Option<&'a str>,
+}
+
 fn render(
     seat: &str,
     said: bool,
-    last: usize,
+    asked: Asked<'_>,
     tail: &RoomTail,
     max_bytes: usize,
     bound: Bound,
 ) -> String {
+    let last = asked.last;
+    let before = asked
+        .before
+        .map(|b| format!(" before {}", escape_controls(b, false)))
+        .unwrap_or_default();
     let mut s = String::new();
     if said {
         s.push_str(&format!("Said in the room as {seat}.\n"));
@@ -245,7 +279,10 @@ fn render(
         return s.trim_end().to_string();
     }
     if tail.messages.is_empty() && tail.skipped == 0 {
-        s.push_str("Nobody has said anything in the room yet.");
+        s.push_str(&match asked.before {
+            Some(_) => format!("Nothing was said in the room{before}."),
+            None => "Nobody has said anything in the room yet.".to_string(),
+        });
         return s;
     }
     if said {
@@ -273,6 +310,8 @@ fn render(
     shown.reverse();
     s.push_str(&match shown.len() {
         0 => "No message in the room could be read.\n".to_string(),
+        1 if asked.before.is_some() => format!("The last message{before}:\n"),
+        n if asked.before.is_some() => format!("The last {n} messages{before}:\n"),
         1 => "The last message in the room:\n".to_string(),
         n => format!("The last {n} messages in the room:\n"),
     });
@@ -282,7 +321,8 @@ fn render(
     if left_out > 0 || tail.full {
         s.push_str(&match bound {
             Bound::Room => format!(
-                "(Older messages are not shown: a room answer holds at most {} bytes of messages, the newest.)\n",
+                "(Older messages are not shown: a room answer holds at most {} bytes of messages, the newest; \
+                 read them with `before` and the time of the oldest shown.)\n",
                 thousands(max_bytes)
             ),
             Bound::MaxAnswerBytes => format!(
@@ -389,12 +429,17 @@ fn append(path: &Path, msg: &Message) -> std::io::Result<()> {
 }
 
 /// The last `n` messages, reading the file from its end in time proportional to the answer.
-fn tail(path: &Path, n: usize, max_bytes: usize) -> std::io::Result<RoomTail> {
+fn tail(
+    path: &Path,
+    n: usize,
+    max_bytes: usize,
+    before: Option<&str>,
+) -> std::io::Result<RoomTail> {
     let Some(mut f) = open_in_root(path, |folder, name| folder.read(name))? else {
         return Ok(RoomTail::default());
     };
     let len = f.metadata()?.len();
-    let budget = (n as u64) * SCAN_PER_MESSAGE + BLOCK;
+    let budget = (n as u64) * SCAN_PER_MESSAGE + BLOCK + before.map_or(0, |_| BEFORE_SCAN);
     let mut out = RoomTail::default();
     let mut pos = len;
     // The start of a line whose end was read already (it runs back into the next block).
@@ -411,7 +456,7 @@ fn tail(path: &Path, n: usize, max_bytes: usize) -> std::io::Result<RoomTail> {
         }
         if pos == 0 {
             if !discarding && !carry.is_empty() {
-                take_line(&carry, &mut newest_first, &mut out.skipped);
+                take_line(&carry, before, &mut newest_first, &mut out.skipped);
             }
             break;
         }
@@ -435,8 +480,17 @@ fn tail(path: &Path, n: usize, max_bytes: usize) -> std::io::Result<RoomTail> {
             if discarding {
                 discarding = false;
             } else {
-                taken += line_end - (i + 1);
-                take_line(&buf[i + 1..line_end], &mut newest_first, &mut out.skipped);
+                // Only what is kept counts: the newer messages a `before` read passes over fill nothing.
+                let had = newest_first.len();
+                take_line(
+                    &buf[i + 1..line_end],
+                    before,
+                    &mut newest_first,
+                    &mut out.skipped,
+                );
+                if newest_first.len() > had {
+                    taken += line_end - (i + 1);
+                }
             }
             line_end = i;
         }
@@ -460,12 +514,14 @@ fn tail(path: &Path, n: usize, max_bytes: usize) -> std::io::Result<RoomTail> {
     Ok(out)
 }
 
-/// One line of the file: a message, a blank line (passed over), or something else (counted).
-fn take_line(line: &[u8], messages: &mut Vec<Message>, skipped: &mut usize) {
+/// One line of the file: a message (passed over when not said `before`), a blank line (passed over), or
+/// something else (counted).
+fn take_line(line: &[u8], before: Option<&str>, messages: &mut Vec<Message>, skipped: &mut usize) {
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
     }
     match serde_json::from_slice::<Message>(line) {
+        Ok(m) if before.is_some_and(|b| m.at.as_str() >= b) => {}
         Ok(m) if line.len() <= MAX_LINE_BYTES => messages.push(m),
         _ => *skipped += 1,
     }
@@ -490,13 +546,40 @@ mod tests {
         for i in 0..3000 {
             append(&path, &msg(i)).unwrap();
         }
-        let last = tail(&path, 3, 1 << 20).unwrap();
+        let last = tail(&path, 3, 1 << 20, None).unwrap();
         assert_eq!(last.messages.len(), 3);
         assert!(last.messages[0].text.starts_with("message 2997 "));
         assert!(last.messages[2].text.starts_with("message 2999 "));
-        assert_eq!(tail(&path, 200, 1 << 20).unwrap().messages.len(), 200);
+        assert_eq!(tail(&path, 200, 1 << 20, None).unwrap().messages.len(), 200);
         assert!(
-            tail(&dir.path().join("none"), 3, 1 << 20)
+            tail(&dir.path().join("none"), 3, 1 << 20, None)
+                .unwrap()
+                .messages
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn before_reads_the_messages_said_before_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("room.jsonl");
+        for i in 0..50 {
+            let m = Message {
+                at: format!("2026-12-07T12:00:{i:02}.000Z"),
+                seat: "s".into(),
+                text: format!("message {i}"),
+            };
+            append(&path, &m).unwrap();
+        }
+        let page = tail(&path, 3, 1 << 20, Some("2026-12-07T12:00:10.000Z")).unwrap();
+        let texts: Vec<&str> = page.messages.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(texts, ["message 7", "message 8", "message 9"]);
+        // The newer ones passed over fill no answer: one that holds a single message holds that one.
+        let small = tail(&path, 2, 60, Some("2026-12-07T12:00:02.000Z")).unwrap();
+        let texts: Vec<&str> = small.messages.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(texts, ["message 1"]);
+        assert!(
+            tail(&path, 3, 1 << 20, Some("2026"))
                 .unwrap()
                 .messages
                 .is_empty()
@@ -517,7 +600,7 @@ mod tests {
         f.write_all(b"\n{\"at\":\"t\",\"seat\":\"s\",\"te").unwrap();
         drop(f);
         append(&path, &msg(2)).unwrap();
-        let t = tail(&path, 20, 1 << 20).unwrap();
+        let t = tail(&path, 20, 1 << 20, None).unwrap();
         let texts: Vec<&str> = t.messages.iter().map(|m| &m.text[..9]).collect();
         assert_eq!(texts, ["message 1", "message 2"]);
         assert_eq!(t.skipped, 2, "the half line and the junk");
@@ -536,7 +619,17 @@ mod tests {
             ..RoomTail::default()
         };
         assert_eq!(
-            render("w1", false, 20, &t, 1 << 20, Bound::MaxAnswerBytes),
+            render(
+                "w1",
+                false,
+                Asked {
+                    last: 20,
+                    before: None
+                },
+                &t,
+                1 << 20,
+                Bound::MaxAnswerBytes
+            ),
             "The last message in the room:\n[2026-11-30T04:00:00.000Z] w1: ok.\n    [2026-11-30T03:59:00.000Z] lead: the freeze is lifted.\\r\\u{1b}[2K"
         );
     }
