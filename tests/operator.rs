@@ -2001,7 +2001,8 @@ fn a_server_whose_folder_was_moved_says_so_to_every_command() {
 }
 
 /// A command other than `status` asked of a server still reading its plugins waits for it, and says so
-/// at once, so the wait is not taken for a hang.
+/// at once, so the wait is not taken for a hang: `ovai call` too (helper-92: it sat silent for the whole
+/// start).
 #[test]
 fn a_command_waiting_for_a_starting_server_says_why() {
     use std::io::BufRead;
@@ -2013,32 +2014,41 @@ fn a_command_waiting_for_a_starting_server_says_why() {
     wait_until("the server to be starting", || {
         inst.root.join(".ovai/starting.json").exists().then_some(())
     });
-    let mut tools = std::process::Command::new(OVAI)
-        .args(["tools", "--root"])
-        .arg(&inst.root)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut said = String::new();
-    let mut stderr = std::io::BufReader::new(tools.stderr.take().unwrap());
-    stderr.read_line(&mut said).unwrap();
-    assert!(
-        said.contains(&format!(
-            "ovai: the server for {} (pid {}) is starting, reading plugins/ since ",
-            inst.root.display(),
-            serve.id()
-        )) && said.contains("this waits until it serves."),
-        "{said}"
-    );
+    let waiting: Vec<_> = [&["tools"][..], &["call", "index", "{}", "--seat", "lead"]]
+        .into_iter()
+        .map(|args| {
+            let mut command = std::process::Command::new(OVAI)
+                .args(args)
+                .arg("--root")
+                .arg(&inst.root)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stderr = std::io::BufReader::new(command.stderr.take().unwrap());
+            let mut said = String::new();
+            stderr.read_line(&mut said).unwrap();
+            assert!(
+                said.contains(&format!(
+                    "ovai: the server for {} (pid {}) is starting, reading plugins/ since ",
+                    inst.root.display(),
+                    serve.id()
+                )) && said.contains("this waits until it serves."),
+                "{args:?}: {said}"
+            );
+            (command, stderr)
+        })
+        .collect();
     // Nor is it said later that the server has not answered, as if stuck (helper-93: the two contradicted
     // each other). Past the moment after which a silent server is said to be.
     std::thread::sleep(std::time::Duration::from_secs(7));
     std::fs::write(&go, "").unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    assert!(!rest.contains("has not answered"), "{rest}");
-    assert!(wait_exit(&mut tools).success());
+    for (mut command, mut stderr) in waiting {
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+        assert!(!rest.contains("has not answered"), "{rest}");
+        assert!(wait_exit(&mut command).success());
+    }
     inst.cmd().arg("stop").assert().success();
     let _ = serve.wait();
 }
@@ -2087,44 +2097,6 @@ fn a_server_whose_folder_was_moved_stops_saying_where_it_went() {
         )),
         "{said}"
     );
-}
-
-/// `ovai call` before a server still reading its plugins says it waits for it, as other commands and
-/// the bridge do (helper-92: it sat silent for the whole start).
-#[test]
-fn a_call_waiting_for_a_starting_server_says_why() {
-    use std::io::BufRead;
-    let inst = Instance::new();
-    inst.set_config(json!({ "importTimeoutSeconds": 600 }));
-    let go = inst.root.join("work/go");
-    inst.write_plugin("gate.mjs", &gated_import(&go));
-    let mut serve = serve_unwaited(&inst);
-    wait_until("the server to be starting", || {
-        inst.root.join(".ovai/starting.json").exists().then_some(())
-    });
-    let mut call = std::process::Command::new(OVAI)
-        .args(["call", "index", "{}", "--seat", "lead", "--root"])
-        .arg(&inst.root)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut said = String::new();
-    std::io::BufReader::new(call.stderr.take().unwrap())
-        .read_line(&mut said)
-        .unwrap();
-    assert!(
-        said.contains(&format!(
-            "ovai: the server for {} (pid {}) is starting, reading plugins/ since ",
-            inst.root.display(),
-            serve.id()
-        )) && said.contains("this waits until it serves."),
-        "{said}"
-    );
-    std::fs::write(&go, "").unwrap();
-    assert!(wait_exit(&mut call).success());
-    inst.cmd().arg("stop").assert().success();
-    let _ = serve.wait();
 }
 
 /// An instance removed whole while its server runs: the server stops, saying the folder is gone, and
