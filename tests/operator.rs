@@ -2061,25 +2061,7 @@ fn a_server_whose_folder_was_moved_stops_saying_where_it_went() {
     let first = inst.root.clone();
     let base_path = first.parent().unwrap().to_path_buf();
     let err = base_path.join("serve.err");
-    let mut serve = std::process::Command::new(OVAI)
-        .args(["serve", "--root"])
-        .arg(&first)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .unwrap();
-    wait_until("the server to serve", || {
-        let out = ovai()
-            .arg("status")
-            .arg("--root")
-            .arg(&first)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .contains("Generation 1")
-            .then_some(())
-    });
+    let mut serve = serving_with_stderr_in(&inst, &err);
     let moved = base_path.join("moved");
     std::fs::rename(&first, &moved).unwrap();
     // What a command run there may write (`ovai serve` there does).
@@ -2099,20 +2081,15 @@ fn a_server_whose_folder_was_moved_stops_saying_where_it_went() {
     );
 }
 
-/// An instance removed whole while its server runs: the server stops, saying the folder is gone, and
-/// no row after says plugins/ is still served or to run `ovai restart` (helper-92: they contradicted
-/// the stop, and named only the private folder).
-#[test]
-fn a_server_whose_folder_was_removed_stops_saying_so_and_nothing_else() {
-    let inst = Instance::nested("gone");
-    let root = inst.root.clone();
-    let err = root.parent().unwrap().join("serve.err");
-    let mut serve = std::process::Command::new(OVAI)
+/// `ovai serve` for a nested instance, its stderr in `err` (outside the instance, which a test moves or
+/// removes), once it serves.
+fn serving_with_stderr_in(inst: &Instance, err: &std::path::Path) -> std::process::Child {
+    let serve = std::process::Command::new(OVAI)
         .args(["serve", "--root"])
-        .arg(&root)
+        .arg(&inst.root)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&err).unwrap())
+        .stderr(std::fs::File::create(err).unwrap())
         .spawn()
         .unwrap();
     wait_until("the server to serve", || {
@@ -2121,6 +2098,18 @@ fn a_server_whose_folder_was_removed_stops_saying_so_and_nothing_else() {
             .contains("Generation 1")
             .then_some(())
     });
+    serve
+}
+
+/// An instance removed whole while its server runs: the server stops, saying the folder is gone, and
+/// no row after says plugins/ is still served or to run `ovai restart` (helper-92: they contradicted
+/// the stop, and named only the private folder).
+#[test]
+fn a_server_whose_folder_was_removed_stops_saying_so_and_nothing_else() {
+    let inst = Instance::nested("gone");
+    let root = inst.root.clone();
+    let err = root.parent().unwrap().join("serve.err");
+    let mut serve = serving_with_stderr_in(&inst, &err);
     std::fs::remove_dir_all(&root).unwrap();
     wait_exit(&mut serve);
     let said = std::fs::read_to_string(&err).unwrap();
