@@ -595,6 +595,41 @@ fn file_names_with_control_characters_are_shown_escaped_everywhere() {
     drop(d);
 }
 
+/// The index names each tool once, and holds to what an answer may be (helper-94: a tool listed under
+/// Tools and again as its plugins row; 45 KB with 300 plugins under a maxAnswerBytes of 600).
+#[test]
+fn the_index_names_each_tool_once_and_holds_to_an_answers_size() {
+    let inst = Instance::with_plugins(&[("whoami.mjs", &good("whoami")), ("old.js", "")]);
+    let d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let (index, _) = s.call("index", serde_json::json!({}));
+    assert!(!index.contains("serves a tool of its own"), "{index}");
+    assert!(index.contains("  whoami: "), "{index}");
+    assert!(
+        index.contains("1 file served, its tool listed above"),
+        "{index}"
+    );
+    assert!(index.contains("  plugins/old.js is not served"), "{index}");
+    drop(s);
+    drop(d);
+    for i in 0..40 {
+        inst.write_plugin(&format!("t{i}.mjs"), &good(&format!("t{i}")));
+    }
+    inst.set_config(serde_json::json!({ "maxAnswerBytes": 1024 }));
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let (index, refused) = s.call("index", serde_json::json!({}));
+    assert!(!refused, "{index}");
+    let sent = serde_json::to_string(&index).unwrap().len() - 2;
+    assert!(sent <= 1024, "{sent} bytes as sent: {index}");
+    assert!(
+        index.ends_with("more lines are not shown: an answer holds at most 1,024 bytes (maxAnswerBytes); `ovai status` in the instance shows them all.)"),
+        "{index}"
+    );
+}
+
 #[test]
 fn tools_whose_names_differ_only_in_case_are_served_neither() {
     let inst = Instance::with_plugins(&[

@@ -5,8 +5,11 @@ use crate::host::protocol::{ExportsReport, Thrown};
 use crate::names;
 use crate::names::listed;
 
+/// How a served file's row begins, its tool's name after it.
+pub const SERVED: &str = "This instance serves a tool of its own: ";
+
 pub fn served(name: &str) -> String {
-    format!("This instance serves a tool of its own: {name}")
+    format!("{SERVED}{name}")
 }
 
 /// A row as `ovai check` prints it: what a restart would do, since the check serves nothing itself.

@@ -347,6 +347,10 @@ impl SeatService {
             Err(e) => Err(e.to_string()),
         };
         let root = self.daemon.inst.root.display().to_string();
+        // A served file's row says what the tool list says already.
+        let served = crate::plugins::plugin_rows::SERVED;
+        let (served, rows): (Vec<&String>, Vec<&String>) =
+            generation.rows.iter().partition(|r| r.starts_with(served));
         Outcome::Text(index::render(&index::Facts {
             root: &root,
             user: &generation.config.user,
@@ -356,8 +360,10 @@ impl SeatService {
             tools: &generation.tools,
             generation: generation.number,
             loaded_at: &generation.loaded_at,
-            rows: &generation.rows,
+            served: served.len(),
+            rows: &rows,
             isolation: generation.isolation.describe(),
+            max_bytes: generation.config.max_answer_bytes,
         }))
     }
 

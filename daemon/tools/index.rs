@@ -23,9 +23,14 @@ pub struct Facts<'a> {
     pub tools: &'a ToolTable,
     pub generation: u64,
     pub loaded_at: &'a str,
-    pub rows: &'a [String],
+    /// How many files of plugins/ are served: their tools are listed.
+    pub served: usize,
+    /// The plugins rows but the served files'.
+    pub rows: &'a [&'a String],
     /// The plugin host's box, in words.
     pub isolation: String,
+    /// maxAnswerBytes: the index is held to it, as sent.
+    pub max_bytes: usize,
 }
 
 pub fn render(f: &Facts<'_>) -> String {
@@ -62,15 +67,47 @@ pub fn render(f: &Facts<'_>) -> String {
         "\n{}\n\nplugins/ as read at {} (generation {}):\n",
         f.isolation, f.loaded_at, f.generation
     );
-    if f.rows.is_empty() {
-        s.push_str("  no candidate files\n");
+    match f.served {
+        0 if f.rows.is_empty() => s.push_str("  no candidate files\n"),
+        0 => {}
+        1 => s.push_str("  1 file served, its tool listed above\n"),
+        n => {
+            let _ = writeln!(s, "  {n} files served, their tools listed above");
+        }
     }
     for r in f.rows {
         for part in ["  ", r, "\n"] {
             s.push_str(part);
         }
     }
-    s
+    held_to(s, f.max_bytes)
+}
+
+/// The index as much of it as `max` bytes hold as sent (JSON escapes counted), cut at a line, with how
+/// many lines are not shown.
+fn held_to(s: String, max: usize) -> String {
+    if crate::jsonrpc::json_len(&s) <= max {
+        return s;
+    }
+    // Room for the note, whose numbers are at most 20 digits each.
+    let room = max.saturating_sub(200);
+    let mut kept = 0;
+    let mut used = 0;
+    for line in s.split_inclusive('\n') {
+        let n = crate::jsonrpc::json_len(line);
+        if used + n > room {
+            break;
+        }
+        used += n;
+        kept += line.len();
+    }
+    let left = s[kept..].lines().count();
+    format!(
+        "{}({left} more lines are not shown: an answer holds at most {} bytes (maxAnswerBytes); `ovai status` in \
+         the instance shows them all.)",
+        &s[..kept],
+        crate::names::thousands(max)
+    )
 }
 
 /// "no session now", "in a session now", "in 3 sessions now".
