@@ -98,14 +98,28 @@ pub fn escape_controls(s: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str
         return std::borrow::Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if needs(c) {
+    let mut chars = s.chars().peekable();
+    let mut before = None;
+    while let Some(c) = chars.next() {
+        // The zero-width joiner between two pictographs is part of one emoji (👩‍💻), and shown.
+        let in_emoji = c == '\u{200d}'
+            && before.is_some_and(pictograph)
+            && chars.peek().copied().is_some_and(pictograph);
+        if needs(c) && !in_emoji {
             out.extend(c.escape_default());
         } else {
             out.push(c);
         }
+        before = Some(c);
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// A character an emoji's joiner may join: a pictograph, a skin tone, or the selector that makes one
+/// show as an emoji.
+fn pictograph(c: char) -> bool {
+    matches!(c as u32,
+        0x1F000..=0x1FAFF | 0x2300..=0x23FF | 0x2600..=0x27BF | 0x2B00..=0x2BFF | 0xFE0F)
 }
 
 /// JSON text with every control and unseen character written as a `\u` escape: the same JSON once read,
@@ -282,6 +296,16 @@ mod tests {
             escape_controls("plain", false),
             std::borrow::Cow::Borrowed(_)
         ));
+        // The joiner inside an emoji is part of it (helper-94: 👩‍💻 showed as 👩\u{200d}💻); anywhere
+        // else it is a character nobody sees.
+        assert_eq!(
+            escape_controls("ok 👩\u{200d}💻 🏳\u{fe0f}\u{200d}🌈", false),
+            "ok 👩\u{200d}💻 🏳\u{fe0f}\u{200d}🌈"
+        );
+        assert_eq!(
+            escape_controls("a\u{200d}b 👩\u{200d} x", false),
+            "a\\u{200d}b 👩\\u{200d} x"
+        );
     }
 
     #[test]
