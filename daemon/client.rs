@@ -515,8 +515,9 @@ pub fn say_starting(inst: &Instance, m: &Marked) {
     );
 }
 
-/// How long a control operation waits in silence before it says it waits.
-const SAY_WAITING_AFTER: Duration = Duration::from_secs(5);
+/// How long a command waits in silence before it says it waits (a control operation, a check's or a
+/// restart's imports).
+pub const SAY_WAITING_AFTER: Duration = Duration::from_secs(5);
 
 /// One control operation and its typed reply.
 pub fn control<T: DeserializeOwned>(inst: &Instance, op: ControlOp) -> Result<T, ClientError> {

@@ -21,6 +21,9 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use clap_complete::engine::ArgValueCandidates;
 
+// How long `ovai check` and `ovai restart` wait on imports before they say why they wait: as long as any
+// command waits in silence.
+use crate::client::SAY_WAITING_AFTER;
 use crate::instance::{self, Instance};
 
 #[derive(Parser, Debug)]
@@ -304,11 +307,6 @@ pub fn why_no_tool(inst: &Instance, tool: &str) -> Option<String> {
     Some(format!("There is no tool called {tool} here: {why}."))
 }
 
-/// Prints `doc` as pretty JSON for a person's terminal or a program: what plugins and sessions wrote into
-/// it cannot act on the terminal (`names::json_for_terminal`).
-/// How long `ovai check` and `ovai restart` wait on imports before they say why they wait.
-const SAY_WAITING_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
-
 /// HOME, or why there is none to use, for a sentence to go on: "HOME is not set" or "HOME is empty".
 pub fn home_var() -> Result<PathBuf, &'static str> {
     match std::env::var_os("HOME") {
@@ -318,6 +316,8 @@ pub fn home_var() -> Result<PathBuf, &'static str> {
     }
 }
 
+/// Prints `doc` as pretty JSON for a person's terminal or a program: what plugins and sessions wrote into
+/// it cannot act on the terminal (`names::json_for_terminal`).
 pub fn print_json(doc: &impl serde::Serialize) {
     let text = serde_json::to_string_pretty(doc).unwrap_or_default();
     println!("{}", crate::names::json_for_terminal(text));

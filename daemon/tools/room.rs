@@ -149,7 +149,7 @@ impl Room {
                 v.as_u64().or_else(|| {
                     v.as_f64()
                         .filter(|f| f.fract() == 0.0 && *f >= 0.0)
-                        .map(|f| f.min(MAX_LAST as f64) as u64)
+                        .map(|f| f as u64)
                 })
             })
             .map_or(DEFAULT_LAST, |n| n.min(MAX_LAST) as usize);
