@@ -216,9 +216,6 @@ fn older_messages_are_read_page_by_page_with_before() {
     let mut s = inst.session("lead");
     s.initialize();
     for i in 0..30 {
-        // Each in a millisecond of its own: two of one millisecond share a time, and a page that ends
-        // between them passes one over (said in the closing note; not what this test is about).
-        std::thread::sleep(std::time::Duration::from_millis(2));
         assert!(
             !s.call("room", json!({ "say": format!("m{i}"), "last": 0 }))
                 .1
@@ -260,6 +257,74 @@ fn older_messages_are_read_page_by_page_with_before() {
         said.starts_with("Said in the room as lead.") && said.contains("] lead: m19"),
         "{said}"
     );
+}
+
+/// Messages said at once each get a time of their own, later than the one before in the file: two of one
+/// millisecond shared a time, and a `before` page ending between them passed one over for good (CI met it).
+#[test]
+fn messages_said_at_once_each_have_a_later_time_and_paging_loses_none() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    let _d = inst.start();
+    let mut lead = inst.session("lead");
+    let mut w1 = inst.session("w1");
+    lead.initialize();
+    w1.initialize();
+    let mut ids = Vec::new();
+    for i in 0..40 {
+        let (s, who) = if i % 2 == 0 {
+            (&mut lead, "l")
+        } else {
+            (&mut w1, "w")
+        };
+        let args = json!({ "say": format!("{who}{i}"), "last": 0 });
+        ids.push((
+            i % 2,
+            s.send_request("tools/call", json!({ "name": "room", "arguments": args })),
+        ));
+    }
+    for (who, id) in ids {
+        let r = if who == 0 {
+            lead.response(id)
+        } else {
+            w1.response(id)
+        };
+        assert!(!text_of(&r).1, "{r}");
+    }
+    let file = std::fs::read_to_string(inst.root.join("room.jsonl")).unwrap();
+    let times: Vec<String> = file
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["at"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(times.len(), 40);
+    assert!(
+        times.windows(2).all(|w| w[0] < w[1]),
+        "each later than the one before: {times:?}"
+    );
+    // Read back three at a time, as a model pages: every message once.
+    let mut seen = Vec::new();
+    let mut before: Option<String> = None;
+    for _ in 0..20 {
+        let mut args = json!({ "last": 3 });
+        if let Some(b) = &before {
+            args["before"] = json!(b);
+        }
+        let (page, _) = lead.call("room", args);
+        let starts: Vec<&str> = page.lines().filter(|l| l.starts_with('[')).collect();
+        if starts.is_empty() {
+            break;
+        }
+        for l in starts.iter().rev() {
+            seen.push(l.rsplit(": ").next().unwrap().to_string());
+        }
+        before = Some(starts[0][..starts[0].find(']').unwrap() + 1].to_string());
+    }
+    assert_eq!(seen.len(), 40, "every message read once: {seen:?}");
 }
 
 /// What the daemon writes at the root (the room, runtime.log, calls.jsonl) is never written through a

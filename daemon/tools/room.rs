@@ -78,8 +78,9 @@ pub struct Message {
 
 pub struct Room {
     path: PathBuf,
-    /// One writer at a time, so lines never interleave and each is synced before the next.
-    write: tokio::sync::Mutex<()>,
+    /// One writer at a time, so lines never interleave and each is synced before the next; it keeps the
+    /// time of the last message written.
+    write: tokio::sync::Mutex<SystemTime>,
     /// A few readers at a time, off the daemon's thread.
     readers: Semaphore,
     /// What each seat said in the current minute: when it began, and how many bytes.
@@ -126,7 +127,7 @@ impl Room {
     pub fn new(path: PathBuf) -> Self {
         Self {
             path,
-            write: tokio::sync::Mutex::new(()),
+            write: tokio::sync::Mutex::new(SystemTime::UNIX_EPOCH),
             readers: Semaphore::new(READERS),
             said: std::sync::Mutex::default(),
         }
@@ -174,12 +175,16 @@ impl Room {
                 return Err(RoomError::Blank);
             }
             self.count_said(seat, text.len())?;
+            let mut last_at = self.write.lock().await;
+            // Each message a millisecond after the one before, at least: `before` pages by time, and a
+            // page ending between two of one millisecond passed one over for good.
+            let at = SystemTime::now().max(*last_at + std::time::Duration::from_millis(1));
+            *last_at = at;
             let msg = Message {
-                at: crate::runtime_log::timestamp(SystemTime::now()),
+                at: crate::runtime_log::timestamp(at),
                 seat: seat.to_string(),
                 text: text.to_string(),
             };
-            let _one_writer = self.write.lock().await;
             let path = self.path.clone();
             tokio::task::spawn_blocking(move || append(&path, &msg))
                 .await
