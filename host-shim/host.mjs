@@ -1315,7 +1315,14 @@ async function load({ id, name, file, key }) {
   let nonFinite = null;
   try {
     // JSON writes Infinity and NaN as null: a bound the author wrote would reach the checker as null.
-    schemaText = stringify(values.inputSchema, (name, value) => {
+    schemaText = stringify(values.inputSchema, function (name, value) {
+      // `properties: { a: shapes.a }` with `shapes.a` misspelt: JSON leaves `a` out (or sends null in an
+      // array), and the schema says nothing of it.
+      if (nonFinite === null && value === undefined) {
+        const inArray = isArray(this);
+        const as = inArray ? `item ${clip(toText(name), 16)} of an array` : clip(toText(name), 64);
+        nonFinite = `it holds undefined (as ${as}), which JSON would ${inArray ? "send as null" : "leave out"}: give it a value (a name it comes from may be misspelt), or leave it out`;
+      }
       if (nonFinite === null && typeof value === "number" && !Number.isFinite(value)) {
         nonFinite = `it holds ${toText(value)} (as ${clip(toText(name), 64)}), which JSON would send as null: leave it out, or give a number`;
       }

@@ -1417,6 +1417,16 @@ fn hurried_schemas_are_named_with_the_way_out() {
             "y-vue.mjs",
             "export const description = 'd';\nexport const inputSchema = { type: 'object', properties: { a: String } };\nexport function run() {}\n",
         ),
+        // A name holding undefined (a misspelt import, say): JSON leaves it out, or sends null in an array
+        // (helper-91: `a` went unsaid, and the enum took null).
+        (
+            "z-undefined.mjs",
+            "const shapes = {};\nexport const description = 'd';\nexport const inputSchema = { type: 'object', properties: { a: shapes.a, b: { type: 'string', description: 'b' } } };\nexport function run() {}\n",
+        ),
+        (
+            "z-enum-undefined.mjs",
+            "export const description = 'd';\nexport const inputSchema = { type: 'object', properties: { k: { enum: ['x', undefined], description: 'k' } } };\nexport function run() {}\n",
+        ),
         // Described where the root's allOf gives it.
         (
             "p-allof.mjs",
@@ -1455,6 +1465,8 @@ fn hurried_schemas_are_named_with_the_way_out() {
     assert!(row("w-regexp.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds a RegExp (as pattern), which JSON would send as {}: write the pattern as a string, such as \"^[a-z]+$\""), "{rows:?}");
     assert!(row("x-type-fn.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds a function (String, as type), which JSON would leave out: write the type as a string, such as \"string\""), "{rows:?}");
     assert!(row("y-vue.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds a function (String, as a), which JSON would leave out: write its schema, such as { type: \"string\" }"), "{rows:?}");
+    assert!(row("z-undefined.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds undefined (as a), which JSON would leave out: give it a value (a name it comes from may be misspelt), or leave it out"), "{rows:?}");
+    assert!(row("z-enum-undefined.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds undefined (as item 1 of an array), which JSON would send as null: give it a value (a name it comes from may be misspelt), or leave it out"), "{rows:?}");
     for (file, at) in [("u-zod-shape.mjs", "name"), ("v-zod-prop.mjs", "who")] {
         assert!(
             row(file).contains(&format!(
