@@ -174,12 +174,13 @@ pub async fn build(
         let found = load::scan(&dir)?;
         let snapshot = Snapshot::take(&dir, &found);
         let helpers = crate::helper_modules::Helpers::take(&dir);
-        Ok::<_, LoadError>((found, snapshot, helpers))
+        let in_folders = crate::plugins::candidates::tools_in_folders(&dir);
+        Ok::<_, LoadError>((found, snapshot, helpers, in_folders))
     });
     // The host starts while they are read: its start (its box, Node's own) needs none of them, and
     // is most of a restart's time.
     let (scanned, first) = tokio::join!(scan, HostProcess::start(&launch, &init));
-    let (found, snapshot, helpers) = scanned.map_err(|e| LoadError::Scan {
+    let (found, snapshot, helpers, in_folders) = scanned.map_err(|e| LoadError::Scan {
         dir: plugins_dir.display().to_string(),
         source: std::io::Error::other(e.to_string()),
     })??;
@@ -197,6 +198,11 @@ pub async fn build(
     let (process, mut rows, files, plugins) = loaded.into_parts(&plugins_dir, &snapshot);
     let helpers = Arc::new(helpers);
     rows.extend(crate::helper_modules::capped_row(&helpers));
+    rows.extend(
+        in_folders
+            .iter()
+            .map(|(file, tool)| crate::plugins::plugin_rows::in_a_folder(file, tool)),
+    );
     let served = plugins.iter().map(|p| format!("{}.mjs", p.name)).collect();
     let node = process.node.clone();
     let isolation = launch.isolation.clone();

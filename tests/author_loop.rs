@@ -1700,3 +1700,69 @@ fn a_restart_fails_only_for_a_tool_left_out_and_never_a_reload() {
         .success()
         .stdout(predicate::str::contains("plugins/broken.mjs is not served"));
 }
+
+/// A tool written in a folder of plugins/ (`plugins/deploy/index.mjs`, as other hosts lay plugins out)
+/// was served by nothing and said by nothing: it is named, with where to move it. A module the tools
+/// import says nothing, nor does one a tool of the same name beside the folder may import.
+#[test]
+fn a_tool_written_in_a_folder_is_named_with_where_to_move_it() {
+    const TOOL: &str = "export const description = 'd';\nexport const inputSchema = { type: 'object' };\nexport async function run() { return { text: 'x' }; }\n";
+    let inst = Instance::with_plugins(&[(
+        "uses.mjs",
+        &format!("import {{ helper }} from './lib/util.mjs';\n{TOOL}"),
+    )]);
+    for (file, text) in [
+        ("deploy/index.mjs", TOOL),
+        (
+            "tools/ci-status.mjs",
+            "const description = 'd', inputSchema = {};\nfunction run() {}\nexport { description, inputSchema, run as run };\n",
+        ),
+        (
+            "lib/util.mjs",
+            "export function helper() {}\nexport const run = 1;\n",
+        ),
+        ("uses/index.mjs", TOOL),
+    ] {
+        let path = inst.root.join("plugins").join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let deploy = "plugins/deploy/index.mjs is not served: only files directly in plugins/ are tools, and it \
+                  exports description and run as a tool does: move it to plugins/deploy.mjs to serve it (a \
+                  folder's modules are code the tools import)";
+    let ci = deploy
+        .replace("deploy/index.mjs", "tools/ci-status.mjs")
+        .replace("plugins/deploy.mjs", "plugins/ci-status.mjs");
+    let _d = inst.start();
+    let rows = inst.rows("plugins");
+    assert!(rows.contains(&deploy.to_string()), "{rows:?}");
+    assert!(rows.contains(&ci), "{rows:?}");
+    assert!(
+        !rows
+            .iter()
+            .any(|r| r.contains("lib/") || r.contains("uses/")),
+        "{rows:?}"
+    );
+    let out = inst.cmd().arg("check").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let out = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.contains(&deploy.replace("is not served", "would not be served")),
+        "{out}"
+    );
+    assert_eq!(err, "ovai: 2 of the 3 files checked would not be served.\n");
+    // With only the folder's tool, a check says it, not that plugins/ holds no tool files.
+    std::fs::remove_file(inst.root.join("plugins/uses.mjs")).unwrap();
+    for folder in ["tools", "uses"] {
+        std::fs::remove_dir_all(inst.root.join("plugins").join(folder)).unwrap();
+    }
+    inst.cmd()
+        .arg("check")
+        .assert()
+        .code(1)
+        .stdout(format!(
+            "{}\n",
+            deploy.replace("is not served", "would not be served")
+        ))
+        .stderr("ovai: 1 of the 1 files checked would not be served.\n");
+}

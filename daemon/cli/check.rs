@@ -9,6 +9,7 @@ use crate::generation;
 use crate::instance::Instance;
 use crate::plugins::candidates::Candidate;
 use crate::plugins::load::{self, Verdict};
+use crate::plugins::plugin_rows;
 use crate::seats;
 
 pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
@@ -30,7 +31,17 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
         p == Path::new("plugins")
             || (p.is_dir() && crate::instance::absolute(p) == crate::instance::absolute(&dir))
     };
-    let found = if files.is_empty() || files.iter().all(whole) {
+    let whole = files.is_empty() || files.iter().all(whole);
+    // A tool written in a folder is said on a check of the whole folder, and counted as a file checked.
+    let in_folders: Vec<String> = if whole {
+        crate::plugins::candidates::tools_in_folders(&dir)
+            .iter()
+            .map(|(file, tool)| plugin_rows::as_checked(&plugin_rows::in_a_folder(file, tool)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let found = if whole {
         all
     } else {
         let mut found: Vec<Candidate> = Vec::new();
@@ -52,8 +63,16 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
         found
     };
     if found.is_empty() {
-        println!("plugins/ holds no tool files yet; `ovai plugin NAME` writes one.");
-        return Ok(());
+        if in_folders.is_empty() {
+            println!("plugins/ holds no tool files yet; `ovai plugin NAME` writes one.");
+            return Ok(());
+        }
+        in_folders.iter().for_each(|row| println!("{row}"));
+        let n = in_folders.len();
+        return Err(Failure::new(
+            format!("{n} of the {n} files checked would not be served."),
+            1,
+        ));
     }
     seats::ensure_private_dir(inst).map_err(fail(exit::FAILED))?;
     sweep_shims(&inst.private_dir());
@@ -124,31 +143,31 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
     let _ = std::fs::remove_file(&shim);
     let (notes, verdicts) = result?;
     for note in &notes {
-        println!("{}", crate::plugins::plugin_rows::as_checked(note));
+        println!("{}", plugin_rows::as_checked(note));
     }
     for (c, v) in &verdicts {
         for row in v.rows(c.file()) {
-            println!("{}", crate::plugins::plugin_rows::as_checked(&row));
+            println!("{}", plugin_rows::as_checked(&row));
         }
     }
+    in_folders.iter().for_each(|row| println!("{row}"));
     let refused = verdicts
         .iter()
         .filter(|(_, v)| matches!(v, Verdict::NotServed(_)))
-        .count();
+        .count()
+        + in_folders.len();
+    let checked = verdicts.len() + in_folders.len();
     match (refused, not_checked.len()) {
         (0, 0) => Ok(()),
         (n, 0) => Err(Failure::new(
-            format!(
-                "{n} of the {} files checked would not be served.",
-                verdicts.len()
-            ),
+            format!("{n} of the {checked} files checked would not be served."),
             1,
         )),
         (n, bad) => {
             let was = if bad == 1 { "was" } else { "were" };
             let served = match n {
                 0 => "the rest would be served".to_string(),
-                n => format!("{n} of the {} checked would not be served", verdicts.len()),
+                n => format!("{n} of the {checked} checked would not be served"),
             };
             Err(Failure::new(
                 format!("{bad} of the names given {was} not checked (said above); {served}."),

@@ -134,6 +134,91 @@ pub fn scan(dir: &Path, builtins: &[&str]) -> std::io::Result<Vec<Candidate>> {
     Ok(apart_in_case(found))
 }
 
+/// Files looked at in plugins/' folders for a tool written there, at most, and bytes of each.
+const FOLDER_FILES: usize = 200;
+const FOLDER_FILE_BYTES: u64 = 256 << 10;
+
+/// The modules in plugins/' folders (one deep; not node_modules/ nor hidden ones) that export
+/// `description` and `run` as a tool does, each with the tool file it would be: `plugins/deploy/index.mjs`,
+/// as other hosts lay plugins out, was served by nothing and said by nothing. Not one whose tool file is
+/// there already (which may import it).
+pub fn tools_in_folders(dir: &Path) -> Vec<(String, String)> {
+    let listed = |folder: &Path, dirs: bool| -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(folder) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| !n.starts_with('.') && n != "node_modules" && n.ends_with(".mjs") != dirs)
+            .filter(|n| std::fs::metadata(folder.join(n)).is_ok_and(|m| m.is_dir() == dirs))
+            .collect();
+        names.sort_unstable();
+        names
+    };
+    let mut found = Vec::new();
+    let mut looked = 0;
+    for folder in listed(dir, true) {
+        for file in listed(&dir.join(&folder), false) {
+            looked += 1;
+            if looked > FOLDER_FILES {
+                return found;
+            }
+            let stem = file.trim_end_matches(".mjs");
+            let tool = format!("{}.mjs", if stem == "index" { &folder } else { stem });
+            if std::fs::symlink_metadata(dir.join(&tool)).is_ok() {
+                continue;
+            }
+            let path = dir.join(&folder).join(&file);
+            let Ok(text) = files::read_regular(&path, FOLDER_FILE_BYTES) else {
+                continue;
+            };
+            let names = exported(&text);
+            if names.contains(&"run") && names.contains(&"description") {
+                found.push((format!("{folder}/{file}"), tool));
+            }
+        }
+    }
+    found
+}
+
+/// The names a module's text exports (`export const x`, `export async function x`, `export { a, b as x }`),
+/// read as words: enough to tell a tool's file, not a parser.
+fn exported(text: &str) -> Vec<&str> {
+    let word = |s: &str| -> usize {
+        s.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+            .unwrap_or(s.len())
+    };
+    let mut names = Vec::new();
+    for (at, _) in text.match_indices("export") {
+        let before = text[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+            continue;
+        }
+        let after = &text[at + "export".len()..];
+        if !after.starts_with(|c: char| c.is_whitespace() || c == '{') {
+            continue;
+        }
+        let mut rest = after.trim_start();
+        if let Some(list) = rest.strip_prefix('{') {
+            let list = &list[..list.find('}').unwrap_or(list.len())];
+            names.extend(
+                list.split(',')
+                    .filter_map(|item| item.split_whitespace().last()),
+            );
+            continue;
+        }
+        for keyword in ["async", "function", "*", "const", "let", "var"] {
+            rest = rest.strip_prefix(keyword).map_or(rest, |r| r.trim_start());
+        }
+        let n = word(rest);
+        if n > 0 {
+            names.push(&rest[..n]);
+        }
+    }
+    names
+}
+
 /// How the plugins folder is not there, when listing it failed for that: gone, or a file in its place.
 /// `None` when it is there and cannot be read (its permissions).
 pub fn folder_missing(e: &std::io::Error) -> Option<FolderMissing> {
@@ -243,6 +328,17 @@ pub fn classify(file: String, builtins: &[&str]) -> Option<Candidate> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exported_names_are_read_as_a_tool_writes_them() {
+        let text = "export const description = 'd';\nexport async function* run() {}\nexport { a, b as inputSchema };\n\
+                    exportName = 1;\nconst reexport = 2;\nexport default {};\nexport let x = 1";
+        assert_eq!(
+            exported(text),
+            ["description", "run", "a", "inputSchema", "default", "x"]
+        );
+        assert!(exported("module.exports = { run }").is_empty());
+    }
 
     #[test]
     fn classifies_by_ending_and_name() {

@@ -174,6 +174,17 @@ pub fn required_with_default(file: &str, names: &[String]) -> String {
 
 /// Every not-served row: the file named, and why. Control characters (a file name holding ESC or a
 /// newline, an error message) are shown escaped, so a row is one line that nothing can rewrite.
+/// A tool's module in a folder of plugins/ (`candidates::tools_in_folders`), and the file to move it to.
+pub fn in_a_folder(file: &str, tool: &str) -> String {
+    not_served(
+        file,
+        format!(
+            "only files directly in plugins/ are tools, and it exports description and run as a tool \
+             does: move it to plugins/{tool} to serve it (a folder's modules are code the tools import)"
+        ),
+    )
+}
+
 fn not_served(file: &str, why: impl std::fmt::Display) -> String {
     names::escape_controls(&format!("plugins/{file} is not served: {why}"), false).into_owned()
 }
