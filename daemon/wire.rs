@@ -294,6 +294,9 @@ pub struct StatusReply {
     /// runtime.log cannot be written now, in words (its rows go to the server's stderr).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_unwritable: Option<String>,
+    /// calls.jsonl cannot be written now, in words (with `callLog` on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls_unwritable: Option<String>,
     /// The version of ovai this server runs.
     #[serde(default)]
     pub version: String,

@@ -2163,6 +2163,46 @@ fn status_says_while_runtime_log_cannot_be_written() {
     );
 }
 
+/// A calls.jsonl that cannot be written is said by `ovai status` while it lasts, with the calls it lost:
+/// one ERROR line on the server's stderr was all (helper-92).
+#[test]
+fn status_says_while_the_call_log_cannot_be_written() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "callLog": true }));
+    let _d = inst.start();
+    let calls = inst.root.join("calls.jsonl");
+    std::fs::create_dir(&calls).unwrap();
+    let mut s = inst.session("lead");
+    s.initialize();
+    for _ in 0..2 {
+        assert!(!s.call("room", json!({ "last": 0 })).1);
+    }
+    let said = || {
+        let out = inst.cmd().arg("status").output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let now = wait_until("status to say the call log cannot be written", || {
+        let now = said();
+        now.contains("2 calls since").then_some(now)
+    });
+    assert!(
+        now.contains("calls.jsonl cannot be written (")
+            && now.contains("): the 2 calls since are not in it (callLog)."),
+        "{now}"
+    );
+    std::fs::remove_dir(&calls).unwrap();
+    assert!(!s.call("room", json!({ "last": 0 })).1);
+    wait_until("status to stop saying so", || {
+        (!said().contains("cannot be written")).then_some(())
+    });
+    assert!(
+        std::fs::read_to_string(&calls)
+            .unwrap()
+            .contains("\"lost\":2"),
+        "the calls lost are counted in the file"
+    );
+}
+
 /// A warning the server writes as a row is on its stderr once, as a warning: it was there twice, once
 /// as the warning and once as the row's copy (helper-65).
 #[test]

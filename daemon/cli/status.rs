@@ -134,7 +134,10 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     if let Some(url) = &v.web {
         println!("Status page: {url} (`ovai web` prints a link that opens it).");
     }
-    if let Some(said) = &v.log_unwritable {
+    for said in [&v.log_unwritable, &v.calls_unwritable]
+        .into_iter()
+        .flatten()
+    {
         println!("{said}");
     }
     for said in &v.unserved {

@@ -267,6 +267,7 @@ pub async fn status(daemon: &Arc<Daemon>, files: bool) -> StatusReply {
             .and_then(|web| crate::sync::lock(&web.base).clone()),
         unserved: lock(&daemon.unserved).clone(),
         log_unwritable: daemon.log.unwritable(),
+        calls_unwritable: daemon.figures.call_log_unwritable(),
         finishing: daemon
             .generations()
             .iter()

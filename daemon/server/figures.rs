@@ -117,6 +117,8 @@ struct Today {
 struct CallLog {
     path: PathBuf,
     tx: std::sync::mpsc::Sender<String>,
+    /// While the last lines could not be written: how many, and why the first could not.
+    lost: Arc<Mutex<Option<(usize, String)>>>,
 }
 
 impl Figures {
@@ -128,6 +130,21 @@ impl Figures {
             (Some(p), Some(l)) if l.path == p => {}
             (Some(p), _) => *log = Some(CallLog::start(p)),
         }
+    }
+
+    /// While calls.jsonl cannot be written: why, and how many calls since are not in it.
+    pub fn call_log_unwritable(&self) -> Option<String> {
+        let log = lock(&self.log);
+        let (n, why) = lock(&log.as_ref()?.lost).clone()?;
+        let calls = if n == 1 {
+            "call since is".to_string()
+        } else {
+            format!("{} calls since are", crate::names::thousands(n))
+        };
+        Some(format!(
+            "calls.jsonl cannot be written ({}): the {calls} not in it (callLog).",
+            crate::names::escape_controls(&why, false)
+        ))
     }
 
     /// `failed`: refused for a fault of the tool's code (a throw, a wrong answer, its deadline).
@@ -251,6 +268,8 @@ impl CallLog {
     fn start(path: PathBuf) -> Self {
         let (tx, rx) = std::sync::mpsc::channel::<String>();
         let writing = path.clone();
+        let lost = Arc::new(Mutex::new(None));
+        let said_lost = lost.clone();
         std::thread::spawn(move || {
             let mut file = crate::files::Appender::new(&writing, ROTATE_AT_BYTES);
             for mut line in rx {
@@ -264,8 +283,10 @@ impl CallLog {
                     });
                     file.append_or_say(format!("{said}\n").as_bytes());
                 }
+                // For `ovai status`: an ERROR line on stderr was all.
+                *lock(&said_lost) = file.lost().cloned();
             }
         });
-        Self { path, tx }
+        Self { path, tx, lost }
     }
 }
