@@ -116,7 +116,7 @@ pub async fn call_from(
             _ = cancel.cancelled() => return Ended::Unsent,
         };
         let ready = match link {
-            Ok(link) => match prepare_on(host, link, &req) {
+            Ok(link) => match prepare(host, link, &req) {
                 Ok(ready) => ready,
                 Err(why) => return Ended::NotReimported(why),
             },
@@ -177,26 +177,15 @@ impl link::Settle for Waiter {
     }
 }
 
-/// Makes a call's line for the live host, for a call with no task waiting on it (`Ready::send`). `Busy`
-/// when no host is up now (the call takes the waiting way, which waits for one), `Refused` when the live
-/// host does not serve the tool.
 /// Why the live host does not answer `tool`'s calls (its file was left out when the host was made
 /// again), if it does not.
 pub fn unavailable(host: &Arc<Host>, tool: &str) -> Option<NotReimported> {
     host.live_link()?.unavailable(tool)
 }
 
-pub fn prepare(host: &Arc<Host>, req: &CallRequest<'_>) -> Prepared {
-    let Some(link) = host.live_link() else {
-        return Prepared::Busy;
-    };
-    match prepare_on(host, link, req) {
-        Ok(ready) => Prepared::Ready(ready),
-        Err(why) => Prepared::Refused(why),
-    }
-}
-
-fn prepare_on(
+/// Makes a call's line for `link` (the live host's, `Host::live_link`), for a call with no task waiting
+/// on it (`Ready::send`); refused when that host does not serve the tool.
+pub fn prepare(
     host: &Arc<Host>,
     link: Arc<link::Link>,
     req: &CallRequest<'_>,
@@ -226,13 +215,6 @@ fn prepare_on(
         line,
         progress: req.progress.clone(),
     })
-}
-
-/// What `prepare` found.
-pub enum Prepared {
-    Ready(Ready),
-    Busy,
-    Refused(NotReimported),
 }
 
 /// A call's line, made for the live host's link.

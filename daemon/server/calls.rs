@@ -27,7 +27,7 @@ use super::session::{AdmittedCall, How, SeatService};
 use super::traces::{HostSpan, RequestSpan};
 use crate::answer::Outcome;
 use crate::host::link::{CallEnd, End, Link, Settle};
-use crate::host::{self, CallRequest, Ended, Prepared};
+use crate::host::{self, CallRequest, Ended};
 use crate::jsonrpc::{self, INVALID_PARAMS};
 use crate::sync::lock;
 use crate::tools::Kind;
@@ -146,6 +146,11 @@ impl Calls {
         self.shared.service.seat()
     }
 
+    /// `name` where a tool has it (`Daemon::served`).
+    pub fn served<'a>(&self, name: &'a str) -> Option<&'a str> {
+        self.shared.service.served(name)
+    }
+
     /// Counts a call refused as it was read (its params, its revision): `name` where it was read.
     pub fn count_error(&self, name: Option<&str>, code: i64) {
         self.shared.service.record_error(name, Instant::now(), code);
@@ -204,7 +209,11 @@ impl Calls {
             .progress
             .clone()
             .map(|token| Relay::new(token, To::Lines(answers.clone())));
-        let (host_span, traceparent) = call.host_trace();
+        // No host up now: the waiting way waits for one, and makes the host part's span itself.
+        let Some(link) = generation.host.live_link() else {
+            return self.spawn(call, number, admitted, started, answers, None);
+        };
+        let (mut host_span, traceparent) = call.host_trace();
         let prepared = {
             let role = config.role_of(shared.service.seat());
             let request = CallRequest {
@@ -216,13 +225,15 @@ impl Calls {
                 progress: relay.clone().map(|r| r as _),
                 traceparent: traceparent.as_deref(),
             };
-            host::prepare(&generation.host, &request)
+            host::prepare(&generation.host, link, &request)
         };
         let prepared = match prepared {
-            Prepared::Ready(prepared) => prepared,
-            Prepared::Busy => return self.spawn(call, number, admitted, started, answers, None),
-            Prepared::Refused(why) => {
+            Ok(prepared) => prepared,
+            Err(why) => {
                 let outcome = crate::answer::plugin(&file, Ended::NotReimported(why), max);
+                if let Some(span) = &mut host_span {
+                    span.outcome(&outcome);
+                }
                 return shared.answer_now(&call, started, &outcome, answers);
             }
         };
@@ -585,8 +596,8 @@ impl Plain {
             relay,
             ..
         } = self;
-        if let (Some(mut span), Outcome::Refused(why)) = (host_span, &outcome) {
-            span.failed(why);
+        if let Some(mut span) = host_span {
+            span.outcome(&outcome);
         }
         call.end_span(&outcome);
         shared.service.record(&call.name, started, &outcome, how);

@@ -188,6 +188,12 @@ impl Daemon {
             .clone()
     }
 
+    /// `name` where a tool has it: what metrics and traces may carry, so names a session makes up add
+    /// no series and no span names.
+    pub fn served<'a>(&self, name: &'a str) -> Option<&'a str> {
+        self.current().tools.get(name).is_some().then_some(name)
+    }
+
     /// Counts, in the metrics, a `tools/call` of `seat` answered with a JSON-RPC error `code` and not
     /// run: under its tool's name where a tool has it, else under none (`name` is the one it gave, if it
     /// could be read), so names a session makes up add no series.
@@ -195,7 +201,7 @@ impl Daemon {
         let Some(metrics) = self.metrics.get() else {
             return;
         };
-        let served = name.filter(|n| self.current().tools.get(n).is_some());
+        let served = name.and_then(|n| self.served(n));
         let outcome = match (name, served, code) {
             (Some(_), None, INVALID_PARAMS) => "unknown_tool",
             (_, _, INVALID_PARAMS) => "invalid_params",

@@ -280,8 +280,8 @@ impl SeatService {
                 let ended = host::call(&generation.host, request, timeout, ct).await;
                 let how = How::of(&ended);
                 let outcome = answer::plugin(file, ended, max);
-                if let (Some(span), Outcome::Refused(why)) = (&mut host_span, &outcome) {
-                    span.failed(why);
+                if let Some(span) = &mut host_span {
+                    span.outcome(&outcome);
                 }
                 (outcome, how)
             }
@@ -307,6 +307,11 @@ impl SeatService {
         if let Some(metrics) = self.daemon.metrics.get() {
             metrics.call(&self.seat, name, took, counted);
         }
+    }
+
+    /// `name` where a tool has it (`Daemon::served`).
+    pub fn served<'a>(&self, name: &'a str) -> Option<&'a str> {
+        self.daemon.served(name)
     }
 
     /// Counts a call answered with a JSON-RPC error `code`, not run (no such tool, params not taken).
@@ -715,7 +720,7 @@ impl SeatService {
         let tracestate = trace_header(context, "tracestate");
         crate::server::traces::RequestSpan::start(&crate::server::traces::Request {
             method: "tools/call",
-            tool: Some(name),
+            tool: self.daemon.served(name),
             id: Some(&context.id),
             seat: &self.seat,
             session: header("mcp-session-id"),

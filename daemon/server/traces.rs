@@ -126,6 +126,27 @@ pub fn start(log: &Arc<RuntimeLog>) -> Option<String> {
              collector as http://HOST:PORT (http://127.0.0.1:4318, say)."
         ));
     }
+    // The exporter sends no credentials from the address, and appends /v1/traces to a base one after its
+    // query: either way nothing would arrive where the row says traces go (helper-96).
+    let authority = raw.split_once("://").map_or("", |(_, rest)| rest);
+    if authority
+        .split(['/', '?', '#'])
+        .next()
+        .is_some_and(|a| a.contains('@'))
+    {
+        return Some(format!(
+            "Traces are not exported: {var} is {endpoint}, whose user and password the exporter would not \
+             send: name the collector without them, and give them in OTEL_EXPORTER_OTLP_HEADERS \
+             (Authorization=Basic …)."
+        ));
+    }
+    if var == "OTEL_EXPORTER_OTLP_ENDPOINT" && raw.contains('?') {
+        return Some(format!(
+            "Traces are not exported: {var} is {endpoint}, whose query the exporter would write into the \
+             path (before /v1/traces): leave it out, and give a key in OTEL_EXPORTER_OTLP_HEADERS, or name \
+             the whole address in OTEL_EXPORTER_OTLP_TRACES_ENDPOINT."
+        ));
+    }
     let service = std::env::var("OTEL_SERVICE_NAME")
         .ok()
         .filter(|s| !s.trim().is_empty())
@@ -503,8 +524,17 @@ impl HostSpan {
         )
     }
 
-    pub fn failed(&mut self, why: &str) {
-        self.span.set_status(Status::error(why.to_string()));
+    /// Marks how a call that did not answer with text ended: refused, or cancelled (a call that waited
+    /// for a host and was not made read as done).
+    pub fn outcome(&mut self, outcome: &crate::answer::Outcome) {
+        use crate::answer::Outcome;
+        match outcome {
+            Outcome::Refused(why) => self.span.set_status(Status::error(why.to_string())),
+            Outcome::Cancelled | Outcome::Unsent => {
+                self.span.set_status(Status::error("cancelled"))
+            }
+            Outcome::Text(_) | Outcome::Json(_) => {}
+        }
     }
 }
 

@@ -723,10 +723,12 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                 );
             }
         };
-        let span = self.calls.as_ref().and_then(|calls| {
+        // Traces off, nothing is looked up: this is every call's path.
+        let traced = self.calls.as_ref().filter(|_| traces::tracer().is_some());
+        let span = traced.and_then(|calls| {
             RequestSpan::start(&traces::Request {
                 method: "tools/call",
-                tool: Some(&call.name),
+                tool: calls.served(&call.name),
                 id: Some(&id),
                 seat: calls.seat(),
                 session: None,
