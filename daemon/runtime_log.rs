@@ -118,7 +118,7 @@ impl RuntimeLog {
 
 /// RFC 3339 in UTC with milliseconds: `2026-11-29T12:00:00.123Z`.
 /// The last `n` rows of runtime.log at `path`, read from its end (at most 64 KiB of it).
-pub fn latest(path: &std::path::Path, n: usize) -> Vec<String> {
+pub fn latest(path: &std::path::Path, n: usize, keep: impl Fn(&str) -> bool) -> Vec<String> {
     use std::io::{Read, Seek, SeekFrom};
     let Ok(mut f) = crate::files::open_regular(path, u64::MAX) else {
         return Vec::new();
@@ -135,6 +135,7 @@ pub fn latest(path: &std::path::Path, n: usize) -> Vec<String> {
         // The first line read may be the end of a row cut in two.
         lines.remove(0);
     }
+    lines.retain(|l| keep(l));
     lines[lines.len().saturating_sub(n)..]
         .iter()
         .map(|l| crate::names::escape_controls(l, false).into_owned())
@@ -150,7 +151,7 @@ pub fn ended_without_stopping(
     path: &std::path::Path,
     marked: Option<(u32, String)>,
 ) -> Option<String> {
-    let rows = latest(path, usize::MAX);
+    let rows = latest(path, usize::MAX, |_| true);
     let last = rows
         .last()
         .and_then(|r| parse_row(r))

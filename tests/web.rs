@@ -890,6 +890,78 @@ fn the_status_page_stays_readable_long_words_newest_rows_selections_narrow_windo
     );
 }
 
+/// An instance of many tools keeps its troubles in view (helper-96: with 200 plugins the host and the
+/// calls running started 10,796 px down, below the tools; the log panel showed only the rows of the
+/// tools served, which the tools table lists; a narrow window split numbers and words in cells).
+#[test]
+fn a_busy_instances_troubles_stay_in_view_and_narrow_cells_keep_their_words() {
+    let mut plugins: Vec<(String, String)> = (0..120)
+        .map(|i| (format!("tool-{i:03}.mjs"), ECHO.to_string()))
+        .collect();
+    plugins.push((
+        "broken.mjs".into(),
+        "export const description = 'b';".into(),
+    ));
+    let plugins: Vec<(&str, &str)> = plugins
+        .iter()
+        .map(|(f, t)| (f.as_str(), t.as_str()))
+        .collect();
+    let inst = Instance::with_plugins(&plugins);
+    inst.set_config(json!({ "web": { "listen": "127.0.0.1:0" } }));
+    let _d = inst.start();
+    inst.cmd().arg("restart").assert().code(1);
+    let out = inst.cmd().arg("web").output().unwrap();
+    let url = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let mut browser = Browser::open(&url);
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert!(!s.call("tool-001", json!({})).1);
+    wait_until("the call on the page", || {
+        let calls = browser.eval("document.getElementById('calls').innerText");
+        calls.contains("tool-001").then_some(())
+    });
+    // The host, the calls running and the files not served are on the first screen.
+    for part in ["host-section", "running-section", "not-served"] {
+        let top = format!(
+            "String(document.getElementById('{part}').getBoundingClientRect().top < window.innerHeight)"
+        );
+        assert_eq!(browser.eval(&top), "true", "{part} is out of view");
+    }
+    assert!(
+        browser
+            .eval("document.getElementById('not-served').innerText")
+            .contains("plugins/broken.mjs")
+    );
+    // The log panel shows what happened, not a row per tool served.
+    let log = browser.eval("document.getElementById('log').textContent");
+    assert!(
+        log.contains("Restarted") || log.contains("restart"),
+        "{log}"
+    );
+    assert!(!log.contains("serves a tool of its own"), "{log}");
+    // A phone's width: a number, a role or a word is not split across lines (a name may break after a
+    // hyphen or a slash, as a browser breaks one).
+    browser.command(
+        "Emulation.setDeviceMetricsOverride",
+        json!({ "width": 360, "height": 800, "deviceScaleFactor": 1, "mobile": false }),
+    );
+    wait_until("the narrow layout", || {
+        (browser.eval("String(window.innerWidth)") == "360").then_some(())
+    });
+    let split = "JSON.stringify([...document.querySelectorAll('td')]\
+                 .filter(td => /^[^\\s/-]{1,30}$/.test(td.textContent))\
+                 .filter(td => { const r = document.createRange(); r.selectNodeContents(td); \
+                                 return new Set([...r.getClientRects()].map(c => Math.round(c.top))).size > 1; })\
+                 .map(td => td.textContent))";
+    assert_eq!(browser.eval(split), "[]", "words split across lines");
+    let fits = "String(document.documentElement.scrollWidth <= window.innerWidth)";
+    assert_eq!(
+        browser.eval(fits),
+        "true",
+        "a narrow window widens the page"
+    );
+}
+
 /// The page's address typed or pasted without its last slash leads to the page: its cookie is sent only
 /// below that path, and a 404 there read as the page being gone.
 #[test]

@@ -110,7 +110,7 @@ function drawRunning() {
     const seconds = Math.max(0, Math.floor((Date.now() - c.startedMs) / 1000));
     cell(tr, c.seat);
     cell(tr, c.file);
-    cell(tr, `${seconds} s`, seconds >= 10 ? "bad" : "");
+    cell(tr, seconds >= 10 ? `${seconds} s, long` : `${seconds} s`, seconds >= 10 ? "bad" : "");
   });
 }
 

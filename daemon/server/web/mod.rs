@@ -397,7 +397,13 @@ async fn snapshot(daemon: &Arc<Daemon>) -> Value {
                 })
             })
             .collect();
-        (room, crate::runtime_log::latest(&inst.runtime_log(), 30))
+        // A row per tool served, which the tools table lists, would push every other row out after a
+        // restart of many plugins (helper-96).
+        let log = crate::runtime_log::latest(&inst.runtime_log(), 30, |row| {
+            crate::runtime_log::parse_row(row)
+                .is_none_or(|(_, _, said)| !said.starts_with(crate::plugins::plugin_rows::SERVED))
+        });
+        (room, log)
     })
     .await
     .unwrap_or_default();
