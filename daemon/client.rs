@@ -836,9 +836,10 @@ pub fn call_text(result: &Value) -> (String, bool) {
 
 /// How long a stopping daemon may take to end: its calls' grace, and its sessions' time to finish.
 pub fn stop_patience(inst: &Instance) -> Duration {
-    inst.read_config()
-        .map_or(Duration::from_secs(10), |c| c.shutdown_grace)
-        + Duration::from_secs(30)
+    inst.read_config().map_or(
+        Duration::from_secs(crate::instance::DEFAULT_SHUTDOWN_GRACE_S),
+        |c| c.shutdown_grace,
+    ) + Duration::from_secs(30)
 }
 
 /// Waits for a stopping daemon to end, within `stop_patience`; `said` is told once a second has passed,

@@ -1,5 +1,5 @@
-//! SHA-256 and hex, the one way the daemon fingerprints things: seat secrets (only their hash is kept),
-//! plugin files (to tell which changed since they were read), a root's path (in a service's name).
+//! SHA-256 and hex of what is held in memory: seat secrets (only their hash is kept), a root's path (in a
+//! service's name). A plugin file is hashed as it is read, by `files::fingerprint`.
 
 use sha2::{Digest, Sha256};
 

@@ -1,5 +1,7 @@
-//! Writing the instance's files: whole or not at all (a temporary file beside it, synced, then renamed
-//! over it), and readable by their owner only.
+//! The instance's files: written whole or not at all (a temporary file beside it, synced, then renamed
+//! over it) and readable by their owner only; read only when they are regular files of a sane size
+//! (`open_regular`, `read_regular`, a plugin file's SHA-256); and the rotating `Appender` that
+//! runtime.log and calls.jsonl are written with.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -181,6 +183,13 @@ pub fn keep_line_ends(path: &Path, text: String) -> String {
     }
 }
 
+/// A file's size and modification time (through links), as far as they can be read: a file whose stamp
+/// is as it was need not be read again.
+pub fn stamp(path: &Path) -> Option<(u64, Option<std::time::SystemTime>)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.len(), m.modified().ok()))
+}
+
 /// The text of the regular file at `path`, of at most `max` bytes (see `open_regular`).
 pub fn read_regular(path: &Path, max: u64) -> std::io::Result<String> {
     use std::io::Read;
@@ -359,13 +368,13 @@ impl Appender {
         }
     }
 
-    /// Appends, and says on the daemon's stderr (once, until an append works again) when it cannot. The
-    /// first append to work again gives the count of those lost before it, and why the first was.
     /// The lines lost since the last append that worked, and why the first failed; `None` while it works.
     pub fn lost(&self) -> Option<&(usize, String)> {
         self.lost.as_ref()
     }
 
+    /// Appends, and says on the daemon's stderr (once, until an append works again) when it cannot. The
+    /// first append to work again gives the count of those lost before it, and why the first was.
     pub fn append_or_say(&mut self, bytes: &[u8]) -> Option<(usize, String)> {
         // Counted in lines: several rows may go in one write.
         let lines = bytes.iter().filter(|&&b| b == b'\n').count().max(1);

@@ -4,6 +4,7 @@
 //! it refuses a tool's own file, instead of running code nobody read while the log says it serves the
 //! same files.
 
+use crate::files::stamp;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -32,11 +33,6 @@ const MOST_BYTES: u64 = 2 << 30;
 
 /// A file's size and modification time: a file whose stamp is as it was is not read again.
 type Stamp = Option<(u64, Option<std::time::SystemTime>)>;
-
-fn stamp(path: &Path) -> Stamp {
-    let m = std::fs::metadata(path).ok()?;
-    Some((m.len(), m.modified().ok()))
-}
 
 /// A file's device and inode: its hard links, and the paths links lead to it by, are one file.
 type Inode = (u64, u64);

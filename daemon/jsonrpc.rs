@@ -132,7 +132,7 @@ pub fn read_within<'a, S: Visitor<'a> + Copy>(
     params: Option<S>,
 ) -> (Read<'a>, Inner<S::Value>) {
     let envelope = Within {
-        names: &ENVELOPE,
+        names: &crate::skim::ENVELOPE,
         inner: params.map(|within| (3, within)),
     };
     match object(text, envelope) {
@@ -349,8 +349,6 @@ fn echoable(raw: &RawValue) -> &str {
     }
 }
 
-const ENVELOPE: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
-
 /// Why an id cannot be taken.
 enum IdProblem {
     TooLong(usize),
@@ -400,8 +398,7 @@ fn read_id(raw: &RawValue) -> Result<NumberOrString, IdProblem> {
     }
 }
 
-/// A JSON string's text; `None` for any other value.
-/// A string value, borrowed from the line unless it has escapes.
+/// A JSON string's text, borrowed from the line unless it has escapes; `None` for any other value.
 pub fn as_string(raw: &RawValue) -> Option<Cow<'_, str>> {
     if !raw.get().starts_with('"') {
         return None;

@@ -9,13 +9,17 @@
 //!    `server::connection`, which reads the hello and resolves the secret to a seat (`seats`); the
 //!    sockets are `unix_io`'s, waited on for reading only. A seat on another machine comes in over
 //!    `server::http` instead: its gate resolves the bearer token to a seat on every request.
-//! 3. `server::session`: the MCP service of that one connection (rmcp, over `server::transport`), which
-//!    knows its seat from then on. `tools/call` finds the tool in the current `generation`'s table
-//!    (`tools`) and checks the arguments against its inputSchema (`tools::schema`).
+//! 3. `server::transport` and `server::session`: one MCP session, which knows its seat from then on.
+//!    Every line is read by `jsonrpc`; on the socket, every `tools/call` is taken from rmcp by the
+//!    transport to `server::calls`: its params read (`server::params`), the tool found in the current
+//!    `generation`'s table (`tools`), its arguments checked (`server::arguments`, `tools::schema`). Over
+//!    HTTP, rmcp runs the session (`server::session`'s handler) and the call takes the same checks.
 //! 4. Built-ins answer in Rust (`tools::index`, `tools::room`). A plugin call goes to the generation's
-//!    host: `host::call` → `host::supervisor` (the live host process, in its box: `host::sandbox`,
-//!    `host::userns`) → `host::link` (one NDJSON line on a pipe, the host's fd 3; the answer back on its
-//!    fd 4) → `host-shim/host.mjs` in Node → the plugin's `run`; its progress goes back through `server::progress`.
+//!    host: `host::prepare` makes its line for the live host and `Ready::send` writes it, with no task of
+//!    its own (`host::call`, a task that waits for a host, when none is up, and over HTTP) →
+//!    `host::supervisor` (the live host process, in its box: `host::sandbox`, `host::userns`) →
+//!    `host::link` (one NDJSON line on a pipe, the host's fd 3; the answer back on its fd 4) →
+//!    `host-shim/host.mjs` in Node → the plugin's `run`; its progress goes back through `server::progress`.
 //! 5. `answer`: every way the call can end, in the words the caller reads.
 //!
 //! Beside the route: `plugins` decides which files in plugins/ a generation serves (the checks before

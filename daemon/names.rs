@@ -3,8 +3,9 @@
 //! No underscore: a permission rule for one tool is spelled `mcp__<server>__<tool>`, and a name holding
 //! `__` would make a rule that named a different tool than the one meant.
 //!
-//! Beside it, how names are shown and compared: control characters escaped, and the edit distance the
-//! near-miss hints use (a misspelt key in openovai.json, a misspelt export).
+//! Beside it, how names are shown and compared: control characters escaped, the edit distance the
+//! near-miss hints use (a misspelt key in openovai.json, a misspelt export), a word quoted for a shell,
+//! a count with thousands separators, and whether a host name or address is this machine's own.
 
 /// The sentence that states the rule, as runtime.log and the CLI say it.
 pub const RULE: &str = "a name is a letter, then letters, digits and hyphens, up to 32 of them";

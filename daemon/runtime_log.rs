@@ -116,8 +116,7 @@ impl RuntimeLog {
     }
 }
 
-/// RFC 3339 in UTC with milliseconds: `2026-11-29T12:00:00.123Z`.
-/// The last `n` rows of runtime.log at `path`, read from its end (at most 64 KiB of it).
+/// The last `n` rows of runtime.log at `path` that `keep`, read from its end (at most 64 KiB of it).
 pub fn latest(path: &std::path::Path, n: usize, keep: impl Fn(&str) -> bool) -> Vec<String> {
     use std::io::{Read, Seek, SeekFrom};
     let Ok(mut f) = crate::files::open_regular(path, u64::MAX) else {
@@ -185,6 +184,7 @@ pub fn ended_without_stopping(
     Some(said(&pid.to_string(), &since, last))
 }
 
+/// RFC 3339 in UTC with milliseconds: `2026-11-29T12:00:00.123Z`.
 pub fn timestamp(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }

@@ -7,8 +7,9 @@
 //! given twice decides. The rest of the line is only followed (strings, nesting), not checked: a line
 //! with a request's shape is answered as one.
 
-/// The envelope's members, as `jsonrpc::read` reads them; all but `params` are kept as written.
-const ENVELOPE: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
+/// The envelope's members, as `jsonrpc::read` reads them (from here); all but `params` are kept as
+/// written.
+pub const ENVELOPE: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
 const PARAMS: usize = 3;
 /// A kept value longer than this is kept as a placeholder of its meaning: an id of 1 KiB, every
 /// character of it escaped, fits.

@@ -3,7 +3,8 @@
 //!
 //! A seat presents its secret in the hello and the rest of the connection is MCP (over two pipes the
 //! welcome hands over, when the hello asks for them); a control client
-//! (`ovai restart`, `ovai status`, `ovai seat`) presents the control secret from `.ovai/` and one
+//! (every `ovai` command that asks the running server: restart, status, stop, seat, tools, web)
+//! presents the control secret from `.ovai/` and one
 //! operation, and reads one JSON reply.
 
 use serde::{Deserialize, Serialize};

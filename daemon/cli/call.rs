@@ -7,11 +7,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::exit;
 use crate::client::{self, McpClient};
 use crate::instance;
 use crate::wire::{ControlOp, ToolsReply};
-
-const USAGE: i32 = 2;
 
 pub fn run(root: Option<&Path>, tool: &str, args: Option<&str>, seat: Option<&str>) -> i32 {
     match call(root, tool, args, seat) {
@@ -21,11 +20,11 @@ pub fn run(root: Option<&Path>, tool: &str, args: Option<&str>, seat: Option<&st
         }
         Ok((text, true)) => {
             eprintln!("{}", shown(&text, std::io::stderr().is_terminal()));
-            1
+            exit::FAILED
         }
         Err(sentence) => {
             eprintln!("ovai: {sentence}");
-            USAGE
+            exit::USAGE
         }
     }
 }

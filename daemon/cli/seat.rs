@@ -1,4 +1,4 @@
-//! `ovai seat add|list|remove|rotate|rebuild`. Every change is told to a running daemon, which ends the
+//! `ovai seat add|list|remove|rotate|rebuild|trust`. Every change is told to a running daemon, which ends the
 //! sessions of seats that are gone or re-keyed and gives its plugin host a box that hides the new secrets.
 
 use serde_json::json;

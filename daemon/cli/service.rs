@@ -1,4 +1,4 @@
-//! `ovai service install`: a systemd user unit or a launchd agent for this instance, from the templates in
+//! `ovai service install` and `uninstall`: a systemd user unit or a launchd agent for this instance, from the templates in
 //! scripts/ (embedded), with the binary's and the root's absolute paths filled in.
 
 use std::path::{Path, PathBuf};

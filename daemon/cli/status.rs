@@ -108,14 +108,14 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     let host = match (&v.host.down, v.host.pid) {
         (Some(why), _) => format!("down: {why}"),
         (None, Some(pid)) => format!("pid {pid}"),
-        (None, None) => "being respawned".into(),
+        (None, None) => "none now: a new one is being started".into(),
     };
     println!(
         "Generation {} (read at {}), Node {}; plugin host {host}, {}.",
         v.generation,
         v.loaded_at,
         v.node,
-        respawned(v.host.respawns)
+        started_again(v.host.respawns)
     );
     for said in &v.finishing {
         println!("{said}");
@@ -261,7 +261,6 @@ fn files_since_the_read(v: &StatusReply) {
     }
 }
 
-/// "never respawned", "respawned once", "respawned 3 times".
 /// The calls plugins are running now, the longest-running first, if any.
 fn running_line(v: &StatusReply) -> Option<String> {
     if v.calls_running.is_empty() && v.calls_running_total == 0 {
@@ -283,12 +282,13 @@ fn running_line(v: &StatusReply) -> Option<String> {
     Some(format!("Running now: {}.", shown.join(", ")))
 }
 
-/// Counted for the generation served: a restart starts its host afresh (the page and the metrics count
-/// since the server started).
-fn respawned(n: u32) -> String {
+/// "none started again", "one started again", "3 started again", as the host's rows say it ("a new plugin
+/// host was started"). Counted for the generation served: a restart starts its host afresh (the page and
+/// the metrics count since the server started).
+fn started_again(n: u32) -> String {
     match n {
-        0 => "never respawned since the last read".into(),
-        1 => "respawned once since the last read".into(),
-        n => format!("respawned {n} times since the last read"),
+        0 => "no new one started since the last read".into(),
+        1 => "a new one started once since the last read".into(),
+        n => format!("a new one started {n} times since the last read"),
     }
 }

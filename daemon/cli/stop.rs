@@ -100,9 +100,10 @@ fn ignored(signal: nix::sys::signal::Signal) -> bool {
 /// it was not asked here) may take up to shutdownGraceSeconds; with none, its sessions, its plugin host
 /// and its exports (the last spans, before a collector that may be slow) take the time.
 fn wait_for_end(inst: &Instance, pid: u32, calls: Option<usize>) -> Result<(), Failure> {
-    let grace = inst
-        .read_config()
-        .map_or(Duration::from_secs(10), |c| c.shutdown_grace);
+    let grace = inst.read_config().map_or(
+        Duration::from_secs(crate::instance::DEFAULT_SHUTDOWN_GRACE_S),
+        |c| c.shutdown_grace,
+    );
     said_when_interrupted(pid);
     let ended = client::wait_for_end(inst, pid, || {
         let what = match calls {

@@ -46,13 +46,13 @@ fn json_files(desk: &Path) -> [(Client, PathBuf, [&'static str; 2]); 2] {
     ]
 }
 
-/// The entry a JSON client reads, `env` the bridge's environment (the person's own variables kept).
 /// opencode gives up on a request quiet for its `timeout`, 60 s unless said: the same as ovai's own
 /// `callTimeoutSeconds`, a tie opencode won, so a call that never settled got its "Request timed out"
 /// and never ovai's words naming the file. ovai answers every call itself; ten minutes (Gemini CLI's
 /// own) is opencode's backstop, and bounds its wait on a remote server that never answers.
 const OPENCODE_TIMEOUT_MS: u64 = 10 * 60 * 1000;
 
+/// The entry a JSON client reads, `env` the bridge's environment (the person's own variables kept).
 /// Sets the server's entry in `entry` for `client`: what reaches the server (and the other way's keys
 /// taken out), and the defaults where nothing is said. The rest of it is the person's.
 fn fill_json_entry(

@@ -305,7 +305,7 @@ pub struct Link {
     pub pid: u32,
     /// Plugins that did not import again after a crash: name → why (calls to them are refused).
     unavailable: Mutex<HashMap<String, NotReimported>>,
-    /// The ping `answers_within` waits on, and whether its pong came (no other pong counts).
+    /// The ping `ask` sent and `answered` looks for, and whether its pong came (no other pong counts).
     awaited_pong: AtomicU64,
     ponged: std::sync::atomic::AtomicBool,
     /// Where errors left behind outside a call are written, and the places written so far.
@@ -440,7 +440,7 @@ impl Link {
         !lock(&self.calls).waiting.is_empty()
     }
 
-    /// A key for a call about to be registered with `expect_settled`.
+    /// A key for a call about to be registered with `expect`.
     pub fn call_key(&self) -> u64 {
         self.fresh_key()
     }

@@ -1,12 +1,14 @@
 //! The plugin host: a supervised Node child that imports plugins and runs their `run`.
 //!
-//! A call goes `call` (here) → `supervisor` (the generation's live host) → `link` (one NDJSON line on
-//! the host's fd 3, the answer back on its fd 4) → the host shim → the plugin. Around it: `child` starts
+//! A call goes `prepare` (here: its line for the live host) and `Ready::send`, with no task of its own;
+//! or, when no host is up and over HTTP, `call`, a task that waits for one. Either way: `supervisor` (the
+//! generation's live host) → `link` (one NDJSON line on the host's fd 3, the answer back on its fd 4) →
+//! the host shim → the plugin. Around it: `child` starts
 //! a process (its two protocol pipes and the watcher's socket, process group, minimal environment),
 //! `output` drains its stdout and stderr, `process` greets it and imports files, `import` imports a
 //! generation's files (leaving out one that ends the host or holds its event loop), `ending` types why
 //! a host or a call on it ended, `where_held` asks a host that stopped answering where a plugin holds
-//! it, and `rows` words the host's runtime.log rows. Plugin code never runs in the daemon.
+//! it, and `host_rows` words the host's runtime.log rows. Plugin code never runs in the daemon.
 
 pub mod supervisor;
 #[cfg(target_os = "linux")]

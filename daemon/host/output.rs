@@ -15,7 +15,7 @@ use crate::sync::lock;
 const STDERR_TAIL: usize = 32;
 /// How long before its end (or before it stopped answering) a line of a host's stderr may be to count
 /// among its last words.
-pub const LAST_WORDS: Duration = Duration::from_secs(5);
+pub const LAST_WORDS_WINDOW: Duration = Duration::from_secs(5);
 /// A line of the host's stdout or stderr longer than this is cut: output is logs, not data.
 const MAX_LOG_LINE: usize = 4096;
 /// At most this many lines a second of each stream reach the daemon's log; a flood is counted, not copied.
@@ -303,9 +303,14 @@ mod tests {
             &format!("\u{200b}{forged}"),
             "",
         ]);
-        assert_eq!(t.last_words(LAST_WORDS).as_deref(), Some("what it said"));
         assert_eq!(
-            tail(&["a last line", ""]).last_words(LAST_WORDS).as_deref(),
+            t.last_words(LAST_WORDS_WINDOW).as_deref(),
+            Some("what it said")
+        );
+        assert_eq!(
+            tail(&["a last line", ""])
+                .last_words(LAST_WORDS_WINDOW)
+                .as_deref(),
             Some("a last line")
         );
     }
@@ -318,20 +323,20 @@ mod tests {
             long_ago,
             "(Use `node --trace-warnings ...` to show where the warning was created)".into(),
         );
-        assert_eq!(t.last_words(LAST_WORDS), None);
+        assert_eq!(t.last_words(LAST_WORDS_WINDOW), None);
         t.push("FATAL ERROR: Reached heap limit".into());
         t.push_at(long_ago, "an older line".into());
         assert_eq!(
-            t.last_words(LAST_WORDS).as_deref(),
+            t.last_words(LAST_WORDS_WINDOW).as_deref(),
             Some("FATAL ERROR: Reached heap limit")
         );
         // A host that stopped answering said its last words before the 10 s it was given.
         let mut t = StderrTail::default();
         let before_the_hang = std::time::Instant::now() - Duration::from_secs(12);
         t.push_at(before_the_hang, "about to parse the 2 GB file".into());
-        assert_eq!(t.last_words(LAST_WORDS), None);
+        assert_eq!(t.last_words(LAST_WORDS_WINDOW), None);
         assert_eq!(
-            t.last_words(LAST_WORDS + Duration::from_secs(10))
+            t.last_words(LAST_WORDS_WINDOW + Duration::from_secs(10))
                 .as_deref(),
             Some("about to parse the 2 GB file")
         );

@@ -1,8 +1,8 @@
 //! The messages between the daemon and the plugin host, one JSON object a line on a pipe each
 //! way (the host reads fd 3 and writes fd 4).
 //!
-//! The host reports facts; every sentence a person reads is made on this side (plugins/rows.rs for the
-//! log, host/answer.rs for refusals), so the wording lives in one language and one place.
+//! The host reports facts; every sentence a person reads is made on this side (plugins/plugin_rows.rs and
+//! host/host_rows.rs for the log, answer.rs for refusals), so the wording lives in one language and one place.
 
 use std::io::Write as _;
 

@@ -43,7 +43,7 @@ pub const HOLD_AT_MOST: Duration = Duration::from_secs(15);
 /// is written only once the host has ended, so they cannot read it.
 pub const SEAT_DRAIN: Duration = Duration::from_secs(10);
 /// How long a host ended on purpose is given to read why (`Link::last_words`).
-const LAST_WORDS: Duration = Duration::from_secs(1);
+const LAST_WORDS_READ: Duration = Duration::from_secs(1);
 /// This many crashes within CRASH_WINDOW is a crash loop: the host stays down until `ovai restart`.
 const CRASH_LIMIT: usize = 5;
 /// This many ends of any kind within ENDS_WINDOW is one too: a plugin ending the host from a timer ends
@@ -430,7 +430,7 @@ async fn run(
                 if drain > Duration::ZERO && !gone {
                     let link = process.link.clone();
                     tokio::select! {
-                        () = link.last_words("the seats changed, and its plugin host is being replaced", LAST_WORDS) => {}
+                        () = link.last_words("the seats changed, and its plugin host is being replaced", LAST_WORDS_READ) => {}
                         () = process.ended() => {}
                     }
                 }
@@ -464,7 +464,7 @@ async fn run(
                 // A host that ended already hears nothing: not waited for.
                 let link = process.link.clone();
                 tokio::select! {
-                    () = link.last_words(why, LAST_WORDS) => {}
+                    () = link.last_words(why, LAST_WORDS_READ) => {}
                     () = process.ended() => {}
                 }
                 process.kill().await;
@@ -531,8 +531,8 @@ async fn run(
         let files = process.link.fail_all(&end);
         // A hung host said its last words before it stopped answering.
         let within = match &*end {
-            HostEnd::Hung { after, .. } => super::output::LAST_WORDS + *after,
-            _ => super::output::LAST_WORDS,
+            HostEnd::Hung { after, .. } => super::output::LAST_WORDS_WINDOW + *after,
+            _ => super::output::LAST_WORDS_WINDOW,
         };
         let called = process.link.last_called();
         job.log.row(

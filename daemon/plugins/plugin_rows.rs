@@ -14,7 +14,7 @@ pub fn served(name: &str) -> String {
 
 /// A row as `ovai check` prints it: what a restart would do, since the check serves nothing itself.
 pub fn as_checked(row: &str) -> String {
-    if let Some(name) = row.strip_prefix("This instance serves a tool of its own: ") {
+    if let Some(name) = row.strip_prefix(SERVED) {
         return format!("This instance would serve a tool of its own: {name}");
     }
     row.replacen(" is not served: ", " would not be served: ", 1)
@@ -34,7 +34,7 @@ pub fn description_cut(file: &str, chars: usize) -> String {
     )
 }
 
-pub use crate::names::thousands;
+use crate::names::thousands;
 
 /// A tool's entry in `tools/list` past which a row says what it costs: a typical tool's is a few KB.
 pub const LARGE_ENTRY_BYTES: usize = 64 * 1024;
@@ -172,8 +172,6 @@ pub fn required_with_default(file: &str, names: &[String]) -> String {
     names::escape_controls(&row, false).into_owned()
 }
 
-/// Every not-served row: the file named, and why. Control characters (a file name holding ESC or a
-/// newline, an error message) are shown escaped, so a row is one line that nothing can rewrite.
 /// A tool's module in a folder of plugins/ (`candidates::tools_in_folders`), and the file to move it to.
 pub fn in_a_folder(file: &str, tool: &str) -> String {
     not_served(
@@ -185,6 +183,8 @@ pub fn in_a_folder(file: &str, tool: &str) -> String {
     )
 }
 
+/// Every not-served row: the file named, and why. Control characters (a file name holding ESC or a
+/// newline, an error message) are shown escaped, so a row is one line that nothing can rewrite.
 fn not_served(file: &str, why: impl std::fmt::Display) -> String {
     names::escape_controls(&format!("plugins/{file} is not served: {why}"), false).into_owned()
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::candidates::{self, Candidate};
+use crate::files::stamp;
 use crate::tools::BUILTINS;
 
 /// What each candidate held when it was read: file name → its size and time, and the SHA-256 of its
@@ -15,11 +16,6 @@ pub struct Snapshot(BTreeMap<String, (FileStamp, Option<String>)>);
 
 /// A file's size and modification time, as far as they can be read.
 type FileStamp = Option<(u64, Option<std::time::SystemTime>)>;
-
-fn stamp(path: &Path) -> FileStamp {
-    let m = std::fs::metadata(path).ok()?;
-    Some((m.len(), m.modified().ok()))
-}
 
 impl Snapshot {
     pub fn take(dir: &Path, found: &[Candidate]) -> Self {

@@ -1,4 +1,5 @@
-//! Control requests from the CLI of the same instance (`ovai restart`, `ovai status`, `ovai seat`): the
+//! Control requests from the CLI of the same instance (`ovai restart`, `status`, `stop`, `seat`, `tools`,
+//! `web`): the
 //! control secret proves the caller can read `.ovai/`, which is its owner's alone.
 
 use std::collections::HashMap;

@@ -191,13 +191,8 @@ pub fn call_read<'a>(
             Err(_) => return Err(progress_token_kind(p)),
         },
     };
-    if let Some(ProgressToken(rmcp::model::NumberOrString::String(s))) = &read.progress
-        && s.len() > MAX_ID_BYTES
-    {
-        return Err(format!(
-            "params._meta.progressToken is {} bytes long; a progress token is at most {MAX_ID_BYTES} bytes",
-            s.len()
-        ));
+    if let Some(why) = read.progress.as_ref().and_then(progress_token_too_long) {
+        return Err(why);
     }
     read.version = version.and_then(jsonrpc::as_string);
     if read.version.is_none() {
@@ -316,6 +311,19 @@ fn problem(method: &str, params: Option<&RawValue>) -> String {
                     jsonrpc::clip(method)
                 )
             }),
+    }
+}
+
+/// `-32602`'s words for a progress token longer than an id may be, over either transport.
+pub fn progress_token_too_long(token: &ProgressToken) -> Option<String> {
+    match token {
+        ProgressToken(rmcp::model::NumberOrString::String(s)) if s.len() > MAX_ID_BYTES => {
+            Some(format!(
+                "params._meta.progressToken is {} bytes long; a progress token is at most {MAX_ID_BYTES} bytes",
+                s.len()
+            ))
+        }
+        _ => None,
     }
 }
 

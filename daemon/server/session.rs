@@ -535,15 +535,12 @@ impl SeatService {
                 None,
             ));
         }
-        if let Some(ProgressToken(rmcp::model::NumberOrString::String(s))) = &token
-            && s.len() > crate::jsonrpc::MAX_ID_BYTES
+        if let Some(why) = token
+            .as_ref()
+            .and_then(super::params::progress_token_too_long)
         {
             return Err(ErrorData::invalid_params(
-                format!(
-                    "Invalid params: params._meta.progressToken is {} bytes long; a progress token is at most {} bytes",
-                    s.len(),
-                    crate::jsonrpc::MAX_ID_BYTES
-                ),
+                format!("Invalid params: {why}"),
                 None,
             ));
         }

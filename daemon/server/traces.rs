@@ -544,20 +544,6 @@ impl Drop for HostSpan {
     }
 }
 
-/// The `traceparent` a span's context carries (for the HTTP path, which keeps the context alone).
-pub fn traceparent_of(cx: &Context) -> Option<String> {
-    let span = cx.span();
-    let c = span.span_context();
-    c.is_valid().then(|| {
-        format!(
-            "00-{}-{}-{:02x}",
-            c.trace_id(),
-            c.span_id(),
-            c.trace_flags().to_u8()
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::without_userinfo;

@@ -104,12 +104,8 @@ impl Web {
 }
 
 fn random_hex() -> String {
-    let mut bytes = [0u8; 32];
     // Without the OS's randomness no token is made that could be guessed: the link is refused below.
-    if getrandom::fill(&mut bytes).is_err() {
-        return String::new();
-    }
-    crate::digest::hex(&bytes)
+    crate::seats::new_secret().unwrap_or_default()
 }
 
 fn cookies(headers: &HeaderMap) -> impl Iterator<Item = (String, String)> + '_ {

@@ -110,7 +110,6 @@ fn held_to(s: String, max: usize) -> String {
     )
 }
 
-/// "no session now", "in a session now", "in 3 sessions now".
 /// `sessions_now`, and the seat's HTTP sessions that were opened and never initialised: nothing else
 /// shows them, and they hold places of the seat's limit.
 pub fn sessions_and_starting(n: usize, starting: usize) -> String {
@@ -129,6 +128,7 @@ pub fn sessions_and_starting(n: usize, starting: usize) -> String {
     }
 }
 
+/// "no session now", "in a session now", "in 3 sessions now".
 fn sessions_now(n: usize) -> std::borrow::Cow<'static, str> {
     match n {
         0 => "no session now".into(),

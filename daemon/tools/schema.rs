@@ -3,9 +3,8 @@
 
 use serde_json::Value;
 
-/// A name `required` asks for that `additionalProperties: false` forbids at the same level (no
-/// `patternProperties` that could admit it): a tool nobody could ever call.
-/// Why no call could pass an inputSchema, as the end of its row: a required input that may not be given,
+/// Why no call could pass an inputSchema, as the end of its row: a required input that may not be given
+/// (`additionalProperties: false` at its level, and no `patternProperties` that could admit it),
 /// or that no value could be, or a root `not` that refuses everything. (What a schema holds deeper, or
 /// behind a `$ref`, is left to the checker: the calls it refuses say why.)
 fn no_call_could_pass(root: &serde_json::Map<String, Value>) -> Option<String> {
