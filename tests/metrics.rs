@@ -491,7 +491,37 @@ export function run({ n }) { return { text: `n=${n}` }; }
         json!({ "name": "strict", "arguments": { "n": deep } }),
     );
     assert_eq!(a["error"]["code"], -32602, "{a}");
+    // A 2026-07-28 call whose Mcp-Name does not match its body, turned away by rmcp before the service:
+    // counted as another JSON-RPC error, and a span (helper-96: neither).
+    let bearer = format!("Bearer {}", inst.secret("w1"));
+    let call = json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "strict", "arguments": { "n": 1 }, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": { "name": "p", "version": "1" } } } });
+    for name in ["other", "zzz-<b>"] {
+        let r = common::http::Http::at(&url).request(
+            "POST",
+            &[
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+                ("authorization", bearer.as_str()),
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", name),
+            ],
+            &call.to_string(),
+        );
+        let status = r.status;
+        let v = r.json();
+        assert_eq!((status, &v["error"]["code"]), (400, &json!(-32020)), "{v}");
+    }
     let text = get(port, "/metrics").unwrap();
+    assert!(
+        text.contains(r#"ovai_calls_total{tool="strict",seat="w1",outcome="error"} 2"#),
+        "{text}"
+    );
+    assert!(!text.contains("zzz"), "{text}");
     for seat in ["lead", "w1"] {
         for want in [
             format!(r#"ovai_calls_total{{tool="",seat="{seat}",outcome="unknown_tool"}} 2"#),

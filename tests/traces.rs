@@ -280,6 +280,26 @@ fn requests_refused_on_the_way_are_failed_spans_over_both_transports() {
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
     let (text, refused) = h.call("echo", json!({ "extra": 1 }));
     assert!(refused && text.contains("do not fit"), "{text}");
+    // Turned away by rmcp before the service: its Mcp-Name is not its body's tool (helper-96: no span).
+    let bearer = format!("Bearer {}", inst.secret("lead"));
+    let mismatch = json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "echo", "arguments": {}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": { "name": "p", "version": "1" } } } });
+    let r = http.request(
+        "POST",
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("authorization", bearer.as_str()),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "other"),
+        ],
+        &mismatch.to_string(),
+    );
+    assert_eq!(r.status, 400);
     let spans = wait_until("the spans to reach the collector", || {
         let spans = receiver.spans();
         let has = |name: &str, transport: &str| {
@@ -292,6 +312,14 @@ fn requests_refused_on_the_way_are_failed_spans_over_both_transports() {
             && spans.iter().any(|(_, s)| s.name.starts_with("mmm"))
             && has("nope/method", "tcp")
             && has("tools/call echo", "tcp")
+            && spans.iter().any(|(_, s)| {
+                s.name == "tools/call echo"
+                    && s.status
+                        .clone()
+                        .unwrap_or_default()
+                        .message
+                        .contains("does not match")
+            })
             && has("initialize", "tcp"))
         .then_some(spans)
     });
@@ -334,7 +362,14 @@ fn requests_refused_on_the_way_are_failed_spans_over_both_transports() {
         .expect("the long method's span");
     assert_eq!(long.name.chars().count(), 100, "{}", long.name.len());
     failed("nope/method", "nope/method");
-    failed("tools/call echo", "do not fit");
+    assert!(spans.iter().any(|(_, s)| {
+        s.name == "tools/call echo"
+            && s.status
+                .clone()
+                .unwrap_or_default()
+                .message
+                .contains("do not fit")
+    }));
     let (_, init) = spans
         .iter()
         .find(|(_, s)| {

@@ -31,6 +31,15 @@ pub struct RequestHolds {
     pub span: Option<crate::server::traces::RequestSpan>,
     /// The body is a request (not a notification or a response, which are answered at once).
     pub request: bool,
+    /// A `tools/call` as it came, for `refused_call` when rmcp turns it away before the service runs.
+    pub call: Option<SeenCall>,
+}
+
+/// A `tools/call`'s body, and its headers when traces are on (for its span), as it came.
+pub struct SeenCall {
+    body: axum::body::Bytes,
+    headers: Option<axum::http::HeaderMap>,
+    started: std::time::Instant,
 }
 
 /// The request with its body read, and what it holds while answered; or the answer it gets instead.
@@ -64,12 +73,13 @@ pub async fn checked(
     let cost = arguments::needs_share(&mended).then(|| arguments::cost(&mended));
     let read = jsonrpc::read(&mended, "body");
     held.request = matches!(read, Read::Request(_));
+    let is_call = matches!(&read, Read::Request(r) if r.method == "tools/call");
     if let Some(cost) = cost.filter(|cost| *cost > arguments::MAX_READ) {
         let why = arguments::too_large("The request's body", cost);
         daemon.refusals.note(&why);
         return Err(match read {
             Read::Request(r) => {
-                if let Some(mut span) = span_of(&r, &parts, seat, None) {
+                if let Some(mut span) = span_of(&r, &parts.headers, seat, None, None) {
                     span.failed(&why);
                 }
                 if r.method == "tools/call" {
@@ -91,10 +101,13 @@ pub async fn checked(
         // A call's span is made by the service, with its tool's name; any other request's here, so
         // that one refused on the way has its span too, as on the socket.
         if r.method != "tools/call" {
-            held.span = span_of(&r, &parts, seat, held.asked.as_deref());
+            held.span = span_of(&r, &parts.headers, seat, held.asked.as_deref(), None);
         }
         let mut refuse = |code: i64, why: String| {
-            let mut span = held.span.take().or_else(|| span_of(&r, &parts, seat, None));
+            let mut span = held
+                .span
+                .take()
+                .or_else(|| span_of(&r, &parts.headers, seat, None, None));
             if let Some(span) = span.as_mut() {
                 span.failed(&why);
             }
@@ -285,12 +298,55 @@ pub async fn checked(
             }
         }
     }
+    if is_call {
+        held.call = Some(SeenCall {
+            body: bytes.clone(),
+            headers: crate::server::traces::tracer().map(|_| parts.headers.clone()),
+            started,
+        });
+    }
     // Half a surrogate pair is taken as U+FFFD, as over the socket: rmcp is given the mended body.
     let body = match mended {
         std::borrow::Cow::Owned(fixed) => Body::from(fixed),
         std::borrow::Cow::Borrowed(_) => Body::from(bytes),
     };
     Ok((Request::from_parts(parts, body), held))
+}
+
+/// A call rmcp turned away before its service ran (its 2026-07-28 headers do not match its body, say):
+/// counted and traced as a call refused on the way, as every other is (helper-96: neither). The answer
+/// is given back as it was.
+pub async fn refused_call(
+    daemon: &Daemon,
+    seat: &str,
+    seen: &SeenCall,
+    response: Response,
+) -> Response {
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .unwrap_or_default();
+    let said: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    let code = said["error"]["code"].as_i64().unwrap_or(INVALID_REQUEST);
+    let why = said["error"]["message"]
+        .as_str()
+        .map_or_else(|| format!("answered HTTP {}", parts.status), str::to_string);
+    let text = String::from_utf8_lossy(&seen.body);
+    if let Read::Request(r) = jsonrpc::read(&text, "body") {
+        let name = r
+            .params
+            .and_then(|p| jsonrpc::members(p.get(), ["name"]).ok())
+            .and_then(|found| found.values[0])
+            .and_then(jsonrpc::as_string);
+        daemon.count_call_error(seat, name.as_deref(), seen.started.elapsed(), code);
+        let tool = name.as_deref().and_then(|n| daemon.served(n));
+        if let Some(headers) = &seen.headers
+            && let Some(mut span) = span_of(&r, headers, seat, None, tool)
+        {
+            span.failed(&why);
+        }
+    }
+    Response::from_parts(parts, Body::from(bytes))
 }
 
 /// rmcp's code for a 2026-07-28 message whose headers do not match its body.
@@ -330,14 +386,14 @@ fn with_status(status: StatusCode, body: Body) -> Response {
 /// headers.
 fn span_of(
     r: &jsonrpc::Request<'_>,
-    parts: &axum::http::request::Parts,
+    headers: &axum::http::HeaderMap,
     seat: &str,
     asked: Option<&str>,
+    tool: Option<&str>,
 ) -> Option<crate::server::traces::RequestSpan> {
     crate::server::traces::tracer()?;
     let header = |h: &str| {
-        parts
-            .headers
+        headers
             .get(h)
             .and_then(|v| v.to_str().ok())
             .filter(|v| v.len() <= 512)
@@ -351,7 +407,7 @@ fn span_of(
         .or_else(|| asked.map(str::to_string));
     crate::server::traces::RequestSpan::start(&crate::server::traces::Request {
         method: &r.method,
-        tool: None,
+        tool,
         id: Some(&r.id),
         seat,
         session: header("mcp-session-id"),

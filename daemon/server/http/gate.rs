@@ -537,6 +537,11 @@ async fn check_and_run(
         .insert(crate::server::session::HttpTicket(counted.clone()));
     let response = CALLER.scope(caller, next.run(request)).await;
     let mut response = super::plain::reworded(&gate.daemon, response).await;
+    if response.status().is_client_error()
+        && let Some(seen) = &held.call
+    {
+        response = super::body::refused_call(&gate.daemon, &seat, seen, response).await;
+    }
     match (&session, response.headers().get(SESSION_HEADER)) {
         (None, Some(id)) => {
             let id = id.to_str().unwrap_or("").to_string();
