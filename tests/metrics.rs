@@ -204,11 +204,24 @@ fn a_request_naming_another_host_is_refused() {
         posted.starts_with("HTTP/1.1 405") && posted.contains("read with GET"),
         "{posted}"
     );
-    for other in [
+    // A request line naming another host is for that host, whatever Host says (helper-96: answered).
+    let absolute = exchange(
+        authority.as_str(),
+        &format!(
+            "GET http://evil.example/metrics HTTP/1.1\r\nHost: {authority}\r\nconnection: close\r\n\r\n"
+        ),
+    );
+    for (other, text) in [
         format!("Host: rebind.evil.example:{port}\r\nOrigin: https://evil.example\r\n"),
         format!("Host: {authority}\r\nHost: evil.example\r\n"),
-    ] {
+    ]
+    .map(|other| {
         let text = ask(&other);
+        (other, text)
+    })
+    .into_iter()
+    .chain([("GET http://evil.example/metrics".to_string(), absolute)])
+    {
         assert!(
             text.starts_with("HTTP/1.1 403") && text.contains("refuses one naming another host"),
             "{other}: {text}"

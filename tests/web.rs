@@ -398,6 +398,24 @@ fn the_page_answers_only_at_its_own_address() {
         text.starts_with("HTTP/1.1 403") && text.contains("another origin"),
         "{text}"
     );
+    // A request line naming another host is for that host, whatever Host says (helper-96: answered);
+    // two Origins are one too many, the page's own among them.
+    let text = ask_at(
+        "http://evil.example/web/s/00000000000000000000000000000000/api/state",
+        &format!("Host: 127.0.0.1:{port}\r\n"),
+    );
+    assert!(
+        text.starts_with("HTTP/1.1 403")
+            && text.contains("a request naming another host is refused"),
+        "{text}"
+    );
+    let text = ask(&format!(
+        "Host: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\nOrigin: http://evil.example\r\n"
+    ));
+    assert!(
+        text.starts_with("HTTP/1.1 403") && text.contains("another origin"),
+        "{text}"
+    );
     // The cookie is named for the page's port: two instances' pages on 127.0.0.1 keep theirs apart.
     let out = inst.cmd().arg("web").output().unwrap();
     let link = String::from_utf8_lossy(&out.stdout).to_string();

@@ -101,10 +101,14 @@ async fn loopback_only(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let mut hosts = request.headers().get_all(header::HOST).iter();
+    let line = request.uri().authority().map(|a| a.as_str());
     let ours = match (hosts.next().map(|h| h.to_str()), hosts.next()) {
         // No Host at all (HTTP/1.0, a script): no browser's request.
-        (None, _) => true,
-        (Some(Ok(host)), None) => crate::names::is_loopback_authority(host),
+        (None, _) => line.is_none_or(crate::names::is_loopback_authority),
+        (Some(Ok(host)), None) => {
+            crate::names::is_loopback_authority(host)
+                && !crate::names::line_names_another_host(line, host)
+        }
         _ => false,
     };
     if ours {

@@ -290,7 +290,7 @@ fn other_authority(request: &Request) -> Option<String> {
         .get(header::HOST)
         .map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned())
         .unwrap_or_default();
-    if named.as_str().eq_ignore_ascii_case(&host) {
+    if !crate::names::line_names_another_host(Some(named.as_str()), &host) {
         return None;
     }
     let shown = |s: &str| {

@@ -106,12 +106,18 @@ async fn guard(State(on_http): State<bool>, request: Request, next: Next) -> Res
         .iter()
         .filter_map(|h| h.to_str().ok())
         .collect();
-    let ours = |host: &str| on_http || crate::names::is_loopback_authority(host);
-    let origin = request
-        .headers()
-        .get(header::ORIGIN)
-        .and_then(|h| h.to_str().ok())
-        .map(str::to_string);
+    let line = request.uri().authority().map(|a| a.as_str());
+    let ours = |host: &str| {
+        (on_http || crate::names::is_loopback_authority(host))
+            && !crate::names::line_names_another_host(line, host)
+    };
+    let mut origins = request.headers().get_all(header::ORIGIN).iter();
+    // Two are one too many, whichever of them is the page's own.
+    let origin = match (origins.next(), origins.next()) {
+        (Some(o), None) => Some(o.to_str().unwrap_or("?").to_string()),
+        (Some(_), Some(_)) => Some("?".to_string()),
+        (None, _) => None,
+    };
     let refused = match hosts[..] {
         [host] if ours(host) => origin
             .filter(|o| {
