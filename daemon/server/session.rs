@@ -717,6 +717,7 @@ impl SeatService {
         let tracestate = trace_header(context, "tracestate");
         crate::server::traces::RequestSpan::start(&crate::server::traces::Request {
             method: "tools/call",
+            served: true,
             tool: self.daemon.served(name),
             id: Some(&context.id),
             seat: &self.seat,

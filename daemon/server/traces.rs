@@ -404,6 +404,9 @@ impl std::fmt::Debug for RequestSpan {
 /// What a request's span is made of.
 pub struct Request<'a> {
     pub method: &'a str,
+    /// The method is one this server serves: the span is named for it. Another is named
+    /// "unknown method" (its name in `mcp.method.name`), so a session's made-up names make no span names.
+    pub served: bool,
     /// The tool, for a `tools/call`.
     pub tool: Option<&'a str>,
     pub id: Option<&'a rmcp::model::NumberOrString>,
@@ -438,6 +441,7 @@ impl RequestSpan {
         let method = crate::jsonrpc::clip(r.method);
         let tool = r.tool.map(crate::jsonrpc::clip);
         let name = match &tool {
+            _ if !r.served => "unknown method".to_string(),
             Some(tool) => format!("{method} {tool}"),
             None => method.clone(),
         };

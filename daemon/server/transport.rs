@@ -528,6 +528,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
                     && traces::tracer().is_some()
                     && let Some(span) = RequestSpan::start(&traces::Request {
                         method: &r.method,
+                        served: params::is_known_method(&r.method),
                         tool: None,
                         id: Some(&r.id),
                         seat: calls.seat(),
@@ -592,6 +593,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
         };
         if let Some(mut span) = RequestSpan::start(&traces::Request {
             method,
+            served: params::is_known_method(method),
             tool: None,
             id: Some(id),
             seat: calls.seat(),
@@ -728,6 +730,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
         let span = traced.and_then(|calls| {
             RequestSpan::start(&traces::Request {
                 method: "tools/call",
+                served: true,
                 tool: calls.served(&call.name),
                 id: Some(&id),
                 seat: calls.seat(),

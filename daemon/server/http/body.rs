@@ -407,6 +407,7 @@ fn span_of(
         .or_else(|| asked.map(str::to_string));
     crate::server::traces::RequestSpan::start(&crate::server::traces::Request {
         method: &r.method,
+        served: params::is_known_method(&r.method),
         tool,
         id: Some(&r.id),
         seat,
