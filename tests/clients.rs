@@ -296,8 +296,10 @@ fn gemini_calls_the_plugin(reach: Reach) {
         .to_string(),
     );
     desk.trust(home.path());
+    // Gemini CLI offers its model every tool with a `wait_for_previous` of its own added, its system
+    // prompt asks for it, and it sends it on to the server (helper-95: every call refused).
     let api = GeminiApi::start(vec![
-        gemini_api::Step::Call("mcp_openovai_stamp", json!({})),
+        gemini_api::Step::Call("mcp_openovai_stamp", json!({ "wait_for_previous": true })),
         gemini_api::Step::Text(CLOSING),
     ]);
     let ran = Client::start(

@@ -572,3 +572,45 @@ fn older_revisions_are_spoken_and_batches_refused_in_words() {
         );
     }
 }
+
+/// Gemini CLI adds `wait_for_previous` (for its own scheduling) to every tool it offers its model and
+/// sends it on: a tool whose schema does not name it neither sees it nor refuses the call for it; one
+/// that names it gets it (helper-95: every Gemini call to a closed schema was refused).
+#[test]
+fn gemini_clis_own_wait_for_previous_is_left_out_unless_the_tool_names_it() {
+    const ARGS: &str = "export const description = 'Says its arguments.';\n\
+        export function run(args) { return { text: JSON.stringify(args) }; }\n";
+    let inst = Instance::with_plugins(&[
+        ("hello.mjs", HELLO),
+        (
+            "open.mjs",
+            &format!(
+                "{ARGS}export const inputSchema = {{ type: 'object', properties: {{ a: {{ type: 'string', description: 'a' }} }} }};\n"
+            ),
+        ),
+        (
+            "waits.mjs",
+            &format!(
+                "{ARGS}export const inputSchema = {{ type: 'object', properties: {{ wait_for_previous: {{ type: 'boolean', description: 'w' }} }}, additionalProperties: false }};\n"
+            ),
+        ),
+    ]);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert_eq!(
+        s.call("hello", json!({ "who": "you", "wait_for_previous": true })),
+        ("hello you from lead".to_string(), false)
+    );
+    assert_eq!(
+        s.call("open", json!({ "a": "x", "wait_for_previous": false })),
+        (r#"{"a":"x"}"#.to_string(), false)
+    );
+    assert_eq!(
+        s.call("waits", json!({ "wait_for_previous": true })),
+        (r#"{"wait_for_previous":true}"#.to_string(), false)
+    );
+    // Only Gemini's own, a boolean: anything else is the tool's to judge.
+    let (text, refused) = s.call("hello", json!({ "who": "you", "wait_for_previous": "yes" }));
+    assert!(refused && text.contains("wait_for_previous"), "{text}");
+}

@@ -143,6 +143,27 @@ impl Budget {
     }
 }
 
+/// `args` without Gemini CLI's `wait_for_previous` (a boolean it adds to every tool it offers its model,
+/// and sends on), when the tool's schema does not name it: a closed schema refused every such call
+/// (helper-95), and an open one was handed a value it never asked for. `None`: as they are. Values are
+/// kept as written; only small arguments are read again here, on the daemon's thread.
+pub fn without_clients_own(generation: &Generation, tool: &str, args: &str) -> Option<Arc<str>> {
+    use crate::tools::GEMINIS_OWN;
+    if args.len() > SMALL_TEXT || !args.contains(GEMINIS_OWN) {
+        return None;
+    }
+    if generation.tools.get(tool)?.names_wait_for_previous {
+        return None;
+    }
+    let mut members: std::collections::BTreeMap<String, &serde_json::value::RawValue> =
+        serde_json::from_str(args).ok()?;
+    if !matches!(members.get(GEMINIS_OWN)?.get(), "true" | "false") {
+        return None;
+    }
+    members.remove(GEMINIS_OWN);
+    serde_json::to_string(&members).ok().map(Arc::from)
+}
+
 /// Checks `text` against the tool's schema now, if that is small work: `None` when it is not, and the
 /// check must go off the daemon's thread (`check_apart`).
 pub fn check_here(generation: &Generation, tool: &str, text: &str) -> Option<Result<(), Refusal>> {

@@ -178,6 +178,11 @@ impl Calls {
                 return shared.error(&call, started, code, &error.message, answers);
             }
         };
+        if let Some(args) =
+            arguments::without_clients_own(&admitted.generation, &call.name, &call.args)
+        {
+            call.args = args;
+        }
         if arguments::needs_share(&call.args) {
             let cost = arguments::cost(&call.args);
             if cost > arguments::MAX_READ {

@@ -629,6 +629,8 @@ impl SeatService {
                 return Ok(outcome);
             }
         };
+        let args =
+            arguments::without_clients_own(&admitted.generation, name, &args).unwrap_or(args);
         let checked = match arguments::check_here(&admitted.generation, name, &args) {
             Some(checked) => checked,
             // The endpoint took the request's share of what requests may hold as it read the body.

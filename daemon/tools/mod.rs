@@ -41,7 +41,13 @@ pub struct TableEntry {
     /// How much a check against its schema costs for each byte of arguments, roughly: the schema's
     /// length as JSON text (a schema of two thousand patterns checks each value two thousand times).
     pub weight: usize,
+    /// Its schema names `wait_for_previous` among its properties: Gemini CLI's own argument is then the
+    /// tool's (`server::arguments::without_clients_own`).
+    pub names_wait_for_previous: bool,
 }
+
+/// The argument Gemini CLI adds to every tool it offers its model, for its own scheduling, and sends on.
+pub const GEMINIS_OWN: &str = "wait_for_previous";
 
 /// How much of a description's first line `index` shows: with every tool's, its answer stays well within
 /// maxAnswerBytes (a first line of 600 KB took it past).
@@ -73,6 +79,11 @@ impl ToolTable {
         let mut pairs: Vec<(TableEntry, Tool)> = builtins();
         for p in plugins {
             let weight = serde_json::to_string(&p.schema).map_or(0, |s| s.len());
+            let names_wait_for_previous = p
+                .schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .is_some_and(|p| p.contains_key(GEMINIS_OWN));
             // A model reads the description to choose its tool: a direction override or a control in it
             // (a plugin's own, unchecked text) reaches it escaped, as people read it in `index`.
             let shown = crate::names::escape_controls(&p.description, true).into_owned();
@@ -85,6 +96,7 @@ impl ToolTable {
                     kind: Kind::Plugin { file: p.file },
                     validator: p.validator,
                     weight,
+                    names_wait_for_previous,
                 },
                 tool,
             ));
@@ -166,6 +178,7 @@ fn builtin(
             kind,
             validator,
             weight,
+            names_wait_for_previous: false,
         },
         tool,
     )
