@@ -327,6 +327,27 @@ fn messages_said_at_once_each_have_a_later_time_and_paging_loses_none() {
     assert_eq!(seen.len(), 40, "every message read once: {seen:?}");
 }
 
+/// A message the room took that an answer cannot hold whole (its lines indented past the room's 64 KiB)
+/// names the room's bound, which is no setting, and where the whole of it is: it named maxAnswerBytes,
+/// which was 1 MiB (helper-95).
+#[test]
+fn a_message_cut_by_the_rooms_own_bound_says_so_and_where_the_rest_is() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let said = format!("{}x", "\n".repeat(16_383));
+    assert!(!s.call("room", json!({ "say": said, "last": 0 })).1);
+    let (text, refused) = s.call("room", json!({ "last": 200 }));
+    assert!(!refused);
+    let note = &text[text.rfind('(').unwrap()..];
+    assert!(
+        note.contains("bytes more of this message are not shown: a room answer holds at most 65,536 bytes, its lines indented; the whole message is in room.jsonl at the instance's root.)"),
+        "{note}"
+    );
+    assert!(!text.contains("maxAnswerBytes"), "{note}");
+}
+
 /// What the daemon writes at the root (the room, runtime.log, calls.jsonl) is never written through a
 /// link left at its name (to a script, here, that something else runs), nor into a FIFO: each is refused
 /// in words, and the file it points to stays as it was.

@@ -304,7 +304,7 @@ fn render(
         let len = crate::jsonrpc::json_len(&one);
         if bytes + len > budget {
             if shown.is_empty() {
-                shown.push(cut_to(&one, budget, max_bytes));
+                shown.push(cut_to(&one, budget, max_bytes, bound));
             }
             break;
         }
@@ -358,7 +358,7 @@ fn render(
 const AROUND: usize = 640;
 
 /// A message as much of it as fits `budget` bytes as sent, and how much is left out.
-fn cut_to(one: &str, budget: usize, max_bytes: usize) -> String {
+fn cut_to(one: &str, budget: usize, max_bytes: usize, bound: Bound) -> String {
     let room = budget.saturating_sub(160);
     let (mut used, mut end) = (0, 0);
     for (i, c) in one.char_indices() {
@@ -369,11 +369,23 @@ fn cut_to(one: &str, budget: usize, max_bytes: usize) -> String {
         used += n;
         end = i + c.len_utf8();
     }
+    // The room's own bound is no setting: naming maxAnswerBytes there sent people to raise it for
+    // nothing (helper-95).
+    let holds = match bound {
+        Bound::Room => format!(
+            "a room answer holds at most {} bytes, its lines indented; the whole message is in room.jsonl at the \
+             instance's root",
+            thousands(max_bytes)
+        ),
+        Bound::MaxAnswerBytes => format!(
+            "an answer holds at most {} bytes (maxAnswerBytes)",
+            thousands(max_bytes)
+        ),
+    };
     format!(
-        "{}… ({} bytes more of this message are not shown: an answer holds at most {} bytes (maxAnswerBytes).)\n",
+        "{}… ({} bytes more of this message are not shown: {holds}.)\n",
         &one[..end],
         thousands(one.len() - end),
-        thousands(max_bytes)
     )
 }
 
