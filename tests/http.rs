@@ -2710,3 +2710,41 @@ fn a_request_line_naming_another_host_is_refused() {
     assert_eq!(r.status, 200);
     assert!(r.answer(3)["result"]["tools"].is_array());
 }
+
+/// A 2025 session outlives `ovai stop` and `ovai serve` (an upgrade, a service restarted): Gemini CLI
+/// never opens another after a 404, and its seat stayed broken until Gemini was restarted (helper-95).
+/// Only its own seat takes it up again, and only with the secret it had.
+#[test]
+fn a_session_outlives_a_stop_and_a_start_for_its_own_seat_only() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let inst = Instance::new();
+    inst.set_config(json!({ "http": { "listen": format!("127.0.0.1:{port}") } }));
+    inst.fixture("echo.mjs");
+    inst.add_seat("w1");
+    inst.add_seat("w2");
+    let d = inst.start();
+    let http = Http::at(&format!("http://127.0.0.1:{port}/mcp"));
+    let mut w1 = HttpSeat::new(&http, &inst.secret("w1"), "2025-06-18");
+    w1.initialize();
+    assert!(!w1.call("echo", json!({ "text": "before" })).1);
+    let mut w2 = HttpSeat::new(&http, &inst.secret("w2"), "2025-06-18");
+    w2.initialize();
+    assert!(d.stop().success());
+    let _d = inst.start();
+    let (text, refused) = w1.call("echo", json!({ "text": "after" }));
+    assert!(!refused, "{text}");
+    assert!(text.contains("after"), "{text}");
+    // Another seat's secret with w1's session id is turned away, as before the stop.
+    let mut other = HttpSeat::new(&http, &inst.secret("w2"), "2025-06-18");
+    other.session = w1.session.clone();
+    let (_, r) = other.send("tools/list", json!({}));
+    assert!(matches!(r.status, 403 | 404), "{}", r.status);
+    // A seat given a new secret meanwhile does not take up its old session.
+    inst.cmd().args(["seat", "rotate", "w2"]).assert().success();
+    let mut rotated = HttpSeat::new(&http, &inst.secret("w2"), "2025-06-18");
+    rotated.session = w2.session.clone();
+    let (_, r) = rotated.send("tools/list", json!({}));
+    assert_eq!(r.status, 404);
+}

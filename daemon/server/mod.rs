@@ -645,6 +645,10 @@ async fn shut_down(daemon: &Arc<Daemon>, why: &'static str, signals: &mut Signal
         }
     }
     // Every call has its answer now; ending a session lets its writer put what is queued on the wire.
+    // HTTP sessions are left for the next start first: ending them forgets them.
+    if let Some(http) = daemon.http.get() {
+        http.carry_over();
+    }
     daemon.sessions.end_all();
     daemon.http_stop.cancel();
     daemon.tasks.close();

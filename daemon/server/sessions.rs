@@ -157,6 +157,8 @@ pub trait RemoteSessions: Send + Sync {
     fn initialized(&self, id: &str, ended: CancellationToken);
     /// For each seat, its sessions opened and never initialised (registered nowhere else).
     fn starting(&self) -> futures::future::BoxFuture<'static, HashMap<String, usize>>;
+    /// The server stops: its sessions are left for the next start to take up.
+    fn carry_over(&self);
 }
 
 /// A registration that owns its way back to the registry: an HTTP session's, which lives in rmcp's session

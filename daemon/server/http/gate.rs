@@ -54,11 +54,19 @@ pub struct Gate {
     owners: Owners,
     /// For each seat that tried another's session: when it was last said, and the tries since.
     other_sessions: std::sync::Mutex<HashMap<String, (Option<Instant>, u64)>>,
+    /// The sessions the last stop left, and those the next start is to take up.
+    carried: Arc<super::carried::Carried>,
 }
 
 impl Gate {
-    pub fn new(daemon: Arc<Daemon>, settings: &HttpSettings, manager: Arc<Resumable>) -> Self {
+    pub fn new(
+        daemon: Arc<Daemon>,
+        settings: &HttpSettings,
+        manager: Arc<Resumable>,
+        carried: Arc<super::carried::Carried>,
+    ) -> Self {
         Self {
+            carried,
             daemon,
             browsers: Browsers::new(settings),
             streams: Streams::new(settings.streams_per_seat),
@@ -233,6 +241,10 @@ impl crate::server::sessions::RemoteSessions for Gate {
 
     fn initialized(&self, id: &str, ended: tokio_util::sync::CancellationToken) {
         self.owners.initialized(id, ended);
+    }
+
+    fn carry_over(&self) {
+        self.carried.keep();
     }
 
     fn starting(&self) -> futures::future::BoxFuture<'static, HashMap<String, usize>> {
@@ -443,6 +455,15 @@ async fn check_and_run(
                         .into(),
                     None,
                 );
+            }
+            // One the last stop left for this seat, with this secret: taken up (rmcp replays its
+            // initialize), so a client that never opens another (Gemini CLI) goes on.
+            Check::Unknown
+                if !modern
+                    && gate.carried.left_by(id).as_deref() == Some(caller.secret_hash.as_str()) =>
+            {
+                gate.owners.record(id, &caller.seat, &caller.secret_hash);
+                in_use = Some(gate.owners.in_use(id));
             }
             Check::Unknown => {
                 // From 2026-07-28 on there are no sessions to initialize: the header is what is wrong.

@@ -15,6 +15,7 @@ mod refusal;
 mod limits;
 mod unreadable;
 mod resume;
+mod carried;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -117,14 +118,20 @@ impl Bound {
         manager.session_config.keep_alive = None;
         let manager = Arc::new(manager);
         // Host and Origin are checked by the gate, in words naming the setting to change.
-        let config = StreamableHttpServerConfig::default()
+        let carried = Arc::new(carried::Carried::new(
+            daemon.inst.private_dir().join("http-sessions.json"),
+            || gate::CALLER.try_with(|c| c.secret_hash.clone()).ok(),
+        ));
+        let mut config = StreamableHttpServerConfig::default()
             .with_cancellation_token(daemon.http_stop.child_token())
             .with_max_request_body_bytes(MAX_BODY_BYTES)
             .disable_allowed_hosts();
+        config.session_store = Some(carried.clone());
         let resumable = Arc::new(resume::Resumable::new(
             manager.clone(),
             daemon.tasks.clone(),
             || gate::CALLER.try_with(|c| c.seat.clone()).ok(),
+            carried.clone(),
         ));
         let for_factory = daemon.clone();
         let service = StreamableHttpService::new(
@@ -140,7 +147,12 @@ impl Bound {
             resumable.clone(),
             config,
         );
-        let gate = Arc::new(gate::Gate::new(daemon.clone(), &self.settings, resumable));
+        let gate = Arc::new(gate::Gate::new(
+            daemon.clone(),
+            &self.settings,
+            resumable,
+            carried,
+        ));
         daemon.tasks.spawn(gate::close_idle(
             gate.clone(),
             std::time::Duration::from_secs(self.settings.session_idle_secs),

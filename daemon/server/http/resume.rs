@@ -49,6 +49,8 @@ pub struct Resumable {
     tasks: TaskTracker,
     /// The seat of the request being handled (the gate's, read where rmcp calls in).
     seat_now: fn() -> Option<String>,
+    /// The sessions a stop leaves for the next start: one closed is not.
+    carried: Arc<super::carried::Carried>,
 }
 
 impl Resumable {
@@ -56,12 +58,14 @@ impl Resumable {
         inner: Arc<LocalSessionManager>,
         tasks: TaskTracker,
         seat_now: fn() -> Option<String>,
+        carried: Arc<super::carried::Carried>,
     ) -> Self {
         Self {
             inner,
             kept: Arc::default(),
             tasks,
             seat_now,
+            carried,
         }
     }
 
@@ -445,6 +449,7 @@ impl SessionManager for Resumable {
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         lock(&self.kept).forget_session(id);
+        self.carried.forget(id);
         self.inner.close_session(id).await
     }
 
