@@ -201,7 +201,7 @@ pub async fn build(
     rows.extend(
         in_folders
             .iter()
-            .map(|(file, tool)| crate::plugins::plugin_rows::in_a_folder(file, tool)),
+            .map(|(file, tool)| crate::plugins::plugin_rows::in_a_folder(file, tool.as_deref())),
     );
     let served = plugins.iter().map(|p| format!("{}.mjs", p.name)).collect();
     let node = process.node.clone();

@@ -61,15 +61,15 @@ pub fn is_loopback_name(name: &str) -> bool {
     matches!(name, "localhost" | "127.0.0.1" | "[::1]")
 }
 
-/// Whether a Host header's authority names this machine's loopback: `localhost`, or any loopback
-/// address (`127.0.0.2`, `[::1]`), with or without a port. What a page a DNS-rebinding site loads in the
-/// browser names is its own host instead.
 /// A request line that names a host (`GET http://name/path`) is for that host, whatever the Host header
 /// says (RFC 9112): true when it names one other than `host`.
 pub fn line_names_another_host(line: Option<&str>, host: &str) -> bool {
     line.is_some_and(|named| !named.eq_ignore_ascii_case(host))
 }
 
+/// Whether a Host header's authority names this machine's loopback: `localhost`, or any loopback
+/// address (`127.0.0.2`, `[::1]`), with or without a port. What a page a DNS-rebinding site loads in the
+/// browser names is its own host instead.
 pub fn is_loopback_authority(authority: &str) -> bool {
     let authority = authority.to_ascii_lowercase();
     let name = host_name(&authority);

@@ -1315,10 +1315,14 @@ async function load({ id, name, file, key }) {
   let nonFinite = null;
   try {
     // JSON writes Infinity and NaN as null: a bound the author wrote would reach the checker as null.
+    // The objects that are some schema's `properties`: an input there left undefined is a slip.
+    const propertiesOf = new MapCtor();
     schemaText = stringify(values.inputSchema, function (name, value) {
+      if (name === "properties" && value !== null && typeof value === "object") mapSet(propertiesOf, value, true);
       // `properties: { a: shapes.a }` with `shapes.a` misspelt: JSON leaves `a` out (or sends null in an
-      // array), and the schema says nothing of it.
-      if (nonFinite === null && value === undefined) {
+      // array), and the schema says nothing of it. Elsewhere (`default: opts.def`) a member left out
+      // changes nothing, and the schema is served as it was (helper-98).
+      if (nonFinite === null && value === undefined && (isArray(this) || name === "type" || mapGet(propertiesOf, this) === true)) {
         const inArray = isArray(this);
         const as = inArray ? `item ${clip(toText(name), 16)} of an array` : clip(toText(name), 64);
         nonFinite = `it holds undefined (as ${as}), which JSON would ${inArray ? "send as null" : "leave out"}: give it a value (a name it comes from may be misspelt), or leave it out`;

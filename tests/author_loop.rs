@@ -1707,10 +1707,17 @@ fn a_restart_fails_only_for_a_tool_left_out_and_never_a_reload() {
 #[test]
 fn a_tool_written_in_a_folder_is_named_with_where_to_move_it() {
     const TOOL: &str = "export const description = 'd';\nexport const inputSchema = { type: 'object' };\nexport async function run() { return { text: 'x' }; }\n";
-    let inst = Instance::with_plugins(&[(
-        "uses.mjs",
-        &format!("import {{ helper }} from './lib/util.mjs';\n{TOOL}"),
-    )]);
+    let inst = Instance::with_plugins(&[
+        (
+            "uses.mjs",
+            &format!("import {{ helper }} from './lib/util.mjs';\n{TOOL}"),
+        ),
+        // A tool whose code is in a folder, as plugins.md advises (helper-98: the module was named).
+        (
+            "shipit.mjs",
+            "export { description, inputSchema, run } from './lib/shipit-impl.mjs';\n",
+        ),
+    ]);
     for (file, text) in [
         ("deploy/index.mjs", TOOL),
         (
@@ -1722,6 +1729,14 @@ fn a_tool_written_in_a_folder_is_named_with_where_to_move_it() {
             "export function helper() {}\nexport const run = 1;\n",
         ),
         ("uses/index.mjs", TOOL),
+        ("lib/shipit-impl.mjs", TOOL),
+        // Exports written only in comments are none.
+        (
+            "notes/draft.mjs",
+            "// export const description = 'd';\n// export function run() {}\n",
+        ),
+        // A folder whose name is no tool's, its Index in another case.
+        ("my_tool/Index.mjs", TOOL),
     ] {
         let path = inst.root.join("plugins").join(file);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -1736,6 +1751,18 @@ fn a_tool_written_in_a_folder_is_named_with_where_to_move_it() {
     let _d = inst.start();
     let rows = inst.rows("plugins");
     assert!(rows.contains(&deploy.to_string()), "{rows:?}");
+    assert!(
+        !rows
+            .iter()
+            .any(|r| r.contains("shipit-impl") || r.contains("draft")),
+        "{rows:?}"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("plugins/my_tool/Index.mjs is not served")
+                && r.contains("move it to plugins/NAME.mjs, NAME a tool's name")),
+        "{rows:?}"
+    );
     assert!(rows.contains(&ci), "{rows:?}");
     assert!(
         !rows
@@ -1750,10 +1777,11 @@ fn a_tool_written_in_a_folder_is_named_with_where_to_move_it() {
         out.contains(&deploy.replace("is not served", "would not be served")),
         "{out}"
     );
-    assert_eq!(err, "ovai: 2 of the 3 files checked would not be served.\n");
+    assert_eq!(err, "ovai: 3 of the 5 files checked would not be served.\n");
     // With only the folder's tool, a check says it, not that plugins/ holds no tool files.
     std::fs::remove_file(inst.root.join("plugins/uses.mjs")).unwrap();
-    for folder in ["tools", "uses"] {
+    std::fs::remove_file(inst.root.join("plugins/shipit.mjs")).unwrap();
+    for folder in ["tools", "uses", "lib", "my_tool"] {
         std::fs::remove_dir_all(inst.root.join("plugins").join(folder)).unwrap();
     }
     inst.cmd()

@@ -2731,16 +2731,45 @@ fn a_session_outlives_a_stop_and_a_start_for_its_own_seat_only() {
     assert!(!w1.call("echo", json!({ "text": "before" })).1);
     let mut w2 = HttpSeat::new(&http, &inst.secret("w2"), "2025-06-18");
     w2.initialize();
+    let mut lead = HttpSeat::new(&http, &inst.secret("lead"), "2025-06-18");
+    lead.initialize();
     assert!(d.stop().success());
-    let _d = inst.start();
-    let (text, refused) = w1.call("echo", json!({ "text": "after" }));
-    assert!(!refused, "{text}");
-    assert!(text.contains("after"), "{text}");
-    // Another seat's secret with w1's session id is turned away, as before the stop.
+    let d = inst.start();
+    assert!(
+        inst.rows("server")
+            .iter()
+            .any(|r| r.starts_with("3 HTTP session(s) of the last server are kept")),
+        "{:?}",
+        inst.rows("server")
+    );
+    // Another seat's secret with w1's session id is turned away before it is taken up, and after.
     let mut other = HttpSeat::new(&http, &inst.secret("w2"), "2025-06-18");
     other.session = w1.session.clone();
     let (_, r) = other.send("tools/list", json!({}));
-    assert!(matches!(r.status, 403 | 404), "{}", r.status);
+    assert_eq!(r.status, 404);
+    let (text, refused) = w1.call("echo", json!({ "text": "after" }));
+    assert!(!refused, "{text}");
+    assert!(text.contains("after"), "{text}");
+    let (_, r) = other.send("tools/list", json!({}));
+    assert_eq!(r.status, 403);
+    // A session ended with DELETE before it was taken up stays ended.
+    let r = lead.http.request(
+        "DELETE",
+        &[
+            ("authorization", &format!("Bearer {}", inst.secret("lead"))),
+            ("mcp-session-id", lead.session.as_deref().unwrap()),
+            ("mcp-protocol-version", "2025-06-18"),
+        ],
+        "",
+    );
+    assert!(r.status < 300, "{}", r.status);
+    // One not taken up by the next start is kept by its stop for the one after (an upgrade, then a
+    // fix), as long as it is fresh.
+    assert!(d.stop().success());
+    let _d = inst.start();
+    assert_eq!(w2.tool_names().len(), 3);
+    let (_, r) = lead.send("tools/list", json!({}));
+    assert_eq!(r.status, 404);
     // A seat given a new secret meanwhile does not take up its old session.
     inst.cmd().args(["seat", "rotate", "w2"]).assert().success();
     let mut rotated = HttpSeat::new(&http, &inst.secret("w2"), "2025-06-18");

@@ -1423,6 +1423,11 @@ fn hurried_schemas_are_named_with_the_way_out() {
             "z-undefined.mjs",
             "const shapes = {};\nexport const description = 'd';\nexport const inputSchema = { type: 'object', properties: { a: shapes.a, b: { type: 'string', description: 'b' } } };\nexport function run() {}\n",
         ),
+        // Left undefined where leaving it out changes nothing: served as before (helper-98).
+        (
+            "z-default-undefined.mjs",
+            "const opts = {};\nexport const description = 'd';\nexport const inputSchema = { type: 'object', properties: { a: { type: 'string', description: 'a', default: opts.def } } };\nexport function run() { return { text: 'x' }; }\n",
+        ),
         (
             "z-enum-undefined.mjs",
             "export const description = 'd';\nexport const inputSchema = { type: 'object', properties: { k: { enum: ['x', undefined], description: 'k' } } };\nexport function run() {}\n",
@@ -1466,6 +1471,10 @@ fn hurried_schemas_are_named_with_the_way_out() {
     assert!(row("x-type-fn.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds a function (String, as type), which JSON would leave out: write the type as a string, such as \"string\""), "{rows:?}");
     assert!(row("y-vue.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds a function (String, as a), which JSON would leave out: write its schema, such as { type: \"string\" }"), "{rows:?}");
     assert!(row("z-undefined.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds undefined (as a), which JSON would leave out: give it a value (a name it comes from may be misspelt), or leave it out"), "{rows:?}");
+    assert!(
+        rows.contains(&"This instance serves a tool of its own: z-default-undefined".to_string()),
+        "{rows:?}"
+    );
     assert!(row("z-enum-undefined.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds undefined (as item 1 of an array), which JSON would send as null: give it a value (a name it comes from may be misspelt), or leave it out"), "{rows:?}");
     for (file, at) in [("u-zod-shape.mjs", "name"), ("v-zod-prop.mjs", "who")] {
         assert!(

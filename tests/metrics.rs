@@ -529,6 +529,24 @@ export function run({ n }) { return { text: `n=${n}` }; }
         let v = r.json();
         assert_eq!((status, &v["error"]["code"]), (400, &json!(-32020)), "{v}");
     }
+    // rmcp's refusal echoes a long name: it reaches the client whole (helper-98: sent on empty).
+    let mut long = call.clone();
+    long["params"]["name"] = json!("x".repeat(100_000));
+    let r = common::http::Http::at(&url).request(
+        "POST",
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("authorization", bearer.as_str()),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "open"),
+        ],
+        &long.to_string(),
+    );
+    let status = r.status;
+    let v = r.json();
+    assert_eq!((status, &v["error"]["code"]), (400, &json!(-32020)), "{v}");
     let text = get(port, "/metrics").unwrap();
     assert!(
         text.contains(r#"ovai_calls_total{tool="strict",seat="w1",outcome="error"} 2"#),

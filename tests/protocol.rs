@@ -602,10 +602,14 @@ fn gemini_clis_own_wait_for_previous_is_left_out_unless_the_tool_names_it() {
         s.call("hello", json!({ "who": "you", "wait_for_previous": true })),
         ("hello you from lead".to_string(), false)
     );
-    assert_eq!(
-        s.call("open", json!({ "a": "x", "wait_for_previous": false })),
-        (r#"{"a":"x"}"#.to_string(), false)
-    );
+    // The other members as written, in their order, however large (helper-98: a write past 64 KiB was
+    // refused, and the members came sorted).
+    s.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":\"o\",\"method\":\"tools/call\",\"params\":{\"name\":\"open\",\"arguments\":{\"zeta\":1.50,\"wait_for_previous\":false,\"a\":\"x\"}}}\n");
+    let r = s.recv_where(|m| m["id"] == "o");
+    assert_eq!(text_of(&r), (r#"{"zeta":1.5,"a":"x"}"#.to_string(), false));
+    let big = "b".repeat(100_000);
+    let (text, refused) = s.call("hello", json!({ "who": big, "wait_for_previous": true }));
+    assert!(!refused && text.starts_with("hello bbb"), "{}", &text[..80]);
     assert_eq!(
         s.call("waits", json!({ "wait_for_previous": true })),
         (r#"{"wait_for_previous":true}"#.to_string(), false)

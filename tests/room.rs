@@ -327,6 +327,27 @@ fn messages_said_at_once_each_have_a_later_time_and_paging_loses_none() {
     assert_eq!(seen.len(), 40, "every message read once: {seen:?}");
 }
 
+/// The first message a server writes follows the last in the file, even one ahead of its clock (a burst's
+/// lead, a clock stepped back): times out of order pass messages over in `before` pages (helper-98).
+#[test]
+fn the_first_message_of_a_start_follows_the_files_last() {
+    let inst = Instance::new();
+    let ahead = std::time::SystemTime::now() + std::time::Duration::from_secs(30);
+    let ahead = humantime::format_rfc3339_millis(ahead).to_string();
+    std::fs::write(
+        inst.root.join("room.jsonl"),
+        format!("{{\"at\":\"{ahead}\",\"seat\":\"lead\",\"text\":\"from ahead\"}}\n"),
+    )
+    .unwrap();
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert!(!s.call("room", json!({ "say": "now", "last": 0 })).1);
+    let file = std::fs::read_to_string(inst.root.join("room.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(file.lines().last().unwrap()).unwrap();
+    assert!(last["at"].as_str().unwrap() > ahead.as_str(), "{file}");
+}
+
 /// A message the room took that an answer cannot hold whole (its lines indented past the room's 64 KiB)
 /// names the room's bound, which is no setting, and where the whole of it is: it named maxAnswerBytes,
 /// which was 1 MiB (helper-95).

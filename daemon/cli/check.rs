@@ -36,7 +36,9 @@ pub fn run(inst: &Instance, files: &[String]) -> Result<(), Failure> {
     let in_folders: Vec<String> = if whole {
         crate::plugins::candidates::tools_in_folders(&dir)
             .iter()
-            .map(|(file, tool)| plugin_rows::as_checked(&plugin_rows::in_a_folder(file, tool)))
+            .map(|(file, tool)| {
+                plugin_rows::as_checked(&plugin_rows::in_a_folder(file, tool.as_deref()))
+            })
             .collect()
     } else {
         Vec::new()

@@ -139,10 +139,11 @@ const FOLDER_FILES: usize = 200;
 const FOLDER_FILE_BYTES: u64 = 256 << 10;
 
 /// The modules in plugins/' folders (one deep; not node_modules/ nor hidden ones) that export
-/// `description` and `run` as a tool does, each with the tool file it would be: `plugins/deploy/index.mjs`,
-/// as other hosts lay plugins out, was served by nothing and said by nothing. Not one whose tool file is
-/// there already (which may import it).
-pub fn tools_in_folders(dir: &Path) -> Vec<(String, String)> {
+/// `description` and `run` as a tool does, each with the tool file it would be (`None` when its name is
+/// no tool's): `plugins/deploy/index.mjs`, as other hosts lay plugins out, was served by nothing and said
+/// by nothing. Not one whose tool file is there already, nor one a tool names (`export { run } from
+/// './lib/x.mjs'`, helper-98): those are the tools' code.
+pub fn tools_in_folders(dir: &Path) -> Vec<(String, Option<String>)> {
     let listed = |folder: &Path, dirs: bool| -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(folder) else {
             return Vec::new();
@@ -156,8 +157,11 @@ pub fn tools_in_folders(dir: &Path) -> Vec<(String, String)> {
         names.sort_unstable();
         names
     };
+    let read = |path: &Path| files::read_regular(path, FOLDER_FILE_BYTES).ok();
     let mut found = Vec::new();
     let mut looked = 0;
+    // The tools' own text, read once the first module that looks like a tool is met.
+    let mut tools_text: Option<Vec<String>> = None;
     for folder in listed(dir, true) {
         for file in listed(&dir.join(&folder), false) {
             looked += 1;
@@ -165,18 +169,34 @@ pub fn tools_in_folders(dir: &Path) -> Vec<(String, String)> {
                 return found;
             }
             let stem = file.trim_end_matches(".mjs");
-            let tool = format!("{}.mjs", if stem == "index" { &folder } else { stem });
-            if std::fs::symlink_metadata(dir.join(&tool)).is_ok() {
+            let name = if stem.eq_ignore_ascii_case("index") {
+                folder.as_str()
+            } else {
+                stem
+            };
+            if std::fs::symlink_metadata(dir.join(format!("{name}.mjs"))).is_ok() {
                 continue;
             }
-            let path = dir.join(&folder).join(&file);
-            let Ok(text) = files::read_regular(&path, FOLDER_FILE_BYTES) else {
+            let Some(text) = read(&dir.join(&folder).join(&file)) else {
                 continue;
             };
             let names = exported(&text);
-            if names.contains(&"run") && names.contains(&"description") {
-                found.push((format!("{folder}/{file}"), tool));
+            if !(names.contains(&"run") && names.contains(&"description")) {
+                continue;
             }
+            let module = format!("{folder}/{file}");
+            let tools = tools_text.get_or_insert_with(|| {
+                listed(dir, false)
+                    .iter()
+                    .take(FOLDER_FILES)
+                    .filter_map(|f| read(&dir.join(f)))
+                    .collect()
+            });
+            if tools.iter().any(|t| t.contains(&module)) {
+                continue;
+            }
+            let tool = names::is_valid(name).then(|| format!("{name}.mjs"));
+            found.push((module, tool));
         }
     }
     found
@@ -191,8 +211,9 @@ fn exported(text: &str) -> Vec<&str> {
     };
     let mut names = Vec::new();
     for (at, _) in text.match_indices("export") {
-        let before = text[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+        // At the start of its line: one in a comment (`// export const run`) or a string is none.
+        let line_start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+        if !text[line_start..at].trim().is_empty() {
             continue;
         }
         let after = &text[at + "export".len()..];
@@ -332,7 +353,8 @@ mod tests {
     #[test]
     fn exported_names_are_read_as_a_tool_writes_them() {
         let text = "export const description = 'd';\nexport async function* run() {}\nexport { a, b as inputSchema };\n\
-                    exportName = 1;\nconst reexport = 2;\nexport default {};\nexport let x = 1";
+                    exportName = 1;\nconst reexport = 2;\nexport default {};\nexport let x = 1\n\
+                    // export const y = 1;\nconst s = 'export const z';";
         assert_eq!(
             exported(text),
             ["description", "run", "a", "inputSchema", "default", "x"]

@@ -172,13 +172,21 @@ pub fn required_with_default(file: &str, names: &[String]) -> String {
     names::escape_controls(&row, false).into_owned()
 }
 
-/// A tool's module in a folder of plugins/ (`candidates::tools_in_folders`), and the file to move it to.
-pub fn in_a_folder(file: &str, tool: &str) -> String {
+/// A tool's module in a folder of plugins/ (`candidates::tools_in_folders`), and the file to move it to
+/// (`None`: its name is no tool's).
+pub fn in_a_folder(file: &str, tool: Option<&str>) -> String {
+    let to = match tool {
+        Some(tool) => format!("plugins/{tool}"),
+        None => {
+            "plugins/NAME.mjs, NAME a tool's name (a letter, then letters, digits and hyphens),"
+                .into()
+        }
+    };
     not_served(
         file,
         format!(
             "only files directly in plugins/ are tools, and it exports description and run as a tool \
-             does: move it to plugins/{tool} to serve it (a folder's modules are code the tools import)"
+             does: move it to {to} to serve it (a folder's modules are code the tools import)"
         ),
     )
 }

@@ -145,23 +145,65 @@ impl Budget {
 
 /// `args` without Gemini CLI's `wait_for_previous` (a boolean it adds to every tool it offers its model,
 /// and sends on), when the tool's schema does not name it: a closed schema refused every such call
-/// (helper-95), and an open one was handed a value it never asked for. `None`: as they are. Values are
-/// kept as written; only small arguments are read again here, on the daemon's thread.
+/// (helper-95), and an open one was handed a value it never asked for. `None`: as they are. The other
+/// members are kept as written and in their order; arguments past MAX_REWRITTEN are left as they are
+/// (reading them again here would hold the daemon's thread).
 pub fn without_clients_own(generation: &Generation, tool: &str, args: &str) -> Option<Arc<str>> {
     use crate::tools::GEMINIS_OWN;
-    if args.len() > SMALL_TEXT || !args.contains(GEMINIS_OWN) {
+    use serde_json::value::RawValue;
+    if args.len() > MAX_REWRITTEN || !args.contains(GEMINIS_OWN) {
         return None;
     }
     if generation.tools.get(tool)?.names_wait_for_previous {
         return None;
     }
-    let mut members: std::collections::BTreeMap<String, &serde_json::value::RawValue> =
-        serde_json::from_str(args).ok()?;
-    if !matches!(members.get(GEMINIS_OWN)?.get(), "true" | "false") {
+    let members: InOrder<'_> = serde_json::from_str(args).ok()?;
+    let is_geminis =
+        |(k, v): &(String, &RawValue)| k == GEMINIS_OWN && matches!(v.get(), "true" | "false");
+    if !members.0.iter().any(is_geminis) {
         return None;
     }
-    members.remove(GEMINIS_OWN);
-    serde_json::to_string(&members).ok().map(Arc::from)
+    let mut out = String::with_capacity(args.len());
+    out.push('{');
+    for (k, v) in members.0.iter().filter(|m| !is_geminis(m)) {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::to_string(k).ok()?);
+        out.push(':');
+        out.push_str(v.get());
+    }
+    out.push('}');
+    Some(Arc::from(out))
+}
+
+/// The most arguments `without_clients_own` reads again on the daemon's thread (about a millisecond).
+const MAX_REWRITTEN: usize = 1 << 20;
+
+/// An object's members in the order written, duplicates kept, values as written.
+struct InOrder<'a>(Vec<(String, &'a serde_json::value::RawValue)>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for InOrder<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Members<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Members<'a> {
+            type Value = InOrder<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Self::Value, M::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry()? {
+                    members.push(member);
+                }
+                Ok(InOrder(members))
+            }
+        }
+        d.deserialize_map(Members(std::marker::PhantomData))
+    }
 }
 
 /// Checks `text` against the tool's schema now, if that is small work: `None` when it is not, and the

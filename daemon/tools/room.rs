@@ -176,6 +176,23 @@ impl Room {
             }
             self.count_said(seat, text.len())?;
             let mut last_at = self.write.lock().await;
+            // The first said since the start follows the file's last message: a server stopped within
+            // a burst's lead, or a clock stepped back a little, would write times out of order
+            // (helper-98). Not one far ahead (a hand edit): every time after it would be wrong.
+            if *last_at == SystemTime::UNIX_EPOCH {
+                let path = self.path.clone();
+                let last = tokio::task::spawn_blocking(move || Room::recent(&path, 1))
+                    .await
+                    .unwrap_or_default();
+                let near = SystemTime::now() + std::time::Duration::from_secs(60);
+                if let Some(t) = last
+                    .first()
+                    .and_then(|m| humantime::parse_rfc3339(&m.at).ok())
+                    .filter(|t| *t <= near)
+                {
+                    *last_at = t;
+                }
+            }
             // Each message a millisecond after the one before, at least: `before` pages by time, and a
             // page ending between two of one millisecond passed one over for good.
             let at = SystemTime::now().max(*last_at + std::time::Duration::from_millis(1));

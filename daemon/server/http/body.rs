@@ -323,9 +323,15 @@ pub async fn refused_call(
     response: Response,
 ) -> Response {
     let (parts, body) = response.into_parts();
-    let bytes = axum::body::to_bytes(body, 64 * 1024)
-        .await
-        .unwrap_or_default();
+    // rmcp's refusal may echo the request (a name of 100 KB): read as large as a body may be, and said
+    // in words should even that fail, never sent on empty (helper-98).
+    let bytes = match axum::body::to_bytes(body, 2 * MAX_BODY_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            let why = format!("the server's refusal of this call could not be read: {e}");
+            jsonrpc::error(&Value::Null, INVALID_REQUEST, &why).into()
+        }
+    };
     let said: Value = serde_json::from_slice(&bytes).unwrap_or_default();
     let code = said["error"]["code"].as_i64().unwrap_or(INVALID_REQUEST);
     let why = said["error"]["message"]

@@ -26,13 +26,23 @@ struct Session {
     /// The hash of the secret of the seat that opened it: only that seat, with that secret, takes it up.
     hash: String,
     state: SessionState,
+    /// When the server it was live on stopped, in seconds since the Unix epoch (0 while live): one left
+    /// by a stop and not taken up by the next is kept for the one after from the same time, no longer.
+    #[serde(default)]
+    left_at: u64,
 }
 
-#[derive(Serialize, Deserialize)]
-struct File {
-    /// When the server that wrote it stopped, in seconds since the Unix epoch.
-    at: u64,
-    sessions: HashMap<String, Session>,
+impl Session {
+    /// Left by a stop less than KEPT_FOR ago (and not in the future: a clock stepped back, a hand edit).
+    fn fresh(&self, now: u64) -> bool {
+        self.left_at <= now && now - self.left_at <= KEPT_FOR.as_secs()
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 pub struct Carried {
@@ -46,38 +56,78 @@ pub struct Carried {
 }
 
 impl Carried {
-    /// Takes up what the last stop left at `path` (the file goes: it is read once).
-    pub fn new(path: PathBuf, caller: impl Fn() -> Option<String> + Send + Sync + 'static) -> Self {
-        let left = read(&path).unwrap_or_default();
+    /// Takes up what the last stop left at `path` (the file goes: it is read once); what it was, in
+    /// words for runtime.log when there is something to say.
+    pub fn new(
+        path: PathBuf,
+        caller: impl Fn() -> Option<String> + Send + Sync + 'static,
+    ) -> (Self, Option<String>) {
+        let (left, said) = match std::fs::symlink_metadata(&path) {
+            Err(_) => (HashMap::new(), None),
+            Ok(_) => match read(&path) {
+                Ok(left) if left.is_empty() => (left, None),
+                Ok(left) => {
+                    let said = format!(
+                        "{} HTTP session(s) of the last server are kept for their clients to take up, each by \
+                         its own seat, for {} minutes from that server's stop.",
+                        left.len(),
+                        KEPT_FOR.as_secs() / 60
+                    );
+                    (left, Some(said))
+                }
+                Err(why) => (
+                    HashMap::new(),
+                    Some(format!(
+                        "{} could not be read ({why}): the HTTP sessions of the last server are not taken up, \
+                         and their clients open new ones.",
+                        path.display()
+                    )),
+                ),
+            },
+        };
         let _ = std::fs::remove_file(&path);
-        Self {
+        let carried = Self {
             path,
             live: Mutex::default(),
             left: Mutex::new(left),
             caller: Box::new(caller),
-        }
+        };
+        (carried, said)
     }
 
-    /// The hash of the secret of the seat whose session `id` the last stop left, if it did.
+    /// The hash of the secret of the seat whose session `id` a stop left, if one did, not too long ago.
     pub fn left_by(&self, id: &str) -> Option<String> {
-        lock(&self.left).get(id).map(|s| s.hash.clone())
+        let now = now();
+        lock(&self.left)
+            .get(id)
+            .filter(|s| s.fresh(now))
+            .map(|s| s.hash.clone())
     }
 
-    /// Session `id` ended (closed, idled out, its seat changed): not kept.
+    /// Session `id` ended (closed, idled out, its seat changed, ended with DELETE): not kept, nor taken
+    /// up.
     pub fn forget(&self, id: &str) {
         lock(&self.live).remove(id);
+        lock(&self.left).remove(id);
     }
 
-    /// Writes the live sessions for the next start, as the server stops (before it ends them).
+    /// Writes the sessions for the next start, as the server stops (before it ends them): the live ones,
+    /// and those a stop before left that were not taken up yet, from that stop's time.
     pub fn keep(&self) {
-        let sessions = std::mem::take(&mut *lock(&self.live));
+        let now = now();
+        let mut sessions = std::mem::take(&mut *lock(&self.live));
+        for s in sessions.values_mut() {
+            s.left_at = now;
+        }
+        sessions.extend(
+            std::mem::take(&mut *lock(&self.left))
+                .into_iter()
+                .filter(|(_, s)| s.fresh(now)),
+        );
         if sessions.is_empty() {
             return;
         }
-        let at = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let written = serde_json::to_vec(&File { at, sessions })
+        let written = serde_json::to_vec(&sessions)
             .map_err(|e| e.to_string())
             .and_then(|bytes| {
                 crate::files::write_private(&self.path, &bytes).map_err(|e| e.to_string())
@@ -90,13 +140,13 @@ impl Carried {
     }
 }
 
-fn read(path: &Path) -> Option<HashMap<String, Session>> {
-    let text = crate::files::read_regular(path, crate::files::MAX_READ_BYTES).ok()?;
-    let file: File = serde_json::from_str(&text).ok()?;
-    let now = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    (now.saturating_sub(file.at) <= KEPT_FOR.as_secs()).then_some(file.sessions)
+fn read(path: &Path) -> Result<HashMap<String, Session>, String> {
+    let text = crate::files::read_regular(path, crate::files::MAX_READ_BYTES)
+        .map_err(|e| e.to_string())?;
+    let sessions: HashMap<String, Session> =
+        serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let now = now();
+    Ok(sessions.into_iter().filter(|(_, s)| s.fresh(now)).collect())
 }
 
 impl SessionStore for Carried {
@@ -110,15 +160,17 @@ impl SessionStore for Carried {
         Self: 'c,
     {
         // Taken up once, by its own seat (the gate let only that one through): live again.
+        let now = now();
         let taken = {
             let mut left = lock(&self.left);
             match (left.get(session_id), (self.caller)()) {
-                (Some(s), Some(hash)) if s.hash == hash => left.remove(session_id),
+                (Some(s), Some(hash)) if s.hash == hash && s.fresh(now) => left.remove(session_id),
                 _ => None,
             }
         };
-        let state = taken.map(|s| {
+        let state = taken.map(|mut s| {
             let state = s.state.clone();
+            s.left_at = 0;
             lock(&self.live).insert(session_id.to_string(), s);
             state
         });
@@ -142,6 +194,7 @@ impl SessionStore for Carried {
                 Session {
                     hash,
                     state: state.clone(),
+                    left_at: 0,
                 },
             );
         }

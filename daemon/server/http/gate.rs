@@ -460,7 +460,8 @@ async fn check_and_run(
             // initialize), so a client that never opens another (Gemini CLI) goes on.
             Check::Unknown
                 if !modern
-                    && gate.carried.left_by(id).as_deref() == Some(caller.secret_hash.as_str()) =>
+                    && gate.carried.left_by(id).as_deref() == Some(caller.secret_hash.as_str())
+                    && gate.owners.count(&caller.seat) < SESSIONS_PER_SEAT =>
             {
                 gate.owners.record(id, &caller.seat, &caller.secret_hash);
                 in_use = Some(gate.owners.in_use(id));
@@ -558,10 +559,11 @@ async fn check_and_run(
         .insert(crate::server::session::HttpTicket(counted.clone()));
     let response = CALLER.scope(caller, next.run(request)).await;
     let mut response = super::plain::reworded(&gate.daemon, response).await;
-    if response.status().is_client_error()
-        && let Some(seen) = &held.call
+    // The call's body is let go of here, whatever the answer: it is not held while the call runs.
+    if let Some(seen) = held.call.take()
+        && response.status().is_client_error()
     {
-        response = super::body::refused_call(&gate.daemon, &seat, seen, response).await;
+        response = super::body::refused_call(&gate.daemon, &seat, &seen, response).await;
     }
     match (&session, response.headers().get(SESSION_HEADER)) {
         (None, Some(id)) => {

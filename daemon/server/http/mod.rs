@@ -118,10 +118,14 @@ impl Bound {
         manager.session_config.keep_alive = None;
         let manager = Arc::new(manager);
         // Host and Origin are checked by the gate, in words naming the setting to change.
-        let carried = Arc::new(carried::Carried::new(
-            daemon.inst.private_dir().join("http-sessions.json"),
-            || gate::CALLER.try_with(|c| c.secret_hash.clone()).ok(),
-        ));
+        let (carried, said) =
+            carried::Carried::new(daemon.inst.private_dir().join("http-sessions.json"), || {
+                gate::CALLER.try_with(|c| c.secret_hash.clone()).ok()
+            });
+        if let Some(said) = said {
+            daemon.log.row(crate::runtime_log::Topic::Server, &said);
+        }
+        let carried = Arc::new(carried);
         let mut config = StreamableHttpServerConfig::default()
             .with_cancellation_token(daemon.http_stop.child_token())
             .with_max_request_body_bytes(MAX_BODY_BYTES)
