@@ -616,17 +616,7 @@ fn a_2026_message_without_its_method_header_is_told_what_to_send() {
     // A call that names no tool is told that, not to send the header naming it.
     let mut nameless = call.clone();
     nameless["params"].as_object_mut().unwrap().remove("name");
-    let r = http.request(
-        "POST",
-        &[
-            ("content-type", "application/json"),
-            ("accept", "application/json, text/event-stream"),
-            ("authorization", bearer.as_str()),
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
-        ],
-        &nameless.to_string(),
-    );
+    let r = http.call_2026(&inst.secret("w1"), None, &nameless);
     let v = r.json();
     assert_eq!(v["error"]["code"], -32602, "{v}");
     assert!(

@@ -506,25 +506,13 @@ export function run({ n }) { return { text: `n=${n}` }; }
     assert_eq!(a["error"]["code"], -32602, "{a}");
     // A 2026-07-28 call whose Mcp-Name does not match its body, turned away by rmcp before the service:
     // counted as another JSON-RPC error, and a span (helper-96: neither).
-    let bearer = format!("Bearer {}", inst.secret("w1"));
     let call = json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
         "name": "strict", "arguments": { "n": 1 }, "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},
             "io.modelcontextprotocol/clientInfo": { "name": "p", "version": "1" } } } });
     for name in ["other", "zzz-<b>"] {
-        let r = common::http::Http::at(&url).request(
-            "POST",
-            &[
-                ("content-type", "application/json"),
-                ("accept", "application/json, text/event-stream"),
-                ("authorization", bearer.as_str()),
-                ("mcp-protocol-version", "2026-07-28"),
-                ("mcp-method", "tools/call"),
-                ("mcp-name", name),
-            ],
-            &call.to_string(),
-        );
+        let r = common::http::Http::at(&url).call_2026(&inst.secret("w1"), Some(name), &call);
         let status = r.status;
         let v = r.json();
         assert_eq!((status, &v["error"]["code"]), (400, &json!(-32020)), "{v}");
@@ -532,18 +520,7 @@ export function run({ n }) { return { text: `n=${n}` }; }
     // rmcp's refusal echoes a long name: it reaches the client whole (helper-98: sent on empty).
     let mut long = call.clone();
     long["params"]["name"] = json!("x".repeat(100_000));
-    let r = common::http::Http::at(&url).request(
-        "POST",
-        &[
-            ("content-type", "application/json"),
-            ("accept", "application/json, text/event-stream"),
-            ("authorization", bearer.as_str()),
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "open"),
-        ],
-        &long.to_string(),
-    );
+    let r = common::http::Http::at(&url).call_2026(&inst.secret("w1"), Some("open"), &long);
     let status = r.status;
     let v = r.json();
     assert_eq!((status, &v["error"]["code"]), (400, &json!(-32020)), "{v}");

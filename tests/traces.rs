@@ -281,24 +281,12 @@ fn requests_refused_on_the_way_are_failed_spans_over_both_transports() {
     let (text, refused) = h.call("echo", json!({ "extra": 1 }));
     assert!(refused && text.contains("do not fit"), "{text}");
     // Turned away by rmcp before the service: its Mcp-Name is not its body's tool (helper-96: no span).
-    let bearer = format!("Bearer {}", inst.secret("lead"));
     let mismatch = json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
         "name": "echo", "arguments": {}, "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},
             "io.modelcontextprotocol/clientInfo": { "name": "p", "version": "1" } } } });
-    let r = http.request(
-        "POST",
-        &[
-            ("content-type", "application/json"),
-            ("accept", "application/json, text/event-stream"),
-            ("authorization", bearer.as_str()),
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "other"),
-        ],
-        &mismatch.to_string(),
-    );
+    let r = http.call_2026(&inst.secret("lead"), Some("other"), &mismatch);
     assert_eq!(r.status, 400);
     let spans = wait_until("the spans to reach the collector", || {
         let spans = receiver.spans();

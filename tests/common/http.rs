@@ -46,6 +46,21 @@ impl Http {
         self.request_at("/mcp", method, headers, body)
     }
 
+    /// A 2026-07-28 `tools/call` as written (`body`), with the headers that revision asks for: the
+    /// bearer token, and `mcp_name` as its Mcp-Name (none when `None`).
+    pub fn call_2026(&self, secret: &str, mcp_name: Option<&str>, body: &Value) -> Response {
+        let bearer = format!("Bearer {secret}");
+        let mut headers = vec![
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("authorization", bearer.as_str()),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+        ];
+        headers.extend(mcp_name.map(|n| ("mcp-name", n)));
+        self.request("POST", &headers, &body.to_string())
+    }
+
     /// A request for another path of the same server (the status page's, `/web/…`).
     pub fn request_at(
         &self,
