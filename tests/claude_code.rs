@@ -382,3 +382,36 @@ fn the_benchmark_sends_what_claude_code_writes() {
         );
     }
 }
+
+/// A call past 60 s at a URL desk: Claude Code gave up at 60 s ("The operation timed out."), and its
+/// model never read ovai's words naming the file (helper-95). The desk's entry gives it ovai's backstop.
+#[test]
+fn a_call_past_a_minute_at_a_url_desk_gets_ovais_words() {
+    const HANG: &str = "export const description = 'Never answers.';\nexport const inputSchema = { type: 'object', properties: {}, additionalProperties: false };\nexport function run() { return new Promise(() => {}); }\n";
+    let inst = Instance::with_plugins(&[("hang.mjs", HANG)]);
+    inst.set_config(json!({ "http": { "listen": "127.0.0.1:0" }, "callTimeoutSeconds": 63 }));
+    let d = inst.start();
+    let url = d.status().unwrap()["http"].as_str().unwrap().to_string();
+    inst.cmd()
+        .args(["seat", "add", "far", "--url", &url])
+        .assert()
+        .success();
+    let api = MessagesApi::start(vec![
+        Step::Tool("mcp__openovai__hang", json!({})),
+        Step::Text("Gave up."),
+    ]);
+    let mut claude = Claude::start(&inst.root.join("desks/far"), &api, "Run it, please.");
+    // Past a minute, longer than the tests' usual patience.
+    for _ in 0..1200 {
+        if claude.child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let (result, log) = claude.finish();
+    let results = api.tool_results();
+    assert!(
+        result_text(&results[0]).starts_with("plugins/hang.mjs did not answer in time"),
+        "{results:?}\n{result}\n{log}"
+    );
+}

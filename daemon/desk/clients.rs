@@ -48,9 +48,8 @@ fn json_files(desk: &Path) -> [(Client, PathBuf, [&'static str; 2]); 2] {
 
 /// opencode gives up on a request quiet for its `timeout`, 60 s unless said: the same as ovai's own
 /// `callTimeoutSeconds`, a tie opencode won, so a call that never settled got its "Request timed out"
-/// and never ovai's words naming the file. ovai answers every call itself; ten minutes (Gemini CLI's
-/// own) is opencode's backstop, and bounds its wait on a remote server that never answers.
-const OPENCODE_TIMEOUT_MS: u64 = 10 * 60 * 1000;
+/// and never ovai's words naming the file. Given the clients' backstop (`super::CLIENT_TIMEOUT_MS`).
+const OPENCODE_TIMEOUT_MS: u64 = super::CLIENT_TIMEOUT_MS;
 
 /// The entry a JSON client reads, `env` the bridge's environment (the person's own variables kept).
 /// Sets the server's entry in `entry` for `client`: what reaches the server (and the other way's keys

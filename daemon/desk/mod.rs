@@ -277,6 +277,11 @@ fn unreachable(url: &str, authority: &str) -> Option<String> {
 }
 
 /// Writes (or replaces) the `openovai` entry of the desk's `.mcp.json`, keeping every other server.
+/// How long a client waits on a call, where its desk's entry can say so: ovai answers every call itself
+/// (at `callTimeoutSeconds`, 60 s by default), so the client's own limit must come later or its words
+/// win the tie. Ten minutes, Gemini CLI's own, also bounds a wait on a remote server that never answers.
+pub const CLIENT_TIMEOUT_MS: u64 = 10 * 60 * 1000;
+
 pub fn write_server_entry(
     inst: &Instance,
     desk: &Path,
@@ -305,10 +310,13 @@ pub fn write_server_entry(
                 "env": env
             })
         }
+        // Over HTTP, Claude Code gives up on a call at 60 s unless its entry says otherwise, and its model
+        // read "The operation timed out." rather than ovai's words naming the file (helper-95).
         Reach::Url { url } => json!({
             "type": "http",
             "url": url,
-            "headers": { "Authorization": format!("Bearer {secret}") }
+            "headers": { "Authorization": format!("Bearer {secret}") },
+            "timeout": CLIENT_TIMEOUT_MS
         }),
     };
     if let Some(s) = doc
