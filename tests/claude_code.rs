@@ -402,12 +402,11 @@ fn a_call_past_a_minute_at_a_url_desk_gets_ovais_words() {
     ]);
     let mut claude = Claude::start(&inst.root.join("desks/far"), &api, "Run it, please.");
     // Past a minute, longer than the tests' usual patience.
-    for _ in 0..1200 {
-        if claude.child.try_wait().unwrap().is_some() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    wait_until_for(
+        "Claude Code to end",
+        std::time::Duration::from_secs(120),
+        || claude.child.try_wait().ok().flatten(),
+    );
     let (result, log) = claude.finish();
     let results = api.tool_results();
     assert!(
