@@ -31,12 +31,17 @@ fn main() {
     let log = tracing_subscriber::fmt()
         .with_ansi(ansi)
         .with_env_filter(filter);
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     // The daemon's tracing is written by a thread of its own: a stderr nobody reads must not stop it.
     let held = matches!(cli.command, ovai::cli::Command::Serve { .. })
         .then(|| ovai::stderr_log::StderrLog::start(ansi));
     match &held {
         Some(held) => {
-            log.with_writer(held.clone()).init();
+            log.with_writer(held.clone())
+                .finish()
+                .with(ovai::stderr_log::UnheardAnswers)
+                .init();
             // A panic's words too: the default hook writes to stderr where it is.
             std::panic::set_hook(Box::new(|info| {
                 let thread = std::thread::current();

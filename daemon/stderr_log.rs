@@ -250,6 +250,44 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for StderrLog {
     }
 }
 
+/// Leaves out the one ERROR rmcp says for nothing wrong: an answer with nobody left to take it. A
+/// Claude Code session at a URL desk ends by closing its `subscriptions/listen` stream, and rmcp then
+/// fails to send that listen's final result ("channel closed"), at every session's end (helper-95).
+pub struct UnheardAnswers;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for UnheardAnswers {
+    fn event_enabled(
+        &self,
+        event: &tracing::Event<'_>,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        let meta = event.metadata();
+        if *meta.level() != tracing::Level::ERROR || meta.target() != "rmcp::service" {
+            return true;
+        }
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        !(fields.message == "failed to send pending response during drain"
+            && fields.error == "channel closed")
+    }
+}
+
+#[derive(Default)]
+struct Fields {
+    message: String,
+    error: String,
+}
+
+impl tracing::field::Visit for Fields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        match field.name() {
+            "message" => self.message = format!("{value:?}"),
+            "error" => self.error = format!("{value:?}"),
+            _ => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

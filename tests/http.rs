@@ -2155,6 +2155,34 @@ fn priming_events_go_only_to_clients_of_2025_11_25_and_later() {
     assert!(sse.contains("\"tools\"") && has_priming(&sse), "{sse}");
 }
 
+/// A 2026-07-28 client at a URL desk (Claude Code) ends its session by closing its listen stream: the
+/// listen's final result then has nobody to go to, which is no error. rmcp said `ERROR ... failed to send
+/// pending response during drain` on the operator's stderr at every such end (helper-95).
+#[test]
+fn a_listen_stream_closed_by_its_client_is_no_error_on_stderr() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "http": { "listen": "127.0.0.1:0" } }));
+    inst.fixture("echo.mjs");
+    // rmcp's own "serve finished" comes after its drain: a mark that the close was dealt with.
+    let d = Daemon::start_with_env(&inst, &[("OVAI_LOG", "info,rmcp=warn,rmcp::service=info")]);
+    let http = Http::at(d.status().unwrap()["http"].as_str().unwrap());
+    let mut s = HttpSeat::new(&http, &inst.secret("lead"), "2026-07-28");
+    let (_, mut r) = s.send(
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true } }),
+    );
+    assert_eq!(r.status, 200);
+    let ack = r.next_message().unwrap();
+    assert!(ack.get("error").is_none(), "{ack}");
+    drop(r);
+    let said = wait_until("the listen's serve loop to finish", || {
+        let said = std::fs::read_to_string(&d.stderr).ok()?;
+        said.contains("serve finished").then_some(said)
+    });
+    assert!(!said.contains("ERROR"), "{said}");
+    assert!(!s.call("echo", json!({})).1);
+}
+
 #[test]
 fn from_2026_07_28_a_method_not_served_and_initialize_are_404_in_words() {
     let (inst, _d, http) = serving(json!({}));
