@@ -116,29 +116,37 @@ impl RuntimeLog {
     }
 }
 
-/// The last `n` rows of runtime.log at `path` that `keep`, read from its end (at most 64 KiB of it).
+/// The last `n` rows of runtime.log at `path` that `keep`, read from its end: 64 KiB of it, and further
+/// back, up to 1 MiB, while fewer than `n` rows were kept (rows left out can fill the last 64 KiB: one
+/// per tool served after a restart of a thousand plugins).
 pub fn latest(path: &std::path::Path, n: usize, keep: impl Fn(&str) -> bool) -> Vec<String> {
     use std::io::{Read, Seek, SeekFrom};
     let Ok(mut f) = crate::files::open_regular(path, u64::MAX) else {
         return Vec::new();
     };
     let len = f.metadata().map_or(0, |m| m.len());
-    let from = len.saturating_sub(64 * 1024);
-    let mut bytes = Vec::new();
-    if f.seek(SeekFrom::Start(from)).is_err() || f.read_to_end(&mut bytes).is_err() {
-        return Vec::new();
+    let mut window = 64 * 1024;
+    loop {
+        let from = len.saturating_sub(window);
+        let mut bytes = Vec::new();
+        if f.seek(SeekFrom::Start(from)).is_err() || f.read_to_end(&mut bytes).is_err() {
+            return Vec::new();
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let mut lines: Vec<&str> = text.lines().collect();
+        if from > 0 && !lines.is_empty() {
+            // The first line read may be the end of a row cut in two.
+            lines.remove(0);
+        }
+        lines.retain(|l| keep(l));
+        if lines.len() >= n || from == 0 || window >= 1024 * 1024 {
+            return lines[lines.len().saturating_sub(n)..]
+                .iter()
+                .map(|l| crate::names::escape_controls(l, false).into_owned())
+                .collect();
+        }
+        window *= 4;
     }
-    let text = String::from_utf8_lossy(&bytes);
-    let mut lines: Vec<&str> = text.lines().collect();
-    if from > 0 && !lines.is_empty() {
-        // The first line read may be the end of a row cut in two.
-        lines.remove(0);
-    }
-    lines.retain(|l| keep(l));
-    lines[lines.len().saturating_sub(n)..]
-        .iter()
-        .map(|l| crate::names::escape_controls(l, false).into_owned())
-        .collect()
 }
 
 /// The row saying the server before this one ended without stopping: when runtime.log's tail shows it
@@ -199,6 +207,26 @@ pub fn parse_row(line: &str) -> Option<(&str, &str, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Past about 800 tools in one restart, a row per tool served filled the 64 KiB read, and the page's
+    /// log panel, which leaves those out, was empty (helper-98).
+    #[test]
+    fn latest_reads_further_back_for_rows_it_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime.log");
+        let log = RuntimeLog::rotating_at(path.clone(), u64::MAX);
+        log.row(Topic::Server, "Restarted.");
+        for i in 0..3000 {
+            log.row(
+                Topic::Plugins,
+                &format!("serves a tool of its own: tool-{i:04}"),
+            );
+        }
+        let kept = latest(&path, 30, |row| !row.contains("serves a tool"));
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert!(kept[0].ends_with("Restarted."), "{kept:?}");
+        assert_eq!(latest(&path, 5, |_| true).len(), 5);
+    }
 
     #[test]
     fn rotates_at_its_size_keeping_one_old_file() {
