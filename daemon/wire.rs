@@ -225,6 +225,13 @@ pub struct ToolFigures {
     /// Calls refused for a fault of the tool's code: it threw, answered wrongly, or ran past its deadline.
     #[serde(default)]
     pub failures: u64,
+    /// Calls refused before they ran, for arguments that do not fit the tool's inputSchema.
+    #[serde(default)]
+    pub misfits: u64,
+    /// Calls the server refused without running them: it was stopping, or a new host did not import the
+    /// tool's file again (changed or removed since the read, or its import failed).
+    #[serde(default)]
+    pub unrun: u64,
     pub p50_ms: f64,
     pub p99_ms: f64,
 }

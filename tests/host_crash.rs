@@ -203,6 +203,13 @@ fn a_file_edited_after_the_read_is_not_served_by_a_new_host_and_the_rest_is() {
     );
     let changed = "plugins/echo.mjs is not answering calls since a new plugin host was started: it changed after it was read, and a new host imports only what was read. Run `ovai check` and `ovai restart` to see and serve it as it is now.";
     assert_eq!(s.call("echo", json!({})), (changed.to_string(), true));
+    // Not the tool's refusal, nor its arguments': its code never ran (helper-99).
+    let status = inst.cmd().arg("status").output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains("Calls to echo: 2 (1 refused: 1 not run (its file was not imported again, or the server was stopping)); p50 "),
+        "{status}"
+    );
     // Called with arguments that do not fit, it is told why it is not answering, not to call again
     // with arguments that fit: a call that fits would be refused all the same.
     let (text, refused) = s.call("strict", json!({}));

@@ -899,6 +899,10 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
             "silent.mjs",
             "export const description = 'x';\nexport const inputSchema = { type: 'object' };\nexport function run() { return { text: ' ' }; }",
         ),
+        (
+            "picky.mjs",
+            "export const description = 'x';\nexport const inputSchema = { type: 'object', properties: { n: { type: 'integer', description: 'n' } }, additionalProperties: false };\nexport function run({ n }) { return n ? { text: 'ok' } : { refused: 'not today' }; }",
+        ),
     ]);
     let out = inst.cmd().args(["status", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(3));
@@ -926,14 +930,21 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
     assert!(s.call("echo", json!({})).1);
     assert!(s.call("throws", json!({})).1);
     assert!(s.call("silent", json!({})).1);
+    assert!(s.call("picky", json!({})).1);
+    assert!(s.call("picky", json!({ "n": "x" })).1);
+    assert!(!s.call("picky", json!({ "n": 1 })).1);
     // A refusal for the caller's arguments is not the tool's fault; a throw is, and its author reads so.
+    // A refusal in the tool's own words is told apart from the server's for the arguments (helper-92).
     // Kinds with none are not named (helper-81: "0 refused, of which 0 … and 0 …").
     inst.cmd().arg("status").assert().success().stdout(
         predicate::str::contains(
             "\nplugins/broken.mjs is not served: it does not export inputSchema or run (add `export const inputSchema = ...` and `export async function run(args, context) { ... }`)\n",
         )
         .and(predicate::str::contains(
-            "Calls to echo: 2 (1 refused: 1 by the tool or for its arguments); p50 ",
+            "Calls to echo: 2 (1 refused: 1 for arguments that did not fit its inputSchema); p50 ",
+        ))
+        .and(predicate::str::contains(
+            "Calls to picky: 3 (2 refused: 1 in the tool's own words, 1 for arguments that did not fit its inputSchema); p50 ",
         ))
         .and(predicate::str::contains(
             "Calls to throws: 1 (1 refused: 1 for a fault in the tool's code); p50 ",

@@ -190,20 +190,24 @@ pub fn run(inst: &Instance, as_json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// How a tool's calls were refused, by whom: "none refused", "3 refused: 1 for a fault in the tool's
-/// code, 2 by the tool or for its arguments". Kinds with none are left out.
+/// How a tool's calls were refused, by whom: "none refused", "3 refused: 2 in the tool's own words, 1
+/// for a fault in the tool's code". Kinds with none are left out.
 fn refused_words(f: &crate::wire::ToolFigures) -> String {
     if f.refusals == 0 {
         return "none refused".into();
     }
-    let other = f
-        .refusals
-        .saturating_sub(f.host_stops)
-        .saturating_sub(f.failures);
+    let own = [f.host_stops, f.failures, f.misfits, f.unrun]
+        .iter()
+        .fold(f.refusals, |left, n| left.saturating_sub(*n));
     let kinds: Vec<String> = [
+        (own, "in the tool's own words"),
         (f.failures, "for a fault in the tool's code"),
+        (f.misfits, "for arguments that did not fit its inputSchema"),
         (f.host_stops, "when its plugin host stopped"),
-        (other, "by the tool or for its arguments"),
+        (
+            f.unrun,
+            "not run (its file was not imported again, or the server was stopping)",
+        ),
     ]
     .into_iter()
     .filter(|(n, _)| *n > 0)

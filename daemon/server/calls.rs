@@ -172,7 +172,9 @@ impl Calls {
         }
         let admitted = match shared.service.enter_call(&call.name) {
             Ok(Ok(admitted)) => admitted,
-            Ok(Err(outcome)) => return shared.answer_now(&call, started, &outcome, answers),
+            Ok(Err((outcome, how))) => {
+                return shared.answer_now(&call, started, &outcome, how, answers);
+            }
             Err(error) => {
                 let code = i64::from(error.code.0);
                 return shared.error(&call, started, code, &error.message, answers);
@@ -202,7 +204,7 @@ impl Calls {
             Some(Kind::Index) => match shared.service.index_now(&generation) {
                 Some(outcome) => {
                     drop(admitted);
-                    return shared.answer_now(&call, started, &outcome, answers);
+                    return shared.answer_now(&call, started, &outcome, How::Ran, answers);
                 }
                 None => return self.spawn(call, number, admitted, started, answers, None),
             },
@@ -239,7 +241,7 @@ impl Calls {
                 if let Some(span) = &mut host_span {
                     span.outcome(&outcome);
                 }
-                return shared.answer_now(&call, started, &outcome, answers);
+                return shared.answer_now(&call, started, &outcome, How::NotRun, answers);
             }
         };
         let (link, on_host) = (prepared.link().clone(), prepared.id());
@@ -291,7 +293,7 @@ impl Calls {
                     // Stopped while its arguments were checked: answered as any call stopped so.
                     _ = ct.cancelled() => {
                         if shared.release(&call.id, number) {
-                            shared.answer_now(&call, started, &Outcome::Unsent, &answers);
+                            shared.answer_now(&call, started, &Outcome::Unsent, How::Ran, &answers);
                         }
                         return;
                     }
@@ -403,8 +405,15 @@ impl StopBy {
 
 impl Shared {
     /// Answers a call that ended as it was taken (refused, or a built-in that needed no task), and counts it.
-    fn answer_now(&self, call: &Call, started: Instant, outcome: &Outcome, answers: &Answers) {
-        self.service.record(&call.name, started, outcome, How::Ran);
+    fn answer_now(
+        &self,
+        call: &Call,
+        started: Instant,
+        outcome: &Outcome,
+        how: How,
+        answers: &Answers,
+    ) {
+        self.service.record(&call.name, started, outcome, how);
         call.end_span(outcome);
         answers.answer_line(&call.id, self.line(call, outcome));
     }
@@ -423,7 +432,7 @@ impl Shared {
     fn refuse(&self, call: &Call, started: Instant, refusal: Refusal, answers: &Answers) {
         match refusal {
             Refusal::Tool(why) => {
-                self.answer_now(call, started, &Outcome::Refused(why), answers);
+                self.answer_now(call, started, &Outcome::Refused(why), How::Misfit, answers);
             }
             Refusal::Params(why) => {
                 let why = format!("Invalid params: {why}");

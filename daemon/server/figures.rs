@@ -58,6 +58,19 @@ impl Tally {
     }
 }
 
+/// Whose doing a refusal was, told apart in what `ovai status` shows a tool's author.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// The tool answered `{ refused }`: its own words.
+    Tool,
+    /// A fault of the tool's code: it threw, answered something else, or ran past its deadline.
+    Code,
+    /// The server refused the arguments before it ran: they do not fit its inputSchema.
+    Arguments,
+    /// The server did not run it: it was stopping, or a new host did not import its file again.
+    Server,
+}
+
 #[derive(Default)]
 struct Tool {
     /// The name, shared with the latest calls: a call copies no string.
@@ -66,6 +79,8 @@ struct Tool {
     refusals: u64,
     host_stops: u64,
     failures: u64,
+    misfits: u64,
+    unrun: u64,
     /// The latest durations, in ms.
     recent: VecDeque<f64>,
 }
@@ -147,8 +162,8 @@ impl Figures {
         ))
     }
 
-    /// `failed`: refused for a fault of the tool's code (a throw, a wrong answer, its deadline).
-    pub fn record(&self, seat: &str, tool: &str, took: Duration, outcome: Tally, failed: bool) {
+    /// `cause`: whose doing it was, when it was refused.
+    pub fn record(&self, seat: &str, tool: &str, took: Duration, outcome: Tally, cause: Cause) {
         let ms = took.as_secs_f64() * 1e3;
         let tool_name = {
             let mut tools = lock(&self.tools);
@@ -163,7 +178,17 @@ impl Figures {
             t.calls += 1;
             t.refusals += u64::from(outcome.refused());
             t.host_stops += u64::from(outcome == Tally::HostStopped);
-            t.failures += u64::from(failed);
+            if outcome.refused() && outcome != Tally::HostStopped {
+                let counter = match cause {
+                    Cause::Tool => None,
+                    Cause::Code => Some(&mut t.failures),
+                    Cause::Arguments => Some(&mut t.misfits),
+                    Cause::Server => Some(&mut t.unrun),
+                };
+                if let Some(n) = counter {
+                    *n += 1;
+                }
+            }
             if t.recent.len() == KEPT {
                 t.recent.pop_front();
             }
@@ -253,6 +278,8 @@ impl Figures {
                     refusals: t.refusals,
                     host_stops: t.host_stops,
                     failures: t.failures,
+                    misfits: t.misfits,
+                    unrun: t.unrun,
                     p50_ms: pick(0.5),
                     p99_ms: pick(0.99),
                 }

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::arguments::{self, Refusal};
 use super::daemon::Daemon;
-use super::figures::Tally;
+use super::figures::{Cause, Tally};
 use super::progress::{Relay, To};
 use super::sessions::{Owned, SeatChange};
 use super::traces::HostSpan;
@@ -184,9 +184,12 @@ impl SeatService {
     /// Whether a call of `name` may run now: admitted (counted in on its generation), an outcome when it is
     /// answered without running (the server is shutting down), or a protocol error for a tool this
     /// server does not have. Its arguments are checked next (`server::arguments`).
-    pub fn enter_call(&self, name: &str) -> Result<Result<AdmittedCall, Outcome>, ErrorData> {
+    pub fn enter_call(
+        &self,
+        name: &str,
+    ) -> Result<Result<AdmittedCall, (Outcome, How)>, ErrorData> {
         let Some((generation, guard)) = self.enter() else {
-            return Ok(Err(answer::shutting_down(name)));
+            return Ok(Err((answer::shutting_down(name), How::NotRun)));
         };
         if generation.tools.get(name).is_none() {
             return Err(ErrorData::invalid_params(
@@ -195,7 +198,7 @@ impl SeatService {
             ));
         }
         if self.daemon.closing.is_cancelled() {
-            return Ok(Err(answer::shutting_down(name)));
+            return Ok(Err((answer::shutting_down(name), How::NotRun)));
         }
         // A tool whose file the live host left out says so before its arguments are judged: told to
         // call again with arguments that fit, a session would, and be refused for another reason.
@@ -203,11 +206,8 @@ impl SeatService {
             && let Some(why) = host::unavailable(&generation.host, name)
         {
             let max = generation.config.max_answer_bytes;
-            return Ok(Err(answer::plugin(
-                file,
-                host::Ended::NotReimported(why),
-                max,
-            )));
+            let outcome = answer::plugin(file, host::Ended::NotReimported(why), max);
+            return Ok(Err((outcome, How::NotRun)));
         }
         Ok(Ok(AdmittedCall { generation, guard }))
     }
@@ -253,7 +253,7 @@ impl SeatService {
         } = admitted;
         // The generation's table does not change: the entry `enter_call` found is there.
         let Some(entry) = generation.tools.get(name) else {
-            return (answer::shutting_down(name), How::Ran);
+            return (answer::shutting_down(name), How::NotRun);
         };
         match &entry.kind {
             Kind::Index => (Box::pin(self.index(&generation)).await, How::Ran),
@@ -295,15 +295,21 @@ impl SeatService {
             (Outcome::Cancelled | Outcome::Unsent, _) => Tally::Cancelled,
             (Outcome::Refused(_), How::HostStopped) => Tally::HostStopped,
             (Outcome::Refused(_), How::TimedOut) => Tally::TimedOut,
-            (Outcome::Refused(_), How::Ran | How::Failed) => Tally::Refused,
+            (Outcome::Refused(_), How::Ran | How::Failed | How::Misfit | How::NotRun) => {
+                Tally::Refused
+            }
         };
         let took = started.elapsed();
         // The tool's own fault, told apart from its refusals and the caller's: what its author fixes.
-        let failed =
-            matches!(how, How::Failed | How::TimedOut) && matches!(outcome, Outcome::Refused(_));
+        let cause = match how {
+            How::Ran | How::HostStopped => Cause::Tool,
+            How::Failed | How::TimedOut => Cause::Code,
+            How::Misfit => Cause::Arguments,
+            How::NotRun => Cause::Server,
+        };
         self.daemon
             .figures
-            .record(&self.seat, name, took, counted, failed);
+            .record(&self.seat, name, took, counted, cause);
         if let Some(metrics) = self.daemon.metrics.get() {
             metrics.call(&self.seat, name, took, counted);
         }
@@ -624,8 +630,8 @@ impl SeatService {
         }
         let admitted = match self.enter_call(name)? {
             Ok(admitted) => admitted,
-            Err(outcome) => {
-                self.record(name, started, &outcome, How::Ran);
+            Err((outcome, how)) => {
+                self.record(name, started, &outcome, how);
                 return Ok(outcome);
             }
         };
@@ -646,7 +652,7 @@ impl SeatService {
             }
             Err(Refusal::Tool(why)) => {
                 let outcome = Outcome::Refused(why);
-                self.record(name, started, &outcome, How::Ran);
+                self.record(name, started, &outcome, How::Misfit);
                 return Ok(outcome);
             }
         }
@@ -789,9 +795,12 @@ pub enum How {
     Ran,
     HostStopped,
     TimedOut,
-    /// Its code failed: it threw, answered something other than `{ text }` or `{ refused }`, or could
-    /// not be run (its file did not import again).
+    /// Its code failed: it threw, or answered something other than `{ text }` or `{ refused }`.
     Failed,
+    /// Refused before it ran: its arguments do not fit its inputSchema.
+    Misfit,
+    /// Refused before it ran: the server was stopping, or a new host did not import its file again.
+    NotRun,
 }
 
 impl How {
@@ -800,7 +809,7 @@ impl How {
             host::Ended::HostEnded(_) => How::HostStopped,
             host::Ended::Deadline { .. } => How::TimedOut,
             host::Ended::Answered(a) if !crate::answer::own_words(a) => How::Failed,
-            host::Ended::NotReimported(_) => How::Failed,
+            host::Ended::NotReimported(_) => How::NotRun,
             _ => How::Ran,
         }
     }
