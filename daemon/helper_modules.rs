@@ -181,6 +181,16 @@ impl Helpers {
 }
 
 impl Helpers {
+    /// Those read that are gone since, or can no longer be read: a new host fails to import the tools
+    /// that import them, in Node's own words (not among `changed`, which a new host refuses in its own).
+    pub fn gone(&self) -> Vec<PathBuf> {
+        self.files
+            .iter()
+            .filter(|(path, was, _, _)| was.is_some() && stamp(path).is_none())
+            .map(|(path, _, _, _)| path.clone())
+            .collect()
+    }
+
     /// The folders holding the modules guarded (not plugins/ itself, nor node_modules/, whose folders
     /// are many): watched, so a save there is said.
     pub fn folders(&self) -> Vec<PathBuf> {
@@ -201,12 +211,15 @@ impl Helpers {
 /// How many modules get a row each; more in one burst (a checkout) get one row together.
 const MAX_ROWS: usize = 8;
 
-/// The rows for modules of plugins/' folders that changed since the read and were not said yet, and for
-/// those said that are as they were read again; each as plugins/ names it (`lib/util.mjs`).
-pub fn rows(changed: &[String], back: &[String]) -> Vec<String> {
+/// The rows for modules of plugins/' folders that changed since the read and were not said yet, those
+/// `gone` among them, and those said that are as they were read again; each as plugins/ names it
+/// (`lib/util.mjs`).
+pub fn rows(changed: &[String], gone: &HashSet<String>, back: &[String]) -> Vec<String> {
     let name =
         |f: &String| crate::names::escape_controls(&format!("plugins/{f}"), false).into_owned();
-    if changed.len() + back.len() <= MAX_ROWS {
+    let (gone, changed): (Vec<String>, Vec<String>) =
+        changed.iter().cloned().partition(|f| gone.contains(f));
+    if changed.len() + gone.len() + back.len() <= MAX_ROWS {
         let back = back.iter().map(|f| {
             format!(
                 "{}, a module tools import, is as it was at the last read again: a plugin host started from \
@@ -222,7 +235,15 @@ pub fn rows(changed: &[String], back: &[String]) -> Vec<String> {
                 name(f)
             )
         });
-        return back.chain(changed).collect();
+        let gone = gone.iter().map(|f| {
+            format!(
+                "{}, a module tools import, was removed (or cannot be read) after the last read: the tools \
+                 that import it run it as it was read; a plugin host started from now on (after a crash, or \
+                 when the seats change) cannot import them; `ovai restart` says which tools it leaves out",
+                name(f)
+            )
+        });
+        return back.chain(changed).chain(gone).collect();
     }
     let some = |files: &[String]| {
         let mut shown: Vec<String> = files.iter().take(5).map(name).collect();
@@ -238,7 +259,17 @@ pub fn rows(changed: &[String], back: &[String]) -> Vec<String> {
              were read; a plugin host started from now on refuses those tools, naming the module; `ovai \
              restart` serves them as they are now",
             modules(changed.len()),
-            some(changed)
+            some(&changed)
+        ));
+    }
+    if !gone.is_empty() {
+        parts.push(format!(
+            "{} tools import {} removed (or cannot be read) after the last read ({}): the tools that import \
+             them run them as they were read; a plugin host started from now on cannot import those tools; \
+             `ovai restart` says which it leaves out",
+            modules(gone.len()),
+            if gone.len() == 1 { "was" } else { "were" },
+            some(&gone)
         ));
     }
     if !back.is_empty() {
@@ -440,7 +471,7 @@ mod tests {
     #[test]
     fn many_modules_at_once_are_one_row() {
         let files: Vec<String> = (0..9).map(|n| format!("lib/m{n}.mjs")).collect();
-        let rows = rows(&files, &files[..1]);
+        let rows = rows(&files, &HashSet::new(), &files[..1]);
         assert_eq!(rows.len(), 1, "{rows:?}");
         assert!(
             rows[0].starts_with(
@@ -449,7 +480,15 @@ mod tests {
             ) && rows[0].contains("; 1 module tools import is as it was at the last read again (plugins/lib/m0.mjs)"),
             "{rows:?}"
         );
-        assert_eq!(super::rows(&files[..2], &[]).len(), 2);
+        assert_eq!(super::rows(&files[..2], &HashSet::new(), &[]).len(), 2);
+        let gone: HashSet<String> = files[..3].iter().cloned().collect();
+        let rows = super::rows(&files, &gone, &[]);
+        assert!(
+            rows[0].contains(
+                "; 3 modules tools import were removed (or cannot be read) after the last read"
+            ),
+            "{rows:?}"
+        );
     }
 
     #[test]

@@ -280,6 +280,9 @@ pub struct StatusReply {
     /// Files not served gone from plugins/ since the last read.
     #[serde(default)]
     pub removed_unserved: Vec<String>,
+    /// Modules of plugins/' folders (and packages) read at the last read and gone since.
+    #[serde(default)]
+    pub removed_modules: Vec<String>,
     /// openovai.json reads otherwise now than when the generation served was read.
     #[serde(default)]
     pub config_changed: bool,

@@ -533,7 +533,7 @@ fn a_module_of_a_folder_saved_after_the_read_gets_its_row() {
     let inst = Instance::with_plugins(&[("uses.mjs", USES)]);
     std::fs::create_dir_all(inst.root.join("plugins/lib")).unwrap();
     inst.write_plugin("lib/util.mjs", "export const word = 'v1';");
-    let _d = inst.start();
+    let d = inst.start();
     inst.write_plugin("lib/util.mjs", "export const word = 'v2';");
     wait_for_row(&inst, &module_changed("lib/util.mjs"));
     inst.write_plugin("lib/util.mjs", "export const word = 'v1';");
@@ -542,6 +542,35 @@ fn a_module_of_a_folder_saved_after_the_read_gets_its_row() {
         "plugins/lib/util.mjs, a module tools import, is as it was at the last read again: a plugin host \
          started from now on imports it",
     );
+    // Removed (an `npm install` prunes a hand-made package so), it is said at once, and by `ovai
+    // status`, not first when a new host cannot import what imports it (helper-99).
+    std::fs::remove_file(inst.root.join("plugins/lib/util.mjs")).unwrap();
+    wait_for_row(
+        &inst,
+        "plugins/lib/util.mjs, a module tools import, was removed (or cannot be read) after the last read: \
+         the tools that import it run it as it was read; a plugin host started from now on (after a crash, \
+         or when the seats change) cannot import them; `ovai restart` says which tools it leaves out",
+    );
+    let status = d.status().unwrap();
+    assert_eq!(
+        status["removedModules"],
+        json!(["plugins/lib/util.mjs"]),
+        "{status}"
+    );
+    inst.cmd().arg("status").assert().stdout(predicate::str::contains(
+        "\nModules removed since the last read (a plugin host started from now on cannot import the tools \
+         that import them; `ovai restart` says which it leaves out): plugins/lib/util.mjs.\n",
+    ));
+    inst.write_plugin("lib/util.mjs", "export const word = 'v1';");
+    wait_until("the module back", || {
+        let rows = inst.rows("plugins");
+        (rows
+            .iter()
+            .filter(|r| r.starts_with("plugins/lib/util.mjs, a module tools import, is as it was"))
+            .count()
+            == 2)
+            .then_some(())
+    });
     // A folder that came with a restart is watched from then on.
     std::fs::create_dir_all(inst.root.join("plugins/more")).unwrap();
     inst.write_plugin("more/h.mjs", "export const word = 'h1';");

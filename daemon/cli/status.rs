@@ -227,19 +227,30 @@ fn files_since_the_read(v: &StatusReply) {
         && v.new_files.is_empty()
         && v.removed_files.is_empty()
         && v.removed_unserved.is_empty()
+        && v.removed_modules.is_empty()
     {
         println!("plugins/ is as it was read.");
     }
-    if !v.stale.is_empty() {
-        // An `npm install` changes thousands of a package's files: a few are named.
+    // An `npm install` changes thousands of a package's files: a few are named.
+    let some = |files: &[String]| {
         const SHOWN: usize = 10;
-        let more = match v.stale.len().saturating_sub(SHOWN) {
+        let more = match files.len().saturating_sub(SHOWN) {
             0 => String::new(),
             n => format!(" and {n} more (`ovai status --json` lists them all)"),
         };
+        format!("{}{more}", files[..files.len().min(SHOWN)].join(", "))
+    };
+    if !v.stale.is_empty() {
         println!(
-            "Changed since the last read (`ovai restart` serves them as they are now): {}{more}.",
-            v.stale[..v.stale.len().min(SHOWN)].join(", ")
+            "Changed since the last read (`ovai restart` serves them as they are now): {}.",
+            some(&v.stale)
+        );
+    }
+    if !v.removed_modules.is_empty() {
+        println!(
+            "Modules removed since the last read (a plugin host started from now on cannot import the tools \
+             that import them; `ovai restart` says which it leaves out): {}.",
+            some(&v.removed_modules)
         );
     }
     if !v.new_files.is_empty() {

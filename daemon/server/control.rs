@@ -185,36 +185,44 @@ pub async fn status(daemon: &Arc<Daemon>, files: bool) -> StatusReply {
         ),
         Err(e) => (Vec::new(), Some(e.to_string())),
     };
-    let (stale, config_changed, helpers_changed) = {
+    let (stale, config_changed, (helpers_changed, removed_modules)) = {
         let generation = generation.clone();
         let inst = daemon.inst.clone();
         tokio::task::spawn_blocking(move || {
             // openovai.json edited since it was read is served as it was until a restart; a file that
             // no longer reads is said by the command, which reads it itself.
             if !files {
-                return (Ok(Vec::new()), false, Vec::new());
+                return (Ok(Vec::new()), false, Default::default());
             }
             let changed = inst
                 .read_config()
                 .is_ok_and(|now| now.raw != generation.config.raw);
             // And the modules of its folders: a new host refuses those to what imports them.
             let dir = inst.plugins_dir();
+            let named = |paths: Vec<std::path::PathBuf>| {
+                let mut named: Vec<String> = paths
+                    .into_iter()
+                    .map(|p| {
+                        let shown = p.strip_prefix(&dir).unwrap_or(&p).to_string_lossy();
+                        format!("plugins/{}", crate::names::escape_controls(&shown, false))
+                    })
+                    .collect();
+                named.sort_unstable();
+                named
+            };
             let mut helpers = generation.helpers.changed();
             helpers.extend(generation.helpers.appeared());
-            let helpers = helpers.into_iter().map(|p| {
-                let shown = p
-                    .strip_prefix(&dir)
-                    .unwrap_or(&p)
-                    .to_string_lossy()
-                    .into_owned();
-                format!("plugins/{}", crate::names::escape_controls(&shown, false))
-            });
-            let mut helpers = helpers.collect::<Vec<_>>();
-            helpers.sort_unstable();
-            (generation.stale(&inst), changed, helpers)
+            let modules = (named(helpers), named(generation.helpers.gone()));
+            (generation.stale(&inst), changed, modules)
         })
         .await
-        .unwrap_or_else(|e| (Err(std::io::Error::other(e.to_string())), false, Vec::new()))
+        .unwrap_or_else(|e| {
+            (
+                Err(std::io::Error::other(e.to_string())),
+                false,
+                Default::default(),
+            )
+        })
     };
     let shown = |c: &crate::plugins::stale::Change| {
         format!("plugins/{}", crate::names::escape_controls(c.file(), false))
@@ -325,5 +333,6 @@ pub async fn status(daemon: &Arc<Daemon>, files: bool) -> StatusReply {
         new_files,
         removed_files,
         removed_unserved,
+        removed_modules,
     }
 }

@@ -139,17 +139,23 @@ pub fn spawn(daemon: Arc<Daemon>) {
             // Reading and hashing files happens off the daemon's thread.
             let inst = daemon.inst.clone();
             let reading = generation.clone();
-            let (found, helpers) = tokio::task::spawn_blocking(move || {
+            let (found, helpers, gone) = tokio::task::spawn_blocking(move || {
                 let helpers = reading.helpers.changed();
-                (reading.stale(&inst), helpers)
+                (reading.stale(&inst), helpers, reading.helpers.gone())
             })
             .await
-            .unwrap_or_else(|e| (Err(std::io::Error::other(e.to_string())), Vec::new()));
-            let helpers: HashSet<String> = helpers
-                .iter()
-                .filter_map(|p| p.strip_prefix(&dir).ok())
-                .map(|p| p.to_string_lossy().into_owned())
-                .collect();
+            .unwrap_or_else(|e| {
+                (Err(std::io::Error::other(e.to_string())), Vec::new(), Vec::new())
+            });
+            let named = |paths: &[std::path::PathBuf]| -> HashSet<String> {
+                paths
+                    .iter()
+                    .filter_map(|p| p.strip_prefix(&dir).ok())
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .collect()
+            };
+            let gone = named(&gone);
+            let helpers: HashSet<String> = named(&helpers).union(&gone).cloned().collect();
             let mut rows = Vec::new();
             match found {
                 Ok(changes) => {
@@ -213,7 +219,7 @@ pub fn spawn(daemon: Arc<Daemon>) {
             fresh.sort_unstable();
             back.sort_unstable();
             if !fresh.is_empty() || !back.is_empty() {
-                rows.extend(crate::helper_modules::rows(&fresh, &back));
+                rows.extend(crate::helper_modules::rows(&fresh, &gone, &back));
                 helpers_said = helpers;
             }
             // A server stopping (its instance moved or removed) serves nothing after: no row says it does.
