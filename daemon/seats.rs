@@ -245,6 +245,8 @@ impl SeatBook {
 /// Whether seats.json can be written now (a full disk, a folder in the way), tried as a change writes it
 /// and taken back: a seat command says so before it ends the plugin host and its calls for nothing.
 pub fn check_writable(inst: &Instance) -> Result<(), SeatError> {
+    // Gone with the seats' book (`rm -rf .ovai`): the rebuild that makes them again makes it.
+    ensure_private_dir(inst)?;
     SeatBook::load(inst)
         .unwrap_or_default()
         .stage(inst)

@@ -361,6 +361,31 @@ fn a_seat_added_while_the_book_is_missing_is_refused_and_loses_no_seat() {
     assert_eq!(names, ["lead", "w1", "w2"], "{book}");
 }
 
+/// `.ovai/` removed whole (the server stops, saying `ovai seat rebuild` makes the seats again): the
+/// rebuild it names makes the folder again, as operations.md says, rather than fail writing in it
+/// (helper-101).
+#[test]
+fn a_rebuild_after_the_private_folder_went_makes_it_again() {
+    let inst = Instance::new();
+    inst.add_seat("w1");
+    std::fs::remove_dir_all(inst.root.join(".ovai")).unwrap();
+    inst.cmd().args(["seat", "rebuild"]).assert().success();
+    let book: serde_json::Value = read_json(&inst.root.join(".ovai/seats.json"));
+    let names: Vec<&String> = book["seats"].as_object().unwrap().keys().collect();
+    assert_eq!(names, ["lead", "w1"], "{book}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(inst.root.join(".ovai"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
+    let d = inst.start();
+    let mut s = inst.session("w1");
+    s.initialize();
+    assert!(!s.call("index", json!({})).1);
+    drop(d);
+}
+
 /// A desk copied to another seat's folder holds the same secret: rebuild keeps the seat that held it,
 /// leaves the copy out and says how to give it one of its own, so neither is locked out.
 #[test]

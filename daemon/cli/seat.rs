@@ -17,8 +17,12 @@ pub fn run(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
     if writes {
         precheck(inst, &action)?;
         seats::check_writable(inst).map_err(|e| {
+            let e = e.to_string();
             Failure::new(
-                format!("{e} Nothing was changed, and the plugin host and its calls go on."),
+                format!(
+                    "{}. Nothing was changed, and a running server's plugin host and its calls go on.",
+                    e.trim_end_matches('.')
+                ),
                 exit::FAILED,
             )
         })?;
