@@ -2392,6 +2392,63 @@ fn group_gone(group: i32) -> bool {
         == Err(nix::errno::Errno::ESRCH)
 }
 
+/// A server killed while it read plugins/ wrote no "is up" row; its starting mark says it was there, and
+/// the next start says it ended without stopping, as after a kill when up (helper-101: no trace).
+#[test]
+fn a_server_killed_while_starting_is_said_by_the_next() {
+    let (inst, mut serve, host) = starting_slowly();
+    let pid = serve.id();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    serve.wait().unwrap();
+    wait_until("the plugin host to be gone", || {
+        group_gone(host).then_some(())
+    });
+    std::fs::remove_file(inst.root.join("plugins/slow.mjs")).unwrap();
+    let _d = inst.start();
+    let said: Vec<String> = inst
+        .rows("server")
+        .into_iter()
+        .filter(|r| r.contains("ended without stopping"))
+        .collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].starts_with(&format!(
+            "The server before this one (pid {pid}, starting since 20"
+        )) && said[0].ends_with(
+            ") ended without stopping while it read plugins/ (killed, crashed, or its machine went \
+             down): it served nothing."
+        ),
+        "{said:?}"
+    );
+}
+
+/// A stop whose row runtime.log could not take (a full disk) removed the server's mark all the same: the
+/// next start does not say it ended without stopping (helper-101).
+#[test]
+fn a_stop_whose_row_was_lost_is_no_end_without_stopping() {
+    let inst = Instance::new();
+    let d = inst.start();
+    d.stop();
+    let log = inst.root.join("runtime.log");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let cut = text.rfind(" server ovai serve stopped on ").unwrap();
+    let cut = text[..cut].rfind('\n').map_or(0, |i| i + 1);
+    std::fs::write(&log, &text[..cut]).unwrap();
+    let _d = inst.start();
+    assert!(
+        !inst
+            .rows("server")
+            .iter()
+            .any(|r| r.contains("ended without stopping")),
+        "{:?}",
+        inst.rows("server")
+    );
+}
+
 /// Ctrl-C (or a service manager's TERM) while the plugins are read stops the start as it would stop the
 /// server: it was the default action, which left the socket and the starting marker behind.
 #[test]

@@ -165,6 +165,7 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
     let before = crate::runtime_log::ended_without_stopping(
         &inst.runtime_log(),
         marked_up(&inst.serving_marker()),
+        marked_up(&inst.starting_marker()),
     );
     // Best effort: without it `ovai status` waits for the answer instead of saying the server starts.
     // Written as soon as the lock is held and before the socket is bound, so that no command finds the
