@@ -58,6 +58,8 @@ pub struct CappedLines {
     share: Option<Share>,
     /// The line being dropped was over the seat's share, not the cap.
     crowded: bool,
+    /// The buffer grew past `COUNTED_FROM` for the line being read: once it ends, the room goes with it.
+    grown: bool,
 }
 
 impl CappedLines {
@@ -71,6 +73,7 @@ impl CappedLines {
             skim: None,
             share: None,
             crowded: false,
+            grown: false,
         }
     }
 
@@ -130,6 +133,40 @@ impl Decoder for CappedLines {
     type Error = std::io::Error;
 
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Line>, std::io::Error> {
+        self.grown |= buf.len() >= COUNTED_FROM;
+        let line = self.next_line(buf);
+        // A buffer keeps the size it grew to (and a line split from it, its allocation): a session that
+        // sent one long line would hold its room for ever.
+        if self.grown && line.is_some() && buf.len() < COUNTED_FROM {
+            self.grown = false;
+            *buf = BytesMut::from(&buf[..]);
+            crate::memory::give_back();
+        }
+        Ok(line)
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Line>, std::io::Error> {
+        if let Some(line) = self.decode(buf)? {
+            return Ok(Some(line));
+        }
+        self.searched = 0;
+        if self.discarding {
+            self.discarding = false;
+            buf.clear();
+            return Ok(Some(self.skimmed(&[])));
+        }
+        if buf.is_empty() || self.lossy {
+            buf.clear();
+            return Ok(None);
+        }
+        let line = buf.split_to(buf.len());
+        Ok(Some(text(&line, self.lossy)))
+    }
+}
+
+impl CappedLines {
+    /// The next line in `buf`, if one ended there.
+    fn next_line(&mut self, buf: &mut BytesMut) -> Option<Line> {
         let look_to = if self.discarding {
             buf.len()
         } else {
@@ -137,7 +174,7 @@ impl Decoder for CappedLines {
         };
         let found =
             memchr::memchr(b'\n', &buf[self.searched..look_to]).map(|at| self.searched + at);
-        Ok(match found {
+        match found {
             Some(end) if self.discarding => {
                 self.searched = 0;
                 self.discarding = false;
@@ -191,29 +228,9 @@ impl Decoder for CappedLines {
                 self.searched = buf.len();
                 None
             }
-        })
+        }
     }
 
-    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Line>, std::io::Error> {
-        if let Some(line) = self.decode(buf)? {
-            return Ok(Some(line));
-        }
-        self.searched = 0;
-        if self.discarding {
-            self.discarding = false;
-            buf.clear();
-            return Ok(Some(self.skimmed(&[])));
-        }
-        if buf.is_empty() || self.lossy {
-            buf.clear();
-            return Ok(None);
-        }
-        let line = buf.split_to(buf.len());
-        Ok(Some(text(&line, self.lossy)))
-    }
-}
-
-impl CappedLines {
     fn skim_on(&mut self, bytes: &[u8]) {
         if let Some(skim) = &mut self.skim {
             skim.feed(bytes);
@@ -372,6 +389,24 @@ async fn write_counted<W: AsyncWrite + Unpin>(write: &mut W, bytes: &[u8]) -> us
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A session's buffer grew to its longest line and kept that size for the session's life: 64 idle
+    /// sessions of one seat that each sent a 15 MiB line once held 1.1 GB (helper-100).
+    #[test]
+    fn a_long_lines_room_is_given_back_once_it_ended() {
+        for over_the_cap in [false, true] {
+            let mut lines = CappedLines::new(if over_the_cap { 1 << 20 } else { 16 << 20 });
+            let mut buf = BytesMut::new();
+            buf.extend_from_slice(&vec![b'x'; 4 << 20]);
+            buf.extend_from_slice(b"\n{}\n");
+            assert!(lines.decode(&mut buf).unwrap().is_some());
+            assert!(buf.capacity() < COUNTED_FROM, "{}", buf.capacity());
+            assert_eq!(
+                lines.decode(&mut buf).unwrap(),
+                Some(Line::Text("{}".into()))
+            );
+        }
+    }
 
     #[test]
     fn lines_not_yet_ended_hold_their_seats_share_until_they_end() {
