@@ -40,7 +40,7 @@ fn main() {
         Some(held) => {
             log.with_writer(held.clone())
                 .finish()
-                .with(ovai::stderr_log::UnheardAnswers)
+                .with(ovai::stderr_log::RmcpWords::default())
                 .init();
             // A panic's words too: the default hook writes to stderr where it is.
             std::panic::set_hook(Box::new(|info| {

@@ -250,25 +250,60 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for StderrLog {
     }
 }
 
-/// Leaves out the one ERROR rmcp says for nothing wrong: an answer with nobody left to take it. A
-/// Claude Code session at a URL desk ends by closing its `subscriptions/listen` stream, and rmcp then
-/// fails to send that listen's final result ("channel closed"), at every session's end (helper-95).
-pub struct UnheardAnswers;
+/// What of rmcp's own warnings reaches the operator. rmcp warns of every request it refuses, so a
+/// session sending 20,000 bad lines wrote 82 MB of them (helper-100): at most `RMCP_A_SECOND` a second
+/// are written, and the next one written after those left out counts them. And it leaves out the one
+/// ERROR rmcp says for nothing wrong: a Claude Code session at a URL desk ends by closing its
+/// `subscriptions/listen` stream, and rmcp then fails to send that listen's final result ("channel
+/// closed"), at every session's end (helper-95).
+#[derive(Default)]
+pub struct RmcpWords {
+    /// The second (since the first warning) being counted, the warnings written in it, and those left
+    /// out since the last one written.
+    window: Mutex<(u64, u32, u64)>,
+    since: OnceLock<Instant>,
+}
 
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for UnheardAnswers {
+const RMCP_A_SECOND: u32 = 10;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for RmcpWords {
     fn event_enabled(
         &self,
         event: &tracing::Event<'_>,
         _: tracing_subscriber::layer::Context<'_, S>,
     ) -> bool {
         let meta = event.metadata();
-        if *meta.level() != tracing::Level::ERROR || meta.target() != "rmcp::service" {
+        if *meta.level() > tracing::Level::WARN || !meta.target().starts_with("rmcp") {
             return true;
         }
-        let mut fields = Fields::default();
-        event.record(&mut fields);
-        !(fields.message == "failed to send pending response during drain"
-            && fields.error == "channel closed")
+        if *meta.level() == tracing::Level::ERROR && meta.target() == "rmcp::service" {
+            let mut fields = Fields::default();
+            event.record(&mut fields);
+            if fields.message == "failed to send pending response during drain"
+                && fields.error == "channel closed"
+            {
+                return false;
+            }
+        }
+        let second = self.since.get_or_init(Instant::now).elapsed().as_secs();
+        let mut window = crate::sync::lock(&self.window);
+        let (at, written, left_out) = &mut *window;
+        if *at != second {
+            (*at, *written) = (second, 0);
+        }
+        if *written >= RMCP_A_SECOND {
+            *left_out += 1;
+            return false;
+        }
+        *written += 1;
+        if *left_out > 0 {
+            say(&format!(
+                "ovai: {} more warnings of rmcp (the MCP library) were left out, past {RMCP_A_SECOND} a second \
+                 (a session sending what the server refuses, most likely).\n",
+                std::mem::take(left_out)
+            ));
+        }
+        true
     }
 }
 

@@ -2485,3 +2485,35 @@ fn a_tools_list_cursor_never_given_is_invalid_params() {
     let r = s.request("tools/list", json!({}));
     assert!(r["result"]["tools"].is_array(), "{r}");
 }
+
+/// Each request the server refuses had rmcp write a warning on the operator's stderr: a session sending
+/// 20,000 of them wrote 82 MB there in 19 s (helper-100), which a journal's rate limit would have paid
+/// for with the daemon's own words. rmcp's warnings are written ten a second at most, and how many were
+/// left out is said.
+#[test]
+fn a_flood_of_refused_requests_writes_a_few_warnings_and_counts_the_rest() {
+    let inst = Instance::new();
+    let d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let flood: String = (0..2000)
+        .map(|i| format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"resources/list\"}}\n"))
+        .collect();
+    raw(&mut s, flood.as_bytes());
+    error_for(&mut s, json!(1999));
+    let mut next = 10_000;
+    let said = wait_until("the count of the warnings left out", || {
+        next += 1;
+        raw(
+            &mut s,
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{next},\"method\":\"resources/list\"}}\n")
+                .as_bytes(),
+        );
+        error_for(&mut s, json!(next));
+        let said = std::fs::read_to_string(&d.stderr).ok()?;
+        said.contains("more warnings of rmcp (the MCP library) were left out")
+            .then_some(said)
+    });
+    let warnings = said.lines().filter(|l| l.contains("WARN rmcp")).count();
+    assert!(warnings < 100, "{warnings} warnings of rmcp written");
+}
