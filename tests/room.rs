@@ -542,3 +542,86 @@ fn a_room_read_is_held_to_max_answer_bytes_as_sent() {
         "{text}"
     );
 }
+
+/// A room that cannot be written is said to the operator once, in runtime.log, and again when it can be
+/// (helper-101: only the session was told, and `ovai status` counted its refusal as the caller's).
+#[test]
+fn a_room_that_cannot_be_written_is_said_once_and_its_end_too() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let say = |text: &str| {
+        inst.cmd()
+            .args([
+                "call",
+                "room",
+                &json!({ "say": text }).to_string(),
+                "--seat",
+                "lead",
+            ])
+            .output()
+            .unwrap()
+    };
+    assert!(say("first").status.success());
+    let room = inst.root.join("room.jsonl");
+    std::fs::remove_file(&room).unwrap();
+    std::fs::create_dir(&room).unwrap();
+    for _ in 0..3 {
+        let out = say("not said");
+        assert!(!out.status.success());
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("The room could not be written"),
+            "{out:?}"
+        );
+    }
+    let troubled = |rows: &[String]| {
+        rows.iter()
+            .filter(|r| r.starts_with("The room could not be written"))
+            .count()
+    };
+    assert_eq!(
+        troubled(&inst.rows("server")),
+        1,
+        "{:?}",
+        inst.rows("server")
+    );
+    std::fs::remove_dir(&room).unwrap();
+    assert!(say("again").status.success());
+    let rows = inst.rows("server");
+    assert!(
+        rows.iter()
+            .any(|r| r == "room.jsonl can be written and read again: the room takes messages."),
+        "{rows:?}"
+    );
+    assert!(say("not said either").status.success());
+    assert_eq!(troubled(&inst.rows("server")), 1);
+}
+
+/// A read of the room cancelled by its caller is counted as cancelled, not as a refusal (helper-100: a
+/// session cancelling its reads made the room look broken on the page, in status and in the metrics).
+#[test]
+fn a_cancelled_read_of_the_room_is_counted_as_cancelled() {
+    let inst = Instance::new();
+    inst.set_config(json!({ "callLog": true }));
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    for i in 0..50 {
+        let call = json!({ "jsonrpc": "2.0", "id": 1000 + i, "method": "tools/call",
+            "params": { "name": "room", "arguments": { "last": 200 } } });
+        let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": { "requestId": 1000 + i } });
+        s.send_raw(format!("{call}\n{cancel}\n").as_bytes());
+    }
+    assert!(!s.call("index", json!({})).1);
+    let outcomes = wait_until("the 50 reads in the call log", || {
+        let text = std::fs::read_to_string(inst.root.join("calls.jsonl")).ok()?;
+        let outcomes: Vec<String> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["tool"] == "room")
+            .map(|v| v["outcome"].as_str().unwrap_or("").to_string())
+            .collect();
+        (outcomes.len() == 50).then_some(outcomes)
+    });
+    assert!(outcomes.iter().all(|o| o != "refused"), "{outcomes:?}");
+}

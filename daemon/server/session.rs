@@ -5,6 +5,7 @@
 //! with every request, and `server::http` lets a request reach a service only with its own seat's.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
@@ -26,6 +27,7 @@ use crate::answer::{self, Outcome};
 use crate::generation::Generation;
 use crate::host::{self, CallGuard, CallRequest};
 use crate::runtime_log::timestamp;
+use crate::tools::room::RoomError;
 use crate::tools::{Kind, index};
 
 /// What index shows may be this old; who may connect is always decided afresh.
@@ -385,8 +387,38 @@ impl SeatService {
             .answer(&self.seat, args, generation.config.max_answer_bytes, ct)
             .await
         {
-            Ok(text) => Outcome::Text(text),
-            Err(e) => answer::room_failed(&e),
+            Ok(text) => {
+                if self.daemon.room.troubled.swap(false, Ordering::Relaxed) {
+                    self.daemon.log.row(
+                        crate::runtime_log::Topic::Server,
+                        "room.jsonl can be written and read again: the room takes messages.",
+                    );
+                }
+                Outcome::Text(text)
+            }
+            // The caller cancelled, or its session ended: no refusal, nobody to read one.
+            Err(RoomError::Gone) => Outcome::Cancelled,
+            Err(e) => {
+                // Said once, until the room works again: a session saying on cannot flood the log.
+                let what = match &e {
+                    RoomError::Write(err) => Some(("written", err)),
+                    RoomError::Read(err) => Some(("read", err)),
+                    _ => None,
+                };
+                if let Some((what, err)) = what
+                    && !self.daemon.room.troubled.swap(true, Ordering::Relaxed)
+                {
+                    self.daemon.log.warn_row(
+                        crate::runtime_log::Topic::Server,
+                        &format!(
+                            "The room could not be {what} (room.jsonl: {err}): sessions are refused so until it \
+                             can be. Free space on its disk, or give the server's user the file and its folder \
+                             again."
+                        ),
+                    );
+                }
+                answer::room_failed(&e)
+            }
         }
     }
 }

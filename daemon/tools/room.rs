@@ -85,6 +85,8 @@ pub struct Room {
     readers: Semaphore,
     /// What each seat said in the current minute: when it began, and how many bytes.
     said: std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, usize)>>,
+    /// room.jsonl could not be written (or read), and runtime.log said so: said once, until it can be.
+    pub troubled: std::sync::atomic::AtomicBool,
 }
 
 /// The bytes of messages a seat may say in a minute: a seat flooding the room (16 MB a second, found)
@@ -130,6 +132,7 @@ impl Room {
             write: tokio::sync::Mutex::new(SystemTime::UNIX_EPOCH),
             readers: Semaphore::new(READERS),
             said: std::sync::Mutex::default(),
+            troubled: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
