@@ -2509,3 +2509,25 @@ fn stop_while_starting_stops_the_start_at_once() {
         group_gone(host).then_some(())
     });
 }
+
+/// A start leaves `.ovai/host.mjs` as it is when it holds the plugin host's script already: it wrote the
+/// same 90 KB again each time, and a start on a full disk failed for it alone (helper-101). One that
+/// differs is written again.
+#[test]
+fn a_start_leaves_the_host_script_as_it_is_when_it_is_the_same() {
+    use std::os::unix::fs::MetadataExt;
+    let inst = Instance::new();
+    let shim = inst.root.join(".ovai/host.mjs");
+    let d = inst.start();
+    d.stop();
+    let (inode, text) = (
+        std::fs::metadata(&shim).unwrap().ino(),
+        std::fs::read_to_string(&shim).unwrap(),
+    );
+    let d = inst.start();
+    assert_eq!(std::fs::metadata(&shim).unwrap().ino(), inode);
+    d.stop();
+    std::fs::write(&shim, format!("{text}// edited\n")).unwrap();
+    let _d = inst.start();
+    assert_eq!(std::fs::read_to_string(&shim).unwrap(), text);
+}
