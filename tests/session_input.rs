@@ -2517,3 +2517,26 @@ fn a_flood_of_refused_requests_writes_a_few_warnings_and_counts_the_rest() {
     let warnings = said.lines().filter(|l| l.contains("WARN rmcp")).count();
     assert!(warnings < 100, "{warnings} warnings of rmcp written");
 }
+
+/// A method name holding a space was answered with the bare name rmcp gives, unclipped (a 900 KB name
+/// came back whole), where any other gets words naming what the server serves (helper-100).
+#[test]
+fn a_method_with_a_space_in_its_name_is_told_in_words_and_clipped() {
+    let inst = Instance::new();
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let long = format!("a {}", "x".repeat(900_000));
+    for (id, method) in [(1, "ping "), (2, "resources/list "), (3, long.as_str())] {
+        let line = json!({ "jsonrpc": "2.0", "id": id, "method": method });
+        raw(&mut s, format!("{line}\n").as_bytes());
+        let e = error_for(&mut s, json!(id));
+        assert_eq!(e["code"], -32601, "{e}");
+        let message = e["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("Method not found: this server does not serve "),
+            "{message:.300}"
+        );
+        assert!(message.len() < 4096, "{}", message.len());
+    }
+}

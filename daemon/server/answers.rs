@@ -139,7 +139,10 @@ fn method_not_found_in_words(msg: &ServerJsonRpcMessage) -> Option<ServerJsonRpc
     let ServerJsonRpcMessage::Error(e) = msg else {
         return None;
     };
-    if e.error.code != rmcp::model::ErrorCode::METHOD_NOT_FOUND || e.error.message.contains(' ') {
+    // rmcp's own is the method's bare name (which may hold spaces); this server's are worded already.
+    if e.error.code != rmcp::model::ErrorCode::METHOD_NOT_FOUND
+        || e.error.message.starts_with("Method not found: ")
+    {
         return None;
     }
     let mut said = e.clone();
