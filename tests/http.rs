@@ -133,6 +133,16 @@ fn an_origin_not_listed_is_forbidden_and_a_listed_one_passes() {
             .unwrap()
             .contains("the origin http://evil.example")
     );
+    // One past ASCII is named too (helper-100: "the origin :", left empty).
+    headers.pop();
+    headers.push(("origin".into(), "http://\u{e9}vil.example".into()));
+    let r = send(&headers);
+    assert_eq!(r.status, 403);
+    let said = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        said.contains("the origin http://\u{e9}vil.example:"),
+        "{said}"
+    );
     headers.pop();
     headers.push(("origin".into(), "https://app.example.com".into()));
     let mut r = send(&headers);

@@ -358,10 +358,12 @@ async fn check_and_run(
     if let Some(origin) = request.headers().get(header::ORIGIN) {
         let text = origin.to_str().unwrap_or("");
         if !gate.browsers.origin_allowed(text, request.headers()) {
+            // Bytes past ASCII are shown as what they read as, not left out.
+            let shown = String::from_utf8_lossy(origin.as_bytes());
             let why = format!(
                 "this server does not take requests from pages of the origin {}: a browser page may reach it only \
                  from an origin listed in openovai.json's \"http\".\"origins\"",
-                crate::names::escape_controls(&text.chars().take(200).collect::<String>(), false)
+                crate::names::escape_controls(&shown.chars().take(200).collect::<String>(), false)
             );
             return refuse(&gate.daemon, StatusCode::FORBIDDEN, why, None);
         }
