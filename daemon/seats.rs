@@ -98,6 +98,16 @@ pub enum SeatError {
     NoSeatLeft { desks: PathBuf, seats: String },
     #[error(transparent)]
     File(#[from] crate::files::FileError),
+    /// seats.json could not take a new seat after its desk was written.
+    #[error(
+        "{why}. The seat {name} was not added, {desk}: run `ovai seat add {name}` again once seats.json can be \
+         written."
+    )]
+    NotAdded {
+        why: String,
+        name: String,
+        desk: &'static str,
+    },
     #[error("{what} {}: {source}", path.display())]
     Io {
         what: &'static str,
@@ -739,10 +749,25 @@ pub fn add(
     );
     // Before the desk is made: a seats.json that cannot be written leaves no empty desk behind.
     let staged = book.stage(inst)?;
+    let desk_was_there = std::fs::symlink_metadata(&desk).is_ok();
     std::fs::create_dir_all(&desk).map_err(io("making the desk", &desk))?;
     let mcp_json = desk::write_server_entry(inst, &desk, &reach, &secret)?;
     let left = desk::clients::write(inst, &desk, &reach, &secret, &clients);
-    staged.commit()?;
+    // Replacing seats.json can still fail (made immutable, its folder taken away): the desk goes too.
+    if let Err(e) = staged.commit() {
+        let desk = if desk_was_there {
+            "and its desk, which was there before, keeps the files written for it (their secret opens nothing)"
+        } else if std::fs::remove_dir_all(&desk).is_ok() {
+            "and its desk was taken away again"
+        } else {
+            "and its desk could not be taken away again (its secret opens nothing)"
+        };
+        return Err(SeatError::NotAdded {
+            why: e.to_string().trim_end_matches('.').to_string(),
+            name: name.to_string(),
+            desk,
+        });
+    }
     if clients.contains(&Client::ClaudeCode) {
         match desk::approve(&desk) {
             Ok(w) => warnings.extend(w),

@@ -1018,3 +1018,40 @@ fn a_seat_change_with_no_server_running_gets_its_row() {
         assert!(rows.contains(&want), "{want}\n{rows:?}");
     }
 }
+
+/// seats.json that cannot be replaced as a seat is added (made immutable: the check before the change
+/// passed, the rename failed) left the new seat's desk behind with its secret, and said nothing of it
+/// (helper-101). The desk goes, and the words say so.
+#[test]
+fn a_seat_seats_json_could_not_take_leaves_no_desk_behind() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: only root can make seats.json immutable here");
+        return;
+    }
+    let inst = Instance::new();
+    let book = inst.root.join(".ovai/seats.json");
+    let chattr = |flag: &str| {
+        std::process::Command::new("chattr")
+            .arg(flag)
+            .arg(&book)
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !chattr("+i") {
+        eprintln!("skipped: chattr +i does not work on this file system");
+        return;
+    }
+    let out = inst.cmd().args(["seat", "add", "w2"]).output().unwrap();
+    assert!(chattr("-i"));
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(
+            "The seat w2 was not added, and its desk was taken away again: run `ovai seat add w2` again once \
+             seats.json can be written."
+        ),
+        "{said}"
+    );
+    assert!(!inst.root.join("desks/w2").exists());
+    inst.cmd().args(["seat", "add", "w2"]).assert().success();
+}
