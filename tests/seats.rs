@@ -310,6 +310,15 @@ fn a_secret_two_seats_share_opens_neither_and_a_missing_book_says_how_to_rebuild
         .stdout(predicate::str::contains(
             "seats.json is missing, and there are desks. `ovai seat rebuild`",
         ));
+    // And `ovai status`, which listed no seat and said nothing (helper-101).
+    inst.cmd()
+        .arg("status")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "\nSeats: cannot be listed: {} is not there, so no seat can connect; 2 desks in ",
+            path.display()
+        )));
     // A session says the same, not that its seat was removed or re-keyed.
     inst.cmd()
         .args(["call", "index", "{}", "--seat", "lead"])

@@ -185,6 +185,13 @@ pub async fn status(daemon: &Arc<Daemon>, files: bool) -> StatusReply {
         ),
         Err(e) => (Vec::new(), Some(e.to_string())),
     };
+    // A book read as empty because it is gone while desks hold the seats is said, not listed as none.
+    let seats_error = seats_error.or_else(|| {
+        seats
+            .is_empty()
+            .then(|| crate::seats::book_missing(&daemon.inst))
+            .flatten()
+    });
     let (stale, config_changed, (helpers_changed, removed_modules)) = {
         let generation = generation.clone();
         let inst = daemon.inst.clone();
