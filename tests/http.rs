@@ -2805,3 +2805,41 @@ fn a_session_outlives_a_stop_and_a_start_for_its_own_seat_only() {
     let (_, r) = rotated.send("tools/list", json!({}));
     assert_eq!(r.status, 404);
 }
+
+/// A client that sends its whole request and then shuts its side of the connection (as `curl` with
+/// `--data @file` and some proxies do) gets its answer: the connection was closed at once, the call
+/// neither run nor answered (helper-100). The socket answers such a session, and so does this.
+#[test]
+fn a_request_whose_client_half_closed_is_answered() {
+    use std::io::{Read, Write};
+    let (inst, _d, http) = serving(json!({}));
+    let s = HttpSeat::new(&http, &inst.secret("w1"), "2026-07-28");
+    let body = json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "echo", "arguments": { "said": "half" }, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": { "name": "h", "version": "1" } } } })
+    .to_string();
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-length: {}\r\n",
+        http.addr,
+        body.len()
+    );
+    for (k, v) in s.headers("tools/call", Some("echo")) {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut tcp = std::net::TcpStream::connect(http.addr).unwrap();
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    tcp.write_all(head.as_bytes()).unwrap();
+    tcp.write_all(body.as_bytes()).unwrap();
+    tcp.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut answer = String::new();
+    let _ = tcp.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        answer.contains("\"id\":5") && answer.contains("half"),
+        "{answer}"
+    );
+}
