@@ -771,9 +771,21 @@ function complainOfPlugin(what, how, err) {
   }
 }
 process.on("uncaughtException", (err) => complainOfPlugin("a plugin threw outside a call", "threw", err));
-process.on("unhandledRejection", (err) =>
-  complainOfPlugin("a plugin left a promise rejected", "rejected", err),
-);
+/**
+ * What an import threw, which `load` answers for: Node 20 also reports a CommonJS module's throw, as an ES
+ * module imports it, as a promise left rejected (after the import's own catch ran), which no plugin did.
+ */
+const importThrew = new WeakSet();
+const weakAdd = uncurry(WeakSet.prototype.add);
+const weakHas = uncurry(WeakSet.prototype.has);
+const isObject = (v) => (typeof v === "object" && v !== null) || typeof v === "function";
+process.on("unhandledRejection", (err) => {
+  // Looked at a turn later: the import's catch, if this is its error, has run by then.
+  nextTurn(() => {
+    if (isObject(err) && weakHas(importThrew, err)) return;
+    complainOfPlugin("a plugin left a promise rejected", "rejected", err);
+  });
+});
 
 // A line split over reads waits here (as bytes: a character may be split too) until its end arrives.
 let partial = null;
@@ -1270,6 +1282,7 @@ async function load({ id, name, file, key }) {
   try {
     ns = await import(pathToFileURL(file).href);
   } catch (err) {
+    if (isObject(err)) weakAdd(importThrew, err);
     sendLoaded({ t: "loaded", id, key, ok: false, import: importFailure(err, file) });
     return;
   }
@@ -2166,8 +2179,9 @@ function location(err, file) {
   const own = pathToFileURL(file).href;
   const shared = pluginsDir ? pathToFileURL(pluginsDir).href + "/" : null;
   let sharedAt = null;
-  for (const match of stack.matchAll(/(file:\/\/[^\s()]+?):(\d+):(\d+)/g)) {
-    const url = match[1];
+  // A CommonJS module's frames name a path, not a URL: `at Object.<anonymous> (/…/plugins/lib/c.cjs:1:7)`.
+  for (const match of stack.matchAll(/(file:\/\/[^\s()]+?|(?<=[(\s])\/[^\s()]+?):(\d+):(\d+)/g)) {
+    const url = match[1].startsWith("/") ? pathToFileURL(match[1]).href : match[1];
     const line = match[2];
     const column = match[3];
     // The file's own line, and where in a module of plugins/ it was thrown when that lies deeper.

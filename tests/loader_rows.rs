@@ -1608,3 +1608,45 @@ fn import_failures_newcomers_meet_say_what_to_do() {
         "{common}"
     );
 }
+
+/// A CommonJS module that throws as an ES module imports it is that import's failure alone: Node 20 also
+/// reports it as a promise left rejected, and the host said so in a row that no plugin earned, and
+/// that kept a later true rejection in the same words out of runtime.log (helper-99).
+#[test]
+fn a_commonjs_module_that_throws_at_import_is_no_promise_left_rejected() {
+    let inst = Instance::with_plugins(&[
+        ("q-local.mjs", &good_after("import './shared/c.cjs';", "q")),
+        ("whoami.mjs", &good("whoami")),
+    ]);
+    std::fs::create_dir_all(inst.root.join("plugins/shared")).unwrap();
+    inst.write_plugin(
+        "shared/c.cjs",
+        "module.exports = 1; throw new Error('cjs boom');\n",
+    );
+    let out = inst.cmd().arg("check").output().unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(
+            "plugins/q-local.mjs would not be served: importing it failed: Error: cjs boom"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains("left a promise rejected"), "{said}");
+    // And where it threw is named, as for an ES module (it was not: its stack names a path, no URL).
+    assert!(
+        said.contains("importing it failed: Error: cjs boom (at shared/c.cjs:1:"),
+        "{said}"
+    );
+    let _d = inst.start();
+    // A call through the host: what it sent before its answer has been read.
+    inst.cmd()
+        .args(["call", "whoami", "--seat", "lead"])
+        .assert()
+        .success();
+    let rows = inst.rows("host");
+    assert!(
+        !rows.iter().any(|r| r.contains("left a promise rejected")),
+        "{rows:?}"
+    );
+}
