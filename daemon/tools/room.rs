@@ -465,18 +465,62 @@ fn append(path: &Path, msg: &Message) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The last `n` messages, reading the file from its end in time proportional to the answer.
+/// The last `n` messages, reading the file from its end in time proportional to the answer. `before`
+/// pages by place: the messages the file holds before the newest one said at that time (the oldest a
+/// read showed), whatever their times say (a clock stepped back between two servers writes later lines
+/// with earlier times, and a read by time alone never reached the lines between). A time no message has
+/// pages by time.
 fn tail(
     path: &Path,
     n: usize,
     max_bytes: usize,
     before: Option<&str>,
 ) -> std::io::Result<RoomTail> {
+    let Some(at) = before else {
+        return tail_by(path, n, max_bytes, None);
+    };
+    let mut placed = Before::Place { at, passed: false };
+    let page = tail_by(path, n, max_bytes, Some(&mut placed))?;
+    if matches!(placed, Before::Place { passed: true, .. }) {
+        return Ok(page);
+    }
+    tail_by(path, n, max_bytes, Some(&mut Before::Time(at)))
+}
+
+/// Which messages a `before` read keeps.
+enum Before<'a> {
+    /// Those before the newest one said at `at`, once it was `passed`.
+    Place { at: &'a str, passed: bool },
+    /// Those said before `at`.
+    Time(&'a str),
+}
+
+impl Before<'_> {
+    fn keeps(&mut self, m: &Message) -> bool {
+        match self {
+            Before::Place { at, passed } => {
+                if *passed {
+                    return true;
+                }
+                *passed = m.at == *at;
+                false
+            }
+            Before::Time(at) => m.at.as_str() < *at,
+        }
+    }
+}
+
+fn tail_by(
+    path: &Path,
+    n: usize,
+    max_bytes: usize,
+    mut before: Option<&mut Before<'_>>,
+) -> std::io::Result<RoomTail> {
     let Some(mut f) = open_in_root(path, |folder, name| folder.read(name))? else {
         return Ok(RoomTail::default());
     };
     let len = f.metadata()?.len();
-    let budget = (n as u64) * SCAN_PER_MESSAGE + BLOCK + before.map_or(0, |_| BEFORE_SCAN);
+    let budget = (n as u64) * SCAN_PER_MESSAGE + BLOCK + before.as_ref().map_or(0, |_| BEFORE_SCAN);
     let mut out = RoomTail::default();
     let mut pos = len;
     // The start of a line whose end was read already (it runs back into the next block).
@@ -493,7 +537,12 @@ fn tail(
         }
         if pos == 0 {
             if !discarding && !carry.is_empty() {
-                take_line(&carry, before, &mut newest_first, &mut out.skipped);
+                take_line(
+                    &carry,
+                    before.as_deref_mut(),
+                    &mut newest_first,
+                    &mut out.skipped,
+                );
             }
             break;
         }
@@ -521,7 +570,7 @@ fn tail(
                 let had = newest_first.len();
                 take_line(
                     &buf[i + 1..line_end],
-                    before,
+                    before.as_deref_mut(),
                     &mut newest_first,
                     &mut out.skipped,
                 );
@@ -553,12 +602,17 @@ fn tail(
 
 /// One line of the file: a message (passed over when not said `before`), a blank line (passed over), or
 /// something else (counted).
-fn take_line(line: &[u8], before: Option<&str>, messages: &mut Vec<Message>, skipped: &mut usize) {
+fn take_line(
+    line: &[u8],
+    before: Option<&mut Before<'_>>,
+    messages: &mut Vec<Message>,
+    skipped: &mut usize,
+) {
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
     }
     match serde_json::from_slice::<Message>(line) {
-        Ok(m) if before.is_some_and(|b| m.at.as_str() >= b) => {}
+        Ok(m) if before.is_some_and(|b| !b.keeps(&m)) => {}
         Ok(m) if line.len() <= MAX_LINE_BYTES => messages.push(m),
         _ => *skipped += 1,
     }
@@ -621,6 +675,42 @@ mod tests {
                 .messages
                 .is_empty()
         );
+    }
+
+    /// Lines whose times go back (a clock stepped back between two servers, the second writing times an
+    /// hour before the first's): paging back from the oldest shown reaches every line before it in the
+    /// file, where paging by time alone skipped those written an hour "later" (helper-101).
+    #[test]
+    fn before_pages_by_place_when_times_go_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("room.jsonl");
+        for (at, text) in [
+            ("2026-12-07T10:00:00.000Z", "A"),
+            ("2026-12-07T11:00:00.000Z", "B"),
+            ("2026-12-07T11:00:00.001Z", "C"),
+            ("2026-12-07T10:30:00.000Z", "D"),
+            ("2026-12-07T10:30:00.001Z", "E"),
+        ] {
+            let m = Message {
+                at: at.into(),
+                seat: "s".into(),
+                text: text.into(),
+            };
+            append(&path, &m).unwrap();
+        }
+        let texts = |before: Option<&str>, n: usize| -> Vec<String> {
+            tail(&path, n, 1 << 20, before)
+                .unwrap()
+                .messages
+                .into_iter()
+                .map(|m| m.text)
+                .collect()
+        };
+        assert_eq!(texts(None, 2), ["D", "E"]);
+        assert_eq!(texts(Some("2026-12-07T10:30:00.000Z"), 2), ["B", "C"]);
+        assert_eq!(texts(Some("2026-12-07T11:00:00.000Z"), 2), ["A"]);
+        // A time no message has pages by time.
+        assert_eq!(texts(Some("2026-12-07T10:45:00.000Z"), 9), ["A", "D", "E"]);
     }
 
     #[test]
