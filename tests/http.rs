@@ -535,6 +535,29 @@ fn a_second_initialize_in_a_session_is_refused_and_the_session_goes_on() {
     assert!(!s.call("echo", json!({})).1);
 }
 
+/// A ping in a 2025-11-25 session whose `_meta` names 2026-07-28 is refused as any request naming two
+/// revisions is (400, `-32020`, naming both): it was told ping is gone from 2026-07-28, with a 404,
+/// which tells a client its session is over (helper-100). The session goes on.
+#[test]
+fn a_sessions_ping_naming_two_revisions_is_told_so_not_404() {
+    let (inst, _d, http) = serving(json!({}));
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-11-25");
+    s.initialize();
+    let (_, r) = s.send(
+        "ping",
+        json!({ "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28" } }),
+    );
+    assert_eq!(r.status, 400);
+    let answer = r.json();
+    assert_eq!(answer["error"]["code"], -32020, "{answer}");
+    let said = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        said.contains("2025-11-25") && said.contains("2026-07-28"),
+        "{said}"
+    );
+    assert!(!s.call("echo", json!({})).1);
+}
+
 /// A session begun with `initialize` has none of 2026-07-28's own methods: over HTTP as on the socket,
 /// they are `-32601` in words, however their params read (they were `-32602` or `-32020`, and a
 /// listen's message was its bare method; helper-88).

@@ -189,10 +189,13 @@ pub async fn checked(
         // answers first what is missing (the session, or a 2026-07-28 request's own headers).
         // From 2026-07-28 on a method not served is a 404 (rmcp's answer, in words here): one this server
         // lacks, and `initialize` and `ping`, gone from that revision.
+        // A session keeps its own revision, whatever a request's _meta names (helper-100: a 2025-11-25
+        // session's ping whose _meta said 2026-07-28 was told ping is gone, with a 404 that ends sessions).
         let modern = super::speaks_2026(&parts.headers)
-            || version
-                .and_then(jsonrpc::as_string)
-                .is_some_and(|v| params::inline_version(&v));
+            || session.is_none()
+                && version
+                    .and_then(jsonrpc::as_string)
+                    .is_some_and(|v| params::inline_version(&v));
         let gone = match params::removed_words(&r.method) {
             Some(why) if modern => Some(why),
             _ if modern && !params::is_known_method(&r.method) => {
