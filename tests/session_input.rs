@@ -2540,3 +2540,47 @@ fn a_method_with_a_space_in_its_name_is_told_in_words_and_clipped() {
         assert!(message.len() < 4096, "{}", message.len());
     }
 }
+
+/// A seat's sessions together hold only so much unread: each session's own bound (`sessionQueueBytes`,
+/// and the calls it had in flight as it reached it) times the 64 sessions a seat may hold was gigabytes
+/// (helper-100: 2.3 GB with 32 sessions). Another seat is answered meanwhile.
+#[test]
+fn a_seats_sessions_that_never_read_hold_only_so_much_together() {
+    const BIG: &str = r#"
+export const description = "Answers 256 KB.";
+export const inputSchema = { type: "object" };
+export function run() { return { text: "x".repeat(256 * 1024) }; }
+"#;
+    let inst = Instance::with_plugins(&[("big.mjs", BIG)]);
+    inst.add_seat("w1");
+    let d = inst.start();
+    let before = rss_mb(d.pid());
+    let mut socks = Vec::new();
+    for _ in 0..24 {
+        let mut sock = direct(&inst, "w1");
+        sock.write_all(INITIALIZE).unwrap();
+        let calls: String = (1..=100)
+            .map(|id| {
+                format!(
+                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"big\",\"arguments\":{{}}}}}}\n"
+                )
+            })
+            .collect();
+        let calls = calls.into_bytes();
+        sock.write_all(&calls).unwrap();
+        socks.push(sock);
+    }
+    let mut most = 0.0f64;
+    for _ in 0..150 {
+        most = most.max(rss_mb(d.pid()));
+        std::thread::sleep(std::time::Duration::from_millis(40));
+    }
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert!(!s.call("index", json!({})).1);
+    assert!(
+        most - before < 250.0,
+        "the seat's 24 sessions took the daemon from {before:.0} to {most:.0} MB"
+    );
+    drop(socks);
+}

@@ -367,7 +367,7 @@ impl Link {
     ) {
         let (read, write) = channel;
         // The writer ends when the link (its one sender) is dropped, or the host is gone.
-        let (out, _writer) = Outbox::start(write);
+        let (out, _writer) = Outbox::keeping_unwritten(write);
         let (ready_tx, ready_rx) = oneshot::channel();
         let mut calls = LinkCalls::default();
         let host_key = calls.fresh_key();

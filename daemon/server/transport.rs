@@ -179,12 +179,26 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             if self.client_died(out.as_ref()) {
                 return None;
             }
-            if let Some(out) = out
-                && out.queued() > self.answers.limit
-            {
-                // The session is not reading its answers: act on nothing more of it until it does.
-                out.drained_to(self.answers.limit).await;
-                continue;
+            if let Some(out) = out {
+                // The session is not reading its answers (or its seat's sessions together are not):
+                // act on nothing more of it until it does.
+                let queued = out.queued();
+                if queued > self.answers.limit {
+                    out.drained_to(self.answers.limit).await;
+                    continue;
+                }
+                // Past what its seat's sessions may leave unread together, one request at a time, once
+                // all it was sent is read.
+                if self.answers.seat.unread_past_bound() {
+                    if queued > 0 {
+                        out.drained_to(0).await;
+                        continue;
+                    }
+                    if !lock(&self.answers.in_flight).is_empty() {
+                        self.answers.answered.notified().await;
+                        continue;
+                    }
+                }
             }
             self.forget_wound_down();
             if self.has_room() {
@@ -338,6 +352,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
         self.lines
             .decoder_mut()
             .share(load.unfinished.clone(), SEAT_UNFINISHED);
+        if let Some(out) = lock(&self.answers.out).as_ref() {
+            out.count_in(load.unread.clone());
+        }
         if let Some(answers) = Arc::get_mut(&mut self.answers) {
             answers.seat = load;
         }
