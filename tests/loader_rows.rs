@@ -112,8 +112,10 @@ fn names_are_checked_before_the_file_is_imported() {
             format!("plugins/9lives.mjs is not served: 9lives is not a tool name: {rule}"),
             "plugins/Room.mjs is not served: this server already has a tool called room, and Room differs from it only in case"
                 .to_string(),
+            // How long it is, which a reader counting 33 letters would miss (helper-99).
             format!(
-                "plugins/{long} is not served: {} is not a tool name: {rule}",
+                "plugins/{long} is not served: {} is not a tool name: {rule} (it is 33 characters long: \
+                 shorten it to 32 at most)",
                 "a".repeat(33)
             ),
             format!("plugins/ci_status.mjs is not served: ci_status is not a tool name: {rule} (rename it ci-status.mjs)"),

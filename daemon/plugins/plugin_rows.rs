@@ -281,6 +281,18 @@ pub fn bad_name(file: &str, name: &str) -> String {
     } else if hyphens != name && names::why_not(&hyphens).is_none() {
         // `my_tool.mjs`: the name meant, written as names are.
         format!(" (rename it {hyphens}.mjs)")
+    } else if name.len() > names::MAX_LEN
+        && name
+            .get(..names::MAX_LEN)
+            .is_some_and(|head| names::why_not(head).is_none())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    {
+        // Only its length is wrong.
+        format!(
+            " (it is {} characters long: shorten it to {} at most)",
+            name.chars().count(),
+            names::MAX_LEN
+        )
     } else {
         String::new()
     };
