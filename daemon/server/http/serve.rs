@@ -264,9 +264,6 @@ async fn serve<I>(
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEAD_TIMEOUT)
-        // A client that sent its request and shut its side (curl with a body, some proxies) waits for
-        // the answer: without this hyper closed at the end of input, the request neither run nor answered.
-        .half_close(true)
         .serve_connection(
             TokioIo::new(super::unreadable::Worded::new(io, mcp)),
             TowerToHyperService::new(app),
