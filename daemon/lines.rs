@@ -35,6 +35,9 @@ pub enum Line {
 /// that arrives in one piece are never counted.
 const COUNTED_FROM: usize = 1 << 20;
 
+/// What a session's buffer keeps once a long line's room went: what it reads at a time.
+const ROOM_KEPT: usize = 8 * 1024;
+
 /// The bytes of lines not yet ended that a seat's sessions may hold together, and this reader's part.
 struct Share {
     seat: Arc<AtomicUsize>,
@@ -135,12 +138,18 @@ impl Decoder for CappedLines {
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Line>, std::io::Error> {
         self.grown |= buf.len() >= COUNTED_FROM;
         let line = self.next_line(buf);
-        // A buffer keeps the size it grew to (and a line split from it, its allocation): a session that
-        // sent one long line would hold its room for ever.
-        if self.grown && line.is_some() && buf.len() < COUNTED_FROM {
+        // A buffer keeps the size it grew to (and a line split from it, or dropped, its allocation): a
+        // session that sent one long line would hold its room for ever. Not the host's channel, whose
+        // long answers come often and whose one reader is the daemon's own.
+        if self.grown
+            && self.skims
+            && buf.len() < COUNTED_FROM
+            && (line.is_some() || buf.is_empty())
+        {
             self.grown = false;
-            *buf = BytesMut::from(&buf[..]);
-            crate::memory::give_back();
+            let mut fresh = BytesMut::with_capacity(buf.len().max(ROOM_KEPT));
+            fresh.extend_from_slice(buf);
+            *buf = fresh;
         }
         Ok(line)
     }
@@ -464,9 +473,21 @@ mod tests {
     }
 
     /// A session's buffer grew to its longest line and kept that size for the session's life: 64 idle
-    /// sessions of one seat that each sent a 15 MiB line once held 1.1 GB (helper-100).
+    /// sessions of one seat that each sent a 15 MiB line once held 1.1 GB (helper-100). And one over the
+    /// cap that never ends (helper-102); not the host's channel.
     #[test]
     fn a_long_lines_room_is_given_back_once_it_ended() {
+        let mut lines = CappedLines::new(1 << 20);
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&vec![b'x'; 4 << 20]);
+        assert_eq!(lines.decode(&mut buf).unwrap(), None);
+        assert!(buf.capacity() < COUNTED_FROM, "{}", buf.capacity());
+        let mut host = CappedLines::lossy(16 << 20);
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&vec![b'x'; 4 << 20]);
+        buf.extend_from_slice(b"\n");
+        assert!(host.decode(&mut buf).unwrap().is_some());
+        assert!(buf.capacity() >= COUNTED_FROM);
         for over_the_cap in [false, true] {
             let mut lines = CappedLines::new(if over_the_cap { 1 << 20 } else { 16 << 20 });
             let mut buf = BytesMut::new();

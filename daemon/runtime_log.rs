@@ -150,7 +150,7 @@ pub fn latest(path: &std::path::Path, n: usize, keep: impl Fn(&str) -> bool) -> 
 }
 
 /// The row saying the server before this one ended without stopping: when its starting mark was left
-/// (`starting`: it ended while it read plugins/), when runtime.log's tail shows it (its "is up" row is
+/// (`starting`: it ended before it was up, most likely as it read plugins/), when runtime.log's tail shows it (its "is up" row is
 /// the last of the rows a start and a stop write) and its up mark was left too (a stop removes it, even
 /// one whose row the log could not take), or, when the tail holds neither a start nor a stop, from
 /// `marked`: the pid and start of the server whose up mark was left, however much it wrote since its
@@ -163,7 +163,7 @@ pub fn ended_without_stopping(
     if let Some((pid, since)) = starting {
         return Some(format!(
             "The server before this one (pid {pid}, starting since {since}) ended without stopping while it \
-             read plugins/ (killed, crashed, or its machine went down): it served nothing."
+             started (killed, crashed, or its machine went down): it served nothing."
         ));
     }
     let rows = latest(path, usize::MAX, |_| true);

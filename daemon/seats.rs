@@ -756,11 +756,13 @@ pub fn add(
     // Replacing seats.json can still fail (made immutable, its folder taken away): the desk goes too.
     if let Err(e) = staged.commit() {
         let desk = if desk_was_there {
-            "and its desk, which was there before, keeps the files written for it (their secret opens nothing)"
+            "and its desk, which was there before, keeps the files written for it (their secret is in no book; \
+             a `seat rebuild` would make it a seat)"
         } else if std::fs::remove_dir_all(&desk).is_ok() {
             "and its desk was taken away again"
         } else {
-            "and its desk could not be taken away again (its secret opens nothing)"
+            "and its desk could not be taken away again (its secret is in no book; a `seat rebuild` would make \
+             it a seat: remove the desk)"
         };
         return Err(SeatError::NotAdded {
             why: e.to_string().trim_end_matches('.').to_string(),

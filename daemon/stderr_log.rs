@@ -96,6 +96,10 @@ impl StderrLog {
     /// Waits until what was logged so far is written, for at most `patience`: a stderr nobody reads must
     /// not keep the daemon from ending. Lines dropped since the last written one are said first.
     pub fn finish(&self, patience: Duration) {
+        let rmcp_left_out = RMCP_LEFT_OUT.swap(0, Ordering::Relaxed);
+        if rmcp_left_out > 0 {
+            self.send(rmcp_left_out_words(rmcp_left_out).into_bytes());
+        }
         if self.shared.dropped.load(Ordering::Relaxed) > 0 {
             self.send(Vec::new());
         }
@@ -252,19 +256,29 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for StderrLog {
 
 /// What of rmcp's own warnings reaches the operator. rmcp warns of every request it refuses, so a
 /// session sending 20,000 bad lines wrote 82 MB of them (helper-100): at most `RMCP_A_SECOND` a second
-/// are written, and the next one written after those left out counts them. And it leaves out the one
+/// are written, and the next one written after those left out counts them (or the daemon's end does);
+/// its errors are all written. And it leaves out the one
 /// ERROR rmcp says for nothing wrong: a Claude Code session at a URL desk ends by closing its
 /// `subscriptions/listen` stream, and rmcp then fails to send that listen's final result ("channel
 /// closed"), at every session's end (helper-95).
 #[derive(Default)]
 pub struct RmcpWords {
-    /// The second (since the first warning) being counted, the warnings written in it, and those left
-    /// out since the last one written.
-    window: Mutex<(u64, u32, u64)>,
+    /// The second (since the first warning) being counted, and the warnings written in it.
+    window: Mutex<(u64, u32)>,
     since: OnceLock<Instant>,
 }
 
 const RMCP_A_SECOND: u32 = 10;
+
+/// rmcp's warnings left out since the last one written.
+static RMCP_LEFT_OUT: AtomicU64 = AtomicU64::new(0);
+
+fn rmcp_left_out_words(n: u64) -> String {
+    format!(
+        "ovai serve: {n} more warnings of rmcp (the MCP library) were left out, past {RMCP_A_SECOND} a second \
+         (a session sending what the server refuses, most likely).\n"
+    )
+}
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for RmcpWords {
     fn event_enabled(
@@ -285,23 +299,23 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for RmcpWords {
                 return false;
             }
         }
+        if *meta.level() == tracing::Level::ERROR {
+            return true;
+        }
         let second = self.since.get_or_init(Instant::now).elapsed().as_secs();
         let mut window = crate::sync::lock(&self.window);
-        let (at, written, left_out) = &mut *window;
+        let (at, written) = &mut *window;
         if *at != second {
             (*at, *written) = (second, 0);
         }
         if *written >= RMCP_A_SECOND {
-            *left_out += 1;
+            RMCP_LEFT_OUT.fetch_add(1, Ordering::Relaxed);
             return false;
         }
         *written += 1;
-        if *left_out > 0 {
-            say(&format!(
-                "ovai: {} more warnings of rmcp (the MCP library) were left out, past {RMCP_A_SECOND} a second \
-                 (a session sending what the server refuses, most likely).\n",
-                std::mem::take(left_out)
-            ));
+        let left_out = RMCP_LEFT_OUT.swap(0, Ordering::Relaxed);
+        if left_out > 0 {
+            say(&rmcp_left_out_words(left_out));
         }
         true
     }

@@ -2419,8 +2419,8 @@ fn a_server_killed_while_starting_is_said_by_the_next() {
         said[0].starts_with(&format!(
             "The server before this one (pid {pid}, starting since 20"
         )) && said[0].ends_with(
-            ") ended without stopping while it read plugins/ (killed, crashed, or its machine went \
-             down): it served nothing."
+            ") ended without stopping while it started (killed, crashed, or its machine went down): \
+             it served nothing."
         ),
         "{said:?}"
     );

@@ -2527,7 +2527,13 @@ fn a_method_with_a_space_in_its_name_is_told_in_words_and_clipped() {
     let mut s = inst.session("lead");
     s.initialize();
     let long = format!("a {}", "x".repeat(900_000));
-    for (id, method) in [(1, "ping "), (2, "resources/list "), (3, long.as_str())] {
+    let worded = format!("Method not found: {}", "x".repeat(900_000));
+    for (id, method) in [
+        (1, "ping "),
+        (2, "resources/list "),
+        (3, long.as_str()),
+        (4, worded.as_str()),
+    ] {
         let line = json!({ "jsonrpc": "2.0", "id": id, "method": method });
         raw(&mut s, format!("{line}\n").as_bytes());
         let e = error_for(&mut s, json!(id));
@@ -2547,9 +2553,9 @@ fn a_method_with_a_space_in_its_name_is_told_in_words_and_clipped() {
 #[test]
 fn a_seats_sessions_that_never_read_hold_only_so_much_together() {
     const BIG: &str = r#"
-export const description = "Answers 256 KB.";
+export const description = "Answers 512 KB.";
 export const inputSchema = { type: "object" };
-export function run() { return { text: "x".repeat(256 * 1024) }; }
+export function run() { return { text: "x".repeat(512 * 1024) }; }
 "#;
     let inst = Instance::with_plugins(&[("big.mjs", BIG)]);
     inst.add_seat("w1");
@@ -2571,7 +2577,7 @@ export function run() { return { text: "x".repeat(256 * 1024) }; }
         socks.push(sock);
     }
     let mut most = 0.0f64;
-    for _ in 0..150 {
+    for _ in 0..200 {
         most = most.max(rss_mb(d.pid()));
         std::thread::sleep(std::time::Duration::from_millis(40));
     }
@@ -2579,7 +2585,7 @@ export function run() { return { text: "x".repeat(256 * 1024) }; }
     s.initialize();
     assert!(!s.call("index", json!({})).1);
     assert!(
-        most - before < 250.0,
+        most - before < 300.0,
         "the seat's 24 sessions took the daemon from {before:.0} to {most:.0} MB"
     );
     drop(socks);

@@ -315,20 +315,6 @@ pub fn keep_shim(path: &Path) -> std::io::Result<()> {
 
 /// Writes the embedded host shim where the child will run it.
 pub fn write_shim(path: &Path) -> std::io::Result<()> {
-    // Left as it is when it is this very script, ours alone: a start on a full disk failed writing the
-    // same bytes again (helper-101).
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let ours = std::fs::symlink_metadata(path).is_ok_and(|m| {
-        m.is_file()
-            && m.permissions().mode() & 0o077 == 0
-            && m.uid() == nix::unistd::geteuid().as_raw()
-    });
-    if ours
-        && crate::files::read_regular(path, super::SHIM.len() as u64)
-            .is_ok_and(|text| text == super::SHIM)
-    {
-        return Ok(());
-    }
     // A new file renamed into place, never written through a link put where it goes.
     crate::files::write_private(path, super::SHIM.as_bytes())
         .map_err(|e| std::io::Error::other(e.to_string()))

@@ -139,9 +139,10 @@ fn method_not_found_in_words(msg: &ServerJsonRpcMessage) -> Option<ServerJsonRpc
     let ServerJsonRpcMessage::Error(e) = msg else {
         return None;
     };
-    // rmcp's own is the method's bare name (which may hold spaces); this server's are worded already.
+    // rmcp's own is the method's bare name (which may hold spaces); this server's are worded already,
+    // and short (a method named as they begin is still clipped).
     if e.error.code != rmcp::model::ErrorCode::METHOD_NOT_FOUND
-        || e.error.message.starts_with("Method not found: ")
+        || e.error.message.starts_with("Method not found: ") && e.error.message.len() <= 2048
     {
         return None;
     }

@@ -180,7 +180,9 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
             why,
         });
     }
-    crate::host::child::write_shim(&inst.host_shim())
+    // Left as it is when it holds the script already: a start on a full disk failed writing the same
+    // bytes again (helper-101).
+    crate::host::child::keep_shim(&inst.host_shim())
         .map_err(io_err("writing the plugin host to", &inst.host_shim()))?;
     let control_secret =
         seats::new_secret().map_err(io_err("drawing the control secret for", &inst.root))?;

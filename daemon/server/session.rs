@@ -27,7 +27,7 @@ use crate::answer::{self, Outcome};
 use crate::generation::Generation;
 use crate::host::{self, CallGuard, CallRequest};
 use crate::runtime_log::timestamp;
-use crate::tools::room::RoomError;
+use crate::tools::room::{self, RoomError};
 use crate::tools::{Kind, index};
 
 /// What index shows may be this old; who may connect is always decided afresh.
@@ -388,11 +388,26 @@ impl SeatService {
             .await
         {
             Ok(text) => {
-                if self.daemon.room.troubled.swap(false, Ordering::Relaxed) {
-                    self.daemon.log.row(
-                        crate::runtime_log::Topic::Server,
-                        "room.jsonl can be written and read again: the room takes messages.",
-                    );
+                // A read works whether or not a write would; a write is said only by a message said.
+                let works = if args.get("say").is_some() {
+                    room::WRITE | room::READ
+                } else {
+                    room::READ
+                };
+                let troubled = &self.daemon.room.troubled;
+                if troubled.load(Ordering::Relaxed) & works != 0 {
+                    let was = troubled.fetch_and(!works, Ordering::Relaxed) & works;
+                    let what = match was {
+                        room::WRITE => "written",
+                        room::READ => "read",
+                        _ => "written and read",
+                    };
+                    if was != 0 {
+                        self.daemon.log.row(
+                            crate::runtime_log::Topic::Server,
+                            &format!("room.jsonl can be {what} again."),
+                        );
+                    }
                 }
                 Outcome::Text(text)
             }
@@ -401,17 +416,19 @@ impl SeatService {
             Err(e) => {
                 // Said once, until the room works again: a session saying on cannot flood the log.
                 let what = match &e {
-                    RoomError::Write(err) => Some(("written", err)),
-                    RoomError::Read(err) => Some(("read", err)),
+                    RoomError::Write(err) => {
+                        Some((room::WRITE, "written", "each message said", err))
+                    }
+                    RoomError::Read(err) => Some((room::READ, "read", "each read", err)),
                     _ => None,
                 };
-                if let Some((what, err)) = what
-                    && !self.daemon.room.troubled.swap(true, Ordering::Relaxed)
+                if let Some((mark, what, refused, err)) = what
+                    && self.daemon.room.troubled.fetch_or(mark, Ordering::Relaxed) & mark == 0
                 {
                     self.daemon.log.warn_row(
                         crate::runtime_log::Topic::Server,
                         &format!(
-                            "The room could not be {what} (room.jsonl: {err}): sessions are refused so until it \
+                            "The room could not be {what} (room.jsonl: {err}): {refused} is refused until it \
                              can be. Free space on its disk, or give the server's user the file and its folder \
                              again."
                         ),

@@ -92,8 +92,8 @@ pub const SESSIONS_PER_SEAT: usize = 64;
 /// the others. What the daemon answers itself still goes, so a new session can say hello.
 pub const SEAT_IN_FLIGHT: usize = 256;
 
-/// The requests one seat's socket sessions have in flight together, and a wake-up for those waiting on
-/// SEAT_IN_FLIGHT when one ends.
+/// What one seat's socket sessions hold together: requests in flight (and a wake-up for those waiting on
+/// SEAT_IN_FLIGHT when one ends), lines not yet ended, answers unread.
 #[derive(Default)]
 pub struct SeatLoad {
     in_flight: AtomicUsize,
@@ -115,9 +115,7 @@ impl SeatLoad {
     pub fn unread_past_bound(&self) -> bool {
         self.unread.load(Ordering::Relaxed) > SEAT_UNREAD
     }
-}
 
-impl SeatLoad {
     pub fn has_room(&self) -> bool {
         self.in_flight.load(Ordering::Relaxed) < SEAT_IN_FLIGHT
     }

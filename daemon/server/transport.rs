@@ -179,26 +179,12 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             if self.client_died(out.as_ref()) {
                 return None;
             }
-            if let Some(out) = out {
-                // The session is not reading its answers (or its seat's sessions together are not):
-                // act on nothing more of it until it does.
-                let queued = out.queued();
-                if queued > self.answers.limit {
-                    out.drained_to(self.answers.limit).await;
-                    continue;
-                }
-                // Past what its seat's sessions may leave unread together, one request at a time, once
-                // all it was sent is read.
-                if self.answers.seat.unread_past_bound() {
-                    if queued > 0 {
-                        out.drained_to(0).await;
-                        continue;
-                    }
-                    if !lock(&self.answers.in_flight).is_empty() {
-                        self.answers.answered.notified().await;
-                        continue;
-                    }
-                }
+            if let Some(out) = out
+                && out.queued() > self.answers.limit
+            {
+                // The session is not reading its answers: act on nothing more of it until it does.
+                out.drained_to(self.answers.limit).await;
+                continue;
             }
             self.forget_wound_down();
             if self.has_room() {
@@ -228,6 +214,15 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             let answered = answers.answered.notified();
             // And room made by the seat's other sessions.
             let freed = answers.seat.freed.notified();
+            // And, held by its seat's unread answers, its own read (its own calls' answers: `answered`).
+            let out = answers.outbox();
+            let held = self.held_by_seat() && out.as_ref().is_some_and(|o| o.queued() > 0);
+            let read_out = async {
+                match &out {
+                    Some(out) => out.drained_to(0).await,
+                    None => std::future::pending().await,
+                }
+            };
             if self.can_go_on() {
                 continue;
             }
@@ -237,6 +232,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
             tokio::select! {
                 _ = answered => {}
                 _ = freed => {}
+                _ = read_out, if held => {}
                 _ = sleep_until(wound_down) => {}
                 _ = sleep_until(closing_over) => {}
                 // Not reading (its input ended, or what it sent fills what is held), so its client's end
@@ -339,7 +335,21 @@ impl<R: AsyncRead + Unpin + Send + 'static> SessionTransport<R> {
 
     /// Whether the session may have one more request in flight (cancelled ones winding down count).
     fn has_room(&self) -> bool {
-        self.has_own_room() && self.answers.seat.has_room()
+        self.has_own_room() && self.answers.seat.has_room() && !self.held_by_seat()
+    }
+
+    /// Whether its seat's sessions left more answers unread together than they may, and this one holds
+    /// some of them, or has calls whose answers are coming (a listen is no such call): it then acts on
+    /// one request at a time, once it read all it was sent.
+    fn held_by_seat(&self) -> bool {
+        if !self.answers.seat.unread_past_bound() {
+            return false;
+        }
+        let unread = lock(&self.answers.out).as_ref().map_or(0, Outbox::queued);
+        unread > 0
+            || lock(&self.answers.in_flight)
+                .iter()
+                .any(|id| !self.listens.contains(id))
     }
 
     /// Whether the session is below its own cap, whatever its seat's other sessions have in flight.

@@ -85,9 +85,14 @@ pub struct Room {
     readers: Semaphore,
     /// What each seat said in the current minute: when it began, and how many bytes.
     said: std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, usize)>>,
-    /// room.jsonl could not be written (or read), and runtime.log said so: said once, until it can be.
-    pub troubled: std::sync::atomic::AtomicBool,
+    /// room.jsonl could not be written, or read (`WRITE`, `READ`), and runtime.log said so: said once,
+    /// until it can be.
+    pub troubled: std::sync::atomic::AtomicU8,
 }
+
+/// `Room::troubled`'s marks.
+pub const WRITE: u8 = 1;
+pub const READ: u8 = 2;
 
 /// The bytes of messages a seat may say in a minute: a seat flooding the room (16 MB a second, found)
 /// would bury the others' messages and fill the disk.
@@ -132,7 +137,7 @@ impl Room {
             write: tokio::sync::Mutex::new(SystemTime::UNIX_EPOCH),
             readers: Semaphore::new(READERS),
             said: std::sync::Mutex::default(),
-            troubled: std::sync::atomic::AtomicBool::new(false),
+            troubled: std::sync::atomic::AtomicU8::new(0),
         }
     }
 
