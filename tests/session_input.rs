@@ -2425,13 +2425,22 @@ export function run(args, { root }) {
   return { text: `ran ${args.n}` };
 }
 "#;
-    let inst = Instance::with_plugins(&[("marks.mjs", MARKS), ("slow.mjs", SLOW)]);
+    const HANGS: &str = r#"
+export const description = "Never answers.";
+export const inputSchema = { type: "object" };
+export function run() { return new Promise(() => {}); }
+"#;
+    let inst = Instance::with_plugins(&[("marks.mjs", MARKS), ("hangs.mjs", HANGS)]);
     let d = inst.start();
     let mut s = inst.session("lead");
     s.initialize();
     // A call cut off by the daemon's end is answered once the bridge has seen it go: from then on it
-    // keeps what the client sends for the next daemon.
-    let cut = s.send_request("tools/call", json!({ "name": "slow", "arguments": {} }));
+    // keeps what the client sends for the next daemon. Killed once the call runs: killed before the
+    // bridge passed it on, it would wait for the next daemon (seen once on a loaded machine).
+    let cut = s.send_request("tools/call", json!({ "name": "hangs", "arguments": {} }));
+    wait_until("the call to run", || {
+        (d.status()?["callsRunningTotal"].as_u64()? >= 1).then_some(())
+    });
     let pid = d.pid();
     signal(pid, libc::SIGKILL);
     wait_gone(pid);
