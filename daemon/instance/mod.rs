@@ -102,11 +102,12 @@ impl Instance {
         let socket = self.socket();
         let len = socket.as_os_str().len();
         (len > MAX_SOCKET_PATH).then(|| {
+            let over = len - MAX_SOCKET_PATH;
             format!(
                 "its socket {} would be {len} bytes long, more than the {MAX_SOCKET_PATH} a Unix socket takes, so no \
-                 server can serve it there: the instance needs a folder whose path is at least {} bytes shorter",
+                 server can serve it there: the instance needs a folder whose path is at least {over} {} shorter",
                 socket.display(),
-                len - MAX_SOCKET_PATH
+                if over == 1 { "byte" } else { "bytes" }
             )
         })
     }
@@ -1273,6 +1274,27 @@ pub fn json_kind(v: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// "at least 1 bytes shorter" (helper-101).
+    #[test]
+    fn a_socket_one_byte_too_long_says_one_byte() {
+        let socket_part = "/.ovai/ovai.sock".len();
+        // A root whose socket is 107 bytes, the most a Unix socket takes.
+        let root = format!("/{}", "r".repeat(107 - socket_part - 1));
+        assert!(
+            Instance::at(root.clone().into())
+                .socket_too_long()
+                .is_none()
+        );
+        let said = Instance::at(format!("{root}x").into())
+            .socket_too_long()
+            .unwrap();
+        assert!(said.ends_with("at least 1 byte shorter"), "{said}");
+        let said = Instance::at(format!("{root}xy").into())
+            .socket_too_long()
+            .unwrap();
+        assert!(said.ends_with("at least 2 bytes shorter"), "{said}");
+    }
 
     #[test]
     fn parses_defaults() {
