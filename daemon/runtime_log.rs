@@ -125,7 +125,12 @@ pub fn latest(path: &std::path::Path, n: usize, keep: impl Fn(&str) -> bool) -> 
         return Vec::new();
     };
     let len = f.metadata().map_or(0, |m| m.len());
-    let mut window = 64 * 1024;
+    // All of the tail at once when all of it is wanted (a start's look), not three reads growing.
+    let mut window = if n == usize::MAX {
+        1024 * 1024
+    } else {
+        64 * 1024
+    };
     loop {
         let from = len.saturating_sub(window);
         let mut bytes = Vec::new();

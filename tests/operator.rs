@@ -2439,13 +2439,15 @@ fn a_stop_whose_row_was_lost_is_no_end_without_stopping() {
     let cut = text[..cut].rfind('\n').map_or(0, |i| i + 1);
     std::fs::write(&log, &text[..cut]).unwrap();
     let _d = inst.start();
+    no_end_without_stopping_said(&inst);
+}
+
+/// No row says the server before ended without stopping.
+fn no_end_without_stopping_said(inst: &Instance) {
+    let rows = inst.rows("server");
     assert!(
-        !inst
-            .rows("server")
-            .iter()
-            .any(|r| r.contains("ended without stopping")),
-        "{:?}",
-        inst.rows("server")
+        !rows.iter().any(|r| r.contains("ended without stopping")),
+        "{rows:?}"
     );
 }
 
@@ -2478,14 +2480,7 @@ fn a_signal_while_starting_stops_the_start_and_leaves_nothing_behind() {
         // The next start does not take it for a server that ended without stopping.
         std::fs::remove_file(inst.root.join("plugins/slow.mjs")).unwrap();
         let _d = inst.start();
-        assert!(
-            !inst
-                .rows("server")
-                .iter()
-                .any(|r| r.contains("ended without stopping")),
-            "{:?}",
-            inst.rows("server")
-        );
+        no_end_without_stopping_said(&inst);
     }
 }
 

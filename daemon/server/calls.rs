@@ -22,8 +22,9 @@ use tokio_util::task::TaskTracker;
 
 use super::answers::Answers;
 use super::arguments::{self, Refusal};
+use super::figures::How;
 use super::progress::{Relay, To};
-use super::session::{AdmittedCall, How, SeatService};
+use super::session::{AdmittedCall, SeatService};
 use super::traces::{HostSpan, RequestSpan};
 use crate::answer::Outcome;
 use crate::host::link::{CallEnd, End, Link, Settle};

@@ -58,17 +58,32 @@ impl Tally {
     }
 }
 
-/// Whose doing a refusal was, told apart in what `ovai status` shows a tool's author.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cause {
-    /// The tool answered `{ refused }`: its own words.
-    Tool,
-    /// A fault of the tool's code: it threw, answered something else, or ran past its deadline.
-    Code,
-    /// The server refused the arguments before it ran: they do not fit its inputSchema.
-    Arguments,
-    /// The server did not run it: it was stopping, or a new host did not import its file again.
-    Server,
+/// How a call ended besides its outcome, which tells whose doing a refusal was: run to its end (its own
+/// words), its host ended under it, its deadline came or its code failed, its arguments did not fit, or
+/// it was not run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum How {
+    Ran,
+    HostStopped,
+    TimedOut,
+    /// Its code failed: it threw, or answered something other than `{ text }` or `{ refused }`.
+    Failed,
+    /// Refused before it ran: its arguments do not fit its inputSchema.
+    Misfit,
+    /// Refused before it ran: the server was stopping, or a new host did not import its file again.
+    NotRun,
+}
+
+impl How {
+    pub fn of(ended: &crate::host::Ended) -> How {
+        match ended {
+            crate::host::Ended::HostEnded(_) => How::HostStopped,
+            crate::host::Ended::Deadline { .. } => How::TimedOut,
+            crate::host::Ended::Answered(a) if !crate::answer::own_words(a) => How::Failed,
+            crate::host::Ended::NotReimported(_) => How::NotRun,
+            _ => How::Ran,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -162,8 +177,8 @@ impl Figures {
         ))
     }
 
-    /// `cause`: whose doing it was, when it was refused.
-    pub fn record(&self, seat: &str, tool: &str, took: Duration, outcome: Tally, cause: Cause) {
+    /// `how`: how it ended, which tells whose doing a refusal was (what `ovai status` shows its author).
+    pub fn record(&self, seat: &str, tool: &str, took: Duration, outcome: Tally, how: How) {
         let ms = took.as_secs_f64() * 1e3;
         let tool_name = {
             let mut tools = lock(&self.tools);
@@ -179,11 +194,11 @@ impl Figures {
             t.refusals += u64::from(outcome.refused());
             t.host_stops += u64::from(outcome == Tally::HostStopped);
             if outcome.refused() && outcome != Tally::HostStopped {
-                let counter = match cause {
-                    Cause::Tool => None,
-                    Cause::Code => Some(&mut t.failures),
-                    Cause::Arguments => Some(&mut t.misfits),
-                    Cause::Server => Some(&mut t.unrun),
+                let counter = match how {
+                    How::Ran | How::HostStopped => None,
+                    How::Failed | How::TimedOut => Some(&mut t.failures),
+                    How::Misfit => Some(&mut t.misfits),
+                    How::NotRun => Some(&mut t.unrun),
                 };
                 if let Some(n) = counter {
                     *n += 1;

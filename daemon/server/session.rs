@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::arguments::{self, Refusal};
 use super::daemon::Daemon;
-use super::figures::{Cause, Tally};
+use super::figures::{How, Tally};
 use super::progress::{Relay, To};
 use super::sessions::{Owned, SeatChange};
 use super::traces::HostSpan;
@@ -302,16 +302,9 @@ impl SeatService {
             }
         };
         let took = started.elapsed();
-        // The tool's own fault, told apart from its refusals and the caller's: what its author fixes.
-        let cause = match how {
-            How::Ran | How::HostStopped => Cause::Tool,
-            How::Failed | How::TimedOut => Cause::Code,
-            How::Misfit => Cause::Arguments,
-            How::NotRun => Cause::Server,
-        };
         self.daemon
             .figures
-            .record(&self.seat, name, took, counted, cause);
+            .record(&self.seat, name, took, counted, how);
         if let Some(metrics) = self.daemon.metrics.get() {
             metrics.call(&self.seat, name, took, counted);
         }
@@ -834,33 +827,6 @@ fn result_of(name: &str, outcome: &Outcome) -> CallToolResult {
         Outcome::Cancelled | Outcome::Unsent => CallToolResult::error(vec![ContentBlock::text(
             answer::cancelled(name, &timestamp(std::time::SystemTime::now())),
         )]),
-    }
-}
-
-/// How a plugin call ended besides its outcome, for the figures: run to its end, its host ended under
-/// it, or its deadline came.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum How {
-    Ran,
-    HostStopped,
-    TimedOut,
-    /// Its code failed: it threw, or answered something other than `{ text }` or `{ refused }`.
-    Failed,
-    /// Refused before it ran: its arguments do not fit its inputSchema.
-    Misfit,
-    /// Refused before it ran: the server was stopping, or a new host did not import its file again.
-    NotRun,
-}
-
-impl How {
-    pub fn of(ended: &host::Ended) -> How {
-        match ended {
-            host::Ended::HostEnded(_) => How::HostStopped,
-            host::Ended::Deadline { .. } => How::TimedOut,
-            host::Ended::Answered(a) if !crate::answer::own_words(a) => How::Failed,
-            host::Ended::NotReimported(_) => How::NotRun,
-            _ => How::Ran,
-        }
     }
 }
 
