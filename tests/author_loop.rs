@@ -1637,6 +1637,28 @@ fn a_call_of_an_edited_file_says_it_ran_it_as_it_was_read() {
         .stderr("");
 }
 
+/// `ovai call` of a tool whose file was removed and not read again says it ran the file as it was read
+/// (helper-99): the author who removed it saw it answer, with nothing saying why.
+#[test]
+fn a_call_of_a_removed_file_says_it_ran_it_as_it_was_read() {
+    let inst = Instance::with_plugins(&[(
+        "greet.mjs",
+        "export const description = 'x';\nexport const inputSchema = { type: 'object' };\n\
+         export function run() { return { text: 'still here' }; }\n",
+    )]);
+    let _d = inst.start();
+    std::fs::remove_file(inst.root.join("plugins/greet.mjs")).unwrap();
+    inst.cmd()
+        .args(["call", "greet", "--seat", "lead"])
+        .assert()
+        .success()
+        .stdout("still here\n")
+        .stderr(predicates::str::contains(
+            "ovai: plugins/greet.mjs was removed since the last read, and the call ran it as it was read: \
+             `ovai restart` stops serving it.",
+        ));
+}
+
 /// A scaffold that cannot be written whole (a full disk; here a file size limit) leaves no file: an
 /// empty plugins/NAME.mjs was left, and the next `ovai plugin NAME` refused it as somebody's work.
 #[test]

@@ -109,6 +109,11 @@ fn call(
                 "ovai: {file} changed since the last read, and the call ran it as it was read: `ovai restart` \
                  serves it as it is now."
             );
+        } else if status.removed_files.contains(&file) && !left_out {
+            eprintln!(
+                "ovai: {file} was removed since the last read, and the call ran it as it was read: `ovai \
+                 restart` stops serving it."
+            );
         }
     }
     Ok(client::call_text(&result))
