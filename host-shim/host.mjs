@@ -1358,6 +1358,13 @@ async function load({ id, name, file, key }) {
         const way = type === undefined ? "a schema holds only JSON values" : name === "type" ? `write the type as a string, such as "${type[1]}"` : `write its schema, such as { type: "${type[1]}" }`;
         nonFinite = `it holds a function (${type === undefined ? "" : `${type[0]}, `}as ${as}), which JSON would leave out: ${way}`;
       }
+      // `maximum: 10n`: JSON cannot write a BigInt, and V8's words for it name no place.
+      if (typeof value === "bigint") {
+        if (nonFinite === null) {
+          nonFinite = `it holds the BigInt ${clip(toText(value), 40)}n (as ${clip(toText(name), 64)}), which JSON cannot write: give a number, such as ${clip(toText(value), 40)}`;
+        }
+        return null;
+      }
       // `pattern: /^[a-z]+$/`: JSON writes a RegExp as {}.
       if (nonFinite === null && value instanceof RegExpCtor) {
         nonFinite = `it holds a RegExp (as ${clip(toText(name), 64)}), which JSON would send as {}: write the pattern as a string, such as ${stringify(clip(toText(value.source), 60))}`;

@@ -1425,6 +1425,11 @@ fn hurried_schemas_are_named_with_the_way_out() {
             "z-undefined.mjs",
             "const shapes = {};\nexport const description = 'd';\nexport const inputSchema = { type: 'object', properties: { a: shapes.a, b: { type: 'string', description: 'b' } } };\nexport function run() {}\n",
         ),
+        // A BigInt (`maximum: 10n`): JSON cannot write one, and V8's words named no place (helper-99).
+        (
+            "w-bigint.mjs",
+            "export const description = 'd';\nexport const inputSchema = { type: 'object', properties: { n: { type: 'integer', description: 'n', maximum: 10n } } };\nexport function run() {}\n",
+        ),
         // Left undefined where leaving it out changes nothing: served as before (helper-98).
         (
             "z-default-undefined.mjs",
@@ -1470,6 +1475,7 @@ fn hurried_schemas_are_named_with_the_way_out() {
         "{rows:?}"
     );
     assert!(row("w-regexp.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds a RegExp (as pattern), which JSON would send as {}: write the pattern as a string, such as \"^[a-z]+$\""), "{rows:?}");
+    assert!(row("w-bigint.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds the BigInt 10n (as maximum), which JSON cannot write: give a number, such as 10"), "{rows:?}");
     assert!(row("x-type-fn.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds a function (String, as type), which JSON would leave out: write the type as a string, such as \"string\""), "{rows:?}");
     assert!(row("y-vue.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds a function (String, as a), which JSON would leave out: write its schema, such as { type: \"string\" }"), "{rows:?}");
     assert!(row("z-undefined.mjs").contains("is not served: its inputSchema cannot be written as JSON: it holds undefined (as a), which JSON would leave out: give it a value (a name it comes from may be misspelt), or leave it out"), "{rows:?}");
