@@ -151,44 +151,41 @@ impl Helpers {
     /// those past what one look reads (as changed: not imported unread). One gone is not among them:
     /// importing it fails in Node's own words.
     pub fn changed(&self) -> Vec<PathBuf> {
+        self.changed_and_gone().0
+    }
+
+    /// `changed`, and those read that are gone since or can no longer be read (a new host fails to
+    /// import the tools that import them, in Node's own words): each module looked at once.
+    pub fn changed_and_gone(&self) -> (Vec<PathBuf>, Vec<PathBuf>) {
         let mut reader = Reader::default();
         let mut checked = crate::sync::lock(&self.checked);
-        self.files
-            .iter()
-            .filter(|(path, was_stamped, was, _)| {
-                let now = stamp(path);
-                if now.is_none() || was.is_none() || now == *was_stamped {
-                    return false;
-                }
-                if let Some((then, changed)) = checked.get(path)
-                    && *then == now
-                {
-                    return *changed;
-                }
-                match reader.read(path) {
+        let (mut changed, mut gone) = (Vec::new(), Vec::new());
+        for (path, was_stamped, was, _) in &self.files {
+            let now = stamp(path);
+            if was.is_none() || now == *was_stamped {
+                continue;
+            }
+            if now.is_none() {
+                gone.push(path.clone());
+                continue;
+            }
+            let is_changed = match checked.get(path) {
+                Some((then, changed)) if *then == now => *changed,
+                _ => match reader.read(path) {
                     Some((_, _, hash)) => {
-                        let changed = hash != *was;
-                        checked.insert(path.clone(), (now, changed));
-                        changed
+                        let is_changed = hash != *was;
+                        checked.insert(path.clone(), (now, is_changed));
+                        is_changed
                     }
                     // Past what one look reads: not imported unread.
                     None => true,
-                }
-            })
-            .map(|(path, _, _, _)| path.clone())
-            .collect()
-    }
-}
-
-impl Helpers {
-    /// Those read that are gone since, or can no longer be read: a new host fails to import the tools
-    /// that import them, in Node's own words (not among `changed`, which a new host refuses in its own).
-    pub fn gone(&self) -> Vec<PathBuf> {
-        self.files
-            .iter()
-            .filter(|(path, was, _, _)| was.is_some() && stamp(path).is_none())
-            .map(|(path, _, _, _)| path.clone())
-            .collect()
+                },
+            };
+            if is_changed {
+                changed.push(path.clone());
+            }
+        }
+        (changed, gone)
     }
 
     /// The folders holding the modules guarded (not plugins/ itself, nor node_modules/, whose folders

@@ -217,9 +217,9 @@ pub async fn status(daemon: &Arc<Daemon>, files: bool) -> StatusReply {
                 named.sort_unstable();
                 named
             };
-            let mut helpers = generation.helpers.changed();
+            let (mut helpers, gone) = generation.helpers.changed_and_gone();
             helpers.extend(generation.helpers.appeared());
-            let modules = (named(helpers), named(generation.helpers.gone()));
+            let modules = (named(helpers), named(gone));
             (generation.stale(&inst), changed, modules)
         })
         .await

@@ -140,8 +140,8 @@ pub fn spawn(daemon: Arc<Daemon>) {
             let inst = daemon.inst.clone();
             let reading = generation.clone();
             let (found, helpers, gone) = tokio::task::spawn_blocking(move || {
-                let helpers = reading.helpers.changed();
-                (reading.stale(&inst), helpers, reading.helpers.gone())
+                let (helpers, gone) = reading.helpers.changed_and_gone();
+                (reading.stale(&inst), helpers, gone)
             })
             .await
             .unwrap_or_else(|e| {
