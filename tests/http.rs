@@ -2762,6 +2762,25 @@ fn a_request_line_naming_another_host_is_refused() {
     assert!(r.answer(3)["result"]["tools"].is_array());
 }
 
+/// A stop that cannot keep the HTTP sessions says so in runtime.log, where the person whose clients
+/// start over reads; it went to the server's stderr only (helper-101).
+#[test]
+fn a_stop_that_cannot_keep_the_http_sessions_says_so_in_a_row() {
+    let (inst, d, http) = serving(json!({}));
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-06-18");
+    s.initialize();
+    // A folder where the file goes: the write cannot replace it.
+    std::fs::create_dir(inst.root.join(".ovai/http-sessions.json")).unwrap();
+    assert!(d.stop().success());
+    let rows = inst.rows("server");
+    assert!(
+        rows.iter().any(|r| r
+            .starts_with("The 1 HTTP session(s) could not be kept for the next start (")
+            && r.ends_with("): their clients open new ones.")),
+        "{rows:?}"
+    );
+}
+
 /// A 2025 session outlives `ovai stop` and `ovai serve` (an upgrade, a service restarted): Gemini CLI
 /// never opens another after a 404, and its seat stayed broken until Gemini was restarted (helper-95).
 /// Only its own seat takes it up again, and only with the secret it had.

@@ -112,8 +112,9 @@ impl Carried {
     }
 
     /// Writes the sessions for the next start, as the server stops (before it ends them): the live ones,
-    /// and those a stop before left that were not taken up yet, from that stop's time.
-    pub fn keep(&self) {
+    /// and those a stop before left that were not taken up yet, from that stop's time. Why they could
+    /// not be written, in words for runtime.log.
+    pub fn keep(&self) -> Result<(), String> {
         let now = now();
         let mut sessions = std::mem::take(&mut *lock(&self.live));
         for s in sessions.values_mut() {
@@ -125,18 +126,21 @@ impl Carried {
                 .filter(|(_, s)| s.fresh(now)),
         );
         if sessions.is_empty() {
-            return;
+            return Ok(());
         }
-        let written = serde_json::to_vec(&sessions)
+        serde_json::to_vec(&sessions)
             .map_err(|e| e.to_string())
             .and_then(|bytes| {
                 crate::files::write_private(&self.path, &bytes).map_err(|e| e.to_string())
-            });
-        if let Err(e) = written {
-            tracing::warn!(
-                "the HTTP sessions could not be kept for the next start ({e}): their clients open new ones"
-            );
-        }
+            })
+            .map_err(|e| {
+                format!(
+                    "The {} HTTP session(s) could not be kept for the next start ({}): their clients open new \
+                     ones.",
+                    sessions.len(),
+                    crate::names::escape_controls(&e, false)
+                )
+            })
     }
 }
 

@@ -26,6 +26,7 @@ use super::owners::{Check, Owners, SESSIONS_PER_SEAT};
 use super::refusal::{NO_SUCH_SESSION, refuse};
 use super::resume::Resumable;
 use crate::instance::http::HttpSettings;
+use crate::runtime_log::Topic;
 use crate::seats::hash_secret;
 use crate::server::daemon::Daemon;
 
@@ -244,7 +245,10 @@ impl crate::server::sessions::RemoteSessions for Gate {
     }
 
     fn carry_over(&self) {
-        self.carried.keep();
+        // A row, not only stderr: the person whose clients start over reads runtime.log (helper-101).
+        if let Err(row) = self.carried.keep() {
+            self.daemon.log.warn_row(Topic::Server, &row);
+        }
     }
 
     fn starting(&self) -> futures::future::BoxFuture<'static, HashMap<String, usize>> {
