@@ -2781,6 +2781,40 @@ fn a_stop_that_cannot_keep_the_http_sessions_says_so_in_a_row() {
     );
 }
 
+/// Sessions a stop left longer ago than they are kept by the clock (one stepped forward between stop and
+/// start) are said not taken up, not counted as kept (helper-101).
+#[test]
+fn sessions_left_too_long_ago_are_said_not_taken_up() {
+    let (inst, d, http) = serving(json!({}));
+    let mut s = HttpSeat::new(&http, &inst.secret("w1"), "2025-06-18");
+    s.initialize();
+    assert!(d.stop().success());
+    let path = inst.root.join(".ovai/http-sessions.json");
+    let mut kept: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for (_, session) in kept.as_object_mut().unwrap() {
+        let at = session["left_at"].as_u64().unwrap();
+        session["left_at"] = json!(at - 3600);
+    }
+    std::fs::write(&path, kept.to_string()).unwrap();
+    let _d = inst.start();
+    let rows = inst.rows("server");
+    assert!(
+        rows.contains(
+            &"1 HTTP session(s) of the last server are not taken up: they were left more than 15 minutes ago \
+              by this machine's clock (or at a time still to come), and their clients open new ones."
+                .to_string()
+        ),
+        "{rows:?}"
+    );
+    assert!(
+        !rows
+            .iter()
+            .any(|r| r.contains("are kept for their clients")),
+        "{rows:?}"
+    );
+}
+
 /// A 2025 session outlives `ovai stop` and `ovai serve` (an upgrade, a service restarted): Gemini CLI
 /// never opens another after a 404, and its seat stayed broken until Gemini was restarted (helper-95).
 /// Only its own seat takes it up again, and only with the secret it had.

@@ -66,13 +66,31 @@ impl Carried {
             Err(_) => (HashMap::new(), None),
             Ok(_) => match read(&path) {
                 Ok(left) if left.is_empty() => (left, None),
-                Ok(left) => {
-                    let said = format!(
-                        "{} HTTP session(s) of the last server are kept for their clients to take up, each by \
-                         its own seat, for {} minutes from that server's stop.",
-                        left.len(),
-                        KEPT_FOR.as_secs() / 60
-                    );
+                Ok(mut left) => {
+                    let all = left.len();
+                    let now = now();
+                    left.retain(|_, s| s.fresh(now));
+                    let mut said = String::new();
+                    if !left.is_empty() {
+                        said = format!(
+                            "{} HTTP session(s) of the last server are kept for their clients to take up, each \
+                             by its own seat, for {} minutes from that server's stop.",
+                            left.len(),
+                            KEPT_FOR.as_secs() / 60
+                        );
+                    }
+                    // A clock stepped between the stop and this start (or a stop long ago) is said, not
+                    // left for a client's 404 to show.
+                    if all > left.len() {
+                        said = format!(
+                            "{said}{}{} HTTP session(s) of the last server are not taken up: they were left more \
+                             than {} minutes ago by this machine's clock (or at a time still to come), and their \
+                             clients open new ones.",
+                            if said.is_empty() { "" } else { " " },
+                            all - left.len(),
+                            KEPT_FOR.as_secs() / 60
+                        );
+                    }
                     (left, Some(said))
                 }
                 Err(why) => (
@@ -147,10 +165,7 @@ impl Carried {
 fn read(path: &Path) -> Result<HashMap<String, Session>, String> {
     let text = crate::files::read_regular(path, crate::files::MAX_READ_BYTES)
         .map_err(|e| e.to_string())?;
-    let sessions: HashMap<String, Session> =
-        serde_json::from_str(&text).map_err(|e| e.to_string())?;
-    let now = now();
-    Ok(sessions.into_iter().filter(|(_, s)| s.fresh(now)).collect())
+    serde_json::from_str(&text).map_err(|e| e.to_string())
 }
 
 impl SessionStore for Carried {
