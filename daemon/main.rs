@@ -25,8 +25,7 @@ fn main() {
         ovai::cli::Command::Check { .. } => "warn,ovai::plugin_output=info",
         _ => "warn",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("OVAI_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let filter = log_filter(default);
     let ansi = std::io::stderr().is_terminal();
     let log = tracing_subscriber::fmt()
         .with_ansi(ansi)
@@ -78,4 +77,34 @@ fn end_when_unread() {
         }
         previous(info);
     }));
+}
+
+/// OVAI_LOG's filter, or the command's own with a sentence on stderr when it holds no level: a bare
+/// word is a target to EnvFilter (`debgu` logs nothing at all), which hid even the server's warnings.
+fn log_filter(default: &str) -> tracing_subscriber::EnvFilter {
+    const LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
+    let Ok(value) = std::env::var("OVAI_LOG") else {
+        return tracing_subscriber::EnvFilter::new(default);
+    };
+    let bare_word = value.split(',').map(str::trim).find(|d| {
+        // `ovai::host` alone is a target at every level, as EnvFilter reads it.
+        !d.is_empty()
+            && !d.contains('=')
+            && !d.contains("::")
+            && !LEVELS.contains(&d.to_ascii_lowercase().as_str())
+    });
+    let what = match (bare_word, tracing_subscriber::EnvFilter::try_new(&value)) {
+        (None, Ok(filter)) => return filter,
+        (Some(word), _) => format!("names {:?}, which is no level", clip(word)),
+        (None, Err(e)) => format!("cannot be read ({e})"),
+    };
+    eprintln!(
+        "ovai: OVAI_LOG {what}: give one of trace, debug, info, warn, error or off, or TARGET=LEVEL (as in \
+         ovai=debug); it is left aside, and the log is {default:?}."
+    );
+    tracing_subscriber::EnvFilter::new(default)
+}
+
+fn clip(word: &str) -> String {
+    word.chars().take(40).collect()
 }

@@ -782,3 +782,22 @@ fn init_around_an_instance_makes_nothing() {
         )));
     assert!(!base_path.join("openovai.json").exists());
 }
+
+/// A mistyped OVAI_LOG (a bare word is a target to tracing) silenced the daemon's stderr whole, even
+/// its warnings (helper-103): it is said, and the default log is kept.
+#[test]
+fn a_mistyped_ovai_log_is_said_and_the_log_kept() {
+    let inst = Instance::new();
+    let d = Daemon::start_with_env(&inst, &[("OVAI_LOG", "debgu")]);
+    let stderr = d.stderr.clone();
+    assert!(d.stop().success());
+    let said = std::fs::read_to_string(&stderr).unwrap();
+    assert!(
+        said.contains(
+            "ovai: OVAI_LOG names \"debgu\", which is no level: give one of trace, debug, info, warn, error or \
+             off, or TARGET=LEVEL (as in ovai=debug); it is left aside, and the log is \"info,rmcp=warn\"."
+        ),
+        "{said}"
+    );
+    assert!(said.contains("INFO"), "the default log is written: {said}");
+}
