@@ -92,6 +92,17 @@ impl HttpSettings {
     }
 }
 
+/// The keys `"http"` takes.
+pub const KEYS: &[&str] = &[
+    "listen",
+    "origins",
+    "hosts",
+    "tls",
+    "insecure",
+    "maxStreamsPerSeat",
+    "sessionIdleSeconds",
+];
+
 /// Parses `"http"`. Problems are sentences for ConfigError. Relative certificate paths stay relative: they
 /// are read from the instance's root.
 pub fn parse(value: &Value) -> Result<Option<HttpSettings>, String> {
@@ -106,17 +117,7 @@ pub fn parse(value: &Value) -> Result<Option<HttpSettings>, String> {
         }
     };
     for key in map.keys() {
-        if ![
-            "listen",
-            "origins",
-            "hosts",
-            "tls",
-            "insecure",
-            "maxStreamsPerSeat",
-            "sessionIdleSeconds",
-        ]
-        .contains(&key.as_str())
-        {
+        if !KEYS.contains(&key.as_str()) {
             return Err(format!(
                 "has \"{key}\", which ovai does not read there; it reads listen, origins, hosts, tls, insecure, \
                  maxStreamsPerSeat and sessionIdleSeconds"

@@ -881,6 +881,18 @@ impl Config {
         let mut warnings: Vec<String> = map
             .keys()
             .filter_map(|k| {
+                // One of "http"'s own written at the top (as the docs' prose names them) was read by nobody.
+                let inside = match k.as_str() {
+                    "listen" => Some("\"http\", \"metrics\" or \"web\""),
+                    k if http::KEYS.contains(&k) => Some("\"http\""),
+                    _ => None,
+                };
+                if let Some(inside) = inside {
+                    return Some(format!(
+                        "{CONFIG_FILE} has \"{k}\" at its top, which ovai reads only inside {inside}: move it \
+                         there, as in \"http\": {{\"{k}\": …}}."
+                    ));
+                }
                 near_miss(k).map(|s| {
                     format!(
                         "{CONFIG_FILE} has \"{k}\", which ovai does not read: did you mean \"{s}\"? (Keys of your own are \
@@ -1380,6 +1392,19 @@ mod tests {
     fn leader_must_be_a_seat_name() {
         let e = Config::parse(r#"{"user":"Ann","leader":"the_lead"}"#).unwrap_err();
         assert!(e.to_string().contains("underscore"), "{e}");
+    }
+
+    /// `sessionIdleSeconds` at the top was read by nobody, with no word said (helper-103).
+    #[test]
+    fn an_http_key_at_the_top_is_said_to_belong_inside() {
+        let c = Config::parse(r#"{"user":"a","leader":"b","sessionIdleSeconds":60}"#).unwrap();
+        assert_eq!(
+            c.warnings,
+            vec![
+                "openovai.json has \"sessionIdleSeconds\" at its top, which ovai reads only inside \"http\": \
+                 move it there, as in \"http\": {\"sessionIdleSeconds\": …}."
+            ]
+        );
     }
 
     #[test]
