@@ -302,8 +302,19 @@ fn call_exit_codes_say_text_refusal_or_problem() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "the arguments are an array, and a tool takes an object",
+            "the arguments are an array, and a tool takes an object, as in '{\"ok\":true}'",
         ));
+    // The seat given where the arguments go (helper-103: told to give an object).
+    inst.cmd()
+        .args(["call", "yesno", "w1"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains(
+                "the arguments are not JSON, and w1 is a seat: name it with --seat, as in ",
+            )
+            .and(predicate::str::contains("ovai call yesno --seat w1\n")),
+        );
     inst.cmd()
         .args(["call", "nope", "--seat", "w1"])
         .assert()

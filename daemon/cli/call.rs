@@ -60,6 +60,17 @@ fn call(
     let args: Value = match args {
         None => json!({}),
         Some(text) => serde_json::from_str(text).map_err(|e| {
+            // `ovai call whoami w1`: the seat given where the arguments go (helper-103).
+            let seat_named = crate::seats::SeatBook::load(&inst)
+                .is_ok_and(|book| book.seats.contains_key(text.trim()));
+            if seat_named && seat.is_none() {
+                return format!(
+                    "the arguments are not JSON, and {0} is a seat: name it with --seat, as in {1} call {tool} \
+                     --seat {0}",
+                    text.trim(),
+                    super::invoked_as()
+                );
+            }
             format!(
                 "the arguments are not JSON ({e}); give an object, as in {} call {tool} '{}'",
                 super::invoked_as(),
@@ -69,8 +80,9 @@ fn call(
     };
     if !args.is_object() {
         return Err(format!(
-            "the arguments are {}, and a tool takes an object, as in '{{}}'",
-            instance::json_kind(&args)
+            "the arguments are {}, and a tool takes an object, as in '{}'",
+            instance::json_kind(&args),
+            example(&inst, tool)
         ));
     }
     let secret = match seat {
