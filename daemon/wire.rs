@@ -222,9 +222,12 @@ pub struct ToolFigures {
     pub refusals: u64,
     /// Calls whose plugin host stopped under them.
     pub host_stops: u64,
-    /// Calls refused for a fault of the tool's code: it threw, answered wrongly, or ran past its deadline.
+    /// Calls refused for a fault of the tool's code: it threw, or answered wrongly.
     #[serde(default)]
     pub failures: u64,
+    /// Calls given up at callTimeoutSeconds: the tool's own slowness, or a host another call held.
+    #[serde(default)]
+    pub timeouts: u64,
     /// Calls refused before they ran, for arguments that do not fit the tool's inputSchema.
     #[serde(default)]
     pub misfits: u64,

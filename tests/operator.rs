@@ -903,6 +903,10 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
             "picky.mjs",
             "export const description = 'x';\nexport const inputSchema = { type: 'object', properties: { n: { type: 'integer', description: 'n' } }, additionalProperties: false };\nexport function run({ n }) { return n ? { text: 'ok' } : { refused: 'not today' }; }",
         ),
+        (
+            "slow.mjs",
+            "export const description = 'x';\nexport const inputSchema = { type: 'object' };\nexport async function run() { await new Promise((r) => setTimeout(r, 30000)); return { text: 'late' }; }",
+        ),
     ]);
     let out = inst.cmd().args(["status", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(3));
@@ -922,7 +926,7 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
         .assert()
         .code(3)
         .stderr(predicate::str::contains("No ovai server is running for"));
-    inst.set_config(json!({ "callLog": true }));
+    inst.set_config(json!({ "callLog": true, "callTimeoutSeconds": 1 }));
     let d = inst.start();
     let mut s = inst.session("lead");
     s.initialize();
@@ -933,6 +937,7 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
     assert!(s.call("picky", json!({})).1);
     assert!(s.call("picky", json!({ "n": "x" })).1);
     assert!(!s.call("picky", json!({ "n": 1 })).1);
+    assert!(s.call("slow", json!({})).1);
     // A refusal for the caller's arguments is not the tool's fault; a throw is, and its author reads so.
     // A refusal in the tool's own words is told apart from the server's for the arguments (helper-92).
     // Kinds with none are not named (helper-81: "0 refused, of which 0 … and 0 …").
@@ -951,6 +956,12 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
         ))
         .and(predicate::str::contains(
             "Calls to silent: 1 (1 refused: 1 for a fault in the tool's code); p50 ",
+        ))
+        // Given up at the limit is not said to be a fault of its code: another call may have held the
+        // host (helper-104).
+        .and(predicate::str::contains(
+            "Calls to slow: 1 (1 refused: 1 given up at callTimeoutSeconds (its own time, or a host another \
+             call held)); p50 ",
         )),
     );
     let v = d.status().unwrap();

@@ -196,12 +196,16 @@ fn refused_words(f: &crate::wire::ToolFigures) -> String {
     if f.refusals == 0 {
         return "none refused".into();
     }
-    let own = [f.host_stops, f.failures, f.misfits, f.unrun]
+    let own = [f.host_stops, f.failures, f.timeouts, f.misfits, f.unrun]
         .iter()
         .fold(f.refusals, |left, n| left.saturating_sub(*n));
     let kinds: Vec<String> = [
         (own, "in the tool's own words"),
         (f.failures, "for a fault in the tool's code"),
+        (
+            f.timeouts,
+            "given up at callTimeoutSeconds (its own time, or a host another call held)",
+        ),
         (f.misfits, "for arguments that did not fit its inputSchema"),
         (f.host_stops, "when its plugin host stopped"),
         (

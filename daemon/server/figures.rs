@@ -94,6 +94,7 @@ struct Tool {
     refusals: u64,
     host_stops: u64,
     failures: u64,
+    timeouts: u64,
     misfits: u64,
     unrun: u64,
     /// The latest durations, in ms.
@@ -196,7 +197,9 @@ impl Figures {
             if outcome.refused() && outcome != Tally::HostStopped {
                 let counter = match how {
                     How::Ran | How::HostStopped => None,
-                    How::Failed | How::TimedOut => Some(&mut t.failures),
+                    How::Failed => Some(&mut t.failures),
+                    // Not the tool's fault alone: another call may have held the host (helper-104).
+                    How::TimedOut => Some(&mut t.timeouts),
                     How::Misfit => Some(&mut t.misfits),
                     How::NotRun => Some(&mut t.unrun),
                 };
@@ -293,6 +296,7 @@ impl Figures {
                     refusals: t.refusals,
                     host_stops: t.host_stops,
                     failures: t.failures,
+                    timeouts: t.timeouts,
                     misfits: t.misfits,
                     unrun: t.unrun,
                     p50_ms: pick(0.5),
