@@ -147,6 +147,40 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// With traces off a plugin gets the caller's traceparent, W3C's form only: any string a session sent
+/// (a line break in it) reached a plugin told to pass it on as a header (helper-104).
+#[test]
+fn a_plugin_gets_only_a_well_formed_traceparent_from_its_caller() {
+    let inst = Instance::with_plugins(TOOLS);
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    for (sent, got) in [
+        (good, good),
+        ("garbage", "null"),
+        (
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\nx-evil: 1",
+            "null",
+        ),
+    ] {
+        for meta in [
+            json!({ "traceparent": sent }),
+            json!({ "progressToken": 1, "traceparent": sent }),
+        ] {
+            let r = s.request(
+                "tools/call",
+                json!({ "name": "echo", "arguments": {}, "_meta": meta }),
+            );
+            assert_eq!(
+                text_of(&r),
+                (format!("traceparent {got}"), false),
+                "{sent:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn every_request_is_a_span_and_a_call_follows_its_callers_trace_into_the_plugin() {
     let receiver = Receiver::start(true);

@@ -207,9 +207,44 @@ pub fn call_read<'a>(
         v.and_then(|v| serde_json::from_str::<String>(v.get()).ok())
             .filter(|v| v.len() <= 512)
     };
-    read.traceparent = context(traceparent);
+    read.traceparent = context(traceparent).filter(|t| w3c_traceparent(t));
     read.tracestate = context(tracestate);
     Ok(read)
+}
+
+/// A `traceparent` as W3C Trace Context writes one (`00-` 32 hex `-` 16 hex `-` 2 hex): anything else
+/// (a line break, a word) would reach a plugin that passes it on as a header, and break its request.
+pub fn w3c_traceparent(v: &str) -> bool {
+    let hex = |part: &str, len: usize| {
+        part.len() == len
+            && part.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            && part.bytes().any(|b| b != b'0')
+    };
+    let Some(head) = v.get(..55) else {
+        return false;
+    };
+    let parts: Vec<&str> = head.split('-').collect();
+    let [version, trace, parent, flags] = parts[..] else {
+        return false;
+    };
+    // A later version may add fields after a dash; version 00 adds none, and ff is forbidden.
+    let rest_ok = if version == "00" {
+        v.len() == 55
+    } else {
+        v.len() == 55 || v.as_bytes()[55] == b'-'
+    };
+    version != "ff"
+        && version.len() == 2
+        && version
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        && hex(trace, 32)
+        && hex(parent, 16)
+        && flags.len() == 2
+        && flags
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        && rest_ok
 }
 
 /// The `_meta` keys 2026-07-28 asks of every request, as rmcp names them.
@@ -574,6 +609,27 @@ mod tests {
                 c.missing
             )
         })
+    }
+
+    /// Only W3C's form reaches a plugin's `context.traceparent` (helper-104: "garbage" did).
+    #[test]
+    fn only_a_w3c_traceparent_is_taken() {
+        let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert!(w3c_traceparent(good));
+        assert!(w3c_traceparent(&format!("01{}-later", &good[2..])));
+        for bad in [
+            "garbage",
+            "00-x",
+            &format!("{good}\r\nx: y"),
+            &format!("{good}-x"),
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-600f067aa0ba902b7-01",
+        ] {
+            assert!(!w3c_traceparent(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -789,6 +789,7 @@ fn trace_header(context: &RequestContext<RoleServer>, key: &str) -> Option<Strin
         .map(str::to_string)
         .or_else(|| header_of(context, key))
         .filter(|v| v.len() <= 512)
+        .filter(|v| key != "traceparent" || super::params::w3c_traceparent(v))
 }
 
 /// What the HTTP endpoint counts against its seat for one request (one of `maxStreamsPerSeat`), handed to
