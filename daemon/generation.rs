@@ -58,7 +58,9 @@ impl Generation {
     /// How many `.mjs` files of plugins/ this reading does not serve: tools left out (a `.ts` or `.js`
     /// beside them, told it is no tool, is not one).
     pub fn tools_not_served(&self) -> usize {
-        self.not_served().filter(|f| f.ends_with(".mjs")).count()
+        self.not_served()
+            .filter(|f| f.to_ascii_lowercase().ends_with(".mjs"))
+            .count()
     }
 
     /// The tools both readings serve whose file's bytes differ: their new code runs from this reading

@@ -271,17 +271,20 @@ fn check_prints_the_rows_a_restart_would_write_and_touches_no_daemon() {
     assert_eq!(s["host"]["pid"], host);
     assert_eq!(inst.rows("plugins").len(), 2);
     // A restart serves what it can, and fails as check does for the file it leaves out (a script that
-    // restarts after an edit learns of it; helper-81).
+    // restarts after an edit learns of it; helper-81). A `.js` beside them gets a row and is no tool; a
+    // `.MJS` is one (helper-104: counted as neither, the count fell short of the rows).
+    inst.write_plugin("helper.js", "export const x = 1;\n");
+    inst.write_plugin("Shout.MJS", "export const x = 1;\n");
     inst.cmd()
         .arg("restart")
         .assert()
         .code(1)
         .stdout(predicate::str::contains(
             "plugins/broken.mjs is not served: it does not export inputSchema or run (add `export const inputSchema = ...` and `export async function run(args, context) { ... }`)",
-        ))
+        ).and(predicate::str::contains("plugins/helper.js")).and(predicate::str::contains("plugins/Shout.MJS")))
         .stderr(
-            "ovai: 1 file in plugins/ is not served (the rows above say why); the other tools are served as \
-             read. Fix it, then `ovai restart` again (`ovai check` says which without a restart).\n",
+            "ovai: 2 .mjs files in plugins/ are not served (the rows above say why); the other tools are \
+             served as read. Fix them, then `ovai restart` again (`ovai check` says which without a restart).\n",
         );
     assert_eq!(d.status().unwrap()["generation"], 2);
     // No check shim is left behind.

@@ -65,10 +65,11 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
             format!(
                 "{} in plugins/ {} not served (the rows above say why); the other tools are served as read. Fix \
                  {}, then `ovai restart` again (`ovai check` says which without a restart).",
+                // .mjs: a `.js` helper beside the tools has its row above, and is no tool to fix.
                 if n == 1 {
-                    "1 file".to_string()
+                    "1 .mjs file".to_string()
                 } else {
-                    format!("{n} files")
+                    format!("{n} .mjs files")
                 },
                 if n == 1 { "is" } else { "are" },
                 if n == 1 { "it" } else { "them" },
