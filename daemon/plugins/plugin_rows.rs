@@ -376,7 +376,11 @@ pub fn not_module(file: &str) -> String {
     let (stem, ending) = file.rsplit_once('.').unwrap_or((file, ""));
     let way = match ending.to_ascii_lowercase().as_str() {
         "mjs" => format!("rename it {stem}.mjs, in lower case"),
-        "js" => format!("rename it {stem}.mjs if it is an ES module (export, not module.exports)"),
+        // It may be code the tools import, not a tool: renamed, it would be a tool that fails.
+        "js" => format!(
+            "rename it {stem}.mjs if it is meant as a tool (an ES module: export, not module.exports); code \
+             the tools import goes in a folder of plugins/, such as lib/{stem}.js"
+        ),
         "cjs" => format!(
             "a tool is an ES module, so write it as {stem}.mjs, with export in place of module.exports"
         ),
