@@ -368,7 +368,7 @@ fn a_file_missing_or_mistyping_an_export_is_refused_whole() {
     assert_eq!(
         inst.rows("plugins"),
         [
-            "plugins/blank.mjs is not served: its description is empty",
+            "plugins/blank.mjs is not served: its description is empty (or only spaces): write what the tool does, and when to call it",
             "plugins/class-run.mjs is not served: its run is a class, not a function",
             "plugins/default-run.mjs is not served: it does not export run (it has a default export, and the three must be named exports: `export async function run(args, context) { ... }`)",
             "plugins/default.mjs is not served: it does not export description, inputSchema or run (it has a default export, and the three must be named exports: `export const description = ...`)",

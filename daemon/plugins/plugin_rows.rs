@@ -543,7 +543,10 @@ pub fn exports(file: &str, r: &ExportsReport) -> String {
         ));
     }
     if r.empty_description {
-        parts.push("its description is empty".into());
+        parts.push(
+            "its description is empty (or only spaces): write what the tool does, and when to call it"
+                .into(),
+        );
     }
     let mut why = parts.join("; ");
     if r.has_default && !missing.is_empty() {
