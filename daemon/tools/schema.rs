@@ -789,7 +789,14 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
         let first = breaks(schema, &e, &read_as);
         // Every place the draft's rules are broken, so one check names what to fix at once.
         let at = e.instance_path().to_string();
-        let others = broken_places(draft, schema, &at);
+        // A second type slip is named with the type meant, as the first is (helper-104).
+        let others: Vec<String> = broken_places(draft, schema, &at)
+            .into_iter()
+            .map(|place| match type_slip(schema, &place) {
+                Some((named, meant)) => format!("{place} (the type {named}{meant})"),
+                None => place,
+            })
+            .collect();
         and_no_call(if others.is_empty() {
             first
         } else {
@@ -833,6 +840,29 @@ fn broken_places(draft: jsonschema::Draft, schema: &Value, first: &str) -> Vec<S
     places
 }
 
+/// The type named at `at` when it is no JSON Schema type, as (the name quoted, the way out: ": meant
+/// \"string\"?", or nothing).
+fn type_slip(schema: &Value, at: &str) -> Option<(String, String)> {
+    if !at.ends_with("/type") || names_a_map(at) {
+        return None;
+    }
+    let value = schema.pointer(at)?;
+    let Value::String(named) = value else {
+        return None;
+    };
+    if is_type(value) {
+        return None;
+    }
+    let meant = match named.as_str() {
+        "any" => ": leave type out to take any value".to_string(),
+        _ => meant_type(named)
+            .map(|t| format!(": meant \"{t}\"?"))
+            .unwrap_or_default(),
+    };
+    let shown = crate::names::clipped(&Value::String(named.clone()).to_string(), 64);
+    Some((shown.to_string(), meant))
+}
+
 /// Why `schema` did not compile, as the end of its row: the first fault, and the way out where one is
 /// known.
 fn breaks(schema: &Value, e: &jsonschema::ValidationError<'_>, read_as: &str) -> String {
@@ -849,25 +879,12 @@ fn breaks(schema: &Value, e: &jsonschema::ValidationError<'_>, read_as: &str) ->
             "its inputSchema has a pattern this server cannot read (at {at}: {e}); patterns are read with \
                      the regex crate's syntax, which checks in linear time and has no backreferences or lookaround"
         )
-    } else if let Some(Value::String(named)) = at
-        .ends_with("/type")
-        .then(|| schema.pointer(&at))
-        .flatten()
-        .filter(|named| !is_type(named))
-        && !names_a_map(&at)
-    {
+    } else if let Some((named, meant)) = type_slip(schema, &at) {
         // The meta-schema's words ("is not valid under any of the schemas listed in the 'anyOf'
         // keyword") name neither the types there are nor the one meant.
-        let meant = match named.as_str() {
-            "any" => ": leave type out to take any value".to_string(),
-            _ => meant_type(named)
-                .map(|t| format!(": meant \"{t}\"?"))
-                .unwrap_or_default(),
-        };
         format!(
-            "its inputSchema has the type {} at {at}, which is no JSON Schema type (array, boolean, \
-                     integer, null, number, object, string){meant}",
-            crate::names::clipped(&Value::String(named.clone()).to_string(), 64)
+            "its inputSchema has the type {named} at {at}, which is no JSON Schema type (array, boolean, \
+                     integer, null, number, object, string){meant}"
         )
     } else if at.ends_with("/required") && schema.pointer(&at).is_some_and(Value::is_boolean) {
         // Draft-03's habit: a property marked required in itself.
