@@ -714,6 +714,8 @@ pub struct AddedSeat {
     /// The clients' files that could not be written, as sentences: the seat was added all the same, and
     /// the command fails for them.
     pub left: Vec<String>,
+    /// The clients those files are for: a session of theirs at the desk does not reach ovai.
+    pub clients_left: Vec<Client>,
 }
 
 /// Makes a seat: its secret, its hash in seats.json, and its desk with the `.mcp.json` a client reads and
@@ -752,7 +754,10 @@ pub fn add(
     let desk_was_there = std::fs::symlink_metadata(&desk).is_ok();
     std::fs::create_dir_all(&desk).map_err(io("making the desk", &desk))?;
     let mcp_json = desk::write_server_entry(inst, &desk, &reach, &secret)?;
-    let left = desk::clients::write(inst, &desk, &reach, &secret, &clients);
+    let (clients_left, left): (Vec<Client>, Vec<String>) =
+        desk::clients::write(inst, &desk, &reach, &secret, &clients)
+            .into_iter()
+            .unzip();
     // Replacing seats.json can still fail (made immutable, its folder taken away): the desk goes too.
     if let Err(e) = staged.commit() {
         let desk = if desk_was_there {
@@ -785,6 +790,7 @@ pub fn add(
         mcp_json,
         warnings,
         left,
+        clients_left,
     })
 }
 
@@ -882,7 +888,10 @@ fn write_desk(
     let clients = desk_clients(inst)?;
     desk::check_for_secret(desk, &clients)?;
     let path = desk::write_server_entry(inst, desk, reach, secret)?;
-    let left = desk::clients::write(inst, desk, reach, secret, &clients);
+    let left = desk::clients::write(inst, desk, reach, secret, &clients)
+        .into_iter()
+        .map(|(_, said)| said)
+        .collect();
     let mut warning = Vec::new();
     if let Err(why) = desk::git::keep_out(desk) {
         warning.push(format!(

@@ -90,8 +90,10 @@ fn act(inst: &Instance, action: SeatAction) -> Result<(), Failure> {
             tell_daemon(inst, &format!("`ovai seat add {name}`"))?;
             match &url {
                 None => {
-                    let clients = seats::desk_clients(inst)
+                    let mut clients = seats::desk_clients(inst)
                         .unwrap_or_else(|_| crate::instance::Client::ALL.to_vec());
+                    // A client whose file was left as it is does not act as the seat (helper-103).
+                    clients.retain(|c| !added.clients_left.contains(c));
                     println!(
                         // Joined by "or": the verb agrees with each alone.
                         "Its desk is {}: {} started there acts as {name}.",

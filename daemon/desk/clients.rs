@@ -110,14 +110,15 @@ fn fill_json_entry(
 }
 
 /// Writes the entries of the clients asked for (Claude Code's excepted: the folder's own), each merged
-/// into its file. A file that cannot be merged is left as it is and said, in a sentence each.
+/// into its file. A file that cannot be merged is left as it is and said, in a sentence each, with its
+/// client.
 pub fn write(
     inst: &Instance,
     desk: &Path,
     reach: &Reach<'_>,
     secret: &str,
     clients: &[Client],
-) -> Vec<String> {
+) -> Vec<(Client, String)> {
     let mut said = Vec::new();
     for (client, path, [outer, name]) in json_files(desk) {
         if !clients.contains(&client) {
@@ -131,34 +132,38 @@ pub fn write(
                 line,
                 column,
             }) => {
-                said.push(left_alone(
-                    desk,
+                said.push((
                     client,
-                    &path,
-                    &format!("it does not parse ({message} at line {line}, column {column})"),
+                    left_alone(
+                        desk,
+                        client,
+                        &path,
+                        &format!("it does not parse ({message} at line {line}, column {column})"),
+                    ),
                 ));
                 continue;
             }
             Ok(jsonc::Read::NotObject(what)) => {
-                said.push(left_alone(
-                    desk,
+                said.push((
                     client,
-                    &path,
-                    &format!("it is {what}, not an object"),
+                    left_alone(desk, client, &path, &format!("it is {what}, not an object")),
                 ));
                 continue;
             }
             Err(e) => {
-                said.push(not_written(desk, client, &e.to_string()));
+                said.push((client, not_written(desk, client, &e.to_string())));
                 continue;
             }
         };
         if let Some(what) = jsonc::not_object(&doc, outer) {
-            said.push(left_alone(
-                desk,
+            said.push((
                 client,
-                &path,
-                &format!("its {outer} is {what}, not an object"),
+                left_alone(
+                    desk,
+                    client,
+                    &path,
+                    &format!("its {outer} is {what}, not an object"),
+                ),
             ));
             continue;
         }
@@ -169,13 +174,13 @@ pub fn write(
             jsonc::default(&doc, "$schema", &json!("https://opencode.ai/config.json"));
         }
         if let Err(e) = jsonc::write(&path, &root) {
-            said.push(not_written(desk, client, &e.to_string()));
+            said.push((client, not_written(desk, client, &e.to_string())));
         }
     }
     if clients.contains(&Client::Codex)
         && let Err(why) = write_codex(&codex_file(desk), reach, secret, &inst.root)
     {
-        said.push(not_written(desk, Client::Codex, &why));
+        said.push((Client::Codex, not_written(desk, Client::Codex, &why)));
     }
     said
 }
@@ -1010,7 +1015,9 @@ mod tests {
         let said = write(&inst, &desk, &Reach::Bridge { exe }, "s", &Client::ALL);
         assert_eq!(said.len(), 1, "{said:?}");
         assert!(
-            said[0].contains("settings.json was left as it is: it does not parse"),
+            said[0]
+                .1
+                .contains("settings.json was left as it is: it does not parse"),
             "{said:?}"
         );
         assert_eq!(std::fs::read_to_string(gemini_file(&desk)).unwrap(), gemini);
@@ -1151,7 +1158,7 @@ mod tests {
         let said = write(&inst, &desk, &Reach::Bridge { exe }, "s", &Client::ALL);
         assert_eq!(said.len(), 1, "{said:?}");
         assert!(
-            said[0].contains("settings.json was left as it is"),
+            said[0].1.contains("settings.json was left as it is"),
             "{said:?}"
         );
         let o = jsonc_value(&std::fs::read_to_string(opencode_file(&desk)).unwrap());
@@ -1242,13 +1249,13 @@ mod tests {
         assert_eq!(said.len(), 2, "{said:?}");
         assert!(
             said.iter()
-                .any(|s| s.contains("opencode.json was left as it is") && s.contains("line 1")),
+                .any(|s| s.1.contains("opencode.json was left as it is") && s.1.contains("line 1")),
             "{said:?}"
         );
         assert!(
-            said.iter().any(
-                |s| s.contains("config.toml does not parse") && s.contains("was left as it is")
-            ),
+            said.iter()
+                .any(|s| s.1.contains("config.toml does not parse")
+                    && s.1.contains("was left as it is")),
             "{said:?}"
         );
         assert_eq!(
