@@ -96,10 +96,11 @@ impl RuntimeLog {
         if let Some((lost, why)) = file.append_or_say(text.as_bytes()) {
             // Said after the rows that made it through, so they keep their order in the file.
             let row = format!(
-                "{stamp} server {} row(s) before these could not be written to runtime.log ({}); they went \
-                 to the server's stderr (the terminal it runs in, or its service's journal).\n",
-                lost,
-                crate::names::escape_controls(&why, false)
+                "{stamp} server {} before these could not be written to runtime.log ({}); {} to the \
+                 server's stderr (the terminal it runs in, or its service's journal).\n",
+                crate::names::counted(lost as u64, "row", "rows"),
+                crate::names::escape_controls(&why, false),
+                if lost == 1 { "it went" } else { "they went" }
             );
             file.append_or_say(row.as_bytes());
         }
@@ -297,7 +298,7 @@ mod tests {
         assert_eq!(said.1, "server");
         assert!(
             said.2
-                .starts_with("3 row(s) before these could not be written to runtime.log ("),
+                .starts_with("3 rows before these could not be written to runtime.log ("),
             "{text}"
         );
         assert_eq!(lines.len(), 2, "{text}");

@@ -2775,8 +2775,8 @@ fn a_stop_that_cannot_keep_the_http_sessions_says_so_in_a_row() {
     let rows = inst.rows("server");
     assert!(
         rows.iter().any(|r| r
-            .starts_with("The 1 HTTP session(s) could not be kept for the next start (")
-            && r.ends_with("): their clients open new ones.")),
+            .starts_with("The 1 HTTP session could not be kept for the next start (")
+            && r.ends_with("): a client whose session is not taken up opens a new one.")),
         "{rows:?}"
     );
 }
@@ -2801,8 +2801,9 @@ fn sessions_left_too_long_ago_are_said_not_taken_up() {
     let rows = inst.rows("server");
     assert!(
         rows.contains(
-            &"1 HTTP session(s) of the last server are not taken up: they were left more than 15 minutes ago \
-              by this machine's clock (or at a time still to come), and their clients open new ones."
+            &"1 HTTP session of the last server is not taken up, left more than 15 minutes ago by this \
+              machine's clock (or at a time still to come): a client whose session is not taken up opens a \
+              new one."
                 .to_string()
         ),
         "{rows:?}"
@@ -2842,7 +2843,7 @@ fn a_session_outlives_a_stop_and_a_start_for_its_own_seat_only() {
     assert!(
         inst.rows("server")
             .iter()
-            .any(|r| r.starts_with("3 HTTP session(s) of the last server are kept")),
+            .any(|r| r.starts_with("3 HTTP sessions of the last server are kept")),
         "{:?}",
         inst.rows("server")
     );

@@ -2180,7 +2180,7 @@ fn status_says_while_runtime_log_cannot_be_written() {
     assert!(
         std::fs::read_to_string(&log)
             .unwrap()
-            .contains("row(s) before these could not be written"),
+            .contains("before these could not be written"),
         "the rows lost are counted in the file"
     );
 }

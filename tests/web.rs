@@ -467,7 +467,7 @@ fn the_page_answers_only_at_its_own_address() {
     let said = String::from_utf8_lossy(&ended.stdout);
     assert!(ended.status.success(), "{said}");
     assert!(
-        said.contains("Ended 1 page session(s) and 1 unused link(s)"),
+        said.contains("Ended 1 page session and 1 unused link"),
         "{said}"
     );
     let read = with(path, &format!("{name}={value}"));

@@ -10,9 +10,9 @@ pub fn run(inst: &Instance, end: bool) -> Result<(), Failure> {
     if end {
         let ended: WebEnded = client::control(inst, ControlOp::WebEnd).map_err(unreached)?;
         println!(
-            "Ended {} page session(s) and {} unused link(s): a browser showing the page is refused from now on; \
-             `ovai web` prints a new link.",
-            ended.sessions, ended.links
+            "Ended {} and {}: a browser showing the page is refused from now on; `ovai web` prints a new link.",
+            crate::names::counted(ended.sessions as u64, "page session", "page sessions"),
+            crate::names::counted(ended.links as u64, "unused link", "unused links")
         );
         return Ok(());
     }

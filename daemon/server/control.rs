@@ -83,7 +83,11 @@ pub async fn handle(
                     let (sessions, links) = web.end_all();
                     daemon.log.row(
                         Topic::Server,
-                        &format!("The status page's sessions were ended (`ovai web --end`): {sessions} session(s), {links} unused link(s)."),
+                        &format!(
+                            "The status page's sessions were ended (`ovai web --end`): {}, {}.",
+                            crate::names::counted(sessions as u64, "session", "sessions"),
+                            crate::names::counted(links as u64, "unused link", "unused links")
+                        ),
                     );
                     wire::line(&Reply::done(wire::WebEnded { sessions, links }))
                 }

@@ -73,21 +73,28 @@ impl Carried {
                     let mut said = String::new();
                     if !left.is_empty() {
                         said = format!(
-                            "{} HTTP session(s) of the last server are kept for their clients to take up, each \
-                             by its own seat, for {} minutes from that server's stop.",
-                            left.len(),
+                            "{} of the last server {} kept for their clients to take up, each by its own seat, \
+                             for {} minutes from that server's stop.",
+                            crate::names::counted(
+                                left.len() as u64,
+                                "HTTP session",
+                                "HTTP sessions"
+                            ),
+                            if left.len() == 1 { "is" } else { "are" },
                             KEPT_FOR.as_secs() / 60
                         );
                     }
                     // A clock stepped between the stop and this start (or a stop long ago) is said, not
                     // left for a client's 404 to show.
                     if all > left.len() {
+                        let stale = all - left.len();
                         said = format!(
-                            "{said}{}{} HTTP session(s) of the last server are not taken up: they were left more \
-                             than {} minutes ago by this machine's clock (or at a time still to come), and their \
-                             clients open new ones.",
+                            "{said}{}{} of the last server {} not taken up, left more than {} minutes ago by this \
+                             machine's clock (or at a time still to come): a client whose session is not taken up \
+                             opens a new one.",
                             if said.is_empty() { "" } else { " " },
-                            all - left.len(),
+                            crate::names::counted(stale as u64, "HTTP session", "HTTP sessions"),
+                            if stale == 1 { "is" } else { "are" },
                             KEPT_FOR.as_secs() / 60
                         );
                     }
@@ -153,9 +160,9 @@ impl Carried {
             })
             .map_err(|e| {
                 format!(
-                    "The {} HTTP session(s) could not be kept for the next start ({}): their clients open new \
-                     ones.",
-                    sessions.len(),
+                    "The {} could not be kept for the next start ({}): a client whose session is not \
+                     taken up opens a new one.",
+                    crate::names::counted(sessions.len() as u64, "HTTP session", "HTTP sessions"),
                     crate::names::escape_controls(&e, false)
                 )
             })
