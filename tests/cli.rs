@@ -407,8 +407,20 @@ fn serve_refuses_a_config_that_does_not_parse() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains(
-            "openovai.json does not parse: trailing comma at line 3, column 19.",
+            "openovai.json does not parse: trailing comma at line 3, column 19. Fix it and start the server \
+             again.",
         ));
+    // Several mistakes are "them" (helper-103: "Fix it" after "has 2 mistakes").
+    std::fs::write(
+        inst.root.join("openovai.json"),
+        r#"{"user": "ann", "leader": "lead", "callTimeoutSeconds": 0, "maxAnswerBytes": -1}"#,
+    )
+    .unwrap();
+    inst.cmd().arg("serve").assert().code(1).stderr(
+        predicate::str::contains("openovai.json has 2 mistakes: ").and(predicate::str::ends_with(
+            "Fix them and start the server again.\n",
+        )),
+    );
 }
 
 #[test]

@@ -50,7 +50,10 @@ use signals::{Heard, Signals};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("{0} Fix it and start the server again.")]
+    #[error(
+        "{0} Fix {them} and start the server again.",
+        them = if matches!(.0, ConfigError::Several(_)) { "them" } else { "it" }
+    )]
     Config(#[from] ConfigError),
     #[error(transparent)]
     Seats(#[from] SeatError),
