@@ -74,8 +74,9 @@ pub fn install(inst: &Instance, manager: Option<Manager>, print: bool) -> Result
     if print {
         // The text alone on stdout (it can be piped to the file); where it goes, and how, on stderr.
         print!("{}", u.text);
+        // Not "ovai: …", which reads as an error on a terminal (helper-103).
         eprintln!(
-            "ovai: this is {} (`ovai service install` writes it there); then: {}",
+            "The unit above goes to {} (`ovai service install` writes it there); then: {}",
             u.path.display(),
             u.enable
         );
