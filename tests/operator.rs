@@ -1084,7 +1084,7 @@ fn completions_version_and_service_uninstall_work() {
         .assert()
         .success()
         .stderr(
-            predicate::str::contains("The unit above goes to ")
+            predicate::str::contains("The file above goes to ")
                 .and(predicate::str::contains(".config/systemd/user/ovai-")),
         );
     inst.cmd()

@@ -76,7 +76,7 @@ pub fn install(inst: &Instance, manager: Option<Manager>, print: bool) -> Result
         print!("{}", u.text);
         // Not "ovai: …", which reads as an error on a terminal (helper-103).
         eprintln!(
-            "The unit above goes to {} (`ovai service install` writes it there); then: {}",
+            "The file above goes to {} (`ovai service install` writes it there); then: {}",
             u.path.display(),
             u.enable
         );
