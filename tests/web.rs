@@ -475,7 +475,9 @@ fn the_page_answers_only_at_its_own_address() {
     let login = &unused[unused.find("/web/login?t=").unwrap()..];
     let answer = ask_at(login, &format!("Host: 127.0.0.1:{port}\r\n"));
     assert!(
-        answer.starts_with("HTTP/1.1 401") && answer.contains("used already"),
+        // An ended link is said to be one (helper-103: only "used already, or more than a minute old").
+        answer.starts_with("HTTP/1.1 401")
+            && answer.contains("used already, ended (`ovai web --end`)"),
         "{answer}"
     );
     inst.wait_for_row(

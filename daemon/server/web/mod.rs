@@ -213,7 +213,8 @@ async fn login(State(daemon): State<Arc<Daemon>>, uri: Uri) -> Response {
         }
         None => words(
             StatusCode::UNAUTHORIZED,
-            "This link was used already, or is more than a minute old: run `ovai web` again for a new one.",
+            "This link was used already, ended (`ovai web --end`), or is more than a minute old: run `ovai web` again \
+             for a new one.",
         ),
     }
 }
