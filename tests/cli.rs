@@ -58,6 +58,21 @@ fn init_with_no_user_to_be_found_says_what_it_named() {
         ));
     let config: Value = read_json(&root.join("openovai.json"));
     assert_eq!(config["user"], "user");
+    // A Leader's name that cannot be is refused first: nothing said of $USER, no folder made
+    // (helper-103).
+    let other = dir.path().join("ws2");
+    ovai()
+        .args(["init", "--leader", "Boss_1"])
+        .arg(&other)
+        .env_remove("USER")
+        .assert()
+        .code(2)
+        .stderr(
+            predicates::str::contains("\"Boss_1\" cannot be the Leader's seat name: ")
+                .and(predicates::str::contains("Nothing was made."))
+                .and(predicates::str::contains("$USER").not()),
+        );
+    assert!(!other.exists());
 }
 
 #[test]

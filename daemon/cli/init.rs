@@ -39,6 +39,17 @@ pub fn run(
             exit::USAGE,
         ));
     }
+    // Before anything is made or said (helper-103: the $USER warning came first, and the folder was made).
+    let leader = leader.unwrap_or_else(|| DEFAULT_LEADER.into());
+    if let Some(why) = names::why_not(&leader) {
+        return Err(Failure::new(
+            format!(
+                "{leader:?} cannot be the Leader's seat name: {why} ({}). Nothing was made.",
+                names::RULE
+            ),
+            2,
+        ));
+    }
     let target = instance::absolute(&dir);
     if instance::shown_as_is(&target).is_err() {
         return Err(Failure::new(
@@ -118,16 +129,7 @@ pub fn run(
             "user".into()
         }
     };
-    let leader = leader.unwrap_or_else(|| DEFAULT_LEADER.into());
-    if let Some(why) = names::why_not(&leader) {
-        return Err(Failure::new(
-            format!(
-                "{leader:?} cannot be the Leader's seat name: {why} ({}).",
-                names::RULE
-            ),
-            2,
-        ));
-    }
+
     let text = serde_json::to_string_pretty(&json!({ "user": user, "leader": leader }))
         .unwrap_or_default()
         + "\n";
