@@ -1274,7 +1274,17 @@ fn ovai_plugin_refuses_a_name_the_server_still_serves() {
         .stderr(predicate::str::contains(
             "The server serves a tool called renamed already",
         ));
+    // Nor in another case (helper-104: `Renamed` was written).
+    inst.cmd()
+        .args(["plugin", "Renamed"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "The server serves a tool called renamed already (Renamed differs from it only in case, and \
+             would be taken for it)",
+        ));
     assert!(!inst.root.join("plugins/renamed.mjs").exists());
+    assert!(!inst.root.join("plugins/Renamed.mjs").exists());
     inst.cmd().arg("restart").assert().success();
     inst.cmd().args(["plugin", "renamed"]).assert().success();
     assert!(inst.root.join("plugins/renamed.mjs").exists());

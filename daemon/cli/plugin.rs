@@ -12,17 +12,25 @@ pub fn run(inst: &Instance, name: &str) -> Result<(), Failure> {
     // A name the running server serves is taken, even where its file is gone since the last read: a new
     // file of that name would be served as a change of that tool. (With no server running, plugins/ is
     // the list, and the scaffold checks it, as it does a built-in's name, which never came from a file.)
-    let file = inst.plugins_dir().join(format!("{name}.mjs"));
-    if !file.exists()
-        && !crate::tools::BUILTINS.contains(&name)
+    // Whatever the case (`Fresh` for a served `fresh`), as the scaffold judges a file that is there.
+    if !crate::tools::BUILTINS.contains(&name)
         && let Ok(reply) = crate::client::control::<ToolsReply>(inst, ControlOp::Tools)
-        && reply.tools.iter().any(|t| t.name == name)
+        && let Some(served) = reply.tools.iter().find(|t| {
+            t.name.eq_ignore_ascii_case(name)
+                && !inst.plugins_dir().join(format!("{}.mjs", t.name)).exists()
+        })
     {
+        let served = &served.name;
+        let case = if served == name {
+            String::new()
+        } else {
+            format!(" ({name} differs from it only in case, and would be taken for it)")
+        };
         return Err(Failure::new(
             format!(
-                "The server serves a tool called {name} already, from plugins/{name}.mjs as it was read at its \
-                 last start or `ovai restart`; that file is gone since. Run `ovai restart` to stop serving it, \
-                 then `ovai plugin {name}`, or pick another name."
+                "The server serves a tool called {served} already{case}, from plugins/{served}.mjs as it was read \
+                 at its last start or `ovai restart`; that file is gone since. Run `ovai restart` to stop serving \
+                 it, then `ovai plugin {name}`, or pick another name."
             ),
             exit::FAILED,
         ));
