@@ -211,9 +211,11 @@ fn exported(text: &str) -> Vec<&str> {
     };
     let mut names = Vec::new();
     for (at, _) in text.match_indices("export") {
-        // At the start of its line: one in a comment (`// export const run`) or a string is none.
+        // At the start of a statement (its line's, or after `;` or `}` on it: a module written on one line,
+        // helper-104): one in a comment (`// export const run`) or a string is none.
         let line_start = text[..at].rfind('\n').map_or(0, |n| n + 1);
-        if !text[line_start..at].trim().is_empty() {
+        let before = text[line_start..at].trim_end();
+        if !(before.is_empty() || before.ends_with(';') || before.ends_with('}')) {
             continue;
         }
         let after = &text[at + "export".len()..];
@@ -360,6 +362,12 @@ mod tests {
             ["description", "run", "a", "inputSchema", "default", "x"]
         );
         assert!(exported("module.exports = { run }").is_empty());
+        assert_eq!(
+            exported(
+                "export const description = 'd'; export async function run() {} export const x = 1;"
+            ),
+            ["description", "run", "x"]
+        );
     }
 
     #[test]
