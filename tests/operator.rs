@@ -1310,11 +1310,19 @@ fn near_misses_of_settings_are_named_and_a_broken_config_is_said_once_rightly() 
         .assert()
         .success()
         .stdout(predicate::str::contains(near).and(predicate::str::contains("team").not()));
-    let _d = inst.start();
+    let d = inst.start();
     assert!(
         inst.rows("server").iter().any(|r| r.starts_with(near)),
         "{:?}",
         inst.rows("server")
+    );
+    // A warning on the operator's stderr, not an INFO line among the start's (helper-92).
+    let stderr = std::fs::read_to_string(&d.stderr).unwrap();
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains("WARN") && l.contains("callTimeoutSecs")),
+        "{stderr}"
     );
     // A restart prints them too, before the plugins rows.
     inst.cmd().arg("restart").assert().success().stdout(

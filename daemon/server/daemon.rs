@@ -253,8 +253,9 @@ impl Daemon {
             }
         };
         self.log.rows(Topic::Plugins, &next.rows);
+        // Warnings on stderr too: a misspelt setting is read by nobody (helper-92).
         for warning in &next.config.serve_warnings() {
-            self.log.row(Topic::Server, warning);
+            self.log.warn_row(Topic::Server, warning);
         }
         // Set at the start: a restart that changes one says it waits for the next, in runtime.log and
         // to whoever asked for the restart.

@@ -293,8 +293,9 @@ async fn run(inst: Instance, http_listen: Option<&str>) -> Result<(), ServeError
         config.max_connections,
         4 + usize::from(http_settings.is_some()),
     );
+    // Warnings on stderr too: a misspelt setting is read by nobody (helper-92).
     for warning in &config.serve_warnings() {
-        log.row(Topic::Server, warning);
+        log.warn_row(Topic::Server, warning);
     }
     if let Some(said) = seats::book_missing(&inst) {
         log.warn_row(Topic::Seats, &said);
