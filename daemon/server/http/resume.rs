@@ -141,6 +141,9 @@ async fn sweep(kept: Arc<Mutex<Kept>>) {
                 Some((_, at)) => *at + KEPT_FOR,
                 None => {
                     kept.sweeping = false;
+                    drop(kept);
+                    // The answers kept for resuming are all gone: their memory comes back.
+                    crate::memory::give_back();
                     return;
                 }
             }
@@ -450,7 +453,9 @@ impl SessionManager for Resumable {
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         lock(&self.kept).forget_session(id);
         self.carried.forget(id);
-        self.inner.close_session(id).await
+        let closed = self.inner.close_session(id).await;
+        crate::memory::give_back();
+        closed
     }
 
     async fn create_stream(
