@@ -145,11 +145,24 @@ impl Carried {
         for s in sessions.values_mut() {
             s.left_at = now;
         }
-        sessions.extend(
-            std::mem::take(&mut *lock(&self.left))
-                .into_iter()
-                .filter(|(_, s)| s.fresh(now)),
-        );
+        // Those a stop before left come after the live ones of their seat: at most a seat's 64 are kept
+        // (helper-105: five stops in a row kept 1,024).
+        let mut earlier: Vec<(String, Session)> = std::mem::take(&mut *lock(&self.left))
+            .into_iter()
+            .filter(|(_, s)| s.fresh(now))
+            .collect();
+        earlier.sort_by_key(|(_, s)| std::cmp::Reverse(s.left_at));
+        let mut per_seat: HashMap<String, usize> = HashMap::new();
+        for s in sessions.values() {
+            *per_seat.entry(s.hash.clone()).or_default() += 1;
+        }
+        for (id, s) in earlier {
+            let n = per_seat.entry(s.hash.clone()).or_default();
+            if *n < crate::server::sessions::SESSIONS_PER_SEAT {
+                *n += 1;
+                sessions.insert(id, s);
+            }
+        }
         if sessions.is_empty() {
             return Ok(());
         }
@@ -238,5 +251,45 @@ impl SessionStore for Carried {
     {
         self.forget(session_id);
         Box::pin(async { Ok(()) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sessions left by stops in a row are kept at most a seat's 64, the newest first (helper-105: five
+    /// stops of 64 sessions on each of three seats kept 1,024).
+    #[test]
+    fn a_stop_keeps_at_most_a_seats_sessions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("http-sessions.json");
+        let state: SessionState = serde_json::from_value(serde_json::json!({
+            "initialize_params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": { "name": "t", "version": "1" }
+            }
+        }))
+        .unwrap();
+        let now = now();
+        let left: HashMap<String, Session> = (0..100u64)
+            .map(|i| {
+                let hash = if i < 90 { "a" } else { "b" };
+                let session = Session {
+                    hash: hash.into(),
+                    state: state.clone(),
+                    left_at: now - i,
+                };
+                (format!("s{i}"), session)
+            })
+            .collect();
+        std::fs::write(&path, serde_json::to_vec(&left).unwrap()).unwrap();
+        let (carried, _) = Carried::new(path.clone(), || None);
+        carried.keep().unwrap();
+        let kept = read(&path).unwrap();
+        let of = |h: &str| kept.values().filter(|s| s.hash == h).count();
+        assert_eq!((of("a"), of("b")), (64, 10));
+        assert!(kept.contains_key("s0") && !kept.contains_key("s89"));
     }
 }
