@@ -635,6 +635,14 @@ pub fn control_because<T: DeserializeOwned>(
         {
             return Err(silent(inst, patience));
         }
+        // A server that stops drops the connections it had not taken yet (reset, or closed unanswered):
+        // it is stopping, as a command that came a moment later reads (helper-106).
+        if let Some(m) = marked(inst, &inst.stopping_marker()) {
+            return Err(ClientError::Stopping {
+                root: inst.root.display().to_string(),
+                pid: m.pid,
+            });
+        }
         sent?;
         read?;
         return Err(ClientError::WentAway {

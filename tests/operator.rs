@@ -2545,3 +2545,44 @@ fn a_start_leaves_the_host_script_as_it_is_when_it_is_the_same() {
     let _d = inst.start();
     assert_eq!(std::fs::read_to_string(&shim).unwrap(), text);
 }
+
+/// A command whose connection waited in the server's backlog as it stopped was reset, and said "Talking
+/// to the ovai server failed: Connection reset by peer" (helper-106: 4 in 10 of `ovai status` beside an
+/// `ovai stop`). It reads that the server stops, as a command a moment later does. Frozen, the server
+/// holds the command in its backlog; told to stop and let go, it may take that connection first or
+/// drop it, so it is tried a few times.
+#[test]
+fn a_command_in_the_backlog_as_the_server_stops_is_told_it_stops() {
+    let inst = Instance::with_plugins(&[("echo.mjs", TOOL)]);
+    for _ in 0..4 {
+        let mut d = inst.start();
+        let pid = d.pid();
+        signal(pid, libc::SIGSTOP);
+        let status = std::process::Command::new(OVAI)
+            .args(["status", "--root"])
+            .arg(&inst.root)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Time to connect and ask; one that has not yet finds the server stopping, and passes too.
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        signal(pid, libc::SIGTERM);
+        signal(pid, libc::SIGCONT);
+        let out = status.wait_with_output().unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !said.contains("Talking to the ovai server failed"),
+            "{said}"
+        );
+        assert!(
+            said.contains("stopping") || said.contains("Generation"),
+            "{said}"
+        );
+        wait_until("the server to end", || (!d.is_running()).then_some(()));
+    }
+}
