@@ -207,7 +207,7 @@ fn a_file_edited_after_the_read_is_not_served_by_a_new_host_and_the_rest_is() {
     let status = inst.cmd().arg("status").output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout);
     assert!(
-        status.contains("Calls to echo: 2 (1 refused: 1 not run (its file was not imported again, or the server was stopping)); p50 "),
+        status.contains("Calls to echo: 2 (1 refused: 1 not run or stopped (its file was not imported again, the server was stopping, or its seat changed)); p50 "),
         "{status}"
     );
     // Called with arguments that do not fit, it is told why it is not answering, not to call again

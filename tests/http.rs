@@ -1557,13 +1557,18 @@ fn a_call_in_flight_when_its_seat_is_re_keyed_is_answered_saying_so() {
         text.contains("ask the operator for its desk again") && !text.contains("ovai mcp"),
         "{text}"
     );
-    // Counted as over the socket: cancelled, no refusal of the tool's.
+    // Counted as the caller read it, refused, and not as the tool's doing: not run (helper-106: it was
+    // counted a success, and cancelled in the metrics).
     let gate = inst.tool_figures("gate");
     assert_eq!(
-        (&gate["calls"], &gate["refusals"]),
-        (&json!(1), &json!(0)),
+        (&gate["calls"], &gate["refusals"], &gate["unrun"]),
+        (&json!(1), &json!(1), &json!(1)),
         "{gate}"
     );
+    inst.cmd().arg("status").assert().success().stdout(predicates::str::contains(
+        "Calls to gate: 1 (1 refused: 1 not run or stopped (its file was not imported again, the server \
+         was stopping, or its seat changed))",
+    ));
 }
 
 /// The same for a session whose client never sent `notifications/initialized` (rmcp serves its calls

@@ -210,7 +210,8 @@ fn refused_words(f: &crate::wire::ToolFigures) -> String {
         (f.host_stops, "when its plugin host stopped"),
         (
             f.unrun,
-            "not run (its file was not imported again, or the server was stopping)",
+            "not run or stopped (its file was not imported again, the server was stopping, or its seat \
+             changed)",
         ),
     ]
     .into_iter()

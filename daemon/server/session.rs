@@ -167,7 +167,7 @@ impl SeatService {
     }
 
     /// How a call's outcome is answered: a call stopped because a change of its seat ended the session
-    /// says so (it is still counted as cancelled).
+    /// says so (and `record` counts it refused, not run).
     pub fn answered_as(&self, tool: &str, outcome: Outcome) -> Outcome {
         match (outcome, self.ended_by()) {
             (outcome @ (Outcome::Cancelled | Outcome::Unsent), Some(change)) => {
@@ -292,6 +292,15 @@ impl SeatService {
 
     /// Counts a call that started at `started` in the figures `ovai status` shows.
     pub fn record(&self, name: &str, started: std::time::Instant, outcome: &Outcome, how: How) {
+        // Stopped by a change of its seat, a call is answered as refused (`answered_as`), and counted so:
+        // not run, as far as its tool goes (helper-106: counted a success, and cancelled in metrics).
+        let seat_changed =
+            matches!(outcome, Outcome::Cancelled | Outcome::Unsent) && self.ended_by().is_some();
+        let (outcome, how) = if seat_changed {
+            (&Outcome::Refused(String::new()), How::NotRun)
+        } else {
+            (outcome, how)
+        };
         let counted = match (outcome, how) {
             (Outcome::Text(_) | Outcome::Json(_), _) => Tally::Text,
             (Outcome::Cancelled | Outcome::Unsent, _) => Tally::Cancelled,
