@@ -1285,6 +1285,14 @@ fn ovai_plugin_refuses_a_name_the_server_still_serves() {
         ));
     assert!(!inst.root.join("plugins/renamed.mjs").exists());
     assert!(!inst.root.join("plugins/Renamed.mjs").exists());
+    // A built-in's name in another case is the scaffold's to say, not a file gone since (helper-107).
+    inst.cmd()
+        .args(["plugin", "Room"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "this server already has a tool called room, and Room differs from it only in case",
+        ));
     inst.cmd().arg("restart").assert().success();
     inst.cmd().args(["plugin", "renamed"]).assert().success();
     assert!(inst.root.join("plugins/renamed.mjs").exists());

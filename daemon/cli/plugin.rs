@@ -13,7 +13,7 @@ pub fn run(inst: &Instance, name: &str) -> Result<(), Failure> {
     // file of that name would be served as a change of that tool. (With no server running, plugins/ is
     // the list, and the scaffold checks it, as it does a built-in's name, which never came from a file.)
     // Whatever the case (`Fresh` for a served `fresh`), as the scaffold judges a file that is there.
-    if !crate::tools::BUILTINS.contains(&name)
+    if crate::tools::builtin_like(name).is_none()
         && let Ok(reply) = crate::client::control::<ToolsReply>(inst, ControlOp::Tools)
         && let Some(served) = reply.tools.iter().find(|t| {
             t.name.eq_ignore_ascii_case(name)
