@@ -79,20 +79,27 @@ fn end_when_unread() {
     }));
 }
 
-/// OVAI_LOG's filter, or the command's own with a sentence on stderr when it holds no level: a bare
-/// word is a target to EnvFilter (`debgu` logs nothing at all), which hid even the server's warnings.
+/// OVAI_LOG's filter, or the command's own with a sentence on stderr when a word of it is a level
+/// misspelt: a bare word is a target to EnvFilter (`debgu` logs nothing at all), which hid even the
+/// server's warnings. A target alone (`ovai`, `rmcp`), a number or a span filter is taken as it is.
 fn log_filter(default: &str) -> tracing_subscriber::EnvFilter {
     const LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
     let Ok(value) = std::env::var("OVAI_LOG") else {
         return tracing_subscriber::EnvFilter::new(default);
     };
-    let bare_word = value.split(',').map(str::trim).find(|d| {
-        // `ovai::host` alone is a target at every level, as EnvFilter reads it.
-        !d.is_empty()
-            && !d.contains('=')
-            && !d.contains("::")
-            && !LEVELS.contains(&d.to_ascii_lowercase().as_str())
-    });
+    let misspelt = |word: &str| {
+        let word = word.to_ascii_lowercase();
+        !LEVELS.contains(&word.as_str())
+            && LEVELS.iter().any(|level| {
+                ovai::names::distance(&word, level) <= 2
+                    || (word.len() >= 3 && level.starts_with(&word))
+                    || word.starts_with(level)
+            })
+    };
+    let bare_word = value
+        .split(',')
+        .map(str::trim)
+        .find(|d| !d.contains(['=', ':', '[']) && misspelt(d));
     let what = match (bare_word, tracing_subscriber::EnvFilter::try_new(&value)) {
         (None, Ok(filter)) => return filter,
         (Some(word), _) => format!("names {:?}, which is no level", clip(word)),

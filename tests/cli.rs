@@ -838,4 +838,21 @@ fn a_mistyped_ovai_log_is_said_and_the_log_kept() {
         "{said}"
     );
     assert!(said.contains("INFO"), "the default log is written: {said}");
+    // A target alone is EnvFilter's, and taken as it is (helper-107: `ovai` was refused).
+    for taken in ["ovai", "DEBUG", "rmcp=warn,ovai=debug", "5"] {
+        inst.cmd()
+            .env("OVAI_LOG", taken)
+            .arg("version")
+            .assert()
+            .success()
+            .stderr(predicate::str::contains("OVAI_LOG").not());
+    }
+    inst.cmd()
+        .env("OVAI_LOG", "warning")
+        .arg("version")
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "OVAI_LOG names \"warning\", which is no level",
+        ));
 }
