@@ -882,15 +882,12 @@ impl Config {
             .keys()
             .filter_map(|k| {
                 // One of "http"'s own written at the top (as the docs' prose names them) was read by nobody.
-                let inside = match k.as_str() {
-                    "listen" => Some("\"http\", \"metrics\" or \"web\""),
-                    k if http::KEYS.contains(&k) => Some("\"http\""),
-                    _ => None,
-                };
-                if let Some(inside) = inside {
+                // Only names no plugin's own setting would have: `hosts` or `tls` may well be one.
+                if matches!(k.as_str(), "maxStreamsPerSeat" | "sessionIdleSeconds") {
                     return Some(format!(
-                        "{CONFIG_FILE} has \"{k}\" at its top, which ovai reads only inside {inside}: move it \
-                         there, as in \"http\": {{\"{k}\": …}}."
+                        "{CONFIG_FILE} has \"{k}\" at its top, which ovai reads only inside \"http\": move it \
+                         there, as in \"http\": {{\"{k}\": …}}. (Keys of your own are fine: plugins read them \
+                         in context.config.)"
                     ));
                 }
                 near_miss(k).map(|s| {
@@ -1402,9 +1399,13 @@ mod tests {
             c.warnings,
             vec![
                 "openovai.json has \"sessionIdleSeconds\" at its top, which ovai reads only inside \"http\": \
-                 move it there, as in \"http\": {\"sessionIdleSeconds\": …}."
+                 move it there, as in \"http\": {\"sessionIdleSeconds\": …}. (Keys of your own are fine: \
+                 plugins read them in context.config.)"
             ]
         );
+        // A plugin's own `hosts` or `tls` is its own (helper-107).
+        let c = Config::parse(r#"{"user":"a","leader":"b","hosts":["x"],"tls":true}"#).unwrap();
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     }
 
     #[test]
