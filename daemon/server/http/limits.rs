@@ -96,20 +96,12 @@ impl<K: Hash + Eq + Clone> Counted<K> {
 
 impl<K: Hash + Eq> Drop for Counted<K> {
     fn drop(&mut self) {
-        let idle = {
-            let mut counts = lock(&self.counts);
-            if let Some(n) = counts.get_mut(&self.key) {
-                *n -= 1;
-                if *n == 0 {
-                    counts.remove(&self.key);
-                }
+        let mut counts = lock(&self.counts);
+        if let Some(n) = counts.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&self.key);
             }
-            counts.is_empty()
-        };
-        // The endpoint gone quiet gives back what its requests freed, as a socket session's end does: an
-        // instance whose seats are all remote held its peak for good (helper-105).
-        if idle {
-            crate::memory::give_back();
         }
     }
 }

@@ -119,8 +119,15 @@ pub async fn accept(
         let tls = tls.clone();
         let places = places.clone();
         let told = daemon.clone();
+        let counts = by_address.clone();
         daemon.tasks.spawn(async move {
-            let _admitted = (admitted, from);
+            let _admitted = (
+                admitted,
+                ConnectionPlace {
+                    from: Some(from),
+                    counts,
+                },
+            );
             let closed = place.close.clone();
             let wind_down = place.wind_down.clone();
             let app = app.layer(axum::Extension(place.clone()));
@@ -278,6 +285,23 @@ async fn serve<I>(
         _ = wind_down.cancelled() => {
             conn.as_mut().graceful_shutdown();
             let _ = conn.await;
+        }
+    }
+}
+
+/// A connection's place in its address's count. The last connection closed gives back what the
+/// endpoint's requests freed, as a socket session's end does: an instance whose seats are all remote
+/// held its peak for good (helper-105). Not per request: the allocator's count walks every arena.
+struct ConnectionPlace {
+    from: Option<Counted<IpAddr>>,
+    counts: Counts<IpAddr>,
+}
+
+impl Drop for ConnectionPlace {
+    fn drop(&mut self) {
+        drop(self.from.take());
+        if lock(&self.counts).is_empty() {
+            crate::memory::give_back();
         }
     }
 }
