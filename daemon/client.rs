@@ -643,8 +643,15 @@ pub fn control_because<T: DeserializeOwned>(
                 pid: m.pid,
             });
         }
-        sent?;
-        read?;
+        // Ended already (its marker gone with it): it went away, in words, not as a bare reset.
+        let dropped = |e: &std::io::Error| {
+            use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+            matches!(e.kind(), BrokenPipe | ConnectionAborted | ConnectionReset)
+        };
+        if !sent.as_ref().is_err_and(dropped) && !read.as_ref().is_err_and(dropped) {
+            sent?;
+            read?;
+        }
         return Err(ClientError::WentAway {
             root: inst.root.display().to_string(),
         });

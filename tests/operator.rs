@@ -903,10 +903,6 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
             "picky.mjs",
             "export const description = 'x';\nexport const inputSchema = { type: 'object', properties: { n: { type: 'integer', description: 'n' } }, additionalProperties: false };\nexport function run({ n }) { return n ? { text: 'ok' } : { refused: 'not today' }; }",
         ),
-        (
-            "slow.mjs",
-            "export const description = 'x';\nexport const inputSchema = { type: 'object' };\nexport async function run() { await new Promise((r) => setTimeout(r, 30000)); return { text: 'late' }; }",
-        ),
     ]);
     let out = inst.cmd().args(["status", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(3));
@@ -926,7 +922,7 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
         .assert()
         .code(3)
         .stderr(predicate::str::contains("No ovai server is running for"));
-    inst.set_config(json!({ "callLog": true, "callTimeoutSeconds": 1 }));
+    inst.set_config(json!({ "callLog": true }));
     let d = inst.start();
     let mut s = inst.session("lead");
     s.initialize();
@@ -937,7 +933,6 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
     assert!(s.call("picky", json!({})).1);
     assert!(s.call("picky", json!({ "n": "x" })).1);
     assert!(!s.call("picky", json!({ "n": 1 })).1);
-    assert!(s.call("slow", json!({})).1);
     // A refusal for the caller's arguments is not the tool's fault; a throw is, and its author reads so.
     // A refusal in the tool's own words is told apart from the server's for the arguments (helper-92).
     // Kinds with none are not named (helper-81: "0 refused, of which 0 … and 0 …").
@@ -956,12 +951,6 @@ fn status_says_when_nothing_runs_lists_what_is_not_served_and_counts_calls() {
         ))
         .and(predicate::str::contains(
             "Calls to silent: 1 (1 refused: 1 for a fault in the tool's code); p50 ",
-        ))
-        // Given up at the limit is not said to be a fault of its code: another call may have held the
-        // host (helper-104).
-        .and(predicate::str::contains(
-            "Calls to slow: 1 (1 refused: 1 given up at callTimeoutSeconds (its own time, or a host another \
-             call held)); p50 ",
         )),
     );
     let v = d.status().unwrap();
@@ -1767,11 +1756,11 @@ fn a_call_cut_off_by_a_seat_change_says_what_changed() {
                 "{text}"
             );
         }
-        // Counted as the other calls a session's end stops: cancelled, no refusal of the tool's.
+        // Counted as the caller read it, refused, and not as the tool's doing: not run or stopped.
         let wait = inst.tool_figures("wait");
         assert_eq!(
-            (&wait["calls"], &wait["refusals"]),
-            (&json!(1), &json!(0)),
+            (&wait["calls"], &wait["refusals"], &wait["unrun"]),
+            (&json!(1), &json!(1), &json!(1)),
             "{wait}"
         );
     }
@@ -2550,11 +2539,11 @@ fn a_start_leaves_the_host_script_as_it_is_when_it_is_the_same() {
 /// to the ovai server failed: Connection reset by peer" (helper-106: 4 in 10 of `ovai status` beside an
 /// `ovai stop`). It reads that the server stops, as a command a moment later does. Frozen, the server
 /// holds the command in its backlog; told to stop and let go, it may take that connection first or
-/// drop it, so it is tried a few times.
+/// drop it, so it is tried a few times (eight: the code before passed four in a row one time in eight).
 #[test]
 fn a_command_in_the_backlog_as_the_server_stops_is_told_it_stops() {
     let inst = Instance::with_plugins(&[("echo.mjs", TOOL)]);
-    for _ in 0..4 {
+    for _ in 0..8 {
         let mut d = inst.start();
         let pid = d.pid();
         signal(pid, libc::SIGSTOP);
@@ -2585,4 +2574,23 @@ fn a_command_in_the_backlog_as_the_server_stops_is_told_it_stops() {
         );
         wait_until("the server to end", || (!d.is_running()).then_some(()));
     }
+}
+
+/// A call given up at callTimeoutSeconds is not said to be a fault of its tool's code: another call
+/// may have held the host (helper-104). An instance of its own, where the limit holds no other call.
+#[test]
+fn status_counts_a_call_given_up_at_the_limit_apart_from_faults() {
+    let inst = Instance::with_plugins(&[(
+        "slow.mjs",
+        "export const description = 'x';\nexport const inputSchema = { type: 'object' };\nexport async function run() { await new Promise((r) => setTimeout(r, 30000)); return { text: 'late' }; }",
+    )]);
+    inst.set_config(json!({ "callTimeoutSeconds": 1 }));
+    let _d = inst.start();
+    let mut s = inst.session("lead");
+    s.initialize();
+    assert!(s.call("slow", json!({})).1);
+    inst.cmd().arg("status").assert().success().stdout(predicate::str::contains(
+        "Calls to slow: 1 (1 refused: 1 given up at callTimeoutSeconds (the tool was slow, or waited for a \
+         host another call held)); p50 ",
+    ));
 }
