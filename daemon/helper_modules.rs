@@ -162,11 +162,14 @@ impl Helpers {
         let (mut changed, mut gone) = (Vec::new(), Vec::new());
         for (path, was_stamped, was, _) in &self.files {
             let now = stamp(path);
-            if was.is_none() || now == *was_stamped {
+            // Gone: read then (stamped), not there now; one unread then is said gone too.
+            if now.is_none() {
+                if was_stamped.is_some() {
+                    gone.push(path.clone());
+                }
                 continue;
             }
-            if now.is_none() {
-                gone.push(path.clone());
+            if was.is_none() || now == *was_stamped {
                 continue;
             }
             let is_changed = match checked.get(path) {

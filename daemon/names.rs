@@ -194,9 +194,8 @@ pub fn thousands(n: usize) -> String {
 }
 
 /// A count and its noun as people write them: "1 session", "3 sessions" (`many` for any other count).
-pub fn counted(n: u64, one: &str, many: &str) -> String {
-    let shown = thousands(usize::try_from(n).unwrap_or(usize::MAX));
-    format!("{shown} {}", if n == 1 { one } else { many })
+pub fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
 }
 
 /// How a name reads to a person: in lower case, with the letters and digits that look alike in many

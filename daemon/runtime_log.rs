@@ -98,7 +98,7 @@ impl RuntimeLog {
             let row = format!(
                 "{stamp} server {} before these could not be written to runtime.log ({}); {} to the \
                  server's stderr (the terminal it runs in, or its service's journal).\n",
-                crate::names::counted(lost as u64, "row", "rows"),
+                crate::names::counted(lost, "row", "rows"),
                 crate::names::escape_controls(&why, false),
                 if lost == 1 { "it went" } else { "they went" }
             );

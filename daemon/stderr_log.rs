@@ -67,13 +67,14 @@ impl StderrLog {
             .spawn(move || {
                 // Lines a write refused (a full disk under a redirected stderr), said with the next
                 // that goes: runtime.log tells the operator its lost rows went here.
-                let mut failed = 0u64;
+                let mut failed = 0usize;
                 for line in rx {
                     // The notice first; not written, this line is not either, and is counted.
                     let mut said = true;
                     if failed > 0 {
                         let notice = format!(
-                            "ovai serve: {failed} line(s) of this log before this one could not be written.\n"
+                            "ovai serve: {} of this log before this one could not be written.\n",
+                            crate::names::counted(failed, "line", "lines")
                         );
                         said = out.write_all(notice.as_bytes()).is_ok();
                         failed = if said { 0 } else { failed + 1 };
@@ -405,7 +406,7 @@ mod tests {
         log.finish(Duration::from_secs(60));
         assert_eq!(
             String::from_utf8_lossy(&crate::sync::lock(&got)),
-            "ovai serve: 2 line(s) of this log before this one could not be written.\nline 3\n"
+            "ovai serve: 2 lines of this log before this one could not be written.\nline 3\n"
         );
     }
 

@@ -2779,9 +2779,10 @@ fn a_stop_that_cannot_keep_the_http_sessions_says_so_in_a_row() {
     assert!(d.stop().success());
     let rows = inst.rows("server");
     assert!(
-        rows.iter().any(|r| r
-            .starts_with("The 1 HTTP session could not be kept for the next start (")
-            && r.ends_with("): a client whose session is not taken up opens a new one.")),
+        rows.iter().any(
+            |r| r.starts_with("1 HTTP session could not be kept for the next start (")
+                && r.ends_with("): a client whose session is not taken up opens a new one.")
+        ),
         "{rows:?}"
     );
 }

@@ -83,7 +83,7 @@ fn each_candidate_gets_one_row_in_file_name_order() {
             "plugins/dir.mjs is not served: it is a folder (or a link to one), not a file. A tool is a file of JavaScript; rename the folder (shared code may live in any folder not named as a tool's file), or make the tool a file of that name",
             "plugins/legacy.cjs is not served: only .mjs files are tools: a tool is an ES module, so write it as legacy.mjs, with export in place of module.exports",
             "plugins/modern.mts is not served: only .mjs files are tools: Node runs JavaScript, so write it as modern.mjs, or build it into one",
-            "plugins/old.js is not served: only .mjs files are tools: rename it old.mjs if it is meant as a tool (an ES module: export, not module.exports); code the tools import goes in a folder of plugins/, such as lib/old.js",
+            "plugins/old.js is not served: only .mjs files are tools: rename it old.mjs if it is meant as a tool (an ES module: export, not module.exports); code the tools import goes in a folder of plugins/, such as lib/old.mjs",
             "plugins/typed.ts is not served: only .mjs files are tools: Node runs JavaScript, so write it as typed.mjs, or build it into one",
             "This instance serves a tool of its own: zeta",
         ]
@@ -1523,7 +1523,8 @@ fn hurried_schemas_are_named_with_the_way_out() {
     assert!(
         row("t-many.mjs").ends_with(
             // A second type slip is named with the type meant, as the first is (helper-104).
-            "; its draft's rules are broken at /properties/b/type (the type \"float\": meant \"number\"?) \
+            "; its draft's rules are broken at /properties/b/type (the type \"float\", which is no JSON Schema type: meant \
+             \"number\"?) \
              and /properties/c/required too"
         ),
         "{rows:?}"

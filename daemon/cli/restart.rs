@@ -66,11 +66,7 @@ pub fn run(inst: &Instance) -> Result<(), Failure> {
                 "{} in plugins/ {} not served (the rows above say why); the other tools are served as read. Fix \
                  {}, then `ovai restart` again (`ovai check` says which without a restart).",
                 // .mjs: a `.js` helper beside the tools has its row above, and is no tool to fix.
-                if n == 1 {
-                    "1 .mjs file".to_string()
-                } else {
-                    format!("{n} .mjs files")
-                },
+                crate::names::counted(n, ".mjs file", ".mjs files"),
                 if n == 1 { "is" } else { "are" },
                 if n == 1 { "it" } else { "them" },
             ),

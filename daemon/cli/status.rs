@@ -204,7 +204,7 @@ fn refused_words(f: &crate::wire::ToolFigures) -> String {
         (f.failures, "for a fault in the tool's code"),
         (
             f.timeouts,
-            "given up at callTimeoutSeconds (its own time, or a host another call held)",
+            "given up at callTimeoutSeconds (the tool was slow, or waited for a host another call held)",
         ),
         (f.misfits, "for arguments that did not fit its inputSchema"),
         (f.host_stops, "when its plugin host stopped"),

@@ -11,8 +11,8 @@ pub fn run(inst: &Instance, end: bool) -> Result<(), Failure> {
         let ended: WebEnded = client::control(inst, ControlOp::WebEnd).map_err(unreached)?;
         println!(
             "Ended {} and {}: a browser showing the page is refused from now on; `ovai web` prints a new link.",
-            crate::names::counted(ended.sessions as u64, "page session", "page sessions"),
-            crate::names::counted(ended.links as u64, "unused link", "unused links")
+            crate::names::counted(ended.sessions, "page session", "page sessions"),
+            crate::names::counted(ended.links, "unused link", "unused links")
         );
         return Ok(());
     }

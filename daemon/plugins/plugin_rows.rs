@@ -379,7 +379,7 @@ pub fn not_module(file: &str) -> String {
         // It may be code the tools import, not a tool: renamed, it would be a tool that fails.
         "js" => format!(
             "rename it {stem}.mjs if it is meant as a tool (an ES module: export, not module.exports); code \
-             the tools import goes in a folder of plugins/, such as lib/{stem}.js"
+             the tools import goes in a folder of plugins/, such as lib/{stem}.mjs"
         ),
         "cjs" => format!(
             "a tool is an ES module, so write it as {stem}.mjs, with export in place of module.exports"

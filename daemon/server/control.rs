@@ -85,8 +85,8 @@ pub async fn handle(
                         Topic::Server,
                         &format!(
                             "The status page's sessions were ended (`ovai web --end`): {}, {}.",
-                            crate::names::counted(sessions as u64, "session", "sessions"),
-                            crate::names::counted(links as u64, "unused link", "unused links")
+                            crate::names::counted(sessions, "session", "sessions"),
+                            crate::names::counted(links, "unused link", "unused links")
                         ),
                     );
                     wire::line(&Reply::done(wire::WebEnded { sessions, links }))

@@ -215,35 +215,32 @@ pub fn call_read<'a>(
 /// A `traceparent` as W3C Trace Context writes one (`00-` 32 hex `-` 16 hex `-` 2 hex): anything else
 /// (a line break, a word) would reach a plugin that passes it on as a header, and break its request.
 pub fn w3c_traceparent(v: &str) -> bool {
-    let hex = |part: &str, len: usize| {
-        part.len() == len
-            && part.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-            && part.bytes().any(|b| b != b'0')
+    let lower_hex = |part: &str, len: usize| {
+        part.len() == len && part.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
     };
+    let not_zero = |part: &str| part.bytes().any(|b| b != b'0');
     let Some(head) = v.get(..55) else {
         return false;
     };
-    let parts: Vec<&str> = head.split('-').collect();
-    let [version, trace, parent, flags] = parts[..] else {
+    let mut parts = head.split('-');
+    let (Some(version), Some(trace), Some(parent), Some(flags), None) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
         return false;
     };
     // A later version may add fields after a dash; version 00 adds none, and ff is forbidden.
-    let rest_ok = if version == "00" {
-        v.len() == 55
-    } else {
-        v.len() == 55 || v.as_bytes()[55] == b'-'
-    };
-    version != "ff"
-        && version.len() == 2
-        && version
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-        && hex(trace, 32)
-        && hex(parent, 16)
-        && flags.len() == 2
-        && flags
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    let rest_ok = v.len() == 55 || (version != "00" && v.as_bytes()[55] == b'-');
+    lower_hex(version, 2)
+        && version != "ff"
+        && lower_hex(trace, 32)
+        && not_zero(trace)
+        && lower_hex(parent, 16)
+        && not_zero(parent)
+        && lower_hex(flags, 2)
         && rest_ok
 }
 

@@ -293,7 +293,8 @@ impl SeatService {
     /// Counts a call that started at `started` in the figures `ovai status` shows.
     pub fn record(&self, name: &str, started: std::time::Instant, outcome: &Outcome, how: How) {
         // Stopped by a change of its seat, a call is answered as refused (`answered_as`), and counted so:
-        // not run, as far as its tool goes (helper-106: counted a success, and cancelled in metrics).
+        // not run, as far as its tool goes (helper-106: counted a success, and cancelled in metrics). A
+        // client's own cancel racing the change counts so too; the call's span still ends cancelled.
         let seat_changed =
             matches!(outcome, Outcome::Cancelled | Outcome::Unsent) && self.ended_by().is_some();
         let (outcome, how) = if seat_changed {

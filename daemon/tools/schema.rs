@@ -793,7 +793,9 @@ pub fn compile(schema: &Value) -> Result<Checker, String> {
         let others: Vec<String> = broken_places(draft, schema, &at)
             .into_iter()
             .map(|place| match type_slip(schema, &place) {
-                Some((named, meant)) => format!("{place} (the type {named}{meant})"),
+                Some((named, meant)) => {
+                    format!("{place} (the type {named}, which is no JSON Schema type{meant})")
+                }
                 None => place,
             })
             .collect();

@@ -75,11 +75,7 @@ impl Carried {
                         said = format!(
                             "{} of the last server {} kept for their clients to take up, each by its own seat, \
                              for {} minutes from that server's stop.",
-                            crate::names::counted(
-                                left.len() as u64,
-                                "HTTP session",
-                                "HTTP sessions"
-                            ),
+                            crate::names::counted(left.len(), "HTTP session", "HTTP sessions"),
                             if left.len() == 1 { "is" } else { "are" },
                             KEPT_FOR.as_secs() / 60
                         );
@@ -93,7 +89,7 @@ impl Carried {
                              machine's clock (or at a time still to come): a client whose session is not taken up \
                              opens a new one.",
                             if said.is_empty() { "" } else { " " },
-                            crate::names::counted(stale as u64, "HTTP session", "HTTP sessions"),
+                            crate::names::counted(stale, "HTTP session", "HTTP sessions"),
                             if stale == 1 { "is" } else { "are" },
                             KEPT_FOR.as_secs() / 60
                         );
@@ -173,9 +169,9 @@ impl Carried {
             })
             .map_err(|e| {
                 format!(
-                    "The {} could not be kept for the next start ({}): a client whose session is not \
-                     taken up opens a new one.",
-                    crate::names::counted(sessions.len() as u64, "HTTP session", "HTTP sessions"),
+                    "{} could not be kept for the next start ({}): a client whose session is not taken up \
+                     opens a new one.",
+                    crate::names::counted(sessions.len(), "HTTP session", "HTTP sessions"),
                     crate::names::escape_controls(&e, false)
                 )
             })
