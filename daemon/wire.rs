@@ -246,6 +246,9 @@ pub struct SeatsReply {
     /// Held: the files of the calls in flight that did not finish within the drain, and were stopped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cut: Vec<String>,
+    /// Served files the host started for the change leaves out: changed since the read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 /// The daemon as `ovai status` shows it.
@@ -392,6 +395,7 @@ mod tests {
         let r = Reply::done(SeatsReply {
             ended: vec!["w1".into()],
             cut: Vec::new(),
+            left_out: Vec::new(),
         });
         assert_eq!(line(&r), "{\"ok\":true,\"ended\":[\"w1\"]}\n");
         let back: Reply<SeatsReply> = serde_json::from_str(&line(&r)).unwrap();

@@ -1634,9 +1634,17 @@ fn a_call_of_an_edited_file_says_it_ran_it_as_it_was_read() {
             "ovai: plugins/greet.mjs changed since the last read, and the call ran it as it was read: \
              `ovai restart` serves it as it is now.",
         ));
-    // A new host (here for a seat change) leaves the file out: the call is refused, and ran nothing.
+    // A new host (here for a seat change) leaves the file out: the call is refused, and ran nothing. The
+    // seat change says so (helper-91: the author's tool was refused, unsaid).
     let host = d.host_pid();
-    inst.add_seat("w2");
+    inst.cmd()
+        .args(["seat", "add", "w2"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "ovai: plugins/greet.mjs changed since the last read, so the plugin host started for this change \
+             leaves it out, and its calls are refused until `ovai restart` serves it as it is now.",
+        ));
     wait_until("a new host", || (d.host_pid() != host).then_some(()));
     let out = inst
         .cmd()

@@ -579,7 +579,16 @@ fn tell_daemon(inst: &Instance, why: &str) -> Result<usize, Failure> {
         );
     };
     match client::control_because::<SeatsReply>(inst, ControlOp::Seats, Some(why)) {
-        Ok(v) => Ok(v.ended.len()),
+        Ok(v) => {
+            // An author who saved a tool and then added a seat saw its calls refused, unsaid (helper-91).
+            for file in &v.left_out {
+                eprintln!(
+                    "ovai: {file} changed since the last read, so the plugin host started for this change \
+                     leaves it out, and its calls are refused until `ovai restart` serves it as it is now."
+                );
+            }
+            Ok(v.ended.len())
+        }
         Err(ClientError::NoServer { .. }) => {
             row("no server was running to tell");
             Ok(0)

@@ -36,9 +36,15 @@ pub async fn handle(
             }
             Some(ControlOp::Status) => wire::line(&Reply::done(status(daemon, true).await)),
             Some(ControlOp::Seats) => {
-                reply(daemon.seats_changed(why).await.map(|ended| SeatsReply {
+                let changed = daemon.seats_changed(why).await;
+                let left_out = match changed {
+                    Ok(_) => left_out_by_a_new_host(daemon).await,
+                    Err(_) => Vec::new(),
+                };
+                reply(changed.map(|ended| SeatsReply {
                     ended,
                     cut: Vec::new(),
+                    left_out,
                 }))
             }
             Some(ControlOp::SeatsHold) => {
@@ -48,6 +54,7 @@ pub async fn handle(
                     wire::line(&Reply::done(SeatsReply {
                         ended: Vec::new(),
                         cut,
+                        left_out: Vec::new(),
                     }))
                 } else {
                     // The secrets are about to be written: a box that might still see them must stop
@@ -142,6 +149,31 @@ fn reply<T: Serialize, E: std::fmt::Display>(r: Result<T, E>) -> String {
         Ok(body) => wire::line(&Reply::done(body)),
         Err(e) => wire::line(&Reply::<T>::refused(e.to_string())),
     }
+}
+
+/// The served files a host started for a seat change leaves out (a boxed host is replaced, and a new
+/// host imports only what was read): those changed since the read, as plugins/ names them.
+async fn left_out_by_a_new_host(daemon: &Arc<Daemon>) -> Vec<String> {
+    let generation = daemon.current();
+    if !generation.isolation.is_boxed() {
+        return Vec::new();
+    }
+    let inst = daemon.inst.clone();
+    let changes = tokio::task::spawn_blocking(move || generation.stale(&inst))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    changes
+        .iter()
+        .filter(|c| {
+            matches!(
+                c,
+                crate::plugins::stale::Change::Changed { served: true, .. }
+            )
+        })
+        .map(|c| format!("plugins/{}", crate::names::escape_controls(c.file(), false)))
+        .collect()
 }
 
 fn refused(why: &str) -> String {
