@@ -102,7 +102,10 @@ fn log_filter(default: &str) -> tracing_subscriber::EnvFilter {
         .find(|d| !d.contains(['=', ':', '[']) && misspelt(d));
     let what = match (bare_word, tracing_subscriber::EnvFilter::try_new(&value)) {
         (None, Ok(filter)) => return filter,
-        (Some(word), _) => format!("names {:?}, which is no level", clip(word)),
+        (Some(word), _) => format!(
+            "names \"{}\", which is no level",
+            ovai::names::clipped(word, 40)
+        ),
         (None, Err(e)) => format!("cannot be read ({e})"),
     };
     eprintln!(
@@ -110,8 +113,4 @@ fn log_filter(default: &str) -> tracing_subscriber::EnvFilter {
          ovai=debug); it is left aside, and the log is {default:?}."
     );
     tracing_subscriber::EnvFilter::new(default)
-}
-
-fn clip(word: &str) -> String {
-    word.chars().take(40).collect()
 }

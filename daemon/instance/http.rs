@@ -93,7 +93,7 @@ impl HttpSettings {
 }
 
 /// The keys `"http"` takes.
-pub const KEYS: &[&str] = &[
+const KEYS: &[&str] = &[
     "listen",
     "origins",
     "hosts",

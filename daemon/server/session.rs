@@ -295,21 +295,11 @@ impl SeatService {
         // Stopped by a change of its seat, a call is answered as refused (`answered_as`), and counted so:
         // not run, as far as its tool goes (helper-106: counted a success, and cancelled in metrics). A
         // client's own cancel racing the change counts so too; the call's span still ends cancelled.
-        let seat_changed =
-            matches!(outcome, Outcome::Cancelled | Outcome::Unsent) && self.ended_by().is_some();
-        let (outcome, how) = if seat_changed {
-            (&Outcome::Refused(String::new()), How::NotRun)
-        } else {
-            (outcome, how)
-        };
-        let counted = match (outcome, how) {
-            (Outcome::Text(_) | Outcome::Json(_), _) => Tally::Text,
-            (Outcome::Cancelled | Outcome::Unsent, _) => Tally::Cancelled,
-            (Outcome::Refused(_), How::HostStopped) => Tally::HostStopped,
-            (Outcome::Refused(_), How::TimedOut) => Tally::TimedOut,
-            (Outcome::Refused(_), How::Ran | How::Failed | How::Misfit | How::NotRun) => {
-                Tally::Refused
+        let (counted, how) = match (outcome, how) {
+            (Outcome::Cancelled | Outcome::Unsent, _) if self.ended_by().is_some() => {
+                (Tally::Refused, How::NotRun)
             }
+            (outcome, how) => (Self::tally(outcome, how), how),
         };
         let took = started.elapsed();
         self.daemon
@@ -317,6 +307,19 @@ impl SeatService {
             .record(&self.seat, name, took, counted, how);
         if let Some(metrics) = self.daemon.metrics.get() {
             metrics.call(&self.seat, name, took, counted);
+        }
+    }
+
+    /// What a call that ended so counts as.
+    fn tally(outcome: &Outcome, how: How) -> Tally {
+        match (outcome, how) {
+            (Outcome::Text(_) | Outcome::Json(_), _) => Tally::Text,
+            (Outcome::Cancelled | Outcome::Unsent, _) => Tally::Cancelled,
+            (Outcome::Refused(_), How::HostStopped) => Tally::HostStopped,
+            (Outcome::Refused(_), How::TimedOut) => Tally::TimedOut,
+            (Outcome::Refused(_), How::Ran | How::Failed | How::Misfit | How::NotRun) => {
+                Tally::Refused
+            }
         }
     }
 

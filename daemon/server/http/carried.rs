@@ -70,31 +70,30 @@ impl Carried {
                     let all = left.len();
                     let now = now();
                     left.retain(|_, s| s.fresh(now));
-                    let mut said = String::new();
+                    let mut said = Vec::new();
                     if !left.is_empty() {
-                        said = format!(
+                        said.push(format!(
                             "{} of the last server {} kept for their clients to take up, each by its own seat, \
                              for {} minutes from that server's stop.",
                             crate::names::counted(left.len(), "HTTP session", "HTTP sessions"),
                             if left.len() == 1 { "is" } else { "are" },
                             KEPT_FOR.as_secs() / 60
-                        );
+                        ));
                     }
                     // A clock stepped between the stop and this start (or a stop long ago) is said, not
                     // left for a client's 404 to show.
-                    if all > left.len() {
-                        let stale = all - left.len();
-                        said = format!(
-                            "{said}{}{} of the last server {} not taken up, left more than {} minutes ago by this \
-                             machine's clock (or at a time still to come): a client whose session is not taken up \
-                             opens a new one.",
-                            if said.is_empty() { "" } else { " " },
+                    let stale = all - left.len();
+                    if stale > 0 {
+                        said.push(format!(
+                            "{} of the last server {} not taken up, left more than {} minutes ago by this machine's \
+                             clock (or at a time still to come): a client whose session is not taken up opens a \
+                             new one.",
                             crate::names::counted(stale, "HTTP session", "HTTP sessions"),
                             if stale == 1 { "is" } else { "are" },
                             KEPT_FOR.as_secs() / 60
-                        );
+                        ));
                     }
-                    (left, Some(said))
+                    (left, Some(said.join(" ")))
                 }
                 Err(why) => (
                     HashMap::new(),
